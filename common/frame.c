@@ -1,0 +1,79 @@
+/* AgentLink framing on libevent buffers. */
+
+#include <arpa/inet.h>
+
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "frame.h"
+
+/*
+ * Appends msg to out as one frame.  Returns 0, or -1 if the message is over the
+ * limit or the buffer cannot grow.
+ */
+int
+frame_put(struct evbuffer *out, const struct ProtobufCMessage *msg)
+{
+	struct evbuffer_iovec	 vec;
+	size_t			 len;
+	uint32_t		 be;
+	uint8_t			 hdr[FRAME_HEADER_LEN];
+
+	len = protobuf_c_message_get_packed_size(msg);
+	if (len > FRAME_MAX_LEN)
+		return (-1);
+	hdr[0] = 0;
+	be = htonl((uint32_t)len);
+	memcpy(hdr + 1, &be, sizeof(be));
+	if (evbuffer_add(out, hdr, sizeof(hdr)) == -1)
+		return (-1);
+	if (len == 0)
+		return (0);
+	if (evbuffer_reserve_space(out, len, &vec, 1) != 1)
+		return (-1);
+	protobuf_c_message_pack(msg, vec.iov_base);
+	vec.iov_len = len;
+	if (evbuffer_commit_space(out, &vec, 1) == -1)
+		return (-1);
+	return (0);
+}
+
+/*
+ * Looks for one whole frame at the front of in.  On FRAME_READY, *payload points
+ * to *len contiguous bytes inside in: decode them, then evbuffer_drain(in,
+ * FRAME_HEADER_LEN + *len).  On FRAME_BAD, *why names the problem.
+ */
+int
+frame_pull(struct evbuffer *in, uint8_t **payload, size_t *len,
+    const char **why)
+{
+	uint8_t		 hdr[FRAME_HEADER_LEN];
+	uint32_t	 be, n;
+
+	if (evbuffer_get_length(in) < FRAME_HEADER_LEN)
+		return (FRAME_MORE);
+	if (evbuffer_copyout(in, hdr, sizeof(hdr)) != sizeof(hdr))
+		return (FRAME_MORE);
+	if (hdr[0] != 0) {
+		*why = "frame flag is not 0 (compressed or not a frame)";
+		return (FRAME_BAD);
+	}
+	memcpy(&be, hdr + 1, sizeof(be));
+	n = ntohl(be);
+	if (n > FRAME_MAX_LEN) {
+		*why = "frame length over the 4 MiB limit";
+		return (FRAME_BAD);
+	}
+	if (evbuffer_get_length(in) < FRAME_HEADER_LEN + (size_t)n)
+		return (FRAME_MORE);
+	*payload = evbuffer_pullup(in, FRAME_HEADER_LEN + (ssize_t)n);
+	if (*payload == NULL) {
+		*why = "out of memory";
+		return (FRAME_BAD);
+	}
+	*payload += FRAME_HEADER_LEN;
+	*len = n;
+	return (FRAME_READY);
+}

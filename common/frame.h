@@ -1,0 +1,27 @@
+/*
+ * AgentLink framing, as gRPC frames messages: one flag byte (0, uncompressed), a
+ * 4-byte big-endian length, then that many bytes of protobuf.
+ */
+
+#ifndef DYNPROF_FRAME_H
+#define DYNPROF_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+struct ProtobufCMessage;
+
+#define FRAME_HEADER_LEN	5
+#define FRAME_MAX_LEN		(4U * 1024 * 1024)	/* payload limit, DESIGN.md */
+
+/* frame_pull() results. */
+#define FRAME_MORE		0	/* no whole frame buffered yet */
+#define FRAME_READY		1	/* *len bytes at *payload */
+#define FRAME_BAD		-1	/* *why says why; close the connection */
+
+/* frame.c */
+int	 frame_put(struct evbuffer *, const struct ProtobufCMessage *);
+int	 frame_pull(struct evbuffer *, uint8_t **, size_t *, const char **);
+
+#endif /* DYNPROF_FRAME_H */

@@ -1,0 +1,133 @@
+/* Logging to stderr with levels, in the manner of OpenBSD's log.c. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+static const char	*log_procname = "dynprof";
+static int		 log_level = LOG_LEVEL_INFO;
+
+static void	 log_vwrite(const char *, const char *, va_list, int)
+		    __attribute__((format(printf, 2, 0)));
+
+/* Sets the program name put before every line and the level. */
+void
+log_init(const char *procname, int level)
+{
+	log_procname = procname;
+	log_level = level;
+}
+
+/* Changes the level: LOG_LEVEL_QUIET, _INFO or _DEBUG. */
+void
+log_setlevel(int level)
+{
+	log_level = level;
+}
+
+/* Returns the current level. */
+int
+log_getlevel(void)
+{
+	return (log_level);
+}
+
+static void
+log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
+{
+	struct timespec	 ts;
+	struct tm	 tm;
+	char		 stamp[32], msg[2048];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (errnum != 0)
+		fprintf(stderr, "%s.%03ldZ %s %s: %s: %s\n", stamp,
+		    ts.tv_nsec / 1000000, log_procname, level, msg,
+		    strerror(errnum));
+	else
+		fprintf(stderr, "%s.%03ldZ %s %s: %s\n", stamp,
+		    ts.tv_nsec / 1000000, log_procname, level, msg);
+	fflush(stderr);
+}
+
+/* Logs a warning followed by strerror(errno). */
+void
+log_warn(const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite("warning", fmt, ap, saved);
+	va_end(ap);
+	errno = saved;
+}
+
+/* Logs a warning. */
+void
+log_warnx(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	log_vwrite("warning", fmt, ap, 0);
+	va_end(ap);
+}
+
+/* Logs an informational line unless quiet. */
+void
+log_info(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (log_level < LOG_LEVEL_INFO)
+		return;
+	va_start(ap, fmt);
+	log_vwrite("info", fmt, ap, 0);
+	va_end(ap);
+}
+
+/* Logs a debugging line when verbose. */
+void
+log_debug(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (log_level < LOG_LEVEL_DEBUG)
+		return;
+	va_start(ap, fmt);
+	log_vwrite("debug", fmt, ap, 0);
+	va_end(ap);
+}
+
+/* Logs an error with strerror(errno) and exits: start-up failures only. */
+void
+fatal(const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite("fatal", fmt, ap, saved);
+	va_end(ap);
+	exit(2);
+}
+
+/* Logs an error and exits: start-up failures and broken invariants only. */
+void
+fatalx(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	log_vwrite("fatal", fmt, ap, 0);
+	va_end(ap);
+	exit(2);
+}

@@ -1,0 +1,186 @@
+/*
+ * The shared memory segment: one per job per node, shared by the agent (the only
+ * writer of the config part) and every rank of the job on the node (each the only
+ * writer of its own slot).
+ *
+ * Layout (all offsets fixed by this header; the reader checks them before use):
+ *
+ *	struct seg_header		magic, version, sizes, seqlock, generation
+ *	struct seg_config		the schedule, written under the seqlock
+ *	struct seg_slot[nslots]		one per attached rank, claimed by pid
+ *
+ * The segment is a file: "<dir>/dynprof.<job>", where dir is DYNPROF_SHM_DIR or, by
+ * default, /dev/shm (where glibc's shm_open() puts POSIX shared memory objects, so
+ * the default segment is the POSIX shm object "dynprof.<job>").  It is created
+ * complete under a temporary name and linked into place, so nobody ever maps a
+ * half-initialised segment.
+ *
+ * Bump SEG_VERSION whenever anything in this file changes the bytes of the segment.
+ */
+
+#ifndef DYNPROF_SEGMENT_H
+#define DYNPROF_SEGMENT_H
+
+#include <sys/types.h>
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
+#define SEG_VERSION		1	/* bump when the layout changes */
+
+#define SEG_DEFAULT_DIR		"/dev/shm"
+#define SEG_PREFIX		"dynprof."
+#define SEG_DEFAULT_MODE	0600
+
+#define SEG_JOB_MAX		64	/* job id length, DESIGN.md */
+#define SEG_MAX_WINDOWS		16	/* windows per job schedule */
+#define SEG_MAX_SLOTS		256	/* ranks of one job on one node */
+#define SEG_RANKS_MAX		256	/* "0-7,16" target list, NUL included */
+#define SEG_SUBDIR_MAX		256	/* relative output subdirectory, NUL included */
+#define SEG_FWOPTS_MAX		4096	/* framework options JSON, NUL included */
+#define SEG_PATH_MAX		1024	/* an output directory, NUL included */
+#define SEG_ERROR_MAX		256	/* a callback's error message, NUL included */
+
+/* Window flags. */
+#define SEG_WINDOW_CANCELLED	0x1
+
+/* Rank states kept in a slot: the same numbers as the RankState enum of the proto. */
+enum seg_rank_state {
+	SEG_RANK_FREE = 0,
+	SEG_RANK_ATTACHED = 1,
+	SEG_RANK_ARMED = 2,
+	SEG_RANK_PROFILING = 3,
+	SEG_RANK_DONE = 4,
+	SEG_RANK_SKIPPED = 5,
+	SEG_RANK_FAILED = 6,
+	SEG_RANK_GONE = 7,
+};
+
+/* Typed profiler options: MindSpore's profiler_config.json fields. -1 is unset. */
+struct seg_options {
+	int32_t		 aicore_metrics;
+	int32_t		 profiler_level;
+	int32_t		 profile_framework;
+	int32_t		 analyse_mode;
+	uint8_t		 profile_communication;
+	uint8_t		 parallel_strategy;
+	uint8_t		 with_stack;
+	uint8_t		 data_simplification;
+	uint32_t	 fwopts_len;		/* strlen(fwopts) */
+	char		 output_subdir[SEG_SUBDIR_MAX];
+	char		 fwopts[SEG_FWOPTS_MAX];
+};
+
+struct seg_window {
+	uint32_t	 id;
+	uint32_t	 flags;			/* SEG_WINDOW_* */
+	int64_t		 start_step;
+	int64_t		 stop_step;
+	char		 ranks[SEG_RANKS_MAX];	/* "" for all ranks */
+	struct seg_options options;
+};
+
+/* The schedule.  Written only by the agent, only under the header's seqlock. */
+struct seg_config {
+	uint64_t	 generation;
+	uint32_t	 nwindows;		/* <= SEG_MAX_WINDOWS */
+	uint32_t	 pad;
+	struct seg_window windows[SEG_MAX_WINDOWS];
+};
+
+/*
+ * One rank's slot.  pid is claimed with a compare-and-swap from 0.  step is stored
+ * by the rank at every step_begin (one relaxed store: the hot path).  The other
+ * fields are the rank's last state, written by the rank under the slot's own
+ * seqlock (seq odd while writing) so that the agent never reports a torn one.
+ */
+struct seg_slot {
+	_Atomic int32_t	 pid;			/* 0: free */
+	_Atomic uint32_t seq;			/* slot seqlock */
+	_Atomic int64_t	 step;			/* current step, -1 before the first */
+	int32_t		 rank;
+	uint32_t	 state;			/* enum seg_rank_state */
+	uint32_t	 window_id;		/* the window of the last event */
+	uint32_t	 last_event;		/* EventKind of the last event */
+	int64_t		 start_step;		/* of that window */
+	int64_t		 stop_step;
+	int64_t		 event_step;		/* the rank's step at the last event */
+	int64_t		 event_time_ns;		/* wall clock of the last event */
+	int64_t		 attach_time_ns;
+	uint64_t	 generation;		/* the config generation last acted on */
+	uint32_t	 reason;		/* StopReason of the last stop */
+	uint32_t	 rank_seq;		/* events sent so far */
+	char		 output_dir[SEG_PATH_MAX];
+	char		 error[SEG_ERROR_MAX];
+	char		 pad[192];		/* to a multiple of 64 bytes */
+};
+
+struct seg_header {
+	uint64_t	 magic;			/* SEG_MAGIC */
+	uint32_t	 version;		/* SEG_VERSION */
+	uint32_t	 header_size;		/* sizeof(struct seg_header) */
+	uint64_t	 segment_size;		/* the whole file */
+	uint32_t	 config_offset;
+	uint32_t	 config_size;		/* sizeof(struct seg_config) */
+	uint32_t	 slots_offset;
+	uint32_t	 slot_size;		/* sizeof(struct seg_slot) */
+	uint32_t	 nslots;
+	uint32_t	 pad0;
+	char		 job[SEG_JOB_MAX + 1];	/* NUL-terminated */
+	char		 pad1[7];
+	int64_t		 created_ns;
+	/* Written by the agent: */
+	_Atomic uint32_t seq;			/* config seqlock, odd while writing */
+	_Atomic int32_t	 agent_pid;		/* the agent serving the segment, 0: none */
+	_Atomic uint64_t generation;		/* copy of config.generation, for display */
+	char		 pad2[40];		/* to a multiple of 64 bytes */
+};
+
+/* An open segment: the mapping and where its parts are. */
+struct segment {
+	struct seg_header	*hdr;
+	struct seg_config	*config;
+	struct seg_slot		*slots;
+	size_t			 size;
+	char			 job[SEG_JOB_MAX + 1];
+	char			 path[4096];
+};
+
+/* Error codes: the same numbers as the DYNPROF_E* codes of dynprof.h. */
+#define SEG_OK		 0
+#define SEG_EJOB	-2	/* invalid job id */
+#define SEG_ESYS	-3	/* a system call failed: errno says which */
+#define SEG_EMAGIC	-4	/* not a dynprof segment */
+#define SEG_EVERSION	-5	/* another layout version */
+#define SEG_ESIZE	-6	/* truncated, or sizes that do not match the layout */
+#define SEG_ENOSLOT	-7	/* every slot taken by a live process */
+#define SEG_ENOENT	-8	/* no such segment (and not asked to create one) */
+#define SEG_ETORN	-9	/* the config kept changing under the reader */
+
+/* segment_open() flags. */
+#define SEG_CREATE	0x1	/* create the segment if it does not exist */
+
+/* segment.c */
+int	 segment_path(char *, size_t, const char *, const char *);
+int	 segment_open(struct segment *, const char *, const char *, int, mode_t);
+void	 segment_close(struct segment *);
+int	 segment_unlink(const char *, const char *);
+int	 segment_validate(const void *, size_t);
+const char *segment_strerror(int);
+
+void	 segment_write_config(struct segment *, const struct seg_config *);
+int	 segment_read_config(const struct segment *, struct seg_config *,
+	    uint32_t *);
+
+int	 segment_slot_claim(struct segment *, pid_t, int32_t);
+void	 segment_slot_release(struct segment *, int, pid_t);
+int	 segment_slot_read(const struct segment *, int, struct seg_slot *);
+void	 segment_slot_update_begin(struct seg_slot *);
+void	 segment_slot_update_end(struct seg_slot *);
+int	 segment_reclaim_dead(struct segment *, void (*)(const struct seg_slot *,
+	    int, void *), void *);
+int	 segment_pid_alive(pid_t);
+
+#endif /* DYNPROF_SEGMENT_H */

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Installs the Debian 12 packages dynprof's build, tests and demo need, only those
+# missing.  Idempotent.  Run as root, or as a user with sudo.
+set -eu
+
+PKGS="build-essential cmake pkg-config
+libevent-dev libprotobuf-c-dev protobuf-c-compiler
+nanopb libnanopb-dev python3-protobuf
+libcmocka-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev
+python3 python3-pytest
+iproute2 procps psmisc strace curl valgrind"
+
+# Extra sets, asked for by name: DEPS_EXTRA="torch node"
+for extra in ${DEPS_EXTRA:-}; do
+	case "$extra" in
+	torch)	PKGS="$PKGS python3-torch" ;;
+	node)	PKGS="$PKGS nodejs npm" ;;
+	clang)	PKGS="$PKGS clang libclang-rt-14-dev" ;;
+	*)	echo "deps.sh: unknown extra set '$extra'" >&2; exit 1 ;;
+	esac
+done
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+	    grep -q 'install ok installed'; then
+		missing="$missing $p"
+	fi
+done
+if [ -z "$missing" ]; then
+	echo "deps: all packages present"
+	exit 0
+fi
+
+echo "deps: installing:$missing"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "deps: need root (or sudo) to install:$missing" >&2
+		exit 1
+	fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A brand-new machine may never have fetched the package lists.
+if ! $SUDO apt-get install -y -q --no-install-recommends $missing; then
+	$SUDO apt-get update -q
+	$SUDO apt-get install -y -q --no-install-recommends $missing
+fi
