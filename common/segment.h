@@ -114,7 +114,7 @@ struct seg_slot {
 	uint32_t	 rank_seq;		/* events sent so far */
 	char		 output_dir[SEG_PATH_MAX];
 	char		 error[SEG_ERROR_MAX];
-	char		 pad[192];		/* to a multiple of 64 bytes */
+	char		 pad[168];		/* to a multiple of 64 bytes */
 };
 
 struct seg_header {
@@ -135,8 +135,19 @@ struct seg_header {
 	_Atomic uint32_t seq;			/* config seqlock, odd while writing */
 	_Atomic int32_t	 agent_pid;		/* the agent serving the segment, 0: none */
 	_Atomic uint64_t generation;		/* copy of config.generation, for display */
-	char		 pad2[40];		/* to a multiple of 64 bytes */
+	char		 pad2[48];		/* to a multiple of 64 bytes */
 };
+
+/* The layout is shared between processes and compilers: pin it down. */
+_Static_assert(sizeof(struct seg_header) == 192, "seg_header size");
+_Static_assert(sizeof(struct seg_header) % 64 == 0, "seg_header alignment");
+_Static_assert(sizeof(struct seg_slot) == 1536, "seg_slot size");
+_Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
+_Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
+_Static_assert(offsetof(struct seg_slot, step) % 8 == 0, "slot step alignment");
+_Static_assert(offsetof(struct seg_header, seq) % 4 == 0, "header seq alignment");
+_Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic int64_t) == 8,
+    "lock-free atomics of plain size");
 
 /* An open segment: the mapping and where its parts are. */
 struct segment {
