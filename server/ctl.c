@@ -1,0 +1,311 @@
+/*
+ * dynprofctl: global flags, the command table and the help texts.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "version.h"
+
+struct ctl_command {
+	const char	*name;
+	int		(*fn)(struct ctl *, int, char **);
+	const char	*usage;
+	const char	*help;
+};
+
+static const struct ctl_command ctl_commands[] = {
+	{ "jobs", ctl_cmd_jobs, "jobs",
+	  "List every job the coordinator knows: generation, windows, ranks,\n"
+	  "nodes and the highest step reported.\n" },
+	{ "nodes", ctl_cmd_nodes, "nodes",
+	  "List the agents (one per node): connected or lost, address, last seen,\n"
+	  "and the config generation each applied per job.\n" },
+	{ "status", ctl_cmd_status, "status JOB",
+	  "Show a job: a summary line, then one line per rank (sorted by rank) with\n"
+	  "its node, step, state, window and output directory, then the windows\n"
+	  "and which generation each node applied.\n" },
+	{ "config", ctl_cmd_config, "config get JOB | config set JOB FILE",
+	  "get: print the job's stored profiler_config.json.\n"
+	  "set: send FILE (MindSpore's profiler_config.json, as it is; '-' reads\n"
+	  "     standard input).  Valid start_step/stop_step add a window.\n" },
+	{ "cancel", ctl_cmd_cancel, "cancel JOB WINDOW",
+	  "Cancel window WINDOW (its id) of JOB.  Ranks profiling in it stop at\n"
+	  "their next step end.\n" },
+	{ "trace", ctl_cmd_trace,
+	  "trace JOB (--start N | --in N) (--steps M | --stop N) [--roundup R]\n"
+	  "             [--ranks 0-7,16] [--option KEY=VALUE ...] "
+	  "[--output-subdir D]\n"
+	  "             [--wait [--timeout S]]",
+	  "Schedule a profiling window and print its resolved steps.\n"
+	  "  --start N          start at step N (absolute)\n"
+	  "  --in N             start N steps after the highest step reported\n"
+	  "  --steps M          run M steps (stop = start + M - 1)\n"
+	  "  --stop N           stop after step N (inclusive)\n"
+	  "  --roundup R        move the start up to the next multiple of R\n"
+	  "  --ranks LIST       only these ranks, e.g. 0-7,16 (default: all)\n"
+	  "  --option KEY=VALUE a profiler option, repeatable: MindSpore fields are\n"
+	  "                     typed (aicore_metrics, profiler_level,\n"
+	  "                     profile_framework, analyse_mode: integers;\n"
+	  "                     profile_communication, parallel_strategy,\n"
+	  "                     with_stack, data_simplification: true/false);\n"
+	  "                     other keys take a JSON value, else a string\n"
+	  "  --output-subdir D  a relative subdirectory of each rank's output root\n"
+	  "  --wait             follow the targeted ranks until each has stopped,\n"
+	  "                     skipped or failed; exit 1 if any skipped or failed\n"
+	  "  --timeout S        with --wait: give up after S seconds (exit 3)\n"
+	  "With --json, prints the coordinator's answer, and with --wait the job's\n"
+	  "final status document after it.\n" },
+	{ "local", ctl_cmd_local, "local JOB [--shm-dir DIR]",
+	  "Print this node's shared memory segment of JOB, read directly (no\n"
+	  "coordinator): header, windows and every used rank slot.  DIR defaults\n"
+	  "to $DYNPROF_SHM_DIR, else /dev/shm.\n" },
+};
+
+#define CTL_NCOMMANDS	(sizeof(ctl_commands) / sizeof(ctl_commands[0]))
+
+static void
+ctl_usage(FILE *f)
+{
+	size_t	 i;
+
+	fprintf(f,
+	    "usage: dynprofctl [--coordinator URL] [--token-file F] [--json] "
+	    "COMMAND [ARGS]\n"
+	    "       dynprofctl COMMAND --help\n"
+	    "\n"
+	    "Drive dynprof's coordinator (its admin HTTP API) from the command "
+	    "line.\n"
+	    "\n"
+	    "Commands:\n");
+	for (i = 0; i < CTL_NCOMMANDS; i++)
+		fprintf(f, "  %s\n", ctl_commands[i].usage);
+	fprintf(f,
+	    "\n"
+	    "Options:\n"
+	    "  --coordinator URL  the admin API (default $DYNPROF_COORDINATOR, "
+	    "else\n"
+	    "                     %s)\n"
+	    "  --token-file F     read the admin token from F (default "
+	    "$DYNPROF_TOKEN)\n"
+	    "  --json             print the coordinator's JSON as is, for "
+	    "scripts\n"
+	    "  --help, --version\n"
+	    "\n"
+	    "Exit codes: 0 ok, 1 refused by the coordinator or bad usage,\n"
+	    "            2 cannot reach the coordinator, 3 timeout.\n",
+	    CTL_DEFAULT_URL);
+}
+
+/* Prints "dynprofctl: message" on the error stream. */
+void
+ctl_errx(struct ctl *ctl, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	fprintf(ctl->err, "dynprofctl: ");
+	va_start(ap, fmt);
+	vfprintf(ctl->err, fmt, ap);
+	va_end(ap);
+	fprintf(ctl->err, "\n");
+}
+
+/* Parses a whole decimal integer within [min, max]; 0 ok, -1 not. */
+int
+ctl_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char		*end;
+	long long	 v;
+
+	if (s == NULL || *s == '\0')
+		return (-1);
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return (-1);
+	*out = v;
+	return (0);
+}
+
+static int
+ctl_read_token(struct ctl *ctl, const char *path)
+{
+	FILE	*f;
+	char	 buf[4096];
+	size_t	 n, i;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		ctl_errx(ctl, "cannot read token file %s: %s", path,
+		    strerror(errno));
+		return (-1);
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	if (ferror(f) || !feof(f)) {
+		ctl_errx(ctl, "cannot read token file %s: %s", path,
+		    ferror(f) ? strerror(errno) : "longer than 4095 bytes");
+		fclose(f);
+		return (-1);
+	}
+	fclose(f);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
+	    buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		n--;
+	buf[n] = '\0';
+	if (n == 0) {
+		ctl_errx(ctl, "token file %s is empty", path);
+		return (-1);
+	}
+	for (i = 0; i < n; i++) {
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
+			ctl_errx(ctl, "token file %s: control character in "
+			    "the token", path);
+			return (-1);
+		}
+	}
+	ctl->token = strdup(buf);
+	return (ctl->token == NULL ? -1 : 0);
+}
+
+static const struct ctl_command *
+ctl_find(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < CTL_NCOMMANDS; i++) {
+		if (strcmp(ctl_commands[i].name, name) == 0)
+			return (&ctl_commands[i]);
+	}
+	return (NULL);
+}
+
+static void
+ctl_command_help(FILE *f, const struct ctl_command *c)
+{
+	fprintf(f, "usage: dynprofctl [--coordinator URL] [--token-file F] "
+	    "[--json]\n       %s\n\n%s", c->usage, c->help);
+	fprintf(f, "\nExit codes: 0 ok, 1 refused or bad usage, 2 cannot reach "
+	    "the coordinator,\n            3 timeout.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "coordinator", required_argument, NULL, 'c' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ctl			 ctl;
+	const struct ctl_command	*cmd;
+	const char			*token_file = NULL, *why, *env;
+	int				 ch, i, j, rc;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.out = stdout;
+	ctl.err = stderr;
+	ctl.timeout_ms = CTL_HTTP_TIMEOUT_MS;
+	ctl.tty = isatty(STDOUT_FILENO);
+	env = getenv("DYNPROF_COORDINATOR");
+	ctl.url = env != NULL && *env != '\0' ? env : CTL_DEFAULT_URL;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			ctl.url = optarg;
+			break;
+		case 't':
+			token_file = optarg;
+			break;
+		case 'j':
+			ctl.json = 1;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return (CTL_EXIT_OK);
+		case 'V':
+			printf("dynprofctl %s\n", DYNPROF_VERSION_STRING);
+			return (CTL_EXIT_OK);
+		default:
+			if (optopt != 0)
+				ctl_errx(&ctl, "option needs an argument or is "
+				    "unknown: %s", argv[optind - 1]);
+			else
+				ctl_errx(&ctl, "unknown option: %s",
+				    argv[optind - 1]);
+			ctl_usage(stderr);
+			return (CTL_EXIT_REFUSED);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc == 0) {
+		ctl_errx(&ctl, "no command given");
+		ctl_usage(stderr);
+		return (CTL_EXIT_REFUSED);
+	}
+	if (strcmp(argv[0], "help") == 0) {
+		if (argc > 1 && (cmd = ctl_find(argv[1])) != NULL)
+			ctl_command_help(stdout, cmd);
+		else
+			ctl_usage(stdout);
+		return (CTL_EXIT_OK);
+	}
+	if ((cmd = ctl_find(argv[0])) == NULL) {
+		ctl_errx(&ctl, "unknown command: %s", argv[0]);
+		ctl_usage(stderr);
+		return (CTL_EXIT_REFUSED);
+	}
+
+	/* --json and --help are accepted after the command too. */
+	for (i = 1, j = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				argv[j++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--json") == 0)
+			ctl.json = 1;
+		else if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			ctl_command_help(stdout, cmd);
+			return (CTL_EXIT_OK);
+		} else
+			argv[j++] = argv[i];
+	}
+	argc = j;
+	argv[argc] = NULL;
+
+	if (cmd->fn != ctl_cmd_local &&
+	    ctl_url_parse(ctl.url, &ctl.addr, &why) == -1) {
+		ctl_errx(&ctl, "bad coordinator URL %s: %s", ctl.url, why);
+		return (CTL_EXIT_REFUSED);
+	}
+	if (token_file != NULL) {
+		if (ctl_read_token(&ctl, token_file) == -1)
+			return (CTL_EXIT_REFUSED);
+	} else if ((env = getenv("DYNPROF_TOKEN")) != NULL && *env != '\0') {
+		if (strpbrk(env, "\r\n") != NULL) {
+			ctl_errx(&ctl, "DYNPROF_TOKEN has a line break");
+			return (CTL_EXIT_REFUSED);
+		}
+		ctl.token = strdup(env);
+	}
+
+	rc = cmd->fn(&ctl, argc, argv);
+	if (rc == CTL_USAGE) {
+		fprintf(stderr, "usage: dynprofctl %s\n", cmd->usage);
+		rc = CTL_EXIT_REFUSED;
+	}
+	free(ctl.token);
+	return (rc);
+}

@@ -1,0 +1,138 @@
+/*
+ * dynprofctl: the operator's command line over the coordinator's admin API
+ * (docs/admin-api.md), plus `local`, which reads this node's segment directly.
+ */
+
+#ifndef DYNPROF_CTL_H
+#define DYNPROF_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "jobid.h"
+
+/* Exit codes, said in --help. */
+#define CTL_EXIT_OK		0
+#define CTL_EXIT_REFUSED	1	/* refused by the coordinator, bad usage */
+#define CTL_EXIT_UNREACHABLE	2	/* cannot reach the coordinator */
+#define CTL_EXIT_TIMEOUT	3	/* --wait --timeout, or no answer in time */
+#define CTL_USAGE		-1	/* a command's bad arguments: main prints
+					   its usage and exits 1 */
+
+#define CTL_DEFAULT_URL		"http://127.0.0.1:7879"
+#define CTL_HTTP_TIMEOUT_MS	10000	/* one request, connect to last byte */
+#define CTL_BODY_MAX		(64 * 1024 * 1024)
+#define CTL_FILE_MAX		(16 * 1024 * 1024)
+
+/* The coordinator's address, from --coordinator or DYNPROF_COORDINATOR. */
+struct ctl_url {
+	char	 host[256];
+	char	 port[8];
+	char	 base[512];		/* path prefix without the trailing '/' */
+};
+
+/* What every command gets: the global flags. */
+struct ctl {
+	const char	*url;		/* as the user gave it, for messages */
+	struct ctl_url	 addr;
+	char		*token;		/* NULL: none */
+	int		 json;		/* --json: print the coordinator's JSON */
+	int		 timeout_ms;	/* one HTTP request */
+	int		 tty;		/* stdout is a terminal */
+	int		 quiet;		/* ctl_call: no message when unreachable */
+	FILE		*out;
+	FILE		*err;
+};
+
+/* An HTTP answer: the body is NUL-terminated, caller frees with ctl_http_free. */
+struct ctl_response {
+	int	 status;
+	char	*body;
+	size_t	 len;
+};
+
+/* ctl.c */
+void	 ctl_errx(struct ctl *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+int	 ctl_parse_int64(const char *, int64_t, int64_t, int64_t *);
+
+/* ctl_http.c */
+int	 ctl_url_parse(const char *, struct ctl_url *, const char **);
+int	 ctl_http_request(const struct ctl_url *, const char *, const char *,
+	    const char *, const char *, size_t, int, struct ctl_response *,
+	    char *, size_t);
+int	 ctl_http_parse_response(const char *, size_t, struct ctl_response *,
+	    const char **);
+void	 ctl_http_free(struct ctl_response *);
+
+/* ctl_cmd.c */
+int	 ctl_call(struct ctl *, const char *, const char *, const char *,
+	    size_t, json_t **, struct ctl_response *);
+int	 ctl_cmd_jobs(struct ctl *, int, char **);
+int	 ctl_cmd_nodes(struct ctl *, int, char **);
+int	 ctl_cmd_status(struct ctl *, int, char **);
+int	 ctl_cmd_config(struct ctl *, int, char **);
+int	 ctl_cmd_cancel(struct ctl *, int, char **);
+
+/* ctl_trace.c */
+struct ctl_trace_args {
+	const char	*job;
+	int		 have_start, have_in, have_steps, have_stop, have_roundup;
+	int64_t		 start, in, steps, stop, roundup;
+	const char	*ranks;
+	const char	*output_subdir;
+	json_t		*options;	/* owned */
+	int		 wait;
+	int		 have_timeout;
+	double		 timeout;	/* seconds */
+};
+int	 ctl_option_parse(json_t *, const char *, char *, size_t);
+int	 ctl_trace_parse(int, char **, struct ctl_trace_args *, char *, size_t);
+void	 ctl_trace_args_free(struct ctl_trace_args *);
+json_t	*ctl_trace_body(const struct ctl_trace_args *);
+int	 ctl_cmd_trace(struct ctl *, int, char **);
+
+/* How the targeted ranks of one window are doing. */
+struct ctl_progress {
+	int	 targeted;
+	int	 started;
+	int	 stopped;
+	int	 skipped;
+	int	 failed;
+	int	 gone;		/* gone before finishing the window */
+	int	 finished;	/* stopped, skipped, failed or gone */
+	int	 window_cancelled;
+	int64_t	 max_step;	/* -1: none reported */
+};
+int	 ctl_progress_count(json_t *, uint32_t, const struct rank_set *,
+	    struct ctl_progress *);
+void	 ctl_progress_format(const struct ctl_progress *, uint32_t, char *,
+	    size_t);
+
+/* ctl_table.c */
+#define CTL_TABLE_COLS	10
+
+/* Rows of cells, printed with every column as wide as its widest cell. */
+struct ctl_table {
+	int	  ncols;
+	size_t	  nrows;
+	size_t	  cap;
+	char	**cells;		/* nrows * ncols, each malloc'd */
+};
+void	 ctl_table_init(struct ctl_table *, int);
+void	 ctl_table_add(struct ctl_table *, const char **);
+void	 ctl_table_print(FILE *, struct ctl_table *, const char *);
+void	 ctl_table_status(FILE *, json_t *);
+void	 ctl_table_jobs(FILE *, json_t *);
+void	 ctl_table_nodes(FILE *, json_t *);
+void	 ctl_format_window(char *, size_t, json_t *);
+const char *ctl_json_str(json_t *, const char *, const char *);
+int64_t	 ctl_json_int(json_t *, const char *, int64_t);
+
+/* ctl_local.c */
+int	 ctl_cmd_local(struct ctl *, int, char **);
+
+#endif /* DYNPROF_CTL_H */

@@ -1,0 +1,354 @@
+/*
+ * The commands that talk to the coordinator: one request each, the answer shown
+ * as a table, or as the coordinator's JSON with --json.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+/* Prints a body as it came, with a final newline. */
+static void
+ctl_print_raw(struct ctl *ctl, const struct ctl_response *res)
+{
+	fwrite(res->body, 1, res->len, ctl->out);
+	if (res->len == 0 || res->body[res->len - 1] != '\n')
+		fputc('\n', ctl->out);
+}
+
+/*
+ * Sends one request and checks the answer.  Returns CTL_EXIT_OK with the
+ * parsed body in *doc (caller decrefs; doc may be NULL) and, if res is not
+ * NULL, the raw answer (caller frees).  Any other code has been reported on
+ * the error stream: an error answer as the coordinator gave it.
+ */
+int
+ctl_call(struct ctl *ctl, const char *method, const char *path,
+    const char *body, size_t bodylen, json_t **doc, struct ctl_response *res)
+{
+	struct ctl_response	 r;
+	json_t			*j;
+	json_error_t		 jerr;
+	char			 err[512];
+	const char		*msg, *field;
+	int			 rc;
+
+	if (doc != NULL)
+		*doc = NULL;
+	rc = ctl_http_request(&ctl->addr, ctl->token, method, path, body,
+	    bodylen, ctl->timeout_ms, &r, err, sizeof(err));
+	if (rc != CTL_EXIT_OK && ctl->quiet)
+		return (rc);
+	if (rc == CTL_EXIT_TIMEOUT) {
+		ctl_errx(ctl, "coordinator at %s: %s", ctl->url, err);
+		return (rc);
+	}
+	if (rc != CTL_EXIT_OK) {
+		ctl_errx(ctl, "cannot reach coordinator at %s: %s", ctl->url,
+		    err);
+		return (rc);
+	}
+	j = json_loadb(r.body, r.len, JSON_DECODE_ANY, &jerr);
+	if (r.status < 200 || r.status > 299) {
+		msg = ctl_json_str(j, "error", NULL);
+		field = ctl_json_str(j, "field", NULL);
+		if (ctl->json && j != NULL)
+			ctl_print_raw(ctl, &r);
+		if (msg != NULL && field != NULL)
+			ctl_errx(ctl, "coordinator refused: %s (field %s)", msg,
+			    field);
+		else if (msg != NULL)
+			ctl_errx(ctl, "coordinator refused: %s", msg);
+		else
+			ctl_errx(ctl, "coordinator answered HTTP %d: %.200s",
+			    r.status, r.len > 0 ? r.body : "(empty body)");
+		json_decref(j);
+		ctl_http_free(&r);
+		return (CTL_EXIT_REFUSED);
+	}
+	if (j == NULL) {
+		ctl_errx(ctl, "coordinator at %s sent bad JSON: %s (line %d)",
+		    ctl->url, jerr.text, jerr.line);
+		ctl_http_free(&r);
+		return (CTL_EXIT_REFUSED);
+	}
+	if (doc != NULL)
+		*doc = j;
+	else
+		json_decref(j);
+	if (res != NULL)
+		*res = r;
+	else
+		ctl_http_free(&r);
+	return (CTL_EXIT_OK);
+}
+
+/* GETs path: prints the raw answer with --json, else gives the document. */
+static int
+ctl_get(struct ctl *ctl, const char *path, json_t **doc)
+{
+	struct ctl_response	 res;
+	int			 rc;
+
+	rc = ctl_call(ctl, "GET", path, NULL, 0, doc, &res);
+	if (rc != CTL_EXIT_OK)
+		return (rc);
+	if (ctl->json)
+		ctl_print_raw(ctl, &res);
+	ctl_http_free(&res);
+	return (CTL_EXIT_OK);
+}
+
+/* Checks a job id given on the command line before it goes into a path. */
+static int
+ctl_check_job(struct ctl *ctl, const char *job)
+{
+	const char	*why;
+
+	if (!jobid_valid(job, &why)) {
+		ctl_errx(ctl, "invalid job id \"%s\": %s", job, why);
+		return (-1);
+	}
+	return (0);
+}
+
+/* dynprofctl jobs */
+int
+ctl_cmd_jobs(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*doc;
+	int	 rc;
+
+	(void)argv;
+	if (argc != 1) {
+		ctl_errx(ctl, "jobs: unexpected argument %s", argv[1]);
+		return (CTL_USAGE);
+	}
+	if ((rc = ctl_get(ctl, "/v1/jobs", &doc)) != CTL_EXIT_OK)
+		return (rc);
+	if (!ctl->json)
+		ctl_table_jobs(ctl->out, doc);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}
+
+/* dynprofctl nodes */
+int
+ctl_cmd_nodes(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*doc;
+	int	 rc;
+
+	if (argc != 1) {
+		ctl_errx(ctl, "nodes: unexpected argument %s", argv[1]);
+		return (CTL_USAGE);
+	}
+	if ((rc = ctl_get(ctl, "/v1/nodes", &doc)) != CTL_EXIT_OK)
+		return (rc);
+	if (!ctl->json)
+		ctl_table_nodes(ctl->out, doc);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}
+
+/* dynprofctl status JOB */
+int
+ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*doc;
+	char	 path[128];
+	int	 rc;
+
+	if (argc != 2) {
+		ctl_errx(ctl, argc < 2 ? "status: missing JOB" :
+		    "status: too many arguments");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[1]) == -1)
+		return (CTL_EXIT_REFUSED);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", argv[1]);
+	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
+		return (rc);
+	if (!ctl->json)
+		ctl_table_status(ctl->out, doc);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}
+
+/* Reads a whole file ("-": standard input), at most CTL_FILE_MAX bytes. */
+static char *
+ctl_read_file(struct ctl *ctl, const char *path, size_t *lenp)
+{
+	FILE	*f;
+	char	*buf, *nbuf;
+	size_t	 len = 0, cap = 65536, n;
+
+	f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	if (f == NULL) {
+		ctl_errx(ctl, "cannot read %s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	if ((buf = malloc(cap)) == NULL)
+		goto fail;
+	for (;;) {
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+		if (len == cap) {
+			if (cap >= CTL_FILE_MAX) {
+				ctl_errx(ctl, "%s: larger than %d bytes", path,
+				    CTL_FILE_MAX);
+				goto fail2;
+			}
+			if ((nbuf = realloc(buf, cap * 2)) == NULL)
+				goto fail;
+			buf = nbuf;
+			cap *= 2;
+		}
+	}
+	if (ferror(f)) {
+		ctl_errx(ctl, "cannot read %s: %s", path, strerror(errno));
+		goto fail2;
+	}
+	if (f != stdin)
+		fclose(f);
+	*lenp = len;
+	return (buf);
+fail:
+	ctl_errx(ctl, "cannot read %s: out of memory", path);
+fail2:
+	free(buf);
+	if (f != stdin)
+		fclose(f);
+	return (NULL);
+}
+
+static int
+ctl_config_set(struct ctl *ctl, const char *job, const char *file)
+{
+	struct ctl_response	 res;
+	json_t			*doc, *check, *w;
+	json_error_t		 jerr;
+	char			 path[128], wbuf[512];
+	char			*body;
+	size_t			 len;
+	int			 rc;
+
+	if ((body = ctl_read_file(ctl, file, &len)) == NULL)
+		return (CTL_EXIT_REFUSED);
+	/* Sent as it is; only make sure it is JSON, to say so here. */
+	check = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
+	if (check == NULL) {
+		ctl_errx(ctl, "%s: not JSON: %s (line %d)", file, jerr.text,
+		    jerr.line);
+		free(body);
+		return (CTL_EXIT_REFUSED);
+	}
+	json_decref(check);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/config", job);
+	rc = ctl_call(ctl, "PUT", path, body, len, &doc, &res);
+	free(body);
+	if (rc != CTL_EXIT_OK)
+		return (rc);
+	if (ctl->json)
+		ctl_print_raw(ctl, &res);
+	else {
+		w = json_object_get(doc, "window");
+		if (json_is_object(w)) {
+			ctl_format_window(wbuf, sizeof(wbuf), w);
+			fprintf(ctl->out, "job %s generation %lld: %s\n", job,
+			    (long long)ctl_json_int(doc, "generation", 0),
+			    wbuf);
+		} else
+			fprintf(ctl->out, "job %s generation %lld: config "
+			    "stored, no new window\n", job,
+			    (long long)ctl_json_int(doc, "generation", 0));
+	}
+	ctl_http_free(&res);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}
+
+/* dynprofctl config get JOB | config set JOB FILE */
+int
+ctl_cmd_config(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*doc;
+	char	 path[128];
+	int	 rc;
+
+	if (argc >= 2 && strcmp(argv[1], "get") == 0) {
+		if (argc != 3) {
+			ctl_errx(ctl, "config get: %s", argc < 3 ?
+			    "missing JOB" : "too many arguments");
+			return (CTL_USAGE);
+		}
+		if (ctl_check_job(ctl, argv[2]) == -1)
+			return (CTL_EXIT_REFUSED);
+		snprintf(path, sizeof(path), "/v1/jobs/%s/config", argv[2]);
+		if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
+			return (rc);
+		if (!ctl->json)
+			json_dumpf(doc, ctl->out, JSON_INDENT(4) |
+			    JSON_ENCODE_ANY);
+		if (!ctl->json)
+			fputc('\n', ctl->out);
+		json_decref(doc);
+		return (CTL_EXIT_OK);
+	}
+	if (argc >= 2 && strcmp(argv[1], "set") == 0) {
+		if (argc != 4) {
+			ctl_errx(ctl, "config set: %s", argc < 4 ?
+			    "missing JOB or FILE" : "too many arguments");
+			return (CTL_USAGE);
+		}
+		if (ctl_check_job(ctl, argv[2]) == -1)
+			return (CTL_EXIT_REFUSED);
+		return (ctl_config_set(ctl, argv[2], argv[3]));
+	}
+	ctl_errx(ctl, "config: say get or set");
+	return (CTL_USAGE);
+}
+
+/* dynprofctl cancel JOB WINDOW */
+int
+ctl_cmd_cancel(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_response	 res;
+	json_t			*doc;
+	char			 path[160];
+	int64_t			 id;
+	int			 rc;
+
+	if (argc != 3) {
+		ctl_errx(ctl, "cancel: %s", argc < 3 ? "missing JOB or WINDOW" :
+		    "too many arguments");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[1]) == -1)
+		return (CTL_EXIT_REFUSED);
+	if (ctl_parse_int64(argv[2], 1, UINT32_MAX, &id) == -1) {
+		ctl_errx(ctl, "cancel: WINDOW must be a window id (a positive "
+		    "integer), not \"%s\"", argv[2]);
+		return (CTL_USAGE);
+	}
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows/%lld", argv[1],
+	    (long long)id);
+	rc = ctl_call(ctl, "DELETE", path, NULL, 0, &doc, &res);
+	if (rc != CTL_EXIT_OK)
+		return (rc);
+	if (ctl->json)
+		ctl_print_raw(ctl, &res);
+	else
+		fprintf(ctl->out, "window %lld of job %s: %s (generation "
+		    "%lld)\n", (long long)id, argv[1],
+		    ctl_json_str(doc, "state", "cancelled"),
+		    (long long)ctl_json_int(doc, "generation", 0));
+	ctl_http_free(&res);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}

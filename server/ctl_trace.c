@@ -1,0 +1,680 @@
+/*
+ * dynprofctl trace: schedule a window, print its resolved steps, and with --wait
+ * follow the targeted ranks until each has stopped, skipped or failed.
+ */
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "ctl.h"
+
+#define CTL_POLL_MS	500	/* how often --wait asks for the job's status */
+#define CTL_PRINT_MS	1000	/* plain progress lines at most this often */
+
+/* MindSpore's typed profiler_config.json fields. */
+static const char *ctl_int_options[] = {
+	"aicore_metrics", "profiler_level", "profile_framework", "analyse_mode",
+};
+static const char *ctl_bool_options[] = {
+	"profile_communication", "parallel_strategy", "with_stack",
+	"data_simplification",
+};
+
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+
+static int
+ctl_is_one_of(const char *key, const char **list, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(key, list[i]) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Adds "KEY=VALUE" to the options object: MindSpore's integer and boolean
+ * fields typed (a wrong value is an error), other keys a JSON value if VALUE
+ * parses as one, else a string.  Returns 0, or -1 with the reason in err.
+ */
+int
+ctl_option_parse(json_t *options, const char *arg, char *err, size_t errlen)
+{
+	const char	*eq, *value;
+	char		 key[128];
+	json_t		*v;
+	int64_t		 n;
+	size_t		 klen;
+
+	eq = strchr(arg, '=');
+	if (eq == NULL) {
+		snprintf(err, errlen, "--option %s: expected KEY=VALUE", arg);
+		return (-1);
+	}
+	klen = (size_t)(eq - arg);
+	if (klen == 0 || klen >= sizeof(key)) {
+		snprintf(err, errlen, "--option %s: %s key", arg,
+		    klen == 0 ? "empty" : "overlong");
+		return (-1);
+	}
+	memcpy(key, arg, klen);
+	key[klen] = '\0';
+	value = eq + 1;
+	if (json_object_get(options, key) != NULL) {
+		snprintf(err, errlen, "--option %s given twice", key);
+		return (-1);
+	}
+	if (strcmp(key, "start_step") == 0 || strcmp(key, "stop_step") == 0) {
+		snprintf(err, errlen, "--option %s: give the steps with "
+		    "--start/--in and --stop/--steps", key);
+		return (-1);
+	}
+	if (strcmp(key, "output_subdir") == 0) {
+		snprintf(err, errlen, "--option output_subdir: use "
+		    "--output-subdir");
+		return (-1);
+	}
+	if (ctl_is_one_of(key, ctl_int_options, nitems(ctl_int_options))) {
+		if (ctl_parse_int64(value, -1, INT32_MAX, &n) == -1) {
+			snprintf(err, errlen, "--option %s=%s: %s takes an "
+			    "integer (-1 for unset)", key, value, key);
+			return (-1);
+		}
+		v = json_integer(n);
+	} else if (ctl_is_one_of(key, ctl_bool_options,
+	    nitems(ctl_bool_options))) {
+		if (strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
+		    strcasecmp(value, "yes") == 0 ||
+		    strcasecmp(value, "on") == 0)
+			v = json_true();
+		else if (strcasecmp(value, "false") == 0 ||
+		    strcmp(value, "0") == 0 || strcasecmp(value, "no") == 0 ||
+		    strcasecmp(value, "off") == 0)
+			v = json_false();
+		else {
+			snprintf(err, errlen, "--option %s=%s: %s takes true "
+			    "or false", key, value, key);
+			return (-1);
+		}
+	} else {
+		v = json_loads(value, JSON_DECODE_ANY, NULL);
+		if (v == NULL)
+			v = json_string(value);
+		if (v == NULL) {
+			snprintf(err, errlen, "--option %s: the value is not "
+			    "valid UTF-8", key);
+			return (-1);
+		}
+	}
+	json_object_set_new(options, key, v);
+	return (0);
+}
+
+/* Frees what ctl_trace_parse allocated. */
+void
+ctl_trace_args_free(struct ctl_trace_args *a)
+{
+	json_decref(a->options);
+	a->options = NULL;
+}
+
+/* Takes the value of a flag given as "--flag V" or "--flag=V". */
+static const char *
+ctl_flag_value(int argc, char **argv, int *i, const char *flag, int *matched)
+{
+	size_t	 len;
+
+	len = strlen(flag);
+	*matched = 0;
+	if (strncmp(argv[*i], flag, len) != 0)
+		return (NULL);
+	if (argv[*i][len] == '=') {
+		*matched = 1;
+		return (argv[*i] + len + 1);
+	}
+	if (argv[*i][len] != '\0')
+		return (NULL);
+	*matched = 1;
+	if (*i + 1 >= argc)
+		return (NULL);
+	return (argv[++*i]);
+}
+
+static int
+ctl_trace_number(const char *flag, const char *v, int64_t min, int *have,
+    int64_t *out, char *err, size_t errlen)
+{
+	if (*have) {
+		snprintf(err, errlen, "%s given twice", flag);
+		return (-1);
+	}
+	if (ctl_parse_int64(v, min, INT64_MAX / 2, out) == -1) {
+		snprintf(err, errlen, "%s %s: expected an integer >= %lld",
+		    flag, v, (long long)min);
+		return (-1);
+	}
+	*have = 1;
+	return (0);
+}
+
+/*
+ * Parses the arguments of trace (argv[0] is "trace").  Returns 0 with a
+ * filled (caller frees with ctl_trace_args_free), or -1 with the reason.
+ */
+int
+ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
+    size_t errlen)
+{
+	struct rank_set	 rs;
+	const char	*v, *why;
+	char		*end;
+	int		 i, m;
+
+	memset(a, 0, sizeof(*a));
+	if ((a->options = json_object()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return (-1);
+	}
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--wait") == 0) {
+			a->wait = 1;
+			continue;
+		}
+		if ((v = ctl_flag_value(argc, argv, &i, "--start", &m)) != NULL) {
+			if (ctl_trace_number("--start", v, 1, &a->have_start,
+			    &a->start, err, errlen) == -1)
+				goto fail;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--in", &m)) != NULL) {
+			if (ctl_trace_number("--in", v, 0, &a->have_in, &a->in,
+			    err, errlen) == -1)
+				goto fail;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--steps", &m)) != NULL) {
+			if (ctl_trace_number("--steps", v, 1, &a->have_steps,
+			    &a->steps, err, errlen) == -1)
+				goto fail;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--stop", &m)) != NULL) {
+			if (ctl_trace_number("--stop", v, 1, &a->have_stop,
+			    &a->stop, err, errlen) == -1)
+				goto fail;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--roundup",
+		    &m)) != NULL) {
+			if (ctl_trace_number("--roundup", v, 1,
+			    &a->have_roundup, &a->roundup, err, errlen) == -1)
+				goto fail;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--ranks", &m)) != NULL) {
+			if (a->ranks != NULL) {
+				snprintf(err, errlen, "--ranks given twice");
+				goto fail;
+			}
+			if (*v == '\0' || ranks_parse(v, &rs, &why) == -1) {
+				snprintf(err, errlen, "--ranks %s: %s", v,
+				    *v == '\0' ? "empty rank list" : why);
+				goto fail;
+			}
+			a->ranks = v;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--option",
+		    &m)) != NULL) {
+			if (ctl_option_parse(a->options, v, err, errlen) == -1)
+				goto fail;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--output-subdir",
+		    &m)) != NULL) {
+			if (a->output_subdir != NULL) {
+				snprintf(err, errlen, "--output-subdir given "
+				    "twice");
+				goto fail;
+			}
+			if (!subdir_valid(v, &why)) {
+				snprintf(err, errlen, "--output-subdir %s: %s",
+				    v, why);
+				goto fail;
+			}
+			a->output_subdir = v;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if ((v = ctl_flag_value(argc, argv, &i, "--timeout",
+		    &m)) != NULL) {
+			errno = 0;
+			a->timeout = strtod(v, &end);
+			if (*v == '\0' || *end != '\0' || errno != 0 ||
+			    !isfinite(a->timeout) || a->timeout <= 0 ||
+			    a->timeout > 1e7) {
+				snprintf(err, errlen, "--timeout %s: expected "
+				    "a number of seconds > 0", v);
+				goto fail;
+			}
+			a->have_timeout = 1;
+			continue;
+		}
+		if (m)
+			goto noval;
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			snprintf(err, errlen, "unknown flag %s", argv[i]);
+			goto fail;
+		}
+		if (a->job != NULL) {
+			snprintf(err, errlen, "unexpected argument %s", argv[i]);
+			goto fail;
+		}
+		a->job = argv[i];
+	}
+
+	if (a->job == NULL) {
+		snprintf(err, errlen, "missing JOB");
+		goto fail;
+	}
+	if (!jobid_valid(a->job, &why)) {
+		snprintf(err, errlen, "invalid job id \"%s\": %s", a->job, why);
+		goto fail;
+	}
+	if (a->have_start == a->have_in) {
+		snprintf(err, errlen, a->have_start ? "--start and --in "
+		    "exclude each other" : "say when: --start N or --in N");
+		goto fail;
+	}
+	if (a->have_steps == a->have_stop) {
+		snprintf(err, errlen, a->have_steps ? "--steps and --stop "
+		    "exclude each other" : "say how long: --steps M or "
+		    "--stop N");
+		goto fail;
+	}
+	if (a->have_start && a->have_stop && a->stop < a->start) {
+		snprintf(err, errlen, "--stop %lld is before --start %lld",
+		    (long long)a->stop, (long long)a->start);
+		goto fail;
+	}
+	if (a->have_timeout && !a->wait) {
+		snprintf(err, errlen, "--timeout goes with --wait");
+		goto fail;
+	}
+	return (0);
+
+noval:
+	snprintf(err, errlen, "%s needs a value", argv[i]);
+fail:
+	ctl_trace_args_free(a);
+	return (-1);
+}
+
+/* The body of POST /v1/jobs/{job}/windows for these arguments. */
+json_t *
+ctl_trace_body(const struct ctl_trace_args *a)
+{
+	json_t	*b;
+
+	if ((b = json_object()) == NULL)
+		return (NULL);
+	if (a->have_start)
+		json_object_set_new(b, "start_step", json_integer(a->start));
+	if (a->have_in)
+		json_object_set_new(b, "in_steps", json_integer(a->in));
+	if (a->have_stop)
+		json_object_set_new(b, "stop_step", json_integer(a->stop));
+	if (a->have_steps)
+		json_object_set_new(b, "steps", json_integer(a->steps));
+	if (a->have_roundup)
+		json_object_set_new(b, "roundup", json_integer(a->roundup));
+	if (a->ranks != NULL)
+		json_object_set_new(b, "ranks", json_string(a->ranks));
+	if (json_object_size(a->options) > 0)
+		json_object_set(b, "options", a->options);
+	if (a->output_subdir != NULL)
+		json_object_set_new(b, "output_subdir",
+		    json_string(a->output_subdir));
+	return (b);
+}
+
+/* What one rank did about one window, from its events and its last state. */
+struct ctl_outcome {
+	int	 started, stopped, skipped, failed, gone;
+};
+
+static void
+ctl_rank_outcome(json_t *r, uint32_t window, struct ctl_outcome *o)
+{
+	json_t		*events, *e;
+	const char	*kind, *state;
+	size_t		 i;
+
+	memset(o, 0, sizeof(*o));
+	events = json_object_get(r, "events");
+	json_array_foreach(events, i, e) {
+		if (ctl_json_int(e, "window", 0) != window)
+			continue;
+		kind = ctl_json_str(e, "kind", "");
+		if (strcmp(kind, "started") == 0)
+			o->started = 1;
+		else if (strcmp(kind, "stopped") == 0)
+			o->stopped = 1;
+		else if (strcmp(kind, "skipped") == 0)
+			o->skipped = 1;
+		else if (strcmp(kind, "failed") == 0)
+			o->failed = 1;
+	}
+	state = ctl_json_str(r, "state", "");
+	if (ctl_json_int(r, "window", 0) == window) {
+		if (strcmp(state, "profiling") == 0)
+			o->started = 1;
+		else if (strcmp(state, "done") == 0)
+			o->started = o->stopped = 1;
+		else if (strcmp(state, "skipped") == 0)
+			o->skipped = 1;
+		else if (strcmp(state, "failed") == 0)
+			o->failed = 1;
+	}
+	if (strcmp(state, "gone") == 0 && !o->stopped && !o->skipped &&
+	    !o->failed)
+		o->gone = 1;
+}
+
+/*
+ * Counts how the ranks of a job status document that the window targets are
+ * doing.  A rank is finished once it stopped, skipped, failed or is gone; if
+ * the window was cancelled, a rank that never started it is finished too.
+ * Returns 1 if the window is in the document, 0 if not.
+ */
+int
+ctl_progress_count(json_t *doc, uint32_t window, const struct rank_set *rs,
+    struct ctl_progress *p)
+{
+	struct ctl_outcome	 o;
+	json_t			*w, *r;
+	size_t			 i;
+	int			 found = 0;
+	int64_t			 rank;
+
+	memset(p, 0, sizeof(*p));
+	json_array_foreach(json_object_get(doc, "windows"), i, w) {
+		if (ctl_json_int(w, "id", 0) != window)
+			continue;
+		found = 1;
+		if (strcmp(ctl_json_str(w, "state", ""), "cancelled") == 0)
+			p->window_cancelled = 1;
+	}
+	p->max_step = ctl_json_int(json_object_get(doc, "progress"),
+	    "max_step", -1);
+	json_array_foreach(json_object_get(doc, "ranks"), i, r) {
+		rank = ctl_json_int(r, "rank", -1);
+		if (rank < 0 || rank > INT32_MAX ||
+		    !ranks_contains(rs, (int32_t)rank))
+			continue;
+		ctl_rank_outcome(r, window, &o);
+		p->targeted++;
+		p->started += o.started;
+		p->stopped += o.stopped;
+		p->skipped += o.skipped;
+		p->failed += o.failed;
+		p->gone += o.gone;
+		if (o.stopped || o.skipped || o.failed || o.gone ||
+		    (p->window_cancelled && !o.started))
+			p->finished++;
+	}
+	return (found);
+}
+
+/* One line of progress: "window 3: 12 targeted, 12 started, 8 stopped, ...". */
+void
+ctl_progress_format(const struct ctl_progress *p, uint32_t window, char *buf,
+    size_t len)
+{
+	int	 n;
+
+	if (p->targeted == 0) {
+		n = snprintf(buf, len, "window %u: waiting for targeted ranks "
+		    "to report", window);
+	} else
+		n = snprintf(buf, len, "window %u: %d targeted, %d started, "
+		    "%d stopped, %d skipped, %d failed", window, p->targeted,
+		    p->started, p->stopped, p->skipped, p->failed);
+	if (n > 0 && (size_t)n < len && p->gone > 0)
+		n += snprintf(buf + n, len - n, ", %d gone", p->gone);
+	if (n > 0 && (size_t)n < len && p->window_cancelled)
+		n += snprintf(buf + n, len - n, ", window cancelled");
+	if (n > 0 && (size_t)n < len && p->max_step >= 0)
+		snprintf(buf + n, len - n, " (job at step %lld)",
+		    (long long)p->max_step);
+}
+
+static int64_t
+ctl_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+static void
+ctl_sleep_ms(int ms)
+{
+	struct timespec	 ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* Names the targeted ranks that skipped, failed or went away. */
+static void
+ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
+    const struct rank_set *rs)
+{
+	struct ctl_outcome	 o;
+	json_t			*r;
+	size_t			 i;
+	int64_t			 rank;
+	const char		*err;
+
+	json_array_foreach(json_object_get(doc, "ranks"), i, r) {
+		rank = ctl_json_int(r, "rank", -1);
+		if (rank < 0 || rank > INT32_MAX ||
+		    !ranks_contains(rs, (int32_t)rank))
+			continue;
+		ctl_rank_outcome(r, window, &o);
+		err = ctl_json_str(r, "error", "");
+		if (o.failed)
+			ctl_errx(ctl, "rank %lld on %s failed%s%s", (long long)rank,
+			    ctl_json_str(r, "node", "?"), *err != '\0' ? ": " :
+			    "", err);
+		else if (o.skipped)
+			ctl_errx(ctl, "rank %lld on %s skipped window %u (its "
+			    "start was behind the rank)", (long long)rank,
+			    ctl_json_str(r, "node", "?"), window);
+		else if (o.gone)
+			ctl_errx(ctl, "rank %lld on %s is gone", (long long)rank,
+			    ctl_json_str(r, "node", "?"));
+	}
+}
+
+/* Polls the job until every targeted rank is finished with the window. */
+static int
+ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
+    const struct rank_set *rs, const struct ctl_trace_args *a)
+{
+	struct ctl_progress	 p;
+	struct ctl_response	 res;
+	json_t			*doc = NULL;
+	char			 path[128], line[512], last[512] = "";
+	int64_t			 deadline = 0, last_print = 0, now;
+	int			 rc, shown = 0;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	if (a->have_timeout)
+		deadline = ctl_now_ms() + (int64_t)(a->timeout * 1000);
+	ctl->quiet = 1;
+	for (;;) {
+		res.body = NULL;
+		rc = ctl_call(ctl, "GET", path, NULL, 0, &doc, &res);
+		now = ctl_now_ms();
+		if (rc == CTL_EXIT_REFUSED)
+			goto out;
+		if (rc != CTL_EXIT_OK) {
+			snprintf(line, sizeof(line), "window %u: cannot reach "
+			    "the coordinator at %s, retrying", window,
+			    ctl->url);
+		} else {
+			ctl_progress_count(doc, window, rs, &p);
+			ctl_progress_format(&p, window, line, sizeof(line));
+			if (p.targeted > 0 && p.finished == p.targeted)
+				break;
+		}
+		if (!ctl->json && strcmp(line, last) != 0) {
+			if (ctl->tty) {
+				fprintf(ctl->out, "\r%s\033[K", line);
+				fflush(ctl->out);
+				shown = 1;
+				snprintf(last, sizeof(last), "%s", line);
+			} else if (now - last_print >= CTL_PRINT_MS) {
+				fprintf(ctl->out, "%s\n", line);
+				fflush(ctl->out);
+				last_print = now;
+				snprintf(last, sizeof(last), "%s", line);
+			}
+		}
+		json_decref(doc);
+		doc = NULL;
+		ctl_http_free(&res);
+		if (a->have_timeout && now >= deadline) {
+			if (shown)
+				fputc('\n', ctl->out);
+			ctl_errx(ctl, "timed out after %g s: %s", a->timeout,
+			    line);
+			ctl->quiet = 0;
+			return (CTL_EXIT_TIMEOUT);
+		}
+		if (a->have_timeout && deadline - now < CTL_POLL_MS)
+			ctl_sleep_ms((int)(deadline - now));
+		else
+			ctl_sleep_ms(CTL_POLL_MS);
+	}
+
+	/* Finished: show the last state, then the verdict. */
+	if (ctl->json)
+		fprintf(ctl->out, "%.*s\n", (int)res.len, res.body);
+	else if (ctl->tty)
+		fprintf(ctl->out, "\r%s\033[K\n", line);
+	else if (strcmp(line, last) != 0)
+		fprintf(ctl->out, "%s\n", line);
+	ctl_trace_report(ctl, doc, window, rs);
+	if (p.failed > 0 || p.skipped > 0 || p.gone > 0)
+		rc = CTL_EXIT_REFUSED;
+	else if (p.window_cancelled) {
+		ctl_errx(ctl, "window %u was cancelled", window);
+		rc = CTL_EXIT_REFUSED;
+	} else {
+		if (!ctl->json)
+			fprintf(ctl->out, "window %u: all %d targeted rank%s "
+			    "stopped\n", window, p.targeted,
+			    p.targeted == 1 ? "" : "s");
+		rc = CTL_EXIT_OK;
+	}
+out:
+	if (shown && rc == CTL_EXIT_REFUSED && doc == NULL)
+		fputc('\n', ctl->out);
+	ctl->quiet = 0;
+	json_decref(doc);
+	ctl_http_free(&res);
+	return (rc);
+}
+
+/* dynprofctl trace JOB ... */
+int
+ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_trace_args	 a;
+	struct ctl_response	 res;
+	struct rank_set		 rs;
+	json_t			*body, *doc, *w;
+	const char		*why;
+	char			*text, err[512], path[128], wbuf[512];
+	int64_t			 id;
+	int			 rc;
+
+	if (ctl_trace_parse(argc, argv, &a, err, sizeof(err)) == -1) {
+		ctl_errx(ctl, "trace: %s", err);
+		return (CTL_USAGE);
+	}
+	body = ctl_trace_body(&a);
+	text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (text == NULL) {
+		ctl_errx(ctl, "trace: out of memory");
+		ctl_trace_args_free(&a);
+		return (CTL_EXIT_REFUSED);
+	}
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", a.job);
+	rc = ctl_call(ctl, "POST", path, text, strlen(text), &doc, &res);
+	free(text);
+	if (rc != CTL_EXIT_OK) {
+		ctl_trace_args_free(&a);
+		return (rc);
+	}
+	/* The answer is the window, or holds it under "window". */
+	w = json_object_get(doc, "window");
+	if (!json_is_object(w))
+		w = doc;
+	id = ctl_json_int(w, "id", 0);
+	if (ctl->json) {
+		fprintf(ctl->out, "%.*s\n", (int)res.len, res.body);
+		fflush(ctl->out);
+	} else {
+		ctl_format_window(wbuf, sizeof(wbuf), w);
+		fprintf(ctl->out, "%s\n", wbuf);
+		fflush(ctl->out);
+	}
+	ctl_http_free(&res);
+	rc = CTL_EXIT_OK;
+	if (a.wait) {
+		if (id <= 0 || id > UINT32_MAX) {
+			ctl_errx(ctl, "trace: the coordinator's answer has no "
+			    "window id to wait for");
+			rc = CTL_EXIT_REFUSED;
+		} else if (ranks_parse(ctl_json_str(w, "ranks", a.ranks != NULL ?
+		    a.ranks : ""), &rs, &why) == -1) {
+			ctl_errx(ctl, "trace: the coordinator's window has bad "
+			    "ranks: %s", why);
+			rc = CTL_EXIT_REFUSED;
+		} else
+			rc = ctl_trace_wait(ctl, a.job, (uint32_t)id, &rs, &a);
+	}
+	json_decref(doc);
+	ctl_trace_args_free(&a);
+	return (rc);
+}
