@@ -1,0 +1,621 @@
+/*
+ * dynprof-agent: main, flags, the agent's own config file, signals and the one
+ * housekeeping timer.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "agent.h"
+#include "jobid.h"
+#include "log.h"
+#include "version.h"
+
+/* Long options: the agent's config file takes the same names as keys. */
+enum {
+	OPT_COORDINATOR = 256, OPT_NODE, OPT_TOKEN_FILE, OPT_SOCKET,
+	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
+	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
+	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
+};
+
+static const struct option agent_longopts[] = {
+	{ "coordinator",	required_argument, NULL, OPT_COORDINATOR },
+	{ "node",		required_argument, NULL, OPT_NODE },
+	{ "token-file",		required_argument, NULL, OPT_TOKEN_FILE },
+	{ "socket",		required_argument, NULL, OPT_SOCKET },
+	{ "shm-dir",		required_argument, NULL, OPT_SHM_DIR },
+	{ "shm-mode",		required_argument, NULL, OPT_SHM_MODE },
+	{ "sample-interval",	required_argument, NULL, OPT_SAMPLE },
+	{ "queue-max",		required_argument, NULL, OPT_QUEUE_MAX },
+	{ "grace",		required_argument, NULL, OPT_GRACE },
+	{ "config-file",	required_argument, NULL, OPT_CONFIG_FILE },
+	{ "job",		required_argument, NULL, OPT_JOB },
+	{ "conf",		required_argument, NULL, OPT_CONF },
+	{ "ready-file",		required_argument, NULL, OPT_READY_FILE },
+	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
+	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
+	{ "help",		no_argument,	   NULL, OPT_HELP },
+	{ "version",		no_argument,	   NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+static void
+agent_usage(FILE *f)
+{
+	fprintf(f,
+"usage: dynprof-agent [options]\n"
+"  --coordinator HOST:PORT  the coordinator (none: standalone, needs --config-file)\n"
+"  --node NAME              this node's name (default: the hostname)\n"
+"  --token-file F           the agent token sent in hello (default: none)\n"
+"  --socket PATH            where ranks report (default: $DYNPROF_AGENT_SOCKET\n"
+"                           or " AGENT_DEFAULT_SOCKET ")\n"
+"  --shm-dir DIR            where segments are (default: $DYNPROF_SHM_DIR or "
+    SEG_DEFAULT_DIR ")\n"
+"  --shm-mode OCTAL         mode of created segments and of the socket\n"
+"                           (default: $DYNPROF_SHM_MODE or 0600)\n"
+"  --sample-interval MS     rank slot sampling while ranks move (default: 500)\n"
+"  --queue-max N            events kept while the coordinator is away (default: 65536)\n"
+"  --grace S                remove a segment S seconds after its last process\n"
+"                           is gone (default: 60)\n"
+"  --config-file FILE       standalone: watch MindSpore's profiler_config.json\n"
+"  --job J                  standalone job (default: $DYNPROF_JOB, $SLURM_JOB_ID,\n"
+"                           or \"default\")\n"
+"  --conf FILE              read these options from FILE, \"key = value\" lines,\n"
+"                           keys are the long option names (default: none)\n"
+"  --ready-file F           write \"socket=PATH\" to F once serving (default: none)\n"
+"  -v, --verbose            log more\n"
+"  -q, --quiet              log warnings only\n"
+"  -h, --help               this help\n"
+"      --version            print the version\n"
+"exit status: 0 clean stop, 1 bad usage or configuration, 2 failure at start\n");
+}
+
+/* Returns the monotonic clock in milliseconds. */
+int64_t
+agent_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+static int
+agent_copy(char *dst, size_t size, const char *src, const char *name)
+{
+	if (strlen(src) >= size) {
+		log_warnx("%s: too long", name);
+		return (-1);
+	}
+	strcpy(dst, src);
+	return (0);
+}
+
+static int
+agent_number(const char *s, long long lo, long long hi, long long *out,
+    int base, const char *name)
+{
+	char		*end;
+	long long	 v;
+
+	errno = 0;
+	v = strtoll(s, &end, base);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+		log_warnx("%s: \"%s\" is not a number in [%lld, %lld]", name, s,
+		    lo, hi);
+		return (-1);
+	}
+	*out = v;
+	return (0);
+}
+
+/* Sets one option from a flag or a config file key; -1 on a bad value. */
+static int
+agent_set_option(struct agent_options *o, int opt, const char *arg,
+    const char *name)
+{
+	long long	 v;
+	const char	*why;
+
+	switch (opt) {
+	case OPT_COORDINATOR:
+		if (strrchr(arg, ':') == NULL || strrchr(arg, ':') == arg) {
+			log_warnx("%s: \"%s\" is not HOST:PORT", name, arg);
+			return (-1);
+		}
+		return (agent_copy(o->coordinator, sizeof(o->coordinator), arg,
+		    name));
+	case OPT_NODE:
+		if (arg[0] == '\0') {
+			log_warnx("%s: empty", name);
+			return (-1);
+		}
+		return (agent_copy(o->node, sizeof(o->node), arg, name));
+	case OPT_TOKEN_FILE:
+		return (agent_copy(o->token_file, sizeof(o->token_file), arg,
+		    name));
+	case OPT_SOCKET:
+		if (arg[0] == '\0') {
+			log_warnx("%s: empty", name);
+			return (-1);
+		}
+		return (agent_copy(o->socket_path, sizeof(o->socket_path), arg,
+		    name));
+	case OPT_SHM_DIR:
+		return (agent_copy(o->shm_dir, sizeof(o->shm_dir), arg, name));
+	case OPT_SHM_MODE:
+		if (agent_number(arg, 0, 0777, &v, 8, name) == -1)
+			return (-1);
+		o->shm_mode = (mode_t)v;
+		return (0);
+	case OPT_SAMPLE:
+		if (agent_number(arg, 10, 3600000, &v, 10, name) == -1)
+			return (-1);
+		o->sample_ms = (int)v;
+		return (0);
+	case OPT_QUEUE_MAX:
+		if (agent_number(arg, 1, 100000000, &v, 10, name) == -1)
+			return (-1);
+		o->queue_max = (size_t)v;
+		return (0);
+	case OPT_GRACE:
+		if (agent_number(arg, 0, 86400 * 30, &v, 10, name) == -1)
+			return (-1);
+		o->grace_s = (int)v;
+		return (0);
+	case OPT_CONFIG_FILE:
+		return (agent_copy(o->config_file, sizeof(o->config_file), arg,
+		    name));
+	case OPT_JOB:
+		if (jobid_valid(arg, &why) == -1) {
+			log_warnx("%s: \"%s\": %s", name, arg, why);
+			return (-1);
+		}
+		return (agent_copy(o->job, sizeof(o->job), arg, name));
+	case OPT_CONF:
+		return (agent_copy(o->conf, sizeof(o->conf), arg, name));
+	case OPT_READY_FILE:
+		return (agent_copy(o->ready_file, sizeof(o->ready_file), arg,
+		    name));
+	case OPT_VERBOSE:
+		o->log_level = LOG_LEVEL_DEBUG;
+		return (0);
+	case OPT_QUIET:
+		o->log_level = LOG_LEVEL_QUIET;
+		return (0);
+	}
+	log_warnx("%s: not an option", name);
+	return (-1);
+}
+
+/* Defaults, then the environment the library honours too. */
+static void
+agent_default_options(struct agent_options *o)
+{
+	const char	*e;
+	long long	 v;
+
+	memset(o, 0, sizeof(*o));
+	if (gethostname(o->node, sizeof(o->node) - 1) == -1 ||
+	    o->node[0] == '\0')
+		strcpy(o->node, "localhost");
+	strcpy(o->socket_path, AGENT_DEFAULT_SOCKET);
+	if ((e = getenv("DYNPROF_AGENT_SOCKET")) != NULL && *e != '\0' &&
+	    strlen(e) < sizeof(o->socket_path))
+		strcpy(o->socket_path, e);
+	strcpy(o->shm_dir, SEG_DEFAULT_DIR);
+	if ((e = getenv("DYNPROF_SHM_DIR")) != NULL && *e != '\0' &&
+	    strlen(e) < sizeof(o->shm_dir))
+		strcpy(o->shm_dir, e);
+	o->shm_mode = SEG_DEFAULT_MODE;
+	if ((e = getenv("DYNPROF_SHM_MODE")) != NULL && *e != '\0' &&
+	    agent_number(e, 0, 0777, &v, 8, "DYNPROF_SHM_MODE") == 0)
+		o->shm_mode = (mode_t)v;
+	o->sample_ms = AGENT_SAMPLE_MS;
+	o->queue_max = AGENT_QUEUE_MAX;
+	o->grace_s = AGENT_GRACE_S;
+	strcpy(o->job, "default");
+	if (((e = getenv("DYNPROF_JOB")) != NULL && *e != '\0') ||
+	    ((e = getenv("SLURM_JOB_ID")) != NULL && *e != '\0'))
+		if (jobid_valid(e, NULL) == 0 && strlen(e) < sizeof(o->job))
+			strcpy(o->job, e);
+	o->log_level = LOG_LEVEL_INFO;
+}
+
+/*
+ * Reads "key = value" lines ('#' starts a comment; keys are long option names,
+ * flags such as "verbose" take "yes"/"no").  Returns 0, or -1 after logging the
+ * file, the line and the reason.
+ */
+static int
+agent_read_conf(struct agent_options *o, const char *path)
+{
+	FILE		*f;
+	char		 line[4096], name[512], *p, *key, *val, *end;
+	const struct option *lo;
+	int		 lineno = 0, rc = 0;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		log_warn("%s: %s", __func__, path);
+		return (-1);
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			log_warnx("%s:%d: line too long", path, lineno);
+			rc = -1;
+			break;
+		}
+		if ((p = strchr(line, '#')) != NULL)
+			*p = '\0';
+		key = line + strspn(line, " \t");
+		end = key + strlen(key);
+		while (end > key && strchr(" \t\r\n", end[-1]) != NULL)
+			*--end = '\0';
+		if (*key == '\0')
+			continue;
+		if ((val = strchr(key, '=')) == NULL) {
+			log_warnx("%s:%d: expected \"key = value\"", path,
+			    lineno);
+			rc = -1;
+			continue;
+		}
+		*val++ = '\0';
+		val += strspn(val, " \t");
+		end = key + strlen(key);
+		while (end > key && strchr(" \t", end[-1]) != NULL)
+			*--end = '\0';
+		for (lo = agent_longopts; lo->name != NULL; lo++)
+			if (strcmp(lo->name, key) == 0)
+				break;
+		snprintf(name, sizeof(name), "%s:%d: %s", path, lineno, key);
+		if (lo->name == NULL || lo->val == OPT_HELP ||
+		    lo->val == OPT_VERSION || lo->val == OPT_CONF) {
+			log_warnx("%s: unknown key", name);
+			rc = -1;
+			continue;
+		}
+		if (lo->has_arg == no_argument) {
+			if (strcmp(val, "yes") == 0 || strcmp(val, "1") == 0 ||
+			    strcmp(val, "true") == 0) {
+				if (agent_set_option(o, lo->val, "", name) == -1)
+					rc = -1;
+			} else if (strcmp(val, "no") != 0 &&
+			    strcmp(val, "0") != 0 && strcmp(val, "false") != 0) {
+				log_warnx("%s: expected yes or no", name);
+				rc = -1;
+			}
+			continue;
+		}
+		if (agent_set_option(o, lo->val, val, name) == -1)
+			rc = -1;
+	}
+	if (ferror(f)) {
+		log_warn("%s: %s", __func__, path);
+		rc = -1;
+	}
+	fclose(f);
+	return (rc);
+}
+
+/* Applies argv's options to o; -1 on a usage error, 1 for --help/--version. */
+static int
+agent_parse_args(struct agent_options *o, int argc, char **argv)
+{
+	int	 ch;
+	char	 name[64];
+
+	optind = 0;
+	opterr = 1;
+	while ((ch = getopt_long(argc, argv, "vqh", agent_longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case OPT_HELP:
+			agent_usage(stdout);
+			return (1);
+		case OPT_VERSION:
+			printf("dynprof-agent %s (protocol %d)\n",
+			    DYNPROF_VERSION_STRING, PROTOCOL_VERSION);
+			return (1);
+		case '?':
+			agent_usage(stderr);
+			return (-1);
+		default:
+			snprintf(name, sizeof(name), "option %d", ch);
+			if (agent_set_option(o, ch, optarg != NULL ? optarg : "",
+			    name) == -1)
+				return (-1);
+		}
+	}
+	if (optind < argc) {
+		log_warnx("unexpected argument \"%s\"", argv[optind]);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Builds the options: defaults and environment, then the config file named by
+ * --conf, then the flags (which win).  Returns 0, 1 (help shown) or -1.
+ */
+static int
+agent_load_options(struct agent_options *o, int argc, char **argv)
+{
+	struct agent_options	 first;
+	int			 rc;
+
+	agent_default_options(&first);
+	if ((rc = agent_parse_args(&first, argc, argv)) != 0)
+		return (rc);
+	agent_default_options(o);
+	if (first.conf[0] != '\0') {
+		if (agent_read_conf(o, first.conf) == -1)
+			return (-1);
+		strcpy(o->conf, first.conf);
+	}
+	if (agent_parse_args(o, argc, argv) != 0)
+		return (-1);
+	if (o->coordinator[0] == '\0' && o->config_file[0] == '\0') {
+		log_warnx("no --coordinator and no --config-file: nothing to "
+		    "serve");
+		return (-1);
+	}
+	if (o->coordinator[0] != '\0' && o->config_file[0] != '\0') {
+		log_warnx("--coordinator and --config-file exclude each other");
+		return (-1);
+	}
+	return (0);
+}
+
+static int
+agent_read_token(struct agent *a)
+{
+	FILE	*f;
+	size_t	 n;
+
+	a->token[0] = '\0';
+	if (a->opts.token_file[0] == '\0')
+		return (0);
+	if ((f = fopen(a->opts.token_file, "r")) == NULL) {
+		log_warn("token file %s", a->opts.token_file);
+		return (-1);
+	}
+	n = fread(a->token, 1, sizeof(a->token) - 1, f);
+	fclose(f);
+	a->token[n] = '\0';
+	while (n > 0 && strchr(" \t\r\n", a->token[n - 1]) != NULL)
+		a->token[--n] = '\0';
+	return (0);
+}
+
+/* SIGHUP: rereads the config file; what can change without a restart does. */
+static void
+agent_reload(struct agent *a)
+{
+	struct agent_options	 o;
+
+	log_info("reloading");
+	if (a->opts.conf[0] != '\0') {
+		agent_default_options(&o);
+		if (agent_read_conf(&o, a->opts.conf) == -1) {
+			log_warnx("%s: keeping the running configuration",
+			    a->opts.conf);
+		} else {
+			a->opts.sample_ms = o.sample_ms;
+			a->opts.grace_s = o.grace_s;
+			a->opts.log_level = o.log_level;
+			a->up.queue.max = o.queue_max;
+			if (strcmp(o.token_file, a->opts.token_file) != 0)
+				strcpy(a->opts.token_file, o.token_file);
+			log_setlevel(o.log_level);
+		}
+	}
+	if (agent_read_token(a) == -1)
+		log_warnx("token: keeping none");
+	if (a->sa != NULL)
+		standalone_reload(a);
+}
+
+static void
+agent_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct agent	*a = arg;
+
+	(void)what;
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		log_info("signal %d: stopping", (int)sig);
+		event_base_loopbreak(a->base);
+		break;
+	case SIGHUP:
+		agent_reload(a);
+		break;
+	}
+}
+
+/* Asks for a sample soon: a rank attached or something moved. */
+void
+agent_wake_sampler(struct agent *a)
+{
+	a->moved = 1;
+	if (a->next_sample_ms > agent_now_ms() + a->opts.sample_ms) {
+		a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
+		agent_schedule(a);
+	}
+}
+
+/*
+ * The housekeeping timer.  Everything due within COALESCE_MS runs now, so that
+ * sampling and heartbeats share one wakeup.  Sampling runs every --sample-interval
+ * while ranks move and slows to AGENT_IDLE_SAMPLE_MS once a sample finds nothing
+ * changed: an idle node wakes the agent at most once a second or so.
+ */
+#define COALESCE_MS	250
+
+static void
+agent_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent	*a = arg;
+	int64_t		 now = agent_now_ms();
+	int		 idle_ms;
+
+	(void)fd;
+	(void)what;
+	if (now + COALESCE_MS >= a->next_sample_ms) {
+		a->moved = segments_sample(a, now);
+		idle_ms = a->opts.sample_ms > AGENT_IDLE_SAMPLE_MS ?
+		    a->opts.sample_ms : AGENT_IDLE_SAMPLE_MS;
+		a->next_sample_ms = now + (a->moved ? a->opts.sample_ms :
+		    idle_ms);
+	}
+	agent_schedule(a);
+}
+
+/* Arms the housekeeping timer for the earliest thing due. */
+void
+agent_schedule(struct agent *a)
+{
+	struct timeval	 tv;
+	int64_t		 now = agent_now_ms(), next, up;
+
+	next = a->next_sample_ms;
+	up = upstream_tick(a, now);
+	if (up > 0 && up < next)
+		next = up;
+	if (next < now)
+		next = now;
+	tv.tv_sec = (next - now) / 1000;
+	tv.tv_usec = ((next - now) % 1000) * 1000;
+	evtimer_add(a->tick_ev, &tv);
+}
+
+static int
+agent_write_ready(struct agent *a)
+{
+	char	 tmp[PATH_MAX + 8];
+	FILE	*f;
+
+	if (a->opts.ready_file[0] == '\0')
+		return (0);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", a->opts.ready_file) >=
+	    sizeof(tmp))
+		return (-1);
+	if ((f = fopen(tmp, "w")) == NULL) {
+		log_warn("%s", tmp);
+		return (-1);
+	}
+	fprintf(f, "socket=%s\npid=%ld\n", a->opts.socket_path, (long)getpid());
+	if (fclose(f) != 0 || rename(tmp, a->opts.ready_file) == -1) {
+		log_warn("%s", a->opts.ready_file);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+agent_log_stats(const struct agent *a)
+{
+	const struct agent_stats *s = &a->stats;
+
+	log_info("stats: configs_applied=%llu bad_configs=%llu "
+	    "bad_frames=%llu bad_messages=%llu unknown_messages=%llu "
+	    "bad_datagrams=%llu foreign_datagrams=%llu events_forwarded=%llu "
+	    "events_dropped=%llu standalone_errors=%llu samples=%llu",
+	    (unsigned long long)s->configs_applied,
+	    (unsigned long long)s->bad_configs,
+	    (unsigned long long)s->bad_frames,
+	    (unsigned long long)s->bad_messages,
+	    (unsigned long long)s->unknown_messages,
+	    (unsigned long long)s->bad_datagrams,
+	    (unsigned long long)s->foreign_datagrams,
+	    (unsigned long long)s->events_forwarded,
+	    (unsigned long long)a->up.queue.dropped,
+	    (unsigned long long)s->standalone_errors,
+	    (unsigned long long)s->samples);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const int	 sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct agent		*a;
+	size_t			 i;
+	int			 rc;
+
+	log_init("dynprof-agent", LOG_LEVEL_INFO);
+	signal(SIGPIPE, SIG_IGN);
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		fatal("calloc");
+	rc = agent_load_options(&a->opts, argc, argv);
+	if (rc != 0) {
+		free(a);
+		return (rc == 1 ? 0 : 1);
+	}
+	log_setlevel(a->opts.log_level);
+	if (agent_read_token(a) == -1) {
+		free(a);
+		return (1);
+	}
+	TAILQ_INIT(&a->jobs);
+	a->rank_fd = -1;
+	if ((a->scratch = malloc(sizeof(*a->scratch))) == NULL)
+		fatal("malloc");
+	if ((a->base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		a->sig_ev[i] = evsignal_new(a->base, sigs[i], agent_signal, a);
+		if (a->sig_ev[i] == NULL || evsignal_add(a->sig_ev[i], NULL) == -1)
+			fatalx("cannot handle signal %d", sigs[i]);
+	}
+	if ((a->tick_ev = evtimer_new(a->base, agent_tick, a)) == NULL)
+		fatalx("evtimer_new failed");
+
+	rc = 2;
+	if (upstream_init(a) == -1)
+		goto out;
+	if (ranks_open(a) == -1)
+		goto out;
+	segments_adopt_all(a);
+	if (a->opts.config_file[0] != '\0' && standalone_open(a) == -1)
+		goto out;
+	a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
+	agent_schedule(a);
+	if (agent_write_ready(a) == -1)
+		goto out;
+	log_info("serving: node %s, socket %s, segments in %s, %s",
+	    a->opts.node, a->opts.socket_path, a->opts.shm_dir,
+	    a->opts.coordinator[0] != '\0' ? a->opts.coordinator :
+	    "standalone");
+	rc = 0;
+	if (event_base_dispatch(a->base) == -1) {
+		log_warnx("event loop failed");
+		rc = 2;
+	}
+	agent_log_stats(a);
+out:
+	standalone_close(a);
+	upstream_free(a);
+	ranks_close(a);
+	segments_close_all(a);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (a->sig_ev[i] != NULL)
+			event_free(a->sig_ev[i]);
+	event_free(a->tick_ev);
+	event_base_free(a->base);
+	free(a->scratch);
+	free(a);
+	return (rc);
+}

@@ -1,0 +1,196 @@
+/*
+ * dynprof-agent: the node daemon.  One per node; the only process that talks to
+ * the coordinator and the only writer of the config part of every job segment.
+ *
+ *	agent.c		main, flags, the agent's config file, signals, housekeeping
+ *	upstream.c	the coordinator link: hello, dispatch, heartbeats, reconnect
+ *	queue.c		rank events kept until the coordinator commits them
+ *	ranks.c		the unix datagram socket the ranks report on
+ *	segments.c	the jobs served: adopt, apply, sample, reclaim, remove
+ *	apply.c		a JobConfig turned into the segment's schedule
+ *	standalone.c	no coordinator: profiler_config.json watched with inotify
+ */
+
+#ifndef DYNPROF_AGENT_H
+#define DYNPROF_AGENT_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dynprof.pb-c.h"
+#include "segment.h"
+
+#define AGENT_DEFAULT_SOCKET	"/run/dynprof/agent.sock"
+#define AGENT_SAMPLE_MS		500
+#define AGENT_IDLE_SAMPLE_MS	2000	/* when nothing moved at the last sample */
+#define AGENT_QUEUE_MAX		65536
+#define AGENT_GRACE_S		60
+#define AGENT_HEARTBEAT_MS	2000	/* until a Welcome says otherwise */
+#define AGENT_BACKOFF_MIN_MS	100
+#define AGENT_BACKOFF_MAX_MS	30000
+#define AGENT_DGRAM_MAX		8192	/* a RankEvent is well under 2 KiB */
+#define AGENT_TOKEN_MAX		1024
+
+/* Everything the flags and the config file set. */
+struct agent_options {
+	char		 coordinator[256];	/* HOST:PORT, "" for none */
+	char		 node[256];
+	char		 token_file[PATH_MAX];
+	char		 socket_path[108];	/* sun_path */
+	char		 shm_dir[PATH_MAX];
+	mode_t		 shm_mode;
+	int		 sample_ms;
+	size_t		 queue_max;
+	int		 grace_s;
+	char		 config_file[PATH_MAX];	/* standalone */
+	char		 job[SEG_JOB_MAX + 1];	/* standalone */
+	char		 conf[PATH_MAX];
+	char		 ready_file[PATH_MAX];
+	int		 log_level;
+};
+
+/* Counters of everything refused or lost, logged at exit. */
+struct agent_stats {
+	uint64_t	 bad_frames;		/* framing errors from the coordinator */
+	uint64_t	 bad_messages;		/* undecodable or out of order */
+	uint64_t	 unknown_messages;	/* types this agent does not know */
+	uint64_t	 bad_configs;		/* pushed configs refused */
+	uint64_t	 configs_applied;
+	uint64_t	 bad_datagrams;		/* truncated, oversized, undecodable */
+	uint64_t	 foreign_datagrams;	/* the sender does not hold the slot */
+	uint64_t	 events_forwarded;
+	uint64_t	 events_dropped;	/* queue overflow, oldest first */
+	uint64_t	 standalone_errors;	/* invalid profiler_config.json */
+	uint64_t	 samples;
+};
+
+/* A rank event waiting for the coordinator's commit. */
+struct queue_entry {
+	uint64_t	 seq;
+	uint8_t		*buf;			/* packed RankEvent */
+	size_t		 len;
+};
+
+/* A bounded FIFO of queue_entry, oldest dropped on overflow. */
+struct queue {
+	struct queue_entry *ring;
+	size_t		 cap;			/* allocated */
+	size_t		 head;
+	size_t		 len;
+	size_t		 max;
+	uint64_t	 dropped;
+};
+
+/* A job served on this node: its segment and what was sent about it. */
+struct agent_job {
+	TAILQ_ENTRY(agent_job) entry;
+	char		 name[SEG_JOB_MAX + 1];
+	struct segment	 seg;
+	uint64_t	 applied;		/* generation in the segment */
+	int		 subscribed;		/* told the coordinator */
+	int		 keep;			/* standalone job: never removed */
+	int		 nlive;
+	int64_t		 empty_since_ms;	/* 0: some rank alive */
+	uint64_t	 progress_sig;
+	int		 progress_dirty;	/* send it at the next chance */
+	int32_t		 slot_pid[SEG_MAX_SLOTS];	/* as last sampled */
+};
+TAILQ_HEAD(agent_jobs, agent_job);
+
+enum upstream_state {
+	UPSTREAM_NONE,		/* no coordinator configured */
+	UPSTREAM_WAIT,		/* backing off before the next attempt */
+	UPSTREAM_CONNECTING,
+	UPSTREAM_HELLO,		/* hello sent, waiting for Welcome */
+	UPSTREAM_READY,
+};
+
+struct upstream {
+	enum upstream_state state;
+	char		 host[256];
+	char		 port[16];
+	struct bufferevent *bev;
+	int64_t		 retry_at_ms;		/* UPSTREAM_WAIT: next attempt */
+	int		 backoff_ms;
+	uint32_t	 heartbeat_ms;
+	int64_t		 last_recv_ms;
+	int64_t		 last_sent_ms;
+	uint64_t	 boot_id;
+	uint64_t	 next_seq;		/* the next event's seq */
+	uint64_t	 sent_upto;		/* written on this connection */
+	uint64_t	 acked;			/* committed by the coordinator */
+	struct queue	 queue;
+	uint64_t	 connects;
+};
+
+struct standalone;
+
+struct agent {
+	struct event_base	*base;
+	struct agent_options	 opts;
+	char			 token[AGENT_TOKEN_MAX];
+	struct agent_stats	 stats;
+	struct agent_jobs	 jobs;
+	struct upstream		 up;
+	struct standalone	*sa;
+	int			 rank_fd;
+	struct event		*rank_ev;
+	struct event		*tick_ev;
+	struct event		*sig_ev[4];
+	int64_t			 next_sample_ms;
+	int			 moved;		/* something changed at the last sample */
+	struct seg_config	*scratch;	/* one config buffer for every apply */
+};
+
+/* agent.c */
+int64_t	 agent_now_ms(void);
+void	 agent_schedule(struct agent *);
+void	 agent_wake_sampler(struct agent *);
+
+/* queue.c */
+void	 queue_init(struct queue *, size_t);
+void	 queue_clear(struct queue *);
+int	 queue_push(struct queue *, uint64_t, const uint8_t *, size_t);
+void	 queue_ack(struct queue *, uint64_t);
+size_t	 queue_length(const struct queue *);
+const struct queue_entry *queue_at(const struct queue *, size_t);
+
+/* upstream.c */
+int	 upstream_init(struct agent *);
+void	 upstream_free(struct agent *);
+int64_t	 upstream_tick(struct agent *, int64_t);
+void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *);
+void	 upstream_subscribe(struct agent *, struct agent_job *);
+void	 upstream_unsubscribe(struct agent *, struct agent_job *);
+void	 upstream_applied(struct agent *, struct agent_job *);
+void	 upstream_progress(struct agent *, struct agent_job *,
+	    const Dynprof__V1__Progress *);
+int	 upstream_ready(const struct agent *);
+
+/* ranks.c */
+int	 ranks_open(struct agent *);
+void	 ranks_close(struct agent *);
+
+/* segments.c */
+int	 segments_adopt_all(struct agent *);
+struct agent_job *segments_find(struct agent *, const char *);
+struct agent_job *segments_get(struct agent *, const char *, int);
+int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
+int	 segments_sample(struct agent *, int64_t);
+void	 segments_rank_seen(struct agent *, struct agent_job *);
+void	 segments_close_all(struct agent *);
+
+/* apply.c */
+int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,
+	    const char **);
+
+/* standalone.c */
+int	 standalone_open(struct agent *);
+void	 standalone_reload(struct agent *);
+void	 standalone_close(struct agent *);
+
+#endif /* DYNPROF_AGENT_H */

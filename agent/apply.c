@@ -1,0 +1,157 @@
+/*
+ * A job's schedule as the coordinator (or standalone mode) states it, turned into
+ * the dynprof segment's schedule.  Kept apart from the segment code and from the
+ * link, so that other layouts (MindSpore's, torch_npu's) can take the same input.
+ */
+
+#include <string.h>
+
+#include "agent.h"
+#include "jobid.h"
+
+static void
+apply_default_options(struct seg_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->aicore_metrics = -1;
+	o->profiler_level = -1;
+	o->profile_framework = -1;
+	o->analyse_mode = -1;
+	o->data_simplification = 1;	/* MindSpore's default */
+}
+
+static int
+apply_options(const Dynprof__V1__ProfilerOptions *po, struct seg_options *o,
+    const char **why)
+{
+	size_t	 len;
+
+	apply_default_options(o);
+	if (po == NULL)
+		return (0);
+	if (po->aicore_metrics < -1 || po->aicore_metrics > 5 ||
+	    po->profiler_level < -1 || po->profiler_level > 2 ||
+	    po->profile_framework < -1 || po->profile_framework > 1 ||
+	    po->analyse_mode < -1 || po->analyse_mode > 1) {
+		*why = "profiler option out of range";
+		return (-1);
+	}
+	o->aicore_metrics = po->aicore_metrics;
+	o->profiler_level = po->profiler_level;
+	o->profile_framework = po->profile_framework;
+	o->analyse_mode = po->analyse_mode;
+	o->profile_communication = po->profile_communication != 0;
+	o->parallel_strategy = po->parallel_strategy != 0;
+	o->with_stack = po->with_stack != 0;
+	o->data_simplification = po->data_simplification != 0;
+	if (po->output_subdir != NULL && po->output_subdir[0] != '\0') {
+		if (subdir_valid(po->output_subdir, why) == -1)
+			return (-1);
+		if (strlen(po->output_subdir) >= sizeof(o->output_subdir)) {
+			*why = "output_subdir too long";
+			return (-1);
+		}
+		strcpy(o->output_subdir, po->output_subdir);
+	}
+	if (po->framework_options_json != NULL) {
+		len = strlen(po->framework_options_json);
+		if (len >= sizeof(o->fwopts)) {
+			*why = "framework options over 4096 bytes";
+			return (-1);
+		}
+		memcpy(o->fwopts, po->framework_options_json, len + 1);
+		o->fwopts_len = (uint32_t)len;
+	}
+	return (0);
+}
+
+/*
+ * Fills out (generation, windows ordered by start step) from jc after checking
+ * every field a rank will trust: the job id, the number of windows, steps, rank
+ * lists, subdirectories, option ranges, and that scheduled windows do not
+ * overlap.  Returns 0, or -1 with *why set and out unspecified.
+ */
+int
+apply_jobconfig(const Dynprof__V1__JobConfig *jc, struct seg_config *out,
+    const char **why)
+{
+	const Dynprof__V1__Window	*w;
+	struct seg_window		*sw, tmp;
+	struct rank_set			 rs;
+	size_t				 i, j;
+
+	if (jc->job == NULL || jobid_valid(jc->job, why) == -1) {
+		if (jc->job == NULL)
+			*why = "no job id";
+		return (-1);
+	}
+	if (jc->generation == 0) {
+		*why = "generation 0";
+		return (-1);
+	}
+	if (jc->n_windows > SEG_MAX_WINDOWS) {
+		*why = "more than 16 windows";
+		return (-1);
+	}
+	memset(out, 0, offsetof(struct seg_config, windows));
+	out->generation = jc->generation;
+	out->nwindows = (uint32_t)jc->n_windows;
+	for (i = 0; i < jc->n_windows; i++) {
+		w = jc->windows[i];
+		sw = &out->windows[i];
+		memset(sw, 0, sizeof(*sw));
+		if (w->id == 0) {
+			*why = "window id 0";
+			return (-1);
+		}
+		if (w->start_step < 0 || w->stop_step < w->start_step) {
+			*why = "window steps out of order or negative";
+			return (-1);
+		}
+		if (w->ranks != NULL && w->ranks[0] != '\0') {
+			if (strlen(w->ranks) >= sizeof(sw->ranks)) {
+				*why = "rank list too long";
+				return (-1);
+			}
+			if (ranks_parse(w->ranks, &rs, why) == -1)
+				return (-1);
+			strcpy(sw->ranks, w->ranks);
+		}
+		if (apply_options(w->options, &sw->options, why) == -1)
+			return (-1);
+		sw->id = w->id;
+		sw->start_step = w->start_step;
+		sw->stop_step = w->stop_step;
+		if (w->state == DYNPROF__V1__WINDOW_STATE__WINDOW_CANCELLED)
+			sw->flags |= SEG_WINDOW_CANCELLED;
+	}
+
+	/* Order by start step (insertion sort: at most 16), ids unique. */
+	for (i = 1; i < out->nwindows; i++) {
+		tmp = out->windows[i];
+		for (j = i; j > 0 &&
+		    out->windows[j - 1].start_step > tmp.start_step; j--)
+			out->windows[j] = out->windows[j - 1];
+		out->windows[j] = tmp;
+	}
+	for (i = 0; i < out->nwindows; i++) {
+		for (j = i + 1; j < out->nwindows; j++) {
+			if (out->windows[i].id == out->windows[j].id) {
+				*why = "two windows with the same id";
+				return (-1);
+			}
+		}
+	}
+	/* Scheduled windows may not overlap; a cancelled one may. */
+	for (i = 0, j = SIZE_MAX; i < out->nwindows; i++) {
+		if (out->windows[i].flags & SEG_WINDOW_CANCELLED)
+			continue;
+		if (j != SIZE_MAX &&
+		    out->windows[i].start_step <= out->windows[j].stop_step) {
+			*why = "scheduled windows overlap";
+			return (-1);
+		}
+		j = i;
+	}
+	return (0);
+}

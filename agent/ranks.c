@@ -1,0 +1,287 @@
+/*
+ * The ranks' side: a unix datagram socket on which libdynprof sends one RankEvent
+ * per datagram.  The sender's pid comes from the kernel (SO_PASSCRED, so every
+ * datagram carries SCM_CREDENTIALS); an event is believed only if that pid holds
+ * the slot the event names.
+ */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "agent.h"
+#include "jobid.h"
+#include "log.h"
+
+#define RANKS_BATCH	64	/* datagrams read per wakeup */
+
+static const char *
+ranks_kind_name(int kind)
+{
+	static const char *names[] = { "unspecified", "attached", "started",
+	    "stopped", "skipped", "failed", "detached" };
+
+	if (kind < 0 || (size_t)kind >= sizeof(names) / sizeof(names[0]))
+		return ("unknown");
+	return (names[kind]);
+}
+
+/*
+ * Checks that pid holds slot in the job's segment.  The library frees its slot
+ * just before it reports detached; a slot that is free (or already reclaimed
+ * for a GONE rank) is then good enough for a detached event, since it gives the
+ * sender nothing another rank holds.
+ */
+static int
+ranks_check_slot(struct agent_job *j, const Dynprof__V1__RankEvent *ev,
+    pid_t pid)
+{
+	struct seg_slot	*slot;
+	int32_t		 holder;
+
+	if (ev->slot >= j->seg.hdr->nslots)
+		return (-1);
+	slot = &j->seg.slots[ev->slot];
+	holder = atomic_load_explicit(&slot->pid, memory_order_acquire);
+	if (holder == pid)
+		return (0);
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED &&
+	    holder == 0 && slot->rank == ev->rank)
+		return (0);
+	return (-1);
+}
+
+/* Decodes, checks and forwards one datagram. */
+static void
+ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
+{
+	Dynprof__V1__RankEvent	*ev;
+	struct agent_job	*j;
+	const char		*why;
+
+	ev = dynprof__v1__rank_event__unpack(NULL, len, buf);
+	if (ev == NULL) {
+		a->stats.bad_datagrams++;
+		log_warnx("%s: undecodable datagram from pid %ld (%zu bytes)",
+		    __func__, (long)pid, len);
+		return;
+	}
+	if (jobid_valid(ev->job, &why) == -1) {
+		a->stats.bad_datagrams++;
+		log_warnx("%s: datagram from pid %ld: job: %s", __func__,
+		    (long)pid, why);
+		goto out;
+	}
+	if (ev->pid != pid) {
+		a->stats.foreign_datagrams++;
+		log_warnx("%s: datagram from pid %ld claims pid %d: dropped",
+		    __func__, (long)pid, ev->pid);
+		goto out;
+	}
+	if ((j = segments_get(a, ev->job, 0)) == NULL) {
+		a->stats.foreign_datagrams++;
+		log_warnx("%s: datagram from pid %ld for job %s, which has no "
+		    "segment here: dropped", __func__, (long)pid, ev->job);
+		goto out;
+	}
+	if (ranks_check_slot(j, ev, pid) == -1) {
+		a->stats.foreign_datagrams++;
+		log_warnx("%s: pid %ld does not hold slot %u of job %s: "
+		    "dropped", __func__, (long)pid, ev->slot, ev->job);
+		goto out;
+	}
+	switch (ev->kind) {
+	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
+	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
+		log_info("rank %d of job %s %s (pid %d, slot %u)", ev->rank,
+		    ev->job, ranks_kind_name(ev->kind), ev->pid, ev->slot);
+		break;
+	default:
+		log_info("rank %d of job %s %s window %u [%lld, %lld] at step "
+		    "%lld", ev->rank, ev->job, ranks_kind_name(ev->kind),
+		    ev->window_id, (long long)ev->start_step,
+		    (long long)ev->stop_step, (long long)ev->step);
+		break;
+	}
+	segments_rank_seen(a, j);
+	upstream_event(a, ev);
+out:
+	dynprof__v1__rank_event__free_unpacked(ev, NULL);
+}
+
+static void
+ranks_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent	*a = arg;
+	uint8_t		 buf[AGENT_DGRAM_MAX];
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(struct ucred))];
+	}		 cbuf;
+	struct msghdr	 msg;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	struct ucred	 cred;
+	ssize_t		 n;
+	int		 i, have_cred;
+
+	(void)what;
+	for (i = 0; i < RANKS_BATCH; i++) {
+		memset(&msg, 0, sizeof(msg));
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cbuf.buf;
+		msg.msg_controllen = sizeof(cbuf.buf);
+		n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+		if (n == -1) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR)
+				log_warn("%s: recvmsg", __func__);
+			return;
+		}
+		have_cred = 0;
+		for (c = CMSG_FIRSTHDR(&msg); c != NULL;
+		    c = CMSG_NXTHDR(&msg, c)) {
+			if (c->cmsg_level == SOL_SOCKET &&
+			    c->cmsg_type == SCM_CREDENTIALS &&
+			    c->cmsg_len >= CMSG_LEN(sizeof(cred))) {
+				memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+				have_cred = 1;
+			} else if (c->cmsg_level == SOL_SOCKET &&
+			    c->cmsg_type == SCM_RIGHTS) {
+				/* Nobody should pass fds: close them. */
+				int *fds = (int *)CMSG_DATA(c);
+				size_t k, nfd = (c->cmsg_len - CMSG_LEN(0)) /
+				    sizeof(int);
+				for (k = 0; k < nfd; k++)
+					close(fds[k]);
+			}
+		}
+		if (!have_cred || cred.pid <= 0) {
+			a->stats.bad_datagrams++;
+			log_warnx("%s: datagram without credentials dropped",
+			    __func__);
+			continue;
+		}
+		if ((msg.msg_flags & MSG_TRUNC) || (size_t)n > sizeof(buf)) {
+			a->stats.bad_datagrams++;
+			log_warnx("%s: oversized datagram (%zd bytes) from pid "
+			    "%ld dropped", __func__, n, (long)cred.pid);
+			continue;
+		}
+		ranks_handle(a, buf, (size_t)n, cred.pid);
+	}
+}
+
+/* Creates the socket's directory if missing, with the segments' access. */
+static int
+ranks_mkdir(const char *path, mode_t mode)
+{
+	char		 dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat	 st;
+	mode_t		 dmode;
+
+	strcpy(dir, path);
+	dirname(dir);
+	if (stat(dir, &st) == 0)
+		return (0);
+	/* Search permission wherever the socket can be written. */
+	dmode = (mode & 0770) | ((mode & 0060) ? 0010 : 0) | 0700;
+	if (mkdir(dir, dmode) == -1 && errno != EEXIST) {
+		log_warn("%s: mkdir %s", __func__, dir);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Binds the socket at --socket.  A socket file left by a dead agent is replaced;
+ * one that answers belongs to a live agent, and this one refuses to start.
+ */
+int
+ranks_open(struct agent *a)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 st;
+	int			 fd, probe, on = 1;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(a->opts.socket_path) >= sizeof(sun.sun_path)) {
+		log_warnx("%s: socket path too long", __func__);
+		return (-1);
+	}
+	strcpy(sun.sun_path, a->opts.socket_path);
+	if (ranks_mkdir(a->opts.socket_path, a->opts.shm_mode) == -1)
+		return (-1);
+	if (lstat(sun.sun_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_warnx("%s: %s exists and is not a socket", __func__,
+			    sun.sun_path);
+			return (-1);
+		}
+		probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+		    sizeof(sun)) == 0) {
+			close(probe);
+			log_warnx("%s: another agent serves %s", __func__,
+			    sun.sun_path);
+			return (-1);
+		}
+		if (probe != -1)
+			close(probe);
+		unlink(sun.sun_path);
+	}
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		log_warn("%s: socket", __func__);
+		return (-1);
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) == -1) {
+		log_warn("%s: SO_PASSCRED", __func__);
+		close(fd);
+		return (-1);
+	}
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		log_warn("%s: bind %s", __func__, sun.sun_path);
+		close(fd);
+		return (-1);
+	}
+	/* Ranks need write access: the same as the segments get. */
+	if (chmod(sun.sun_path, a->opts.shm_mode & 0666) == -1)
+		log_warn("%s: chmod %s", __func__, sun.sun_path);
+	a->rank_fd = fd;
+	a->rank_ev = event_new(a->base, fd, EV_READ | EV_PERSIST, ranks_read_cb,
+	    a);
+	if (a->rank_ev == NULL || event_add(a->rank_ev, NULL) == -1) {
+		log_warnx("%s: cannot watch the socket", __func__);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Closes and removes the socket. */
+void
+ranks_close(struct agent *a)
+{
+	if (a->rank_ev != NULL)
+		event_free(a->rank_ev);
+	a->rank_ev = NULL;
+	if (a->rank_fd != -1) {
+		close(a->rank_fd);
+		unlink(a->opts.socket_path);
+	}
+	a->rank_fd = -1;
+}

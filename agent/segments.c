@@ -1,0 +1,432 @@
+/*
+ * The jobs this agent serves, one shared memory segment each: adopted at start,
+ * created for a pushed config, written under the seqlock, sampled for progress
+ * and dead ranks, removed once every process of the job has been gone for the
+ * grace period.
+ */
+
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "jobid.h"
+#include "log.h"
+
+/* Finds a job already served, or NULL. */
+struct agent_job *
+segments_find(struct agent *a, const char *job)
+{
+	struct agent_job	*j;
+
+	TAILQ_FOREACH(j, &a->jobs, entry)
+		if (strcmp(j->name, job) == 0)
+			return (j);
+	return (NULL);
+}
+
+/*
+ * Returns the job, opening its segment if it is not served yet (creating it when
+ * create is set).  NULL, after a log line, when the segment cannot be opened.
+ */
+struct agent_job *
+segments_get(struct agent *a, const char *job, int create)
+{
+	struct agent_job	*j;
+	int			 rc;
+
+	if ((j = segments_find(a, job)) != NULL)
+		return (j);
+	if (jobid_valid(job, NULL) == -1)
+		return (NULL);
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		log_warn("%s", __func__);
+		return (NULL);
+	}
+	rc = segment_open(&j->seg, a->opts.shm_dir, job,
+	    create ? SEG_CREATE : 0, a->opts.shm_mode);
+	if (rc != SEG_OK) {
+		if (rc == SEG_ESYS)
+			log_warn("%s: segment of job %s", __func__, job);
+		else
+			log_warnx("%s: segment of job %s: %s", __func__, job,
+			    segment_strerror(rc));
+		free(j);
+		return (NULL);
+	}
+	strcpy(j->name, job);
+	j->applied = atomic_load_explicit(&j->seg.hdr->generation,
+	    memory_order_relaxed);
+	atomic_store_explicit(&j->seg.hdr->agent_pid, (int32_t)getpid(),
+	    memory_order_relaxed);
+	j->progress_dirty = 1;
+	TAILQ_INSERT_TAIL(&a->jobs, j, entry);
+	log_info("serving job %s (segment %s, generation %llu)", job,
+	    j->seg.path, (unsigned long long)j->applied);
+	return (j);
+}
+
+static void
+segments_free(struct agent_job *j)
+{
+	if (j->seg.hdr != NULL)
+		atomic_store_explicit(&j->seg.hdr->agent_pid, 0,
+		    memory_order_relaxed);
+	segment_close(&j->seg);
+	free(j);
+}
+
+/* Unmaps every segment; the files stay for the ranks. */
+void
+segments_close_all(struct agent *a)
+{
+	struct agent_job	*j;
+
+	while ((j = TAILQ_FIRST(&a->jobs)) != NULL) {
+		TAILQ_REMOVE(&a->jobs, j, entry);
+		segments_free(j);
+	}
+}
+
+/*
+ * Writes a pushed config into the job's segment (created if no rank made it yet)
+ * if it is newer than what the segment holds, and answers Applied.  A config
+ * that fails any check changes nothing.  Returns 0 or -1.
+ */
+int
+segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
+{
+	struct agent_job	*j;
+	const char		*why = "?";
+
+	if (apply_jobconfig(jc, a->scratch, &why) == -1) {
+		a->stats.bad_configs++;
+		log_warnx("%s: config for job %.64s generation %llu refused: %s",
+		    __func__, jc->job != NULL && jobid_valid(jc->job, NULL) == 0 ?
+		    jc->job : "(invalid)", (unsigned long long)jc->generation,
+		    why);
+		return (-1);
+	}
+	if ((j = segments_get(a, jc->job, 1)) == NULL) {
+		a->stats.bad_configs++;
+		return (-1);
+	}
+	if (jc->generation <= j->applied) {
+		log_debug("%s: job %s generation %llu is not newer than %llu",
+		    __func__, j->name, (unsigned long long)jc->generation,
+		    (unsigned long long)j->applied);
+		upstream_applied(a, j);
+		return (0);
+	}
+	segment_write_config(&j->seg, a->scratch);
+	j->applied = jc->generation;
+	a->stats.configs_applied++;
+	log_info("applied generation %llu to job %s (%u windows)",
+	    (unsigned long long)j->applied, j->name, a->scratch->nwindows);
+	upstream_applied(a, j);
+	return (0);
+}
+
+/* A rank's datagram arrived: subscribe to its job and sample soon. */
+void
+segments_rank_seen(struct agent *a, struct agent_job *j)
+{
+	j->empty_since_ms = 0;
+	if (!j->subscribed)
+		upstream_subscribe(a, j);
+	agent_wake_sampler(a);
+}
+
+static void
+segments_event_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
+    const struct seg_slot *s, int idx, int kind)
+{
+	dynprof__v1__rank_event__init(ev);
+	ev->kind = kind;
+	ev->job = (char *)j->name;
+	ev->rank = s->rank;
+	ev->pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+	ev->slot = (uint32_t)idx;
+	ev->window_id = s->window_id;
+	ev->start_step = s->start_step;
+	ev->stop_step = s->stop_step;
+	ev->step = s->event_step;
+	ev->output_dir = (char *)s->output_dir;
+	ev->reason = s->reason;
+	ev->error = (char *)s->error;
+	ev->generation = s->generation;
+	ev->time_unix_ns = s->event_time_ns;
+	ev->rank_seq = s->rank_seq;
+}
+
+/*
+ * Reports a slot's last state as the events that lead to it, so that the
+ * coordinator (idempotent on these) misses no final state after an agent
+ * restart: DONE gives attached, started and stopped; PROFILING attached and
+ * started; SKIPPED and FAILED attached and theirs; GONE detached.
+ */
+static void
+segments_report_slot(struct agent *a, const struct agent_job *j,
+    const struct seg_slot *s, int idx)
+{
+	Dynprof__V1__RankEvent	 ev;
+	int			 kinds[3], n = 0, i;
+
+	switch (s->state) {
+	case SEG_RANK_GONE:
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_DETACHED;
+		break;
+	case SEG_RANK_PROFILING:
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
+		break;
+	case SEG_RANK_DONE:
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STOPPED;
+		break;
+	case SEG_RANK_SKIPPED:
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED;
+		break;
+	case SEG_RANK_FAILED:
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
+		break;
+	default:
+		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
+		break;
+	}
+	for (i = 0; i < n; i++) {
+		segments_event_from_slot(&ev, j, s, idx, kinds[i]);
+		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_STARTED &&
+		    s->state == SEG_RANK_DONE)
+			ev.step = s->start_step;
+		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
+			ev.window_id = 0;
+			ev.start_step = ev.stop_step = 0;
+			ev.output_dir = (char *)"";
+			ev.reason = 0;
+			ev.error = (char *)"";
+			ev.time_unix_ns = s->attach_time_ns;
+		}
+		upstream_event(a, &ev);
+	}
+}
+
+/* Adopts the segment of job found at start and re-reports its slots. */
+static void
+segments_adopt(struct agent *a, const char *job)
+{
+	struct agent_job	*j;
+	struct seg_slot		*s;
+	uint32_t		 i;
+	int			 n = 0;
+
+	if ((j = segments_get(a, job, 0)) == NULL)
+		return;
+	if ((s = malloc(sizeof(*s))) == NULL)
+		return;
+	for (i = 0; i < j->seg.hdr->nslots; i++) {
+		if (atomic_load_explicit(&j->seg.slots[i].pid,
+		    memory_order_acquire) == 0)
+			continue;
+		if (segment_slot_read(&j->seg, (int)i, s) != SEG_OK)
+			continue;
+		segments_report_slot(a, j, s, (int)i);
+		n++;
+	}
+	free(s);
+	if (n > 0) {
+		upstream_subscribe(a, j);
+		log_info("adopted job %s: re-reported %d ranks", job, n);
+	}
+}
+
+/* Finds the segments already in --shm-dir (ranks outlive agents) and adopts them. */
+int
+segments_adopt_all(struct agent *a)
+{
+	DIR		*d;
+	struct dirent	*de;
+	const char	*job;
+	size_t		 plen = strlen(SEG_PREFIX);
+
+	if ((d = opendir(a->opts.shm_dir)) == NULL) {
+		log_warn("%s: %s", __func__, a->opts.shm_dir);
+		return (-1);
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, SEG_PREFIX, plen) != 0)
+			continue;
+		job = de->d_name + plen;
+		if (jobid_valid(job, NULL) == -1)
+			continue;
+		segments_adopt(a, job);
+	}
+	closedir(d);
+	return (0);
+}
+
+struct segments_dead_ctx {
+	struct agent		*a;
+	struct agent_job	*j;
+};
+
+static void
+segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
+{
+	struct segments_dead_ctx	*ctx = arg;
+	Dynprof__V1__RankEvent		 ev;
+
+	log_info("rank %d of job %s gone (pid %d, slot %d)", s->rank,
+	    ctx->j->name, (int)atomic_load_explicit(&s->pid,
+	    memory_order_relaxed), idx);
+	segments_event_from_slot(&ev, ctx->j, s, idx,
+	    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
+	ev.step = atomic_load_explicit(&s->step, memory_order_relaxed);
+	upstream_event(ctx->a, &ev);
+}
+
+/*
+ * Whether any process still maps path (a rank between opening the segment and
+ * claiming a slot, a debugging tool): /proc/PID/maps says.  Runs only before a
+ * removal.  Processes whose maps cannot be read are not counted.
+ */
+static int
+segments_in_use(const char *path)
+{
+	DIR		*d;
+	struct dirent	*de;
+	FILE		*f;
+	char		 fn[320], line[4096 + 256];
+	int		 used = 0;
+	long		 self = (long)getpid();
+
+	if ((d = opendir("/proc")) == NULL)
+		return (0);
+	while (!used && (de = readdir(d)) != NULL) {
+		if (!isdigit((unsigned char)de->d_name[0]) ||
+		    atol(de->d_name) == self)
+			continue;
+		snprintf(fn, sizeof(fn), "/proc/%s/maps", de->d_name);
+		if ((f = fopen(fn, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL) {
+			if (strstr(line, path) != NULL) {
+				used = 1;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return (used);
+}
+
+static int
+segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
+{
+	struct segments_dead_ctx	 ctx = { a, j };
+	Dynprof__V1__RankProgress	 rp[SEG_MAX_SLOTS], *rpp[SEG_MAX_SLOTS];
+	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
+	struct seg_slot			*s;
+	uint64_t			 sig = 1469598103934665603ULL;
+	uint32_t			 i, n = 0;
+	int32_t				 pid;
+	int64_t				 step, lo = 0, hi = 0;
+	int				 moved = 0;
+
+	if (segment_reclaim_dead(&j->seg, segments_dead_cb, &ctx) > 0)
+		moved = 1;
+	for (i = 0; i < j->seg.hdr->nslots && i < SEG_MAX_SLOTS; i++) {
+		s = &j->seg.slots[i];
+		pid = atomic_load_explicit(&s->pid, memory_order_acquire);
+		if (pid != j->slot_pid[i]) {
+			moved = 1;
+			j->slot_pid[i] = pid;
+		}
+		if (pid == 0)
+			continue;
+		step = atomic_load_explicit(&s->step, memory_order_relaxed);
+		dynprof__v1__rank_progress__init(&rp[n]);
+		rp[n].rank = s->rank;
+		rp[n].step = step;
+		rp[n].pid = pid;
+		rp[n].state = s->state <= SEG_RANK_GONE ? s->state : 0;
+		rpp[n] = &rp[n];
+		if (n == 0 || step < lo)
+			lo = step;
+		if (n == 0 || step > hi)
+			hi = step;
+		sig = (sig ^ (uint64_t)pid) * 1099511628211ULL;
+		sig = (sig ^ (uint64_t)step) * 1099511628211ULL;
+		sig = (sig ^ (uint64_t)s->state) * 1099511628211ULL;
+		n++;
+	}
+	j->nlive = (int)n;
+	if (n > 0) {
+		j->empty_since_ms = 0;
+		if (!j->subscribed)
+			upstream_subscribe(a, j);
+	} else {
+		if (j->subscribed) {
+			upstream_unsubscribe(a, j);
+			log_info("job %s: no rank left on this node", j->name);
+		}
+		if (j->empty_since_ms == 0)
+			j->empty_since_ms = now;
+	}
+	if (sig != j->progress_sig || j->progress_dirty) {
+		if (sig != j->progress_sig)
+			moved = 1;
+		j->progress_sig = sig;
+		p.job = j->name;
+		p.ranks_alive = n;
+		p.min_step = lo;
+		p.max_step = hi;
+		p.n_ranks = n;
+		p.ranks = rpp;
+		upstream_progress(a, j, &p);
+	}
+	return (moved);
+}
+
+/*
+ * Samples every job's slots: frees the slots of dead ranks (reported detached),
+ * reports progress that changed, subscribes and unsubscribes, and removes the
+ * segments of jobs gone for the grace period.  Returns 1 if anything changed.
+ */
+int
+segments_sample(struct agent *a, int64_t now)
+{
+	struct agent_job	*j, *next;
+	int			 moved = 0;
+
+	a->stats.samples++;
+	for (j = TAILQ_FIRST(&a->jobs); j != NULL; j = next) {
+		next = TAILQ_NEXT(j, entry);
+		if (segments_sample_job(a, j, now))
+			moved = 1;
+		if (j->nlive > 0 || j->keep || j->empty_since_ms == 0 ||
+		    now - j->empty_since_ms < (int64_t)a->opts.grace_s * 1000)
+			continue;
+		if (segments_in_use(j->seg.path)) {
+			log_debug("%s: segment of job %s still mapped", __func__,
+			    j->name);
+			j->empty_since_ms = now;
+			continue;
+		}
+		log_info("removing the segment of job %s: no process for %d s",
+		    j->name, a->opts.grace_s);
+		TAILQ_REMOVE(&a->jobs, j, entry);
+		segment_unlink(a->opts.shm_dir, j->name);
+		segments_free(j);
+	}
+	return (moved);
+}

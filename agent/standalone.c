@@ -1,0 +1,356 @@
+/*
+ * Standalone mode: no coordinator.  MindSpore's profiler_config.json is watched
+ * with inotify (on its directory, so that editors that write a temporary file and
+ * rename it are seen) and applied to the job's segment as soon as it is closed or
+ * renamed into place.  Keys and meanings are MindSpore 2.4's; an invalid file is
+ * reported with its line and reason and the previous config stays in force.
+ */
+
+#include <sys/inotify.h>
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "agent.h"
+#include "log.h"
+
+struct standalone {
+	int		 fd;
+	struct event	*ev;
+	char		 dir[PATH_MAX];
+	char		 base[NAME_MAX + 1];
+	uint32_t	 last_id;		/* highest window id issued */
+	struct seg_config *cur;			/* the segment's config */
+	struct seg_config *next;		/* the file's, checked */
+};
+
+/* MindSpore 2.4's typed keys; every other key is a framework option. */
+static const char *const standalone_int_keys[] = { "start_step", "stop_step",
+    "aicore_metrics", "profiler_level", "profile_framework", "analyse_mode" };
+static const char *const standalone_bool_keys[] = { "profile_communication",
+    "parallel_strategy", "with_stack", "data_simplification" };
+
+#define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))
+
+static int
+standalone_known_key(const char *key, int *is_int)
+{
+	size_t	 i;
+
+	for (i = 0; i < NITEMS(standalone_int_keys); i++)
+		if (strcmp(key, standalone_int_keys[i]) == 0) {
+			*is_int = 1;
+			return (1);
+		}
+	for (i = 0; i < NITEMS(standalone_bool_keys); i++)
+		if (strcmp(key, standalone_bool_keys[i]) == 0) {
+			*is_int = 0;
+			return (1);
+		}
+	return (0);
+}
+
+static int64_t
+standalone_int(json_t *root, const char *key, int64_t def)
+{
+	json_t	*v = json_object_get(root, key);
+
+	return (v != NULL ? (int64_t)json_integer_value(v) : def);
+}
+
+static int
+standalone_bool(json_t *root, const char *key, int def)
+{
+	json_t	*v = json_object_get(root, key);
+
+	return (v != NULL ? json_is_true(v) : def);
+}
+
+/*
+ * Parses the file into jc (one window or none) and the framework options into
+ * *fwopts (caller frees).  Returns 0, or -1 after logging the line and reason.
+ */
+static int
+standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
+    Dynprof__V1__ProfilerOptions *po, int *has_window, char **fwopts)
+{
+	json_error_t	 err;
+	json_t		*root, *rest, *v;
+	const char	*key;
+	int64_t		 start, stop;
+	int		 is_int;
+
+	*fwopts = NULL;
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+	if (root == NULL) {
+		a->stats.standalone_errors++;
+		log_warnx("%s:%d: invalid, previous config stays: %s", path,
+		    err.line, err.text);
+		return (-1);
+	}
+	if (!json_is_object(root)) {
+		a->stats.standalone_errors++;
+		log_warnx("%s:1: invalid, previous config stays: not a JSON "
+		    "object", path);
+		json_decref(root);
+		return (-1);
+	}
+	if ((rest = json_object()) == NULL)
+		goto fail_nomem;
+	json_object_foreach(root, key, v) {
+		if (!standalone_known_key(key, &is_int)) {
+			if (json_object_set(rest, key, v) == -1)
+				goto fail_nomem;
+			continue;
+		}
+		if (is_int && !json_is_integer(v)) {
+			log_warnx("%s: invalid, previous config stays: \"%s\" "
+			    "must be an integer", path, key);
+			goto fail;
+		}
+		if (!is_int && !json_is_boolean(v)) {
+			log_warnx("%s: invalid, previous config stays: \"%s\" "
+			    "must be true or false", path, key);
+			goto fail;
+		}
+	}
+	start = standalone_int(root, "start_step", -1);
+	stop = standalone_int(root, "stop_step", -1);
+	/* MindSpore 2.4: a step <= 0 means no profiling; start > stop is an error. */
+	*has_window = start > 0 && stop > 0;
+	if (*has_window && start > stop) {
+		log_warnx("%s: invalid, previous config stays: start_step %lld "
+		    "is after stop_step %lld", path, (long long)start,
+		    (long long)stop);
+		goto fail;
+	}
+	po->aicore_metrics = (int32_t)standalone_int(root, "aicore_metrics", -1);
+	po->profiler_level = (int32_t)standalone_int(root, "profiler_level", -1);
+	po->profile_framework = (int32_t)standalone_int(root,
+	    "profile_framework", -1);
+	po->analyse_mode = (int32_t)standalone_int(root, "analyse_mode", -1);
+	po->profile_communication = standalone_bool(root,
+	    "profile_communication", 0);
+	po->parallel_strategy = standalone_bool(root, "parallel_strategy", 0);
+	po->with_stack = standalone_bool(root, "with_stack", 0);
+	po->data_simplification = standalone_bool(root, "data_simplification",
+	    1);
+	if (json_object_size(rest) > 0) {
+		*fwopts = json_dumps(rest, JSON_COMPACT | JSON_SORT_KEYS);
+		if (*fwopts == NULL)
+			goto fail_nomem;
+		po->framework_options_json = *fwopts;
+	}
+	w->start_step = start;
+	w->stop_step = stop;
+	w->options = po;
+	w->state = DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
+	json_decref(rest);
+	json_decref(root);
+	return (0);
+
+fail_nomem:
+	log_warnx("%s: out of memory", path);
+fail:
+	a->stats.standalone_errors++;
+	json_decref(rest);
+	json_decref(root);
+	return (-1);
+}
+
+/* Reads the file and applies it if it is valid and says something new. */
+static void
+standalone_load(struct agent *a)
+{
+	struct standalone		*sa = a->sa;
+	Dynprof__V1__JobConfig		 jc = DYNPROF__V1__JOB_CONFIG__INIT;
+	Dynprof__V1__Window		 w = DYNPROF__V1__WINDOW__INIT;
+	Dynprof__V1__ProfilerOptions	 po = DYNPROF__V1__PROFILER_OPTIONS__INIT;
+	Dynprof__V1__Window		*wp = &w;
+	struct agent_job		*j;
+	const char			*path = a->opts.config_file, *why = "?";
+	char				*fwopts = NULL;
+	uint32_t			 i;
+	int				 has_window = 0;
+
+	if (access(path, F_OK) == -1) {
+		log_info("%s: not there yet, waiting for it", path);
+		return;
+	}
+	if (standalone_parse(a, path, &w, &po, &has_window, &fwopts) == -1)
+		return;
+	if ((j = segments_get(a, a->opts.job, 1)) == NULL)
+		goto out;
+	j->keep = 1;
+	if (segment_read_config(&j->seg, sa->cur, NULL) != SEG_OK) {
+		log_warnx("%s: cannot read the segment of job %s", __func__,
+		    j->name);
+		goto out;
+	}
+	for (i = 0; i < sa->cur->nwindows; i++)
+		if (sa->cur->windows[i].id > sa->last_id)
+			sa->last_id = sa->cur->windows[i].id;
+
+	jc.job = j->name;
+	jc.generation = j->applied + 1;
+	if (has_window) {
+		/* The same steps as a window in force: the same window. */
+		w.id = 0;
+		for (i = 0; i < sa->cur->nwindows; i++)
+			if (sa->cur->windows[i].start_step == w.start_step &&
+			    sa->cur->windows[i].stop_step == w.stop_step &&
+			    !(sa->cur->windows[i].flags & SEG_WINDOW_CANCELLED))
+				w.id = sa->cur->windows[i].id;
+		if (w.id == 0)
+			w.id = sa->last_id + 1;
+		jc.n_windows = 1;
+		jc.windows = &wp;
+	}
+	if (apply_jobconfig(&jc, sa->next, &why) == -1) {
+		a->stats.standalone_errors++;
+		log_warnx("%s: invalid, previous config stays: %s", path, why);
+		goto out;
+	}
+	if (sa->next->nwindows == sa->cur->nwindows &&
+	    memcmp(sa->next->windows, sa->cur->windows,
+	    sa->next->nwindows * sizeof(sa->next->windows[0])) == 0) {
+		log_info("%s: unchanged", path);
+		goto out;
+	}
+	if (segments_apply(a, &jc) == 0) {
+		if (w.id > sa->last_id)
+			sa->last_id = w.id;
+		if (has_window)
+			log_info("%s: window %u, steps %lld to %lld", path, w.id,
+			    (long long)w.start_step, (long long)w.stop_step);
+		else
+			log_info("%s: no window (start_step %lld)", path,
+			    (long long)w.start_step);
+	}
+out:
+	free(fwopts);
+}
+
+static void
+standalone_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent		*a = arg;
+	struct standalone	*sa = a->sa;
+	char			 buf[4096]
+	    __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ie;
+	ssize_t			 n;
+	char			*p;
+	int			 changed = 0;
+
+	(void)what;
+	for (;;) {
+		n = read(fd, buf, sizeof(buf));
+		if (n <= 0) {
+			if (n == -1 && errno != EAGAIN && errno != EINTR)
+				log_warn("%s: inotify", __func__);
+			break;
+		}
+		for (p = buf; p < buf + n; p += sizeof(*ie) + ie->len) {
+			ie = (const struct inotify_event *)p;
+			if (ie->mask & IN_Q_OVERFLOW)
+				changed = 1;
+			if (ie->mask & (IN_DELETE_SELF | IN_MOVE_SELF))
+				log_warnx("%s: directory %s went away; "
+				    "watching stops", __func__, sa->dir);
+			if (ie->len > 0 && strcmp(ie->name, sa->base) == 0 &&
+			    (ie->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)))
+				changed = 1;
+		}
+	}
+	if (changed)
+		standalone_load(a);
+}
+
+/* Starts watching --config-file and applies it once if it exists. */
+int
+standalone_open(struct agent *a)
+{
+	struct standalone	*sa;
+	char			 tmp[PATH_MAX];
+	int			 wd;
+
+	if ((sa = calloc(1, sizeof(*sa))) == NULL ||
+	    (sa->cur = malloc(sizeof(*sa->cur))) == NULL ||
+	    (sa->next = malloc(sizeof(*sa->next))) == NULL) {
+		if (sa != NULL)
+			free(sa->cur);
+		free(sa);
+		log_warn("%s", __func__);
+		return (-1);
+	}
+	sa->fd = -1;
+	a->sa = sa;
+	strcpy(tmp, a->opts.config_file);
+	if (strlen(basename(tmp)) >= sizeof(sa->base)) {
+		log_warnx("%s: file name too long", __func__);
+		return (-1);
+	}
+	strcpy(tmp, a->opts.config_file);
+	strcpy(sa->base, basename(tmp));
+	strcpy(tmp, a->opts.config_file);
+	strcpy(sa->dir, dirname(tmp));
+
+	if ((sa->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1) {
+		log_warn("%s: inotify_init1", __func__);
+		return (-1);
+	}
+	wd = inotify_add_watch(sa->fd, sa->dir, IN_CLOSE_WRITE | IN_MOVED_TO |
+	    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
+	if (wd == -1) {
+		log_warn("%s: watch %s", __func__, sa->dir);
+		return (-1);
+	}
+	sa->ev = event_new(a->base, sa->fd, EV_READ | EV_PERSIST,
+	    standalone_read_cb, a);
+	if (sa->ev == NULL || event_add(sa->ev, NULL) == -1) {
+		log_warnx("%s: cannot watch inotify", __func__);
+		return (-1);
+	}
+	if (segments_get(a, a->opts.job, 1) == NULL)
+		return (-1);
+	segments_find(a, a->opts.job)->keep = 1;
+	log_info("standalone: job %s from %s", a->opts.job,
+	    a->opts.config_file);
+	standalone_load(a);
+	return (0);
+}
+
+/* SIGHUP: reads the file again. */
+void
+standalone_reload(struct agent *a)
+{
+	if (a->sa != NULL)
+		standalone_load(a);
+}
+
+/* Stops watching. */
+void
+standalone_close(struct agent *a)
+{
+	struct standalone	*sa = a->sa;
+
+	if (sa == NULL)
+		return;
+	if (sa->ev != NULL)
+		event_free(sa->ev);
+	if (sa->fd != -1)
+		close(sa->fd);
+	free(sa->cur);
+	free(sa->next);
+	free(sa);
+	a->sa = NULL;
+}

@@ -1,0 +1,596 @@
+/*
+ * The coordinator link: one TCP stream, framed protobuf (common/frame.h).  The
+ * agent speaks first (Hello), waits for Welcome, then applies pushed configs,
+ * forwards rank events numbered by seq and keeps them until acknowledged,
+ * heartbeats, and reconnects with capped exponential backoff and jitter.  Its
+ * timing (heartbeats, timeouts, the next attempt) is driven by the agent's one
+ * housekeeping timer through upstream_tick().
+ */
+
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "agent.h"
+#include "frame.h"
+#include "log.h"
+#include "version.h"
+
+#define UPSTREAM_HB_MIN_MS	100
+#define UPSTREAM_HB_MAX_MS	60000
+
+static void	 upstream_connect(struct agent *);
+static void	 upstream_lost(struct agent *, const char *);
+
+static int64_t
+upstream_wall_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
+/* Splits HOST:PORT (HOST may be [v6]); the caller checked there is a ':'. */
+static int
+upstream_split(struct upstream *up, const char *hostport)
+{
+	const char	*colon = strrchr(hostport, ':');
+	const char	*h = hostport;
+	size_t		 hlen = (size_t)(colon - hostport);
+
+	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+		h++;
+		hlen -= 2;
+	}
+	if (hlen == 0 || hlen >= sizeof(up->host) || strlen(colon + 1) == 0 ||
+	    strlen(colon + 1) >= sizeof(up->port))
+		return (-1);
+	memcpy(up->host, h, hlen);
+	up->host[hlen] = '\0';
+	strcpy(up->port, colon + 1);
+	return (0);
+}
+
+/* Sets up the link; connects at once if a coordinator is configured. */
+int
+upstream_init(struct agent *a)
+{
+	struct upstream	*up = &a->up;
+
+	up->state = UPSTREAM_NONE;
+	up->next_seq = 1;
+	up->heartbeat_ms = AGENT_HEARTBEAT_MS;
+	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
+	queue_init(&up->queue, a->opts.queue_max);
+	if (getrandom(&up->boot_id, sizeof(up->boot_id), 0) !=
+	    sizeof(up->boot_id) || up->boot_id == 0)
+		up->boot_id = ((uint64_t)upstream_wall_ns() << 1) | 1;
+	if (a->opts.coordinator[0] == '\0')
+		return (0);
+	if (upstream_split(up, a->opts.coordinator) == -1) {
+		log_warnx("%s: bad coordinator address \"%s\"", __func__,
+		    a->opts.coordinator);
+		return (-1);
+	}
+	upstream_connect(a);
+	return (0);
+}
+
+/* Closes the link and frees the queue. */
+void
+upstream_free(struct agent *a)
+{
+	if (a->up.bev != NULL)
+		bufferevent_free(a->up.bev);
+	a->up.bev = NULL;
+	a->up.state = UPSTREAM_NONE;
+	queue_clear(&a->up.queue);
+}
+
+/* Returns 1 when the coordinator has welcomed this agent on the current stream. */
+int
+upstream_ready(const struct agent *a)
+{
+	return (a->up.state == UPSTREAM_READY);
+}
+
+static int
+upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
+{
+	struct upstream	*up = &a->up;
+
+	if (up->bev == NULL)
+		return (-1);
+	if (frame_put(bufferevent_get_output(up->bev), &m->base) == -1) {
+		log_warnx("%s: cannot frame message %d", __func__,
+		    (int)m->body_case);
+		return (-1);
+	}
+	up->last_sent_ms = agent_now_ms();
+	return (0);
+}
+
+static void
+upstream_send_hello(struct agent *a)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Hello		 h = DYNPROF__V1__HELLO__INIT;
+	Dynprof__V1__JobGeneration	*gens = NULL, **gp = NULL;
+	struct agent_job		*j;
+	size_t				 n = 0;
+
+	TAILQ_FOREACH(j, &a->jobs, entry)
+		n++;
+	if (n > 0) {
+		gens = calloc(n, sizeof(*gens));
+		gp = calloc(n, sizeof(*gp));
+		if (gens == NULL || gp == NULL) {
+			free(gens);
+			free(gp);
+			gens = NULL;
+			gp = NULL;
+			n = 0;
+		}
+	}
+	n = 0;
+	if (gens != NULL) {
+		TAILQ_FOREACH(j, &a->jobs, entry) {
+			dynprof__v1__job_generation__init(&gens[n]);
+			gens[n].job = j->name;
+			gens[n].generation = j->applied;
+			gp[n] = &gens[n];
+			n++;
+		}
+	}
+	h.protocol_version = PROTOCOL_VERSION;
+	h.node = a->opts.node;
+	h.token = a->token;
+	h.agent_version = (char *)DYNPROF_VERSION_STRING;
+	h.n_applied = n;
+	h.applied = gp;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO;
+	m.hello = &h;
+	upstream_send(a, &m);
+	free(gens);
+	free(gp);
+}
+
+static void
+upstream_send_event(struct agent *a, uint64_t seq,
+    const Dynprof__V1__RankEvent *ev)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
+
+	ae.seq = seq;
+	ae.event = (Dynprof__V1__RankEvent *)ev;
+	ae.agent_boot_id = a->up.boot_id;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
+	m.event = &ae;
+	if (upstream_send(a, &m) == 0)
+		a->up.sent_upto = seq;
+}
+
+/* Sends, in order, every queued event the coordinator has not committed. */
+static void
+upstream_replay(struct agent *a)
+{
+	const struct queue_entry	*e;
+	Dynprof__V1__RankEvent		*ev;
+	size_t				 i, n = 0;
+
+	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL; i++) {
+		if (e->seq <= a->up.acked)
+			continue;
+		ev = dynprof__v1__rank_event__unpack(NULL, e->len, e->buf);
+		if (ev == NULL) {
+			log_warnx("%s: queued event %llu does not decode",
+			    __func__, (unsigned long long)e->seq);
+			continue;
+		}
+		upstream_send_event(a, e->seq, ev);
+		dynprof__v1__rank_event__free_unpacked(ev, NULL);
+		n++;
+	}
+	if (n > 0)
+		log_info("replayed %zu queued events", n);
+}
+
+static void
+upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
+{
+	struct upstream		*up = &a->up;
+	struct agent_job	*j;
+
+	up->heartbeat_ms = w->heartbeat_ms;
+	if (up->heartbeat_ms < UPSTREAM_HB_MIN_MS)
+		up->heartbeat_ms = w->heartbeat_ms == 0 ? AGENT_HEARTBEAT_MS :
+		    UPSTREAM_HB_MIN_MS;
+	if (up->heartbeat_ms > UPSTREAM_HB_MAX_MS)
+		up->heartbeat_ms = UPSTREAM_HB_MAX_MS;
+	if (w->agent_boot_id == up->boot_id && w->acked_seq > up->acked &&
+	    w->acked_seq < up->next_seq) {
+		up->acked = w->acked_seq;
+		queue_ack(&up->queue, up->acked);
+	}
+	up->state = UPSTREAM_READY;
+	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
+	up->connects++;
+	log_info("connected to coordinator %s (heartbeat %u ms, %zu events "
+	    "queued)", a->opts.coordinator, up->heartbeat_ms,
+	    queue_length(&up->queue));
+	TAILQ_FOREACH(j, &a->jobs, entry) {
+		if (j->subscribed)
+			upstream_subscribe(a, j);
+		j->progress_dirty = 1;
+	}
+	upstream_replay(a);
+	agent_wake_sampler(a);
+}
+
+static int
+upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
+{
+	struct upstream	*up = &a->up;
+	const Dynprof__V1__Error *e;
+
+	up->last_recv_ms = agent_now_ms();
+	if (m->body_case == DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR) {
+		e = m->error;
+		log_warnx("coordinator %s refused: error %d: %.200s",
+		    a->opts.coordinator, (int)e->code,
+		    e->reason != NULL ? e->reason : "");
+		return (-1);
+	}
+	if (up->state == UPSTREAM_HELLO) {
+		if (m->body_case != DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME) {
+			a->stats.bad_messages++;
+			log_warnx("%s: first message from %s is not welcome "
+			    "(type %d)", __func__, a->opts.coordinator,
+			    (int)m->body_case);
+			return (-1);
+		}
+		if (m->welcome->protocol_version != PROTOCOL_VERSION) {
+			a->stats.bad_messages++;
+			log_warnx("%s: coordinator speaks protocol %u, this "
+			    "agent %d", __func__,
+			    m->welcome->protocol_version, PROTOCOL_VERSION);
+			return (-1);
+		}
+		upstream_welcome(a, m->welcome);
+		return (0);
+	}
+
+	switch (m->body_case) {
+	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT:
+		break;
+	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG:
+		segments_apply(a, m->config);
+		break;
+	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK:
+		if (m->ack->seq >= up->next_seq) {
+			a->stats.bad_messages++;
+			log_warnx("%s: ack of event %llu never sent", __func__,
+			    (unsigned long long)m->ack->seq);
+			break;
+		}
+		if (m->ack->seq > up->acked) {
+			up->acked = m->ack->seq;
+			queue_ack(&up->queue, up->acked);
+		}
+		break;
+	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME:
+		a->stats.bad_messages++;
+		log_warnx("%s: second welcome ignored", __func__);
+		break;
+	default:
+		a->stats.unknown_messages++;
+		log_warnx("%s: unknown message type from %s ignored", __func__,
+		    a->opts.coordinator);
+		break;
+	}
+	return (0);
+}
+
+static void
+upstream_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct agent		*a = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+	Dynprof__V1__CoordinatorMessage *m;
+	uint8_t			*payload;
+	size_t			 len;
+	const char		*why = "?";
+	int			 rc;
+
+	for (;;) {
+		rc = frame_pull(in, &payload, &len, &why);
+		if (rc == FRAME_MORE)
+			return;
+		if (rc == FRAME_BAD) {
+			a->stats.bad_frames++;
+			log_warnx("%s: bad frame from %s: %s", __func__,
+			    a->opts.coordinator, why);
+			upstream_lost(a, "bad frame");
+			agent_schedule(a);
+			return;
+		}
+		m = dynprof__v1__coordinator_message__unpack(NULL, len, payload);
+		evbuffer_drain(in, FRAME_HEADER_LEN + len);
+		if (m == NULL) {
+			a->stats.bad_messages++;
+			log_warnx("%s: undecodable message from %s (%zu bytes)",
+			    __func__, a->opts.coordinator, len);
+			upstream_lost(a, "bad message");
+			agent_schedule(a);
+			return;
+		}
+		rc = upstream_dispatch(a, m);
+		dynprof__v1__coordinator_message__free_unpacked(m, NULL);
+		if (rc == -1) {
+			upstream_lost(a, "protocol error");
+			agent_schedule(a);
+			return;
+		}
+	}
+}
+
+static void
+upstream_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct agent	*a = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		a->up.state = UPSTREAM_HELLO;
+		a->up.last_recv_ms = agent_now_ms();
+		log_debug("%s: connected to %s, sending hello", __func__,
+		    a->opts.coordinator);
+		upstream_send_hello(a);
+		return;
+	}
+	if (what & BEV_EVENT_EOF)
+		upstream_lost(a, "closed by the coordinator");
+	else
+		upstream_lost(a, evutil_socket_error_to_string(
+		    EVUTIL_SOCKET_ERROR()));
+	agent_schedule(a);
+}
+
+static void
+upstream_connect(struct agent *a)
+{
+	struct upstream		*up = &a->up;
+	struct addrinfo		 hints, *res = NULL;
+	int			 rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	rc = getaddrinfo(up->host, up->port, &hints, &res);
+	if (rc != 0) {
+		/* A name: resolve it (blocking, once per attempt). */
+		hints.ai_flags = 0;
+		rc = getaddrinfo(up->host, up->port, &hints, &res);
+	}
+	if (rc != 0) {
+		log_warnx("%s: %s: %s", __func__, a->opts.coordinator,
+		    gai_strerror(rc));
+		up->state = UPSTREAM_CONNECTING;
+		upstream_lost(a, "cannot resolve");
+		return;
+	}
+	up->bev = bufferevent_socket_new(a->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (up->bev == NULL) {
+		freeaddrinfo(res);
+		up->state = UPSTREAM_CONNECTING;
+		upstream_lost(a, "out of memory");
+		return;
+	}
+	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, a);
+	up->state = UPSTREAM_CONNECTING;
+	up->last_recv_ms = agent_now_ms();
+	up->sent_upto = up->acked;
+	if (bufferevent_socket_connect(up->bev, res->ai_addr,
+	    (int)res->ai_addrlen) == -1) {
+		freeaddrinfo(res);
+		upstream_lost(a, "connect failed");
+		return;
+	}
+	freeaddrinfo(res);
+	bufferevent_enable(up->bev, EV_READ | EV_WRITE);
+}
+
+/*
+ * Ends the current stream (the bufferevent is freed: libevent defers the free
+ * while one of its callbacks runs) and schedules the next attempt: exponential
+ * backoff, capped, with jitter so a coordinator restart is not met by every
+ * node at the same millisecond.
+ */
+static void
+upstream_lost(struct agent *a, const char *why)
+{
+	struct upstream	*up = &a->up;
+	uint32_t	 r;
+	int		 delay;
+
+	if (up->state == UPSTREAM_READY)
+		log_warnx("lost coordinator %s: %s", a->opts.coordinator, why);
+	else
+		log_info("cannot reach coordinator %s: %s", a->opts.coordinator,
+		    why);
+	if (up->bev != NULL)
+		bufferevent_free(up->bev);
+	up->bev = NULL;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)upstream_wall_ns();
+	delay = up->backoff_ms / 2 + (int)(r % (uint32_t)(up->backoff_ms / 2 + 1));
+	up->retry_at_ms = agent_now_ms() + delay;
+	up->backoff_ms *= 2;
+	if (up->backoff_ms > AGENT_BACKOFF_MAX_MS)
+		up->backoff_ms = AGENT_BACKOFF_MAX_MS;
+	up->state = UPSTREAM_WAIT;
+	log_debug("%s: next attempt in %d ms", __func__, delay);
+}
+
+/*
+ * Does what is due at now (within a quarter of an interval, so that heartbeats
+ * share wakeups with sampling): a heartbeat, the end of a silent peer, the next
+ * connection attempt.  Returns when it wants to run next, 0 for never.
+ */
+int64_t
+upstream_tick(struct agent *a, int64_t now)
+{
+	struct upstream				*up = &a->up;
+	Dynprof__V1__AgentMessage		 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Heartbeat			 hb = DYNPROF__V1__HEARTBEAT__INIT;
+	int64_t					 hb_ms = up->heartbeat_ms;
+	int64_t					 dead_at, next;
+
+	switch (up->state) {
+	case UPSTREAM_NONE:
+		return (0);
+	case UPSTREAM_WAIT:
+		if (now < up->retry_at_ms)
+			return (up->retry_at_ms);
+		upstream_connect(a);
+		if (up->state == UPSTREAM_WAIT)
+			return (up->retry_at_ms);
+		return (now + 3 * hb_ms);
+	case UPSTREAM_CONNECTING:
+	case UPSTREAM_HELLO:
+		if (now - up->last_recv_ms < 3 * hb_ms)
+			return (up->last_recv_ms + 3 * hb_ms);
+		upstream_lost(a, up->state == UPSTREAM_HELLO ? "no welcome" :
+		    "connect timed out");
+		return (up->retry_at_ms);
+	case UPSTREAM_READY:
+		break;
+	}
+	dead_at = up->last_recv_ms + 3 * hb_ms;
+	if (now >= dead_at) {
+		upstream_lost(a, "silent for 3 heartbeats");
+		return (up->retry_at_ms);
+	}
+	if (now + hb_ms / 4 >= up->last_sent_ms + hb_ms) {
+		hb.time_unix_ns = upstream_wall_ns();
+		m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
+		m.heartbeat = &hb;
+		upstream_send(a, &m);
+	}
+	next = up->last_sent_ms + hb_ms;
+	return (next < dead_at ? next : dead_at);
+}
+
+/*
+ * Numbers a rank event, keeps it until the coordinator commits it, and sends it
+ * now if the stream is up.
+ */
+void
+upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev)
+{
+	struct upstream	*up = &a->up;
+	uint8_t		 stackbuf[4096], *buf = stackbuf;
+	size_t		 len;
+	uint64_t	 seq;
+
+	if (up->state == UPSTREAM_NONE)
+		return;
+	len = dynprof__v1__rank_event__get_packed_size(ev);
+	if (len > sizeof(stackbuf) && (buf = malloc(len)) == NULL) {
+		up->queue.dropped++;
+		log_warn("%s: event lost", __func__);
+		return;
+	}
+	dynprof__v1__rank_event__pack(ev, buf);
+	seq = up->next_seq++;
+	if (queue_push(&up->queue, seq, buf, len) != 0 &&
+	    (up->queue.dropped & (up->queue.dropped - 1)) == 0)
+		log_warnx("%s: event queue full (%zu): %llu oldest events "
+		    "dropped so far", __func__, up->queue.max,
+		    (unsigned long long)up->queue.dropped);
+	if (buf != stackbuf)
+		free(buf);
+	a->stats.events_forwarded++;
+	if (up->state == UPSTREAM_READY)
+		upstream_send_event(a, seq, ev);
+}
+
+/* Tells the coordinator a rank of job is on this node. */
+void
+upstream_subscribe(struct agent *a, struct agent_job *j)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Subscribe		 s = DYNPROF__V1__SUBSCRIBE__INIT;
+
+	j->subscribed = 1;
+	if (a->up.state != UPSTREAM_READY)
+		return;		/* the hello after reconnecting carries it */
+	s.job = j->name;
+	s.applied_generation = j->applied;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE;
+	m.subscribe = &s;
+	upstream_send(a, &m);
+	log_debug("subscribed to job %s (applied %llu)", j->name,
+	    (unsigned long long)j->applied);
+}
+
+/* Tells the coordinator the last rank of job on this node is gone. */
+void
+upstream_unsubscribe(struct agent *a, struct agent_job *j)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Unsubscribe	 u = DYNPROF__V1__UNSUBSCRIBE__INIT;
+
+	j->subscribed = 0;
+	if (a->up.state != UPSTREAM_READY)
+		return;
+	u.job = j->name;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE;
+	m.unsubscribe = &u;
+	upstream_send(a, &m);
+	log_debug("unsubscribed from job %s", j->name);
+}
+
+/* Tells the coordinator which generation of job the segment now holds. */
+void
+upstream_applied(struct agent *a, struct agent_job *j)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Applied		 ap = DYNPROF__V1__APPLIED__INIT;
+
+	if (a->up.state != UPSTREAM_READY)
+		return;
+	ap.job = j->name;
+	ap.generation = j->applied;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED;
+	m.applied = &ap;
+	upstream_send(a, &m);
+}
+
+/* Sends a job's progress if the stream is up; keeps it dirty otherwise. */
+void
+upstream_progress(struct agent *a, struct agent_job *j,
+    const Dynprof__V1__Progress *p)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+
+	if (a->up.state != UPSTREAM_READY) {
+		j->progress_dirty = 1;
+		return;
+	}
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS;
+	m.progress = (Dynprof__V1__Progress *)p;
+	if (upstream_send(a, &m) == 0)
+		j->progress_dirty = 0;
+}
