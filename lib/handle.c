@@ -1,0 +1,393 @@
+/*
+ * Handles: opening (arguments, else the environment, else the defaults), closing,
+ * the accessors, and stopping every open window when the process exits.
+ */
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jobid.h"
+#include "libdynprof.h"
+#include "version.h"
+
+_Static_assert(SEG_EJOB == DYNPROF_EJOB && SEG_ESYS == DYNPROF_ESYS &&
+    SEG_EMAGIC == DYNPROF_EMAGIC && SEG_EVERSION == DYNPROF_EVERSION &&
+    SEG_ESIZE == DYNPROF_ESIZE && SEG_ENOSLOT == DYNPROF_ENOSLOT &&
+    SEG_ENOENT == DYNPROF_ENOENT && SEG_ETORN == DYNPROF_ETORN,
+    "segment error codes are the library's");
+_Static_assert((int)SEG_RANK_ATTACHED == DYNPROF_RANK_ATTACHED &&
+    (int)SEG_RANK_ARMED == DYNPROF_RANK_ARMED &&
+    (int)SEG_RANK_PROFILING == DYNPROF_RANK_PROFILING &&
+    (int)SEG_RANK_DONE == DYNPROF_RANK_DONE &&
+    (int)SEG_RANK_SKIPPED == DYNPROF_RANK_SKIPPED &&
+    (int)SEG_RANK_FAILED == DYNPROF_RANK_FAILED,
+    "segment rank states are the library's");
+
+/*
+ * Open handles, so that process exit stops their windows.  Only open, close and
+ * exit take the lock: never the step functions.
+ */
+static pthread_mutex_t	 handle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t	 handle_once = PTHREAD_ONCE_INIT;
+static struct dynprof	*handle_list;
+
+/* Passes a message to the handle's log callback, if it has one. */
+void
+handle_log(const struct dynprof *h, enum dynprof_log_level level,
+    const char *fmt, ...)
+{
+	char	 buf[1024];
+	va_list	 ap;
+
+	if (h == NULL || h->on_log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	h->on_log(h->arg, level, buf);
+}
+
+/* The value of environment variable name, or NULL when unset or empty. */
+static const char *
+handle_env(const char *name)
+{
+	const char	*v = getenv(name);
+
+	return (v != NULL && *v != '\0' ? v : NULL);
+}
+
+static int
+handle_resolve_rank(struct dynprof *h, int rank)
+{
+	static const char *const names[] = { "RANK", "RANK_ID",
+	    "OMPI_COMM_WORLD_RANK", "SLURM_PROCID" };
+	const char	*v;
+	char		*end;
+	long		 n;
+	size_t		 i;
+
+	if (rank >= 0) {
+		h->rank = rank;
+		return (DYNPROF_OK);
+	}
+	if (rank != -1) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: rank %d is negative",
+		    __func__, rank);
+		return (DYNPROF_EINVAL);
+	}
+	h->rank = 0;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if ((v = handle_env(names[i])) == NULL)
+			continue;
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (errno != 0 || *end != '\0' || n < 0 || n > INT32_MAX) {
+			handle_log(h, DYNPROF_LOG_ERROR, "%s: %s=\"%s\" is not "
+			    "a rank", __func__, names[i], v);
+			return (DYNPROF_EINVAL);
+		}
+		h->rank = (int32_t)n;
+		break;
+	}
+	return (DYNPROF_OK);
+}
+
+static int
+handle_resolve_mode(const struct dynprof *h, int mode, mode_t *out)
+{
+	const char	*v;
+	char		*end;
+	long		 n;
+
+	if (mode >= 0) {
+		if (mode > 0777) {
+			handle_log(h, DYNPROF_LOG_ERROR, "%s: shm_mode %o is not "
+			    "a permission mode", __func__, (unsigned)mode);
+			return (DYNPROF_EINVAL);
+		}
+		*out = (mode_t)mode;
+		return (DYNPROF_OK);
+	}
+	*out = SEG_DEFAULT_MODE;
+	if ((v = handle_env("DYNPROF_SHM_MODE")) == NULL)
+		return (DYNPROF_OK);
+	errno = 0;
+	n = strtol(v, &end, 8);
+	if (errno != 0 || *end != '\0' || n < 0 || n > 0777) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: DYNPROF_SHM_MODE=\"%s\" is "
+		    "not an octal permission mode", __func__, v);
+		return (DYNPROF_EINVAL);
+	}
+	*out = (mode_t)n;
+	return (DYNPROF_OK);
+}
+
+/* Stops the window of a handle, reports it detached and frees its slot. */
+static void
+handle_finish(struct dynprof *h)
+{
+	int64_t	 step;
+
+	if (h->closed)
+		return;
+	if (h->counter > 0)
+		dynprof_step_end(h, h->counter);
+	step = atomic_load_explicit(h->step_addr, memory_order_relaxed);
+	step_stop(h, DYNPROF_STOP_CLOSED, step);
+	h->state = SEG_RANK_GONE;
+	report_event(h, EVENT_DETACHED, NULL, step, 0, NULL);
+	segment_slot_release(&h->seg, h->slot_index, h->pid);
+	h->closed = 1;
+	h->next_due = INT64_MIN;
+}
+
+/*
+ * At process exit, stops the windows of this process's open handles.  The
+ * handles stay allocated (another thread may still hold one).
+ */
+static void
+handle_atexit(void)
+{
+	struct dynprof	*h;
+	pid_t		 pid = getpid();
+
+	pthread_mutex_lock(&handle_lock);
+	for (h = handle_list; h != NULL; h = h->next)
+		if (h->pid == pid)
+			handle_finish(h);
+	pthread_mutex_unlock(&handle_lock);
+}
+
+static void
+handle_register_atexit(void)
+{
+	atexit(handle_atexit);
+}
+
+static void
+handle_free(struct dynprof *h)
+{
+	report_close(h);
+	segment_close(&h->seg);
+	window_done_free(&h->done);
+	free(h->cfg);
+	free(h->cfg_next);
+	free(h);
+}
+
+/* Fills p with the defaults. */
+DYNPROF_API void
+dynprof_params_init(struct dynprof_params *p)
+{
+	if (p == NULL)
+		return;
+	memset(p, 0, sizeof(*p));
+	p->version = DYNPROF_PARAMS_VERSION;
+	p->rank = -1;
+	p->shm_mode = -1;
+}
+
+/* Opens a handle: segment, slot, socket, schedule; reports the rank attached. */
+DYNPROF_API int
+dynprof_open(const struct dynprof_params *p, dynprof_t **out)
+{
+	struct dynprof	*h;
+	const char	*job, *root, *dir, *sock, *why;
+	mode_t		 mode;
+	int		 rc, idx;
+
+	if (out != NULL)
+		*out = NULL;
+	if (p == NULL || out == NULL || p->version != DYNPROF_PARAMS_VERSION)
+		return (DYNPROF_EINVAL);
+	if ((h = calloc(1, sizeof(*h))) == NULL)
+		return (DYNPROF_ENOMEM);
+	h->sock = -1;
+	h->slot_index = -1;
+	h->pid = getpid();
+	h->on_start = p->on_start;
+	h->on_stop = p->on_stop;
+	h->on_log = p->on_log;
+	h->arg = p->arg;
+	h->cfg = calloc(1, sizeof(*h->cfg));
+	h->cfg_next = calloc(1, sizeof(*h->cfg_next));
+	if (h->cfg == NULL || h->cfg_next == NULL) {
+		rc = DYNPROF_ENOMEM;
+		goto fail;
+	}
+
+	if ((job = p->job) == NULL && (job = handle_env("DYNPROF_JOB")) == NULL &&
+	    (job = handle_env("SLURM_JOB_ID")) == NULL)
+		job = LIB_JOB_DEFAULT;
+	if (!jobid_valid(job, &why)) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: %s", __func__, why);
+		rc = DYNPROF_EJOB;
+		goto fail;
+	}
+	if ((rc = handle_resolve_rank(h, p->rank)) != DYNPROF_OK ||
+	    (rc = handle_resolve_mode(h, p->shm_mode, &mode)) != DYNPROF_OK)
+		goto fail;
+	if ((root = p->output_root) == NULL &&
+	    (root = handle_env("DYNPROF_OUTPUT_ROOT")) == NULL)
+		root = LIB_OUTPUT_DEFAULT;
+	if ((rc = output_root_resolve(root, h->output_root,
+	    sizeof(h->output_root))) != DYNPROF_OK) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: output root \"%s\": %s",
+		    __func__, root, dynprof_strerror(rc));
+		goto fail;
+	}
+	if ((dir = p->shm_dir) == NULL)
+		dir = handle_env("DYNPROF_SHM_DIR");
+	if ((sock = p->agent_socket) == NULL &&
+	    (sock = handle_env("DYNPROF_AGENT_SOCKET")) == NULL)
+		sock = LIB_SOCKET_DEFAULT;
+
+	if ((rc = segment_open(&h->seg, dir, job, SEG_CREATE, mode)) != SEG_OK) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: segment %s: %s%s%s",
+		    __func__, h->seg.path[0] != '\0' ? h->seg.path : job,
+		    segment_strerror(rc), rc == SEG_ESYS ? ": " : "",
+		    rc == SEG_ESYS ? strerror(errno) : "");
+		goto fail;
+	}
+	if ((idx = segment_slot_claim(&h->seg, h->pid, h->rank)) < 0) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: segment %s: %s", __func__,
+		    h->seg.path, segment_strerror(idx));
+		rc = idx;
+		goto fail;
+	}
+	h->slot_index = idx;
+	h->slot = &h->seg.slots[idx];
+	h->seq_addr = &h->seg.hdr->seq;
+	h->step_addr = &h->slot->step;
+	/* An impossible seq (odd and not the current one): the first read loads. */
+	h->seq_seen = (atomic_load(h->seq_addr) | 1) + 2;
+
+	if ((rc = report_open(h, sock)) != DYNPROF_OK) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: agent socket \"%s\": %s",
+		    __func__, sock, rc == DYNPROF_EPATH ? "path too long" :
+		    strerror(errno));
+		if (rc == DYNPROF_EPATH)
+			goto fail;
+	}
+
+	h->state = SEG_RANK_ATTACHED;
+	report_event(h, EVENT_ATTACHED, NULL, -1, 0, NULL);
+	/* Load the schedule now: the first step must not pay for it. */
+	step_slow(h, -1, WINDOW_END);
+	handle_log(h, DYNPROF_LOG_INFO, "rank %d attached to %s (slot %d)",
+	    h->rank, h->seg.path, idx);
+
+	pthread_once(&handle_once, handle_register_atexit);
+	pthread_mutex_lock(&handle_lock);
+	h->next = handle_list;
+	handle_list = h;
+	pthread_mutex_unlock(&handle_lock);
+	*out = h;
+	return (DYNPROF_OK);
+
+fail:
+	if (h->slot_index >= 0)
+		segment_slot_release(&h->seg, h->slot_index, h->pid);
+	handle_free(h);
+	return (rc);
+}
+
+/* Stops a window still open, reports the rank detached, frees the handle. */
+DYNPROF_API void
+dynprof_close(dynprof_t *h)
+{
+	struct dynprof	**pp;
+
+	if (h == NULL)
+		return;
+	pthread_mutex_lock(&handle_lock);
+	for (pp = &handle_list; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&handle_lock);
+	if (h->pid == getpid())
+		handle_finish(h);
+	handle_free(h);
+}
+
+DYNPROF_API int
+dynprof_state(const dynprof_t *h)
+{
+	if (h == NULL)
+		return (DYNPROF_EINVAL);
+	return ((int)h->state);
+}
+
+DYNPROF_API const char *
+dynprof_job(const dynprof_t *h)
+{
+	return (h != NULL ? h->seg.job : NULL);
+}
+
+DYNPROF_API int
+dynprof_rank(const dynprof_t *h)
+{
+	return (h != NULL ? h->rank : DYNPROF_EINVAL);
+}
+
+DYNPROF_API int64_t
+dynprof_current_step(const dynprof_t *h)
+{
+	if (h == NULL)
+		return (-1);
+	return (atomic_load_explicit(h->step_addr, memory_order_relaxed));
+}
+
+DYNPROF_API int
+dynprof_active_window(const dynprof_t *h, struct dynprof_window *w)
+{
+	if (h == NULL || !h->active)
+		return (0);
+	if (w != NULL) {
+		w->id = h->window.id;
+		w->start_step = h->window.start_step;
+		w->stop_step = h->window.stop_step;
+	}
+	return (1);
+}
+
+DYNPROF_API void
+dynprof_get_stats(const dynprof_t *h, struct dynprof_stats *s)
+{
+	if (s == NULL)
+		return;
+	if (h == NULL)
+		memset(s, 0, sizeof(*s));
+	else
+		*s = h->stats;
+}
+
+DYNPROF_API const char *
+dynprof_strerror(int code)
+{
+	switch (code) {
+	case DYNPROF_EINVAL:
+		return ("invalid argument");
+	case DYNPROF_EPATH:
+		return ("path too long or invalid");
+	case DYNPROF_ENOMEM:
+		return ("out of memory");
+	default:
+		return (segment_strerror(code));
+	}
+}
+
+DYNPROF_API const char *
+dynprof_version(void)
+{
+	return (DYNPROF_VERSION_STRING);
+}

@@ -1,0 +1,155 @@
+/*
+ * Rank events: each is written to the rank's slot (under the slot's seqlock, so
+ * the agent can always recover the last state) and sent to the node's agent as
+ * one nanopb-encoded RankEvent per unix datagram.  Sending never blocks: when no
+ * agent takes the datagram, the event is counted as dropped.
+ */
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pb_encode.h>
+
+#include "dynprof.pb.h"
+#include "libdynprof.h"
+
+_Static_assert(EVENT_ATTACHED == dynprof_v1_EventKind_EVENT_ATTACHED &&
+    EVENT_STARTED == dynprof_v1_EventKind_EVENT_STARTED &&
+    EVENT_STOPPED == dynprof_v1_EventKind_EVENT_STOPPED &&
+    EVENT_SKIPPED == dynprof_v1_EventKind_EVENT_SKIPPED &&
+    EVENT_FAILED == dynprof_v1_EventKind_EVENT_FAILED &&
+    EVENT_DETACHED == dynprof_v1_EventKind_EVENT_DETACHED,
+    "event kinds match the proto");
+_Static_assert((int)DYNPROF_STOP_COMPLETED ==
+    dynprof_v1_StopReason_STOP_COMPLETED &&
+    (int)DYNPROF_STOP_CANCELLED == dynprof_v1_StopReason_STOP_CANCELLED &&
+    (int)DYNPROF_STOP_CLOSED == dynprof_v1_StopReason_STOP_CLOSED,
+    "stop reasons match the proto");
+_Static_assert(sizeof(((dynprof_v1_RankEvent *)0)->output_dir) ==
+    SEG_PATH_MAX && sizeof(((dynprof_v1_RankEvent *)0)->error) ==
+    SEG_ERROR_MAX && sizeof(((dynprof_v1_RankEvent *)0)->job) ==
+    SEG_JOB_MAX + 1, "nanopb sizes match the segment's");
+
+/*
+ * Prepares the datagram socket to the agent at path.  Returns DYNPROF_OK,
+ * DYNPROF_EPATH when path does not fit a unix socket address, or DYNPROF_ESYS.
+ */
+int
+report_open(struct dynprof *h, const char *path)
+{
+	memset(&h->agent_addr, 0, sizeof(h->agent_addr));
+	h->agent_addr.sun_family = AF_UNIX;
+	if (path == NULL || *path == '\0' ||
+	    strlen(path) >= sizeof(h->agent_addr.sun_path))
+		return (DYNPROF_EPATH);
+	memcpy(h->agent_addr.sun_path, path, strlen(path));
+	h->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (h->sock == -1)
+		return (DYNPROF_ESYS);
+	return (DYNPROF_OK);
+}
+
+/* Closes the socket to the agent. */
+void
+report_close(struct dynprof *h)
+{
+	if (h->sock != -1)
+		close(h->sock);
+	h->sock = -1;
+}
+
+static void
+report_copy(char *dst, size_t len, const char *src)
+{
+	if (src == NULL)
+		src = "";
+	snprintf(dst, len, "%s", src);
+}
+
+/* Writes the event into the rank's slot under the slot's seqlock. */
+static void
+report_slot(struct dynprof *h, const dynprof_v1_RankEvent *ev)
+{
+	struct seg_slot	*slot = h->slot;
+
+	segment_slot_update_begin(slot);
+	slot->state = h->state;
+	slot->window_id = ev->window_id;
+	slot->last_event = (uint32_t)ev->kind;
+	slot->start_step = ev->start_step;
+	slot->stop_step = ev->stop_step;
+	slot->event_step = ev->step;
+	slot->event_time_ns = ev->time_unix_ns;
+	slot->generation = ev->generation;
+	slot->reason = (uint32_t)ev->reason;
+	slot->rank_seq = ev->rank_seq;
+	memcpy(slot->output_dir, ev->output_dir, sizeof(slot->output_dir));
+	memcpy(slot->error, ev->error, sizeof(slot->error));
+	segment_slot_update_end(slot);
+}
+
+/*
+ * Reports an event of this rank: kind, the window concerned (or NULL), the rank's
+ * step, the stop reason (0 unless stopped) and an error message (or NULL).  The
+ * output directory is the handle's current one for started and stopped events.
+ * h->state must already be the state after the event.
+ */
+void
+report_event(struct dynprof *h, int kind, const struct seg_window *w,
+    int64_t step, uint32_t reason, const char *error)
+{
+	dynprof_v1_RankEvent	 ev = dynprof_v1_RankEvent_init_zero;
+	uint8_t			 buf[dynprof_v1_RankEvent_size];
+	pb_ostream_t		 os;
+	struct timespec		 ts;
+
+	ev.kind = (dynprof_v1_EventKind)kind;
+	report_copy(ev.job, sizeof(ev.job), h->seg.job);
+	ev.rank = h->rank;
+	ev.pid = (int32_t)h->pid;
+	ev.slot = (uint32_t)h->slot_index;
+	if (w != NULL) {
+		ev.window_id = w->id;
+		ev.start_step = w->start_step;
+		ev.stop_step = w->stop_step;
+	}
+	ev.step = step;
+	if (kind == EVENT_STARTED || kind == EVENT_STOPPED ||
+	    (kind == EVENT_FAILED && w != NULL))
+		report_copy(ev.output_dir, sizeof(ev.output_dir),
+		    h->output_dir);
+	ev.reason = (dynprof_v1_StopReason)reason;
+	report_copy(ev.error, sizeof(ev.error), error);
+	ev.generation = h->cfg->generation;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ev.time_unix_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	ev.rank_seq = ++h->rank_seq;
+
+	report_slot(h, &ev);
+
+	os = pb_ostream_from_buffer(buf, sizeof(buf));
+	if (!pb_encode(&os, dynprof_v1_RankEvent_fields, &ev)) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: cannot encode event: %s",
+		    __func__, PB_GET_ERROR(&os));
+		h->stats.events_dropped++;
+		return;
+	}
+	if (h->sock == -1 || sendto(h->sock, buf, os.bytes_written,
+	    MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&h->agent_addr,
+	    sizeof(h->agent_addr)) != (ssize_t)os.bytes_written) {
+		if (h->stats.events_dropped++ == 0)
+			handle_log(h, DYNPROF_LOG_INFO, "%s: no agent at %s (%s): "
+			    "events are kept in the slot only", __func__,
+			    h->agent_addr.sun_path, h->sock == -1 ? "no socket" :
+			    strerror(errno));
+		return;
+	}
+	h->stats.events_sent++;
+}
