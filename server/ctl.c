@@ -103,36 +103,6 @@ ctl_usage(FILE *f)
 	    CTL_DEFAULT_URL);
 }
 
-/* Prints "dynprofctl: message" on the error stream. */
-void
-ctl_errx(struct ctl *ctl, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	fprintf(ctl->err, "dynprofctl: ");
-	va_start(ap, fmt);
-	vfprintf(ctl->err, fmt, ap);
-	va_end(ap);
-	fprintf(ctl->err, "\n");
-}
-
-/* Parses a whole decimal integer within [min, max]; 0 ok, -1 not. */
-int
-ctl_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
-{
-	char		*end;
-	long long	 v;
-
-	if (s == NULL || *s == '\0')
-		return (-1);
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return (-1);
-	*out = v;
-	return (0);
-}
-
 static int
 ctl_read_token(struct ctl *ctl, const char *path)
 {

@@ -54,10 +54,17 @@ struct ctl_response {
 	size_t	 len;
 };
 
-/* ctl.c */
+/* ctl_cmd.c */
 void	 ctl_errx(struct ctl *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	 ctl_parse_int64(const char *, int64_t, int64_t, int64_t *);
+int	 ctl_call(struct ctl *, const char *, const char *, const char *,
+	    size_t, json_t **, struct ctl_response *);
+int	 ctl_cmd_jobs(struct ctl *, int, char **);
+int	 ctl_cmd_nodes(struct ctl *, int, char **);
+int	 ctl_cmd_status(struct ctl *, int, char **);
+int	 ctl_cmd_config(struct ctl *, int, char **);
+int	 ctl_cmd_cancel(struct ctl *, int, char **);
 
 /* ctl_http.c */
 int	 ctl_url_parse(const char *, struct ctl_url *, const char **);
@@ -67,15 +74,6 @@ int	 ctl_http_request(const struct ctl_url *, const char *, const char *,
 int	 ctl_http_parse_response(const char *, size_t, struct ctl_response *,
 	    const char **);
 void	 ctl_http_free(struct ctl_response *);
-
-/* ctl_cmd.c */
-int	 ctl_call(struct ctl *, const char *, const char *, const char *,
-	    size_t, json_t **, struct ctl_response *);
-int	 ctl_cmd_jobs(struct ctl *, int, char **);
-int	 ctl_cmd_nodes(struct ctl *, int, char **);
-int	 ctl_cmd_status(struct ctl *, int, char **);
-int	 ctl_cmd_config(struct ctl *, int, char **);
-int	 ctl_cmd_cancel(struct ctl *, int, char **);
 
 /* ctl_trace.c */
 struct ctl_trace_args {

@@ -1,0 +1,515 @@
+/*
+ * dynprofctl's pure parts: URL and HTTP answer parsing, trace arguments and
+ * --option typing, the status table built from a JSON document, progress
+ * counting for trace --wait.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl.h"
+
+static json_t *
+load(const char *text)
+{
+	json_error_t	 e;
+	json_t		*j;
+
+	j = json_loads(text, 0, &e);
+	if (j == NULL)
+		fail_msg("bad test JSON: %s (line %d)", e.text, e.line);
+	return (j);
+}
+
+/* Runs a formatter into a string; caller frees. */
+static char *
+render(void (*fn)(FILE *, json_t *), json_t *doc)
+{
+	char	*buf = NULL;
+	size_t	 len = 0;
+	FILE	*f;
+
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	fn(f, doc);
+	fclose(f);
+	return (buf);
+}
+
+static void
+test_url_parse(void **state)
+{
+	struct ctl_url	 u;
+	const char	*why;
+
+	(void)state;
+	assert_int_equal(ctl_url_parse("http://127.0.0.1:7879", &u, &why), 0);
+	assert_string_equal(u.host, "127.0.0.1");
+	assert_string_equal(u.port, "7879");
+	assert_string_equal(u.base, "");
+
+	assert_int_equal(ctl_url_parse("coord.example:81/dynprof/", &u, &why),
+	    0);
+	assert_string_equal(u.host, "coord.example");
+	assert_string_equal(u.port, "81");
+	assert_string_equal(u.base, "/dynprof");
+
+	assert_int_equal(ctl_url_parse("http://[::1]:9000", &u, &why), 0);
+	assert_string_equal(u.host, "::1");
+	assert_string_equal(u.port, "9000");
+
+	assert_int_equal(ctl_url_parse("http://host", &u, &why), 0);
+	assert_string_equal(u.port, "80");
+
+	assert_int_equal(ctl_url_parse("https://host", &u, &why), -1);
+	assert_non_null(strstr(why, "https"));
+	assert_int_equal(ctl_url_parse("ftp://host", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("http://:80", &u, &why), -1);
+	assert_string_equal(why, "no host in URL");
+	assert_int_equal(ctl_url_parse("http://h:70000", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("http://h:12x", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("http://h:", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("http://[::1", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("http://h:1?x=1", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("", &u, &why), -1);
+}
+
+static void
+test_http_parse(void **state)
+{
+	struct ctl_response	 r;
+	const char		*why;
+	const char		*a, *b;
+
+	(void)state;
+	a = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+	    "Content-Length: 8\r\n\r\n{\"id\":3}trailing";
+	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), 0);
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.len, 8);
+	assert_string_equal(r.body, "{\"id\":3}");
+	ctl_http_free(&r);
+
+	b = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+	    "4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n";
+	assert_int_equal(ctl_http_parse_response(b, strlen(b), &r, &why), 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "{\"a\":1}");
+	ctl_http_free(&r);
+
+	/* No length: the body runs to the end of the connection. */
+	a = "HTTP/1.0 404 Not Found\r\n\r\n{\"error\":\"x\"}";
+	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), 0);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(r.body, "{\"error\":\"x\"}");
+	ctl_http_free(&r);
+
+	a = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort";
+	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), -1);
+	assert_non_null(strstr(why, "truncated"));
+	a = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n";
+	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), -1);
+	a = "SSH-2.0-OpenSSH\r\n\r\n";
+	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), -1);
+	assert_string_equal(why, "not an HTTP answer");
+	b = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "ff\r\nabc\r\n";
+	assert_int_equal(ctl_http_parse_response(b, strlen(b), &r, &why), -1);
+	assert_non_null(strstr(why, "chunked"));
+	b = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+	assert_int_equal(ctl_http_parse_response(b, strlen(b), &r, &why), -1);
+}
+
+static void
+test_option_typing(void **state)
+{
+	json_t	*o, *want;
+	char	 err[256];
+
+	(void)state;
+	o = json_object();
+	assert_int_equal(ctl_option_parse(o, "profiler_level=1", err,
+	    sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "aicore_metrics=-1", err,
+	    sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "with_stack=true", err,
+	    sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "data_simplification=0", err,
+	    sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "profile_communication=Yes", err,
+	    sizeof(err)), 0);
+	/* Other keys: JSON when it parses, else a string. */
+	assert_int_equal(ctl_option_parse(o, "activities=[\"CPU\",\"NPU\"]",
+	    err, sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "record_shapes=true", err,
+	    sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "export_type=text", err,
+	    sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "depth=12", err, sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "quoted=\"12\"", err,
+	    sizeof(err)), 0);
+	assert_int_equal(ctl_option_parse(o, "empty=", err, sizeof(err)), 0);
+	want = load("{\"profiler_level\": 1, \"aicore_metrics\": -1,"
+	    " \"with_stack\": true, \"data_simplification\": false,"
+	    " \"profile_communication\": true,"
+	    " \"activities\": [\"CPU\", \"NPU\"], \"record_shapes\": true,"
+	    " \"export_type\": \"text\", \"depth\": 12, \"quoted\": \"12\","
+	    " \"empty\": \"\"}");
+	assert_true(json_equal(o, want));
+	json_decref(want);
+
+	/* Typed fields refuse what MindSpore would reset. */
+	assert_int_equal(ctl_option_parse(o, "analyse_mode=sync", err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "--option analyse_mode=sync: analyse_mode "
+	    "takes an integer (-1 for unset)");
+	assert_int_equal(ctl_option_parse(o, "parallel_strategy=2", err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "--option parallel_strategy=2: "
+	    "parallel_strategy takes true or false");
+	assert_int_equal(ctl_option_parse(o, "profile_framework=1.5", err,
+	    sizeof(err)), -1);
+	assert_int_equal(ctl_option_parse(o, "profiler_level=2", err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "--option profiler_level given twice");
+	assert_int_equal(ctl_option_parse(o, "noequals", err, sizeof(err)),
+	    -1);
+	assert_string_equal(err, "--option noequals: expected KEY=VALUE");
+	assert_int_equal(ctl_option_parse(o, "=1", err, sizeof(err)), -1);
+	assert_int_equal(ctl_option_parse(o, "start_step=5", err, sizeof(err)),
+	    -1);
+	assert_non_null(strstr(err, "--start"));
+	json_decref(o);
+}
+
+static int
+parse(const char *line, struct ctl_trace_args *a, char *err, size_t errlen)
+{
+	char	*copy, *argv[32], *tok, *save;
+	int	 argc = 0, rc;
+
+	copy = strdup(line);
+	for (tok = strtok_r(copy, " ", &save); tok != NULL && argc < 31;
+	    tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	rc = ctl_trace_parse(argc, argv, a, err, errlen);
+	/* a's strings point into copy: callers only look at its numbers. */
+	free(copy);
+	return (rc);
+}
+
+static void
+check_body(const char *line, const char *want)
+{
+	struct ctl_trace_args	 a;
+	json_t			*body, *w;
+	char			 err[256];
+	char			*copy, *argv[32], *tok, *save;
+	int			 argc = 0;
+
+	copy = strdup(line);
+	for (tok = strtok_r(copy, " ", &save); tok != NULL && argc < 31;
+	    tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	if (ctl_trace_parse(argc, argv, &a, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", line, err);
+	body = ctl_trace_body(&a);
+	w = load(want);
+	if (!json_equal(body, w)) {
+		char *got = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+		fail_msg("%s: got %s", line, got);
+	}
+	json_decref(w);
+	json_decref(body);
+	ctl_trace_args_free(&a);
+	free(copy);
+}
+
+static void
+check_refused(const char *line, const char *want)
+{
+	struct ctl_trace_args	 a;
+	char			 err[256];
+
+	if (parse(line, &a, err, sizeof(err)) == 0) {
+		ctl_trace_args_free(&a);
+		fail_msg("%s: accepted", line);
+	}
+	if (strcmp(err, want) != 0)
+		fail_msg("%s: got \"%s\", want \"%s\"", line, err, want);
+}
+
+static void
+test_trace_args(void **state)
+{
+	struct ctl_trace_args	 a;
+	char			 err[256];
+
+	(void)state;
+	check_body("trace J --start 160 --stop 164",
+	    "{\"start_step\": 160, \"stop_step\": 164}");
+	check_body("trace --in=20 J --steps=5 --roundup 100 --ranks 0-3,9 "
+	    "--option profiler_level=1 --option activities=[\"CPU\"] "
+	    "--output-subdir run1/a",
+	    "{\"in_steps\": 20, \"steps\": 5, \"roundup\": 100,"
+	    " \"ranks\": \"0-3,9\", \"output_subdir\": \"run1/a\","
+	    " \"options\": {\"profiler_level\": 1, \"activities\": [\"CPU\"]}}");
+	check_body("trace 36199_0 --in 0 --steps 10",
+	    "{\"in_steps\": 0, \"steps\": 10}");
+
+	assert_int_equal(parse("trace J --start 5 --steps 2 --wait --timeout "
+	    "2.5", &a, err, sizeof(err)), 0);
+	assert_true(a.wait);
+	assert_true(a.have_timeout);
+	assert_true(a.timeout > 2.49 && a.timeout < 2.51);
+	ctl_trace_args_free(&a);
+
+	check_refused("trace --start 5 --steps 2", "missing JOB");
+	check_refused("trace J K --start 5 --steps 2", "unexpected argument K");
+	check_refused("trace ../x --start 5 --steps 2",
+	    "invalid job id \"../x\": job id starts with '.'");
+	check_refused("trace J --steps 2", "say when: --start N or --in N");
+	check_refused("trace J --start 1 --in 2 --steps 2",
+	    "--start and --in exclude each other");
+	check_refused("trace J --start 1", "say how long: --steps M or --stop N");
+	check_refused("trace J --start 1 --steps 2 --stop 3",
+	    "--steps and --stop exclude each other");
+	check_refused("trace J --start 10 --stop 9",
+	    "--stop 9 is before --start 10");
+	check_refused("trace J --start 0 --stop 9",
+	    "--start 0: expected an integer >= 1");
+	check_refused("trace J --start 1x --stop 9",
+	    "--start 1x: expected an integer >= 1");
+	check_refused("trace J --start 1 --start 2 --stop 9",
+	    "--start given twice");
+	check_refused("trace J --start 1 --steps 0",
+	    "--steps 0: expected an integer >= 1");
+	check_refused("trace J --in -1 --steps 2",
+	    "--in -1: expected an integer >= 0");
+	check_refused("trace J --start 1 --steps 2 --ranks 3-1",
+	    "--ranks 3-1: ranks: range ends before it starts");
+	check_refused("trace J --start 1 --steps 2 --output-subdir /abs",
+	    "--output-subdir /abs: output subdirectory is an absolute path");
+	check_refused("trace J --start 1 --steps 2 --output-subdir a/../..",
+	    "--output-subdir a/../..: output subdirectory has a '..' "
+	    "component");
+	check_refused("trace J --start 1 --steps 2 --timeout 5",
+	    "--timeout goes with --wait");
+	check_refused("trace J --start 1 --steps 2 --wait --timeout -1",
+	    "--timeout -1: expected a number of seconds > 0");
+	check_refused("trace J --start 1 --steps 2 --bogus", "unknown flag --bogus");
+	check_refused("trace J --start 1 --steps", "--steps needs a value");
+	check_refused("trace J --start 1 --steps 2 --option x",
+	    "--option x: expected KEY=VALUE");
+}
+
+/* A job status document as docs/admin-api.md describes it. */
+static const char *status_doc =
+    "{\"job\": \"J\", \"generation\": 7,"
+    " \"progress\": {\"ranks_alive\": 5, \"min_step\": 140, \"max_step\": 141},"
+    " \"windows\": ["
+    "  {\"id\": 2, \"start_step\": 100, \"stop_step\": 101, \"ranks\": \"\","
+    "   \"state\": \"done\"},"
+    "  {\"id\": 3, \"start_step\": 160, \"stop_step\": 164, \"ranks\": \"0-3,9\","
+    "   \"state\": \"running\"},"
+    "  {\"id\": 4, \"start_step\": 200, \"stop_step\": 200, \"ranks\": \"\","
+    "   \"state\": \"scheduled\"}],"
+    " \"ranks\": ["
+    "  {\"rank\": 9, \"node\": \"n2\", \"step\": 141, \"state\": \"skipped\","
+    "   \"window\": 3, \"events\": [{\"kind\": \"skipped\", \"window\": 3}]},"
+    "  {\"rank\": 1, \"node\": \"n1\", \"step\": 141, \"state\": \"done\","
+    "   \"window\": 3, \"output_dir\": \"/o/rank1_start160_stop164\"},"
+    "  {\"rank\": 0, \"node\": \"n1\", \"step\": 140, \"state\": \"profiling\","
+    "   \"window\": 3, \"output_dir\": \"/o/rank0_start160_stop164\","
+    "   \"events\": [{\"kind\": \"started\", \"window\": 3}]},"
+    "  {\"rank\": 2, \"node\": \"node-long-name\", \"step\": 141,"
+    "   \"state\": \"failed\", \"window\": 3, \"error\": \"disk full\"},"
+    "  {\"rank\": 12, \"node\": \"n2\", \"step\": 141, \"state\": \"armed\"},"
+    "  {\"rank\": 3, \"node\": \"n2\", \"state\": \"gone\"}],"
+    " \"nodes\": [{\"node\": \"n1\", \"state\": \"connected\","
+    "   \"applied_generation\": 7},"
+    "  {\"node\": \"n2\", \"state\": \"lost\", \"applied_generation\": 6}]}";
+
+static void
+test_status_table(void **state)
+{
+	json_t	*doc;
+	char	*out;
+
+	(void)state;
+	doc = load(status_doc);
+	out = render(ctl_table_status, doc);
+	assert_string_equal(out,
+	    "job J generation 7: 6 ranks on 3 nodes, steps 140-141, "
+	    "window 3 [160,164]: 1 armed, 1 profiling, 1 done, 1 skipped, "
+	    "1 failed, 1 gone\n"
+	    "RANK  NODE            STEP  STATE      WINDOW  OUTPUT\n"
+	    "0     n1              140   profiling  3       "
+	    "/o/rank0_start160_stop164\n"
+	    "1     n1              141   done       3       "
+	    "/o/rank1_start160_stop164\n"
+	    "2     node-long-name  141   failed     3       error: disk full\n"
+	    "3     n2              -     gone       -       -\n"
+	    "9     n2              141   skipped    3       -\n"
+	    "12    n2              141   armed      -       -\n"
+	    "\n"
+	    "windows:\n"
+	    "  ID  STEPS    STATE      RANKS\n"
+	    "  2   100-101  done       all\n"
+	    "  3   160-164  running    0-3,9\n"
+	    "  4   200-200  scheduled  all\n"
+	    "\n"
+	    "nodes:\n"
+	    "  NODE  STATE      APPLIED\n"
+	    "  n1    connected  7\n"
+	    "  n2    lost       6\n");
+	free(out);
+	json_decref(doc);
+
+	/* A job nobody has reported on yet. */
+	doc = load("{\"job\": \"new\", \"generation\": 1, \"progress\": null,"
+	    " \"windows\": [{\"id\": 1, \"start_step\": 5, \"stop_step\": 6,"
+	    " \"state\": \"scheduled\"}], \"ranks\": [], \"nodes\": []}");
+	out = render(ctl_table_status, doc);
+	assert_string_equal(out,
+	    "job new generation 1: no ranks reported yet, window 1 [5,6]\n"
+	    "\n"
+	    "windows:\n"
+	    "  ID  STEPS  STATE      RANKS\n"
+	    "  1   5-6    scheduled  all\n");
+	free(out);
+	json_decref(doc);
+
+	/* Junk where objects should be: no crash, placeholders. */
+	doc = load("{\"job\": 5, \"ranks\": [1, {\"rank\": \"x\"}],"
+	    " \"windows\": {}, \"nodes\": [null]}");
+	out = render(ctl_table_status, doc);
+	assert_non_null(strstr(out, "job ? generation 0: 1 rank on 1 node, "
+	    "no windows: 1 other\n"));
+	free(out);
+	json_decref(doc);
+}
+
+static void
+test_jobs_nodes_tables(void **state)
+{
+	json_t	*doc;
+	char	*out;
+
+	(void)state;
+	doc = load("{\"jobs\": [{\"job\": \"J\", \"generation\": 7,"
+	    " \"windows\": 3, \"ranks\": 12, \"nodes\": 3, \"max_step\": 141},"
+	    " {\"job\": \"other\", \"generation\": 1, \"windows\": [{}],"
+	    " \"ranks\": 0, \"nodes\": 0, \"max_step\": null}]}");
+	out = render(ctl_table_jobs, doc);
+	assert_string_equal(out,
+	    "JOB    GENERATION  WINDOWS  RANKS  NODES  MAX_STEP\n"
+	    "J      7           3        12     3      141\n"
+	    "other  1           1        0      0      -\n");
+	free(out);
+	json_decref(doc);
+
+	doc = load("{\"jobs\": []}");
+	out = render(ctl_table_jobs, doc);
+	assert_string_equal(out, "no jobs\n");
+	free(out);
+	json_decref(doc);
+
+	doc = load("{\"nodes\": [{\"node\": \"n1\", \"state\": \"connected\","
+	    " \"address\": \"127.0.0.1:4000\", \"connected_since\": \"T1\","
+	    " \"last_seen\": \"T2\", \"jobs\": {\"J\": 7, \"K\": 2}}]}");
+	out = render(ctl_table_nodes, doc);
+	assert_string_equal(out,
+	    "NODE  STATE      ADDRESS         CONNECTED_SINCE  LAST_SEEN  "
+	    "JOBS (APPLIED GENERATION)\n"
+	    "n1    connected  127.0.0.1:4000  T1               T2         "
+	    "J:7,K:2\n");
+	free(out);
+	json_decref(doc);
+}
+
+static void
+test_progress(void **state)
+{
+	struct ctl_progress	 p;
+	struct rank_set		 rs;
+	json_t			*doc;
+	char			 line[256];
+
+	(void)state;
+	doc = load(status_doc);
+
+	/* Window 3 targets 0-3,9: rank 12 is not counted. */
+	assert_int_equal(ranks_parse("0-3,9", &rs, NULL), 0);
+	assert_int_equal(ctl_progress_count(doc, 3, &rs, &p), 1);
+	assert_int_equal(p.targeted, 5);
+	assert_int_equal(p.started, 2);		/* 0 by event, 1 by state */
+	assert_int_equal(p.stopped, 1);
+	assert_int_equal(p.skipped, 1);
+	assert_int_equal(p.failed, 1);
+	assert_int_equal(p.gone, 1);
+	assert_int_equal(p.finished, 4);	/* rank 0 still profiling */
+	assert_int_equal(p.max_step, 141);
+	ctl_progress_format(&p, 3, line, sizeof(line));
+	assert_string_equal(line, "window 3: 5 targeted, 2 started, 1 stopped, "
+	    "1 skipped, 1 failed, 1 gone (job at step 141)");
+
+	/* Every rank: 12 is armed for window 4, not finished with it. */
+	assert_int_equal(ranks_parse("", &rs, NULL), 0);
+	assert_int_equal(ctl_progress_count(doc, 4, &rs, &p), 1);
+	assert_int_equal(p.targeted, 6);
+	assert_int_equal(p.started, 0);
+	assert_int_equal(p.gone, 1);
+	assert_int_equal(p.finished, 1);
+
+	/* A window the document does not have. */
+	assert_int_equal(ctl_progress_count(doc, 99, &rs, &p), 0);
+	json_decref(doc);
+
+	/* Cancelled: ranks that never started it are finished with it. */
+	doc = load("{\"windows\": [{\"id\": 5, \"state\": \"cancelled\"}],"
+	    " \"ranks\": [{\"rank\": 0, \"state\": \"armed\"},"
+	    " {\"rank\": 1, \"state\": \"profiling\", \"window\": 5}]}");
+	assert_int_equal(ctl_progress_count(doc, 5, &rs, &p), 1);
+	assert_true(p.window_cancelled);
+	assert_int_equal(p.targeted, 2);
+	assert_int_equal(p.finished, 1);
+	ctl_progress_format(&p, 5, line, sizeof(line));
+	assert_string_equal(line, "window 5: 2 targeted, 1 started, 0 stopped, "
+	    "0 skipped, 0 failed, window cancelled");
+	json_decref(doc);
+
+	/* Nobody yet. */
+	doc = load("{\"ranks\": []}");
+	assert_int_equal(ctl_progress_count(doc, 1, &rs, &p), 0);
+	assert_int_equal(p.targeted, 0);
+	ctl_progress_format(&p, 1, line, sizeof(line));
+	assert_string_equal(line, "window 1: waiting for targeted ranks to "
+	    "report");
+	json_decref(doc);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_url_parse),
+		cmocka_unit_test(test_http_parse),
+		cmocka_unit_test(test_option_typing),
+		cmocka_unit_test(test_trace_args),
+		cmocka_unit_test(test_status_table),
+		cmocka_unit_test(test_jobs_nodes_tables),
+		cmocka_unit_test(test_progress),
+	};
+
+	return (cmocka_run_group_tests_name("ctl", tests, NULL, NULL));
+}
