@@ -1,0 +1,478 @@
+"""dynprof: start and stop a profiler at the steps a cluster-wide schedule says.
+
+A Python binding over libdynprof (ctypes, standard library only)::
+
+    import dynprof
+
+    def on_start(window, options, framework_options, output_dir):
+        ...  # start the profiler, write into output_dir
+
+    def on_stop(window, reason, output_dir):
+        ...  # stop it
+
+    with dynprof.Monitor(on_start=on_start, on_stop=on_stop) as mon:
+        for batch in data:
+            mon.step()          # once at the top of every iteration
+            train(batch)
+
+The schedule comes from the node's dynprof-agent through shared memory.  When
+nothing changed and no window is due, a step reads two words of that memory and
+stores one, in Python, without calling into C.
+
+Frameworks: dynprof.mindspore.DynamicProfilerMonitor (a drop-in for MindSpore
+2.4's) and dynprof.torch.profile_steps (drives torch.profiler).
+"""
+
+import collections
+import ctypes
+import enum
+import json
+import logging
+import weakref
+
+from . import _native
+
+__all__ = ["Monitor", "Window", "Options", "StopReason", "RankState",
+           "DynprofError", "library_version", "__version__"]
+
+__version__ = "0.1.0"
+
+log = logging.getLogger("dynprof")
+
+
+class DynprofError(Exception):
+    """A libdynprof call failed.  code is the DYNPROF_E* number, or None when the
+    library itself could not be loaded."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class StopReason(enum.IntEnum):
+    """Why a window stopped (enum dynprof_stop_reason)."""
+    COMPLETED = _native.STOP_COMPLETED
+    CANCELLED = _native.STOP_CANCELLED
+    CLOSED = _native.STOP_CLOSED
+
+
+class RankState(enum.IntEnum):
+    """A rank's state (enum dynprof_rank_state)."""
+    ATTACHED = _native.RANK_ATTACHED
+    ARMED = _native.RANK_ARMED
+    PROFILING = _native.RANK_PROFILING
+    DONE = _native.RANK_DONE
+    SKIPPED = _native.RANK_SKIPPED
+    FAILED = _native.RANK_FAILED
+
+
+Window = collections.namedtuple("Window", "id start_step stop_step")
+Window.__doc__ = """A window: the profiler starts in step_begin(start_step) and
+stops in step_end(stop_step), both inclusive."""
+
+Options = collections.namedtuple("Options", (
+    "aicore_metrics profiler_level profile_framework analyse_mode "
+    "profile_communication parallel_strategy with_stack data_simplification"))
+Options.__doc__ = """A window's profiler options, MindSpore's profiler_config.json
+fields: the first four are ints (-1 when not set), the others bools."""
+
+_LOG_LEVELS = {
+    _native.LOG_ERROR: logging.ERROR,
+    _native.LOG_WARNING: logging.WARNING,
+    _native.LOG_INFO: logging.INFO,
+    _native.LOG_DEBUG: logging.DEBUG,
+}
+
+
+def library_version():
+    """libdynprof's version, "MAJOR.MINOR.PATCH"."""
+    return _native.decode(_load().dynprof_version())
+
+
+def _load():
+    try:
+        return _native.load()
+    except OSError as e:
+        raise DynprofError(None, str(e)) from None
+
+
+def _put_error(err, errlen, msg):
+    """Copies msg, NUL-terminated and cut to errlen, into the C buffer err."""
+    if not err or errlen <= 0:
+        return
+    b = msg.encode("utf-8", "replace")[:errlen - 1]
+    # Do not leave half a UTF-8 sequence at the cut.
+    b = b.decode("utf-8", "ignore").encode("utf-8")
+    ctypes.memmove(err, b + b"\0", len(b) + 1)
+
+
+def _describe(e):
+    s = str(e)
+    return "%s: %s" % (type(e).__name__, s) if s else type(e).__name__
+
+
+def _view(addr, size, fmt):
+    """A one-element memoryview of the word at addr (fmt "I": uint32_t, "q":
+    int64_t).  Indexing a memoryview is the cheapest load and store Python
+    has; it stays valid while the memory at addr does."""
+    return memoryview((ctypes.c_ubyte * size).from_address(addr)).cast("B") \
+        .cast(fmt)
+
+
+class Monitor:
+    """One rank of a job, attached to the job's segment on this node.
+
+    job, rank, output_root: as libdynprof takes them; None means the environment
+    (DYNPROF_JOB, SLURM_JOB_ID; RANK, RANK_ID, OMPI_COMM_WORLD_RANK,
+    SLURM_PROCID; DYNPROF_OUTPUT_ROOT), else "default", 0, "./dyn_profile_data".
+    shm_dir, agent_socket, shm_mode: likewise (DYNPROF_SHM_DIR,
+    DYNPROF_AGENT_SOCKET, DYNPROF_SHM_MODE).
+
+    on_start(window, options, framework_options, output_dir) starts the profiler:
+    window is a Window, options an Options, framework_options the window's
+    framework options as a dict, output_dir the directory (already created) to
+    write into.  on_stop(window, reason, output_dir) stops it; reason is a
+    StopReason.  An exception raised by either never reaches the training loop:
+    the library reports the window as failed with the exception's text (and does
+    not call on_stop for a window whose start failed).  KeyboardInterrupt and
+    SystemExit are reported the same way, then raised again from the step call.
+
+    Steps: either call step() once at the top of every iteration (steps are
+    numbered from 1; close() ends the last), or step_begin(n) and step_end(n)
+    around step n.  Do not mix the two on one Monitor.  A Monitor belongs to one
+    thread at a time.
+
+    fast_path=False calls the library at every step (for comparison and tests);
+    the default checks the shared memory in Python and calls the library only
+    when the schedule changed or a window is due.
+
+    Raises DynprofError when the library cannot be loaded or the segment cannot be
+    opened.  Usable as a context manager (close() at exit).
+    """
+
+    def __init__(self, job=None, rank=None, on_start=None, on_stop=None,
+                 output_root=None, *, shm_dir=None, agent_socket=None,
+                 shm_mode=None, fast_path=True):
+        lib = _load()
+        self._lib = lib
+        self._h = None
+        self._on_start = on_start
+        self._on_stop = on_stop
+        self._pending = None
+        self._fast = bool(fast_path)
+
+        # The C callbacks hold only a weak reference to the Monitor, so that a
+        # Monitor dropped without close() is still collected (and closed).
+        ref = weakref.ref(self)
+
+        def c_start(arg, wp, op, fwopts, outdir, err, errlen):
+            m = ref()
+            if m is None:
+                return 0
+            return m._call_start(wp, op, fwopts, outdir, err, errlen)
+
+        def c_stop(arg, wp, reason, outdir, err, errlen):
+            m = ref()
+            if m is None:
+                return 0
+            return m._call_stop(wp, reason, outdir, err, errlen)
+
+        def c_log(arg, level, message):
+            try:
+                log.log(_LOG_LEVELS.get(level, logging.DEBUG), "%s",
+                        _native.decode(message))
+            except Exception:           # never raise into C
+                pass
+
+        # Kept on the instance: the library calls them until dynprof_close().
+        self._c_start = _native.START_FN(c_start)
+        self._c_stop = _native.STOP_FN(c_stop)
+        self._c_log = _native.LOG_FN(c_log)
+
+        p = _native.Params()
+        lib.dynprof_params_init(ctypes.byref(p))
+        # Keep the encoded strings alive while dynprof_open() reads them.
+        self._strings = [_native.encode(job), _native.encode(output_root),
+                         _native.encode(shm_dir), _native.encode(agent_socket)]
+        p.job, p.output_root, p.shm_dir, p.agent_socket = self._strings
+        if rank is not None:
+            p.rank = int(rank)
+        if shm_mode is not None:
+            p.shm_mode = int(shm_mode)
+        p.on_start = self._c_start
+        p.on_stop = self._c_stop
+        p.on_log = self._c_log
+        h = ctypes.c_void_p()
+        rc = lib.dynprof_open(ctypes.byref(p), ctypes.byref(h))
+        if rc != 0:
+            raise DynprofError(rc, "dynprof_open: %s (job %r, rank %r)" % (
+                _native.strerror(rc), job, rank))
+        self._h = h
+        self._fs = _native.FastState()
+        self._install_steps()
+
+    # -- the step functions ----------------------------------------------
+    #
+    # They are closures installed on the instance: the hot path then reads only
+    # local cells (no attribute lookups), which is what keeps a step near 0.1 us.
+
+    def _install_steps(self):
+        lib = self._lib
+        h = self._h
+        fs = self._fs
+        c_begin = lib.dynprof_step_begin
+        c_end = lib.dynprof_step_end
+        get_fast = lib.dynprof_get_fast_state
+        fs_ref = ctypes.byref(fs)
+        this = weakref.ref(self)
+        # State of the fast path: the words it reads and writes, and the
+        # library's word on when it must be called next.  due = -1 sends every
+        # step to the library (fast_path=False, or closed).
+        private = (ctypes.c_ubyte * 16)()       # words owned by the closures
+        seq = memoryview(private).cast("B")[0:4].cast("I")
+        slot_step = memoryview(private).cast("B")[8:16].cast("q")
+        dummy = (seq, slot_step)
+        count = 0                               # steps counted by step()
+        calls = 0                               # slow paths taken
+        seen = 0
+        due = -1
+        fast = self._fast
+        open_ = True
+        addrs = (0, 0)
+
+        def refresh():
+            nonlocal seq, slot_step, seen, due, addrs, calls
+            calls += 1
+            if not fast or not open_:
+                return
+            get_fast(h, fs_ref)
+            if (fs.seq_addr, fs.step_addr) != addrs:
+                addrs = (fs.seq_addr, fs.step_addr)
+                seq = _view(fs.seq_addr, 4, "I")
+                slot_step = _view(fs.step_addr, 8, "q")
+            seen = fs.seq_seen
+            due = fs.next_due
+
+        def reraise():
+            m = this()
+            if m is not None and m._pending is not None:
+                e, m._pending = m._pending, None
+                raise e
+
+        def step_begin(n):
+            if seq[0] == seen and n < due:
+                slot_step[0] = n
+                return
+            if not open_:
+                return
+            rc = c_begin(h, n)
+            refresh()
+            if rc != 0:
+                log.debug("dynprof_step_begin(%d): %s", n,
+                          _native.strerror(rc))
+            reraise()
+
+        def step_end(n):
+            if seq[0] == seen and n < due:
+                return
+            if not open_:
+                return
+            rc = c_end(h, n)
+            refresh()
+            if rc != 0:
+                log.debug("dynprof_step_end(%d): %s", n, _native.strerror(rc))
+            reraise()
+
+        def step():
+            nonlocal count
+            count += 1
+            n = count
+            if seq[0] == seen and n < due:
+                slot_step[0] = n
+                return
+            if not open_:
+                return
+            if n > 1:
+                rc = c_end(h, n - 1)
+                if rc != 0:
+                    log.debug("dynprof_step_end(%d): %s", n - 1,
+                              _native.strerror(rc))
+            rc = c_begin(h, n)
+            refresh()
+            if rc != 0:
+                log.debug("dynprof_step_begin(%d): %s", n,
+                          _native.strerror(rc))
+            reraise()
+
+        def shut():
+            # After dynprof_close() the mapping is gone: point the fast path
+            # at private words and send every step to the closed check.
+            nonlocal seq, slot_step, due, open_
+            open_ = False
+            seq, slot_step = dummy
+            due = -1
+
+        def counted():
+            return count
+
+        def slow_calls():
+            return calls
+
+        refresh()
+        self.step_begin = step_begin
+        self.step_end = step_end
+        self.step = step
+        self._shut = shut
+        self._counted = counted
+        self._slow_calls = slow_calls   # for tests: steps that called C
+
+    def step_begin(self, n):
+        """Marks the beginning of step n: starts a window due at it."""
+
+    def step_end(self, n):
+        """Marks the end of step n: stops a window whose stop step it is, or
+        that was cancelled."""
+
+    def step(self):
+        """For plain loops, once at the top of every iteration: ends the previous
+        step (if any) and begins the next; steps are numbered from 1."""
+
+    # -- callbacks from the library ----------------------------------------
+
+    def _failed(self, what, e, err, errlen):
+        msg = "%s: %s" % (what, _describe(e))
+        log.debug("%s", msg)        # the library logs the window's failure
+        _put_error(err, errlen, msg)
+        if not isinstance(e, Exception):
+            self._pending = e
+        return -1
+
+    def _call_start(self, wp, op, fwopts, outdir, err, errlen):
+        try:
+            w = wp.contents
+            window = Window(int(w.id), int(w.start_step), int(w.stop_step))
+            o = op.contents
+            options = Options(int(o.aicore_metrics), int(o.profiler_level),
+                              int(o.profile_framework), int(o.analyse_mode),
+                              bool(o.profile_communication),
+                              bool(o.parallel_strategy), bool(o.with_stack),
+                              bool(o.data_simplification))
+            text = fwopts.decode("utf-8") if fwopts else ""
+            try:
+                fw = json.loads(text) if text.strip() else {}
+            except ValueError as e:
+                raise ValueError("framework options are not JSON: %s" % e) \
+                    from None
+            if not isinstance(fw, dict):
+                raise ValueError("framework options are not a JSON object")
+            if self._on_start is not None:
+                self._on_start(window, options, fw, _native.decode(outdir))
+            return 0
+        except BaseException as e:
+            return self._failed("on_start", e, err, errlen)
+
+    def _call_stop(self, wp, reason, outdir, err, errlen):
+        try:
+            w = wp.contents
+            window = Window(int(w.id), int(w.start_step), int(w.stop_step))
+            try:
+                why = StopReason(reason)
+            except ValueError:
+                why = reason
+            if self._on_stop is not None:
+                self._on_stop(window, why, _native.decode(outdir))
+            return 0
+        except BaseException as e:
+            return self._failed("on_stop", e, err, errlen)
+
+    # -- the rest of the API -----------------------------------------------
+
+    def close(self):
+        """Ends the last step counted by step(), stops a window still open
+        (StopReason.CLOSED), reports the rank detached and frees its slot.
+        Idempotent."""
+        h = self._h
+        if h is None:
+            return
+        try:
+            last = self._counted()
+            if last > 0:
+                self._lib.dynprof_step_end(h, last)
+        finally:
+            self._shut()
+            self._h = None
+            self._lib.dynprof_close(h)
+        if self._pending is not None:
+            e, self._pending = self._pending, None
+            raise e
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            if getattr(self, "_h", None) is not None:
+                self.close()
+        except BaseException:
+            pass
+
+    def _handle(self):
+        if self._h is None:
+            raise DynprofError(_native.EINVAL, "the monitor is closed")
+        return self._h
+
+    @property
+    def job(self):
+        """The job id."""
+        return _native.decode(self._lib.dynprof_job(self._handle()))
+
+    @property
+    def rank(self):
+        """The rank."""
+        return self._lib.dynprof_rank(self._handle())
+
+    @property
+    def state(self):
+        """The rank's state, a RankState."""
+        s = self._lib.dynprof_state(self._handle())
+        try:
+            return RankState(s)
+        except ValueError:
+            return s
+
+    @property
+    def current_step(self):
+        """The last step begun, -1 before the first."""
+        return self._lib.dynprof_current_step(self._handle())
+
+    @property
+    def active_window(self):
+        """The Window in progress, or None."""
+        w = _native.Window()
+        if self._lib.dynprof_active_window(self._handle(), ctypes.byref(w)):
+            return Window(int(w.id), int(w.start_step), int(w.stop_step))
+        return None
+
+    @property
+    def stats(self):
+        """The handle's counters, a dict."""
+        s = _native.Stats()
+        self._lib.dynprof_get_stats(self._handle(), ctypes.byref(s))
+        return {name: int(getattr(s, name)) for name, _ in s._fields_}
+
+    def report_failure(self, message):
+        """Reports a failure of the profiler found outside a callback: a failed
+        event for the window in progress (or for none), with message."""
+        rc = self._lib.dynprof_report_failure(self._handle(),
+                                              _native.encode(str(message)))
+        if rc != 0:
+            raise DynprofError(rc, "dynprof_report_failure: %s" %
+                               _native.strerror(rc))

@@ -1,0 +1,370 @@
+"""dynprof.Monitor over the real libdynprof and a real segment.
+
+The schedule is written into the segment the library created, as the agent does
+(segwriter.py); events are received on a real unix datagram socket bound where
+the library sends them, and decoded.
+"""
+
+import gc
+import os
+import subprocess
+import sys
+
+import pytest
+
+import dynprof
+from conftest import (EVENT_ATTACHED, EVENT_DETACHED, EVENT_FAILED,
+                      EVENT_SKIPPED, EVENT_STARTED, EVENT_STOPPED)
+
+COMPLETED = dynprof.StopReason.COMPLETED
+CANCELLED = dynprof.StopReason.CANCELLED
+CLOSED = dynprof.StopReason.CLOSED
+
+
+class Recorder:
+    """Callbacks that record what they were called with, and at which step."""
+
+    def __init__(self):
+        self.calls = []
+        self.step = None
+        self.args = []
+
+    def on_start(self, window, options, fw, output_dir):
+        self.calls.append(("start", window.id, self.step))
+        self.args.append((window, options, fw, output_dir))
+
+    def on_stop(self, window, reason, output_dir):
+        self.calls.append(("stop", window.id, self.step, reason))
+
+
+def W(id, start, stop, **kw):
+    d = dict(id=id, start=start, stop=stop)
+    d.update(kw)
+    return d
+
+
+# Scenarios: (name, rank, ops, expected calls).  ops: ("write", [windows])
+# before the next step, or ("run", a, b): steps a..b, or ("close",).
+SCENARIOS = [
+    ("one window", 0,
+     [("write", [W(1, 5, 8)]), ("run", 1, 12)],
+     [("start", 1, 5), ("stop", 1, 8, COMPLETED)]),
+    ("window set before the first step", 0,
+     [("write", [W(1, 1, 1)]), ("run", 1, 3)],
+     [("start", 1, 1), ("stop", 1, 1, COMPLETED)]),
+    ("two windows", 0,
+     [("write", [W(1, 3, 4), W(2, 7, 9)]), ("run", 1, 12)],
+     [("start", 1, 3), ("stop", 1, 4, COMPLETED),
+      ("start", 2, 7), ("stop", 2, 9, COMPLETED)]),
+    ("start behind the rank: skipped, never late", 0,
+     [("run", 1, 10), ("write", [W(1, 3, 12)]), ("run", 11, 15)],
+     []),
+    ("latched after the window left the config", 0,
+     [("write", [W(1, 5, 10)]), ("run", 1, 6), ("write", []),
+      ("run", 7, 12)],
+     [("start", 1, 5), ("stop", 1, 10, COMPLETED)]),
+    ("latched: a new stop step is not taken", 0,
+     [("write", [W(1, 5, 10)]), ("run", 1, 6), ("write", [W(1, 5, 7)]),
+      ("run", 7, 12)],
+     [("start", 1, 5), ("stop", 1, 10, COMPLETED)]),
+    ("cancelled while running: stops at the next step_end", 0,
+     [("write", [W(1, 5, 10)]), ("run", 1, 6),
+      ("write", [W(1, 5, 10, cancelled=True)]), ("run", 7, 12)],
+     [("start", 1, 5), ("stop", 1, 7, CANCELLED)]),
+    ("cancelled before it started", 0,
+     [("write", [W(1, 5, 10)]), ("run", 1, 3),
+      ("write", [W(1, 5, 10, cancelled=True)]), ("run", 4, 12)],
+     []),
+    ("other ranks' window", 0,
+     [("write", [W(1, 3, 4, ranks="1-3")]), ("run", 1, 6)],
+     []),
+    ("this rank's window", 2,
+     [("write", [W(1, 3, 4, ranks="0,2-3")]), ("run", 1, 6)],
+     [("start", 1, 3), ("stop", 1, 4, COMPLETED)]),
+    ("invalid window ignored, the next runs", 0,
+     [("write", [W(1, 6, 4), W(2, 8, 8)]), ("run", 1, 10)],
+     [("start", 2, 8), ("stop", 2, 8, COMPLETED)]),
+    ("a window runs once", 0,
+     [("write", [W(1, 2, 3)]), ("run", 1, 5), ("write", [W(1, 2, 3)]),
+      ("run", 6, 8)],
+     [("start", 1, 2), ("stop", 1, 3, COMPLETED)]),
+    ("a window added after another ran", 0,
+     [("write", [W(1, 2, 3)]), ("run", 1, 5),
+      ("write", [W(1, 2, 3), W(2, 9, 11)]), ("run", 6, 20)],
+     [("start", 1, 2), ("stop", 1, 3, COMPLETED),
+      ("start", 2, 9), ("stop", 2, 11, COMPLETED)]),
+    ("closed inside a window", 0,
+     [("write", [W(1, 4, 100)]), ("run", 1, 6), ("close",)],
+     [("start", 1, 4), ("stop", 1, "close", CLOSED)]),
+]
+
+
+def run_scenario(env, rank, ops, fast_path, mode):
+    rec = Recorder()
+    mon = dynprof.Monitor(rank=rank, on_start=rec.on_start,
+                          on_stop=rec.on_stop, fast_path=fast_path,
+                          **env.kwargs())
+    seg = env.segment()
+    try:
+        for op in ops:
+            if op[0] == "write":
+                seg.write(op[1])
+            elif op[0] == "run":
+                for n in range(op[1], op[2] + 1):
+                    rec.step = n
+                    if mode == "step":
+                        mon.step()
+                    else:
+                        mon.step_begin(n)
+                        mon.step_end(n)
+                    assert mon.current_step == n
+            elif op[0] == "close":
+                rec.step = "close"
+                mon.close()
+    finally:
+        rec.step = "close"
+        mon.close()
+        seg.close()
+    return rec.calls
+
+
+@pytest.mark.parametrize("name,rank,ops,expected", SCENARIOS,
+                         ids=[s[0] for s in SCENARIOS])
+def test_window_rules(env, name, rank, ops, expected):
+    """The Python fast path and the library agree, on every step sequence,
+    and with the design's rules."""
+    results = {}
+    base = env.job
+    for fast in (True, False):
+        for mode in ("begin_end", "step"):
+            env.job = "%s-%d%s" % (base, int(fast), mode[0])
+            results[(fast, mode)] = run_scenario(env, rank, ops, fast, mode)
+    assert results[(True, "begin_end")] == expected
+    assert results[(False, "begin_end")] == expected
+    assert results[(True, "step")] == results[(False, "step")]
+
+
+def test_step_mode_stops_at_the_next_top(env):
+    """step() ends step n when step n + 1 begins; close() ends the last."""
+    rec = Recorder()
+    with dynprof.Monitor(on_start=rec.on_start, on_stop=rec.on_stop,
+                         **env.kwargs()) as mon:
+        seg = env.segment()
+        seg.write([W(1, 2, 3), W(2, 5, 6)])
+        for n in range(1, 7):
+            rec.step = n
+            mon.step()
+        rec.step = "close"
+    assert rec.calls == [("start", 1, 2), ("stop", 1, 4, COMPLETED),
+                         ("start", 2, 5), ("stop", 2, "close", COMPLETED)]
+
+
+def test_layout_and_hot_path_store(env):
+    """The segment the C library created has the layout the test writer
+    assumes, and the Python fast path stores the step into this rank's slot."""
+    mon = dynprof.Monitor(rank=3, **env.kwargs())
+    seg = env.segment()             # checks magic, version, sizes
+    slot = seg.slot_of(os.getpid())
+    assert slot is not None and slot.rank == 3
+    calls = mon._slow_calls()
+    for n in range(1, 1001):
+        mon.step_begin(n)
+        mon.step_end(n)
+    assert slot.step == 1000
+    assert mon.current_step == 1000
+    assert mon._slow_calls() == calls       # not one call into C
+    seg.write([W(1, 1005, 1006)])
+    for n in range(1001, 1011):
+        mon.step_begin(n)
+        mon.step_end(n)
+    # The change (once), the start, the stop at its end.
+    assert mon._slow_calls() == calls + 4
+    del slot
+    mon.close()
+    assert seg.slot_of(os.getpid()) is None
+    seg.close()
+
+
+def test_options_and_output_dir(env):
+    rec = Recorder()
+    mon = dynprof.Monitor(rank=1, on_start=rec.on_start, on_stop=rec.on_stop,
+                          **env.kwargs())
+    seg = env.segment()
+    seg.write([W(4, 2, 3, aicore_metrics=2, profiler_level=1,
+                 profile_framework=0, analyse_mode=1,
+                 profile_communication=1, parallel_strategy=0, with_stack=1,
+                 data_simplification=0, subdir="exp1",
+                 fwopts='{"activities": ["cpu"], "record_shapes": true}')])
+    for n in range(1, 5):
+        mon.step()
+    mon.close()
+    seg.close()
+    (window, options, fw, out), = rec.args
+    assert window == dynprof.Window(4, 2, 3)
+    assert options == dynprof.Options(2, 1, 0, 1, True, False, True, False)
+    assert fw == {"activities": ["cpu"], "record_shapes": True}
+    assert out == os.path.join(env.out, "exp1", "rank1_start2_stop3")
+    assert os.path.isdir(out)
+
+
+def test_events_reach_the_agent_socket(env):
+    sink = env.listen()
+    mon = dynprof.Monitor(rank=5, **env.kwargs())
+    seg = env.segment()
+    seg.write([W(9, 3, 4)])
+    for n in range(1, 6):
+        mon.step_begin(n)
+        mon.step_end(n)
+    seg.write([W(9, 3, 4), W(10, 2, 2)])     # behind the rank: skipped
+    mon.step_begin(6)
+    mon.step_end(6)
+    mon.close()
+    seg.close()
+    sink.wait_for(lambda e: e.get("kind") == EVENT_DETACHED)
+    evs = sink.events
+    assert [e["kind"] for e in evs] == [EVENT_ATTACHED, EVENT_STARTED,
+                                         EVENT_STOPPED, EVENT_SKIPPED,
+                                         EVENT_DETACHED]
+    for e in evs:
+        assert e["job"] == env.job and e.get("rank") == 5
+        assert e["pid"] == os.getpid()
+    st, sp, sk = evs[1], evs[2], evs[3]
+    assert (st["window_id"], st["start_step"], st["stop_step"],
+            st["step"]) == (9, 3, 4, 3)
+    assert st["output_dir"] == os.path.join(env.out, "rank5_start3_stop4")
+    assert (sp["window_id"], sp["step"], sp["reason"]) == (9, 4, COMPLETED)
+    assert (sk["window_id"], sk["start_step"], sk["step"]) == (10, 2, 6)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_callback_exceptions_are_contained_and_reported(env, fast_path):
+    sink = env.listen()
+    seen = []
+
+    def on_start(window, options, fw, out):
+        seen.append(("start", window.id))
+        if window.id == 1:
+            raise RuntimeError("no profiler here")
+
+    def on_stop(window, reason, out):
+        seen.append(("stop", window.id))
+        raise ValueError("cannot flush " + "x" * 1000)
+
+    mon = dynprof.Monitor(on_start=on_start, on_stop=on_stop,
+                          fast_path=fast_path, **env.kwargs())
+    seg = env.segment()
+    seg.write([W(1, 2, 3), W(2, 5, 6)])
+    for n in range(1, 9):           # nothing propagates
+        mon.step_begin(n)
+        mon.step_end(n)
+        if n == 3:                  # window 2 still to run
+            assert mon.state == dynprof.RankState.ARMED
+    assert mon.state == dynprof.RankState.FAILED
+    mon.close()
+    seg.close()
+    # on_stop is not called for a window whose start failed.
+    assert seen == [("start", 1), ("start", 2), ("stop", 2)]
+    sink.wait_for(lambda e: e.get("kind") == EVENT_DETACHED)
+    failed = [e for e in sink.events if e["kind"] == EVENT_FAILED]
+    assert len(failed) == 2
+    assert failed[0]["window_id"] == 1 and failed[0]["step"] == 2
+    assert failed[0]["error"] == "on_start: RuntimeError: no profiler here"
+    assert failed[1]["window_id"] == 2 and failed[1]["step"] == 6
+    assert failed[1]["error"].startswith("on_stop: ValueError: cannot flush x")
+    assert len(failed[1]["error"].encode()) <= 255
+
+
+def test_bad_framework_options_fail_the_window(env):
+    sink = env.listen()
+    rec = Recorder()
+    mon = dynprof.Monitor(on_start=rec.on_start, **env.kwargs())
+    seg = env.segment()
+    seg.write([W(1, 2, 3, fwopts="[1, 2]"), W(2, 5, 5, fwopts="{oops")])
+    for n in range(1, 7):
+        mon.step()
+    mon.close()
+    seg.close()
+    assert rec.calls == []
+    sink.wait_for(lambda e: e.get("kind") == EVENT_DETACHED)
+    errors = [e["error"] for e in sink.events if e["kind"] == EVENT_FAILED]
+    assert errors[0] == \
+        "on_start: ValueError: framework options are not a JSON object"
+    assert errors[1].startswith(
+        "on_start: ValueError: framework options are not JSON")
+
+
+def test_keyboard_interrupt_is_reported_then_raised(env):
+    sink = env.listen()
+
+    def on_start(*args):
+        raise KeyboardInterrupt()
+
+    mon = dynprof.Monitor(on_start=on_start, **env.kwargs())
+    seg = env.segment()
+    seg.write([W(1, 2, 3)])
+    mon.step_begin(1)
+    with pytest.raises(KeyboardInterrupt):
+        mon.step_begin(2)
+    mon.step_end(2)
+    mon.close()
+    seg.close()
+    e = sink.wait_for(lambda e: e.get("kind") == EVENT_FAILED)
+    assert e["error"] == "on_start: KeyboardInterrupt"
+
+
+def test_closed_monitor(env):
+    mon = dynprof.Monitor(**env.kwargs())
+    mon.close()
+    mon.close()
+    assert mon.closed
+    mon.step()                      # no effect, no crash
+    mon.step_begin(5)
+    mon.step_end(5)
+    with pytest.raises(dynprof.DynprofError):
+        mon.state
+
+
+def test_dropped_monitor_frees_its_slot(env):
+    mon = dynprof.Monitor(**env.kwargs())
+    seg = env.segment()
+    assert seg.slot_of(os.getpid()) is not None
+    del mon
+    gc.collect()
+    assert seg.slot_of(os.getpid()) is None
+    seg.close()
+
+
+def test_bad_job_is_refused(env):
+    with pytest.raises(dynprof.DynprofError) as ei:
+        dynprof.Monitor(**env.kwargs(job="../etc"))
+    assert ei.value.code == -2      # DYNPROF_EJOB
+
+
+def test_report_failure(env):
+    sink = env.listen()
+    mon = dynprof.Monitor(**env.kwargs())
+    seg = env.segment()
+    seg.write([W(1, 1, 10)])
+    mon.step()
+    assert mon.active_window == dynprof.Window(1, 1, 10)
+    mon.report_failure("device lost")
+    assert mon.state == dynprof.RankState.FAILED
+    mon.close()
+    seg.close()
+    e = sink.wait_for(lambda e: e.get("kind") == EVENT_FAILED)
+    assert e["error"] == "device lost" and e["window_id"] == 1
+
+
+def test_missing_library_is_a_clear_error(tmp_path):
+    code = ("import dynprof\n"
+            "try:\n"
+            "    dynprof.Monitor()\n"
+            "except dynprof.DynprofError as e:\n"
+            "    print('ERR', e.code, e)\n")
+    env = dict(os.environ, DYNPROF_LIBRARY=str(tmp_path / "nope.so"))
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], cwd=pkg, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ERR None libdynprof not found")
+    assert "nope.so (absent)" in out.stdout
