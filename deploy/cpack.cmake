@@ -1,0 +1,114 @@
+# Debian packages with CPack: `cpack -G DEB` in a build tree (or `make package`).
+# Included at the end of the top-level CMakeLists.txt, after every install() rule, so
+# the list of install components is complete.
+#
+# Install components are grouped into packages:
+#   libdynprof0          component lib|runtime|Runtime|libdynprof     the shared library
+#   libdynprof-dev       component dev|devel|Development|headers      header, .so, .pc
+#   dynprof-agent        component agent                              daemon, unit, tmpfiles
+#   dynprof-coordinator  component coordinator|server|dynprofctl|ctl  daemon, unit, dynprofctl
+#   python3-dynprof      component python|python3                     the Python binding
+# Anything installed without a component (Unspecified) goes into the package `dynprof`;
+# any other component into `dynprof-<component>`.  Every package depends on the others it
+# needs; the daemons' shared library dependencies come from dpkg-shlibdeps.
+
+set(CPACK_PACKAGE_NAME dynprof)
+set(CPACK_PACKAGE_VENDOR "dynprof")
+set(CPACK_PACKAGE_CONTACT "dynprof maintainers <dynprof@localhost>")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "cluster-wide control of training profilers")
+set(CPACK_PACKAGE_HOMEPAGE_URL "https://github.com/dynprof/dynprof")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_GROUPING ONE_PER_GROUP)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_STRIP_FILES OFF)
+
+set(dp_version "${PROJECT_VERSION}-1")
+set(dp_deb_gen ${PROJECT_BINARY_DIR}/deploy/gen/debian)
+
+get_cmake_property(dp_components COMPONENTS)
+set(dp_groups "")
+foreach(comp IN LISTS dp_components)
+  if(comp MATCHES "^(lib|runtime|Runtime|libdynprof)$")
+    set(group lib)
+  elseif(comp MATCHES "^(dev|devel|Development|headers)$")
+    set(group dev)
+  elseif(comp STREQUAL "agent")
+    set(group agent)
+  elseif(comp MATCHES "^(coordinator|server|dynprofctl|ctl)$")
+    set(group coordinator)
+  elseif(comp MATCHES "^(python|python3)$")
+    set(group python)
+  elseif(comp STREQUAL "Unspecified")
+    set(group misc)
+  else()
+    string(MAKE_C_IDENTIFIER "${comp}" group)
+    set(CPACK_DEBIAN_${group}_PACKAGE_NAME "dynprof-${comp}")
+  endif()
+  string(TOUPPER "${comp}" compu)
+  set(CPACK_COMPONENT_${compu}_GROUP ${group})
+  list(APPEND dp_groups ${group})
+endforeach()
+list(REMOVE_DUPLICATES dp_groups)
+
+set(CPACK_DEBIAN_LIB_PACKAGE_NAME libdynprof0)
+set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_LIB_DESCRIPTION "dynprof: the library linked into training processes")
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdynprof-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_AGENT_PACKAGE_NAME dynprof-agent)
+set(CPACK_DEBIAN_COORDINATOR_PACKAGE_NAME dynprof-coordinator)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-dynprof)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_MISC_PACKAGE_NAME dynprof)
+set(CPACK_COMPONENT_GROUP_LIB_DESCRIPTION
+  "dynprof library\n libdynprof, linked into training processes: reads the pushed\n profiling window at every step from shared memory.")
+set(CPACK_COMPONENT_GROUP_DEV_DESCRIPTION
+  "dynprof library: development files\n The public header dynprof.h and the pkg-config file.")
+set(CPACK_COMPONENT_GROUP_AGENT_DESCRIPTION
+  "dynprof node agent\n One per node: applies pushed profiling schedules to the training\n processes of the node and reports what they did.  systemd unit included.")
+set(CPACK_COMPONENT_GROUP_COORDINATOR_DESCRIPTION
+  "dynprof coordinator and dynprofctl\n Owns the profiling schedule of every job, pushes it to the agents and\n serves the admin API; dynprofctl is its command line.  systemd unit included.")
+set(CPACK_COMPONENT_GROUP_PYTHON_DESCRIPTION
+  "dynprof Python binding\n dynprof.Monitor for training loops, a drop-in for MindSpore's\n DynamicProfilerMonitor and a PyTorch hook.")
+set(CPACK_COMPONENT_GROUP_MISC_DESCRIPTION "dynprof\n The remaining files of dynprof.")
+
+# Dependencies between our own packages, only on those being built.
+macro(dp_depend group)
+  set(dp_deps "")
+  foreach(dep ${ARGN})
+    if(dep MATCHES "^@(.*)$")
+      list(FIND dp_groups ${CMAKE_MATCH_1} dp_i)
+      if(dp_i GREATER -1)
+        string(TOUPPER "${CMAKE_MATCH_1}" dp_gu)
+        list(APPEND dp_deps "${CPACK_DEBIAN_${dp_gu}_PACKAGE_NAME} (= ${dp_version})")
+      endif()
+    else()
+      list(APPEND dp_deps "${dep}")
+    endif()
+  endforeach()
+  string(TOUPPER "${group}" dp_gu)
+  list(JOIN dp_deps ", " CPACK_DEBIAN_${dp_gu}_PACKAGE_DEPENDS)
+endmacro()
+dp_depend(dev @lib)
+dp_depend(python python3 @lib)
+dp_depend(agent adduser)
+dp_depend(coordinator adduser)
+
+# Maintainer scripts of the daemons (deploy/debian/*.in, made by deploy/CMakeLists.txt).
+foreach(group agent coordinator)
+  string(TOUPPER "${group}" dp_gu)
+  set(d ${dp_deb_gen}/dynprof-${group})
+  set(CPACK_DEBIAN_${dp_gu}_PACKAGE_CONTROL_EXTRA
+    "${d}/postinst;${d}/prerm;${d}/postrm;${d}/conffiles")
+endforeach()
+
+include(CPack)
