@@ -1,0 +1,280 @@
+#!/bin/bash
+# dynprofctl against the real coordinator (port 0, its own state dir), then with a
+# real agent and two simulated ranks so that trace --wait sees windows run:
+# every command's table and --json output, refusals shown as the coordinator
+# gave them, an unreachable coordinator, bad arguments, tokens, timeouts.
+set -eu
+
+B=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
+CTL=$B/server/dynprofctl
+COORD=$B/server/dynprof-coordinator
+AGENT=$B/agent/dynprof-agent
+SIM=$B/examples/dynprof-train-sim
+T=$(mktemp -d /tmp/dynprof-ctl-coord.XXXXXX)
+PIDS=()
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- command: ${LAST:-}" >&2
+	echo "--- stdout:" >&2
+	cat "$T/out" >&2 2>/dev/null || true
+	echo "--- stderr:" >&2
+	cat "$T/err" >&2 2>/dev/null || true
+	for f in "$T"/*.log; do
+		[ -f "$f" ] || continue
+		echo "--- $f (tail):" >&2
+		tail -20 "$f" >&2
+	done
+	exit 1
+}
+
+# run ARGS...: runs dynprofctl, keeps stdout, stderr and the exit code.
+run() {
+	LAST="dynprofctl $*"
+	set +e
+	"$CTL" "$@" >"$T/out" 2>"$T/err" </dev/null
+	RC=$?
+	set -e
+}
+expect_rc() { [ "$RC" -eq "$1" ] || fail "exit $RC, expected $1"; }
+expect_out() { grep -qF -- "$1" "$T/out" || fail "stdout lacks: $1"; }
+expect_out_re() { grep -qE -- "$1" "$T/out" || fail "stdout lacks /$1/"; }
+expect_err() { grep -qF -- "$1" "$T/err" || fail "stderr lacks: $1"; }
+expect_no_err() { [ ! -s "$T/err" ] || fail "unexpected stderr"; }
+# json EXPR: evaluates a Python expression over the JSON on stdout (as d).
+json() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+	    "$T/out" "$1" || fail "JSON check failed: $1"
+}
+
+# wait_file FILE PID: polls (10 s at most) until FILE exists, PID alive.
+wait_file() {
+	local i
+	for i in $(seq 1 200); do
+		[ -s "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || fail "process $2 died before $1"
+		sleep 0.05
+	done
+	fail "no $1 after 10 s"
+}
+
+# start_coord NAME ARGS...: a coordinator; sets HTTP_PORT and AGENT_PORT.
+start_coord() {
+	local name=$1
+	shift
+	mkdir -p "$T/$name"
+	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
+	    --state-dir "$T/$name" --ready-file "$T/$name.ready" \
+	    --heartbeat-ms 200 "$@" >"$T/$name.log" 2>&1 &
+	PIDS+=($!)
+	wait_file "$T/$name.ready" $!
+	HTTP_PORT=$(sed -n 's/^http_port=//p' "$T/$name.ready")
+	AGENT_PORT=$(sed -n 's/^agent_port=//p' "$T/$name.ready")
+	[ -n "$HTTP_PORT" ] && [ -n "$AGENT_PORT" ] || fail "bad ready file"
+}
+
+start_coord coord
+export DYNPROF_COORDINATOR=http://127.0.0.1:$HTTP_PORT
+unset DYNPROF_TOKEN
+
+# --- An empty coordinator.
+run jobs
+expect_rc 0; expect_out "no jobs"; expect_no_err
+run nodes
+expect_rc 0; expect_out "no nodes"
+run --json jobs
+expect_rc 0; json 'd["jobs"] == []'
+
+# --- config set / get: MindSpore's file as it is.
+cat >"$T/profiler_config.json" <<'EOF'
+{"start_step": 10, "stop_step": 12, "aicore_metrics": -1, "profiler_level": 1,
+ "profile_framework": 1, "analyse_mode": -1, "profile_communication": false,
+ "parallel_strategy": false, "with_stack": true, "data_simplification": true,
+ "activities": ["CPU", "NPU"]}
+EOF
+run config set J "$T/profiler_config.json"
+expect_rc 0
+expect_out_re '^job J generation [0-9]+: window 1: steps 10-12 on all ranks$'
+run config get J
+expect_rc 0; expect_out '"with_stack": true'; expect_out '"activities"'
+run --json config get J
+expect_rc 0; json 'd["stop_step"] == 12 and d["activities"] == ["CPU", "NPU"]'
+echo '{"start_step": 10, "stop_step": 12}' >"$T/same.json"
+run config set J "$T/same.json"
+expect_rc 0; expect_out 'no new window'
+echo '{"start_step": 10,' >"$T/broken.json"
+run config set J "$T/broken.json"
+expect_rc 1; expect_err "broken.json: not JSON"
+
+# --- trace: absolute windows, typed options, the resolved steps.
+run trace J --start 100 --steps 5 --ranks 0-3,9 --option with_stack=true \
+    --option profiler_level=2 --option record_shapes=true \
+    --output-subdir run1
+expect_rc 0; expect_out "window 2: steps 100-104 on ranks 0-3,9"
+run --json trace J --start 200 --stop 210
+expect_rc 0
+json '(d.get("window") or d)["id"] == 3 and (d.get("window") or d)["stop_step"] == 210'
+run --json status J
+expect_rc 0
+json '[w["id"] for w in d["windows"]] == [1, 2, 3]'
+json '[w for w in d["windows"] if w["id"] == 2][0]["options"]["with_stack"] is True'
+json '[w for w in d["windows"] if w["id"] == 2][0]["options"]["record_shapes"] is True'
+
+# --- status: summary line and tables.
+run status J
+expect_rc 0
+expect_out_re '^job J generation [0-9]+: no ranks reported yet, window 1 \[10,12\]$'
+expect_out "windows:"
+expect_out_re '^  2 +100-104 +scheduled +0-3,9$'
+
+# --- cancel.
+run cancel J 2
+expect_rc 0; expect_out_re '^window 2 of job J: cancelled \(generation [0-9]+\)$'
+run status J
+expect_rc 0; expect_out_re '^  2 +100-104 +cancelled +0-3,9$'
+run --json cancel J 3
+expect_rc 0; json 'd["state"] == "cancelled" and d["id"] == 3'
+
+run jobs
+expect_rc 0
+expect_out_re '^JOB +GENERATION +WINDOWS +RANKS +NODES +MAX_STEP$'
+expect_out_re '^J +[0-9]+ '
+
+# --- refusals, shown as the coordinator gave them.
+run trace J --start 11 --steps 1
+expect_rc 1
+expect_err "dynprofctl: coordinator refused: "
+run --json trace J --start 11 --steps 1
+expect_rc 1
+json '"error" in d'
+python3 - "$T/out" "$T/err" <<'EOF' || fail "stderr is not the coordinator's error"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = "dynprofctl: coordinator refused: " + d["error"]
+if "field" in d:
+    want += " (field %s)" % d["field"]
+got = open(sys.argv[2]).read().strip()
+sys.exit(0 if got == want else 1)
+EOF
+run trace J --in 5 --steps 2
+expect_rc 1; expect_err "dynprofctl: coordinator refused: "
+run status nosuchjob
+expect_rc 1; expect_err "dynprofctl: coordinator refused: "
+run cancel J 999
+expect_rc 1; expect_err "dynprofctl: coordinator refused: "
+
+# --- bad arguments: exit 1 and the usage, nothing sent.
+run trace J --start 5
+expect_rc 1; expect_err "say how long"; expect_err "usage: dynprofctl trace JOB"
+run status
+expect_rc 1; expect_err "usage: dynprofctl status JOB"
+run cancel J x
+expect_rc 1; expect_err "WINDOW must be a window id"
+run frobnicate
+expect_rc 1; expect_err "unknown command: frobnicate"
+run status 'bad/job'
+expect_rc 1; expect_err 'invalid job id "bad/job"'
+run --help
+expect_rc 0; expect_out "Exit codes: 0 ok, 1 refused"
+run trace --help
+expect_rc 0; expect_out "--option KEY=VALUE"
+
+# --- an unreachable coordinator: exit 2, the reason.
+run --coordinator http://127.0.0.1:1 jobs
+expect_rc 2
+expect_err "dynprofctl: cannot reach coordinator at http://127.0.0.1:1: Connection refused"
+DYNPROF_COORDINATOR=http://127.0.0.1:1 run status J
+expect_rc 2; expect_err "Connection refused"
+
+# --- --wait with no rank to run it: exit 3 after the timeout.
+run trace J --start 5000 --steps 1 --wait --timeout 1
+expect_rc 3
+expect_out "window 4: steps 5000-5000 on all ranks"
+expect_out "window 4: waiting for targeted ranks to report"
+expect_err "timed out after 1 s"
+run cancel J 4
+expect_rc 0
+
+# --- tokens.
+echo "s3cret-token" >"$T/admin.token"
+start_coord auth --admin-token-file "$T/admin.token"
+AUTH=http://127.0.0.1:$HTTP_PORT
+run --coordinator "$AUTH" jobs
+expect_rc 1; expect_err "dynprofctl: coordinator refused: "
+run --coordinator "$AUTH" --token-file "$T/admin.token" jobs
+expect_rc 0; expect_out "no jobs"
+DYNPROF_TOKEN=s3cret-token run --coordinator "$AUTH" jobs
+expect_rc 0
+DYNPROF_TOKEN=wrong run --coordinator "$AUTH" jobs
+expect_rc 1
+run --coordinator "$AUTH" --token-file "$T/nosuch" jobs
+expect_rc 1; expect_err "cannot read token file"
+
+# --- real ranks: an agent and two simulated ranks of job S.
+mkdir -p "$T/shm" "$T/traces"
+"$AGENT" --coordinator "127.0.0.1:$AGENT_PORT" --node n1 \
+    --socket "$T/agent.sock" --shm-dir "$T/shm" \
+    --ready-file "$T/agent.ready" >"$T/agent.log" 2>&1 &
+PIDS+=($!)
+wait_file "$T/agent.ready" $!
+for r in 0 1; do
+	"$SIM" --job S --rank $r --shm-dir "$T/shm" --socket "$T/agent.sock" \
+	    --output-root "$T/traces" --steps-per-sec 40 -q \
+	    >"$T/sim$r.log" 2>&1 &
+	PIDS+=($!)
+done
+export DYNPROF_TOKEN=s3cret-token
+export DYNPROF_COORDINATOR=$AUTH
+ok=0
+for i in $(seq 1 100); do
+	run --json status S
+	if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d["ranks"]) == 2 and all(r.get("step", -1) > 0 for r in d["ranks"]) else 1)' "$T/out"; then
+		ok=1
+		break
+	fi
+	sleep 0.1
+done
+[ $ok -eq 1 ] || fail "ranks of S never reported steps"
+
+run trace S --in 10 --steps 3 --wait --timeout 30
+expect_rc 0
+expect_out_re '^window 1: steps [0-9]+-[0-9]+ on all ranks$'
+expect_out_re '^window 1: 2 targeted, 2 started, 2 stopped, 0 skipped, 0 failed'
+expect_out "window 1: all 2 targeted ranks stopped"
+run status S
+expect_rc 0
+expect_out_re '^job S generation [0-9]+: 2 ranks on 1 node, step'
+expect_out_re '^0 +n1 +[0-9]+ +done +1 +/.*/rank0_start[0-9]+_stop[0-9]+$'
+expect_out_re '^1 +n1 +[0-9]+ +done +1 +/.*/rank1_start[0-9]+_stop[0-9]+$'
+ls -d "$T"/traces/rank0_start*_stop* >/dev/null 2>&1 || fail "no rank0 trace dir"
+
+# A window whose start is already behind the ranks: skipped, exit 1.
+run trace S --start 1 --steps 1 --ranks 1 --wait --timeout 30
+expect_rc 1
+expect_out "window 2: steps 1-1 on ranks 1"
+expect_err "rank 1 on n1 skipped window 2"
+
+# The same node seen from its segment.
+run local S --shm-dir "$T/shm"
+expect_rc 0
+expect_out_re '^job S, layout version [0-9]+, generation [0-9]+, agent pid [0-9]+ \(alive\)'
+expect_out_re '^  [0-9]+ +[0-9]+ +yes +0 +[0-9]+ +(done|attached|armed) '
+
+run nodes
+expect_rc 0
+expect_out_re '^n1 +connected +'
+expect_out_re 'S:[0-9]+'
+
+echo "PASS"
