@@ -1,0 +1,790 @@
+/*
+ * The AgentLink side: a listener, one struct conn per agent with a bufferevent
+ * (so an OpenSSL bufferevent can take its place), and one dispatch function.
+ * Events are committed in groups: the first event of a loop iteration opens a
+ * transaction and activates the low-priority committer, which commits once the
+ * iteration's reads are done and then acknowledges.
+ */
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "coord.h"
+#include "frame.h"
+#include "log.h"
+#include "store.h"
+#include "version.h"
+
+static void	 agents_conn_close(struct conn *, int, const char *);
+
+/* Constant-time comparison of two strings (their lengths may leak). */
+static int
+agents_token_equal(const char *a, const char *b)
+{
+	size_t		 la = strlen(a), lb = strlen(b), i;
+	unsigned char	 d = 0;
+
+	if (la != lb)
+		return (0);
+	for (i = 0; i < la; i++)
+		d |= (unsigned char)a[i] ^ (unsigned char)b[i];
+	return (d == 0);
+}
+
+/* Returns "connected" or "lost". */
+const char *
+agents_node_state(const struct node *n)
+{
+	return (n->conn != NULL ? "connected" : "lost");
+}
+
+static void
+agents_send(struct conn *conn, const Dynprof__V1__CoordinatorMessage *msg)
+{
+	if (conn->state == CONN_CLOSING && msg->body_case !=
+	    DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR)
+		return;
+	if (frame_put(bufferevent_get_output(conn->bev),
+	    (const ProtobufCMessage *)msg) == -1)
+		log_warnx("%s: cannot queue a message to %s", __func__,
+		    conn->peer);
+}
+
+static void
+agents_send_error(struct conn *conn, int code, const char *reason)
+{
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__Error		 err;
+
+	dynprof__v1__coordinator_message__init(&msg);
+	dynprof__v1__error__init(&err);
+	err.code = code;
+	err.reason = (char *)reason;
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR;
+	msg.error = &err;
+	agents_send(conn, &msg);
+}
+
+/* Frames msg once into a new buffer, to copy to many connections. */
+static struct evbuffer *
+agents_frame(const Dynprof__V1__CoordinatorMessage *msg)
+{
+	struct evbuffer	*buf;
+
+	if ((buf = evbuffer_new()) == NULL)
+		return (NULL);
+	if (frame_put(buf, (const ProtobufCMessage *)msg) == -1) {
+		evbuffer_free(buf);
+		return (NULL);
+	}
+	return (buf);
+}
+
+static void
+agents_send_frame(struct conn *conn, struct evbuffer *frame)
+{
+	size_t	 len = evbuffer_get_length(frame);
+
+	if (conn->state != CONN_READY)
+		return;
+	if (evbuffer_add(bufferevent_get_output(conn->bev),
+	    evbuffer_pullup(frame, (ev_ssize_t)len), len) == -1)
+		log_warnx("%s: cannot queue a message to %s", __func__,
+		    conn->peer);
+}
+
+static struct evbuffer *
+agents_config_frame(struct job *job)
+{
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__JobConfig		*cfg;
+	struct evbuffer			*frame;
+
+	if ((cfg = schedule_build_config(job)) == NULL)
+		return (NULL);
+	dynprof__v1__coordinator_message__init(&msg);
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG;
+	msg.config = cfg;
+	frame = agents_frame(&msg);
+	schedule_free_config(cfg);
+	return (frame);
+}
+
+static void
+agents_note_push(struct coord *c, struct conn *conn, struct job *job,
+    uint64_t now)
+{
+	struct node_job	*nj;
+
+	c->metrics.pushes++;
+	if (conn->node == NULL ||
+	    (nj = schedule_node_job(conn->node, job->name, 1)) == NULL)
+		return;
+	nj->pushed_gen = job->generation;
+	nj->pushed_ns = now;
+}
+
+/* Pushes the job's schedule to every agent subscribed to it, at once. */
+void
+agents_push(struct coord *c, struct job *job)
+{
+	struct evbuffer	*frame;
+	struct sub	*s;
+	uint64_t	 now = coord_mono_ns();
+
+	if (TAILQ_EMPTY(&job->subs))
+		return;
+	if ((frame = agents_config_frame(job)) == NULL) {
+		log_warnx("%s: cannot build the schedule of %s", __func__,
+		    job->name);
+		return;
+	}
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		agents_send_frame(s->conn, frame);
+		agents_note_push(c, s->conn, job, now);
+	}
+	evbuffer_free(frame);
+	log_debug("%s: job %s generation %llu pushed", __func__, job->name,
+	    (unsigned long long)job->generation);
+}
+
+/* Sends the job's schedule to one agent if it has an older generation. */
+static void
+agents_send_config_if_newer(struct conn *conn, struct job *job,
+    uint64_t applied)
+{
+	struct evbuffer	*frame;
+
+	if (job->generation == 0 || job->generation <= applied)
+		return;
+	if ((frame = agents_config_frame(job)) == NULL)
+		return;
+	agents_send_frame(conn, frame);
+	agents_note_push(conn->coord, conn, job, coord_mono_ns());
+	evbuffer_free(frame);
+}
+
+static struct sub *
+agents_sub_find(struct conn *conn, struct job *job)
+{
+	struct sub	*s;
+
+	TAILQ_FOREACH(s, &conn->subs, conn_entry) {
+		if (s->job == job)
+			return (s);
+	}
+	return (NULL);
+}
+
+static void
+agents_subscribe(struct conn *conn, const char *name, uint64_t applied)
+{
+	struct job	*job;
+	struct sub	*s;
+	struct node_job	*nj;
+	const char	*why;
+
+	if (!jobid_valid(name, &why)) {
+		log_warnx("%s: %s: %s", __func__, conn->peer, why);
+		return;
+	}
+	if ((job = schedule_job_get(conn->coord, name)) == NULL)
+		return;
+	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
+	    applied > nj->applied)
+		nj->applied = applied;
+	if (agents_sub_find(conn, job) == NULL) {
+		if ((s = calloc(1, sizeof(*s))) == NULL)
+			return;
+		s->job = job;
+		s->conn = conn;
+		TAILQ_INSERT_TAIL(&job->subs, s, job_entry);
+		TAILQ_INSERT_TAIL(&conn->subs, s, conn_entry);
+	}
+	agents_send_config_if_newer(conn, job, applied);
+}
+
+static void
+agents_sub_remove(struct sub *s)
+{
+	TAILQ_REMOVE(&s->job->subs, s, job_entry);
+	TAILQ_REMOVE(&s->conn->subs, s, conn_entry);
+	free(s);
+}
+
+static void
+agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
+{
+	struct coord			*c = conn->coord;
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__Welcome		 welcome;
+	struct node			*node;
+	const char			*p;
+	char				 reason[128];
+	size_t				 i;
+
+	if (hello->protocol_version != PROTOCOL_VERSION) {
+		snprintf(reason, sizeof(reason), "protocol version %u, this "
+		    "coordinator speaks %u", hello->protocol_version,
+		    PROTOCOL_VERSION);
+		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_VERSION,
+		    reason);
+		return;
+	}
+	if (c->conf.agent_token != NULL && (hello->token == NULL ||
+	    !agents_token_equal(hello->token, c->conf.agent_token))) {
+		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
+		    "wrong agent token");
+		return;
+	}
+	p = hello->node;
+	if (p == NULL || *p == '\0' || strlen(p) >= COORD_NODE_MAX) {
+		agents_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "node name empty or over 127 bytes");
+		return;
+	}
+	for (; *p != '\0'; p++) {
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '"' ||
+		    *p == '\\') {
+			agents_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+			    "node name has a space, quote or control character");
+			return;
+		}
+	}
+	if ((node = schedule_node_get(c, hello->node)) == NULL) {
+		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
+		    "out of memory");
+		return;
+	}
+	if (node->conn != NULL) {
+		log_info("%s: node %s replaced: %s by %s", __func__, node->name,
+		    node->conn->peer, conn->peer);
+		agents_conn_close(node->conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_REPLACED,
+		    "another agent connected with the same node name");
+	}
+	node->conn = conn;
+	conn->node = node;
+	conn->state = CONN_READY;
+	c->nconns_ready++;
+	snprintf(node->address, sizeof(node->address), "%s", conn->peer);
+	node->connected_ns = node->last_seen_ns = coord_wall_ns();
+	log_info("%s: node %s connected from %s", __func__, node->name,
+	    conn->peer);
+
+	dynprof__v1__coordinator_message__init(&msg);
+	dynprof__v1__welcome__init(&welcome);
+	welcome.protocol_version = PROTOCOL_VERSION;
+	welcome.heartbeat_ms = c->conf.heartbeat_ms;
+	welcome.acked_seq = node->acked_seq;
+	welcome.agent_boot_id = node->boot_id;
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME;
+	msg.welcome = &welcome;
+	agents_send(conn, &msg);
+
+	/* The jobs the agent serves count as subscriptions. */
+	for (i = 0; i < hello->n_applied; i++) {
+		if (hello->applied[i] == NULL || hello->applied[i]->job == NULL)
+			continue;
+		agents_subscribe(conn, hello->applied[i]->job,
+		    hello->applied[i]->generation);
+	}
+}
+
+static void
+agents_applied(struct conn *conn, const Dynprof__V1__Applied *a)
+{
+	struct node_job	*nj;
+
+	if (!jobid_valid(a->job, NULL) ||
+	    (nj = schedule_node_job(conn->node, a->job, 1)) == NULL)
+		return;
+	if (a->generation > nj->applied)
+		nj->applied = a->generation;
+	if (nj->pushed_ns != 0 && a->generation >= nj->pushed_gen) {
+		metrics_observe_latency(&conn->coord->metrics,
+		    (double)(coord_mono_ns() - nj->pushed_ns) / 1e9);
+		nj->pushed_ns = 0;
+	}
+}
+
+static void
+agents_commit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	agents_commit_batch(arg);
+}
+
+/*
+ * Commits the open batch of events, then acknowledges each agent's highest
+ * seq in it.  If the commit fails, those agents are dropped: they reconnect
+ * and replay, and the replays are stored then.
+ */
+void
+agents_commit_batch(struct coord *c)
+{
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__EventAck		 ack;
+	struct conn			*conn;
+	int				 failed = 0;
+
+	if (!c->batch_open)
+		return;
+	c->batch_open = 0;
+	TAILQ_FOREACH(conn, &c->acks, ack_entry) {
+		if (store_put_agent(c->store, conn->node->name,
+		    conn->node->boot_id, conn->ack_seq) == -1)
+			failed = 1;
+	}
+	if (failed || store_commit(c->store) == -1) {
+		log_warnx("%s: cannot commit events", __func__);
+		store_rollback(c->store);
+		while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
+			conn->node->seen_seq = conn->node->acked_seq;
+			agents_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
+			    "coordinator cannot store events");
+		}
+		return;
+	}
+	c->metrics.commits++;
+	dynprof__v1__coordinator_message__init(&msg);
+	dynprof__v1__event_ack__init(&ack);
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
+	msg.ack = &ack;
+	while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
+		TAILQ_REMOVE(&c->acks, conn, ack_entry);
+		conn->ack_queued = 0;
+		conn->node->acked_seq = conn->ack_seq;
+		ack.seq = conn->ack_seq;
+		agents_send(conn, &msg);
+	}
+}
+
+static void
+agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
+{
+	struct coord	*c = conn->coord;
+	struct node	*node = conn->node;
+
+	if (ae->event == NULL || ae->seq == 0) {
+		agents_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "event without a rank event or with seq 0");
+		return;
+	}
+	if (!c->batch_open) {
+		if (store_begin(c->store) == -1) {
+			log_warnx("%s: cannot open a transaction", __func__);
+			return;		/* not acked: the agent replays it */
+		}
+		c->batch_open = 1;
+		event_active(c->committer, EV_TIMEOUT, 1);
+	}
+	if (ae->agent_boot_id != node->boot_id) {
+		/* A new agent process: its seq starts over. */
+		node->boot_id = ae->agent_boot_id;
+		node->seen_seq = node->acked_seq = 0;
+	}
+	if (ae->seq > node->seen_seq) {
+		if (schedule_apply_event(c, node, ae->event) == -1)
+			log_warnx("%s: cannot store an event of %s", __func__,
+			    node->name);
+		node->seen_seq = ae->seq;
+	}
+	/* A replay (seq already seen) is committed already or with this
+	 * batch: acknowledge it all the same. */
+	if (ae->seq > conn->ack_seq)
+		conn->ack_seq = ae->seq;
+	if (!conn->ack_queued) {
+		TAILQ_INSERT_TAIL(&c->acks, conn, ack_entry);
+		conn->ack_queued = 1;
+	}
+}
+
+static void
+agents_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
+{
+	struct sub	*s;
+	struct job	*job;
+
+	if (conn->state == CONN_AWAIT_HELLO) {
+		if (msg->body_case != DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO) {
+			agents_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO,
+			    "the first message must be a hello");
+			return;
+		}
+		agents_hello(conn, msg->hello);
+		return;
+	}
+	conn->node->last_seen_ns = coord_wall_ns();
+	switch (msg->body_case) {
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE:
+		agents_subscribe(conn, msg->subscribe->job,
+		    msg->subscribe->applied_generation);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE:
+		if ((job = schedule_job_find(conn->coord,
+		    msg->unsubscribe->job)) != NULL &&
+		    (s = agents_sub_find(conn, job)) != NULL)
+			agents_sub_remove(s);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED:
+		agents_applied(conn, msg->applied);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT:
+		agents_event(conn, msg->event);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS:
+		schedule_apply_progress(conn->coord, conn->node,
+		    msg->progress);
+		break;
+	default:
+		agents_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "unexpected message");
+		break;
+	}
+}
+
+static void
+agents_read(struct bufferevent *bev, void *arg)
+{
+	struct conn			*conn = arg;
+	struct evbuffer			*in = bufferevent_get_input(bev);
+	Dynprof__V1__AgentMessage	*msg;
+	uint8_t				*payload;
+	size_t				 len;
+	const char			*why;
+	int				 rc;
+
+	conn->last_rx_ms = coord_mono_ms();
+	while (conn->state != CONN_CLOSING) {
+		rc = frame_pull(in, &payload, &len, &why);
+		if (rc == FRAME_MORE)
+			return;
+		if (rc == FRAME_BAD) {
+			log_warnx("%s: bad frame from %s: %s", __func__,
+			    conn->peer, why);
+			agents_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE, why);
+			return;
+		}
+		msg = dynprof__v1__agent_message__unpack(NULL, len, payload);
+		evbuffer_drain(in, FRAME_HEADER_LEN + len);
+		if (msg == NULL) {
+			log_warnx("%s: undecodable message from %s", __func__,
+			    conn->peer);
+			agents_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+			    "message does not decode as an AgentMessage");
+			return;
+		}
+		agents_dispatch(conn, msg);
+		dynprof__v1__agent_message__free_unpacked(msg, NULL);
+	}
+}
+
+static void
+agents_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord	*c = arg;
+	struct conn	*conn;
+
+	(void)fd;
+	(void)what;
+	while ((conn = TAILQ_FIRST(&c->dead)) != NULL) {
+		TAILQ_REMOVE(&c->dead, conn, entry);
+		bufferevent_free(conn->bev);
+		free(conn);
+	}
+}
+
+/* Moves a closing connection to the dead list, freed outside callbacks. */
+static void
+agents_conn_bury(struct conn *conn)
+{
+	struct coord	*c = conn->coord;
+
+	bufferevent_disable(conn->bev, EV_READ | EV_WRITE);
+	bufferevent_setcb(conn->bev, NULL, NULL, NULL, NULL);
+	TAILQ_REMOVE(&c->conns, conn, entry);
+	TAILQ_INSERT_TAIL(&c->dead, conn, entry);
+	event_active(c->reaper, EV_TIMEOUT, 1);
+}
+
+static void
+agents_drained(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	agents_conn_bury(arg);
+}
+
+static void
+agents_closing_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	agents_conn_bury(arg);
+}
+
+/*
+ * Tears a connection down: the only way one ends.  With a code, an Error frame
+ * saying why is flushed first (bounded by a timeout).  The struct is freed
+ * later, outside the callback that got here.
+ */
+static void
+agents_conn_close(struct conn *conn, int code, const char *reason)
+{
+	struct coord	*c = conn->coord;
+	struct timeval	 tv = { 2, 0 };
+	struct sub	*s;
+
+	if (conn->state == CONN_CLOSING)
+		return;
+	if (code != -1)
+		log_info("%s: closing %s%s%s: %s", __func__, conn->peer,
+		    conn->node ? " node " : "", conn->node ? conn->node->name :
+		    "", reason);
+	if (conn->state == CONN_READY) {
+		c->nconns_ready--;
+		if (conn->node->conn == conn) {
+			conn->node->conn = NULL;
+			conn->node->last_seen_ns = coord_wall_ns();
+		}
+	}
+	while ((s = TAILQ_FIRST(&conn->subs)) != NULL)
+		agents_sub_remove(s);
+	if (conn->ack_queued) {
+		/* Its events commit with the batch; the ack is not sent. */
+		TAILQ_REMOVE(&c->acks, conn, ack_entry);
+		conn->ack_queued = 0;
+		if (c->batch_open)
+			store_put_agent(c->store, conn->node->name,
+			    conn->node->boot_id, conn->ack_seq);
+	}
+	conn->state = CONN_CLOSING;
+	if (code != -1)
+		agents_send_error(conn, code, reason);
+	bufferevent_disable(conn->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
+		agents_conn_bury(conn);
+		return;
+	}
+	bufferevent_setcb(conn->bev, NULL, agents_drained,
+	    agents_closing_event, conn);
+	bufferevent_set_timeouts(conn->bev, NULL, &tv);
+	bufferevent_enable(conn->bev, EV_WRITE);
+}
+
+static void
+agents_conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn	*conn = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_EOF)
+		log_info("%s: %s%s%s closed the connection", __func__,
+		    conn->peer, conn->node ? " node " : "",
+		    conn->node ? conn->node->name : "");
+	else if (what & BEV_EVENT_ERROR)
+		log_warn("%s: %s", __func__, conn->peer);
+	agents_conn_close(conn, -1, "connection ended");
+}
+
+static void
+agents_accept(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct coord	*c = arg;
+	struct conn	*conn;
+	char		 host[INET6_ADDRSTRLEN];
+	int		 port = 0;
+
+	(void)l;
+	(void)salen;
+	if ((conn = calloc(1, sizeof(*conn))) == NULL) {
+		evutil_closesocket(fd);
+		return;
+	}
+	conn->coord = c;
+	conn->state = CONN_AWAIT_HELLO;
+	TAILQ_INIT(&conn->subs);
+	host[0] = '\0';
+	if (sa->sa_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, host,
+		    sizeof(host));
+		port = ntohs(((struct sockaddr_in *)sa)->sin_port);
+		snprintf(conn->peer, sizeof(conn->peer), "%s:%d", host, port);
+	} else if (sa->sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr,
+		    host, sizeof(host));
+		port = ntohs(((struct sockaddr_in6 *)sa)->sin6_port);
+		snprintf(conn->peer, sizeof(conn->peer), "[%s]:%d", host, port);
+	} else
+		snprintf(conn->peer, sizeof(conn->peer), "fd %d", (int)fd);
+	conn->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (conn->bev == NULL) {
+		evutil_closesocket(fd);
+		free(conn);
+		return;
+	}
+	conn->last_rx_ms = coord_mono_ms();
+	bufferevent_setcb(conn->bev, agents_read, NULL, agents_conn_event,
+	    conn);
+	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
+	TAILQ_INSERT_TAIL(&c->conns, conn, entry);
+	log_debug("%s: connection from %s", __func__, conn->peer);
+}
+
+static void
+agents_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord	*c = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(c->listener);
+}
+
+static void
+agents_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct coord	*c = arg;
+	struct timeval	 tv = { 1, 0 };
+	int		 err = EVUTIL_SOCKET_ERROR();
+
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM) {
+		log_warnx("%s: %s: not accepting agents for a second",
+		    __func__, evutil_socket_error_to_string(err));
+		evconnlistener_disable(l);
+		evtimer_add(c->accept_retry, &tv);
+		return;
+	}
+	log_warnx("%s: accept: %s", __func__,
+	    evutil_socket_error_to_string(err));
+}
+
+static void
+agents_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
+    uint64_t now, uint64_t limit)
+{
+	if (now - conn->last_rx_ms > limit) {
+		agents_conn_close(conn,
+		    conn->state == CONN_AWAIT_HELLO ?
+		    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO :
+		    DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
+		    conn->state == CONN_AWAIT_HELLO ? "no hello in time" :
+		    "silent for 3 heartbeat intervals");
+		return;
+	}
+	if (conn->state == CONN_READY && frame != NULL)
+		agents_send_frame(conn, frame);
+}
+
+/*
+ * Sends a heartbeat to every agent and drops those silent for 3 intervals
+ * (their nodes become lost, their ranks unknown).
+ */
+void
+agents_heartbeat(struct coord *c)
+{
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__Heartbeat		 hb;
+	struct evbuffer			*frame;
+	struct conn			*conn, *next;
+	uint64_t			 now = coord_mono_ms();
+
+	dynprof__v1__coordinator_message__init(&msg);
+	dynprof__v1__heartbeat__init(&hb);
+	hb.time_unix_ns = coord_wall_ns();
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT;
+	msg.heartbeat = &hb;
+	frame = agents_frame(&msg);
+	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
+		next = TAILQ_NEXT(conn, entry);
+		agents_heartbeat_conn(conn, frame, now,
+		    3 * (uint64_t)c->conf.heartbeat_ms);
+	}
+	if (frame != NULL)
+		evbuffer_free(frame);
+}
+
+/* Listens for agents on addr ("HOST:PORT").  Returns 0 or -1. */
+int
+agents_listen(struct coord *c, const char *addr)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof(ss), slen = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
+	if (coord_parse_addr(addr, &ss, &len) == -1)
+		return (-1);
+	c->listener = evconnlistener_new_bind(c->base, agents_accept, c,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	    4096, (struct sockaddr *)&ss, (int)len);
+	if (c->listener == NULL) {
+		log_warn("%s: cannot listen on %s", __func__, addr);
+		return (-1);
+	}
+	evconnlistener_set_error_cb(c->listener, agents_accept_error);
+	if (getsockname(evconnlistener_get_fd(c->listener),
+	    (struct sockaddr *)&ss, &slen) == 0)
+		c->agent_port = ntohs(ss.ss_family == AF_INET6 ?
+		    ((struct sockaddr_in6 *)&ss)->sin6_port :
+		    ((struct sockaddr_in *)&ss)->sin_port);
+	c->accept_retry = evtimer_new(c->base, agents_accept_retry, c);
+	c->reaper = event_new(c->base, -1, 0, agents_reap_cb, c);
+	c->committer = event_new(c->base, -1, 0, agents_commit_cb, c);
+	if (c->accept_retry == NULL || c->reaper == NULL ||
+	    c->committer == NULL)
+		return (-1);
+	/* Below the default priority: commit after this iteration's reads. */
+	event_priority_set(c->committer, 2);
+	return (0);
+}
+
+/* Says goodbye to every agent and frees every connection. */
+void
+agents_close_all(struct coord *c)
+{
+	struct conn	*conn;
+
+	agents_commit_batch(c);
+	while ((conn = TAILQ_FIRST(&c->conns)) != NULL) {
+		if (conn->state != CONN_CLOSING)
+			agents_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_SHUTTING_DOWN,
+			    "coordinator stopping");
+		if (conn->state == CONN_CLOSING &&
+		    TAILQ_FIRST(&c->conns) == conn) {
+			/* Still flushing: one last try, then give up. */
+			evbuffer_write(bufferevent_get_output(conn->bev),
+			    bufferevent_getfd(conn->bev));
+			agents_conn_bury(conn);
+		}
+	}
+	agents_reap_cb(-1, 0, c);
+	if (c->listener != NULL)
+		evconnlistener_free(c->listener);
+	c->listener = NULL;
+}

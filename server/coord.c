@@ -1,0 +1,481 @@
+/*
+ * dynprof-coordinator: owns every job's schedule, pushes it to the agents that
+ * serve the job, turns what they report into status, and serves the admin API.
+ */
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/util.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+#include "version.h"
+
+#define COORD_EXIT_OK		0
+#define COORD_EXIT_USAGE	1
+#define COORD_EXIT_RUNTIME	2
+
+/* Returns a monotonic clock in milliseconds. */
+uint64_t
+coord_mono_ms(void)
+{
+	return (coord_mono_ns() / 1000000);
+}
+
+/* Returns a monotonic clock in nanoseconds. */
+uint64_t
+coord_mono_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+}
+
+/* Returns the wall clock in nanoseconds since the epoch. */
+int64_t
+coord_wall_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+}
+
+/* Formats a wall clock time as RFC 3339 UTC with milliseconds. */
+void
+coord_rfc3339(int64_t ns, char *buf, size_t len)
+{
+	struct tm	 tm;
+	time_t		 t = (time_t)(ns / 1000000000LL);
+	char		 stamp[32];
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", stamp,
+	    (int)((ns % 1000000000LL) / 1000000));
+}
+
+static void
+coord_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: dynprof-coordinator [--listen ADDR:PORT] [--http ADDR:PORT]\n"
+	    "           [--state-dir DIR] [--admin-token-file F]"
+	    " [--agent-token-file F]\n"
+	    "           [--insecure] [--heartbeat-ms N] [--ready-file F]"
+	    " [-v] [-q]\n"
+	    "\n"
+	    "  --listen ADDR:PORT       agents (default 127.0.0.1:7878),"
+	    " port 0 picks one\n"
+	    "  --http ADDR:PORT         admin API (default 127.0.0.1:7879)\n"
+	    "  --state-dir DIR          SQLite state, DIR/dynprof.db"
+	    " (default /var/lib/dynprof)\n"
+	    "  --admin-token-file F     require this bearer token on /v1\n"
+	    "  --agent-token-file F     require this token in agents' hello\n"
+	    "  --insecure               allow non-loopback addresses without"
+	    " tokens\n"
+	    "  --heartbeat-ms N         heartbeat interval (default 2000)\n"
+	    "  --ready-file F           written once listening:"
+	    " agent_port=N, http_port=M\n"
+	    "  -v, -q                   more, less logging\n"
+	    "  --help, --version\n");
+}
+
+/* Reads a token: the file's first line, without trailing whitespace. */
+static char *
+coord_read_token(const char *path)
+{
+	FILE	*f;
+	char	 buf[1024];
+	size_t	 len;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		log_warn("%s: %s", __func__, path);
+		return (NULL);
+	}
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	len = strlen(buf);
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
+	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+		buf[--len] = '\0';
+	if (len == 0) {
+		log_warnx("%s: %s: empty token", __func__, path);
+		return (NULL);
+	}
+	return (strdup(buf));
+}
+
+/*
+ * Parses "HOST:PORT" or "[V6]:PORT" (port 0 allowed, HOST a name or a
+ * number) into ss.  Returns 0, or -1 with the reason logged.
+ */
+int
+coord_parse_addr(const char *addr, struct sockaddr_storage *ss,
+    socklen_t *sslen)
+{
+	struct addrinfo	 hints, *res;
+	char		 host[256];
+	const char	*colon, *port;
+	char		*end;
+	size_t		 hlen;
+	long		 v;
+	int		 rc;
+
+	if ((colon = strrchr(addr, ':')) == NULL) {
+		log_warnx("%s: %s: expected HOST:PORT", __func__, addr);
+		return (-1);
+	}
+	port = colon + 1;
+	v = strtol(port, &end, 10);
+	if (*port == '\0' || *end != '\0' || v < 0 || v > 65535) {
+		log_warnx("%s: %s: bad port", __func__, addr);
+		return (-1);
+	}
+	hlen = colon - addr;
+	if (hlen >= 2 && addr[0] == '[' && addr[hlen - 1] == ']') {
+		addr++;
+		hlen -= 2;
+	}
+	if (hlen == 0 || hlen >= sizeof(host)) {
+		log_warnx("%s: %s: bad host", __func__, addr);
+		return (-1);
+	}
+	memcpy(host, addr, hlen);
+	host[hlen] = '\0';
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		log_warnx("%s: %s: %s", __func__, host, gai_strerror(rc));
+		return (-1);
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*sslen = res->ai_addrlen;
+	freeaddrinfo(res);
+	return (0);
+}
+
+/* Returns 1 if addr ("HOST:PORT") names a loopback address. */
+static int
+coord_is_loopback(const char *addr)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof(ss);
+	const uint8_t		*a6;
+
+	memset(&ss, 0, sizeof(ss));
+	if (coord_parse_addr(addr, &ss, &len) == -1)
+		return (0);
+	if (ss.ss_family == AF_INET)
+		return ((ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >>
+		    24) == 127);
+	if (ss.ss_family == AF_INET6) {
+		a6 = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
+		return (IN6_IS_ADDR_LOOPBACK(
+		    &((struct sockaddr_in6 *)&ss)->sin6_addr) ||
+		    (IN6_IS_ADDR_V4MAPPED(
+		    &((struct sockaddr_in6 *)&ss)->sin6_addr) && a6[12] == 127));
+	}
+	return (0);
+}
+
+static int
+coord_write_ready(struct coord *c)
+{
+	char	 tmp[PATH_MAX];
+	FILE	*f;
+
+	if (c->conf.ready_file == NULL)
+		return (0);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp",
+	    c->conf.ready_file) >= sizeof(tmp))
+		return (-1);
+	if ((f = fopen(tmp, "w")) == NULL) {
+		log_warn("%s: %s", __func__, tmp);
+		return (-1);
+	}
+	fprintf(f, "agent_port=%d\nhttp_port=%d\n", c->agent_port,
+	    c->http_port);
+	if (fclose(f) == EOF || rename(tmp, c->conf.ready_file) == -1) {
+		log_warn("%s: %s", __func__, c->conf.ready_file);
+		unlink(tmp);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+coord_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct coord	*c = arg;
+
+	(void)what;
+	if (sig == SIGPIPE)
+		return;
+	log_info("%s: %s, stopping", __func__, strsignal(sig));
+	event_base_loopbreak(c->base);
+}
+
+static void
+coord_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord	*c = arg;
+
+	(void)fd;
+	(void)what;
+	agents_heartbeat(c);
+	schedule_finish_windows(c);
+	agents_commit_batch(c);
+	schedule_flush_ranks(c);
+}
+
+static int
+coord_parse_args(struct coord *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "http", required_argument, NULL, 'H' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "admin-token-file", required_argument, NULL, 'A' },
+		{ "agent-token-file", required_argument, NULL, 'T' },
+		{ "insecure", no_argument, NULL, 'I' },
+		{ "heartbeat-ms", required_argument, NULL, 'b' },
+		{ "ready-file", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char	*admin_file = NULL, *agent_file = NULL;
+	char		*end;
+	long		 v;
+	int		 ch, level = LOG_LEVEL_INFO;
+
+	c->conf.listen_addr = "127.0.0.1:7878";
+	c->conf.http_addr = "127.0.0.1:7879";
+	c->conf.state_dir = "/var/lib/dynprof";
+	c->conf.heartbeat_ms = 2000;
+	while ((ch = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			c->conf.listen_addr = optarg;
+			break;
+		case 'H':
+			c->conf.http_addr = optarg;
+			break;
+		case 's':
+			c->conf.state_dir = optarg;
+			break;
+		case 'A':
+			admin_file = optarg;
+			break;
+		case 'T':
+			agent_file = optarg;
+			break;
+		case 'I':
+			c->conf.insecure = 1;
+			break;
+		case 'b':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+			    v < 10 || v > 3600000) {
+				log_warnx("--heartbeat-ms: %s: expected 10 to "
+				    "3600000", optarg);
+				return (-1);
+			}
+			c->conf.heartbeat_ms = (uint32_t)v;
+			break;
+		case 'r':
+			c->conf.ready_file = optarg;
+			break;
+		case 'v':
+			level = LOG_LEVEL_DEBUG;
+			break;
+		case 'q':
+			level = LOG_LEVEL_QUIET;
+			break;
+		case 'h':
+			coord_usage(stdout);
+			exit(COORD_EXIT_OK);
+		case 'V':
+			printf("dynprof-coordinator %s (protocol %d)\n",
+			    DYNPROF_VERSION_STRING, PROTOCOL_VERSION);
+			exit(COORD_EXIT_OK);
+		default:
+			coord_usage(stderr);
+			return (-1);
+		}
+	}
+	if (optind != argc) {
+		log_warnx("unexpected argument %s", argv[optind]);
+		coord_usage(stderr);
+		return (-1);
+	}
+	log_setlevel(level);
+	if (admin_file != NULL &&
+	    (c->conf.admin_token = coord_read_token(admin_file)) == NULL)
+		return (-1);
+	if (agent_file != NULL &&
+	    (c->conf.agent_token = coord_read_token(agent_file)) == NULL)
+		return (-1);
+	if (!c->conf.insecure) {
+		if (c->conf.agent_token == NULL &&
+		    !coord_is_loopback(c->conf.listen_addr)) {
+			log_warnx("--listen %s is not a loopback address: give "
+			    "--agent-token-file, or --insecure",
+			    c->conf.listen_addr);
+			return (-1);
+		}
+		if (c->conf.admin_token == NULL &&
+		    !coord_is_loopback(c->conf.http_addr)) {
+			log_warnx("--http %s is not a loopback address: give "
+			    "--admin-token-file, or --insecure",
+			    c->conf.http_addr);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/* Raises the open file limit to its hard limit: one descriptor per agent. */
+static void
+coord_raise_nofile(void)
+{
+	struct rlimit	 rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int
+coord_start(struct coord *c)
+{
+	struct timeval	 tv;
+	const char	*why;
+	uint32_t	 period;
+	size_t		 i;
+
+	TAILQ_INIT(&c->conns);
+	TAILQ_INIT(&c->dead);
+	TAILQ_INIT(&c->acks);
+	TAILQ_INIT(&c->jobs);
+	TAILQ_INIT(&c->nodes);
+	for (i = 0; i < COORD_NODE_BUCKETS; i++)
+		LIST_INIT(&c->node_hash[i]);
+	c->started_ns = coord_wall_ns();
+	if ((c->base = event_base_new()) == NULL ||
+	    event_base_priority_init(c->base, 3) == -1) {
+		log_warnx("%s: cannot create the event base", __func__);
+		return (-1);
+	}
+	if ((c->store = store_open(c->conf.state_dir, &why)) == NULL) {
+		log_warnx("%s: cannot open the store: %s", __func__, why);
+		return (-1);
+	}
+	if (store_load(c->store, c) == -1)
+		return (-1);
+	if (agents_listen(c, c->conf.listen_addr) == -1 ||
+	    http_listen(c, c->conf.http_addr) == -1)
+		return (-1);
+	c->sigterm = evsignal_new(c->base, SIGTERM, coord_signal, c);
+	c->sigint = evsignal_new(c->base, SIGINT, coord_signal, c);
+	c->sigpipe = evsignal_new(c->base, SIGPIPE, coord_signal, c);
+	c->tick = event_new(c->base, -1, EV_PERSIST, coord_tick, c);
+	if (c->sigterm == NULL || c->sigint == NULL || c->sigpipe == NULL ||
+	    c->tick == NULL)
+		return (-1);
+	evsignal_add(c->sigterm, NULL);
+	evsignal_add(c->sigint, NULL);
+	evsignal_add(c->sigpipe, NULL);
+	/* Heartbeats go out each interval; silence is judged at that grain. */
+	period = c->conf.heartbeat_ms;
+	tv.tv_sec = period / 1000;
+	tv.tv_usec = (period % 1000) * 1000;
+	event_add(c->tick, &tv);
+	if (coord_write_ready(c) == -1)
+		return (-1);
+	log_info("%s: serving agents on port %d, admin API on port %d, "
+	    "state in %s, generation %llu", __func__, c->agent_port,
+	    c->http_port, c->conf.state_dir,
+	    (unsigned long long)c->generation);
+	return (0);
+}
+
+static void
+coord_stop(struct coord *c)
+{
+	agents_close_all(c);
+	schedule_flush_ranks(c);
+	http_close(c);
+	if (c->sigterm != NULL)
+		event_free(c->sigterm);
+	if (c->sigint != NULL)
+		event_free(c->sigint);
+	if (c->sigpipe != NULL)
+		event_free(c->sigpipe);
+	if (c->tick != NULL)
+		event_free(c->tick);
+	if (c->accept_retry != NULL)
+		event_free(c->accept_retry);
+	if (c->reaper != NULL)
+		event_free(c->reaper);
+	if (c->committer != NULL)
+		event_free(c->committer);
+	schedule_free_all(c);
+	store_close(c->store);
+	if (c->base != NULL)
+		event_base_free(c->base);
+	free(c->conf.admin_token);
+	free(c->conf.agent_token);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct coord	*c;
+	int		 rc = COORD_EXIT_OK;
+
+	log_init("dynprof-coordinator", LOG_LEVEL_INFO);
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return (COORD_EXIT_RUNTIME);
+	if (coord_parse_args(c, argc, argv) == -1) {
+		free(c->conf.admin_token);
+		free(c->conf.agent_token);
+		free(c);
+		return (COORD_EXIT_USAGE);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	coord_raise_nofile();
+	if (coord_start(c) == -1)
+		rc = COORD_EXIT_RUNTIME;
+	else if (event_base_dispatch(c->base) == -1) {
+		log_warnx("%s: event loop failed", __func__);
+		rc = COORD_EXIT_RUNTIME;
+	}
+	coord_stop(c);
+	free(c);
+	log_info("stopped");
+	return (rc);
+}

@@ -1,0 +1,298 @@
+/*
+ * dynprof-coordinator: one libevent loop, one thread, one struct coord.
+ *
+ *	coord.c		start-up, flags, signals, the housekeeping timer
+ *	agents.c	the AgentLink listener and one struct conn per agent
+ *	schedule.c	jobs, windows, ranks: the model and its rules
+ *	store.c		SQLite persistence behind store.h
+ *	http.c		the admin API (docs/admin-api.md)
+ *	metrics.c	counters and the /metrics text
+ */
+
+#ifndef DYNPROF_COORD_H
+#define DYNPROF_COORD_H
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dynprof.pb-c.h"
+#include "jobid.h"
+#include "segment.h"
+
+struct event;
+struct event_base;
+struct evconnlistener;
+struct bufferevent;
+struct evhttp;
+struct evbuffer;
+struct store;
+
+#define COORD_NODE_MAX		128	/* node name length */
+#define COORD_RANK_BUCKETS	1024
+#define COORD_NODE_BUCKETS	4096
+#define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
+#define COORD_HTTP_BODY_MAX	(1024 * 1024)
+
+/* Typed profiler options plus framework options, as a window carries them. */
+struct options {
+	int32_t		 aicore_metrics;	/* -1 unset */
+	int32_t		 profiler_level;
+	int32_t		 profile_framework;
+	int32_t		 analyse_mode;
+	int		 profile_communication;
+	int		 parallel_strategy;
+	int		 with_stack;
+	int		 data_simplification;
+	char		*fwopts;		/* JSON object text or NULL */
+};
+
+enum window_state {
+	WINDOW_STATE_SCHEDULED = 1,		/* as the proto's WindowState */
+	WINDOW_STATE_CANCELLED = 2,
+};
+
+struct window {
+	uint32_t		 id;
+	int64_t			 start_step;
+	int64_t			 stop_step;
+	char			 ranks[SEG_RANKS_MAX];
+	struct rank_set		 rankset;
+	struct options		 options;
+	char			 output_subdir[SEG_SUBDIR_MAX];
+	enum window_state	 state;
+	int			 finished;	/* left the pushed schedule */
+	int64_t			 created_ns;
+	TAILQ_ENTRY(window)	 entry;		/* job->windows, by start_step */
+};
+TAILQ_HEAD(windowq, window);
+
+/* One event of a rank, as kept for status. */
+struct rank_event {
+	int		 kind;			/* Dynprof__V1__EventKind */
+	uint32_t	 window_id;
+	int64_t		 step;
+	int64_t		 time_ns;
+};
+
+struct rank {
+	int32_t			 rank;
+	char			 node[COORD_NODE_MAX];
+	int32_t			 pid;
+	int64_t			 step;		/* -1 before the first */
+	int			 state;		/* Dynprof__V1__RankState */
+	uint32_t		 window_id;
+	char			*output_dir;
+	int			 last_event;	/* EventKind, 0 none */
+	int64_t			 last_event_ns;
+	char			*error;
+	struct rank_event	*events;
+	size_t			 nevents;
+	int			 dirty;		/* step/state not yet stored */
+	LIST_ENTRY(rank)	 hentry;
+	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
+};
+LIST_HEAD(rankbucket, rank);
+TAILQ_HEAD(rankq, rank);
+
+struct conn;
+
+/* An agent subscribed to a job: on both lists. */
+struct sub {
+	struct job		*job;
+	struct conn		*conn;
+	TAILQ_ENTRY(sub)	 job_entry;
+	TAILQ_ENTRY(sub)	 conn_entry;
+};
+TAILQ_HEAD(subq, sub);
+
+struct job {
+	char			 name[JOBID_MAX + 1];
+	uint64_t		 generation;
+	uint32_t		 next_window_id;
+	char			*config_json;	/* last PUT config, or NULL */
+	struct options		 defaults;	/* from the config */
+	int64_t			 created_ns;
+	struct windowq		 windows;	/* every window ever, by start */
+	struct rankq		 ranks;
+	size_t			 nranks;
+	struct rankbucket	 rank_hash[COORD_RANK_BUCKETS];
+	struct subq		 subs;
+	/* Progress, from the latest report of each node (maximum, minimum). */
+	int64_t			 max_step;	/* -1 none reported */
+	int64_t			 min_step;
+	int			 ranks_dirty;
+	TAILQ_ENTRY(job)	 entry;
+};
+TAILQ_HEAD(jobq, job);
+
+/* What a node did with one job. */
+struct node_job {
+	char			 job[JOBID_MAX + 1];
+	uint64_t		 applied;
+	uint64_t		 pushed_gen;	/* latest generation pushed */
+	uint64_t		 pushed_ns;	/* monotonic time of that push */
+	uint32_t		 ranks_alive;
+	int64_t			 min_step;	/* from its last Progress, -1 */
+	int64_t			 max_step;
+	TAILQ_ENTRY(node_job)	 entry;
+};
+TAILQ_HEAD(node_jobq, node_job);
+
+struct node {
+	char			 name[COORD_NODE_MAX];
+	struct conn		*conn;		/* NULL: lost */
+	char			 address[64];
+	int64_t			 connected_ns;	/* wall clock */
+	int64_t			 last_seen_ns;
+	uint64_t		 boot_id;	/* whose seq acked_seq counts */
+	uint64_t		 acked_seq;	/* committed */
+	uint64_t		 seen_seq;	/* committed or in the open batch */
+	struct node_jobq	 jobs;
+	LIST_ENTRY(node)	 hentry;
+	TAILQ_ENTRY(node)	 entry;
+};
+LIST_HEAD(nodebucket, node);
+TAILQ_HEAD(nodeq, node);
+
+enum conn_state {
+	CONN_AWAIT_HELLO,
+	CONN_READY,
+	CONN_CLOSING,
+};
+
+/* One agent connection. */
+struct conn {
+	struct coord		*coord;
+	struct bufferevent	*bev;
+	enum conn_state		 state;
+	char			 peer[64];
+	struct node		*node;		/* READY only */
+	uint64_t		 last_rx_ms;	/* monotonic */
+	uint64_t		 ack_seq;	/* to send after the next commit */
+	int			 ack_queued;
+	struct subq		 subs;
+	TAILQ_ENTRY(conn)	 entry;		/* coord->conns or coord->dead */
+	TAILQ_ENTRY(conn)	 ack_entry;	/* coord->acks */
+};
+TAILQ_HEAD(connq, conn);
+
+#define METRICS_LAT_BUCKETS	14
+
+struct metrics {
+	uint64_t	 pushes;
+	uint64_t	 events[8];		/* by EventKind */
+	uint64_t	 events_dup;
+	uint64_t	 lat_count;
+	double		 lat_sum;
+	uint64_t	 lat_buckets[METRICS_LAT_BUCKETS];	/* cumulative */
+	uint64_t	 http_codes[600];
+	uint64_t	 commits;
+	uint64_t	 agents_refused;
+};
+
+struct coord_config {
+	char		*listen_addr;
+	char		*http_addr;
+	char		*state_dir;
+	char		*admin_token;
+	char		*agent_token;
+	int		 insecure;
+	uint32_t	 heartbeat_ms;
+	char		*ready_file;
+};
+
+struct coord {
+	struct event_base	*base;
+	struct coord_config	 conf;
+	struct store		*store;
+	struct evconnlistener	*listener;
+	struct event		*accept_retry;
+	struct evhttp		*http;
+	int			 agent_port;
+	int			 http_port;
+	struct event		*sigterm, *sigint, *sigpipe;
+	struct event		*tick;		/* housekeeping */
+	struct event		*reaper;	/* frees dead connections */
+	struct event		*committer;	/* group commit of events */
+	int			 batch_open;
+	struct connq		 conns;
+	struct connq		 dead;
+	struct connq		 acks;
+	size_t			 nconns_ready;
+	struct jobq		 jobs;
+	struct nodeq		 nodes;
+	struct nodebucket	 node_hash[COORD_NODE_BUCKETS];
+	uint64_t		 generation;	/* highest handed out */
+	struct metrics		 metrics;
+	int64_t			 started_ns;
+};
+
+/* coord.c */
+int		 coord_parse_addr(const char *, struct sockaddr_storage *,
+		    socklen_t *);
+uint64_t	 coord_mono_ms(void);
+uint64_t	 coord_mono_ns(void);
+int64_t		 coord_wall_ns(void);
+void		 coord_rfc3339(int64_t, char *, size_t);
+
+/* agents.c */
+int	 agents_listen(struct coord *, const char *);
+void	 agents_close_all(struct coord *);
+void	 agents_heartbeat(struct coord *);
+void	 agents_push(struct coord *, struct job *);
+void	 agents_commit_batch(struct coord *);
+const char *agents_node_state(const struct node *);
+
+/* schedule.c */
+struct job	*schedule_job_find(struct coord *, const char *);
+struct job	*schedule_job_get(struct coord *, const char *);
+struct rank	*schedule_rank_find(struct job *, int32_t);
+struct rank	*schedule_rank_get(struct job *, int32_t);
+struct node	*schedule_node_find(struct coord *, const char *);
+struct node	*schedule_node_get(struct coord *, const char *);
+struct node_job	*schedule_node_job(struct node *, const char *, int);
+void	 options_init(struct options *);
+void	 options_clear(struct options *);
+int	 options_copy(struct options *, const struct options *);
+int	 options_parse(const void *, struct options *, const char **,
+	    const char **);
+void	*options_to_json(const struct options *);
+char	*options_dump(const struct options *);
+int	 options_load(const char *, struct options *);
+void	 schedule_rank_add_event(struct rank *, const struct rank_event *);
+uint64_t schedule_next_generation(struct coord *);
+struct window	*window_new(void);
+void	 window_free(struct window *);
+void	 schedule_window_insert(struct job *, struct window *);
+struct window	*schedule_window_find(struct job *, uint32_t);
+int	 schedule_pending_count(const struct job *);
+struct window	*schedule_overlap(const struct job *, int64_t, int64_t);
+const char	*schedule_window_state(const struct job *,
+		    const struct window *);
+Dynprof__V1__JobConfig	*schedule_build_config(struct job *);
+void	 schedule_free_config(Dynprof__V1__JobConfig *);
+int	 schedule_apply_event(struct coord *, struct node *,
+	    const Dynprof__V1__RankEvent *);
+void	 schedule_apply_progress(struct coord *, struct node *,
+	    const Dynprof__V1__Progress *);
+void	 schedule_finish_windows(struct coord *);
+void	 schedule_flush_ranks(struct coord *);
+void	 schedule_free_all(struct coord *);
+const char	*schedule_rank_state_name(int);
+const char	*schedule_event_kind_name(int);
+int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
+int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
+uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
+
+/* http.c */
+int	 http_listen(struct coord *, const char *);
+void	 http_close(struct coord *);
+
+/* metrics.c */
+void	 metrics_observe_latency(struct metrics *, double);
+void	 metrics_render(struct coord *, struct evbuffer *);
+
+#endif /* DYNPROF_COORD_H */

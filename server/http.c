@@ -1,0 +1,987 @@
+/*
+ * The admin API of docs/admin-api.md, with evhttp and jansson.  Every handler
+ * checks every field before it changes anything; a change is committed to the
+ * store before it is answered and before it is pushed.
+ */
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <jansson.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+
+#define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
+#define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
+
+static void	 http_error(struct coord *, struct evhttp_request *, int,
+		    const char *, const char *, ...)
+		    __attribute__((format(printf, 5, 6)));
+
+static void
+http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
+{
+	struct evbuffer	*buf;
+	char		*text;
+	const char	*reason;
+
+	if (code >= 100 && code < 600)
+		c->metrics.http_codes[code]++;
+	if ((buf = evbuffer_new()) == NULL) {
+		json_decref(body);
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(body);
+	if (text != NULL) {
+		evbuffer_add(buf, text, strlen(text));
+		evbuffer_add(buf, "\n", 1);
+		free(text);
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
+	switch (code) {
+	case 200: reason = "OK"; break;
+	case 201: reason = "Created"; break;
+	case 400: reason = "Bad Request"; break;
+	case 401: reason = "Unauthorized"; break;
+	case 404: reason = "Not Found"; break;
+	case 405: reason = "Method Not Allowed"; break;
+	case 409: reason = "Conflict"; break;
+	case 413: reason = "Payload Too Large"; break;
+	default: reason = "Error"; break;
+	}
+	evhttp_send_reply(req, code, reason, buf);
+	evbuffer_free(buf);
+}
+
+static void
+http_error(struct coord *c, struct evhttp_request *req, int code,
+    const char *field, const char *fmt, ...)
+{
+	json_t	*body;
+	char	 msg[512];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	body = json_object();
+	json_object_set_new(body, "error", json_string(msg));
+	if (field != NULL)
+		json_object_set_new(body, "field", json_string(field));
+	log_debug("%s: %d %s%s%s", __func__, code, msg, field ? ": " : "",
+	    field ? field : "");
+	http_reply(c, req, code, body);
+}
+
+static json_t *
+http_time(int64_t ns)
+{
+	char	 buf[40];
+
+	if (ns <= 0)
+		return (json_null());
+	coord_rfc3339(ns, buf, sizeof(buf));
+	return (json_string(buf));
+}
+
+static json_t *
+http_window_json(const struct job *job, const struct window *w)
+{
+	json_t	*o = json_object();
+
+	json_object_set_new(o, "id", json_integer(w->id));
+	json_object_set_new(o, "start_step", json_integer(w->start_step));
+	json_object_set_new(o, "stop_step", json_integer(w->stop_step));
+	json_object_set_new(o, "ranks", json_string(w->ranks));
+	json_object_set_new(o, "options", options_to_json(&w->options));
+	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
+	json_object_set_new(o, "state",
+	    json_string(schedule_window_state(job, w)));
+	json_object_set_new(o, "created", http_time(w->created_ns));
+	return (o);
+}
+
+/*
+ * Reads the request body as a JSON object.  On failure answers the request
+ * and returns NULL.
+ */
+static json_t *
+http_body(struct coord *c, struct evhttp_request *req)
+{
+	struct evbuffer	*in = evhttp_request_get_input_buffer(req);
+	size_t		 len = evbuffer_get_length(in);
+	json_error_t	 err;
+	json_t		*obj;
+
+	if (len > COORD_HTTP_BODY_MAX) {
+		http_error(c, req, 413, NULL, "body over 1 MiB");
+		return (NULL);
+	}
+	if (len == 0) {
+		http_error(c, req, 400, NULL, "empty body: a JSON object is "
+		    "expected");
+		return (NULL);
+	}
+	obj = json_loadb((const char *)evbuffer_pullup(in, (ev_ssize_t)len),
+	    len, JSON_REJECT_DUPLICATES, &err);
+	if (obj == NULL) {
+		http_error(c, req, 400, NULL, "malformed JSON: %s (line %d, "
+		    "column %d)", err.text, err.line, err.column);
+		return (NULL);
+	}
+	if (!json_is_object(obj)) {
+		json_decref(obj);
+		http_error(c, req, 400, NULL, "the body must be a JSON object");
+		return (NULL);
+	}
+	return (obj);
+}
+
+/*
+ * Reads an optional integer field within [min, max].  Returns 0 if absent,
+ * 1 if read, -1 after answering the request with a 400.
+ */
+static int
+http_int_field(struct coord *c, struct evhttp_request *req, json_t *obj,
+    const char *key, long long min, long long max, int64_t *out)
+{
+	json_t		*v = json_object_get(obj, key);
+	json_int_t	 iv;
+
+	if (v == NULL)
+		return (0);
+	if (!json_is_integer(v)) {
+		http_error(c, req, 400, key, "%s must be an integer", key);
+		return (-1);
+	}
+	iv = json_integer_value(v);
+	if (iv < min || iv > max) {
+		http_error(c, req, 400, key, "%s must be between %lld and %lld",
+		    key, min, max);
+		return (-1);
+	}
+	*out = iv;
+	return (1);
+}
+
+static int
+http_job_id(struct coord *c, struct evhttp_request *req, const char *id)
+{
+	const char	*why;
+
+	if (!jobid_valid(id, &why)) {
+		http_error(c, req, 400, "job", "%s", why);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Commits the open store transaction, or answers 500 and rolls back. */
+static int
+http_commit(struct coord *c, struct evhttp_request *req)
+{
+	if (store_commit(c->store) == -1) {
+		store_rollback(c->store);
+		http_error(c, req, 500, NULL, "cannot store the change");
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+http_get_jobs(struct coord *c, struct evhttp_request *req)
+{
+	json_t		*body, *list, *o;
+	struct job	*job;
+	struct sub	*s;
+	size_t		 n, nodes;
+
+	list = json_array();
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		n = 0;
+		nodes = 0;
+		{
+			struct window	*w;
+
+			TAILQ_FOREACH(w, &job->windows, entry)
+				n++;
+		}
+		TAILQ_FOREACH(s, &job->subs, job_entry)
+			nodes++;
+		o = json_object();
+		json_object_set_new(o, "job", json_string(job->name));
+		json_object_set_new(o, "generation",
+		    json_integer((json_int_t)job->generation));
+		json_object_set_new(o, "windows", json_integer((json_int_t)n));
+		json_object_set_new(o, "pending_windows",
+		    json_integer(schedule_pending_count(job)));
+		json_object_set_new(o, "ranks",
+		    json_integer((json_int_t)job->nranks));
+		json_object_set_new(o, "nodes", json_integer((json_int_t)nodes));
+		json_object_set_new(o, "max_step",
+		    json_integer(schedule_job_max_step(c, job)));
+		json_array_append_new(list, o);
+	}
+	body = json_object();
+	json_object_set_new(body, "jobs", list);
+	http_reply(c, req, 200, body);
+}
+
+static const char *
+http_rank_state(struct coord *c, const struct rank *r)
+{
+	struct node	*n;
+
+	if (r->node[0] != '\0' && ((n = schedule_node_find(c, r->node)) ==
+	    NULL || n->conn == NULL))
+		return ("unknown");
+	return (schedule_rank_state_name(r->state));
+}
+
+static json_t *
+http_rank_json(struct coord *c, const struct rank *r)
+{
+	json_t	*o, *events, *e;
+	size_t	 i;
+
+	o = json_object();
+	json_object_set_new(o, "rank", json_integer(r->rank));
+	json_object_set_new(o, "node", r->node[0] ? json_string(r->node) :
+	    json_null());
+	json_object_set_new(o, "pid", json_integer(r->pid));
+	json_object_set_new(o, "step", json_integer(r->step));
+	json_object_set_new(o, "state", json_string(http_rank_state(c, r)));
+	json_object_set_new(o, "window", r->window_id ?
+	    json_integer(r->window_id) : json_null());
+	json_object_set_new(o, "output_dir", r->output_dir ?
+	    json_string(r->output_dir) : json_null());
+	json_object_set_new(o, "last_event", r->last_event ?
+	    json_string(schedule_event_kind_name(r->last_event)) :
+	    json_null());
+	json_object_set_new(o, "last_event_time", http_time(r->last_event_ns));
+	if (r->error != NULL)
+		json_object_set_new(o, "error", json_string(r->error));
+	events = json_array();
+	i = r->nevents > COORD_RANK_EVENTS_MAX ?
+	    r->nevents - COORD_RANK_EVENTS_MAX : 0;
+	for (; i < r->nevents; i++) {
+		e = json_object();
+		json_object_set_new(e, "kind",
+		    json_string(schedule_event_kind_name(r->events[i].kind)));
+		json_object_set_new(e, "window",
+		    json_integer(r->events[i].window_id));
+		json_object_set_new(e, "step", json_integer(r->events[i].step));
+		json_object_set_new(e, "time", http_time(r->events[i].time_ns));
+		json_array_append_new(events, e);
+	}
+	json_object_set_new(o, "events", events);
+	return (o);
+}
+
+static void
+http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
+{
+	struct job	*job;
+	struct window	*w;
+	struct rank	*r;
+	struct node	*n;
+	struct node_job	*nj;
+	json_t		*body, *arr, *o, *cfg;
+
+	if ((job = schedule_job_find(c, name)) == NULL) {
+		http_error(c, req, 404, "job", "no job %s", name);
+		return;
+	}
+	body = json_object();
+	json_object_set_new(body, "job", json_string(job->name));
+	json_object_set_new(body, "generation",
+	    json_integer((json_int_t)job->generation));
+	cfg = job->config_json ? json_loads(job->config_json, 0, NULL) : NULL;
+	json_object_set_new(body, "config", cfg ? cfg : json_null());
+	o = json_object();
+	json_object_set_new(o, "ranks_alive",
+	    json_integer(schedule_job_ranks_alive(c, job)));
+	json_object_set_new(o, "min_step",
+	    json_integer(schedule_job_min_step(c, job)));
+	json_object_set_new(o, "max_step",
+	    json_integer(schedule_job_max_step(c, job)));
+	json_object_set_new(body, "progress", o);
+	arr = json_array();
+	TAILQ_FOREACH(w, &job->windows, entry)
+		json_array_append_new(arr, http_window_json(job, w));
+	json_object_set_new(body, "windows", arr);
+	arr = json_array();
+	TAILQ_FOREACH(r, &job->ranks, entry)
+		json_array_append_new(arr, http_rank_json(c, r));
+	json_object_set_new(body, "ranks", arr);
+	arr = json_array();
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		if ((nj = schedule_node_job(n, job->name, 0)) == NULL)
+			continue;
+		o = json_object();
+		json_object_set_new(o, "node", json_string(n->name));
+		json_object_set_new(o, "state",
+		    json_string(agents_node_state(n)));
+		json_object_set_new(o, "applied_generation",
+		    json_integer((json_int_t)nj->applied));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(body, "nodes", arr);
+	http_reply(c, req, 200, body);
+}
+
+static void
+http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
+{
+	struct job	*job;
+	json_t		*cfg;
+
+	if ((job = schedule_job_find(c, name)) == NULL) {
+		http_error(c, req, 404, "job", "no job %s", name);
+		return;
+	}
+	if (job->config_json == NULL ||
+	    (cfg = json_loads(job->config_json, 0, NULL)) == NULL) {
+		http_error(c, req, 404, "job", "job %s has no stored config",
+		    name);
+		return;
+	}
+	http_reply(c, req, 200, cfg);
+}
+
+/* Stores a new window (and the job) at a new generation, then pushes. */
+static int
+http_store_window(struct coord *c, struct evhttp_request *req,
+    struct job *job, struct window *w)
+{
+	uint64_t	 gen;
+
+	agents_commit_batch(c);
+	if (store_begin(c->store) == -1) {
+		http_error(c, req, 500, NULL, "cannot store the change");
+		return (-1);
+	}
+	w->id = job->next_window_id++;
+	w->created_ns = coord_wall_ns();
+	if ((gen = schedule_next_generation(c)) == 0 ||
+	    store_put_window(c->store, job->name, w) == -1)
+		goto fail;
+	job->generation = gen;
+	if (store_put_job(c->store, job) == -1)
+		goto fail;
+	if (http_commit(c, req) == -1) {
+		job->next_window_id--;
+		return (-1);
+	}
+	schedule_window_insert(job, w);
+	return (0);
+fail:
+	store_rollback(c->store);
+	job->next_window_id--;
+	http_error(c, req, 500, NULL, "cannot store the change");
+	return (-1);
+}
+
+static const char *http_window_keys[] = {
+	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
+	"options", "output_subdir", NULL
+};
+
+static void
+http_post_window(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	json_t		*body, *v, *reply;
+	struct job	*job;
+	struct window	*w = NULL, *other;
+	const char	*key, *why, *field;
+	char		 fieldbuf[128];
+	int64_t		 start = 0, stop = 0, in = 0, steps = 0, roundup = 0;
+	int64_t		 max;
+	int		 has_start, has_stop, has_in, has_steps, has_round, i;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	json_object_foreach(body, key, v) {
+		for (i = 0; http_window_keys[i] != NULL; i++)
+			if (strcmp(key, http_window_keys[i]) == 0)
+				break;
+		if (http_window_keys[i] == NULL) {
+			http_error(c, req, 400, key, "unknown field %s (profiler "
+			    "options go in \"options\")", key);
+			goto out;
+		}
+	}
+	if ((has_start = http_int_field(c, req, body, "start_step", 0,
+	    HTTP_STEP_MAX, &start)) == -1 ||
+	    (has_stop = http_int_field(c, req, body, "stop_step", 0,
+	    HTTP_STEP_MAX, &stop)) == -1 ||
+	    (has_in = http_int_field(c, req, body, "in_steps", 0,
+	    HTTP_COUNT_MAX, &in)) == -1 ||
+	    (has_steps = http_int_field(c, req, body, "steps", 1,
+	    HTTP_COUNT_MAX, &steps)) == -1 ||
+	    (has_round = http_int_field(c, req, body, "roundup", 1,
+	    HTTP_COUNT_MAX, &roundup)) == -1)
+		goto out;
+	if (has_start && has_in) {
+		http_error(c, req, 400, "in_steps", "give start_step or "
+		    "in_steps, not both");
+		goto out;
+	}
+	if (!has_start && !has_in) {
+		http_error(c, req, 400, "start_step", "start_step or in_steps "
+		    "is required");
+		goto out;
+	}
+	if (has_stop && has_steps) {
+		http_error(c, req, 400, "steps", "give stop_step or steps, "
+		    "not both");
+		goto out;
+	}
+	if (!has_stop && !has_steps) {
+		http_error(c, req, 400, "stop_step", "stop_step or steps is "
+		    "required");
+		goto out;
+	}
+	if (has_in && in == 0 && !has_round) {
+		http_error(c, req, 400, "in_steps", "in_steps must be at least "
+		    "1 unless roundup is given");
+		goto out;
+	}
+	if ((w = window_new()) == NULL) {
+		http_error(c, req, 500, NULL, "out of memory");
+		goto out;
+	}
+	if ((v = json_object_get(body, "ranks")) != NULL) {
+		if (!json_is_string(v)) {
+			http_error(c, req, 400, "ranks", "ranks must be a "
+			    "string such as \"0-7,16\"");
+			goto out;
+		}
+		if (strlen(json_string_value(v)) >= SEG_RANKS_MAX) {
+			http_error(c, req, 400, "ranks", "ranks longer than "
+			    "%d bytes", SEG_RANKS_MAX - 1);
+			goto out;
+		}
+		if (ranks_parse(json_string_value(v), &w->rankset, &why) ==
+		    -1) {
+			http_error(c, req, 400, "ranks", "%s", why);
+			goto out;
+		}
+		if (strcmp(json_string_value(v), "all") != 0)
+			snprintf(w->ranks, sizeof(w->ranks), "%s",
+			    json_string_value(v));
+	}
+	if ((v = json_object_get(body, "output_subdir")) != NULL) {
+		if (!json_is_string(v)) {
+			http_error(c, req, 400, "output_subdir",
+			    "output_subdir must be a string");
+			goto out;
+		}
+		if (!subdir_valid(json_string_value(v), &why)) {
+			http_error(c, req, 400, "output_subdir", "%s", why);
+			goto out;
+		}
+		snprintf(w->output_subdir, sizeof(w->output_subdir), "%s",
+		    json_string_value(v));
+	}
+	/* The job is created only once the window is accepted. */
+	job = schedule_job_find(c, name);
+	options_clear(&w->options);
+	if (job != NULL && options_copy(&w->options, &job->defaults) == -1) {
+		http_error(c, req, 500, NULL, "out of memory");
+		goto out;
+	}
+	if ((v = json_object_get(body, "options")) != NULL &&
+	    options_parse(v, &w->options, &field, &why) == -1) {
+		if (field != NULL && strcmp(field, "options") != 0) {
+			snprintf(fieldbuf, sizeof(fieldbuf), "options.%s",
+			    field);
+			field = fieldbuf;
+		} else
+			field = "options";
+		http_error(c, req, 400, field, "%s: %s", field, why);
+		goto out;
+	}
+
+	/* Resolve to absolute steps. */
+	if (has_in) {
+		max = job != NULL ? schedule_job_max_step(c, job) : -1;
+		if (max < 0) {
+			http_error(c, req, 409, "in_steps", "no rank of job %s "
+			    "has reported a step yet: give start_step", name);
+			goto out;
+		}
+		start = max + in;
+		if (has_round) {
+			if (start <= max)
+				start = max + 1;
+			start = (start + roundup - 1) / roundup * roundup;
+		}
+	} else if (has_round)
+		start = (start + roundup - 1) / roundup * roundup;
+	if (has_steps)
+		stop = start + steps - 1;
+	if (start > stop) {
+		http_error(c, req, 400, "stop_step", "start_step %" PRId64
+		    " is after stop_step %" PRId64, start, stop);
+		goto out;
+	}
+	if (stop > HTTP_STEP_MAX) {
+		http_error(c, req, 400, "stop_step", "steps beyond %lld",
+		    HTTP_STEP_MAX);
+		goto out;
+	}
+	w->start_step = start;
+	w->stop_step = stop;
+	if (job == NULL && (job = schedule_job_get(c, name)) == NULL) {
+		http_error(c, req, 500, NULL, "out of memory");
+		goto out;
+	}
+	if ((other = schedule_overlap(job, start, stop)) != NULL) {
+		http_error(c, req, 409, "start_step", "[%" PRId64 ", %" PRId64
+		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
+		    start, stop, other->id, other->start_step, other->stop_step,
+		    schedule_window_state(job, other));
+		goto out;
+	}
+	if (schedule_pending_count(job) >= SEG_MAX_WINDOWS) {
+		http_error(c, req, 409, NULL, "job %s has %d windows pending, "
+		    "the most a schedule holds", name, SEG_MAX_WINDOWS);
+		goto out;
+	}
+	if (http_store_window(c, req, job, w) == -1)
+		goto out;
+	log_info("%s: job %s window %u [%" PRId64 ", %" PRId64 "] "
+	    "generation %llu", __func__, name, w->id, start, stop,
+	    (unsigned long long)job->generation);
+	reply = http_window_json(job, w);
+	json_object_set_new(reply, "job", json_string(job->name));
+	json_object_set_new(reply, "generation",
+	    json_integer((json_int_t)job->generation));
+	http_reply(c, req, 201, reply);
+	agents_push(c, job);
+	w = NULL;
+out:
+	window_free(w);
+	json_decref(body);
+}
+
+static void
+http_delete_window(struct coord *c, struct evhttp_request *req,
+    const char *name, const char *idstr)
+{
+	struct job	*job;
+	struct window	*w;
+	json_t		*reply;
+	char		*end;
+	unsigned long	 id;
+	uint64_t	 gen;
+
+	errno = 0;
+	id = strtoul(idstr, &end, 10);
+	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
+	    id == 0 || id > UINT32_MAX) {
+		http_error(c, req, 400, "id", "window id must be a positive "
+		    "integer");
+		return;
+	}
+	if ((job = schedule_job_find(c, name)) == NULL) {
+		http_error(c, req, 404, "job", "no job %s", name);
+		return;
+	}
+	if ((w = schedule_window_find(job, (uint32_t)id)) == NULL) {
+		http_error(c, req, 404, "id", "job %s has no window %lu", name,
+		    id);
+		return;
+	}
+	if (w->state != WINDOW_STATE_CANCELLED) {
+		if (w->finished) {
+			http_error(c, req, 409, "id", "window %lu is done", id);
+			return;
+		}
+		agents_commit_batch(c);
+		if (store_begin(c->store) == -1) {
+			http_error(c, req, 500, NULL, "cannot store the change");
+			return;
+		}
+		w->state = WINDOW_STATE_CANCELLED;
+		if ((gen = schedule_next_generation(c)) == 0 ||
+		    store_put_window(c->store, job->name, w) == -1) {
+			store_rollback(c->store);
+			w->state = WINDOW_STATE_SCHEDULED;
+			http_error(c, req, 500, NULL, "cannot store the change");
+			return;
+		}
+		job->generation = gen;
+		if (store_put_job(c->store, job) == -1 ||
+		    http_commit(c, req) == -1) {
+			store_rollback(c->store);
+			w->state = WINDOW_STATE_SCHEDULED;
+			return;
+		}
+		log_info("%s: job %s window %lu cancelled, generation %llu",
+		    __func__, name, id, (unsigned long long)gen);
+		agents_push(c, job);
+	}
+	reply = json_object();
+	json_object_set_new(reply, "id", json_integer((json_int_t)id));
+	json_object_set_new(reply, "state", json_string("cancelled"));
+	json_object_set_new(reply, "generation",
+	    json_integer((json_int_t)job->generation));
+	http_reply(c, req, 200, reply);
+}
+
+static void
+http_put_config(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	json_t		*body, *opts, *reply;
+	struct job	*job;
+	struct window	*w = NULL, *it, *same = NULL, *other;
+	struct options	 defaults;
+	const char	*field, *why;
+	char		*text = NULL, *oldtext;
+	int64_t		 start = -1, stop = -1;
+	uint64_t	 gen;
+
+	options_init(&defaults);
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	if (http_int_field(c, req, body, "start_step", -1, HTTP_STEP_MAX,
+	    &start) == -1 || http_int_field(c, req, body, "stop_step", -1,
+	    HTTP_STEP_MAX, &stop) == -1)
+		goto out;
+	if (start == 0) {
+		http_error(c, req, 400, "start_step", "start_step must be -1 "
+		    "(no window) or above 0");
+		goto out;
+	}
+	if (start > 0 && stop < start) {
+		http_error(c, req, 400, "stop_step", "stop_step %" PRId64
+		    " is before start_step %" PRId64, stop, start);
+		goto out;
+	}
+	opts = json_deep_copy(body);
+	json_object_del(opts, "start_step");
+	json_object_del(opts, "stop_step");
+	if (options_parse(opts, &defaults, &field, &why) == -1) {
+		json_decref(opts);
+		http_error(c, req, 400, field, "%s: %s", field ? field :
+		    "options", why);
+		goto out;
+	}
+	json_decref(opts);
+	if ((text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER)) ==
+	    NULL || (job = schedule_job_get(c, name)) == NULL) {
+		http_error(c, req, 500, NULL, "out of memory");
+		goto out;
+	}
+	if (start > 0) {
+		TAILQ_FOREACH(it, &job->windows, entry) {
+			if (!it->finished && it->state ==
+			    WINDOW_STATE_SCHEDULED && it->start_step == start &&
+			    it->stop_step == stop)
+				same = it;
+		}
+		if (same == NULL) {
+			if ((other = schedule_overlap(job, start, stop)) !=
+			    NULL) {
+				http_error(c, req, 409, "start_step", "[%" PRId64
+				    ", %" PRId64 "] overlaps window %u [%"
+				    PRId64 ", %" PRId64 "]", start, stop,
+				    other->id, other->start_step,
+				    other->stop_step);
+				goto out;
+			}
+			if (schedule_pending_count(job) >= SEG_MAX_WINDOWS) {
+				http_error(c, req, 409, NULL, "job %s has %d "
+				    "windows pending", name, SEG_MAX_WINDOWS);
+				goto out;
+			}
+			if ((w = window_new()) == NULL ||
+			    options_copy(&w->options, &defaults) == -1) {
+				http_error(c, req, 500, NULL, "out of memory");
+				goto out;
+			}
+			w->start_step = start;
+			w->stop_step = stop;
+		}
+	}
+
+	agents_commit_batch(c);
+	if (store_begin(c->store) == -1) {
+		http_error(c, req, 500, NULL, "cannot store the change");
+		goto out;
+	}
+	oldtext = job->config_json;
+	job->config_json = text;
+	options_clear(&job->defaults);
+	job->defaults = defaults;
+	options_init(&defaults);	/* moved into the job */
+	text = oldtext;
+	if (w != NULL) {
+		w->id = job->next_window_id++;
+		w->created_ns = coord_wall_ns();
+	}
+	if ((gen = schedule_next_generation(c)) == 0 ||
+	    (w != NULL && store_put_window(c->store, job->name, w) == -1)) {
+		store_rollback(c->store);
+		http_error(c, req, 500, NULL, "cannot store the change");
+		goto out;
+	}
+	job->generation = gen;
+	if (store_put_job(c->store, job) == -1 || http_commit(c, req) == -1) {
+		store_rollback(c->store);
+		goto out;
+	}
+	if (w != NULL)
+		schedule_window_insert(job, w);
+	log_info("%s: job %s config stored, generation %llu", __func__, name,
+	    (unsigned long long)gen);
+	reply = json_object();
+	json_object_set_new(reply, "job", json_string(job->name));
+	json_object_set_new(reply, "generation", json_integer((json_int_t)gen));
+	if (w != NULL || same != NULL)
+		json_object_set_new(reply, "window", http_window_json(job,
+		    w != NULL ? w : same));
+	else
+		json_object_set_new(reply, "window", json_null());
+	http_reply(c, req, 200, reply);
+	agents_push(c, job);
+	w = NULL;
+out:
+	window_free(w);
+	options_clear(&defaults);
+	free(text);
+	json_decref(body);
+}
+
+static void
+http_get_nodes(struct coord *c, struct evhttp_request *req)
+{
+	json_t		*body, *list, *o, *jobs;
+	struct node	*n;
+	struct node_job	*nj;
+
+	list = json_array();
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		o = json_object();
+		json_object_set_new(o, "node", json_string(n->name));
+		json_object_set_new(o, "state",
+		    json_string(agents_node_state(n)));
+		json_object_set_new(o, "address", n->address[0] ?
+		    json_string(n->address) : json_null());
+		json_object_set_new(o, "connected_since",
+		    http_time(n->connected_ns));
+		json_object_set_new(o, "last_seen", http_time(n->last_seen_ns));
+		jobs = json_object();
+		TAILQ_FOREACH(nj, &n->jobs, entry)
+			json_object_set_new(jobs, nj->job,
+			    json_integer((json_int_t)nj->applied));
+		json_object_set_new(o, "jobs", jobs);
+		json_array_append_new(list, o);
+	}
+	body = json_object();
+	json_object_set_new(body, "nodes", list);
+	http_reply(c, req, 200, body);
+}
+
+static int
+http_authorized(struct coord *c, struct evhttp_request *req)
+{
+	const char	*h, *t;
+	size_t		 la, lb, i;
+	unsigned char	 d = 0;
+
+	if (c->conf.admin_token == NULL)
+		return (1);
+	h = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+		return (0);
+	for (t = h + 7; *t == ' '; t++)
+		;
+	la = strlen(t);
+	lb = strlen(c->conf.admin_token);
+	if (la != lb)
+		return (0);
+	for (i = 0; i < la; i++)
+		d |= (unsigned char)t[i] ^ (unsigned char)c->conf.admin_token[i];
+	return (d == 0);
+}
+
+/* Splits path into at most n segments after the leading "/"; returns count. */
+static int
+http_split(char *path, char **seg, int n)
+{
+	int	 count = 0;
+	char	*p = path;
+
+	if (*p != '/')
+		return (-1);
+	p++;
+	while (*p != '\0') {
+		if (count == n)
+			return (-1);
+		seg[count++] = p;
+		p = strchr(p, '/');
+		if (p == NULL)
+			break;
+		*p++ = '\0';
+		if (*p == '\0')
+			break;	/* a trailing slash */
+	}
+	return (count);
+}
+
+static void
+http_route(struct evhttp_request *req, void *arg)
+{
+	struct coord			*c = arg;
+	const struct evhttp_uri		*uri = evhttp_request_get_evhttp_uri(req);
+	enum evhttp_cmd_type		 cmd = evhttp_request_get_command(req);
+	struct evbuffer			*buf;
+	const char			*p;
+	char				 path[512], *seg[6];
+	int				 n;
+
+	p = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	if (p == NULL || strlen(p) >= sizeof(path)) {
+		http_error(c, req, 404, NULL, "no such endpoint");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s", p);
+	if (strcmp(path, "/healthz") == 0) {
+		if (cmd != EVHTTP_REQ_GET)
+			goto method;
+		http_reply(c, req, 200, json_pack("{s:s}", "status", "ok"));
+		return;
+	}
+	if (strcmp(path, "/metrics") == 0) {
+		if (cmd != EVHTTP_REQ_GET)
+			goto method;
+		c->metrics.http_codes[200]++;
+		if ((buf = evbuffer_new()) == NULL) {
+			evhttp_send_error(req, 500, NULL);
+			return;
+		}
+		metrics_render(c, buf);
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Content-Type", "text/plain; version=0.0.4");
+		evhttp_send_reply(req, 200, "OK", buf);
+		evbuffer_free(buf);
+		return;
+	}
+	n = http_split(path, seg, 6);
+	if (n < 2 || strcmp(seg[0], "v1") != 0) {
+		http_error(c, req, 404, NULL, "no such endpoint");
+		return;
+	}
+	if (!http_authorized(c, req)) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "WWW-Authenticate", "Bearer");
+		http_error(c, req, 401, NULL, "missing or wrong bearer token");
+		return;
+	}
+	if (n == 2 && strcmp(seg[1], "jobs") == 0) {
+		if (cmd != EVHTTP_REQ_GET)
+			goto method;
+		http_get_jobs(c, req);
+	} else if (n == 2 && strcmp(seg[1], "nodes") == 0) {
+		if (cmd != EVHTTP_REQ_GET)
+			goto method;
+		http_get_nodes(c, req);
+	} else if (n >= 3 && strcmp(seg[1], "jobs") == 0) {
+		if (http_job_id(c, req, seg[2]) == -1)
+			return;
+		if (n == 3) {
+			if (cmd != EVHTTP_REQ_GET)
+				goto method;
+			http_get_job(c, req, seg[2]);
+		} else if (n == 4 && strcmp(seg[3], "config") == 0) {
+			if (cmd == EVHTTP_REQ_GET)
+				http_get_config(c, req, seg[2]);
+			else if (cmd == EVHTTP_REQ_PUT)
+				http_put_config(c, req, seg[2]);
+			else
+				goto method;
+		} else if (n == 4 && strcmp(seg[3], "windows") == 0) {
+			if (cmd != EVHTTP_REQ_POST)
+				goto method;
+			http_post_window(c, req, seg[2]);
+		} else if (n == 5 && strcmp(seg[3], "windows") == 0) {
+			if (cmd != EVHTTP_REQ_DELETE)
+				goto method;
+			http_delete_window(c, req, seg[2], seg[4]);
+		} else
+			http_error(c, req, 404, NULL, "no such endpoint");
+	} else
+		http_error(c, req, 404, NULL, "no such endpoint");
+	return;
+method:
+	http_error(c, req, 405, NULL, "method not allowed here");
+}
+
+/* Serves the admin API on addr ("HOST:PORT").  Returns 0 or -1. */
+int
+http_listen(struct coord *c, const char *addr)
+{
+	struct evconnlistener		*l;
+	struct sockaddr_storage		 ss;
+	socklen_t			 len = sizeof(ss), slen = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
+	if (coord_parse_addr(addr, &ss, &len) == -1)
+		return (-1);
+	if ((c->http = evhttp_new(c->base)) == NULL)
+		return (-1);
+	evhttp_set_max_body_size(c->http, COORD_HTTP_BODY_MAX);
+	evhttp_set_max_headers_size(c->http, 64 * 1024);
+	evhttp_set_timeout(c->http, 30);
+	evhttp_set_allowed_methods(c->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
+	evhttp_set_gencb(c->http, http_route, c);
+	l = evconnlistener_new_bind(c->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE |
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
+	    (struct sockaddr *)&ss, (int)len);
+	if (l == NULL) {
+		log_warn("%s: cannot listen on %s", __func__, addr);
+		return (-1);
+	}
+	if (evhttp_bind_listener(c->http, l) == NULL) {
+		evconnlistener_free(l);
+		return (-1);
+	}
+	if (getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&ss,
+	    &slen) == 0)
+		c->http_port = ntohs(ss.ss_family == AF_INET6 ?
+		    ((struct sockaddr_in6 *)&ss)->sin6_port :
+		    ((struct sockaddr_in *)&ss)->sin_port);
+	return (0);
+}
+
+/* Stops serving the admin API. */
+void
+http_close(struct coord *c)
+{
+	if (c->http != NULL)
+		evhttp_free(c->http);
+	c->http = NULL;
+}

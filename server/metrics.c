@@ -1,0 +1,96 @@
+/* Counters and the Prometheus text exposition of /metrics. */
+
+#include <stdio.h>
+
+#include <event2/buffer.h>
+
+#include "coord.h"
+
+static const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+	2.5, 5, 10
+};
+
+/* Records one push-to-applied latency, in seconds. */
+void
+metrics_observe_latency(struct metrics *m, double seconds)
+{
+	int	 i;
+
+	m->lat_count++;
+	m->lat_sum += seconds;
+	for (i = 0; i < METRICS_LAT_BUCKETS; i++)
+		if (seconds <= metrics_lat_bounds[i])
+			m->lat_buckets[i]++;
+}
+
+/* Appends every metric to buf in the Prometheus text format. */
+void
+metrics_render(struct coord *c, struct evbuffer *buf)
+{
+	struct metrics	*m = &c->metrics;
+	struct job	*job;
+	int		 i;
+	size_t		 njobs = 0;
+
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		njobs++;
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_agents_connected Agents connected and past hello.\n"
+	    "# TYPE dynprof_agents_connected gauge\n"
+	    "dynprof_agents_connected %zu\n"
+	    "# HELP dynprof_jobs Jobs known to the coordinator.\n"
+	    "# TYPE dynprof_jobs gauge\n"
+	    "dynprof_jobs %zu\n"
+	    "# HELP dynprof_generation Highest schedule generation handed out.\n"
+	    "# TYPE dynprof_generation gauge\n"
+	    "dynprof_generation %llu\n"
+	    "# HELP dynprof_pushes_total Schedules written to agents.\n"
+	    "# TYPE dynprof_pushes_total counter\n"
+	    "dynprof_pushes_total %llu\n"
+	    "# HELP dynprof_event_commits_total Group commits of rank events.\n"
+	    "# TYPE dynprof_event_commits_total counter\n"
+	    "dynprof_event_commits_total %llu\n",
+	    c->nconns_ready, njobs, (unsigned long long)c->generation,
+	    (unsigned long long)m->pushes, (unsigned long long)m->commits);
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_push_applied_seconds From a push to the agent's "
+	    "applied.\n"
+	    "# TYPE dynprof_push_applied_seconds histogram\n");
+	for (i = 0; i < METRICS_LAT_BUCKETS; i++)
+		evbuffer_add_printf(buf,
+		    "dynprof_push_applied_seconds_bucket{le=\"%g\"} %llu\n",
+		    metrics_lat_bounds[i],
+		    (unsigned long long)m->lat_buckets[i]);
+	evbuffer_add_printf(buf,
+	    "dynprof_push_applied_seconds_bucket{le=\"+Inf\"} %llu\n"
+	    "dynprof_push_applied_seconds_sum %.6f\n"
+	    "dynprof_push_applied_seconds_count %llu\n",
+	    (unsigned long long)m->lat_count, m->lat_sum,
+	    (unsigned long long)m->lat_count);
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_events_total Rank events received, by kind.\n"
+	    "# TYPE dynprof_events_total counter\n");
+	for (i = 1; i <= DYNPROF__V1__EVENT_KIND__EVENT_DETACHED; i++)
+		evbuffer_add_printf(buf,
+		    "dynprof_events_total{kind=\"%s\"} %llu\n",
+		    schedule_event_kind_name(i),
+		    (unsigned long long)m->events[i]);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_events_duplicate_total Replayed events that "
+	    "changed nothing.\n"
+	    "# TYPE dynprof_events_duplicate_total counter\n"
+	    "dynprof_events_duplicate_total %llu\n",
+	    (unsigned long long)m->events_dup);
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_http_requests_total Admin requests, by status.\n"
+	    "# TYPE dynprof_http_requests_total counter\n");
+	for (i = 100; i < 600; i++)
+		if (m->http_codes[i] != 0)
+			evbuffer_add_printf(buf,
+			    "dynprof_http_requests_total{code=\"%d\"} %llu\n",
+			    i, (unsigned long long)m->http_codes[i]);
+}

@@ -1,0 +1,972 @@
+/*
+ * The coordinator's model: jobs, their windows and ranks, the nodes, and the
+ * rules that turn rank events and progress into status.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+
+static uint32_t
+schedule_hash(const char *s)
+{
+	uint32_t	 h = 2166136261U;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619U;
+	}
+	return (h);
+}
+
+/* Returns the job named name, or NULL. */
+struct job *
+schedule_job_find(struct coord *c, const char *name)
+{
+	struct job	*job;
+
+	if (name == NULL)
+		return (NULL);
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (strcmp(job->name, name) == 0)
+			return (job);
+	}
+	return (NULL);
+}
+
+/* Returns the job named name, creating it (in memory only) if needed. */
+struct job *
+schedule_job_get(struct coord *c, const char *name)
+{
+	struct job	*job;
+	size_t		 i;
+
+	if ((job = schedule_job_find(c, name)) != NULL)
+		return (job);
+	if (!jobid_valid(name, NULL) || (job = calloc(1, sizeof(*job))) == NULL)
+		return (NULL);
+	snprintf(job->name, sizeof(job->name), "%s", name);
+	job->next_window_id = 1;
+	job->max_step = job->min_step = -1;
+	job->created_ns = coord_wall_ns();
+	options_init(&job->defaults);
+	TAILQ_INIT(&job->windows);
+	TAILQ_INIT(&job->ranks);
+	TAILQ_INIT(&job->subs);
+	for (i = 0; i < COORD_RANK_BUCKETS; i++)
+		LIST_INIT(&job->rank_hash[i]);
+	TAILQ_INSERT_TAIL(&c->jobs, job, entry);
+	return (job);
+}
+
+/* Returns the job's rank, or NULL. */
+struct rank *
+schedule_rank_find(struct job *job, int32_t rank)
+{
+	struct rank	*r;
+
+	LIST_FOREACH(r, &job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
+	    hentry) {
+		if (r->rank == rank)
+			return (r);
+	}
+	return (NULL);
+}
+
+/* Returns the job's rank, creating it if needed. */
+struct rank *
+schedule_rank_get(struct job *job, int32_t rank)
+{
+	struct rank	*r, *after;
+
+	if (rank < 0)
+		return (NULL);
+	if ((r = schedule_rank_find(job, rank)) != NULL)
+		return (r);
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return (NULL);
+	r->rank = rank;
+	r->step = -1;
+	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+	LIST_INSERT_HEAD(&job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
+	    r, hentry);
+	/* Kept in rank order for status; ranks mostly arrive in order. */
+	after = TAILQ_LAST(&job->ranks, rankq);
+	while (after != NULL && after->rank > rank)
+		after = TAILQ_PREV(after, rankq, entry);
+	if (after == NULL)
+		TAILQ_INSERT_HEAD(&job->ranks, r, entry);
+	else
+		TAILQ_INSERT_AFTER(&job->ranks, after, r, entry);
+	job->nranks++;
+	return (r);
+}
+
+/* Returns the node named name, or NULL. */
+struct node *
+schedule_node_find(struct coord *c, const char *name)
+{
+	struct node	*n;
+
+	LIST_FOREACH(n, &c->node_hash[schedule_hash(name) %
+	    COORD_NODE_BUCKETS], hentry) {
+		if (strcmp(n->name, name) == 0)
+			return (n);
+	}
+	return (NULL);
+}
+
+/* Returns the node named name, creating it if needed. */
+struct node *
+schedule_node_get(struct coord *c, const char *name)
+{
+	struct node	*n;
+
+	if ((n = schedule_node_find(c, name)) != NULL)
+		return (n);
+	if ((n = calloc(1, sizeof(*n))) == NULL)
+		return (NULL);
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	TAILQ_INIT(&n->jobs);
+	LIST_INSERT_HEAD(&c->node_hash[schedule_hash(name) %
+	    COORD_NODE_BUCKETS], n, hentry);
+	TAILQ_INSERT_TAIL(&c->nodes, n, entry);
+	return (n);
+}
+
+/* Returns what node did with job; creates the record if create is set. */
+struct node_job *
+schedule_node_job(struct node *n, const char *job, int create)
+{
+	struct node_job	*nj;
+
+	TAILQ_FOREACH(nj, &n->jobs, entry) {
+		if (strcmp(nj->job, job) == 0)
+			return (nj);
+	}
+	if (!create || (nj = calloc(1, sizeof(*nj))) == NULL)
+		return (NULL);
+	snprintf(nj->job, sizeof(nj->job), "%s", job);
+	nj->min_step = nj->max_step = -1;
+	TAILQ_INSERT_TAIL(&n->jobs, nj, entry);
+	return (nj);
+}
+
+/* Sets options to MindSpore's defaults: nothing set, data_simplification on. */
+void
+options_init(struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->aicore_metrics = -1;
+	o->profiler_level = -1;
+	o->profile_framework = -1;
+	o->analyse_mode = -1;
+	o->data_simplification = 1;
+}
+
+/* Frees what options holds. */
+void
+options_clear(struct options *o)
+{
+	free(o->fwopts);
+	o->fwopts = NULL;
+}
+
+/* Copies src into dst (dst must be cleared).  Returns 0 or -1. */
+int
+options_copy(struct options *dst, const struct options *src)
+{
+	*dst = *src;
+	dst->fwopts = NULL;
+	if (src->fwopts != NULL && (dst->fwopts = strdup(src->fwopts)) == NULL)
+		return (-1);
+	return (0);
+}
+
+static const struct {
+	const char	*key;
+	size_t		 off;
+	int		 min, max;	/* min > max: a boolean */
+} options_typed[] = {
+	{ "aicore_metrics", offsetof(struct options, aicore_metrics), -1, 5 },
+	{ "profiler_level", offsetof(struct options, profiler_level), -1, 2 },
+	{ "profile_framework", offsetof(struct options, profile_framework),
+	    -1, 1 },
+	{ "analyse_mode", offsetof(struct options, analyse_mode), -1, 1 },
+	{ "profile_communication",
+	    offsetof(struct options, profile_communication), 1, 0 },
+	{ "parallel_strategy", offsetof(struct options, parallel_strategy),
+	    1, 0 },
+	{ "with_stack", offsetof(struct options, with_stack), 1, 0 },
+	{ "data_simplification", offsetof(struct options, data_simplification),
+	    1, 0 },
+};
+#define OPTIONS_NTYPED	(sizeof(options_typed) / sizeof(options_typed[0]))
+
+/*
+ * Applies a JSON object of profiler options onto o: typed MindSpore keys are
+ * checked and set, every other key is kept as a framework option.  On error
+ * returns -1 with *field (the key) and *why set; o is then unchanged.
+ */
+int
+options_parse(const void *jv, struct options *o, const char **field,
+    const char **why)
+{
+	const json_t	*obj = jv;
+	json_t		*fw, *value;
+	struct options	 n;
+	const char	*key;
+	char		*text;
+	size_t		 i;
+	int32_t		*ip;
+	json_int_t	 iv;
+
+	if (!json_is_object(obj)) {
+		*field = NULL;
+		*why = "options must be a JSON object";
+		return (-1);
+	}
+	n = *o;
+	if (o->fwopts != NULL)
+		fw = json_loads(o->fwopts, 0, NULL);
+	else
+		fw = NULL;
+	if (fw == NULL || !json_is_object(fw)) {
+		json_decref(fw);
+		fw = json_object();
+	}
+	json_object_foreach((json_t *)obj, key, value) {
+		for (i = 0; i < OPTIONS_NTYPED; i++)
+			if (strcmp(key, options_typed[i].key) == 0)
+				break;
+		if (i == OPTIONS_NTYPED) {
+			if (strcmp(key, "start_step") == 0 ||
+			    strcmp(key, "stop_step") == 0) {
+				*field = key;
+				*why = "steps are not options";
+				goto fail;
+			}
+			json_object_set(fw, key, value);
+			continue;
+		}
+		ip = (int32_t *)((char *)&n + options_typed[i].off);
+		*field = options_typed[i].key;
+		if (options_typed[i].min > options_typed[i].max) {
+			if (!json_is_boolean(value)) {
+				*why = "must be true or false";
+				goto fail;
+			}
+			*(int *)ip = json_is_true(value);
+			continue;
+		}
+		if (!json_is_integer(value)) {
+			*why = "must be an integer";
+			goto fail;
+		}
+		iv = json_integer_value(value);
+		if (iv < options_typed[i].min || iv > options_typed[i].max) {
+			*why = "out of range";
+			goto fail;
+		}
+		*ip = (int32_t)iv;
+	}
+	n.fwopts = NULL;
+	if (json_object_size(fw) > 0) {
+		text = json_dumps(fw, JSON_COMPACT | JSON_SORT_KEYS);
+		if (text == NULL) {
+			*field = NULL;
+			*why = "framework options cannot be encoded";
+			goto fail;
+		}
+		if (strlen(text) >= SEG_FWOPTS_MAX) {
+			free(text);
+			*field = "options";
+			*why = "framework options over 4095 bytes of JSON";
+			goto fail;
+		}
+		n.fwopts = text;
+	}
+	json_decref(fw);
+	free(o->fwopts);
+	*o = n;
+	return (0);
+fail:
+	json_decref(fw);
+	return (-1);
+}
+
+/* Returns options as a new JSON object: typed keys and framework keys. */
+void *
+options_to_json(const struct options *o)
+{
+	json_t		*obj, *fw;
+	size_t		 i;
+	const int32_t	*ip;
+
+	obj = json_object();
+	for (i = 0; i < OPTIONS_NTYPED; i++) {
+		ip = (const int32_t *)((const char *)o + options_typed[i].off);
+		if (options_typed[i].min > options_typed[i].max)
+			json_object_set_new(obj, options_typed[i].key,
+			    json_boolean(*(const int *)ip));
+		else
+			json_object_set_new(obj, options_typed[i].key,
+			    json_integer(*ip));
+	}
+	if (o->fwopts != NULL &&
+	    (fw = json_loads(o->fwopts, 0, NULL)) != NULL) {
+		if (json_is_object(fw))
+			json_object_update_missing(obj, fw);
+		json_decref(fw);
+	}
+	return (obj);
+}
+
+/* Returns options as compact JSON text; caller frees. */
+char *
+options_dump(const struct options *o)
+{
+	json_t	*obj = options_to_json(o);
+	char	*text;
+
+	text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(obj);
+	return (text);
+}
+
+/* Reads options back from options_dump() text.  Returns 0 or -1. */
+int
+options_load(const char *text, struct options *o)
+{
+	json_t		*obj;
+	const char	*field, *why;
+	int		 rc;
+
+	options_clear(o);
+	options_init(o);
+	if ((obj = json_loads(text, 0, NULL)) == NULL)
+		return (-1);
+	rc = options_parse(obj, o, &field, &why);
+	json_decref(obj);
+	return (rc);
+}
+
+/* Returns a new window with default options. */
+struct window *
+window_new(void)
+{
+	struct window	*w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return (NULL);
+	options_init(&w->options);
+	w->state = WINDOW_STATE_SCHEDULED;
+	return (w);
+}
+
+/* Frees a window that is on no list. */
+void
+window_free(struct window *w)
+{
+	if (w == NULL)
+		return;
+	options_clear(&w->options);
+	free(w);
+}
+
+/* Inserts w into the job's windows, ordered by start step then id. */
+void
+schedule_window_insert(struct job *job, struct window *w)
+{
+	struct window	*it;
+
+	TAILQ_FOREACH(it, &job->windows, entry) {
+		if (it->start_step > w->start_step ||
+		    (it->start_step == w->start_step && it->id > w->id)) {
+			TAILQ_INSERT_BEFORE(it, w, entry);
+			return;
+		}
+	}
+	TAILQ_INSERT_TAIL(&job->windows, w, entry);
+}
+
+/* Returns the job's window with that id, or NULL. */
+struct window *
+schedule_window_find(struct job *job, uint32_t id)
+{
+	struct window	*w;
+
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		if (w->id == id)
+			return (w);
+	}
+	return (NULL);
+}
+
+/* Returns how many windows the job's pushed schedule holds. */
+int
+schedule_pending_count(const struct job *job)
+{
+	const struct window	*w;
+	int			 n = 0;
+
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		if (!w->finished)
+			n++;
+	}
+	return (n);
+}
+
+/*
+ * Returns a window of the pushed schedule (cancelled ones included: they stay
+ * in it until they finish) that shares a step with [start, stop], or NULL.
+ */
+struct window *
+schedule_overlap(const struct job *job, int64_t start, int64_t stop)
+{
+	struct window	*w;
+
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		if (w->finished)
+			continue;
+		if (w->start_step <= stop && start <= w->stop_step)
+			return (w);
+	}
+	return (NULL);
+}
+
+static int
+schedule_rank_has_event(const struct rank *r, uint32_t window_id, int kind)
+{
+	size_t	 i;
+
+	for (i = 0; i < r->nevents; i++)
+		if (r->events[i].window_id == window_id &&
+		    r->events[i].kind == kind)
+			return (1);
+	return (0);
+}
+
+/* Returns the state of a window as status shows it. */
+const char *
+schedule_window_state(const struct job *job, const struct window *w)
+{
+	const struct rank	*r;
+
+	if (w->state == WINDOW_STATE_CANCELLED)
+		return ("cancelled");
+	if (w->finished)
+		return ("done");
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (schedule_rank_has_event(r, w->id,
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED))
+			return ("running");
+	}
+	return ("scheduled");
+}
+
+/* Takes the next generation number and stores the counter (inside a tx). */
+uint64_t
+schedule_next_generation(struct coord *c)
+{
+	c->generation++;
+	if (store_put_generation(c->store, c->generation) == -1)
+		return (0);
+	return (c->generation);
+}
+
+/* Returns the job's schedule as a JobConfig message; free it with
+ * schedule_free_config(). */
+Dynprof__V1__JobConfig *
+schedule_build_config(struct job *job)
+{
+	Dynprof__V1__JobConfig		*cfg;
+	Dynprof__V1__Window		*pw;
+	Dynprof__V1__ProfilerOptions	*po;
+	struct window			*w;
+	size_t				 n = 0;
+
+	if ((cfg = calloc(1, sizeof(*cfg))) == NULL)
+		return (NULL);
+	dynprof__v1__job_config__init(cfg);
+	cfg->job = job->name;
+	cfg->generation = job->generation;
+	cfg->windows = calloc(SEG_MAX_WINDOWS, sizeof(*cfg->windows));
+	if (cfg->windows == NULL) {
+		free(cfg);
+		return (NULL);
+	}
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		if (w->finished || n == SEG_MAX_WINDOWS)
+			continue;
+		pw = calloc(1, sizeof(*pw));
+		po = calloc(1, sizeof(*po));
+		if (pw == NULL || po == NULL) {
+			free(pw);
+			free(po);
+			break;
+		}
+		dynprof__v1__window__init(pw);
+		dynprof__v1__profiler_options__init(po);
+		pw->id = w->id;
+		pw->start_step = w->start_step;
+		pw->stop_step = w->stop_step;
+		pw->ranks = w->ranks;
+		pw->state = w->state == WINDOW_STATE_CANCELLED ?
+		    DYNPROF__V1__WINDOW_STATE__WINDOW_CANCELLED :
+		    DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
+		po->aicore_metrics = w->options.aicore_metrics;
+		po->profiler_level = w->options.profiler_level;
+		po->profile_framework = w->options.profile_framework;
+		po->analyse_mode = w->options.analyse_mode;
+		po->profile_communication = w->options.profile_communication;
+		po->parallel_strategy = w->options.parallel_strategy;
+		po->with_stack = w->options.with_stack;
+		po->data_simplification = w->options.data_simplification;
+		po->output_subdir = w->output_subdir;
+		po->framework_options_json = w->options.fwopts != NULL ?
+		    w->options.fwopts : (char *)"";
+		pw->options = po;
+		cfg->windows[n++] = pw;
+	}
+	cfg->n_windows = n;
+	return (cfg);
+}
+
+/* Frees a message from schedule_build_config(). */
+void
+schedule_free_config(Dynprof__V1__JobConfig *cfg)
+{
+	size_t	 i;
+
+	if (cfg == NULL)
+		return;
+	for (i = 0; i < cfg->n_windows; i++) {
+		free(cfg->windows[i]->options);
+		free(cfg->windows[i]);
+	}
+	free(cfg->windows);
+	free(cfg);
+}
+
+/* Appends an event to a rank's history. */
+void
+schedule_rank_add_event(struct rank *r, const struct rank_event *ev)
+{
+	struct rank_event	*n;
+
+	n = reallocarray(r->events, r->nevents + 1, sizeof(*n));
+	if (n == NULL)
+		return;
+	r->events = n;
+	r->events[r->nevents++] = *ev;
+}
+
+static void
+schedule_set_string(char **dst, const char *src)
+{
+	if (src == NULL || *src == '\0')
+		return;
+	free(*dst);
+	*dst = strdup(src);
+}
+
+/*
+ * Applies one rank event from node, inside the open batch.  Events keyed by
+ * (job, rank, window, kind) are applied once: a replay changes nothing.
+ * Returns -1 only if the store failed.
+ */
+int
+schedule_apply_event(struct coord *c, struct node *node,
+    const Dynprof__V1__RankEvent *ev)
+{
+	struct job		*job;
+	struct rank		*r;
+	struct rank_event	 re;
+	const char		*why, *detail = NULL;
+	int			 kind = ev->kind, rc;
+
+	if (!jobid_valid(ev->job, &why) || ev->rank < 0) {
+		log_warnx("%s: event from %s: %s", __func__, node->name,
+		    ev->rank < 0 ? "negative rank" : why);
+		return (0);
+	}
+	if (kind <= 0 || kind > DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
+		log_warnx("%s: event from %s: unknown kind %d", __func__,
+		    node->name, kind);
+		return (0);
+	}
+	if ((job = schedule_job_get(c, ev->job)) == NULL ||
+	    (r = schedule_rank_get(job, ev->rank)) == NULL)
+		return (0);
+	c->metrics.events[kind]++;
+	re.kind = kind;
+	re.window_id = ev->window_id;
+	re.step = ev->step;
+	re.time_ns = ev->time_unix_ns != 0 ? ev->time_unix_ns : coord_wall_ns();
+
+	switch (kind) {
+	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
+		/* A replayed attach of the same process does not undo later
+		 * states; a new process starts over. */
+		if (r->pid != ev->pid ||
+		    r->state == DYNPROF__V1__RANK_STATE__RANK_GONE) {
+			r->pid = ev->pid;
+			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+		}
+		break;
+	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
+		if (ev->pid == 0 || ev->pid == r->pid)
+			r->state = DYNPROF__V1__RANK_STATE__RANK_GONE;
+		break;
+	default:
+		if (schedule_rank_has_event(r, ev->window_id, kind)) {
+			c->metrics.events_dup++;
+			return (0);
+		}
+		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
+			detail = ev->output_dir;
+		else if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
+			detail = ev->error;
+		rc = store_put_event(c->store, job->name, r->rank, &re,
+		    node->name, detail);
+		if (rc == -1)
+			return (-1);
+		schedule_rank_add_event(r, &re);
+		if (rc == 0) {
+			c->metrics.events_dup++;
+			return (0);
+		}
+		/* An older window's late event does not move the state back. */
+		if (ev->window_id < r->window_id)
+			break;
+		r->window_id = ev->window_id;
+		switch (kind) {
+		case DYNPROF__V1__EVENT_KIND__EVENT_STARTED:
+			r->state = DYNPROF__V1__RANK_STATE__RANK_PROFILING;
+			schedule_set_string(&r->output_dir, ev->output_dir);
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_STOPPED:
+			if (!schedule_rank_has_event(r, ev->window_id,
+			    DYNPROF__V1__EVENT_KIND__EVENT_FAILED))
+				r->state = DYNPROF__V1__RANK_STATE__RANK_DONE;
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED:
+			r->state = DYNPROF__V1__RANK_STATE__RANK_SKIPPED;
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
+			r->state = DYNPROF__V1__RANK_STATE__RANK_FAILED;
+			schedule_set_string(&r->error, ev->error);
+			break;
+		}
+		break;
+	}
+	snprintf(r->node, sizeof(r->node), "%s", node->name);
+	if (ev->step > r->step)
+		r->step = ev->step;
+	r->last_event = kind;
+	r->last_event_ns = re.time_ns;
+	r->dirty = 0;
+	return (store_put_rank(c->store, job->name, r));
+}
+
+/* Takes a node's progress report for one job (kept in memory, stored lazily
+ * by schedule_flush_ranks()). */
+void
+schedule_apply_progress(struct coord *c, struct node *node,
+    const Dynprof__V1__Progress *p)
+{
+	struct job		*job;
+	struct rank		*r;
+	struct node_job		*nj;
+	Dynprof__V1__RankProgress *rp;
+	size_t			 i;
+
+	if (!jobid_valid(p->job, NULL) ||
+	    (job = schedule_job_get(c, p->job)) == NULL ||
+	    (nj = schedule_node_job(node, job->name, 1)) == NULL)
+		return;
+	nj->ranks_alive = p->ranks_alive;
+	nj->min_step = p->min_step;
+	nj->max_step = p->max_step;
+	if (p->ranks_alive > 0 && p->max_step > job->max_step)
+		job->max_step = p->max_step;
+	for (i = 0; i < p->n_ranks; i++) {
+		rp = p->ranks[i];
+		if (rp->rank < 0 || (r = schedule_rank_get(job, rp->rank)) ==
+		    NULL)
+			continue;
+		snprintf(r->node, sizeof(r->node), "%s", node->name);
+		r->step = rp->step;
+		if (rp->pid != 0)
+			r->pid = rp->pid;
+		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
+		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
+			r->state = rp->state;
+		if (rp->step > job->max_step)
+			job->max_step = rp->step;
+		r->dirty = 1;
+		job->ranks_dirty = 1;
+	}
+}
+
+/*
+ * Returns the highest step any live rank of the job reported, from the
+ * nodes serving it, or -1 when none did.
+ */
+int64_t
+schedule_job_max_step(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	int64_t			 max = -1;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
+		    NULL || nj->ranks_alive == 0)
+			continue;
+		if (nj->max_step > max)
+			max = nj->max_step;
+	}
+	return (max);
+}
+
+/* Returns the lowest step of the job's live ranks, or -1 when unknown. */
+int64_t
+schedule_job_min_step(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	int64_t			 min = -1;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
+		    NULL || nj->ranks_alive == 0 || nj->min_step < 0)
+			continue;
+		if (min == -1 || nj->min_step < min)
+			min = nj->min_step;
+	}
+	return (min);
+}
+
+/* Returns how many ranks of the job the serving nodes report alive. */
+uint32_t
+schedule_job_ranks_alive(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	uint32_t		 n = 0;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node != NULL &&
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) !=
+		    NULL)
+			n += nj->ranks_alive;
+	}
+	return (n);
+}
+
+/* Returns 1 if every known rank the window targets has ended it. */
+static int
+schedule_window_ended_everywhere(const struct job *job,
+    const struct window *w)
+{
+	const struct rank	*r;
+	int			 targeted = 0;
+
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (!ranks_contains(&w->rankset, r->rank))
+			continue;
+		targeted++;
+		if (!schedule_rank_has_event(r, w->id,
+		    DYNPROF__V1__EVENT_KIND__EVENT_STOPPED) &&
+		    !schedule_rank_has_event(r, w->id,
+		    DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED) &&
+		    !schedule_rank_has_event(r, w->id,
+		    DYNPROF__V1__EVENT_KIND__EVENT_FAILED))
+			return (0);
+	}
+	return (targeted > 0);
+}
+
+/*
+ * Takes windows that ended on every rank, or whose stop step is behind the
+ * lowest step reported, out of the pushed schedule (they stay in status),
+ * and pushes the smaller schedule.
+ */
+void
+schedule_finish_windows(struct coord *c)
+{
+	struct job	*job;
+	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
+	int64_t		 min;
+	size_t		 n, i;
+	uint64_t	 gen;
+
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		min = schedule_job_min_step(c, job);
+		n = 0;
+		TAILQ_FOREACH(w, &job->windows, entry) {
+			if (w->finished || n == sizeof(done) / sizeof(done[0]))
+				continue;
+			if ((min >= 0 && min > w->stop_step) ||
+			    schedule_window_ended_everywhere(job, w))
+				done[n++] = w;
+		}
+		if (n == 0)
+			continue;
+		agents_commit_batch(c);
+		if (store_begin(c->store) == -1)
+			return;
+		for (i = 0; i < n; i++) {
+			done[i]->finished = 1;
+			if (store_put_window(c->store, job->name, done[i]) ==
+			    -1)
+				goto fail;
+			log_debug("%s: job %s window %u finished", __func__,
+			    job->name, done[i]->id);
+		}
+		gen = schedule_next_generation(c);
+		if (gen == 0)
+			goto fail;
+		job->generation = gen;
+		if (store_put_job(c->store, job) == -1 ||
+		    store_commit(c->store) == -1)
+			goto fail;
+		agents_push(c, job);
+	}
+	return;
+fail:
+	/* Retried at the next tick. */
+	log_warnx("%s: cannot store finished windows of %s", __func__,
+	    job->name);
+	store_rollback(c->store);
+	for (i = 0; i < n; i++)
+		done[i]->finished = 0;
+}
+
+/* Stores ranks whose step or state changed through progress reports. */
+void
+schedule_flush_ranks(struct coord *c)
+{
+	struct job	*job;
+	struct rank	*r;
+	int		 any = 0;
+
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if (job->ranks_dirty)
+			any = 1;
+	if (!any || store_begin(c->store) == -1)
+		return;
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (!job->ranks_dirty)
+			continue;
+		TAILQ_FOREACH(r, &job->ranks, entry) {
+			if (r->dirty &&
+			    store_put_rank(c->store, job->name, r) == -1) {
+				store_rollback(c->store);
+				return;
+			}
+		}
+	}
+	if (store_commit(c->store) == -1)
+		return;
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (!job->ranks_dirty)
+			continue;
+		job->ranks_dirty = 0;
+		TAILQ_FOREACH(r, &job->ranks, entry)
+			r->dirty = 0;
+	}
+}
+
+/* Frees the whole model. */
+void
+schedule_free_all(struct coord *c)
+{
+	struct job	*job;
+	struct window	*w;
+	struct rank	*r;
+	struct node	*n;
+	struct node_job	*nj;
+
+	while ((job = TAILQ_FIRST(&c->jobs)) != NULL) {
+		TAILQ_REMOVE(&c->jobs, job, entry);
+		while ((w = TAILQ_FIRST(&job->windows)) != NULL) {
+			TAILQ_REMOVE(&job->windows, w, entry);
+			window_free(w);
+		}
+		while ((r = TAILQ_FIRST(&job->ranks)) != NULL) {
+			TAILQ_REMOVE(&job->ranks, r, entry);
+			free(r->output_dir);
+			free(r->error);
+			free(r->events);
+			free(r);
+		}
+		options_clear(&job->defaults);
+		free(job->config_json);
+		free(job);
+	}
+	while ((n = TAILQ_FIRST(&c->nodes)) != NULL) {
+		TAILQ_REMOVE(&c->nodes, n, entry);
+		while ((nj = TAILQ_FIRST(&n->jobs)) != NULL) {
+			TAILQ_REMOVE(&n->jobs, nj, entry);
+			free(nj);
+		}
+		free(n);
+	}
+}
+
+/* Returns the name of a RankState as status shows it. */
+const char *
+schedule_rank_state_name(int state)
+{
+	switch (state) {
+	case DYNPROF__V1__RANK_STATE__RANK_ATTACHED:
+		return ("attached");
+	case DYNPROF__V1__RANK_STATE__RANK_ARMED:
+		return ("armed");
+	case DYNPROF__V1__RANK_STATE__RANK_PROFILING:
+		return ("profiling");
+	case DYNPROF__V1__RANK_STATE__RANK_DONE:
+		return ("done");
+	case DYNPROF__V1__RANK_STATE__RANK_SKIPPED:
+		return ("skipped");
+	case DYNPROF__V1__RANK_STATE__RANK_FAILED:
+		return ("failed");
+	case DYNPROF__V1__RANK_STATE__RANK_GONE:
+		return ("gone");
+	}
+	return ("unknown");
+}
+
+/* Returns the name of an EventKind. */
+const char *
+schedule_event_kind_name(int kind)
+{
+	switch (kind) {
+	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
+		return ("attached");
+	case DYNPROF__V1__EVENT_KIND__EVENT_STARTED:
+		return ("started");
+	case DYNPROF__V1__EVENT_KIND__EVENT_STOPPED:
+		return ("stopped");
+	case DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED:
+		return ("skipped");
+	case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
+		return ("failed");
+	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
+		return ("detached");
+	}
+	return ("unknown");
+}
