@@ -179,7 +179,7 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 		return (agent_copy(o->config_file, sizeof(o->config_file), arg,
 		    name));
 	case OPT_JOB:
-		if (jobid_valid(arg, &why) == -1) {
+		if (!jobid_valid(arg, &why)) {
 			log_warnx("%s: \"%s\": %s", name, arg, why);
 			return (-1);
 		}
@@ -229,7 +229,7 @@ agent_default_options(struct agent_options *o)
 	strcpy(o->job, "default");
 	if (((e = getenv("DYNPROF_JOB")) != NULL && *e != '\0') ||
 	    ((e = getenv("SLURM_JOB_ID")) != NULL && *e != '\0'))
-		if (jobid_valid(e, NULL) == 0 && strlen(e) < sizeof(o->job))
+		if (jobid_valid(e, NULL) && strlen(e) < sizeof(o->job))
 			strcpy(o->job, e);
 	o->log_level = LOG_LEVEL_INFO;
 }

@@ -45,7 +45,7 @@ apply_options(const Dynprof__V1__ProfilerOptions *po, struct seg_options *o,
 	o->with_stack = po->with_stack != 0;
 	o->data_simplification = po->data_simplification != 0;
 	if (po->output_subdir != NULL && po->output_subdir[0] != '\0') {
-		if (subdir_valid(po->output_subdir, why) == -1)
+		if (!subdir_valid(po->output_subdir, why))
 			return (-1);
 		if (strlen(po->output_subdir) >= sizeof(o->output_subdir)) {
 			*why = "output_subdir too long";
@@ -80,7 +80,7 @@ apply_jobconfig(const Dynprof__V1__JobConfig *jc, struct seg_config *out,
 	struct rank_set			 rs;
 	size_t				 i, j;
 
-	if (jc->job == NULL || jobid_valid(jc->job, why) == -1) {
+	if (jc->job == NULL || !jobid_valid(jc->job, why)) {
 		if (jc->job == NULL)
 			*why = "no job id";
 		return (-1);

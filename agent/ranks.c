@@ -76,7 +76,7 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 		    __func__, (long)pid, len);
 		return;
 	}
-	if (jobid_valid(ev->job, &why) == -1) {
+	if (!jobid_valid(ev->job, &why)) {
 		a->stats.bad_datagrams++;
 		log_warnx("%s: datagram from pid %ld: job: %s", __func__,
 		    (long)pid, why);

@@ -42,7 +42,7 @@ segments_get(struct agent *a, const char *job, int create)
 
 	if ((j = segments_find(a, job)) != NULL)
 		return (j);
-	if (jobid_valid(job, NULL) == -1)
+	if (!jobid_valid(job, NULL))
 		return (NULL);
 	if ((j = calloc(1, sizeof(*j))) == NULL) {
 		log_warn("%s", __func__);
@@ -107,7 +107,7 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 	if (apply_jobconfig(jc, a->scratch, &why) == -1) {
 		a->stats.bad_configs++;
 		log_warnx("%s: config for job %.64s generation %llu refused: %s",
-		    __func__, jc->job != NULL && jobid_valid(jc->job, NULL) == 0 ?
+		    __func__, jc->job != NULL && jobid_valid(jc->job, NULL) ?
 		    jc->job : "(invalid)", (unsigned long long)jc->generation,
 		    why);
 		return (-1);
@@ -265,7 +265,7 @@ segments_adopt_all(struct agent *a)
 		if (strncmp(de->d_name, SEG_PREFIX, plen) != 0)
 			continue;
 		job = de->d_name + plen;
-		if (jobid_valid(job, NULL) == -1)
+		if (!jobid_valid(job, NULL))
 			continue;
 		segments_adopt(a, job);
 	}

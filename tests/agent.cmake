@@ -1,1 +1,9 @@
-# tests of agent
+# Tests of dynprof-agent: the real binary, a fake coordinator (fakecoord.c) and
+# real rank processes (rankproc.c, linked with libdynprof).
+add_library(dpagenttest STATIC fakecoord.c)
+target_include_directories(dpagenttest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(dpagenttest PUBLIC dpcommon dpproto_c)
+
+dynprof_test(test_agent_link SOURCES test_agent_link.c LIBS dpagenttest
+  TIMEOUT 120)
+add_dependencies(test_agent_link dynprof-agent)

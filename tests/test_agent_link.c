@@ -1,0 +1,630 @@
+/*
+ * The agent against a fake coordinator: the real dynprof-agent binary, a real
+ * TCP stream on 127.0.0.1, real segments in a private directory.  Rank events
+ * are sent by the test process itself, holding a real slot.
+ */
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakecoord.h"
+#include "segment.h"
+
+#define T_WAIT	5000	/* ms: every wait is bounded */
+
+struct t {
+	struct agentproc	 ap;
+	struct fakecoord	 fc;
+	char			 coord[64];
+};
+
+static int
+setup(void **state)
+{
+	struct t	*t = calloc(1, sizeof(*t));
+
+	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
+		return (-1);
+	snprintf(t->coord, sizeof(t->coord), "127.0.0.1:%d", t->fc.port);
+	*state = t;
+	return (0);
+}
+
+static int
+teardown(void **state)
+{
+	struct t	*t = *state;
+
+	ap_cleanup(&t->ap);
+	fc_close(&t->fc);
+	free(t);
+	return (0);
+}
+
+/* Starts the agent, accepts its stream, checks the hello, welcomes it. */
+static Dynprof__V1__AgentMessage *
+start_connected(struct t *t, const char *queue_max, int welcome)
+{
+	const char *extra[] = { "--coordinator", t->coord, "--node", "n1",
+	    "--sample-interval", "50", "--grace", "1", "--queue-max",
+	    queue_max, NULL };
+	Dynprof__V1__AgentMessage *m;
+
+	assert_int_equal(ap_start(&t->ap, extra), 0);
+	assert_int_equal(fc_accept(&t->fc, T_WAIT), 0);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, T_WAIT);
+	assert_non_null(m);
+	assert_int_equal(m->hello->protocol_version, 1);
+	assert_string_equal(m->hello->node, "n1");
+	if (welcome)
+		assert_int_equal(fc_welcome(&t->fc, 60000, 0, 0), 0);
+	return (m);
+}
+
+/* Reconnects after the agent dropped the stream; returns the new hello. */
+static Dynprof__V1__AgentMessage *
+reaccept(struct t *t, int welcome)
+{
+	Dynprof__V1__AgentMessage *m;
+
+	assert_int_equal(fc_accept(&t->fc, T_WAIT), 0);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, T_WAIT);
+	assert_non_null(m);
+	if (welcome)
+		assert_int_equal(fc_welcome(&t->fc, 60000, 0, 0), 0);
+	return (m);
+}
+
+static void
+expect_applied(struct t *t, const char *job, uint64_t gen)
+{
+	Dynprof__V1__AgentMessage *m;
+
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
+	assert_non_null(m);
+	assert_string_equal(m->applied->job, job);
+	assert_int_equal(m->applied->generation, gen);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+}
+
+static uint64_t
+segment_generation(struct t *t, const char *job)
+{
+	struct segment	 seg;
+	uint64_t	 g;
+
+	if (segment_open(&seg, t->ap.shm, job, 0, 0600) != SEG_OK)
+		return (UINT64_MAX);
+	g = atomic_load(&seg.hdr->generation);
+	segment_close(&seg);
+	return (g);
+}
+
+static void
+test_push_reaches_segment(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	struct seg_config	*cfg = malloc(sizeof(*cfg));
+	Dynprof__V1__AgentMessage *m;
+
+	m = start_connected(t, "100", 1);
+	assert_int_equal(m->hello->n_applied, 0);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+
+	assert_int_equal(fc_push(&t->fc, "j1", 3, 1, 10, 20), 0);
+	expect_applied(t, "j1", 3);
+	assert_int_equal(segment_open(&seg, t->ap.shm, "j1", 0, 0600), SEG_OK);
+	assert_int_equal(atomic_load(&seg.hdr->generation), 3);
+	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	assert_int_equal(cfg->nwindows, 1);
+	assert_int_equal(cfg->windows[0].id, 1);
+	assert_int_equal(cfg->windows[0].start_step, 10);
+	assert_int_equal(cfg->windows[0].stop_step, 20);
+	assert_int_equal(atomic_load(&seg.hdr->agent_pid), t->ap.pid);
+
+	/* An older generation changes nothing and is answered with ours. */
+	assert_int_equal(fc_push(&t->fc, "j1", 2, 9, 1, 2), 0);
+	expect_applied(t, "j1", 3);
+	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	assert_int_equal(cfg->windows[0].id, 1);
+
+	/* A newer one replaces it. */
+	assert_int_equal(fc_push(&t->fc, "j1", 4, 0, 0, 0), 0);
+	expect_applied(t, "j1", 4);
+	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	assert_int_equal(cfg->nwindows, 0);
+	assert_int_equal(cfg->generation, 4);
+	segment_close(&seg);
+	free(cfg);
+
+	/* SIGTERM: clean exit, the segment stays for the ranks. */
+	m = NULL;
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(segment_generation(t, "j1"), 4);
+}
+
+static void
+test_bad_coordinator_input(void **state)
+{
+	static const uint8_t garbage[] = { 0, 0, 0, 0, 5, 0xff, 0xff, 0xff,
+	    0xff, 0xff };
+	static const uint8_t badflag[] = { 1, 0, 0, 0, 1, 0x08 };
+	static const uint8_t huge[] = { 0, 0, 0x50, 0, 0 };	/* 5 MiB */
+	static const uint8_t unknown[] = { 0, 0, 0, 0, 2, 0x78, 0x01 };
+	struct t	*t = *state;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__CoordinatorMessage cm =
+	    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
+	Dynprof__V1__Heartbeat hb = DYNPROF__V1__HEARTBEAT__INIT;
+	Dynprof__V1__Error err = DYNPROF__V1__ERROR__INIT;
+	struct stat	 st;
+	char		 path[512];
+
+	/* A first message that is not Welcome: the agent hangs up, retries. */
+	m = start_connected(t, "100", 0);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	cm.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT;
+	cm.heartbeat = &hb;
+	assert_int_equal(fc_send(&t->fc, &cm), 0);
+	assert_true(fc_closed(&t->fc, T_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "is not welcome", 1, T_WAIT), 0);
+
+	/* Garbage bytes in a frame. */
+	m = reaccept(t, 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_int_equal(fc_send_raw(&t->fc, garbage, sizeof(garbage)), 0);
+	assert_true(fc_closed(&t->fc, T_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "undecodable message", 1, T_WAIT),
+	    0);
+
+	/* Not a frame at all. */
+	m = reaccept(t, 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_int_equal(fc_send_raw(&t->fc, badflag, sizeof(badflag)), 0);
+	assert_true(fc_closed(&t->fc, T_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "frame flag", 1, T_WAIT), 0);
+
+	/* A frame over the limit: closed on the header alone. */
+	m = reaccept(t, 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_int_equal(fc_send_raw(&t->fc, huge, sizeof(huge)), 0);
+	assert_true(fc_closed(&t->fc, T_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "over the 4 MiB limit", 1, T_WAIT),
+	    0);
+
+	/* An Error: the agent logs the reason and comes back later. */
+	m = reaccept(t, 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	err.code = DYNPROF__V1__ERROR_CODE__ERROR_SHUTTING_DOWN;
+	err.reason = (char *)"going down for a test";
+	cm.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR;
+	cm.error = &err;
+	assert_int_equal(fc_send(&t->fc, &cm), 0);
+	assert_true(fc_closed(&t->fc, T_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "going down for a test", 1, T_WAIT),
+	    0);
+
+	/* An unknown message type is ignored; the stream stays. */
+	m = reaccept(t, 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_int_equal(fc_send_raw(&t->fc, unknown, sizeof(unknown)), 0);
+	assert_int_equal(ap_log_wait(&t->ap, "unknown message type", 1, T_WAIT),
+	    0);
+
+	/* A config for an invalid job id: refused, no file made. */
+	assert_int_equal(fc_push(&t->fc, "../etc", 5, 1, 1, 2), 0);
+	assert_int_equal(fc_push(&t->fc, ".hidden", 5, 1, 1, 2), 0);
+	assert_int_equal(ap_log_wait(&t->ap, "refused", 2, T_WAIT), 0);
+	/* A config with overlapping windows is refused too. */
+	{
+		Dynprof__V1__CoordinatorMessage	 c =
+		    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
+		Dynprof__V1__JobConfig	 jc = DYNPROF__V1__JOB_CONFIG__INIT;
+		Dynprof__V1__Window	 w1 = DYNPROF__V1__WINDOW__INIT;
+		Dynprof__V1__Window	 w2 = DYNPROF__V1__WINDOW__INIT;
+		Dynprof__V1__Window	*ws[] = { &w1, &w2 };
+
+		w1.id = 1; w1.start_step = 10; w1.stop_step = 20;
+		w1.state = DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
+		w2.id = 2; w2.start_step = 15; w2.stop_step = 30;
+		w2.state = DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
+		jc.job = (char *)"jbad";
+		jc.generation = 1;
+		jc.n_windows = 2;
+		jc.windows = ws;
+		c.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG;
+		c.config = &jc;
+		assert_int_equal(fc_send(&t->fc, &c), 0);
+		assert_int_equal(ap_log_wait(&t->ap, "scheduled windows overlap",
+		    1, T_WAIT), 0);
+	}
+	/* The same stream still works. */
+	assert_int_equal(fc_push(&t->fc, "ok", 1, 1, 5, 6), 0);
+	expect_applied(t, "ok", 1);
+	snprintf(path, sizeof(path), "%s/dynprof.jbad", t->ap.shm);
+	assert_int_equal(stat(path, &st), -1);
+	assert_int_equal(segment_generation(t, "ok"), 1);
+	assert_int_equal(kill(t->ap.pid, 0), 0);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_log_count(&t->ap, "bad_configs=3"), 1);
+}
+
+/* Claims a slot for this process in job's segment (created if needed). */
+static int
+claim_slot(struct t *t, struct segment *seg, const char *job, int rank)
+{
+	assert_int_equal(segment_open(seg, t->ap.shm, job, SEG_CREATE, 0600),
+	    SEG_OK);
+	return (segment_slot_claim(seg, getpid(), rank));
+}
+
+static void
+make_event(Dynprof__V1__RankEvent *ev, const char *job, int rank, int slot,
+    int kind, uint32_t rank_seq)
+{
+	dynprof__v1__rank_event__init(ev);
+	ev->kind = kind;
+	ev->job = (char *)job;
+	ev->rank = rank;
+	ev->pid = getpid();
+	ev->slot = (uint32_t)slot;
+	ev->window_id = 1;
+	ev->start_step = 10;
+	ev->stop_step = 12;
+	ev->step = 10;
+	ev->rank_seq = rank_seq;
+}
+
+static Dynprof__V1__AgentEvent *
+expect_event(struct t *t, Dynprof__V1__AgentMessage **mp)
+{
+	*mp = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT, T_WAIT);
+	assert_non_null(*mp);
+	return ((*mp)->event);
+}
+
+static void
+test_reconnect_replays_in_order(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	Dynprof__V1__RankEvent	 ev;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	uint64_t		 boot;
+	uint32_t		 k;
+	int			 slot;
+
+	m = start_connected(t, "3", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	slot = claim_slot(t, &seg, "j2", 3);
+	assert_true(slot >= 0);
+
+	make_event(&ev, "j2", 3, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
+	    1);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE,
+	    T_WAIT);
+	assert_non_null(m);
+	assert_string_equal(m->subscribe->job, "j2");
+	assert_int_equal(m->subscribe->applied_generation, 0);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	ae = expect_event(t, &m);
+	assert_int_equal(ae->seq, 1);
+	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED);
+	assert_int_equal(ae->event->pid, getpid());
+	boot = ae->agent_boot_id;
+	assert_true(boot != 0);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+
+	assert_int_equal(fc_push(&t->fc, "j2", 5, 1, 10, 12), 0);
+	expect_applied(t, "j2", 5);
+	{
+		Dynprof__V1__CoordinatorMessage	 c =
+		    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
+		Dynprof__V1__EventAck	 ack = DYNPROF__V1__EVENT_ACK__INIT;
+
+		ack.seq = 1;
+		c.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
+		c.ack = &ack;
+		assert_int_equal(fc_send(&t->fc, &c), 0);
+	}
+
+	/* The coordinator goes away; four events happen meanwhile. */
+	fc_drop(&t->fc);
+	assert_int_equal(ap_log_wait(&t->ap, "lost coordinator", 1, T_WAIT), 0);
+	for (k = 2; k <= 5; k++) {
+		make_event(&ev, "j2", 3, slot,
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, k);
+		assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	}
+	assert_int_equal(ap_log_wait(&t->ap, "started window 1", 4, T_WAIT), 0);
+
+	/* It comes back: hello carries the applied generation, the queue
+	 * (bounded at 3: the oldest of the four dropped) replays in order. */
+	m = reaccept(t, 0);
+	assert_int_equal(m->hello->n_applied, 1);
+	assert_string_equal(m->hello->applied[0]->job, "j2");
+	assert_int_equal(m->hello->applied[0]->generation, 5);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_int_equal(fc_welcome(&t->fc, 60000, 1, boot), 0);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE,
+	    T_WAIT);
+	assert_non_null(m);
+	assert_int_equal(m->subscribe->applied_generation, 5);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	for (k = 3; k <= 5; k++) {
+		ae = expect_event(t, &m);
+		assert_int_equal(ae->seq, k);
+		assert_int_equal(ae->event->rank_seq, k);
+		assert_int_equal(ae->agent_boot_id, boot);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	assert_int_equal(ap_log_wait(&t->ap, "oldest events dropped", 1, T_WAIT),
+	    0);
+
+	/* The slot's process is gone (we free it): detached, unsubscribe. */
+	segment_slot_release(&seg, slot, getpid());
+	segment_close(&seg);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE,
+	    T_WAIT);
+	assert_non_null(m);
+	assert_string_equal(m->unsubscribe->job, "j2");
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+}
+
+static void
+test_bad_datagrams(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg, other;
+	Dynprof__V1__RankEvent	 ev;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	static uint8_t		 big[20000];
+	static const uint8_t	 junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+	int			 slot;
+
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	slot = claim_slot(t, &seg, "j3", 0);
+	assert_int_equal(slot, 0);
+	assert_int_equal(segment_open(&other, t->ap.shm, "j3b", SEG_CREATE,
+	    0600), SEG_OK);
+
+	assert_int_equal(ap_send_dgram(&t->ap, junk, sizeof(junk)), 0);
+	assert_int_equal(ap_send_dgram(&t->ap, big, sizeof(big)), 0);
+	/* A slot this process does not hold. */
+	make_event(&ev, "j3", 0, 1, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	/* A job with a segment where this process holds nothing. */
+	make_event(&ev, "j3b", 0, 0, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	/* Another pid than the kernel says. */
+	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
+	ev.pid = 1;
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	/* A job with no segment, an invalid job id, a slot out of range. */
+	make_event(&ev, "nosuchjob", 0, 0, DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
+	    1);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	make_event(&ev, "../x", 0, 0, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	make_event(&ev, "j3", 0, 100000, DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
+	    1);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+
+	/* Then a good one: the first event the coordinator sees, seq 1. */
+	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
+	    7);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	ae = expect_event(t, &m);
+	assert_int_equal(ae->seq, 1);
+	assert_int_equal(ae->event->rank_seq, 7);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+
+	assert_int_equal(ap_log_count(&t->ap, "undecodable datagram"), 1);
+	assert_int_equal(ap_log_count(&t->ap, "oversized datagram"), 1);
+	assert_int_equal(ap_log_count(&t->ap, "does not hold slot"), 3);
+	assert_int_equal(ap_log_count(&t->ap, "claims pid 1"), 1);
+	assert_int_equal(ap_log_count(&t->ap, "has no segment here"), 1);
+	assert_int_equal(ap_log_count(&t->ap, "job: job id"), 1);
+	assert_int_equal(kill(t->ap.pid, 0), 0);
+	segment_close(&other);
+	segment_slot_release(&seg, slot, getpid());
+	segment_close(&seg);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_log_count(&t->ap, "bad_datagrams=3 "), 1);
+	assert_int_equal(ap_log_count(&t->ap, "foreign_datagrams=5 "), 1);
+}
+
+/* Puts the slot in state DONE for window 7 [5, 9], as a rank would leave it. */
+static void
+fake_done(struct segment *seg, int slot)
+{
+	struct seg_slot	*s = &seg->slots[slot];
+
+	segment_slot_update_begin(s);
+	s->state = SEG_RANK_DONE;
+	s->window_id = 7;
+	s->start_step = 5;
+	s->stop_step = 9;
+	s->event_step = 9;
+	s->reason = 1;
+	s->last_event = 3;
+	s->rank_seq = 3;
+	snprintf(s->output_dir, sizeof(s->output_dir), "/out/rank2_start5_stop9");
+	segment_slot_update_end(s);
+	atomic_store(&s->step, 12);
+}
+
+static void
+expect_replayed_done(struct t *t)
+{
+	static const int kinds[] = { DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
+	    DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
+	    DYNPROF__V1__EVENT_KIND__EVENT_STOPPED };
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	size_t			 i;
+
+	for (i = 0; i < 3; i++) {
+		ae = expect_event(t, &m);
+		assert_int_equal(ae->seq, i + 1);
+		assert_int_equal(ae->event->kind, kinds[i]);
+		assert_int_equal(ae->event->rank, 2);
+		assert_int_equal(ae->event->pid, getpid());
+		if (i > 0) {
+			assert_int_equal(ae->event->window_id, 7);
+			assert_int_equal(ae->event->start_step, 5);
+			assert_int_equal(ae->event->stop_step, 9);
+			assert_string_equal(ae->event->output_dir,
+			    "/out/rank2_start5_stop9");
+		}
+		if (i == 1)
+			assert_int_equal(ae->event->step, 5);
+		if (i == 2) {
+			assert_int_equal(ae->event->step, 9);
+			assert_int_equal(ae->event->reason, 1);
+		}
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS, T_WAIT);
+	assert_non_null(m);
+	assert_string_equal(m->progress->job, "j4");
+	assert_int_equal(m->progress->ranks_alive, 1);
+	assert_int_equal(m->progress->min_step, 12);
+	assert_int_equal(m->progress->max_step, 12);
+	assert_int_equal(m->progress->n_ranks, 1);
+	assert_int_equal(m->progress->ranks[0]->state,
+	    DYNPROF__V1__RANK_STATE__RANK_DONE);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+}
+
+static void
+test_restart_readopts(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	Dynprof__V1__AgentMessage *m;
+	int			 slot;
+
+	slot = claim_slot(t, &seg, "j4", 2);
+	assert_true(slot >= 0);
+	fake_done(&seg, slot);
+
+	m = start_connected(t, "100", 1);
+	assert_int_equal(m->hello->n_applied, 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	expect_replayed_done(t);
+	assert_int_equal(fc_push(&t->fc, "j4", 2, 1, 100, 200), 0);
+	expect_applied(t, "j4", 2);
+
+	/* SIGKILL, restart: the final state is reported again. */
+	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
+	fc_drop(&t->fc);
+	m = start_connected(t, "100", 1);
+	assert_int_equal(m->hello->n_applied, 1);
+	assert_string_equal(m->hello->applied[0]->job, "j4");
+	assert_int_equal(m->hello->applied[0]->generation, 2);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	expect_replayed_done(t);
+	assert_int_equal(ap_log_count(&t->ap, "adopted job j4"), 2);
+	segment_slot_release(&seg, slot, getpid());
+	segment_close(&seg);
+}
+
+/* A rank process that dies: reported detached, its slot freed, and once the
+ * grace period is over (and nobody maps it) its segment removed. */
+static void
+test_dead_rank_reclaimed(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	Dynprof__V1__RankEvent	 ev;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	struct stat		 st;
+	char			 path[512];
+	int			 slot, status, i;
+	pid_t			 pid;
+
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(10);
+		slot = claim_slot(t, &seg, "j5", 4);
+		make_event(&ev, "j5", 4, slot,
+		    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, 1);
+		ap_send_event(&t->ap, &ev);
+		pause();
+		_exit(0);
+	}
+	ae = expect_event(t, &m);
+	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED);
+	assert_int_equal(ae->event->pid, pid);
+	slot = (int)ae->event->slot;
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+
+	ae = expect_event(t, &m);
+	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
+	assert_int_equal(ae->event->pid, pid);
+	assert_int_equal(ae->event->rank, 4);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE,
+	    T_WAIT);
+	assert_non_null(m);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+
+	/* While this process maps it, it stays (grace is 1 s). */
+	assert_int_equal(segment_open(&seg, t->ap.shm, "j5", 0, 0600), SEG_OK);
+	assert_int_equal(atomic_load(&seg.slots[slot].pid), 0);
+	snprintf(path, sizeof(path), "%s/dynprof.j5", t->ap.shm);
+	assert_int_equal(ap_log_wait(&t->ap, "segment of job j5 still mapped", 1,
+	    T_WAIT), 0);
+	assert_int_equal(stat(path, &st), 0);
+	segment_close(&seg);
+	for (i = 0; i < 500 && stat(path, &st) == 0; i++)
+		usleep(10000);
+	assert_int_equal(stat(path, &st), -1);
+	assert_int_equal(ap_log_count(&t->ap, "removing the segment of job j5"),
+	    1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_push_reaches_segment,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_coordinator_input,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reconnect_replays_in_order,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_datagrams, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_restart_readopts, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_dead_rank_reclaimed, setup,
+		    teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return (cmocka_run_group_tests_name("agent_link", tests, NULL, NULL));
+}
