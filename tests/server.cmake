@@ -5,3 +5,10 @@ dynprof_test(test_ctl SOURCES test_ctl.c LIBS dpctl TIMEOUT 30)
 dynprof_test(test_ctl_local SOURCES test_ctl_local.c
   LIBS dpcommon PkgConfig::JANSSON TIMEOUT 60)
 add_dependencies(test_ctl_local dynprofctl)
+# dynprofctl against the real coordinator, agent and simulated ranks.
+if(TARGET dynprof-coordinator)
+  add_test(NAME test_ctl_coord
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl_coord.sh)
+  set_tests_properties(test_ctl_coord PROPERTIES TIMEOUT 120
+    ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
+endif()

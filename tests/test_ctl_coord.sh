@@ -113,7 +113,10 @@ run --json config get J
 expect_rc 0; json 'd["stop_step"] == 12 and d["activities"] == ["CPU", "NPU"]'
 echo '{"start_step": 10, "stop_step": 12}' >"$T/same.json"
 run config set J "$T/same.json"
-expect_rc 0; expect_out 'no new window'
+expect_rc 0; expect_out_re ': window 1: steps 10-12 on all ranks$'
+echo '{"start_step": -1, "stop_step": -1, "with_stack": true}' >"$T/none.json"
+run config set J "$T/none.json"
+expect_rc 0; expect_out_re '^job J generation [0-9]+: config stored, no new window$'
 echo '{"start_step": 10,' >"$T/broken.json"
 run config set J "$T/broken.json"
 expect_rc 1; expect_err "broken.json: not JSON"
@@ -225,13 +228,13 @@ expect_rc 1; expect_err "cannot read token file"
 # --- real ranks: an agent and two simulated ranks of job S.
 mkdir -p "$T/shm" "$T/traces"
 "$AGENT" --coordinator "127.0.0.1:$AGENT_PORT" --node n1 \
-    --socket "$T/agent.sock" --shm-dir "$T/shm" \
+    --socket "$T/agent.sock" --shm-dir "$T/shm" --sample-interval 100 \
     --ready-file "$T/agent.ready" >"$T/agent.log" 2>&1 &
 PIDS+=($!)
 wait_file "$T/agent.ready" $!
 for r in 0 1; do
 	"$SIM" --job S --rank $r --shm-dir "$T/shm" --socket "$T/agent.sock" \
-	    --output-root "$T/traces" --steps-per-sec 40 -q \
+	    --output-root "$T/traces" --steps-per-sec 10 -q \
 	    >"$T/sim$r.log" 2>&1 &
 	PIDS+=($!)
 done
@@ -248,7 +251,7 @@ for i in $(seq 1 100); do
 done
 [ $ok -eq 1 ] || fail "ranks of S never reported steps"
 
-run trace S --in 10 --steps 3 --wait --timeout 30
+run trace S --in 20 --steps 3 --wait --timeout 30
 expect_rc 0
 expect_out_re '^window 1: steps [0-9]+-[0-9]+ on all ranks$'
 expect_out_re '^window 1: 2 targeted, 2 started, 2 stopped, 0 skipped, 0 failed'
