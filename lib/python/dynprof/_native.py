@@ -1,9 +1,10 @@
 """ctypes declarations of libdynprof's public API (lib/include/dynprof.h).
 
 Standard library only: nothing is compiled for Python.  The library is looked up,
-in this order, at the path in $DYNPROF_LIBRARY, next to this package (an install
-that copied libdynprof.so.0 beside it), in the install tree's library directory,
-then as the system's (ctypes.util.find_library, "libdynprof.so.0").
+in this order, at the path in $DYNPROF_LIBRARY, next to this package (libdynprof.so.0
+copied beside it), in the library directory of the cmake --install that put the
+package here (_install.py), under the package's install prefix, then as the
+system's (ctypes.util.find_library, "libdynprof.so.0").
 """
 
 import ctypes
@@ -124,6 +125,11 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     for name in ("libdynprof.so.0", "libdynprof.so"):
         yield os.path.join(here, name)
+    try:                        # written by cmake --install
+        from . import _install
+        yield os.path.join(_install.LIBDIR, "libdynprof.so.0")
+    except ImportError:
+        pass
     # An install prefix: PREFIX/lib/python3/dist-packages/dynprof -> PREFIX/lib*.
     prefix = os.path.abspath(os.path.join(here, "..", "..", "..", ".."))
     for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu",
