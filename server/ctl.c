@@ -188,7 +188,7 @@ main(int argc, char **argv)
 	ctl.url = env != NULL && *env != '\0' ? env : CTL_DEFAULT_URL;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			ctl.url = optarg;
@@ -205,13 +205,12 @@ main(int argc, char **argv)
 		case 'V':
 			printf("dynprofctl %s\n", DYNPROF_VERSION_STRING);
 			return (CTL_EXIT_OK);
+		case ':':
+			ctl_errx(&ctl, "%s needs a value", argv[optind - 1]);
+			ctl_usage(stderr);
+			return (CTL_EXIT_REFUSED);
 		default:
-			if (optopt != 0)
-				ctl_errx(&ctl, "option needs an argument or is "
-				    "unknown: %s", argv[optind - 1]);
-			else
-				ctl_errx(&ctl, "unknown option: %s",
-				    argv[optind - 1]);
+			ctl_errx(&ctl, "unknown option: %s", argv[optind - 1]);
 			ctl_usage(stderr);
 			return (CTL_EXIT_REFUSED);
 		}

@@ -58,7 +58,8 @@ ctl_format_window(char *buf, size_t len, json_t *w)
 	    (long long)ctl_json_int(w, "id", 0),
 	    (long long)ctl_json_int(w, "start_step", 0),
 	    (long long)ctl_json_int(w, "stop_step", 0),
-	    *ranks == '\0' ? "all ranks" : "ranks ", ranks);
+	    *ranks == '\0' ? "all ranks" : strpbrk(ranks, ",-") != NULL ?
+	    "ranks " : "rank ", ranks);
 }
 
 /* Starts a table of ncols (at most CTL_TABLE_COLS) columns. */

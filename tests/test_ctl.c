@@ -438,6 +438,26 @@ test_jobs_nodes_tables(void **state)
 }
 
 static void
+test_window_line(void **state)
+{
+	json_t	*w;
+	char	 buf[128];
+
+	(void)state;
+	w = load("{\"id\": 3, \"start_step\": 160, \"stop_step\": 164,"
+	    " \"ranks\": \"0-3,9\"}");
+	ctl_format_window(buf, sizeof(buf), w);
+	assert_string_equal(buf, "window 3: steps 160-164 on ranks 0-3,9");
+	json_object_set_new(w, "ranks", json_string("7"));
+	ctl_format_window(buf, sizeof(buf), w);
+	assert_string_equal(buf, "window 3: steps 160-164 on rank 7");
+	json_object_del(w, "ranks");
+	ctl_format_window(buf, sizeof(buf), w);
+	assert_string_equal(buf, "window 3: steps 160-164 on all ranks");
+	json_decref(w);
+}
+
+static void
 test_progress(void **state)
 {
 	struct ctl_progress	 p;
@@ -508,6 +528,7 @@ main(void)
 		cmocka_unit_test(test_trace_args),
 		cmocka_unit_test(test_status_table),
 		cmocka_unit_test(test_jobs_nodes_tables),
+		cmocka_unit_test(test_window_line),
 		cmocka_unit_test(test_progress),
 	};
 

@@ -266,7 +266,7 @@ ls -d "$T"/traces/rank0_start*_stop* >/dev/null 2>&1 || fail "no rank0 trace dir
 # A window whose start is already behind the ranks: skipped, exit 1.
 run trace S --start 1 --steps 1 --ranks 1 --wait --timeout 30
 expect_rc 1
-expect_out "window 2: steps 1-1 on ranks 1"
+expect_out "window 2: steps 1-1 on rank 1"
 expect_err "rank 1 on n1 skipped window 2"
 
 # The same node seen from its segment.
