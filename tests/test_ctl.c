@@ -4,6 +4,10 @@
  * counting for trace --wait.
  */
 
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -125,6 +130,132 @@ test_http_parse(void **state)
 	assert_non_null(strstr(why, "chunked"));
 	b = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
 	assert_int_equal(ctl_http_parse_response(b, strlen(b), &r, &why), -1);
+}
+
+/* A listening socket on 127.0.0.1, port 0; returns the fd and the port. */
+static int
+listener(struct ctl_url *u)
+{
+	struct sockaddr_in	 sin;
+	socklen_t		 len = sizeof(sin);
+	int			 fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	memset(u, 0, sizeof(*u));
+	snprintf(u->host, sizeof(u->host), "127.0.0.1");
+	snprintf(u->port, sizeof(u->port), "%d", ntohs(sin.sin_port));
+	return (fd);
+}
+
+/*
+ * Serves one connection in a child: reads the request (headers and a body of
+ * Content-Length), sends it back through a pipe, answers with answer.
+ */
+static pid_t
+serve_once(int lfd, const char *answer, int *reqfd)
+{
+	char	 buf[8192], *hend, *cl;
+	size_t	 len = 0, want;
+	ssize_t	 n;
+	pid_t	 pid;
+	int	 p[2], c;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid > 0) {
+		close(p[1]);
+		*reqfd = p[0];
+		return (pid);
+	}
+	close(p[0]);
+	if ((c = accept(lfd, NULL, NULL)) == -1)
+		_exit(1);
+	for (;;) {
+		n = read(c, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			_exit(1);
+		len += (size_t)n;
+		buf[len] = '\0';
+		if ((hend = strstr(buf, "\r\n\r\n")) == NULL)
+			continue;
+		want = 0;
+		if ((cl = strstr(buf, "Content-Length: ")) != NULL)
+			want = strtoul(cl + 16, NULL, 10);
+		if (len >= (size_t)(hend + 4 - buf) + want)
+			break;
+	}
+	if (write(p[1], buf, len) != (ssize_t)len ||
+	    write(c, answer, strlen(answer)) != (ssize_t)strlen(answer))
+		_exit(1);
+	close(c);
+	_exit(0);
+}
+
+static void
+test_http_client(void **state)
+{
+	struct ctl_response	 r;
+	struct ctl_url		 u;
+	char			 err[256], req[8192];
+	ssize_t			 n;
+	pid_t			 pid;
+	int			 lfd, rfd, status;
+
+	(void)state;
+	/* A request with a token and a body, a chunked answer. */
+	lfd = listener(&u);
+	snprintf(u.base, sizeof(u.base), "/prefix");
+	pid = serve_once(lfd, "HTTP/1.1 201 Created\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n"
+	    "5\r\n{\"id\"\r\n3\r\n:4}\r\n0\r\n\r\n", &rfd);
+	assert_int_equal(ctl_http_request(&u, "tok", "POST", "/v1/jobs/J/windows",
+	    "{\"steps\":1}", 11, 5000, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(r.body, "{\"id\":4}");
+	ctl_http_free(&r);
+	n = read(rfd, req, sizeof(req) - 1);
+	assert_true(n > 0);
+	req[n] = '\0';
+	close(rfd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (strncmp(req, "POST /prefix/v1/jobs/J/windows HTTP/1.1\r\n", 41) != 0)
+		fail_msg("request line: %s", req);
+	assert_non_null(strstr(req, "\r\nAuthorization: Bearer tok\r\n"));
+	assert_non_null(strstr(req, "\r\nContent-Length: 11\r\n"));
+	assert_non_null(strstr(req, "\r\nContent-Type: application/json\r\n"));
+	assert_non_null(strstr(req, "\r\n\r\n{\"steps\":1}"));
+
+	/* Not HTTP at all. */
+	pid = serve_once(lfd, "hello\n", &rfd);
+	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
+	    5000, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
+	assert_string_equal(err, "truncated HTTP answer (no end of headers)");
+	n = read(rfd, req, sizeof(req) - 1);
+	assert_true(n > 0);
+	req[n] = '\0';
+	assert_null(strstr(req, "Authorization"));
+	close(rfd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+
+	/* Connected, but nobody answers: a timeout, not a hang. */
+	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
+	    300, &r, err, sizeof(err)), CTL_EXIT_TIMEOUT);
+	assert_string_equal(err, "no answer within 0.300 s");
+	close(lfd);
+
+	/* Nobody listening. */
+	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
+	    1000, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
+	assert_string_equal(err, "Connection refused");
 }
 
 static void
@@ -524,6 +655,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_parse),
 		cmocka_unit_test(test_http_parse),
+		cmocka_unit_test(test_http_client),
 		cmocka_unit_test(test_option_typing),
 		cmocka_unit_test(test_trace_args),
 		cmocka_unit_test(test_status_table),
