@@ -209,6 +209,7 @@ main(int argc, char **argv)
 	};
 	struct train_sim	 ts;
 	struct dynprof_params	 p;
+	struct dynprof_stats	 stats;
 	struct sigaction	 sa;
 	dynprof_t		*h;
 	long long		 v;
@@ -336,9 +337,12 @@ main(int argc, char **argv)
 	}
 	elapsed = train_sim_now_ns() - t0;
 	step -= ts.first_step;
+	dynprof_get_stats(h, &stats);
 	dynprof_close(h);
-	printf("rank %d: %lld steps in %.3f s (%.1f steps/s)\n", ts.rank,
-	    (long long)step, elapsed / 1e9,
-	    elapsed > 0 ? step / (elapsed / 1e9) : 0.0);
+	printf("rank %d: %lld steps in %.3f s (%.1f steps/s), events sent %llu, "
+	    "dropped %llu\n", ts.rank, (long long)step, elapsed / 1e9,
+	    elapsed > 0 ? step / (elapsed / 1e9) : 0.0,
+	    (unsigned long long)stats.events_sent,
+	    (unsigned long long)stats.events_dropped);
 	return (0);
 }

@@ -1,0 +1,401 @@
+"""A local dynprof cluster for the end-to-end tests: the real coordinator, agents
+and dynprof-train-sim ranks, each node with its own socket, segment directory and
+output root, everything under one temporary directory.
+
+Standard library only.  Every wait is a poll with a deadline; Cluster.close()
+(also on failure, through the context manager) stops every process it started
+and removes the directory (kept with DYNPROF_E2E_KEEP=1).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+SKIP = 77  # CTest SKIP_RETURN_CODE
+
+
+def build_dir():
+    d = os.environ.get("DYNPROF_BUILD_DIR")
+    if not d:
+        d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                         "build")
+    return os.path.abspath(d)
+
+
+def binary(rel):
+    path = os.path.join(build_dir(), rel)
+    if not os.access(path, os.X_OK):
+        raise RuntimeError("missing binary %s (build first)" % path)
+    return path
+
+
+COORDINATOR = "server/dynprof-coordinator"
+AGENT = "agent/dynprof-agent"
+CTL = "server/dynprofctl"
+TRAIN_SIM = "examples/dynprof-train-sim"
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg):
+    sys.stdout.write("[%8.3f] %s\n" % (time.monotonic() - _T0, msg))
+    sys.stdout.flush()
+
+
+_T0 = time.monotonic()
+
+
+def wait_for(cond, timeout, what, interval=0.05):
+    """Polls cond() until it returns a true value (returned) or timeout s pass."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            v = cond()
+        except (OSError, ValueError, KeyError, urllib.error.URLError) as e:
+            v, last = None, e
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise Failure("timed out after %gs waiting for %s%s" %
+                          (timeout, what, " (last error: %s)" % last if last else ""))
+        time.sleep(interval)
+
+
+class Proc:
+    def __init__(self, name, argv, logpath, env=None, netns=None):
+        self.name = name
+        self.argv = argv
+        self.logpath = logpath
+        self.env = env
+        self.netns = netns
+        self.p = None
+
+    def start(self):
+        argv = self.argv
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns] + argv
+        logf = open(self.logpath, "ab")
+        self.p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env=self.env,
+                                  start_new_session=True)
+        logf.close()
+        return self
+
+    @property
+    def pid(self):
+        return self.p.pid
+
+    def alive(self):
+        return self.p is not None and self.p.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            try:
+                os.killpg(self.p.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def kill9(self):
+        self.signal(signal.SIGKILL)
+        self.p.wait(10)
+
+    def stop(self, timeout=10):
+        """SIGTERM, then SIGKILL after timeout; returns the exit code."""
+        if self.p is None:
+            return None
+        if self.alive():
+            self.signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                self.p.wait(10)
+        return self.p.returncode
+
+    def wait(self, timeout):
+        return self.p.wait(timeout)
+
+    def output(self):
+        try:
+            with open(self.logpath, "r", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+
+class Node:
+    """One agent's node: its socket, segment directory and output root."""
+
+    def __init__(self, cluster, name, netns=None, coord_addr=None):
+        self.cluster = cluster
+        self.name = name
+        self.netns = netns
+        self.dir = os.path.join(cluster.dir, name)
+        self.shm = os.path.join(self.dir, "shm")
+        self.sock = os.path.join(self.dir, "agent.sock")
+        self.out = os.path.join(self.dir, "out")
+        self.coord_addr = coord_addr
+        self.agent = None
+        self.ranks = {}
+        for d in (self.dir, self.shm, self.out):
+            os.makedirs(d, exist_ok=True)
+
+    def start_agent(self, extra=()):
+        ready = os.path.join(self.dir, "agent.ready")
+        if os.path.exists(ready):
+            os.unlink(ready)
+        addr = self.coord_addr or "127.0.0.1:%d" % self.cluster.agent_port
+        self.agent = Proc("agent-" + self.name, [
+            binary(AGENT), "--coordinator", addr, "--node", self.name,
+            "--socket", self.sock, "--shm-dir", self.shm,
+            "--sample-interval", "100", "--grace", "600",
+            "--ready-file", ready] + list(extra),
+            os.path.join(self.dir, "agent.log"), netns=self.netns)
+        self.cluster.procs.append(self.agent.start())
+        wait_for(lambda: self._ready(ready), 20, "agent %s ready" % self.name)
+        return self.agent
+
+    def _ready(self, path):
+        if not self.agent.alive():
+            raise Failure("agent %s exited with %s:\n%s" % (
+                self.name, self.agent.p.returncode, self.agent.output()[-2000:]))
+        return os.path.exists(path) and "socket=" in open(path).read()
+
+    def start_rank(self, job, rank, rate=50, first_step=None, max_steps=None):
+        env = dict(os.environ)
+        env["DYNPROF_SHM_DIR"] = self.shm
+        env["DYNPROF_AGENT_SOCKET"] = self.sock
+        env["DYNPROF_OUTPUT_ROOT"] = self.out
+        argv = [binary(TRAIN_SIM), "--job", job, "--rank", str(rank),
+                "--steps-per-sec", str(rate)]
+        if first_step is not None:
+            argv += ["--first-step", str(first_step)]
+        if max_steps is not None:
+            argv += ["--max-steps", str(max_steps)]
+        p = Proc("rank%d" % rank, argv,
+                 os.path.join(self.dir, "rank%d.log" % rank), env=env,
+                 netns=self.netns)
+        self.cluster.procs.append(p.start())
+        self.ranks[rank] = p
+        return p
+
+    def trace(self, rank, start, stop):
+        """The rank's trace.json for window [start, stop], or None."""
+        path = os.path.join(self.out, "rank%d_start%d_stop%d" % (rank, start, stop),
+                            "trace.json")
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+
+class Cluster:
+    def __init__(self, name):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix="dynprof-e2e-%s-" % name)
+        self.state = os.path.join(self.dir, "state")
+        os.makedirs(self.state)
+        self.procs = []
+        self.nodes = {}
+        self.coord = None
+        self.agent_port = 0
+        self.http_port = 0
+        self.cleanups = []
+        self.failed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, etype, e, tb):
+        if etype is not None:
+            self.failed = True
+            self.dump()
+        self.close()
+        return False
+
+    # --- processes -------------------------------------------------------
+
+    def start_coordinator(self, heartbeat_ms=500, listen="127.0.0.1",
+                          extra=()):
+        ready = os.path.join(self.dir, "coord.ready")
+        if os.path.exists(ready):
+            os.unlink(ready)
+        self.coord = Proc("coordinator", [
+            binary(COORDINATOR),
+            "--listen", "%s:%d" % (listen, self.agent_port),
+            "--http", "127.0.0.1:%d" % self.http_port,
+            "--state-dir", self.state, "--heartbeat-ms", str(heartbeat_ms),
+            "--ready-file", ready] + list(extra),
+            os.path.join(self.dir, "coordinator.log"))
+        self.procs.append(self.coord.start())
+
+        def ready_ports():
+            if not self.coord.alive():
+                raise Failure("coordinator exited with %s:\n%s" % (
+                    self.coord.p.returncode, self.coord.output()[-2000:]))
+            kv = {}
+            with open(ready) as f:
+                for line in f:
+                    k, _, v = line.strip().partition("=")
+                    kv[k] = v
+            if "agent_port" in kv and "http_port" in kv:
+                return kv
+            return None
+        kv = wait_for(ready_ports, 20, "coordinator ready")
+        self.agent_port = int(kv["agent_port"])
+        self.http_port = int(kv["http_port"])
+        return self.coord
+
+    def node(self, name, netns=None, coord_addr=None):
+        n = Node(self, name, netns=netns, coord_addr=coord_addr)
+        self.nodes[name] = n
+        return n
+
+    def ctl(self, *args, timeout=60):
+        env = dict(os.environ)
+        env["DYNPROF_COORDINATOR"] = self.url()
+        return subprocess.run([binary(CTL)] + list(args), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=timeout, universal_newlines=True)
+
+    # --- admin API -------------------------------------------------------
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.http_port
+
+    def http(self, method, path, body=None, timeout=10):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url() + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                return e.code, json.loads(raw)
+            except ValueError:
+                return e.code, raw.decode(errors="replace")
+
+    def status(self, job):
+        code, body = self.http("GET", "/v1/jobs/%s" % job)
+        if code != 200:
+            raise Failure("GET /v1/jobs/%s: %s %s" % (job, code, body))
+        return body
+
+    def wait_ranks(self, job, n, timeout=30, min_step=1):
+        """Until the status shows n ranks alive with a step >= min_step."""
+        def cond():
+            code, st = self.http("GET", "/v1/jobs/%s" % job)
+            if code != 200:
+                return None
+            alive = [r for r in st.get("ranks", [])
+                     if r.get("state") not in ("gone", "unknown") and
+                     (r.get("step") or 0) >= min_step]
+            return st if len(alive) >= n else None
+        return wait_for(cond, timeout, "%d ranks of %s reporting" % (n, job),
+                        interval=0.1)
+
+    def add_window(self, job, body, timeout=10):
+        code, w = self.http("POST", "/v1/jobs/%s/windows" % job, body,
+                            timeout=timeout)
+        if code != 201:
+            raise Failure("POST window %s: %s %s" % (body, code, w))
+        log("window %s: steps %s-%s ranks '%s' (generation %s)" % (
+            w.get("id"), w.get("start_step"), w.get("stop_step"),
+            w.get("ranks", ""), w.get("generation")))
+        return w
+
+    def wait_window_done(self, job, wid, ranks, timeout=60):
+        """Until every rank in ranks has a stopped event for window wid."""
+        def cond():
+            st = self.status(job)
+            by = {r["rank"]: r for r in st.get("ranks", [])}
+            for rk in ranks:
+                r = by.get(rk)
+                if r is None or not [e for e in r.get("events", [])
+                                     if e.get("kind") == "stopped" and
+                                     e.get("window") == wid]:
+                    return None
+            return st
+        return wait_for(cond, timeout, "window %d stopped on ranks %s" %
+                        (wid, compact(ranks)), interval=0.2)
+
+    # --- teardown --------------------------------------------------------
+
+    def dump(self):
+        for p in self.procs:
+            out = p.output()
+            if out:
+                sys.stdout.write("----- %s (%s) last lines -----\n%s\n" % (
+                    p.name, p.logpath, "\n".join(out.splitlines()[-25:])))
+        sys.stdout.flush()
+
+    def close(self):
+        for p in reversed(self.procs):
+            try:
+                p.stop(timeout=5)
+            except Exception as e:  # keep cleaning up
+                log("stopping %s: %s" % (p.name, e))
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception as e:
+                log("cleanup: %s" % e)
+        if os.environ.get("DYNPROF_E2E_KEEP") == "1":
+            log("kept %s" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def compact(ranks):
+    ranks = sorted(ranks)
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def events_of(rank_status, kind, wid):
+    return [e for e in rank_status.get("events", [])
+            if e.get("kind") == kind and e.get("window") == wid]
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def main(test):
+    """Runs test(); exit 0 pass, 1 fail, 77 skip."""
+    try:
+        for b in (COORDINATOR, AGENT, TRAIN_SIM):
+            binary(b)
+    except RuntimeError as e:
+        print("FAIL: %s" % e)
+        sys.exit(1)
+    try:
+        rc = test()
+    except Failure as e:
+        print("FAIL: %s" % e)
+        sys.exit(1)
+    if rc == SKIP:
+        sys.exit(SKIP)
+    print("PASS")
+    sys.exit(0)
