@@ -168,53 +168,61 @@ segments_event_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
  * Reports a slot's last state as the events that lead to it, so that the
  * coordinator (idempotent on these) misses no final state after an agent
  * restart: DONE gives attached, started and stopped; PROFILING attached and
- * started; SKIPPED and FAILED attached and theirs; GONE detached.
+ * started; SKIPPED and FAILED attached and theirs.  A slot its rank freed while
+ * no agent listened (state GONE) still holds its last event: that one, what led
+ * to it, and detached.
  */
 static void
 segments_report_slot(struct agent *a, const struct agent_job *j,
     const struct seg_slot *s, int idx)
 {
 	Dynprof__V1__RankEvent	 ev;
-	int			 kinds[3], n = 0, i;
+	int			 kinds[4], n = 0, i;
+	uint32_t		 last = s->last_event;
 
-	switch (s->state) {
-	case SEG_RANK_GONE:
+	if (s->state == SEG_RANK_GONE) {
+		if (last == DYNPROF__V1__EVENT_KIND__EVENT_STARTED ||
+		    last == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED)
+			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
+		if (last == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ||
+		    last == DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED ||
+		    last == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
+			kinds[n++] = (int)last;
 		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_DETACHED;
-		break;
-	case SEG_RANK_PROFILING:
+	} else {
 		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
-		break;
-	case SEG_RANK_DONE:
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STOPPED;
-		break;
-	case SEG_RANK_SKIPPED:
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED;
-		break;
-	case SEG_RANK_FAILED:
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
-		break;
-	default:
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-		break;
+		switch (s->state) {
+		case SEG_RANK_PROFILING:
+			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
+			break;
+		case SEG_RANK_DONE:
+			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
+			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STOPPED;
+			break;
+		case SEG_RANK_SKIPPED:
+			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED;
+			break;
+		case SEG_RANK_FAILED:
+			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
+			break;
+		}
 	}
 	for (i = 0; i < n; i++) {
 		segments_event_from_slot(&ev, j, s, idx, kinds[i]);
 		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_STARTED &&
-		    s->state == SEG_RANK_DONE)
+		    (s->state == SEG_RANK_DONE || s->state == SEG_RANK_GONE))
 			ev.step = s->start_step;
-		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
+		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
+		    (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED &&
+		    last == 0)) {
 			ev.window_id = 0;
 			ev.start_step = ev.stop_step = 0;
 			ev.output_dir = (char *)"";
 			ev.reason = 0;
 			ev.error = (char *)"";
-			ev.time_unix_ns = s->attach_time_ns;
 		}
+		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED)
+			ev.time_unix_ns = s->attach_time_ns;
 		upstream_event(a, &ev);
 	}
 }
@@ -226,24 +234,27 @@ segments_adopt(struct agent *a, const char *job)
 	struct agent_job	*j;
 	struct seg_slot		*s;
 	uint32_t		 i;
-	int			 n = 0;
+	int			 n = 0, live = 0;
 
 	if ((j = segments_get(a, job, 0)) == NULL)
 		return;
 	if ((s = malloc(sizeof(*s))) == NULL)
 		return;
 	for (i = 0; i < j->seg.hdr->nslots; i++) {
-		if (atomic_load_explicit(&j->seg.slots[i].pid,
-		    memory_order_acquire) == 0)
-			continue;
 		if (segment_slot_read(&j->seg, (int)i, s) != SEG_OK)
 			continue;
+		if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0 &&
+		    s->state != SEG_RANK_GONE)
+			continue;
 		segments_report_slot(a, j, s, (int)i);
+		if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
+			live++;
 		n++;
 	}
 	free(s);
-	if (n > 0) {
+	if (live > 0)
 		upstream_subscribe(a, j);
+	if (n > 0) {
 		log_info("adopted job %s: re-reported %d ranks", job, n);
 	}
 }

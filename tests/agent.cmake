@@ -7,3 +7,11 @@ target_link_libraries(dpagenttest PUBLIC dpcommon dpproto_c)
 dynprof_test(test_agent_link SOURCES test_agent_link.c LIBS dpagenttest
   TIMEOUT 120)
 add_dependencies(test_agent_link dynprof-agent)
+
+# A tiny training process linked with libdynprof, stepping on a timer.
+add_executable(rankproc rankproc.c)
+target_link_libraries(rankproc PRIVATE dynprof)
+
+dynprof_test(test_agent_ranks SOURCES test_agent_ranks.c LIBS dpagenttest
+  TIMEOUT 120)
+add_dependencies(test_agent_ranks dynprof-agent rankproc)
