@@ -13,3 +13,7 @@ target_compile_definitions(test_segment_stress_noseqlock PRIVATE
   SEGMENT_TEST_NO_SEQLOCK)
 target_include_directories(test_segment_stress_noseqlock PRIVATE
   ${PROJECT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/lib/include)
+
+# The window rules through the real library and a real segment.
+dynprof_test(test_lib_window SOURCES test_lib_window.c LIBS dynprof_internal
+  TIMEOUT 60)

@@ -99,7 +99,7 @@ struct tl_call {
 };
 
 #define TL_MAX_CALLS	64
-#define TL_MAX_LOGS	32
+#define TL_MAX_LOGS	256
 
 struct tl_recorder {
 	struct tl_call	 calls[TL_MAX_CALLS];
