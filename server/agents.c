@@ -231,6 +231,9 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	Dynprof__V1__CoordinatorMessage	 msg;
 	Dynprof__V1__Welcome		 welcome;
 	struct node			*node;
+	struct node_job			*nj;
+	struct job			*job;
+	Dynprof__V1__JobGeneration	*ga;
 	const char			*p;
 	char				 reason[128];
 	size_t				 i;
@@ -296,12 +299,16 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	msg.welcome = &welcome;
 	agents_send(conn, &msg);
 
-	/* The jobs the agent serves count as subscriptions. */
+	/* Newer schedules for what the agent applied; it subscribes to the
+	 * jobs it serves right after the welcome. */
 	for (i = 0; i < hello->n_applied; i++) {
-		if (hello->applied[i] == NULL || hello->applied[i]->job == NULL)
+		ga = hello->applied[i];
+		if (ga == NULL || !jobid_valid(ga->job, NULL))
 			continue;
-		agents_subscribe(conn, hello->applied[i]->job,
-		    hello->applied[i]->generation);
+		if ((nj = schedule_node_job(node, ga->job, 1)) != NULL)
+			nj->applied = ga->generation;
+		if ((job = schedule_job_find(c, ga->job)) != NULL)
+			agents_send_config_if_newer(conn, job, ga->generation);
 	}
 }
 

@@ -12,3 +12,8 @@ if(TARGET dynprof-coordinator)
   set_tests_properties(test_ctl_coord PROPERTIES TIMEOUT 120
     ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 endif()
+
+# dynprof-coordinator: the real binary on 127.0.0.1, port 0, private state dir.
+dynprof_test(test_coord SOURCES test_coord.c test_coord_util.c
+  LIBS PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord dynprof-coordinator)

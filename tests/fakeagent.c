@@ -1,0 +1,347 @@
+/* A fake agent speaking the real AgentLink protocol, for tests and benchmarks. */
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "fakeagent.h"
+#include "frame.h"
+
+static int64_t
+fa_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* Connects to 127.0.0.1:port.  Returns 0 or -1. */
+int
+fa_connect(struct fakeagent *fa, int port)
+{
+	struct sockaddr_in	 sin;
+	int			 one = 1;
+
+	memset(fa, 0, sizeof(*fa));
+	fa->fd = -1;
+	fa->boot_id = ((uint64_t)getpid() << 32) ^ (uint64_t)fa_now_ms() ^
+	    (uint64_t)(uintptr_t)fa;
+	fa->next_seq = 1;
+	if ((fa->in = evbuffer_new()) == NULL)
+		return (-1);
+	if ((fa->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return (-1);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fa->fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		close(fa->fd);
+		fa->fd = -1;
+		return (-1);
+	}
+	setsockopt(fa->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return (0);
+}
+
+/* Closes the connection and frees buffered bytes. */
+void
+fa_close(struct fakeagent *fa)
+{
+	if (fa->fd != -1)
+		close(fa->fd);
+	fa->fd = -1;
+	if (fa->in != NULL)
+		evbuffer_free(fa->in);
+	fa->in = NULL;
+}
+
+/* Writes raw bytes.  Returns 0 or -1. */
+int
+fa_send_raw(struct fakeagent *fa, const void *p, size_t len)
+{
+	const uint8_t	*b = p;
+	ssize_t		 n;
+
+	while (len > 0) {
+		n = send(fa->fd, b, len, MSG_NOSIGNAL);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (-1);
+		b += n;
+		len -= (size_t)n;
+	}
+	return (0);
+}
+
+/* Frames and writes one message.  Returns 0 or -1. */
+int
+fa_send(struct fakeagent *fa, const Dynprof__V1__AgentMessage *m)
+{
+	struct evbuffer	*out;
+	size_t		 len;
+	int		 rc = -1;
+
+	if ((out = evbuffer_new()) == NULL)
+		return (-1);
+	if (frame_put(out, (const ProtobufCMessage *)m) == 0) {
+		len = evbuffer_get_length(out);
+		rc = fa_send_raw(fa, evbuffer_pullup(out, (ev_ssize_t)len),
+		    len);
+	}
+	evbuffer_free(out);
+	return (rc);
+}
+
+/* Sends a hello; job/applied (job may be NULL) go in its applied list. */
+int
+fa_hello(struct fakeagent *fa, const char *node, const char *token,
+    uint32_t version, const char *job, uint64_t applied)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Hello		 h = DYNPROF__V1__HELLO__INIT;
+	Dynprof__V1__JobGeneration	 g = DYNPROF__V1__JOB_GENERATION__INIT;
+	Dynprof__V1__JobGeneration	*gp = &g;
+
+	h.protocol_version = version;
+	h.node = (char *)node;
+	h.token = (char *)(token != NULL ? token : "");
+	h.agent_version = (char *)"fakeagent";
+	if (job != NULL) {
+		g.job = (char *)job;
+		g.generation = applied;
+		h.n_applied = 1;
+		h.applied = &gp;
+	}
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO;
+	m.hello = &h;
+	return (fa_send(fa, &m));
+}
+
+static fa_msg *
+fa_decode(struct fakeagent *fa)
+{
+	uint8_t		*payload;
+	size_t		 len;
+	const char	*why;
+	fa_msg		*m;
+
+	if (frame_pull(fa->in, &payload, &len, &why) != FRAME_READY)
+		return (NULL);
+	m = dynprof__v1__coordinator_message__unpack(NULL, len, payload);
+	evbuffer_drain(fa->in, FRAME_HEADER_LEN + len);
+	return (m);
+}
+
+/*
+ * Returns the next message, waiting at most timeout_ms; NULL on timeout or
+ * when the coordinator closed (fa->eof is then set).
+ */
+fa_msg *
+fa_recv(struct fakeagent *fa, int timeout_ms)
+{
+	struct pollfd	 pfd;
+	int64_t		 deadline = fa_now_ms() + timeout_ms;
+	int		 left;
+	int		 n;
+	fa_msg		*m;
+
+	for (;;) {
+		if ((m = fa_decode(fa)) != NULL)
+			return (m);
+		if (fa->eof || fa->fd == -1)
+			return (NULL);
+		left = (int)(deadline - fa_now_ms());
+		if (left < 0)
+			left = 0;
+		pfd.fd = fa->fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, left) <= 0)
+			return (NULL);
+		n = evbuffer_read(fa->in, fa->fd, 65536);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			fa->eof = 1;
+	}
+}
+
+/* Returns the next message of type body (others skipped), or NULL. */
+fa_msg *
+fa_recv_type(struct fakeagent *fa, int body, int timeout_ms)
+{
+	int64_t	 deadline = fa_now_ms() + timeout_ms;
+	int	 left;
+	fa_msg	*m;
+
+	for (;;) {
+		left = (int)(deadline - fa_now_ms());
+		if (left < 0)
+			return (NULL);
+		if ((m = fa_recv(fa, left)) == NULL)
+			return (NULL);
+		if ((int)m->body_case == body)
+			return (m);
+		fa_free(m);
+	}
+}
+
+/* Connects, says hello as node and waits for the welcome.  Returns 0 or -1. */
+int
+fa_handshake(struct fakeagent *fa, int port, const char *node,
+    const char *token)
+{
+	fa_msg	*m;
+
+	if (fa_connect(fa, port) == -1)
+		return (-1);
+	if (fa_hello(fa, node, token, 1, NULL, 0) == -1)
+		return (-1);
+	if ((m = fa_recv(fa, 5000)) == NULL)
+		return (-1);
+	if (m->body_case != DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME) {
+		fa_free(m);
+		return (-1);
+	}
+	fa_free(m);
+	return (0);
+}
+
+/* Sends Subscribe(job, applied). */
+int
+fa_subscribe(struct fakeagent *fa, const char *job, uint64_t applied)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Subscribe		 s = DYNPROF__V1__SUBSCRIBE__INIT;
+
+	s.job = (char *)job;
+	s.applied_generation = applied;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE;
+	m.subscribe = &s;
+	return (fa_send(fa, &m));
+}
+
+/* Sends Applied(job, generation). */
+int
+fa_applied(struct fakeagent *fa, const char *job, uint64_t gen)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Applied		 a = DYNPROF__V1__APPLIED__INIT;
+
+	a.job = (char *)job;
+	a.generation = gen;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED;
+	m.applied = &a;
+	return (fa_send(fa, &m));
+}
+
+/* Sends a heartbeat. */
+int
+fa_heartbeat(struct fakeagent *fa)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Heartbeat		 h = DYNPROF__V1__HEARTBEAT__INIT;
+
+	h.time_unix_ns = 1;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
+	m.heartbeat = &h;
+	return (fa_send(fa, &m));
+}
+
+/*
+ * Sends AgentEvent(seq, event) for job/rank: kind, window, step, output_dir
+ * (may be NULL).  seq 0 takes the next one.
+ */
+int
+fa_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
+    int32_t rank, uint32_t window, int64_t step, const char *output_dir)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
+	Dynprof__V1__RankEvent		 ev = DYNPROF__V1__RANK_EVENT__INIT;
+
+	if (seq == 0)
+		seq = fa->next_seq++;
+	ev.kind = kind;
+	ev.job = (char *)job;
+	ev.rank = rank;
+	ev.pid = 1000 + rank;
+	ev.window_id = window;
+	ev.step = step;
+	ev.output_dir = (char *)(output_dir != NULL ? output_dir : "");
+	ev.time_unix_ns = 1700000000000000000LL + (int64_t)seq;
+	if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
+		ev.error = (char *)"start callback failed";
+	ae.seq = seq;
+	ae.event = &ev;
+	ae.agent_boot_id = fa->boot_id;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
+	m.event = &ae;
+	return (fa_send(fa, &m));
+}
+
+/* Sends Progress for ranks first..first+n-1 of job, all at step (min/max). */
+int
+fa_progress(struct fakeagent *fa, const char *job, int32_t first,
+    int64_t min_step, int64_t max_step, int n)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
+	Dynprof__V1__RankProgress	 rp[64], *rpp[64];
+	int				 i, rc;
+
+	if (n > 64)
+		n = 64;
+	for (i = 0; i < n; i++) {
+		dynprof__v1__rank_progress__init(&rp[i]);
+		rp[i].rank = first + i;
+		rp[i].step = i == 0 ? min_step : max_step;
+		rp[i].pid = 1000 + first + i;
+		rp[i].state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+		rpp[i] = &rp[i];
+	}
+	p.job = (char *)job;
+	p.ranks_alive = (uint32_t)n;
+	p.min_step = min_step;
+	p.max_step = max_step;
+	p.n_ranks = (size_t)n;
+	p.ranks = rpp;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS;
+	m.progress = &p;
+	rc = fa_send(fa, &m);
+	return (rc);
+}
+
+/* Returns 1 once the coordinator closed the connection within timeout_ms. */
+int
+fa_wait_closed(struct fakeagent *fa, int timeout_ms)
+{
+	int64_t	 deadline = fa_now_ms() + timeout_ms;
+	fa_msg	*m;
+
+	while (!fa->eof && fa_now_ms() < deadline) {
+		if ((m = fa_recv(fa, (int)(deadline - fa_now_ms()))) != NULL)
+			fa_free(m);
+	}
+	return (fa->eof);
+}
+
+/* Frees a received message. */
+void
+fa_free(fa_msg *m)
+{
+	if (m != NULL)
+		dynprof__v1__coordinator_message__free_unpacked(m, NULL);
+}

@@ -1,0 +1,387 @@
+/* Helpers of the coordinator's tests: the real binary, a tiny HTTP client. */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_coord_util.h"
+
+#define TC_START_TIMEOUT_MS	10000
+#define TC_HTTP_TIMEOUT_MS	10000
+
+/* Returns a monotonic clock in milliseconds. */
+long long
+tc_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+static const char *
+tc_binary(void)
+{
+	static char	 path[512];
+	const char	*b = getenv("DYNPROF_BUILD_DIR");
+
+	snprintf(path, sizeof(path), "%s/server/dynprof-coordinator",
+	    b != NULL ? b : ".");
+	return (path);
+}
+
+/* Makes the test's private directory.  Returns 0 or -1. */
+int
+tc_setup_dir(struct tc_coord *tc)
+{
+	memset(tc, 0, sizeof(*tc));
+	tc->pid = -1;
+	snprintf(tc->dir, sizeof(tc->dir), "/tmp/dynprof-coord-test.XXXXXX");
+	if (mkdtemp(tc->dir) == NULL)
+		return (-1);
+	snprintf(tc->state, sizeof(tc->state), "%s/state", tc->dir);
+	snprintf(tc->ready, sizeof(tc->ready), "%s/ready", tc->dir);
+	snprintf(tc->log, sizeof(tc->log), "%s/coordinator.log", tc->dir);
+	return (0);
+}
+
+/* Writes contents to dir/name; path (if not NULL) gets the full path. */
+int
+tc_write_file(struct tc_coord *tc, const char *name, const char *contents,
+    char *path, size_t pathlen)
+{
+	char	 p[512];
+	FILE	*f;
+
+	snprintf(p, sizeof(p), "%s/%s", tc->dir, name);
+	if ((f = fopen(p, "w")) == NULL)
+		return (-1);
+	fputs(contents, f);
+	if (fclose(f) == EOF)
+		return (-1);
+	if (path != NULL)
+		snprintf(path, pathlen, "%s", p);
+	return (0);
+}
+
+static pid_t
+tc_spawn(const char *const *argv, const char *log)
+{
+	pid_t	 pid;
+	int	 fd;
+
+	if ((pid = fork()) == -1)
+		return (-1);
+	if (pid == 0) {
+		if (log != NULL && (fd = open(log, O_WRONLY | O_CREAT |
+		    O_APPEND, 0644)) != -1) {
+			dup2(fd, 2);
+			dup2(fd, 1);
+			close(fd);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return (pid);
+}
+
+static int
+tc_wait(pid_t pid, int timeout_ms, int *status)
+{
+	long long	 deadline = tc_now_ms() + timeout_ms;
+	pid_t		 r;
+
+	for (;;) {
+		r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return (0);
+		if (r == -1 && errno != EINTR)
+			return (-1);
+		if (tc_now_ms() > deadline)
+			return (-1);
+		usleep(10000);
+	}
+}
+
+static int
+tc_exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return (WEXITSTATUS(status));
+	if (WIFSIGNALED(status))
+		return (128 + WTERMSIG(status));
+	return (-1);
+}
+
+/*
+ * Starts the coordinator on 127.0.0.1 port 0 (both ports) with the test's
+ * state directory and ready file, plus extra arguments (NULL-terminated, may be
+ * NULL); waits for the ready file.  Returns 0 or -1.
+ */
+int
+tc_start(struct tc_coord *tc, const char *const *extra)
+{
+	const char	*argv[40];
+	long long	 deadline;
+	FILE		*f;
+	int		 n = 0, status;
+	char		 line[128];
+
+	argv[n++] = tc_binary();
+	argv[n++] = "--listen";
+	argv[n++] = "127.0.0.1:0";
+	argv[n++] = "--http";
+	argv[n++] = "127.0.0.1:0";
+	argv[n++] = "--state-dir";
+	argv[n++] = tc->state;
+	argv[n++] = "--ready-file";
+	argv[n++] = tc->ready;
+	while (extra != NULL && *extra != NULL && n < 38)
+		argv[n++] = *extra++;
+	argv[n] = NULL;
+	unlink(tc->ready);
+	tc->agent_port = tc->http_port = 0;
+	if ((tc->pid = tc_spawn(argv, tc->log)) == -1)
+		return (-1);
+	deadline = tc_now_ms() + TC_START_TIMEOUT_MS;
+	while (tc_now_ms() < deadline) {
+		if ((f = fopen(tc->ready, "r")) != NULL) {
+			while (fgets(line, sizeof(line), f) != NULL) {
+				sscanf(line, "agent_port=%d", &tc->agent_port);
+				sscanf(line, "http_port=%d", &tc->http_port);
+			}
+			fclose(f);
+			if (tc->agent_port > 0 && tc->http_port > 0)
+				return (0);
+		}
+		if (waitpid(tc->pid, &status, WNOHANG) == tc->pid) {
+			tc->pid = -1;
+			return (-1);
+		}
+		usleep(10000);
+	}
+	tc_stop(tc, SIGKILL);
+	return (-1);
+}
+
+/* Sends sig and waits for the exit.  Returns the exit code (128+N if killed
+ * by signal N), or -1. */
+int
+tc_stop(struct tc_coord *tc, int sig)
+{
+	int	 status;
+
+	if (tc->pid <= 0)
+		return (-1);
+	kill(tc->pid, sig);
+	if (tc_wait(tc->pid, 10000, &status) == -1) {
+		kill(tc->pid, SIGKILL);
+		tc_wait(tc->pid, 10000, &status);
+		tc->pid = -1;
+		return (-1);
+	}
+	tc->pid = -1;
+	return (tc_exit_code(status));
+}
+
+static int
+tc_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return (remove(path));
+}
+
+/* Kills the coordinator if still running and removes the directory. */
+void
+tc_cleanup(struct tc_coord *tc)
+{
+	if (tc->pid > 0)
+		tc_stop(tc, SIGKILL);
+	if (tc->dir[0] != '\0')
+		nftw(tc->dir, tc_rm, 16, FTW_DEPTH | FTW_PHYS);
+	tc->dir[0] = '\0';
+}
+
+/* Runs the coordinator with argv (argv[0] ignored) and returns its exit code. */
+int
+tc_run_exit(const char *const *args, int timeout_ms)
+{
+	const char	*argv[40];
+	pid_t		 pid;
+	int		 n = 0, status;
+
+	argv[n++] = tc_binary();
+	while (args != NULL && *args != NULL && n < 39)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if ((pid = tc_spawn(argv, "/dev/null")) == -1)
+		return (-1);
+	if (tc_wait(pid, timeout_ms, &status) == -1) {
+		kill(pid, SIGKILL);
+		tc_wait(pid, 10000, &status);
+		return (-1);
+	}
+	return (tc_exit_code(status));
+}
+
+/* Sends raw bytes as a request to port and reads the whole answer. */
+int
+tc_http_raw(int port, const char *req, size_t reqlen, struct tc_reply *r)
+{
+	struct sockaddr_in	 sin;
+	struct pollfd		 pfd;
+	long long		 deadline = tc_now_ms() + TC_HTTP_TIMEOUT_MS;
+	char			*buf = NULL, *nb, *body;
+	size_t			 len = 0, cap = 0, off = 0;
+	ssize_t			 n;
+	int			 fd, left;
+
+	memset(r, 0, sizeof(*r));
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return (-1);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1)
+		goto fail;
+	while (off < reqlen) {
+		n = send(fd, req + off, reqlen - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break;	/* the server may answer (413) and close */
+		off += (size_t)n;
+	}
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		left = (int)(deadline - tc_now_ms());
+		if (left <= 0)
+			goto fail;
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, left) <= 0)
+			goto fail;
+		if (cap - len < 65536) {
+			if ((nb = realloc(buf, cap + 65536 + 1)) == NULL)
+				goto fail;
+			buf = nb;
+			cap += 65536;
+		}
+		n = recv(fd, buf + len, cap - len, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (buf == NULL)
+		return (-1);
+	buf[len] = '\0';
+	if (sscanf(buf, "HTTP/1.%*d %d", &r->status) != 1) {
+		free(buf);
+		return (-1);
+	}
+	body = strstr(buf, "\r\n\r\n");
+	r->body = strdup(body != NULL ? body + 4 : "");
+	free(buf);
+	if (r->body != NULL)
+		r->json = json_loads(r->body, 0, NULL);
+	return (0);
+fail:
+	close(fd);
+	free(buf);
+	return (-1);
+}
+
+/* Sends one request (body and token may be NULL).  Returns 0 or -1. */
+int
+tc_http(int port, const char *method, const char *path, const char *body,
+    const char *token, struct tc_reply *r)
+{
+	char	*req;
+	char	 auth[300] = "";
+	size_t	 blen = body != NULL ? strlen(body) : 0;
+	int	 len, rc;
+
+	if (token != NULL)
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n",
+		    token);
+	if ((req = malloc(blen + 1024)) == NULL)
+		return (-1);
+	len = snprintf(req, 1024, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	    "Connection: close\r\nContent-Length: %zu\r\n%s\r\n", method, path,
+	    blen, auth);
+	if (blen > 0)
+		memcpy(req + len, body, blen);
+	rc = tc_http_raw(port, req, (size_t)len + blen, r);
+	free(req);
+	return (rc);
+}
+
+/* Frees a reply. */
+void
+tc_reply_free(struct tc_reply *r)
+{
+	free(r->body);
+	json_decref(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+static json_t *
+tc_path(json_t *v, const char *path)
+{
+	char	 key[128];
+	size_t	 n;
+	char	*end;
+	long	 i;
+
+	while (v != NULL && *path != '\0') {
+		n = strcspn(path, ".");
+		if (n >= sizeof(key))
+			return (NULL);
+		memcpy(key, path, n);
+		key[n] = '\0';
+		path += n;
+		if (*path == '.')
+			path++;
+		if (json_is_array(v)) {
+			i = strtol(key, &end, 10);
+			if (*end != '\0')
+				return (NULL);
+			v = json_array_get(v, (size_t)i);
+		} else
+			v = json_object_get(v, key);
+	}
+	return (v);
+}
+
+/* Returns the integer at a dotted path ("windows.0.id"), or -999 if none. */
+long long
+tc_int(json_t *v, const char *path)
+{
+	v = tc_path(v, path);
+	return (json_is_integer(v) ? json_integer_value(v) : -999);
+}
+
+/* Returns the string at a dotted path, or "" if none. */
+const char *
+tc_str(json_t *v, const char *path)
+{
+	v = tc_path(v, path);
+	return (json_is_string(v) ? json_string_value(v) : "");
+}

@@ -1,0 +1,46 @@
+/*
+ * Helpers of the coordinator's tests: start the real dynprof-coordinator on
+ * 127.0.0.1 with port 0 and a private state directory, read its ports from the
+ * ready file, and talk HTTP to it over a plain socket.
+ */
+
+#ifndef DYNPROF_TEST_COORD_UTIL_H
+#define DYNPROF_TEST_COORD_UTIL_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+
+struct tc_coord {
+	pid_t	 pid;
+	int	 agent_port;
+	int	 http_port;
+	char	 dir[256];		/* mkdtemp: state/, ready, tokens */
+	char	 state[320];
+	char	 ready[320];
+	char	 log[320];
+};
+
+struct tc_reply {
+	int	 status;
+	char	*body;
+	json_t	*json;			/* NULL unless the body is JSON */
+};
+
+/* test_coord_util.c */
+int	 tc_setup_dir(struct tc_coord *);
+int	 tc_start(struct tc_coord *, const char *const *);
+int	 tc_stop(struct tc_coord *, int);
+void	 tc_cleanup(struct tc_coord *);
+int	 tc_write_file(struct tc_coord *, const char *, const char *, char *,
+	    size_t);
+int	 tc_http(int, const char *, const char *, const char *, const char *,
+	    struct tc_reply *);
+int	 tc_http_raw(int, const char *, size_t, struct tc_reply *);
+void	 tc_reply_free(struct tc_reply *);
+long long tc_int(json_t *, const char *);
+const char *tc_str(json_t *, const char *);
+long long tc_now_ms(void);
+int	 tc_run_exit(const char *const *, int);
+
+#endif /* DYNPROF_TEST_COORD_UTIL_H */
