@@ -6,6 +6,8 @@
 #   python_mindspore  the MindSpore drop-in against recording stand-ins
 #   python_torch      the PyTorch hook with real torch (only when installed:
 #                     scripts/deps.sh with DEPS_EXTRA=torch); label "torch"
+#   python_agent      the MindSpore workflow with the real dynprof-agent in
+#                     standalone mode (and the torch hook, when torch is there)
 #   python_install    pip install of lib/python into a private directory, and
 #                     cmake --install of this build into a private prefix
 
@@ -59,4 +61,5 @@ else()
   message(STATUS "python tests: no torch for ${DYNPROF_PYTHON}, python_torch "
     "skipped (scripts/deps.sh with DEPS_EXTRA=torch installs it)")
 endif()
+dynprof_pytest(python_agent test_agent.py)
 dynprof_pytest(python_install test_install.py)
