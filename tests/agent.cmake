@@ -15,3 +15,6 @@ target_link_libraries(rankproc PRIVATE dynprof)
 dynprof_test(test_agent_ranks SOURCES test_agent_ranks.c LIBS dpagenttest
   TIMEOUT 120)
 add_dependencies(test_agent_ranks dynprof-agent rankproc)
+
+dynprof_test(test_agent SOURCES test_agent.c LIBS dpagenttest TIMEOUT 120)
+add_dependencies(test_agent dynprof-agent)

@@ -1,0 +1,296 @@
+/*
+ * dynprof-agent as a command: flags, its config file, exit codes, and standalone
+ * mode (profiler_config.json watched with inotify) on a real segment.
+ */
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakecoord.h"
+#include "segment.h"
+
+#define T_WAIT	5000
+
+static int
+setup(void **state)
+{
+	struct agentproc	*ap = calloc(1, sizeof(*ap));
+
+	if (ap == NULL || ap_setup(ap) == -1)
+		return (-1);
+	*state = ap;
+	return (0);
+}
+
+static int
+teardown(void **state)
+{
+	ap_cleanup(*state);
+	free(*state);
+	return (0);
+}
+
+/* Runs the agent with argv (after the binary) to its end; its exit status. */
+static int
+run_agent(struct agentproc *ap, const char *const *args)
+{
+	const char	*argv[32];
+	char		 bin[512];
+	pid_t		 pid;
+	int		 n = 0, status = -1;
+	int64_t		 deadline = ap_now_ms() + T_WAIT;
+
+	snprintf(bin, sizeof(bin), "%s/agent/dynprof-agent", ap_build_dir());
+	argv[n++] = bin;
+	while (*args != NULL && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = ap_spawn(ap, argv);
+	assert_true(pid > 0);
+	while (ap_now_ms() < deadline) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		usleep(2000);
+	}
+	ap_kill_child(ap, pid, SIGKILL, 100);
+	assert_true(WIFEXITED(status));
+	return (WEXITSTATUS(status));
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE	*f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void
+test_flags_and_exit_codes(void **state)
+{
+	struct agentproc	*ap = *state;
+	char			 conf[512], cfg[512], sock2[512];
+	const char *help[] = { "--help", NULL };
+	const char *version[] = { "--version", NULL };
+	const char *badflag[] = { "--no-such-flag", NULL };
+	const char *nothing[] = { "--socket", ap->sock, NULL };
+	const char *both[] = { "--coordinator", "127.0.0.1:1", "--config-file",
+	    "/tmp/x.json", NULL };
+	const char *badmode[] = { "--config-file", "/tmp/x.json", "--shm-mode",
+	    "999", NULL };
+	const char *badjob[] = { "--config-file", "/tmp/x.json", "--job",
+	    "../x", NULL };
+	const char *badcoord[] = { "--coordinator", "nocolon", NULL };
+	const char *badsample[] = { "--coordinator", "h:1",
+	    "--sample-interval", "-5", NULL };
+	const char *extra[] = { "--conf", conf, NULL };
+	const char *runtime[] = { "--config-file", cfg, "--socket",
+	    "/proc/nonexistent/dir/agent.sock", "--shm-dir", ap->shm, NULL };
+	const char *second[] = { "--config-file", cfg, "--socket", sock2,
+	    "--shm-dir", ap->shm, NULL };
+	const char *conf_args[] = { "--conf", conf, "--socket", sock2, NULL };
+	static const char *const flags[] = { "--coordinator", "--node",
+	    "--token-file", "--socket", "--shm-dir", "--shm-mode",
+	    "--sample-interval", "--queue-max", "--grace", "--config-file",
+	    "--job", "--conf", "--ready-file", "--verbose", "--quiet", "--help",
+	    "--version" };
+	size_t			 i;
+
+	assert_int_equal(run_agent(ap, help), 0);
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		assert_true(ap_log_count(ap, flags[i]) >= 1);
+	assert_true(ap_log_count(ap, "default: 500") == 1);
+	assert_true(ap_log_count(ap, "default: 65536") == 1);
+	assert_int_equal(run_agent(ap, version), 0);
+	assert_int_equal(ap_log_count(ap, "dynprof-agent 0."), 1);
+
+	assert_int_equal(run_agent(ap, badflag), 1);
+	assert_int_equal(run_agent(ap, nothing), 1);
+	assert_int_equal(run_agent(ap, both), 1);
+	assert_int_equal(run_agent(ap, badmode), 1);
+	assert_int_equal(run_agent(ap, badjob), 1);
+	assert_int_equal(run_agent(ap, badcoord), 1);
+	assert_int_equal(run_agent(ap, badsample), 1);
+
+	/* The config file: bad key, bad value, then a good one. */
+	snprintf(conf, sizeof(conf), "%s/agent.conf", ap->dir);
+	snprintf(cfg, sizeof(cfg), "%s/profiler_config.json", ap->dir);
+	snprintf(sock2, sizeof(sock2), "%s/run/agent2.sock", ap->dir);
+	write_file(conf, "# comment\nno-such-key = 1\n");
+	assert_int_equal(run_agent(ap, extra), 1);
+	assert_int_equal(ap_log_count(ap, "agent.conf:2: no-such-key: unknown"),
+	    1);
+	write_file(conf, "grace = 10\nqueue-max = lots\n");
+	assert_int_equal(run_agent(ap, extra), 1);
+	assert_int_equal(ap_log_count(ap, "agent.conf:2: queue-max"), 1);
+
+	/* Runtime failure at start: the socket cannot be made. */
+	assert_int_equal(run_agent(ap, runtime), 2);
+
+	/* A good config file starts a standalone agent; flags still win. */
+	snprintf(conf, sizeof(conf), "%s/agent.conf", ap->dir);
+	{
+		char text[2048];
+
+		snprintf(text, sizeof(text), "config-file = %s\njob = fromconf\n"
+		    "shm-dir = %s\nverbose = yes\n", cfg, ap->shm);
+		write_file(conf, text);
+	}
+	assert_int_equal(ap_start(ap, conf_args), 0);
+	assert_int_equal(ap_log_wait(ap, "standalone: job fromconf", 1, T_WAIT),
+	    0);
+	assert_int_equal(ap_log_count(ap, "agent2.sock"), 1);
+
+	/* A second agent on the same socket refuses to start. */
+	assert_int_equal(run_agent(ap, second), 2);
+	assert_int_equal(ap_log_count(ap, "another agent serves"), 1);
+}
+
+static uint64_t
+generation(struct agentproc *ap, const char *job, struct seg_config *cfg)
+{
+	struct segment	 seg;
+	uint64_t	 g;
+
+	if (segment_open(&seg, ap->shm, job, 0, 0600) != SEG_OK)
+		return (UINT64_MAX);
+	g = atomic_load(&seg.hdr->generation);
+	if (cfg != NULL)
+		assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	segment_close(&seg);
+	return (g);
+}
+
+/* Waits for the segment to reach generation gen; returns the ms it took. */
+static int64_t
+wait_generation(struct agentproc *ap, const char *job, uint64_t gen)
+{
+	int64_t	 t0 = ap_now_ms();
+
+	while (ap_now_ms() - t0 < T_WAIT) {
+		if (generation(ap, job, NULL) == gen)
+			return (ap_now_ms() - t0);
+		usleep(500);
+	}
+	fail_msg("job %s never reached generation %llu", job,
+	    (unsigned long long)gen);
+	return (-1);
+}
+
+/* Writes text as editors do: a temporary file renamed into place. */
+static void
+edit(const char *path, const char *text)
+{
+	char	 tmp[600];
+
+	snprintf(tmp, sizeof(tmp), "%s.swp", path);
+	write_file(tmp, text);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+static void
+test_standalone_edits(void **state)
+{
+	struct agentproc	*ap = *state;
+	struct seg_config	*cfg = malloc(sizeof(*cfg));
+	char			 path[512];
+	const char		*args[] = { "--config-file", path, "--job", "sj",
+	    NULL };
+	int64_t			 ms;
+
+	snprintf(path, sizeof(path), "%s/profiler_config.json", ap->dir);
+	assert_int_equal(ap_start(ap, args), 0);
+	assert_int_equal(ap_log_count(ap, "not there yet"), 1);
+	assert_int_equal(generation(ap, "sj", NULL), 0);	/* created */
+
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8, \"profiler_level\": 1,"
+	    " \"activities\": [\"CPU\"]}\n");
+	ms = wait_generation(ap, "sj", 1);
+	assert_true(ms < 1000);
+	generation(ap, "sj", cfg);
+	assert_int_equal(cfg->nwindows, 1);
+	assert_int_equal(cfg->windows[0].id, 1);
+	assert_int_equal(cfg->windows[0].start_step, 5);
+	assert_int_equal(cfg->windows[0].stop_step, 8);
+	assert_int_equal(cfg->windows[0].options.profiler_level, 1);
+	assert_int_equal(cfg->windows[0].options.aicore_metrics, -1);
+	assert_int_equal(cfg->windows[0].options.data_simplification, 1);
+	assert_string_equal(cfg->windows[0].options.fwopts,
+	    "{\"activities\":[\"CPU\"]}");
+
+	/* Invalid files: each logged, the previous config stays. */
+	edit(path, "{\"start_step\": 5,\n\"stop_step\": 8,\n");
+	assert_int_equal(ap_log_wait(ap, "profiler_config.json:3: invalid", 1,
+	    T_WAIT), 0);
+	edit(path, "{\"start_step\": \"5\", \"stop_step\": 8}");
+	assert_int_equal(ap_log_wait(ap, "\"start_step\" must be an integer", 1,
+	    T_WAIT), 0);
+	edit(path, "{\"start_step\": 9, \"stop_step\": 8}");
+	assert_int_equal(ap_log_wait(ap, "start_step 9 is after stop_step 8", 1,
+	    T_WAIT), 0);
+	edit(path, "[1, 2]");
+	assert_int_equal(ap_log_wait(ap, "not a JSON object", 1, T_WAIT), 0);
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8, \"with_stack\": 1}");
+	assert_int_equal(ap_log_wait(ap, "must be true or false", 1, T_WAIT), 0);
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8, \"profiler_level\": 7}");
+	assert_int_equal(ap_log_wait(ap, "out of range", 1, T_WAIT), 0);
+	assert_int_equal(generation(ap, "sj", NULL), 1);
+
+	/* The same steps keep the window's id (it must not run twice). */
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8, \"profiler_level\": 2}");
+	wait_generation(ap, "sj", 2);
+	generation(ap, "sj", cfg);
+	assert_int_equal(cfg->windows[0].id, 1);
+	assert_int_equal(cfg->windows[0].options.profiler_level, 2);
+
+	/* Written in place (no rename) works as well; new steps, new id. */
+	write_file(path, "{\"start_step\": 20, \"stop_step\": 25}");
+	wait_generation(ap, "sj", 3);
+	generation(ap, "sj", cfg);
+	assert_int_equal(cfg->windows[0].id, 2);
+	assert_int_equal(cfg->windows[0].start_step, 20);
+
+	/* SIGHUP rereads it: nothing new, no new generation. */
+	kill(ap->pid, SIGHUP);
+	assert_int_equal(ap_log_wait(ap, "unchanged", 1, T_WAIT), 0);
+	assert_int_equal(generation(ap, "sj", NULL), 3);
+
+	/* start_step -1 clears the schedule. */
+	edit(path, "{\"start_step\": -1, \"stop_step\": -1}");
+	wait_generation(ap, "sj", 4);
+	generation(ap, "sj", cfg);
+	assert_int_equal(cfg->nwindows, 0);
+
+	assert_int_equal(ap_stop(ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_log_count(ap, "standalone_errors=6"), 1);
+	/* The segment stays for the ranks. */
+	assert_int_equal(generation(ap, "sj", NULL), 4);
+	free(cfg);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_flags_and_exit_codes, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_standalone_edits, setup,
+		    teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return (cmocka_run_group_tests_name("agent", tests, NULL, NULL));
+}
