@@ -67,6 +67,7 @@ int	 ctl_cmd_config(struct ctl *, int, char **);
 int	 ctl_cmd_cancel(struct ctl *, int, char **);
 
 /* ctl_http.c */
+int64_t	 ctl_now_ms(void);
 int	 ctl_url_parse(const char *, struct ctl_url *, const char **);
 int	 ctl_http_request(const struct ctl_url *, const char *, const char *,
 	    const char *, const char *, size_t, int, struct ctl_response *,
@@ -129,6 +130,7 @@ void	 ctl_table_nodes(FILE *, json_t *);
 void	 ctl_format_window(char *, size_t, json_t *);
 const char *ctl_json_str(json_t *, const char *, const char *);
 int64_t	 ctl_json_int(json_t *, const char *, int64_t);
+const char *ctl_cell_int(char *, size_t, json_t *, const char *, int64_t);
 
 /* ctl_local.c */
 int	 ctl_cmd_local(struct ctl *, int, char **);

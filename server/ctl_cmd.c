@@ -146,43 +146,38 @@ ctl_check_job(struct ctl *ctl, const char *job)
 	return (0);
 }
 
-/* dynprofctl jobs */
-int
-ctl_cmd_jobs(struct ctl *ctl, int argc, char **argv)
+/* A command without arguments that GETs path and shows it with table. */
+static int
+ctl_list(struct ctl *ctl, int argc, char **argv, const char *path,
+    void (*table)(FILE *, json_t *))
 {
 	json_t	*doc;
 	int	 rc;
 
-	(void)argv;
 	if (argc != 1) {
-		ctl_errx(ctl, "jobs: unexpected argument %s", argv[1]);
+		ctl_errx(ctl, "%s: unexpected argument %s", argv[0], argv[1]);
 		return (CTL_USAGE);
 	}
-	if ((rc = ctl_get(ctl, "/v1/jobs", &doc)) != CTL_EXIT_OK)
+	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
 		return (rc);
 	if (!ctl->json)
-		ctl_table_jobs(ctl->out, doc);
+		table(ctl->out, doc);
 	json_decref(doc);
 	return (CTL_EXIT_OK);
+}
+
+/* dynprofctl jobs */
+int
+ctl_cmd_jobs(struct ctl *ctl, int argc, char **argv)
+{
+	return (ctl_list(ctl, argc, argv, "/v1/jobs", ctl_table_jobs));
 }
 
 /* dynprofctl nodes */
 int
 ctl_cmd_nodes(struct ctl *ctl, int argc, char **argv)
 {
-	json_t	*doc;
-	int	 rc;
-
-	if (argc != 1) {
-		ctl_errx(ctl, "nodes: unexpected argument %s", argv[1]);
-		return (CTL_USAGE);
-	}
-	if ((rc = ctl_get(ctl, "/v1/nodes", &doc)) != CTL_EXIT_OK)
-		return (rc);
-	if (!ctl->json)
-		ctl_table_nodes(ctl->out, doc);
-	json_decref(doc);
-	return (CTL_EXIT_OK);
+	return (ctl_list(ctl, argc, argv, "/v1/nodes", ctl_table_nodes));
 }
 
 /* dynprofctl status JOB */

@@ -21,8 +21,9 @@
 #include "ctl.h"
 #include "version.h"
 
-static int64_t
-ctl_http_now_ms(void)
+/* Milliseconds on the monotonic clock. */
+int64_t
+ctl_now_ms(void)
 {
 	struct timespec	 ts;
 
@@ -35,7 +36,7 @@ ctl_http_remaining(int64_t deadline)
 {
 	int64_t	 left;
 
-	left = deadline - ctl_http_now_ms();
+	left = deadline - ctl_now_ms();
 	if (left < 0)
 		return (0);
 	return ((int)left);
@@ -363,7 +364,7 @@ ctl_http_request(const struct ctl_url *u, const char *token,
 	int		 fd = -1, rc, saved = 0, r, hlen;
 
 	memset(res, 0, sizeof(*res));
-	deadline = ctl_http_now_ms() + timeout_ms;
+	deadline = ctl_now_ms() + timeout_ms;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

@@ -250,8 +250,7 @@ ctl_local_print(FILE *f, json_t *doc)
 		row[3] = "CANCELLED"; row[4] = "OPTIONS";
 		ctl_table_add(&t, row);
 		json_array_foreach(w, i, s) {
-			snprintf(id, sizeof(id), "%lld",
-			    (long long)ctl_json_int(s, "id", 0));
+			ctl_cell_int(id, sizeof(id), s, "id", INT64_MIN);
 			snprintf(steps, sizeof(steps), "%lld-%lld",
 			    (long long)ctl_json_int(s, "start_step", 0),
 			    (long long)ctl_json_int(s, "stop_step", 0));
@@ -281,22 +280,11 @@ ctl_local_print(FILE *f, json_t *doc)
 	row[7] = "LAST_EVENT"; row[8] = "OUTPUT"; row[9] = "ERROR";
 	ctl_table_add(&t, row);
 	json_array_foreach(json_object_get(doc, "slots"), i, s) {
-		snprintf(slot, sizeof(slot), "%lld",
-		    (long long)ctl_json_int(s, "slot", 0));
-		snprintf(pid, sizeof(pid), "%lld",
-		    (long long)ctl_json_int(s, "pid", 0));
-		snprintf(rank, sizeof(rank), "%lld",
-		    (long long)ctl_json_int(s, "rank", 0));
-		if (ctl_json_int(s, "step", -1) >= 0)
-			snprintf(step, sizeof(step), "%lld",
-			    (long long)ctl_json_int(s, "step", -1));
-		else
-			step[0] = '\0';
-		if (ctl_json_int(s, "window", 0) > 0)
-			snprintf(win, sizeof(win), "%lld",
-			    (long long)ctl_json_int(s, "window", 0));
-		else
-			win[0] = '\0';
+		ctl_cell_int(slot, sizeof(slot), s, "slot", INT64_MIN);
+		ctl_cell_int(pid, sizeof(pid), s, "pid", INT64_MIN);
+		ctl_cell_int(rank, sizeof(rank), s, "rank", INT64_MIN);
+		ctl_cell_int(step, sizeof(step), s, "step", 0);
+		ctl_cell_int(win, sizeof(win), s, "window", 1);
 		row[0] = slot;
 		if (json_object_get(s, "pid") == NULL) {
 			/* A slot that kept changing while read. */

@@ -33,6 +33,23 @@ ctl_json_int(json_t *o, const char *key, int64_t def)
 	return (json_is_integer(v) ? (int64_t)json_integer_value(v) : def);
 }
 
+/*
+ * Writes the integer member key of o into buf, or "" (printed as "-") when it
+ * is absent or below min.  Returns buf.
+ */
+const char *
+ctl_cell_int(char *buf, size_t len, json_t *o, const char *key, int64_t min)
+{
+	json_t	*v;
+
+	v = json_is_object(o) ? json_object_get(o, key) : NULL;
+	if (json_is_integer(v) && json_integer_value(v) >= min)
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else if (len > 0)
+		buf[0] = '\0';
+	return (buf);
+}
+
 /* A count given either as a number or as an array of things. */
 static int64_t
 ctl_json_count(json_t *o, const char *key)
@@ -261,18 +278,9 @@ ctl_table_status(FILE *f, json_t *doc)
 		ctl_table_add(&t, row);
 		for (i = 0; i < nranks; i++) {
 			r = sorted[i];
-			snprintf(rank, sizeof(rank), "%lld",
-			    (long long)ctl_json_int(r, "rank", -1));
-			if (ctl_json_int(r, "step", -1) >= 0)
-				snprintf(step, sizeof(step), "%lld",
-				    (long long)ctl_json_int(r, "step", -1));
-			else
-				step[0] = '\0';
-			if (ctl_json_int(r, "window", 0) > 0)
-				snprintf(win, sizeof(win), "%lld",
-				    (long long)ctl_json_int(r, "window", 0));
-			else
-				win[0] = '\0';
+			ctl_cell_int(rank, sizeof(rank), r, "rank", INT64_MIN);
+			ctl_cell_int(step, sizeof(step), r, "step", 0);
+			ctl_cell_int(win, sizeof(win), r, "window", 1);
 			out = ctl_json_str(r, "output_dir", "");
 			err = ctl_json_str(r, "error", "");
 			if (*err != '\0')
@@ -300,8 +308,7 @@ ctl_table_status(FILE *f, json_t *doc)
 		row[3] = "RANKS";
 		ctl_table_add(&t, row);
 		json_array_foreach(w, i, r) {
-			snprintf(id, sizeof(id), "%lld",
-			    (long long)ctl_json_int(r, "id", 0));
+			ctl_cell_int(id, sizeof(id), r, "id", INT64_MIN);
 			snprintf(range, sizeof(range), "%lld-%lld",
 			    (long long)ctl_json_int(r, "start_step", 0),
 			    (long long)ctl_json_int(r, "stop_step", 0));
@@ -323,9 +330,8 @@ ctl_table_status(FILE *f, json_t *doc)
 		row[0] = "NODE"; row[1] = "STATE"; row[2] = "APPLIED";
 		ctl_table_add(&t, row);
 		json_array_foreach(n, i, r) {
-			snprintf(gen, sizeof(gen), "%lld",
-			    (long long)ctl_json_int(r, "applied_generation",
-			    0));
+			ctl_cell_int(gen, sizeof(gen), r,
+			    "applied_generation", INT64_MIN);
 			row[0] = ctl_json_str(r, "node", NULL);
 			row[1] = ctl_json_str(r, "state", NULL);
 			row[2] = gen;
@@ -355,19 +361,15 @@ ctl_table_jobs(FILE *f, json_t *doc)
 	row[3] = "RANKS"; row[4] = "NODES"; row[5] = "MAX_STEP";
 	ctl_table_add(&t, row);
 	json_array_foreach(jobs, i, j) {
-		snprintf(num[0], sizeof(num[0]), "%lld",
-		    (long long)ctl_json_int(j, "generation", 0));
+		ctl_cell_int(num[0], sizeof(num[0]), j,
+		    "generation", INT64_MIN);
 		snprintf(num[1], sizeof(num[1]), "%lld",
 		    (long long)ctl_json_count(j, "windows"));
 		snprintf(num[2], sizeof(num[2]), "%lld",
 		    (long long)ctl_json_count(j, "ranks"));
 		snprintf(num[3], sizeof(num[3]), "%lld",
 		    (long long)ctl_json_count(j, "nodes"));
-		if (ctl_json_int(j, "max_step", -1) >= 0)
-			snprintf(num[4], sizeof(num[4]), "%lld",
-			    (long long)ctl_json_int(j, "max_step", -1));
-		else
-			num[4][0] = '\0';
+		ctl_cell_int(num[4], sizeof(num[4]), j, "max_step", 0);
 		row[0] = ctl_json_str(j, "job", NULL);
 		row[1] = num[0];
 		row[2] = num[1];

@@ -125,28 +125,27 @@ ctl_trace_args_free(struct ctl_trace_args *a)
 	a->options = NULL;
 }
 
-/* Takes the value of a flag given as "--flag V" or "--flag=V". */
-static const char *
-ctl_flag_value(int argc, char **argv, int *i, const char *flag, int *matched)
-{
-	size_t	 len;
+enum ctl_trace_flag {
+	CTL_F_START, CTL_F_IN, CTL_F_STEPS, CTL_F_STOP, CTL_F_ROUNDUP,
+	CTL_F_RANKS, CTL_F_OPTION, CTL_F_SUBDIR, CTL_F_TIMEOUT,
+};
 
-	len = strlen(flag);
-	*matched = 0;
-	if (strncmp(argv[*i], flag, len) != 0)
-		return (NULL);
-	if (argv[*i][len] == '=') {
-		*matched = 1;
-		return (argv[*i] + len + 1);
-	}
-	if (argv[*i][len] != '\0')
-		return (NULL);
-	*matched = 1;
-	if (*i + 1 >= argc)
-		return (NULL);
-	return (argv[++*i]);
-}
+static const struct {
+	const char		*name;
+	enum ctl_trace_flag	 flag;
+} ctl_trace_flags[] = {
+	{ "--start", CTL_F_START },
+	{ "--in", CTL_F_IN },
+	{ "--steps", CTL_F_STEPS },
+	{ "--stop", CTL_F_STOP },
+	{ "--roundup", CTL_F_ROUNDUP },
+	{ "--ranks", CTL_F_RANKS },
+	{ "--option", CTL_F_OPTION },
+	{ "--output-subdir", CTL_F_SUBDIR },
+	{ "--timeout", CTL_F_TIMEOUT },
+};
 
+/* A step count flag: given once, an integer >= min. */
 static int
 ctl_trace_number(const char *flag, const char *v, int64_t min, int *have,
     int64_t *out, char *err, size_t errlen)
@@ -164,18 +163,84 @@ ctl_trace_number(const char *flag, const char *v, int64_t min, int *have,
 	return (0);
 }
 
+/* Takes one flag and its value into a; 0, or -1 with the reason. */
+static int
+ctl_trace_flag(struct ctl_trace_args *a, const char *name,
+    enum ctl_trace_flag flag, const char *v, char *err, size_t errlen)
+{
+	struct rank_set	 rs;
+	const char	*why;
+	char		*end;
+
+	switch (flag) {
+	case CTL_F_START:
+		return (ctl_trace_number(name, v, 1, &a->have_start, &a->start,
+		    err, errlen));
+	case CTL_F_IN:
+		return (ctl_trace_number(name, v, 0, &a->have_in, &a->in, err,
+		    errlen));
+	case CTL_F_STEPS:
+		return (ctl_trace_number(name, v, 1, &a->have_steps, &a->steps,
+		    err, errlen));
+	case CTL_F_STOP:
+		return (ctl_trace_number(name, v, 1, &a->have_stop, &a->stop,
+		    err, errlen));
+	case CTL_F_ROUNDUP:
+		return (ctl_trace_number(name, v, 1, &a->have_roundup,
+		    &a->roundup, err, errlen));
+	case CTL_F_RANKS:
+		if (a->ranks != NULL) {
+			snprintf(err, errlen, "--ranks given twice");
+			return (-1);
+		}
+		if (*v == '\0' || ranks_parse(v, &rs, &why) == -1) {
+			snprintf(err, errlen, "--ranks %s: %s", v,
+			    *v == '\0' ? "empty rank list" : why);
+			return (-1);
+		}
+		a->ranks = v;
+		return (0);
+	case CTL_F_OPTION:
+		return (ctl_option_parse(a->options, v, err, errlen));
+	case CTL_F_SUBDIR:
+		if (a->output_subdir != NULL) {
+			snprintf(err, errlen, "--output-subdir given twice");
+			return (-1);
+		}
+		if (!subdir_valid(v, &why)) {
+			snprintf(err, errlen, "--output-subdir %s: %s", v, why);
+			return (-1);
+		}
+		a->output_subdir = v;
+		return (0);
+	case CTL_F_TIMEOUT:
+		errno = 0;
+		a->timeout = strtod(v, &end);
+		if (*v == '\0' || *end != '\0' || errno != 0 ||
+		    !isfinite(a->timeout) || a->timeout <= 0 ||
+		    a->timeout > 1e7) {
+			snprintf(err, errlen, "--timeout %s: expected a number "
+			    "of seconds > 0", v);
+			return (-1);
+		}
+		a->have_timeout = 1;
+		return (0);
+	}
+	return (-1);
+}
+
 /*
- * Parses the arguments of trace (argv[0] is "trace").  Returns 0 with a
- * filled (caller frees with ctl_trace_args_free), or -1 with the reason.
+ * Parses the arguments of trace (argv[0] is "trace"): flags as "--flag V" or
+ * "--flag=V", in any order around JOB.  Returns 0 with a filled (caller frees
+ * with ctl_trace_args_free), or -1 with the reason.
  */
 int
 ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
     size_t errlen)
 {
-	struct rank_set	 rs;
 	const char	*v, *why;
-	char		*end;
-	int		 i, m;
+	size_t		 f, len;
+	int		 i;
 
 	memset(a, 0, sizeof(*a));
 	if ((a->options = json_object()) == NULL) {
@@ -187,112 +252,36 @@ ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
 			a->wait = 1;
 			continue;
 		}
-		if ((v = ctl_flag_value(argc, argv, &i, "--start", &m)) != NULL) {
-			if (ctl_trace_number("--start", v, 1, &a->have_start,
-			    &a->start, err, errlen) == -1)
-				goto fail;
-			continue;
-		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--in", &m)) != NULL) {
-			if (ctl_trace_number("--in", v, 0, &a->have_in, &a->in,
-			    err, errlen) == -1)
-				goto fail;
-			continue;
-		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--steps", &m)) != NULL) {
-			if (ctl_trace_number("--steps", v, 1, &a->have_steps,
-			    &a->steps, err, errlen) == -1)
-				goto fail;
-			continue;
-		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--stop", &m)) != NULL) {
-			if (ctl_trace_number("--stop", v, 1, &a->have_stop,
-			    &a->stop, err, errlen) == -1)
-				goto fail;
-			continue;
-		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--roundup",
-		    &m)) != NULL) {
-			if (ctl_trace_number("--roundup", v, 1,
-			    &a->have_roundup, &a->roundup, err, errlen) == -1)
-				goto fail;
-			continue;
-		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--ranks", &m)) != NULL) {
-			if (a->ranks != NULL) {
-				snprintf(err, errlen, "--ranks given twice");
+		if (argv[i][0] != '-' || argv[i][1] == '\0') {
+			if (a->job != NULL) {
+				snprintf(err, errlen, "unexpected argument %s",
+				    argv[i]);
 				goto fail;
 			}
-			if (*v == '\0' || ranks_parse(v, &rs, &why) == -1) {
-				snprintf(err, errlen, "--ranks %s: %s", v,
-				    *v == '\0' ? "empty rank list" : why);
-				goto fail;
-			}
-			a->ranks = v;
+			a->job = argv[i];
 			continue;
 		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--option",
-		    &m)) != NULL) {
-			if (ctl_option_parse(a->options, v, err, errlen) == -1)
-				goto fail;
-			continue;
+		len = strcspn(argv[i], "=");
+		for (f = 0; f < nitems(ctl_trace_flags); f++) {
+			if (strlen(ctl_trace_flags[f].name) == len &&
+			    strncmp(argv[i], ctl_trace_flags[f].name, len) == 0)
+				break;
 		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--output-subdir",
-		    &m)) != NULL) {
-			if (a->output_subdir != NULL) {
-				snprintf(err, errlen, "--output-subdir given "
-				    "twice");
-				goto fail;
-			}
-			if (!subdir_valid(v, &why)) {
-				snprintf(err, errlen, "--output-subdir %s: %s",
-				    v, why);
-				goto fail;
-			}
-			a->output_subdir = v;
-			continue;
-		}
-		if (m)
-			goto noval;
-		if ((v = ctl_flag_value(argc, argv, &i, "--timeout",
-		    &m)) != NULL) {
-			errno = 0;
-			a->timeout = strtod(v, &end);
-			if (*v == '\0' || *end != '\0' || errno != 0 ||
-			    !isfinite(a->timeout) || a->timeout <= 0 ||
-			    a->timeout > 1e7) {
-				snprintf(err, errlen, "--timeout %s: expected "
-				    "a number of seconds > 0", v);
-				goto fail;
-			}
-			a->have_timeout = 1;
-			continue;
-		}
-		if (m)
-			goto noval;
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+		if (f == nitems(ctl_trace_flags)) {
 			snprintf(err, errlen, "unknown flag %s", argv[i]);
 			goto fail;
 		}
-		if (a->job != NULL) {
-			snprintf(err, errlen, "unexpected argument %s", argv[i]);
+		if (argv[i][len] == '=')
+			v = argv[i] + len + 1;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else {
+			snprintf(err, errlen, "%s needs a value", argv[i]);
 			goto fail;
 		}
-		a->job = argv[i];
+		if (ctl_trace_flag(a, ctl_trace_flags[f].name,
+		    ctl_trace_flags[f].flag, v, err, errlen) == -1)
+			goto fail;
 	}
 
 	if (a->job == NULL) {
@@ -325,8 +314,6 @@ ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
 	}
 	return (0);
 
-noval:
-	snprintf(err, errlen, "%s needs a value", argv[i]);
 fail:
 	ctl_trace_args_free(a);
 	return (-1);
@@ -469,15 +456,6 @@ ctl_progress_format(const struct ctl_progress *p, uint32_t window, char *buf,
 	if (n > 0 && (size_t)n < len && p->max_step >= 0)
 		snprintf(buf + n, len - n, " (job at step %lld)",
 		    (long long)p->max_step);
-}
-
-static int64_t
-ctl_now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 static void
