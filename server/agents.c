@@ -413,7 +413,8 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 			log_warnx("%s: cannot store an event of %s", __func__,
 			    node->name);
 		node->seen_seq = ae->seq;
-	}
+	} else
+		c->metrics.events_dup++;	/* a replay */
 	/* A replay (seq already seen) is committed already or with this
 	 * batch: acknowledge it all the same. */
 	if (ae->seq > conn->ack_seq)

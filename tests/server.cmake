@@ -17,3 +17,6 @@ endif()
 dynprof_test(test_coord SOURCES test_coord.c test_coord_util.c
   LIBS PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord dynprof-coordinator)
+dynprof_test(test_coord_agents SOURCES test_coord_agents.c test_coord_util.c
+  fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_agents dynprof-coordinator)
