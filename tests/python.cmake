@@ -8,6 +8,10 @@
 #                     scripts/deps.sh with DEPS_EXTRA=torch); label "torch"
 #   python_agent      the MindSpore workflow with the real dynprof-agent in
 #                     standalone mode (and the torch hook, when torch is there)
+#   python_ms24       parity with MindSpore 2.4's own monitor (the reference
+#                     source beside the tree, ../shared/reference): same edits
+#                     of profiler_config.json, same Profiler calls at the same
+#                     steps; skipped when the reference is not there
 #   python_install    pip install of lib/python into a private directory, and
 #                     cmake --install of this build into a private prefix
 
@@ -62,4 +66,5 @@ else()
     "skipped (scripts/deps.sh with DEPS_EXTRA=torch installs it)")
 endif()
 dynprof_pytest(python_agent test_agent.py)
+dynprof_pytest(python_ms24 test_ms24_parity.py)
 dynprof_pytest(python_install test_install.py)

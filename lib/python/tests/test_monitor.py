@@ -114,6 +114,8 @@ def run_scenario(env, rank, ops, fast_path, mode):
                     rec.step = n
                     if mode == "step":
                         mon.step()
+                    elif mode == "c_step":      # the library's own counter
+                        assert mon._lib.dynprof_step(mon._h) == 0
                     else:
                         mon.step_begin(n)
                         mon.step_end(n)
@@ -142,6 +144,9 @@ def test_window_rules(env, name, rank, ops, expected):
     assert results[(True, "begin_end")] == expected
     assert results[(False, "begin_end")] == expected
     assert results[(True, "step")] == results[(False, "step")]
+    env.job = base + "-c"
+    assert run_scenario(env, rank, ops, True, "c_step") == \
+        results[(True, "step")]
 
 
 def test_step_mode_stops_at_the_next_top(env):
