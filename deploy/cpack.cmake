@@ -8,9 +8,17 @@
 #   dynprof-agent        component agent                              daemon, unit, tmpfiles
 #   dynprof-coordinator  component coordinator|server|dynprofctl|ctl  daemon, unit, dynprofctl
 #   python3-dynprof      component python|python3                     the Python binding
-# Anything installed without a component (Unspecified) goes into the package `dynprof`;
-# any other component into `dynprof-<component>`.  Every package depends on the others it
-# needs; the daemons' shared library dependencies come from dpkg-shlibdeps.
+# Any other component goes into `dynprof-<component>`.  Every package depends on the
+# others it needs; shared library dependencies come from dpkg-shlibdeps.
+#
+# While some install() rule has no COMPONENT (CMake calls it Unspecified), the files
+# cannot be told apart: then everything goes into ONE package, `dynprof`, whose
+# maintainer scripts do what both daemon packages' would.
+
+# Packing never builds: `cpack` packs the build tree as it is (`make build` first), so
+# the packaging test cannot rebuild binaries other tests are running.  Also makes the
+# install target not depend on `all`.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
 set(CPACK_PACKAGE_NAME dynprof)
 set(CPACK_PACKAGE_VENDOR "dynprof")
@@ -23,7 +31,6 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_GROUPING ONE_PER_GROUP)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
@@ -34,6 +41,21 @@ set(dp_version "${PROJECT_VERSION}-1")
 set(dp_deb_gen ${PROJECT_BINARY_DIR}/deploy/gen/debian)
 
 get_cmake_property(dp_components COMPONENTS)
+if("Unspecified" IN_LIST dp_components)
+  set(CPACK_DEB_COMPONENT_INSTALL OFF)
+  set(CPACK_DEBIAN_PACKAGE_NAME dynprof)
+  set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS adduser)
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS python3)
+  set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+    "The library linked into training processes (with its header, pkg-config file\nand Python binding), the node agent, the coordinator and dynprofctl, with\ntheir systemd units.")
+  set(d ${dp_deb_gen}/dynprof)
+  set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    "${d}/postinst;${d}/prerm;${d}/postrm;${d}/conffiles")
+  include(CPack)
+  return()
+endif()
+
 set(dp_groups "")
 foreach(comp IN LISTS dp_components)
   if(comp MATCHES "^(lib|runtime|Runtime|libdynprof)$")
@@ -60,7 +82,6 @@ list(REMOVE_DUPLICATES dp_groups)
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libdynprof0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_LIB_DESCRIPTION "dynprof: the library linked into training processes")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdynprof-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME dynprof-agent)
@@ -69,17 +90,19 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-dynprof)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_MISC_PACKAGE_NAME dynprof)
-set(CPACK_COMPONENT_GROUP_LIB_DESCRIPTION
-  "dynprof library\n libdynprof, linked into training processes: reads the pushed\n profiling window at every step from shared memory.")
-set(CPACK_COMPONENT_GROUP_DEV_DESCRIPTION
-  "dynprof library: development files\n The public header dynprof.h and the pkg-config file.")
-set(CPACK_COMPONENT_GROUP_AGENT_DESCRIPTION
-  "dynprof node agent\n One per node: applies pushed profiling schedules to the training\n processes of the node and reports what they did.  systemd unit included.")
-set(CPACK_COMPONENT_GROUP_COORDINATOR_DESCRIPTION
-  "dynprof coordinator and dynprofctl\n Owns the profiling schedule of every job, pushes it to the agents and\n serves the admin API; dynprofctl is its command line.  systemd unit included.")
-set(CPACK_COMPONENT_GROUP_PYTHON_DESCRIPTION
-  "dynprof Python binding\n dynprof.Monitor for training loops, a drop-in for MindSpore's\n DynamicProfilerMonitor and a PyTorch hook.")
-set(CPACK_COMPONENT_GROUP_MISC_DESCRIPTION "dynprof\n The remaining files of dynprof.")
+set(CPACK_DEBIAN_AGENT_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_COORDINATOR_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_LIB_DESCRIPTION
+  "dynprof library\nlibdynprof, linked into training processes: reads the pushed\nprofiling window at every step from shared memory.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION
+  "dynprof library: development files\nThe public header dynprof.h and the pkg-config file.")
+set(CPACK_DEBIAN_AGENT_DESCRIPTION
+  "dynprof node agent\nOne per node: applies pushed profiling schedules to the training\nprocesses of the node and reports what they did.  systemd unit included.")
+set(CPACK_DEBIAN_COORDINATOR_DESCRIPTION
+  "dynprof coordinator and dynprofctl\nOwns the profiling schedule of every job, pushes it to the agents and\nserves the admin API; dynprofctl is its command line.  systemd unit included.")
+set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+  "dynprof Python binding\ndynprof.Monitor for training loops, a drop-in for MindSpore's\nDynamicProfilerMonitor and a PyTorch hook.")
+set(CPACK_DEBIAN_MISC_DESCRIPTION "dynprof\nThe remaining files of dynprof.")
 
 # Dependencies between our own packages, only on those being built.
 macro(dp_depend group)

@@ -1,0 +1,288 @@
+#!/bin/sh
+# The Debian packages, installed into this machine for real:
+# - cpack -G DEB packs the build tree; dpkg -i installs every package it made;
+# - the maintainer scripts made the dynprof user and group and the segment directory
+#   /dev/shm/dynprof (3770 dynprof:dynprof);
+# - a C program builds against the installed header, library and pkg-config file;
+# - the installed coordinator and agent run as their units run them (under systemd
+#   when it is running, else directly as user dynprof with the flags of their
+#   /etc/default files, on ports the kernel picks);
+# - a rank runs as an unprivileged user whose only link to dynprof is the group
+#   (nobody + group dynprof): it creates its segment in /dev/shm/dynprof and reports
+#   to the agent's socket; the installed dynprofctl sees the node, the job and the
+#   rank, schedules a window with trace --wait, and the rank writes its trace;
+# - dpkg --purge removes everything: no file of the packages is left in /usr or /etc,
+#   nor the state directory.
+# Skips (with the reason) when not root, without dpkg/cpack, in sanitizer builds,
+# or when dynprof is already installed here.  Cleans up on failure too.
+set -eu
+. "$(dirname "$0")/test_deploy_lib.sh"
+
+[ "$(id -u)" = 0 ] || skip "not root: dpkg -i needs root"
+for c in dpkg dpkg-deb cpack setpriv flock; do
+	command -v "$c" >/dev/null 2>&1 || skip "$c not found"
+done
+[ -z "${DYNPROF_SANITIZED:-}" ] ||
+    skip "sanitizer build: the packages are tested from the plain build"
+need_binaries
+
+# One run at a time on this machine, whichever build tree it comes from.
+exec 9>/var/lock/dynprof-deb-test.lock
+flock -w 300 9 || fail "another test_deploy_deb holds /var/lock/dynprof-deb-test.lock"
+
+# Runs that die without cleaning up (SIGKILL at a timeout) leave this marker; the
+# next run may then remove what that run installed.  Without it, dynprof files on this
+# machine are someone's: leave them, skip.
+MARK=/var/tmp/dynprof-deb-test.running
+PKGS_ALL="dynprof libdynprof0 libdynprof-dev dynprof-agent dynprof-coordinator python3-dynprof"
+installed()
+{
+	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'ok installed\|config-files'
+}
+if [ -e "$MARK" ]; then
+	echo "cleaning up after an interrupted run"
+	for p in $PKGS_ALL; do
+		if installed "$p"; then
+			dpkg --purge "$p" >/dev/null 2>&1 || true
+		fi
+	done
+	for p in $(cat "$MARK"); do
+		kill "$p" 2>/dev/null || true
+	done
+	rm -rf /var/lib/dynprof /run/dynprof /dev/shm/dynprof
+else
+	for p in $PKGS_ALL; do
+		if installed "$p"; then
+			skip "package $p is installed on this machine: not touching it"
+		fi
+	done
+	for f in /var/lib/dynprof /etc/default/dynprof-agent /etc/default/dynprof-coordinator \
+	    /usr/bin/dynprof-agent /run/dynprof /dev/shm/dynprof; do
+		if [ -e "$f" ]; then
+			skip "$f exists on this machine: not touching it"
+		fi
+	done
+fi
+NEW_USER=0
+getent passwd dynprof >/dev/null || NEW_USER=1
+: > "$MARK"
+
+TMP=$(mktemp -d /tmp/dynprof-deb.XXXXXX)
+chmod 0755 "$TMP"
+PIDS=""
+NAMES=""
+SYSTEMD=0
+[ -d /run/systemd/system ] && SYSTEMD=1
+cleanup()
+{
+	rc=$?
+	set +e
+	if [ "$SYSTEMD" = 1 ]; then
+		systemctl stop dynprof-agent dynprof-coordinator >/dev/null 2>&1
+	fi
+	for p in $PIDS; do
+		kill "$p" 2>/dev/null
+	done
+	for p in $PIDS; do
+		wait "$p" 2>/dev/null
+	done
+	for n in $NAMES; do
+		if installed "$n"; then
+			dpkg --purge "$n" >/dev/null 2>&1
+		fi
+	done
+	if [ "$NEW_USER" = 1 ] && getent passwd dynprof >/dev/null; then
+		userdel dynprof 2>/dev/null
+		groupdel dynprof 2>/dev/null
+	fi
+	rm -rf "$TMP" /var/lib/dynprof /run/dynprof /dev/shm/dynprof
+	rm -f "$MARK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+echo "== cpack"
+(cd "$BUILD" && cpack -G DEB -B "$TMP/pkg") > "$TMP/cpack.log" 2>&1 ||
+    { cat "$TMP/cpack.log"; fail "cpack -G DEB"; }
+DEBS=$(ls "$TMP"/pkg/*.deb)
+for d in $DEBS; do
+	n=$(dpkg-deb -f "$d" Package)
+	NAMES="$NAMES $n"
+	echo "$(basename "$d"): $(dpkg-deb -f "$d" Depends)"
+	dpkg-deb -c "$d" | awk '{ print $6 }' | sed 's|^\./|/|; s|/$||' >> "$TMP/files"
+done
+grep -qx /usr/bin/dynprof-agent "$TMP/files" || fail "no package has the agent"
+grep -qx /usr/bin/dynprof-coordinator "$TMP/files" || fail "no package has the coordinator"
+grep -qx /usr/bin/dynprofctl "$TMP/files" || fail "no package has dynprofctl"
+grep -qx /usr/lib/systemd/system/dynprof-agent.service "$TMP/files" || fail "no agent unit"
+grep -q '/include/dynprof.h$' "$TMP/files" || fail "no package has dynprof.h"
+grep -q '/pkgconfig/dynprof.pc$' "$TMP/files" || fail "no package has dynprof.pc"
+if grep -q '^/usr/local' "$TMP/files"; then
+	grep '^/usr/local' "$TMP/files"
+	fail "packaged files under /usr/local"
+fi
+
+echo "== dpkg -i"
+DEBIAN_FRONTEND=noninteractive dpkg --force-confnew -i $DEBS \
+    < /dev/null > "$TMP/dpkg.log" 2>&1 || { cat "$TMP/dpkg.log"; fail "dpkg -i"; }
+for n in $NAMES; do
+	installed "$n" || fail "$n not installed"
+done
+getent passwd dynprof >/dev/null || fail "postinst made no user dynprof"
+getent group dynprof >/dev/null || fail "postinst made no group dynprof"
+st=$(stat -c '%a %U %G' /dev/shm/dynprof) || fail "postinst made no /dev/shm/dynprof"
+[ "$st" = "3770 dynprof dynprof" ] || fail "/dev/shm/dynprof is $st"
+grep -qx 'ExecStart=/usr/bin/dynprof-agent $DYNPROF_AGENT_OPTS' \
+    /usr/lib/systemd/system/dynprof-agent.service || fail "agent unit ExecStart"
+/usr/bin/dynprof-agent --version > /dev/null || fail "installed agent does not run"
+echo "ok: installed$NAMES; user, group and /dev/shm/dynprof made"
+
+echo "== the library from its installed header and pkg-config file"
+cat > "$TMP/v.c" <<'C'
+#include <stdio.h>
+#include <dynprof.h>
+int
+main(void)
+{
+	printf("%s\n", dynprof_version());
+	return (0);
+}
+C
+# shellcheck disable=SC2046
+cc -o "$TMP/v" "$TMP/v.c" $(pkg-config --cflags --libs dynprof) 2> "$TMP/cc.log" ||
+    { cat "$TMP/cc.log"; pkg-config --cflags --libs dynprof; fail "cannot build against the installed library"; }
+v=$("$TMP/v") || fail "program linked to the installed library does not run"
+echo "ok: dynprof_version() = $v, $(pkg-config --cflags --libs dynprof)"
+
+echo "== daemons, as their units run them"
+# The operator's step: the flags in /etc/default.  Ports 0: the kernel picks, the
+# ready files say which.
+cat > /etc/default/dynprof-coordinator <<EOF
+DYNPROF_COORDINATOR_OPTS="--listen 127.0.0.1:0 --http 127.0.0.1:0 --ready-file /var/lib/dynprof/ready"
+EOF
+if [ "$SYSTEMD" = 1 ]; then
+	systemctl start dynprof-coordinator || fail "systemctl start dynprof-coordinator"
+else
+	# What systemd would do: StateDirectory, UMask, User, EnvironmentFile, ExecStart.
+	install -d -m 0750 -o dynprof -g dynprof /var/lib/dynprof
+	line=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/dynprof-coordinator.service)
+	(
+		set -f
+		umask 0027
+		. /etc/default/dynprof-coordinator
+		eval "exec setpriv --reuid=dynprof --regid=dynprof --init-groups $line"
+	) > "$TMP/coordinator.log" 2>&1 &
+	PIDS="$PIDS $!"
+	echo "$PIDS" > "$MARK"
+fi
+wait_for "[ -s /var/lib/dynprof/ready ]" 15 ||
+    { cat "$TMP/coordinator.log" 2>/dev/null; fail "coordinator not ready"; }
+. /var/lib/dynprof/ready
+[ -f /var/lib/dynprof/dynprof.db ] || fail "no /var/lib/dynprof/dynprof.db"
+[ "$(stat -c %U /var/lib/dynprof/dynprof.db)" = dynprof ] ||
+    fail "the coordinator does not run as dynprof"
+
+cat > /etc/default/dynprof-agent <<EOF
+DYNPROF_AGENT_OPTS="--coordinator 127.0.0.1:$agent_port --node deb-test-node --socket /run/dynprof/agent.sock --shm-dir /dev/shm/dynprof --shm-mode 0660 --ready-file /run/dynprof/ready"
+EOF
+if [ "$SYSTEMD" = 1 ]; then
+	systemctl start dynprof-agent || fail "systemctl start dynprof-agent"
+else
+	install -d -m 0750 -o dynprof -g dynprof /run/dynprof
+	line=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/dynprof-agent.service)
+	(
+		set -f
+		umask 0007
+		. /etc/default/dynprof-agent
+		eval "exec setpriv --reuid=dynprof --regid=dynprof --init-groups $line"
+	) > "$TMP/agent.log" 2>&1 &
+	PIDS="$PIDS $!"
+	echo "$PIDS" > "$MARK"
+fi
+wait_for "[ -s /run/dynprof/ready ]" 15 ||
+    { cat "$TMP/agent.log" 2>/dev/null; fail "agent not ready"; }
+st=$(stat -c '%a %U %G' /run/dynprof/agent.sock)
+[ "$st" = "660 dynprof dynprof" ] || fail "agent socket is $st"
+
+CTL="/usr/bin/dynprofctl --coordinator http://127.0.0.1:$http_port"
+wait_for "$CTL nodes 2>/dev/null | grep -q deb-test-node" 15 ||
+    { $CTL nodes; fail "the agent never connected"; }
+echo "ok: coordinator ($agent_port, $http_port) and agent run as dynprof; dynprofctl nodes:"
+$CTL nodes
+
+echo "== a rank in group dynprof, not user dynprof"
+# nobody, with dynprof as its only extra group, as a training user added to the
+# group.  The installed Python binding when a package has it, else the installed
+# dynprof-train-sim.
+JOB=deb-test-job
+mkdir -m 1777 "$TMP/out"
+if grep -q '/dynprof/__init__.py$' "$TMP/files"; then
+	RANK_CMD="/usr/bin/python3 $SRC/deploy/slurm/train.py"
+	export TRAIN_STEPS=2000 STEP_SECONDS=0.02
+else
+	echo "(no Python package among the packages: the rank is dynprof-train-sim)"
+	RANK_CMD="/usr/bin/dynprof-train-sim --steps-per-sec 50 --max-steps 2000"
+fi
+# shellcheck disable=SC2086
+env -i PATH=/usr/bin:/bin DYNPROF_JOB=$JOB RANK=0 DYNPROF_SHM_DIR=/dev/shm/dynprof \
+    DYNPROF_SHM_MODE=0660 DYNPROF_OUTPUT_ROOT="$TMP/out" \
+    TRAIN_STEPS="${TRAIN_STEPS:-}" STEP_SECONDS="${STEP_SECONDS:-}" \
+    setpriv --reuid=nobody --regid=nogroup --groups=dynprof $RANK_CMD \
+    > "$TMP/rank.log" 2>&1 &
+RANK_PID=$!
+PIDS="$PIDS $RANK_PID"
+echo "$PIDS" > "$MARK"
+wait_for "[ -e /dev/shm/dynprof/dynprof.$JOB ]" 10 ||
+    { cat "$TMP/rank.log"; fail "the rank made no segment in /dev/shm/dynprof"; }
+st=$(stat -c '%a %U %G' "/dev/shm/dynprof/dynprof.$JOB")
+[ "$st" = "660 nobody dynprof" ] || fail "segment is $st, want 660 nobody dynprof"
+wait_for "$CTL status $JOB 2>/dev/null | grep -q deb-test-node" 15 ||
+    { $CTL status $JOB; cat "$TMP/rank.log" "$TMP/agent.log" 2>/dev/null; fail "the rank never showed up"; }
+$CTL jobs | grep -q "$JOB" || fail "dynprofctl jobs does not list $JOB"
+$CTL jobs
+echo "== dynprofctl trace $JOB --in 20 --steps 5 --wait"
+timeout 60 $CTL trace $JOB --in 20 --steps 5 --wait --timeout 45 > "$TMP/trace.log" 2>&1 ||
+    { cat "$TMP/trace.log" "$TMP/rank.log"; fail "dynprofctl trace --wait"; }
+cat "$TMP/trace.log"
+$CTL status $JOB
+wait_for "ls -d '$TMP'/out/rank0_start*_stop* >/dev/null 2>&1" 10 ||
+    fail "the rank wrote no output directory"
+echo "ok: $(ls "$TMP"/out)"
+
+echo "== stop and purge"
+kill "$RANK_PID" 2>/dev/null || true
+if [ "$SYSTEMD" = 1 ]; then
+	systemctl stop dynprof-agent dynprof-coordinator
+else
+	for p in $PIDS; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in $PIDS; do
+		wait "$p" 2>/dev/null || true
+	done
+fi
+PIDS=""
+# shellcheck disable=SC2086
+dpkg --purge $NAMES > "$TMP/purge.log" 2>&1 || { cat "$TMP/purge.log"; fail "dpkg --purge"; }
+for n in $NAMES; do
+	if installed "$n"; then
+		fail "$n still installed"
+	fi
+done
+left=""
+while read -r f; do
+	case "$f" in
+	/usr/*|/etc/*) ;;
+	*) continue ;;
+	esac
+	# Directories the packages share with the system stay.
+	if [ -e "$f" ] && ! [ -d "$f" ]; then
+		left="$left $f"
+	fi
+done < "$TMP/files"
+[ -z "$left" ] || fail "left after purge:$left"
+[ ! -e /var/lib/dynprof ] || fail "purge left /var/lib/dynprof"
+[ ! -e /etc/default/dynprof-agent ] || fail "purge left /etc/default/dynprof-agent"
+echo "ok: nothing left"
+echo "PASS"

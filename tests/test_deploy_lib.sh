@@ -1,0 +1,83 @@
+# Shared by the tests/test_deploy_*.sh scripts (sourced, POSIX sh).
+#
+# DYNPROF_SOURCE_DIR and DYNPROF_BUILD_DIR come from CTest (tests/deploy.cmake).
+# Exit code 77 is a skip (SKIP_RETURN_CODE).
+
+SRC=${DYNPROF_SOURCE_DIR:?DYNPROF_SOURCE_DIR not set}
+BUILD=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
+AGENT=$BUILD/agent/dynprof-agent
+COORD=$BUILD/server/dynprof-coordinator
+CTL=$BUILD/server/dynprofctl
+
+fail()
+{
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+skip()
+{
+	echo "SKIP: $*"
+	exit 77
+}
+
+need_binaries()
+{
+	for b in "$AGENT" "$COORD" "$CTL"; do
+		[ -x "$b" ] || fail "$b not built"
+	done
+}
+
+# Waits up to $2 seconds (default 10) for command $1 to succeed.
+wait_for()
+{
+	_n=$(( ${2:-10} * 10 ))
+	while [ "$_n" -gt 0 ]; do
+		if eval "$1"; then
+			return 0
+		fi
+		sleep 0.1
+		_n=$((_n - 1))
+	done
+	return 1
+}
+
+# Writes, as JSON in file $1, what the binaries accept and read: the long flags of
+# each binary (from its --help: flag -> whether it takes a value), the environment
+# variables named in the sources of the library, daemons and binding (not tests),
+# and the library's defaults.
+write_facts()
+{
+	"$AGENT" --help > "$1.agent" 2>&1 || true
+	"$COORD" --help > "$1.coord" 2>&1 || true
+	"$CTL" --help > "$1.ctl" 2>&1 || true
+	(cd "$SRC" && grep -rhoE '"(DYNPROF|SLURM)_[A-Z0-9_]+"' --exclude-dir=tests \
+	    --include='*.c' --include='*.h' --include='*.py' agent lib common server) \
+	    | tr -d '"' | sort -u > "$1.env"
+	python3 - "$1" <<'PY'
+import json, re, sys
+out = sys.argv[1]
+def flags(path):
+    f = {}
+    for line in open(path):
+        if not re.match(r"\s+-", line):
+            continue
+        for m in re.finditer(r"--([a-z][a-z0-9-]*)(?:[ =]([A-Z][A-Z0-9:_]*))?", line):
+            f.setdefault(m.group(1), m.group(2) is not None)
+    if len(f) < 3:
+        sys.exit(f"{path}: no flags in --help output")
+    return f
+facts = {
+    "flags": {"dynprof-agent": flags(out + ".agent"),
+              "dynprof-coordinator": flags(out + ".coord"),
+              "dynprofctl": flags(out + ".ctl")},
+    "env": [l.strip() for l in open(out + ".env") if l.strip()],
+    "defaults": {"socket": "/run/dynprof/agent.sock", "shmDir": "/dev/shm"},
+}
+agent_help = open(out + ".agent").read()
+for d in facts["defaults"].values():
+    if d not in agent_help:
+        sys.exit(f"dynprof-agent --help no longer names the default {d}")
+json.dump(facts, open(out, "w"), indent=1)
+PY
+}

@@ -1,0 +1,100 @@
+#!/bin/sh
+# The SLURM files (deploy/slurm):
+# - the TaskProlog exports the agent's --shm-dir/--shm-mode/--socket from its
+#   /etc/default file, and leaves what the job set alone;
+# - the Epilog removes the job's segment only: not while a rank still maps it, not for
+#   a bad job id, not another job's; the agent's own mapping does not keep it;
+# - the sbatch example parses, and dynprofctl accepts its trace command line.
+set -eu
+. "$(dirname "$0")/test_deploy_lib.sh"
+need_binaries
+
+TMP=$(mktemp -d /tmp/dynprof-slurm.XXXXXX)
+HOLDER=""
+cleanup()
+{
+	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+S=$SRC/deploy/slurm
+sh -n "$S/dynprof-task-prolog.sh" || fail "task prolog: syntax"
+sh -n "$S/dynprof-epilog.sh" || fail "epilog: syntax"
+bash -n "$S/train.sbatch" || fail "train.sbatch: syntax"
+python3 -m py_compile "$S/train.py" 2>/dev/null || python3 -c "import ast,sys; ast.parse(open(sys.argv[1]).read())" "$S/train.py" ||
+    fail "train.py: syntax"
+
+echo "== task prolog"
+# The default file as the package installs it.
+DEF=$SRC/deploy/systemd/dynprof-agent.default
+out=$(env -u DYNPROF_SHM_DIR -u DYNPROF_SHM_MODE -u DYNPROF_AGENT_SOCKET \
+    DYNPROF_AGENT_DEFAULTS="$DEF" sh "$S/dynprof-task-prolog.sh")
+want="export DYNPROF_SHM_DIR=/dev/shm/dynprof
+export DYNPROF_SHM_MODE=0660
+export DYNPROF_AGENT_SOCKET=/run/dynprof/agent.sock"
+[ "$out" = "$want" ] || fail "task prolog printed: $out"
+out=$(DYNPROF_SHM_DIR=/mine DYNPROF_SHM_MODE=0600 DYNPROF_AGENT_SOCKET=/s \
+    DYNPROF_AGENT_DEFAULTS="$DEF" sh "$S/dynprof-task-prolog.sh")
+[ -z "$out" ] || fail "task prolog overrides the job's own settings: $out"
+printf 'DYNPROF_AGENT_OPTS="--shm-dir=/x/y --socket /x/s"\n' > "$TMP/def"
+out=$(env -u DYNPROF_SHM_DIR -u DYNPROF_SHM_MODE -u DYNPROF_AGENT_SOCKET \
+    DYNPROF_AGENT_DEFAULTS="$TMP/def" sh "$S/dynprof-task-prolog.sh")
+[ "$out" = "export DYNPROF_SHM_DIR=/x/y
+export DYNPROF_AGENT_SOCKET=/x/s" ] || fail "task prolog with --flag=value: $out"
+echo ok
+
+echo "== epilog"
+mkdir -p "$TMP/shm"
+printf 'DYNPROF_AGENT_OPTS="--shm-dir %s"\n' "$TMP/shm" > "$TMP/def"
+epilog()
+{
+	env SLURM_JOB_ID="$1" DYNPROF_AGENT_DEFAULTS="$TMP/def" sh "$S/dynprof-epilog.sh" ||
+	    fail "epilog exited non-zero for job '$1'"
+}
+: > "$TMP/shm/dynprof.4242"
+: > "$TMP/shm/dynprof.4243"
+: > "$TMP/shm/dynprof.default"
+# A rank that still maps the segment (python3 stands in for it).
+hold()
+{
+	"$1" -c 'import mmap, os, sys, time
+f = open(sys.argv[1], "r+b"); f.write(b"\0" * 4096); f.flush()
+m = mmap.mmap(f.fileno(), 4096); f.close()
+open(sys.argv[2], "w").close(); time.sleep(60)' "$2" "$TMP/held" &
+	HOLDER=$!
+	wait_for "[ -e '$TMP/held' ]" 10 || fail "holder did not start"
+	rm -f "$TMP/held"
+}
+hold python3 "$TMP/shm/dynprof.4242"
+epilog 4242
+[ -e "$TMP/shm/dynprof.4242" ] || fail "epilog removed a segment a rank still maps"
+kill "$HOLDER"; wait "$HOLDER" 2>/dev/null || true; HOLDER=""
+epilog 4242
+[ ! -e "$TMP/shm/dynprof.4242" ] || fail "epilog left the segment of an ended job"
+[ -e "$TMP/shm/dynprof.4243" ] || fail "epilog removed another job's segment"
+for bad in "" "../x" ".hidden" "a/b" "x y" "$(printf '%065d' 1)"; do
+	epilog "$bad"
+done
+[ -e "$TMP/shm/dynprof.4243" ] && [ -e "$TMP/shm/dynprof.default" ] ||
+    fail "epilog removed something for a bad job id"
+# The agent's own mapping does not keep the segment.
+cp "$(python3 -c "import sys; print(sys.executable)")" "$TMP/dynprof-agent"
+hold "$TMP/dynprof-agent" "$TMP/shm/dynprof.4243"
+epilog 4243
+[ ! -e "$TMP/shm/dynprof.4243" ] || fail "the agent's mapping kept the segment"
+kill "$HOLDER"; wait "$HOLDER" 2>/dev/null || true; HOLDER=""
+echo ok
+
+echo "== dynprofctl trace as in the docs"
+# Exit 2 is "cannot reach the coordinator": the arguments were accepted.
+for argv in "trace 36199_0 --in 20 --steps 5 --wait" ; do
+	rc=0
+	SLURM_JOB_ID=36199_0 "$CTL" --coordinator http://127.0.0.1:1 $argv > "$TMP/ctl.out" 2>&1 || rc=$?
+	[ "$rc" = 2 ] || { cat "$TMP/ctl.out"; fail "dynprofctl $argv: exit $rc, want 2"; }
+done
+grep -q 'dynprofctl trace "\$SLURM_JOB_ID" --in 20 --steps 5 --wait' "$S/train.sbatch" ||
+    fail "train.sbatch no longer shows the trace command"
+echo ok
+echo "PASS"
