@@ -68,14 +68,22 @@ setup_fast(void **state)
 	return (setup_hb(state, "100"));
 }
 
+/* A clean stop exits 0 (and, under ASan, with no leak or error). */
 static int
 teardown(void **state)
 {
 	struct fixture	*f = *state;
+	int		 rc = 0;
 
-	tc_cleanup(&f->tc);
+	if (f->tc.pid > 0)
+		rc = tc_stop(&f->tc, SIGTERM);
+	if (rc != 0)
+		fprintf(stderr, "coordinator exited %d, log in %s\n", rc,
+		    f->tc.log);
+	else
+		tc_cleanup(&f->tc);
 	free(f);
-	return (0);
+	return (rc == 0 ? 0 : -1);
 }
 
 static struct tc_reply
