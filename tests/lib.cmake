@@ -17,3 +17,33 @@ target_include_directories(test_segment_stress_noseqlock PRIVATE
 # The window rules through the real library and a real segment.
 dynprof_test(test_lib_window SOURCES test_lib_window.c LIBS dynprof_internal
   TIMEOUT 60)
+
+# Events on a real unix datagram socket, decoded with protobuf-c.
+dynprof_test(test_lib_events SOURCES test_lib_events.c
+  LIBS dynprof_internal dpproto_c TIMEOUT 60)
+
+# nanopb and protobuf-c agree on every RankEvent field, both ways.
+dynprof_test(test_codec SOURCES test_codec.c LIBS dpproto_nanopb dpproto_c)
+
+# The public header alone, strictly, linked against the shared library.
+add_executable(test_header test_header.c)
+target_link_libraries(test_header PRIVATE dynprof)
+target_compile_options(test_header PRIVATE -std=c99 -pedantic -Wall -Wextra
+  -Werror)
+add_test(NAME test_header COMMAND test_header)
+
+# Only the public API leaves libdynprof.so.
+add_test(NAME test_lib_exports COMMAND sh
+  ${CMAKE_CURRENT_SOURCE_DIR}/test_lib_exports.sh $<TARGET_FILE:dynprof>
+  ${PROJECT_SOURCE_DIR}/lib/include/dynprof.h)
+
+# cmake --install into a temporary prefix, then a program built with pkg-config.
+if(DYNPROF_SANITIZE)
+  set(_install_cflags "-fsanitize=address,undefined")
+else()
+  set(_install_cflags "")
+endif()
+add_test(NAME test_install COMMAND sh
+  ${CMAKE_CURRENT_SOURCE_DIR}/test_install.sh ${PROJECT_BINARY_DIR}
+  ${CMAKE_C_COMPILER} "${_install_cflags}")
+set_tests_properties(test_install PROPERTIES TIMEOUT 120)
