@@ -148,6 +148,7 @@ def main():
 
     out = {"steps": a.steps, "repeats": a.repeats,
            "python": sys.version.split()[0],
+           "loadavg": round(os.getloadavg()[0], 2),
            "library": dynprof.library_version(), "variants": {}}
     seed_median = statistics.median(results["seed_ms24"]) if have_seed \
         else None
@@ -162,8 +163,9 @@ def main():
         print(json.dumps(out, indent=2))
         return
     print("python_step: %d rounds of %d steps, no window, python %s, "
-          "libdynprof %s" % (a.repeats, a.steps, out["python"],
-                             out["library"]))
+          "libdynprof %s, load average %.2f on %d cpus" % (
+              a.repeats, a.steps, out["python"], out["library"],
+              out["loadavg"], os.cpu_count() or 0))
     print("%-20s %9s %9s %9s  %s" % ("variant", "median_us", "min_us",
                                      "max_us", "seed/this"))
     for name, v in out["variants"].items():

@@ -253,7 +253,18 @@ class Monitor:
             seen = fs.seq_seen
             due = fs.next_due
 
-        def reraise():
+        def call(fn, n):
+            """A step the library must see: the call, then a fresh fast
+            state, then any KeyboardInterrupt a callback caught."""
+            rc = fn(h, n)
+            if rc != 0:
+                log.debug("%s(%d): %s", fn.__name__, n, _native.strerror(rc))
+
+        def slow(fn, n):
+            if not open_:
+                return
+            call(fn, n)
+            refresh()
             m = this()
             if m is not None and m._pending is not None:
                 e, m._pending = m._pending, None
@@ -263,25 +274,12 @@ class Monitor:
             if seq[0] == seen and n < due:
                 slot_step[0] = n
                 return
-            if not open_:
-                return
-            rc = c_begin(h, n)
-            refresh()
-            if rc != 0:
-                log.debug("dynprof_step_begin(%d): %s", n,
-                          _native.strerror(rc))
-            reraise()
+            slow(c_begin, n)
 
         def step_end(n):
             if seq[0] == seen and n < due:
                 return
-            if not open_:
-                return
-            rc = c_end(h, n)
-            refresh()
-            if rc != 0:
-                log.debug("dynprof_step_end(%d): %s", n, _native.strerror(rc))
-            reraise()
+            slow(c_end, n)
 
         def step():
             nonlocal count
@@ -290,19 +288,9 @@ class Monitor:
             if seq[0] == seen and n < due:
                 slot_step[0] = n
                 return
-            if not open_:
-                return
-            if n > 1:
-                rc = c_end(h, n - 1)
-                if rc != 0:
-                    log.debug("dynprof_step_end(%d): %s", n - 1,
-                              _native.strerror(rc))
-            rc = c_begin(h, n)
-            refresh()
-            if rc != 0:
-                log.debug("dynprof_step_begin(%d): %s", n,
-                          _native.strerror(rc))
-            reraise()
+            if n > 1 and open_:
+                call(c_end, n - 1)
+            slow(c_begin, n)
 
         def shut():
             # After dynprof_close() the mapping is gone: point the fast path

@@ -8,7 +8,6 @@ The reference is MindSpore's file, not part of this tree: $DYNPROF_MS24_REFERENC
 else ../shared/reference/mindspore_2.4_dynamic_profiler.py beside the source
 tree.  Without it the test is skipped."""
 
-import json
 import os
 import sys
 import time
@@ -22,7 +21,7 @@ sys.path.insert(0, os.path.join(HERE, "standins"))
 import mindspore.profiler as msprof               # noqa: E402 (stand-in)
 
 import dynprof.mindspore                          # noqa: E402
-from test_agent import Agent, wait_for_window     # noqa: E402
+from test_agent import Agent, wait_for_window, write_config  # noqa: E402
 from test_mindspore import Ctx                    # noqa: E402
 
 
@@ -51,15 +50,6 @@ def load_reference(path, shm_name):
     return mod
 
 
-def write_config(path, fields):
-    cfg = dict(dynprof.mindspore.DEFAULT_CONFIG)
-    cfg.update(fields)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(cfg, f)
-    os.rename(tmp, path)
-
-
 # Two edits of profiler_config.json, each followed by steps.
 EDITS = [
     ({"start_step": 3, "stop_step": 5, "aicore_metrics": 1,
@@ -77,7 +67,7 @@ def drive(cb, cfg_json, wait, out):
     msprof.CALLS.clear()
     ctx = Ctx()
     for fields, steps in EDITS:
-        write_config(cfg_json, fields)
+        write_config(cfg_json, **fields)
         wait(fields)
         for n in steps:
             ctx.cur_step_num = n
