@@ -239,7 +239,15 @@ st=$(stat -c '%a %U %G' "/dev/shm/dynprof/dynprof.$JOB")
 [ "$st" = "660 nobody dynprof" ] || fail "segment is $st, want 660 nobody dynprof"
 wait_for "$CTL status $JOB 2>/dev/null | grep -q deb-test-node" 15 ||
     { $CTL status $JOB; cat "$TMP/rank.log" "$TMP/agent.log" 2>/dev/null; fail "the rank never showed up"; }
-$CTL jobs | grep -q "$JOB" || fail "dynprofctl jobs does not list $JOB"
+# Relative windows need the job's progress: wait for its first reported step.
+has_step()
+{
+	$CTL --json jobs 2>/dev/null | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(j.get("job") == sys.argv[1] and isinstance(j.get("max_step"), int)
+    and j["max_step"] >= 0 for j in d.get("jobs", [])) else 1)' "$JOB"
+}
+wait_for has_step 15 || { $CTL jobs; fail "no progress of $JOB reached the coordinator"; }
 $CTL jobs
 echo "== dynprofctl trace $JOB --in 20 --steps 5 --wait"
 timeout 60 $CTL trace $JOB --in 20 --steps 5 --wait --timeout 45 > "$TMP/trace.log" 2>&1 ||
