@@ -105,6 +105,7 @@ struct loadgen {
 	struct event		*hb_ev;
 	struct event		*trial_timer;
 	unsigned		 hb_ms;
+	int			 hb_next;
 	int64_t			 t_start;
 	double			 connect_s;
 	char			 uri[256];
@@ -118,13 +119,19 @@ struct loadgen {
 	int64_t			 t_resp;
 	uint64_t		 resp_gen;
 	int			 resp_done;
-	int			 applied_ok;	/* the status shows applied gens */
+	int			 applied_ok;	/* the metrics count applied pushes */
+	uint64_t		 applied_base;	/* that count before the change */
+	int			 status_applied; /* nodes the status shows at the
+						    last generation */
 	double			*fan_ms;
 	double			*resp_ms;
 	double			*applied_ms;
 	int			 napplied;
 	struct loadgen_proc	 proc_before;
 	struct loadgen_proc	 proc_fanout;
+	struct loadgen_proc	 self_before;	/* the loadgen's own CPU */
+	struct loadgen_proc	 self_fanout;
+	struct loadgen_proc	 self_events;
 
 	/* events */
 	int64_t			 ev_t0;
@@ -140,6 +147,11 @@ static void	loadgen_heartbeat_every(struct loadgen *, unsigned);
 static void	loadgen_fanout_trial(struct loadgen *);
 static void	loadgen_events_start(struct loadgen *);
 static void	loadgen_finish(struct loadgen *);
+static void	loadgen_fanout_poll(struct loadgen *);
+static void	loadgen_fanout_poll_cb(evutil_socket_t, short, void *);
+static int	loadgen_count_applied(struct loadgen *, const char *, size_t,
+		    uint64_t);
+static void	loadgen_status_applied_done(void *, int, const char *, size_t);
 
 static void
 loadgen_fail(struct loadgen *lg, const char *why)
@@ -464,6 +476,7 @@ loadgen_connect_more(struct loadgen *lg)
 	fflush(stdout);
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_before);
+	loadgen_proc_read(getpid(), &lg->self_before);
 	if (lg->do_fanout) {
 		lg->phase = LOADGEN_PHASE_FANOUT;
 		lg->trial = -1;
@@ -476,20 +489,17 @@ loadgen_connect_more(struct loadgen *lg)
 
 static void	loadgen_heartbeat_cb(evutil_socket_t, short, void *);
 
-/* Heartbeats at half the coordinator's interval, at most a second apart. */
+/*
+ * Heartbeats: every connection once per heartbeat_ms, as a real agent sends
+ * them, spread over the interval in LOADGEN_HB_TICK_MS slices (agents on real
+ * nodes are not synchronised; a burst of N at once would be a test artefact).
+ */
+#define LOADGEN_HB_TICK_MS	10
+
 static void
 loadgen_heartbeat_every(struct loadgen *lg, unsigned ms)
 {
-	struct timeval	 tv;
-	unsigned	 every = ms / 2 < 1000 ? ms / 2 : 1000;
-
 	lg->hb_ms = ms;
-	if (every == 0)
-		every = 1;
-	tv.tv_sec = every / 1000;
-	tv.tv_usec = (every % 1000) * 1000;
-	event_del(lg->hb_ev);
-	event_add(lg->hb_ev, &tv);
 }
 
 static void
@@ -499,7 +509,8 @@ loadgen_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Heartbeat		 hb = DYNPROF__V1__HEARTBEAT__INIT;
 	struct timespec			 now;
-	int				 i;
+	unsigned			 hb_ms = lg->hb_ms ? lg->hb_ms : 2000;
+	int				 i, count;
 
 	(void)fd;
 	(void)what;
@@ -507,9 +518,13 @@ loadgen_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 	hb.time_unix_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
 	m.heartbeat = &hb;
-	for (i = 0; i < lg->n; i++)
-		if (lg->conns[i].state == LOADGEN_READY)
-			loadgen_send(&lg->conns[i], &m);
+	/* Slightly more than one interval's share: never late. */
+	count = (int)((int64_t)lg->n * LOADGEN_HB_TICK_MS * 11 / 10 / hb_ms) + 1;
+	for (i = 0; i < count && i < lg->n; i++) {
+		if (lg->conns[lg->hb_next].state == LOADGEN_READY)
+			loadgen_send(&lg->conns[lg->hb_next], &m);
+		lg->hb_next = (lg->hb_next + 1) % lg->n;
+	}
 }
 
 /* --- fanout ------------------------------------------------------------- */
@@ -535,16 +550,16 @@ loadgen_fanout_next_cb(evutil_socket_t fd, short what, void *arg)
 	if (lg->trial >= lg->changes) {
 		if (lg->coord_pid > 0)
 			loadgen_proc_read(lg->coord_pid, &lg->proc_fanout);
-		if (lg->do_events)
-			loadgen_events_start(lg);
-		else
-			loadgen_finish(lg);
+		loadgen_proc_read(getpid(), &lg->self_fanout);
+		snprintf(lg->uri, sizeof(lg->uri), "/v1/jobs/%s", lg->job);
+		if (loadgen_http_request(lg->http, "GET", lg->uri, NULL,
+		    loadgen_status_applied_done, lg) == -1)
+			loadgen_fail(lg, "cannot send a status request");
 		return;
 	}
 	loadgen_fanout_trial(lg);
 }
 
-static void	loadgen_fanout_poll(struct loadgen *);
 
 static void
 loadgen_fanout_check(struct loadgen *lg)
@@ -635,43 +650,84 @@ loadgen_count_applied(struct loadgen *lg, const char *body, size_t len,
 	return (count);
 }
 
+/* The coordinator's count of pushes acknowledged applied, from /metrics. */
+static int
+loadgen_metrics_applied(const char *body, uint64_t *count)
+{
+	static const char	 key[] = "\ndynprof_push_applied_seconds_count ";
+	const char		*p;
+
+	if ((p = strstr(body, key)) == NULL)
+		return (-1);
+	*count = strtoull(p + sizeof(key) - 1, NULL, 10);
+	return (0);
+}
+
 static void
 loadgen_applied_done(void *arg, int code, const char *body, size_t len)
 {
 	struct loadgen	*lg = arg;
-	int		 count;
+	uint64_t	 count;
 	double		 ms;
 
-	if (code != 200) {
-		fprintf(stderr, "loadgen: GET %s: HTTP %d\n", lg->uri, code);
-		loadgen_fail(lg, "status request failed");
+	(void)len;
+	if (code != 200 || loadgen_metrics_applied(body, &count) == -1) {
+		fprintf(stderr, "loadgen: GET /metrics: HTTP %d, no "
+		    "dynprof_push_applied_seconds_count: not measuring applied\n",
+		    code);
+		lg->applied_ok = 0;
+		loadgen_trial_later(lg, 20, loadgen_fanout_next_cb);
 		return;
 	}
-	count = loadgen_count_applied(lg, body, len, lg->resp_gen);
 	ms = (loadgen_now_ns() - lg->t0) / 1e6;
-	if (count == lg->n) {
+	if (count >= lg->applied_base + (uint64_t)lg->n) {
 		if (lg->trial >= 0)
 			lg->applied_ms[lg->napplied++] = ms;
 		loadgen_trial_later(lg, 20, loadgen_fanout_next_cb);
 		return;
 	}
 	if (ms > LOADGEN_APPLIED_GIVEUP_MS) {
-		fprintf(stderr, "loadgen: the status shows %d of %d nodes at "
-		    "generation %" PRIu64 " after %.0f ms; not measuring "
-		    "applied any more\n", count, lg->n, lg->resp_gen, ms);
+		fprintf(stderr, "loadgen: the coordinator counts %" PRIu64 " of "
+		    "%d applied after %.0f ms; not measuring applied any more\n",
+		    count - lg->applied_base, lg->n, ms);
 		lg->applied_ok = 0;
 		loadgen_trial_later(lg, 20, loadgen_fanout_next_cb);
 		return;
 	}
-	loadgen_fanout_poll(lg);
+	loadgen_trial_later(lg, 1, loadgen_fanout_poll_cb);
 }
 
 static void
 loadgen_fanout_poll(struct loadgen *lg)
 {
-	if (loadgen_http_request(lg->http, "GET", lg->uri, NULL,
+	if (loadgen_http_request(lg->http, "GET", "/metrics", NULL,
 	    loadgen_applied_done, lg) == -1)
-		loadgen_fail(lg, "cannot send a status request");
+		loadgen_fail(lg, "cannot send a metrics request");
+}
+
+static void
+loadgen_fanout_poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	loadgen_fanout_poll(arg);
+}
+
+/* After the last change: does the job's status show every node applied it? */
+static void
+loadgen_status_applied_done(void *arg, int code, const char *body, size_t len)
+{
+	struct loadgen	*lg = arg;
+
+	if (code == 200)
+		lg->status_applied = loadgen_count_applied(lg, body, len,
+		    lg->resp_gen);
+	else
+		fprintf(stderr, "loadgen: GET %s: HTTP %d\n", lg->uri, code);
+	if (lg->do_events)
+		loadgen_events_start(lg);
+	else
+		loadgen_finish(lg);
 }
 
 static void
@@ -691,7 +747,7 @@ loadgen_trial_timeout_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-loadgen_fanout_trial(struct loadgen *lg)
+loadgen_fanout_send(struct loadgen *lg)
 {
 	struct timeval	 tv;
 	char		 body[512];
@@ -717,10 +773,34 @@ loadgen_fanout_trial(struct loadgen *lg)
 		loadgen_fail(lg, "cannot send the admin request");
 		return;
 	}
-	snprintf(lg->uri, sizeof(lg->uri), "/v1/jobs/%s", lg->job);
 	tv.tv_sec = LOADGEN_TRIAL_TIMEOUT_MS / 1000;
 	tv.tv_usec = 0;
 	evtimer_add(lg->trial_timer, &tv);
+}
+
+static void
+loadgen_metrics_before_done(void *arg, int code, const char *body, size_t len)
+{
+	struct loadgen	*lg = arg;
+
+	(void)len;
+	if (code != 200 || loadgen_metrics_applied(body,
+	    &lg->applied_base) == -1)
+		lg->applied_ok = 0;
+	loadgen_fanout_send(lg);
+}
+
+/* One change: the applied count first (when measured), then the request. */
+static void
+loadgen_fanout_trial(struct loadgen *lg)
+{
+	if (!lg->applied_ok) {
+		loadgen_fanout_send(lg);
+		return;
+	}
+	if (loadgen_http_request(lg->http, "GET", "/metrics", NULL,
+	    loadgen_metrics_before_done, lg) == -1)
+		loadgen_fail(lg, "cannot send a metrics request");
 }
 
 /* Called from loadgen_on_config's count: checks after each read batch. */
@@ -811,6 +891,7 @@ loadgen_events_start(struct loadgen *lg)
 	/* Every event acknowledged: does the status show them all? */
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_events);
+	loadgen_proc_read(getpid(), &lg->self_events);
 	lg->status_polls = 1;
 	loadgen_http_request(lg->http, "GET", lg->uri, NULL,
 	    loadgen_status_done, lg);
@@ -839,6 +920,7 @@ loadgen_finish(struct loadgen *lg)
 			    as.median, as.max);
 		else
 			printf(" applied_median_ms=na applied_max_ms=na");
+		printf(" status_applied=%d", lg->status_applied);
 	}
 	if (lg->do_events) {
 		total = (double)lg->n * lg->events_per;
@@ -862,6 +944,13 @@ loadgen_finish(struct loadgen *lg)
 			    lg->proc_before.cpu_s));
 		printf(" cpu_total_s=%.2f", now.cpu_s);
 	}
+	if (lg->do_fanout)
+		printf(" loadgen_cpu_fanout_s=%.2f", lg->self_fanout.cpu_s -
+		    lg->self_before.cpu_s);
+	if (lg->do_events)
+		printf(" loadgen_cpu_events_s=%.2f", lg->self_events.cpu_s -
+		    (lg->do_fanout ? lg->self_fanout.cpu_s :
+		    lg->self_before.cpu_s));
 	printf("\n");
 	fflush(stdout);
 	event_base_loopbreak(lg->base);
@@ -877,7 +966,7 @@ loadgen_usage(FILE *f)
 "  --mode M             fanout, events or both (both)\n"
 "  --changes N          measured config changes (20), after one warm-up\n"
 "  --events N           events per connection, even (20)\n"
-"  --inflight N         unacknowledged events per connection (32)\n"
+"  --inflight N         unacknowledged events per connection (1024)\n"
 "  --concurrency N      connections being set up at once (256)\n"
 "  --sources N          spread connections over 127.0.0.1..N (1)\n"
 "  --node-prefix P      node names P-0, P-1, ... (lg)\n"
@@ -954,7 +1043,7 @@ main(int argc, char **argv)
 	lg.prefix = "lg";
 	lg.changes = 20;
 	lg.events_per = 20;
-	lg.inflight = 32;
+	lg.inflight = 1024;
 	lg.concurrency = 256;
 	lg.nsrc = 1;
 	lg.do_fanout = lg.do_events = 1;
@@ -1061,11 +1150,10 @@ main(int argc, char **argv)
 	if ((lg.http = loadgen_http_new(lg.base, http, admin_token)) == NULL)
 		return (1);
 
-	/* Heartbeats every second until the first welcome says the interval;
-	 * a 1 ms tick moves the phases on. */
+	/* Heartbeats in slices; a 1 ms tick moves the phases on. */
 	lg.hb_ev = event_new(lg.base, -1, EV_PERSIST, loadgen_heartbeat_cb, &lg);
-	tv.tv_sec = 1;
-	tv.tv_usec = 0;
+	tv.tv_sec = 0;
+	tv.tv_usec = LOADGEN_HB_TICK_MS * 1000;
 	event_add(lg.hb_ev, &tv);
 	lg.trial_timer = evtimer_new(lg.base, loadgen_trial_timeout_cb, &lg);
 	tick = event_new(lg.base, -1, EV_PERSIST, loadgen_tick_cb, &lg);
