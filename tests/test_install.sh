@@ -11,8 +11,12 @@ extra=${3:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-install-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-cmake --install "$build" --prefix "$tmp/prefix" --component lib >"$tmp/install.log" 2>&1 || {
-	cat "$tmp/install.log"; echo "FAIL: cmake --install"; exit 1; }
+# The library's two install components: the runtime and the development files.
+for comp in lib dev; do
+	cmake --install "$build" --prefix "$tmp/prefix" --component "$comp" \
+	    >>"$tmp/install.log" 2>&1 || {
+		cat "$tmp/install.log"; echo "FAIL: cmake --install ($comp)"; exit 1; }
+done
 
 so=$(find "$tmp/prefix" -name 'libdynprof.so.0.1.0' | head -n 1)
 [ -n "$so" ] || { echo "FAIL: libdynprof.so.0.1.0 not installed"; exit 1; }
