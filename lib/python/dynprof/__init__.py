@@ -23,11 +23,13 @@ Frameworks: dynprof.mindspore.DynamicProfilerMonitor (a drop-in for MindSpore
 2.4's) and dynprof.torch.profile_steps (drives torch.profiler).
 """
 
+import atexit
 import collections
 import ctypes
 import enum
 import json
 import logging
+import os
 import weakref
 
 from . import _native
@@ -94,6 +96,22 @@ def _load():
         return _native.load()
     except OSError as e:
         raise DynprofError(None, str(e)) from None
+
+
+# Monitors still open.  They are closed when the interpreter exits, before it
+# tears modules down, so that on_stop runs while the callbacks' globals are
+# still there (the library would otherwise stop them at C exit, with no
+# Python left to call).
+_open_monitors = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit():
+    for m in list(_open_monitors):
+        try:
+            m.close()
+        except BaseException:
+            log.debug("closing a monitor at exit", exc_info=True)
 
 
 def _put_error(err, errlen, msg):
@@ -208,8 +226,10 @@ class Monitor:
             raise DynprofError(rc, "dynprof_open: %s (job %r, rank %r)" % (
                 _native.strerror(rc), job, rank))
         self._h = h
+        self._pid = os.getpid()
         self._fs = _native.FastState()
         self._install_steps()
+        _open_monitors.add(self)
 
     # -- the step functions ----------------------------------------------
     #
@@ -381,6 +401,12 @@ class Monitor:
         Idempotent."""
         h = self._h
         if h is None:
+            return
+        _open_monitors.discard(self)
+        if os.getpid() != self._pid:
+            # A forked child: the handle and its slot are the parent's.
+            self._shut()
+            self._h = None
             return
         try:
             last = self._counted()

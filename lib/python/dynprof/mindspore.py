@@ -22,11 +22,9 @@ on it (one agent per node; it watches the file with inotify)::
 MindSpore is imported only when a monitor is built or a window starts.
 """
 
-import atexit
 import json
 import logging
 import os
-import weakref
 
 from . import DynprofError, Monitor, StopReason
 
@@ -147,8 +145,6 @@ class _DynamicProfilerMonitor:
         self._rank_id = self._monitor.rank
         if self._rank_id == 0:
             self._init_cfg_json()
-        ref = weakref.ref(self)
-        atexit.register(_close_at_exit, ref)
 
     def _init_cfg_json(self):
         path = os.path.join(self._cfg_path, "profiler_config.json")
@@ -224,15 +220,6 @@ class _DynamicProfilerMonitor:
 
 def _nothing(*args):
     pass
-
-
-def _close_at_exit(ref):
-    m = ref()
-    if m is not None:
-        try:
-            m.close()
-        except Exception:
-            pass
 
 
 _classes = {}

@@ -373,3 +373,51 @@ def test_missing_library_is_a_clear_error(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ERR None libdynprof not found")
     assert "nope.so (absent)" in out.stdout
+
+
+EXIT_SCRIPT = """
+import os, sys
+sys.path[:0] = [%(pkg)r, %(tests)r]
+import dynprof, segwriter
+def on_stop(window, reason, out):
+    # Module globals (os) must still be there.
+    os.write(1, b"on_stop %%s\\n" %% reason.name.encode())
+mon = dynprof.Monitor(on_stop=on_stop, **%(kwargs)r)
+seg = segwriter.Segment(%(shm)r, %(job)r)
+seg.write([dict(id=1, start=2, stop=100)])
+for n in range(1, 5):
+    mon.step()
+if %(fork)r:
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)         # a normal exit of a forked child
+    os.waitpid(pid, 0)
+    mon.step()
+    os.write(1, b"parent %%d\\n" %% mon.current_step)
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("fork", [False, True])
+def test_exit_without_close_stops_the_window(env, fork):
+    """An interpreter that exits with a monitor open stops its window (on_stop
+    runs while the callbacks' modules are alive); a forked child's exit does
+    not touch the parent's rank."""
+    sink = env.listen()
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = EXIT_SCRIPT % dict(pkg=os.path.dirname(tests), tests=tests,
+                              kwargs=env.kwargs(), shm=env.shm_dir,
+                              job=env.job, fork=fork)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    expect = ["exiting", "on_stop CLOSED"]
+    if fork:
+        expect.insert(0, "parent 5")
+    assert out.stdout.split("\n")[:-1] == expect
+    sink.wait_for(lambda e: e.get("kind") == EVENT_DETACHED)
+    kinds = [e["kind"] for e in sink.events]
+    assert kinds == [EVENT_ATTACHED, EVENT_STARTED, EVENT_STOPPED,
+                     EVENT_DETACHED]
+    assert sink.events[2]["reason"] == CLOSED
+    assert sink.events[2]["step"] == (5 if fork else 4)
