@@ -458,30 +458,49 @@ agent_wake_sampler(struct agent *a)
 }
 
 /*
- * The housekeeping timer.  Everything due within COALESCE_MS runs now, so that
- * sampling and heartbeats share one wakeup.  Sampling runs every --sample-interval
- * while ranks move and slows to AGENT_IDLE_SAMPLE_MS once a sample finds nothing
- * changed: an idle node wakes the agent at most once a second or so.
+ * Housekeeping: sampling, heartbeats, timeouts, reconnection, each when due.
+ *
+ * Sampling runs every --sample-interval while ranks move and slows to
+ * AGENT_IDLE_SAMPLE_MS once a sample finds nothing changed.  An idle agent
+ * should wake about once per heartbeat, not once per timer: so when a message
+ * from the coordinator wakes it anyway (early), whatever is due within half an
+ * interval runs then, and the timer's own deadlines for idle work sit a little
+ * after the nominal ones, so that the coordinator's heartbeat (same period)
+ * normally comes first and the timer never fires.
  */
 #define COALESCE_MS	250
+
+static int
+agent_idle_ms(const struct agent *a)
+{
+	return (a->opts.sample_ms > AGENT_IDLE_SAMPLE_MS ? a->opts.sample_ms :
+	    AGENT_IDLE_SAMPLE_MS);
+}
+
+/* Does what is due now (early: what is due within half an interval too). */
+void
+agent_housekeep(struct agent *a, int early)
+{
+	int64_t		 now = agent_now_ms();
+	int		 interval, slack;
+
+	interval = a->moved ? a->opts.sample_ms : agent_idle_ms(a);
+	slack = early ? interval / 2 : COALESCE_MS;
+	if (now + slack >= a->next_sample_ms) {
+		a->moved = segments_sample(a, now);
+		a->next_sample_ms = now + (a->moved ? a->opts.sample_ms :
+		    agent_idle_ms(a));
+	}
+	a->upstream_next_ms = upstream_tick(a, now, early);
+	agent_schedule(a);
+}
 
 static void
 agent_tick(evutil_socket_t fd, short what, void *arg)
 {
-	struct agent	*a = arg;
-	int64_t		 now = agent_now_ms();
-	int		 idle_ms;
-
 	(void)fd;
 	(void)what;
-	if (now + COALESCE_MS >= a->next_sample_ms) {
-		a->moved = segments_sample(a, now);
-		idle_ms = a->opts.sample_ms > AGENT_IDLE_SAMPLE_MS ?
-		    a->opts.sample_ms : AGENT_IDLE_SAMPLE_MS;
-		a->next_sample_ms = now + (a->moved ? a->opts.sample_ms :
-		    idle_ms);
-	}
-	agent_schedule(a);
+	agent_housekeep(arg, 0);
 }
 
 /* Arms the housekeeping timer for the earliest thing due. */
@@ -489,12 +508,13 @@ void
 agent_schedule(struct agent *a)
 {
 	struct timeval	 tv;
-	int64_t		 now = agent_now_ms(), next, up;
+	int64_t		 now = agent_now_ms(), next;
 
 	next = a->next_sample_ms;
-	up = upstream_tick(a, now);
-	if (up > 0 && up < next)
-		next = up;
+	if (!a->moved)
+		next += agent_idle_ms(a) / 4;
+	if (a->upstream_next_ms > 0 && a->upstream_next_ms < next)
+		next = a->upstream_next_ms;
 	if (next < now)
 		next = now;
 	tv.tv_sec = (next - now) / 1000;
@@ -592,7 +612,8 @@ main(int argc, char **argv)
 	if (a->opts.config_file[0] != '\0' && standalone_open(a) == -1)
 		goto out;
 	a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
-	agent_schedule(a);
+	a->moved = 1;
+	agent_housekeep(a, 0);
 	if (agent_write_ready(a) == -1)
 		goto out;
 	log_info("serving: node %s, socket %s, segments in %s, %s",

@@ -142,12 +142,14 @@ struct agent {
 	struct event		*tick_ev;
 	struct event		*sig_ev[4];
 	int64_t			 next_sample_ms;
+	int64_t			 upstream_next_ms;	/* 0: nothing due */
 	int			 moved;		/* something changed at the last sample */
 	struct seg_config	*scratch;	/* one config buffer for every apply */
 };
 
 /* agent.c */
 int64_t	 agent_now_ms(void);
+void	 agent_housekeep(struct agent *, int);
 void	 agent_schedule(struct agent *);
 void	 agent_wake_sampler(struct agent *);
 
@@ -162,7 +164,7 @@ const struct queue_entry *queue_at(const struct queue *, size_t);
 /* upstream.c */
 int	 upstream_init(struct agent *);
 void	 upstream_free(struct agent *);
-int64_t	 upstream_tick(struct agent *, int64_t);
+int64_t	 upstream_tick(struct agent *, int64_t, int);
 void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *);
 void	 upstream_subscribe(struct agent *, struct agent_job *);
 void	 upstream_unsubscribe(struct agent *, struct agent_job *);

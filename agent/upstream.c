@@ -315,13 +315,13 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 	for (;;) {
 		rc = frame_pull(in, &payload, &len, &why);
 		if (rc == FRAME_MORE)
-			return;
+			break;
 		if (rc == FRAME_BAD) {
 			a->stats.bad_frames++;
 			log_warnx("%s: bad frame from %s: %s", __func__,
 			    a->opts.coordinator, why);
 			upstream_lost(a, "bad frame");
-			agent_schedule(a);
+			agent_housekeep(a, 0);
 			return;
 		}
 		m = dynprof__v1__coordinator_message__unpack(NULL, len, payload);
@@ -331,17 +331,19 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 			log_warnx("%s: undecodable message from %s (%zu bytes)",
 			    __func__, a->opts.coordinator, len);
 			upstream_lost(a, "bad message");
-			agent_schedule(a);
+			agent_housekeep(a, 0);
 			return;
 		}
 		rc = upstream_dispatch(a, m);
 		dynprof__v1__coordinator_message__free_unpacked(m, NULL);
 		if (rc == -1) {
 			upstream_lost(a, "protocol error");
-			agent_schedule(a);
+			agent_housekeep(a, 0);
 			return;
 		}
 	}
+	/* Awake anyway: do now what would soon wake us again. */
+	agent_housekeep(a, 1);
 }
 
 static void
@@ -356,14 +358,12 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		log_debug("%s: connected to %s, sending hello", __func__,
 		    a->opts.coordinator);
 		upstream_send_hello(a);
-		return;
-	}
-	if (what & BEV_EVENT_EOF)
+	} else if (what & BEV_EVENT_EOF)
 		upstream_lost(a, "closed by the coordinator");
 	else
 		upstream_lost(a, evutil_socket_error_to_string(
 		    EVUTIL_SOCKET_ERROR()));
-	agent_schedule(a);
+	agent_housekeep(a, 0);
 }
 
 static void
@@ -444,18 +444,20 @@ upstream_lost(struct agent *a, const char *why)
 }
 
 /*
- * Does what is due at now (within a quarter of an interval, so that heartbeats
- * share wakeups with sampling): a heartbeat, the end of a silent peer, the next
- * connection attempt.  Returns when it wants to run next, 0 for never.
+ * Does what is due at now: a heartbeat, the end of a silent peer, the next
+ * connection attempt.  early (a message woke the agent anyway): send the
+ * heartbeat if half an interval has passed.  Returns when it wants to run next
+ * (a heartbeat's deadline is an eighth of an interval late, so that a
+ * coordinator heartbeating at the same period wakes us first), 0 for never.
  */
 int64_t
-upstream_tick(struct agent *a, int64_t now)
+upstream_tick(struct agent *a, int64_t now, int early)
 {
 	struct upstream				*up = &a->up;
 	Dynprof__V1__AgentMessage		 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Heartbeat			 hb = DYNPROF__V1__HEARTBEAT__INIT;
 	int64_t					 hb_ms = up->heartbeat_ms;
-	int64_t					 dead_at, next;
+	int64_t					 dead_at, next, slack;
 
 	switch (up->state) {
 	case UPSTREAM_NONE:
@@ -482,13 +484,14 @@ upstream_tick(struct agent *a, int64_t now)
 		upstream_lost(a, "silent for 3 heartbeats");
 		return (up->retry_at_ms);
 	}
-	if (now + hb_ms / 4 >= up->last_sent_ms + hb_ms) {
+	slack = early ? hb_ms / 2 : 0;
+	if (now + slack >= up->last_sent_ms + hb_ms) {
 		hb.time_unix_ns = upstream_wall_ns();
 		m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
 		m.heartbeat = &hb;
 		upstream_send(a, &m);
 	}
-	next = up->last_sent_ms + hb_ms;
+	next = up->last_sent_ms + hb_ms + hb_ms / 8;
 	return (next < dead_at ? next : dead_at);
 }
 
