@@ -15,7 +15,8 @@ from: the node's dynprof-agent pushes it into shared memory and every rank reads
 it at each step, in memory.  No polling process is started inside the job.
 
 To keep editing a profiler_config.json by hand, run the agent in standalone mode
-on it (one agent per node; it watches the file with inotify)::
+on it (one agent per node; it watches the file with inotify; the directory must
+exist, the file may come later)::
 
     dynprof-agent --config-file CFG_PATH/profiler_config.json
 
@@ -200,7 +201,7 @@ class _DynamicProfilerMonitor:
         prof.start()
         self._profiler = prof
         self._analyse = analyse_mode(options)
-        log.info("rank %s: profiler started at step %d, stops at step %d, "
+        log.debug("rank %s: profiler started at step %d, stops at step %d, "
                  "output %s", self._rank_id, window.start_step,
                  window.stop_step, output_dir)
 
@@ -213,7 +214,7 @@ class _DynamicProfilerMonitor:
             prof.analyse(mode=self._analyse)
         else:
             prof._ascend_profiler.finalize()
-        log.info("rank %s: profiler stopped (%s), output %s", self._rank_id,
+        log.debug("rank %s: profiler stopped (%s), output %s", self._rank_id,
                  reason.name.lower() if isinstance(reason, StopReason)
                  else reason, output_dir)
 

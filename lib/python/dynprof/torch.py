@@ -160,8 +160,7 @@ class ProfileSteps:
         self._prof = prof
         self._path = os.path.join(output_dir,
                                   "rank%d.pt.trace.json" % self.monitor.rank)
-        log.info("profiler started at step %d, stops at step %d, trace %s",
-                 window.start_step, window.stop_step, self._path)
+        log.debug("torch.profiler.profile(%s) started", kw)
 
     def _on_stop(self, window, reason, output_dir):
         prof, self._prof = self._prof, None
@@ -170,7 +169,8 @@ class ProfileSteps:
         prof.stop()
         prof.export_chrome_trace(self._path)
         self.traces.append(self._path)
-        log.info("profiler stopped (%s), trace %s", reason, self._path)
+        log.info("window %d (%s): trace %s", window.id,
+                 getattr(reason, "name", str(reason)).lower(), self._path)
 
 
 def profile_steps(optimizer=None, **monitor_args):
