@@ -202,8 +202,8 @@ class _DynamicProfilerMonitor:
         self._profiler = prof
         self._analyse = analyse_mode(options)
         log.debug("rank %s: profiler started at step %d, stops at step %d, "
-                 "output %s", self._rank_id, window.start_step,
-                 window.stop_step, output_dir)
+                  "output %s", self._rank_id, window.start_step,
+                  window.stop_step, output_dir)
 
     def _on_stop(self, window, reason, output_dir):
         prof, self._profiler = self._profiler, None
@@ -215,8 +215,8 @@ class _DynamicProfilerMonitor:
         else:
             prof._ascend_profiler.finalize()
         log.debug("rank %s: profiler stopped (%s), output %s", self._rank_id,
-                 reason.name.lower() if isinstance(reason, StopReason)
-                 else reason, output_dir)
+                  reason.name.lower() if isinstance(reason, StopReason)
+                  else reason, output_dir)
 
 
 def _nothing(*args):
