@@ -102,8 +102,10 @@ struct ctl_progress {
 	int	 skipped;
 	int	 failed;
 	int	 gone;		/* gone before finishing the window */
-	int	 finished;	/* stopped, skipped, failed or gone */
+	int	 missed;	/* never acted on it: it ended first */
+	int	 finished;	/* stopped, skipped, failed, gone or missed */
 	int	 window_cancelled;
+	int	 window_done;	/* the coordinator finished the window */
 	int64_t	 max_step;	/* -1: none reported */
 };
 int	 ctl_progress_count(json_t *, uint32_t, const struct rank_set *,

@@ -349,17 +349,27 @@ ctl_trace_body(const struct ctl_trace_args *a)
 
 /* What one rank did about one window, from its events and its last state. */
 struct ctl_outcome {
-	int	 started, stopped, skipped, failed, gone;
+	int	 started, stopped, skipped, failed, gone, missed;
 };
 
-static void
-ctl_rank_outcome(json_t *r, uint32_t window, struct ctl_outcome *o)
+/*
+ * Returns 0 if rank r is not one the window targets, else 1 with o filled.
+ * ended: the window was cancelled or finished, so a rank that has not acted
+ * on it yet never will (missed).
+ */
+static int
+ctl_rank_outcome(json_t *r, uint32_t window, int ended,
+    const struct rank_set *rs, struct ctl_outcome *o)
 {
 	json_t		*events, *e;
 	const char	*kind, *state;
 	size_t		 i;
+	int64_t		 rank;
 
 	memset(o, 0, sizeof(*o));
+	rank = ctl_json_int(r, "rank", -1);
+	if (rank < 0 || rank > INT32_MAX || !ranks_contains(rs, (int32_t)rank))
+		return (0);
 	events = json_object_get(r, "events");
 	json_array_foreach(events, i, e) {
 		if (ctl_json_int(e, "window", 0) != window)
@@ -388,12 +398,16 @@ ctl_rank_outcome(json_t *r, uint32_t window, struct ctl_outcome *o)
 	if (strcmp(state, "gone") == 0 && !o->stopped && !o->skipped &&
 	    !o->failed)
 		o->gone = 1;
+	if (ended && !o->started && !o->skipped && !o->failed && !o->gone)
+		o->missed = 1;
+	return (1);
 }
 
 /*
  * Counts how the ranks of a job status document that the window targets are
- * doing.  A rank is finished once it stopped, skipped, failed or is gone; if
- * the window was cancelled, a rank that never started it is finished too.
+ * doing.  A rank is finished once it stopped, skipped, failed or is gone; once
+ * the window is cancelled or done, a rank that never acted on it is finished
+ * too (missed): it never will.
  * Returns 1 if the window is in the document, 0 if not.
  */
 int
@@ -404,7 +418,6 @@ ctl_progress_count(json_t *doc, uint32_t window, const struct rank_set *rs,
 	json_t			*w, *r;
 	size_t			 i;
 	int			 found = 0;
-	int64_t			 rank;
 
 	memset(p, 0, sizeof(*p));
 	json_array_foreach(json_object_get(doc, "windows"), i, w) {
@@ -413,23 +426,23 @@ ctl_progress_count(json_t *doc, uint32_t window, const struct rank_set *rs,
 		found = 1;
 		if (strcmp(ctl_json_str(w, "state", ""), "cancelled") == 0)
 			p->window_cancelled = 1;
+		if (strcmp(ctl_json_str(w, "state", ""), "done") == 0)
+			p->window_done = 1;
 	}
 	p->max_step = ctl_json_int(json_object_get(doc, "progress"),
 	    "max_step", -1);
 	json_array_foreach(json_object_get(doc, "ranks"), i, r) {
-		rank = ctl_json_int(r, "rank", -1);
-		if (rank < 0 || rank > INT32_MAX ||
-		    !ranks_contains(rs, (int32_t)rank))
+		if (!ctl_rank_outcome(r, window, p->window_cancelled ||
+		    p->window_done, rs, &o))
 			continue;
-		ctl_rank_outcome(r, window, &o);
 		p->targeted++;
 		p->started += o.started;
 		p->stopped += o.stopped;
 		p->skipped += o.skipped;
 		p->failed += o.failed;
 		p->gone += o.gone;
-		if (o.stopped || o.skipped || o.failed || o.gone ||
-		    (p->window_cancelled && !o.started))
+		p->missed += o.missed;
+		if (o.stopped || o.skipped || o.failed || o.gone || o.missed)
 			p->finished++;
 	}
 	return (found);
@@ -451,6 +464,8 @@ ctl_progress_format(const struct ctl_progress *p, uint32_t window, char *buf,
 		    p->started, p->stopped, p->skipped, p->failed);
 	if (n > 0 && (size_t)n < len && p->gone > 0)
 		n += snprintf(buf + n, len - n, ", %d gone", p->gone);
+	if (n > 0 && (size_t)n < len && p->missed > 0)
+		n += snprintf(buf + n, len - n, ", %d missed", p->missed);
 	if (n > 0 && (size_t)n < len && p->window_cancelled)
 		n += snprintf(buf + n, len - n, ", window cancelled");
 	if (n > 0 && (size_t)n < len && p->max_step >= 0)
@@ -472,7 +487,7 @@ ctl_sleep_ms(int ms)
 /* Names the targeted ranks that skipped, failed or went away. */
 static void
 ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
-    const struct rank_set *rs)
+    const struct rank_set *rs, const struct ctl_progress *p)
 {
 	struct ctl_outcome	 o;
 	json_t			*r;
@@ -481,11 +496,10 @@ ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
 	const char		*err;
 
 	json_array_foreach(json_object_get(doc, "ranks"), i, r) {
-		rank = ctl_json_int(r, "rank", -1);
-		if (rank < 0 || rank > INT32_MAX ||
-		    !ranks_contains(rs, (int32_t)rank))
+		if (!ctl_rank_outcome(r, window, p->window_cancelled ||
+		    p->window_done, rs, &o))
 			continue;
-		ctl_rank_outcome(r, window, &o);
+		rank = ctl_json_int(r, "rank", -1);
 		err = ctl_json_str(r, "error", "");
 		if (o.failed)
 			ctl_errx(ctl, "rank %lld on %s failed%s%s", (long long)rank,
@@ -498,6 +512,11 @@ ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
 		else if (o.gone)
 			ctl_errx(ctl, "rank %lld on %s is gone", (long long)rank,
 			    ctl_json_str(r, "node", "?"));
+		else if (o.missed)
+			ctl_errx(ctl, "rank %lld on %s did not run window %u: it "
+			    "was %s before the rank acted on it", (long long)rank,
+			    ctl_json_str(r, "node", "?"), window,
+			    p->window_cancelled ? "cancelled" : "finished");
 	}
 }
 
@@ -570,8 +589,8 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		fprintf(ctl->out, "\r%s\033[K\n", line);
 	else if (strcmp(line, last) != 0)
 		fprintf(ctl->out, "%s\n", line);
-	ctl_trace_report(ctl, doc, window, rs);
-	if (p.failed > 0 || p.skipped > 0 || p.gone > 0)
+	ctl_trace_report(ctl, doc, window, rs, &p);
+	if (p.failed > 0 || p.skipped > 0 || p.gone > 0 || p.missed > 0)
 		rc = CTL_EXIT_REFUSED;
 	else if (p.window_cancelled) {
 		ctl_errx(ctl, "window %u was cancelled", window);

@@ -634,9 +634,23 @@ test_progress(void **state)
 	assert_true(p.window_cancelled);
 	assert_int_equal(p.targeted, 2);
 	assert_int_equal(p.finished, 1);
+	assert_int_equal(p.missed, 1);
 	ctl_progress_format(&p, 5, line, sizeof(line));
 	assert_string_equal(line, "window 5: 2 targeted, 1 started, 0 stopped, "
-	    "0 skipped, 0 failed, window cancelled");
+	    "0 skipped, 0 failed, 1 missed, window cancelled");
+	json_decref(doc);
+
+	/* Done (every rank past it): a rank that never saw it missed it. */
+	doc = load("{\"windows\": [{\"id\": 6, \"state\": \"done\"}],"
+	    " \"ranks\": [{\"rank\": 0, \"state\": \"attached\"},"
+	    " {\"rank\": 1, \"state\": \"done\", \"window\": 6},"
+	    " {\"rank\": 2, \"state\": \"profiling\", \"window\": 6}]}");
+	assert_int_equal(ctl_progress_count(doc, 6, &rs, &p), 1);
+	assert_true(p.window_done);
+	assert_int_equal(p.targeted, 3);
+	assert_int_equal(p.missed, 1);
+	assert_int_equal(p.stopped, 1);
+	assert_int_equal(p.finished, 2);	/* rank 2 still to stop */
 	json_decref(doc);
 
 	/* Nobody yet. */

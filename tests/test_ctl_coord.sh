@@ -263,17 +263,26 @@ expect_out_re '^0 +n1 +[0-9]+ +done +1 +/.*/rank0_start[0-9]+_stop[0-9]+$'
 expect_out_re '^1 +n1 +[0-9]+ +done +1 +/.*/rank1_start[0-9]+_stop[0-9]+$'
 ls -d "$T"/traces/rank0_start*_stop* >/dev/null 2>&1 || fail "no rank0 trace dir"
 
-# A window whose start is already behind the ranks: skipped, exit 1.
-run trace S --start 1 --steps 1 --ranks 1 --wait --timeout 30
+# A window whose start is already behind the ranks: skipped, exit 1.  (Its
+# stop is far ahead: a window wholly behind every rank is finished at once.)
+run trace S --start 1 --stop 100000 --ranks 1 --wait --timeout 30
 expect_rc 1
-expect_out "window 2: steps 1-1 on rank 1"
+expect_out "window 2: steps 1-100000 on rank 1"
+expect_out_re '^window 2: 1 targeted, 0 started, 0 stopped, 1 skipped, 0 failed'
 expect_err "rank 1 on n1 skipped window 2"
+# Wholly behind every rank: the coordinator may finish it before the rank
+# sees it (missed) or the rank skips it; either way --wait ends, exit 1.
+run trace S --start 1 --steps 1 --ranks 0 --wait --timeout 30
+expect_rc 1
+grep -qE 'rank 0 on n1 (skipped window 3|did not run window 3: it was finished)' \
+    "$T/err" || fail "no verdict for rank 0"
 
 # The same node seen from its segment.
 run local S --shm-dir "$T/shm"
 expect_rc 0
 expect_out_re '^job S, layout version [0-9]+, generation [0-9]+, agent pid [0-9]+ \(alive\)'
-expect_out_re '^  [0-9]+ +[0-9]+ +yes +0 +[0-9]+ +(done|attached|armed) '
+expect_out_re '^  [0-9]+ +[0-9]+ +yes +0 +[0-9]+ +[a-z]+ +[0-9-]+ '
+expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +2 +skipped '
 
 run nodes
 expect_rc 0
