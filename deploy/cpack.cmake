@@ -93,16 +93,16 @@ set(CPACK_DEBIAN_MISC_PACKAGE_NAME dynprof)
 set(CPACK_DEBIAN_AGENT_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_COORDINATOR_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_LIB_DESCRIPTION
-  "dynprof library\nlibdynprof, linked into training processes: reads the pushed\nprofiling window at every step from shared memory.")
+  "The library, libdynprof, linked into training processes: reads the pushed\nprofiling window at every step from shared memory.")
 set(CPACK_DEBIAN_DEV_DESCRIPTION
-  "dynprof library: development files\nThe public header dynprof.h and the pkg-config file.")
+  "Development files of libdynprof: the public header dynprof.h and the pkg-config file.")
 set(CPACK_DEBIAN_AGENT_DESCRIPTION
-  "dynprof node agent\nOne per node: applies pushed profiling schedules to the training\nprocesses of the node and reports what they did.  systemd unit included.")
+  "The node agent, one per node: applies pushed profiling schedules to the training\nprocesses of the node and reports what they did.  systemd unit included.")
 set(CPACK_DEBIAN_COORDINATOR_DESCRIPTION
-  "dynprof coordinator and dynprofctl\nOwns the profiling schedule of every job, pushes it to the agents and\nserves the admin API; dynprofctl is its command line.  systemd unit included.")
+  "The coordinator and dynprofctl.  The coordinator owns the profiling schedule of every job, pushes it to the agents and\nserves the admin API; dynprofctl is its command line.  systemd unit included.")
 set(CPACK_DEBIAN_PYTHON_DESCRIPTION
-  "dynprof Python binding\ndynprof.Monitor for training loops, a drop-in for MindSpore's\nDynamicProfilerMonitor and a PyTorch hook.")
-set(CPACK_DEBIAN_MISC_DESCRIPTION "dynprof\nThe remaining files of dynprof.")
+  "The Python binding: dynprof.Monitor for training loops, a drop-in for MindSpore's\nDynamicProfilerMonitor and a PyTorch hook.")
+set(CPACK_DEBIAN_MISC_DESCRIPTION "The remaining files of dynprof.")
 
 # Dependencies between our own packages, only on those being built.
 macro(dp_depend group)
