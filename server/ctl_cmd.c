@@ -269,8 +269,9 @@ ctl_config_set(struct ctl *ctl, const char *job, const char *file)
 	/* Sent as it is; only make sure it is JSON, to say so here. */
 	check = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
 	if (check == NULL) {
-		ctl_errx(ctl, "%s: not JSON: %s (line %d)", file, jerr.text,
-		    jerr.line);
+		ctl_errx(ctl, "%s: not JSON: %s (line %d)",
+		    strcmp(file, "-") == 0 ? "standard input" : file,
+		    jerr.text, jerr.line);
 		free(body);
 		return (CTL_EXIT_REFUSED);
 	}
