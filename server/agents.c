@@ -353,6 +353,8 @@ agents_commit_batch(struct coord *c)
 	if (!c->batch_open)
 		return;
 	c->batch_open = 0;
+	if (schedule_store_batch_ranks(c) == -1)
+		failed = 1;
 	TAILQ_FOREACH(conn, &c->acks, ack_entry) {
 		if (store_put_agent(c->store, conn->node->name,
 		    conn->node->boot_id, conn->ack_seq) == -1)

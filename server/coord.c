@@ -380,6 +380,7 @@ coord_start(struct coord *c)
 	TAILQ_INIT(&c->conns);
 	TAILQ_INIT(&c->dead);
 	TAILQ_INIT(&c->acks);
+	TAILQ_INIT(&c->batch_ranks);
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);
 	for (i = 0; i < COORD_NODE_BUCKETS; i++)

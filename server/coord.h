@@ -31,7 +31,7 @@ struct evbuffer;
 struct store;
 
 #define COORD_NODE_MAX		128	/* node name length */
-#define COORD_RANK_BUCKETS	1024
+#define COORD_RANK_BUCKETS	4096
 #define COORD_NODE_BUCKETS	4096
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
@@ -69,6 +69,8 @@ struct window {
 };
 TAILQ_HEAD(windowq, window);
 
+struct job;
+
 /* One event of a rank, as kept for status. */
 struct rank_event {
 	int		 kind;			/* Dynprof__V1__EventKind */
@@ -91,8 +93,11 @@ struct rank {
 	struct rank_event	*events;
 	size_t			 nevents;
 	int			 dirty;		/* step/state not yet stored */
+	int			 in_batch;	/* on coord->batch_ranks */
+	struct job		*job;
 	LIST_ENTRY(rank)	 hentry;
 	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
+	TAILQ_ENTRY(rank)	 batch_entry;
 };
 LIST_HEAD(rankbucket, rank);
 TAILQ_HEAD(rankq, rank);
@@ -221,6 +226,7 @@ struct coord {
 	struct connq		 conns;
 	struct connq		 dead;
 	struct connq		 acks;
+	struct rankq		 batch_ranks;	/* changed by the open batch */
 	size_t			 nconns_ready;
 	struct jobq		 jobs;
 	struct nodeq		 nodes;
@@ -280,6 +286,7 @@ void	 schedule_apply_progress(struct coord *, struct node *,
 	    const Dynprof__V1__Progress *);
 void	 schedule_finish_windows(struct coord *);
 void	 schedule_flush_ranks(struct coord *);
+int	 schedule_store_batch_ranks(struct coord *);
 void	 schedule_free_all(struct coord *);
 const char	*schedule_rank_state_name(int);
 const char	*schedule_event_kind_name(int);

@@ -43,6 +43,7 @@ struct ctl {
 	int		 timeout_ms;	/* one HTTP request */
 	int		 tty;		/* stdout is a terminal */
 	int		 quiet;		/* ctl_call: no message when unreachable */
+	int		 line_open;	/* a progress line waits for its newline */
 	FILE		*out;
 	FILE		*err;
 };

@@ -11,12 +11,17 @@
 
 #include "ctl.h"
 
-/* Prints "dynprofctl: message" on the error stream. */
+/* Prints "dynprofctl: message" on the error stream, after any progress line. */
 void
 ctl_errx(struct ctl *ctl, const char *fmt, ...)
 {
 	va_list	 ap;
 
+	if (ctl->line_open) {
+		fputc('\n', ctl->out);
+		fflush(ctl->out);
+		ctl->line_open = 0;
+	}
 	fprintf(ctl->err, "dynprofctl: ");
 	va_start(ap, fmt);
 	vfprintf(ctl->err, fmt, ap);

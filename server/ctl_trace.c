@@ -530,7 +530,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 	json_t			*doc = NULL;
 	char			 path[128], line[512], last[512] = "";
 	int64_t			 deadline = 0, last_print = 0, now;
-	int			 rc, shown = 0;
+	int			 rc;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
 	if (a->have_timeout)
@@ -538,6 +538,12 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 	ctl->quiet = 1;
 	for (;;) {
 		res.body = NULL;
+		/* One slow answer must not outlast --timeout. */
+		if (a->have_timeout) {
+			now = deadline - ctl_now_ms();
+			ctl->timeout_ms = now < 100 ? 100 : now <
+			    CTL_HTTP_TIMEOUT_MS ? (int)now : CTL_HTTP_TIMEOUT_MS;
+		}
 		rc = ctl_call(ctl, "GET", path, NULL, 0, &doc, &res);
 		now = ctl_now_ms();
 		if (rc == CTL_EXIT_REFUSED)
@@ -556,7 +562,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 			if (ctl->tty) {
 				fprintf(ctl->out, "\r%s\033[K", line);
 				fflush(ctl->out);
-				shown = 1;
+				ctl->line_open = 1;
 				snprintf(last, sizeof(last), "%s", line);
 			} else if (now - last_print >= CTL_PRINT_MS) {
 				fprintf(ctl->out, "%s\n", line);
@@ -569,8 +575,6 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		doc = NULL;
 		ctl_http_free(&res);
 		if (a->have_timeout && now >= deadline) {
-			if (shown)
-				fputc('\n', ctl->out);
 			ctl_errx(ctl, "timed out after %g s: %s", a->timeout,
 			    line);
 			ctl->quiet = 0;
@@ -585,9 +589,10 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 	/* Finished: show the last state, then the verdict. */
 	if (ctl->json)
 		fprintf(ctl->out, "%.*s\n", (int)res.len, res.body);
-	else if (ctl->tty)
+	else if (ctl->tty) {
 		fprintf(ctl->out, "\r%s\033[K\n", line);
-	else if (strcmp(line, last) != 0)
+		ctl->line_open = 0;
+	} else if (strcmp(line, last) != 0)
 		fprintf(ctl->out, "%s\n", line);
 	ctl_trace_report(ctl, doc, window, rs, &p);
 	if (p.failed > 0 || p.skipped > 0 || p.gone > 0 || p.missed > 0)
@@ -603,8 +608,6 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		rc = CTL_EXIT_OK;
 	}
 out:
-	if (shown && rc == CTL_EXIT_REFUSED && doc == NULL)
-		fputc('\n', ctl->out);
 	ctl->quiet = 0;
 	json_decref(doc);
 	ctl_http_free(&res);

@@ -294,6 +294,15 @@ http_rank_json(struct coord *c, const struct rank *r)
 	return (o);
 }
 
+static int
+http_rank_cmp(const void *a, const void *b)
+{
+	const struct rank	*x = *(struct rank *const *)a;
+	const struct rank	*y = *(struct rank *const *)b;
+
+	return (x->rank < y->rank ? -1 : x->rank > y->rank);
+}
+
 static void
 http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 {
@@ -302,6 +311,8 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 	struct rank	*r;
 	struct node	*n;
 	struct node_job	*nj;
+	struct rank	**sorted;
+	size_t		 i, n_r;
 	json_t		*body, *arr, *o, *cfg;
 
 	if ((job = schedule_job_find(c, name)) == NULL) {
@@ -327,8 +338,17 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 		json_array_append_new(arr, http_window_json(job, w));
 	json_object_set_new(body, "windows", arr);
 	arr = json_array();
-	TAILQ_FOREACH(r, &job->ranks, entry)
-		json_array_append_new(arr, http_rank_json(c, r));
+	if (job->nranks > 0 &&
+	    (sorted = calloc(job->nranks, sizeof(*sorted))) != NULL) {
+		i = 0;
+		TAILQ_FOREACH(r, &job->ranks, entry)
+			sorted[i++] = r;
+		qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
+		for (n_r = i, i = 0; i < n_r; i++)
+			json_array_append_new(arr, http_rank_json(c,
+			    sorted[i]));
+		free(sorted);
+	}
 	json_object_set_new(body, "ranks", arr);
 	arr = json_array();
 	TAILQ_FOREACH(n, &c->nodes, entry) {

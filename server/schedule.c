@@ -82,7 +82,7 @@ schedule_rank_find(struct job *job, int32_t rank)
 struct rank *
 schedule_rank_get(struct job *job, int32_t rank)
 {
-	struct rank	*r, *after;
+	struct rank	*r;
 
 	if (rank < 0)
 		return (NULL);
@@ -93,16 +93,11 @@ schedule_rank_get(struct job *job, int32_t rank)
 	r->rank = rank;
 	r->step = -1;
 	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+	r->job = job;
 	LIST_INSERT_HEAD(&job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
 	    r, hentry);
-	/* Kept in rank order for status; ranks mostly arrive in order. */
-	after = TAILQ_LAST(&job->ranks, rankq);
-	while (after != NULL && after->rank > rank)
-		after = TAILQ_PREV(after, rankq, entry);
-	if (after == NULL)
-		TAILQ_INSERT_HEAD(&job->ranks, r, entry);
-	else
-		TAILQ_INSERT_AFTER(&job->ranks, after, r, entry);
+	/* In arrival order: status sorts them. */
+	TAILQ_INSERT_TAIL(&job->ranks, r, entry);
 	job->nranks++;
 	return (r);
 }
@@ -671,8 +666,28 @@ schedule_apply_event(struct coord *c, struct node *node,
 		r->step = ev->step;
 	r->last_event = kind;
 	r->last_event_ns = re.time_ns;
-	r->dirty = 0;
-	return (store_put_rank(c->store, job->name, r));
+	/* Stored once per batch, by schedule_store_batch_ranks(). */
+	if (!r->in_batch) {
+		r->in_batch = 1;
+		TAILQ_INSERT_TAIL(&c->batch_ranks, r, batch_entry);
+	}
+	return (0);
+}
+
+/* Stores the ranks the open batch's events changed (inside its tx). */
+int
+schedule_store_batch_ranks(struct coord *c)
+{
+	struct rank	*r;
+	int		 rc = 0;
+
+	while ((r = TAILQ_FIRST(&c->batch_ranks)) != NULL) {
+		TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
+		r->in_batch = 0;
+		if (store_put_rank(c->store, r->job->name, r) == -1)
+			rc = -1;
+	}
+	return (rc);
 }
 
 /* Takes a node's progress report for one job (kept in memory, stored lazily
@@ -866,7 +881,10 @@ schedule_flush_ranks(struct coord *c)
 	TAILQ_FOREACH(job, &c->jobs, entry)
 		if (job->ranks_dirty)
 			any = 1;
-	if (!any || store_begin(c->store) == -1)
+	if (!any)
+		return;
+	agents_commit_batch(c);
+	if (store_begin(c->store) == -1)
 		return;
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if (!job->ranks_dirty)
@@ -908,6 +926,8 @@ schedule_free_all(struct coord *c)
 		}
 		while ((r = TAILQ_FIRST(&job->ranks)) != NULL) {
 			TAILQ_REMOVE(&job->ranks, r, entry);
+			if (r->in_batch)
+				TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
 			free(r->output_dir);
 			free(r->error);
 			free(r->events);

@@ -65,6 +65,9 @@ fa_close(struct fakeagent *fa)
 	if (fa->in != NULL)
 		evbuffer_free(fa->in);
 	fa->in = NULL;
+	if (fa->cork != NULL)
+		evbuffer_free(fa->cork);
+	fa->cork = NULL;
 }
 
 /* Writes raw bytes.  Returns 0 or -1. */
@@ -86,7 +89,34 @@ fa_send_raw(struct fakeagent *fa, const void *p, size_t len)
 	return (0);
 }
 
-/* Frames and writes one message.  Returns 0 or -1. */
+/* Holds the frames of the next fa_send() calls until fa_flush(). */
+int
+fa_cork(struct fakeagent *fa)
+{
+	if (fa->cork == NULL && (fa->cork = evbuffer_new()) == NULL)
+		return (-1);
+	return (0);
+}
+
+/* Writes the held frames in one go and stops holding.  Returns 0 or -1. */
+int
+fa_flush(struct fakeagent *fa)
+{
+	struct evbuffer	*b = fa->cork;
+	size_t		 len;
+	int		 rc = 0;
+
+	if (b == NULL)
+		return (0);
+	fa->cork = NULL;
+	if ((len = evbuffer_get_length(b)) > 0)
+		rc = fa_send_raw(fa, evbuffer_pullup(b, (ev_ssize_t)len), len);
+	evbuffer_free(b);
+	return (rc);
+}
+
+/* Frames and writes one message (or holds it, see fa_cork()).  Returns 0 or
+ * -1. */
 int
 fa_send(struct fakeagent *fa, const Dynprof__V1__AgentMessage *m)
 {
@@ -94,6 +124,8 @@ fa_send(struct fakeagent *fa, const Dynprof__V1__AgentMessage *m)
 	size_t		 len;
 	int		 rc = -1;
 
+	if (fa->cork != NULL)
+		return (frame_put(fa->cork, (const ProtobufCMessage *)m));
 	if ((out = evbuffer_new()) == NULL)
 		return (-1);
 	if (frame_put(out, (const ProtobufCMessage *)m) == 0) {

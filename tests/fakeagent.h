@@ -17,6 +17,7 @@ struct evbuffer;
 struct fakeagent {
 	int		 fd;
 	struct evbuffer	*in;		/* bytes received, not yet decoded */
+	struct evbuffer	*cork;		/* fa_cork(): frames held until fa_flush() */
 	int		 eof;
 	uint64_t	 boot_id;
 	uint64_t	 next_seq;
@@ -29,6 +30,8 @@ int	 fa_connect(struct fakeagent *, int);
 void	 fa_close(struct fakeagent *);
 int	 fa_send(struct fakeagent *, const Dynprof__V1__AgentMessage *);
 int	 fa_send_raw(struct fakeagent *, const void *, size_t);
+int	 fa_cork(struct fakeagent *);
+int	 fa_flush(struct fakeagent *);
 int	 fa_hello(struct fakeagent *, const char *, const char *, uint32_t,
 	    const char *, uint64_t);
 fa_msg	*fa_recv(struct fakeagent *, int);
