@@ -427,7 +427,7 @@ upstream_lost(struct agent *a, const char *why)
 	if (up->state == UPSTREAM_READY)
 		log_warnx("lost coordinator %s: %s", a->opts.coordinator, why);
 	else
-		log_info("cannot reach coordinator %s: %s", a->opts.coordinator,
+		log_info("connection to coordinator %s failed: %s", a->opts.coordinator,
 		    why);
 	if (up->bev != NULL)
 		bufferevent_free(up->bev);

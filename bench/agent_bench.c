@@ -151,44 +151,41 @@ bench_push(struct agentproc *ap, struct fakecoord *fc, int n)
 	return (0);
 }
 
-/* Watches the agent for secs seconds, heartbeating it if fc is not NULL. */
+/* Keeps the stream alive (heartbeat every 2 s, drained) until end_ms. */
 static void
-bench_idle(const char *what, pid_t pid, struct fakecoord *fc, int secs)
+bench_wait(struct fakecoord *fc, int64_t end_ms, int64_t *next_hb)
 {
-	long long	 v0, nv0, c0, v1, nv1, c1;
-	int64_t		 end, next_hb;
-	double		 tick = (double)sysconf(_SC_CLK_TCK);
 	Dynprof__V1__CoordinatorMessage cm =
 	    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
 	Dynprof__V1__Heartbeat hb = DYNPROF__V1__HEARTBEAT__INIT;
 
 	cm.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT;
 	cm.heartbeat = &hb;
-	/* Let the sampler settle to its idle interval first. */
-	end = ap_now_ms() + 3000;
-	next_hb = ap_now_ms();
-	while (ap_now_ms() < end) {
-		if (fc != NULL && ap_now_ms() >= next_hb) {
+	while (ap_now_ms() < end_ms) {
+		if (fc != NULL && ap_now_ms() >= *next_hb) {
 			fc_send(fc, &cm);
-			next_hb += 2000;
-		}
-		if (fc != NULL)
-			bench_drain(fc);
-		usleep(50000);
-	}
-	v0 = bench_status(pid, "voluntary_ctxt_switches");
-	nv0 = bench_status(pid, "nonvoluntary_ctxt_switches");
-	c0 = bench_cpu_ticks(pid);
-	end = ap_now_ms() + secs * 1000;
-	while (ap_now_ms() < end) {
-		if (fc != NULL && ap_now_ms() >= next_hb) {
-			fc_send(fc, &cm);
-			next_hb += 2000;
+			*next_hb += 2000;
 		}
 		if (fc != NULL)
 			bench_drain(fc);
 		usleep(fc != NULL ? 100000 : 500000);
 	}
+}
+
+/* Watches the agent for secs seconds, heartbeating it if fc is not NULL. */
+static void
+bench_idle(const char *what, pid_t pid, struct fakecoord *fc, int secs)
+{
+	long long	 v0, nv0, c0, v1, nv1, c1;
+	int64_t		 next_hb = ap_now_ms();
+	double		 tick = (double)sysconf(_SC_CLK_TCK);
+
+	/* Let the sampler settle to its idle interval first. */
+	bench_wait(fc, ap_now_ms() + 3000, &next_hb);
+	v0 = bench_status(pid, "voluntary_ctxt_switches");
+	nv0 = bench_status(pid, "nonvoluntary_ctxt_switches");
+	c0 = bench_cpu_ticks(pid);
+	bench_wait(fc, ap_now_ms() + secs * 1000, &next_hb);
 	v1 = bench_status(pid, "voluntary_ctxt_switches");
 	nv1 = bench_status(pid, "nonvoluntary_ctxt_switches");
 	c1 = bench_cpu_ticks(pid);
