@@ -149,7 +149,8 @@ handle_finish(struct dynprof *h)
 
 /*
  * At process exit, stops the windows of this process's open handles.  The
- * handles stay allocated (another thread may still hold one).
+ * handles stay allocated (another thread may still hold one).  The lock is not
+ * held while a handle's stop callback runs.
  */
 static void
 handle_atexit(void)
@@ -157,11 +158,18 @@ handle_atexit(void)
 	struct dynprof	*h;
 	pid_t		 pid = getpid();
 
-	pthread_mutex_lock(&handle_lock);
-	for (h = handle_list; h != NULL; h = h->next)
-		if (h->pid == pid)
-			handle_finish(h);
-	pthread_mutex_unlock(&handle_lock);
+	for (;;) {
+		pthread_mutex_lock(&handle_lock);
+		for (h = handle_list; h != NULL; h = h->next)
+			if (h->pid == pid && !h->closed && !h->exiting)
+				break;
+		if (h != NULL)
+			h->exiting = 1;
+		pthread_mutex_unlock(&handle_lock);
+		if (h == NULL)
+			break;
+		handle_finish(h);
+	}
 }
 
 static void

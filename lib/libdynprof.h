@@ -95,6 +95,7 @@ struct dynprof {
 
 	struct dynprof_stats	 stats;
 	int			 closed;	/* stopped at process exit */
+	int			 exiting;	/* being stopped at exit */
 	struct dynprof		*next;		/* open handles, for exit */
 };
 
