@@ -426,6 +426,21 @@ test_bad_datagrams(void **state)
 	    1);
 	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
 
+	/* Random bytes, random lengths (fixed seed): none gets through. */
+	{
+		uint8_t		 rnd[3000];
+		unsigned	 seed = 7;
+		int		 i, k, len;
+
+		for (i = 0; i < 200; i++) {
+			len = (int)(rand_r(&seed) % sizeof(rnd));
+			for (k = 0; k < len; k++)
+				rnd[k] = (uint8_t)rand_r(&seed);
+			assert_int_equal(ap_send_dgram(&t->ap, rnd, (size_t)len),
+			    0);
+		}
+	}
+
 	/* Then a good one: the first event the coordinator sees, seq 1. */
 	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
 	    7);
@@ -435,19 +450,33 @@ test_bad_datagrams(void **state)
 	assert_int_equal(ae->event->rank_seq, 7);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 
-	assert_int_equal(ap_log_count(&t->ap, "undecodable datagram"), 1);
+	assert_true(ap_log_count(&t->ap, "undecodable datagram") >= 1);
 	assert_int_equal(ap_log_count(&t->ap, "oversized datagram"), 1);
 	assert_int_equal(ap_log_count(&t->ap, "does not hold slot"), 3);
 	assert_int_equal(ap_log_count(&t->ap, "claims pid 1"), 1);
-	assert_int_equal(ap_log_count(&t->ap, "has no segment here"), 1);
-	assert_int_equal(ap_log_count(&t->ap, "job: job id"), 1);
+	assert_true(ap_log_count(&t->ap, "has no segment here") >= 1);
+	assert_true(ap_log_count(&t->ap, "job: job id") >= 1);
 	assert_int_equal(kill(t->ap.pid, 0), 0);
 	segment_close(&other);
 	segment_slot_release(&seg, slot, getpid());
 	segment_close(&seg);
 	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
-	assert_int_equal(ap_log_count(&t->ap, "bad_datagrams=3 "), 1);
-	assert_int_equal(ap_log_count(&t->ap, "foreign_datagrams=5 "), 1);
+	/* Every one of the 208 bad datagrams counted, the good one forwarded. */
+	{
+		FILE		*f = fopen(t->ap.log, "r");
+		char		 line[4096], *p;
+		unsigned long	 bad = 0, foreign = 0, fwd = 0;
+
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f) != NULL)
+			if ((p = strstr(line, "bad_datagrams=")) != NULL)
+				assert_int_equal(sscanf(p, "bad_datagrams=%lu "
+				    "foreign_datagrams=%lu events_forwarded=%lu",
+				    &bad, &foreign, &fwd), 3);
+		fclose(f);
+		assert_int_equal(bad + foreign, 208);
+		assert_int_equal(fwd, 1);
+	}
 }
 
 /* Puts the slot in state DONE for window 7 [5, 9], as a rank would leave it. */
