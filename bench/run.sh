@@ -76,4 +76,6 @@ else
 	status=1
 fi
 
+echo "== python_step: the Python binding per step, beside MindSpore 2.4 in the same process"; DYNPROF_LIBRARY="$build/lib/libdynprof.so" "${DYNPROF_PYTHON:-/usr/bin/python3}" "$here/python_step.py" --seed-dir "$root/../shared/anchors/seed_ms24" || status=1
+
 exit $status
