@@ -71,8 +71,7 @@ teardown(void **state)
 static void
 push(struct fixture *f)
 {
-	f->cfg.generation++;
-	segment_write_config(&f->agent, &f->cfg);
+	tl_push(&f->agent, &f->cfg);
 }
 
 /* The next datagram, decoded by protobuf-c; NULL after 5 s without one. */

@@ -87,6 +87,14 @@ tl_window(struct seg_config *cfg, int i, uint32_t id, int64_t start,
 		cfg->nwindows = (uint32_t)i + 1;
 }
 
+/* Publishes cfg as its next generation, as the agent does. */
+static inline void
+tl_push(struct segment *seg, struct seg_config *cfg)
+{
+	cfg->generation++;
+	segment_write_config(seg, cfg);
+}
+
 /* One call the library made to a callback. */
 struct tl_call {
 	char			 what;		/* 's' start, 'p' stop */

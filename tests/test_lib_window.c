@@ -51,12 +51,10 @@ teardown(void **state)
 	return (0);
 }
 
-/* Publishes f->cfg as the next generation, as the agent does. */
 static void
 push(struct fixture *f)
 {
-	f->cfg.generation++;
-	segment_write_config(&f->agent, &f->cfg);
+	tl_push(&f->agent, &f->cfg);
 }
 
 static void
