@@ -6,12 +6,10 @@ dynprof_test(test_ctl_local SOURCES test_ctl_local.c
   LIBS dpcommon PkgConfig::JANSSON TIMEOUT 60)
 add_dependencies(test_ctl_local dynprofctl)
 # dynprofctl against the real coordinator, agent and simulated ranks.
-if(TARGET dynprof-coordinator)
-  add_test(NAME test_ctl_coord
-    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl_coord.sh)
-  set_tests_properties(test_ctl_coord PROPERTIES TIMEOUT 120
-    ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
-endif()
+add_test(NAME test_ctl_coord
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl_coord.sh)
+set_tests_properties(test_ctl_coord PROPERTIES TIMEOUT 120
+  ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
 # dynprof-coordinator: the real binary on 127.0.0.1, port 0, private state dir.
 dynprof_test(test_coord SOURCES test_coord.c test_coord_util.c
