@@ -243,7 +243,7 @@ static int
 agent_read_conf(struct agent_options *o, const char *path)
 {
 	FILE		*f;
-	char		 line[4096], name[512], *p, *key, *val, *end;
+	char		 line[4096], name[PATH_MAX + 600], *p, *key, *val, *end;
 	const struct option *lo;
 	int		 lineno = 0, rc = 0;
 
@@ -400,27 +400,26 @@ agent_read_token(struct agent *a)
 	return (0);
 }
 
-/* SIGHUP: rereads the config file; what can change without a restart does. */
+/*
+ * SIGHUP: rereads the config file (the flags still win over it); what can change
+ * without a restart does: levels, sampling, grace, queue bound, token.
+ */
 static void
 agent_reload(struct agent *a)
 {
 	struct agent_options	 o;
 
 	log_info("reloading");
-	if (a->opts.conf[0] != '\0') {
-		agent_default_options(&o);
-		if (agent_read_conf(&o, a->opts.conf) == -1) {
-			log_warnx("%s: keeping the running configuration",
-			    a->opts.conf);
-		} else {
-			a->opts.sample_ms = o.sample_ms;
-			a->opts.grace_s = o.grace_s;
-			a->opts.log_level = o.log_level;
-			a->up.queue.max = o.queue_max;
-			if (strcmp(o.token_file, a->opts.token_file) != 0)
-				strcpy(a->opts.token_file, o.token_file);
-			log_setlevel(o.log_level);
-		}
+	if (agent_load_options(&o, a->argc, a->argv) != 0) {
+		log_warnx("%s: keeping the running configuration",
+		    a->opts.conf[0] != '\0' ? a->opts.conf : "flags");
+	} else {
+		a->opts.sample_ms = o.sample_ms;
+		a->opts.grace_s = o.grace_s;
+		a->opts.log_level = o.log_level;
+		a->up.queue.max = o.queue_max;
+		strcpy(a->opts.token_file, o.token_file);
+		log_setlevel(o.log_level);
 	}
 	if (agent_read_token(a) == -1)
 		log_warnx("token: keeping none");
@@ -579,6 +578,8 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		fatal("calloc");
+	a->argc = argc;
+	a->argv = argv;
 	rc = agent_load_options(&a->opts, argc, argv);
 	if (rc != 0) {
 		free(a);

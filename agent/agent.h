@@ -132,6 +132,8 @@ struct standalone;
 struct agent {
 	struct event_base	*base;
 	struct agent_options	 opts;
+	int			 argc;		/* kept for SIGHUP */
+	char			**argv;
 	char			 token[AGENT_TOKEN_MAX];
 	struct agent_stats	 stats;
 	struct agent_jobs	 jobs;

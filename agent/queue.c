@@ -71,9 +71,12 @@ queue_push(struct queue *q, uint64_t seq, const uint8_t *buf, size_t len)
 	uint8_t	*copy;
 	int	 dropped = 0;
 
-	if (q->len == q->max) {
-		queue_pop(q);
-		q->dropped++;
+	if (q->len >= q->max) {
+		/* Full, or the bound shrank on a reload. */
+		while (q->len >= q->max) {
+			queue_pop(q);
+			q->dropped++;
+		}
 		dropped = 1;
 	} else if (q->len == q->cap && queue_grow(q) == -1) {
 		q->dropped++;

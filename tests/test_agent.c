@@ -154,6 +154,20 @@ test_flags_and_exit_codes(void **state)
 	    0);
 	assert_int_equal(ap_log_count(ap, "agent2.sock"), 1);
 
+	/* SIGHUP with a broken config file: logged, the agent carries on. */
+	{
+		FILE *f = fopen(conf, "a");
+
+		assert_non_null(f);
+		fputs("sample-interval = 1\n", f);
+		fclose(f);
+	}
+	kill(ap->pid, SIGHUP);
+	assert_int_equal(ap_log_wait(ap, "keeping the running configuration", 1,
+	    T_WAIT), 0);
+	assert_int_equal(ap_log_count(ap, "agent.conf:5: sample-interval"), 1);
+	assert_int_equal(kill(ap->pid, 0), 0);
+
 	/* A second agent on the same socket refuses to start. */
 	assert_int_equal(run_agent(ap, second), 2);
 	assert_int_equal(ap_log_count(ap, "another agent serves"), 1);
