@@ -232,13 +232,13 @@ fail:
 
 /* Maps the existing segment at path and validates it. */
 static int
-segment_map(struct segment *seg, const char *path)
+segment_map(struct segment *seg, const char *path, int flags)
 {
 	struct stat	 st;
 	void		*base;
-	int		 fd, rc, saved;
+	int		 fd, rc, saved, rdonly = (flags & SEG_RDONLY) != 0;
 
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1)
 		return (errno == ENOENT ? SEG_ENOENT : SEG_ESYS);
 	if (fstat(fd, &st) == -1) {
@@ -256,8 +256,8 @@ segment_map(struct segment *seg, const char *path)
 		close(fd);
 		return (SEG_ESIZE);
 	}
-	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-	    MAP_SHARED, fd, 0);
+	base = mmap(NULL, (size_t)st.st_size, rdonly ? PROT_READ :
+	    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	saved = errno;
 	close(fd);
 	if (base == MAP_FAILED) {
@@ -278,8 +278,8 @@ segment_map(struct segment *seg, const char *path)
 
 /*
  * Opens the segment of job in dir (NULL: the default), creating it with mode if
- * flags has SEG_CREATE and it does not exist.  Returns SEG_OK and fills seg, or a
- * SEG_E* code (SEG_ESYS keeps errno).
+ * flags has SEG_CREATE and it does not exist; SEG_RDONLY maps it read-only.
+ * Returns SEG_OK and fills seg, or a SEG_E* code (SEG_ESYS keeps errno).
  */
 int
 segment_open(struct segment *seg, const char *dir, const char *job, int flags,
@@ -292,8 +292,12 @@ segment_open(struct segment *seg, const char *dir, const char *job, int flags,
 		return (rc);
 	snprintf(seg->job, sizeof(seg->job), "%s", job);
 
+	if ((flags & SEG_RDONLY) && (flags & SEG_CREATE)) {
+		errno = EINVAL;
+		return (SEG_ESYS);
+	}
 	for (tries = 0; tries < 3; tries++) {
-		rc = segment_map(seg, seg->path);
+		rc = segment_map(seg, seg->path, flags);
 		if (rc != SEG_ENOENT || !(flags & SEG_CREATE))
 			break;
 		rc = segment_create(dir, seg->path, job, mode);

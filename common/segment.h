@@ -172,6 +172,8 @@ struct segment {
 
 /* segment_open() flags. */
 #define SEG_CREATE	0x1	/* create the segment if it does not exist */
+#define SEG_RDONLY	0x2	/* map read-only (readers such as dynprofctl local);
+				   the slot and config writers must not be used */
 
 /* segment.c */
 int	 segment_path(char *, size_t, const char *, const char *);

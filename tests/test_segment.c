@@ -137,6 +137,16 @@ test_create_open(void **state)
 	assert_int_equal(cfg.windows[0].id, 7);
 	assert_int_equal(atomic_load(&b.hdr->generation), 3);
 	segment_close(&b);
+
+	/* Read-only: for readers without write access, such as an operator. */
+	assert_int_equal(chmod(a.path, 0400), 0);
+	assert_int_equal(segment_open(&b, dir, "j1", SEG_RDONLY, 0), SEG_OK);
+	assert_int_equal(segment_read_config(&b, &cfg, &seq), SEG_OK);
+	assert_int_equal(cfg.generation, 3);
+	segment_close(&b);
+	assert_int_equal(segment_open(&b, dir, "j1", SEG_RDONLY | SEG_CREATE,
+	    0600), SEG_ESYS);
+	assert_int_equal(chmod(a.path, 0600), 0);
 	segment_close(&a);
 	assert_null(a.hdr);
 
