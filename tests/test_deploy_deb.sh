@@ -164,16 +164,11 @@ EOF
 if [ "$SYSTEMD" = 1 ]; then
 	systemctl start dynprof-coordinator || fail "systemctl start dynprof-coordinator"
 else
-	# What systemd would do: StateDirectory, UMask, User, EnvironmentFile, ExecStart.
+	# What systemd would do: StateDirectory, then User, UMask, EnvironmentFile, ExecStart.
 	install -d -m 0750 -o dynprof -g dynprof /var/lib/dynprof
-	line=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/dynprof-coordinator.service)
-	(
-		set -f
-		umask 0027
-		. /etc/default/dynprof-coordinator
-		eval "exec setpriv --reuid=dynprof --regid=dynprof --init-groups $line"
-	) > "$TMP/coordinator.log" 2>&1 &
-	PIDS="$PIDS $!"
+	start_like_unit /usr/lib/systemd/system/dynprof-coordinator.service \
+	    /etc/default/dynprof-coordinator user "$TMP/coordinator.log"
+	PIDS="$PIDS $LAST_PID"
 	echo "$PIDS" > "$MARK"
 fi
 wait_for "[ -s /var/lib/dynprof/ready ]" 15 ||
@@ -190,14 +185,9 @@ if [ "$SYSTEMD" = 1 ]; then
 	systemctl start dynprof-agent || fail "systemctl start dynprof-agent"
 else
 	install -d -m 0750 -o dynprof -g dynprof /run/dynprof
-	line=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/dynprof-agent.service)
-	(
-		set -f
-		umask 0007
-		. /etc/default/dynprof-agent
-		eval "exec setpriv --reuid=dynprof --regid=dynprof --init-groups $line"
-	) > "$TMP/agent.log" 2>&1 &
-	PIDS="$PIDS $!"
+	start_like_unit /usr/lib/systemd/system/dynprof-agent.service \
+	    /etc/default/dynprof-agent user "$TMP/agent.log"
+	PIDS="$PIDS $LAST_PID"
 	echo "$PIDS" > "$MARK"
 fi
 wait_for "[ -s /run/dynprof/ready ]" 15 ||
@@ -215,14 +205,16 @@ echo "== a rank in group dynprof, not user dynprof"
 # nobody, with dynprof as its only extra group, as a training user added to the
 # group.  The installed Python binding when a package has it, else the installed
 # dynprof-train-sim.
+# 10 steps a second: "--in 20" is 2 s ahead, far more than the agent's progress
+# sampling (500 ms) lags behind the rank.
 JOB=deb-test-job
 mkdir -m 1777 "$TMP/out"
 if grep -q '/dynprof/__init__.py$' "$TMP/files"; then
 	RANK_CMD="/usr/bin/python3 $SRC/deploy/slurm/train.py"
-	export TRAIN_STEPS=2000 STEP_SECONDS=0.02
+	export TRAIN_STEPS=3000 STEP_SECONDS=0.1
 else
 	echo "(no Python package among the packages: the rank is dynprof-train-sim)"
-	RANK_CMD="/usr/bin/dynprof-train-sim --steps-per-sec 50 --max-steps 2000"
+	RANK_CMD="/usr/bin/dynprof-train-sim --steps-per-sec 10 --max-steps 3000"
 fi
 # shellcheck disable=SC2086
 env -i PATH=/usr/bin:/bin DYNPROF_JOB=$JOB RANK=0 DYNPROF_SHM_DIR=/dev/shm/dynprof \

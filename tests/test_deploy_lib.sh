@@ -81,3 +81,29 @@ for d in facts["defaults"].values():
 json.dump(facts, open(out, "w"), indent=1)
 PY
 }
+
+# Starts the daemon of unit file $1 in the background as systemd would start it,
+# without systemd: EnvironmentFile $2 sourced, ExecStart with its $VARIABLES split on
+# white space, the unit's UMask, and, when $3 is "user", the unit's User and Group.
+# Output goes to $4; further arguments are appended (later flags win).  Sets LAST_PID.
+start_like_unit()
+{
+	_unit=$1 _env=$2 _as=$3 _log=$4
+	shift 4
+	_line=$(sed -n 's/^ExecStart=//p' "$_unit")
+	[ -n "$_line" ] || fail "no ExecStart in $_unit"
+	_umask=$(sed -n 's/^UMask=//p' "$_unit")
+	_pre=""
+	if [ "$_as" = user ]; then
+		_pre="setpriv --reuid=$(sed -n 's/^User=//p' "$_unit")"
+		_pre="$_pre --regid=$(sed -n 's/^Group=//p' "$_unit") --init-groups"
+	fi
+	(
+		set -f
+		umask "${_umask:-0022}"
+		. "$_env"
+		eval "set -- $_pre $_line \"\$@\""
+		exec "$@"
+	) > "$_log" 2>&1 &
+	LAST_PID=$!
+}

@@ -81,23 +81,15 @@ check_flags dynprof-coordinator "$(grep '^ExecStart=' "$U/dynprof-coordinator.se
     "$(grep -E '^#? *DYNPROF_COORDINATOR_OPTS=' "$P/etc/default/dynprof-coordinator")"
 
 echo "== the daemons start as the units start them"
-# ExecStart of unit $1 with $VAR expanded from its /etc/default file, as systemd
-# does ($VAR unbraced: split on white space), then the test's own flags, later
+# As the units start them (this user, not dynprof), then the test's own flags, later
 # flags winning: unique ports and paths under $TMP.
 run_unit()
 {
 	unit=$1
 	shift
-	line=$(sed -n 's/^ExecStart=//p' "$U/$unit.service")
-	(
-		set -f
-		. "$P/etc/default/$unit"
-		eval "set -- $line \"\$@\""
-		exec "$@"
-	) > "$TMP/$unit.log" 2>&1 &
-	PIDS="$PIDS $!"
+	start_like_unit "$U/$unit.service" "$P/etc/default/$unit" self "$TMP/$unit.log" "$@"
+	PIDS="$PIDS $LAST_PID"
 }
-mkdir -p "$TMP/shm"
 run_unit dynprof-coordinator --state-dir "$TMP/state" --listen 127.0.0.1:0 \
     --http 127.0.0.1:0 --ready-file "$TMP/coord.ready"
 wait_for "[ -s '$TMP/coord.ready' ]" 10 || { cat "$TMP/dynprof-coordinator.log"; fail "coordinator not ready"; }
