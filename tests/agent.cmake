@@ -18,3 +18,6 @@ add_dependencies(test_agent_ranks dynprof-agent rankproc)
 
 dynprof_test(test_agent SOURCES test_agent.c LIBS dpagenttest TIMEOUT 120)
 add_dependencies(test_agent dynprof-agent)
+
+dynprof_test(test_agent_apply SOURCES test_agent_apply.c LIBS dpagent
+  TIMEOUT 30)
