@@ -39,10 +39,9 @@ static const struct ctl_command ctl_commands[] = {
 	  "Cancel window WINDOW (its id) of JOB.  Ranks profiling in it stop at\n"
 	  "their next step end.\n" },
 	{ "trace", ctl_cmd_trace,
-	  "trace JOB (--start N | --in N) (--steps M | --stop N) [--roundup R]\n"
-	  "             [--ranks 0-7,16] [--option KEY=VALUE ...] "
-	  "[--output-subdir D]\n"
-	  "             [--wait [--timeout S]]",
+	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
+	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"
+	  "        [--output-subdir D] [--wait [--timeout S]]",
 	  "Schedule a profiling window and print its resolved steps.\n"
 	  "  --start N          start at step N (absolute)\n"
 	  "  --in N             start N steps after the highest step reported\n"
@@ -58,7 +57,9 @@ static const struct ctl_command ctl_commands[] = {
 	  "                     other keys take a JSON value, else a string\n"
 	  "  --output-subdir D  a relative subdirectory of each rank's output root\n"
 	  "  --wait             follow the targeted ranks until each has stopped,\n"
-	  "                     skipped or failed; exit 1 if any skipped or failed\n"
+	  "                     skipped or failed, showing how many have; exit 1\n"
+	  "                     if any skipped, failed, went away, or never ran\n"
+	  "                     the window (it was cancelled or finished first)\n"
 	  "  --timeout S        with --wait: give up after S seconds (exit 3)\n"
 	  "With --json, prints the coordinator's answer, and with --wait the job's\n"
 	  "final status document after it.\n" },
@@ -157,10 +158,12 @@ ctl_find(const char *name)
 static void
 ctl_command_help(FILE *f, const struct ctl_command *c)
 {
-	fprintf(f, "usage: dynprofctl [--coordinator URL] [--token-file F] "
-	    "[--json]\n       %s\n\n%s", c->usage, c->help);
-	fprintf(f, "\nExit codes: 0 ok, 1 refused or bad usage, 2 cannot reach "
-	    "the coordinator,\n            3 timeout.\n");
+	fprintf(f, "usage: dynprofctl [GLOBAL OPTIONS] %s\n\n%s", c->usage,
+	    c->help);
+	fprintf(f, "\nGlobal options: --coordinator URL, --token-file F, --json "
+	    "(dynprofctl --help).\n"
+	    "Exit codes: 0 ok, 1 refused or bad usage, 2 cannot reach the "
+	    "coordinator,\n            3 timeout.\n");
 }
 
 int
