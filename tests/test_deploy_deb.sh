@@ -57,9 +57,16 @@ else
 		fi
 	done
 	for f in /var/lib/dynprof /etc/default/dynprof-agent /etc/default/dynprof-coordinator \
-	    /usr/bin/dynprof-agent /run/dynprof /dev/shm/dynprof; do
+	    /usr/bin/dynprof-agent /usr/bin/dynprof-coordinator; do
 		if [ -e "$f" ]; then
 			skip "$f exists on this machine: not touching it"
+		fi
+	done
+	# An agent started by hand without --socket makes /run/dynprof: only a
+	# directory with something in it is someone's.
+	for f in /run/dynprof /dev/shm/dynprof; do
+		if [ -n "$(ls -A "$f" 2>/dev/null)" ]; then
+			skip "$f is not empty on this machine: not touching it"
 		fi
 	done
 fi
