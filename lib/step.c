@@ -190,6 +190,32 @@ step_stop(struct dynprof *h, enum dynprof_stop_reason reason, int64_t step)
 }
 
 /*
+ * Someone freed this rank's slot (an agent that could not see the process, in
+ * another pid namespace, took it for dead): claim one again and report the rank
+ * attached, with its state.  Until it succeeds the rank keeps its last slot.
+ */
+static void
+step_reclaim_slot(struct dynprof *h)
+{
+	int	 idx;
+
+	idx = segment_slot_claim(&h->seg, h->pid, h->rank);
+	if (idx < 0) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: slot %d was taken from "
+		    "pid %ld and no slot is free", __func__, h->slot_index,
+		    (long)h->pid);
+		return;
+	}
+	handle_log(h, DYNPROF_LOG_WARNING, "%s: slot %d was taken from pid %ld: "
+	    "now slot %d", __func__, h->slot_index, (long)h->pid, idx);
+	h->slot_index = idx;
+	h->slot = &h->seg.slots[idx];
+	h->step_addr = &h->slot->step;
+	h->state = SEG_RANK_ATTACHED;	/* step_update_state() sets the real one */
+	report_event(h, EVENT_ATTACHED, NULL, -1, 0, NULL);
+}
+
+/*
  * The slow path of step_begin and step_end: reloads a changed schedule, then
  * applies the window rules until they say there is nothing left to do.
  */
@@ -204,6 +230,8 @@ step_slow(struct dynprof *h, int64_t step, enum window_phase phase)
 
 	if (h->closed)
 		return (DYNPROF_EINVAL);
+	if (atomic_load_explicit(&h->slot->pid, memory_order_relaxed) != h->pid)
+		step_reclaim_slot(h);
 	if (phase == WINDOW_BEGIN)
 		atomic_store_explicit(h->step_addr, step, memory_order_relaxed);
 	if (atomic_load_explicit(h->seq_addr, memory_order_acquire) !=

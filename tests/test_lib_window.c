@@ -629,6 +629,39 @@ test_exit_stops_window(void **state)
 	assert_true(found);
 }
 
+/* A slot taken from a live rank (an agent in another pid namespace thought it
+ * dead): the rank claims a slot again at its next slow step. */
+static void
+test_slot_taken(void **state)
+{
+	struct fixture	*f = *state;
+	struct seg_slot	 s;
+	int		 old;
+
+	tl_window(&f->cfg, 0, 1, 3, 20, "");
+	push(f);
+	open_rank(f, 4);
+	steps(f, 1, 5);
+	old = f->h->slot_index;
+	/* The agent frees it, a newcomer claims it. */
+	atomic_store(&f->agent.slots[old].pid, 0);
+	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9),
+	    old);
+	push(f);
+	steps(f, 6, 6);
+	assert_int_not_equal(f->h->slot_index, old);
+	s = slot_of(f);
+	assert_int_equal(s.pid, getpid());
+	assert_int_equal(s.rank, 4);
+	assert_int_equal(s.step, 6);
+	assert_int_equal(s.state, SEG_RANK_PROFILING);
+	assert_true(tl_logged(&f->rec, "was taken from pid"));
+	/* The newcomer's slot is left alone. */
+	assert_int_equal(segment_slot_read(&f->agent, old, &s), SEG_OK);
+	assert_int_equal(s.rank, 9);
+	assert_int_equal(s.step, -1);
+}
+
 /* Job and rank from the environment; invalid values refused clearly. */
 static void
 test_environment(void **state)
@@ -823,6 +856,7 @@ main(void)
 		T(test_hot_path_state),
 		T(test_report_failure),
 		T(test_exit_stops_window),
+		T(test_slot_taken),
 		T(test_environment),
 		T(test_bad_arguments),
 		cmocka_unit_test(test_decide_pure),
