@@ -263,18 +263,41 @@ expect_out_re '^0 +n1 +[0-9]+ +done +1 +/.*/rank0_start[0-9]+_stop[0-9]+$'
 expect_out_re '^1 +n1 +[0-9]+ +done +1 +/.*/rank1_start[0-9]+_stop[0-9]+$'
 ls -d "$T"/traces/rank0_start*_stop* >/dev/null 2>&1 || fail "no rank0 trace dir"
 
+# Rounded up to a multiple of 20, followed with --json: the coordinator's
+# answer, then the job's final status document.
+run --json trace S --in 0 --steps 2 --roundup 20 --wait --timeout 30
+expect_rc 0
+python3 - "$T/out" <<'EOF' || fail "--json --wait output"
+import json, sys
+text = open(sys.argv[1]).read()
+dec = json.JSONDecoder()
+docs, i = [], 0
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    d, i = dec.raw_decode(text, i)
+    docs.append(d)
+assert len(docs) == 2, len(docs)
+w = docs[0].get("window") or docs[0]
+assert w["start_step"] % 20 == 0 and w["stop_step"] == w["start_step"] + 1, w
+ranks = docs[1]["ranks"]
+assert len(ranks) == 2 and all(r["window"] == w["id"] and r["state"] == "done"
+                               for r in ranks), ranks
+EOF
+
 # A window whose start is already behind the ranks: skipped, exit 1.  (Its
 # stop is far ahead: a window wholly behind every rank is finished at once.)
 run trace S --start 1 --stop 100000 --ranks 1 --wait --timeout 30
 expect_rc 1
-expect_out "window 2: steps 1-100000 on rank 1"
-expect_out_re '^window 2: 1 targeted, 0 started, 0 stopped, 1 skipped, 0 failed'
-expect_err "rank 1 on n1 skipped window 2"
+expect_out "window 3: steps 1-100000 on rank 1"
+expect_out_re '^window 3: 1 targeted, 0 started, 0 stopped, 1 skipped, 0 failed'
+expect_err "rank 1 on n1 skipped window 3"
 # Wholly behind every rank: the coordinator may finish it before the rank
 # sees it (missed) or the rank skips it; either way --wait ends, exit 1.
 run trace S --start 1 --steps 1 --ranks 0 --wait --timeout 30
 expect_rc 1
-grep -qE 'rank 0 on n1 (skipped window 3|did not run window 3: it was finished)' \
+grep -qE 'rank 0 on n1 (skipped window 4|did not run window 4: it was finished)' \
     "$T/err" || fail "no verdict for rank 0"
 
 # The same node seen from its segment.
@@ -282,7 +305,7 @@ run local S --shm-dir "$T/shm"
 expect_rc 0
 expect_out_re '^job S, layout version [0-9]+, generation [0-9]+, agent pid [0-9]+ \(alive\)'
 expect_out_re '^  [0-9]+ +[0-9]+ +yes +0 +[0-9]+ +[a-z]+ +[0-9-]+ '
-expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +2 +skipped '
+expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +3 +skipped '
 
 run nodes
 expect_rc 0
