@@ -137,9 +137,12 @@ test_every_event(void **state)
 
 	tl_window(&f->cfg, 0, 11, 2, 3, "");
 	push(f);
+	/* The agent's socket as the environment names it. */
 	tl_params(&p, f->dir, "evjob", 6, &f->rec);
-	p.agent_socket = f->sock;
+	p.agent_socket = NULL;
+	setenv("DYNPROF_AGENT_SOCKET", f->sock, 1);
 	assert_int_equal(dynprof_open(&p, &h), 0);
+	unsetenv("DYNPROF_AGENT_SOCKET");
 	slot = (uint32_t)h->slot_index;
 
 	ev = expect(f, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, getpid(), 6, 1);
