@@ -125,9 +125,10 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     for name in ("libdynprof.so.0", "libdynprof.so"):
         yield os.path.join(here, name)
-    try:                        # written by cmake --install
+    try:                        # installed by cmake --install
         from . import _install
-        yield os.path.join(_install.LIBDIR, "libdynprof.so.0")
+        yield os.path.normpath(os.path.join(here, _install.LIBDIR,
+                                            "libdynprof.so.0"))
     except ImportError:
         pass
     # An install prefix: PREFIX/lib/python3/dist-packages/dynprof -> PREFIX/lib*.
