@@ -327,6 +327,7 @@ dynprof_close(dynprof_t *h)
 	handle_free(h);
 }
 
+/* The rank's state, an enum dynprof_rank_state. */
 DYNPROF_API int
 dynprof_state(const dynprof_t *h)
 {
@@ -335,18 +336,21 @@ dynprof_state(const dynprof_t *h)
 	return ((int)h->state);
 }
 
+/* The handle's job id. */
 DYNPROF_API const char *
 dynprof_job(const dynprof_t *h)
 {
 	return (h != NULL ? h->seg.job : NULL);
 }
 
+/* The handle's rank. */
 DYNPROF_API int
 dynprof_rank(const dynprof_t *h)
 {
 	return (h != NULL ? h->rank : DYNPROF_EINVAL);
 }
 
+/* The last step begun, as stored in the rank's slot (-1 before the first). */
 DYNPROF_API int64_t
 dynprof_current_step(const dynprof_t *h)
 {
@@ -355,6 +359,7 @@ dynprof_current_step(const dynprof_t *h)
 	return (atomic_load_explicit(h->step_addr, memory_order_relaxed));
 }
 
+/* Fills w with the window in progress and returns 1, or returns 0. */
 DYNPROF_API int
 dynprof_active_window(const dynprof_t *h, struct dynprof_window *w)
 {
@@ -368,6 +373,7 @@ dynprof_active_window(const dynprof_t *h, struct dynprof_window *w)
 	return (1);
 }
 
+/* Copies the handle's counters (zeros for NULL). */
 DYNPROF_API void
 dynprof_get_stats(const dynprof_t *h, struct dynprof_stats *s)
 {
@@ -379,6 +385,7 @@ dynprof_get_stats(const dynprof_t *h, struct dynprof_stats *s)
 		*s = h->stats;
 }
 
+/* Names an error code. */
 DYNPROF_API const char *
 dynprof_strerror(int code)
 {
@@ -394,6 +401,7 @@ dynprof_strerror(int code)
 	}
 }
 
+/* The library's version. */
 DYNPROF_API const char *
 dynprof_version(void)
 {
