@@ -2,6 +2,8 @@
 #   dynprof-loadgen      N agents in one process against one coordinator:
 #                        fan-out latency, events/s, coordinator RSS and CPU
 #   dynprof-propagation  admin request -> new generation in every node's segment
+# Included from tests/e2e.cmake; safe to include from bench/CMakeLists.txt too.
+include_guard(GLOBAL)
 add_executable(dynprof-loadgen ${PROJECT_SOURCE_DIR}/bench/loadgen.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_http.c)
 target_link_libraries(dynprof-loadgen PRIVATE dpdaemon PkgConfig::JANSSON)

@@ -12,6 +12,8 @@
 # every rank reads at its next step).  Then the seed baseline
 # (../shared/anchors/seed_ms24/seed_baseline.py, or $DYNPROF_SEED_BASELINE)
 # measures MindSpore's profiler_config.json polling, and the ratio is printed.
+# With DYNPROF_SEED_OUTPUT=FILE (bench/run.sh's seed run, same session) its
+# figures are taken from FILE instead of running the seed again.
 set -eu
 
 BUILD=${1:-build}
@@ -92,9 +94,19 @@ echo "propagation: $NODES agents x $RANKS ranks up; $TRIALS changes through the 
 # shellcheck disable=SC2086
 "$PROP" --http "127.0.0.1:$HP" --job $JOB --trials "$TRIALS" $SEGS | tee "$D/prop.out"
 
-echo "propagation: MindSpore 2.4 DynamicProfilerMonitor ($SEED_TRIALS trials, local disk)"
-if [ -f "$SEED" ] && python3 "$SEED" "" "$SEED_TRIALS" >"$D/seed.out" 2>&1; then
-	sed 's/^/  seed: /' "$D/seed.out"
+if [ -n "${DYNPROF_SEED_OUTPUT:-}" ] &&
+    grep -q '^propagation_ms' "$DYNPROF_SEED_OUTPUT" 2>/dev/null; then
+	echo "propagation: MindSpore 2.4 DynamicProfilerMonitor (from $DYNPROF_SEED_OUTPUT)"
+	cp "$DYNPROF_SEED_OUTPUT" "$D/seed.out"
+	seed_ok=1
+else
+	echo "propagation: MindSpore 2.4 DynamicProfilerMonitor ($SEED_TRIALS trials, local disk)"
+	seed_ok=0
+	[ -f "$SEED" ] && python3 "$SEED" "" "$SEED_TRIALS" >"$D/seed.out" 2>&1 &&
+	    seed_ok=1
+fi
+if [ $seed_ok = 1 ]; then
+	grep '^propagation_ms' "$D/seed.out" | sed 's/^/  seed: /'
 	awk '
 	/^RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); r[kv[1]] = kv[2] } }
 	/^propagation_ms/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); s[kv[1]] = kv[2] } }

@@ -78,4 +78,6 @@ fi
 
 echo "== python_step: the Python binding per step, beside MindSpore 2.4 in the same process"; DYNPROF_LIBRARY="$build/lib/libdynprof.so" "${DYNPROF_PYTHON:-/usr/bin/python3}" "$here/python_step.py" --seed-dir "$root/../shared/anchors/seed_ms24" || status=1
 
+echo "== propagation: admin request -> new generation in every segment, 16 agents x 8 ranks (bench/propagation.sh)"; DYNPROF_SEED_OUTPUT="$build/bench/seed_baseline.txt" sh "$here/propagation.sh" "$build" 100 || status=1
+echo "== fanout: one coordinator, 1,000 to 10,000 agents of dynprof-loadgen: fan-out, events/s, RSS, CPU (bench/fanout.sh)"; sh "$here/fanout.sh" "$build" || status=1
 exit $status
