@@ -421,3 +421,57 @@ def test_exit_without_close_stops_the_window(env, fork):
                      EVENT_DETACHED]
     assert sink.events[2]["reason"] == CLOSED
     assert sink.events[2]["step"] == (5 if fork else 4)
+
+
+def test_torn_config_is_never_acted_on(env):
+    """An agent that died in the middle of a write (seq left odd): the rank
+    keeps the last whole schedule, does not call the library at every step,
+    and takes the new one once the counter moves to even again."""
+    rec = Recorder()
+    mon = dynprof.Monitor(on_start=rec.on_start, on_stop=rec.on_stop,
+                          **env.kwargs())
+    seg = env.segment()
+    seg.write([W(1, 3, 3)])
+    seg.hdr.seq += 1                # odd: a write begins...
+    c = seg.config                  # ...and changes the schedule in place
+    c.windows[0].start_step, c.windows[0].stop_step = 4, 4
+    c.generation += 1
+    for n in range(1, 7):
+        rec.step = n
+        mon.step_begin(n)
+        mon.step_end(n)
+    assert rec.calls == []          # neither the old window nor the torn one
+    calls = mon._slow_calls()
+    for n in range(7, 1007):
+        mon.step_begin(n)
+        mon.step_end(n)
+    assert mon._slow_calls() <= calls + 1
+    c.windows[0].start_step, c.windows[0].stop_step = 1010, 1011
+    seg.hdr.seq += 1                # even: the write is complete
+    for n in range(1007, 1013):
+        rec.step = n
+        mon.step_begin(n)
+        mon.step_end(n)
+    mon.close()
+    seg.close()
+    assert rec.calls == [("start", 1, 1010), ("stop", 1, 1011, COMPLETED)]
+
+
+def test_two_ranks_in_one_process(env):
+    recs = [Recorder(), Recorder()]
+    mons = [dynprof.Monitor(rank=r, on_start=recs[r].on_start,
+                            on_stop=recs[r].on_stop, **env.kwargs())
+            for r in (0, 1)]
+    seg = env.segment()
+    seg.write([W(1, 2, 3, ranks="1"), W(2, 5, 5)])
+    for n in range(1, 7):
+        for m, rec in zip(mons, recs):
+            rec.step = n
+            m.step_begin(n)
+            m.step_end(n)
+    for m in mons:
+        m.close()
+    seg.close()
+    assert recs[0].calls == [("start", 2, 5), ("stop", 2, 5, COMPLETED)]
+    assert recs[1].calls == [("start", 1, 2), ("stop", 1, 3, COMPLETED),
+                             ("start", 2, 5), ("stop", 2, 5, COMPLETED)]
