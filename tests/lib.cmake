@@ -47,3 +47,11 @@ add_test(NAME test_install COMMAND sh
   ${CMAKE_CURRENT_SOURCE_DIR}/test_install.sh ${PROJECT_BINARY_DIR}
   ${CMAKE_C_COMPILER} "${_install_cflags}")
 set_tests_properties(test_install PROPERTIES TIMEOUT 120)
+
+# The benchmark binary runs, follows the steps (it checks), and its hot loop
+# makes no system call (counted with strace).
+add_test(NAME test_lib_step_cost COMMAND step_cost -n 200000 -r 3)
+add_test(NAME test_lib_syscalls COMMAND sh
+  ${CMAKE_CURRENT_SOURCE_DIR}/test_lib_syscalls.sh $<TARGET_FILE:step_cost>)
+set_tests_properties(test_lib_syscalls PROPERTIES SKIP_RETURN_CODE 77
+  TIMEOUT 60)
