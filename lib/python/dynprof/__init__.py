@@ -39,7 +39,11 @@ __all__ = ["Monitor", "Window", "Options", "StopReason", "RankState",
 
 __version__ = "0.1.0"
 
+# The library's messages go to this logger (and dynprof.mindspore,
+# dynprof.torch); as any library, nothing is printed unless the application
+# configures logging.
 log = logging.getLogger("dynprof")
+log.addHandler(logging.NullHandler())
 
 
 class DynprofError(Exception):

@@ -475,3 +475,55 @@ def test_two_ranks_in_one_process(env):
     assert recs[0].calls == [("start", 2, 5), ("stop", 2, 5, COMPLETED)]
     assert recs[1].calls == [("start", 1, 2), ("stop", 1, 3, COMPLETED),
                              ("start", 2, 5), ("stop", 2, 5, COMPLETED)]
+
+
+def random_ops(rng):
+    """A random schedule history: windows (some for other ranks, some
+    invalid), rewrites, cancellations, and runs of steps between them."""
+    ops = []
+    step = 0
+    next_id = 1
+    windows = []
+    for _ in range(rng.randint(1, 6)):
+        kind = rng.random()
+        if kind < 0.5 or not windows:
+            start = step + rng.randint(-2, 8)
+            w = W(next_id, start, start + rng.randint(-1, 5))
+            if rng.random() < 0.2:
+                w["ranks"] = rng.choice(["1", "0,2", "1-3", "0-7"])
+            next_id += 1
+            windows = sorted(windows + [w], key=lambda x: x["start"])[-16:]
+        elif kind < 0.7:
+            rng.choice(windows)["cancelled"] = True
+        elif kind < 0.85:
+            windows = windows[1:]           # a window leaves the config
+        else:
+            w = rng.choice(windows)         # its steps change
+            w["stop"] = w["start"] + rng.randint(0, 4)
+        ops.append(("write", [dict(w) for w in windows]))
+        n = rng.randint(0, 9)
+        if n:
+            ops.append(("run", step + 1, step + n))
+            step += n
+    if rng.random() < 0.5:
+        ops.append(("close",))
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_histories_agree_with_the_library(env, seed):
+    """Random schedule histories: the Python fast path makes exactly the calls
+    the library makes when called at every step, and step() exactly those of
+    the library's own dynprof_step()."""
+    import random
+    rng = random.Random(seed)
+    base = env.job
+    for i in range(5):
+        ops = random_ops(rng)
+        got = {}
+        for fast, mode in ((True, "begin_end"), (False, "begin_end"),
+                           (True, "step"), (True, "c_step")):
+            env.job = "%s-%d-%d%s" % (base, i, int(fast), mode[0:2])
+            got[(fast, mode)] = run_scenario(env, 0, ops, fast, mode)
+        assert got[(True, "begin_end")] == got[(False, "begin_end")], ops
+        assert got[(True, "step")] == got[(True, "c_step")], ops
