@@ -121,7 +121,6 @@ struct upstream {
 	int64_t		 last_sent_ms;
 	uint64_t	 boot_id;
 	uint64_t	 next_seq;		/* the next event's seq */
-	uint64_t	 sent_upto;		/* written on this connection */
 	uint64_t	 acked;			/* committed by the coordinator */
 	struct queue	 queue;
 	uint64_t	 connects;

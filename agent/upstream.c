@@ -26,6 +26,7 @@
 
 #define UPSTREAM_HB_MIN_MS	100
 #define UPSTREAM_HB_MAX_MS	60000
+#define UPSTREAM_OUTBUF_MAX	(16U * 1024 * 1024)	/* a peer that stops reading */
 
 static void	 upstream_connect(struct agent *);
 static void	 upstream_lost(struct agent *, const char *);
@@ -110,6 +111,16 @@ upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 
 	if (up->bev == NULL)
 		return (-1);
+	/*
+	 * Unsent bytes pile up only if the coordinator stopped reading: hang up
+	 * (the events stay queued) rather than grow without bound.  The free is
+	 * safe here: libevent defers it while a callback of this bufferevent runs.
+	 */
+	if (evbuffer_get_length(bufferevent_get_output(up->bev)) >
+	    UPSTREAM_OUTBUF_MAX) {
+		upstream_lost(a, "coordinator not reading");
+		return (-1);
+	}
 	if (frame_put(bufferevent_get_output(up->bev), &m->base) == -1) {
 		log_warnx("%s: cannot frame message %d", __func__,
 		    (int)m->body_case);
@@ -176,8 +187,7 @@ upstream_send_event(struct agent *a, uint64_t seq,
 	ae.agent_boot_id = a->up.boot_id;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
 	m.event = &ae;
-	if (upstream_send(a, &m) == 0)
-		a->up.sent_upto = seq;
+	upstream_send(a, &m);
 }
 
 /* Sends, in order, every queued event the coordinator has not committed. */
@@ -341,6 +351,8 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 			agent_housekeep(a, 0);
 			return;
 		}
+		if (a->up.bev != bev)
+			return;		/* hung up while answering */
 	}
 	/* Awake anyway: do now what would soon wake us again. */
 	agent_housekeep(a, 1);
@@ -400,7 +412,6 @@ upstream_connect(struct agent *a)
 	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, a);
 	up->state = UPSTREAM_CONNECTING;
 	up->last_recv_ms = agent_now_ms();
-	up->sent_upto = up->acked;
 	if (bufferevent_socket_connect(up->bev, res->ai_addr,
 	    (int)res->ai_addrlen) == -1) {
 		freeaddrinfo(res);
@@ -441,6 +452,8 @@ upstream_lost(struct agent *a, const char *why)
 		up->backoff_ms = AGENT_BACKOFF_MAX_MS;
 	up->state = UPSTREAM_WAIT;
 	log_debug("%s: next attempt in %d ms", __func__, delay);
+	a->upstream_next_ms = up->retry_at_ms;
+	agent_schedule(a);
 }
 
 /*
