@@ -70,6 +70,20 @@ wait_file() {
 	fail "no $1 after 10 s"
 }
 
+# wait_done JOB ID: polls (10 s at most) until the coordinator has finished
+# window ID (it does so on its next tick after the last rank reported).
+wait_done() {
+	local i
+	for i in $(seq 1 100); do
+		run --json status "$1"
+		if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [w for w in d["windows"] if w["id"] == int(sys.argv[2]) and w["state"] in ("done", "cancelled")] else 1)' "$T/out" "$2"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	fail "window $2 of $1 never finished"
+}
+
 # start_coord NAME ARGS...: a coordinator; sets HTTP_PORT and AGENT_PORT.
 start_coord() {
 	local name=$1
@@ -293,12 +307,14 @@ expect_rc 1
 expect_out "window 3: steps 1-100000 on rank 1"
 expect_out_re '^window 3: 1 targeted, 0 started, 0 stopped, 1 skipped, 0 failed'
 expect_err "rank 1 on n1 skipped window 3"
+wait_done S 3
 # Wholly behind every rank: the coordinator may finish it before the rank
 # sees it (missed) or the rank skips it; either way --wait ends, exit 1.
 run trace S --start 1 --steps 1 --ranks 0 --wait --timeout 30
 expect_rc 1
 grep -qE 'rank 0 on n1 (skipped window 4|did not run window 4: it was finished)' \
     "$T/err" || fail "no verdict for rank 0"
+wait_done S 4
 
 # The same node seen from its segment.
 run local S --shm-dir "$T/shm"
@@ -306,6 +322,31 @@ expect_rc 0
 expect_out_re '^job S, layout version [0-9]+, generation [0-9]+, agent pid [0-9]+ \(alive\)'
 expect_out_re '^  [0-9]+ +[0-9]+ +yes +0 +[0-9]+ +[a-z]+ +[0-9-]+ '
 expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +3 +skipped '
+
+# A rank whose profiler cannot start (its output root lies under a file):
+# failed, with the reason, exit 1.
+: >"$T/not-a-dir"
+"$SIM" --job S --rank 2 --shm-dir "$T/shm" --socket "$T/agent.sock" \
+    --output-root "$T/not-a-dir/traces" --steps-per-sec 10 -q \
+    >"$T/sim2.log" 2>&1 &
+PIDS+=($!)
+ok=0
+for i in $(seq 1 100); do
+	run --json status S
+	if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(r["rank"] == 2 and r.get("step", -1) > 0 for r in d["ranks"]) else 1)' "$T/out"; then
+		ok=1
+		break
+	fi
+	sleep 0.1
+done
+[ $ok -eq 1 ] || fail "rank 2 of S never reported a step"
+run trace S --in 10 --steps 2 --ranks 2 --wait --timeout 30
+expect_rc 1
+expect_out_re '^window 5: 1 targeted, 0 started, 0 stopped, 0 skipped, 1 failed'
+expect_err "rank 2 on n1 failed: "
+run status S
+expect_rc 0
+expect_out_re '^2 +n1 +[0-9]+ +failed +5 +.*error: .+'
 
 run nodes
 expect_rc 0
