@@ -3,6 +3,7 @@
 # python3-torch install) against the library of this build.
 #
 #   python_binding    Monitor over real segments and a real event socket
+#   python_steps      how the PyTorch hook counts optimizer steps (no torch)
 #   python_mindspore  the MindSpore drop-in against recording stand-ins
 #   python_torch      the PyTorch hook with real torch (only when installed:
 #                     scripts/deps.sh with DEPS_EXTRA=torch); label "torch"
@@ -58,6 +59,7 @@ function(dynprof_pytest name file)
 endfunction()
 
 dynprof_pytest(python_binding test_monitor.py)
+dynprof_pytest(python_steps test_torch_optim.py)
 dynprof_pytest(python_mindspore test_mindspore.py)
 if(_dp_torch EQUAL 0)
   dynprof_pytest(python_torch test_torch.py torch)
