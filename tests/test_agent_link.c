@@ -636,6 +636,50 @@ test_dead_rank_reclaimed(void **state)
 	    1);
 }
 
+/* Heartbeats both ways; a coordinator silent for 3 intervals is gone. */
+static void
+test_heartbeat_timeout(void **state)
+{
+	struct t	*t = *state;
+	Dynprof__V1__AgentMessage *m;
+	int64_t		 t0;
+
+	m = start_connected(t, "100", 0);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_int_equal(fc_welcome(&t->fc, 200, 0, 0), 0);
+	t0 = ap_now_ms();
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT, T_WAIT);
+	assert_non_null(m);
+	assert_true(m->heartbeat->time_unix_ns > 0);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	/* Silent from here on: hung up after 600 ms, not before. */
+	assert_true(fc_closed(&t->fc, T_WAIT));
+	assert_true(ap_now_ms() - t0 >= 550);
+	assert_int_equal(ap_log_wait(&t->ap, "silent for 3 heartbeats", 1,
+	    T_WAIT), 0);
+	m = reaccept(t, 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+}
+
+/* Nobody listening: attempts back off exponentially (with jitter). */
+static void
+test_reconnect_backoff(void **state)
+{
+	struct t	*t = *state;
+	const char	*extra[] = { "--coordinator", t->coord, NULL };
+	int		 n;
+
+	fc_close(&t->fc);		/* the port now refuses */
+	assert_int_equal(ap_start(&t->ap, extra), 0);
+	usleep(2500 * 1000);
+	n = ap_log_count(&t->ap, "connection to coordinator");
+	/* 100, 200, 400, 800, 1600 ms (each 50-100%): 3 to 7 attempts, where
+	 * retrying every 100 ms would make 25. */
+	assert_true(n >= 3);
+	assert_true(n <= 8);
+	assert_int_equal(kill(t->ap.pid, 0), 0);
+}
+
 int
 main(void)
 {
@@ -651,6 +695,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_restart_readopts, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_dead_rank_reclaimed, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_timeout, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_reconnect_backoff, setup,
 		    teardown),
 	};
 
