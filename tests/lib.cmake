@@ -55,3 +55,7 @@ add_test(NAME test_lib_syscalls COMMAND sh
   ${CMAKE_CURRENT_SOURCE_DIR}/test_lib_syscalls.sh $<TARGET_FILE:step_cost>)
 set_tests_properties(test_lib_syscalls PROPERTIES SKIP_RETURN_CODE 77
   TIMEOUT 60)
+
+# The window rules checked in every callback under random schedules.
+dynprof_test(test_lib_rules_random SOURCES test_lib_rules_random.c
+  LIBS dynprof_internal TIMEOUT 60)
