@@ -29,20 +29,6 @@
 
 static void	 agents_conn_close(struct conn *, int, const char *);
 
-/* Constant-time comparison of two strings (their lengths may leak). */
-static int
-agents_token_equal(const char *a, const char *b)
-{
-	size_t		 la = strlen(a), lb = strlen(b), i;
-	unsigned char	 d = 0;
-
-	if (la != lb)
-		return (0);
-	for (i = 0; i < la; i++)
-		d |= (unsigned char)a[i] ^ (unsigned char)b[i];
-	return (d == 0);
-}
-
 /* Returns "connected" or "lost". */
 const char *
 agents_node_state(const struct node *n)
@@ -247,7 +233,7 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 		return;
 	}
 	if (c->conf.agent_token != NULL && (hello->token == NULL ||
-	    !agents_token_equal(hello->token, c->conf.agent_token))) {
+	    !coord_token_equal(hello->token, c->conf.agent_token))) {
 		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
 		    "wrong agent token");
 		return;
@@ -666,35 +652,6 @@ agents_accept(struct evconnlistener *l, evutil_socket_t fd,
 }
 
 static void
-agents_accept_retry(evutil_socket_t fd, short what, void *arg)
-{
-	struct coord	*c = arg;
-
-	(void)fd;
-	(void)what;
-	evconnlistener_enable(c->listener);
-}
-
-static void
-agents_accept_error(struct evconnlistener *l, void *arg)
-{
-	struct coord	*c = arg;
-	struct timeval	 tv = { 1, 0 };
-	int		 err = EVUTIL_SOCKET_ERROR();
-
-	if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
-	    err == ENOMEM) {
-		log_warnx("%s: %s: not accepting agents for a second",
-		    __func__, evutil_socket_error_to_string(err));
-		evconnlistener_disable(l);
-		evtimer_add(c->accept_retry, &tv);
-		return;
-	}
-	log_warnx("%s: accept: %s", __func__,
-	    evutil_socket_error_to_string(err));
-}
-
-static void
 agents_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
     uint64_t now, uint64_t limit)
 {
@@ -756,17 +713,15 @@ agents_listen(struct coord *c, const char *addr)
 		log_warn("%s: cannot listen on %s", __func__, addr);
 		return (-1);
 	}
-	evconnlistener_set_error_cb(c->listener, agents_accept_error);
+	evconnlistener_set_error_cb(c->listener, coord_accept_error);
 	if (getsockname(evconnlistener_get_fd(c->listener),
 	    (struct sockaddr *)&ss, &slen) == 0)
 		c->agent_port = ntohs(ss.ss_family == AF_INET6 ?
 		    ((struct sockaddr_in6 *)&ss)->sin6_port :
 		    ((struct sockaddr_in *)&ss)->sin_port);
-	c->accept_retry = evtimer_new(c->base, agents_accept_retry, c);
 	c->reaper = event_new(c->base, -1, 0, agents_reap_cb, c);
 	c->committer = event_new(c->base, -1, 0, agents_commit_cb, c);
-	if (c->accept_retry == NULL || c->reaper == NULL ||
-	    c->committer == NULL)
+	if (c->reaper == NULL || c->committer == NULL)
 		return (-1);
 	/* Below the default priority: commit after this iteration's reads. */
 	event_priority_set(c->committer, 2);

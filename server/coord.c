@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <event2/util.h>
 
 #include "coord.h"
@@ -70,6 +71,53 @@ coord_rfc3339(int64_t ns, char *buf, size_t len)
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf, len, "%s.%03dZ", stamp,
 	    (int)((ns % 1000000000LL) / 1000000));
+}
+
+/* Compares two tokens in time that does not depend on where they differ. */
+int
+coord_token_equal(const char *a, const char *b)
+{
+	size_t		 la = strlen(a), lb = strlen(b), i;
+	unsigned char	 d = 0;
+
+	if (la != lb)
+		return (0);
+	for (i = 0; i < la; i++)
+		d |= (unsigned char)a[i] ^ (unsigned char)b[i];
+	return (d == 0);
+}
+
+static void
+coord_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(arg);
+}
+
+/*
+ * A listener's accept failed.  Out of descriptors (or memory): stop accepting
+ * for a second rather than spin on a listener that stays readable.
+ */
+void
+coord_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct timeval	 tv = { 1, 0 };
+	int		 err = EVUTIL_SOCKET_ERROR();
+
+	(void)arg;
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM) {
+		log_warnx("%s: %s: not accepting for a second", __func__,
+		    evutil_socket_error_to_string(err));
+		evconnlistener_disable(l);
+		if (event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT,
+		    coord_accept_resume, l, &tv) == -1)
+			evconnlistener_enable(l);
+		return;
+	}
+	log_warnx("%s: accept: %s", __func__,
+	    evutil_socket_error_to_string(err));
 }
 
 static void
@@ -438,8 +486,6 @@ coord_stop(struct coord *c)
 		event_free(c->sigpipe);
 	if (c->tick != NULL)
 		event_free(c->tick);
-	if (c->accept_retry != NULL)
-		event_free(c->accept_retry);
 	if (c->reaper != NULL)
 		event_free(c->reaper);
 	if (c->committer != NULL)

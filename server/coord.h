@@ -214,7 +214,6 @@ struct coord {
 	struct coord_config	 conf;
 	struct store		*store;
 	struct evconnlistener	*listener;
-	struct event		*accept_retry;
 	struct evhttp		*http;
 	int			 agent_port;
 	int			 http_port;
@@ -237,6 +236,8 @@ struct coord {
 };
 
 /* coord.c */
+int		 coord_token_equal(const char *, const char *);
+void		 coord_accept_error(struct evconnlistener *, void *);
 int		 coord_parse_addr(const char *, struct sockaddr_storage *,
 		    socklen_t *);
 uint64_t	 coord_mono_ms(void);

@@ -827,8 +827,6 @@ static int
 http_authorized(struct coord *c, struct evhttp_request *req)
 {
 	const char	*h, *t;
-	size_t		 la, lb, i;
-	unsigned char	 d = 0;
 
 	if (c->conf.admin_token == NULL)
 		return (1);
@@ -838,13 +836,7 @@ http_authorized(struct coord *c, struct evhttp_request *req)
 		return (0);
 	for (t = h + 7; *t == ' '; t++)
 		;
-	la = strlen(t);
-	lb = strlen(c->conf.admin_token);
-	if (la != lb)
-		return (0);
-	for (i = 0; i < la; i++)
-		d |= (unsigned char)t[i] ^ (unsigned char)c->conf.admin_token[i];
-	return (d == 0);
+	return (coord_token_equal(t, c->conf.admin_token));
 }
 
 /* Splits path into at most n segments after the leading "/"; returns count. */
@@ -985,6 +977,7 @@ http_listen(struct coord *c, const char *addr)
 		log_warn("%s: cannot listen on %s", __func__, addr);
 		return (-1);
 	}
+	evconnlistener_set_error_cb(l, coord_accept_error);
 	if (evhttp_bind_listener(c->http, l) == NULL) {
 		evconnlistener_free(l);
 		return (-1);

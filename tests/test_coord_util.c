@@ -1,5 +1,6 @@
 /* Helpers of the coordinator's tests: the real binary, a tiny HTTP client. */
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -30,6 +31,29 @@ tc_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* Returns the user + system CPU time of a process, in seconds (-1: none). */
+double
+tc_cpu_seconds(pid_t pid)
+{
+	char		 path[64], buf[1024], *p;
+	FILE		*f;
+	unsigned long	 ut, st;
+	size_t		 n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return (-1);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Fields after the command name, which may hold spaces. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+	    &ut, &st) != 2)
+		return (-1);
+	return ((double)(ut + st) / (double)sysconf(_SC_CLK_TCK));
 }
 
 static const char *
@@ -78,14 +102,19 @@ tc_write_file(struct tc_coord *tc, const char *name, const char *contents,
 }
 
 static pid_t
-tc_spawn(const char *const *argv, const char *log)
+tc_spawn(const char *const *argv, const char *log, int nofile)
 {
-	pid_t	 pid;
-	int	 fd;
+	struct rlimit	 rl;
+	pid_t		 pid;
+	int		 fd;
 
 	if ((pid = fork()) == -1)
 		return (-1);
 	if (pid == 0) {
+		if (nofile > 0) {
+			rl.rlim_cur = rl.rlim_max = (rlim_t)nofile;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		if (log != NULL && (fd = open(log, O_WRONLY | O_CREAT |
 		    O_APPEND, 0644)) != -1) {
 			dup2(fd, 2);
@@ -154,7 +183,7 @@ tc_start(struct tc_coord *tc, const char *const *extra)
 	argv[n] = NULL;
 	unlink(tc->ready);
 	tc->agent_port = tc->http_port = 0;
-	if ((tc->pid = tc_spawn(argv, tc->log)) == -1)
+	if ((tc->pid = tc_spawn(argv, tc->log, tc->nofile)) == -1)
 		return (-1);
 	deadline = tc_now_ms() + TC_START_TIMEOUT_MS;
 	while (tc_now_ms() < deadline) {
@@ -229,7 +258,7 @@ tc_run_exit(const char *const *args, int timeout_ms)
 	while (args != NULL && *args != NULL && n < 39)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	if ((pid = tc_spawn(argv, "/dev/null")) == -1)
+	if ((pid = tc_spawn(argv, "/dev/null", 0)) == -1)
 		return (-1);
 	if (tc_wait(pid, timeout_ms, &status) == -1) {
 		kill(pid, SIGKILL);

@@ -19,6 +19,7 @@ struct tc_coord {
 	char	 state[320];
 	char	 ready[320];
 	char	 log[320];
+	int	 nofile;		/* > 0: RLIMIT_NOFILE of the coordinator */
 };
 
 struct tc_reply {
@@ -41,6 +42,7 @@ void	 tc_reply_free(struct tc_reply *);
 long long tc_int(json_t *, const char *);
 const char *tc_str(json_t *, const char *);
 long long tc_now_ms(void);
+double	 tc_cpu_seconds(pid_t);
 int	 tc_run_exit(const char *const *, int);
 
 #endif /* DYNPROF_TEST_COORD_UTIL_H */
