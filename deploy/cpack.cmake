@@ -11,8 +11,13 @@
 # Any other component goes into `dynprof-<component>`.  Every package depends on the
 # others it needs; shared library dependencies come from dpkg-shlibdeps.
 #
-# While some install() rule has no COMPONENT (CMake calls it Unspecified), the files
-# cannot be told apart: then everything goes into ONE package, `dynprof`, whose
+#   dynprof-examples     component examples                           dynprof-train-sim
+#
+# install() rules without a COMPONENT (CMake calls them Unspecified) cannot be split.
+# deploy/CMakeLists.txt installs the programs into their components again, so when the
+# library's, the daemons' and the binding's components are all there, Unspecified is
+# left out of the packages (test_deploy_deb checks that every file it installs is in
+# some package).  Otherwise everything goes into ONE package, `dynprof`, whose
 # maintainer scripts do what both daemon packages' would.
 
 # Packing never builds: `cpack` packs the build tree as it is (`make build` first), so
@@ -41,7 +46,19 @@ set(dp_version "${PROJECT_VERSION}-1")
 set(dp_deb_gen ${PROJECT_BINARY_DIR}/deploy/gen/debian)
 
 get_cmake_property(dp_components COMPONENTS)
-if("Unspecified" IN_LIST dp_components)
+set(dp_split ON)
+foreach(comp lib dev agent coordinator python)
+  if(NOT comp IN_LIST dp_components)
+    set(dp_split OFF)
+  endif()
+endforeach()
+if(dp_split AND "Unspecified" IN_LIST dp_components)
+  list(REMOVE_ITEM dp_components Unspecified)
+  set(CPACK_COMPONENTS_ALL ${dp_components})
+  message(STATUS "cpack: packages from components ${dp_components}; "
+    "install() rules without a COMPONENT are left out")
+endif()
+if(NOT dp_split)
   set(CPACK_DEB_COMPONENT_INSTALL OFF)
   set(CPACK_DEBIAN_PACKAGE_NAME dynprof)
   set(CPACK_DEBIAN_PACKAGE_SECTION admin)
@@ -68,6 +85,8 @@ foreach(comp IN LISTS dp_components)
     set(group coordinator)
   elseif(comp MATCHES "^(python|python3)$")
     set(group python)
+  elseif(comp MATCHES "^(examples|example)$")
+    set(group examples)
   elseif(comp STREQUAL "Unspecified")
     set(group misc)
   else()
@@ -82,6 +101,8 @@ list(REMOVE_DUPLICATES dp_groups)
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libdynprof0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
+# A shlibs file and the ldconfig trigger.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdynprof-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME dynprof-agent)
@@ -90,6 +111,11 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-dynprof)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_MISC_PACKAGE_NAME dynprof)
+set(CPACK_DEBIAN_EXAMPLES_PACKAGE_NAME dynprof-examples)
+set(CPACK_DEBIAN_EXAMPLES_DESCRIPTION
+  "Example programs of dynprof: dynprof-train-sim, a simulated training rank whose\nprofiler writes a trace into the output directory of every window it runs.")
+# dpkg-shlibdeps cannot see libdynprof0 (not installed while packing): by hand.
+set(CPACK_DEBIAN_EXAMPLES_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_AGENT_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_COORDINATOR_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_LIB_DESCRIPTION
@@ -122,6 +148,7 @@ macro(dp_depend group)
   list(JOIN dp_deps ", " CPACK_DEBIAN_${dp_gu}_PACKAGE_DEPENDS)
 endmacro()
 dp_depend(dev @lib)
+dp_depend(examples "libc6 (>= 2.34)" @lib)
 dp_depend(python python3 @lib)
 dp_depend(agent adduser)
 dp_depend(coordinator adduser)

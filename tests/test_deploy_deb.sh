@@ -125,6 +125,14 @@ grep -qx /usr/bin/dynprofctl "$TMP/files" || fail "no package has dynprofctl"
 grep -qx /usr/lib/systemd/system/dynprof-agent.service "$TMP/files" || fail "no agent unit"
 grep -q '/include/dynprof.h$' "$TMP/files" || fail "no package has dynprof.h"
 grep -q '/pkgconfig/dynprof.pc$' "$TMP/files" || fail "no package has dynprof.pc"
+# Nothing `cmake --install` installs is missing from the packages (install() rules
+# without a COMPONENT are left out of them: deploy/cpack.cmake).
+cmake --install "$BUILD" --prefix "$TMP/all" > "$TMP/install.log" 2>&1 ||
+    { cat "$TMP/install.log"; fail "cmake --install"; }
+(cd "$TMP/all" && find . ! -type d) | sed 's|^\./|/usr/|; s|^/usr/etc/|/etc/|' | sort > "$TMP/want"
+sort "$TMP/files" > "$TMP/have"
+missing=$(comm -23 "$TMP/want" "$TMP/have")
+[ -z "$missing" ] || fail "installed by cmake --install but in no package: $missing"
 if grep -q '^/usr/local' "$TMP/files"; then
 	grep '^/usr/local' "$TMP/files"
 	fail "packaged files under /usr/local"
@@ -210,25 +218,27 @@ $CTL nodes
 
 echo "== a rank in group dynprof, not user dynprof"
 # nobody, with dynprof as its only extra group, as a training user added to the
-# group.  The installed Python binding when a package has it, else the installed
-# dynprof-train-sim.
+# group, runs the example of the docs (deploy/slurm/train.py) on the installed
+# library: through the installed Python binding when a package has it, else through
+# the binding of this tree.
 # 10 steps a second: "--in 20" is 2 s ahead, far more than the agent's progress
 # sampling (500 ms) lags behind the rank.
 JOB=deb-test-job
 mkdir -m 1777 "$TMP/out"
-if grep -q '/dynprof/__init__.py$' "$TMP/files"; then
-	RANK_CMD="/usr/bin/python3 $SRC/deploy/slurm/train.py"
-	export TRAIN_STEPS=3000 STEP_SECONDS=0.1
-else
-	echo "(no Python package among the packages: the rank is dynprof-train-sim)"
-	RANK_CMD="/usr/bin/dynprof-train-sim --steps-per-sec 10 --max-steps 3000"
+cp "$SRC/deploy/slurm/train.py" "$TMP/train.py"
+PYPATH="" LIBRARY=""
+if ! grep -q '/dynprof/__init__.py$' "$TMP/files"; then
+	echo "(no Python package among the packages: the binding of this tree, on the installed library)"
+	mkdir "$TMP/py"
+	cp -r "$SRC/lib/python/dynprof" "$TMP/py/"
+	PYPATH=$TMP/py
+	LIBRARY=$(grep -m1 '/libdynprof\.so\.0$' "$TMP/files") || fail "no libdynprof.so.0 packaged"
 fi
-# shellcheck disable=SC2086
 env -i PATH=/usr/bin:/bin DYNPROF_JOB=$JOB RANK=0 DYNPROF_SHM_DIR=/dev/shm/dynprof \
-    DYNPROF_SHM_MODE=0660 DYNPROF_OUTPUT_ROOT="$TMP/out" \
-    TRAIN_STEPS="${TRAIN_STEPS:-}" STEP_SECONDS="${STEP_SECONDS:-}" \
-    setpriv --reuid=nobody --regid=nogroup --groups=dynprof $RANK_CMD \
-    > "$TMP/rank.log" 2>&1 &
+    DYNPROF_SHM_MODE=0660 DYNPROF_OUTPUT_ROOT="$TMP/out" TRAIN_STEPS=3000 \
+    STEP_SECONDS=0.1 PYTHONPATH="$PYPATH" DYNPROF_LIBRARY="$LIBRARY" \
+    setpriv --reuid=nobody --regid=nogroup --groups=dynprof \
+    /usr/bin/python3 "$TMP/train.py" > "$TMP/rank.log" 2>&1 &
 RANK_PID=$!
 PIDS="$PIDS $RANK_PID"
 echo "$PIDS" > "$MARK"
@@ -253,9 +263,15 @@ timeout 60 $CTL trace $JOB --in 20 --steps 5 --wait --timeout 45 > "$TMP/trace.l
     { cat "$TMP/trace.log" "$TMP/rank.log"; fail "dynprofctl trace --wait"; }
 cat "$TMP/trace.log"
 $CTL status $JOB
-wait_for "ls -d '$TMP'/out/rank0_start*_stop* >/dev/null 2>&1" 10 ||
-    fail "the rank wrote no output directory"
-echo "ok: $(ls "$TMP"/out)"
+wait_for "ls '$TMP'/out/rank0_start*_stop*/step*.trace >/dev/null 2>&1" 10 ||
+    { cat "$TMP/rank.log"; fail "the rank wrote no trace"; }
+# The window's steps, each once: the profiler ran exactly over them.
+d=$(ls -d "$TMP"/out/rank0_start*_stop*)
+a=${d##*_start}; a=${a%%_stop*}; b=${d##*_stop}
+got=$(ls "$d" | sed 's/^step//; s/\.trace$//' | sort -n | tr '\n' ' ')
+want=$(seq "$a" "$b" | tr '\n' ' ')
+[ "$got" = "$want" ] || fail "traced steps $got, want $want"
+echo "ok: $(basename "$d"): steps $got"
 
 echo "== stop and purge"
 kill "$RANK_PID" 2>/dev/null || true
