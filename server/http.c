@@ -702,9 +702,10 @@ http_put_config(struct coord *c, struct evhttp_request *req,
 	json_object_del(opts, "start_step");
 	json_object_del(opts, "stop_step");
 	if (options_parse(opts, &defaults, &field, &why) == -1) {
-		json_decref(opts);
+		/* field may point into opts. */
 		http_error(c, req, 400, field, "%s: %s", field ? field :
 		    "options", why);
+		json_decref(opts);
 		goto out;
 	}
 	json_decref(opts);
