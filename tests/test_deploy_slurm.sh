@@ -4,7 +4,9 @@
 #   /etc/default file, and leaves what the job set alone;
 # - the Epilog removes the job's segment only: not while a rank still maps it, not for
 #   a bad job id, not another job's; the agent's own mapping does not keep it;
-# - the sbatch example parses, and dynprofctl accepts its trace command line.
+# - the sbatch example parses, and dynprofctl accepts its trace command line;
+# - every DYNPROF_* name the SLURM, systemd files and deploy/README.md use is read by
+#   something (the sources of the library, daemons, dynprofctl and binding).
 set -eu
 . "$(dirname "$0")/test_deploy_lib.sh"
 need_binaries
@@ -23,8 +25,22 @@ S=$SRC/deploy/slurm
 sh -n "$S/dynprof-task-prolog.sh" || fail "task prolog: syntax"
 sh -n "$S/dynprof-epilog.sh" || fail "epilog: syntax"
 bash -n "$S/train.sbatch" || fail "train.sbatch: syntax"
-python3 -m py_compile "$S/train.py" 2>/dev/null || python3 -c "import ast,sys; ast.parse(open(sys.argv[1]).read())" "$S/train.py" ||
+python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read())" "$S/train.py" ||
     fail "train.py: syntax"
+
+echo "== DYNPROF_* names in the SLURM and systemd files and deploy/README.md"
+# Each is read by the library, a daemon, dynprofctl or the binding, or is one of the
+# deploy files' own (the /etc/default variables, the scripts' DYNPROF_AGENT_DEFAULTS).
+write_facts "$TMP/facts"
+# (@DYNPROF_...@ are the units' template variables.)
+for n in $(cat "$S"/* "$SRC"/deploy/systemd/* "$SRC/deploy/README.md" |
+    grep -oE '(^|[^@])DYNPROF_[A-Z0-9_]+' | sed 's/^[^D]//' | sort -u); do
+	case "$n" in
+	DYNPROF_AGENT_OPTS|DYNPROF_COORDINATOR_OPTS|DYNPROF_AGENT_DEFAULTS) continue ;;
+	esac
+	grep -qx "$n" "$TMP/facts.env" || fail "$n is read by nothing"
+done
+echo ok
 
 echo "== task prolog"
 # The default file as the package installs it.
@@ -89,11 +105,16 @@ echo ok
 
 echo "== dynprofctl trace as in the docs"
 # Exit 2 is "cannot reach the coordinator": the arguments were accepted.
-for argv in "trace 36199_0 --in 20 --steps 5 --wait" ; do
-	rc=0
-	SLURM_JOB_ID=36199_0 "$CTL" --coordinator http://127.0.0.1:1 $argv > "$TMP/ctl.out" 2>&1 || rc=$?
-	[ "$rc" = 2 ] || { cat "$TMP/ctl.out"; fail "dynprofctl $argv: exit $rc, want 2"; }
-done
+rc=0
+SLURM_JOB_ID=36199_0
+"$CTL" --coordinator http://127.0.0.1:1 trace "$SLURM_JOB_ID" --in 20 --steps 5 --wait \
+    > "$TMP/ctl.out" 2>&1 || rc=$?
+[ "$rc" = 2 ] || { cat "$TMP/ctl.out"; fail "dynprofctl trace: exit $rc, want 2"; }
+# A misspelt flag is a usage error (1): the check above can tell.
+rc=0
+"$CTL" --coordinator http://127.0.0.1:1 trace "$SLURM_JOB_ID" --inn 20 --steps 5 \
+    > "$TMP/ctl.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat "$TMP/ctl.out"; fail "dynprofctl trace --inn: exit $rc, want 1"; }
 grep -q 'dynprofctl trace "\$SLURM_JOB_ID" --in 20 --steps 5 --wait' "$S/train.sbatch" ||
     fail "train.sbatch no longer shows the trace command"
 echo ok
