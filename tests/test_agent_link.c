@@ -426,6 +426,19 @@ test_bad_datagrams(void **state)
 	    1);
 	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
 
+	/* A good event cut short, inside its last string. */
+	{
+		uint8_t	 buf[4096];
+		size_t	 len;
+
+		make_event(&ev, "j3", 0, slot,
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
+		ev.error = (char *)"a long enough error message to cut";
+		len = dynprof__v1__rank_event__get_packed_size(&ev);
+		dynprof__v1__rank_event__pack(&ev, buf);
+		assert_int_equal(ap_send_dgram(&t->ap, buf, len - 5), 0);
+	}
+
 	/* Random bytes, random lengths (fixed seed): none gets through. */
 	{
 		uint8_t		 rnd[3000];
@@ -450,7 +463,7 @@ test_bad_datagrams(void **state)
 	assert_int_equal(ae->event->rank_seq, 7);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 
-	assert_true(ap_log_count(&t->ap, "undecodable datagram") >= 1);
+	assert_true(ap_log_count(&t->ap, "undecodable datagram") >= 2);
 	assert_int_equal(ap_log_count(&t->ap, "oversized datagram"), 1);
 	assert_int_equal(ap_log_count(&t->ap, "does not hold slot"), 3);
 	assert_int_equal(ap_log_count(&t->ap, "claims pid 1"), 1);
@@ -461,7 +474,7 @@ test_bad_datagrams(void **state)
 	segment_slot_release(&seg, slot, getpid());
 	segment_close(&seg);
 	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
-	/* Every one of the 208 bad datagrams counted, the good one forwarded. */
+	/* Every one of the 209 bad datagrams counted, the good one forwarded. */
 	{
 		FILE		*f = fopen(t->ap.log, "r");
 		char		 line[4096], *p;
@@ -474,7 +487,7 @@ test_bad_datagrams(void **state)
 				    "foreign_datagrams=%lu events_forwarded=%lu",
 				    &bad, &foreign, &fwd), 3);
 		fclose(f);
-		assert_int_equal(bad + foreign, 208);
+		assert_int_equal(bad + foreign, 209);
 		assert_int_equal(fwd, 1);
 	}
 }
