@@ -2,8 +2,9 @@
 # DP_UNIT, its /etc/default file and, for the agent, the tmpfiles.d entry, with the
 # paths of the prefix being installed to.
 #
-# Under cpack, CMAKE_INSTALL_PREFIX is the staging directory followed by the packaging
-# prefix: the part after DP_STAGE_MARK is the prefix the package installs to.
+# Generators that stage without DESTDIR set CMAKE_INSTALL_PREFIX to the staging
+# directory followed by CPACK_PACKAGING_INSTALL_PREFIX: the units must name the latter.
+# (The DEB generator stages with DESTDIR, so there the prefix is /usr already.)
 
 set(dp_prefix "${CMAKE_INSTALL_PREFIX}")
 set(dp_root "")
