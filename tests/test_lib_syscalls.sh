@@ -6,6 +6,9 @@
 set -u
 bin=$1
 command -v strace >/dev/null 2>&1 || { echo "strace not installed: skipped"; exit 77; }
+# LeakSanitizer cannot run under ptrace: off for these runs of a sanitized build.
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+export ASAN_OPTIONS
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-sys-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 strace -f -c -o "$tmp/s0" "$bin" -s 0 || { echo "strace failed: skipped"; exit 77; }
