@@ -253,34 +253,36 @@ ctl_http_dechunk(char *body, size_t len)
 	}
 }
 
-/*
- * Parses a whole HTTP/1.x answer (status line, headers, body; Content-Length,
- * chunked, or up to the end).  Returns 0 with res filled (body copied and
- * NUL-terminated), or -1 with the reason.
- */
-int
-ctl_http_parse_response(const char *buf, size_t len, struct ctl_response *res,
+/* What the status line and headers of an answer say. */
+struct ctl_http_head {
+	int	 status;
+	size_t	 hlen;		/* up to and with the blank line */
+	size_t	 clen;
+	int	 have_clen;
+	int	 chunked;
+};
+
+/* Parses the status line and the headers; 0, or -1 with the reason. */
+static int
+ctl_http_head(const char *buf, size_t len, struct ctl_http_head *h,
     const char **why)
 {
 	const char	*hend, *line, *eol, *v;
-	size_t		 hlen, blen, clen = 0;
-	int		 have_clen = 0, chunked = 0, status;
-	long		 dl;
 
-	memset(res, 0, sizeof(*res));
+	memset(h, 0, sizeof(*h));
 	hend = memmem(buf, len, "\r\n\r\n", 4);
 	if (hend == NULL) {
 		*why = "truncated HTTP answer (no end of headers)";
 		return (-1);
 	}
-	hlen = (size_t)(hend - buf) + 4;
+	h->hlen = (size_t)(hend - buf) + 4;
 	if (len < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
-	    sscanf(buf + 9, "%3d", &status) != 1 || status < 100 ||
-	    status > 599) {
+	    sscanf(buf + 9, "%3d", &h->status) != 1 || h->status < 100 ||
+	    h->status > 599) {
 		*why = "not an HTTP answer";
 		return (-1);
 	}
-	line = memmem(buf, hlen, "\r\n", 2) + 2;
+	line = memmem(buf, h->hlen, "\r\n", 2) + 2;
 	while (line < hend + 2) {
 		eol = memmem(line, hend + 2 - line, "\r\n", 2);
 		if (eol == NULL)
@@ -290,38 +292,71 @@ ctl_http_parse_response(const char *buf, size_t len, struct ctl_response *res,
 			v = line + 15;
 			while (*v == ' ' || *v == '\t')
 				v++;
-			if (sscanf(v, "%zu", &clen) != 1) {
+			if (sscanf(v, "%zu", &h->clen) != 1) {
 				*why = "bad Content-Length";
 				return (-1);
 			}
-			have_clen = 1;
+			h->have_clen = 1;
 		} else if ((size_t)(eol - line) > 18 &&
 		    strncasecmp(line, "Transfer-Encoding:", 18) == 0) {
 			v = line + 18;
 			while (*v == ' ' || *v == '\t')
 				v++;
 			if (strncasecmp(v, "chunked", 7) == 0)
-				chunked = 1;
+				h->chunked = 1;
 		}
 		line = eol + 2;
 	}
-	blen = len - hlen;
-	if (!chunked && have_clen) {
-		if (clen > blen) {
+	return (0);
+}
+
+/*
+ * Returns 1 once buf holds a whole answer with a Content-Length body, so that
+ * a server keeping the connection open does not make us wait for its end.
+ */
+static int
+ctl_http_complete(const char *buf, size_t len)
+{
+	struct ctl_http_head	 h;
+	const char		*why;
+
+	return (ctl_http_head(buf, len, &h, &why) == 0 && !h.chunked &&
+	    h.have_clen && len - h.hlen >= h.clen);
+}
+
+/*
+ * Parses a whole HTTP/1.x answer (status line, headers, body; Content-Length,
+ * chunked, or up to the end).  Returns 0 with res filled (body copied and
+ * NUL-terminated), or -1 with the reason.
+ */
+int
+ctl_http_parse_response(const char *buf, size_t len, struct ctl_response *res,
+    const char **why)
+{
+	struct ctl_http_head	 h;
+	size_t			 blen;
+	long			 dl;
+
+	memset(res, 0, sizeof(*res));
+	if (ctl_http_head(buf, len, &h, why) == -1)
+		return (-1);
+	blen = len - h.hlen;
+	if (!h.chunked && h.have_clen) {
+		if (h.clen > blen) {
 			*why = "truncated HTTP answer (body shorter than "
 			    "Content-Length)";
 			return (-1);
 		}
-		blen = clen;
+		blen = h.clen;
 	}
 	res->body = malloc(blen + 1);
 	if (res->body == NULL) {
 		*why = "out of memory";
 		return (-1);
 	}
-	memcpy(res->body, buf + hlen, blen);
+	memcpy(res->body, buf + h.hlen, blen);
 	res->body[blen] = '\0';
-	if (chunked) {
+	if (h.chunked) {
 		dl = ctl_http_dechunk(res->body, blen);
 		if (dl < 0) {
 			ctl_http_free(res);
@@ -332,7 +367,7 @@ ctl_http_parse_response(const char *buf, size_t len, struct ctl_response *res,
 		res->body[blen] = '\0';
 	}
 	res->len = blen;
-	res->status = status;
+	res->status = h.status;
 	return (0);
 }
 
@@ -442,6 +477,8 @@ ctl_http_request(const struct ctl_url *u, const char *token,
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (ctl_http_complete(buf, len))
+			break;	/* even if the server keeps the connection */
 	}
 	if (ctl_http_parse_response(buf, len, res, &why) == -1) {
 		snprintf(err, errlen, "%s", why);

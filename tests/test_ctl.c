@@ -9,6 +9,7 @@
 
 #include <netinet/in.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -156,10 +157,11 @@ listener(struct ctl_url *u)
 
 /*
  * Serves one connection in a child: reads the request (headers and a body of
- * Content-Length), sends it back through a pipe, answers with answer.
+ * Content-Length), sends it back through a pipe, answers with answer and, if
+ * linger, keeps the connection open for 10 s (or until killed).
  */
 static pid_t
-serve_once(int lfd, const char *answer, int *reqfd)
+serve_once(int lfd, const char *answer, int linger, int *reqfd)
 {
 	char	 buf[8192], *hend, *cl;
 	size_t	 len = 0, want;
@@ -195,6 +197,8 @@ serve_once(int lfd, const char *answer, int *reqfd)
 	if (write(p[1], buf, len) != (ssize_t)len ||
 	    write(c, answer, strlen(answer)) != (ssize_t)strlen(answer))
 		_exit(1);
+	if (linger)
+		sleep(10);
 	close(c);
 	_exit(0);
 }
@@ -207,6 +211,7 @@ test_http_client(void **state)
 	char			 err[256], req[8192];
 	ssize_t			 n;
 	pid_t			 pid;
+	int64_t			 t0;
 	int			 lfd, rfd, status;
 
 	(void)state;
@@ -215,7 +220,7 @@ test_http_client(void **state)
 	snprintf(u.base, sizeof(u.base), "/prefix");
 	pid = serve_once(lfd, "HTTP/1.1 201 Created\r\n"
 	    "Transfer-Encoding: chunked\r\n\r\n"
-	    "5\r\n{\"id\"\r\n3\r\n:4}\r\n0\r\n\r\n", &rfd);
+	    "5\r\n{\"id\"\r\n3\r\n:4}\r\n0\r\n\r\n", 0, &rfd);
 	assert_int_equal(ctl_http_request(&u, "tok", "POST", "/v1/jobs/J/windows",
 	    "{\"steps\":1}", 11, 5000, &r, err, sizeof(err)), CTL_EXIT_OK);
 	assert_int_equal(r.status, 201);
@@ -235,7 +240,7 @@ test_http_client(void **state)
 	assert_non_null(strstr(req, "\r\n\r\n{\"steps\":1}"));
 
 	/* Not HTTP at all. */
-	pid = serve_once(lfd, "hello\n", &rfd);
+	pid = serve_once(lfd, "hello\n", 0, &rfd);
 	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
 	    5000, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
 	assert_string_equal(err, "truncated HTTP answer (no end of headers)");
@@ -244,6 +249,19 @@ test_http_client(void **state)
 	req[n] = '\0';
 	assert_null(strstr(req, "Authorization"));
 	close(rfd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+
+	/* A whole answer while the server keeps the connection: no wait. */
+	pid = serve_once(lfd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+	    1, &rfd);
+	t0 = ctl_now_ms();
+	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
+	    5000, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_true(ctl_now_ms() - t0 < 3000);
+	assert_string_equal(r.body, "{}");
+	ctl_http_free(&r);
+	close(rfd);
+	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 
 	/* Connected, but nobody answers: a timeout, not a hang. */
