@@ -92,6 +92,7 @@ struct rank {
 	char			*error;
 	struct rank_event	*events;
 	size_t			 nevents;
+	size_t			 events_cap;
 	int			 dirty;		/* step/state not yet stored */
 	int			 in_batch;	/* on coord->batch_ranks */
 	struct job		*job;

@@ -31,27 +31,15 @@ static void	 http_error(struct coord *, struct evhttp_request *, int,
 		    const char *, const char *, ...)
 		    __attribute__((format(printf, 5, 6)));
 
+/* Sends buf (JSON text) as the answer. */
 static void
-http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
+http_send_json(struct coord *c, struct evhttp_request *req, int code,
+    struct evbuffer *buf)
 {
-	struct evbuffer	*buf;
-	char		*text;
 	const char	*reason;
 
 	if (code >= 100 && code < 600)
 		c->metrics.http_codes[code]++;
-	if ((buf = evbuffer_new()) == NULL) {
-		json_decref(body);
-		evhttp_send_error(req, 500, NULL);
-		return;
-	}
-	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(body);
-	if (text != NULL) {
-		evbuffer_add(buf, text, strlen(text));
-		evbuffer_add(buf, "\n", 1);
-		free(text);
-	}
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/json");
 	switch (code) {
@@ -66,6 +54,28 @@ http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
 	default: reason = "Error"; break;
 	}
 	evhttp_send_reply(req, code, reason, buf);
+}
+
+/* Sends body (consumed) as the answer. */
+static void
+http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
+{
+	struct evbuffer	*buf;
+	char		*text;
+
+	if ((buf = evbuffer_new()) == NULL) {
+		json_decref(body);
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(body);
+	if (text != NULL) {
+		evbuffer_add(buf, text, strlen(text));
+		evbuffer_add(buf, "\n", 1);
+		free(text);
+	}
+	http_send_json(c, req, code, buf);
 	evbuffer_free(buf);
 }
 
@@ -303,16 +313,62 @@ http_rank_cmp(const void *a, const void *b)
 	return (x->rank < y->rank ? -1 : x->rank > y->rank);
 }
 
+/*
+ * Sends body with a "ranks" array added, written one rank at a time, so that
+ * a job of many ranks never has its whole status as JSON objects in memory.
+ */
+static void
+http_reply_ranks(struct coord *c, struct evhttp_request *req, json_t *body,
+    struct job *job)
+{
+	struct evbuffer	*buf;
+	struct rank	**sorted = NULL, *r;
+	json_t		*o;
+	char		*text;
+	size_t		 i = 0, n;
+
+	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(body);
+	if (job->nranks > 0)
+		sorted = calloc(job->nranks, sizeof(*sorted));
+	if (text == NULL || (buf = evbuffer_new()) == NULL ||
+	    (job->nranks > 0 && sorted == NULL)) {
+		free(text);
+		free(sorted);
+		http_error(c, req, 500, NULL, "out of memory");
+		return;
+	}
+	/* text is an object: replace its closing brace. */
+	evbuffer_add(buf, text, strlen(text) - 1);
+	free(text);
+	evbuffer_add_printf(buf, ",\"ranks\":[");
+	TAILQ_FOREACH(r, &job->ranks, entry)
+		sorted[i++] = r;
+	qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
+	for (n = i, i = 0; i < n; i++) {
+		o = http_rank_json(c, sorted[i]);
+		if ((text = json_dumps(o, JSON_COMPACT |
+		    JSON_PRESERVE_ORDER)) != NULL) {
+			if (i > 0)
+				evbuffer_add(buf, ",", 1);
+			evbuffer_add(buf, text, strlen(text));
+			free(text);
+		}
+		json_decref(o);
+	}
+	evbuffer_add_printf(buf, "]}\n");
+	free(sorted);
+	http_send_json(c, req, 200, buf);
+	evbuffer_free(buf);
+}
+
 static void
 http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 {
 	struct job	*job;
 	struct window	*w;
-	struct rank	*r;
 	struct node	*n;
 	struct node_job	*nj;
-	struct rank	**sorted;
-	size_t		 i, n_r;
 	json_t		*body, *arr, *o, *cfg;
 
 	if ((job = schedule_job_find(c, name)) == NULL) {
@@ -338,19 +394,6 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 		json_array_append_new(arr, http_window_json(job, w));
 	json_object_set_new(body, "windows", arr);
 	arr = json_array();
-	if (job->nranks > 0 &&
-	    (sorted = calloc(job->nranks, sizeof(*sorted))) != NULL) {
-		i = 0;
-		TAILQ_FOREACH(r, &job->ranks, entry)
-			sorted[i++] = r;
-		qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
-		for (n_r = i, i = 0; i < n_r; i++)
-			json_array_append_new(arr, http_rank_json(c,
-			    sorted[i]));
-		free(sorted);
-	}
-	json_object_set_new(body, "ranks", arr);
-	arr = json_array();
 	TAILQ_FOREACH(n, &c->nodes, entry) {
 		if ((nj = schedule_node_job(n, job->name, 0)) == NULL)
 			continue;
@@ -363,7 +406,7 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(body, "nodes", arr);
-	http_reply(c, req, 200, body);
+	http_reply_ranks(c, req, body, job);
 }
 
 static void

@@ -554,11 +554,15 @@ void
 schedule_rank_add_event(struct rank *r, const struct rank_event *ev)
 {
 	struct rank_event	*n;
+	size_t			 cap;
 
-	n = reallocarray(r->events, r->nevents + 1, sizeof(*n));
-	if (n == NULL)
-		return;
-	r->events = n;
+	if (r->nevents == r->events_cap) {
+		cap = r->events_cap == 0 ? 4 : r->events_cap * 2;
+		if ((n = reallocarray(r->events, cap, sizeof(*n))) == NULL)
+			return;
+		r->events = n;
+		r->events_cap = cap;
+	}
 	r->events[r->nevents++] = *ev;
 }
 
