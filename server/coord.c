@@ -386,6 +386,12 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	if (agent_file != NULL &&
 	    (c->conf.agent_token = coord_read_token(agent_file)) == NULL)
 		return (-1);
+	if (c->conf.insecure && ((c->conf.agent_token == NULL &&
+	    !coord_is_loopback(c->conf.listen_addr)) ||
+	    (c->conf.admin_token == NULL &&
+	    !coord_is_loopback(c->conf.http_addr))))
+		log_warnx("--insecure: serving a non-loopback address without "
+		    "a token: anyone who reaches it can drive the profilers");
 	if (!c->conf.insecure) {
 		if (c->conf.agent_token == NULL &&
 		    !coord_is_loopback(c->conf.listen_addr)) {
