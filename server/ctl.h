@@ -80,7 +80,8 @@ void	 ctl_http_free(struct ctl_response *);
 /* ctl_trace.c */
 struct ctl_trace_args {
 	const char	*job;
-	int		 have_start, have_in, have_steps, have_stop, have_roundup;
+	int		 have_start, have_in, have_steps, have_stop;
+	int		 have_roundup;
 	int64_t		 start, in, steps, stop, roundup;
 	const char	*ranks;
 	const char	*output_subdir;
@@ -90,7 +91,8 @@ struct ctl_trace_args {
 	double		 timeout;	/* seconds */
 };
 int	 ctl_option_parse(json_t *, const char *, char *, size_t);
-int	 ctl_trace_parse(int, char **, struct ctl_trace_args *, char *, size_t);
+int	 ctl_trace_parse(int, char **, struct ctl_trace_args *, char *,
+	    size_t);
 void	 ctl_trace_args_free(struct ctl_trace_args *);
 json_t	*ctl_trace_body(const struct ctl_trace_args *);
 int	 ctl_cmd_trace(struct ctl *, int, char **);

@@ -133,7 +133,7 @@ ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
 	return (0);
 }
 
-/* Connects to one address before the deadline; returns the fd or -1, errno set. */
+/* Connects to one address before the deadline: the fd, or -1 with errno. */
 static int
 ctl_http_connect_one(const struct addrinfo *ai, int64_t deadline)
 {
@@ -478,7 +478,7 @@ ctl_http_request(const struct ctl_url *u, const char *token,
 			break;
 		len += (size_t)n;
 		if (ctl_http_complete(buf, len))
-			break;	/* even if the server keeps the connection */
+			break;	/* even if the server keeps it open */
 	}
 	if (ctl_http_parse_response(buf, len, res, &why) == -1) {
 		snprintf(err, errlen, "%s", why);

@@ -139,13 +139,15 @@ ctl_local_json(const struct segment *seg, const struct seg_config *cfg)
 		w = &cfg->windows[i];
 		o = json_object();
 		json_object_set_new(o, "id", json_integer(w->id));
-		json_object_set_new(o, "start_step", json_integer(w->start_step));
+		json_object_set_new(o, "start_step",
+		    json_integer(w->start_step));
 		json_object_set_new(o, "stop_step", json_integer(w->stop_step));
 		ctl_local_str(buf, sizeof(buf), w->ranks, sizeof(w->ranks));
 		json_object_set_new(o, "ranks", json_string(buf));
 		json_object_set_new(o, "cancelled",
 		    json_boolean(w->flags & SEG_WINDOW_CANCELLED));
-		json_object_set_new(o, "options", ctl_local_options(&w->options));
+		json_object_set_new(o, "options",
+		    ctl_local_options(&w->options));
 		json_array_append_new(wins, o);
 	}
 	json_object_set_new(doc, "windows", wins);
@@ -164,20 +166,24 @@ ctl_local_json(const struct segment *seg, const struct seg_config *cfg)
 			continue;
 		o = json_object();
 		json_object_set_new(o, "slot", json_integer(i));
-		json_object_set_new(o, "pid", json_integer(atomic_load(&s.pid)));
+		json_object_set_new(o, "pid",
+		    json_integer(atomic_load(&s.pid)));
 		json_object_set_new(o, "alive", json_boolean(
 		    atomic_load(&s.pid) > 0 &&
 		    segment_pid_alive(atomic_load(&s.pid))));
 		json_object_set_new(o, "rank", json_integer(s.rank));
-		json_object_set_new(o, "step", json_integer(atomic_load(&s.step)));
+		json_object_set_new(o, "step",
+		    json_integer(atomic_load(&s.step)));
 		json_object_set_new(o, "state",
 		    json_string(ctl_slot_state(s.state)));
 		json_object_set_new(o, "window", json_integer(s.window_id));
-		json_object_set_new(o, "start_step", json_integer(s.start_step));
+		json_object_set_new(o, "start_step",
+		    json_integer(s.start_step));
 		json_object_set_new(o, "stop_step", json_integer(s.stop_step));
 		json_object_set_new(o, "last_event",
 		    json_string(ctl_event_kind(s.last_event)));
-		json_object_set_new(o, "event_step", json_integer(s.event_step));
+		json_object_set_new(o, "event_step",
+		    json_integer(s.event_step));
 		ctl_local_time(t, sizeof(t), s.event_time_ns);
 		json_object_set_new(o, "event_time", json_string(t));
 		json_object_set_new(o, "generation",

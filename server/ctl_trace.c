@@ -1,6 +1,6 @@
 /*
- * dynprofctl trace: schedule a window, print its resolved steps, and with --wait
- * follow the targeted ranks until each has stopped, skipped or failed.
+ * dynprofctl trace: schedule a window, print its resolved steps, and with
+ * --wait follow the targeted ranks until each has stopped, skipped or failed.
  */
 
 #include <errno.h>
@@ -502,21 +502,22 @@ ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
 		rank = ctl_json_int(r, "rank", -1);
 		err = ctl_json_str(r, "error", "");
 		if (o.failed)
-			ctl_errx(ctl, "rank %lld on %s failed%s%s", (long long)rank,
-			    ctl_json_str(r, "node", "?"), *err != '\0' ? ": " :
-			    "", err);
+			ctl_errx(ctl, "rank %lld on %s failed%s%s",
+			    (long long)rank, ctl_json_str(r, "node", "?"),
+			    *err != '\0' ? ": " : "", err);
 		else if (o.skipped)
 			ctl_errx(ctl, "rank %lld on %s skipped window %u (its "
 			    "start was behind the rank)", (long long)rank,
 			    ctl_json_str(r, "node", "?"), window);
 		else if (o.gone)
-			ctl_errx(ctl, "rank %lld on %s is gone", (long long)rank,
-			    ctl_json_str(r, "node", "?"));
+			ctl_errx(ctl, "rank %lld on %s is gone",
+			    (long long)rank, ctl_json_str(r, "node", "?"));
 		else if (o.missed)
-			ctl_errx(ctl, "rank %lld on %s did not run window %u: it "
-			    "was %s before the rank acted on it", (long long)rank,
-			    ctl_json_str(r, "node", "?"), window,
-			    p->window_cancelled ? "cancelled" : "finished");
+			ctl_errx(ctl, "rank %lld on %s did not run window %u: "
+			    "it was %s before the rank acted on it",
+			    (long long)rank, ctl_json_str(r, "node", "?"),
+			    window, p->window_cancelled ? "cancelled" :
+			    "finished");
 	}
 }
 
@@ -541,8 +542,9 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		/* One slow answer must not outlast --timeout. */
 		if (a->have_timeout) {
 			now = deadline - ctl_now_ms();
-			ctl->timeout_ms = now < 100 ? 100 : now <
-			    CTL_HTTP_TIMEOUT_MS ? (int)now : CTL_HTTP_TIMEOUT_MS;
+			if (now > CTL_HTTP_TIMEOUT_MS)
+				now = CTL_HTTP_TIMEOUT_MS;
+			ctl->timeout_ms = now < 100 ? 100 : (int)now;
 		}
 		rc = ctl_call(ctl, "GET", path, NULL, 0, &doc, &res);
 		now = ctl_now_ms();
@@ -666,8 +668,8 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 			ctl_errx(ctl, "trace: the coordinator's answer has no "
 			    "window id to wait for");
 			rc = CTL_EXIT_REFUSED;
-		} else if (ranks_parse(ctl_json_str(w, "ranks", a.ranks != NULL ?
-		    a.ranks : ""), &rs, &why) == -1) {
+		} else if (ranks_parse(ctl_json_str(w, "ranks",
+		    a.ranks != NULL ? a.ranks : ""), &rs, &why) == -1) {
 			ctl_errx(ctl, "trace: the coordinator's window has bad "
 			    "ranks: %s", why);
 			rc = CTL_EXIT_REFUSED;

@@ -49,6 +49,21 @@ render(void (*fn)(FILE *, json_t *), json_t *doc)
 	return (buf);
 }
 
+/* Renders the JSON text with fn and checks the output is exactly want. */
+static void
+expect_render(void (*fn)(FILE *, json_t *), const char *text, const char *want)
+{
+	json_t	*doc;
+	char	*out;
+
+	doc = load(text);
+	out = render(fn, doc);
+	if (strcmp(out, want) != 0)
+		fail_msg("got:\n%s\nwant:\n%s", out, want);
+	free(out);
+	json_decref(doc);
+}
+
 static void
 test_url_parse(void **state)
 {
@@ -495,9 +510,7 @@ test_status_table(void **state)
 	char	*out;
 
 	(void)state;
-	doc = load(status_doc);
-	out = render(ctl_table_status, doc);
-	assert_string_equal(out,
+	expect_render(ctl_table_status, status_doc,
 	    "job J generation 7: 6 ranks on 3 nodes, steps 140-141, "
 	    "window 3 [160,164]: 1 armed, 1 profiling, 1 done, 1 skipped, "
 	    "1 failed, 1 gone\n"
@@ -521,22 +534,17 @@ test_status_table(void **state)
 	    "  NODE  STATE      APPLIED\n"
 	    "  n1    connected  7\n"
 	    "  n2    lost       6\n");
-	free(out);
-	json_decref(doc);
 
 	/* A job nobody has reported on yet. */
-	doc = load("{\"job\": \"new\", \"generation\": 1, \"progress\": null,"
+	expect_render(ctl_table_status,
+	    "{\"job\": \"new\", \"generation\": 1, \"progress\": null,"
 	    " \"windows\": [{\"id\": 1, \"start_step\": 5, \"stop_step\": 6,"
-	    " \"state\": \"scheduled\"}], \"ranks\": [], \"nodes\": []}");
-	out = render(ctl_table_status, doc);
-	assert_string_equal(out,
+	    " \"state\": \"scheduled\"}], \"ranks\": [], \"nodes\": []}",
 	    "job new generation 1: no ranks reported yet, window 1 [5,6]\n"
 	    "\n"
 	    "windows:\n"
 	    "  ID  STEPS  STATE      RANKS\n"
 	    "  1   5-6    scheduled  all\n");
-	free(out);
-	json_decref(doc);
 
 	/* Junk where objects should be: no crash, placeholders. */
 	doc = load("{\"job\": 5, \"ranks\": [1, {\"rank\": \"x\"}],"
@@ -551,39 +559,26 @@ test_status_table(void **state)
 static void
 test_jobs_nodes_tables(void **state)
 {
-	json_t	*doc;
-	char	*out;
-
 	(void)state;
-	doc = load("{\"jobs\": [{\"job\": \"J\", \"generation\": 7,"
+	expect_render(ctl_table_jobs,
+	    "{\"jobs\": [{\"job\": \"J\", \"generation\": 7,"
 	    " \"windows\": 3, \"ranks\": 12, \"nodes\": 3, \"max_step\": 141},"
 	    " {\"job\": \"other\", \"generation\": 1, \"windows\": [{}],"
-	    " \"ranks\": 0, \"nodes\": 0, \"max_step\": null}]}");
-	out = render(ctl_table_jobs, doc);
-	assert_string_equal(out,
+	    " \"ranks\": 0, \"nodes\": 0, \"max_step\": null}]}",
 	    "JOB    GENERATION  WINDOWS  RANKS  NODES  MAX_STEP\n"
 	    "J      7           3        12     3      141\n"
 	    "other  1           1        0      0      -\n");
-	free(out);
-	json_decref(doc);
 
-	doc = load("{\"jobs\": []}");
-	out = render(ctl_table_jobs, doc);
-	assert_string_equal(out, "no jobs\n");
-	free(out);
-	json_decref(doc);
+	expect_render(ctl_table_jobs, "{\"jobs\": []}", "no jobs\n");
 
-	doc = load("{\"nodes\": [{\"node\": \"n1\", \"state\": \"connected\","
+	expect_render(ctl_table_nodes,
+	    "{\"nodes\": [{\"node\": \"n1\", \"state\": \"connected\","
 	    " \"address\": \"127.0.0.1:4000\", \"connected_since\": \"T1\","
-	    " \"last_seen\": \"T2\", \"jobs\": {\"J\": 7, \"K\": 2}}]}");
-	out = render(ctl_table_nodes, doc);
-	assert_string_equal(out,
+	    " \"last_seen\": \"T2\", \"jobs\": {\"J\": 7, \"K\": 2}}]}",
 	    "NODE  STATE      ADDRESS         CONNECTED_SINCE  LAST_SEEN  "
 	    "JOBS (APPLIED GENERATION)\n"
 	    "n1    connected  127.0.0.1:4000  T1               T2         "
 	    "J:7,K:2\n");
-	free(out);
-	json_decref(doc);
 }
 
 static void
