@@ -70,18 +70,25 @@ wait_file() {
 	fail "no $1 after 10 s"
 }
 
-# wait_done JOB ID: polls (10 s at most) until the coordinator has finished
-# window ID (it does so on its next tick after the last rank reported).
-wait_done() {
+# wait_status JOB EXPR WHAT: polls (10 s at most) until the Python EXPR holds
+# over the job's status document (as d); fails saying WHAT if it never does.
+wait_status() {
 	local i
 	for i in $(seq 1 100); do
 		run --json status "$1"
-		if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [w for w in d["windows"] if w["id"] == int(sys.argv[2]) and w["state"] in ("done", "cancelled")] else 1)' "$T/out" "$2"; then
+		if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$T/out" "$2"; then
 			return 0
 		fi
 		sleep 0.1
 	done
-	fail "window $2 of $1 never finished"
+	fail "$3"
+}
+
+# wait_done JOB ID: until the coordinator has finished window ID (it does so
+# on its next tick after the last rank reported).
+wait_done() {
+	wait_status "$1" "[w for w in d['windows'] if w['id'] == $2 and w['state'] in ('done', 'cancelled')]" \
+	    "window $2 of $1 never finished"
 }
 
 # start_coord NAME ARGS...: a coordinator; sets HTTP_PORT and AGENT_PORT.
@@ -254,16 +261,8 @@ for r in 0 1; do
 done
 export DYNPROF_TOKEN=s3cret-token
 export DYNPROF_COORDINATOR=$AUTH
-ok=0
-for i in $(seq 1 100); do
-	run --json status S
-	if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d["ranks"]) == 2 and all(r.get("step", -1) > 0 for r in d["ranks"]) else 1)' "$T/out"; then
-		ok=1
-		break
-	fi
-	sleep 0.1
-done
-[ $ok -eq 1 ] || fail "ranks of S never reported steps"
+wait_status S 'len(d["ranks"]) == 2 and all(r.get("step", -1) > 0 for r in d["ranks"])' \
+    "ranks of S never reported steps"
 
 run trace S --in 20 --steps 3 --wait --timeout 30
 expect_rc 0
@@ -330,16 +329,8 @@ expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +3 +skipped '
     --output-root "$T/not-a-dir/traces" --steps-per-sec 10 -q \
     >"$T/sim2.log" 2>&1 &
 PIDS+=($!)
-ok=0
-for i in $(seq 1 100); do
-	run --json status S
-	if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(r["rank"] == 2 and r.get("step", -1) > 0 for r in d["ranks"]) else 1)' "$T/out"; then
-		ok=1
-		break
-	fi
-	sleep 0.1
-done
-[ $ok -eq 1 ] || fail "rank 2 of S never reported a step"
+wait_status S 'any(r["rank"] == 2 and r.get("step", -1) > 0 for r in d["ranks"])' \
+    "rank 2 of S never reported a step"
 run trace S --in 10 --steps 2 --ranks 2 --wait --timeout 30
 expect_rc 1
 expect_out_re '^window 5: 1 targeted, 0 started, 0 stopped, 0 skipped, 1 failed'
