@@ -79,6 +79,7 @@ class Proc:
         self.env = env
         self.netns = netns
         self.p = None
+        self.killed = False     # SIGKILLed or SIGSTOPped on purpose
 
     def start(self):
         argv = self.argv
@@ -106,6 +107,7 @@ class Proc:
                 pass
 
     def kill9(self):
+        self.killed = True
         self.signal(signal.SIGKILL)
         self.p.wait(10)
 
@@ -213,11 +215,13 @@ class Cluster:
         self.http_port = 0
         self.cleanups = []
         self.failed = False
+        self._raised = False
 
     def __enter__(self):
         return self
 
     def __exit__(self, etype, e, tb):
+        self._raised = etype is not None
         if etype is not None:
             self.failed = True
             self.dump()
@@ -344,20 +348,34 @@ class Cluster:
         sys.stdout.flush()
 
     def close(self):
+        bad = []
         for p in reversed(self.procs):
             try:
-                p.stop(timeout=5)
+                rc = p.stop(timeout=5)
             except Exception as e:  # keep cleaning up
                 log("stopping %s: %s" % (p.name, e))
+                continue
+            # SIGTERM is a clean stop for every one of them: exit 0.  Anything
+            # else (a sanitizer report, a crash) fails a test that passed.
+            if rc not in (0, None) and not p.killed:
+                bad.append(p)
         for fn in reversed(self.cleanups):
             try:
                 fn()
             except Exception as e:
                 log("cleanup: %s" % e)
+        if bad and not self.failed:
+            self.failed = True
+            for p in bad:
+                sys.stdout.write("----- %s exited %s on SIGTERM -----\n%s\n" % (
+                    p.name, p.p.returncode, "\n".join(p.output().splitlines()[-40:])))
         if os.environ.get("DYNPROF_E2E_KEEP") == "1":
             log("kept %s" % self.dir)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+        if bad and self.failed and not self._raised:
+            raise Failure("%s did not exit 0 on SIGTERM" % ", ".join(
+                "%s (%s)" % (p.name, p.p.returncode) for p in bad))
 
 
 def compact(ranks):
