@@ -451,7 +451,8 @@ void
 agent_wake_sampler(struct agent *a)
 {
 	a->moved = 1;
-	if (a->next_sample_ms > agent_now_ms() + a->opts.sample_ms) {
+	if (a->next_sample_ms == INT64_MAX ||
+	    a->next_sample_ms > agent_now_ms() + a->opts.sample_ms) {
 		a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
 		agent_schedule(a);
 	}
@@ -481,15 +482,19 @@ agent_idle_ms(const struct agent *a)
 void
 agent_housekeep(struct agent *a, int early)
 {
-	int64_t		 now = agent_now_ms();
+	int64_t		 now = agent_now_ms(), due;
 	int		 interval, slack;
 
 	interval = a->moved ? a->opts.sample_ms : agent_idle_ms(a);
 	slack = early ? interval / 2 : COALESCE_MS;
-	if (now + slack >= a->next_sample_ms) {
+	if (a->next_sample_ms != INT64_MAX &&
+	    now + slack >= a->next_sample_ms) {
 		a->moved = segments_sample(a, now);
 		a->next_sample_ms = now + (a->moved ? a->opts.sample_ms :
 		    agent_idle_ms(a));
+		/* No rank alive: wake only to end a grace period, or never. */
+		if (!a->moved && (due = segments_next_due(a)) != 0)
+			a->next_sample_ms = due;
 	}
 	a->upstream_next_ms = upstream_tick(a, now, early);
 	agent_schedule(a);
@@ -511,10 +516,14 @@ agent_schedule(struct agent *a)
 	int64_t		 now = agent_now_ms(), next;
 
 	next = a->next_sample_ms;
-	if (!a->moved)
+	if (!a->moved && next != INT64_MAX)
 		next += agent_idle_ms(a) / 4;
 	if (a->upstream_next_ms > 0 && a->upstream_next_ms < next)
 		next = a->upstream_next_ms;
+	if (next == INT64_MAX) {
+		evtimer_del(a->tick_ev);	/* nothing to do until woken */
+		return;
+	}
 	if (next < now)
 		next = now;
 	tv.tv_sec = (next - now) / 1000;

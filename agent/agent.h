@@ -185,6 +185,7 @@ struct agent_job *segments_get(struct agent *, const char *, int);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);
+int64_t	 segments_next_due(struct agent *);
 void	 segments_close_all(struct agent *);
 
 /* apply.c */

@@ -116,6 +116,7 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		a->stats.bad_configs++;
 		return (-1);
 	}
+	agent_wake_sampler(a);		/* a new job needs its first sample */
 	if (jc->generation <= j->applied) {
 		log_debug("%s: job %s generation %llu is not newer than %llu",
 		    __func__, j->name, (unsigned long long)jc->generation,
@@ -440,4 +441,27 @@ segments_sample(struct agent *a, int64_t now)
 		segments_free(j);
 	}
 	return (moved);
+}
+
+/*
+ * When sampling is next needed if no rank is alive anywhere: the earliest end of
+ * a grace period (a segment to remove), else never (INT64_MAX).  Returns 0 when
+ * some rank is alive: sample at the usual cadence.
+ */
+int64_t
+segments_next_due(struct agent *a)
+{
+	struct agent_job	*j;
+	int64_t			 due = INT64_MAX, end;
+
+	TAILQ_FOREACH(j, &a->jobs, entry) {
+		if (j->nlive > 0)
+			return (0);
+		if (j->keep || j->empty_since_ms == 0)
+			continue;
+		end = j->empty_since_ms + (int64_t)a->opts.grace_s * 1000;
+		if (end < due)
+			due = end;
+	}
+	return (due);
 }
