@@ -101,6 +101,9 @@ ctl_call(struct ctl *ctl, const char *method, const char *path,
 		else
 			ctl_errx(ctl, "coordinator answered HTTP %d: %.200s",
 			    r.status, r.len > 0 ? r.body : "(empty body)");
+		if (r.status == 401 && ctl->token == NULL)
+			ctl_errx(ctl, "this coordinator wants an admin token: "
+			    "--token-file F or DYNPROF_TOKEN");
 		json_decref(j);
 		ctl_http_free(&r);
 		return (CTL_EXIT_REFUSED);

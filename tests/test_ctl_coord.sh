@@ -237,6 +237,7 @@ start_coord auth --admin-token-file "$T/admin.token"
 AUTH=http://127.0.0.1:$HTTP_PORT
 run --coordinator "$AUTH" jobs
 expect_rc 1; expect_err "dynprofctl: coordinator refused: "
+expect_err "this coordinator wants an admin token"
 run --coordinator "$AUTH" --token-file "$T/admin.token" jobs
 expect_rc 0; expect_out "no jobs"
 DYNPROF_TOKEN=s3cret-token run --coordinator "$AUTH" jobs
