@@ -674,6 +674,46 @@ test_heartbeat_timeout(void **state)
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 }
 
+/* Random frames (fixed seed): each is ignored or ends the stream, never the
+ * agent. */
+static void
+test_random_frames(void **state)
+{
+	struct t	*t = *state;
+	Dynprof__V1__AgentMessage *m;
+	uint8_t		 frame[5 + 256];
+	unsigned	 seed = 11;
+	int		 i, k, len, closed = 0;
+
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	for (i = 0; i < 40; i++) {
+		len = (int)(rand_r(&seed) % 256);
+		frame[0] = 0;
+		frame[1] = frame[2] = frame[3] = 0;
+		frame[4] = (uint8_t)len;
+		for (k = 0; k < len; k++)
+			frame[5 + k] = (uint8_t)rand_r(&seed);
+		assert_int_equal(fc_send_raw(&t->fc, frame, 5 + (size_t)len),
+		    0);
+		/* A push right after: applied if the stream survived. */
+		assert_int_equal(fc_push(&t->fc, "rf", (uint64_t)i + 1, 1, 1, 2),
+		    0);
+		m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED,
+		    2000);
+		if (m != NULL) {
+			dynprof__v1__agent_message__free_unpacked(m, NULL);
+			continue;
+		}
+		closed++;
+		m = reaccept(t, 1);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	assert_true(closed > 0);
+	assert_int_equal(kill(t->ap.pid, 0), 0);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+}
+
 /* Nobody listening: attempts back off exponentially (with jitter). */
 static void
 test_reconnect_backoff(void **state)
@@ -712,6 +752,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_heartbeat_timeout, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_backoff, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_random_frames, setup,
 		    teardown),
 	};
 
