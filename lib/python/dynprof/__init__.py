@@ -360,6 +360,8 @@ class Monitor:
         return -1
 
     def _call_start(self, wp, op, fwopts, outdir, err, errlen):
+        if self._on_start is None:
+            return 0
         try:
             w = wp.contents
             window = Window(int(w.id), int(w.start_step), int(w.stop_step))
@@ -377,8 +379,7 @@ class Monitor:
                     from None
             if not isinstance(fw, dict):
                 raise ValueError("framework options are not a JSON object")
-            if self._on_start is not None:
-                self._on_start(window, options, fw, _native.decode(outdir))
+            self._on_start(window, options, fw, _native.decode(outdir))
             return 0
         except BaseException as e:
             return self._failed("on_start", e, err, errlen)
