@@ -556,6 +556,8 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
 
 	if (conn->state == CONN_CLOSING)
 		return;
+	if (conn->state == CONN_AWAIT_HELLO && code != -1)
+		c->metrics.agents_refused++;
 	if (code != -1)
 		log_info("%s: closing %s%s%s: %s", __func__, conn->peer,
 		    conn->node ? " node " : "", conn->node ? conn->node->name :

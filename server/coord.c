@@ -439,7 +439,6 @@ coord_start(struct coord *c)
 	TAILQ_INIT(&c->nodes);
 	for (i = 0; i < COORD_NODE_BUCKETS; i++)
 		LIST_INIT(&c->node_hash[i]);
-	c->started_ns = coord_wall_ns();
 	if ((c->base = event_base_new()) == NULL ||
 	    event_base_priority_init(c->base, 3) == -1) {
 		log_warnx("%s: cannot create the event base", __func__);

@@ -126,9 +126,6 @@ struct job {
 	size_t			 nranks;
 	struct rankbucket	 rank_hash[COORD_RANK_BUCKETS];
 	struct subq		 subs;
-	/* Progress, from the latest report of each node (maximum, minimum). */
-	int64_t			 max_step;	/* -1 none reported */
-	int64_t			 min_step;
 	int			 ranks_dirty;
 	TAILQ_ENTRY(job)	 entry;
 };
@@ -196,7 +193,7 @@ struct metrics {
 	uint64_t	 lat_buckets[METRICS_LAT_BUCKETS];	/* cumulative */
 	uint64_t	 http_codes[600];
 	uint64_t	 commits;
-	uint64_t	 agents_refused;
+	uint64_t	 agents_refused;	/* closed before or at hello */
 };
 
 struct coord_config {
@@ -233,7 +230,6 @@ struct coord {
 	struct nodebucket	 node_hash[COORD_NODE_BUCKETS];
 	uint64_t		 generation;	/* highest handed out */
 	struct metrics		 metrics;
-	int64_t			 started_ns;
 };
 
 /* coord.c */

@@ -48,11 +48,17 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_pushes_total Schedules written to agents.\n"
 	    "# TYPE dynprof_pushes_total counter\n"
 	    "dynprof_pushes_total %llu\n"
+	    "# HELP dynprof_agents_refused_total Agent connections closed at "
+	    "hello (bad version, token, frame, or no hello).\n"
+	    "# TYPE dynprof_agents_refused_total counter\n"
+	    "dynprof_agents_refused_total %llu\n"
 	    "# HELP dynprof_event_commits_total Group commits of rank events.\n"
 	    "# TYPE dynprof_event_commits_total counter\n"
 	    "dynprof_event_commits_total %llu\n",
 	    c->nconns_ready, njobs, (unsigned long long)c->generation,
-	    (unsigned long long)m->pushes, (unsigned long long)m->commits);
+	    (unsigned long long)m->pushes,
+	    (unsigned long long)m->agents_refused,
+	    (unsigned long long)m->commits);
 
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_push_applied_seconds From a push to the agent's "

@@ -52,7 +52,6 @@ schedule_job_get(struct coord *c, const char *name)
 		return (NULL);
 	snprintf(job->name, sizeof(job->name), "%s", name);
 	job->next_window_id = 1;
-	job->max_step = job->min_step = -1;
 	job->created_ns = coord_wall_ns();
 	options_init(&job->defaults);
 	TAILQ_INIT(&job->windows);
@@ -713,8 +712,6 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	nj->ranks_alive = p->ranks_alive;
 	nj->min_step = p->min_step;
 	nj->max_step = p->max_step;
-	if (p->ranks_alive > 0 && p->max_step > job->max_step)
-		job->max_step = p->max_step;
 	for (i = 0; i < p->n_ranks; i++) {
 		rp = p->ranks[i];
 		if (rp->rank < 0 || (r = schedule_rank_get(job, rp->rank)) ==
@@ -727,8 +724,6 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
 		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
 			r->state = rp->state;
-		if (rp->step > job->max_step)
-			job->max_step = rp->step;
 		r->dirty = 1;
 		job->ranks_dirty = 1;
 	}

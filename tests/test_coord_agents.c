@@ -249,6 +249,10 @@ test_bad_peers(void **state)
 	assert_null(strstr(r.body, "\"v-node\""));
 	assert_null(strstr(r.body, "\"t-node\""));
 	tc_reply_free(&r);
+	r = req(&f->tc, "GET", "/metrics", NULL, 200);
+	assert_non_null(strstr(r.body, "dynprof_agents_refused_total 8\n"));
+	assert_non_null(strstr(r.body, "dynprof_agents_connected 1\n"));
+	tc_reply_free(&r);
 	fa_close(&good);
 }
 
