@@ -26,6 +26,7 @@ MindSpore is imported only when a monitor is built or a window starts.
 import json
 import logging
 import os
+import warnings
 
 from . import DynprofError, Monitor, StopReason
 
@@ -138,7 +139,9 @@ class _DynamicProfilerMonitor:
                                     on_start=self._on_start,
                                     on_stop=self._on_stop, **margs)
         except DynprofError as e:
-            log.error("dynamic profiling disabled: %s", e)
+            # Seen even where logging is not configured.
+            warnings.warn("dynprof: dynamic profiling disabled: %s" % e,
+                          RuntimeWarning, stacklevel=2)
             return
         self._begin = self._monitor.step_begin
         self._end = self._monitor.step_end

@@ -191,7 +191,8 @@ def test_profiler_failure_fails_the_window_not_training(env, tmp_path, where):
 
 def test_unattachable_monitor_is_inert(env, tmp_path, monkeypatch):
     monkeypatch.setenv("DYNPROF_JOB", "bad/job")
-    cb = dynprof.mindspore.DynamicProfilerMonitor(str(tmp_path / "cfg"))
+    with pytest.warns(RuntimeWarning, match="dynamic profiling disabled"):
+        cb = dynprof.mindspore.DynamicProfilerMonitor(str(tmp_path / "cfg"))
     assert cb.monitor is None
     train(cb, 1, 3)
     cb.step()
