@@ -110,8 +110,8 @@ class _DynamicProfilerMonitor:
     Use it as a Callback of Model.train(), or call step() once at the top of
     every iteration of a custom loop (steps numbered from 1).  A Profiler that
     fails to build, start or stop fails that window (the agent is told why);
-    it never stops training.  If the library cannot attach, the monitor logs
-    the reason and does nothing.
+    it never stops training.  If the library cannot attach, the monitor warns
+    (RuntimeWarning) and does nothing.
     """
 
     def __init__(self, cfg_path, output_path="./dyn_profile_data",
