@@ -37,26 +37,30 @@ ranks_kind_name(int kind)
 }
 
 /*
- * Checks that pid holds slot in the job's segment.  The library frees its slot
- * just before it reports detached; a slot that is free (or already reclaimed
- * for a GONE rank) is then good enough for a detached event, since it gives the
- * sender nothing another rank holds.
+ * Checks that pid holds the slot the event names, for the rank the slot holds.
+ * The library writes its detached event into its slot, sends it and frees the
+ * slot at once, so the datagram may be read after the free: a detached event
+ * for a freed (GONE) slot whose last event is that very one is good too.
  */
 static int
 ranks_check_slot(struct agent_job *j, const Dynprof__V1__RankEvent *ev,
     pid_t pid)
 {
-	struct seg_slot	*slot;
+	struct seg_slot	 s;
 	int32_t		 holder;
 
-	if (ev->slot >= j->seg.hdr->nslots)
+	if (ev->slot >= j->seg.hdr->nslots ||
+	    segment_slot_read(&j->seg, (int)ev->slot, &s) != SEG_OK)
 		return (-1);
-	slot = &j->seg.slots[ev->slot];
-	holder = atomic_load_explicit(&slot->pid, memory_order_acquire);
+	if (s.rank != ev->rank)
+		return (-1);
+	holder = atomic_load_explicit(&s.pid, memory_order_relaxed);
 	if (holder == pid)
 		return (0);
-	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED &&
-	    holder == 0 && slot->rank == ev->rank)
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED && holder == 0 &&
+	    s.state == SEG_RANK_GONE &&
+	    s.last_event == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED &&
+	    s.rank_seq == ev->rank_seq)
 		return (0);
 	return (-1);
 }

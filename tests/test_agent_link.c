@@ -412,6 +412,9 @@ test_bad_datagrams(void **state)
 	/* A job with a segment where this process holds nothing. */
 	make_event(&ev, "j3b", 0, 0, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
 	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	/* Our slot, but another rank than the slot's. */
+	make_event(&ev, "j3", 5, slot, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
+	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
 	/* Another pid than the kernel says. */
 	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
 	ev.pid = 1;
@@ -465,7 +468,7 @@ test_bad_datagrams(void **state)
 
 	assert_true(ap_log_count(&t->ap, "undecodable datagram") >= 2);
 	assert_int_equal(ap_log_count(&t->ap, "oversized datagram"), 1);
-	assert_int_equal(ap_log_count(&t->ap, "does not hold slot"), 3);
+	assert_int_equal(ap_log_count(&t->ap, "does not hold slot"), 4);
 	assert_int_equal(ap_log_count(&t->ap, "claims pid 1"), 1);
 	assert_true(ap_log_count(&t->ap, "has no segment here") >= 1);
 	assert_true(ap_log_count(&t->ap, "job: job id") >= 1);
@@ -474,7 +477,7 @@ test_bad_datagrams(void **state)
 	segment_slot_release(&seg, slot, getpid());
 	segment_close(&seg);
 	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
-	/* Every one of the 209 bad datagrams counted, the good one forwarded. */
+	/* Every one of the 210 bad datagrams counted, the good one forwarded. */
 	{
 		FILE		*f = fopen(t->ap.log, "r");
 		char		 line[4096], *p;
@@ -487,7 +490,7 @@ test_bad_datagrams(void **state)
 				    "foreign_datagrams=%lu events_forwarded=%lu",
 				    &bad, &foreign, &fwd), 3);
 		fclose(f);
-		assert_int_equal(bad + foreign, 209);
+		assert_int_equal(bad + foreign, 210);
 		assert_int_equal(fwd, 1);
 	}
 }
