@@ -619,7 +619,8 @@ main(int argc, char **argv)
 		goto out;
 	if (ranks_open(a) == -1)
 		goto out;
-	segments_adopt_all(a);
+	if (segments_adopt_all(a) == -1)
+		goto out;
 	if (a->opts.config_file[0] != '\0' && standalone_open(a) == -1)
 		goto out;
 	a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;

@@ -99,6 +99,8 @@ test_flags_and_exit_codes(void **state)
 	const char *extra[] = { "--conf", conf, NULL };
 	const char *runtime[] = { "--config-file", cfg, "--socket",
 	    "/proc/nonexistent/dir/agent.sock", "--shm-dir", ap->shm, NULL };
+	const char *noshm[] = { "--config-file", cfg, "--socket", sock2,
+	    "--shm-dir", "/nonexistent/shm", NULL };
 	const char *second[] = { "--config-file", cfg, "--socket", sock2,
 	    "--shm-dir", ap->shm, NULL };
 	const char *conf_args[] = { "--conf", conf, "--socket", sock2, NULL };
@@ -137,8 +139,9 @@ test_flags_and_exit_codes(void **state)
 	assert_int_equal(run_agent(ap, extra), 1);
 	assert_int_equal(ap_log_count(ap, "agent.conf:2: queue-max"), 1);
 
-	/* Runtime failure at start: the socket cannot be made. */
+	/* Runtime failures at start: the socket cannot be made, no shm dir. */
 	assert_int_equal(run_agent(ap, runtime), 2);
+	assert_int_equal(run_agent(ap, noshm), 2);
 
 	/* A good config file starts a standalone agent; flags still win. */
 	snprintf(conf, sizeof(conf), "%s/agent.conf", ap->dir);
