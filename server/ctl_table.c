@@ -348,7 +348,7 @@ ctl_table_jobs(FILE *f, json_t *doc)
 	struct ctl_table	 t;
 	json_t			*jobs, *j;
 	const char		*row[CTL_TABLE_COLS];
-	char			 num[5][24];
+	char			 num[6][24];
 	size_t			 i;
 
 	jobs = json_object_get(doc, "jobs");
@@ -356,26 +356,29 @@ ctl_table_jobs(FILE *f, json_t *doc)
 		fprintf(f, "no jobs\n");
 		return;
 	}
-	ctl_table_init(&t, 6);
+	ctl_table_init(&t, 7);
 	row[0] = "JOB"; row[1] = "GENERATION"; row[2] = "WINDOWS";
-	row[3] = "RANKS"; row[4] = "NODES"; row[5] = "MAX_STEP";
+	row[3] = "PENDING"; row[4] = "RANKS"; row[5] = "NODES";
+	row[6] = "MAX_STEP";
 	ctl_table_add(&t, row);
 	json_array_foreach(jobs, i, j) {
-		ctl_cell_int(num[0], sizeof(num[0]), j,
-		    "generation", INT64_MIN);
+		ctl_cell_int(num[0], sizeof(num[0]), j, "generation",
+		    INT64_MIN);
 		snprintf(num[1], sizeof(num[1]), "%lld",
 		    (long long)ctl_json_count(j, "windows"));
-		snprintf(num[2], sizeof(num[2]), "%lld",
-		    (long long)ctl_json_count(j, "ranks"));
+		ctl_cell_int(num[2], sizeof(num[2]), j, "pending_windows", 0);
 		snprintf(num[3], sizeof(num[3]), "%lld",
+		    (long long)ctl_json_count(j, "ranks"));
+		snprintf(num[4], sizeof(num[4]), "%lld",
 		    (long long)ctl_json_count(j, "nodes"));
-		ctl_cell_int(num[4], sizeof(num[4]), j, "max_step", 0);
+		ctl_cell_int(num[5], sizeof(num[5]), j, "max_step", 0);
 		row[0] = ctl_json_str(j, "job", NULL);
 		row[1] = num[0];
 		row[2] = num[1];
 		row[3] = num[2];
 		row[4] = num[3];
 		row[5] = num[4];
+		row[6] = num[5];
 		ctl_table_add(&t, row);
 	}
 	ctl_table_print(f, &t, "");

@@ -174,7 +174,7 @@ ctl_trace_flag(struct ctl_trace_args *a, const char *name,
 
 	switch (flag) {
 	case CTL_F_START:
-		return (ctl_trace_number(name, v, 1, &a->have_start, &a->start,
+		return (ctl_trace_number(name, v, 0, &a->have_start, &a->start,
 		    err, errlen));
 	case CTL_F_IN:
 		return (ctl_trace_number(name, v, 0, &a->have_in, &a->in, err,
@@ -183,7 +183,7 @@ ctl_trace_flag(struct ctl_trace_args *a, const char *name,
 		return (ctl_trace_number(name, v, 1, &a->have_steps, &a->steps,
 		    err, errlen));
 	case CTL_F_STOP:
-		return (ctl_trace_number(name, v, 1, &a->have_stop, &a->stop,
+		return (ctl_trace_number(name, v, 0, &a->have_stop, &a->stop,
 		    err, errlen));
 	case CTL_F_ROUNDUP:
 		return (ctl_trace_number(name, v, 1, &a->have_roundup,

@@ -429,6 +429,8 @@ test_trace_args(void **state)
 	    " \"options\": {\"profiler_level\": 1, \"activities\": [\"CPU\"]}}");
 	check_body("trace 36199_0 --in 0 --steps 10",
 	    "{\"in_steps\": 0, \"steps\": 10}");
+	check_body("trace J --start 0 --stop 0",
+	    "{\"start_step\": 0, \"stop_step\": 0}");
 
 	assert_int_equal(parse("trace J --start 5 --steps 2 --wait --timeout "
 	    "2.5", &a, err, sizeof(err)), 0);
@@ -449,10 +451,10 @@ test_trace_args(void **state)
 	    "--steps and --stop exclude each other");
 	check_refused("trace J --start 10 --stop 9",
 	    "--stop 9 is before --start 10");
-	check_refused("trace J --start 0 --stop 9",
-	    "--start 0: expected an integer >= 1");
+	check_refused("trace J --start -1 --stop 9",
+	    "--start -1: expected an integer >= 0");
 	check_refused("trace J --start 1x --stop 9",
-	    "--start 1x: expected an integer >= 1");
+	    "--start 1x: expected an integer >= 0");
 	check_refused("trace J --start 1 --start 2 --stop 9",
 	    "--start given twice");
 	check_refused("trace J --start 1 --steps 0",
@@ -562,12 +564,13 @@ test_jobs_nodes_tables(void **state)
 	(void)state;
 	expect_render(ctl_table_jobs,
 	    "{\"jobs\": [{\"job\": \"J\", \"generation\": 7,"
-	    " \"windows\": 3, \"ranks\": 12, \"nodes\": 3, \"max_step\": 141},"
+	    " \"windows\": 3, \"pending_windows\": 1, \"ranks\": 12,"
+	    " \"nodes\": 3, \"max_step\": 141},"
 	    " {\"job\": \"other\", \"generation\": 1, \"windows\": [{}],"
-	    " \"ranks\": 0, \"nodes\": 0, \"max_step\": null}]}",
-	    "JOB    GENERATION  WINDOWS  RANKS  NODES  MAX_STEP\n"
-	    "J      7           3        12     3      141\n"
-	    "other  1           1        0      0      -\n");
+	    " \"ranks\": 0, \"nodes\": 0, \"max_step\": -1}]}",
+	    "JOB    GENERATION  WINDOWS  PENDING  RANKS  NODES  MAX_STEP\n"
+	    "J      7           3        1        12     3      141\n"
+	    "other  1           1        -        0      0      -\n");
 
 	expect_render(ctl_table_jobs, "{\"jobs\": []}", "no jobs\n");
 

@@ -173,7 +173,7 @@ expect_rc 0; json 'd["state"] == "cancelled" and d["id"] == 3'
 
 run jobs
 expect_rc 0
-expect_out_re '^JOB +GENERATION +WINDOWS +RANKS +NODES +MAX_STEP$'
+expect_out_re '^JOB +GENERATION +WINDOWS +PENDING +RANKS +NODES +MAX_STEP$'
 expect_out_re '^J +[0-9]+ '
 
 # --- refusals, shown as the coordinator gave them.
