@@ -344,7 +344,8 @@ http_reply_ranks(struct coord *c, struct evhttp_request *req, json_t *body,
 	evbuffer_add_printf(buf, ",\"ranks\":[");
 	TAILQ_FOREACH(r, &job->ranks, entry)
 		sorted[i++] = r;
-	qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
+	if (i > 1)
+		qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
 	for (n = i, i = 0; i < n; i++) {
 		o = http_rank_json(c, sorted[i]);
 		if ((text = json_dumps(o, JSON_COMPACT |
@@ -588,7 +589,8 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 		max = job != NULL ? schedule_job_max_step(c, job) : -1;
 		if (max < 0) {
 			http_error(c, req, 409, "in_steps", "no rank of job %s "
-			    "has reported a step yet: give start_step", name);
+			    "has reported a step yet (or every node serving it "
+			    "is lost): give start_step", name);
 			goto out;
 		}
 		start = max + in;
