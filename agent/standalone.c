@@ -7,6 +7,7 @@
  */
 
 #include <sys/inotify.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <libgen.h>
@@ -21,6 +22,8 @@
 
 #include "agent.h"
 #include "log.h"
+
+#define STANDALONE_FILE_MAX	(1024 * 1024)	/* a profiler_config.json is tiny */
 
 struct standalone {
 	int		 fd;
@@ -83,12 +86,19 @@ standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
     Dynprof__V1__ProfilerOptions *po, int *has_window, char **fwopts)
 {
 	json_error_t	 err;
+	struct stat	 st;
 	json_t		*root, *rest, *v;
 	const char	*key;
 	int64_t		 start, stop;
 	int		 is_int;
 
 	*fwopts = NULL;
+	if (stat(path, &st) == 0 && st.st_size > STANDALONE_FILE_MAX) {
+		a->stats.standalone_errors++;
+		log_warnx("%s: invalid, previous config stays: over %d bytes",
+		    path, STANDALONE_FILE_MAX);
+		return (-1);
+	}
 	root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
 	if (root == NULL) {
 		a->stats.standalone_errors++;
