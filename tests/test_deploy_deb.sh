@@ -39,13 +39,23 @@ installed()
 {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'ok installed\|config-files'
 }
-if [ -e "$MARK" ]; then
-	echo "cleaning up after an interrupted run"
-	for p in $PKGS_ALL; do
-		if installed "$p"; then
-			dpkg --purge "$p" >/dev/null 2>&1 || true
+# Purges those of packages $@ that are installed (or left configured), together.
+purge_all()
+{
+	_p=""
+	for _n in "$@"; do
+		if installed "$_n"; then
+			_p="$_p $_n"
 		fi
 	done
+	if [ -n "$_p" ]; then
+		# shellcheck disable=SC2086
+		dpkg --purge $_p >/dev/null 2>&1 || echo "dpkg --purge$_p failed" >&2
+	fi
+}
+if [ -e "$MARK" ]; then
+	echo "cleaning up after an interrupted run"
+	purge_all $PKGS_ALL
 	for p in $(cat "$MARK"); do
 		kill "$p" 2>/dev/null || true
 	done
@@ -98,16 +108,20 @@ cleanup()
 	for p in $PIDS; do
 		wait "$p" 2>/dev/null
 	done
-	for n in $NAMES; do
-		if installed "$n"; then
-			dpkg --purge "$n" >/dev/null 2>&1
-		fi
-	done
+	# All at once: dpkg orders them by their dependencies.
+	purge_all $NAMES
 	if [ "$NEW_USER" = 1 ] && getent passwd dynprof >/dev/null; then
 		userdel dynprof 2>/dev/null
 		groupdel dynprof 2>/dev/null
 	fi
 	rm -rf "$TMP" /var/lib/dynprof /run/dynprof /dev/shm/dynprof
+	# The marker stays while a package could not be purged: the next run does it.
+	for n in $NAMES; do
+		if installed "$n"; then
+			echo "$n is still installed" >&2
+			exit 1
+		fi
+	done
 	rm -f "$MARK"
 	exit "$rc"
 }
