@@ -140,6 +140,9 @@ struct agent {
 	struct standalone	*sa;
 	int			 rank_fd;
 	struct event		*rank_ev;
+	int64_t			 rank_log_start;	/* bad datagram log limit */
+	int			 rank_log_count;
+	uint64_t		 rank_log_suppressed;
 	struct event		*tick_ev;
 	struct event		*sig_ev[4];
 	int64_t			 next_sample_ms;

@@ -24,6 +24,33 @@
 #include "log.h"
 
 #define RANKS_BATCH	64	/* datagrams read per wakeup */
+#define RANKS_LOG_BURST	32	/* bad datagrams logged per RANKS_LOG_MS */
+#define RANKS_LOG_MS	10000
+
+/*
+ * Whether to log one more bad datagram: a process that sends garbage in a loop
+ * must not flood the log.  Every one is counted in the stats regardless.
+ */
+static int
+ranks_log_ok(struct agent *a)
+{
+	int64_t	 now = agent_now_ms();
+
+	if (now - a->rank_log_start >= RANKS_LOG_MS) {
+		if (a->rank_log_suppressed > 0)
+			log_warnx("%llu more bad datagrams not logged",
+			    (unsigned long long)a->rank_log_suppressed);
+		a->rank_log_start = now;
+		a->rank_log_count = 0;
+		a->rank_log_suppressed = 0;
+	}
+	if (a->rank_log_count < RANKS_LOG_BURST) {
+		a->rank_log_count++;
+		return (1);
+	}
+	a->rank_log_suppressed++;
+	return (0);
+}
 
 static const char *
 ranks_kind_name(int kind)
@@ -76,32 +103,39 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 	ev = dynprof__v1__rank_event__unpack(NULL, len, buf);
 	if (ev == NULL) {
 		a->stats.bad_datagrams++;
-		log_warnx("%s: undecodable datagram from pid %ld (%zu bytes)",
-		    __func__, (long)pid, len);
+		if (ranks_log_ok(a))
+			log_warnx("%s: undecodable datagram from pid %ld "
+			    "(%zu bytes)", __func__, (long)pid, len);
 		return;
 	}
 	if (!jobid_valid(ev->job, &why)) {
 		a->stats.bad_datagrams++;
-		log_warnx("%s: datagram from pid %ld: job: %s", __func__,
-		    (long)pid, why);
+		if (ranks_log_ok(a))
+			log_warnx("%s: datagram from pid %ld: job: %s", __func__,
+			    (long)pid, why);
 		goto out;
 	}
 	if (ev->pid != pid) {
 		a->stats.foreign_datagrams++;
-		log_warnx("%s: datagram from pid %ld claims pid %d: dropped",
-		    __func__, (long)pid, ev->pid);
+		if (ranks_log_ok(a))
+			log_warnx("%s: datagram from pid %ld claims pid %d: "
+			    "dropped", __func__, (long)pid, ev->pid);
 		goto out;
 	}
 	if ((j = segments_get(a, ev->job, 0)) == NULL) {
 		a->stats.foreign_datagrams++;
-		log_warnx("%s: datagram from pid %ld for job %s, which has no "
-		    "segment here: dropped", __func__, (long)pid, ev->job);
+		if (ranks_log_ok(a))
+			log_warnx("%s: datagram from pid %ld for job %s, which "
+			    "has no segment here: dropped", __func__, (long)pid,
+			    ev->job);
 		goto out;
 	}
 	if (ranks_check_slot(j, ev, pid) == -1) {
 		a->stats.foreign_datagrams++;
-		log_warnx("%s: pid %ld does not hold slot %u of job %s: "
-		    "dropped", __func__, (long)pid, ev->slot, ev->job);
+		if (ranks_log_ok(a))
+			log_warnx("%s: pid %ld does not hold slot %u of job %s "
+			    "for rank %d: dropped", __func__, (long)pid, ev->slot,
+			    ev->job, ev->rank);
 		goto out;
 	}
 	switch (ev->kind) {
@@ -175,14 +209,17 @@ ranks_read_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		if (!have_cred || cred.pid <= 0) {
 			a->stats.bad_datagrams++;
-			log_warnx("%s: datagram without credentials dropped",
-			    __func__);
+			if (ranks_log_ok(a))
+				log_warnx("%s: datagram without credentials "
+				    "dropped", __func__);
 			continue;
 		}
 		if ((msg.msg_flags & MSG_TRUNC) || (size_t)n > sizeof(buf)) {
 			a->stats.bad_datagrams++;
-			log_warnx("%s: oversized datagram (%zd bytes) from pid "
-			    "%ld dropped", __func__, n, (long)cred.pid);
+			if (ranks_log_ok(a))
+				log_warnx("%s: oversized datagram (%zd bytes) "
+				    "from pid %ld dropped", __func__, n,
+				    (long)cred.pid);
 			continue;
 		}
 		ranks_handle(a, buf, (size_t)n, cred.pid);

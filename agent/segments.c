@@ -53,6 +53,8 @@ segments_get(struct agent *a, const char *job, int create)
 	if (rc != SEG_OK) {
 		if (rc == SEG_ESYS)
 			log_warn("%s: segment of job %s", __func__, job);
+		else if (rc == SEG_ENOENT)
+			log_debug("%s: no segment for job %s", __func__, job);
 		else
 			log_warnx("%s: segment of job %s: %s", __func__, job,
 			    segment_strerror(rc));
