@@ -34,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -116,6 +117,13 @@ def main():
         ref = os.path.join(seed_dir, "..", "..", "reference",
                            "mindspore_2.4_dynamic_profiler.py")
         seed = seed_baseline.load_seed(ref)
+        # Its shared memory is named after the hour, so that every MindSpore
+        # job on the machine shares one: give this run its own, or another
+        # run's config (seed_baseline.py's own, in bench/run.sh) lands here.
+        shim = types.SimpleNamespace(**{k: getattr(time, k) for k in dir(time)
+                                        if not k.startswith("_")})
+        shim.strftime = lambda fmt, t=None: "DynprofBench%d" % os.getpid()
+        seed.time = shim
         with contextlib.redirect_stdout(io.StringIO()):   # its banner
             smon = seed.DynamicProfilerMonitor(
                 cfg_path=os.path.join(tmp, "seedcfg"),
