@@ -56,6 +56,7 @@ for n in $SIZES; do
 		exit 1
 	fi
 	grep '^RESULT' "$D/loadgen-$n.out" >>"$D/results"
+	sed -n "s/^events: /  $n agents: /p" "$D/loadgen-$n.out" >>"$D/spread"
 	kill "$CP" 2>/dev/null || true
 	wait "$CP" 2>/dev/null || true
 	CP=""
@@ -89,5 +90,7 @@ BEGIN {
 }' "$D/results"
 echo
 echo "targets at 10,000 agents: fan-out < 250 ms, RSS < 256 MiB, >= 100,000 events/s"
+echo "events, when each connection had all of its events acknowledged:"
+cat "$D/spread"
 echo "raw:"
 sed 's/^RESULT /  /' "$D/results"

@@ -76,6 +76,7 @@ struct loadgen_conn {
 	int			 trial;		/* the trial that saw gen first */
 	uint64_t		 sent;		/* events sent: seq 1..sent */
 	uint64_t		 acked;
+	int64_t			 t_acked;	/* when its last event was acked */
 };
 
 struct loadgen {
@@ -141,6 +142,7 @@ struct loadgen {
 	int64_t			 ev_t_acked;
 	int64_t			 ev_t_status;
 	int			 conns_acked;
+	uint64_t		 ack_msgs;
 	int			 status_polls;
 	struct loadgen_proc	 proc_events;
 };
@@ -365,9 +367,11 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 		c->acked = m->ack->seq;
 		if (lg->phase != LOADGEN_PHASE_EVENTS)
 			break;
+		lg->ack_msgs++;
 		if (c->acked >= (uint64_t)lg->events_per) {
+			c->t_acked = loadgen_now_ns();
 			if (++lg->conns_acked == lg->n)
-				lg->ev_t_acked = loadgen_now_ns();
+				lg->ev_t_acked = c->t_acked;
 		} else
 			loadgen_events_pump(c);
 		break;
@@ -938,6 +942,26 @@ loadgen_events_start(struct loadgen *lg)
 
 /* --- report ------------------------------------------------------------- */
 
+/* When the connections got their last ack, from the start of the events. */
+static void
+loadgen_ack_spread(struct loadgen *lg)
+{
+	struct loadgen_stats	 st;
+	double			*ms;
+	int			 i;
+
+	if ((ms = calloc((size_t)lg->n, sizeof(*ms))) == NULL)
+		return;
+	for (i = 0; i < lg->n; i++)
+		ms[i] = (lg->conns[i].t_acked - lg->ev_t0) / 1e6;
+	loadgen_stats(ms, (size_t)lg->n, &st);
+	printf("events: all acknowledged per connection after min "
+	    "%.0f ms, median %.0f ms, p99 %.0f ms, max %.0f ms; %llu acks for "
+	    "%d events\n", st.min, st.median, st.p99, st.max,
+	    (unsigned long long)lg->ack_msgs, lg->n * lg->events_per);
+	free(ms);
+}
+
 static void
 loadgen_finish(struct loadgen *lg)
 {
@@ -946,6 +970,8 @@ loadgen_finish(struct loadgen *lg)
 	double			 total, ack_s, status_s;
 
 	lg->phase = LOADGEN_PHASE_DONE;
+	if (lg->do_events)
+		loadgen_ack_spread(lg);
 	printf("RESULT agents=%d connect_s=%.2f", lg->n, lg->connect_s);
 	if (lg->do_fanout) {
 		loadgen_stats(lg->fan_ms, (size_t)lg->changes, &fs);
