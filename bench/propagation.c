@@ -38,6 +38,7 @@ struct propagation_seg {
 	const char		*path;
 	struct seg_header	*hdr;
 	size_t			 size;
+	int64_t			 t_seen;	/* this trial: when it changed */
 };
 
 struct propagation {
@@ -48,6 +49,8 @@ struct propagation {
 	int			 nsegs;
 	int			 answered;
 	int64_t			 t_answer;
+	double			 first_ms;	/* this trial: first segment */
+	int			 last_seg;	/* this trial: the last one */
 	int			 code;
 	char			 answer[512];
 };
@@ -130,9 +133,12 @@ propagation_trial(struct propagation *pr, int n, double *answer_ms)
 {
 	char		 body[256], uri[128];
 	uint64_t	 g0;
-	int64_t		 t0, t_done = 0, deadline;
+	int64_t		 t0, t_done = 0, t_first, deadline;
+	int		 i, left;
 
 	g0 = propagation_min_gen(pr);
+	for (i = 0; i < pr->nsegs; i++)
+		pr->segs[i].t_seen = 0;
 	snprintf(body, sizeof(body), "{\"start_step\": -1, \"stop_step\": -1, "
 	    "\"aicore_metrics\": %d, \"with_stack\": %s, "
 	    "\"propagation_trial\": %d}", n % 2, n % 2 ? "true" : "false", n);
@@ -145,8 +151,19 @@ propagation_trial(struct propagation *pr, int n, double *answer_ms)
 	deadline = t0 + PROPAGATION_TRIAL_TIMEOUT_NS;
 	for (;;) {
 		event_base_loop(pr->base, EVLOOP_NONBLOCK);
-		if (t_done == 0 && propagation_min_gen(pr) > g0)
-			t_done = loadgen_now_ns();
+		if (t_done == 0) {
+			for (left = 0, i = 0; i < pr->nsegs; i++) {
+				if (pr->segs[i].t_seen != 0)
+					continue;
+				if (propagation_gen(&pr->segs[i]) > g0) {
+					pr->segs[i].t_seen = loadgen_now_ns();
+					pr->last_seg = i;
+				} else
+					left++;
+			}
+			if (left == 0)
+				t_done = pr->segs[pr->last_seg].t_seen;
+		}
 		if (t_done != 0 && pr->answered)
 			break;
 		if (pr->answered && (pr->code < 200 || pr->code > 299)) {
@@ -161,9 +178,13 @@ propagation_trial(struct propagation *pr, int n, double *answer_ms)
 			    propagation_min_gen(pr), (unsigned long long)g0);
 			return (-1);
 		}
-		propagation_pause_us(20);
+		propagation_pause_us(100);
 	}
 	*answer_ms = (pr->t_answer - t0) / 1e6;
+	for (t_first = t_done, i = 0; i < pr->nsegs; i++)
+		if (pr->segs[i].t_seen < t_first)
+			t_first = pr->segs[i].t_seen;
+	pr->first_ms = (t_first - t0) / 1e6;
 	return ((t_done - t0) / 1e6);
 }
 
@@ -190,13 +211,18 @@ main(int argc, char **argv)
 	const char		*http = NULL;
 	char			 token[512] = "";
 	double			*ms, *ans, v, a;
+	struct {
+		double	 ms, answer_ms, first_ms;
+		int	 last;
+	}			 slow[4];
 	struct loadgen_stats	 as;
 	int64_t			 deadline;
-	int			 ch, i, trials = 100, mapped;
+	int			 ch, i, j, trials = 100, mapped;
 	FILE			*f;
 	size_t			 n;
 
 	memset(&pr, 0, sizeof(pr));
+	memset(slow, 0, sizeof(slow));
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'H':
@@ -280,7 +306,24 @@ main(int argc, char **argv)
 			return (2);
 		ms[i] = v;
 		ans[i] = a;
+		/* Keep where the time went in the slowest trials. */
+		for (j = 0; j < 3; j++) {
+			if (v > slow[j].ms) {
+				memmove(&slow[j + 1], &slow[j],
+				    (2 - j) * sizeof(slow[0]));
+				slow[j].ms = v;
+				slow[j].answer_ms = a;
+				slow[j].first_ms = pr.first_ms;
+				slow[j].last = pr.last_seg;
+				break;
+			}
+		}
 	}
+	for (j = 0; j < 3 && slow[j].ms > 0; j++)
+		printf("propagation: slow change %d: %.3f ms: admin answer at "
+		    "%.3f ms, first segment at %.3f ms, last %s\n", j + 1,
+		    slow[j].ms, slow[j].answer_ms, slow[j].first_ms,
+		    pr.segs[slow[j].last].path);
 	loadgen_stats(ms, (size_t)trials, &st);
 	loadgen_stats(ans, (size_t)trials, &as);
 	printf("propagation: %d nodes, %d changes: min %.3f ms, median %.3f ms, "
