@@ -266,6 +266,18 @@ class Cluster:
         self.nodes[name] = n
         return n
 
+    def start_grid(self, job, nnodes, per_node, rate=50):
+        """nnodes nodes n0, n1, ... with an agent each and per_node ranks each,
+        numbered node by node; returns (nodes, {rank: node})."""
+        nodes = [self.node("n%d" % i) for i in range(nnodes)]
+        where = {}
+        for i, n in enumerate(nodes):
+            n.start_agent()
+            for k in range(per_node):
+                n.start_rank(job, i * per_node + k, rate=rate)
+                where[i * per_node + k] = n
+        return nodes, where
+
     def ctl(self, *args, timeout=60):
         env = dict(os.environ)
         env["DYNPROF_COORDINATOR"] = self.url()

@@ -16,15 +16,7 @@ JOB = "align-%d" % os.getpid()
 def test():
     with Cluster("align") as c:
         c.start_coordinator()
-        nodes = [c.node("n%d" % i) for i in range(3)]
-        for n in nodes:
-            n.start_agent()
-        where = {}
-        for i, n in enumerate(nodes):
-            for k in range(4):
-                rank = i * 4 + k
-                n.start_rank(JOB, rank, rate=50)
-                where[rank] = n
+        _, where = c.start_grid(JOB, 3, 4)
         c.wait_ranks(JOB, 12, min_step=5)
         w = c.add_window(JOB, {"in_steps": 100, "steps": 5})
         wid, a, b = w["id"], w["start_step"], w["stop_step"]

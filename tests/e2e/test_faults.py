@@ -18,13 +18,7 @@ RANKS = list(range(6))
 def test():
     with Cluster("faults") as c:
         c.start_coordinator()
-        nodes = [c.node("n%d" % i) for i in range(3)]
-        where = {}
-        for i, n in enumerate(nodes):
-            n.start_agent()
-            for k in range(2):
-                n.start_rank(JOB, i * 2 + k, rate=50)
-                where[i * 2 + k] = n
+        nodes, where = c.start_grid(JOB, 3, 2)
         c.wait_ranks(JOB, 6, min_step=5)
         # 8 s long at 50 steps/s: both faults happen inside it.
         w = c.add_window(JOB, {"in_steps": 75, "steps": 400})

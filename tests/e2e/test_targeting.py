@@ -16,13 +16,7 @@ TARGET = [0, 1, 2, 3, 9]
 def test():
     with Cluster("target") as c:
         c.start_coordinator()
-        nodes = [c.node("n%d" % i) for i in range(3)]
-        where = {}
-        for i, n in enumerate(nodes):
-            n.start_agent()
-            for k in range(4):
-                n.start_rank(JOB, i * 4 + k, rate=50)
-                where[i * 4 + k] = n
+        _, where = c.start_grid(JOB, 3, 4)
         c.wait_ranks(JOB, 12, min_step=5)
         w = c.add_window(JOB, {"in_steps": 100, "steps": 5, "ranks": "0-3,9"})
         wid, a, b = w["id"], w["start_step"], w["stop_step"]
