@@ -67,6 +67,7 @@ cleanup() {
 		echo "    kept $D (logs, traces, state)"
 	else
 		rm -rf "$D"
+		echo "    removed $D (DEMO_KEEP=1 keeps its logs, traces and state)"
 	fi
 	exit $rc
 }
