@@ -90,6 +90,7 @@ run_unit()
 	start_like_unit "$U/$unit.service" "$P/etc/default/$unit" self "$TMP/$unit.log" "$@"
 	PIDS="$PIDS $LAST_PID"
 }
+mkdir "$TMP/shm"
 run_unit dynprof-coordinator --state-dir "$TMP/state" --listen 127.0.0.1:0 \
     --http 127.0.0.1:0 --ready-file "$TMP/coord.ready"
 wait_for "[ -s '$TMP/coord.ready' ]" 10 || { cat "$TMP/dynprof-coordinator.log"; fail "coordinator not ready"; }
