@@ -7,14 +7,22 @@ PKGS="build-essential cmake pkg-config
 libevent-dev libprotobuf-c-dev protobuf-c-compiler
 nanopb libnanopb-dev python3-protobuf
 libcmocka-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev
-python3 python3-pytest
+python3 python3-pytest python3-pip python3-setuptools python3-wheel
 iproute2 procps psmisc strace curl valgrind"
 
-# Extra sets, asked for by name: DEPS_EXTRA="torch node"
-for extra in ${DEPS_EXTRA:-}; do
+# Sets beyond the build, by name.  make test needs "torch" (the PyTorch hook is
+# tested with real torch) and "node" (the Kubernetes manifests are validated with
+# npm packages); DEPS_EXTRA="" installs only what the build and the C tests need.
+for extra in ${DEPS_EXTRA-torch node}; do
 	case "$extra" in
 	torch)	PKGS="$PKGS python3-torch" ;;
-	node)	PKGS="$PKGS nodejs npm" ;;
+	node)
+		# A node and npm already on the PATH (Debian's or NodeSource's) serve.
+		if ! command -v node >/dev/null 2>&1 ||
+		    ! command -v npm >/dev/null 2>&1; then
+			PKGS="$PKGS nodejs npm"
+		fi
+		;;
 	clang)	PKGS="$PKGS clang libclang-rt-14-dev" ;;
 	*)	echo "deps.sh: unknown extra set '$extra'" >&2; exit 1 ;;
 	esac
