@@ -102,7 +102,9 @@ if [ -n "${DYNPROF_SEED_OUTPUT:-}" ] &&
 else
 	echo "propagation: MindSpore 2.4 DynamicProfilerMonitor ($SEED_TRIALS trials, local disk)"
 	seed_ok=0
-	[ -f "$SEED" ] && python3 "$SEED" "" "$SEED_TRIALS" >"$D/seed.out" 2>&1 &&
+	# Its temporary directories go under ours, removed with it.
+	[ -f "$SEED" ] && TMPDIR="$D" python3 "$SEED" "" "$SEED_TRIALS" \
+	    >"$D/seed.out" 2>&1 &&
 	    seed_ok=1
 fi
 if [ $seed_ok = 1 ]; then
