@@ -363,10 +363,11 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct agent	*a = arg;
 
-	(void)bev;
 	if (what & BEV_EVENT_CONNECTED) {
 		a->up.state = UPSTREAM_HELLO;
 		a->up.last_recv_ms = agent_now_ms();
+		if (frame_socket_tune(bufferevent_getfd(bev)) == -1)
+			log_warn("%s: TCP_NODELAY", __func__);
 		log_debug("%s: connected to %s, sending hello", __func__,
 		    a->opts.coordinator);
 		upstream_send_hello(a);

@@ -1,5 +1,8 @@
 /* AgentLink framing on libevent buffers. */
 
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <string.h>
@@ -76,4 +79,17 @@ frame_pull(struct evbuffer *in, uint8_t **payload, size_t *len,
 	*payload += FRAME_HEADER_LEN;
 	*len = n;
 	return (FRAME_READY);
+}
+
+/*
+ * Sets what every AgentLink TCP stream wants: TCP_NODELAY, because frames are
+ * small and a push must not wait behind an unacknowledged heartbeat (Nagle).
+ * Returns 0, or -1 with errno.
+ */
+int
+frame_socket_tune(int fd)
+{
+	int	 one = 1;
+
+	return (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
 }

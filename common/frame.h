@@ -21,6 +21,7 @@ struct ProtobufCMessage;
 #define FRAME_BAD		-1	/* *why says why; close the connection */
 
 /* frame.c */
+int	 frame_socket_tune(int);
 int	 frame_put(struct evbuffer *, const struct ProtobufCMessage *);
 int	 frame_pull(struct evbuffer *, uint8_t **, size_t *, const char **);
 

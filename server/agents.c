@@ -2,8 +2,8 @@
  * The AgentLink side: a listener, one struct conn per agent with a bufferevent
  * (so an OpenSSL bufferevent can take its place), and one dispatch function.
  * Events are committed in groups: the first event of a loop iteration opens a
- * transaction and activates the low-priority committer, which commits once the
- * iteration's reads are done and then acknowledges.
+ * transaction and activates the committer, which runs after the reads already
+ * active in that iteration, commits once and then acknowledges.
  */
 
 #include <sys/types.h>
@@ -639,6 +639,8 @@ agents_accept(struct evconnlistener *l, evutil_socket_t fd,
 		snprintf(conn->peer, sizeof(conn->peer), "[%s]:%d", host, port);
 	} else
 		snprintf(conn->peer, sizeof(conn->peer), "fd %d", (int)fd);
+	if (frame_socket_tune(fd) == -1)
+		log_warn("%s: %s: TCP_NODELAY", __func__, conn->peer);
 	conn->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (conn->bev == NULL) {
 		evutil_closesocket(fd);
@@ -725,8 +727,13 @@ agents_listen(struct coord *c, const char *addr)
 	c->committer = event_new(c->base, -1, 0, agents_commit_cb, c);
 	if (c->reaper == NULL || c->committer == NULL)
 		return (-1);
-	/* Below the default priority: commit after this iteration's reads. */
-	event_priority_set(c->committer, 2);
+	/*
+	 * At the reads' own priority: activated by the first event of a loop
+	 * iteration, it queues behind the reads already active in that iteration
+	 * and so commits once they are done.  A lower priority would starve
+	 * while agents keep sending, and hold every ack back.
+	 */
+	event_priority_set(c->committer, 1);
 	return (0);
 }
 
