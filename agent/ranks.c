@@ -67,7 +67,8 @@ ranks_kind_name(int kind)
  * Checks that pid holds the slot the event names, for the rank the slot holds.
  * The library writes its detached event into its slot, sends it and frees the
  * slot at once, so the datagram may be read after the free: a detached event
- * for a freed (GONE) slot whose last event is that very one is good too.
+ * for a freed (GONE) slot whose last event is that very one (same rank_seq:
+ * the slot keeps its last window's event kind) is good too.
  */
 static int
 ranks_check_slot(struct agent_job *j, const Dynprof__V1__RankEvent *ev,
@@ -85,9 +86,7 @@ ranks_check_slot(struct agent_job *j, const Dynprof__V1__RankEvent *ev,
 	if (holder == pid)
 		return (0);
 	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED && holder == 0 &&
-	    s.state == SEG_RANK_GONE &&
-	    s.last_event == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED &&
-	    s.rank_seq == ev->rank_seq)
+	    s.state == SEG_RANK_GONE && s.rank_seq == ev->rank_seq)
 		return (0);
 	return (-1);
 }

@@ -172,8 +172,9 @@ segments_event_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
  * coordinator (idempotent on these) misses no final state after an agent
  * restart: DONE gives attached, started and stopped; PROFILING attached and
  * started; SKIPPED and FAILED attached and theirs.  A slot its rank freed while
- * no agent listened (state GONE) still holds its last event: that one, what led
- * to it, and detached.
+ * no agent listened (state GONE) still holds its last window's event (the
+ * library's detached event does not overwrite it): that one, what led to it,
+ * and detached, at the rank's last step.
  */
 static void
 segments_report_slot(struct agent *a, const struct agent_job *j,
@@ -215,9 +216,11 @@ segments_report_slot(struct agent *a, const struct agent_job *j,
 		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_STARTED &&
 		    (s->state == SEG_RANK_DONE || s->state == SEG_RANK_GONE))
 			ev.step = s->start_step;
+		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
+			ev.step = atomic_load_explicit(&s->step,
+			    memory_order_relaxed);
 		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
-		    (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED &&
-		    last == 0)) {
+		    kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
 			ev.window_id = 0;
 			ev.start_step = ev.stop_step = 0;
 			ev.output_dir = (char *)"";

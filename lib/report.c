@@ -73,7 +73,12 @@ report_copy(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src);
 }
 
-/* Writes the event into the rank's slot under the slot's seqlock. */
+/*
+ * Writes the event into the rank's slot under the slot's seqlock.  A detached
+ * event only sets the state (GONE) and the sequence number: the slot keeps the
+ * last window's event (which window, its steps, how it ended, its output
+ * directory), so that an agent which was away re-reports that final state.
+ */
 static void
 report_slot(struct dynprof *h, const dynprof_v1_RankEvent *ev)
 {
@@ -81,6 +86,11 @@ report_slot(struct dynprof *h, const dynprof_v1_RankEvent *ev)
 
 	segment_slot_update_begin(slot);
 	slot->state = h->state;
+	slot->rank_seq = ev->rank_seq;
+	if (ev->kind == dynprof_v1_EventKind_EVENT_DETACHED) {
+		segment_slot_update_end(slot);
+		return;
+	}
 	slot->window_id = ev->window_id;
 	slot->last_event = (uint32_t)ev->kind;
 	slot->start_step = ev->start_step;
@@ -89,7 +99,6 @@ report_slot(struct dynprof *h, const dynprof_v1_RankEvent *ev)
 	slot->event_time_ns = ev->time_unix_ns;
 	slot->generation = ev->generation;
 	slot->reason = (uint32_t)ev->reason;
-	slot->rank_seq = ev->rank_seq;
 	memcpy(slot->output_dir, ev->output_dir, sizeof(slot->output_dir));
 	memcpy(slot->error, ev->error, sizeof(slot->error));
 	segment_slot_update_end(slot);

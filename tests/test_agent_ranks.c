@@ -273,6 +273,61 @@ test_final_state_survives_agent_kill(void **state)
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 }
 
+/*
+ * The rank runs a window and closes cleanly while no agent listens: its
+ * detached event must not hide the window's final state from the agent that
+ * comes back, which re-reports started, stopped (with its steps, output
+ * directory and reason) and then detached.
+ */
+static void
+test_final_state_survives_close_without_agent(void **state)
+{
+	struct t		*t = *state;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	char			 line[2048], want[128];
+	int64_t			 cur, start;
+	pid_t			 pid;
+	int			 status;
+
+	start_connected(t);
+	pid = start_rank(t, "jc", "0", "10", 0);
+	cur = rank_step(t, "jc", pid, 1);
+	start = cur + 40;
+	assert_int_equal(fc_push(&t->fc, "jc", 1, 4, start, start + 1), 0);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
+	assert_non_null(m);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
+	fc_drop(&t->fc);
+
+	/* The window runs to its end, then the rank closes (detached). */
+	assert_int_equal(rank_log_line(t, "stop ", line, sizeof(line)), 0);
+	status = ap_kill_child(&t->ap, pid, SIGTERM, T_WAIT);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	start_connected(t);
+	snprintf(want, sizeof(want), "rank0_start%lld_stop%lld",
+	    (long long)start, (long long)start + 1);
+	ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, &m);
+	assert_int_equal(ae->event->window_id, 4);
+	assert_int_equal(ae->event->step, start);
+	assert_int_equal(ae->event->start_step, start);
+	assert_int_equal(ae->event->stop_step, start + 1);
+	assert_non_null(strstr(ae->event->output_dir, want));
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_STOPPED, &m);
+	assert_int_equal(ae->event->window_id, 4);
+	assert_int_equal(ae->event->step, start + 1);
+	assert_int_equal(ae->event->reason, 1);		/* completed */
+	assert_non_null(strstr(ae->event->output_dir, want));
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_DETACHED, &m);
+	assert_int_equal(ae->event->rank, 0);
+	assert_true(ae->event->step > start + 1);	/* its last step */
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+}
+
 /* Standalone: an edit (write + rename) drives a real rank; an invalid one
  * in between changes nothing. */
 static void
@@ -326,6 +381,9 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_final_state_survives_agent_kill, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_final_state_survives_close_without_agent, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_standalone_drives_rank,
 		    setup, teardown),
 	};

@@ -317,7 +317,14 @@ test_stop_beyond_end(void **state)
 	assert_int_equal(segment_slot_read(&f->agent, idx, &s), SEG_OK);
 	assert_int_equal(s.pid, 0);		/* released */
 	assert_int_equal(s.state, SEG_RANK_GONE);
-	assert_int_equal(s.last_event, EVENT_DETACHED);
+	/* Detached keeps the last window's event for an agent that was away. */
+	assert_int_equal(s.last_event, EVENT_STOPPED);
+	assert_int_equal(s.window_id, 1);
+	assert_int_equal(s.start_step, 5);
+	assert_int_equal(s.stop_step, 1000);
+	assert_int_equal(s.reason, DYNPROF_STOP_CLOSED);
+	assert_int_equal(s.event_step, 10);
+	assert_non_null(strstr(s.output_dir, "rank0_start5_stop1000"));
 }
 
 /* Cancellation stops at the next step_end; a cancelled window never starts. */
@@ -623,7 +630,9 @@ test_exit_stops_window(void **state)
 		found = 1;
 		assert_int_equal(s.pid, 0);
 		assert_int_equal(s.state, SEG_RANK_GONE);
-		assert_int_equal(s.last_event, EVENT_DETACHED);
+		assert_int_equal(s.last_event, EVENT_STOPPED);
+		assert_int_equal(s.window_id, 1);
+		assert_int_equal(s.reason, DYNPROF_STOP_CLOSED);
 		assert_int_equal(s.event_step, 3);
 	}
 	assert_true(found);
