@@ -274,6 +274,7 @@ void	 schedule_window_insert(struct job *, struct window *);
 struct window	*schedule_window_find(struct job *, uint32_t);
 int	 schedule_pending_count(const struct job *);
 struct window	*schedule_overlap(const struct job *, int64_t, int64_t);
+int	 schedule_make_room(struct coord *, struct job *);
 const char	*schedule_window_state(const struct job *,
 		    const struct window *);
 Dynprof__V1__JobConfig	*schedule_build_config(struct job *);

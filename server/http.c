@@ -626,7 +626,7 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 		    schedule_window_state(job, other));
 		goto out;
 	}
-	if (schedule_pending_count(job) >= SEG_MAX_WINDOWS) {
+	if (schedule_make_room(c, job) == -1) {
 		http_error(c, req, 409, NULL, "job %s has %d windows pending, "
 		    "the most a schedule holds", name, SEG_MAX_WINDOWS);
 		goto out;
@@ -776,7 +776,7 @@ http_put_config(struct coord *c, struct evhttp_request *req,
 				    other->stop_step);
 				goto out;
 			}
-			if (schedule_pending_count(job) >= SEG_MAX_WINDOWS) {
+			if (schedule_make_room(c, job) == -1) {
 				http_error(c, req, 409, NULL, "job %s has %d "
 				    "windows pending", name, SEG_MAX_WINDOWS);
 				goto out;

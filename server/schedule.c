@@ -446,6 +446,108 @@ schedule_rank_has_event(const struct rank *r, uint32_t window_id, int kind)
 	return (0);
 }
 
+/* Returns 1 if the rank reported the end of window id: stopped, skipped or
+ * failed. */
+static int
+schedule_rank_ended(const struct rank *r, uint32_t id)
+{
+	size_t	 i;
+
+	for (i = 0; i < r->nevents; i++)
+		if (r->events[i].window_id == id &&
+		    (r->events[i].kind == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ||
+		    r->events[i].kind == DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED ||
+		    r->events[i].kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED))
+			return (1);
+	return (0);
+}
+
+/* Returns 1 if the rank is neither gone nor on a lost node. */
+static int
+schedule_rank_live(struct coord *c, const struct rank *r)
+{
+	struct node	*n;
+
+	if (r->state == DYNPROF__V1__RANK_STATE__RANK_GONE || r->node[0] == '\0')
+		return (0);
+	return ((n = schedule_node_find(c, r->node)) != NULL && n->conn != NULL);
+}
+
+/* Returns 1 if a live rank started window w and has not ended it. */
+static int
+schedule_window_running(struct coord *c, const struct job *job,
+    const struct window *w)
+{
+	const struct rank	*r;
+
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (schedule_rank_has_event(r, w->id,
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED) &&
+		    !schedule_rank_ended(r, w->id) && schedule_rank_live(c, r))
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Returns 1 if window w may leave the pushed schedule, given min, the lowest
+ * step the job's live ranks reported (-1: none).  A scheduled window stays
+ * until every live rank it targets has reported its end (stopped, skipped or
+ * failed), so that a window already behind a rank still reaches it and is
+ * reported skipped; one that targets no live rank leaves once min passed its
+ * stop.  A cancelled window stays while a live rank runs it (the rank must see
+ * the cancellation), then leaves once every live rank it targets ended it or
+ * min passed its start (no rank can be starting it any more).
+ */
+static int
+schedule_window_over(struct coord *c, const struct job *job,
+    const struct window *w, int64_t min)
+{
+	const struct rank	*r;
+	int			 live = 0, open = 0;
+
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (!ranks_contains(&w->rankset, r->rank) ||
+		    !schedule_rank_live(c, r))
+			continue;
+		live++;
+		if (schedule_rank_ended(r, w->id))
+			continue;
+		if (w->state != WINDOW_STATE_CANCELLED)
+			return (0);
+		if (schedule_rank_has_event(r, w->id,
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED))
+			return (0);	/* still running it */
+		open++;
+	}
+	if (w->state == WINDOW_STATE_CANCELLED)
+		return ((live > 0 && open == 0) ||
+		    (min >= 0 && min > w->start_step));
+	if (live > 0)
+		return (1);
+	return (min >= 0 && min > w->stop_step);
+}
+
+/*
+ * Returns 1 if window w may be dropped from a full schedule to make room for a
+ * new one, given the lowest and highest steps of the job's live ranks (-1:
+ * none): no live rank runs it and none can start it any more.  That is a
+ * window wholly behind min (its ranks only have to report it skipped), or a
+ * cancelled one whose start no rank has reached (max) or every rank passed
+ * (min).
+ */
+static int
+schedule_window_evictable(struct coord *c, const struct job *job,
+    const struct window *w, int64_t min, int64_t max)
+{
+	if (w->finished || schedule_window_running(c, job, w))
+		return (0);
+	if (min >= 0 && min > w->stop_step)
+		return (1);
+	return (w->state == WINDOW_STATE_CANCELLED &&
+	    (max < w->start_step || min > w->start_step));
+}
+
 /* Returns the state of a window as status shows it. */
 const char *
 schedule_window_state(const struct job *job, const struct window *w)
@@ -790,33 +892,46 @@ schedule_job_ranks_alive(const struct coord *c, const struct job *job)
 	return (n);
 }
 
-/* Returns 1 if every known rank the window targets has ended it. */
+/*
+ * Marks the n windows of done finished (out of the pushed schedule; they stay
+ * in status), stores them with a new generation and pushes the smaller
+ * schedule.  Returns 0, or -1 with nothing changed if the store failed.
+ */
 static int
-schedule_window_ended_everywhere(const struct job *job,
-    const struct window *w)
+schedule_finish_list(struct coord *c, struct job *job, struct window **done,
+    size_t n)
 {
-	const struct rank	*r;
-	int			 targeted = 0;
+	size_t		 i;
+	uint64_t	 gen;
 
-	TAILQ_FOREACH(r, &job->ranks, entry) {
-		if (!ranks_contains(&w->rankset, r->rank))
-			continue;
-		targeted++;
-		if (!schedule_rank_has_event(r, w->id,
-		    DYNPROF__V1__EVENT_KIND__EVENT_STOPPED) &&
-		    !schedule_rank_has_event(r, w->id,
-		    DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED) &&
-		    !schedule_rank_has_event(r, w->id,
-		    DYNPROF__V1__EVENT_KIND__EVENT_FAILED))
-			return (0);
+	agents_commit_batch(c);
+	if (store_begin(c->store) == -1)
+		return (-1);
+	for (i = 0; i < n; i++) {
+		done[i]->finished = 1;
+		if (store_put_window(c->store, job->name, done[i]) == -1)
+			goto fail;
+		log_debug("%s: job %s window %u finished", __func__,
+		    job->name, done[i]->id);
 	}
-	return (targeted > 0);
+	if ((gen = schedule_next_generation(c)) == 0)
+		goto fail;
+	job->generation = gen;
+	if (store_put_job(c->store, job) == -1 || store_commit(c->store) == -1)
+		goto fail;
+	agents_push(c, job);
+	return (0);
+fail:
+	store_rollback(c->store);
+	for (i = 0; i < n; i++)
+		done[i]->finished = 0;
+	return (-1);
 }
 
 /*
- * Takes windows that ended on every rank, or whose stop step is behind the
- * lowest step reported, out of the pushed schedule (they stay in status),
- * and pushes the smaller schedule.
+ * Takes the windows that are over (schedule_window_over()) out of the pushed
+ * schedule and pushes the smaller schedule.  A failure is retried at the next
+ * housekeeping tick.
  */
 void
 schedule_finish_windows(struct coord *c)
@@ -824,8 +939,7 @@ schedule_finish_windows(struct coord *c)
 	struct job	*job;
 	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
 	int64_t		 min;
-	size_t		 n, i;
-	uint64_t	 gen;
+	size_t		 n;
 
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		min = schedule_job_min_step(c, job);
@@ -833,40 +947,52 @@ schedule_finish_windows(struct coord *c)
 		TAILQ_FOREACH(w, &job->windows, entry) {
 			if (w->finished || n == sizeof(done) / sizeof(done[0]))
 				continue;
-			if ((min >= 0 && min > w->stop_step) ||
-			    schedule_window_ended_everywhere(job, w))
+			if (schedule_window_over(c, job, w, min))
 				done[n++] = w;
 		}
-		if (n == 0)
-			continue;
-		agents_commit_batch(c);
-		if (store_begin(c->store) == -1)
-			return;
-		for (i = 0; i < n; i++) {
-			done[i]->finished = 1;
-			if (store_put_window(c->store, job->name, done[i]) ==
-			    -1)
-				goto fail;
-			log_debug("%s: job %s window %u finished", __func__,
-			    job->name, done[i]->id);
-		}
-		gen = schedule_next_generation(c);
-		if (gen == 0)
-			goto fail;
-		job->generation = gen;
-		if (store_put_job(c->store, job) == -1 ||
-		    store_commit(c->store) == -1)
-			goto fail;
-		agents_push(c, job);
+		if (n > 0 && schedule_finish_list(c, job, done, n) == -1)
+			log_warnx("%s: cannot store finished windows of %s",
+			    __func__, job->name);
 	}
-	return;
-fail:
-	/* Retried at the next tick. */
-	log_warnx("%s: cannot store finished windows of %s", __func__,
-	    job->name);
-	store_rollback(c->store);
-	for (i = 0; i < n; i++)
-		done[i]->finished = 0;
+}
+
+/*
+ * Makes room for one more window in a full schedule: the windows no rank can
+ * still run (schedule_window_evictable()) leave it, oldest stop step first.
+ * Returns 0 once the schedule holds fewer than SEG_MAX_WINDOWS windows, else
+ * -1 (nothing changed).
+ */
+int
+schedule_make_room(struct coord *c, struct job *job)
+{
+	struct window	*w, *pick, *done[SEG_MAX_WINDOWS];
+	int64_t		 min, max;
+	size_t		 n = 0, i;
+	int		 count;
+
+	if ((count = schedule_pending_count(job)) < SEG_MAX_WINDOWS)
+		return (0);
+	min = schedule_job_min_step(c, job);
+	max = schedule_job_max_step(c, job);
+	while (count - (int)n >= SEG_MAX_WINDOWS && n < SEG_MAX_WINDOWS) {
+		pick = NULL;
+		TAILQ_FOREACH(w, &job->windows, entry) {
+			if (!schedule_window_evictable(c, job, w, min, max))
+				continue;
+			for (i = 0; i < n && done[i] != w; i++)
+				;
+			if (i < n)
+				continue;
+			if (pick == NULL || w->stop_step < pick->stop_step)
+				pick = w;
+		}
+		if (pick == NULL)
+			return (-1);
+		done[n++] = pick;
+	}
+	if (count - (int)n >= SEG_MAX_WINDOWS)
+		return (-1);
+	return (schedule_finish_list(c, job, done, n));
 }
 
 /* Stores ranks whose step or state changed through progress reports. */

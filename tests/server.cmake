@@ -18,3 +18,7 @@ add_dependencies(test_coord dynprof-coordinator)
 dynprof_test(test_coord_agents SOURCES test_coord_agents.c test_coord_util.c
   fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_agents dynprof-coordinator)
+# The coordinator's schedule with the real agent and real ranks (rankproc).
+dynprof_test(test_coord_ranks SOURCES test_coord_ranks.c test_coord_util.c
+  LIBS dpagenttest PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_ranks dynprof-coordinator dynprof-agent rankproc)

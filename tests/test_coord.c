@@ -307,10 +307,17 @@ test_window_limit(void **state)
 	}
 	bad("POST", "/v1/jobs/lim-1/windows", "{\"start_step\": 5000, "
 	    "\"steps\": 5}", 409, NULL);
-	/* A cancelled window still counts until it leaves the schedule. */
+	/* A cancelled window that no rank can run makes room for one more. */
 	r = req("DELETE", "/v1/jobs/lim-1/windows/1", NULL, 200);
 	tc_reply_free(&r);
-	bad("POST", "/v1/jobs/lim-1/windows", "{\"start_step\": 5000, "
+	r = req("POST", "/v1/jobs/lim-1/windows", "{\"start_step\": 5000, "
+	    "\"steps\": 5}", 201);
+	tc_reply_free(&r);
+	r = req("GET", "/v1/jobs/lim-1", NULL, 200);
+	assert_int_equal(tc_int(r.json, "windows.0.id"), 1);
+	assert_string_equal(tc_str(r.json, "windows.0.state"), "cancelled");
+	tc_reply_free(&r);
+	bad("POST", "/v1/jobs/lim-1/windows", "{\"start_step\": 6000, "
 	    "\"steps\": 5}", 409, NULL);
 }
 

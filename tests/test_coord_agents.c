@@ -503,6 +503,7 @@ test_relative_windows(void **state)
 	struct tc_reply	 r;
 	long long	 deadline;
 	long long	 max = -1;
+	int		 i;
 
 	assert_int_equal(handshake(&f->tc, &a, "rel-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "rel-j", 0), 0);
@@ -543,12 +544,103 @@ test_relative_windows(void **state)
 	assert_string_equal(tc_str(r.json, "ranks.3.state"), "attached");
 	tc_reply_free(&r);
 
-	/* Once the lowest step passed a window's stop, it leaves the schedule. */
+	/*
+	 * Once the lowest step passed a window's stop, it leaves the schedule
+	 * when every live rank it targets reported it ended (here skipped).
+	 */
 	assert_int_equal(fa_progress(&a, "rel-j", 0, 170, 171, 4), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(fa_event(&a, 0, K_SKIPPED, "rel-j", i, 1, 170,
+		    NULL), 0);
 	wait_str(&f->tc, "/v1/jobs/rel-j", "windows.0.state", "done");
 	r = req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
 	assert_string_equal(tc_str(r.json, "windows.1.state"), "scheduled");
 	tc_reply_free(&r);
+	fa_close(&a);
+}
+
+/* Returns the job's pending_windows from GET /v1/jobs. */
+static long long
+pending_windows(struct tc_coord *tc, const char *job)
+{
+	struct tc_reply	 r;
+	json_t		*j;
+	long long	 n = -1;
+	size_t		 i;
+
+	r = req(tc, "GET", "/v1/jobs", NULL, 200);
+	json_array_foreach(json_object_get(r.json, "jobs"), i, j) {
+		if (strcmp(tc_str(j, "job"), job) == 0)
+			n = tc_int(j, "pending_windows");
+	}
+	tc_reply_free(&r);
+	return (n);
+}
+
+/*
+ * Windows behind every rank stay in the schedule (their ranks have not
+ * reported them skipped), up to the bound: a new window then takes the place
+ * of the oldest that no rank can run any more, then of a cancelled one; a
+ * schedule of 16 windows still ahead refuses a 17th.
+ */
+static void
+test_schedule_bound(void **state)
+{
+	struct fixture	*f = *state;
+	struct fakeagent a;
+	struct tc_reply	 r;
+	char		 body[128];
+	int		 i;
+
+	assert_int_equal(handshake(&f->tc, &a, "bound-node"), 0);
+	assert_int_equal(fa_subscribe(&a, "bound-j", 0), 0);
+	assert_int_equal(fa_progress(&a, "bound-j", 0, 1000, 1000, 1), 0);
+	wait_str(&f->tc, "/v1/jobs/bound-j", "ranks.0.state", "attached");
+	for (i = 0; i < 16; i++) {
+		snprintf(body, sizeof(body), "{\"start_step\": %d, "
+		    "\"stop_step\": %d}", 10 * i + 1, 10 * i + 5);
+		r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body, 201);
+		assert_int_equal(tc_int(r.json, "id"), i + 1);
+		tc_reply_free(&r);
+	}
+	assert_int_equal(fa_heartbeat(&a), 0);
+	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
+
+	/* Each window ahead evicts the oldest window behind. */
+	for (i = 0; i < 15; i++) {
+		snprintf(body, sizeof(body), "{\"start_step\": %d, "
+		    "\"stop_step\": %d}", 2000 + 10 * i, 2004 + 10 * i);
+		r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body, 201);
+		tc_reply_free(&r);
+		assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
+	}
+	r = req(&f->tc, "GET", "/v1/jobs/bound-j", NULL, 200);
+	for (i = 0; i < 15; i++) {
+		snprintf(body, sizeof(body), "windows.%d.state", i);
+		assert_string_equal(tc_str(r.json, body), "done");
+	}
+	assert_int_equal(tc_int(r.json, "windows.15.id"), 16);
+	assert_string_equal(tc_str(r.json, "windows.15.state"), "scheduled");
+	tc_reply_free(&r);
+
+	/* The last window behind goes, then nothing can: 409. */
+	r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", "{\"start_step\": "
+	    "3000, \"stop_step\": 3004}", 201);
+	tc_reply_free(&r);
+	assert_int_equal(fa_heartbeat(&a), 0);
+	r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", "{\"start_step\": "
+	    "4000, \"stop_step\": 4004}", 409);
+	assert_non_null(strstr(tc_str(r.json, "error"), "16 windows pending"));
+	tc_reply_free(&r);
+	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
+
+	/* A cancelled window ahead, not running, makes room. */
+	r = req(&f->tc, "DELETE", "/v1/jobs/bound-j/windows/20", NULL, 200);
+	tc_reply_free(&r);
+	r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", "{\"start_step\": "
+	    "4000, \"stop_step\": 4004}", 201);
+	tc_reply_free(&r);
+	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 	fa_close(&a);
 }
 
@@ -733,6 +825,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_events_idempotent, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_relative_windows, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_schedule_bound, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup_fast,
 		    teardown),

@@ -1,0 +1,293 @@
+/*
+ * The coordinator's schedule with the real agent and real training processes
+ * (rankproc, linked with libdynprof): a window already behind every rank still
+ * reaches them and each reports it skipped.
+ */
+
+#include <sys/wait.h>
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakecoord.h"
+#include "test_coord_util.h"
+
+#define T_WAIT	15000
+
+struct t {
+	struct tc_coord		 tc;
+	struct agentproc	 ap;
+	char			 rankbin[512];
+	char			 ranklog[400];
+	char			 out[400];
+};
+
+/* A coordinator with heartbeat (and housekeeping tick) hb, and an agent. */
+static int
+setup_hb(void **state, const char *hb)
+{
+	struct t	*t = calloc(1, sizeof(*t));
+	const char	*cextra[] = { "-v", "--heartbeat-ms", hb, NULL };
+	const char	*aextra[] = { "--coordinator", NULL, "--node", "n1",
+	    "--sample-interval", "50", NULL };
+	char		 coord[64];
+
+	if (t == NULL)
+		return (-1);
+	*state = t;
+	if (tc_setup_dir(&t->tc) == -1 || ap_setup(&t->ap) == -1 ||
+	    tc_start(&t->tc, cextra) == -1)
+		return (-1);
+	snprintf(coord, sizeof(coord), "127.0.0.1:%d", t->tc.agent_port);
+	aextra[1] = coord;
+	snprintf(t->ranklog, sizeof(t->ranklog), "%s/rank.log", t->ap.dir);
+	snprintf(t->out, sizeof(t->out), "%s/out", t->ap.dir);
+	snprintf(t->rankbin, sizeof(t->rankbin), "%s/tests/rankproc",
+	    ap_build_dir());
+	setenv("DYNPROF_OUTPUT_ROOT", t->out, 1);
+	if (ap_start(&t->ap, aextra) == -1)
+		return (-1);
+	return (0);
+}
+
+/* A fast tick: a window pruned too early would be gone within 100 ms. */
+static int
+setup_fast(void **state)
+{
+	return (setup_hb(state, "100"));
+}
+
+static int
+teardown(void **state)
+{
+	struct t	*t = *state;
+	char		 cmd[1200];
+	int		 rc = 0;
+
+	if (t == NULL)
+		return (0);
+	snprintf(cmd, sizeof(cmd), "echo '--- agent and ranks:' >&2; "
+	    "tail -40 %s >&2; echo '--- rank log:' >&2; cat %s >&2; "
+	    "echo '--- coordinator:' >&2; tail -40 %s >&2", t->ap.log,
+	    t->ranklog, t->tc.log);
+	if (system(cmd) == -1)
+		perror("system");
+	ap_cleanup(&t->ap);
+	if (t->tc.pid > 0)
+		rc = tc_stop(&t->tc, SIGTERM);
+	if (rc != 0)
+		fprintf(stderr, "coordinator exited %d\n", rc);
+	tc_cleanup(&t->tc);
+	free(t);
+	return (rc == 0 ? 0 : -1);
+}
+
+static pid_t
+start_rank(struct t *t, const char *job, const char *rank,
+    const char *step_ms)
+{
+	const char	*argv[] = { t->rankbin, job, rank, "0", step_ms,
+	    t->ranklog, NULL };
+	pid_t		 pid;
+
+	pid = ap_spawn(&t->ap, argv);
+	assert_true(pid > 0);
+	return (pid);
+}
+
+static struct tc_reply
+req(struct t *t, const char *method, const char *path, const char *body,
+    int status)
+{
+	struct tc_reply	 r;
+
+	assert_int_equal(tc_http(t->tc.http_port, method, path, body, NULL,
+	    &r), 0);
+	if (r.status != status)
+		fprintf(stderr, "%s %s %s -> %d %s\n", method, path,
+		    body != NULL ? body : "", r.status, r.body ? r.body : "");
+	assert_int_equal(r.status, status);
+	return (r);
+}
+
+/* Schedules [start, stop] for job; returns the window id. */
+static int
+post_window(struct t *t, const char *job, long long start, long long stop,
+    int status)
+{
+	struct tc_reply	 r;
+	char		 path[128], body[128];
+	int		 id;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
+	snprintf(body, sizeof(body), "{\"start_step\": %lld, \"stop_step\": "
+	    "%lld}", start, stop);
+	r = req(t, "POST", path, body, status);
+	id = (int)tc_int(r.json, "id");
+	tc_reply_free(&r);
+	return (id);
+}
+
+/* Polls the job's status until nranks ranks are alive, all at step >= min;
+ * returns the lowest step. */
+static long long
+wait_progress(struct t *t, const char *job, int nranks, long long min)
+{
+	long long	 deadline = tc_now_ms() + T_WAIT, lo = -1;
+	struct tc_reply	 r;
+	char		 path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	while (tc_now_ms() < deadline) {
+		assert_int_equal(tc_http(t->tc.http_port, "GET", path, NULL,
+		    NULL, &r), 0);
+		if (r.status == 200 && tc_int(r.json,
+		    "progress.ranks_alive") == nranks)
+			lo = tc_int(r.json, "progress.min_step");
+		tc_reply_free(&r);
+		if (lo >= min)
+			return (lo);
+		usleep(20000);
+	}
+	fail_msg("job %s: never %d ranks at step %lld", job, nranks, min);
+	return (-1);
+}
+
+/*
+ * The step of rank's event of kind for window id in a status document, or -1
+ * when it has none.
+ */
+static long long
+event_step(json_t *status, int rank, const char *kind, int id)
+{
+	json_t	*ranks, *r, *evs, *e;
+	size_t	 i, j;
+
+	ranks = json_object_get(status, "ranks");
+	json_array_foreach(ranks, i, r) {
+		if (json_integer_value(json_object_get(r, "rank")) != rank)
+			continue;
+		evs = json_object_get(r, "events");
+		json_array_foreach(evs, j, e) {
+			if (strcmp(tc_str(e, "kind"), kind) == 0 &&
+			    tc_int(e, "window") == id)
+				return (tc_int(e, "step"));
+		}
+	}
+	return (-1);
+}
+
+/* Polls until rank reported an event of kind for window id; returns its step. */
+static long long
+wait_event(struct t *t, const char *job, int rank, const char *kind, int id)
+{
+	long long	 deadline = tc_now_ms() + T_WAIT, step = -1;
+	struct tc_reply	 r;
+	char		 path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	while (tc_now_ms() < deadline) {
+		assert_int_equal(tc_http(t->tc.http_port, "GET", path, NULL,
+		    NULL, &r), 0);
+		if (r.status == 200)
+			step = event_step(r.json, rank, kind, id);
+		tc_reply_free(&r);
+		if (step >= 0)
+			return (step);
+		usleep(20000);
+	}
+	fail_msg("job %s: rank %d never reported %s for window %d", job, rank,
+	    kind, id);
+	return (-1);
+}
+
+/* Polls until window id of the job's status is in state want. */
+static void
+wait_window_state(struct t *t, const char *job, int id, const char *want)
+{
+	long long	 deadline = tc_now_ms() + T_WAIT;
+	struct tc_reply	 r;
+	json_t		*w;
+	char		 path[128];
+	size_t		 i;
+	int		 ok = 0;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	while (!ok && tc_now_ms() < deadline) {
+		r = req(t, "GET", path, NULL, 200);
+		json_array_foreach(json_object_get(r.json, "windows"), i, w) {
+			if (tc_int(w, "id") == id &&
+			    strcmp(tc_str(w, "state"), want) == 0)
+				ok = 1;
+		}
+		tc_reply_free(&r);
+		if (!ok)
+			usleep(20000);
+	}
+	if (!ok)
+		fail_msg("job %s: window %d never %s", job, id, want);
+}
+
+/* Counts the lines of the rank log that start with prefix. */
+static int
+rank_log_count(struct t *t, const char *prefix)
+{
+	char	 line[2048];
+	FILE	*f;
+	int	 n = 0;
+
+	if ((f = fopen(t->ranklog, "r")) == NULL)
+		return (0);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, prefix, strlen(prefix)) == 0)
+			n++;
+	fclose(f);
+	return (n);
+}
+
+/*
+ * A window wholly behind two slow ranks (a step every 2 s) is scheduled: it
+ * stays pushed until both ranks saw it, and each reports it skipped, with its
+ * own step past the window's.  With a 100 ms tick, pruning on "the lowest
+ * step passed its stop" would take it away before either rank's next step.
+ */
+static void
+test_window_behind_every_rank_is_skipped(void **state)
+{
+	struct t	*t = *state;
+	long long	 step0, step1;
+	int		 id;
+
+	start_rank(t, "jb", "0", "2000");
+	start_rank(t, "jb", "1", "2000");
+	wait_progress(t, "jb", 2, 2);
+	id = post_window(t, "jb", 1, 1, 201);
+	step0 = wait_event(t, "jb", 0, "skipped", id);
+	step1 = wait_event(t, "jb", 1, "skipped", id);
+	assert_true(step0 >= 2);
+	assert_true(step1 >= 2);
+	/* Both ended it: it leaves the schedule. */
+	wait_window_state(t, "jb", id, "done");
+	assert_int_equal(rank_log_count(t, "start "), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_window_behind_every_rank_is_skipped, setup_fast,
+		    teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return (cmocka_run_group_tests_name("coord_ranks", tests, NULL, NULL));
+}
