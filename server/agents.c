@@ -369,6 +369,9 @@ agents_commit_batch(struct coord *c)
 		ack.seq = conn->ack_seq;
 		agents_send(conn, &msg);
 	}
+	/* A window its last rank just ended frees its steps now, not at the
+	 * next tick. */
+	schedule_finish_windows(c, 1);
 }
 
 static void

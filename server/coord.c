@@ -292,7 +292,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	agents_heartbeat(c);
-	schedule_finish_windows(c);
+	schedule_finish_windows(c, 0);
 	agents_commit_batch(c);
 	schedule_flush_ranks(c);
 }

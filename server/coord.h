@@ -127,6 +127,7 @@ struct job {
 	struct rankbucket	 rank_hash[COORD_RANK_BUCKETS];
 	struct subq		 subs;
 	int			 ranks_dirty;
+	int			 windows_dirty;	/* a window may have ended */
 	TAILQ_ENTRY(job)	 entry;
 };
 TAILQ_HEAD(jobq, job);
@@ -273,7 +274,8 @@ void	 window_free(struct window *);
 void	 schedule_window_insert(struct job *, struct window *);
 struct window	*schedule_window_find(struct job *, uint32_t);
 int	 schedule_pending_count(const struct job *);
-struct window	*schedule_overlap(const struct job *, int64_t, int64_t);
+struct window	*schedule_overlap(struct coord *, const struct job *, int64_t,
+		    int64_t);
 int	 schedule_make_room(struct coord *, struct job *);
 const char	*schedule_window_state(const struct job *,
 		    const struct window *);
@@ -283,7 +285,7 @@ int	 schedule_apply_event(struct coord *, struct node *,
 	    const Dynprof__V1__RankEvent *);
 void	 schedule_apply_progress(struct coord *, struct node *,
 	    const Dynprof__V1__Progress *);
-void	 schedule_finish_windows(struct coord *);
+void	 schedule_finish_windows(struct coord *, int);
 void	 schedule_flush_ranks(struct coord *);
 int	 schedule_store_batch_ranks(struct coord *);
 void	 schedule_free_all(struct coord *);

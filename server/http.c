@@ -619,7 +619,10 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 		http_error(c, req, 500, NULL, "out of memory");
 		goto out;
 	}
-	if ((other = schedule_overlap(job, start, stop)) != NULL) {
+	/* Events already read may end a window: commit them (which takes the
+	 * windows they ended out of the schedule) before judging overlaps. */
+	agents_commit_batch(c);
+	if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
 		http_error(c, req, 409, "start_step", "[%" PRId64 ", %" PRId64
 		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
 		    start, stop, other->id, other->start_step, other->stop_step,
@@ -767,7 +770,8 @@ http_put_config(struct coord *c, struct evhttp_request *req,
 				same = it;
 		}
 		if (same == NULL) {
-			if ((other = schedule_overlap(job, start, stop)) !=
+			agents_commit_batch(c);
+			if ((other = schedule_overlap(c, job, start, stop)) !=
 			    NULL) {
 				http_error(c, req, 409, "start_step", "[%" PRId64
 				    ", %" PRId64 "] overlaps window %u [%"

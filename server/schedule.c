@@ -416,24 +416,6 @@ schedule_pending_count(const struct job *job)
 	return (n);
 }
 
-/*
- * Returns a window of the pushed schedule (cancelled ones included: they stay
- * in it until they finish) that shares a step with [start, stop], or NULL.
- */
-struct window *
-schedule_overlap(const struct job *job, int64_t start, int64_t stop)
-{
-	struct window	*w;
-
-	TAILQ_FOREACH(w, &job->windows, entry) {
-		if (w->finished)
-			continue;
-		if (w->start_step <= stop && start <= w->stop_step)
-			return (w);
-	}
-	return (NULL);
-}
-
 static int
 schedule_rank_has_event(const struct rank *r, uint32_t window_id, int kind)
 {
@@ -546,6 +528,32 @@ schedule_window_evictable(struct coord *c, const struct job *job,
 		return (1);
 	return (w->state == WINDOW_STATE_CANCELLED &&
 	    (max < w->start_step || min > w->start_step));
+}
+
+/*
+ * Returns a window of the pushed schedule that shares a step with [start, stop]
+ * and still holds those steps: a scheduled window (pending or running), or a
+ * cancelled one that a live rank still runs.  A cancelled window that never
+ * started, or that every rank running it has ended, holds no step: the agent
+ * and the library take a cancelled window beside an overlapping scheduled one
+ * (a rank never starts a cancelled window).  NULL when none.
+ */
+struct window *
+schedule_overlap(struct coord *c, const struct job *job, int64_t start,
+    int64_t stop)
+{
+	struct window	*w;
+
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		if (w->finished)
+			continue;
+		if (w->state == WINDOW_STATE_CANCELLED &&
+		    !schedule_window_running(c, job, w))
+			continue;
+		if (w->start_step <= stop && start <= w->stop_step)
+			return (w);
+	}
+	return (NULL);
 }
 
 /* Returns the state of a window as status shows it. */
@@ -721,8 +729,10 @@ schedule_apply_event(struct coord *c, struct node *node,
 		}
 		break;
 	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
-		if (ev->pid == 0 || ev->pid == r->pid)
+		if (ev->pid == 0 || ev->pid == r->pid) {
 			r->state = DYNPROF__V1__RANK_STATE__RANK_GONE;
+			job->windows_dirty = 1;
+		}
 		break;
 	default:
 		if (schedule_rank_has_event(r, ev->window_id, kind)) {
@@ -738,6 +748,8 @@ schedule_apply_event(struct coord *c, struct node *node,
 		if (rc == -1)
 			return (-1);
 		schedule_rank_add_event(r, &re);
+		if (kind != DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
+			job->windows_dirty = 1;
 		if (rc == 0) {
 			c->metrics.events_dup++;
 			return (0);
@@ -930,11 +942,13 @@ fail:
 
 /*
  * Takes the windows that are over (schedule_window_over()) out of the pushed
- * schedule and pushes the smaller schedule.  A failure is retried at the next
- * housekeeping tick.
+ * schedule and pushes the smaller schedule: for every job, or with dirty_only
+ * for the jobs whose ranks ended a window or left since the last call (right
+ * after their events are committed, so that a finished window frees its steps
+ * at once).  A failure is retried at the next housekeeping tick.
  */
 void
-schedule_finish_windows(struct coord *c)
+schedule_finish_windows(struct coord *c, int dirty_only)
 {
 	struct job	*job;
 	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
@@ -942,6 +956,9 @@ schedule_finish_windows(struct coord *c)
 	size_t		 n;
 
 	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (dirty_only && !job->windows_dirty)
+			continue;
+		job->windows_dirty = 0;
 		min = schedule_job_min_step(c, job);
 		n = 0;
 		TAILQ_FOREACH(w, &job->windows, entry) {

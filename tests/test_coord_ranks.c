@@ -1,7 +1,9 @@
 /*
  * The coordinator's schedule with the real agent and real training processes
  * (rankproc, linked with libdynprof): a window already behind every rank still
- * reaches them and each reports it skipped.
+ * reaches them and each reports it skipped; a window that just ended, or a
+ * cancelled one that never started, does not block a new overlapping window,
+ * and the agent and the ranks handle what the coordinator then pushes.
  */
 
 #include <sys/wait.h>
@@ -63,6 +65,13 @@ static int
 setup_fast(void **state)
 {
 	return (setup_hb(state, "100"));
+}
+
+/* A slow tick: only the commit of the events can free a window's steps. */
+static int
+setup_slow(void **state)
+{
+	return (setup_hb(state, "10000"));
 }
 
 static int
@@ -253,6 +262,20 @@ rank_log_count(struct t *t, const char *prefix)
 	return (n);
 }
 
+/* Waits until the rank log has a line starting with prefix. */
+static void
+wait_rank_log(struct t *t, const char *prefix)
+{
+	long long	 deadline = tc_now_ms() + T_WAIT;
+
+	while (tc_now_ms() < deadline) {
+		if (rank_log_count(t, prefix) > 0)
+			return;
+		usleep(10000);
+	}
+	fail_msg("no \"%s\" line in the rank log", prefix);
+}
+
 /*
  * A window wholly behind two slow ranks (a step every 2 s) is scheduled: it
  * stays pushed until both ranks saw it, and each reports it skipped, with its
@@ -279,6 +302,62 @@ test_window_behind_every_rank_is_skipped(void **state)
 	assert_int_equal(rank_log_count(t, "start "), 0);
 }
 
+/*
+ * A window runs to its end on a rank; right after the rank's stopped event
+ * is in, a window sharing its last step is accepted (no wait for a tick), and
+ * the agent and the rank take it: the rank, past its start, reports it
+ * skipped.
+ */
+static void
+test_overlap_after_done(void **state)
+{
+	struct t	*t = *state;
+	long long	 s, step;
+	int		 id1, id2;
+
+	start_rank(t, "jd", "0", "10");
+	s = wait_progress(t, "jd", 1, 1);
+	id1 = post_window(t, "jd", s + 30, s + 32, 201);
+	assert_int_equal(wait_event(t, "jd", 0, "stopped", id1), s + 32);
+	id2 = post_window(t, "jd", s + 32, s + 40, 201);
+	assert_true(id2 > id1);
+	step = wait_event(t, "jd", 0, "skipped", id2);
+	assert_true(step > s + 32);
+	assert_int_equal(rank_log_count(t, "start "), 1);
+	assert_int_equal(ap_log_count(&t->ap, "refused"), 0);
+}
+
+/*
+ * A scheduled window is cancelled before it starts; a window overlapping it
+ * is accepted at once, pushed beside the cancelled one, and runs on the rank,
+ * while the cancelled one never starts.
+ */
+static void
+test_overlap_after_cancel(void **state)
+{
+	struct t	*t = *state;
+	struct tc_reply	 r;
+	char		 path[128], want[64];
+	long long	 s;
+	int		 id1, id2;
+
+	start_rank(t, "je", "0", "10");
+	s = wait_progress(t, "je", 1, 1);
+	id1 = post_window(t, "je", s + 150, s + 152, 201);
+	snprintf(path, sizeof(path), "/v1/jobs/je/windows/%d", id1);
+	r = req(t, "DELETE", path, NULL, 200);
+	tc_reply_free(&r);
+	id2 = post_window(t, "je", s + 151, s + 153, 201);
+	snprintf(want, sizeof(want), "stop %d ", id2);
+	wait_rank_log(t, want);
+	assert_int_equal(wait_event(t, "je", 0, "started", id2), s + 151);
+	assert_int_equal(wait_event(t, "je", 0, "stopped", id2), s + 153);
+	snprintf(want, sizeof(want), "start %d ", id1);
+	assert_int_equal(rank_log_count(t, want), 0);
+	assert_int_equal(rank_log_count(t, "start "), 1);
+	assert_int_equal(ap_log_count(&t->ap, "refused"), 0);
+}
+
 int
 main(void)
 {
@@ -286,6 +365,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_window_behind_every_rank_is_skipped, setup_fast,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_overlap_after_done,
+		    setup_slow, teardown),
+		cmocka_unit_test_setup_teardown(test_overlap_after_cancel,
+		    setup_slow, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
