@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -42,6 +43,24 @@ static const char *const standalone_bool_keys[] = { "profile_communication",
     "parallel_strategy", "with_stack", "data_simplification" };
 
 #define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))
+
+/*
+ * What MindSpore 2.4's monitor writes when rank 0 finds no profiler_config.json:
+ * DynamicProfilerArgs().vars, as json.dump(..., indent=4) prints it.
+ */
+static const char standalone_default_json[] =
+    "{\n"
+    "    \"start_step\": -1,\n"
+    "    \"stop_step\": -1,\n"
+    "    \"aicore_metrics\": -1,\n"
+    "    \"profiler_level\": -1,\n"
+    "    \"profile_framework\": -1,\n"
+    "    \"analyse_mode\": -1,\n"
+    "    \"profile_communication\": false,\n"
+    "    \"parallel_strategy\": false,\n"
+    "    \"with_stack\": false,\n"
+    "    \"data_simplification\": true\n"
+    "}\n";
 
 static int
 standalone_known_key(const char *key, int *is_int)
@@ -285,7 +304,101 @@ standalone_read_cb(evutil_socket_t fd, short what, void *arg)
 		standalone_load(a);
 }
 
-/* Starts watching --config-file and applies it once if it exists. */
+/*
+ * Creates directory dir and its missing parents, mode 0755 (mkdir -p), logging
+ * each one made.  Returns 0, or -1 with errno set.
+ */
+static int
+standalone_mkdirs(const char *dir)
+{
+	char		 parent[PATH_MAX];
+	struct stat	 st;
+	const char	*up;
+
+	if (stat(dir, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return (0);
+		errno = ENOTDIR;
+		return (-1);
+	}
+	if (errno != ENOENT)
+		return (-1);
+	if (snprintf(parent, sizeof(parent), "%s", dir) >= (int)sizeof(parent)) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	up = dirname(parent);
+	if (strcmp(up, dir) != 0 && standalone_mkdirs(up) == -1)
+		return (-1);
+	if (mkdir(dir, 0755) == -1) {
+		if (errno == EEXIST)
+			return (0);
+		return (-1);
+	}
+	log_info("standalone: created directory %s", dir);
+	return (0);
+}
+
+/*
+ * Writes MindSpore 2.4's default profiler_config.json (no window) at the path
+ * of --config-file, as MindSpore's monitor does when the file is missing:
+ * complete under a temporary name in the same directory, then renamed into
+ * place (without replacing a file someone wrote meanwhile).  Returns 0 or -1.
+ */
+static int
+standalone_write_default(struct standalone *sa, const char *path)
+{
+	char		 tmp[PATH_MAX];
+	size_t		 len = sizeof(standalone_default_json) - 1;
+	int		 fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", sa->dir, sa->base) >=
+	    (int)sizeof(tmp)) {
+		log_warnx("%s: %s: path too long", __func__, path);
+		return (-1);
+	}
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
+		log_warn("%s: %s", __func__, tmp);
+		return (-1);
+	}
+	if (fchmod(fd, 0644) == -1 ||
+	    write(fd, standalone_default_json, len) != (ssize_t)len) {
+		log_warn("%s: %s", __func__, tmp);
+		goto fail;
+	}
+	if (close(fd) == -1) {
+		fd = -1;
+		log_warn("%s: %s", __func__, tmp);
+		goto fail;
+	}
+	fd = -1;
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == -1) {
+		if (errno == EEXIST) {
+			unlink(tmp);
+			return (0);	/* written meanwhile: theirs stays */
+		}
+		/* A file system without RENAME_NOREPLACE. */
+		if ((errno != EINVAL && errno != ENOSYS) ||
+		    rename(tmp, path) == -1) {
+			log_warn("%s: rename %s to %s", __func__, tmp, path);
+			goto fail;
+		}
+	}
+	log_info("%s: missing: wrote MindSpore 2.4's default (start_step -1, "
+	    "no window)", path);
+	return (0);
+fail:
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	return (-1);
+}
+
+/*
+ * Starts watching --config-file and applies it once.  As MindSpore's monitor
+ * does, a missing directory is created and a missing file is written with
+ * MindSpore 2.4's defaults.
+ */
 int
 standalone_open(struct agent *a)
 {
@@ -313,6 +426,13 @@ standalone_open(struct agent *a)
 	strcpy(sa->base, basename(tmp));
 	strcpy(tmp, a->opts.config_file);
 	strcpy(sa->dir, dirname(tmp));
+
+	if (standalone_mkdirs(sa->dir) == -1) {
+		log_warn("%s: cannot create directory %s", __func__, sa->dir);
+		return (-1);
+	}
+	if (access(a->opts.config_file, F_OK) == -1 && errno == ENOENT)
+		standalone_write_default(sa, a->opts.config_file);
 
 	if ((sa->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1) {
 		log_warn("%s: inotify_init1", __func__);

@@ -230,7 +230,8 @@ test_standalone_edits(void **state)
 
 	snprintf(path, sizeof(path), "%s/profiler_config.json", ap->dir);
 	assert_int_equal(ap_start(ap, args), 0);
-	assert_int_equal(ap_log_count(ap, "not there yet"), 1);
+	/* Missing: MindSpore's default is written (no window). */
+	assert_int_equal(ap_log_count(ap, "wrote MindSpore 2.4's default"), 1);
 	assert_int_equal(generation(ap, "sj", NULL), 0);	/* created */
 
 	edit(path, "{\"start_step\": 5, \"stop_step\": 8, \"profiler_level\": 1,"
@@ -298,6 +299,83 @@ test_standalone_edits(void **state)
 	free(cfg);
 }
 
+/* Reads a whole small file into buf. */
+static void
+read_file(const char *path, char *buf, size_t len)
+{
+	FILE	*f = fopen(path, "r");
+	size_t	 n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/*
+ * As MindSpore's monitor does: a --config-file whose directory does not exist
+ * gets the directory (mkdir -p, 0755) and MindSpore 2.4's default file, and is
+ * watched from then on; a file that exists is never replaced.
+ */
+static void
+test_standalone_creates_config(void **state)
+{
+	struct agentproc	*ap = *state;
+	struct seg_config	*cfg = malloc(sizeof(*cfg));
+	struct stat		 st;
+	char			 dir[400], path[512], text[1024];
+	const char		*args[] = { "--config-file", path, "--job", "sd",
+	    NULL };
+	static const char	 want[] =
+	    "{\n"
+	    "    \"start_step\": -1,\n"
+	    "    \"stop_step\": -1,\n"
+	    "    \"aicore_metrics\": -1,\n"
+	    "    \"profiler_level\": -1,\n"
+	    "    \"profile_framework\": -1,\n"
+	    "    \"analyse_mode\": -1,\n"
+	    "    \"profile_communication\": false,\n"
+	    "    \"parallel_strategy\": false,\n"
+	    "    \"with_stack\": false,\n"
+	    "    \"data_simplification\": true\n"
+	    "}\n";
+	mode_t			 mask;
+
+	assert_non_null(cfg);
+	mask = umask(022);
+	snprintf(dir, sizeof(dir), "%s/cfg/a/b", ap->dir);
+	snprintf(path, sizeof(path), "%s/profiler_config.json", dir);
+	assert_int_equal(ap_start(ap, args), 0);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(ap_log_count(ap, "standalone: created directory"), 3);
+	read_file(path, text, sizeof(text));
+	assert_string_equal(text, want);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(ap_log_count(ap, "wrote MindSpore 2.4's default"), 1);
+	assert_int_equal(generation(ap, "sd", NULL), 0);	/* no window */
+
+	/* Watched: an edit is applied. */
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8}");
+	wait_generation(ap, "sd", 1);
+	generation(ap, "sd", cfg);
+	assert_int_equal(cfg->nwindows, 1);
+	assert_int_equal(cfg->windows[0].start_step, 5);
+
+	/* Started again, the file is there: kept as it is. */
+	assert_int_equal(ap_stop(ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_start(ap, args), 0);
+	read_file(path, text, sizeof(text));
+	assert_string_equal(text, "{\"start_step\": 5, \"stop_step\": 8}");
+	assert_int_equal(ap_log_count(ap, "wrote MindSpore 2.4's default"), 1);
+	assert_int_equal(ap_log_count(ap, "standalone: created directory"), 3);
+	assert_int_equal(ap_stop(ap, SIGTERM, T_WAIT), 0);
+	umask(mask);
+	free(cfg);
+}
+
 int
 main(void)
 {
@@ -306,6 +384,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_standalone_edits, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_standalone_creates_config,
+		    setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
