@@ -227,6 +227,31 @@ test_push_reaches_rank(void **state)
 }
 
 /*
+ * Pushes window id two steps long, 40 steps ahead of a new rank of job, kills
+ * the agent once it applied it, and waits until the rank ran the window with
+ * no agent listening.  Returns the window's start step; *pid is the rank's.
+ */
+static int64_t
+window_without_agent(struct t *t, const char *job, uint32_t id, pid_t *pid)
+{
+	Dynprof__V1__AgentMessage *m;
+	char			 line[2048];
+	int64_t			 start;
+
+	start_connected(t);
+	*pid = start_rank(t, job, "0", "10", 0);
+	start = rank_step(t, job, *pid, 1) + 40;
+	assert_int_equal(fc_push(&t->fc, job, 1, id, start, start + 1), 0);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
+	assert_non_null(m);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
+	fc_drop(&t->fc);
+	assert_int_equal(rank_log_line(t, "stop ", line, sizeof(line)), 0);
+	return (start);
+}
+
+/*
  * The agent is killed right after applying a window; the rank runs the window
  * while no agent listens (its events go nowhere), then dies.  The restarted
  * agent finds the final state in the segment and reports it, then the death.
@@ -237,23 +262,11 @@ test_final_state_survives_agent_kill(void **state)
 	struct t		*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__AgentEvent	*ae;
-	char			 line[2048];
-	int64_t			 cur, start;
+	int64_t			 start;
 	pid_t			 pid;
 	int			 status;
 
-	start_connected(t);
-	pid = start_rank(t, "jk", "0", "10", 0);
-	cur = rank_step(t, "jk", pid, 1);
-	start = cur + 40;
-	assert_int_equal(fc_push(&t->fc, "jk", 1, 3, start, start + 1), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
-	assert_non_null(m);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
-	fc_drop(&t->fc);
-
-	assert_int_equal(rank_log_line(t, "stop ", line, sizeof(line)), 0);
+	start = window_without_agent(t, "jk", 3, &pid);
 	status = ap_kill_child(&t->ap, pid, SIGKILL, T_WAIT);
 	assert_true(WIFSIGNALED(status));
 
@@ -285,24 +298,13 @@ test_final_state_survives_close_without_agent(void **state)
 	struct t		*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__AgentEvent	*ae;
-	char			 line[2048], want[128];
-	int64_t			 cur, start;
+	char			 want[128];
+	int64_t			 start;
 	pid_t			 pid;
 	int			 status;
 
-	start_connected(t);
-	pid = start_rank(t, "jc", "0", "10", 0);
-	cur = rank_step(t, "jc", pid, 1);
-	start = cur + 40;
-	assert_int_equal(fc_push(&t->fc, "jc", 1, 4, start, start + 1), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
-	assert_non_null(m);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
-	fc_drop(&t->fc);
-
 	/* The window runs to its end, then the rank closes (detached). */
-	assert_int_equal(rank_log_line(t, "stop ", line, sizeof(line)), 0);
+	start = window_without_agent(t, "jc", 4, &pid);
 	status = ap_kill_child(&t->ap, pid, SIGTERM, T_WAIT);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 

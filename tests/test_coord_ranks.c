@@ -145,60 +145,15 @@ post_window(struct t *t, const char *job, long long start, long long stop,
 	return (id);
 }
 
-/* Polls the job's status until nranks ranks are alive, all at step >= min;
- * returns the lowest step. */
-static long long
-wait_progress(struct t *t, const char *job, int nranks, long long min)
-{
-	long long	 deadline = tc_now_ms() + T_WAIT, lo = -1;
-	struct tc_reply	 r;
-	char		 path[128];
-
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	while (tc_now_ms() < deadline) {
-		assert_int_equal(tc_http(t->tc.http_port, "GET", path, NULL,
-		    NULL, &r), 0);
-		if (r.status == 200 && tc_int(r.json,
-		    "progress.ranks_alive") == nranks)
-			lo = tc_int(r.json, "progress.min_step");
-		tc_reply_free(&r);
-		if (lo >= min)
-			return (lo);
-		usleep(20000);
-	}
-	fail_msg("job %s: never %d ranks at step %lld", job, nranks, min);
-	return (-1);
-}
-
 /*
- * The step of rank's event of kind for window id in a status document, or -1
- * when it has none.
+ * Polls GET /v1/jobs/{job} until probe(status, arg) is not negative; returns
+ * that value, or fails saying what never happened.
  */
 static long long
-event_step(json_t *status, int rank, const char *kind, int id)
+poll_job(struct t *t, const char *job, long long (*probe)(json_t *,
+    const void *), const void *arg, const char *what)
 {
-	json_t	*ranks, *r, *evs, *e;
-	size_t	 i, j;
-
-	ranks = json_object_get(status, "ranks");
-	json_array_foreach(ranks, i, r) {
-		if (json_integer_value(json_object_get(r, "rank")) != rank)
-			continue;
-		evs = json_object_get(r, "events");
-		json_array_foreach(evs, j, e) {
-			if (strcmp(tc_str(e, "kind"), kind) == 0 &&
-			    tc_int(e, "window") == id)
-				return (tc_int(e, "step"));
-		}
-	}
-	return (-1);
-}
-
-/* Polls until rank reported an event of kind for window id; returns its step. */
-static long long
-wait_event(struct t *t, const char *job, int rank, const char *kind, int id)
-{
-	long long	 deadline = tc_now_ms() + T_WAIT, step = -1;
+	long long	 deadline = tc_now_ms() + T_WAIT, v = -1;
 	struct tc_reply	 r;
 	char		 path[128];
 
@@ -207,42 +162,96 @@ wait_event(struct t *t, const char *job, int rank, const char *kind, int id)
 		assert_int_equal(tc_http(t->tc.http_port, "GET", path, NULL,
 		    NULL, &r), 0);
 		if (r.status == 200)
-			step = event_step(r.json, rank, kind, id);
+			v = probe(r.json, arg);
 		tc_reply_free(&r);
-		if (step >= 0)
-			return (step);
+		if (v >= 0)
+			return (v);
 		usleep(20000);
 	}
-	fail_msg("job %s: rank %d never reported %s for window %d", job, rank,
-	    kind, id);
+	fail_msg("job %s: never %s", job, what);
 	return (-1);
 }
 
-/* Polls until window id of the job's status is in state want. */
+struct probe_arg {
+	int		 rank;		/* or the number of ranks */
+	long long	 min;
+	const char	*kind;		/* or the window state */
+	int		 id;
+};
+
+/* The lowest step once p->rank ranks are alive, all at step >= p->min. */
+static long long
+probe_progress(json_t *status, const void *arg)
+{
+	const struct probe_arg	*p = arg;
+	long long		 lo = tc_int(status, "progress.min_step");
+
+	if (tc_int(status, "progress.ranks_alive") != p->rank || lo < p->min)
+		return (-1);
+	return (lo);
+}
+
+/* The step of rank p->rank's event p->kind for window p->id, or -1. */
+static long long
+probe_event(json_t *status, const void *arg)
+{
+	const struct probe_arg	*p = arg;
+	json_t			*r, *e;
+	size_t			 i, j;
+
+	json_array_foreach(json_object_get(status, "ranks"), i, r) {
+		if (tc_int(r, "rank") != p->rank)
+			continue;
+		json_array_foreach(json_object_get(r, "events"), j, e) {
+			if (strcmp(tc_str(e, "kind"), p->kind) == 0 &&
+			    tc_int(e, "window") == p->id)
+				return (tc_int(e, "step"));
+		}
+	}
+	return (-1);
+}
+
+/* 0 once window p->id is in state p->kind, else -1. */
+static long long
+probe_window(json_t *status, const void *arg)
+{
+	const struct probe_arg	*p = arg;
+	json_t			*w;
+	size_t			 i;
+
+	json_array_foreach(json_object_get(status, "windows"), i, w) {
+		if (tc_int(w, "id") == p->id &&
+		    strcmp(tc_str(w, "state"), p->kind) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/* Waits until nranks ranks are alive, all at step >= min; the lowest step. */
+static long long
+wait_progress(struct t *t, const char *job, int nranks, long long min)
+{
+	struct probe_arg	 p = { nranks, min, NULL, 0 };
+
+	return (poll_job(t, job, probe_progress, &p, "the ranks' progress"));
+}
+
+/* Waits until rank reported an event of kind for window id; its step. */
+static long long
+wait_event(struct t *t, const char *job, int rank, const char *kind, int id)
+{
+	struct probe_arg	 p = { rank, 0, kind, id };
+
+	return (poll_job(t, job, probe_event, &p, kind));
+}
+
+/* Waits until window id is in state want. */
 static void
 wait_window_state(struct t *t, const char *job, int id, const char *want)
 {
-	long long	 deadline = tc_now_ms() + T_WAIT;
-	struct tc_reply	 r;
-	json_t		*w;
-	char		 path[128];
-	size_t		 i;
-	int		 ok = 0;
+	struct probe_arg	 p = { 0, 0, want, id };
 
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	while (!ok && tc_now_ms() < deadline) {
-		r = req(t, "GET", path, NULL, 200);
-		json_array_foreach(json_object_get(r.json, "windows"), i, w) {
-			if (tc_int(w, "id") == id &&
-			    strcmp(tc_str(w, "state"), want) == 0)
-				ok = 1;
-		}
-		tc_reply_free(&r);
-		if (!ok)
-			usleep(20000);
-	}
-	if (!ok)
-		fail_msg("job %s: window %d never %s", job, id, want);
+	poll_job(t, job, probe_window, &p, want);
 }
 
 /* Counts the lines of the rank log that start with prefix. */
