@@ -486,14 +486,18 @@ schedule_window_over(struct coord *c, const struct job *job,
     const struct window *w, int64_t min)
 {
 	const struct rank	*r;
-	int			 live = 0, open = 0;
+	int			 live = 0, open = 0, ended;
 
 	TAILQ_FOREACH(r, &job->ranks, entry) {
-		if (!ranks_contains(&w->rankset, r->rank) ||
-		    !schedule_rank_live(c, r))
+		if (!ranks_contains(&w->rankset, r->rank))
+			continue;
+		/* Whether one more rank that ended it is live changes nothing
+		 * once one is: spare the node lookup. */
+		ended = schedule_rank_ended(r, w->id);
+		if ((ended && live > 0) || !schedule_rank_live(c, r))
 			continue;
 		live++;
-		if (schedule_rank_ended(r, w->id))
+		if (ended)
 			continue;
 		if (w->state != WINDOW_STATE_CANCELLED)
 			return (0);
