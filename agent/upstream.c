@@ -316,14 +316,13 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct agent		*a = arg;
 	struct evbuffer		*in = bufferevent_get_input(bev);
-	Dynprof__V1__CoordinatorMessage *m;
-	uint8_t			*payload;
-	size_t			 len;
+	ProtobufCMessage	*m;
 	const char		*why = "?";
 	int			 rc;
 
 	for (;;) {
-		rc = frame_pull(in, &payload, &len, &why);
+		rc = frame_next(in, &dynprof__v1__coordinator_message__descriptor,
+		    &m, &why);
 		if (rc == FRAME_MORE)
 			break;
 		if (rc == FRAME_BAD) {
@@ -334,18 +333,16 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 			agent_housekeep(a, 0);
 			return;
 		}
-		m = dynprof__v1__coordinator_message__unpack(NULL, len, payload);
-		evbuffer_drain(in, FRAME_HEADER_LEN + len);
-		if (m == NULL) {
+		if (rc == FRAME_UNDECODABLE) {
 			a->stats.bad_messages++;
-			log_warnx("%s: undecodable message from %s (%zu bytes)",
-			    __func__, a->opts.coordinator, len);
+			log_warnx("%s: undecodable message from %s", __func__,
+			    a->opts.coordinator);
 			upstream_lost(a, "bad message");
 			agent_housekeep(a, 0);
 			return;
 		}
-		rc = upstream_dispatch(a, m);
-		dynprof__v1__coordinator_message__free_unpacked(m, NULL);
+		rc = upstream_dispatch(a, (Dynprof__V1__CoordinatorMessage *)m);
+		protobuf_c_message_free_unpacked(m, NULL);
 		if (rc == -1) {
 			upstream_lost(a, "protocol error");
 			agent_housekeep(a, 0);

@@ -391,28 +391,21 @@ loadgen_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct loadgen_conn			*c = arg;
 	struct evbuffer				*in = bufferevent_get_input(bev);
-	Dynprof__V1__CoordinatorMessage		*m;
-	uint8_t					*payload;
-	size_t					 len;
+	ProtobufCMessage			*m;
 	const char				*why;
 	int					 rc;
 
 	while (c->state != LOADGEN_DEAD) {
-		rc = frame_pull(in, &payload, &len, &why);
+		rc = frame_next(in, &dynprof__v1__coordinator_message__descriptor,
+		    &m, &why);
 		if (rc == FRAME_MORE)
 			return;
-		if (rc == FRAME_BAD) {
+		if (rc != FRAME_READY) {
 			loadgen_conn_dead(c, why);
 			return;
 		}
-		m = dynprof__v1__coordinator_message__unpack(NULL, len, payload);
-		evbuffer_drain(in, FRAME_HEADER_LEN + len);
-		if (m == NULL) {
-			loadgen_conn_dead(c, "undecodable message");
-			return;
-		}
-		loadgen_dispatch(c, m);
-		dynprof__v1__coordinator_message__free_unpacked(m, NULL);
+		loadgen_dispatch(c, (Dynprof__V1__CoordinatorMessage *)m);
+		protobuf_c_message_free_unpacked(m, NULL);
 	}
 }
 

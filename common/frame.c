@@ -82,6 +82,32 @@ frame_pull(struct evbuffer *in, uint8_t **payload, size_t *len,
 }
 
 /*
+ * Takes the next whole frame off in and decodes it as a message of type desc.
+ * FRAME_READY: *msg is the message (caller frees it with
+ * protobuf_c_message_free_unpacked()).  FRAME_MORE: nothing taken yet.
+ * FRAME_BAD: the stream is broken (*why says how).  FRAME_UNDECODABLE: a frame
+ * was taken but is not such a message.  Either failure should close the stream.
+ */
+int
+frame_next(struct evbuffer *in, const struct ProtobufCMessageDescriptor *desc,
+    struct ProtobufCMessage **msg, const char **why)
+{
+	uint8_t	*payload;
+	size_t	 len;
+	int	 rc;
+
+	if ((rc = frame_pull(in, &payload, &len, why)) != FRAME_READY)
+		return (rc);
+	*msg = protobuf_c_message_unpack(desc, NULL, len, payload);
+	evbuffer_drain(in, FRAME_HEADER_LEN + len);
+	if (*msg == NULL) {
+		*why = "message does not decode";
+		return (FRAME_UNDECODABLE);
+	}
+	return (FRAME_READY);
+}
+
+/*
  * Sets what every AgentLink TCP stream wants: TCP_NODELAY, because frames are
  * small and a push must not wait behind an unacknowledged heartbeat (Nagle).
  * Returns 0, or -1 with errno.

@@ -19,10 +19,15 @@ struct ProtobufCMessage;
 #define FRAME_MORE		0	/* no whole frame buffered yet */
 #define FRAME_READY		1	/* *len bytes at *payload */
 #define FRAME_BAD		-1	/* *why says why; close the connection */
+#define FRAME_UNDECODABLE	-2	/* a whole frame that is not the message */
+
+struct ProtobufCMessageDescriptor;
 
 /* frame.c */
 int	 frame_socket_tune(int);
 int	 frame_put(struct evbuffer *, const struct ProtobufCMessage *);
 int	 frame_pull(struct evbuffer *, uint8_t **, size_t *, const char **);
+int	 frame_next(struct evbuffer *, const struct ProtobufCMessageDescriptor *,
+	    struct ProtobufCMessage **, const char **);
 
 #endif /* DYNPROF_FRAME_H */

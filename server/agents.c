@@ -469,36 +469,28 @@ agents_read(struct bufferevent *bev, void *arg)
 {
 	struct conn			*conn = arg;
 	struct evbuffer			*in = bufferevent_get_input(bev);
-	Dynprof__V1__AgentMessage	*msg;
-	uint8_t				*payload;
-	size_t				 len;
+	ProtobufCMessage		*msg;
 	const char			*why;
 	int				 rc;
 
 	conn->last_rx_ms = coord_mono_ms();
 	while (conn->state != CONN_CLOSING) {
-		rc = frame_pull(in, &payload, &len, &why);
+		rc = frame_next(in, &dynprof__v1__agent_message__descriptor,
+		    &msg, &why);
 		if (rc == FRAME_MORE)
 			return;
-		if (rc == FRAME_BAD) {
+		if (rc != FRAME_READY) {
+			if (rc == FRAME_UNDECODABLE)
+				why = "message does not decode as an "
+				    "AgentMessage";
 			log_warnx("%s: bad frame from %s: %s", __func__,
 			    conn->peer, why);
 			agents_conn_close(conn,
 			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE, why);
 			return;
 		}
-		msg = dynprof__v1__agent_message__unpack(NULL, len, payload);
-		evbuffer_drain(in, FRAME_HEADER_LEN + len);
-		if (msg == NULL) {
-			log_warnx("%s: undecodable message from %s", __func__,
-			    conn->peer);
-			agents_conn_close(conn,
-			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
-			    "message does not decode as an AgentMessage");
-			return;
-		}
-		agents_dispatch(conn, msg);
-		dynprof__v1__agent_message__free_unpacked(msg, NULL);
+		agents_dispatch(conn, (Dynprof__V1__AgentMessage *)msg);
+		protobuf_c_message_free_unpacked(msg, NULL);
 	}
 }
 

@@ -165,16 +165,13 @@ fa_hello(struct fakeagent *fa, const char *node, const char *token,
 static fa_msg *
 fa_decode(struct fakeagent *fa)
 {
-	uint8_t		*payload;
-	size_t		 len;
-	const char	*why;
-	fa_msg		*m;
+	ProtobufCMessage	*m;
+	const char		*why;
 
-	if (frame_pull(fa->in, &payload, &len, &why) != FRAME_READY)
+	if (frame_next(fa->in, &dynprof__v1__coordinator_message__descriptor,
+	    &m, &why) != FRAME_READY)
 		return (NULL);
-	m = dynprof__v1__coordinator_message__unpack(NULL, len, payload);
-	evbuffer_drain(fa->in, FRAME_HEADER_LEN + len);
-	return (m);
+	return ((fa_msg *)m);
 }
 
 /*
