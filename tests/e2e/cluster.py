@@ -1,6 +1,7 @@
 """A local dynprof cluster for the end-to-end tests: the real coordinator, agents
 and dynprof-train-sim ranks, each node with its own socket, segment directory and
-output root, everything under one temporary directory.
+output root, everything under one temporary directory.  A rank can also run in
+Python (py_rank.py over the dynprof binding in lib/python, same flags and trace).
 
 Standard library only.  Every wait is a poll with a deadline; Cluster.close()
 (also on failure, through the context manager) stops every process it started
@@ -40,6 +41,26 @@ COORDINATOR = "server/dynprof-coordinator"
 AGENT = "agent/dynprof-agent"
 CTL = "server/dynprofctl"
 TRAIN_SIM = "examples/dynprof-train-sim"
+LIBRARY = "lib/libdynprof.so"
+PYTHON = "/usr/bin/python3"
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY_RANK = os.path.join(HERE, "py_rank.py")
+PY_BINDING = os.path.join(HERE, "..", "..", "lib", "python")
+
+
+def python_env(env):
+    """env for a Python rank: the binding on PYTHONPATH, this build's library,
+    and (sanitizer builds: e2e.cmake sets DYNPROF_E2E_PY_PRELOAD) the sanitizer
+    runtimes preloaded into the interpreter, which is not built with them."""
+    env["PYTHONPATH"] = os.path.abspath(PY_BINDING)
+    env["DYNPROF_LIBRARY"] = os.path.join(build_dir(), LIBRARY)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    pre = os.environ.get("DYNPROF_E2E_PY_PRELOAD")
+    if pre:
+        env["LD_PRELOAD"] = pre
+        # The interpreter's own allocations are not ours to leak-check.
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    return env
 
 
 class Failure(Exception):
@@ -173,18 +194,25 @@ class Node:
                 self.name, self.agent.p.returncode, self.agent.output()[-2000:]))
         return os.path.exists(path) and "socket=" in open(path).read()
 
-    def start_rank(self, job, rank, rate=50, first_step=None, max_steps=None):
+    def start_rank(self, job, rank, rate=50, first_step=None, max_steps=None,
+                   python=False):
+        """dynprof-train-sim, or with python=True its twin py_rank.py."""
         env = dict(os.environ)
         env["DYNPROF_SHM_DIR"] = self.shm
         env["DYNPROF_AGENT_SOCKET"] = self.sock
         env["DYNPROF_OUTPUT_ROOT"] = self.out
-        argv = [binary(TRAIN_SIM), "--job", job, "--rank", str(rank),
-                "--steps-per-sec", str(rate)]
+        if python:
+            python_env(env)
+            prog = [PYTHON, PY_RANK]
+        else:
+            prog = [binary(TRAIN_SIM)]
+        argv = prog + ["--job", job, "--rank", str(rank),
+                       "--steps-per-sec", str(rate)]
         if first_step is not None:
             argv += ["--first-step", str(first_step)]
         if max_steps is not None:
             argv += ["--max-steps", str(max_steps)]
-        p = Proc("rank%d" % rank, argv,
+        p = Proc(("pyrank%d" if python else "rank%d") % rank, argv,
                  os.path.join(self.dir, "rank%d.log" % rank), env=env,
                  netns=self.netns)
         self.cluster.procs.append(p.start())
@@ -266,16 +294,18 @@ class Cluster:
         self.nodes[name] = n
         return n
 
-    def start_grid(self, job, nnodes, per_node, rate=50):
+    def start_grid(self, job, nnodes, per_node, rate=50, python=()):
         """nnodes nodes n0, n1, ... with an agent each and per_node ranks each,
-        numbered node by node; returns (nodes, {rank: node})."""
+        numbered node by node, the ranks in python in Python (py_rank.py);
+        returns (nodes, {rank: node})."""
         nodes = [self.node("n%d" % i) for i in range(nnodes)]
         where = {}
         for i, n in enumerate(nodes):
             n.start_agent()
             for k in range(per_node):
-                n.start_rank(job, i * per_node + k, rate=rate)
-                where[i * per_node + k] = n
+                rank = i * per_node + k
+                n.start_rank(job, rank, rate=rate, python=rank in python)
+                where[rank] = n
         return nodes, where
 
     def ctl(self, *args, timeout=60):
@@ -415,7 +445,7 @@ def check(cond, msg):
 def main(test):
     """Runs test(); exit 0 pass, 1 fail, 77 skip."""
     try:
-        for b in (COORDINATOR, AGENT, TRAIN_SIM):
+        for b in (COORDINATOR, AGENT, TRAIN_SIM, LIBRARY):
             binary(b)
     except RuntimeError as e:
         print("FAIL: %s" % e)
