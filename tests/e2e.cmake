@@ -4,12 +4,24 @@
 include(${PROJECT_SOURCE_DIR}/bench/loadgen.cmake)
 
 set(E2E_PYTHON /usr/bin/python3)
+# Some ranks run in Python (tests/e2e/py_rank.py over lib/python).  In a sanitizer
+# build the library needs its runtimes loaded first in an interpreter built
+# without them, as tests/python.cmake does; cluster.py preloads them into the
+# Python ranks only.
+set(_e2e_env "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}" "PYTHONDONTWRITEBYTECODE=1")
+if(DYNPROF_SANITIZE)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+    OUTPUT_VARIABLE _e2e_asan OUTPUT_STRIP_TRAILING_WHITESPACE)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libubsan.so
+    OUTPUT_VARIABLE _e2e_ubsan OUTPUT_STRIP_TRAILING_WHITESPACE)
+  list(APPEND _e2e_env "DYNPROF_E2E_PY_PRELOAD=${_e2e_asan}:${_e2e_ubsan}")
+endif()
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
   foreach(t alignment targeting late_join faults noblock netns)
     add_test(NAME e2e_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_${t}.py)
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
-      ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+      ENVIRONMENT "${_e2e_env}")
   endforeach()
   # It measures steps per second, which sanitizers distort.
   set_tests_properties(e2e_noblock PROPERTIES LABELS nosan)

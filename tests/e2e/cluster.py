@@ -344,6 +344,7 @@ class Cluster:
     def wait_ranks(self, job, n, timeout=30, min_step=1):
         """Until the status shows n ranks alive with a step >= min_step."""
         def cond():
+            self.check_ranks_running()
             code, st = self.http("GET", "/v1/jobs/%s" % job)
             if code != 200:
                 return None
@@ -353,6 +354,15 @@ class Cluster:
             return st if len(alive) >= n else None
         return wait_for(cond, timeout, "%d ranks of %s reporting" % (n, job),
                         interval=0.1)
+
+    def check_ranks_running(self):
+        """Raises Failure when a rank exited with an error it was not told to."""
+        for n in self.nodes.values():
+            for p in n.ranks.values():
+                if p.p.poll() not in (None, 0) and not p.killed:
+                    raise Failure("%s on %s exited %s:\n%s" % (
+                        p.name, n.name, p.p.returncode,
+                        "\n".join(p.output().splitlines()[-10:])))
 
     def add_window(self, job, body, timeout=10):
         code, w = self.http("POST", "/v1/jobs/%s/windows" % job, body,

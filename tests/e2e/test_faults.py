@@ -2,7 +2,8 @@
 """Faults during a window: the coordinator is SIGKILLed and restarted on the same
 state directory and ports, then an agent is SIGKILLed and restarted.  The window
 completes, and every targeted rank's start and stop appear in the status exactly
-once (replays and re-reports are idempotent), with complete traces."""
+once (replays and re-reports are idempotent), with complete traces.  Rank 3,
+on the node whose agent is killed, runs in Python (py_rank.py)."""
 
 import os
 import sys
@@ -18,7 +19,7 @@ RANKS = list(range(6))
 def test():
     with Cluster("faults") as c:
         c.start_coordinator()
-        nodes, where = c.start_grid(JOB, 3, 2)
+        nodes, where = c.start_grid(JOB, 3, 2, python=(3,))
         c.wait_ranks(JOB, 6, min_step=5)
         # 8 s long at 50 steps/s: both faults happen inside it.
         w = c.add_window(JOB, {"in_steps": 75, "steps": 400})
