@@ -177,9 +177,19 @@ void	 upstream_progress(struct agent *, struct agent_job *,
 	    const Dynprof__V1__Progress *);
 int	 upstream_ready(const struct agent *);
 
+/* ranks_decode() results. */
+#define RANKS_OK		0
+#define RANKS_UNDECODABLE	-1	/* not a RankEvent */
+#define RANKS_BAD_JOB		-2	/* an invalid job id */
+#define RANKS_FOREIGN		-3	/* it claims another sender's pid */
+
 /* ranks.c */
 int	 ranks_open(struct agent *);
 void	 ranks_close(struct agent *);
+int	 ranks_decode(const uint8_t *, size_t, pid_t, Dynprof__V1__RankEvent **,
+	    const char **);
+int	 ranks_check_slot(const struct segment *, const Dynprof__V1__RankEvent *,
+	    pid_t);
 
 /* segments.c */
 int	 segments_adopt_all(struct agent *);
@@ -196,6 +206,8 @@ int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,
 	    const char **);
 
 /* standalone.c */
+int	 standalone_parse(struct agent *, const char *, Dynprof__V1__Window *,
+	    Dynprof__V1__ProfilerOptions *, int *, char **);
 int	 standalone_open(struct agent *);
 void	 standalone_reload(struct agent *);
 void	 standalone_close(struct agent *);

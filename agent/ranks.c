@@ -68,17 +68,17 @@ ranks_kind_name(int kind)
  * The library writes its detached event into its slot, sends it and frees the
  * slot at once, so the datagram may be read after the free: a detached event
  * for a freed (GONE) slot whose last event is that very one (same rank_seq:
- * the slot keeps its last window's event kind) is good too.
+ * the slot keeps its last window's event kind) is good too.  Returns 0 or -1.
  */
-static int
-ranks_check_slot(struct agent_job *j, const Dynprof__V1__RankEvent *ev,
+int
+ranks_check_slot(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
     pid_t pid)
 {
 	struct seg_slot	 s;
 	int32_t		 holder;
 
-	if (ev->slot >= j->seg.hdr->nslots ||
-	    segment_slot_read(&j->seg, (int)ev->slot, &s) != SEG_OK)
+	if (ev->slot >= seg->hdr->nslots ||
+	    segment_slot_read(seg, (int)ev->slot, &s) != SEG_OK)
 		return (-1);
 	if (s.rank != ev->rank)
 		return (-1);
@@ -91,6 +91,29 @@ ranks_check_slot(struct agent_job *j, const Dynprof__V1__RankEvent *ev,
 	return (-1);
 }
 
+/*
+ * Decodes one datagram sent by pid and checks what needs no segment: a valid
+ * job id and the sender's own pid.  Returns RANKS_OK, RANKS_UNDECODABLE,
+ * RANKS_BAD_JOB (*why says why) or RANKS_FOREIGN (it claims another pid).
+ * *evp is the event for all but RANKS_UNDECODABLE (caller frees it with
+ * dynprof__v1__rank_event__free_unpacked()), NULL then.
+ */
+int
+ranks_decode(const uint8_t *buf, size_t len, pid_t pid,
+    Dynprof__V1__RankEvent **evp, const char **why)
+{
+	Dynprof__V1__RankEvent	*ev;
+
+	*evp = ev = dynprof__v1__rank_event__unpack(NULL, len, buf);
+	if (ev == NULL)
+		return (RANKS_UNDECODABLE);
+	if (!jobid_valid(ev->job, why))
+		return (RANKS_BAD_JOB);
+	if (ev->pid != pid)
+		return (RANKS_FOREIGN);
+	return (RANKS_OK);
+}
+
 /* Decodes, checks and forwards one datagram. */
 static void
 ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
@@ -99,22 +122,20 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 	struct agent_job	*j;
 	const char		*why;
 
-	ev = dynprof__v1__rank_event__unpack(NULL, len, buf);
-	if (ev == NULL) {
+	switch (ranks_decode(buf, len, pid, &ev, &why)) {
+	case RANKS_UNDECODABLE:
 		a->stats.bad_datagrams++;
 		if (ranks_log_ok(a))
 			log_warnx("%s: undecodable datagram from pid %ld "
 			    "(%zu bytes)", __func__, (long)pid, len);
 		return;
-	}
-	if (!jobid_valid(ev->job, &why)) {
+	case RANKS_BAD_JOB:
 		a->stats.bad_datagrams++;
 		if (ranks_log_ok(a))
 			log_warnx("%s: datagram from pid %ld: job: %s", __func__,
 			    (long)pid, why);
 		goto out;
-	}
-	if (ev->pid != pid) {
+	case RANKS_FOREIGN:
 		a->stats.foreign_datagrams++;
 		if (ranks_log_ok(a))
 			log_warnx("%s: datagram from pid %ld claims pid %d: "
@@ -129,7 +150,7 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 			    ev->job);
 		goto out;
 	}
-	if (ranks_check_slot(j, ev, pid) == -1) {
+	if (ranks_check_slot(&j->seg, ev, pid) == -1) {
 		a->stats.foreign_datagrams++;
 		if (ranks_log_ok(a))
 			log_warnx("%s: pid %ld does not hold slot %u of job %s "

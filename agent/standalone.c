@@ -97,10 +97,11 @@ standalone_bool(json_t *root, const char *key, int def)
 }
 
 /*
- * Parses the file into jc (one window or none) and the framework options into
- * *fwopts (caller frees).  Returns 0, or -1 after logging the line and reason.
+ * Parses the file into w (one window if *has_window) with its options in po and
+ * the framework options in *fwopts (caller frees).  Returns 0, or -1 after
+ * logging the line and reason.
  */
-static int
+int
 standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
     Dynprof__V1__ProfilerOptions *po, int *has_window, char **fwopts)
 {
