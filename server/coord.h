@@ -295,9 +295,27 @@ int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
 int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
 uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
 
+/* What a POST windows body asks for, before the job's steps resolve it. */
+struct window_request {
+	int64_t		 start, stop, in, steps, roundup;
+	int		 has_start, has_stop, has_in, has_steps, has_round;
+};
+
+/* A refused admin request: the status, the field at fault and the message. */
+struct http_refusal {
+	int		 code;
+	const char	*field;		/* NULL, a key of the body or fieldbuf */
+	char		 fieldbuf[128];
+	char		 msg[512];
+};
+
 /* http.c */
 int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
+int	 http_window_parse(const void *, const struct options *,
+	    struct window_request *, struct window **, struct http_refusal *);
+int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,
+	    struct http_refusal *);
 
 /* metrics.c */
 void	 metrics_observe_latency(struct metrics *, double);

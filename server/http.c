@@ -163,29 +163,52 @@ http_body(struct coord *c, struct evhttp_request *req)
 	return (obj);
 }
 
+static int	 http_refuse(struct http_refusal *, int, const char *,
+		    const char *, ...) __attribute__((format(printf, 4, 5)));
+
+/* Fills ref with the answer to a refused request.  Returns -1. */
+static int
+http_refuse(struct http_refusal *ref, int code, const char *field,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ref->msg, sizeof(ref->msg), fmt, ap);
+	va_end(ap);
+	ref->code = code;
+	ref->field = field;
+	return (-1);
+}
+
+/* Answers the request with what ref says. */
+static void
+http_refused(struct coord *c, struct evhttp_request *req,
+    const struct http_refusal *ref)
+{
+	http_error(c, req, ref->code, ref->field, "%s", ref->msg);
+}
+
 /*
  * Reads an optional integer field within [min, max].  Returns 0 if absent,
- * 1 if read, -1 after answering the request with a 400.
+ * 1 if read, -1 with ref filled (400).
  */
 static int
-http_int_field(struct coord *c, struct evhttp_request *req, json_t *obj,
-    const char *key, long long min, long long max, int64_t *out)
+http_int_field(json_t *obj, const char *key, long long min, long long max,
+    int64_t *out, struct http_refusal *ref)
 {
 	json_t		*v = json_object_get(obj, key);
 	json_int_t	 iv;
 
 	if (v == NULL)
 		return (0);
-	if (!json_is_integer(v)) {
-		http_error(c, req, 400, key, "%s must be an integer", key);
-		return (-1);
-	}
+	if (!json_is_integer(v))
+		return (http_refuse(ref, 400, key, "%s must be an integer",
+		    key));
 	iv = json_integer_value(v);
-	if (iv < min || iv > max) {
-		http_error(c, req, 400, key, "%s must be between %lld and %lld",
-		    key, min, max);
-		return (-1);
-	}
+	if (iv < min || iv > max)
+		return (http_refuse(ref, 400, key, "%s must be between %lld "
+		    "and %lld", key, min, max));
 	*out = iv;
 	return (1);
 }
@@ -467,86 +490,74 @@ static const char *http_window_keys[] = {
 	"options", "output_subdir", NULL
 };
 
-static void
-http_post_window(struct coord *c, struct evhttp_request *req,
-    const char *name)
+/*
+ * Checks a POST windows body and reads it: the steps it asks for into r, the
+ * ranks, output directory and options (over defaults, NULL for none) into a new
+ * *wp (caller frees).  Needs no coordinator, so that it can be fuzzed alone.
+ * Returns 0, or -1 with ref saying what to answer (*wp NULL).
+ */
+int
+http_window_parse(const void *jv, const struct options *defaults,
+    struct window_request *r, struct window **wp, struct http_refusal *ref)
 {
-	json_t		*body, *v, *reply;
-	struct job	*job;
-	struct window	*w = NULL, *other;
+	json_t		*body = (json_t *)jv, *v;
+	struct window	*w = NULL;
 	const char	*key, *why, *field;
-	char		 fieldbuf[128];
-	int64_t		 start = 0, stop = 0, in = 0, steps = 0, roundup = 0;
-	int64_t		 max;
-	int		 has_start, has_stop, has_in, has_steps, has_round, i;
+	int		 i;
 
-	if ((body = http_body(c, req)) == NULL)
-		return;
+	*wp = NULL;
+	memset(r, 0, sizeof(*r));
 	json_object_foreach(body, key, v) {
 		for (i = 0; http_window_keys[i] != NULL; i++)
 			if (strcmp(key, http_window_keys[i]) == 0)
 				break;
-		if (http_window_keys[i] == NULL) {
-			http_error(c, req, 400, key, "unknown field %s (profiler "
-			    "options go in \"options\")", key);
-			goto out;
-		}
+		if (http_window_keys[i] == NULL)
+			return (http_refuse(ref, 400, key, "unknown field %s "
+			    "(profiler options go in \"options\")", key));
 	}
-	if ((has_start = http_int_field(c, req, body, "start_step", 0,
-	    HTTP_STEP_MAX, &start)) == -1 ||
-	    (has_stop = http_int_field(c, req, body, "stop_step", 0,
-	    HTTP_STEP_MAX, &stop)) == -1 ||
-	    (has_in = http_int_field(c, req, body, "in_steps", 0,
-	    HTTP_COUNT_MAX, &in)) == -1 ||
-	    (has_steps = http_int_field(c, req, body, "steps", 1,
-	    HTTP_COUNT_MAX, &steps)) == -1 ||
-	    (has_round = http_int_field(c, req, body, "roundup", 1,
-	    HTTP_COUNT_MAX, &roundup)) == -1)
-		goto out;
-	if (has_start && has_in) {
-		http_error(c, req, 400, "in_steps", "give start_step or "
-		    "in_steps, not both");
-		goto out;
-	}
-	if (!has_start && !has_in) {
-		http_error(c, req, 400, "start_step", "start_step or in_steps "
-		    "is required");
-		goto out;
-	}
-	if (has_stop && has_steps) {
-		http_error(c, req, 400, "steps", "give stop_step or steps, "
-		    "not both");
-		goto out;
-	}
-	if (!has_stop && !has_steps) {
-		http_error(c, req, 400, "stop_step", "stop_step or steps is "
-		    "required");
-		goto out;
-	}
-	if (has_in && in == 0 && !has_round) {
-		http_error(c, req, 400, "in_steps", "in_steps must be at least "
-		    "1 unless roundup is given");
-		goto out;
-	}
-	if ((w = window_new()) == NULL) {
-		http_error(c, req, 500, NULL, "out of memory");
-		goto out;
-	}
+	if ((r->has_start = http_int_field(body, "start_step", 0,
+	    HTTP_STEP_MAX, &r->start, ref)) == -1 ||
+	    (r->has_stop = http_int_field(body, "stop_step", 0,
+	    HTTP_STEP_MAX, &r->stop, ref)) == -1 ||
+	    (r->has_in = http_int_field(body, "in_steps", 0,
+	    HTTP_COUNT_MAX, &r->in, ref)) == -1 ||
+	    (r->has_steps = http_int_field(body, "steps", 1,
+	    HTTP_COUNT_MAX, &r->steps, ref)) == -1 ||
+	    (r->has_round = http_int_field(body, "roundup", 1,
+	    HTTP_COUNT_MAX, &r->roundup, ref)) == -1)
+		return (-1);
+	if (r->has_start && r->has_in)
+		return (http_refuse(ref, 400, "in_steps", "give start_step or "
+		    "in_steps, not both"));
+	if (!r->has_start && !r->has_in)
+		return (http_refuse(ref, 400, "start_step", "start_step or "
+		    "in_steps is required"));
+	if (r->has_stop && r->has_steps)
+		return (http_refuse(ref, 400, "steps", "give stop_step or "
+		    "steps, not both"));
+	if (!r->has_stop && !r->has_steps)
+		return (http_refuse(ref, 400, "stop_step", "stop_step or steps "
+		    "is required"));
+	if (r->has_in && r->in == 0 && !r->has_round)
+		return (http_refuse(ref, 400, "in_steps", "in_steps must be at "
+		    "least 1 unless roundup is given"));
+	if ((w = window_new()) == NULL)
+		return (http_refuse(ref, 500, NULL, "out of memory"));
 	if ((v = json_object_get(body, "ranks")) != NULL) {
 		if (!json_is_string(v)) {
-			http_error(c, req, 400, "ranks", "ranks must be a "
+			http_refuse(ref, 400, "ranks", "ranks must be a "
 			    "string such as \"0-7,16\"");
-			goto out;
+			goto fail;
 		}
 		if (strlen(json_string_value(v)) >= SEG_RANKS_MAX) {
-			http_error(c, req, 400, "ranks", "ranks longer than "
+			http_refuse(ref, 400, "ranks", "ranks longer than "
 			    "%d bytes", SEG_RANKS_MAX - 1);
-			goto out;
+			goto fail;
 		}
 		if (ranks_parse(json_string_value(v), &w->rankset, &why) ==
 		    -1) {
-			http_error(c, req, 400, "ranks", "%s", why);
-			goto out;
+			http_refuse(ref, 400, "ranks", "%s", why);
+			goto fail;
 		}
 		if (strcmp(json_string_value(v), "all") != 0)
 			snprintf(w->ranks, sizeof(w->ranks), "%s",
@@ -554,38 +565,65 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 	}
 	if ((v = json_object_get(body, "output_subdir")) != NULL) {
 		if (!json_is_string(v)) {
-			http_error(c, req, 400, "output_subdir",
+			http_refuse(ref, 400, "output_subdir",
 			    "output_subdir must be a string");
-			goto out;
+			goto fail;
 		}
 		if (!subdir_valid(json_string_value(v), &why)) {
-			http_error(c, req, 400, "output_subdir", "%s", why);
-			goto out;
+			http_refuse(ref, 400, "output_subdir", "%s", why);
+			goto fail;
 		}
 		snprintf(w->output_subdir, sizeof(w->output_subdir), "%s",
 		    json_string_value(v));
 	}
-	/* The job is created only once the window is accepted. */
-	job = schedule_job_find(c, name);
 	options_clear(&w->options);
-	if (job != NULL && options_copy(&w->options, &job->defaults) == -1) {
-		http_error(c, req, 500, NULL, "out of memory");
-		goto out;
+	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
+		http_refuse(ref, 500, NULL, "out of memory");
+		goto fail;
 	}
 	if ((v = json_object_get(body, "options")) != NULL &&
 	    options_parse(v, &w->options, &field, &why) == -1) {
 		if (field != NULL && strcmp(field, "options") != 0) {
-			snprintf(fieldbuf, sizeof(fieldbuf), "options.%s",
-			    field);
-			field = fieldbuf;
+			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf),
+			    "options.%s", field);
+			field = ref->fieldbuf;
 		} else
 			field = "options";
-		http_error(c, req, 400, field, "%s: %s", field, why);
+		http_refuse(ref, 400, field, "%s: %s", field, why);
+		goto fail;
+	}
+	*wp = w;
+	return (0);
+fail:
+	window_free(w);
+	return (-1);
+}
+
+static void
+http_post_window(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	json_t			*body, *reply;
+	struct job		*job;
+	struct window		*w = NULL, *other;
+	struct window_request	 r;
+	struct http_refusal	 ref;
+	int64_t			 start, stop, max;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	/* The job is created only once the window is accepted. */
+	job = schedule_job_find(c, name);
+	if (http_window_parse(body, job != NULL ? &job->defaults : NULL, &r,
+	    &w, &ref) == -1) {
+		http_refused(c, req, &ref);
 		goto out;
 	}
+	start = r.start;
+	stop = r.stop;
 
 	/* Resolve to absolute steps. */
-	if (has_in) {
+	if (r.has_in) {
 		max = job != NULL ? schedule_job_max_step(c, job) : -1;
 		if (max < 0) {
 			http_error(c, req, 409, "in_steps", "no rank of job %s "
@@ -593,16 +631,16 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 			    "is lost): give start_step", name);
 			goto out;
 		}
-		start = max + in;
-		if (has_round) {
+		start = max + r.in;
+		if (r.has_round) {
 			if (start <= max)
 				start = max + 1;
-			start = (start + roundup - 1) / roundup * roundup;
+			start = (start + r.roundup - 1) / r.roundup * r.roundup;
 		}
-	} else if (has_round)
-		start = (start + roundup - 1) / roundup * roundup;
-	if (has_steps)
-		stop = start + steps - 1;
+	} else if (r.has_round)
+		start = (start + r.roundup - 1) / r.roundup * r.roundup;
+	if (r.has_steps)
+		stop = start + r.steps - 1;
 	if (start > stop) {
 		http_error(c, req, 400, "stop_step", "start_step %" PRId64
 		    " is after stop_step %" PRId64, start, stop);
@@ -716,47 +754,68 @@ http_delete_window(struct coord *c, struct evhttp_request *req,
 	http_reply(c, req, 200, reply);
 }
 
+/*
+ * Checks a PUT config body and reads it: its window's steps into *start and
+ * *stop (-1: none) and its options over *defaults.  Needs no coordinator, so
+ * that it can be fuzzed alone.  Returns 0, or -1 with ref saying what to answer.
+ */
+int
+http_config_parse(const void *jv, int64_t *start, int64_t *stop,
+    struct options *defaults, struct http_refusal *ref)
+{
+	json_t		*body = (json_t *)jv, *opts;
+	const char	*field, *why;
+
+	*start = *stop = -1;
+	if (http_int_field(body, "start_step", -1, HTTP_STEP_MAX, start,
+	    ref) == -1 || http_int_field(body, "stop_step", -1, HTTP_STEP_MAX,
+	    stop, ref) == -1)
+		return (-1);
+	if (*start == 0)
+		return (http_refuse(ref, 400, "start_step", "start_step must be "
+		    "-1 (no window) or above 0"));
+	if (*start > 0 && *stop < *start)
+		return (http_refuse(ref, 400, "stop_step", "stop_step %" PRId64
+		    " is before start_step %" PRId64, *stop, *start));
+	opts = json_deep_copy(body);
+	json_object_del(opts, "start_step");
+	json_object_del(opts, "stop_step");
+	if (options_parse(opts, defaults, &field, &why) == -1) {
+		/* field may point into opts: keep a copy. */
+		if (field != NULL) {
+			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
+			    field);
+			field = ref->fieldbuf;
+		}
+		http_refuse(ref, 400, field, "%s: %s", field ? field :
+		    "options", why);
+		json_decref(opts);
+		return (-1);
+	}
+	json_decref(opts);
+	return (0);
+}
+
 static void
 http_put_config(struct coord *c, struct evhttp_request *req,
     const char *name)
 {
-	json_t		*body, *opts, *reply;
-	struct job	*job;
-	struct window	*w = NULL, *it, *same = NULL, *other;
-	struct options	 defaults;
-	const char	*field, *why;
-	char		*text = NULL, *oldtext;
-	int64_t		 start = -1, stop = -1;
-	uint64_t	 gen;
+	json_t			*body, *reply;
+	struct job		*job;
+	struct window		*w = NULL, *it, *same = NULL, *other;
+	struct options		 defaults;
+	struct http_refusal	 ref;
+	char			*text = NULL, *oldtext;
+	int64_t			 start, stop;
+	uint64_t		 gen;
 
 	options_init(&defaults);
 	if ((body = http_body(c, req)) == NULL)
 		return;
-	if (http_int_field(c, req, body, "start_step", -1, HTTP_STEP_MAX,
-	    &start) == -1 || http_int_field(c, req, body, "stop_step", -1,
-	    HTTP_STEP_MAX, &stop) == -1)
-		goto out;
-	if (start == 0) {
-		http_error(c, req, 400, "start_step", "start_step must be -1 "
-		    "(no window) or above 0");
+	if (http_config_parse(body, &start, &stop, &defaults, &ref) == -1) {
+		http_refused(c, req, &ref);
 		goto out;
 	}
-	if (start > 0 && stop < start) {
-		http_error(c, req, 400, "stop_step", "stop_step %" PRId64
-		    " is before start_step %" PRId64, stop, start);
-		goto out;
-	}
-	opts = json_deep_copy(body);
-	json_object_del(opts, "start_step");
-	json_object_del(opts, "stop_step");
-	if (options_parse(opts, &defaults, &field, &why) == -1) {
-		/* field may point into opts. */
-		http_error(c, req, 400, field, "%s: %s", field ? field :
-		    "options", why);
-		json_decref(opts);
-		goto out;
-	}
-	json_decref(opts);
 	if ((text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER)) ==
 	    NULL || (job = schedule_job_get(c, name)) == NULL) {
 		http_error(c, req, 500, NULL, "out of memory");
