@@ -1,0 +1,83 @@
+# Fuzz targets: every decoder of outside bytes (tests/fuzz/README.md).
+#
+# Each tests/fuzz/fuzz_<target>.c defines LLVMFuzzerTestOneInput().
+#   default          linked with tests/fuzz/driver.c and registered as the CTest
+#                    test fuzz_<target>: its corpus plus 2000 fixed mutations
+#   -DDYNPROF_FUZZ=ON (clang) linked with libFuzzer, ASan and UBSan, and the code
+#                    under test compiled into the target with coverage
+#                    instrumentation; no tests are registered
+#
+# The daemons' code is compiled into the targets from their sources, their
+# main() renamed, so that the targets reach the functions their libraries
+# (or, for the coordinator, its executable) hold.
+option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
+
+set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
+set(FUZZ_COMMON_SRC frame.c log.c segment.c jobid.c)
+list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
+set(FUZZ_AGENT_SRC agent.c)
+set(FUZZ_COORD_SRC coord.c agents.c schedule.c store.c http.c metrics.c)
+if(DYNPROF_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "DYNPROF_FUZZ needs clang: CC=clang cmake ...")
+  endif()
+  if(DYNPROF_SANITIZE)
+    message(FATAL_ERROR "DYNPROF_FUZZ brings its own sanitizers: "
+      "leave DYNPROF_SANITIZE off")
+  endif()
+  # Coverage for the code under test: build it here, instrumented.
+  list(APPEND FUZZ_AGENT_SRC apply.c queue.c upstream.c ranks.c segments.c
+    standalone.c)
+  set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
+    -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+else()
+  set(FUZZ_COMMON_SRC "")
+  set(FUZZ_CFLAGS "")
+endif()
+list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
+list(TRANSFORM FUZZ_COORD_SRC PREPEND ${PROJECT_SOURCE_DIR}/server/)
+
+# main() of each daemon renamed; such a function has no prototype.
+set_source_files_properties(${PROJECT_SOURCE_DIR}/agent/agent.c
+  PROPERTIES COMPILE_DEFINITIONS main=dynprof_agent_main
+  COMPILE_OPTIONS -Wno-missing-prototypes)
+set_source_files_properties(${PROJECT_SOURCE_DIR}/server/coord.c
+  PROPERTIES COMPILE_DEFINITIONS main=dynprof_coordinator_main
+  COMPILE_OPTIONS -Wno-missing-prototypes)
+
+add_library(fuzz_agent_objs OBJECT ${FUZZ_AGENT_SRC} ${FUZZ_COMMON_SRC})
+target_link_libraries(fuzz_agent_objs PUBLIC dpagent)
+add_library(fuzz_coord_objs OBJECT ${FUZZ_COORD_SRC} ${FUZZ_COMMON_SRC})
+target_include_directories(fuzz_coord_objs PUBLIC ${PROJECT_SOURCE_DIR}/server)
+target_link_libraries(fuzz_coord_objs PUBLIC dpdaemon PkgConfig::JANSSON
+  PkgConfig::SQLITE3)
+add_library(fuzz_lib_objs OBJECT ${PROJECT_SOURCE_DIR}/lib/window.c
+  ${FUZZ_COMMON_SRC})
+target_include_directories(fuzz_lib_objs PUBLIC ${PROJECT_SOURCE_DIR}/lib
+  ${PROJECT_SOURCE_DIR}/lib/include)
+target_link_libraries(fuzz_lib_objs PUBLIC dpdaemon)
+foreach(objs fuzz_agent_objs fuzz_coord_objs fuzz_lib_objs)
+  target_compile_options(${objs} PRIVATE ${FUZZ_CFLAGS})
+endforeach()
+
+# dynprof_fuzz(TARGET OBJS): builds fuzz_TARGET from fuzz/fuzz_TARGET.c.
+function(dynprof_fuzz target objs)
+  set(name fuzz_${target})
+  if(DYNPROF_FUZZ)
+    add_executable(${name} ${FUZZ_DIR}/${name}.c)
+    target_compile_options(${name} PRIVATE
+      -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  else()
+    add_executable(${name} ${FUZZ_DIR}/${name}.c ${FUZZ_DIR}/driver.c)
+    add_test(NAME ${name} COMMAND ${name} ${FUZZ_DIR}/corpus/${target} 2000)
+    set_tests_properties(${name} PROPERTIES TIMEOUT 60 LABELS fuzz)
+  endif()
+  target_link_libraries(${name} PRIVATE ${objs})
+endfunction()
+
+dynprof_fuzz(frames fuzz_agent_objs)
+dynprof_fuzz(ranks fuzz_agent_objs)
+dynprof_fuzz(segment fuzz_lib_objs)
+dynprof_fuzz(admin fuzz_coord_objs)
+dynprof_fuzz(standalone fuzz_agent_objs)

@@ -1,0 +1,83 @@
+/*
+ * Fuzz target: a segment file's bytes, as every process that maps one checks
+ * them (common/segment.c).  segment_validate() must refuse anything whose sizes
+ * and offsets do not fit the bytes; what it accepts is then read without a
+ * mapping, through a struct segment pointing into an aligned copy, the way the
+ * agent, the library and dynprofctl read a mapped one: the config under its
+ * seqlock, made safe and judged window by window as the library does
+ * (lib/window.c), and every slot.
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobid.h"
+#include "libdynprof.h"
+#include "segment.h"
+
+int	 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+static struct seg_config	 fuzz_config;
+static struct seg_slot		 fuzz_slot;
+
+static void
+fuzz_read(const uint8_t *data, size_t size)
+{
+	struct segment	 seg;
+	uint8_t		*copy;
+	const char	*why;
+	uint32_t	 i;
+
+	/* mmap gives page alignment; 64 is what the layout asks for. */
+	if ((copy = aligned_alloc(64, (size + 63) / 64 * 64)) == NULL)
+		return;
+	memcpy(copy, data, size);
+	memset(&seg, 0, sizeof(seg));
+	seg.hdr = (struct seg_header *)copy;
+	seg.size = size;
+	seg.config = (struct seg_config *)(copy + seg.hdr->config_offset);
+	seg.slots = (struct seg_slot *)(copy + seg.hdr->slots_offset);
+	/*
+	 * An odd sequence number is a writer mid-update: readers spin through
+	 * their bounded retries and give up (SEG_ETORN).  Make them even, or
+	 * every input would spin; the torn path is the stress test's.
+	 */
+	atomic_fetch_and(&seg.hdr->seq, ~1U);
+	if (segment_read_config(&seg, &fuzz_config, NULL) == SEG_OK) {
+		if (fuzz_config.nwindows > SEG_MAX_WINDOWS)
+			abort();
+		window_config_sanitize(&fuzz_config);
+		for (i = 0; i < fuzz_config.nwindows; i++) {
+			if (window_check(&fuzz_config.windows[i], &why))
+				(void)window_targets(&fuzz_config.windows[i],
+				    (int32_t)i);
+			(void)window_is_cancelled(&fuzz_config,
+			    fuzz_config.windows[i].id);
+		}
+	}
+	for (i = 0; i < seg.hdr->nslots; i++) {
+		atomic_fetch_and(&seg.slots[i].seq, ~1U);
+		if (segment_slot_read(&seg, (int)i, &fuzz_slot) == SEG_OK &&
+		    (strlen(fuzz_slot.output_dir) >= SEG_PATH_MAX ||
+		    strlen(fuzz_slot.error) >= SEG_ERROR_MAX))
+			abort();
+	}
+	if (segment_slot_read(&seg, (int)seg.hdr->nslots, &fuzz_slot) !=
+	    SEG_ESIZE || segment_slot_read(&seg, -1, &fuzz_slot) != SEG_ESIZE)
+		abort();
+	free(copy);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int	 rc;
+
+	rc = segment_validate(data, size);
+	if (segment_strerror(rc) == NULL)
+		abort();
+	if (rc == SEG_OK)
+		fuzz_read(data, size);
+	return (0);
+}
