@@ -64,11 +64,10 @@ ranks_kind_name(int kind)
 }
 
 /*
- * Checks that pid holds the slot the event names, for the rank the slot holds.
- * The library writes its detached event into its slot, sends it and frees the
- * slot at once, so the datagram may be read after the free: a detached event
- * for a freed (GONE) slot whose last event is that very one (same rank_seq:
- * the slot keeps its last window's event kind) is good too.  Returns 0 or -1.
+ * Checks that pid holds the slot the event names, for the rank the slot holds,
+ * or held it last: an event of a freed (GONE) slot from the pid that freed it,
+ * and not newer than the last event it wrote there, is good too.  Returns 0
+ * or -1.
  */
 int
 ranks_check_slot(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
@@ -85,8 +84,13 @@ ranks_check_slot(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
 	holder = atomic_load_explicit(&s.pid, memory_order_relaxed);
 	if (holder == pid)
 		return (0);
-	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED && holder == 0 &&
-	    s.state == SEG_RANK_GONE && s.rank_seq == ev->rank_seq)
+	/*
+	 * A rank that closes sends its last events (stopped, detached) and frees
+	 * its slot at once: they are read here after the slot is free.  The slot
+	 * keeps the pid that freed it and how many events it had sent.
+	 */
+	if (holder == 0 && s.state == SEG_RANK_GONE && s.last_pid == pid &&
+	    ev->rank_seq <= s.rank_seq)
 		return (0);
 	return (-1);
 }

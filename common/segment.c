@@ -521,6 +521,7 @@ segment_slot_release(struct segment *seg, int idx, pid_t pid)
 		return;
 	segment_slot_update_begin(slot);
 	slot->state = SEG_RANK_GONE;
+	slot->last_pid = (int32_t)pid;
 	segment_slot_update_end(slot);
 	atomic_compare_exchange_strong(&slot->pid, &expected, 0);
 }

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		1	/* bump when the layout changes */
+#define SEG_VERSION		2	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -114,7 +114,9 @@ struct seg_slot {
 	uint32_t	 rank_seq;		/* events sent so far */
 	char		 output_dir[SEG_PATH_MAX];
 	char		 error[SEG_ERROR_MAX];
-	char		 pad[168];		/* to a multiple of 64 bytes */
+	int32_t		 last_pid;		/* who held the slot when freed */
+	uint32_t	 pad0;
+	char		 pad[160];		/* to a multiple of 64 bytes */
 };
 
 struct seg_header {

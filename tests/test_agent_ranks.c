@@ -375,6 +375,56 @@ test_standalone_drives_rank(void **state)
 	assert_int_equal(rank_log_line(t, "stop ", line, sizeof(line)), 0);
 }
 
+/*
+ * A rank ends inside a window while the agent runs: the library sends stopped
+ * (reason closed), then detached, then frees its slot at once, so the agent
+ * often reads both datagrams after the slot is free.  Both must still be
+ * forwarded: the slot remembers which pid last held it.  Several ranks, to
+ * make the race likely.
+ */
+static void
+test_close_inside_window_reports_stop(void **state)
+{
+	struct t		*t = *state;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	char			 line[2048];
+	int64_t			 start;
+	pid_t			 pid;
+	int			 round;
+
+	start_connected(t);
+	for (round = 0; round < 3; round++) {
+		pid = start_rank(t, "jc", "0", "5", 0);
+		if (round == 0) {
+			m = fc_expect(&t->fc,
+			    DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE, T_WAIT);
+			assert_non_null(m);
+			dynprof__v1__agent_message__free_unpacked(m, NULL);
+		}
+		ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, &m);
+		assert_int_equal(ae->event->pid, pid);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+		start = rank_step(t, "jc", pid, 1) + 20;
+		assert_int_equal(fc_push(&t->fc, "jc", (uint64_t)round + 1,
+		    (uint32_t)round + 1, start, start + 100000), 0);
+		ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, &m);
+		assert_int_equal(ae->event->window_id, round + 1);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+		assert_int_equal(ap_kill_child(&t->ap, pid, SIGTERM, T_WAIT), 0);
+		assert_int_equal(rank_log_line(t, "stop ", line, sizeof(line)),
+		    0);
+		ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_STOPPED, &m);
+		assert_int_equal(ae->event->pid, pid);
+		assert_int_equal(ae->event->window_id, round + 1);
+		assert_int_equal(ae->event->reason, 3);		/* closed */
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+		ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_DETACHED, &m);
+		assert_int_equal(ae->event->pid, pid);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+}
+
 int
 main(void)
 {
@@ -388,6 +438,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_standalone_drives_rank,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_close_inside_window_reports_stop, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

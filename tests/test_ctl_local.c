@@ -235,8 +235,8 @@ test_local_text(void **state)
 	assert_string_equal(fx->err, "");
 	snprintf(want, sizeof(want), "segment %s/dynprof.job-1\n", fx->dir);
 	expect_in(fx->out, want);
-	snprintf(want, sizeof(want), "job job-1, layout version 1, generation "
-	    "7, agent pid %d (alive), created ", (int)getpid());
+	snprintf(want, sizeof(want), "job job-1, layout version %d, generation "
+	    "7, agent pid %d (alive), created ", SEG_VERSION, (int)getpid());
 	expect_in(fx->out, want);
 	expect_in(fx->out, ", 2 of 256 slots used\n");
 	expect_in(fx->out,
@@ -264,7 +264,9 @@ test_local_text(void **state)
 
 		snprintf(envdir, sizeof(envdir), "DYNPROF_SHM_DIR=%s", fx->dir);
 		assert_int_equal(run_ctl(fx, env, "local", "job-1", NULL), 0);
-		expect_in(fx->out, "job job-1, layout version 1, generation 7");
+		snprintf(want, sizeof(want), "job job-1, layout version %d, "
+		    "generation 7", SEG_VERSION);
+		expect_in(fx->out, want);
 	}
 }
 

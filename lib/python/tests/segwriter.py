@@ -12,7 +12,7 @@ import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 1
+SEG_VERSION = 2
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -78,7 +78,9 @@ class SegSlot(ctypes.Structure):
         ("rank_seq", ctypes.c_uint32),
         ("output_dir", ctypes.c_char * SEG_PATH_MAX),
         ("error", ctypes.c_char * SEG_ERROR_MAX),
-        ("pad", ctypes.c_char * 168),
+        ("last_pid", ctypes.c_int32),
+        ("pad0", ctypes.c_uint32),
+        ("pad", ctypes.c_char * 160),
     ]
 
 
