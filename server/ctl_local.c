@@ -357,7 +357,8 @@ ctl_cmd_local(struct ctl *ctl, int argc, char **argv)
 	    *dir == '\0')
 		dir = NULL;
 
-	rc = segment_open(&seg, dir, job, 0, 0);
+	/* Read-only: an operator who may read a segment but not write it. */
+	rc = segment_open(&seg, dir, job, SEG_RDONLY, 0);
 	if (rc == SEG_ENOENT) {
 		ctl_errx(ctl, "local: no segment for job %s in %s (no rank of "
 		    "the job is attached on this node)", job,

@@ -33,6 +33,7 @@ struct fixture {
 	pid_t	 dead_pid;
 	char	*out;
 	char	*err;
+	int	 as_nobody;	/* run dynprofctl as uid/gid 65534 */
 };
 
 static char *
@@ -64,6 +65,12 @@ run_ctl(struct fixture *fx, char **env, ...)
 	int				 argc = 0, status;
 	pid_t				 pid;
 
+	if (fx->as_nobody) {
+		argv[argc++] = "/usr/bin/setpriv";
+		argv[argc++] = "--reuid=65534";
+		argv[argc++] = "--regid=65534";
+		argv[argc++] = "--clear-groups";
+	}
 	argv[argc++] = fx->ctl;
 	va_start(ap, env);
 	while ((argv[argc] = va_arg(ap, char *)) != NULL && argc < 15)
@@ -77,7 +84,7 @@ run_ctl(struct fixture *fx, char **env, ...)
 	    O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	posix_spawn_file_actions_addopen(&fa, 2, errp,
 	    O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(posix_spawn(&pid, fx->ctl, &fa, NULL, argv,
+	assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv,
 	    env != NULL ? env : environ), 0);
 	posix_spawn_file_actions_destroy(&fa);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -395,6 +402,37 @@ test_local_refused(void **state)
 	expect_in(fx->err, "--shm-dir needs a value");
 }
 
+/*
+ * An operator who may read the segment but not write it (group-shared 0640
+ * segments, or 0644 here) can still look at it: local maps it read-only.
+ */
+static void
+test_local_read_only(void **state)
+{
+	struct fixture	*fx = *state;
+	char		 path[256];
+
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+		print_message("skipped: needs root and setpriv to run as "
+		    "another user\n");
+		skip();
+	}
+	snprintf(path, sizeof(path), "%s/dynprof.job-1", fx->dir);
+	assert_int_equal(chmod(fx->dir, 0755), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	fx->as_nobody = 1;
+	assert_int_equal(run_ctl(fx, NULL, "local", "job-1", "--shm-dir",
+	    fx->dir, NULL), 0);
+	expect_in(fx->out, "job job-1, layout version");
+	expect_in(fx->out, "/out/run1/rank0_start160_stop164");
+
+	/* Not readable at all: a clear error, not a crash. */
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(run_ctl(fx, NULL, "local", "job-1", "--shm-dir",
+	    fx->dir, NULL), 1);
+	expect_in(fx->err, "dynprofctl: ");
+}
+
 int
 main(void)
 {
@@ -402,6 +440,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_local_text, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_local_json, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_local_read_only, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_local_refused, setup,
 		    teardown),
