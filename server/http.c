@@ -27,6 +27,8 @@
 #define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
 
+static void	 http_vformat(char *, size_t, const char *, va_list)
+		    __attribute__((format(printf, 3, 0)));
 static void	 http_error(struct coord *, struct evhttp_request *, int,
 		    const char *, const char *, ...)
 		    __attribute__((format(printf, 5, 6)));
@@ -79,6 +81,33 @@ http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
 	evbuffer_free(buf);
 }
 
+/*
+ * Formats a message into buf.  One cut short must not end inside a UTF-8
+ * character (a key of the body may be quoted in it): jansson refuses such a
+ * string, and the answer would carry no "error".
+ */
+static void
+http_vformat(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	size_t		 n, i, need;
+	unsigned char	 ch;
+
+	if (vsnprintf(buf, len, fmt, ap) < (int)len)
+		return;
+	n = strlen(buf);
+	for (i = n; i > 0 && n - i < 4; i--) {
+		ch = (unsigned char)buf[i - 1];
+		if ((ch & 0xc0) == 0x80)
+			continue;		/* a continuation byte */
+		if (ch >= 0xc0) {
+			need = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : 2;
+			if (n - (i - 1) < need)
+				buf[i - 1] = '\0';
+		}
+		return;
+	}
+}
+
 static void
 http_error(struct coord *c, struct evhttp_request *req, int code,
     const char *field, const char *fmt, ...)
@@ -88,7 +117,7 @@ http_error(struct coord *c, struct evhttp_request *req, int code,
 	va_list	 ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	http_vformat(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	body = json_object();
 	json_object_set_new(body, "error", json_string(msg));
@@ -174,7 +203,7 @@ http_refuse(struct http_refusal *ref, int code, const char *field,
 	va_list	 ap;
 
 	va_start(ap, fmt);
-	vsnprintf(ref->msg, sizeof(ref->msg), fmt, ap);
+	http_vformat(ref->msg, sizeof(ref->msg), fmt, ap);
 	va_end(ap);
 	ref->code = code;
 	ref->field = field;
