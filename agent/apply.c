@@ -8,6 +8,7 @@
 
 #include "agent.h"
 #include "jobid.h"
+#include "log.h"
 
 static void
 apply_default_options(struct seg_options *o)
@@ -66,19 +67,71 @@ apply_options(const Dynprof__V1__ProfilerOptions *po, struct seg_options *o,
 }
 
 /*
+ * Checks one window of a pushed config and fills sw from it.  Returns 0, or -1
+ * with *why set.
+ */
+static int
+apply_window(const Dynprof__V1__Window *w, struct seg_window *sw,
+    const char **why)
+{
+	struct rank_set	 rs;
+
+	memset(sw, 0, sizeof(*sw));
+	if (w->id == 0) {
+		*why = "window id 0";
+		return (-1);
+	}
+	if (w->start_step < 0 || w->stop_step < w->start_step) {
+		*why = "window steps out of order or negative";
+		return (-1);
+	}
+	if (w->ranks != NULL && w->ranks[0] != '\0') {
+		if (strlen(w->ranks) >= sizeof(sw->ranks)) {
+			*why = "rank list too long";
+			return (-1);
+		}
+		if (ranks_parse(w->ranks, &rs, why) == -1)
+			return (-1);
+		strcpy(sw->ranks, w->ranks);
+	}
+	if (apply_options(w->options, &sw->options, why) == -1)
+		return (-1);
+	sw->id = w->id;
+	sw->start_step = w->start_step;
+	sw->stop_step = w->stop_step;
+	if (w->state == DYNPROF__V1__WINDOW_STATE__WINDOW_CANCELLED)
+		sw->flags |= SEG_WINDOW_CANCELLED;
+	return (0);
+}
+
+/* Logs a window dropped from job's config and keeps the reason in *why. */
+static void
+apply_drop(const Dynprof__V1__JobConfig *jc, uint32_t id, const char *reason,
+    const char **why)
+{
+	log_warnx("%s: job %s generation %llu: window %u dropped: %s",
+	    __func__, jc->job, (unsigned long long)jc->generation, id, reason);
+	*why = reason;
+}
+
+/*
  * Fills out (generation, windows ordered by start step) from jc after checking
- * every field a rank will trust: the job id, the number of windows, steps, rank
- * lists, subdirectories, option ranges, and that scheduled windows do not
- * overlap.  Returns 0, or -1 with *why set and out unspecified.
+ * every field a rank will trust.  The job id, the generation and the number of
+ * windows concern the whole config: one wrong refuses it (returns -1 with *why
+ * set, out unspecified).  A wrong window (steps, rank list, subdirectory,
+ * option ranges; an id already taken; a scheduled window overlapping an
+ * earlier one) is dropped with a log line and the others are taken, so that one
+ * bad window never keeps a job's others from its ranks: then 0 is returned
+ * with *why the reason of the last window dropped.  *why is left alone when
+ * every window was taken.
  */
 int
 apply_jobconfig(const Dynprof__V1__JobConfig *jc, struct seg_config *out,
     const char **why)
 {
-	const Dynprof__V1__Window	*w;
-	struct seg_window		*sw, tmp;
-	struct rank_set			 rs;
-	size_t				 i, j;
+	struct seg_window		 tmp;
+	const char			*reason;
+	size_t				 i, j, n;
 
 	if (jc->job == NULL || !jobid_valid(jc->job, why)) {
 		if (jc->job == NULL)
@@ -95,63 +148,51 @@ apply_jobconfig(const Dynprof__V1__JobConfig *jc, struct seg_config *out,
 	}
 	memset(out, 0, offsetof(struct seg_config, windows));
 	out->generation = jc->generation;
-	out->nwindows = (uint32_t)jc->n_windows;
-	for (i = 0; i < jc->n_windows; i++) {
-		w = jc->windows[i];
-		sw = &out->windows[i];
-		memset(sw, 0, sizeof(*sw));
-		if (w->id == 0) {
-			*why = "window id 0";
-			return (-1);
+	for (i = 0, n = 0; i < jc->n_windows; i++) {
+		if (jc->windows[i] == NULL)
+			continue;
+		if (apply_window(jc->windows[i], &out->windows[n], &reason) ==
+		    -1) {
+			apply_drop(jc, jc->windows[i]->id, reason, why);
+			continue;
 		}
-		if (w->start_step < 0 || w->stop_step < w->start_step) {
-			*why = "window steps out of order or negative";
-			return (-1);
+		/* Ids are unique: the first one stays. */
+		for (j = 0; j < n; j++)
+			if (out->windows[j].id == out->windows[n].id)
+				break;
+		if (j < n) {
+			apply_drop(jc, out->windows[n].id,
+			    "two windows with the same id", why);
+			continue;
 		}
-		if (w->ranks != NULL && w->ranks[0] != '\0') {
-			if (strlen(w->ranks) >= sizeof(sw->ranks)) {
-				*why = "rank list too long";
-				return (-1);
-			}
-			if (ranks_parse(w->ranks, &rs, why) == -1)
-				return (-1);
-			strcpy(sw->ranks, w->ranks);
-		}
-		if (apply_options(w->options, &sw->options, why) == -1)
-			return (-1);
-		sw->id = w->id;
-		sw->start_step = w->start_step;
-		sw->stop_step = w->stop_step;
-		if (w->state == DYNPROF__V1__WINDOW_STATE__WINDOW_CANCELLED)
-			sw->flags |= SEG_WINDOW_CANCELLED;
+		n++;
 	}
 
-	/* Order by start step (insertion sort: at most 16), ids unique. */
-	for (i = 1; i < out->nwindows; i++) {
+	/* Order by start step (insertion sort: at most 16, stable). */
+	for (i = 1; i < n; i++) {
 		tmp = out->windows[i];
 		for (j = i; j > 0 &&
 		    out->windows[j - 1].start_step > tmp.start_step; j--)
 			out->windows[j] = out->windows[j - 1];
 		out->windows[j] = tmp;
 	}
-	for (i = 0; i < out->nwindows; i++) {
-		for (j = i + 1; j < out->nwindows; j++) {
-			if (out->windows[i].id == out->windows[j].id) {
-				*why = "two windows with the same id";
-				return (-1);
-			}
-		}
-	}
-	/* Scheduled windows may not overlap; a cancelled one may. */
-	for (i = 0, j = SIZE_MAX; i < out->nwindows; i++) {
+	/* Scheduled windows may not overlap (a cancelled one may): of two
+	 * that do, the later one is dropped. */
+	for (i = 0, j = SIZE_MAX; i < n; i++) {
 		if (out->windows[i].flags & SEG_WINDOW_CANCELLED)
 			continue;
 		if (j != SIZE_MAX &&
 		    out->windows[i].start_step <= out->windows[j].stop_step) {
-			*why = "scheduled windows overlap";
-			return (-1);
+			apply_drop(jc, out->windows[i].id,
+			    "scheduled windows overlap", why);
+			memmove(&out->windows[i], &out->windows[i + 1],
+			    (n - i - 1) * sizeof(out->windows[0]));
+			n--;
+			i--;
+			continue;
 		}
 		j = i;
 	}
+	out->nwindows = (uint32_t)n;
 	return (0);
 }

@@ -110,13 +110,12 @@ test_apply_good(void **state)
 	free(out);
 }
 
+/* What concerns the whole config refuses it. */
 static void
 test_apply_refused(void **state)
 {
 	struct cfg		 c;
 	struct seg_config	*out = malloc(sizeof(*out));
-	char			*big = malloc(SEG_FWOPTS_MAX + 10);
-	char			 longranks[SEG_RANKS_MAX + 10];
 
 	(void)state;
 	make(&c, 1);
@@ -129,45 +128,106 @@ test_apply_refused(void **state)
 	apply(&c, out, "generation 0");
 	make(&c, SEG_MAX_WINDOWS + 1);
 	apply(&c, out, "more than 16");
-	make(&c, 1);
-	c.w[0].id = 0;
-	apply(&c, out, "id 0");
-	make(&c, 1);
-	c.w[0].stop_step = 0;
-	apply(&c, out, "out of order");
-	make(&c, 1);
+	free(out);
+}
+
+/*
+ * Applies c, which holds one bad window (bad) among three: the two others are
+ * taken, the bad one dropped with the reason want.
+ */
+static void
+apply_drops(struct cfg *c, struct seg_config *out, uint32_t bad,
+    const char *want)
+{
+	const char	*why = NULL;
+	uint32_t	 i, n = 0;
+
+	assert_int_equal(apply_jobconfig(&c->jc, out, &why), 0);
+	assert_non_null(why);
+	if (strstr(why, want) == NULL)
+		fail_msg("dropped for \"%s\", not \"%s\"", why, want);
+	for (i = 1; i <= 3; i++) {
+		if (i == bad)
+			continue;
+		assert_true(n < out->nwindows);
+		assert_int_equal(out->windows[n].id, i);
+		n++;
+	}
+	assert_int_equal(out->nwindows, 2);
+}
+
+/*
+ * A bad window is dropped and the others taken: one wrong window must never
+ * keep a job's other windows from its ranks (a start of -9.2e18 once did).
+ */
+static void
+test_apply_drops_bad_windows(void **state)
+{
+	struct cfg		 c;
+	struct seg_config	*out = malloc(sizeof(*out));
+	char			*big = malloc(SEG_FWOPTS_MAX + 10);
+	char			 longranks[SEG_RANKS_MAX + 10];
+	const char		*why = NULL;
+
+	(void)state;
+	/* Every window good: *why untouched. */
+	make(&c, 3);
+	assert_int_equal(apply_jobconfig(&c.jc, out, &why), 0);
+	assert_null(why);
+	assert_int_equal(out->nwindows, 3);
+
+	make(&c, 3);
+	c.w[1].start_step = INT64_MIN + 1;
+	c.w[1].stop_step = INT64_MIN + 20;
+	apply_drops(&c, out, 2, "negative");
+	make(&c, 3);
+	c.w[1].id = 0;
+	apply_drops(&c, out, 2, "id 0");
+	make(&c, 3);
+	c.w[2].stop_step = 0;
+	apply_drops(&c, out, 3, "out of order");
+	make(&c, 3);
 	c.w[0].start_step = -3;
-	apply(&c, out, "negative");
-	make(&c, 2);
-	c.w[1].id = 1;
-	apply(&c, out, "same id");
-	make(&c, 2);
-	c.w[1].start_step = 5;
-	apply(&c, out, "overlap");
-	make(&c, 1);
-	c.w[0].ranks = (char *)"7-x";
-	assert_int_equal(apply(&c, out, NULL), -1);
+	apply_drops(&c, out, 1, "negative");
+	make(&c, 3);
+	c.w[2].id = 1;
+	apply_drops(&c, out, 3, "same id");
+	make(&c, 3);
+	c.w[1].start_step = 5;		/* overlaps window 1 [1, 5] */
+	apply_drops(&c, out, 2, "overlap");
+	make(&c, 3);
+	c.w[1].ranks = (char *)"7-x";
+	apply_drops(&c, out, 2, "");
 	memset(longranks, '1', sizeof(longranks) - 1);
 	longranks[sizeof(longranks) - 1] = '\0';
-	c.w[0].ranks = longranks;
-	apply(&c, out, "too long");
-	make(&c, 1);
-	c.w[0].options = &c.o;
+	c.w[1].ranks = longranks;
+	apply_drops(&c, out, 2, "too long");
+	make(&c, 3);
+	c.w[1].options = &c.o;
 	c.o.output_subdir = (char *)"../escape";
-	assert_int_equal(apply(&c, out, NULL), -1);
+	apply_drops(&c, out, 2, "");
 	c.o.output_subdir = (char *)"/abs";
-	assert_int_equal(apply(&c, out, NULL), -1);
+	apply_drops(&c, out, 2, "");
 	c.o.output_subdir = (char *)"";
 	memset(big, 'x', SEG_FWOPTS_MAX + 9);
 	big[SEG_FWOPTS_MAX + 9] = '\0';
 	c.o.framework_options_json = big;
-	apply(&c, out, "4096");
+	apply_drops(&c, out, 2, "4096");
 	c.o.framework_options_json = (char *)"";
 	c.o.profiler_level = 3;
-	apply(&c, out, "out of range");
+	apply_drops(&c, out, 2, "out of range");
 	c.o.profiler_level = -1;
 	c.o.aicore_metrics = 6;
-	apply(&c, out, "out of range");
+	apply_drops(&c, out, 2, "out of range");
+
+	/* Every window bad: an empty schedule, still applied. */
+	make(&c, 2);
+	c.w[0].start_step = c.w[1].start_step = -1;
+	why = NULL;
+	assert_int_equal(apply_jobconfig(&c.jc, out, &why), 0);
+	assert_non_null(why);
+	assert_int_equal(out->nwindows, 0);
+	assert_int_equal(out->generation, 9);
 	free(big);
 	free(out);
 }
@@ -216,6 +276,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_good),
 		cmocka_unit_test(test_apply_refused),
+		cmocka_unit_test(test_apply_drops_bad_windows),
 		cmocka_unit_test(test_queue),
 	};
 

@@ -227,38 +227,100 @@ test_bad_coordinator_input(void **state)
 	assert_int_equal(fc_push(&t->fc, "../etc", 5, 1, 1, 2), 0);
 	assert_int_equal(fc_push(&t->fc, ".hidden", 5, 1, 1, 2), 0);
 	assert_int_equal(ap_log_wait(&t->ap, "refused", 2, T_WAIT), 0);
-	/* A config with overlapping windows is refused too. */
-	{
-		Dynprof__V1__CoordinatorMessage	 c =
-		    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
-		Dynprof__V1__JobConfig	 jc = DYNPROF__V1__JOB_CONFIG__INIT;
-		Dynprof__V1__Window	 w1 = DYNPROF__V1__WINDOW__INIT;
-		Dynprof__V1__Window	 w2 = DYNPROF__V1__WINDOW__INIT;
-		Dynprof__V1__Window	*ws[] = { &w1, &w2 };
-
-		w1.id = 1; w1.start_step = 10; w1.stop_step = 20;
-		w1.state = DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
-		w2.id = 2; w2.start_step = 15; w2.stop_step = 30;
-		w2.state = DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
-		jc.job = (char *)"jbad";
-		jc.generation = 1;
-		jc.n_windows = 2;
-		jc.windows = ws;
-		c.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG;
-		c.config = &jc;
-		assert_int_equal(fc_send(&t->fc, &c), 0);
-		assert_int_equal(ap_log_wait(&t->ap, "scheduled windows overlap",
-		    1, T_WAIT), 0);
-	}
 	/* The same stream still works. */
 	assert_int_equal(fc_push(&t->fc, "ok", 1, 1, 5, 6), 0);
 	expect_applied(t, "ok", 1);
-	snprintf(path, sizeof(path), "%s/dynprof.jbad", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.etc", t->ap.shm);
 	assert_int_equal(stat(path, &st), -1);
 	assert_int_equal(segment_generation(t, "ok"), 1);
 	assert_int_equal(kill(t->ap.pid, 0), 0);
 	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
-	assert_int_equal(ap_log_count(&t->ap, "bad_configs=3"), 1);
+	assert_int_equal(ap_log_count(&t->ap, "bad_configs=2"), 1);
+}
+
+/* Sends a config of job at gen holding the n windows ws. */
+static void
+push_windows(struct t *t, const char *job, uint64_t gen,
+    Dynprof__V1__Window **ws, size_t n)
+{
+	Dynprof__V1__CoordinatorMessage	 c =
+	    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
+	Dynprof__V1__JobConfig		 jc = DYNPROF__V1__JOB_CONFIG__INIT;
+
+	jc.job = (char *)job;
+	jc.generation = gen;
+	jc.n_windows = n;
+	jc.windows = ws;
+	c.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG;
+	c.config = &jc;
+	assert_int_equal(fc_send(&t->fc, &c), 0);
+}
+
+/*
+ * A pushed config with a bad window among good ones: the good ones reach the
+ * segment, the bad one is dropped with a log line naming it and why, and the
+ * config is answered Applied (a start of -9.2e18 used to make the agent refuse
+ * the whole config, and every later one of the job).
+ */
+static void
+test_push_drops_bad_window(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	struct seg_config	*cfg = malloc(sizeof(*cfg));
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__Window	 w[3], *ws[3];
+	int			 i;
+
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	for (i = 0; i < 3; i++) {
+		dynprof__v1__window__init(&w[i]);
+		w[i].id = (uint32_t)i + 1;
+		w[i].start_step = 100 * (i + 1);
+		w[i].stop_step = 100 * (i + 1) + 9;
+		w[i].state = DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
+		ws[i] = &w[i];
+	}
+	w[1].start_step = -9223372036854775000LL;	/* an overflowed start */
+	w[1].stop_step = -9223372036854774990LL;
+	push_windows(t, "jw", 5, ws, 3);
+	expect_applied(t, "jw", 5);
+	assert_int_equal(ap_log_wait(&t->ap, "window 2 dropped: window steps "
+	    "out of order or negative", 1, T_WAIT), 0);
+	assert_int_equal(segment_open(&seg, t->ap.shm, "jw", 0, 0600), SEG_OK);
+	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	assert_int_equal(cfg->generation, 5);
+	assert_int_equal(cfg->nwindows, 2);
+	assert_int_equal(cfg->windows[0].id, 1);
+	assert_int_equal(cfg->windows[0].start_step, 100);
+	assert_int_equal(cfg->windows[1].id, 3);
+	assert_int_equal(cfg->windows[1].start_step, 300);
+
+	/* Two scheduled windows that overlap: the later one is dropped. */
+	w[1].start_step = 305;
+	w[1].stop_step = 400;
+	push_windows(t, "jw", 6, ws, 3);
+	expect_applied(t, "jw", 6);
+	assert_int_equal(ap_log_wait(&t->ap, "window 2 dropped: scheduled "
+	    "windows overlap", 1, T_WAIT), 0);
+	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	assert_int_equal(cfg->generation, 6);
+	assert_int_equal(cfg->nwindows, 2);
+	assert_int_equal(cfg->windows[1].id, 3);
+
+	/* The next good config of the job is taken as ever. */
+	w[1].start_step = 200;
+	w[1].stop_step = 209;
+	push_windows(t, "jw", 7, ws, 3);
+	expect_applied(t, "jw", 7);
+	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	assert_int_equal(cfg->nwindows, 3);
+	assert_int_equal(cfg->windows[1].id, 2);
+	segment_close(&seg);
+	free(cfg);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_log_count(&t->ap, "bad_configs=0"), 1);
 }
 
 /* Claims a slot for this process in job's segment (created if needed). */
@@ -743,6 +805,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_push_reaches_segment,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_push_drops_bad_window,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_coordinator_input,
 		    setup, teardown),
