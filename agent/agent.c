@@ -20,6 +20,7 @@
 #include "agent.h"
 #include "jobid.h"
 #include "log.h"
+#include "token.h"
 #include "version.h"
 
 /* Long options: the agent's config file takes the same names as keys. */
@@ -380,24 +381,20 @@ agent_load_options(struct agent_options *o, int argc, char **argv)
 	return (0);
 }
 
+/* Reads the agent token from --token-file (token_read()).  Returns 0 or -1. */
 static int
 agent_read_token(struct agent *a)
 {
-	FILE	*f;
-	size_t	 n;
+	const char	*why;
 
 	a->token[0] = '\0';
 	if (a->opts.token_file[0] == '\0')
 		return (0);
-	if ((f = fopen(a->opts.token_file, "r")) == NULL) {
-		log_warn("token file %s", a->opts.token_file);
+	if (token_read(a->opts.token_file, a->token, sizeof(a->token),
+	    &why) == -1) {
+		log_warnx("token file %s: %s", a->opts.token_file, why);
 		return (-1);
 	}
-	n = fread(a->token, 1, sizeof(a->token) - 1, f);
-	fclose(f);
-	a->token[n] = '\0';
-	while (n > 0 && strchr(" \t\r\n", a->token[n - 1]) != NULL)
-		a->token[--n] = '\0';
 	return (0);
 }
 

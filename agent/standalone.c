@@ -36,9 +36,23 @@ struct standalone {
 	struct seg_config *next;		/* the file's, checked */
 };
 
-/* MindSpore 2.4's typed keys; every other key is a framework option. */
-static const char *const standalone_int_keys[] = { "start_step", "stop_step",
-    "aicore_metrics", "profiler_level", "profile_framework", "analyse_mode" };
+#define STANDALONE_STEP_MAX	1000000000000000LL	/* 1e15, as the coordinator */
+
+/*
+ * MindSpore 2.4's typed keys, integers with their valid range; every other key
+ * is a framework option.
+ */
+static const struct {
+	const char	*key;
+	int64_t		 min, max;
+} standalone_int_keys[] = {
+	{ "start_step", -1, STANDALONE_STEP_MAX },
+	{ "stop_step", -1, STANDALONE_STEP_MAX },
+	{ "aicore_metrics", -1, 5 },
+	{ "profiler_level", -1, 2 },
+	{ "profile_framework", -1, 1 },
+	{ "analyse_mode", -1, 1 },
+};
 static const char *const standalone_bool_keys[] = { "profile_communication",
     "parallel_strategy", "with_stack", "data_simplification" };
 
@@ -62,14 +76,16 @@ static const char standalone_default_json[] =
     "    \"data_simplification\": true\n"
     "}\n";
 
+/* Returns 1 if key is typed: *is_int says how, *index where in the table. */
 static int
-standalone_known_key(const char *key, int *is_int)
+standalone_known_key(const char *key, int *is_int, size_t *index)
 {
 	size_t	 i;
 
 	for (i = 0; i < NITEMS(standalone_int_keys); i++)
-		if (strcmp(key, standalone_int_keys[i]) == 0) {
+		if (strcmp(key, standalone_int_keys[i].key) == 0) {
 			*is_int = 1;
+			*index = i;
 			return (1);
 		}
 	for (i = 0; i < NITEMS(standalone_bool_keys); i++)
@@ -97,6 +113,72 @@ standalone_bool(json_t *root, const char *key, int def)
 }
 
 /*
+ * Reads the file at path as JSON, in at most STANDALONE_FILE_MAX bytes.  It is
+ * opened without blocking and must be a regular file: a FIFO put there would
+ * otherwise hold the agent in open() or read() for good.  (Symbolic links are
+ * followed: a Kubernetes ConfigMap's file is one.)  Returns the JSON, or NULL
+ * after logging why.
+ */
+static json_t *
+standalone_read(const char *path)
+{
+	struct stat	 st;
+	json_error_t	 err;
+	json_t		*root = NULL;
+	char		*buf;
+	size_t		 got = 0;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
+		log_warn("%s: invalid, previous config stays: open", path);
+		return (NULL);
+	}
+	if (fstat(fd, &st) == -1) {
+		log_warn("%s: invalid, previous config stays: fstat", path);
+		close(fd);
+		return (NULL);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		log_warnx("%s: invalid, previous config stays: not a regular "
+		    "file", path);
+		close(fd);
+		return (NULL);
+	}
+	if ((buf = malloc(STANDALONE_FILE_MAX + 1)) == NULL) {
+		log_warn("%s", path);
+		close(fd);
+		return (NULL);
+	}
+	while (got < STANDALONE_FILE_MAX + 1) {
+		n = read(fd, buf + got, STANDALONE_FILE_MAX + 1 - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			log_warn("%s: invalid, previous config stays: read",
+			    path);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got > STANDALONE_FILE_MAX) {
+		log_warnx("%s: invalid, previous config stays: over %d bytes",
+		    path, STANDALONE_FILE_MAX);
+		goto out;
+	}
+	if ((root = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &err)) ==
+	    NULL)
+		log_warnx("%s:%d: invalid, previous config stays: %s", path,
+		    err.line, err.text);
+out:
+	free(buf);
+	close(fd);
+	return (root);
+}
+
+/*
  * Parses the file into w (one window if *has_window) with its options in po and
  * the framework options in *fwopts (caller frees).  Returns 0, or -1 after
  * logging the line and reason.
@@ -105,25 +187,16 @@ int
 standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
     Dynprof__V1__ProfilerOptions *po, int *has_window, char **fwopts)
 {
-	json_error_t	 err;
-	struct stat	 st;
 	json_t		*root, *rest, *v;
 	const char	*key;
 	int64_t		 start, stop;
+	json_int_t	 iv;
+	size_t		 ti;
 	int		 is_int;
 
 	*fwopts = NULL;
-	if (stat(path, &st) == 0 && st.st_size > STANDALONE_FILE_MAX) {
+	if ((root = standalone_read(path)) == NULL) {
 		a->stats.standalone_errors++;
-		log_warnx("%s: invalid, previous config stays: over %d bytes",
-		    path, STANDALONE_FILE_MAX);
-		return (-1);
-	}
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-	if (root == NULL) {
-		a->stats.standalone_errors++;
-		log_warnx("%s:%d: invalid, previous config stays: %s", path,
-		    err.line, err.text);
 		return (-1);
 	}
 	if (!json_is_object(root)) {
@@ -136,7 +209,7 @@ standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
 	if ((rest = json_object()) == NULL)
 		goto fail_nomem;
 	json_object_foreach(root, key, v) {
-		if (!standalone_known_key(key, &is_int)) {
+		if (!standalone_known_key(key, &is_int, &ti)) {
 			if (json_object_set(rest, key, v) == -1)
 				goto fail_nomem;
 			continue;
@@ -144,6 +217,15 @@ standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
 		if (is_int && !json_is_integer(v)) {
 			log_warnx("%s: invalid, previous config stays: \"%s\" "
 			    "must be an integer", path, key);
+			goto fail;
+		}
+		iv = is_int ? json_integer_value(v) : 0;
+		if (is_int && (iv < standalone_int_keys[ti].min ||
+		    iv > standalone_int_keys[ti].max)) {
+			log_warnx("%s: invalid, previous config stays: \"%s\" "
+			    "%lld out of range (%lld to %lld)", path, key,
+			    (long long)iv, (long long)standalone_int_keys[ti].min,
+			    (long long)standalone_int_keys[ti].max);
 			goto fail;
 		}
 		if (!is_int && !json_is_boolean(v)) {
@@ -206,7 +288,7 @@ standalone_load(struct agent *a)
 	Dynprof__V1__ProfilerOptions	 po = DYNPROF__V1__PROFILER_OPTIONS__INIT;
 	Dynprof__V1__Window		*wp = &w;
 	struct agent_job		*j;
-	const char			*path = a->opts.config_file, *why = "?";
+	const char			*path = a->opts.config_file, *why = NULL;
 	char				*fwopts = NULL;
 	uint32_t			 i;
 	int				 has_window = 0;
@@ -244,9 +326,12 @@ standalone_load(struct agent *a)
 		jc.n_windows = 1;
 		jc.windows = &wp;
 	}
-	if (apply_jobconfig(&jc, sa->next, &why) == -1) {
+	/* A window apply_jobconfig() dropped is an invalid file here: the
+	 * previous config stays. */
+	if (apply_jobconfig(&jc, sa->next, &why) == -1 || why != NULL) {
 		a->stats.standalone_errors++;
-		log_warnx("%s: invalid, previous config stays: %s", path, why);
+		log_warnx("%s: invalid, previous config stays: %s", path,
+		    why != NULL ? why : "?");
 		goto out;
 	}
 	if (sa->next->nwindows == sa->cur->nwindows &&

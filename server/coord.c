@@ -26,6 +26,7 @@
 #include "coord.h"
 #include "log.h"
 #include "store.h"
+#include "token.h"
 #include "version.h"
 
 #define COORD_EXIT_OK		0
@@ -146,27 +147,15 @@ coord_usage(FILE *f)
 	    "  --help, --version\n");
 }
 
-/* Reads a token: the file's first line, without trailing whitespace. */
+/* Reads a token file (token_read()); logs why it is refused. */
 static char *
 coord_read_token(const char *path)
 {
-	FILE	*f;
-	char	 buf[1024];
-	size_t	 len;
+	char		 buf[TOKEN_MAX + 1];
+	const char	*why;
 
-	if ((f = fopen(path, "r")) == NULL) {
-		log_warn("%s: %s", __func__, path);
-		return (NULL);
-	}
-	if (fgets(buf, sizeof(buf), f) == NULL)
-		buf[0] = '\0';
-	fclose(f);
-	len = strlen(buf);
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
-	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
-		buf[--len] = '\0';
-	if (len == 0) {
-		log_warnx("%s: %s: empty token", __func__, path);
+	if (token_read(path, buf, sizeof(buf), &why) == -1) {
+		log_warnx("token file %s: %s", path, why);
 		return (NULL);
 	}
 	return (strdup(buf));

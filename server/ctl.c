@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "token.h"
 #include "version.h"
 
 struct ctl_command {
@@ -107,37 +108,12 @@ ctl_usage(FILE *f)
 static int
 ctl_read_token(struct ctl *ctl, const char *path)
 {
-	FILE	*f;
-	char	 buf[4096];
-	size_t	 n, i;
+	char		 buf[TOKEN_MAX + 1];
+	const char	*why;
 
-	if ((f = fopen(path, "r")) == NULL) {
-		ctl_errx(ctl, "cannot read token file %s: %s", path,
-		    strerror(errno));
+	if (token_read(path, buf, sizeof(buf), &why) == -1) {
+		ctl_errx(ctl, "cannot read token file %s: %s", path, why);
 		return (-1);
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	if (ferror(f) || !feof(f)) {
-		ctl_errx(ctl, "cannot read token file %s: %s", path,
-		    ferror(f) ? strerror(errno) : "longer than 4095 bytes");
-		fclose(f);
-		return (-1);
-	}
-	fclose(f);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
-	    buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		n--;
-	buf[n] = '\0';
-	if (n == 0) {
-		ctl_errx(ctl, "token file %s is empty", path);
-		return (-1);
-	}
-	for (i = 0; i < n; i++) {
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
-			ctl_errx(ctl, "token file %s: control character in "
-			    "the token", path);
-			return (-1);
-		}
 	}
 	ctl->token = strdup(buf);
 	return (ctl->token == NULL ? -1 : 0);

@@ -299,6 +299,106 @@ test_standalone_edits(void **state)
 	free(cfg);
 }
 
+/*
+ * A FIFO at the config path, at start and put there while running (any
+ * non-regular file): the agent opened it and blocked for good, deaf to
+ * SIGTERM.  Now it is refused with a log line, the previous config stays, the
+ * agent keeps serving and stops at once.  Integers are range-checked before
+ * any cut to 32 bits (4294967296 was applied as 0).
+ */
+static void
+test_standalone_fifo_and_ranges(void **state)
+{
+	struct agentproc	*ap = *state;
+	struct seg_config	*cfg = malloc(sizeof(*cfg));
+	char			 path[512], tmp[600];
+	const char		*args[] = { "--config-file", path, "--job", "sf",
+	    NULL };
+	int64_t			 t0;
+
+	snprintf(path, sizeof(path), "%s/profiler_config.json", ap->dir);
+	snprintf(tmp, sizeof(tmp), "%s.fifo", path);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(ap_start(ap, args), 0);
+	assert_int_equal(ap_log_wait(ap, "not a regular file", 1, T_WAIT), 0);
+	assert_int_equal(generation(ap, "sf", NULL), 0);
+
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8}");
+	wait_generation(ap, "sf", 1);
+
+	/* Renamed into place while running: refused, window 1 stays. */
+	assert_int_equal(mkfifo(tmp, 0644), 0);
+	assert_int_equal(rename(tmp, path), 0);
+	assert_int_equal(ap_log_wait(ap, "not a regular file", 2, T_WAIT), 0);
+	kill(ap->pid, SIGHUP);
+	assert_int_equal(ap_log_wait(ap, "not a regular file", 3, T_WAIT), 0);
+	generation(ap, "sf", cfg);
+	assert_int_equal(cfg->generation, 1);
+	assert_int_equal(cfg->nwindows, 1);
+	assert_int_equal(cfg->windows[0].start_step, 5);
+
+	/* Out of range, each named: nothing changes. */
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8, "
+	    "\"aicore_metrics\": 4294967296}");
+	assert_int_equal(ap_log_wait(ap, "\"aicore_metrics\" 4294967296 out "
+	    "of range", 1, T_WAIT), 0);
+	edit(path, "{\"start_step\": 5, \"stop_step\": 8, "
+	    "\"profiler_level\": -4294967295}");
+	assert_int_equal(ap_log_wait(ap, "\"profiler_level\" -4294967295 out "
+	    "of range", 1, T_WAIT), 0);
+	edit(path, "{\"start_step\": 5, \"stop_step\": 4294967296000000}");
+	assert_int_equal(ap_log_wait(ap, "\"stop_step\" 4294967296000000 out "
+	    "of range", 1, T_WAIT), 0);
+	generation(ap, "sf", cfg);
+	assert_int_equal(cfg->generation, 1);
+	assert_int_equal(cfg->windows[0].options.aicore_metrics, -1);
+
+	/* Still serving: a good file is applied. */
+	edit(path, "{\"start_step\": 20, \"stop_step\": 30, "
+	    "\"aicore_metrics\": 5}");
+	wait_generation(ap, "sf", 2);
+	generation(ap, "sf", cfg);
+	assert_int_equal(cfg->windows[0].start_step, 20);
+	assert_int_equal(cfg->windows[0].options.aicore_metrics, 5);
+
+	/* A FIFO again, then SIGTERM: a prompt, clean exit. */
+	assert_int_equal(mkfifo(tmp, 0644), 0);
+	assert_int_equal(rename(tmp, path), 0);
+	assert_int_equal(ap_log_wait(ap, "not a regular file", 4, T_WAIT), 0);
+	t0 = ap_now_ms();
+	assert_int_equal(ap_stop(ap, SIGTERM, T_WAIT), 0);
+	assert_true(ap_now_ms() - t0 < 2000);
+	assert_int_equal(ap_log_count(ap, "standalone_errors=7"), 1);
+	free(cfg);
+}
+
+/*
+ * A token file longer than the limit was cut to 1023 bytes: now the agent
+ * refuses it at start; one of exactly 1023 bytes works.
+ */
+static void
+test_token_too_long(void **state)
+{
+	struct agentproc	*ap = *state;
+	char			 tok[512], *text;
+	const char		*args[] = { "--coordinator", "127.0.0.1:1",
+	    "--token-file", tok, NULL };
+
+	snprintf(tok, sizeof(tok), "%s/agent.token", ap->dir);
+	text = malloc(1026);
+	assert_non_null(text);
+	memset(text, 't', 1024);
+	strcpy(text + 1024, "\n");
+	write_file(tok, text);
+	assert_int_equal(run_agent(ap, args), 1);
+	assert_int_equal(ap_log_count(ap, "token longer than 1023 bytes"), 1);
+	strcpy(text + 1023, "\n");
+	write_file(tok, text);
+	assert_int_equal(ap_start(ap, args), 0);
+	assert_int_equal(ap_stop(ap, SIGTERM, T_WAIT), 0);
+	free(text);
+}
+
 /* Reads a whole small file into buf. */
 static void
 read_file(const char *path, char *buf, size_t len)
@@ -383,6 +483,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_flags_and_exit_codes, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_standalone_edits, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_standalone_fifo_and_ranges,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_too_long, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_standalone_creates_config,
 		    setup, teardown),

@@ -246,6 +246,14 @@ DYNPROF_TOKEN=wrong run --coordinator "$AUTH" jobs
 expect_rc 1
 run --coordinator "$AUTH" --token-file "$T/nosuch" jobs
 expect_rc 1; expect_err "cannot read token file"
+# A token file over the limit is refused, never cut (the coordinator refuses
+# the same file at start); 1023 bytes is the most a token holds.
+head -c 2000 /dev/zero | tr '\0' 't' >"$T/long.token"
+run --coordinator "$AUTH" --token-file "$T/long.token" jobs
+expect_rc 1; expect_err "token longer than 1023 bytes"
+head -c 1023 /dev/zero | tr '\0' 't' >"$T/max.token"
+run --coordinator "$AUTH" --token-file "$T/max.token" jobs
+expect_rc 1; expect_err "coordinator refused"
 
 # --- real ranks: an agent and two simulated ranks of job S.
 mkdir -p "$T/shm" "$T/traces"
