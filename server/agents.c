@@ -25,6 +25,7 @@
 #include "frame.h"
 #include "log.h"
 #include "store.h"
+#include "utf8.h"
 #include "version.h"
 
 static void	 agents_conn_close(struct conn *, int, const char *);
@@ -254,6 +255,12 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 			return;
 		}
 	}
+	if (!utf8_valid(hello->node, strlen(hello->node))) {
+		agents_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "node name is not valid UTF-8");
+		return;
+	}
 	if ((node = schedule_node_get(c, hello->node)) == NULL) {
 		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
 		    "out of memory");
@@ -374,11 +381,29 @@ agents_commit_batch(struct coord *c)
 	schedule_finish_windows(c, 1);
 }
 
+/*
+ * Returns NULL if a rank event's strings and step can be taken, else why not:
+ * strings end up in JSON (jansson refuses invalid UTF-8), steps in sums.
+ */
+static const char *
+agents_event_check(const Dynprof__V1__RankEvent *ev)
+{
+	if (ev->output_dir != NULL &&
+	    !utf8_valid(ev->output_dir, strlen(ev->output_dir)))
+		return ("output_dir is not valid UTF-8");
+	if (ev->error != NULL && !utf8_valid(ev->error, strlen(ev->error)))
+		return ("error is not valid UTF-8");
+	if (!schedule_step_valid(ev->step))
+		return ("step out of range");
+	return (NULL);
+}
+
 static void
 agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 {
 	struct coord	*c = conn->coord;
 	struct node	*node = conn->node;
+	const char	*why;
 
 	if (ae->event == NULL || ae->seq == 0) {
 		agents_conn_close(conn,
@@ -399,7 +424,16 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 		node->boot_id = ae->agent_boot_id;
 		node->seen_seq = node->acked_seq = 0;
 	}
-	if (ae->seq > node->seen_seq) {
+	if (ae->seq > node->seen_seq &&
+	    (why = agents_event_check(ae->event)) != NULL) {
+		/* Dropped, yet acknowledged: a replay would be as bad. */
+		c->metrics.events_refused++;
+		log_warnx("%s: event %llu from %s (job %.64s rank %d) refused: "
+		    "%s", __func__, (unsigned long long)ae->seq, node->name,
+		    jobid_valid(ae->event->job, NULL) ? ae->event->job :
+		    "(invalid)", ae->event->rank, why);
+		node->seen_seq = ae->seq;
+	} else if (ae->seq > node->seen_seq) {
 		if (schedule_apply_event(c, node, ae->event) == -1)
 			log_warnx("%s: cannot store an event of %s", __func__,
 			    node->name);

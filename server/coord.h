@@ -35,6 +35,10 @@ struct store;
 #define COORD_NODE_BUCKETS	4096
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
+/* A step an agent reports is -1 (before the first) or 0 to this; anything
+ * else is absurd (no run makes 2^62 steps) and refused, so that no sum of
+ * steps the coordinator makes can overflow. */
+#define COORD_STEP_MAX		(1LL << 62)
 
 /* Typed profiler options plus framework options, as a window carries them. */
 struct options {
@@ -195,6 +199,8 @@ struct metrics {
 	uint64_t	 http_codes[600];
 	uint64_t	 commits;
 	uint64_t	 agents_refused;	/* closed before or at hello */
+	uint64_t	 events_refused;	/* bad strings or steps: dropped */
+	uint64_t	 progress_refused;	/* rank reports with absurd steps */
 };
 
 struct coord_config {
@@ -285,6 +291,7 @@ int	 schedule_apply_event(struct coord *, struct node *,
 	    const Dynprof__V1__RankEvent *);
 void	 schedule_apply_progress(struct coord *, struct node *,
 	    const Dynprof__V1__Progress *);
+int	 schedule_step_valid(int64_t);
 void	 schedule_finish_windows(struct coord *, int);
 void	 schedule_flush_ranks(struct coord *);
 int	 schedule_store_batch_ranks(struct coord *);
@@ -314,6 +321,8 @@ int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
 int	 http_window_parse(const void *, const struct options *,
 	    struct window_request *, struct window **, struct http_refusal *);
+int	 http_window_resolve(const struct window_request *, int64_t,
+	    int64_t *, int64_t *, struct http_refusal *);
 int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,
 	    struct http_refusal *);
 

@@ -23,6 +23,7 @@
 #include "coord.h"
 #include "log.h"
 #include "store.h"
+#include "utf8.h"
 
 #define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
@@ -89,23 +90,8 @@ http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
 static void
 http_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 {
-	size_t		 n, i, need;
-	unsigned char	 ch;
-
-	if (vsnprintf(buf, len, fmt, ap) < (int)len)
-		return;
-	n = strlen(buf);
-	for (i = n; i > 0 && n - i < 4; i--) {
-		ch = (unsigned char)buf[i - 1];
-		if ((ch & 0xc0) == 0x80)
-			continue;		/* a continuation byte */
-		if (ch >= 0xc0) {
-			need = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : 2;
-			if (n - (i - 1) < need)
-				buf[i - 1] = '\0';
-		}
-		return;
-	}
+	if (vsnprintf(buf, len, fmt, ap) >= (int)len)
+		utf8_cut_partial(buf);
 }
 
 static void
@@ -628,6 +614,59 @@ fail:
 	return (-1);
 }
 
+/*
+ * Resolves the steps a POST windows body asks for (r) to absolute ones, given
+ * max, the highest step the job's ranks reported (needed with in_steps).
+ * Every sum is checked: a step past HTTP_STEP_MAX (or one that would not even
+ * fit an int64_t) is refused with the field that took it there.  Returns 0, or
+ * -1 with ref saying what to answer.
+ */
+int
+http_window_resolve(const struct window_request *r, int64_t max,
+    int64_t *startp, int64_t *stopp, struct http_refusal *ref)
+{
+	int64_t	 start = r->start, stop = r->stop, rem;
+
+	if (r->has_in) {
+		if (max < 0 || __builtin_add_overflow(max, r->in, &start) ||
+		    start > HTTP_STEP_MAX)
+			return (http_refuse(ref, 400, "in_steps", "in_steps %"
+			    PRId64 " from step %" PRId64 " is beyond step %lld",
+			    r->in, max, HTTP_STEP_MAX));
+		if (r->has_round && start <= max)
+			start = max + 1;
+	}
+	if (r->has_round) {
+		/* Up to the next multiple of roundup (start is not negative). */
+		if (start < 0)
+			return (http_refuse(ref, 400, "roundup", "roundup of a "
+			    "negative step"));
+		rem = start % r->roundup;
+		if (rem != 0 && (__builtin_add_overflow(start, r->roundup - rem,
+		    &start) || start > HTTP_STEP_MAX))
+			return (http_refuse(ref, 400, "roundup", "roundup %"
+			    PRId64 " takes the start beyond step %lld",
+			    r->roundup, HTTP_STEP_MAX));
+	}
+	if (r->has_steps && (__builtin_add_overflow(start, r->steps - 1,
+	    &stop) || stop > HTTP_STEP_MAX))
+		return (http_refuse(ref, 400, "steps", "steps %" PRId64 " from "
+		    "step %" PRId64 " end beyond step %lld", r->steps, start,
+		    HTTP_STEP_MAX));
+	if (start < 0 || start > HTTP_STEP_MAX)
+		return (http_refuse(ref, 400, "start_step", "start_step must be "
+		    "between 0 and %lld", HTTP_STEP_MAX));
+	if (start > stop)
+		return (http_refuse(ref, 400, "stop_step", "start_step %" PRId64
+		    " is after stop_step %" PRId64, start, stop));
+	if (stop > HTTP_STEP_MAX)
+		return (http_refuse(ref, 400, "stop_step", "steps beyond %lld",
+		    HTTP_STEP_MAX));
+	*startp = start;
+	*stopp = stop;
+	return (0);
+}
+
 static void
 http_post_window(struct coord *c, struct evhttp_request *req,
     const char *name)
@@ -648,10 +687,8 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 		http_refused(c, req, &ref);
 		goto out;
 	}
-	start = r.start;
-	stop = r.stop;
-
 	/* Resolve to absolute steps. */
+	max = -1;
 	if (r.has_in) {
 		max = job != NULL ? schedule_job_max_step(c, job) : -1;
 		if (max < 0) {
@@ -660,24 +697,9 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 			    "is lost): give start_step", name);
 			goto out;
 		}
-		start = max + r.in;
-		if (r.has_round) {
-			if (start <= max)
-				start = max + 1;
-			start = (start + r.roundup - 1) / r.roundup * r.roundup;
-		}
-	} else if (r.has_round)
-		start = (start + r.roundup - 1) / r.roundup * r.roundup;
-	if (r.has_steps)
-		stop = start + r.steps - 1;
-	if (start > stop) {
-		http_error(c, req, 400, "stop_step", "start_step %" PRId64
-		    " is after stop_step %" PRId64, start, stop);
-		goto out;
 	}
-	if (stop > HTTP_STEP_MAX) {
-		http_error(c, req, 400, "stop_step", "steps beyond %lld",
-		    HTTP_STEP_MAX);
+	if (http_window_resolve(&r, max, &start, &stop, &ref) == -1) {
+		http_refused(c, req, &ref);
 		goto out;
 	}
 	w->start_step = start;
@@ -1001,6 +1023,20 @@ http_split(char *path, char **seg, int n)
 	return (count);
 }
 
+/*
+ * Answers a method the path does not take: 405 with the Allow header (allow:
+ * the methods it takes) and a JSON body.
+ */
+static void
+http_method_not_allowed(struct coord *c, struct evhttp_request *req,
+    const char *allow)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+	    allow);
+	http_error(c, req, 405, NULL, "method not allowed here (allowed: %s)",
+	    allow);
+}
+
 static void
 http_route(struct evhttp_request *req, void *arg)
 {
@@ -1008,7 +1044,7 @@ http_route(struct evhttp_request *req, void *arg)
 	const struct evhttp_uri		*uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type		 cmd = evhttp_request_get_command(req);
 	struct evbuffer			*buf;
-	const char			*p;
+	const char			*p, *allow = "GET";
 	char				 path[512], *seg[6];
 	int				 n;
 
@@ -1066,6 +1102,7 @@ http_route(struct evhttp_request *req, void *arg)
 				goto method;
 			http_get_job(c, req, seg[2]);
 		} else if (n == 4 && strcmp(seg[3], "config") == 0) {
+			allow = "GET, PUT";
 			if (cmd == EVHTTP_REQ_GET)
 				http_get_config(c, req, seg[2]);
 			else if (cmd == EVHTTP_REQ_PUT)
@@ -1073,10 +1110,12 @@ http_route(struct evhttp_request *req, void *arg)
 			else
 				goto method;
 		} else if (n == 4 && strcmp(seg[3], "windows") == 0) {
+			allow = "POST";
 			if (cmd != EVHTTP_REQ_POST)
 				goto method;
 			http_post_window(c, req, seg[2]);
 		} else if (n == 5 && strcmp(seg[3], "windows") == 0) {
+			allow = "DELETE";
 			if (cmd != EVHTTP_REQ_DELETE)
 				goto method;
 			http_delete_window(c, req, seg[2], seg[4]);
@@ -1086,7 +1125,7 @@ http_route(struct evhttp_request *req, void *arg)
 		http_error(c, req, 404, NULL, "no such endpoint");
 	return;
 method:
-	http_error(c, req, 405, NULL, "method not allowed here");
+	http_method_not_allowed(c, req, allow);
 }
 
 /* Serves the admin API on addr ("HOST:PORT").  Returns 0 or -1. */
@@ -1105,8 +1144,13 @@ http_listen(struct coord *c, const char *addr)
 	evhttp_set_max_body_size(c->http, COORD_HTTP_BODY_MAX);
 	evhttp_set_max_headers_size(c->http, 64 * 1024);
 	evhttp_set_timeout(c->http, 30);
+	/* Every method evhttp knows reaches http_route(), which answers the
+	 * ones a path does not take with 405 and Allow (evhttp's own answer
+	 * would be a 501 in HTML). */
 	evhttp_set_allowed_methods(c->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-	    EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
+	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
+	    EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(c->http, http_route, c);
 	l = evconnlistener_new_bind(c->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,

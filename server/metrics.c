@@ -88,8 +88,18 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_events_duplicate_total Replayed events that "
 	    "changed nothing.\n"
 	    "# TYPE dynprof_events_duplicate_total counter\n"
-	    "dynprof_events_duplicate_total %llu\n",
-	    (unsigned long long)m->events_dup);
+	    "dynprof_events_duplicate_total %llu\n"
+	    "# HELP dynprof_events_refused_total Rank events dropped: a "
+	    "string not UTF-8 or a step out of range.\n"
+	    "# TYPE dynprof_events_refused_total counter\n"
+	    "dynprof_events_refused_total %llu\n"
+	    "# HELP dynprof_progress_refused_total Progress reports of a rank "
+	    "(or a node's range) with a step out of range, ignored.\n"
+	    "# TYPE dynprof_progress_refused_total counter\n"
+	    "dynprof_progress_refused_total %llu\n",
+	    (unsigned long long)m->events_dup,
+	    (unsigned long long)m->events_refused,
+	    (unsigned long long)m->progress_refused);
 
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_http_requests_total Admin requests, by status.\n"

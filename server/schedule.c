@@ -811,8 +811,19 @@ schedule_store_batch_ranks(struct coord *c)
 	return (rc);
 }
 
-/* Takes a node's progress report for one job (kept in memory, stored lazily
- * by schedule_flush_ranks()). */
+/* Returns 1 if step is one a rank can report: -1 (before the first step) or
+ * 0 to COORD_STEP_MAX. */
+int
+schedule_step_valid(int64_t step)
+{
+	return (step >= -1 && step <= COORD_STEP_MAX);
+}
+
+/*
+ * Takes a node's progress report for one job (kept in memory, stored lazily
+ * by schedule_flush_ranks()).  A rank whose step is absurd is logged and
+ * left as it was; absurd lowest and highest steps are not taken.
+ */
 void
 schedule_apply_progress(struct coord *c, struct node *node,
     const Dynprof__V1__Progress *p)
@@ -828,12 +839,28 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	    (nj = schedule_node_job(node, job->name, 1)) == NULL)
 		return;
 	nj->ranks_alive = p->ranks_alive;
-	nj->min_step = p->min_step;
-	nj->max_step = p->max_step;
+	if (schedule_step_valid(p->min_step) &&
+	    schedule_step_valid(p->max_step)) {
+		nj->min_step = p->min_step;
+		nj->max_step = p->max_step;
+	} else {
+		c->metrics.progress_refused++;
+		log_warnx("%s: progress of job %s from %s: steps %lld to %lld "
+		    "out of range, ignored", __func__, job->name, node->name,
+		    (long long)p->min_step, (long long)p->max_step);
+	}
 	for (i = 0; i < p->n_ranks; i++) {
 		rp = p->ranks[i];
-		if (rp->rank < 0 || (r = schedule_rank_get(job, rp->rank)) ==
-		    NULL)
+		if (rp->rank < 0)
+			continue;
+		if (!schedule_step_valid(rp->step)) {
+			c->metrics.progress_refused++;
+			log_warnx("%s: progress of job %s rank %d from %s: step "
+			    "%lld out of range, ignored", __func__, job->name,
+			    rp->rank, node->name, (long long)rp->step);
+			continue;
+		}
+		if ((r = schedule_rank_get(job, rp->rank)) == NULL)
 			continue;
 		snprintf(r->node, sizeof(r->node), "%s", node->name);
 		r->step = rp->step;

@@ -22,3 +22,8 @@ add_dependencies(test_coord_agents dynprof-coordinator)
 dynprof_test(test_coord_ranks SOURCES test_coord_ranks.c test_coord_util.c
   LIBS dpagenttest PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_ranks dynprof-coordinator dynprof-agent rankproc)
+# Bad values at the coordinator's edges (steps, strings, integers, methods,
+# token files), through the real binary and fake agents.
+dynprof_test(test_coord_badvalues SOURCES test_coord_badvalues.c
+  test_coord_util.c fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_badvalues dynprof-coordinator)

@@ -327,6 +327,8 @@ tc_http_raw(int port, const char *req, size_t reqlen, struct tc_reply *r)
 	}
 	body = strstr(buf, "\r\n\r\n");
 	r->body = strdup(body != NULL ? body + 4 : "");
+	r->head = body != NULL ? strndup(buf, (size_t)(body - buf)) :
+	    strdup(buf);
 	free(buf);
 	if (r->body != NULL)
 		r->json = json_loads(r->body, 0, NULL);
@@ -367,6 +369,7 @@ void
 tc_reply_free(struct tc_reply *r)
 {
 	free(r->body);
+	free(r->head);
 	json_decref(r->json);
 	memset(r, 0, sizeof(*r));
 }

@@ -25,6 +25,7 @@ struct tc_coord {
 struct tc_reply {
 	int	 status;
 	char	*body;
+	char	*head;			/* status line and headers */
 	json_t	*json;			/* NULL unless the body is JSON */
 };
 
