@@ -353,6 +353,27 @@ fa_progress(struct fakeagent *fa, const char *job, int32_t first,
 	return (rc);
 }
 
+/* Waits for an EventAck covering seq.  Returns 0, or -1 after timeout_ms. */
+int
+fa_wait_ack(struct fakeagent *fa, uint64_t seq, int timeout_ms)
+{
+	int64_t	 deadline = fa_now_ms() + timeout_ms;
+	fa_msg	*m;
+	int	 done;
+
+	while (fa_now_ms() < deadline) {
+		m = fa_recv_type(fa, DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK,
+		    (int)(deadline - fa_now_ms()));
+		if (m == NULL)
+			return (-1);
+		done = m->ack->seq >= seq;
+		fa_free(m);
+		if (done)
+			return (0);
+	}
+	return (-1);
+}
+
 /* Returns 1 once the coordinator closed the connection within timeout_ms. */
 int
 fa_wait_closed(struct fakeagent *fa, int timeout_ms)

@@ -44,6 +44,7 @@ int	 fa_event(struct fakeagent *, uint64_t, int, const char *, int32_t,
 	    uint32_t, int64_t, const char *);
 int	 fa_progress(struct fakeagent *, const char *, int32_t, int64_t,
 	    int64_t, int);
+int	 fa_wait_ack(struct fakeagent *, uint64_t, int);
 int	 fa_wait_closed(struct fakeagent *, int);
 void	 fa_free(fa_msg *);
 

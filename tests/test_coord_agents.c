@@ -73,17 +73,11 @@ static int
 teardown(void **state)
 {
 	struct fixture	*f = *state;
-	int		 rc = 0;
+	int		 rc;
 
-	if (f->tc.pid > 0)
-		rc = tc_stop(&f->tc, SIGTERM);
-	if (rc != 0)
-		fprintf(stderr, "coordinator exited %d, log in %s\n", rc,
-		    f->tc.log);
-	else
-		tc_cleanup(&f->tc);
+	rc = tc_finish(&f->tc);
 	free(f);
-	return (rc == 0 ? 0 : -1);
+	return (rc);
 }
 
 static struct tc_reply
@@ -92,12 +86,7 @@ req(struct tc_coord *tc, const char *method, const char *path,
 {
 	struct tc_reply	 r;
 
-	assert_int_equal(tc_http(tc->http_port, method, path, body, NULL, &r),
-	    0);
-	if (r.status != status)
-		fprintf(stderr, "%s %s -> %d %s\n", method, path, r.status,
-		    r.body ? r.body : "");
-	assert_int_equal(r.status, status);
+	assert_int_equal(tc_expect(tc, method, path, body, status, &r), 0);
 	return (r);
 }
 
@@ -111,19 +100,8 @@ handshake(struct tc_coord *tc, struct fakeagent *fa, const char *node)
 static void
 wait_ack(struct fakeagent *fa, uint64_t seq)
 {
-	long long	 deadline = tc_now_ms() + 5000;
-	fa_msg		*m;
-
-	while (tc_now_ms() < deadline) {
-		m = fa_recv_type(fa, ACK, 5000);
-		assert_non_null(m);
-		if (m->ack->seq >= seq) {
-			fa_free(m);
-			return;
-		}
-		fa_free(m);
-	}
-	fail_msg("no ack for seq %llu", (unsigned long long)seq);
+	if (fa_wait_ack(fa, seq, 5000) == -1)
+		fail_msg("no ack for seq %llu", (unsigned long long)seq);
 }
 
 /* Polls GET path until the string at json path equals want. */

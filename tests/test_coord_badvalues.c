@@ -21,7 +21,6 @@
 #include "test_coord_util.h"
 
 #define CONFIG	DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG
-#define ACK	DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK
 #define ERR	DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR
 
 #define K_STARTED	DYNPROF__V1__EVENT_KIND__EVENT_STARTED
@@ -50,22 +49,15 @@ setup(void **state)
 	return (0);
 }
 
-/* A clean stop exits 0 (and, under ASan, with no leak or error). */
 static int
 teardown(void **state)
 {
 	struct fixture	*f = *state;
-	int		 rc = 0;
+	int		 rc;
 
-	if (f->tc.pid > 0)
-		rc = tc_stop(&f->tc, SIGTERM);
-	if (rc != 0)
-		fprintf(stderr, "coordinator exited %d, log in %s\n", rc,
-		    f->tc.log);
-	else
-		tc_cleanup(&f->tc);
+	rc = tc_finish(&f->tc);
 	free(f);
-	return (rc == 0 ? 0 : -1);
+	return (rc);
 }
 
 static struct tc_reply
@@ -74,12 +66,7 @@ req(struct tc_coord *tc, const char *method, const char *path,
 {
 	struct tc_reply	 r;
 
-	assert_int_equal(tc_http(tc->http_port, method, path, body, NULL, &r),
-	    0);
-	if (r.status != status)
-		fprintf(stderr, "%s %s %s -> %d %s\n", method, path,
-		    body != NULL ? body : "", r.status, r.body ? r.body : "");
-	assert_int_equal(r.status, status);
+	assert_int_equal(tc_expect(tc, method, path, body, status, &r), 0);
 	return (r);
 }
 
@@ -134,25 +121,6 @@ metric(struct tc_coord *tc, const char *name)
 		v = strtoll(p + strlen(pat), NULL, 10);
 	tc_reply_free(&r);
 	return (v);
-}
-
-/* Waits for an EventAck covering seq. */
-static void
-wait_ack(struct fakeagent *fa, uint64_t seq)
-{
-	long long	 deadline = tc_now_ms() + 5000;
-	fa_msg		*m;
-
-	while (tc_now_ms() < deadline) {
-		m = fa_recv_type(fa, ACK, 5000);
-		assert_non_null(m);
-		if (m->ack->seq >= seq) {
-			fa_free(m);
-			return;
-		}
-		fa_free(m);
-	}
-	fail_msg("no ack for seq %llu", (unsigned long long)seq);
 }
 
 /* Checks that the job has no window, generation 0, and nothing was pushed. */
@@ -242,7 +210,7 @@ test_step_overflow(void **state)
 	/* An event with an absurd step is dropped (and acknowledged). */
 	assert_int_equal(fa_event(&a, 1, K_STARTED, "ov-j", 7, 1, INT64_MAX,
 	    "out"), 0);
-	wait_ack(&a, 1);
+	assert_int_equal(fa_wait_ack(&a, 1, 5000), 0);
 	r = req(&f->tc, "GET", "/v1/jobs/ov-j", NULL, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 2);
 	assert_int_equal(tc_int(r.json, "ranks.1.step"), STEP_MAX - 5);
@@ -329,7 +297,7 @@ test_agent_strings(void **state)
 	send_event(&a, 1, K_STARTED, "str-j", 0, "out/\xe9t\xe9", NULL);
 	send_event(&a, 2, K_FAILED, "str-j", 1, NULL, "bad \xff error");
 	send_event(&a, 3, K_STARTED, "str-j", 2, "out/\xc3\xa9t\xc3\xa9", NULL);
-	wait_ack(&a, 3);
+	assert_int_equal(fa_wait_ack(&a, 3, 5000), 0);
 	assert_int_equal(metric(&f->tc, "dynprof_events_refused_total"), 2);
 
 	r = req(&f->tc, "GET", "/v1/jobs/str-j", NULL, 200);

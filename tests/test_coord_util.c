@@ -364,6 +364,48 @@ tc_http(int port, const char *method, const char *path, const char *body,
 	return (rc);
 }
 
+/*
+ * Sends one request (body may be NULL) and expects status.  Returns 0, or -1
+ * after printing the request and the answer (r is filled either way when an
+ * answer came: free it with tc_reply_free()).
+ */
+int
+tc_expect(struct tc_coord *tc, const char *method, const char *path,
+    const char *body, int status, struct tc_reply *r)
+{
+	if (tc_http(tc->http_port, method, path, body, NULL, r) == -1) {
+		fprintf(stderr, "%s %s: no answer\n", method, path);
+		return (-1);
+	}
+	if (r->status == status)
+		return (0);
+	fprintf(stderr, "%s %s %s -> %d, not %d: %s\n", method, path,
+	    body != NULL ? body : "", r->status, status,
+	    r->body != NULL ? r->body : "");
+	return (-1);
+}
+
+/*
+ * Stops the coordinator with SIGTERM, as a test's teardown: a clean stop
+ * exits 0 (and, under ASan, with no leak or error) and its directory goes;
+ * otherwise the log stays and where it is is printed.  Returns 0 or -1.
+ */
+int
+tc_finish(struct tc_coord *tc)
+{
+	int	 rc = 0;
+
+	if (tc->pid > 0)
+		rc = tc_stop(tc, SIGTERM);
+	if (rc != 0) {
+		fprintf(stderr, "coordinator exited %d, log in %s\n", rc,
+		    tc->log);
+		return (-1);
+	}
+	tc_cleanup(tc);
+	return (0);
+}
+
 /* Frees a reply. */
 void
 tc_reply_free(struct tc_reply *r)

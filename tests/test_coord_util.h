@@ -39,6 +39,9 @@ int	 tc_write_file(struct tc_coord *, const char *, const char *, char *,
 int	 tc_http(int, const char *, const char *, const char *, const char *,
 	    struct tc_reply *);
 int	 tc_http_raw(int, const char *, size_t, struct tc_reply *);
+int	 tc_expect(struct tc_coord *, const char *, const char *,
+	    const char *, int, struct tc_reply *);
+int	 tc_finish(struct tc_coord *);
 void	 tc_reply_free(struct tc_reply *);
 long long tc_int(json_t *, const char *);
 const char *tc_str(json_t *, const char *);
