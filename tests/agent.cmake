@@ -21,3 +21,8 @@ add_dependencies(test_agent dynprof-agent)
 
 dynprof_test(test_agent_apply SOURCES test_agent_apply.c LIBS dpagent
   TIMEOUT 30)
+
+# A segment never kills or misleads a rank or the agent (docs/segments.md).
+dynprof_test(test_segsafe SOURCES test_segsafe.c LIBS dpagenttest dynprof
+  TIMEOUT 120)
+add_dependencies(test_segsafe dynprof-agent rankproc)
