@@ -84,14 +84,3 @@ procmaps_in_use(dev_t dev, ino_t ino, const char *path, int self_too)
 	errno = saved;
 	return (used);
 }
-
-/* procmaps_in_use() for the file at path now; 0 when there is none. */
-int
-procmaps_path_in_use(const char *path, int self_too)
-{
-	struct stat	 st;
-
-	if (stat(path, &st) == -1)
-		return (0);
-	return (procmaps_in_use(st.st_dev, st.st_ino, path, self_too));
-}

@@ -241,6 +241,5 @@ int	 segment_pid_alive(pid_t);
 
 /* procmaps.c */
 int	 procmaps_in_use(dev_t, ino_t, const char *, int);
-int	 procmaps_path_in_use(const char *, int);
 
 #endif /* DYNPROF_SEGMENT_H */
