@@ -130,25 +130,27 @@ guard_unregister(const void *base)
 /*
  * Calls fn(arg) with the guard armed.  Returns 0 when fn returned (its result in
  * *ret, if not NULL), -1 when a SIGBUS in a registered mapping cut it short:
- * guard_fault_base() says which.  Not nested.
+ * guard_fault_base() says which.  A call inside another catches its own
+ * faults; the outer one is armed again after it.
  */
 int
 guard_call(int (*fn)(void *), void *arg, int *ret)
 {
-	int	 r;
+	sigjmp_buf	 outer_env;
+	const int	 outer = guard_armed;
+	int		 r;
 
-	if (guard_armed) {
-		r = fn(arg);
-		if (ret != NULL)
-			*ret = r;
-		return (0);
-	}
-	if (sigsetjmp(guard_env, 1) != 0)
+	memcpy(&outer_env, &guard_env, sizeof(outer_env));
+	if (sigsetjmp(guard_env, 1) != 0) {
+		memcpy(&guard_env, &outer_env, sizeof(guard_env));
+		guard_armed = outer;
 		return (-1);
+	}
 	guard_fault = NULL;
 	guard_armed = 1;
 	r = fn(arg);
-	guard_armed = 0;
+	memcpy(&guard_env, &outer_env, sizeof(guard_env));
+	guard_armed = outer;
 	if (ret != NULL)
 		*ret = r;
 	return (0);

@@ -31,10 +31,6 @@ segments_find(struct agent *a, const char *job)
 	return (NULL);
 }
 
-/*
- * Returns the job, opening its segment if it is not served yet (creating it when
- * create is set).  NULL, after a log line, when the segment cannot be opened.
- */
 /* Claims a freshly mapped segment for this agent (guarded: it is mapped). */
 static int
 segments_claim(void *arg)
@@ -48,6 +44,10 @@ segments_claim(void *arg)
 	return (0);
 }
 
+/*
+ * Returns the job, opening its segment if it is not served yet (creating it when
+ * create is set).  NULL, after a log line, when the segment cannot be opened.
+ */
 struct agent_job *
 segments_get(struct agent *a, const char *job, int create)
 {
@@ -62,9 +62,12 @@ segments_get(struct agent *a, const char *job, int create)
 		log_warn("%s", __func__);
 		return (NULL);
 	}
-	/* As root the agent serves every user's jobs: any owner will do. */
-	flags = (create ? SEG_CREATE : 0) | SEG_KEEPFD |
-	    (geteuid() == 0 ? SEG_ANYOWNER : 0);
+	/*
+	 * The agent serves every user's jobs: any owner will do, never a file
+	 * others may write.  Not root, it can open only what its owner shared
+	 * with the agent's group (--shm-mode 0660).
+	 */
+	flags = (create ? SEG_CREATE : 0) | SEG_KEEPFD | SEG_ANYOWNER;
 	rc = segment_open(&j->seg, a->opts.shm_dir, job, flags,
 	    a->opts.shm_mode);
 	if (rc != SEG_OK) {
@@ -101,6 +104,7 @@ segments_get(struct agent *a, const char *job, int create)
 	return (j);
 }
 
+/* Says in the segment that no agent serves it any more (guarded). */
 static int
 segments_release(void *arg)
 {
@@ -167,11 +171,6 @@ segments_close_all(struct agent *a)
 	}
 }
 
-/*
- * Writes a pushed config into the job's segment (created if no rank made it yet)
- * if it is newer than what the segment holds, and answers Applied.  A config
- * that fails any check changes nothing.  Returns 0 or -1.
- */
 struct segments_write_ctx {
 	struct agent_job	*j;
 	const struct seg_config	*cfg;
@@ -186,6 +185,11 @@ segments_write(void *arg)
 	return (0);
 }
 
+/*
+ * Writes a pushed config into the job's segment (created if no rank made it yet)
+ * if it is newer than what the segment holds, and answers Applied.  A config
+ * that fails any check changes nothing.  Returns 0 or -1.
+ */
 int
 segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 {

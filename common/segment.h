@@ -208,8 +208,9 @@ struct segment {
 #define SEG_RDONLY	0x2	/* map read-only (readers such as dynprofctl local);
 				   the slot and config writers must not be used */
 #define SEG_KEEPFD	0x4	/* keep the file open in seg->fd (for fstat) */
-#define SEG_ANYOWNER	0x8	/* trust any owner (an agent running as root);
-				   writable by others is still refused */
+#define SEG_ANYOWNER	0x8	/* trust any owner (the agent, serving every
+				   user's jobs); writable by others is still
+				   refused */
 
 /* segment_open_trusting(): no uid trusted besides the caller's and root. */
 #define SEG_NOUID	((uid_t)-1)

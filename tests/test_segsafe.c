@@ -450,6 +450,19 @@ test_truncated_sampler(void **state)
 	assert_true(agent_alive(t));
 }
 
+/* A SIGBUS that is not a fault in a segment mapping: the default action. */
+static void
+test_other_sigbus(void **state)
+{
+	struct t	*t = *state;
+	int		 status;
+
+	start_connected(t, "50");
+	status = ap_stop(&t->ap, SIGBUS, T_WAIT);
+	assert_true(status != -1 && WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGBUS);
+}
+
 int
 main(void)
 {
@@ -461,6 +474,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_truncated_guard, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_sampler, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_other_sigbus, setup,
 		    teardown),
 	};
 
