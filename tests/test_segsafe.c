@@ -32,7 +32,6 @@
 struct t {
 	struct agentproc	 ap;
 	struct fakecoord	 fc;
-	char			 coord[64];
 	char			 ranklog[400];
 	char			 rankbin[512];
 	char			 out[400];
@@ -46,7 +45,6 @@ setup(void **state)
 
 	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
 		return (-1);
-	snprintf(t->coord, sizeof(t->coord), "127.0.0.1:%d", t->fc.port);
 	snprintf(t->ranklog, sizeof(t->ranklog), "%s/rank.log", t->ap.dir);
 	snprintf(t->out, sizeof(t->out), "%s/out", t->ap.dir);
 	snprintf(t->rankbin, sizeof(t->rankbin), "%s/tests/rankproc",
@@ -65,21 +63,6 @@ teardown(void **state)
 	fc_close(&t->fc);
 	free(t);
 	return (0);
-}
-
-static void
-start_connected(struct t *t, const char *sample_ms)
-{
-	const char *extra[] = { "--coordinator", t->coord, "--node", "n1",
-	    "--sample-interval", sample_ms, NULL };
-	Dynprof__V1__AgentMessage *m;
-
-	assert_int_equal(ap_start(&t->ap, extra), 0);
-	assert_int_equal(fc_accept(&t->fc, T_WAIT), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, T_WAIT);
-	assert_non_null(m);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	assert_int_equal(fc_welcome(&t->fc, 60000, 0, 0), 0);
 }
 
 static pid_t
@@ -186,7 +169,8 @@ test_header_changed(void **state)
 	pid_t			 rank;
 	int			 i;
 
-	start_connected(t, "20");
+	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "20",
+	    T_WAIT), 0);
 	rank = start_rank(t, "jh");
 	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
 
@@ -391,7 +375,8 @@ test_truncated_guard(void **state)
 	char		 path[512];
 	pid_t		 rank, rank2;
 
-	start_connected(t, "600000");
+	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "600000",
+	    T_WAIT), 0);
 	rank = start_rank(t, "jt");
 	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
 	/* The rank would die touching its slot: stop it first. */
@@ -425,7 +410,8 @@ test_truncated_sampler(void **state)
 	pid_t		 rank;
 	int		 i;
 
-	start_connected(t, "10");
+	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "10",
+	    T_WAIT), 0);
 	rank = start_rank(t, "ju");
 	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
 	snprintf(path, sizeof(path), "%s/dynprof.ju", t->ap.shm);
@@ -457,7 +443,8 @@ test_other_sigbus(void **state)
 	struct t	*t = *state;
 	int		 status;
 
-	start_connected(t, "50");
+	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "50",
+	    T_WAIT), 0);
 	status = ap_stop(&t->ap, SIGBUS, T_WAIT);
 	assert_true(status != -1 && WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGBUS);

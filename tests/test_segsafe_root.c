@@ -37,7 +37,6 @@
 struct t {
 	struct agentproc	 ap;
 	struct fakecoord	 fc;
-	char			 coord[64];
 	char			 liblog[400];	/* the library's log, a file */
 	int			 mounted;
 };
@@ -49,7 +48,6 @@ setup(void **state)
 
 	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
 		return (-1);
-	snprintf(t->coord, sizeof(t->coord), "127.0.0.1:%d", t->fc.port);
 	snprintf(t->liblog, sizeof(t->liblog), "%s/lib.log", t->ap.dir);
 	*state = t;
 	return (0);
@@ -68,21 +66,6 @@ teardown(void **state)
 	fc_close(&t->fc);
 	free(t);
 	return (0);
-}
-
-static void
-start_connected(struct t *t)
-{
-	const char *extra[] = { "--coordinator", t->coord, "--node", "n1",
-	    "--sample-interval", "50", NULL };
-	Dynprof__V1__AgentMessage *m;
-
-	assert_int_equal(ap_start(&t->ap, extra), 0);
-	assert_int_equal(fc_accept(&t->fc, T_WAIT), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, T_WAIT);
-	assert_non_null(m);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	assert_int_equal(fc_welcome(&t->fc, 60000, 0, 0), 0);
 }
 
 static void
@@ -223,7 +206,7 @@ test_full_tmpfs(void **state)
 	assert_true(liblog_has(t, "no space left to create the segment"));
 	assert_true(only_file(t->ap.shm, "filler"));
 
-	start_connected(t);
+	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "50", T_WAIT), 0);
 	assert_int_equal(fc_push(&t->fc, "jfull", 1, 1, 10, 20), 0);
 	assert_int_equal(ap_log_wait(&t->ap, "no space left in", 1, T_WAIT),
 	    0);
@@ -337,7 +320,7 @@ test_foreign_owner(void **state)
 	assert_int_equal(WEXITSTATUS(open_in_child(t, "od")), 100);
 
 	/* The agent, as root, adopts nobody's 0644 one but not the 0666 ones. */
-	start_connected(t);
+	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "50", T_WAIT), 0);
 	assert_int_equal(ap_log_wait(&t->ap, "serving job ob", 1, T_WAIT), 0);
 	assert_int_equal(ap_log_wait(&t->ap, "serving job od", 1, T_WAIT), 0);
 	assert_int_equal(ap_log_wait(&t->ap, "segment of job oa: segment "
