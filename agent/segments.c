@@ -78,6 +78,11 @@ segments_get(struct agent *a, const char *job, int create)
 			log_warn("%s: segment of job %s", __func__, job);
 		else if (rc == SEG_ENOENT)
 			log_debug("%s: no segment for job %s", __func__, job);
+		else if (create && (rc == SEG_EVERSION || rc == SEG_EMAGIC ||
+		    rc == SEG_ESIZE))
+			log_warnx("%s: segment of job %s: %s; not replaced: %s",
+			    __func__, job, segment_strerror(rc),
+			    segment_kept_why(errno));
 		else
 			log_warnx("%s: segment of job %s: %s", __func__, job,
 			    segment_strerror(rc));

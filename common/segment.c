@@ -306,7 +306,9 @@ segment_map(struct segment *seg, const char *path, int flags, uid_t trusted)
 	ssize_t			 n;
 	int			 fd, rc, saved, rdonly = (flags & SEG_RDONLY) != 0;
 
-	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted at the name must not stall the opener. */
+	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK);
 	if (fd == -1)
 		return (errno == ENOENT ? SEG_ENOENT : SEG_ESYS);
 	if (fstat(fd, &st) == -1)
@@ -368,7 +370,9 @@ fail:
  * live process maps it.  The stale file is locked while it is judged and
  * replaced, so that of two processes that found it stale only the first
  * replaces it and the second opens the new one.  Returns SEG_OK when path now
- * names a good segment (replaced here or by someone else), else SEG_ESYS (errno).
+ * names a good segment (replaced here or by someone else), else SEG_ESYS with
+ * errno EBUSY (a live process maps it), EPERM (another user's), EINVAL (not a
+ * regular file) or what failed.
  */
 static int
 segment_replace(const char *dir, const char *path, const char *job,
@@ -379,7 +383,8 @@ segment_replace(const char *dir, const char *path, const char *job,
 	ssize_t		 n;
 	int		 fd, rc, tries, saved;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK)) == -1)
 		return (errno == ENOENT ? SEG_OK : SEG_ESYS);
 	for (tries = 0; tries < 200; tries++) {
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
@@ -400,7 +405,11 @@ segment_replace(const char *dir, const char *path, const char *job,
 		close(fd);
 		return (SEG_OK);
 	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if (st.st_uid != geteuid()) {
 		errno = EPERM;
 		goto fail;
 	}
@@ -517,6 +526,25 @@ segment_unlink(const char *dir, const char *job)
 	if (unlink(path) == -1)
 		return (errno == ENOENT ? SEG_ENOENT : SEG_ESYS);
 	return (SEG_OK);
+}
+
+/*
+ * Why a stale segment was not replaced, from the errno segment_open() left:
+ * for the log line of the process that was refused.
+ */
+const char *
+segment_kept_why(int err)
+{
+	switch (err) {
+	case EBUSY:
+		return ("a live process maps it");
+	case EPERM:
+		return ("it belongs to another user");
+	case EINVAL:
+		return ("it is not a regular file");
+	default:
+		return (strerror(err));
+	}
 }
 
 /* Names a SEG_E* code. */

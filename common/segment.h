@@ -226,6 +226,7 @@ int	 segment_validate(const void *, size_t);
 int	 segment_check(const void *, size_t, struct seg_layout *);
 int	 segment_owner_ok(uid_t, mode_t, uid_t, int);
 const char *segment_strerror(int);
+const char *segment_kept_why(int);
 
 void	 segment_write_config(struct segment *, const struct seg_config *);
 int	 segment_read_config(const struct segment *, struct seg_config *,

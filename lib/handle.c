@@ -212,9 +212,7 @@ handle_log_segment(const struct dynprof *h, const char *path, int rc,
 	case SEG_ESIZE:
 		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: segment %s: %s; "
 		    "not replaced: %s", path, segment_strerror(rc),
-		    saved == EBUSY ? "a live process maps it" :
-		    saved == EPERM ? "it belongs to another user" :
-		    strerror(saved));
+		    segment_kept_why(saved));
 		break;
 	default:
 		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: segment %s: %s",

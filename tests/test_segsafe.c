@@ -326,6 +326,15 @@ test_stale_replaced(void **state)
 	write_file(path, old, 8192);
 	expect_replaced(t, "ss", "truncated");
 
+	/* Not a file: refused at once, never replaced, nobody stalls. */
+	snprintf(path, sizeof(path), "%s/dynprof.sf", t->ap.shm);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(lib_open(t, "sf", &h), DYNPROF_EMAGIC);
+	if (strstr(t->liblog, "not replaced: it is not a regular file") == NULL)
+		fail_msg("log: %s", t->liblog);
+	assert_int_equal(stat(path, &after), 0);
+	assert_true(S_ISFIFO(after.st_mode));
+
 	/* An old-version segment a live process maps: not replaced. */
 	snprintf(path, sizeof(path), "%s/dynprof.sm", t->ap.shm);
 	((struct seg_header *)old)->version = 1;
