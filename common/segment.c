@@ -386,6 +386,16 @@ segment_replace(const char *dir, const char *path, const char *job,
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
 	    O_NONBLOCK)) == -1)
 		return (errno == ENOENT ? SEG_OK : SEG_ESYS);
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if (st.st_uid != geteuid()) {
+		errno = EPERM;
+		goto fail;
+	}
 	for (tries = 0; tries < 200; tries++) {
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 			break;
@@ -397,22 +407,14 @@ segment_replace(const char *dir, const char *path, const char *job,
 		errno = EWOULDBLOCK;
 		goto fail;
 	}
-	if (fstat(fd, &st) == -1)
-		goto fail;
 	/* Someone replaced it while this process waited: theirs is good. */
 	if (stat(path, &now) == -1 || now.st_dev != st.st_dev ||
 	    now.st_ino != st.st_ino) {
 		close(fd);
 		return (SEG_OK);
 	}
-	if (!S_ISREG(st.st_mode)) {
-		errno = EINVAL;
+	if (fstat(fd, &st) == -1)
 		goto fail;
-	}
-	if (st.st_uid != geteuid()) {
-		errno = EPERM;
-		goto fail;
-	}
 	n = pread(fd, hbuf, sizeof(hbuf), 0);
 	if (n >= 0 && segment_check_header(hbuf, (size_t)n,
 	    (uint64_t)st.st_size, NULL) == SEG_OK) {

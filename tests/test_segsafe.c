@@ -372,6 +372,55 @@ test_stale_replaced(void **state)
 }
 
 /*
+ * Eight ranks start at once on a stale segment: one replaces it, the others
+ * open that one, and all eight hold slots in the same new segment.
+ */
+static void
+test_stale_race(void **state)
+{
+	struct t	*t = *state;
+	struct segment	 seg;
+	char		 path[512], garbage[8192], c;
+	pid_t		 kids[8];
+	dynprof_t	*h;
+	uint32_t	 i;
+	int		 k, n = 0, pfd[2];
+
+	memset(garbage, 0x77, sizeof(garbage));
+	snprintf(path, sizeof(path), "%s/dynprof.sr", t->ap.shm);
+	write_file(path, garbage, sizeof(garbage));
+	assert_int_equal(pipe(pfd), 0);
+	for (k = 0; k < 8; k++) {
+		if ((kids[k] = fork()) == 0) {
+			close(pfd[0]);
+			c = lib_open(t, "sr", &h) == DYNPROF_OK ? 'y' : 'n';
+			if (write(pfd[1], &c, 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		assert_true(kids[k] > 0);
+	}
+	close(pfd[1]);
+	for (k = 0; k < 8; k++) {
+		assert_int_equal(read(pfd[0], &c, 1), 1);
+		assert_int_equal(c, 'y');
+	}
+	close(pfd[0]);
+	assert_int_equal(segment_open(&seg, t->ap.shm, "sr", 0, 0), SEG_OK);
+	for (i = 0; i < seg.nslots; i++)
+		for (k = 0; k < 8; k++)
+			if (atomic_load(&seg.slots[i].pid) == kids[k])
+				n++;
+	segment_close(&seg);
+	for (k = 0; k < 8; k++) {
+		kill(kids[k], SIGKILL);
+		waitpid(kids[k], NULL, 0);
+	}
+	assert_int_equal(n, 8);
+}
+
+/*
  * A segment truncated under the agent: a datagram's slot check touches a page
  * past the new end (the sampler is slow here, so the fstat check cannot come
  * first): the guard catches the SIGBUS, the job is dropped, the agent carries
@@ -466,6 +515,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_header_changed, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_stale_replaced, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_stale_race, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_guard, setup,
 		    teardown),
