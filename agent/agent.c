@@ -559,7 +559,8 @@ agent_log_stats(const struct agent *a)
 	log_info("stats: configs_applied=%llu bad_configs=%llu "
 	    "bad_frames=%llu bad_messages=%llu unknown_messages=%llu "
 	    "bad_datagrams=%llu foreign_datagrams=%llu events_forwarded=%llu "
-	    "events_dropped=%llu standalone_errors=%llu samples=%llu",
+	    "events_dropped=%llu standalone_errors=%llu samples=%llu "
+	    "segments_dropped=%llu",
 	    (unsigned long long)s->configs_applied,
 	    (unsigned long long)s->bad_configs,
 	    (unsigned long long)s->bad_frames,
@@ -570,7 +571,8 @@ agent_log_stats(const struct agent *a)
 	    (unsigned long long)s->events_forwarded,
 	    (unsigned long long)a->up.queue.dropped,
 	    (unsigned long long)s->standalone_errors,
-	    (unsigned long long)s->samples);
+	    (unsigned long long)s->samples,
+	    (unsigned long long)s->segments_dropped);
 }
 
 int
@@ -583,6 +585,8 @@ main(int argc, char **argv)
 
 	log_init("dynprof-agent", LOG_LEVEL_INFO);
 	signal(SIGPIPE, SIG_IGN);
+	if (guard_install() == -1)
+		fatalx("cannot guard against truncated segments");
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		fatal("calloc");
 	a->argc = argc;

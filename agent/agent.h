@@ -7,6 +7,7 @@
  *	queue.c		rank events kept until the coordinator commits them
  *	ranks.c		the unix datagram socket the ranks report on
  *	segments.c	the jobs served: adopt, apply, sample, reclaim, remove
+ *	guard.c		a segment truncated under the agent: SIGBUS caught, job dropped
  *	apply.c		a JobConfig turned into the segment's schedule
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
  */
@@ -66,6 +67,7 @@ struct agent_stats {
 	uint64_t	 events_dropped;	/* queue overflow, oldest first */
 	uint64_t	 standalone_errors;	/* invalid profiler_config.json */
 	uint64_t	 samples;
+	uint64_t	 segments_dropped;	/* truncated or shrunk under us */
 };
 
 /* A rank event waiting for the coordinator's commit. */
@@ -157,6 +159,13 @@ void	 agent_housekeep(struct agent *, int);
 void	 agent_schedule(struct agent *);
 void	 agent_wake_sampler(struct agent *);
 
+/* guard.c */
+int	 guard_install(void);
+int	 guard_register(const void *, size_t);
+void	 guard_unregister(const void *);
+int	 guard_call(int (*)(void *), void *, int *);
+const void *guard_fault_base(void);
+
 /* queue.c */
 void	 queue_init(struct queue *, size_t);
 void	 queue_clear(struct queue *);
@@ -200,6 +209,8 @@ int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);
 int64_t	 segments_next_due(struct agent *);
 void	 segments_close_all(struct agent *);
+void	 segments_drop(struct agent *, struct agent_job *, const char *);
+void	 segments_drop_faulted(struct agent *);
 
 /* apply.c */
 int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,

@@ -76,7 +76,7 @@ ranks_check_slot(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
 	struct seg_slot	 s;
 	int32_t		 holder;
 
-	if (ev->slot >= seg->hdr->nslots ||
+	if (ev->slot >= seg->nslots ||
 	    segment_slot_read(seg, (int)ev->slot, &s) != SEG_OK)
 		return (-1);
 	if (s.rank != ev->rank)
@@ -118,13 +118,29 @@ ranks_decode(const uint8_t *buf, size_t len, pid_t pid,
 	return (RANKS_OK);
 }
 
+struct ranks_check_ctx {
+	const struct segment		*seg;
+	const Dynprof__V1__RankEvent	*ev;
+	pid_t				 pid;
+};
+
+static int
+ranks_check_cb(void *arg)
+{
+	struct ranks_check_ctx	*ctx = arg;
+
+	return (ranks_check_slot(ctx->seg, ctx->ev, ctx->pid));
+}
+
 /* Decodes, checks and forwards one datagram. */
 static void
 ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 {
+	struct ranks_check_ctx	 cctx;
 	Dynprof__V1__RankEvent	*ev;
 	struct agent_job	*j;
 	const char		*why;
+	int			 rc;
 
 	switch (ranks_decode(buf, len, pid, &ev, &why)) {
 	case RANKS_UNDECODABLE:
@@ -154,7 +170,14 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 			    ev->job);
 		goto out;
 	}
-	if (ranks_check_slot(&j->seg, ev, pid) == -1) {
+	cctx.seg = &j->seg;
+	cctx.ev = ev;
+	cctx.pid = pid;
+	if (guard_call(ranks_check_cb, &cctx, &rc) == -1) {
+		segments_drop_faulted(a);
+		goto out;
+	}
+	if (rc == -1) {
 		a->stats.foreign_datagrams++;
 		if (ranks_log_ok(a))
 			log_warnx("%s: pid %ld does not hold slot %u of job %s "

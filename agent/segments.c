@@ -5,10 +5,11 @@
  * grace period.
  */
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
-#include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,19 @@ segments_find(struct agent *a, const char *job)
 	return (NULL);
 }
 
+/* Claims a freshly mapped segment for this agent (guarded: it is mapped). */
+static int
+segments_claim(void *arg)
+{
+	struct agent_job	*j = arg;
+
+	j->applied = atomic_load_explicit(&j->seg.hdr->generation,
+	    memory_order_relaxed);
+	atomic_store_explicit(&j->seg.hdr->agent_pid, (int32_t)getpid(),
+	    memory_order_relaxed);
+	return (0);
+}
+
 /*
  * Returns the job, opening its segment if it is not served yet (creating it when
  * create is set).  NULL, after a log line, when the segment cannot be opened.
@@ -38,7 +52,7 @@ struct agent_job *
 segments_get(struct agent *a, const char *job, int create)
 {
 	struct agent_job	*j;
-	int			 rc;
+	int			 rc, flags;
 
 	if ((j = segments_find(a, job)) != NULL)
 		return (j);
@@ -48,24 +62,46 @@ segments_get(struct agent *a, const char *job, int create)
 		log_warn("%s", __func__);
 		return (NULL);
 	}
-	rc = segment_open(&j->seg, a->opts.shm_dir, job,
-	    create ? SEG_CREATE : 0, a->opts.shm_mode);
+	/*
+	 * The agent serves every user's jobs: any owner will do, never a file
+	 * others may write.  Not root, it can open only what its owner shared
+	 * with the agent's group (--shm-mode 0660).
+	 */
+	flags = (create ? SEG_CREATE : 0) | SEG_KEEPFD | SEG_ANYOWNER;
+	rc = segment_open(&j->seg, a->opts.shm_dir, job, flags,
+	    a->opts.shm_mode);
 	if (rc != SEG_OK) {
-		if (rc == SEG_ESYS)
+		if (rc == SEG_ESYS && errno == ENOSPC)
+			log_warnx("%s: no space left in %s for the segment of "
+			    "job %s", __func__, a->opts.shm_dir, job);
+		else if (rc == SEG_ESYS)
 			log_warn("%s: segment of job %s", __func__, job);
 		else if (rc == SEG_ENOENT)
 			log_debug("%s: no segment for job %s", __func__, job);
+		else if (create && (rc == SEG_EVERSION || rc == SEG_EMAGIC ||
+		    rc == SEG_ESIZE))
+			log_warnx("%s: segment of job %s: %s; not replaced: %s",
+			    __func__, job, segment_strerror(rc),
+			    segment_kept_why(errno));
 		else
 			log_warnx("%s: segment of job %s: %s", __func__, job,
 			    segment_strerror(rc));
 		free(j);
 		return (NULL);
 	}
+	if (j->seg.replaced != 0)
+		log_warnx("%s: replaced the stale segment %s of job %s (%s)",
+		    __func__, j->seg.path, job, segment_strerror(j->seg.replaced));
+	if (guard_register(j->seg.hdr, j->seg.size) == -1 ||
+	    guard_call(segments_claim, j, NULL) == -1) {
+		log_warnx("%s: segment of job %s: cannot use it (truncated?)",
+		    __func__, job);
+		guard_unregister(j->seg.hdr);
+		segment_close(&j->seg);
+		free(j);
+		return (NULL);
+	}
 	strcpy(j->name, job);
-	j->applied = atomic_load_explicit(&j->seg.hdr->generation,
-	    memory_order_relaxed);
-	atomic_store_explicit(&j->seg.hdr->agent_pid, (int32_t)getpid(),
-	    memory_order_relaxed);
 	j->progress_dirty = 1;
 	TAILQ_INSERT_TAIL(&a->jobs, j, entry);
 	log_info("serving job %s (segment %s, generation %llu)", job,
@@ -73,14 +109,59 @@ segments_get(struct agent *a, const char *job, int create)
 	return (j);
 }
 
-static void
-segments_free(struct agent_job *j)
+/* Says in the segment that no agent serves it any more (guarded). */
+static int
+segments_release(void *arg)
 {
-	if (j->seg.hdr != NULL)
-		atomic_store_explicit(&j->seg.hdr->agent_pid, 0,
-		    memory_order_relaxed);
+	struct agent_job	*j = arg;
+
+	atomic_store_explicit(&j->seg.hdr->agent_pid, 0, memory_order_relaxed);
+	return (0);
+}
+
+/* Unmaps a job's segment (saying it no longer serves it, if touch) and frees it. */
+static void
+segments_free(struct agent_job *j, int touch)
+{
+	if (j->seg.hdr != NULL) {
+		if (touch)
+			(void)guard_call(segments_release, j, NULL);
+		guard_unregister(j->seg.hdr);
+	}
 	segment_close(&j->seg);
 	free(j);
+}
+
+/*
+ * Stops serving job j after its segment failed under the agent (truncated,
+ * shrunk): the mapping is not touched again.  A rank's datagram or a config
+ * opens the job's segment again once a good one is there.
+ */
+void
+segments_drop(struct agent *a, struct agent_job *j, const char *why)
+{
+	log_warnx("job %s: segment %s dropped: %s", j->name, j->seg.path, why);
+	a->stats.segments_dropped++;
+	if (j->subscribed)
+		upstream_unsubscribe(a, j);
+	TAILQ_REMOVE(&a->jobs, j, entry);
+	segments_free(j, 0);
+}
+
+/* Drops the job whose mapping the last guard_call() faulted in. */
+void
+segments_drop_faulted(struct agent *a)
+{
+	struct agent_job	*j;
+	const void		*base = guard_fault_base();
+
+	TAILQ_FOREACH(j, &a->jobs, entry) {
+		if ((const void *)j->seg.hdr == base) {
+			segments_drop(a, j, "SIGBUS: the file was truncated "
+			    "under its mapping");
+			return;
+		}
+	}
 }
 
 /* Unmaps every segment; the files stay for the ranks. */
@@ -91,8 +172,22 @@ segments_close_all(struct agent *a)
 
 	while ((j = TAILQ_FIRST(&a->jobs)) != NULL) {
 		TAILQ_REMOVE(&a->jobs, j, entry);
-		segments_free(j);
+		segments_free(j, 1);
 	}
+}
+
+struct segments_write_ctx {
+	struct agent_job	*j;
+	const struct seg_config	*cfg;
+};
+
+static int
+segments_write(void *arg)
+{
+	struct segments_write_ctx	*ctx = arg;
+
+	segment_write_config(&ctx->j->seg, ctx->cfg);
+	return (0);
 }
 
 /*
@@ -103,6 +198,7 @@ segments_close_all(struct agent *a)
 int
 segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 {
+	struct segments_write_ctx	 wctx;
 	struct agent_job	*j;
 	const char		*why = "?";
 
@@ -126,7 +222,13 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		upstream_applied(a, j);
 		return (0);
 	}
-	segment_write_config(&j->seg, a->scratch);
+	wctx.j = j;
+	wctx.cfg = a->scratch;
+	if (guard_call(segments_write, &wctx, NULL) == -1) {
+		a->stats.bad_configs++;
+		segments_drop_faulted(a);
+		return (-1);
+	}
 	j->applied = jc->generation;
 	a->stats.configs_applied++;
 	log_info("applied generation %llu to job %s (%u windows)",
@@ -246,7 +348,7 @@ segments_adopt(struct agent *a, const char *job)
 		return;
 	if ((s = malloc(sizeof(*s))) == NULL)
 		return;
-	for (i = 0; i < j->seg.hdr->nslots; i++) {
+	for (i = 0; i < j->seg.nslots; i++) {
 		if (segment_slot_read(&j->seg, (int)i, s) != SEG_OK)
 			continue;
 		if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0 &&
@@ -265,10 +367,25 @@ segments_adopt(struct agent *a, const char *job)
 	}
 }
 
+struct segments_adopt_ctx {
+	struct agent	*a;
+	const char	*job;
+};
+
+static int
+segments_adopt_cb(void *arg)
+{
+	struct segments_adopt_ctx	*ctx = arg;
+
+	segments_adopt(ctx->a, ctx->job);
+	return (0);
+}
+
 /* Finds the segments already in --shm-dir (ranks outlive agents) and adopts them. */
 int
 segments_adopt_all(struct agent *a)
 {
+	struct segments_adopt_ctx	 actx;
 	DIR		*d;
 	struct dirent	*de;
 	const char	*job;
@@ -284,7 +401,10 @@ segments_adopt_all(struct agent *a)
 		job = de->d_name + plen;
 		if (!jobid_valid(job, NULL))
 			continue;
-		segments_adopt(a, job);
+		actx.a = a;
+		actx.job = job;
+		if (guard_call(segments_adopt_cb, &actx, NULL) == -1)
+			segments_drop_faulted(a);
 	}
 	closedir(d);
 	return (0);
@@ -310,42 +430,6 @@ segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 	upstream_event(ctx->a, &ev);
 }
 
-/*
- * Whether any process still maps path (a rank between opening the segment and
- * claiming a slot, a debugging tool): /proc/PID/maps says.  Runs only before a
- * removal.  Processes whose maps cannot be read are not counted.
- */
-static int
-segments_in_use(const char *path)
-{
-	DIR		*d;
-	struct dirent	*de;
-	FILE		*f;
-	char		 fn[320], line[4096 + 256];
-	int		 used = 0;
-	long		 self = (long)getpid();
-
-	if ((d = opendir("/proc")) == NULL)
-		return (0);
-	while (!used && (de = readdir(d)) != NULL) {
-		if (!isdigit((unsigned char)de->d_name[0]) ||
-		    atol(de->d_name) == self)
-			continue;
-		snprintf(fn, sizeof(fn), "/proc/%s/maps", de->d_name);
-		if ((f = fopen(fn, "r")) == NULL)
-			continue;
-		while (fgets(line, sizeof(line), f) != NULL) {
-			if (strstr(line, path) != NULL) {
-				used = 1;
-				break;
-			}
-		}
-		fclose(f);
-	}
-	closedir(d);
-	return (used);
-}
-
 static int
 segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 {
@@ -361,7 +445,7 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 
 	if (segment_reclaim_dead(&j->seg, segments_dead_cb, &ctx) > 0)
 		moved = 1;
-	for (i = 0; i < j->seg.hdr->nslots && i < SEG_MAX_SLOTS; i++) {
+	for (i = 0; i < j->seg.nslots && i < SEG_MAX_SLOTS; i++) {
 		s = &j->seg.slots[i];
 		pid = atomic_load_explicit(&s->pid, memory_order_acquire);
 		if (pid != j->slot_pid[i]) {
@@ -419,21 +503,63 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
  * reports progress that changed, subscribes and unsubscribes, and removes the
  * segments of jobs gone for the grace period.  Returns 1 if anything changed.
  */
+struct segments_sample_ctx {
+	struct agent		*a;
+	struct agent_job	*j;
+	int64_t			 now;
+};
+
+static int
+segments_sample_cb(void *arg)
+{
+	struct segments_sample_ctx	*ctx = arg;
+
+	return (segments_sample_job(ctx->a, ctx->j, ctx->now));
+}
+
+/*
+ * Whether j's file is now smaller than its mapping: touching the pages past
+ * its end would be a SIGBUS (caught by the guard, but better not tried).
+ */
+static int
+segments_shrunk(const struct agent_job *j)
+{
+	struct stat	 st;
+
+	if (j->seg.fd == -1 || fstat(j->seg.fd, &st) == -1)
+		return (0);
+	return (st.st_size < 0 || (uint64_t)st.st_size < j->seg.size);
+}
+
 int
 segments_sample(struct agent *a, int64_t now)
 {
+	struct segments_sample_ctx	 sctx;
 	struct agent_job	*j, *next;
-	int			 moved = 0;
+	int			 moved = 0, r;
 
 	a->stats.samples++;
 	for (j = TAILQ_FIRST(&a->jobs); j != NULL; j = next) {
 		next = TAILQ_NEXT(j, entry);
-		if (segments_sample_job(a, j, now))
+		if (segments_shrunk(j)) {
+			segments_drop(a, j, "the file shrank under its mapping");
+			moved = 1;
+			continue;
+		}
+		sctx.a = a;
+		sctx.j = j;
+		sctx.now = now;
+		if (guard_call(segments_sample_cb, &sctx, &r) == -1) {
+			segments_drop_faulted(a);
+			moved = 1;
+			continue;
+		}
+		if (r)
 			moved = 1;
 		if (j->nlive > 0 || j->keep || j->empty_since_ms == 0 ||
 		    now - j->empty_since_ms < (int64_t)a->opts.grace_s * 1000)
 			continue;
-		if (segments_in_use(j->seg.path)) {
+		if (procmaps_in_use(j->seg.dev, j->seg.ino, j->seg.path, 0)) {
 			log_debug("%s: segment of job %s still mapped", __func__,
 			    j->name);
 			j->empty_since_ms = now;
@@ -443,7 +569,7 @@ segments_sample(struct agent *a, int64_t now)
 		    j->name, a->opts.grace_s);
 		TAILQ_REMOVE(&a->jobs, j, entry);
 		segment_unlink(a->opts.shm_dir, j->name);
-		segments_free(j);
+		segments_free(j, 1);
 	}
 	return (moved);
 }

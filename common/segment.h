@@ -12,8 +12,11 @@
  * The segment is a file: "<dir>/dynprof.<job>", where dir is DYNPROF_SHM_DIR or, by
  * default, /dev/shm (where glibc's shm_open() puts POSIX shared memory objects, so
  * the default segment is the POSIX shm object "dynprof.<job>").  It is created
- * complete under a temporary name and linked into place, so nobody ever maps a
- * half-initialised segment.
+ * complete under a temporary name (its space reserved before the first touch) and
+ * linked into place, so nobody ever maps a half-initialised segment.  The sizes
+ * and offsets of the header are read once, checked, and kept in struct segment:
+ * nothing reads them from the mapping again.  docs/segments.md has the rules
+ * (ownership, space, stale segments, truncation).
  *
  * Bump SEG_VERSION whenever anything in this file changes the bytes of the segment.
  */
@@ -151,12 +154,38 @@ _Static_assert(offsetof(struct seg_header, seq) % 4 == 0, "header seq alignment"
 _Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic int64_t) == 8,
     "lock-free atomics of plain size");
 
-/* An open segment: the mapping and where its parts are. */
+/*
+ * The header's sizes and offsets, each read once from the bytes and checked
+ * (segment_check()).  A process keeps this copy: the mapping's own fields may be
+ * changed by anyone who can write the segment, after the check.
+ */
+struct seg_layout {
+	uint64_t		 segment_size;
+	uint32_t		 config_offset;
+	uint32_t		 slots_offset;
+	uint32_t		 nslots;
+	char			 job[SEG_JOB_MAX + 1];
+};
+
+/*
+ * An open segment: the mapping, where its parts are, and the checked copy of
+ * the header's sizes (nslots, size): never read them from hdr.
+ */
 struct segment {
 	struct seg_header	*hdr;
 	struct seg_config	*config;
 	struct seg_slot		*slots;
-	size_t			 size;
+	size_t			 size;		/* of the mapping, checked */
+	uint32_t		 nslots;	/* checked copy of hdr->nslots */
+	uint32_t		 config_offset;	/* checked copies */
+	uint32_t		 slots_offset;
+	int			 fd;		/* with SEG_KEEPFD, else -1 */
+	int			 flags;		/* segment_open() flags */
+	int			 replaced;	/* SEG_E* of a stale segment
+						   replaced at open, else 0 */
+	uid_t			 uid;		/* the file's owner (fstat) */
+	dev_t			 dev;		/* the file (fstat) */
+	ino_t			 ino;
 	char			 job[SEG_JOB_MAX + 1];
 	char			 path[4096];
 };
@@ -171,19 +200,33 @@ struct segment {
 #define SEG_ENOSLOT	-7	/* every slot taken by a live process */
 #define SEG_ENOENT	-8	/* no such segment (and not asked to create one) */
 #define SEG_ETORN	-9	/* the config kept changing under the reader */
+#define SEG_EOWNER	-12	/* owned by an untrusted user, or writable by
+				   others (docs/segments.md) */
 
 /* segment_open() flags. */
 #define SEG_CREATE	0x1	/* create the segment if it does not exist */
 #define SEG_RDONLY	0x2	/* map read-only (readers such as dynprofctl local);
 				   the slot and config writers must not be used */
+#define SEG_KEEPFD	0x4	/* keep the file open in seg->fd (for fstat) */
+#define SEG_ANYOWNER	0x8	/* trust any owner (the agent, serving every
+				   user's jobs); writable by others is still
+				   refused */
+
+/* segment_open_trusting(): no uid trusted besides the caller's and root. */
+#define SEG_NOUID	((uid_t)-1)
 
 /* segment.c */
 int	 segment_path(char *, size_t, const char *, const char *);
 int	 segment_open(struct segment *, const char *, const char *, int, mode_t);
+int	 segment_open_trusting(struct segment *, const char *, const char *, int,
+	    mode_t, uid_t);
 void	 segment_close(struct segment *);
 int	 segment_unlink(const char *, const char *);
 int	 segment_validate(const void *, size_t);
+int	 segment_check(const void *, size_t, struct seg_layout *);
+int	 segment_owner_ok(uid_t, mode_t, uid_t, int);
 const char *segment_strerror(int);
+const char *segment_kept_why(int);
 
 void	 segment_write_config(struct segment *, const struct seg_config *);
 int	 segment_read_config(const struct segment *, struct seg_config *,
@@ -197,5 +240,8 @@ void	 segment_slot_update_end(struct seg_slot *);
 int	 segment_reclaim_dead(struct segment *, void (*)(const struct seg_slot *,
 	    int, void *), void *);
 int	 segment_pid_alive(pid_t);
+
+/* procmaps.c */
+int	 procmaps_in_use(dev_t, ino_t, const char *, int);
 
 #endif /* DYNPROF_SEGMENT_H */

@@ -770,7 +770,7 @@ test_bad_arguments(void **state)
 	assert_null(dynprof_job(NULL));
 	dynprof_close(NULL);
 	assert_string_equal(dynprof_version(), "0.1.0");
-	for (i = 0; i >= DYNPROF_ENOMEM; i--)
+	for (i = 0; i >= DYNPROF_EOWNER; i--)
 		assert_string_not_equal(dynprof_strerror(i), "unknown error");
 
 	/* A segment every slot of which a live process holds. */

@@ -116,6 +116,7 @@ test_create_open(void **state)
 	assert_int_equal(a.hdr->magic, SEG_MAGIC);
 	assert_int_equal(a.hdr->version, SEG_VERSION);
 	assert_int_equal(a.hdr->nslots, SEG_MAX_SLOTS);
+	assert_int_equal(a.nslots, SEG_MAX_SLOTS);
 	assert_string_equal(a.hdr->job, "j1");
 	assert_int_equal(a.size, a.hdr->segment_size);
 	assert_int_equal(segment_validate(a.hdr, a.size), SEG_OK);

@@ -22,7 +22,7 @@ static struct seg_config	 fuzz_config;
 static struct seg_slot		 fuzz_slot;
 
 static void
-fuzz_read(const uint8_t *data, size_t size)
+fuzz_read(const uint8_t *data, size_t size, const struct seg_layout *lay)
 {
 	struct segment	 seg;
 	uint8_t		*copy;
@@ -36,8 +36,9 @@ fuzz_read(const uint8_t *data, size_t size)
 	memset(&seg, 0, sizeof(seg));
 	seg.hdr = (struct seg_header *)copy;
 	seg.size = size;
-	seg.config = (struct seg_config *)(copy + seg.hdr->config_offset);
-	seg.slots = (struct seg_slot *)(copy + seg.hdr->slots_offset);
+	seg.nslots = lay->nslots;
+	seg.config = (struct seg_config *)(copy + lay->config_offset);
+	seg.slots = (struct seg_slot *)(copy + lay->slots_offset);
 	/*
 	 * An odd sequence number is a writer mid-update: readers spin through
 	 * their bounded retries and give up (SEG_ETORN).  Make them even, or
@@ -56,14 +57,14 @@ fuzz_read(const uint8_t *data, size_t size)
 			    fuzz_config.windows[i].id);
 		}
 	}
-	for (i = 0; i < seg.hdr->nslots; i++) {
+	for (i = 0; i < seg.nslots; i++) {
 		atomic_fetch_and(&seg.slots[i].seq, ~1U);
 		if (segment_slot_read(&seg, (int)i, &fuzz_slot) == SEG_OK &&
 		    (strlen(fuzz_slot.output_dir) >= SEG_PATH_MAX ||
 		    strlen(fuzz_slot.error) >= SEG_ERROR_MAX))
 			abort();
 	}
-	if (segment_slot_read(&seg, (int)seg.hdr->nslots, &fuzz_slot) !=
+	if (segment_slot_read(&seg, (int)seg.nslots, &fuzz_slot) !=
 	    SEG_ESIZE || segment_slot_read(&seg, -1, &fuzz_slot) != SEG_ESIZE)
 		abort();
 	free(copy);
@@ -72,12 +73,13 @@ fuzz_read(const uint8_t *data, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int	 rc;
+	struct seg_layout	 lay;
+	int			 rc;
 
-	rc = segment_validate(data, size);
-	if (segment_strerror(rc) == NULL)
+	rc = segment_check(data, size, &lay);
+	if (segment_strerror(rc) == NULL || rc != segment_validate(data, size))
 		abort();
 	if (rc == SEG_OK)
-		fuzz_read(data, size);
+		fuzz_read(data, size, &lay);
 	return (0);
 }
