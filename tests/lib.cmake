@@ -60,3 +60,6 @@ set_tests_properties(test_lib_syscalls PROPERTIES SKIP_RETURN_CODE 77
 # The window rules checked in every callback under random schedules.
 dynprof_test(test_lib_rules_random SOURCES test_lib_rules_random.c
   LIBS dynprof_internal TIMEOUT 60)
+
+# The event log of a rank slot, in a real segment.
+dynprof_test(test_slotlog SOURCES test_slotlog.c LIBS dpcommon TIMEOUT 60)
