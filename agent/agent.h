@@ -64,7 +64,6 @@ struct agent_stats {
 	uint64_t	 foreign_datagrams;	/* the sender does not hold the slot */
 	uint64_t	 events_forwarded;
 	uint64_t	 events_dropped;	/* queue overflow, oldest first */
-	uint64_t	 events_lost;		/* overwritten in a slot's log unread */
 	uint64_t	 standalone_errors;	/* invalid profiler_config.json */
 	uint64_t	 samples;
 };

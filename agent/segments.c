@@ -294,7 +294,6 @@ segments_log_gap(struct agent *a, struct agent_job *j, int idx, uint32_t lost)
 {
 	struct seg_slot	*s;
 
-	a->stats.events_lost += lost;
 	log_warnx("%s: job %s slot %d: %u events overwritten before they were "
 	    "read (the rank counts %u): re-reporting its last state", __func__,
 	    j->name, idx, lost, atomic_load_explicit(&j->seg.slots[idx].log_lost,
