@@ -87,6 +87,10 @@ report_log(struct dynprof *h, const dynprof_v1_RankEvent *ev)
 {
 	struct seg_log_entry	 entry, *e = &entry;
 
+	/* A slot taken from this rank (it claims another at its next slow
+	 * step) is its new holder's log: never write there. */
+	if (atomic_load_explicit(&h->slot->pid, memory_order_relaxed) != h->pid)
+		return;
 	e->kind = (uint32_t)ev->kind;
 	e->window_id = ev->window_id;
 	e->reason = (uint32_t)ev->reason;

@@ -676,6 +676,36 @@ test_slot_taken(void **state)
 	assert_int_equal(s.step, -1);
 }
 
+/*
+ * A rank whose slot was taken while it was inside a window and that closes
+ * before its next slow step: its stopped and detached events must not land in
+ * the log of the slot's new holder.
+ */
+static void
+test_slot_taken_close(void **state)
+{
+	struct fixture	*f = *state;
+	uint32_t	 inc, head;
+	int		 old;
+
+	tl_window(&f->cfg, 0, 1, 3, 20, "");
+	push(f);
+	open_rank(f, 4);
+	steps(f, 1, 5);
+	old = f->h->slot_index;
+	head = slotlog_head(&f->agent.slots[old], &inc);
+	assert_int_equal(head, 2);		/* attached, started */
+	assert_int_equal(slotlog_ack(&f->agent.slots[old], inc, head), 1);
+	atomic_store(&f->agent.slots[old].pid, 0);
+	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9),
+	    old);
+	dynprof_close(f->h);
+	f->h = NULL;
+	assert_int_equal(slotlog_head(&f->agent.slots[old], &inc), 0);
+	assert_int_equal(atomic_load(&f->agent.slots[old].pid),
+	    getpid() + 100000);
+}
+
 /* Job and rank from the environment; invalid values refused clearly. */
 static void
 test_environment(void **state)
@@ -871,6 +901,7 @@ main(void)
 		T(test_report_failure),
 		T(test_exit_stops_window),
 		T(test_slot_taken),
+		T(test_slot_taken_close),
 		T(test_environment),
 		T(test_bad_arguments),
 		cmocka_unit_test(test_decide_pure),
