@@ -638,13 +638,15 @@ test_exit_stops_window(void **state)
 	assert_true(found);
 }
 
-/* A slot taken from a live rank (an agent in another pid namespace thought it
- * dead): the rank claims a slot again at its next slow step. */
-static void
-test_slot_taken(void **state)
+/*
+ * Rank 4 runs into window 1 [3, 20] and is at step 5; then its slot is taken
+ * from it: the agent acknowledges its two events (attached, started) and frees
+ * it, and a newcomer claims it (claims prefer free slots whose log is
+ * acknowledged).  Returns the slot's index.
+ */
+static int
+slot_taken_in_window(struct fixture *f)
 {
-	struct fixture	*f = *state;
-	struct seg_slot	 s;
 	uint32_t	 inc, head;
 	int		 old;
 
@@ -653,14 +655,25 @@ test_slot_taken(void **state)
 	open_rank(f, 4);
 	steps(f, 1, 5);
 	old = f->h->slot_index;
-	/* The agent acknowledges its events and frees it, a newcomer claims
-	 * it (claims prefer free slots whose log is acknowledged). */
-	inc = 0;
 	head = slotlog_head(&f->agent.slots[old], &inc);
+	assert_int_equal(head, 2);
 	assert_int_equal(slotlog_ack(&f->agent.slots[old], inc, head), 1);
 	atomic_store(&f->agent.slots[old].pid, 0);
 	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9),
 	    old);
+	return (old);
+}
+
+/* A slot taken from a live rank (an agent in another pid namespace thought it
+ * dead): the rank claims a slot again at its next slow step. */
+static void
+test_slot_taken(void **state)
+{
+	struct fixture	*f = *state;
+	struct seg_slot	 s;
+	int		 old;
+
+	old = slot_taken_in_window(f);
 	push(f);
 	steps(f, 6, 6);
 	assert_int_not_equal(f->h->slot_index, old);
@@ -685,20 +698,10 @@ static void
 test_slot_taken_close(void **state)
 {
 	struct fixture	*f = *state;
-	uint32_t	 inc, head;
+	uint32_t	 inc;
 	int		 old;
 
-	tl_window(&f->cfg, 0, 1, 3, 20, "");
-	push(f);
-	open_rank(f, 4);
-	steps(f, 1, 5);
-	old = f->h->slot_index;
-	head = slotlog_head(&f->agent.slots[old], &inc);
-	assert_int_equal(head, 2);		/* attached, started */
-	assert_int_equal(slotlog_ack(&f->agent.slots[old], inc, head), 1);
-	atomic_store(&f->agent.slots[old].pid, 0);
-	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9),
-	    old);
+	old = slot_taken_in_window(f);
 	dynprof_close(f->h);
 	f->h = NULL;
 	assert_int_equal(slotlog_head(&f->agent.slots[old], &inc), 0);
