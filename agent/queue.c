@@ -61,17 +61,18 @@ queue_grow(struct queue *q)
 }
 
 /*
- * Appends a copy of len bytes as event seq, read from origin (NULL: no log).  When the queue is full the oldest
- * entry goes and q->dropped counts it.  Returns 0, 1 if one was dropped, or -1
- * when out of memory (the new event is lost, and counted).
+ * Appends a copy of len bytes as event seq, read from origin (NULL: from no
+ * slot's log).  When the queue is full the oldest entry goes and q->dropped
+ * counts it.  Returns 0, 1 if one was dropped, or -1 when out of memory (the
+ * new event is lost, and counted).
  */
 int
 queue_push(struct queue *q, uint64_t seq, const uint8_t *buf, size_t len,
     const struct queue_origin *origin)
 {
 	struct queue_entry	*e;
-	uint8_t	*copy;
-	int	 dropped = 0;
+	uint8_t			*copy;
+	int			 dropped = 0;
 
 	if (q->len >= q->max) {
 		/* Full, or the bound shrank on a reload. */

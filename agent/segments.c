@@ -1,8 +1,9 @@
 /*
  * The jobs this agent serves, one shared memory segment each: adopted at start,
  * created for a pushed config, written under the seqlock, sampled for progress
- * and dead ranks, removed once every process of the job has been gone for the
- * grace period.
+ * and dead ranks, their slots' event logs read and acknowledged
+ * (docs/events.md), removed once every process of the job has been gone for
+ * the grace period.
  */
 
 #include <sys/types.h>
@@ -171,8 +172,9 @@ segments_event_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 /*
  * Reports a slot's last state as the events that lead to it: the fallback for
  * a slot whose log lost events before they were read (docs/events.md), so that
- * the coordinator (idempotent on these) misses no final state: DONE gives attached, started and stopped; PROFILING attached and
- * started; SKIPPED and FAILED attached and theirs.  A slot its rank freed while
+ * the coordinator (idempotent on these) misses no final state: DONE gives
+ * attached, started and stopped; PROFILING attached and started; SKIPPED and
+ * FAILED attached and theirs.  A slot its rank freed while
  * no agent listened (state GONE) still holds its last window's event (the
  * library's detached event does not overwrite it): that one, what led to it,
  * and detached, at the rank's last step.

@@ -541,8 +541,9 @@ segment_slot_release(struct segment *seg, int idx, pid_t pid)
 
 /*
  * Copies slot idx consistently into out: its state, up to its event log (read
- * with slotlog_read()), which stays untouched in out.  Returns SEG_OK, SEG_ETORN when its rank
- * kept updating it, or SEG_ESIZE for an index out of range.
+ * with slotlog_read()), which stays untouched in out.  Returns SEG_OK,
+ * SEG_ETORN when its rank kept updating it, or SEG_ESIZE for an index out of
+ * range.
  */
 int
 segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
@@ -593,18 +594,19 @@ int
 segment_reclaim_dead(struct segment *seg, void (*cb)(const struct seg_slot *,
     int, void *), void *arg)
 {
-	struct seg_slot	*copy, *slot;
+	struct seg_slot	*copy = NULL, *slot;
 	uint32_t	 i;
 	int32_t		 pid, self = (int32_t)getpid(), held;
 	int		 n = 0;
 
-	if ((copy = malloc(sizeof(*copy))) == NULL)
-		return (0);
 	for (i = 0; i < seg->hdr->nslots; i++) {
 		slot = &seg->slots[i];
 		pid = atomic_load_explicit(&slot->pid, memory_order_acquire);
 		if (pid == 0 || pid == self || segment_pid_alive(pid))
 			continue;
+		/* Found one: the copy (a whole slot, log included) is needed. */
+		if (copy == NULL && (copy = malloc(sizeof(*copy))) == NULL)
+			break;
 		held = pid;
 		if (!atomic_compare_exchange_strong(&slot->pid, &held, self))
 			continue;
