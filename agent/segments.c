@@ -393,25 +393,30 @@ segments_log_acked(struct agent *a, const struct queue_origin *o)
 /*
  * Adopts the segment of job found at start: replays, for every slot (live, or
  * freed while no agent listened), the log entries the coordinator has not
- * committed.
+ * committed.  Freed slots first: a rank that ended and came back as a new
+ * process in another slot ends up attached, not gone.
  */
 static void
 segments_adopt(struct agent *a, const char *job)
 {
 	struct agent_job	*j;
 	uint32_t		 i;
-	int			 n = 0, ranks = 0, live = 0, k;
+	int			 n = 0, ranks = 0, live = 0, k, pass, held;
 
 	if ((j = segments_get(a, job, 0)) == NULL)
 		return;
-	for (i = 0; i < j->seg.hdr->nslots && i < SEG_MAX_SLOTS; i++) {
-		if ((k = segments_read_log(a, j, (int)i)) > 0) {
-			n += k;
-			ranks++;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < j->seg.hdr->nslots && i < SEG_MAX_SLOTS; i++) {
+			held = atomic_load_explicit(&j->seg.slots[i].pid,
+			    memory_order_relaxed) != 0;
+			if (held != pass)
+				continue;
+			if ((k = segments_read_log(a, j, (int)i)) > 0) {
+				n += k;
+				ranks++;
+			}
+			live += held;
 		}
-		if (atomic_load_explicit(&j->seg.slots[i].pid,
-		    memory_order_relaxed) != 0)
-			live++;
 	}
 	if (live > 0)
 		upstream_subscribe(a, j);

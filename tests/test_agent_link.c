@@ -770,6 +770,51 @@ test_overflowed_log_falls_back(void **state)
 	segment_close(&seg);
 }
 
+/*
+ * Rank 2 ended (its slot freed, its events never committed) and came back as
+ * a new process in a lower slot: a new agent replays the freed slot first,
+ * so the coordinator ends with the new process attached, not the rank gone.
+ */
+static void
+test_adopt_freed_before_live(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	Dynprof__V1__RankEvent	 ev;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	static const int	 kinds[] = { DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
+	    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED,
+	    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED };
+	int			 live, gone, k;
+
+	live = claim_slot(t, &seg, "j8", 2);
+	gone = segment_slot_claim(&seg, getpid(), 2);
+	assert_int_equal(live, 0);
+	assert_int_equal(gone, 1);
+	make_event(&ev, "j8", 2, gone, kinds[0], 1);
+	ev.pid = 4242;
+	log_event(&seg, gone, &ev);
+	make_event(&ev, "j8", 2, gone, kinds[1], 2);
+	ev.pid = 4242;
+	log_event(&seg, gone, &ev);
+	segment_slot_release(&seg, gone, getpid());
+	make_event(&ev, "j8", 2, live, kinds[2], 1);
+	log_event(&seg, live, &ev);
+
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	for (k = 0; k < 3; k++) {
+		ae = expect_event(t, &m);
+		assert_int_equal(ae->event->kind, kinds[k]);
+		assert_int_equal(ae->event->pid, k < 2 ? 4242 : getpid());
+		assert_int_equal(ae->event->slot, k < 2 ? gone : live);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	segment_slot_release(&seg, live, getpid());
+	segment_close(&seg);
+}
+
 /* A rank process that dies: reported detached, its slot freed, and once the
  * grace period is over (and nobody maps it) its segment removed. */
 static void
@@ -930,6 +975,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_restart_replays_unacked,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overflowed_log_falls_back,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_adopt_freed_before_live,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_readopts, setup,
 		    teardown),
