@@ -8,6 +8,7 @@ dynprof_test(test_segment_stress SOURCES test_segment_stress.c LIBS dpcommon
 dynprof_test(test_segment_stress_noseqlock
   SOURCES test_segment_stress.c ${PROJECT_SOURCE_DIR}/common/segment.c
           ${PROJECT_SOURCE_DIR}/common/procmaps.c
+          ${PROJECT_SOURCE_DIR}/common/slotlog.c
           ${PROJECT_SOURCE_DIR}/common/jobid.c
   TIMEOUT 60)
 target_compile_definitions(test_segment_stress_noseqlock PRIVATE
@@ -60,3 +61,6 @@ set_tests_properties(test_lib_syscalls PROPERTIES SKIP_RETURN_CODE 77
 # The window rules checked in every callback under random schedules.
 dynprof_test(test_lib_rules_random SOURCES test_lib_rules_random.c
   LIBS dynprof_internal TIMEOUT 60)
+
+# The event log of a rank slot, in a real segment.
+dynprof_test(test_slotlog SOURCES test_slotlog.c LIBS dpcommon TIMEOUT 60)
