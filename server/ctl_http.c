@@ -290,6 +290,7 @@ ctl_http_error(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
 	const char	*detail = ebuf[0] != '\0' ? ebuf :
 			    curl_easy_strerror(cc);
 	long		 oserr = 0;
+	size_t		 n;
 
 	switch (cc) {
 	case CURLE_OPERATION_TIMEDOUT:
@@ -298,44 +299,55 @@ ctl_http_error(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
 		return (CTL_EXIT_TIMEOUT);
 	case CURLE_COULDNT_RESOLVE_HOST:
 		snprintf(err, errlen, "cannot resolve %s", u->host);
-		break;
+		return (CTL_EXIT_UNREACHABLE);
 	case CURLE_COULDNT_CONNECT:
 		curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &oserr);
 		snprintf(err, errlen, "%s", oserr != 0 ?
 		    strerror((int)oserr) : detail);
-		break;
+		return (CTL_EXIT_UNREACHABLE);
 	case CURLE_UNSUPPORTED_PROTOCOL:
 	case CURLE_WEIRD_SERVER_REPLY:
-		snprintf(err, errlen, "not an HTTP answer%s", u->https ? "" :
-		    " (an https:// coordinator?)");
+		snprintf(err, errlen, "not an HTTP answer");
 		break;
 	case CURLE_GOT_NOTHING:
 		snprintf(err, errlen, "the connection closed without an "
-		    "answer%s", u->https ? "" : " (an https:// coordinator?)");
+		    "answer");
 		break;
 	case CURLE_PARTIAL_FILE:
 		snprintf(err, errlen, "truncated HTTP answer (body shorter "
 		    "than Content-Length)");
+		return (CTL_EXIT_UNREACHABLE);
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+		snprintf(err, errlen, "connection lost: %s", detail);
 		break;
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_SSL_CIPHER:
+		snprintf(err, errlen, "TLS: %s", detail);
+		return (CTL_EXIT_UNREACHABLE);
+	case CURLE_SSL_CONNECT_ERROR:
 		snprintf(err, errlen, "TLS: %s", detail);
 		break;
 	default:
 		snprintf(err, errlen, "%s", detail);
-		break;
+		return (CTL_EXIT_UNREACHABLE);
 	}
-	/* TLS 1.3 servers refuse a missing client certificate after the
-	 * handshake, so it shows as a failed read: say what to do. */
-	if (u->https && conn->cert == NULL &&
-	    (strstr(detail, "certificate required") != NULL ||
-	    strstr(detail, "handshake failure") != NULL))
-		snprintf(err + strlen(err), errlen - strlen(err),
-		    " (the coordinator wants a client certificate: --cert F "
-		    "--key F)");
+	/*
+	 * The connection broke in the exchange.  Plain HTTP to a TLS port looks
+	 * so; and TLS 1.3 servers refuse a missing client certificate after
+	 * the handshake, so that shows as a lost connection too: say what to
+	 * try.
+	 */
+	n = strlen(err);
+	if (!u->https)
+		snprintf(err + n, errlen - n, " (an https:// coordinator?)");
+	else if (conn->cert == NULL)
+		snprintf(err + n, errlen - n, " (%sthe coordinator wants a "
+		    "client certificate: --cert F --key F)",
+		    strstr(detail, "certificate required") != NULL ? "" :
+		    "if ");
 	return (CTL_EXIT_UNREACHABLE);
 }
 
