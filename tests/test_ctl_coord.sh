@@ -255,6 +255,33 @@ head -c 1023 /dev/zero | tr '\0' 't' >"$T/max.token"
 run --coordinator "$AUTH" --token-file "$T/max.token" jobs
 expect_rc 1; expect_err "coordinator refused"
 
+# --- token roles: the viewer reads, the operator reads and writes.
+echo "v1ewer-token" >"$T/viewer.token"
+AUTH_AGENT_PORT=$AGENT_PORT
+start_coord roles --admin-token-file "$T/admin.token" \
+    --viewer-token-file "$T/viewer.token"
+ROLES=http://127.0.0.1:$HTTP_PORT
+run --coordinator "$ROLES" --token-file "$T/viewer.token" jobs
+expect_rc 0; expect_out "no jobs"
+run --coordinator "$ROLES" --token-file "$T/viewer.token" trace V --start 5 \
+    --steps 1
+expect_rc 1
+expect_err "dynprofctl: coordinator refused: the viewer token may only read: this request needs the operator token"
+DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" status V
+expect_rc 1; expect_err "coordinator refused: "	# no job V: nothing was made
+run --coordinator "$ROLES" --token-file "$T/admin.token" trace V --start 5 \
+    --steps 1
+expect_rc 0; expect_out "window 1: steps 5-5 on all ranks"
+DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" status V
+expect_rc 0; expect_out_re '^job V generation [0-9]+'
+DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" cancel V 1
+expect_rc 1; expect_err "viewer token may only read"
+DYNPROF_TOKEN=other run --coordinator "$ROLES" jobs
+expect_rc 1; expect_err "coordinator refused: missing or wrong bearer token"
+run --coordinator "$ROLES" jobs
+expect_rc 1; expect_err "this coordinator wants an admin token"
+AGENT_PORT=$AUTH_AGENT_PORT	# the agent below joins the "auth" one
+
 # --- real ranks: an agent and two simulated ranks of job S.
 mkdir -p "$T/shm" "$T/traces"
 "$AGENT" --coordinator "127.0.0.1:$AGENT_PORT" --node n1 \
