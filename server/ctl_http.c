@@ -371,6 +371,9 @@ ctl_http_setup(CURL *curl, const struct ctl_conn *conn, const char *method,
 	/* Redirects are followed by hand: see ctl_http_allowed(). */
 	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(curl, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+	/* Straight to the coordinator, as before: no http_proxy from the
+	 * environment sees the token. */
+	curl_easy_setopt(curl, CURLOPT_PROXY, "");
 	if (conn->cacert != NULL)
 		curl_easy_setopt(curl, CURLOPT_CAINFO, conn->cacert);
 	if (conn->cert != NULL)

@@ -238,6 +238,10 @@ test_http_client(void **state)
 	int			 lfd, rfd, status;
 
 	(void)state;
+	/* Proxies named in the environment are not used: the token goes
+	 * straight to the coordinator, as it always did. */
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("ALL_PROXY", "http://127.0.0.1:1", 1);
 	/* A request with a token and a body, a chunked answer. */
 	lfd = listener(&conn);
 	conn.token = "tok";

@@ -163,6 +163,10 @@ run --coordinator "$PLAIN" --cacert ca.pem jobs
 expect_rc 0; expect_out "no jobs"
 DYNPROF_CACERT=ca.pem run --coordinator "$PLAIN" jobs
 expect_rc 0; expect_out "no jobs"
+# A proxy in the environment is not used (it would see the token).
+https_proxy=http://127.0.0.1:1 ALL_PROXY=http://127.0.0.1:1 \
+    run --coordinator "$PLAIN" --cacert ca.pem jobs
+expect_rc 0; expect_out "no jobs"
 DYNPROF_CACERT=ca.pem DYNPROF_TOKEN=tok run --coordinator "$PLAIN" \
     trace J --start 10 --steps 3
 expect_rc 0; expect_out "window 7: steps 10-12 on all ranks"
