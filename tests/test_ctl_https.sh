@@ -6,63 +6,27 @@
 # (followed, token and body kept) and to one not in it (refused, nothing sent).
 set -eu
 
-B=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
-CTL=$B/server/dynprofctl
-T=$(mktemp -d /tmp/dynprof-ctl-https.XXXXXX)
-PIDS=()
-
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- command: ${LAST:-}" >&2
-	echo "--- stdout:" >&2
-	cat "$T/out" >&2 2>/dev/null || true
-	echo "--- stderr:" >&2
-	cat "$T/err" >&2 2>/dev/null || true
-	for f in "$T"/*.log; do
-		[ -f "$f" ] || continue
-		echo "--- $f (tail):" >&2
-		tail -20 "$f" >&2
-	done
-	exit 1
-}
-
-run() {
-	LAST="dynprofctl $*"
-	set +e
-	"$CTL" "$@" >"$T/out" 2>"$T/err" </dev/null
-	RC=$?
-	set -e
-}
-expect_rc() { [ "$RC" -eq "$1" ] || fail "exit $RC, expected $1"; }
-expect_out() { grep -qF -- "$1" "$T/out" || fail "stdout lacks: $1"; }
-expect_err() { grep -qF -- "$1" "$T/err" || fail "stderr lacks: $1"; }
+CTL_TEST=dynprof-ctl-https
+. "$(dirname "$0")/test_ctl_lib.sh"
 
 # --- Certificates: a CA, the server (127.0.0.1 and localhost), a client;
 # and another CA that signed none of them.
 cd "$T"
 ossl() { openssl "$@" >>"$T/openssl.out" 2>&1 || fail "openssl $1"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=test-ca \
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -days 2 -subj /CN=test-ca \
     -keyout ca.key -out ca.pem
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=other-ca \
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -days 2 -subj /CN=other-ca \
     -keyout other.key -out other.pem
 printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >server.ext
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=coordinator -keyout server.key \
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -subj /CN=coordinator -keyout server.key \
     -out server.csr
 ossl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
     -days 2 -extfile server.ext -out server.pem
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=operator -keyout client.key \
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -subj /CN=operator -keyout client.key \
     -out client.csr
 ossl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
     -days 2 -out client.pem
