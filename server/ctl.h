@@ -16,7 +16,8 @@
 
 /* Exit codes, said in --help. */
 #define CTL_EXIT_OK		0
-#define CTL_EXIT_REFUSED	1	/* refused by the coordinator, bad usage */
+#define CTL_EXIT_REFUSED	1	/* refused by the coordinator, bad usage,
+					   a redirect not followed */
 #define CTL_EXIT_UNREACHABLE	2	/* cannot reach the coordinator */
 #define CTL_EXIT_TIMEOUT	3	/* --wait --timeout, or no answer in time */
 #define CTL_USAGE		-1	/* a command's bad arguments: main prints
