@@ -128,6 +128,7 @@ coord_usage(FILE *f)
 	    "usage: dynprof-coordinator [--listen ADDR:PORT] [--http ADDR:PORT]\n"
 	    "           [--state-dir DIR] [--admin-token-file F]"
 	    " [--agent-token-file F]\n"
+	    "           [--viewer-token-file F]\n"
 	    "           [--insecure] [--heartbeat-ms N] [--ready-file F]"
 	    " [-v] [-q]\n"
 	    "\n"
@@ -136,7 +137,10 @@ coord_usage(FILE *f)
 	    "  --http ADDR:PORT         admin API (default 127.0.0.1:7879)\n"
 	    "  --state-dir DIR          SQLite state, DIR/dynprof.db"
 	    " (default /var/lib/dynprof)\n"
-	    "  --admin-token-file F     require this bearer token on /v1\n"
+	    "  --admin-token-file F     the operator token: /v1 reads and"
+	    " writes need it\n"
+	    "  --viewer-token-file F    the viewer token: /v1 reads only"
+	    " (writes: 403)\n"
 	    "  --agent-token-file F     require this token in agents' hello\n"
 	    "  --insecure               allow non-loopback addresses without"
 	    " tokens\n"
@@ -159,6 +163,29 @@ coord_read_token(const char *path)
 		return (NULL);
 	}
 	return (strdup(buf));
+}
+
+/*
+ * Reads the viewer token (path may be NULL: none).  It must differ from the
+ * operator token, or a viewer could write.  Returns 0 or -1 (logged).
+ */
+static int
+coord_viewer_token(struct coord *c, const char *path)
+{
+	if (path == NULL)
+		return (0);
+	if ((c->conf.viewer_token = coord_read_token(path)) == NULL)
+		return (-1);
+	if (c->conf.admin_token != NULL &&
+	    coord_token_equal(c->conf.viewer_token, c->conf.admin_token)) {
+		log_warnx("--viewer-token-file %s holds the operator token "
+		    "(--admin-token-file): give the viewer its own", path);
+		return (-1);
+	}
+	if (c->conf.admin_token == NULL)
+		log_info("a viewer token and no operator token "
+		    "(--admin-token-file): the admin API is read-only");
+	return (0);
 }
 
 /*
@@ -295,6 +322,8 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "admin-token-file", required_argument, NULL, 'A' },
 		{ "agent-token-file", required_argument, NULL, 'T' },
+		/* Token roles. */
+		{ "viewer-token-file", required_argument, NULL, 'W' },
 		{ "insecure", no_argument, NULL, 'I' },
 		{ "heartbeat-ms", required_argument, NULL, 'b' },
 		{ "ready-file", required_argument, NULL, 'r' },
@@ -303,6 +332,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char	*admin_file = NULL, *agent_file = NULL;
+	const char	*viewer_file = NULL;
 	char		*end;
 	long		 v;
 	int		 ch, level = LOG_LEVEL_INFO;
@@ -327,6 +357,9 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 			break;
 		case 'T':
 			agent_file = optarg;
+			break;
+		case 'W':
+			viewer_file = optarg;
 			break;
 		case 'I':
 			c->conf.insecure = 1;
@@ -375,9 +408,11 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	if (agent_file != NULL &&
 	    (c->conf.agent_token = coord_read_token(agent_file)) == NULL)
 		return (-1);
+	if (coord_viewer_token(c, viewer_file) == -1)
+		return (-1);
 	if (c->conf.insecure && ((c->conf.agent_token == NULL &&
 	    !coord_is_loopback(c->conf.listen_addr)) ||
-	    (c->conf.admin_token == NULL &&
+	    (c->conf.admin_token == NULL && c->conf.viewer_token == NULL &&
 	    !coord_is_loopback(c->conf.http_addr))))
 		log_warnx("--insecure: serving a non-loopback address without "
 		    "a token: anyone who reaches it can drive the profilers");
@@ -390,6 +425,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 			return (-1);
 		}
 		if (c->conf.admin_token == NULL &&
+		    c->conf.viewer_token == NULL &&
 		    !coord_is_loopback(c->conf.http_addr)) {
 			log_warnx("--http %s is not a loopback address: give "
 			    "--admin-token-file, or --insecure",
@@ -490,6 +526,7 @@ coord_stop(struct coord *c)
 		event_base_free(c->base);
 	free(c->conf.admin_token);
 	free(c->conf.agent_token);
+	free(c->conf.viewer_token);
 }
 
 int
@@ -504,6 +541,7 @@ main(int argc, char **argv)
 	if (coord_parse_args(c, argc, argv) == -1) {
 		free(c->conf.admin_token);
 		free(c->conf.agent_token);
+		free(c->conf.viewer_token);
 		free(c);
 		return (COORD_EXIT_USAGE);
 	}

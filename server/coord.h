@@ -207,8 +207,9 @@ struct coord_config {
 	char		*listen_addr;
 	char		*http_addr;
 	char		*state_dir;
-	char		*admin_token;
+	char		*admin_token;		/* operator: reads and writes */
 	char		*agent_token;
+	char		*viewer_token;		/* reads only */
 	int		 insecure;
 	uint32_t	 heartbeat_ms;
 	char		*ready_file;

@@ -50,6 +50,7 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 	case 201: reason = "Created"; break;
 	case 400: reason = "Bad Request"; break;
 	case 401: reason = "Unauthorized"; break;
+	case 403: reason = "Forbidden"; break;
 	case 404: reason = "Not Found"; break;
 	case 405: reason = "Method Not Allowed"; break;
 	case 409: reason = "Conflict"; break;
@@ -983,20 +984,36 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 	http_reply(c, req, 200, body);
 }
 
+/*
+ * Checks the bearer token against the roles (docs/admin-api.md): with no
+ * token configured every request passes; otherwise a request needs a known
+ * token, and anything but GET and HEAD the operator token.  Both are always
+ * compared, in constant time.  Returns 0 (allowed), 401 or 403.
+ */
 static int
 http_authorized(struct coord *c, struct evhttp_request *req)
 {
-	const char	*h, *t;
+	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
+	const char		*h, *t;
+	int			 operator = 0, viewer = 0;
 
-	if (c->conf.admin_token == NULL)
-		return (1);
+	if (c->conf.admin_token == NULL && c->conf.viewer_token == NULL)
+		return (0);
 	h = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
 	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
-		return (0);
+		return (401);
 	for (t = h + 7; *t == ' '; t++)
 		;
-	return (coord_token_equal(t, c->conf.admin_token));
+	if (c->conf.admin_token != NULL)
+		operator = coord_token_equal(t, c->conf.admin_token);
+	if (c->conf.viewer_token != NULL)
+		viewer = coord_token_equal(t, c->conf.viewer_token);
+	if (operator)
+		return (0);
+	if (!viewer)
+		return (401);
+	return (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD ? 0 : 403);
 }
 
 /* Splits path into at most n segments after the leading "/"; returns count. */
@@ -1080,10 +1097,15 @@ http_route(struct evhttp_request *req, void *arg)
 		http_error(c, req, 404, NULL, "no such endpoint");
 		return;
 	}
-	if (!http_authorized(c, req)) {
+	switch (http_authorized(c, req)) {
+	case 401:
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "WWW-Authenticate", "Bearer");
 		http_error(c, req, 401, NULL, "missing or wrong bearer token");
+		return;
+	case 403:
+		http_error(c, req, 403, NULL, "the viewer token may only read: "
+		    "this request needs the operator token");
 		return;
 	}
 	if (n == 2 && strcmp(seg[1], "jobs") == 0) {

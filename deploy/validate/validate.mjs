@@ -281,7 +281,8 @@ function consistency(all, facts, cfiles) {
 			if (bin) {
 				const flags = flagsOf(argv, flagSets.get(bin), where, bin);
 				const tok = bin === "dynprof-agent" ? ["token-file"] :
-				    bin === "dynprof-coordinator" ? ["agent-token-file", "admin-token-file"] : [];
+				    bin === "dynprof-coordinator" ? ["agent-token-file", "admin-token-file",
+				    "viewer-token-file"] : [];
 				for (const t of tok)
 					if (typeof flags.get(t) === "string") {
 						const loc = locate(flags.get(t), c, pod.spec, pod.podId);
