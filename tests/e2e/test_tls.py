@@ -177,7 +177,11 @@ def test_link(c, good, other):
 
     log("good certificate: n0 connects, a window runs end to end")
     n0 = c.node("n0")
-    n0.start_agent(agent_tls(good, "n0"))
+    conf = os.path.join(n0.dir, "agent.conf")
+    with open(conf, "w") as f:      # the agent's --conf takes the same keys
+        t = agent_tls(good, "n0")
+        f.write("tls-cert = %s\ntls-key = %s\ntls-ca = %s\n" % (t[1], t[3], t[5]))
+    n0.start_agent(["--conf", conf])
     for rank in (0, 1):
         n0.start_rank(JOB, rank, rate=50)
     c.wait_ranks(JOB, 2, min_step=5)
