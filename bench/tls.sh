@@ -2,6 +2,9 @@
 # AgentLink with mutual TLS against plaintext, in one run, at N agents.
 #
 #   sh bench/tls.sh BUILD_DIR [AGENTS]          (default 1000)
+#   HEARTBEAT_MS=N: the coordinator's heartbeat (2000); a loaded machine that
+#   takes minutes over 10,000 handshakes needs more, or agents connected first
+#   are dropped as silent while the loadgen is busy with the others.
 #
 # Makes a CA and the coordinator's certificate with deploy/tls/mkcerts.sh, then
 # for plaintext and for TLS: a fresh coordinator (TLS: --tls-cert/--tls-key/
@@ -46,7 +49,8 @@ for mode in plain tls; do
 	fi
 	# shellcheck disable=SC2086
 	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$D/state" \
-	    --ready-file "$D/ready" -q $extra >"$D/coord-$mode.log" 2>&1 &
+	    --ready-file "$D/ready" --heartbeat-ms "${HEARTBEAT_MS:-2000}" -q $extra \
+	    >"$D/coord-$mode.log" 2>&1 &
 	CP=$!
 	i=0
 	until grep -q http_port "$D/ready" 2>/dev/null; do
