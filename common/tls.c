@@ -263,15 +263,16 @@ tls_client_expect(SSL *ssl, const char *host)
 
 /*
  * A server's side, after the handshake: returns 1 if the peer's verified
- * certificate names name (a SAN DNS name, else the subject CN, no wildcard),
- * else 0 with the reason in why.
+ * certificate names name exactly (a SAN DNS name, else the subject CN; no
+ * wildcard, case counts), else 0 with the reason in why.
  */
 int
 tls_peer_names(SSL *ssl, const char *name, char *why, size_t len)
 {
 	X509	*x = SSL_get0_peer_certificate(ssl);
 	long	 v = SSL_get_verify_result(ssl);
-	char	 cn[256];
+	char	 cn[256], *matched = NULL;
+	int	 same;
 
 	if (x == NULL) {
 		snprintf(why, len, "no client certificate");
@@ -282,9 +283,14 @@ tls_peer_names(SSL *ssl, const char *name, char *why, size_t len)
 		    X509_verify_cert_error_string(v));
 		return (0);
 	}
+	/* DNS names compare without case; node names do not. */
 	if (X509_check_host(x, name, strlen(name),
-	    X509_CHECK_FLAG_NO_WILDCARDS, NULL) == 1)
-		return (1);
+	    X509_CHECK_FLAG_NO_WILDCARDS, &matched) == 1) {
+		same = matched != NULL && strcmp(matched, name) == 0;
+		OPENSSL_free(matched);
+		if (same)
+			return (1);
+	}
 	if (X509_NAME_get_text_by_NID(X509_get_subject_name(x),
 	    NID_commonName, cn, sizeof(cn)) < 0)
 		snprintf(cn, sizeof(cn), "(none)");

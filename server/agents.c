@@ -630,7 +630,9 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
 			    conn->node->boot_id, conn->ack_seq);
 	}
 	conn->state = CONN_CLOSING;
-	if (code != -1)
+	/* Before the TLS handshake is over, no frame can reach the peer. */
+	if (code != -1 && (conn->tls_up ||
+	    bufferevent_openssl_get_ssl(conn->bev) == NULL))
 		agents_send_error(conn, code, reason);
 	bufferevent_disable(conn->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {

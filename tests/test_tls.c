@@ -212,6 +212,7 @@ test_peer_names(void **state)
 	assert_string_equal(why, "the client certificate (CN n0) does not "
 	    "name node n1");
 	assert_int_equal(tls_peer_names(s, "n", why, sizeof(why)), 0);
+	assert_int_equal(tls_peer_names(s, "N0", why, sizeof(why)), 0);
 	assert_int_equal(tls_peer_names(s, "*", why, sizeof(why)), 0);
 	SSL_free(s);
 	/* No SAN: the CN. */

@@ -8,7 +8,8 @@ deploy/tls/mkcerts.sh (and `openssl ca` for an expired one):
 - a certificate of another CA: refused, logged, the agent retries with backoff
 - an expired certificate: refused, logged
 - a plaintext agent on the TLS port, a TLS agent on a plaintext port: both
-  closed at once with a log line on each side
+  closed at once with a log line on each side; a silent peer on the TLS port
+  closed at the handshake deadline
 - SIGHUP mid-stream: the live link stays, new connections get the new
   certificate; a broken file keeps the old one and says why
 - HTTPS admin API with and without a required client certificate (curl)
@@ -240,6 +241,19 @@ def test_link(c, good, other):
              "coordinator closing the plaintext agent")
     check(time.monotonic() - t0 < 5, "plaintext agent not refused at once")
     check("n4" not in nodes(c), "a plaintext agent got in")
+
+    log("a silent peer on the TLS port: closed within the handshake deadline")
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", c.agent_port), timeout=10) as s:
+        try:
+            data = s.recv(1)
+        except ConnectionResetError:
+            data = b""
+    check(data == b"" and time.monotonic() - t0 < 3,
+          "silent peer: got %r after %.1f s" % (data, time.monotonic() - t0))
+    wait_log(c.coord, r"TLS handshake with 127\.0\.0\.1:\d+ failed: not done "
+             r"in time|closing 127\.0\.0\.1:\d+: no hello in time", 5,
+             "the silent peer's close logged")
     for n in (n1, n2, n3, n4):
         n.agent.stop()
 
