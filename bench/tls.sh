@@ -25,64 +25,20 @@ for b in "$COORD" "$LOADGEN"; do
 	[ -x "$b" ] || { echo "tls: $b missing: build first" >&2; exit 1; }
 done
 
-D=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-tls.XXXXXX")
-CP=""
-cleanup() {
-	[ -n "$CP" ] && kill "$CP" 2>/dev/null && wait "$CP" 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$SRC/bench/lib.sh"
+bench_scratch tls
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 sh "$SRC/deploy/tls/mkcerts.sh" -o "$D/certs" -c 127.0.0.1 >/dev/null
 echo "tls: $(nproc) cores, coordinator and loadgen on the same machine"
 
-for mode in plain tls; do
-	rm -rf "$D/state" "$D/ready"
-	mkdir -p "$D/state"
-	extra=""
-	lgextra=""
-	if [ "$mode" = tls ]; then
-		extra="--tls-cert $D/certs/coordinator.crt --tls-key $D/certs/coordinator.key --tls-ca $D/certs/ca.crt"
-		lgextra="--tls-dir $D/certs"
-	fi
-	# shellcheck disable=SC2086
-	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$D/state" \
-	    --ready-file "$D/ready" --heartbeat-ms "${HEARTBEAT_MS:-2000}" -q $extra \
-	    >"$D/coord-$mode.log" 2>&1 &
-	CP=$!
-	i=0
-	until grep -q http_port "$D/ready" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt 100 ] && { echo "tls: coordinator did not start" >&2; exit 1; }
-		sleep 0.1
-	done
-	ap=$(sed -n 's/^agent_port=//p' "$D/ready")
-	hp=$(sed -n 's/^http_port=//p' "$D/ready")
-	echo "tls: $mode, $N agents ..."
-	# shellcheck disable=SC2086
-	if ! "$LOADGEN" --coordinator "127.0.0.1:$ap" --http "127.0.0.1:$hp" \
-	    --agents "$N" --coordinator-pid "$CP" $lgextra >"$D/loadgen-$mode.out" 2>&1; then
-		cat "$D/loadgen-$mode.out" >&2
-		tail -n 5 "$D/coord-$mode.log" >&2
-		exit 1
-	fi
-	sed -n "s/^RESULT /$mode /p" "$D/loadgen-$mode.out" >>"$D/results"
-	kill "$CP" 2>/dev/null || true
-	wait "$CP" 2>/dev/null || true
-	CP=""
-done
+C="$D/certs"
+echo "tls: plaintext, $N agents ..."
+bench_loadgen plain "$N" "--heartbeat-ms ${HEARTBEAT_MS:-2000}" ""
+echo "tls: mutual TLS, $N agents ..."
+bench_loadgen tls "$N" "--heartbeat-ms ${HEARTBEAT_MS:-2000} --tls-cert $C/coordinator.crt --tls-key $C/coordinator.key --tls-ca $C/ca.crt" "--tls-dir $C"
 
-awk '
-function v(k,   i, kv) {
-	for (i = 2; i <= NF; i++) {
-		split($i, kv, "=")
-		if (kv[1] == k)
-			return kv[2]
-	}
-	return "na"
-}
+awk "$BENCH_AWK_V"'
 BEGIN {
 	printf "\n%6s %7s %8s %11s %10s %17s %17s %9s %17s %9s\n", "",
 	    "agents", "connect", "connects/s", "coord CPU", "fan-out ms",
