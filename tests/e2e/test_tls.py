@@ -316,10 +316,25 @@ def test_https(c, good):
                          "--key", os.path.join(good, "operator.key"))
     check(rc == 0 and code == "200", "with a client certificate: rc %d %s %s" %
           (rc, code, err))
-    rc, code, err = curl("https://localhost:%d/metrics" % hport, *ca, "--cert",
-                         os.path.join(good, "operator.crt"), "--key",
-                         os.path.join(good, "operator.key"))
-    check(rc == 0 and code == "200", "metrics over HTTPS: %d %s" % (rc, err))
+    rc, code, err = curl(url, *ca, "--cert", os.path.join(good, "..", "other",
+                                                          "n2.crt"),
+                         "--key", os.path.join(good, "..", "other", "n2.key"))
+    check(rc != 0 and code != "200",
+          "a client certificate of another CA, yet served: rc %d %s" % (rc, code))
+    client = ["--cert", os.path.join(good, "operator.crt"), "--key",
+              os.path.join(good, "operator.key")]
+    r = subprocess.run(["curl", "-sS", "--max-time", "5",
+                        "https://localhost:%d/metrics" % hport] + ca + client,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=30)
+    m = re.search(r'^dynprof_tls_cert_expiry_seconds\{role="http"\} (\d+)$',
+                  r.stdout, re.M)
+    check(r.returncode == 0 and m and int(m.group(1)) > 300 * 86400,
+          "no http certificate expiry over HTTPS: %s %s" % (r.stderr, r.stdout[-300:]))
+    p.signal(signal.SIGHUP)
+    wait_log(p, r"http: reloaded certificate", 5, "HTTPS certificate reload")
+    rc, code, err = curl(url, *ca, *client)
+    check(rc == 0 and code == "200", "HTTPS after SIGHUP: rc %d %s" % (rc, err))
     t0 = time.monotonic()
     rc, code, err = curl("http://127.0.0.1:%d/healthz" % hport)
     check(rc != 0 and time.monotonic() - t0 < 4.5,
