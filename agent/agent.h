@@ -24,6 +24,7 @@
 
 #include "dynprof.pb-c.h"
 #include "segment.h"
+#include "tls.h"
 
 #define AGENT_DEFAULT_SOCKET	"/run/dynprof/agent.sock"
 #define AGENT_SAMPLE_MS		500
@@ -41,6 +42,9 @@ struct agent_options {
 	char		 coordinator[256];	/* HOST:PORT, "" for none */
 	char		 node[256];
 	char		 token_file[PATH_MAX];
+	char		 tls_cert[PATH_MAX];	/* AgentLink over TLS: all three */
+	char		 tls_key[PATH_MAX];
+	char		 tls_ca[PATH_MAX];
 	char		 socket_path[108];	/* sun_path */
 	char		 shm_dir[PATH_MAX];
 	mode_t		 shm_mode;
@@ -141,6 +145,7 @@ struct upstream {
 	uint64_t	 acked;			/* committed by the coordinator */
 	struct queue	 queue;
 	uint64_t	 connects;
+	struct tls	 tls;			/* ctx NULL: plaintext */
 };
 
 struct standalone;
@@ -193,6 +198,7 @@ const struct queue_entry *queue_at(const struct queue *, size_t);
 /* upstream.c */
 int	 upstream_init(struct agent *);
 void	 upstream_free(struct agent *);
+void	 upstream_reload_tls(struct agent *);
 int64_t	 upstream_tick(struct agent *, int64_t, int);
 void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *,
 	    const struct queue_origin *);

@@ -17,12 +17,15 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 #include "agent.h"
 #include "frame.h"
 #include "log.h"
 #include "version.h"
+
+#include <openssl/ssl.h>
 
 #define UPSTREAM_HB_MIN_MS	100
 #define UPSTREAM_HB_MAX_MS	60000
@@ -82,6 +85,10 @@ upstream_init(struct agent *a)
 		    a->opts.coordinator);
 		return (-1);
 	}
+	if (a->opts.tls_cert[0] != '\0' && tls_load(&up->tls, "agentlink",
+	    TLS_VERIFY_PEER, a->opts.tls_cert, a->opts.tls_key,
+	    a->opts.tls_ca) == -1)
+		return (-1);
 	upstream_connect(a);
 	return (0);
 }
@@ -95,6 +102,17 @@ upstream_free(struct agent *a)
 	a->up.bev = NULL;
 	a->up.state = UPSTREAM_NONE;
 	queue_clear(&a->up.queue);
+	tls_clear(&a->up.tls);
+}
+
+/*
+ * SIGHUP: rereads the TLS files; the next connection uses them, the current
+ * one goes on.  A file that does not load keeps the old ones (logged).
+ */
+void
+upstream_reload_tls(struct agent *a)
+{
+	tls_reload(&a->up.tls);
 }
 
 /* Returns 1 when the coordinator has welcomed this agent on the current stream. */
@@ -370,10 +388,37 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 	agent_housekeep(a, 1);
 }
 
+/*
+ * A TLS stream ended with an OpenSSL error (a certificate refused by either
+ * side, a plaintext coordinator): says why and hangs up.  Returns 1 if so.
+ */
+static int
+upstream_tls_failed(struct agent *a, struct bufferevent *bev, short what)
+{
+	char	 why[512], msg[768];
+	int	 handshaking = a->up.state == UPSTREAM_CONNECTING;
+
+	if (bufferevent_openssl_get_ssl(bev) == NULL)
+		return (0);
+	if (!tls_bev_error(bev, why, sizeof(why))) {
+		if (!handshaking || !(what & BEV_EVENT_EOF))
+			return (0);
+		snprintf(why, sizeof(why), "closed during the handshake");
+	}
+	snprintf(msg, sizeof(msg), "TLS %s: %s%s", handshaking ?
+	    "handshake failed" : "error", why, handshaking ? " (is the "
+	    "coordinator serving TLS, with a certificate of --tls-ca naming "
+	    "the --coordinator host?)" : "");
+	log_warnx("%s: %s: %s", __func__, a->opts.coordinator, msg);
+	upstream_lost(a, msg);
+	return (1);
+}
+
 static void
 upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct agent	*a = arg;
+	char		 msg[256];
 
 	if (what & BEV_EVENT_CONNECTED) {
 		a->up.state = UPSTREAM_HELLO;
@@ -383,12 +428,53 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		log_debug("%s: connected to %s, sending hello", __func__,
 		    a->opts.coordinator);
 		upstream_send_hello(a);
+	} else if (upstream_tls_failed(a, bev, what))
+		;
+	else if (a->up.state == UPSTREAM_HELLO) {
+		/* A TLS coordinator drops a plaintext hello at once, and one
+		 * refusing this agent's certificate may close without a word. */
+		snprintf(msg, sizeof(msg), "%s before any answer to the hello: "
+		    "%s", (what & BEV_EVENT_EOF) ? "closed" :
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+		    a->up.tls.ctx == NULL ? "does the coordinator require TLS "
+		    "(--tls-cert, --tls-key, --tls-ca)?" : "was this agent's "
+		    "certificate refused (see the coordinator's log)?");
+		log_warnx("%s: %s: %s", __func__, a->opts.coordinator, msg);
+		upstream_lost(a, msg);
 	} else if (what & BEV_EVENT_EOF)
 		upstream_lost(a, "closed by the coordinator");
 	else
 		upstream_lost(a, evutil_socket_error_to_string(
 		    EVUTIL_SOCKET_ERROR()));
 	agent_housekeep(a, 0);
+}
+
+/* A bufferevent to connect with: a TLS client one when TLS is configured. */
+static struct bufferevent *
+upstream_new_bev(struct agent *a)
+{
+	struct bufferevent	*bev;
+	SSL			*ssl;
+
+	if (a->up.tls.ctx == NULL)
+		return (bufferevent_socket_new(a->base, -1,
+		    BEV_OPT_CLOSE_ON_FREE));
+	if ((ssl = tls_ssl_new(&a->up.tls)) == NULL)
+		return (NULL);
+	if (tls_client_expect(ssl, a->up.host) == -1) {
+		log_warnx("%s: cannot expect the name %s", __func__,
+		    a->up.host);
+		SSL_free(ssl);
+		return (NULL);
+	}
+	bev = bufferevent_openssl_socket_new(a->base, -1, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		SSL_free(ssl);
+		return (NULL);
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return (bev);
 }
 
 static void
@@ -415,7 +501,7 @@ upstream_connect(struct agent *a)
 		upstream_lost(a, "cannot resolve");
 		return;
 	}
-	up->bev = bufferevent_socket_new(a->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	up->bev = upstream_new_bev(a);
 	if (up->bev == NULL) {
 		freeaddrinfo(res);
 		up->state = UPSTREAM_CONNECTING;

@@ -21,6 +21,7 @@
 #include "dynprof.pb-c.h"
 #include "jobid.h"
 #include "segment.h"
+#include "tls.h"
 
 struct event;
 struct event_base;
@@ -181,6 +182,7 @@ struct conn {
 	uint64_t		 last_rx_ms;	/* monotonic */
 	uint64_t		 ack_seq;	/* to send after the next commit */
 	int			 ack_queued;
+	int			 tls_up;	/* TLS handshake done */
 	struct subq		 subs;
 	TAILQ_ENTRY(conn)	 entry;		/* coord->conns or coord->dead */
 	TAILQ_ENTRY(conn)	 ack_entry;	/* coord->acks */
@@ -211,6 +213,12 @@ struct coord_config {
 	char		*agent_token;
 	char		*viewer_token;		/* reads only */
 	int		 insecure;
+	char		*tls_cert;		/* AgentLink TLS, all three or none */
+	char		*tls_key;
+	char		*tls_ca;
+	char		*http_tls_cert;		/* HTTPS, the CA optional */
+	char		*http_tls_key;
+	char		*http_tls_ca;
 	uint32_t	 heartbeat_ms;
 	char		*ready_file;
 };
@@ -223,7 +231,9 @@ struct coord {
 	struct evhttp		*http;
 	int			 agent_port;
 	int			 http_port;
-	struct event		*sigterm, *sigint, *sigpipe;
+	struct event		*sigterm, *sigint, *sigpipe, *sighup;
+	struct tls		 agent_tls;	/* ctx NULL: plaintext */
+	struct tls		 http_tls;
 	struct event		*tick;		/* housekeeping */
 	struct event		*reaper;	/* frees dead connections */
 	struct event		*committer;	/* group commit of events */

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
@@ -24,6 +26,8 @@
 #include "log.h"
 #include "store.h"
 #include "utf8.h"
+
+#include <openssl/ssl.h>
 
 #define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
@@ -1150,6 +1154,36 @@ method:
 	http_method_not_allowed(c, req, allow);
 }
 
+/*
+ * HTTPS: each admin connection gets an OpenSSL bufferevent of the context
+ * loaded now (a SIGHUP reload serves the connections made after it).
+ */
+static struct bufferevent *
+http_tls_bev(struct event_base *base, void *arg)
+{
+	struct coord		*c = arg;
+	struct bufferevent	*bev, *pair[2];
+	SSL			*ssl;
+
+	if ((ssl = tls_ssl_new(&c->http_tls)) != NULL) {
+		bev = bufferevent_openssl_socket_new(base, -1, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+		if (bev != NULL)
+			return (bev);
+		SSL_free(ssl);
+	}
+	/*
+	 * Out of memory.  evhttp would serve plaintext on a NULL: hand it one
+	 * end of a pair whose other end is gone, which serves nothing; evhttp
+	 * times the connection out and closes the socket.
+	 */
+	log_warnx("%s: cannot set up TLS for an admin connection", __func__);
+	if (bufferevent_pair_new(base, 0, pair) == -1)
+		return (NULL);
+	bufferevent_free(pair[1]);
+	return (pair[0]);
+}
+
 /* Serves the admin API on addr ("HOST:PORT").  Returns 0 or -1. */
 int
 http_listen(struct coord *c, const char *addr)
@@ -1174,6 +1208,8 @@ http_listen(struct coord *c, const char *addr)
 	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
 	    EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(c->http, http_route, c);
+	if (c->http_tls.ctx != NULL)
+		evhttp_set_bevcb(c->http, http_tls_bev, c);
 	l = evconnlistener_new_bind(c->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
 	    (struct sockaddr *)&ss, (int)len);

@@ -27,6 +27,10 @@ dynprof_test(test_lib_events SOURCES test_lib_events.c
 # nanopb and protobuf-c agree on every RankEvent field, both ways.
 dynprof_test(test_codec SOURCES test_codec.c LIBS dpproto_nanopb dpproto_c)
 
+# The daemons' TLS contexts (common/tls.c): load, reload, the node name check,
+# with deploy/tls/mkcerts.sh's certificates and handshakes in memory.
+dynprof_test(test_tls SOURCES test_tls.c LIBS dptls TIMEOUT 60)
+
 # The public header alone, strictly, linked against the shared library.
 add_executable(test_header test_header.c)
 target_link_libraries(test_header PRIVATE dynprof)
