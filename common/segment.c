@@ -719,10 +719,10 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 /*
  * Claims a slot for pid (atomically) and initialises it for rank in state
  * ATTACHED, with root (NULL: "") as the root of the output directories its log
- * will hold (cut to SEG_PATH_MAX - 1 bytes).  In order of preference: a free slot whose event log the
- * coordinator has committed entirely; a free slot with events not yet
- * committed (they are lost); the slot of a process that is gone.  Returns the
- * slot index or SEG_ENOSLOT.
+ * will hold (cut to SEG_PATH_MAX - 1 bytes).  In order of preference: a free
+ * slot whose event log the coordinator has committed entirely; a free slot
+ * with events not yet committed (they are lost); the slot of a process that
+ * is gone.  Returns the slot index or SEG_ENOSLOT.
  */
 int
 segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
