@@ -349,10 +349,18 @@ segments_kind_name(int kind)
 	return (names[kind]);
 }
 
-/* Builds the RankEvent of entry e of the log of slot idx (rank's). */
+_Static_assert(DYNPROF__V1__EVENT_KIND__EVENT_FAILED == SEG_EVENT_FAILED,
+    "the log's failed kind is the proto's");
+
+/*
+ * Builds the RankEvent of entry e of the log of slot idx (rank's).  The output
+ * directory of a started or stopped event is root "/" e's text, rebuilt in dir
+ * (len bytes), which ev points to: the caller keeps it while ev is used.
+ */
 static void
 segments_event_from_entry(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
-    int32_t rank, int idx, const struct seg_log_entry *e)
+    int32_t rank, int idx, const struct seg_log_entry *e, const char *root,
+    char *dir, size_t len)
 {
 	int	 failed = e->kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
 
@@ -366,7 +374,10 @@ segments_event_from_entry(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 	ev->start_step = e->start_step;
 	ev->stop_step = e->stop_step;
 	ev->step = e->step;
-	ev->output_dir = failed ? (char *)"" : (char *)e->text;
+	if (slotlog_dir(e, root, dir, len) == -1)
+		log_warnx("%s: job %s slot %d: output directory %s/%s over %zu "
+		    "bytes: cut", __func__, j->name, idx, root, e->text, len - 1);
+	ev->output_dir = dir;
 	ev->reason = (Dynprof__V1__StopReason)e->reason;
 	ev->error = failed ? (char *)e->text : (char *)"";
 	ev->generation = e->generation;
@@ -425,6 +436,7 @@ segments_read_log(struct agent *a, struct agent_job *j, int idx)
 	struct seg_log_entry	 e;
 	struct queue_origin	 o;
 	Dynprof__V1__RankEvent	 ev;
+	char			 root[SEG_PATH_MAX], dir[SEG_PATH_MAX];
 	uint32_t		 inc, head, seq, lost = 0;
 	int			 n = 0, rc;
 
@@ -443,6 +455,9 @@ segments_read_log(struct agent *a, struct agent_job *j, int idx)
 		j->log_read[idx] = head;
 		return (0);
 	}
+	/* The root of the dirs in this incarnation's log, read once. */
+	if (segment_slot_root(slot, inc, root, sizeof(root)) == -1)
+		return (0);		/* being claimed again: next time */
 	if (head - j->log_read[idx] > SEG_LOG_ENTRIES) {
 		lost = head - j->log_read[idx] - SEG_LOG_ENTRIES;
 		j->log_read[idx] = head - SEG_LOG_ENTRIES;
@@ -469,7 +484,8 @@ segments_read_log(struct agent *a, struct agent_job *j, int idx)
 			    e.kind);
 			continue;
 		}
-		segments_event_from_entry(&ev, j, slot->rank, idx, &e);
+		segments_event_from_entry(&ev, j, slot->rank, idx, &e, root,
+		    dir, sizeof(dir));
 		segments_log_event(&ev);
 		o.seq = seq;
 		upstream_event(a, &ev, &o);

@@ -664,10 +664,15 @@ segment_slot_update_end(struct seg_slot *slot)
 	atomic_store_explicit(&slot->seq, s + 1, memory_order_release);
 }
 
+/*
+ * Initialises a slot just claimed for rank, whose output directories are under
+ * root, as a new incarnation with an empty log.
+ */
 static void
-segment_slot_reset(struct seg_slot *slot, int32_t rank)
+segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 {
 	struct timespec	 ts;
+	uint32_t	 inc;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	segment_slot_update_begin(slot);
@@ -687,6 +692,19 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank)
 	memset(slot->output_dir, 0, sizeof(slot->output_dir));
 	memset(slot->error, 0, sizeof(slot->error));
 	/*
+	 * The root, under its own seqlock as well: the log's reader needs it
+	 * even when a dead writer left the slot seqlock odd.  It belongs to the
+	 * incarnation about to begin.
+	 */
+	inc = atomic_load_explicit(&slot->incarnation, memory_order_relaxed) + 1;
+	atomic_store_explicit(&slot->root_inc, 0, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memset(slot->output_root, 0, sizeof(slot->output_root));
+	if (root != NULL)
+		snprintf(slot->output_root, sizeof(slot->output_root), "%s",
+		    root);
+	atomic_store_explicit(&slot->root_inc, inc, memory_order_release);
+	/*
 	 * A new log: the head goes back to 0 before the incarnation changes, so
 	 * a reader that sees the new incarnation never pairs it with the old
 	 * head.  log_acked is the agent's: an old incarnation's cursor there
@@ -694,19 +712,21 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank)
 	 */
 	atomic_store_explicit(&slot->log_head, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->log_lost, 0, memory_order_relaxed);
-	atomic_fetch_add_explicit(&slot->incarnation, 1, memory_order_release);
+	atomic_store_explicit(&slot->incarnation, inc, memory_order_release);
 	segment_slot_update_end(slot);
 }
 
 /*
  * Claims a slot for pid (atomically) and initialises it for rank in state
- * ATTACHED.  In order of preference: a free slot whose event log the
- * coordinator has committed entirely; a free slot with events not yet
- * committed (they are lost); the slot of a process that is gone.  Returns the
- * slot index or SEG_ENOSLOT.
+ * ATTACHED, with root (NULL: "") as the root of the output directories its log
+ * will hold (cut to SEG_PATH_MAX - 1 bytes).  In order of preference: a free
+ * slot whose event log the coordinator has committed entirely; a free slot
+ * with events not yet committed (they are lost); the slot of a process that
+ * is gone.  Returns the slot index or SEG_ENOSLOT.
  */
 int
-segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank)
+segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
+    const char *root)
 {
 	uint32_t	 i, n = seg->nslots;
 	int32_t		 expected;
@@ -725,7 +745,7 @@ segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank)
 				continue;
 			if (atomic_compare_exchange_strong(&seg->slots[i].pid,
 			    &expected, (int32_t)pid)) {
-				segment_slot_reset(&seg->slots[i], rank);
+				segment_slot_reset(&seg->slots[i], rank, root);
 				return ((int)i);
 			}
 		}
@@ -788,11 +808,43 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 			    memory_order_relaxed);
 			out->output_dir[sizeof(out->output_dir) - 1] = '\0';
 			out->error[sizeof(out->error) - 1] = '\0';
+			out->output_root[sizeof(out->output_root) - 1] = '\0';
 			return (SEG_OK);
 		}
 		segment_cpu_relax();
 	}
 	return (SEG_ETORN);
+}
+
+/*
+ * Copies the output root of incarnation inc of the slot into out (len bytes,
+ * NUL-terminated, cut if longer).  It is read under its own seqlock (root_inc),
+ * never the slot's, so a writer that died mid-update does not hide it.
+ * Returns 0, or -1 when the slot holds another incarnation's root or is being
+ * claimed again (its log is then not inc's either).
+ */
+int
+segment_slot_root(const struct seg_slot *slot, uint32_t inc, char *out,
+    size_t len)
+{
+	struct seg_slot	*s = (struct seg_slot *)slot;
+	size_t		 n;
+
+	if (len == 0)
+		return (-1);
+	out[0] = '\0';
+	if (inc == 0 || atomic_load_explicit(&s->root_inc,
+	    memory_order_acquire) != inc)
+		return (-1);
+	n = len < sizeof(s->output_root) ? len : sizeof(s->output_root);
+	memcpy(out, s->output_root, n);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&s->root_inc, memory_order_relaxed) != inc) {
+		out[0] = '\0';
+		return (-1);
+	}
+	out[n - 1] = '\0';
+	return (0);
 }
 
 /*
@@ -831,6 +883,7 @@ segment_reclaim_dead(struct segment *seg, void (*cb)(const struct seg_slot *,
 		atomic_store_explicit(&copy->pid, pid, memory_order_relaxed);
 		copy->output_dir[sizeof(copy->output_dir) - 1] = '\0';
 		copy->error[sizeof(copy->error) - 1] = '\0';
+		copy->output_root[sizeof(copy->output_root) - 1] = '\0';
 		if (cb != NULL)
 			cb(copy, (int)i, arg);
 		segment_slot_update_begin(slot);

@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		3	/* bump when the layout changes */
+#define SEG_VERSION		4	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -46,12 +46,23 @@
 #define SEG_PATH_MAX		1024	/* an output directory, NUL included */
 #define SEG_ERROR_MAX		256	/* a callback's error message, NUL included */
 /*
+ * The text of a log entry, NUL included: an error, or an output directory
+ * relative to its slot's output_root: at most a subdir, "/" and
+ * "rank%d_start%lld_stop%lld" (a rank >= 0: 10 digits; steps >= 1: 19 each).
+ */
+#define SEG_LOG_TEXT_MAX	320
+#define SEG_LOG_DIR_MAX		(SEG_SUBDIR_MAX - 1 + sizeof("/rank_start_stop") - \
+				    1 + 10 + 19 + 19 + 1)
+/*
  * Events kept per slot until the coordinator has committed them (docs/events.md):
  * a rank that runs a whole schedule (SEG_MAX_WINDOWS windows, at most two events
  * each) between attached and detached while no agent or no coordinator listens
  * writes at most 2 * 16 + 2 = 34, so 40 lose none.
  */
 #define SEG_LOG_ENTRIES		40
+
+/* The EventKind of a failed event, whose log text is an error, not a dir. */
+#define SEG_EVENT_FAILED	5
 
 /* Window flags. */
 #define SEG_WINDOW_CANCELLED	0x1
@@ -105,7 +116,8 @@ struct seg_config {
  * job, the rank and the slot.  seq is the entry's place in its incarnation's log
  * (1, 2, ...; entry seq % SEG_LOG_ENTRIES), 0 while the entry is being written:
  * it is the entry's own seqlock.  text is the output directory of a started or
- * stopped event, the error of a failed one (what the coordinator keeps of each).
+ * stopped event relative to the slot's output_root (what follows "root/"; ""
+ * for none), the error of a failed one (what the coordinator keeps of each).
  */
 struct seg_log_entry {
 	_Atomic uint32_t seq;
@@ -119,7 +131,7 @@ struct seg_log_entry {
 	int64_t		 time_ns;
 	uint32_t	 rank_seq;		/* the RankEvent's */
 	int32_t		 pid;			/* the writer's */
-	char		 text[SEG_PATH_MAX];
+	char		 text[SEG_LOG_TEXT_MAX];
 };
 
 /*
@@ -132,7 +144,10 @@ struct seg_log_entry {
  * log_head + 1 and publishes it in log_head (release); incarnation counts the
  * slot's claims; log_acked, written only by the agent, is (incarnation << 32 |
  * the last seq the coordinator committed).  log_lost counts entries the rank
- * overwrote before they were acknowledged.
+ * overwrote before they were acknowledged.  output_root is the root of every
+ * output directory in the log, written at the claim (segment_slot_claim())
+ * under the slot seqlock and under its own: root_inc is 0 while it changes,
+ * then the incarnation it belongs to (segment_slot_root()).
  */
 struct seg_slot {
 	_Atomic int32_t	 pid;			/* 0: free */
@@ -157,7 +172,9 @@ struct seg_slot {
 	_Atomic uint32_t log_head;		/* seq of the newest entry */
 	_Atomic uint32_t log_lost;		/* overwritten before acked */
 	_Atomic uint64_t log_acked;		/* agent: incarnation << 32 | seq */
-	char		 pad[144];		/* to a multiple of 64 bytes */
+	_Atomic uint32_t root_inc;		/* incarnation of output_root */
+	char		 pad[140];		/* to a multiple of 64 bytes */
+	char		 output_root[SEG_PATH_MAX];	/* of the log's dirs */
 	struct seg_log_entry log[SEG_LOG_ENTRIES];
 };
 
@@ -185,14 +202,21 @@ struct seg_header {
 /* The layout is shared between processes and compilers: pin it down. */
 _Static_assert(sizeof(struct seg_header) == 192, "seg_header size");
 _Static_assert(sizeof(struct seg_header) % 64 == 0, "seg_header alignment");
-_Static_assert(sizeof(struct seg_log_entry) == 64 + SEG_PATH_MAX,
+_Static_assert(sizeof(struct seg_log_entry) == 64 + SEG_LOG_TEXT_MAX,
     "seg_log_entry size");
+_Static_assert(sizeof(struct seg_log_entry) == 384, "seg_log_entry size");
 _Static_assert(sizeof(struct seg_log_entry) % 64 == 0, "seg_log_entry alignment");
-_Static_assert(offsetof(struct seg_slot, log) == 1536, "seg_slot log offset");
+_Static_assert(SEG_LOG_DIR_MAX <= SEG_LOG_TEXT_MAX,
+    "the longest relative output directory fits a log entry");
+_Static_assert(SEG_ERROR_MAX <= SEG_LOG_TEXT_MAX, "an error fits a log entry");
+_Static_assert(offsetof(struct seg_slot, output_root) == 1536,
+    "seg_slot output_root offset");
+_Static_assert(offsetof(struct seg_slot, log) == 1536 + SEG_PATH_MAX,
+    "seg_slot log offset");
 _Static_assert(offsetof(struct seg_slot, log_acked) % 8 == 0,
     "slot log_acked alignment");
-_Static_assert(sizeof(struct seg_slot) == 1536 + SEG_LOG_ENTRIES *
-    (64 + SEG_PATH_MAX), "seg_slot size");
+_Static_assert(sizeof(struct seg_slot) == 1536 + SEG_PATH_MAX +
+    SEG_LOG_ENTRIES * (64 + SEG_LOG_TEXT_MAX), "seg_slot size");
 _Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
 _Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
 _Static_assert(offsetof(struct seg_slot, step) % 8 == 0, "slot step alignment");
@@ -278,9 +302,10 @@ void	 segment_write_config(struct segment *, const struct seg_config *);
 int	 segment_read_config(const struct segment *, struct seg_config *,
 	    uint32_t *);
 
-int	 segment_slot_claim(struct segment *, pid_t, int32_t);
+int	 segment_slot_claim(struct segment *, pid_t, int32_t, const char *);
 void	 segment_slot_release(struct segment *, int, pid_t);
 int	 segment_slot_read(const struct segment *, int, struct seg_slot *);
+int	 segment_slot_root(const struct seg_slot *, uint32_t, char *, size_t);
 void	 segment_slot_update_begin(struct seg_slot *);
 void	 segment_slot_update_end(struct seg_slot *);
 int	 segment_reclaim_dead(struct segment *, void (*)(const struct seg_slot *,
@@ -298,5 +323,7 @@ int	 slotlog_read(const struct seg_slot *, uint32_t, uint32_t,
 	    struct seg_log_entry *);
 int	 slotlog_ack(struct seg_slot *, uint32_t, uint32_t);
 int	 slotlog_settled(const struct seg_slot *);
+int	 slotlog_set_dir(struct seg_log_entry *, const char *, const char *);
+int	 slotlog_dir(const struct seg_log_entry *, const char *, char *, size_t);
 
 #endif /* DYNPROF_SEGMENT_H */

@@ -7,6 +7,7 @@
  */
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "segment.h"
@@ -140,4 +141,50 @@ slotlog_settled(const struct seg_slot *slot)
 
 	head = slotlog_head(slot, &inc);
 	return (head == 0 || slotlog_acked(slot, inc) >= head);
+}
+
+/*
+ * Stores output directory dir in e's text as the log keeps it: relative to
+ * root, the slot's output_root (what follows "root/"; "" stays "").  Returns
+ * 0, or -1 when dir is not under root or too long: then as much of it as fits
+ * is stored.
+ */
+int
+slotlog_set_dir(struct seg_log_entry *e, const char *root, const char *dir)
+{
+	const char	*rel = dir;
+	size_t		 n = strlen(root), len;
+	int		 under;
+
+	under = strncmp(dir, root, n) == 0 && dir[n] == '/';
+	if (under)
+		rel = dir + n + 1;
+	len = strlen(rel);
+	if (len >= sizeof(e->text))
+		len = sizeof(e->text) - 1;
+	memcpy(e->text, rel, len);
+	e->text[len] = '\0';
+	return (*dir == '\0' || (under && rel[len] == '\0') ? 0 : -1);
+}
+
+/*
+ * The output directory of entry e (read with slotlog_read()) into out (len
+ * bytes): root "/" its text, for a started or stopped event; "" for a failed
+ * one (the text is its error) or an empty text.  root is the slot's
+ * output_root of e's incarnation (segment_slot_root()).  Returns 0, or -1 when
+ * it did not fit (cut).
+ */
+int
+slotlog_dir(const struct seg_log_entry *e, const char *root, char *out,
+    size_t len)
+{
+	int	 r;
+
+	if (len == 0)
+		return (-1);
+	out[0] = '\0';
+	if (e->kind == SEG_EVENT_FAILED || e->text[0] == '\0')
+		return (0);
+	r = snprintf(out, len, "%s/%.*s", root, (int)sizeof(e->text), e->text);
+	return (r < 0 || (size_t)r >= len ? -1 : 0);
 }

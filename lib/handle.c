@@ -362,7 +362,8 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 		handle_log(h, DYNPROF_LOG_WARNING, "%s: replaced the stale "
 		    "segment %s (%s)", __func__, h->seg.path,
 		    segment_strerror(h->seg.replaced));
-	if ((idx = segment_slot_claim(&h->seg, h->pid, h->rank)) < 0) {
+	if ((idx = segment_slot_claim(&h->seg, h->pid, h->rank,
+	    h->output_root)) < 0) {
 		handle_log(h, DYNPROF_LOG_ERROR, "%s: segment %s: %s", __func__,
 		    h->seg.path, segment_strerror(idx));
 		rc = idx;

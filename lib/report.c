@@ -27,8 +27,8 @@ _Static_assert(EVENT_ATTACHED == dynprof_v1_EventKind_EVENT_ATTACHED &&
     EVENT_STOPPED == dynprof_v1_EventKind_EVENT_STOPPED &&
     EVENT_SKIPPED == dynprof_v1_EventKind_EVENT_SKIPPED &&
     EVENT_FAILED == dynprof_v1_EventKind_EVENT_FAILED &&
-    EVENT_DETACHED == dynprof_v1_EventKind_EVENT_DETACHED,
-    "event kinds match the proto");
+    EVENT_DETACHED == dynprof_v1_EventKind_EVENT_DETACHED &&
+    EVENT_FAILED == SEG_EVENT_FAILED, "event kinds match the proto");
 _Static_assert((int)DYNPROF_STOP_COMPLETED ==
     dynprof_v1_StopReason_STOP_COMPLETED &&
     (int)DYNPROF_STOP_CANCELLED == dynprof_v1_StopReason_STOP_CANCELLED &&
@@ -78,7 +78,8 @@ report_copy(char *dst, size_t len, const char *src)
 /*
  * Appends the event to the slot's log, where the agent reads it (the datagram
  * only wakes the agent up).  The text kept is what the coordinator keeps: the
- * error of a failed event, the output directory of the others.  It never
+ * error of a failed event, the output directory of the others (relative to
+ * the slot's output_root, written at the claim).  It never
  * blocks: when the agent has not acknowledged the oldest entry the ring
  * overwrites it, and the first such loss is logged.
  */
@@ -101,9 +102,12 @@ report_log(struct dynprof *h, const dynprof_v1_RankEvent *ev)
 	e->time_ns = ev->time_unix_ns;
 	e->rank_seq = ev->rank_seq;
 	e->pid = ev->pid;
-	report_copy(e->text, sizeof(e->text),
-	    ev->kind == dynprof_v1_EventKind_EVENT_FAILED ? ev->error :
-	    ev->output_dir);
+	if (ev->kind == dynprof_v1_EventKind_EVENT_FAILED)
+		report_copy(e->text, sizeof(e->text), ev->error);
+	else if (slotlog_set_dir(e, h->output_root, ev->output_dir) == -1)
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: output directory %s is "
+		    "not a short path under %s: the agent gets it cut",
+		    __func__, ev->output_dir, h->output_root);
 	if (slotlog_append(h->slot, e) && h->log_overwritten++ == 0)
 		handle_log(h, DYNPROF_LOG_WARNING, "%s: no agent acknowledged "
 		    "the last %d events: the oldest is overwritten", __func__,

@@ -67,4 +67,5 @@ dynprof_test(test_lib_rules_random SOURCES test_lib_rules_random.c
   LIBS dynprof_internal TIMEOUT 60)
 
 # The event log of a rank slot, in a real segment.
-dynprof_test(test_slotlog SOURCES test_slotlog.c LIBS dpcommon TIMEOUT 60)
+dynprof_test(test_slotlog SOURCES test_slotlog.c LIBS dynprof_internal
+  TIMEOUT 60)

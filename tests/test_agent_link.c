@@ -323,13 +323,16 @@ test_push_drops_bad_window(void **state)
 	assert_int_equal(ap_log_count(&t->ap, "bad_configs=0"), 1);
 }
 
+/* The output root of the ranks these tests play: their dirs are under it. */
+#define T_ROOT	"/out"
+
 /* Claims a slot for this process in job's segment (created if needed). */
 static int
 claim_slot(struct t *t, struct segment *seg, const char *job, int rank)
 {
 	assert_int_equal(segment_open(seg, t->ap.shm, job, SEG_CREATE, 0600),
 	    SEG_OK);
-	return (segment_slot_claim(seg, getpid(), rank));
+	return (segment_slot_claim(seg, getpid(), rank, T_ROOT));
 }
 
 static void
@@ -366,8 +369,13 @@ log_event(struct segment *seg, int slot, const Dynprof__V1__RankEvent *ev)
 	e.time_ns = ev->time_unix_ns;
 	e.rank_seq = ev->rank_seq;
 	e.pid = ev->pid;
-	if (ev->output_dir != NULL)
-		snprintf(e.text, sizeof(e.text), "%s", ev->output_dir);
+	/* Its dir relative to the root, as report_log() keeps it. */
+	if (ev->output_dir != NULL && *ev->output_dir != '\0') {
+		assert_memory_equal(ev->output_dir, T_ROOT "/",
+		    strlen(T_ROOT "/"));
+		snprintf(e.text, sizeof(e.text), "%s",
+		    ev->output_dir + strlen(T_ROOT "/"));
+	}
 	slotlog_append(&seg->slots[slot], &e);
 }
 
@@ -851,7 +859,7 @@ test_adopt_freed_before_live(void **state)
 	int			 live, gone, k;
 
 	live = claim_slot(t, &seg, "j8", 2);
-	gone = segment_slot_claim(&seg, getpid(), 2);
+	gone = segment_slot_claim(&seg, getpid(), 2, T_ROOT);
 	assert_int_equal(live, 0);
 	assert_int_equal(gone, 1);
 	make_event(&ev, "j8", 2, gone, kinds[0], 1);

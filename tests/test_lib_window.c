@@ -659,7 +659,7 @@ slot_taken_in_window(struct fixture *f)
 	assert_int_equal(head, 2);
 	assert_int_equal(slotlog_ack(&f->agent.slots[old], inc, head), 1);
 	atomic_store(&f->agent.slots[old].pid, 0);
-	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9),
+	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9, NULL),
 	    old);
 	return (old);
 }
@@ -813,7 +813,7 @@ test_bad_arguments(void **state)
 
 	/* A segment every slot of which a live process holds. */
 	for (i = 0; i < SEG_MAX_SLOTS; i++)
-		assert_int_equal(segment_slot_claim(&f->agent, getpid(), i), i);
+		assert_int_equal(segment_slot_claim(&f->agent, getpid(), i, NULL), i);
 	tl_params(&p, f->dir, "job", 0, &f->rec);
 	assert_int_equal(dynprof_open(&p, &h), DYNPROF_ENOSLOT);
 	/* A segment of another layout. */

@@ -181,6 +181,26 @@ only_file(const char *dir, const char *name)
 	return (ok && n == 1);
 }
 
+/* The size of a segment file, as segment_open() makes one (outside shm). */
+static size_t
+segment_bytes(struct t *t)
+{
+	struct segment	 seg;
+	struct stat	 st;
+	char		 dir[512];
+
+	snprintf(dir, sizeof(dir), "%s/probe", t->ap.dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(segment_open(&seg, dir, "jprobe", SEG_CREATE, 0600),
+	    SEG_OK);
+	assert_int_equal(stat(seg.path, &st), 0);
+	assert_int_equal((size_t)st.st_size, seg.size);
+	segment_close(&seg);
+	assert_int_equal(segment_unlink(dir, "jprobe"), 0);
+	assert_int_equal(rmdir(dir), 0);
+	return ((size_t)st.st_size);
+}
+
 /*
  * A nearly full tmpfs: dynprof_open() returns an error (the space is reserved
  * before the first touch), the rank is not killed, nothing is left behind;
@@ -192,11 +212,14 @@ test_full_tmpfs(void **state)
 {
 	struct t	*t = *state;
 	Dynprof__V1__AgentMessage *m;
-	char		 path[512];
+	char		 path[512], opts[64];
 	int		 status;
 
+	/* Room for one segment and a little, once the filler is gone. */
+	snprintf(opts, sizeof(opts), "size=%zu,mode=0700", segment_bytes(t) +
+	    1024 * 1024);
 	assert_int_equal(mount("tmpfs", t->ap.shm, "tmpfs", MS_NOSUID |
-	    MS_NODEV, "size=1m,mode=0700"), 0);
+	    MS_NODEV, opts), 0);
 	t->mounted = 1;
 	fill(t->ap.shm, 64 * 1024);
 

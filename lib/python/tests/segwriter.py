@@ -12,7 +12,7 @@ import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 3
+SEG_VERSION = 4
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -20,6 +20,7 @@ SEG_SUBDIR_MAX = 256
 SEG_FWOPTS_MAX = 4096
 SEG_PATH_MAX = 1024
 SEG_ERROR_MAX = 256
+SEG_LOG_TEXT_MAX = 320
 SEG_LOG_ENTRIES = 40
 SEG_WINDOW_CANCELLED = 0x1
 
@@ -73,7 +74,7 @@ class SegLogEntry(ctypes.Structure):
         ("time_ns", ctypes.c_int64),
         ("rank_seq", ctypes.c_uint32),
         ("pid", ctypes.c_int32),
-        ("text", ctypes.c_char * SEG_PATH_MAX),
+        ("text", ctypes.c_char * SEG_LOG_TEXT_MAX),
     ]
 
 
@@ -101,7 +102,9 @@ class SegSlot(ctypes.Structure):
         ("log_head", ctypes.c_uint32),
         ("log_lost", ctypes.c_uint32),
         ("log_acked", ctypes.c_uint64),
-        ("pad", ctypes.c_char * 144),
+        ("root_inc", ctypes.c_uint32),
+        ("pad", ctypes.c_char * 140),
+        ("output_root", ctypes.c_char * SEG_PATH_MAX),
         ("log", SegLogEntry * SEG_LOG_ENTRIES),
     ]
 
