@@ -249,6 +249,7 @@ void	 agents_close_all(struct coord *);
 void	 agents_heartbeat(struct coord *);
 void	 agents_push(struct coord *, struct job *);
 void	 agents_commit_batch(struct coord *);
+void	 agents_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
 const char *agents_node_state(const struct node *);
 
 /* schedule.c */
