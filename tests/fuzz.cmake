@@ -56,6 +56,20 @@ add_library(fuzz_lib_objs OBJECT ${PROJECT_SOURCE_DIR}/lib/window.c
 target_include_directories(fuzz_lib_objs PUBLIC ${PROJECT_SOURCE_DIR}/lib
   ${PROJECT_SOURCE_DIR}/lib/include)
 target_link_libraries(fuzz_lib_objs PUBLIC dpdaemon)
+# The whole library, for the step functions over a live segment.
+if(DYNPROF_FUZZ)
+  set(FUZZ_DYNPROF_SRC handle.c step.c window.c report.c output.c)
+  list(TRANSFORM FUZZ_DYNPROF_SRC PREPEND ${PROJECT_SOURCE_DIR}/lib/)
+  add_library(fuzz_dynprof_objs OBJECT ${FUZZ_DYNPROF_SRC})
+  target_include_directories(fuzz_dynprof_objs PUBLIC
+    ${PROJECT_SOURCE_DIR}/lib ${PROJECT_SOURCE_DIR}/lib/include)
+  target_link_libraries(fuzz_dynprof_objs PUBLIC dpcommon dpproto_nanopb
+    Threads::Threads)
+  target_compile_options(fuzz_dynprof_objs PRIVATE ${FUZZ_CFLAGS})
+else()
+  add_library(fuzz_dynprof_objs INTERFACE)
+  target_link_libraries(fuzz_dynprof_objs INTERFACE dynprof_internal)
+endif()
 foreach(objs fuzz_agent_objs fuzz_coord_objs fuzz_lib_objs)
   target_compile_options(${objs} PRIVATE ${FUZZ_CFLAGS})
 endforeach()
@@ -81,3 +95,6 @@ dynprof_fuzz(ranks fuzz_agent_objs)
 dynprof_fuzz(segment fuzz_lib_objs)
 dynprof_fuzz(admin fuzz_coord_objs)
 dynprof_fuzz(standalone fuzz_agent_objs)
+dynprof_fuzz(coord_dispatch fuzz_coord_objs)
+dynprof_fuzz(agent_dispatch fuzz_agent_objs)
+dynprof_fuzz(segment_live "fuzz_agent_objs;fuzz_dynprof_objs")
