@@ -64,8 +64,20 @@ struct agent_stats {
 	uint64_t	 foreign_datagrams;	/* the sender does not hold the slot */
 	uint64_t	 events_forwarded;
 	uint64_t	 events_dropped;	/* queue overflow, oldest first */
+	uint64_t	 events_lost;		/* overwritten in a slot's log unread */
 	uint64_t	 standalone_errors;	/* invalid profiler_config.json */
 	uint64_t	 samples;
+};
+
+/*
+ * Where a queued event was read: entry seq of incarnation inc of the log of slot
+ * slot of job's segment (docs/events.md).  slot -1: read from no log.
+ */
+struct queue_origin {
+	char		 job[SEG_JOB_MAX + 1];
+	int32_t		 slot;
+	uint32_t	 inc;
+	uint32_t	 seq;
 };
 
 /* A rank event waiting for the coordinator's commit. */
@@ -73,6 +85,7 @@ struct queue_entry {
 	uint64_t	 seq;
 	uint8_t		*buf;			/* packed RankEvent */
 	size_t		 len;
+	struct queue_origin origin;
 };
 
 /* A bounded FIFO of queue_entry, oldest dropped on overflow. */
@@ -98,6 +111,9 @@ struct agent_job {
 	uint64_t	 progress_sig;
 	int		 progress_dirty;	/* send it at the next chance */
 	int32_t		 slot_pid[SEG_MAX_SLOTS];	/* as last sampled */
+	/* Each slot's log: the incarnation read and its last entry queued. */
+	uint32_t	 log_inc[SEG_MAX_SLOTS];
+	uint32_t	 log_read[SEG_MAX_SLOTS];
 };
 TAILQ_HEAD(agent_jobs, agent_job);
 
@@ -160,7 +176,8 @@ void	 agent_wake_sampler(struct agent *);
 /* queue.c */
 void	 queue_init(struct queue *, size_t);
 void	 queue_clear(struct queue *);
-int	 queue_push(struct queue *, uint64_t, const uint8_t *, size_t);
+int	 queue_push(struct queue *, uint64_t, const uint8_t *, size_t,
+	    const struct queue_origin *);
 void	 queue_ack(struct queue *, uint64_t);
 size_t	 queue_length(const struct queue *);
 const struct queue_entry *queue_at(const struct queue *, size_t);
@@ -169,7 +186,8 @@ const struct queue_entry *queue_at(const struct queue *, size_t);
 int	 upstream_init(struct agent *);
 void	 upstream_free(struct agent *);
 int64_t	 upstream_tick(struct agent *, int64_t, int);
-void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *);
+void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *,
+	    const struct queue_origin *);
 void	 upstream_subscribe(struct agent *, struct agent_job *);
 void	 upstream_unsubscribe(struct agent *, struct agent_job *);
 void	 upstream_applied(struct agent *, struct agent_job *);
@@ -200,6 +218,8 @@ struct agent_job *segments_get(struct agent *, const char *, int);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);
+int	 segments_read_log(struct agent *, struct agent_job *, int);
+void	 segments_log_acked(struct agent *, const struct queue_origin *);
 int64_t	 segments_next_due(struct agent *);
 void	 segments_close_all(struct agent *);
 

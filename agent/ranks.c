@@ -1,8 +1,10 @@
 /*
  * The ranks' side: a unix datagram socket on which libdynprof sends one RankEvent
  * per datagram.  The sender's pid comes from the kernel (SO_PASSCRED, so every
- * datagram carries SCM_CREDENTIALS); an event is believed only if that pid holds
- * the slot the event names.
+ * datagram carries SCM_CREDENTIALS); a datagram is believed only if that pid
+ * holds the slot it names, and then it only says "read my slot's log": the
+ * events themselves are taken from there (docs/events.md), so a datagram lost
+ * on a full socket loses nothing.
  */
 
 #include <sys/socket.h>
@@ -50,17 +52,6 @@ ranks_log_ok(struct agent *a)
 	}
 	a->rank_log_suppressed++;
 	return (0);
-}
-
-static const char *
-ranks_kind_name(int kind)
-{
-	static const char *names[] = { "unspecified", "attached", "started",
-	    "stopped", "skipped", "failed", "detached" };
-
-	if (kind < 0 || (size_t)kind >= sizeof(names) / sizeof(names[0]))
-		return ("unknown");
-	return (names[kind]);
 }
 
 /*
@@ -118,7 +109,10 @@ ranks_decode(const uint8_t *buf, size_t len, pid_t pid,
 	return (RANKS_OK);
 }
 
-/* Decodes, checks and forwards one datagram. */
+/*
+ * Decodes and checks one datagram; from a rank that holds the slot it names,
+ * it is a wakeup: the new entries of that slot's log are forwarded.
+ */
 static void
 ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 {
@@ -162,21 +156,9 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 			    ev->job, ev->rank);
 		goto out;
 	}
-	switch (ev->kind) {
-	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
-	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
-		log_info("rank %d of job %s %s (pid %d, slot %u)", ev->rank,
-		    ev->job, ranks_kind_name(ev->kind), ev->pid, ev->slot);
-		break;
-	default:
-		log_info("rank %d of job %s %s window %u [%lld, %lld] at step "
-		    "%lld", ev->rank, ev->job, ranks_kind_name(ev->kind),
-		    ev->window_id, (long long)ev->start_step,
-		    (long long)ev->stop_step, (long long)ev->step);
-		break;
-	}
+	/* The datagram only wakes us up: the events are in the slot's log. */
 	segments_rank_seen(a, j);
-	upstream_event(a, ev);
+	segments_read_log(a, j, (int)ev->slot);
 out:
 	dynprof__v1__rank_event__free_unpacked(ev, NULL);
 }

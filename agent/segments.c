@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -168,9 +169,9 @@ segments_event_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 }
 
 /*
- * Reports a slot's last state as the events that lead to it, so that the
- * coordinator (idempotent on these) misses no final state after an agent
- * restart: DONE gives attached, started and stopped; PROFILING attached and
+ * Reports a slot's last state as the events that lead to it: the fallback for
+ * a slot whose log lost events before they were read (docs/events.md), so that
+ * the coordinator (idempotent on these) misses no final state: DONE gives attached, started and stopped; PROFILING attached and
  * started; SKIPPED and FAILED attached and theirs.  A slot its rank freed while
  * no agent listened (state GONE) still holds its last window's event (the
  * library's detached event does not overwrite it): that one, what led to it,
@@ -229,40 +230,193 @@ segments_report_slot(struct agent *a, const struct agent_job *j,
 		}
 		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED)
 			ev.time_unix_ns = s->attach_time_ns;
-		upstream_event(a, &ev);
+		upstream_event(a, &ev, NULL);
 	}
 }
 
-/* Adopts the segment of job found at start and re-reports its slots. */
+static const char *
+segments_kind_name(int kind)
+{
+	static const char *names[] = { "unspecified", "attached", "started",
+	    "stopped", "skipped", "failed", "detached" };
+
+	if (kind < 0 || (size_t)kind >= sizeof(names) / sizeof(names[0]))
+		return ("unknown");
+	return (names[kind]);
+}
+
+/* Builds the RankEvent of entry e of the log of slot idx (rank's). */
+static void
+segments_event_from_entry(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
+    int32_t rank, int idx, const struct seg_log_entry *e)
+{
+	int	 failed = e->kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
+
+	dynprof__v1__rank_event__init(ev);
+	ev->kind = (Dynprof__V1__EventKind)e->kind;
+	ev->job = (char *)j->name;
+	ev->rank = rank;
+	ev->pid = e->pid;
+	ev->slot = (uint32_t)idx;
+	ev->window_id = e->window_id;
+	ev->start_step = e->start_step;
+	ev->stop_step = e->stop_step;
+	ev->step = e->step;
+	ev->output_dir = failed ? (char *)"" : (char *)e->text;
+	ev->reason = (Dynprof__V1__StopReason)e->reason;
+	ev->error = failed ? (char *)e->text : (char *)"";
+	ev->generation = e->generation;
+	ev->time_unix_ns = e->time_ns;
+	ev->rank_seq = e->rank_seq;
+}
+
+static void
+segments_log_event(const Dynprof__V1__RankEvent *ev)
+{
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
+	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
+		log_info("rank %d of job %s %s (pid %d, slot %u)", ev->rank,
+		    ev->job, segments_kind_name(ev->kind), ev->pid, ev->slot);
+	else
+		log_info("rank %d of job %s %s window %u [%lld, %lld] at step "
+		    "%lld", ev->rank, ev->job, segments_kind_name(ev->kind),
+		    ev->window_id, (long long)ev->start_step,
+		    (long long)ev->stop_step, (long long)ev->step);
+}
+
+/*
+ * Events of slot idx were overwritten before this agent read them: logs it and
+ * re-reports the slot's last state instead (what the coordinator already has
+ * changes nothing there).
+ */
+static void
+segments_log_gap(struct agent *a, struct agent_job *j, int idx, uint32_t lost)
+{
+	struct seg_slot	*s;
+
+	a->stats.events_lost += lost;
+	log_warnx("%s: job %s slot %d: %u events overwritten before they were "
+	    "read (the rank counts %u): re-reporting its last state", __func__,
+	    j->name, idx, lost, atomic_load_explicit(&j->seg.slots[idx].log_lost,
+	    memory_order_relaxed));
+	if ((s = malloc(sizeof(*s))) == NULL) {
+		log_warn("%s", __func__);
+		return;
+	}
+	if (segment_slot_read(&j->seg, idx, s) == SEG_OK)
+		segments_report_slot(a, j, s, idx);
+	free(s);
+}
+
+/*
+ * Forwards the entries of slot idx's log this agent has not queued yet: those
+ * after the last one queued, or, for an incarnation of the slot not seen
+ * before, after the slot's acknowledged cursor (so an agent that restarts
+ * replays whatever the coordinator has not committed).  Returns the number of
+ * events forwarded.
+ */
+int
+segments_read_log(struct agent *a, struct agent_job *j, int idx)
+{
+	struct seg_slot		*slot;
+	struct seg_log_entry	 e;
+	struct queue_origin	 o;
+	Dynprof__V1__RankEvent	 ev;
+	uint32_t		 inc, head, seq, lost = 0;
+	int			 n = 0, rc;
+
+	if (idx < 0 || idx >= SEG_MAX_SLOTS || (uint32_t)idx >= j->seg.hdr->nslots)
+		return (0);
+	slot = &j->seg.slots[idx];
+	head = slotlog_head(slot, &inc);
+	if (inc == 0)
+		return (0);		/* never claimed */
+	if (inc != j->log_inc[idx]) {
+		j->log_inc[idx] = inc;
+		j->log_read[idx] = slotlog_acked(slot, inc);
+	}
+	if (head <= j->log_read[idx]) {
+		/* A head that went back (a holder writing nonsense): follow. */
+		j->log_read[idx] = head;
+		return (0);
+	}
+	if (head - j->log_read[idx] > SEG_LOG_ENTRIES) {
+		lost = head - j->log_read[idx] - SEG_LOG_ENTRIES;
+		j->log_read[idx] = head - SEG_LOG_ENTRIES;
+		segments_log_gap(a, j, idx, lost);
+		lost = 0;
+	}
+	memset(&o, 0, sizeof(o));
+	strcpy(o.job, j->name);
+	o.slot = idx;
+	o.inc = inc;
+	for (seq = j->log_read[idx] + 1; seq <= head; seq++) {
+		rc = slotlog_read(slot, inc, seq, &e);
+		if (rc == -2)
+			break;		/* claimed again meanwhile */
+		j->log_read[idx] = seq;
+		if (rc == -1) {
+			lost++;
+			continue;
+		}
+		if (e.kind < DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
+		    e.kind > DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
+			log_warnx("%s: job %s slot %d: log entry %u has unknown "
+			    "kind %u: skipped", __func__, j->name, idx, seq,
+			    e.kind);
+			continue;
+		}
+		segments_event_from_entry(&ev, j, slot->rank, idx, &e);
+		segments_log_event(&ev);
+		o.seq = seq;
+		upstream_event(a, &ev, &o);
+		n++;
+	}
+	if (lost > 0)
+		segments_log_gap(a, j, idx, lost);
+	return (n);
+}
+
+/* The coordinator committed the log entry origin names: advance its cursor. */
+void
+segments_log_acked(struct agent *a, const struct queue_origin *o)
+{
+	struct agent_job	*j;
+
+	if ((j = segments_find(a, o->job)) == NULL || o->slot < 0 ||
+	    (uint32_t)o->slot >= j->seg.hdr->nslots)
+		return;
+	slotlog_ack(&j->seg.slots[o->slot], o->inc, o->seq);
+}
+
+/*
+ * Adopts the segment of job found at start: replays, for every slot (live, or
+ * freed while no agent listened), the log entries the coordinator has not
+ * committed.
+ */
 static void
 segments_adopt(struct agent *a, const char *job)
 {
 	struct agent_job	*j;
-	struct seg_slot		*s;
 	uint32_t		 i;
-	int			 n = 0, live = 0;
+	int			 n = 0, ranks = 0, live = 0, k;
 
 	if ((j = segments_get(a, job, 0)) == NULL)
 		return;
-	if ((s = malloc(sizeof(*s))) == NULL)
-		return;
-	for (i = 0; i < j->seg.hdr->nslots; i++) {
-		if (segment_slot_read(&j->seg, (int)i, s) != SEG_OK)
-			continue;
-		if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0 &&
-		    s->state != SEG_RANK_GONE)
-			continue;
-		segments_report_slot(a, j, s, (int)i);
-		if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
+	for (i = 0; i < j->seg.hdr->nslots && i < SEG_MAX_SLOTS; i++) {
+		if ((k = segments_read_log(a, j, (int)i)) > 0) {
+			n += k;
+			ranks++;
+		}
+		if (atomic_load_explicit(&j->seg.slots[i].pid,
+		    memory_order_relaxed) != 0)
 			live++;
-		n++;
 	}
-	free(s);
 	if (live > 0)
 		upstream_subscribe(a, j);
-	if (n > 0) {
-		log_info("adopted job %s: re-reported %d ranks", job, n);
-	}
+	if (n > 0)
+		log_info("adopted job %s: replayed %d events of %d ranks", job,
+		    n, ranks);
 }
 
 /* Finds the segments already in --shm-dir (ranks outlive agents) and adopts them. */
@@ -295,19 +449,50 @@ struct segments_dead_ctx {
 	struct agent_job	*j;
 };
 
+/*
+ * A rank died (the agent holds its slot meanwhile): forwards what it logged,
+ * then appends its detached event to its log in its place, so that an agent
+ * restarted before the coordinator commits it replays it too.
+ */
 static void
 segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 {
 	struct segments_dead_ctx	*ctx = arg;
+	struct seg_slot			*slot = &ctx->j->seg.slots[idx];
+	struct seg_log_entry		 e;
 	Dynprof__V1__RankEvent		 ev;
+	struct timespec			 ts;
+	uint32_t			 inc, head;
+	int32_t				 pid;
 
+	pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
 	log_info("rank %d of job %s gone (pid %d, slot %d)", s->rank,
-	    ctx->j->name, (int)atomic_load_explicit(&s->pid,
-	    memory_order_relaxed), idx);
-	segments_event_from_slot(&ev, ctx->j, s, idx,
-	    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
-	ev.step = atomic_load_explicit(&s->step, memory_order_relaxed);
-	upstream_event(ctx->a, &ev);
+	    ctx->j->name, (int)pid, idx);
+	segments_read_log(ctx->a, ctx->j, idx);
+	head = slotlog_head(slot, &inc);
+	if (inc == 0) {
+		/* No log (cannot be, with a claim): the old way. */
+		segments_event_from_slot(&ev, ctx->j, s, idx,
+		    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
+		ev.step = atomic_load_explicit(&s->step, memory_order_relaxed);
+		upstream_event(ctx->a, &ev, NULL);
+		return;
+	}
+	if (head > 0 && slotlog_read(slot, inc, head, &e) == 0) {
+		if (e.kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
+			return;		/* it said so itself */
+		pid = e.pid;		/* the rank's, whoever held it last */
+	}
+	memset(&e, 0, sizeof(e));
+	e.kind = DYNPROF__V1__EVENT_KIND__EVENT_DETACHED;
+	e.step = atomic_load_explicit(&s->step, memory_order_relaxed);
+	e.generation = s->generation;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	e.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	e.rank_seq = s->rank_seq + 1;
+	e.pid = pid;
+	slotlog_append(slot, &e);
+	segments_read_log(ctx->a, ctx->j, idx);
 }
 
 /*
@@ -363,6 +548,9 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 		moved = 1;
 	for (i = 0; i < j->seg.hdr->nslots && i < SEG_MAX_SLOTS; i++) {
 		s = &j->seg.slots[i];
+		/* Events whose wakeup datagram was lost (a full socket). */
+		if (segments_read_log(a, j, (int)i) > 0)
+			moved = 1;
 		pid = atomic_load_explicit(&s->pid, memory_order_acquire);
 		if (pid != j->slot_pid[i]) {
 			moved = 1;

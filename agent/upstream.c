@@ -215,6 +215,25 @@ upstream_replay(struct agent *a)
 		log_info("replayed %zu queued events", n);
 }
 
+/*
+ * The coordinator committed every event up to seq: the slots they were read
+ * from learn it (their log entries may be overwritten now), and the queue
+ * forgets them.
+ */
+static void
+upstream_acked(struct agent *a, uint64_t seq)
+{
+	const struct queue_entry	*e;
+	size_t				 i;
+
+	a->up.acked = seq;
+	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL && e->seq <= seq;
+	    i++)
+		if (e->origin.slot >= 0)
+			segments_log_acked(a, &e->origin);
+	queue_ack(&a->up.queue, seq);
+}
+
 static void
 upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 {
@@ -228,10 +247,8 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 	if (up->heartbeat_ms > UPSTREAM_HB_MAX_MS)
 		up->heartbeat_ms = UPSTREAM_HB_MAX_MS;
 	if (w->agent_boot_id == up->boot_id && w->acked_seq > up->acked &&
-	    w->acked_seq < up->next_seq) {
-		up->acked = w->acked_seq;
-		queue_ack(&up->queue, up->acked);
-	}
+	    w->acked_seq < up->next_seq)
+		upstream_acked(a, w->acked_seq);
 	up->state = UPSTREAM_READY;
 	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
 	up->connects++;
@@ -297,10 +314,8 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 			    (unsigned long long)m->ack->seq);
 			break;
 		}
-		if (m->ack->seq > up->acked) {
-			up->acked = m->ack->seq;
-			queue_ack(&up->queue, up->acked);
-		}
+		if (m->ack->seq > up->acked)
+			upstream_acked(a, m->ack->seq);
 		break;
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME:
 		a->stats.bad_messages++;
@@ -511,19 +526,25 @@ upstream_tick(struct agent *a, int64_t now, int early)
 }
 
 /*
- * Numbers a rank event, keeps it until the coordinator commits it, and sends it
- * now if the stream is up.
+ * Numbers a rank event read from origin (NULL: from no slot's log), keeps it
+ * until the coordinator commits it, and sends it now if the stream is up.
+ * Without a coordinator (standalone) nobody commits it: its log entry is
+ * acknowledged at once, so that the rank's log never fills.
  */
 void
-upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev)
+upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
+    const struct queue_origin *origin)
 {
 	struct upstream	*up = &a->up;
 	uint8_t		 stackbuf[4096], *buf = stackbuf;
 	size_t		 len;
 	uint64_t	 seq;
 
-	if (up->state == UPSTREAM_NONE)
+	if (up->state == UPSTREAM_NONE) {
+		if (origin != NULL)
+			segments_log_acked(a, origin);
 		return;
+	}
 	len = dynprof__v1__rank_event__get_packed_size(ev);
 	if (len > sizeof(stackbuf) && (buf = malloc(len)) == NULL) {
 		up->queue.dropped++;
@@ -532,7 +553,7 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev)
 	}
 	dynprof__v1__rank_event__pack(ev, buf);
 	seq = up->next_seq++;
-	if (queue_push(&up->queue, seq, buf, len) != 0 &&
+	if (queue_push(&up->queue, seq, buf, len, origin) != 0 &&
 	    (up->queue.dropped & (up->queue.dropped - 1)) == 0)
 		log_warnx("%s: event queue full (%zu): %llu oldest events "
 		    "dropped so far", __func__, up->queue.max,

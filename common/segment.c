@@ -23,6 +23,9 @@
 /* How often a reader retries a read torn by a writer before giving up. */
 #define SEGMENT_READ_RETRIES	1000
 
+/* The bytes of a slot before its event log: its state. */
+#define SEGMENT_SLOT_STATE	offsetof(struct seg_slot, log)
+
 #define SEGMENT_ALIGN(x, a)	(((x) + (a) - 1) / (a) * (a))
 
 #define SEGMENT_CONFIG_OFFSET	sizeof(struct seg_header)
@@ -470,38 +473,48 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank)
 	slot->rank_seq = 0;
 	memset(slot->output_dir, 0, sizeof(slot->output_dir));
 	memset(slot->error, 0, sizeof(slot->error));
+	/*
+	 * A new log: the head goes back to 0 before the incarnation changes, so
+	 * a reader that sees the new incarnation never pairs it with the old
+	 * head.  log_acked is the agent's: an old incarnation's cursor there
+	 * reads as "nothing acknowledged" for the new one.
+	 */
+	atomic_store_explicit(&slot->log_head, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->log_lost, 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&slot->incarnation, 1, memory_order_release);
 	segment_slot_update_end(slot);
 }
 
 /*
- * Claims a free slot for pid (atomically), or, when every slot is taken, the slot
- * of a process that is gone.  Initialises it for rank in state ATTACHED.  Returns
- * the slot index or SEG_ENOSLOT.
+ * Claims a slot for pid (atomically) and initialises it for rank in state
+ * ATTACHED.  In order of preference: a free slot whose event log the
+ * coordinator has committed entirely; a free slot with events not yet
+ * committed (they are lost); the slot of a process that is gone.  Returns the
+ * slot index or SEG_ENOSLOT.
  */
 int
 segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank)
 {
 	uint32_t	 i, n = seg->hdr->nslots;
 	int32_t		 expected;
+	int		 pass;
 
-	for (i = 0; i < n; i++) {
-		expected = 0;
-		if (atomic_load_explicit(&seg->slots[i].pid,
-		    memory_order_relaxed) == 0 &&
-		    atomic_compare_exchange_strong(&seg->slots[i].pid,
-		    &expected, (int32_t)pid)) {
-			segment_slot_reset(&seg->slots[i], rank);
-			return ((int)i);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		expected = atomic_load_explicit(&seg->slots[i].pid,
-		    memory_order_relaxed);
-		if (expected != 0 && !segment_pid_alive(expected) &&
-		    atomic_compare_exchange_strong(&seg->slots[i].pid,
-		    &expected, (int32_t)pid)) {
-			segment_slot_reset(&seg->slots[i], rank);
-			return ((int)i);
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < n; i++) {
+			expected = atomic_load_explicit(&seg->slots[i].pid,
+			    memory_order_relaxed);
+			if (pass < 2 && expected != 0)
+				continue;
+			if (pass == 0 && !slotlog_settled(&seg->slots[i]))
+				continue;
+			if (pass == 2 && (expected == 0 ||
+			    segment_pid_alive(expected)))
+				continue;
+			if (atomic_compare_exchange_strong(&seg->slots[i].pid,
+			    &expected, (int32_t)pid)) {
+				segment_slot_reset(&seg->slots[i], rank);
+				return ((int)i);
+			}
 		}
 	}
 	return (SEG_ENOSLOT);
@@ -527,7 +540,8 @@ segment_slot_release(struct segment *seg, int idx, pid_t pid)
 }
 
 /*
- * Copies slot idx consistently into out.  Returns SEG_OK, SEG_ETORN when its rank
+ * Copies slot idx consistently into out: its state, up to its event log (read
+ * with slotlog_read()), which stays untouched in out.  Returns SEG_OK, SEG_ETORN when its rank
  * kept updating it, or SEG_ESIZE for an index out of range.
  */
 int
@@ -552,7 +566,7 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 		atomic_store_explicit(&out->step, atomic_load_explicit(
 		    &slot->step, memory_order_relaxed), memory_order_relaxed);
 		memcpy((char *)out + off, (const char *)slot + off,
-		    sizeof(*out) - off);
+		    SEGMENT_SLOT_STATE - off);
 		atomic_thread_fence(memory_order_acquire);
 		s2 = atomic_load_explicit(&slot->seq, memory_order_relaxed);
 		if (s1 == s2) {
@@ -568,41 +582,51 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 }
 
 /*
- * Frees the slots of processes that are gone.  For each, before freeing it, calls
- * cb (if not NULL) with a copy of its last contents and its index.  Returns the
- * number of slots freed.
+ * Frees the slots of processes that are gone.  For each, the caller's process
+ * holds the slot (its pid in place of the dead one, so that no rank claims it
+ * meanwhile) while cb (if not NULL) runs with a copy of the slot's state and its
+ * index: cb may read the slot's log and append to it for the dead writer.  Then
+ * the slot is left free in state GONE, like a slot its rank released.  Returns
+ * the number of slots freed.
  */
 int
 segment_reclaim_dead(struct segment *seg, void (*cb)(const struct seg_slot *,
     int, void *), void *arg)
 {
-	struct seg_slot	 copy;
-	struct seg_slot	*slot;
+	struct seg_slot	*copy, *slot;
 	uint32_t	 i;
-	int32_t		 pid;
+	int32_t		 pid, self = (int32_t)getpid(), held;
 	int		 n = 0;
 
+	if ((copy = malloc(sizeof(*copy))) == NULL)
+		return (0);
 	for (i = 0; i < seg->hdr->nslots; i++) {
 		slot = &seg->slots[i];
 		pid = atomic_load_explicit(&slot->pid, memory_order_acquire);
-		if (pid == 0 || segment_pid_alive(pid))
+		if (pid == 0 || pid == self || segment_pid_alive(pid))
+			continue;
+		held = pid;
+		if (!atomic_compare_exchange_strong(&slot->pid, &held, self))
 			continue;
 		/*
 		 * Nobody writes a dead process's slot: a plain copy is
 		 * consistent, even if it died in the middle of an update.
 		 */
-		memcpy(&copy, slot, sizeof(copy));
-		atomic_store_explicit(&copy.pid, pid, memory_order_relaxed);
-		copy.output_dir[sizeof(copy.output_dir) - 1] = '\0';
-		copy.error[sizeof(copy.error) - 1] = '\0';
-		if (atomic_load_explicit(&slot->pid, memory_order_acquire) !=
-		    pid)
-			continue;
+		memcpy(copy, slot, SEGMENT_SLOT_STATE);
+		atomic_store_explicit(&copy->pid, pid, memory_order_relaxed);
+		copy->output_dir[sizeof(copy->output_dir) - 1] = '\0';
+		copy->error[sizeof(copy->error) - 1] = '\0';
 		if (cb != NULL)
-			cb(&copy, (int)i, arg);
-		if (atomic_compare_exchange_strong(&slot->pid, &pid, 0))
+			cb(copy, (int)i, arg);
+		segment_slot_update_begin(slot);
+		slot->state = SEG_RANK_GONE;
+		slot->last_pid = pid;
+		segment_slot_update_end(slot);
+		held = self;
+		if (atomic_compare_exchange_strong(&slot->pid, &held, 0))
 			n++;
 	}
+	free(copy);
 	return (n);
 }
 

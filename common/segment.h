@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		2	/* bump when the layout changes */
+#define SEG_VERSION		3	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -42,6 +42,13 @@
 #define SEG_FWOPTS_MAX		4096	/* framework options JSON, NUL included */
 #define SEG_PATH_MAX		1024	/* an output directory, NUL included */
 #define SEG_ERROR_MAX		256	/* a callback's error message, NUL included */
+/*
+ * Events kept per slot until the coordinator has committed them (docs/events.md):
+ * a rank that runs a whole schedule (SEG_MAX_WINDOWS windows, at most two events
+ * each) between attached and detached while no agent or no coordinator listens
+ * writes at most 2 * 16 + 2 = 34, so 40 lose none.
+ */
+#define SEG_LOG_ENTRIES		40
 
 /* Window flags. */
 #define SEG_WINDOW_CANCELLED	0x1
@@ -91,10 +98,38 @@ struct seg_config {
 };
 
 /*
+ * One event in a slot's log (docs/events.md): what a RankEvent needs besides the
+ * job, the rank and the slot.  seq is the entry's place in its incarnation's log
+ * (1, 2, ...; entry seq % SEG_LOG_ENTRIES), 0 while the entry is being written:
+ * it is the entry's own seqlock.  text is the output directory of a started or
+ * stopped event, the error of a failed one (what the coordinator keeps of each).
+ */
+struct seg_log_entry {
+	_Atomic uint32_t seq;
+	uint32_t	 kind;			/* EventKind */
+	uint32_t	 window_id;
+	uint32_t	 reason;		/* StopReason */
+	int64_t		 start_step;
+	int64_t		 stop_step;
+	int64_t		 step;
+	uint64_t	 generation;
+	int64_t		 time_ns;
+	uint32_t	 rank_seq;		/* the RankEvent's */
+	int32_t		 pid;			/* the writer's */
+	char		 text[SEG_PATH_MAX];
+};
+
+/*
  * One rank's slot.  pid is claimed with a compare-and-swap from 0.  step is stored
  * by the rank at every step_begin (one relaxed store: the hot path).  The other
  * fields are the rank's last state, written by the rank under the slot's own
  * seqlock (seq odd while writing) so that the agent never reports a torn one.
+ *
+ * Then every event of the rank, in a ring (docs/events.md): the rank writes entry
+ * log_head + 1 and publishes it in log_head (release); incarnation counts the
+ * slot's claims; log_acked, written only by the agent, is (incarnation << 32 |
+ * the last seq the coordinator committed).  log_lost counts entries the rank
+ * overwrote before they were acknowledged.
  */
 struct seg_slot {
 	_Atomic int32_t	 pid;			/* 0: free */
@@ -115,8 +150,12 @@ struct seg_slot {
 	char		 output_dir[SEG_PATH_MAX];
 	char		 error[SEG_ERROR_MAX];
 	int32_t		 last_pid;		/* who held the slot when freed */
-	uint32_t	 pad0;
-	char		 pad[160];		/* to a multiple of 64 bytes */
+	_Atomic uint32_t incarnation;		/* claims of this slot so far */
+	_Atomic uint32_t log_head;		/* seq of the newest entry */
+	_Atomic uint32_t log_lost;		/* overwritten before acked */
+	_Atomic uint64_t log_acked;		/* agent: incarnation << 32 | seq */
+	char		 pad[144];		/* to a multiple of 64 bytes */
+	struct seg_log_entry log[SEG_LOG_ENTRIES];
 };
 
 struct seg_header {
@@ -143,7 +182,14 @@ struct seg_header {
 /* The layout is shared between processes and compilers: pin it down. */
 _Static_assert(sizeof(struct seg_header) == 192, "seg_header size");
 _Static_assert(sizeof(struct seg_header) % 64 == 0, "seg_header alignment");
-_Static_assert(sizeof(struct seg_slot) == 1536, "seg_slot size");
+_Static_assert(sizeof(struct seg_log_entry) == 64 + SEG_PATH_MAX,
+    "seg_log_entry size");
+_Static_assert(sizeof(struct seg_log_entry) % 64 == 0, "seg_log_entry alignment");
+_Static_assert(offsetof(struct seg_slot, log) == 1536, "seg_slot log offset");
+_Static_assert(offsetof(struct seg_slot, log_acked) % 8 == 0,
+    "slot log_acked alignment");
+_Static_assert(sizeof(struct seg_slot) == 1536 + SEG_LOG_ENTRIES *
+    (64 + SEG_PATH_MAX), "seg_slot size");
 _Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
 _Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
 _Static_assert(offsetof(struct seg_slot, step) % 8 == 0, "slot step alignment");
@@ -197,5 +243,14 @@ void	 segment_slot_update_end(struct seg_slot *);
 int	 segment_reclaim_dead(struct segment *, void (*)(const struct seg_slot *,
 	    int, void *), void *);
 int	 segment_pid_alive(pid_t);
+
+/* slotlog.c */
+int	 slotlog_append(struct seg_slot *, const struct seg_log_entry *);
+uint32_t slotlog_head(const struct seg_slot *, uint32_t *);
+uint32_t slotlog_acked(const struct seg_slot *, uint32_t);
+int	 slotlog_read(const struct seg_slot *, uint32_t, uint32_t,
+	    struct seg_log_entry *);
+int	 slotlog_ack(struct seg_slot *, uint32_t, uint32_t);
+int	 slotlog_settled(const struct seg_slot *);
 
 #endif /* DYNPROF_SEGMENT_H */

@@ -1,8 +1,10 @@
 /*
- * Rank events: each is written to the rank's slot (under the slot's seqlock, so
- * the agent can always recover the last state) and sent to the node's agent as
- * one nanopb-encoded RankEvent per unix datagram.  Sending never blocks: when no
- * agent takes the datagram, the event is counted as dropped.
+ * Rank events: each is appended to the event log of the rank's slot, which the
+ * agent reads and acknowledges once the coordinator committed it
+ * (docs/events.md); the slot also keeps the last state, under the slot's
+ * seqlock.  Then one nanopb-encoded RankEvent goes to the node's agent per unix
+ * datagram, only to wake it up: sending never blocks, and when no agent takes
+ * the datagram the agent finds the event in the log later.
  */
 
 #include <sys/socket.h>
@@ -74,6 +76,37 @@ report_copy(char *dst, size_t len, const char *src)
 }
 
 /*
+ * Appends the event to the slot's log, where the agent reads it (the datagram
+ * only wakes the agent up).  The text kept is what the coordinator keeps: the
+ * error of a failed event, the output directory of the others.  It never
+ * blocks: when the agent has not acknowledged the oldest entry the ring
+ * overwrites it, and the first such loss is logged.
+ */
+static void
+report_log(struct dynprof *h, const dynprof_v1_RankEvent *ev)
+{
+	struct seg_log_entry	 entry, *e = &entry;
+
+	e->kind = (uint32_t)ev->kind;
+	e->window_id = ev->window_id;
+	e->reason = (uint32_t)ev->reason;
+	e->start_step = ev->start_step;
+	e->stop_step = ev->stop_step;
+	e->step = ev->step;
+	e->generation = ev->generation;
+	e->time_ns = ev->time_unix_ns;
+	e->rank_seq = ev->rank_seq;
+	e->pid = ev->pid;
+	report_copy(e->text, sizeof(e->text),
+	    ev->kind == dynprof_v1_EventKind_EVENT_FAILED ? ev->error :
+	    ev->output_dir);
+	if (slotlog_append(h->slot, e) && h->log_overwritten++ == 0)
+		handle_log(h, DYNPROF_LOG_WARNING, "%s: no agent acknowledged "
+		    "the last %d events: the oldest is overwritten", __func__,
+		    SEG_LOG_ENTRIES);
+}
+
+/*
  * Writes the event into the rank's slot under the slot's seqlock.  A detached
  * event only sets the state (GONE) and the sequence number: the slot keeps the
  * last window's event (which window, its steps, how it ended, its output
@@ -82,8 +115,9 @@ report_copy(char *dst, size_t len, const char *src)
 static void
 report_slot(struct dynprof *h, const dynprof_v1_RankEvent *ev)
 {
-	struct seg_slot	*slot = h->slot;
+	struct seg_slot		*slot = h->slot;
 
+	report_log(h, ev);
 	segment_slot_update_begin(slot);
 	slot->state = h->state;
 	slot->rank_seq = ev->rank_seq;

@@ -13,7 +13,7 @@
 option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(FUZZ_COMMON_SRC frame.c log.c segment.c jobid.c)
+set(FUZZ_COMMON_SRC frame.c log.c segment.c slotlog.c jobid.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
 set(FUZZ_AGENT_SRC agent.c)
 set(FUZZ_COORD_SRC coord.c agents.c schedule.c store.c http.c metrics.c)
@@ -58,6 +58,7 @@ target_include_directories(fuzz_lib_objs PUBLIC ${PROJECT_SOURCE_DIR}/lib
 target_link_libraries(fuzz_lib_objs PUBLIC dpdaemon)
 # The whole library, for the step functions over a live segment.
 if(DYNPROF_FUZZ)
+  find_package(Threads REQUIRED)
   set(FUZZ_DYNPROF_SRC handle.c step.c window.c report.c output.c)
   list(TRANSFORM FUZZ_DYNPROF_SRC PREPEND ${PROJECT_SOURCE_DIR}/lib/)
   add_library(fuzz_dynprof_objs OBJECT ${FUZZ_DYNPROF_SRC})

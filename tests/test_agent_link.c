@@ -287,6 +287,37 @@ make_event(Dynprof__V1__RankEvent *ev, const char *job, int rank, int slot,
 	ev->rank_seq = rank_seq;
 }
 
+/* Appends ev to the log of slot in seg, as libdynprof does before it sends. */
+static void
+log_event(struct segment *seg, int slot, const Dynprof__V1__RankEvent *ev)
+{
+	struct seg_log_entry	 e;
+
+	memset(&e, 0, sizeof(e));
+	e.kind = (uint32_t)ev->kind;
+	e.window_id = ev->window_id;
+	e.reason = (uint32_t)ev->reason;
+	e.start_step = ev->start_step;
+	e.stop_step = ev->stop_step;
+	e.step = ev->step;
+	e.generation = ev->generation;
+	e.time_ns = ev->time_unix_ns;
+	e.rank_seq = ev->rank_seq;
+	e.pid = ev->pid;
+	if (ev->output_dir != NULL)
+		snprintf(e.text, sizeof(e.text), "%s", ev->output_dir);
+	slotlog_append(&seg->slots[slot], &e);
+}
+
+/* A rank's report: the event into its slot's log, then the wakeup datagram. */
+static int
+send_logged(struct t *t, struct segment *seg, int slot,
+    const Dynprof__V1__RankEvent *ev)
+{
+	log_event(seg, slot, ev);
+	return (ap_send_event(&t->ap, ev));
+}
+
 static Dynprof__V1__AgentEvent *
 expect_event(struct t *t, Dynprof__V1__AgentMessage **mp)
 {
@@ -314,7 +345,7 @@ test_reconnect_replays_in_order(void **state)
 
 	make_event(&ev, "j2", 3, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
 	    1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
 	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE,
 	    T_WAIT);
 	assert_non_null(m);
@@ -348,7 +379,7 @@ test_reconnect_replays_in_order(void **state)
 	for (k = 2; k <= 5; k++) {
 		make_event(&ev, "j2", 3, slot,
 		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, k);
-		assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+		assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
 	}
 	assert_int_equal(ap_log_wait(&t->ap, "started window 1", 4, T_WAIT), 0);
 
@@ -460,7 +491,7 @@ test_bad_datagrams(void **state)
 	/* Then a good one: the first event the coordinator sees, seq 1. */
 	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
 	    7);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
 	ae = expect_event(t, &m);
 	assert_int_equal(ae->seq, 1);
 	assert_int_equal(ae->event->rank_seq, 7);
@@ -497,11 +528,32 @@ test_bad_datagrams(void **state)
 	}
 }
 
-/* Puts the slot in state DONE for window 7 [5, 9], as a rank would leave it. */
+/* Puts the slot in state DONE for window 7 [5, 9], as a rank would leave it:
+ * its log holds attached, started and stopped. */
 static void
 fake_done(struct segment *seg, int slot)
 {
 	struct seg_slot	*s = &seg->slots[slot];
+	Dynprof__V1__RankEvent ev;
+	int		 k;
+
+	for (k = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
+	    k <= DYNPROF__V1__EVENT_KIND__EVENT_STOPPED; k++) {
+		make_event(&ev, seg->job, 2, slot, k, (uint32_t)k);
+		ev.window_id = 7;
+		ev.start_step = 5;
+		ev.stop_step = 9;
+		ev.step = k == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ? 9 : 5;
+		ev.reason = k == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ? 1 : 0;
+		ev.output_dir = (char *)"/out/rank2_start5_stop9";
+		if (k == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
+			ev.window_id = 0;
+			ev.start_step = ev.stop_step = 0;
+			ev.step = -1;
+			ev.output_dir = (char *)"";
+		}
+		log_event(seg, slot, &ev);
+	}
 
 	segment_slot_update_begin(s);
 	s->state = SEG_RANK_DONE;
@@ -617,7 +669,7 @@ test_dead_rank_reclaimed(void **state)
 		slot = claim_slot(t, &seg, "j5", 4);
 		make_event(&ev, "j5", 4, slot,
 		    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, 1);
-		ap_send_event(&t->ap, &ev);
+		send_logged(t, &seg, slot, &ev);
 		pause();
 		_exit(0);
 	}

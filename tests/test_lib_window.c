@@ -645,6 +645,7 @@ test_slot_taken(void **state)
 {
 	struct fixture	*f = *state;
 	struct seg_slot	 s;
+	uint32_t	 inc, head;
 	int		 old;
 
 	tl_window(&f->cfg, 0, 1, 3, 20, "");
@@ -652,7 +653,11 @@ test_slot_taken(void **state)
 	open_rank(f, 4);
 	steps(f, 1, 5);
 	old = f->h->slot_index;
-	/* The agent frees it, a newcomer claims it. */
+	/* The agent acknowledges its events and frees it, a newcomer claims
+	 * it (claims prefer free slots whose log is acknowledged). */
+	inc = 0;
+	head = slotlog_head(&f->agent.slots[old], &inc);
+	assert_int_equal(slotlog_ack(&f->agent.slots[old], inc, head), 1);
 	atomic_store(&f->agent.slots[old].pid, 0);
 	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9),
 	    old);

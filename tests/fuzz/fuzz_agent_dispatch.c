@@ -184,13 +184,13 @@ fuzz_events(void)
 	ev.job = FUZZ_JOB;
 	ev.pid = 4242;
 	ev.kind = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-	upstream_event(fa, &ev);
+	upstream_event(fa, &ev, NULL);
 	ev.kind = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
 	ev.window_id = 1;
 	ev.start_step = ev.step = 10;
 	ev.stop_step = 20;
 	ev.output_dir = "rank0_start10_stop20";
-	upstream_event(fa, &ev);
+	upstream_event(fa, &ev, NULL);
 }
 
 /* Reads what the agent wrote: every frame must decode. */
