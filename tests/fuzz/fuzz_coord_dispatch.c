@@ -170,7 +170,7 @@ fuzz_drain(struct fuzz_peer *p)
 static void
 fuzz_connect(struct fuzz_peer *p)
 {
-	struct conn	*conn;
+	struct conn	*conn = NULL;
 	int		 sv[2];
 
 	memset(p, 0, sizeof(*p));
