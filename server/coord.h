@@ -35,6 +35,7 @@ struct store;
 #define COORD_NODE_BUCKETS	4096
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
+#define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
 
 /* Typed profiler options plus framework options, as a window carries them. */
 struct options {
@@ -230,6 +231,7 @@ struct coord {
 	struct nodeq		 nodes;
 	struct nodebucket	 node_hash[COORD_NODE_BUCKETS];
 	uint64_t		 generation;	/* highest handed out */
+	int64_t			 started_ns;	/* wall clock at start */
 	struct metrics		 metrics;
 };
 
