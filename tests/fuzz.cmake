@@ -97,5 +97,10 @@ dynprof_fuzz(segment fuzz_lib_objs)
 dynprof_fuzz(admin fuzz_coord_objs)
 dynprof_fuzz(standalone fuzz_agent_objs)
 dynprof_fuzz(coord_dispatch fuzz_coord_objs)
+if(NOT DYNPROF_FUZZ)
+  # A live coordinator answering two admin requests per input: some 25 s
+  # under sanitizers.
+  set_tests_properties(fuzz_coord_dispatch PROPERTIES TIMEOUT 180)
+endif()
 dynprof_fuzz(agent_dispatch fuzz_agent_objs)
 dynprof_fuzz(segment_live "fuzz_agent_objs;fuzz_dynprof_objs")
