@@ -16,8 +16,9 @@
  * within its bound; every served job's segment reads back a config the
  * library accepts the sizes of, at the generation the agent says it applied.
  * After each input: every frame the agent wrote decodes as an AgentMessage.
- * The agent is rebuilt (segments removed) every FUZZ_RESET inputs or when it
- * serves more than FUZZ_JOBS_MAX jobs, so that state stays bounded.
+ * The agent is rebuilt (segments removed) every FUZZ_RESET inputs; past
+ * FUZZ_JOBS_MAX jobs, configs for new jobs go to one already served
+ * (fuzz_bound_jobs()), so that state stays bounded.
  */
 
 #include <sys/socket.h>
@@ -37,12 +38,13 @@
 
 #include "agent.h"
 #include "frame.h"
+#include "jobid.h"
 #include "log.h"
 
 int	 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 #define FUZZ_RESET	1000
-#define FUZZ_JOBS_MAX	8
+#define FUZZ_JOBS_MAX	4
 #define FUZZ_JOB	"fz"
 #define FUZZ_QUEUE_MAX	64
 
@@ -210,6 +212,35 @@ fuzz_drain(struct evbuffer *buf)
 		fuzz_fail("the agent wrote a bad frame");
 }
 
+/*
+ * A segment is 11 MB: past FUZZ_JOBS_MAX jobs, a config for another valid job
+ * id names one already served (by a hash of its id), so that memory and
+ * rebuilds stay bounded.  Returns the id to put back before the free.
+ */
+static char *
+fuzz_bound_jobs(Dynprof__V1__CoordinatorMessage *m)
+{
+	static const char	*names[FUZZ_JOBS_MAX] = { FUZZ_JOB, "fzj1",
+	    "fzj2", "fzj3" };
+	struct agent_job	*j;
+	char			*job;
+	unsigned		 h = 0, n = 0;
+	const char		*p;
+
+	if (m->body_case != DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG ||
+	    (job = m->config->job) == NULL || !jobid_valid(job, NULL) ||
+	    segments_find(fa, job) != NULL)
+		return (NULL);
+	TAILQ_FOREACH(j, &fa->jobs, entry)
+		n++;
+	if (n < FUZZ_JOBS_MAX)
+		return (NULL);
+	for (p = job; *p != '\0'; p++)
+		h = h * 31 + (unsigned char)*p;
+	m->config->job = (char *)names[h % FUZZ_JOBS_MAX];
+	return (job);
+}
+
 static void
 fuzz_check(void)
 {
@@ -241,8 +272,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct evbuffer		*in, *out;
 	ProtobufCMessage	*msg;
+	Dynprof__V1__CoordinatorMessage *cm;
 	struct agent_job	*j;
 	const char		*why;
+	char			*job;
 	int			 rc, njobs = 0;
 
 	if (fuzz_dir[0] == '\0')
@@ -270,8 +303,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		if (rc != FRAME_READY)
 			break;
-		rc = upstream_dispatch(fa,
-		    (Dynprof__V1__CoordinatorMessage *)msg);
+		cm = (Dynprof__V1__CoordinatorMessage *)msg;
+		job = fuzz_bound_jobs(cm);
+		rc = upstream_dispatch(fa, cm);
+		if (job != NULL)
+			cm->config->job = job;
 		protobuf_c_message_free_unpacked(msg, NULL);
 		fuzz_check();
 		if (rc == -1 || fa->up.bev == NULL)
