@@ -33,9 +33,9 @@ struct store;
 #define COORD_NODE_MAX		128	/* node name length */
 #define COORD_RANK_BUCKETS	4096
 #define COORD_NODE_BUCKETS	4096
+#define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
-#define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
 
 /* Typed profiler options plus framework options, as a window carries them. */
 struct options {
