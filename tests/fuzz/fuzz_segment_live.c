@@ -17,9 +17,12 @@
  *
  * Input: byte 0 how many bytes the mutator flips (0-255), byte 1 where
  * (header, config, slots, anywhere), bytes 2-3 the slot index read,
- * bytes 4-7 the first step, the rest the config written before the run
+ * bytes 4-7 the first step, bytes 0-7 seed the flips, the rest the config
+ * written before the run
  * (as segment_write_config() writes one: raw bytes, no checks).
- * Each input starts from the segment's own header, as created.
+ * Each input starts from the segment's own header, as created.  The readers
+ * run while the thread flips, then once more after its last flip: that run
+ * sees the same bytes whenever the input is replayed.
  */
 
 #include <sys/mman.h>
@@ -58,10 +61,9 @@ static unsigned			 fuzz_inputs;
 static pthread_t		 fuzz_thread;
 static pthread_mutex_t		 fuzz_mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t		 fuzz_cv = PTHREAD_COND_INITIALIZER;
-static unsigned			 fuzz_gen, fuzz_budget, fuzz_where;
+static unsigned			 fuzz_gen, fuzz_done, fuzz_budget, fuzz_where;
 static uint64_t			 fuzz_rnd;
 static int			 fuzz_quit;
-static _Atomic int		 fuzz_busy;
 
 static void
 fuzz_fail(const char *what)
@@ -144,13 +146,43 @@ fuzz_mutator(void *arg)
 		where = fuzz_where;
 		s = fuzz_rnd;
 		pthread_mutex_unlock(&fuzz_mtx);
-		for (i = 0; i < n && atomic_load(&fuzz_busy); i++) {
+		for (i = 0; i < n; i++) {
 			fuzz_flip(&s, where);
 			/* Spread the flips over the readers' run. */
 			for (volatile unsigned k = (unsigned)(s & 255); k > 0; k--)
 				;
 		}
+		pthread_mutex_lock(&fuzz_mtx);
+		fuzz_done = gen;
+		pthread_cond_broadcast(&fuzz_cv);
+		pthread_mutex_unlock(&fuzz_mtx);
 	}
+}
+
+/* Every reader once: segment_read_config(), segment_slot_read() of slot idx,
+ * ranks_check_slot() of an event naming it, a step of the library. */
+static void
+fuzz_readers(int idx, int64_t step)
+{
+	Dynprof__V1__RankEvent	 ev = DYNPROF__V1__RANK_EVENT__INIT;
+	uint32_t		 gen_seq;
+	int			 rc;
+
+	if (segment_read_config(&fuzz_seg, &fuzz_cfg, &gen_seq) == SEG_OK &&
+	    fuzz_cfg.nwindows > SEG_MAX_WINDOWS)
+		fuzz_fail("more windows than a schedule holds");
+	rc = segment_slot_read(&fuzz_seg, idx, &fuzz_slot);
+	if (rc == SEG_OK &&
+	    (memchr(fuzz_slot.output_dir, '\0', SEG_PATH_MAX) == NULL ||
+	    memchr(fuzz_slot.error, '\0', SEG_ERROR_MAX) == NULL))
+		fuzz_fail("a slot read hands out an unterminated string");
+	ev.job = FUZZ_JOB;
+	ev.slot = (uint32_t)idx;
+	ev.rank = 0;
+	ev.pid = (int32_t)getpid();
+	(void)ranks_check_slot(&fuzz_seg, &ev, getpid());
+	(void)dynprof_step_begin(fuzz_h, step);
+	(void)dynprof_step_end(fuzz_h, step);
 }
 
 static int
@@ -221,10 +253,10 @@ fuzz_setup(void)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	Dynprof__V1__RankEvent	 ev = DYNPROF__V1__RANK_EVENT__INIT;
-	uint32_t		 gen_seq, step32;
+	uint32_t		 step32;
 	int64_t			 step;
-	int			 idx, i, rc;
+	int			 idx, i;
+	unsigned		 gen;
 
 	if (fuzz_h == NULL)
 		fuzz_setup();
@@ -241,36 +273,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    sizeof(fuzz_in));
 	segment_write_config(&fuzz_seg, &fuzz_in);
 
+	/* The flips: which bytes, and what to, follow from the input alone. */
 	pthread_mutex_lock(&fuzz_mtx);
 	fuzz_budget = data[0];
 	fuzz_where = data[1];
-	fuzz_rnd = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)fuzz_inputs << 17) ^
-	    data[0] ^ ((uint64_t)data[1] << 8) ^ ((uint64_t)data[2] << 32);
-	atomic_store(&fuzz_busy, 1);
-	fuzz_gen++;
+	memcpy(&fuzz_rnd, data, sizeof(fuzz_rnd));
+	fuzz_rnd ^= 0x9e3779b97f4a7c15ULL;
+	gen = ++fuzz_gen;
 	pthread_cond_signal(&fuzz_cv);
 	pthread_mutex_unlock(&fuzz_mtx);
 
 	idx = (data[2] | data[3] << 8) % 512 - 1;
 	memcpy(&step32, data + 4, sizeof(step32));
 	step = step32 % 100000;
-	for (i = 0; i < 4; i++) {
-		if (segment_read_config(&fuzz_seg, &fuzz_cfg, &gen_seq) ==
-		    SEG_OK && fuzz_cfg.nwindows > SEG_MAX_WINDOWS)
-			fuzz_fail("more windows than a schedule holds");
-		rc = segment_slot_read(&fuzz_seg, idx, &fuzz_slot);
-		if (rc == SEG_OK &&
-		    (memchr(fuzz_slot.output_dir, '\0', SEG_PATH_MAX) == NULL ||
-		    memchr(fuzz_slot.error, '\0', SEG_ERROR_MAX) == NULL))
-			fuzz_fail("a slot read hands out an unterminated string");
-		ev.job = FUZZ_JOB;
-		ev.slot = (uint32_t)idx;
-		ev.rank = 0;
-		ev.pid = (int32_t)getpid();
-		(void)ranks_check_slot(&fuzz_seg, &ev, getpid());
-		(void)dynprof_step_begin(fuzz_h, step + i);
-		(void)dynprof_step_end(fuzz_h, step + i);
-	}
-	atomic_store(&fuzz_busy, 0);
+	/* While the bytes change under the readers... */
+	for (i = 0; i < 4; i++)
+		fuzz_readers(idx, step + i);
+	/* ...and once they are all changed: the same corruption each time the
+	 * input runs, so that what this finds replays. */
+	pthread_mutex_lock(&fuzz_mtx);
+	while (fuzz_done != gen)
+		pthread_cond_wait(&fuzz_cv, &fuzz_mtx);
+	pthread_mutex_unlock(&fuzz_mtx);
+	fuzz_readers(idx, step + 4);
 	return (0);
 }
