@@ -75,16 +75,17 @@ foreach(objs fuzz_agent_objs fuzz_coord_objs fuzz_lib_objs)
   target_compile_options(${objs} PRIVATE ${FUZZ_CFLAGS})
 endforeach()
 
-# dynprof_fuzz(TARGET OBJS): builds fuzz_TARGET from fuzz/fuzz_TARGET.c.
+# dynprof_fuzz(TARGET OBJS [SOURCES...]): builds fuzz_TARGET from
+# fuzz/fuzz_TARGET.c and the extra sources.
 function(dynprof_fuzz target objs)
   set(name fuzz_${target})
   if(DYNPROF_FUZZ)
-    add_executable(${name} ${FUZZ_DIR}/${name}.c)
+    add_executable(${name} ${FUZZ_DIR}/${name}.c ${ARGN})
     target_compile_options(${name} PRIVATE
       -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
   else()
-    add_executable(${name} ${FUZZ_DIR}/${name}.c ${FUZZ_DIR}/driver.c)
+    add_executable(${name} ${FUZZ_DIR}/${name}.c ${FUZZ_DIR}/driver.c ${ARGN})
     add_test(NAME ${name} COMMAND ${name} ${FUZZ_DIR}/corpus/${target} 2000)
     set_tests_properties(${name} PROPERTIES TIMEOUT 60 LABELS fuzz)
   endif()
@@ -96,11 +97,12 @@ dynprof_fuzz(ranks fuzz_agent_objs)
 dynprof_fuzz(segment fuzz_lib_objs)
 dynprof_fuzz(admin fuzz_coord_objs)
 dynprof_fuzz(standalone fuzz_agent_objs)
-dynprof_fuzz(coord_dispatch fuzz_coord_objs)
+dynprof_fuzz(coord_dispatch fuzz_coord_objs ${FUZZ_DIR}/fuzzdir.c)
 if(NOT DYNPROF_FUZZ)
   # A live coordinator answering two admin requests per input: some 25 s
   # under sanitizers.
   set_tests_properties(fuzz_coord_dispatch PROPERTIES TIMEOUT 180)
 endif()
-dynprof_fuzz(agent_dispatch fuzz_agent_objs)
-dynprof_fuzz(segment_live "fuzz_agent_objs;fuzz_dynprof_objs")
+dynprof_fuzz(agent_dispatch fuzz_agent_objs ${FUZZ_DIR}/fuzzdir.c)
+dynprof_fuzz(segment_live "fuzz_agent_objs;fuzz_dynprof_objs"
+  ${FUZZ_DIR}/fuzzdir.c)

@@ -38,6 +38,7 @@
 
 #include "agent.h"
 #include "frame.h"
+#include "fuzzdir.h"
 #include "jobid.h"
 #include "log.h"
 
@@ -142,14 +143,7 @@ fuzz_cleanup(void)
 static void
 fuzz_setup(void)
 {
-	const char	*base = "/dev/shm";
-	struct stat	 st;
-
-	if (stat(base, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    access(base, W_OK) == -1)
-		base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-	snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/dpfuzz-agent.XXXXXX", base);
-	if (mkdtemp(fuzz_dir) == NULL)
+	if (fuzzdir_make(fuzz_dir, sizeof(fuzz_dir), "dpfuzz-agent") == -1)
 		fuzz_fail("mkdtemp");
 	log_init("fuzz_agent_dispatch", LOG_LEVEL_QUIET);
 	atexit(fuzz_cleanup);

@@ -41,6 +41,7 @@
 
 #include "coord.h"
 #include "frame.h"
+#include "fuzzdir.h"
 #include "log.h"
 #include "store.h"
 #include "version.h"
@@ -354,14 +355,7 @@ fuzz_cleanup(void)
 static void
 fuzz_setup(void)
 {
-	const char	*base = "/dev/shm";
-	struct stat	 st;
-
-	if (stat(base, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    access(base, W_OK) == -1)
-		base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-	snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/dpfuzz-coord.XXXXXX", base);
-	if (mkdtemp(fuzz_dir) == NULL)
+	if (fuzzdir_make(fuzz_dir, sizeof(fuzz_dir), "dpfuzz-coord") == -1)
 		fuzz_fail("mkdtemp");
 	snprintf(fuzz_state, sizeof(fuzz_state), "%s/state", fuzz_dir);
 	log_init("fuzz_coord_dispatch", LOG_LEVEL_QUIET);

@@ -40,6 +40,7 @@
 
 #include "agent.h"
 #include "dynprof.h"
+#include "fuzzdir.h"
 #include "segment.h"
 
 int	 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -216,15 +217,9 @@ static void
 fuzz_setup(void)
 {
 	struct dynprof_params	 p;
-	const char		*base = "/dev/shm";
-	struct stat		 st;
 	int			 fd;
 
-	if (stat(base, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    access(base, W_OK) == -1)
-		base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-	snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/dpfuzz-live.XXXXXX", base);
-	if (mkdtemp(fuzz_dir) == NULL)
+	if (fuzzdir_make(fuzz_dir, sizeof(fuzz_dir), "dpfuzz-live") == -1)
 		fuzz_fail("mkdtemp");
 	snprintf(fuzz_out, sizeof(fuzz_out), "%s/out", fuzz_dir);
 	if (segment_open(&fuzz_seg, fuzz_dir, FUZZ_JOB, SEG_CREATE, 0600) !=
