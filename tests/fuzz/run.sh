@@ -9,8 +9,9 @@
 # build-fuzz, made with CC=clang cmake -S . -B build-fuzz -DDYNPROF_FUZZ=ON);
 # each run starts from tests/fuzz/corpus/TARGET and keeps what it finds in
 # $WORK/TARGET/corpus (new inputs) and $WORK/TARGET/art (crashes), its output
-# in $WORK/TARGET.log (default WORK=fuzz-work).  Exit status: 1 if a target
-# crashed.
+# in $WORK/TARGET.log (default WORK=fuzz-work).  $FUZZ_ARGS goes to
+# libFuzzer as well (e.g. "-fork=1 -ignore_crashes=1" to go on after a
+# crash).  Exit status: 1 if a target crashed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build-fuzz}
@@ -48,7 +49,7 @@ for t in "$@"; do
 	mkdir -p "$WORK/$t/corpus" "$WORK/$t/art"
 	echo "== $t: $limit $extra"
 	# shellcheck disable=SC2086
-	"$bin" $limit $extra -print_final_stats=1 \
+	"$bin" $limit $extra ${FUZZ_ARGS:-} -print_final_stats=1 \
 	    -artifact_prefix="$WORK/$t/art/" "$WORK/$t/corpus" \
 	    "$here/corpus/$t" > "$WORK/$t.log" 2>&1 || rc=1
 	grep -E "^#[0-9]+.*(DONE|pulse|NEW)" "$WORK/$t.log" | tail -1
