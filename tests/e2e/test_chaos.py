@@ -18,6 +18,7 @@ The seed is printed; DYNPROF_CHAOS_SEED sets it.  bench/chaos.py runs the
 same (run_chaos()) longer, with a seed and a duration.
 """
 
+import http.client
 import os
 import random
 import signal
@@ -44,6 +45,8 @@ WARMUP_S = 2.5
 GROWTH_SPAN_S = 4
 SETTLE_S = 1.5                  # after the last window, for late replays
 WINDOWS = 24                    # the status keeps 64 events per rank
+# What a request to a coordinator killed before or while it answers raises.
+DOWN = (OSError, ValueError, http.client.HTTPException)
 
 
 def parse_ranks(spec, universe):
@@ -162,7 +165,7 @@ def post_windows(c, job, nwin, rng, universe, deadline, keep_going):
         time.sleep(0.05)
         try:
             code, st = c.http("GET", "/v1/jobs/%s" % job, timeout=2)
-        except OSError:
+        except DOWN:
             continue
         if code != 200:
             continue
@@ -180,7 +183,7 @@ def post_windows(c, job, nwin, rng, universe, deadline, keep_going):
         try:
             code, w = c.http("POST", "/v1/jobs/%s/windows" % job, body,
                              timeout=2)
-        except OSError:
+        except DOWN:
             code = None
         if code == 201:
             posted += 1
