@@ -76,7 +76,10 @@ def two_windows(c, node, job, rank):
     c.wait_ranks(job, 1, min_step=5)
     # Far enough ahead and long enough for a loaded machine: the window
     # reaches the rank before its start, the agent dies before its stop.
-    w1 = c.add_window(job, {"in_steps": 100, "steps": 100})
+    # Ahead of the rank's own step (the coordinator's view of it can be a
+    # sample or two old on a loaded machine).
+    now = slot_step(node, job, rank.pid)
+    w1 = c.add_window(job, {"start_step": now + 100, "stop_step": now + 199})
     a1, b1 = w1["start_step"], w1["stop_step"]
     w2 = c.add_window(job, {"start_step": b1 + 20, "stop_step": b1 + 40})
     wait_for(lambda: segment_generation(node, job) >= w2["generation"], 10,
@@ -127,7 +130,8 @@ def full_socket(c, node):
     job = "evlog-full-%d" % os.getpid()
     rank = node.start_rank(job, 0, rate=RATE)
     c.wait_ranks(job, 1, min_step=5)
-    w = c.add_window(job, {"in_steps": 150, "steps": 10})
+    now = slot_step(node, job, rank.pid)
+    w = c.add_window(job, {"start_step": now + 150, "stop_step": now + 159})
     wait_for(lambda: segment_generation(node, job) >= w["generation"], 10,
              "%s: window applied" % job)
     node.agent.signal(signal.SIGSTOP)
