@@ -359,18 +359,46 @@ progress_ranks(struct fakeagent *fa, const char *job, int n)
 	free(rp);
 }
 
+/* Sends a heartbeat from each of the n agents still open. */
+static void
+beat(struct fakeagent *fa, int n)
+{
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		if (fa[i].fd != -1)
+			assert_int_equal(fa_heartbeat(&fa[i]), 0);
+}
+
+/* Polls /metrics until name is want, the n agents beating meanwhile. */
+static void
+wait_metric_beating(struct tc_coord *tc, struct fakeagent *fa, int n,
+    const char *name, long long want)
+{
+	long long	 deadline = tc_now_ms() + 10000, v = -1;
+
+	while (tc_now_ms() < deadline) {
+		beat(fa, n);
+		if ((v = tc_metric(tc, name)) == want)
+			return;
+		usleep(50000);
+	}
+	fail_msg("%s is %lld, never %lld", name, v, want);
+}
+
 /*
  * Subscribes to invented jobs made jobs of 32 KB each that stayed in
  * /v1/jobs forever (5000: 158 MB).  Now one agent serves at most 1024 jobs,
  * at most 10000 jobs nobody scheduled exist, a Progress counts at most 256
- * ranks, and a job nobody scheduled is forgotten once no node serves it (while
- * one does, its ranks show, as ranks attach before the first window).
+ * ranks, and a job nobody scheduled is forgotten once no node has served it
+ * for 30 heartbeat intervals (while one does, it stays, ranks and all, as
+ * ranks attach before the first window).
  */
 static void
 test_job_caps(void **state)
 {
 	struct tc_coord	 tc = { .nofile = 0 };
-	const char	*extra[] = { "-q", "--heartbeat-ms", "100", NULL };
+	const char	*extra[] = { "-q", "--heartbeat-ms", "300", NULL };
 	struct fakeagent fa[11];
 	struct tc_reply	 r;
 	char		 node[32];
@@ -378,6 +406,8 @@ test_job_caps(void **state)
 	int		 i;
 
 	(void)state;
+	for (i = 0; i < 11; i++)
+		fa[i].fd = -1;
 	start(&tc, extra);
 	assert_int_equal(tc_expect(&tc, "PUT", "/v1/jobs/kept/config",
 	    "{\"start_step\": 10, \"stop_step\": 12}", 200, &r), 0);
@@ -387,40 +417,50 @@ test_job_caps(void **state)
 	/* One agent, 1100 jobs: 1024 taken. */
 	assert_int_equal(fa_handshake(&fa[0], tc.agent_port, "n0", NULL), 0);
 	subscribe_many(&fa[0], "a", 0, 1100);
-	assert_int_equal(wait_metric(&tc, "dynprof_subscribes_refused_total",
-	    76, 5000), 76);
+	wait_metric_beating(&tc, fa, 11, "dynprof_subscribes_refused_total",
+	    76);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs"), 1 + 1024);
 
 	/* A Progress of 1000 ranks: 256 taken, 744 refused. */
 	progress_ranks(&fa[0], "a-0", 1000);
-	assert_int_equal(wait_metric(&tc,
-	    "dynprof_progress_ranks_refused_total", 744, 5000), 744);
-
+	wait_metric_beating(&tc, fa, 11,
+	    "dynprof_progress_ranks_refused_total", 744);
 
 	/* Ten agents: 10000 jobs nobody scheduled, then no more. */
 	for (i = 1; i < 11; i++) {
+		beat(fa, 11);
 		snprintf(node, sizeof(node), "n%d", i);
 		assert_int_equal(fa_handshake(&fa[i], tc.agent_port, node,
 		    NULL), 0);
 		subscribe_many(&fa[i], "b", (i - 1) * 1000, 1000);
 		if (i == 4) {
-			wait_metric(&tc, "dynprof_jobs_unscheduled", 5024,
-			    5000);
+			wait_metric_beating(&tc, fa, 11,
+			    "dynprof_jobs_unscheduled", 5024);
 			print_message("5024 jobs nobody scheduled: VmRSS %lld "
 			    "KiB (+%lld)\n", rss(&tc), rss(&tc) - before);
 		}
 	}
-	assert_int_equal(wait_metric(&tc, "dynprof_unscheduled_refused_total",
-	    1024, 5000), 1024);
+	wait_metric_beating(&tc, fa, 11, "dynprof_unscheduled_refused_total",
+	    1024);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 10000);
+	/* An event for one more invented job makes none. */
+	assert_int_equal(fa_event(&fa[1], 0, K_ATTACHED, "c-0", 0, 0, 1,
+	    NULL), 0);
+	assert_int_equal(fa_wait_ack(&fa[1], 1, 5000), 0);
+	beat(fa, 11);
+	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 10000);
+	assert_int_equal(tc_metric(&tc, "dynprof_unscheduled_refused_total"),
+	    1025);
+	assert_int_equal(tc_metric(&tc, "dynprof_unscheduled_reaped_total"),
+	    0);
 	after = rss(&tc);
 	rss_bounded("11024 Subscribes to invented jobs", before, after, 65536);
 
-	/* The nodes leave: their jobs go after 30 heartbeats (3 s), from
+	/* The nodes leave: their jobs go after 30 heartbeats (9 s), from
 	 * memory and /v1/jobs; the job someone scheduled stays. */
 	for (i = 0; i < 11; i++)
 		fa_close(&fa[i]);
-	wait_metric(&tc, "dynprof_unscheduled_reaped_total", 10000, 15000);
+	wait_metric(&tc, "dynprof_unscheduled_reaped_total", 10000, 20000);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 0);
 	assert_int_equal(jobs_listed(&tc, "kept", &ranks), 1);
 	finish(&tc);
