@@ -265,7 +265,7 @@ test_outbuf_not_read(void **state)
 	struct fakeagent fa, again;
 	struct tc_reply	 r;
 	char		 body[8192], pad[3900];
-	long long	 before, after;
+	long long	 before, after, deadline;
 	int		 i, rcvbuf = 4096;
 	fa_msg		*m;
 
@@ -290,10 +290,14 @@ test_outbuf_not_read(void **state)
 	for (i = 0; i < 3000; i++)
 		assert_int_equal(fa_subscribe(&fa, "big", 0), 0);
 	assert_int_equal(fa_flush(&fa), 0);
-	wait_metric(&tc, "dynprof_agents_dropped_total", 1, 10000);
+	deadline = tc_now_ms() + 10000;
+	while (tc_metric(&tc, "dynprof_agents_dropped_total") < 1 &&
+	    tc_now_ms() < deadline)
+		usleep(50000);
 	after = rss(&tc);
 	rss_bounded("3000 Subscribes to a 64 KB schedule, never read", before,
 	    after, 8192 + 16384);
+	assert_int_equal(tc_metric(&tc, "dynprof_agents_dropped_total"), 1);
 	assert_true(fa_wait_closed(&fa, 5000));
 	fa_close(&fa);
 
@@ -370,8 +374,9 @@ beat(struct fakeagent *fa, int n)
 			assert_int_equal(fa_heartbeat(&fa[i]), 0);
 }
 
-/* Polls /metrics until name is want, the n agents beating meanwhile. */
-static void
+/* Polls /metrics until name is at least want, the n agents beating
+ * meanwhile; returns its value. */
+static long long
 wait_metric_beating(struct tc_coord *tc, struct fakeagent *fa, int n,
     const char *name, long long want)
 {
@@ -379,11 +384,12 @@ wait_metric_beating(struct tc_coord *tc, struct fakeagent *fa, int n,
 
 	while (tc_now_ms() < deadline) {
 		beat(fa, n);
-		if ((v = tc_metric(tc, name)) == want)
-			return;
+		if ((v = tc_metric(tc, name)) >= want)
+			return (v);
 		usleep(50000);
 	}
 	fail_msg("%s is %lld, never %lld", name, v, want);
+	return (v);
 }
 
 /*
@@ -417,14 +423,17 @@ test_job_caps(void **state)
 	/* One agent, 1100 jobs: 1024 taken. */
 	assert_int_equal(fa_handshake(&fa[0], tc.agent_port, "n0", NULL), 0);
 	subscribe_many(&fa[0], "a", 0, 1100);
-	wait_metric_beating(&tc, fa, 11, "dynprof_subscribes_refused_total",
-	    76);
+	wait_metric_beating(&tc, fa, 11, "dynprof_jobs", 1 + 1024);
+	usleep(200000);
+	rss_bounded("1100 Subscribes of one agent", before, rss(&tc), 16384);
+	assert_int_equal(wait_metric_beating(&tc, fa, 11,
+	    "dynprof_subscribes_refused_total", 76), 76);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs"), 1 + 1024);
 
 	/* A Progress of 1000 ranks: 256 taken, 744 refused. */
 	progress_ranks(&fa[0], "a-0", 1000);
-	wait_metric_beating(&tc, fa, 11,
-	    "dynprof_progress_ranks_refused_total", 744);
+	assert_int_equal(wait_metric_beating(&tc, fa, 11,
+	    "dynprof_progress_ranks_refused_total", 744), 744);
 
 	/* Ten agents: 10000 jobs nobody scheduled, then no more. */
 	for (i = 1; i < 11; i++) {
@@ -440,8 +449,8 @@ test_job_caps(void **state)
 			    "KiB (+%lld)\n", rss(&tc), rss(&tc) - before);
 		}
 	}
-	wait_metric_beating(&tc, fa, 11, "dynprof_unscheduled_refused_total",
-	    1024);
+	assert_int_equal(wait_metric_beating(&tc, fa, 11,
+	    "dynprof_unscheduled_refused_total", 1024), 1024);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 10000);
 	/* An event for one more invented job makes none. */
 	assert_int_equal(fa_event(&fa[1], 0, K_ATTACHED, "c-0", 0, 0, 1,
