@@ -67,10 +67,21 @@ finish(struct tc_coord *tc)
 	assert_int_equal(tc_finish(tc), 0);
 }
 
+/* Returns the coordinator's VmRSS in KiB. */
 static long long
 rss(struct tc_coord *tc)
 {
-	long long	 kb = tc_rss_kb(tc->pid);
+	long long	 kb = tc_status_kb(tc->pid, "VmRSS");
+
+	assert_true(kb > 0);
+	return (kb);
+}
+
+/* Returns the most the coordinator was ever resident (VmHWM) in KiB. */
+static long long
+peak(struct tc_coord *tc)
+{
+	long long	 kb = tc_status_kb(tc->pid, "VmHWM");
 
 	assert_true(kb > 0);
 	return (kb);
@@ -81,7 +92,7 @@ static void
 rss_bounded(const char *what, long long before, long long after,
     long long max_kb)
 {
-	print_message("%s: coordinator VmRSS %lld KiB before, %lld KiB after "
+	print_message("%s: coordinator VmRSS %lld KiB before, peak %lld KiB "
 	    "(+%lld KiB)\n", what, before, after, after - before);
 	if (after - before > max_kb)
 		fail_msg("%s: RSS grew by %lld KiB, over %lld", what,
@@ -169,7 +180,7 @@ test_prehello_big_frames(void **state)
 				break;
 	}
 	usleep(200000);
-	after = rss(&tc);
+	after = peak(&tc);
 	rss_bounded("40 frames of 4 MiB before hello", before, after, 16384);
 	for (i = 0; i < 40; i++) {
 		assert_true(closed_within(fd[i], 3000));
@@ -294,7 +305,7 @@ test_outbuf_not_read(void **state)
 	while (tc_metric(&tc, "dynprof_agents_dropped_total") < 1 &&
 	    tc_now_ms() < deadline)
 		usleep(50000);
-	after = rss(&tc);
+	after = peak(&tc);
 	rss_bounded("3000 Subscribes to a 64 KB schedule, never read", before,
 	    after, 8192 + 16384);
 	assert_int_equal(tc_metric(&tc, "dynprof_agents_dropped_total"), 1);
@@ -425,7 +436,7 @@ test_job_caps(void **state)
 	subscribe_many(&fa[0], "a", 0, 1100);
 	wait_metric_beating(&tc, fa, 11, "dynprof_jobs", 1 + 1024);
 	usleep(200000);
-	rss_bounded("1100 Subscribes of one agent", before, rss(&tc), 16384);
+	rss_bounded("1100 Subscribes of one agent", before, peak(&tc), 16384);
 	assert_int_equal(wait_metric_beating(&tc, fa, 11,
 	    "dynprof_subscribes_refused_total", 76), 76);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs"), 1 + 1024);
@@ -462,7 +473,7 @@ test_job_caps(void **state)
 	    1025);
 	assert_int_equal(tc_metric(&tc, "dynprof_unscheduled_reaped_total"),
 	    0);
-	after = rss(&tc);
+	after = peak(&tc);
 	rss_bounded("11024 Subscribes to invented jobs", before, after, 65536);
 
 	/* The nodes leave: their jobs go after 30 heartbeats (9 s), from
@@ -614,7 +625,7 @@ test_http_conn_cap(void **state)
 	assert_int_equal(fa_handshake(&fa, tc.agent_port, "cap-node", NULL), 0);
 	fa_close(&fa);
 	fds = tc_fd_count(tc.pid);
-	after = rss(&tc);
+	after = peak(&tc);
 	print_message("%d admin connections held: /healthz in %lld ms, "
 	    "coordinator holds %d descriptors\n", n, took, fds);
 	rss_bounded("2000 admin connections held", before, after, 16384);

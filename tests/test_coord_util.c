@@ -57,20 +57,27 @@ tc_cpu_seconds(pid_t pid)
 	return ((double)(ut + st) / (double)sysconf(_SC_CLK_TCK));
 }
 
-/* Returns a process's resident set size in KiB (VmRSS), or -1. */
+/*
+ * Returns a size in KiB from a process's /proc status, by its name ("VmRSS",
+ * resident now; "VmHWM", the most it was resident), or -1.
+ */
 long long
-tc_rss_kb(pid_t pid)
+tc_status_kb(pid_t pid, const char *field)
 {
 	char		 path[64], line[256];
 	FILE		*f;
 	long long	 kb = -1;
+	size_t		 len = strlen(field);
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if ((f = fopen(path, "r")) == NULL)
 		return (-1);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, field, len) == 0 && line[len] == ':') {
+			kb = strtoll(line + len + 1, NULL, 10);
 			break;
+		}
+	}
 	fclose(f);
 	return (kb);
 }
