@@ -1203,11 +1203,15 @@ http_cap_fit(struct coord *c)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY)
 		return;
-	room = rl.rlim_cur > 2 * COORD_FD_RESERVE ?
-	    (size_t)rl.rlim_cur / 2 : 1;
+	room = (size_t)rl.rlim_cur / 2;
+	if (rl.rlim_cur > COORD_FD_RESERVE &&
+	    (size_t)rl.rlim_cur - COORD_FD_RESERVE < room)
+		room = (size_t)rl.rlim_cur - COORD_FD_RESERVE;
+	if (room == 0)
+		room = 1;
 	if (c->conf.http_max_conns > room) {
-		log_warnx("%s: --http-max-conns %zu lowered to %zu: half of the "
-		    "%llu descriptors allowed, the rest kept for agents",
+		log_warnx("%s: --http-max-conns %zu lowered to %zu of the %llu "
+		    "descriptors allowed, the rest kept for agents",
 		    __func__, c->conf.http_max_conns, room,
 		    (unsigned long long)rl.rlim_cur);
 		c->conf.http_max_conns = room;
