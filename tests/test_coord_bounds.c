@@ -245,20 +245,41 @@ subscribe_many(struct fakeagent *fa, const char *prefix, int first, int n)
 	assert_int_equal(fa_flush(fa), 0);
 }
 
-/* Polls /metrics until name is at least want. */
+/* Sends a heartbeat from each of the n agents still open. */
+static void
+beat(struct fakeagent *fa, int n)
+{
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		if (fa[i].fd != -1)
+			assert_int_equal(fa_heartbeat(&fa[i]), 0);
+}
+
+/* Polls /metrics until name is at least want, the n agents of fa (may be
+ * none) beating meanwhile; returns its value. */
 static long long
-wait_metric(struct tc_coord *tc, const char *name, long long want,
-    int timeout_ms)
+wait_metric_beating(struct tc_coord *tc, struct fakeagent *fa, int n,
+    const char *name, long long want, int timeout_ms)
 {
 	long long	 deadline = tc_now_ms() + timeout_ms, v = -1;
 
 	while (tc_now_ms() < deadline) {
+		beat(fa, n);
 		if ((v = tc_metric(tc, name)) >= want)
 			return (v);
 		usleep(50000);
 	}
 	fail_msg("%s is %lld, never %lld", name, v, want);
 	return (v);
+}
+
+/* Polls /metrics until name is at least want. */
+static long long
+wait_metric(struct tc_coord *tc, const char *name, long long want,
+    int timeout_ms)
+{
+	return (wait_metric_beating(tc, NULL, 0, name, want, timeout_ms));
 }
 
 /*
@@ -374,35 +395,6 @@ progress_ranks(struct fakeagent *fa, const char *job, int n)
 	free(rp);
 }
 
-/* Sends a heartbeat from each of the n agents still open. */
-static void
-beat(struct fakeagent *fa, int n)
-{
-	int	 i;
-
-	for (i = 0; i < n; i++)
-		if (fa[i].fd != -1)
-			assert_int_equal(fa_heartbeat(&fa[i]), 0);
-}
-
-/* Polls /metrics until name is at least want, the n agents beating
- * meanwhile; returns its value. */
-static long long
-wait_metric_beating(struct tc_coord *tc, struct fakeagent *fa, int n,
-    const char *name, long long want)
-{
-	long long	 deadline = tc_now_ms() + 10000, v = -1;
-
-	while (tc_now_ms() < deadline) {
-		beat(fa, n);
-		if ((v = tc_metric(tc, name)) >= want)
-			return (v);
-		usleep(50000);
-	}
-	fail_msg("%s is %lld, never %lld", name, v, want);
-	return (v);
-}
-
 /*
  * Subscribes to invented jobs made jobs of 32 KB each that stayed in
  * /v1/jobs forever (5000: 158 MB).  Now one agent serves at most 1024 jobs,
@@ -434,17 +426,17 @@ test_job_caps(void **state)
 	/* One agent, 1100 jobs: 1024 taken. */
 	assert_int_equal(fa_handshake(&fa[0], tc.agent_port, "n0", NULL), 0);
 	subscribe_many(&fa[0], "a", 0, 1100);
-	wait_metric_beating(&tc, fa, 11, "dynprof_jobs", 1 + 1024);
+	wait_metric_beating(&tc, fa, 11, "dynprof_jobs", 1 + 1024, 10000);
 	usleep(200000);
 	rss_bounded("1100 Subscribes of one agent", before, peak(&tc), 16384);
 	assert_int_equal(wait_metric_beating(&tc, fa, 11,
-	    "dynprof_subscribes_refused_total", 76), 76);
+	    "dynprof_subscribes_refused_total", 76, 10000), 76);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs"), 1 + 1024);
 
 	/* A Progress of 1000 ranks: 256 taken, 744 refused. */
 	progress_ranks(&fa[0], "a-0", 1000);
 	assert_int_equal(wait_metric_beating(&tc, fa, 11,
-	    "dynprof_progress_ranks_refused_total", 744), 744);
+	    "dynprof_progress_ranks_refused_total", 744, 10000), 744);
 
 	/* Ten agents: 10000 jobs nobody scheduled, then no more. */
 	for (i = 1; i < 11; i++) {
@@ -455,13 +447,13 @@ test_job_caps(void **state)
 		subscribe_many(&fa[i], "b", (i - 1) * 1000, 1000);
 		if (i == 4) {
 			wait_metric_beating(&tc, fa, 11,
-			    "dynprof_jobs_unscheduled", 5024);
+			    "dynprof_jobs_unscheduled", 5024, 10000);
 			print_message("5024 jobs nobody scheduled: VmRSS %lld "
 			    "KiB (+%lld)\n", rss(&tc), rss(&tc) - before);
 		}
 	}
 	assert_int_equal(wait_metric_beating(&tc, fa, 11,
-	    "dynprof_unscheduled_refused_total", 1024), 1024);
+	    "dynprof_unscheduled_refused_total", 1024, 10000), 1024);
 	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 10000);
 	/* An event for one more invented job makes none. */
 	assert_int_equal(fa_event(&fa[1], 0, K_ATTACHED, "c-0", 0, 0, 1,
