@@ -28,6 +28,7 @@ enum {
 	OPT_COORDINATOR = 256, OPT_NODE, OPT_TOKEN_FILE, OPT_SOCKET,
 	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
+	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -35,6 +36,9 @@ static const struct option agent_longopts[] = {
 	{ "coordinator",	required_argument, NULL, OPT_COORDINATOR },
 	{ "node",		required_argument, NULL, OPT_NODE },
 	{ "token-file",		required_argument, NULL, OPT_TOKEN_FILE },
+	{ "tls-cert",		required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key",		required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-ca",		required_argument, NULL, OPT_TLS_CA },
 	{ "socket",		required_argument, NULL, OPT_SOCKET },
 	{ "shm-dir",		required_argument, NULL, OPT_SHM_DIR },
 	{ "shm-mode",		required_argument, NULL, OPT_SHM_MODE },
@@ -60,6 +64,11 @@ agent_usage(FILE *f)
 "  --coordinator HOST:PORT  the coordinator (none: standalone, needs --config-file)\n"
 "  --node NAME              this node's name (default: the hostname)\n"
 "  --token-file F           the agent token sent in hello (default: none)\n"
+"  --tls-cert FILE          connect over mutual TLS with this certificate (PEM,\n"
+"                           naming --node),\n"
+"  --tls-key FILE           its key, and\n"
+"  --tls-ca FILE            the CA the coordinator's certificate chains to; it\n"
+"                           must name the --coordinator host (SIGHUP rereads them)\n"
 "  --socket PATH            where ranks report (default: $DYNPROF_AGENT_SOCKET\n"
 "                           or " AGENT_DEFAULT_SOCKET ")\n"
 "  --shm-dir DIR            where segments are (default: $DYNPROF_SHM_DIR or "
@@ -148,6 +157,13 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 	case OPT_TOKEN_FILE:
 		return (agent_copy(o->token_file, sizeof(o->token_file), arg,
 		    name));
+	case OPT_TLS_CERT:
+		return (agent_copy(o->tls_cert, sizeof(o->tls_cert), arg,
+		    name));
+	case OPT_TLS_KEY:
+		return (agent_copy(o->tls_key, sizeof(o->tls_key), arg, name));
+	case OPT_TLS_CA:
+		return (agent_copy(o->tls_ca, sizeof(o->tls_ca), arg, name));
 	case OPT_SOCKET:
 		if (arg[0] == '\0') {
 			log_warnx("%s: empty", name);
@@ -378,6 +394,15 @@ agent_load_options(struct agent_options *o, int argc, char **argv)
 		log_warnx("--coordinator and --config-file exclude each other");
 		return (-1);
 	}
+	if ((o->tls_cert[0] != '\0') != (o->tls_key[0] != '\0') ||
+	    (o->tls_cert[0] != '\0') != (o->tls_ca[0] != '\0')) {
+		log_warnx("--tls-cert, --tls-key and --tls-ca go together");
+		return (-1);
+	}
+	if (o->tls_cert[0] != '\0' && o->coordinator[0] == '\0') {
+		log_warnx("--tls-cert needs --coordinator");
+		return (-1);
+	}
 	return (0);
 }
 
@@ -421,6 +446,7 @@ agent_reload(struct agent *a)
 	}
 	if (agent_read_token(a) == -1)
 		log_warnx("token: keeping none");
+	upstream_reload_tls(a);
 	if (a->sa != NULL)
 		standalone_reload(a);
 }
@@ -559,7 +585,8 @@ agent_log_stats(const struct agent *a)
 	log_info("stats: configs_applied=%llu bad_configs=%llu "
 	    "bad_frames=%llu bad_messages=%llu unknown_messages=%llu "
 	    "bad_datagrams=%llu foreign_datagrams=%llu events_forwarded=%llu "
-	    "events_dropped=%llu standalone_errors=%llu samples=%llu",
+	    "events_dropped=%llu standalone_errors=%llu samples=%llu "
+	    "segments_dropped=%llu",
 	    (unsigned long long)s->configs_applied,
 	    (unsigned long long)s->bad_configs,
 	    (unsigned long long)s->bad_frames,
@@ -570,7 +597,8 @@ agent_log_stats(const struct agent *a)
 	    (unsigned long long)s->events_forwarded,
 	    (unsigned long long)a->up.queue.dropped,
 	    (unsigned long long)s->standalone_errors,
-	    (unsigned long long)s->samples);
+	    (unsigned long long)s->samples,
+	    (unsigned long long)s->segments_dropped);
 }
 
 int
@@ -583,6 +611,8 @@ main(int argc, char **argv)
 
 	log_init("dynprof-agent", LOG_LEVEL_INFO);
 	signal(SIGPIPE, SIG_IGN);
+	if (guard_install() == -1)
+		fatalx("cannot guard against truncated segments");
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		fatal("calloc");
 	a->argc = argc;

@@ -7,6 +7,7 @@
  *	queue.c		rank events kept until the coordinator commits them
  *	ranks.c		the unix datagram socket the ranks report on
  *	segments.c	the jobs served: adopt, apply, sample, reclaim, remove
+ *	guard.c		a segment truncated under the agent: SIGBUS caught, job dropped
  *	apply.c		a JobConfig turned into the segment's schedule
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
  */
@@ -23,6 +24,7 @@
 
 #include "dynprof.pb-c.h"
 #include "segment.h"
+#include "tls.h"
 
 #define AGENT_DEFAULT_SOCKET	"/run/dynprof/agent.sock"
 #define AGENT_SAMPLE_MS		500
@@ -40,6 +42,9 @@ struct agent_options {
 	char		 coordinator[256];	/* HOST:PORT, "" for none */
 	char		 node[256];
 	char		 token_file[PATH_MAX];
+	char		 tls_cert[PATH_MAX];	/* AgentLink over TLS: all three */
+	char		 tls_key[PATH_MAX];
+	char		 tls_ca[PATH_MAX];
 	char		 socket_path[108];	/* sun_path */
 	char		 shm_dir[PATH_MAX];
 	mode_t		 shm_mode;
@@ -66,6 +71,18 @@ struct agent_stats {
 	uint64_t	 events_dropped;	/* queue overflow, oldest first */
 	uint64_t	 standalone_errors;	/* invalid profiler_config.json */
 	uint64_t	 samples;
+	uint64_t	 segments_dropped;	/* truncated or shrunk under us */
+};
+
+/*
+ * Where a queued event was read: entry seq of incarnation inc of the log of slot
+ * slot of job's segment (docs/events.md).  slot -1: read from no log.
+ */
+struct queue_origin {
+	char		 job[SEG_JOB_MAX + 1];
+	int32_t		 slot;
+	uint32_t	 inc;
+	uint32_t	 seq;
 };
 
 /* A rank event waiting for the coordinator's commit. */
@@ -73,6 +90,7 @@ struct queue_entry {
 	uint64_t	 seq;
 	uint8_t		*buf;			/* packed RankEvent */
 	size_t		 len;
+	struct queue_origin origin;
 };
 
 /* A bounded FIFO of queue_entry, oldest dropped on overflow. */
@@ -98,6 +116,9 @@ struct agent_job {
 	uint64_t	 progress_sig;
 	int		 progress_dirty;	/* send it at the next chance */
 	int32_t		 slot_pid[SEG_MAX_SLOTS];	/* as last sampled */
+	/* Each slot's log: the incarnation read and its last entry queued. */
+	uint32_t	 log_inc[SEG_MAX_SLOTS];
+	uint32_t	 log_read[SEG_MAX_SLOTS];
 };
 TAILQ_HEAD(agent_jobs, agent_job);
 
@@ -124,6 +145,7 @@ struct upstream {
 	uint64_t	 acked;			/* committed by the coordinator */
 	struct queue	 queue;
 	uint64_t	 connects;
+	struct tls	 tls;			/* ctx NULL: plaintext */
 };
 
 struct standalone;
@@ -157,10 +179,18 @@ void	 agent_housekeep(struct agent *, int);
 void	 agent_schedule(struct agent *);
 void	 agent_wake_sampler(struct agent *);
 
+/* guard.c */
+int	 guard_install(void);
+int	 guard_register(const void *, size_t);
+void	 guard_unregister(const void *);
+int	 guard_call(int (*)(void *), void *, int *);
+const void *guard_fault_base(void);
+
 /* queue.c */
 void	 queue_init(struct queue *, size_t);
 void	 queue_clear(struct queue *);
-int	 queue_push(struct queue *, uint64_t, const uint8_t *, size_t);
+int	 queue_push(struct queue *, uint64_t, const uint8_t *, size_t,
+	    const struct queue_origin *);
 void	 queue_ack(struct queue *, uint64_t);
 size_t	 queue_length(const struct queue *);
 const struct queue_entry *queue_at(const struct queue *, size_t);
@@ -168,8 +198,10 @@ const struct queue_entry *queue_at(const struct queue *, size_t);
 /* upstream.c */
 int	 upstream_init(struct agent *);
 void	 upstream_free(struct agent *);
+void	 upstream_reload_tls(struct agent *);
 int64_t	 upstream_tick(struct agent *, int64_t, int);
-void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *);
+void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *,
+	    const struct queue_origin *);
 void	 upstream_subscribe(struct agent *, struct agent_job *);
 void	 upstream_unsubscribe(struct agent *, struct agent_job *);
 void	 upstream_applied(struct agent *, struct agent_job *);
@@ -198,8 +230,12 @@ struct agent_job *segments_get(struct agent *, const char *, int);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);
+int	 segments_read_log(struct agent *, struct agent_job *, int);
+void	 segments_log_acked(struct agent *, const struct queue_origin *);
 int64_t	 segments_next_due(struct agent *);
 void	 segments_close_all(struct agent *);
+void	 segments_drop(struct agent *, struct agent_job *, const char *);
+void	 segments_drop_faulted(struct agent *);
 
 /* apply.c */
 int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,

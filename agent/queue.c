@@ -61,15 +61,18 @@ queue_grow(struct queue *q)
 }
 
 /*
- * Appends a copy of len bytes as event seq.  When the queue is full the oldest
- * entry goes and q->dropped counts it.  Returns 0, 1 if one was dropped, or -1
- * when out of memory (the new event is lost, and counted).
+ * Appends a copy of len bytes as event seq, read from origin (NULL: from no
+ * slot's log).  When the queue is full the oldest entry goes and q->dropped
+ * counts it.  Returns 0, 1 if one was dropped, or -1 when out of memory (the
+ * new event is lost, and counted).
  */
 int
-queue_push(struct queue *q, uint64_t seq, const uint8_t *buf, size_t len)
+queue_push(struct queue *q, uint64_t seq, const uint8_t *buf, size_t len,
+    const struct queue_origin *origin)
 {
-	uint8_t	*copy;
-	int	 dropped = 0;
+	struct queue_entry	*e;
+	uint8_t			*copy;
+	int			 dropped = 0;
 
 	if (q->len >= q->max) {
 		/* Full, or the bound shrank on a reload. */
@@ -89,8 +92,16 @@ queue_push(struct queue *q, uint64_t seq, const uint8_t *buf, size_t len)
 	}
 	if (len > 0)
 		memcpy(copy, buf, len);
-	q->ring[(q->head + q->len) % q->cap] = (struct queue_entry){ seq, copy,
-	    len };
+	e = &q->ring[(q->head + q->len) % q->cap];
+	e->seq = seq;
+	e->buf = copy;
+	e->len = len;
+	if (origin != NULL)
+		e->origin = *origin;
+	else {
+		memset(&e->origin, 0, sizeof(e->origin));
+		e->origin.slot = -1;
+	}
 	q->len++;
 	return (dropped);
 }

@@ -1,8 +1,10 @@
 /*
  * The ranks' side: a unix datagram socket on which libdynprof sends one RankEvent
  * per datagram.  The sender's pid comes from the kernel (SO_PASSCRED, so every
- * datagram carries SCM_CREDENTIALS); an event is believed only if that pid holds
- * the slot the event names.
+ * datagram carries SCM_CREDENTIALS); a datagram is believed only if that pid
+ * holds the slot it names, and then it only says "read my slot's log": the
+ * events themselves are taken from there (docs/events.md), so a datagram lost
+ * on a full socket loses nothing.
  */
 
 #include <sys/socket.h>
@@ -52,17 +54,6 @@ ranks_log_ok(struct agent *a)
 	return (0);
 }
 
-static const char *
-ranks_kind_name(int kind)
-{
-	static const char *names[] = { "unspecified", "attached", "started",
-	    "stopped", "skipped", "failed", "detached" };
-
-	if (kind < 0 || (size_t)kind >= sizeof(names) / sizeof(names[0]))
-		return ("unknown");
-	return (names[kind]);
-}
-
 /*
  * Checks that pid holds the slot the event names, for the rank the slot holds,
  * or held it last: an event of a freed (GONE) slot from the pid that freed it,
@@ -76,7 +67,7 @@ ranks_check_slot(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
 	struct seg_slot	 s;
 	int32_t		 holder;
 
-	if (ev->slot >= seg->hdr->nslots ||
+	if (ev->slot >= seg->nslots ||
 	    segment_slot_read(seg, (int)ev->slot, &s) != SEG_OK)
 		return (-1);
 	if (s.rank != ev->rank)
@@ -118,13 +109,47 @@ ranks_decode(const uint8_t *buf, size_t len, pid_t pid,
 	return (RANKS_OK);
 }
 
-/* Decodes, checks and forwards one datagram. */
+struct ranks_check_ctx {
+	const struct segment		*seg;
+	const Dynprof__V1__RankEvent	*ev;
+	pid_t				 pid;
+};
+
+struct ranks_wake_ctx {
+	struct agent		*a;
+	struct agent_job	*j;
+	int			 slot;
+};
+
+static int
+ranks_check_cb(void *arg)
+{
+	struct ranks_check_ctx	*ctx = arg;
+
+	return (ranks_check_slot(ctx->seg, ctx->ev, ctx->pid));
+}
+
+static int
+ranks_wake_cb(void *arg)
+{
+	struct ranks_wake_ctx	*ctx = arg;
+
+	return (segments_read_log(ctx->a, ctx->j, ctx->slot));
+}
+
+/*
+ * Decodes and checks one datagram; from a rank that holds the slot it names,
+ * it is a wakeup: the new entries of that slot's log are forwarded.
+ */
 static void
 ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 {
+	struct ranks_check_ctx	 cctx;
+	struct ranks_wake_ctx	 wctx;
 	Dynprof__V1__RankEvent	*ev;
 	struct agent_job	*j;
 	const char		*why;
+	int			 rc;
 
 	switch (ranks_decode(buf, len, pid, &ev, &why)) {
 	case RANKS_UNDECODABLE:
@@ -154,7 +179,14 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 			    ev->job);
 		goto out;
 	}
-	if (ranks_check_slot(&j->seg, ev, pid) == -1) {
+	cctx.seg = &j->seg;
+	cctx.ev = ev;
+	cctx.pid = pid;
+	if (guard_call(ranks_check_cb, &cctx, &rc) == -1) {
+		segments_drop_faulted(a);
+		goto out;
+	}
+	if (rc == -1) {
 		a->stats.foreign_datagrams++;
 		if (ranks_log_ok(a))
 			log_warnx("%s: pid %ld does not hold slot %u of job %s "
@@ -162,21 +194,13 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 			    ev->job, ev->rank);
 		goto out;
 	}
-	switch (ev->kind) {
-	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
-	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
-		log_info("rank %d of job %s %s (pid %d, slot %u)", ev->rank,
-		    ev->job, ranks_kind_name(ev->kind), ev->pid, ev->slot);
-		break;
-	default:
-		log_info("rank %d of job %s %s window %u [%lld, %lld] at step "
-		    "%lld", ev->rank, ev->job, ranks_kind_name(ev->kind),
-		    ev->window_id, (long long)ev->start_step,
-		    (long long)ev->stop_step, (long long)ev->step);
-		break;
-	}
+	/* The datagram only wakes us up: the events are in the slot's log. */
 	segments_rank_seen(a, j);
-	upstream_event(a, ev);
+	wctx.a = a;
+	wctx.j = j;
+	wctx.slot = (int)ev->slot;
+	if (guard_call(ranks_wake_cb, &wctx, NULL) == -1)
+		segments_drop_faulted(a);
 out:
 	dynprof__v1__rank_event__free_unpacked(ev, NULL);
 }

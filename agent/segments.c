@@ -1,17 +1,20 @@
 /*
  * The jobs this agent serves, one shared memory segment each: adopted at start,
  * created for a pushed config, written under the seqlock, sampled for progress
- * and dead ranks, removed once every process of the job has been gone for the
- * grace period.
+ * and dead ranks, their slots' event logs read and acknowledged
+ * (docs/events.md), removed once every process of the job has been gone for
+ * the grace period.
  */
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
-#include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -30,6 +33,19 @@ segments_find(struct agent *a, const char *job)
 	return (NULL);
 }
 
+/* Claims a freshly mapped segment for this agent (guarded: it is mapped). */
+static int
+segments_claim(void *arg)
+{
+	struct agent_job	*j = arg;
+
+	j->applied = atomic_load_explicit(&j->seg.hdr->generation,
+	    memory_order_relaxed);
+	atomic_store_explicit(&j->seg.hdr->agent_pid, (int32_t)getpid(),
+	    memory_order_relaxed);
+	return (0);
+}
+
 /*
  * Returns the job, opening its segment if it is not served yet (creating it when
  * create is set).  NULL, after a log line, when the segment cannot be opened.
@@ -38,7 +54,7 @@ struct agent_job *
 segments_get(struct agent *a, const char *job, int create)
 {
 	struct agent_job	*j;
-	int			 rc;
+	int			 rc, flags;
 
 	if ((j = segments_find(a, job)) != NULL)
 		return (j);
@@ -48,24 +64,46 @@ segments_get(struct agent *a, const char *job, int create)
 		log_warn("%s", __func__);
 		return (NULL);
 	}
-	rc = segment_open(&j->seg, a->opts.shm_dir, job,
-	    create ? SEG_CREATE : 0, a->opts.shm_mode);
+	/*
+	 * The agent serves every user's jobs: any owner will do, never a file
+	 * others may write.  Not root, it can open only what its owner shared
+	 * with the agent's group (--shm-mode 0660).
+	 */
+	flags = (create ? SEG_CREATE : 0) | SEG_KEEPFD | SEG_ANYOWNER;
+	rc = segment_open(&j->seg, a->opts.shm_dir, job, flags,
+	    a->opts.shm_mode);
 	if (rc != SEG_OK) {
-		if (rc == SEG_ESYS)
+		if (rc == SEG_ESYS && errno == ENOSPC)
+			log_warnx("%s: no space left in %s for the segment of "
+			    "job %s", __func__, a->opts.shm_dir, job);
+		else if (rc == SEG_ESYS)
 			log_warn("%s: segment of job %s", __func__, job);
 		else if (rc == SEG_ENOENT)
 			log_debug("%s: no segment for job %s", __func__, job);
+		else if (create && (rc == SEG_EVERSION || rc == SEG_EMAGIC ||
+		    rc == SEG_ESIZE))
+			log_warnx("%s: segment of job %s: %s; not replaced: %s",
+			    __func__, job, segment_strerror(rc),
+			    segment_kept_why(errno));
 		else
 			log_warnx("%s: segment of job %s: %s", __func__, job,
 			    segment_strerror(rc));
 		free(j);
 		return (NULL);
 	}
+	if (j->seg.replaced != 0)
+		log_warnx("%s: replaced the stale segment %s of job %s (%s)",
+		    __func__, j->seg.path, job, segment_strerror(j->seg.replaced));
+	if (guard_register(j->seg.hdr, j->seg.size) == -1 ||
+	    guard_call(segments_claim, j, NULL) == -1) {
+		log_warnx("%s: segment of job %s: cannot use it (truncated?)",
+		    __func__, job);
+		guard_unregister(j->seg.hdr);
+		segment_close(&j->seg);
+		free(j);
+		return (NULL);
+	}
 	strcpy(j->name, job);
-	j->applied = atomic_load_explicit(&j->seg.hdr->generation,
-	    memory_order_relaxed);
-	atomic_store_explicit(&j->seg.hdr->agent_pid, (int32_t)getpid(),
-	    memory_order_relaxed);
 	j->progress_dirty = 1;
 	TAILQ_INSERT_TAIL(&a->jobs, j, entry);
 	log_info("serving job %s (segment %s, generation %llu)", job,
@@ -73,14 +111,59 @@ segments_get(struct agent *a, const char *job, int create)
 	return (j);
 }
 
-static void
-segments_free(struct agent_job *j)
+/* Says in the segment that no agent serves it any more (guarded). */
+static int
+segments_release(void *arg)
 {
-	if (j->seg.hdr != NULL)
-		atomic_store_explicit(&j->seg.hdr->agent_pid, 0,
-		    memory_order_relaxed);
+	struct agent_job	*j = arg;
+
+	atomic_store_explicit(&j->seg.hdr->agent_pid, 0, memory_order_relaxed);
+	return (0);
+}
+
+/* Unmaps a job's segment (saying it no longer serves it, if touch) and frees it. */
+static void
+segments_free(struct agent_job *j, int touch)
+{
+	if (j->seg.hdr != NULL) {
+		if (touch)
+			(void)guard_call(segments_release, j, NULL);
+		guard_unregister(j->seg.hdr);
+	}
 	segment_close(&j->seg);
 	free(j);
+}
+
+/*
+ * Stops serving job j after its segment failed under the agent (truncated,
+ * shrunk): the mapping is not touched again.  A rank's datagram or a config
+ * opens the job's segment again once a good one is there.
+ */
+void
+segments_drop(struct agent *a, struct agent_job *j, const char *why)
+{
+	log_warnx("job %s: segment %s dropped: %s", j->name, j->seg.path, why);
+	a->stats.segments_dropped++;
+	if (j->subscribed)
+		upstream_unsubscribe(a, j);
+	TAILQ_REMOVE(&a->jobs, j, entry);
+	segments_free(j, 0);
+}
+
+/* Drops the job whose mapping the last guard_call() faulted in. */
+void
+segments_drop_faulted(struct agent *a)
+{
+	struct agent_job	*j;
+	const void		*base = guard_fault_base();
+
+	TAILQ_FOREACH(j, &a->jobs, entry) {
+		if ((const void *)j->seg.hdr == base) {
+			segments_drop(a, j, "SIGBUS: the file was truncated "
+			    "under its mapping");
+			return;
+		}
+	}
 }
 
 /* Unmaps every segment; the files stay for the ranks. */
@@ -91,8 +174,22 @@ segments_close_all(struct agent *a)
 
 	while ((j = TAILQ_FIRST(&a->jobs)) != NULL) {
 		TAILQ_REMOVE(&a->jobs, j, entry);
-		segments_free(j);
+		segments_free(j, 1);
 	}
+}
+
+struct segments_write_ctx {
+	struct agent_job	*j;
+	const struct seg_config	*cfg;
+};
+
+static int
+segments_write(void *arg)
+{
+	struct segments_write_ctx	*ctx = arg;
+
+	segment_write_config(&ctx->j->seg, ctx->cfg);
+	return (0);
 }
 
 /*
@@ -103,6 +200,7 @@ segments_close_all(struct agent *a)
 int
 segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 {
+	struct segments_write_ctx	 wctx;
 	struct agent_job	*j;
 	const char		*why = "?";
 
@@ -126,7 +224,13 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		upstream_applied(a, j);
 		return (0);
 	}
-	segment_write_config(&j->seg, a->scratch);
+	wctx.j = j;
+	wctx.cfg = a->scratch;
+	if (guard_call(segments_write, &wctx, NULL) == -1) {
+		a->stats.bad_configs++;
+		segments_drop_faulted(a);
+		return (-1);
+	}
 	j->applied = jc->generation;
 	a->stats.configs_applied++;
 	log_info("applied generation %llu to job %s (%u windows)",
@@ -168,10 +272,11 @@ segments_event_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 }
 
 /*
- * Reports a slot's last state as the events that lead to it, so that the
- * coordinator (idempotent on these) misses no final state after an agent
- * restart: DONE gives attached, started and stopped; PROFILING attached and
- * started; SKIPPED and FAILED attached and theirs.  A slot its rank freed while
+ * Reports a slot's last state as the events that lead to it: the fallback for
+ * a slot whose log lost events before they were read (docs/events.md), so that
+ * the coordinator (idempotent on these) misses no final state: DONE gives
+ * attached, started and stopped; PROFILING attached and started; SKIPPED and
+ * FAILED attached and theirs.  A slot its rank freed while
  * no agent listened (state GONE) still holds its last window's event (the
  * library's detached event does not overwrite it): that one, what led to it,
  * and detached, at the rank's last step.
@@ -229,46 +334,251 @@ segments_report_slot(struct agent *a, const struct agent_job *j,
 		}
 		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED)
 			ev.time_unix_ns = s->attach_time_ns;
-		upstream_event(a, &ev);
+		upstream_event(a, &ev, NULL);
 	}
 }
 
-/* Adopts the segment of job found at start and re-reports its slots. */
+static const char *
+segments_kind_name(int kind)
+{
+	static const char *names[] = { "unspecified", "attached", "started",
+	    "stopped", "skipped", "failed", "detached" };
+
+	if (kind < 0 || (size_t)kind >= sizeof(names) / sizeof(names[0]))
+		return ("unknown");
+	return (names[kind]);
+}
+
+_Static_assert(DYNPROF__V1__EVENT_KIND__EVENT_FAILED == SEG_EVENT_FAILED,
+    "the log's failed kind is the proto's");
+
+/*
+ * Builds the RankEvent of entry e of the log of slot idx (rank's).  The output
+ * directory of a started or stopped event is root "/" e's text, rebuilt in dir
+ * (len bytes), which ev points to: the caller keeps it while ev is used.
+ */
+static void
+segments_event_from_entry(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
+    int32_t rank, int idx, const struct seg_log_entry *e, const char *root,
+    char *dir, size_t len)
+{
+	int	 failed = e->kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
+
+	dynprof__v1__rank_event__init(ev);
+	ev->kind = (Dynprof__V1__EventKind)e->kind;
+	ev->job = (char *)j->name;
+	ev->rank = rank;
+	ev->pid = e->pid;
+	ev->slot = (uint32_t)idx;
+	ev->window_id = e->window_id;
+	ev->start_step = e->start_step;
+	ev->stop_step = e->stop_step;
+	ev->step = e->step;
+	if (slotlog_dir(e, root, dir, len) == -1)
+		log_warnx("%s: job %s slot %d: output directory %s/%s over %zu "
+		    "bytes: cut", __func__, j->name, idx, root, e->text, len - 1);
+	ev->output_dir = dir;
+	ev->reason = (Dynprof__V1__StopReason)e->reason;
+	ev->error = failed ? (char *)e->text : (char *)"";
+	ev->generation = e->generation;
+	ev->time_unix_ns = e->time_ns;
+	ev->rank_seq = e->rank_seq;
+}
+
+static void
+segments_log_event(const Dynprof__V1__RankEvent *ev)
+{
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
+	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
+		log_info("rank %d of job %s %s (pid %d, slot %u)", ev->rank,
+		    ev->job, segments_kind_name(ev->kind), ev->pid, ev->slot);
+	else
+		log_info("rank %d of job %s %s window %u [%lld, %lld] at step "
+		    "%lld", ev->rank, ev->job, segments_kind_name(ev->kind),
+		    ev->window_id, (long long)ev->start_step,
+		    (long long)ev->stop_step, (long long)ev->step);
+}
+
+/*
+ * Events of slot idx were overwritten before this agent read them: logs it and
+ * re-reports the slot's last state instead (what the coordinator already has
+ * changes nothing there).
+ */
+static void
+segments_log_gap(struct agent *a, struct agent_job *j, int idx, uint32_t lost)
+{
+	struct seg_slot	*s;
+
+	log_warnx("%s: job %s slot %d: %u events overwritten before they were "
+	    "read (the rank counts %u): re-reporting its last state", __func__,
+	    j->name, idx, lost, atomic_load_explicit(&j->seg.slots[idx].log_lost,
+	    memory_order_relaxed));
+	if ((s = malloc(sizeof(*s))) == NULL) {
+		log_warn("%s", __func__);
+		return;
+	}
+	if (segment_slot_read(&j->seg, idx, s) == SEG_OK)
+		segments_report_slot(a, j, s, idx);
+	free(s);
+}
+
+/*
+ * Forwards the entries of slot idx's log this agent has not queued yet: those
+ * after the last one queued, or, for an incarnation of the slot not seen
+ * before, after the slot's acknowledged cursor (so an agent that restarts
+ * replays whatever the coordinator has not committed).  Returns the number of
+ * events forwarded.
+ */
+int
+segments_read_log(struct agent *a, struct agent_job *j, int idx)
+{
+	struct seg_slot		*slot;
+	struct seg_log_entry	 e;
+	struct queue_origin	 o;
+	Dynprof__V1__RankEvent	 ev;
+	char			 root[SEG_PATH_MAX], dir[SEG_PATH_MAX];
+	uint32_t		 inc, head, seq, lost = 0;
+	int			 n = 0, rc;
+
+	if (idx < 0 || idx >= SEG_MAX_SLOTS || (uint32_t)idx >= j->seg.nslots)
+		return (0);
+	slot = &j->seg.slots[idx];
+	head = slotlog_head(slot, &inc);
+	if (inc == 0)
+		return (0);		/* never claimed */
+	if (inc != j->log_inc[idx]) {
+		j->log_inc[idx] = inc;
+		j->log_read[idx] = slotlog_acked(slot, inc);
+	}
+	if (head <= j->log_read[idx]) {
+		/* A head that went back (a holder writing nonsense): follow. */
+		j->log_read[idx] = head;
+		return (0);
+	}
+	/* The root of the dirs in this incarnation's log, read once. */
+	if (segment_slot_root(slot, inc, root, sizeof(root)) == -1)
+		return (0);		/* being claimed again: next time */
+	if (head - j->log_read[idx] > SEG_LOG_ENTRIES) {
+		lost = head - j->log_read[idx] - SEG_LOG_ENTRIES;
+		j->log_read[idx] = head - SEG_LOG_ENTRIES;
+		segments_log_gap(a, j, idx, lost);
+		lost = 0;
+	}
+	memset(&o, 0, sizeof(o));
+	strcpy(o.job, j->name);
+	o.slot = idx;
+	o.inc = inc;
+	for (seq = j->log_read[idx] + 1; seq <= head; seq++) {
+		rc = slotlog_read(slot, inc, seq, &e);
+		if (rc == -2)
+			break;		/* claimed again meanwhile */
+		j->log_read[idx] = seq;
+		if (rc == -1) {
+			lost++;
+			continue;
+		}
+		if (e.kind < DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
+		    e.kind > DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
+			log_warnx("%s: job %s slot %d: log entry %u has unknown "
+			    "kind %u: skipped", __func__, j->name, idx, seq,
+			    e.kind);
+			continue;
+		}
+		segments_event_from_entry(&ev, j, slot->rank, idx, &e, root,
+		    dir, sizeof(dir));
+		segments_log_event(&ev);
+		o.seq = seq;
+		upstream_event(a, &ev, &o);
+		n++;
+	}
+	if (lost > 0)
+		segments_log_gap(a, j, idx, lost);
+	return (n);
+}
+
+struct segments_ack_ctx {
+	struct seg_slot			*slot;
+	const struct queue_origin	*o;
+};
+
+static int
+segments_ack_cb(void *arg)
+{
+	struct segments_ack_ctx	*ctx = arg;
+
+	return (slotlog_ack(ctx->slot, ctx->o->inc, ctx->o->seq));
+}
+
+/* The coordinator committed the log entry origin names: advance its cursor. */
+void
+segments_log_acked(struct agent *a, const struct queue_origin *o)
+{
+	struct segments_ack_ctx	 ctx;
+	struct agent_job	*j;
+
+	if ((j = segments_find(a, o->job)) == NULL || o->slot < 0 ||
+	    (uint32_t)o->slot >= j->seg.nslots)
+		return;
+	ctx.slot = &j->seg.slots[o->slot];
+	ctx.o = o;
+	if (guard_call(segments_ack_cb, &ctx, NULL) == -1)
+		segments_drop_faulted(a);
+}
+
+/*
+ * Adopts the segment of job found at start: replays, for every slot (live, or
+ * freed while no agent listened), the log entries the coordinator has not
+ * committed.  Freed slots first: a rank that ended and came back as a new
+ * process in another slot ends up attached, not gone.
+ */
 static void
 segments_adopt(struct agent *a, const char *job)
 {
 	struct agent_job	*j;
-	struct seg_slot		*s;
 	uint32_t		 i;
-	int			 n = 0, live = 0;
+	int			 n = 0, ranks = 0, live = 0, k, pass, held;
 
 	if ((j = segments_get(a, job, 0)) == NULL)
 		return;
-	if ((s = malloc(sizeof(*s))) == NULL)
-		return;
-	for (i = 0; i < j->seg.hdr->nslots; i++) {
-		if (segment_slot_read(&j->seg, (int)i, s) != SEG_OK)
-			continue;
-		if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0 &&
-		    s->state != SEG_RANK_GONE)
-			continue;
-		segments_report_slot(a, j, s, (int)i);
-		if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
-			live++;
-		n++;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < j->seg.nslots; i++) {
+			held = atomic_load_explicit(&j->seg.slots[i].pid,
+			    memory_order_relaxed) != 0;
+			if (held != pass)
+				continue;
+			if ((k = segments_read_log(a, j, (int)i)) > 0) {
+				n += k;
+				ranks++;
+			}
+			live += held;
+		}
 	}
-	free(s);
 	if (live > 0)
 		upstream_subscribe(a, j);
-	if (n > 0) {
-		log_info("adopted job %s: re-reported %d ranks", job, n);
-	}
+	if (n > 0)
+		log_info("adopted job %s: replayed %d events of %d ranks", job,
+		    n, ranks);
+}
+
+struct segments_adopt_ctx {
+	struct agent	*a;
+	const char	*job;
+};
+
+static int
+segments_adopt_cb(void *arg)
+{
+	struct segments_adopt_ctx	*ctx = arg;
+
+	segments_adopt(ctx->a, ctx->job);
+	return (0);
 }
 
 /* Finds the segments already in --shm-dir (ranks outlive agents) and adopts them. */
 int
 segments_adopt_all(struct agent *a)
 {
+	struct segments_adopt_ctx	 actx;
 	DIR		*d;
 	struct dirent	*de;
 	const char	*job;
@@ -284,7 +594,10 @@ segments_adopt_all(struct agent *a)
 		job = de->d_name + plen;
 		if (!jobid_valid(job, NULL))
 			continue;
-		segments_adopt(a, job);
+		actx.a = a;
+		actx.job = job;
+		if (guard_call(segments_adopt_cb, &actx, NULL) == -1)
+			segments_drop_faulted(a);
 	}
 	closedir(d);
 	return (0);
@@ -295,55 +608,50 @@ struct segments_dead_ctx {
 	struct agent_job	*j;
 };
 
+/*
+ * A rank died (the agent holds its slot meanwhile): forwards what it logged,
+ * then appends its detached event to its log in its place, so that an agent
+ * restarted before the coordinator commits it replays it too.
+ */
 static void
 segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 {
 	struct segments_dead_ctx	*ctx = arg;
+	struct seg_slot			*slot = &ctx->j->seg.slots[idx];
+	struct seg_log_entry		 e;
 	Dynprof__V1__RankEvent		 ev;
+	struct timespec			 ts;
+	uint32_t			 inc, head;
+	int32_t				 pid;
 
+	pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
 	log_info("rank %d of job %s gone (pid %d, slot %d)", s->rank,
-	    ctx->j->name, (int)atomic_load_explicit(&s->pid,
-	    memory_order_relaxed), idx);
-	segments_event_from_slot(&ev, ctx->j, s, idx,
-	    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
-	ev.step = atomic_load_explicit(&s->step, memory_order_relaxed);
-	upstream_event(ctx->a, &ev);
-}
-
-/*
- * Whether any process still maps path (a rank between opening the segment and
- * claiming a slot, a debugging tool): /proc/PID/maps says.  Runs only before a
- * removal.  Processes whose maps cannot be read are not counted.
- */
-static int
-segments_in_use(const char *path)
-{
-	DIR		*d;
-	struct dirent	*de;
-	FILE		*f;
-	char		 fn[320], line[4096 + 256];
-	int		 used = 0;
-	long		 self = (long)getpid();
-
-	if ((d = opendir("/proc")) == NULL)
-		return (0);
-	while (!used && (de = readdir(d)) != NULL) {
-		if (!isdigit((unsigned char)de->d_name[0]) ||
-		    atol(de->d_name) == self)
-			continue;
-		snprintf(fn, sizeof(fn), "/proc/%s/maps", de->d_name);
-		if ((f = fopen(fn, "r")) == NULL)
-			continue;
-		while (fgets(line, sizeof(line), f) != NULL) {
-			if (strstr(line, path) != NULL) {
-				used = 1;
-				break;
-			}
-		}
-		fclose(f);
+	    ctx->j->name, (int)pid, idx);
+	segments_read_log(ctx->a, ctx->j, idx);
+	head = slotlog_head(slot, &inc);
+	if (inc == 0) {
+		/* No log (cannot be, with a claim): the old way. */
+		segments_event_from_slot(&ev, ctx->j, s, idx,
+		    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
+		ev.step = atomic_load_explicit(&s->step, memory_order_relaxed);
+		upstream_event(ctx->a, &ev, NULL);
+		return;
 	}
-	closedir(d);
-	return (used);
+	if (head > 0 && slotlog_read(slot, inc, head, &e) == 0) {
+		if (e.kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
+			return;		/* it said so itself */
+		pid = e.pid;		/* the rank's, whoever held it last */
+	}
+	memset(&e, 0, sizeof(e));
+	e.kind = DYNPROF__V1__EVENT_KIND__EVENT_DETACHED;
+	e.step = atomic_load_explicit(&s->step, memory_order_relaxed);
+	e.generation = s->generation;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	e.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	e.rank_seq = s->rank_seq + 1;
+	e.pid = pid;
+	slotlog_append(slot, &e);
+	segments_read_log(ctx->a, ctx->j, idx);
 }
 
 static int
@@ -361,8 +669,11 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 
 	if (segment_reclaim_dead(&j->seg, segments_dead_cb, &ctx) > 0)
 		moved = 1;
-	for (i = 0; i < j->seg.hdr->nslots && i < SEG_MAX_SLOTS; i++) {
+	for (i = 0; i < j->seg.nslots; i++) {
 		s = &j->seg.slots[i];
+		/* Events whose wakeup datagram was lost (a full socket). */
+		if (segments_read_log(a, j, (int)i) > 0)
+			moved = 1;
 		pid = atomic_load_explicit(&s->pid, memory_order_acquire);
 		if (pid != j->slot_pid[i]) {
 			moved = 1;
@@ -419,21 +730,63 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
  * reports progress that changed, subscribes and unsubscribes, and removes the
  * segments of jobs gone for the grace period.  Returns 1 if anything changed.
  */
+struct segments_sample_ctx {
+	struct agent		*a;
+	struct agent_job	*j;
+	int64_t			 now;
+};
+
+static int
+segments_sample_cb(void *arg)
+{
+	struct segments_sample_ctx	*ctx = arg;
+
+	return (segments_sample_job(ctx->a, ctx->j, ctx->now));
+}
+
+/*
+ * Whether j's file is now smaller than its mapping: touching the pages past
+ * its end would be a SIGBUS (caught by the guard, but better not tried).
+ */
+static int
+segments_shrunk(const struct agent_job *j)
+{
+	struct stat	 st;
+
+	if (j->seg.fd == -1 || fstat(j->seg.fd, &st) == -1)
+		return (0);
+	return (st.st_size < 0 || (uint64_t)st.st_size < j->seg.size);
+}
+
 int
 segments_sample(struct agent *a, int64_t now)
 {
+	struct segments_sample_ctx	 sctx;
 	struct agent_job	*j, *next;
-	int			 moved = 0;
+	int			 moved = 0, r;
 
 	a->stats.samples++;
 	for (j = TAILQ_FIRST(&a->jobs); j != NULL; j = next) {
 		next = TAILQ_NEXT(j, entry);
-		if (segments_sample_job(a, j, now))
+		if (segments_shrunk(j)) {
+			segments_drop(a, j, "the file shrank under its mapping");
+			moved = 1;
+			continue;
+		}
+		sctx.a = a;
+		sctx.j = j;
+		sctx.now = now;
+		if (guard_call(segments_sample_cb, &sctx, &r) == -1) {
+			segments_drop_faulted(a);
+			moved = 1;
+			continue;
+		}
+		if (r)
 			moved = 1;
 		if (j->nlive > 0 || j->keep || j->empty_since_ms == 0 ||
 		    now - j->empty_since_ms < (int64_t)a->opts.grace_s * 1000)
 			continue;
-		if (segments_in_use(j->seg.path)) {
+		if (procmaps_in_use(j->seg.dev, j->seg.ino, j->seg.path, 0)) {
 			log_debug("%s: segment of job %s still mapped", __func__,
 			    j->name);
 			j->empty_since_ms = now;
@@ -443,7 +796,7 @@ segments_sample(struct agent *a, int64_t now)
 		    j->name, a->opts.grace_s);
 		TAILQ_REMOVE(&a->jobs, j, entry);
 		segment_unlink(a->opts.shm_dir, j->name);
-		segments_free(j);
+		segments_free(j, 1);
 	}
 	return (moved);
 }

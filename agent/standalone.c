@@ -279,9 +279,24 @@ fail:
 }
 
 /* Reads the file and applies it if it is valid and says something new. */
+struct standalone_config_ctx {
+	struct agent_job	*j;
+	struct seg_config	*out;
+};
+
+static int
+standalone_config_cb(void *arg)
+{
+	struct standalone_config_ctx	*ctx = arg;
+
+	return (segment_read_config(&ctx->j->seg, ctx->out, NULL));
+}
+
 static void
 standalone_load(struct agent *a)
 {
+	struct standalone_config_ctx	 rctx;
+	int				 rc;
 	struct standalone		*sa = a->sa;
 	Dynprof__V1__JobConfig		 jc = DYNPROF__V1__JOB_CONFIG__INIT;
 	Dynprof__V1__Window		 w = DYNPROF__V1__WINDOW__INIT;
@@ -302,7 +317,13 @@ standalone_load(struct agent *a)
 	if ((j = segments_get(a, a->opts.job, 1)) == NULL)
 		goto out;
 	j->keep = 1;
-	if (segment_read_config(&j->seg, sa->cur, NULL) != SEG_OK) {
+	rctx.j = j;
+	rctx.out = sa->cur;
+	if (guard_call(standalone_config_cb, &rctx, &rc) == -1) {
+		segments_drop_faulted(a);
+		goto out;
+	}
+	if (rc != SEG_OK) {
 		log_warnx("%s: cannot read the segment of job %s", __func__,
 		    j->name);
 		goto out;

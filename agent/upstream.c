@@ -17,12 +17,15 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 #include "agent.h"
 #include "frame.h"
 #include "log.h"
 #include "version.h"
+
+#include <openssl/ssl.h>
 
 #define UPSTREAM_HB_MIN_MS	100
 #define UPSTREAM_HB_MAX_MS	60000
@@ -82,6 +85,10 @@ upstream_init(struct agent *a)
 		    a->opts.coordinator);
 		return (-1);
 	}
+	if (a->opts.tls_cert[0] != '\0' && tls_load(&up->tls, "agentlink",
+	    TLS_VERIFY_PEER, a->opts.tls_cert, a->opts.tls_key,
+	    a->opts.tls_ca) == -1)
+		return (-1);
 	upstream_connect(a);
 	return (0);
 }
@@ -95,6 +102,17 @@ upstream_free(struct agent *a)
 	a->up.bev = NULL;
 	a->up.state = UPSTREAM_NONE;
 	queue_clear(&a->up.queue);
+	tls_clear(&a->up.tls);
+}
+
+/*
+ * SIGHUP: rereads the TLS files; the next connection uses them, the current
+ * one goes on.  A file that does not load keeps the old ones (logged).
+ */
+void
+upstream_reload_tls(struct agent *a)
+{
+	tls_reload(&a->up.tls);
 }
 
 /* Returns 1 when the coordinator has welcomed this agent on the current stream. */
@@ -215,6 +233,25 @@ upstream_replay(struct agent *a)
 		log_info("replayed %zu queued events", n);
 }
 
+/*
+ * The coordinator committed every event up to seq: the slots they were read
+ * from learn it (their log entries may be overwritten now), and the queue
+ * forgets them.
+ */
+static void
+upstream_acked(struct agent *a, uint64_t seq)
+{
+	const struct queue_entry	*e;
+	size_t				 i;
+
+	a->up.acked = seq;
+	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL && e->seq <= seq;
+	    i++)
+		if (e->origin.slot >= 0)
+			segments_log_acked(a, &e->origin);
+	queue_ack(&a->up.queue, seq);
+}
+
 static void
 upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 {
@@ -228,10 +265,8 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 	if (up->heartbeat_ms > UPSTREAM_HB_MAX_MS)
 		up->heartbeat_ms = UPSTREAM_HB_MAX_MS;
 	if (w->agent_boot_id == up->boot_id && w->acked_seq > up->acked &&
-	    w->acked_seq < up->next_seq) {
-		up->acked = w->acked_seq;
-		queue_ack(&up->queue, up->acked);
-	}
+	    w->acked_seq < up->next_seq)
+		upstream_acked(a, w->acked_seq);
 	up->state = UPSTREAM_READY;
 	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
 	up->connects++;
@@ -293,10 +328,8 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 			    (unsigned long long)m->ack->seq);
 			break;
 		}
-		if (m->ack->seq > up->acked) {
-			up->acked = m->ack->seq;
-			queue_ack(&up->queue, up->acked);
-		}
+		if (m->ack->seq > up->acked)
+			upstream_acked(a, m->ack->seq);
 		break;
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME:
 		a->stats.bad_messages++;
@@ -355,10 +388,37 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 	agent_housekeep(a, 1);
 }
 
+/*
+ * A TLS stream ended with an OpenSSL error (a certificate refused by either
+ * side, a plaintext coordinator): says why and hangs up.  Returns 1 if so.
+ */
+static int
+upstream_tls_failed(struct agent *a, struct bufferevent *bev, short what)
+{
+	char	 why[512], msg[768];
+	int	 handshaking = a->up.state == UPSTREAM_CONNECTING;
+
+	if (bufferevent_openssl_get_ssl(bev) == NULL)
+		return (0);
+	if (!tls_bev_error(bev, why, sizeof(why))) {
+		if (!handshaking || !(what & BEV_EVENT_EOF))
+			return (0);
+		snprintf(why, sizeof(why), "closed during the handshake");
+	}
+	snprintf(msg, sizeof(msg), "TLS %s: %s%s", handshaking ?
+	    "handshake failed" : "error", why, handshaking ? " (is the "
+	    "coordinator serving TLS, with a certificate of --tls-ca naming "
+	    "the --coordinator host?)" : "");
+	log_warnx("%s: %s: %s", __func__, a->opts.coordinator, msg);
+	upstream_lost(a, msg);
+	return (1);
+}
+
 static void
 upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct agent	*a = arg;
+	char		 msg[256];
 
 	if (what & BEV_EVENT_CONNECTED) {
 		a->up.state = UPSTREAM_HELLO;
@@ -368,12 +428,53 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		log_debug("%s: connected to %s, sending hello", __func__,
 		    a->opts.coordinator);
 		upstream_send_hello(a);
+	} else if (upstream_tls_failed(a, bev, what))
+		;
+	else if (a->up.state == UPSTREAM_HELLO) {
+		/* A TLS coordinator drops a plaintext hello at once, and one
+		 * refusing this agent's certificate may close without a word. */
+		snprintf(msg, sizeof(msg), "%s before any answer to the hello: "
+		    "%s", (what & BEV_EVENT_EOF) ? "closed" :
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+		    a->up.tls.ctx == NULL ? "does the coordinator require TLS "
+		    "(--tls-cert, --tls-key, --tls-ca)?" : "was this agent's "
+		    "certificate refused (see the coordinator's log)?");
+		log_warnx("%s: %s: %s", __func__, a->opts.coordinator, msg);
+		upstream_lost(a, msg);
 	} else if (what & BEV_EVENT_EOF)
 		upstream_lost(a, "closed by the coordinator");
 	else
 		upstream_lost(a, evutil_socket_error_to_string(
 		    EVUTIL_SOCKET_ERROR()));
 	agent_housekeep(a, 0);
+}
+
+/* A bufferevent to connect with: a TLS client one when TLS is configured. */
+static struct bufferevent *
+upstream_new_bev(struct agent *a)
+{
+	struct bufferevent	*bev;
+	SSL			*ssl;
+
+	if (a->up.tls.ctx == NULL)
+		return (bufferevent_socket_new(a->base, -1,
+		    BEV_OPT_CLOSE_ON_FREE));
+	if ((ssl = tls_ssl_new(&a->up.tls)) == NULL)
+		return (NULL);
+	if (tls_client_expect(ssl, a->up.host) == -1) {
+		log_warnx("%s: cannot expect the name %s", __func__,
+		    a->up.host);
+		SSL_free(ssl);
+		return (NULL);
+	}
+	bev = bufferevent_openssl_socket_new(a->base, -1, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		SSL_free(ssl);
+		return (NULL);
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return (bev);
 }
 
 static void
@@ -400,7 +501,7 @@ upstream_connect(struct agent *a)
 		upstream_lost(a, "cannot resolve");
 		return;
 	}
-	up->bev = bufferevent_socket_new(a->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	up->bev = upstream_new_bev(a);
 	if (up->bev == NULL) {
 		freeaddrinfo(res);
 		up->state = UPSTREAM_CONNECTING;
@@ -507,19 +608,25 @@ upstream_tick(struct agent *a, int64_t now, int early)
 }
 
 /*
- * Numbers a rank event, keeps it until the coordinator commits it, and sends it
- * now if the stream is up.
+ * Numbers a rank event read from origin (NULL: from no slot's log), keeps it
+ * until the coordinator commits it, and sends it now if the stream is up.
+ * Without a coordinator (standalone) nobody commits it: its log entry is
+ * acknowledged at once, so that the rank's log never fills.
  */
 void
-upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev)
+upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
+    const struct queue_origin *origin)
 {
 	struct upstream	*up = &a->up;
 	uint8_t		 stackbuf[4096], *buf = stackbuf;
 	size_t		 len;
 	uint64_t	 seq;
 
-	if (up->state == UPSTREAM_NONE)
+	if (up->state == UPSTREAM_NONE) {
+		if (origin != NULL)
+			segments_log_acked(a, origin);
 		return;
+	}
 	len = dynprof__v1__rank_event__get_packed_size(ev);
 	if (len > sizeof(stackbuf) && (buf = malloc(len)) == NULL) {
 		up->queue.dropped++;
@@ -528,7 +635,7 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev)
 	}
 	dynprof__v1__rank_event__pack(ev, buf);
 	seq = up->next_seq++;
-	if (queue_push(&up->queue, seq, buf, len) != 0 &&
+	if (queue_push(&up->queue, seq, buf, len, origin) != 0 &&
 	    (up->queue.dropped & (up->queue.dropped - 1)) == 0)
 		log_warnx("%s: event queue full (%zu): %llu oldest events "
 		    "dropped so far", __func__, up->queue.max,

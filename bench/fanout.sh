@@ -22,55 +22,19 @@ for b in "$COORD" "$LOADGEN"; do
 	[ -x "$b" ] || { echo "fanout: $b missing: build first" >&2; exit 1; }
 done
 
-D=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-fanout.XXXXXX")
-CP=""
-cleanup() {
-	[ -n "$CP" ] && kill "$CP" 2>/dev/null && wait "$CP" 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/lib.sh"
+bench_scratch fanout
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "fanout: descriptor limit $(ulimit -n), $(nproc) cores, coordinator and loadgen on the same machine"
 
 for n in $SIZES; do
-	rm -rf "$D/state" "$D/ready"
-	mkdir -p "$D/state"
-	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$D/state" \
-	    --ready-file "$D/ready" -q >"$D/coord-$n.log" 2>&1 &
-	CP=$!
-	i=0
-	until grep -q http_port "$D/ready" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt 100 ] && { echo "fanout: coordinator did not start" >&2; exit 1; }
-		sleep 0.1
-	done
-	ap=$(sed -n 's/^agent_port=//p' "$D/ready")
-	hp=$(sed -n 's/^http_port=//p' "$D/ready")
 	echo "fanout: $n agents ..."
-	if ! "$LOADGEN" --coordinator "127.0.0.1:$ap" --http "127.0.0.1:$hp" \
-	    --agents "$n" --coordinator-pid "$CP" >"$D/loadgen-$n.out" 2>&1; then
-		cat "$D/loadgen-$n.out" >&2
-		tail -n 5 "$D/coord-$n.log" >&2
-		exit 1
-	fi
-	grep '^RESULT' "$D/loadgen-$n.out" >>"$D/results"
+	bench_loadgen "$n" "$n" "" ""
 	sed -n "s/^events: /  $n agents: /p" "$D/loadgen-$n.out" >>"$D/spread"
-	kill "$CP" 2>/dev/null || true
-	wait "$CP" 2>/dev/null || true
-	CP=""
 done
 
-awk '
-function v(k,   i, kv) {
-	for (i = 2; i <= NF; i++) {
-		split($i, kv, "=")
-		if (kv[1] == k)
-			return kv[2]
-	}
-	return "na"
-}
+awk "$BENCH_AWK_V"'
 BEGIN {
 	printf "\n%7s %8s %17s %17s %9s %9s %17s %9s %9s %9s\n", "agents",
 	    "connect", "fan-out ms", "all applied ms", "events/s", "events/s",
@@ -93,4 +57,4 @@ echo "targets at 10,000 agents: fan-out < 250 ms, RSS < 256 MiB, >= 100,000 even
 echo "events, when each connection had all of its events acknowledged:"
 cat "$D/spread"
 echo "raw:"
-sed 's/^RESULT /  /' "$D/results"
+sed 's/^[0-9]* /  /' "$D/results"

@@ -15,6 +15,12 @@
  *          events/s until every one is acknowledged (committed), and until
  *          GET /v1/jobs/J shows every rank's last event.
  *
+ * With --tls-dir DIR (deploy/tls/mkcerts.sh's: DIR/ca.crt and DIR/ca.key),
+ * every connection is mutual TLS with a certificate of its own naming its node,
+ * issued here by that CA before the clock starts (openssl's command line would
+ * take minutes for 10,000): connect_s then times TCP, the TLS handshake, hello,
+ * welcome and subscribe.
+ *
  * With --coordinator-pid, the coordinator's RSS (now and peak) and CPU time are
  * read from /proc.  The last line is "RESULT key=value ..." for scripts.
  */
@@ -38,6 +44,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <jansson.h>
 #include <protobuf-c/protobuf-c.h>
@@ -45,7 +52,12 @@
 #include "dynprof.pb-c.h"
 #include "frame.h"
 #include "loadgen.h"
+#include "tls.h"
 #include "version.h"
+
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #define LOADGEN_TRIAL_TIMEOUT_MS	60000
 #define LOADGEN_APPLIED_GIVEUP_MS	20000
@@ -77,6 +89,8 @@ struct loadgen_conn {
 	uint64_t		 sent;		/* events sent: seq 1..sent */
 	uint64_t		 acked;
 	int64_t			 t_acked;	/* when its last event was acked */
+	X509			*cert;		/* --tls-dir: its certificate */
+	EVP_PKEY		*key;
 };
 
 struct loadgen {
@@ -86,6 +100,8 @@ struct loadgen {
 	const char		*job;
 	const char		*prefix;
 	const char		*token;
+	const char		*tls_dir;	/* NULL: plaintext */
+	SSL_CTX			*tls_ctx;	/* checks the coordinator's */
 	int			 n;
 	int			 nsrc;
 	int			 changes;
@@ -182,7 +198,8 @@ loadgen_send(struct loadgen_conn *c, Dynprof__V1__AgentMessage *m)
 	 * instead of through the bufferevent (enable the write event, write,
 	 * disable it: three); queue only what the socket does not take.
 	 */
-	if (evbuffer_get_length(out) != 0 || c->state == LOADGEN_CONNECTING)
+	if (evbuffer_get_length(out) != 0 || c->state == LOADGEN_CONNECTING ||
+	    c->lg->tls_dir != NULL)
 		return (frame_put(out, (const ProtobufCMessage *)m));
 	evbuffer_drain(tmp, evbuffer_get_length(tmp));
 	if (frame_put(tmp, (const ProtobufCMessage *)m) == -1 ||
@@ -413,20 +430,147 @@ static void
 loadgen_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct loadgen_conn	*c = arg;
-	char			 why[128];
+	char			 why[256];
 
-	(void)bev;
 	if (what & BEV_EVENT_CONNECTED) {
 		loadgen_send_hello(c);
 		return;
 	}
-	if (what & BEV_EVENT_EOF)
+	if (c->lg->tls_dir != NULL && tls_bev_error(bev, why, sizeof(why)))
+		;
+	else if (what & BEV_EVENT_EOF)
 		snprintf(why, sizeof(why), "closed by the coordinator");
 	else
 		snprintf(why, sizeof(why), "%s",
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	loadgen_conn_dead(c, why);
 	loadgen_connect_more(c->lg);
+}
+
+/*
+ * TLS: connect the socket first, then hand it to an OpenSSL bufferevent that
+ * starts its handshake once the socket is writable (connected).
+ */
+static int
+loadgen_conn_open_tls(struct loadgen *lg, struct loadgen_conn *c, int fd)
+{
+	SSL	*ssl;
+
+	if (connect(fd, (struct sockaddr *)&lg->coord, sizeof(lg->coord)) ==
+	    -1 && errno != EINPROGRESS) {
+		fprintf(stderr, "loadgen: connect: %s\n", strerror(errno));
+		close(fd);
+		return (-1);
+	}
+	if ((ssl = SSL_new(lg->tls_ctx)) == NULL ||
+	    SSL_use_certificate(ssl, c->cert) != 1 ||
+	    SSL_use_PrivateKey(ssl, c->key) != 1 ||
+	    tls_client_expect(ssl, "127.0.0.1") == -1) {
+		SSL_free(ssl);
+		close(fd);
+		return (-1);
+	}
+	c->bev = bufferevent_openssl_socket_new(lg->base, fd, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		SSL_free(ssl);
+		close(fd);
+		return (-1);
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	bufferevent_setcb(c->bev, loadgen_read_cb, NULL, loadgen_event_cb, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->state = LOADGEN_CONNECTING;
+	lg->connecting++;
+	return (0);
+}
+
+/* Adds extension nid (value as openssl.cnf writes it) to x. */
+static int
+loadgen_tls_ext(X509 *x, X509 *ca, int nid, const char *value)
+{
+	X509V3_CTX	 v3;
+	X509_EXTENSION	*ext;
+	int		 rc;
+
+	X509V3_set_ctx(&v3, ca, x, NULL, NULL, 0);
+	if ((ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value)) == NULL)
+		return (-1);
+	rc = X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	return (rc == 1 ? 0 : -1);
+}
+
+/* Issues connection c's key and certificate (node PREFIX-I), signed by ca. */
+static int
+loadgen_tls_issue(struct loadgen_conn *c, X509 *ca, EVP_PKEY *cakey)
+{
+	char	 node[128], san[160];
+	X509	*x;
+
+	snprintf(node, sizeof(node), "%s-%d", c->lg->prefix, c->idx);
+	snprintf(san, sizeof(san), "DNS:%s", node);
+	if ((c->key = EVP_EC_gen("P-256")) == NULL ||
+	    (c->cert = x = X509_new()) == NULL)
+		return (-1);
+	if (X509_set_version(x, 2) != 1 ||
+	    ASN1_INTEGER_set(X509_get_serialNumber(x), c->idx + 1) != 1 ||
+	    X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL ||
+	    X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL ||
+	    X509_set_pubkey(x, c->key) != 1 ||
+	    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN",
+	    MBSTRING_ASC, (const unsigned char *)node, -1, -1, 0) != 1 ||
+	    X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1 ||
+	    loadgen_tls_ext(x, ca, NID_subject_alt_name, san) == -1 ||
+	    loadgen_tls_ext(x, ca, NID_ext_key_usage, "clientAuth") == -1 ||
+	    X509_sign(x, cakey, EVP_sha256()) == 0)
+		return (-1);
+	return (0);
+}
+
+/* The client context and every connection's certificate, before the clock. */
+static int
+loadgen_tls_load(struct loadgen *lg)
+{
+	char		 path[PATH_MAX];
+	FILE		*f;
+	X509		*ca = NULL;
+	EVP_PKEY	*cakey = NULL;
+	int		 i, rc = -1;
+
+	snprintf(path, sizeof(path), "%s/ca.crt", lg->tls_dir);
+	if ((f = fopen(path, "r")) != NULL) {
+		ca = PEM_read_X509(f, NULL, NULL, NULL);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/ca.key", lg->tls_dir);
+	if ((f = fopen(path, "r")) != NULL) {
+		cakey = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+		fclose(f);
+	}
+	if (ca == NULL || cakey == NULL) {
+		fprintf(stderr, "loadgen: %s: no ca.crt and ca.key\n",
+		    lg->tls_dir);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/ca.crt", lg->tls_dir);
+	if ((lg->tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    SSL_CTX_set_min_proto_version(lg->tls_ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_load_verify_locations(lg->tls_ctx, path, NULL) != 1)
+		goto out;
+	SSL_CTX_set_verify(lg->tls_ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(lg->tls_ctx, SSL_MODE_RELEASE_BUFFERS);
+	for (i = 0; i < lg->n; i++)
+		if (loadgen_tls_issue(&lg->conns[i], ca, cakey) == -1) {
+			fprintf(stderr, "loadgen: cannot issue certificate %d\n",
+			    i);
+			goto out;
+		}
+	rc = 0;
+out:
+	X509_free(ca);
+	EVP_PKEY_free(cakey);
+	return (rc);
 }
 
 static int
@@ -457,6 +601,8 @@ loadgen_conn_open(struct loadgen *lg, struct loadgen_conn *c)
 			return (-1);
 		}
 	}
+	if (lg->tls_dir != NULL)
+		return (loadgen_conn_open_tls(lg, c, fd));
 	c->bev = bufferevent_socket_new(lg->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {
 		close(fd);
@@ -993,6 +1139,8 @@ loadgen_finish(struct loadgen *lg)
 		printf(" rss_idle_mib=%.1f rss_mib=%.1f rss_peak_mib=%.1f",
 		    lg->proc_before.rss_kib / 1024.0, now.rss_kib / 1024.0,
 		    now.hwm_kib / 1024.0);
+		/* Its CPU from its start until every agent was connected. */
+		printf(" cpu_connect_s=%.2f", lg->proc_before.cpu_s);
 		if (lg->do_fanout)
 			printf(" cpu_fanout_s=%.2f", lg->proc_fanout.cpu_s -
 			    lg->proc_before.cpu_s);
@@ -1030,7 +1178,9 @@ loadgen_usage(FILE *f)
 "  --node-prefix P      node names P-0, P-1, ... (lg)\n"
 "  --token-file F       agent token\n"
 "  --admin-token-file F admin token\n"
-"  --coordinator-pid P  report the coordinator's RSS and CPU\n");
+"  --coordinator-pid P  report the coordinator's RSS and CPU\n"
+"  --tls-dir D          mutual TLS, a certificate per connection issued by the\n"
+"                       CA D/ca.crt, D/ca.key (deploy/tls/mkcerts.sh -o D)\n");
 }
 
 static char *
@@ -1085,6 +1235,7 @@ main(int argc, char **argv)
 		{ "token-file",		required_argument, NULL, 't' },
 		{ "admin-token-file",	required_argument, NULL, 'T' },
 		{ "coordinator-pid",	required_argument, NULL, 'P' },
+		{ "tls-dir",		required_argument, NULL, 'L' },
 		{ "help",		no_argument,	   NULL, 'h' },
 		{ NULL,			0,		   NULL, 0 }
 	};
@@ -1162,6 +1313,9 @@ main(int argc, char **argv)
 			lg.coord_pid = loadgen_int("--coordinator-pid", optarg, 1,
 			    INT_MAX);
 			break;
+		case 'L':
+			lg.tls_dir = optarg;
+			break;
 		case 'h':
 			loadgen_usage(stdout);
 			return (0);
@@ -1203,6 +1357,8 @@ main(int argc, char **argv)
 		lg.conns[i].boot_id = ((uint64_t)random() << 32) ^
 		    (uint64_t)random() ^ (uint64_t)i;
 	}
+	if (lg.tls_dir != NULL && loadgen_tls_load(&lg) == -1)
+		return (1);
 	if ((lg.base = event_base_new()) == NULL ||
 	    (lg.scratch = evbuffer_new()) == NULL)
 		return (2);
@@ -1230,9 +1386,13 @@ main(int argc, char **argv)
 	event_free(tick);
 	event_free(lg.trial_timer);
 	event_free(lg.hb_ev);
-	for (i = 0; i < lg.n; i++)
+	for (i = 0; i < lg.n; i++) {
 		if (lg.conns[i].bev != NULL)
 			bufferevent_free(lg.conns[i].bev);
+		X509_free(lg.conns[i].cert);
+		EVP_PKEY_free(lg.conns[i].key);
+	}
+	SSL_CTX_free(lg.tls_ctx);
 	loadgen_http_free(lg.http);
 	evbuffer_free(lg.scratch);
 	event_base_free(lg.base);

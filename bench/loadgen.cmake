@@ -6,7 +6,7 @@
 include_guard(GLOBAL)
 add_executable(dynprof-loadgen ${PROJECT_SOURCE_DIR}/bench/loadgen.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_http.c)
-target_link_libraries(dynprof-loadgen PRIVATE dpdaemon PkgConfig::JANSSON)
+target_link_libraries(dynprof-loadgen PRIVATE dptls PkgConfig::JANSSON)
 set_target_properties(dynprof-loadgen PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 if(EXISTS ${PROJECT_SOURCE_DIR}/bench/propagation.c)

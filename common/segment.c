@@ -4,6 +4,7 @@
  * aborts and keeps errno for the caller.
  */
 
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -22,6 +23,9 @@
 
 /* How often a reader retries a read torn by a writer before giving up. */
 #define SEGMENT_READ_RETRIES	1000
+
+/* The bytes of a slot before its event log: its state. */
+#define SEGMENT_SLOT_STATE	offsetof(struct seg_slot, log)
 
 #define SEGMENT_ALIGN(x, a)	(((x) + (a) - 1) / (a) * (a))
 
@@ -81,32 +85,32 @@ segment_get32(const unsigned char *p, size_t off)
 }
 
 /*
- * Checks that the len bytes at buf start with a header this code understands and
- * that every size and offset in it fits the layout and len.  Reads nothing beyond
- * len, makes no assumption about the alignment of buf.  Returns SEG_OK or the
- * SEG_E* code saying what is wrong.
+ * Checks the header in the avail bytes at p against the layout and a file of
+ * filesize bytes, reading each field exactly once, and fills out (if not NULL)
+ * with the values it checked.
  */
-int
-segment_validate(const void *buf, size_t len)
+static int
+segment_check_header(const unsigned char *p, size_t avail, uint64_t filesize,
+    struct seg_layout *out)
 {
-	const unsigned char	*p = buf;
 	uint64_t		 segment_size, end;
 	uint32_t		 header_size, config_offset, config_size;
 	uint32_t		 slots_offset, slot_size, nslots;
 	char			 job[SEG_JOB_MAX + 1];
 
-	if (buf == NULL || len < sizeof(uint64_t))
+	if (p == NULL || avail < sizeof(uint64_t))
 		return (SEG_ESIZE);
 	if (segment_get64(p, offsetof(struct seg_header, magic)) != SEG_MAGIC)
 		return (SEG_EMAGIC);
-	if (len < offsetof(struct seg_header, header_size) + sizeof(uint32_t))
+	if (avail < offsetof(struct seg_header, header_size) + sizeof(uint32_t))
 		return (SEG_ESIZE);
 	if (segment_get32(p, offsetof(struct seg_header, version)) !=
 	    SEG_VERSION)
 		return (SEG_EVERSION);
 	header_size = segment_get32(p, offsetof(struct seg_header, header_size));
 	if (header_size != sizeof(struct seg_header) ||
-	    len < sizeof(struct seg_header))
+	    avail < sizeof(struct seg_header) ||
+	    filesize < sizeof(struct seg_header))
 		return (SEG_ESIZE);
 
 	segment_size = segment_get64(p, offsetof(struct seg_header,
@@ -119,7 +123,7 @@ segment_validate(const void *buf, size_t len)
 	slot_size = segment_get32(p, offsetof(struct seg_header, slot_size));
 	nslots = segment_get32(p, offsetof(struct seg_header, nslots));
 
-	if (segment_size != len)
+	if (segment_size != filesize)
 		return (SEG_ESIZE);
 	if (config_size != sizeof(struct seg_config) ||
 	    slot_size != sizeof(struct seg_slot))
@@ -139,7 +143,51 @@ segment_validate(const void *buf, size_t len)
 	memcpy(job, p + offsetof(struct seg_header, job), sizeof(job));
 	if (memchr(job, '\0', sizeof(job)) == NULL || !jobid_valid(job, NULL))
 		return (SEG_EJOB);
+	if (out != NULL) {
+		out->segment_size = segment_size;
+		out->config_offset = config_offset;
+		out->slots_offset = slots_offset;
+		out->nslots = nslots;
+		memcpy(out->job, job, sizeof(out->job));
+	}
 	return (SEG_OK);
+}
+
+/*
+ * Checks that the len bytes at buf start with a header this code understands and
+ * that every size and offset in it fits the layout and len, and fills out (if
+ * not NULL) with the checked values: use those, never the header's fields again.
+ * Reads nothing beyond len, makes no assumption about the alignment of buf.
+ * Returns SEG_OK or the SEG_E* code saying what is wrong.
+ */
+int
+segment_check(const void *buf, size_t len, struct seg_layout *out)
+{
+	return (segment_check_header(buf, len, len, out));
+}
+
+/* segment_check() without the copy. */
+int
+segment_validate(const void *buf, size_t len)
+{
+	return (segment_check_header(buf, len, len, NULL));
+}
+
+/*
+ * Whether a segment file owned by owner with permissions mode may be used by
+ * this process: never one others may write; for a writer, only one owned by
+ * this process's euid, root, trusted (SEG_NOUID: none) or, with SEG_ANYOWNER in
+ * flags, anyone.  A reader (SEG_RDONLY) acts on nothing it reads.
+ */
+int
+segment_owner_ok(uid_t owner, mode_t mode, uid_t trusted, int flags)
+{
+	if (mode & S_IWOTH)
+		return (0);
+	if (flags & (SEG_RDONLY | SEG_ANYOWNER))
+		return (1);
+	return (owner == geteuid() || owner == 0 ||
+	    (trusted != SEG_NOUID && owner == trusted));
 }
 
 static void
@@ -178,20 +226,25 @@ segment_init(void *base, const char *job)
 }
 
 /*
- * Creates the segment complete under a temporary name in dir, then links it into
- * place.  Returns SEG_OK, or SEG_ESYS with errno EEXIST when another process
- * linked its own first.
+ * Creates the segment complete under a temporary name in dir, its space reserved
+ * before the first touch (a full tmpfs is an error here, never a SIGBUS later),
+ * then links it into place, or, with replace, renames it over the stale file at
+ * path.  Others never get write permission.  Returns SEG_OK, or SEG_ESYS with
+ * errno (EEXIST when another process linked its own first, ENOSPC when the
+ * space is not there); the temporary file never stays.
  */
 static int
-segment_create(const char *dir, const char *path, const char *job, mode_t mode)
+segment_create(const char *dir, const char *path, const char *job, mode_t mode,
+    int replace)
 {
 	char		 tmp[4096];
 	struct timespec	 ts;
 	void		*base;
-	int		 fd, n, saved;
+	int		 fd, n, saved, rc;
 
 	if (dir == NULL || *dir == '\0')
 		dir = SEG_DEFAULT_DIR;
+	mode &= 0775;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.%ld.%lx", dir, SEG_PREFIX, job,
 	    (long)getpid(), (unsigned long)ts.tv_nsec);
@@ -199,14 +252,20 @@ segment_create(const char *dir, const char *path, const char *job, mode_t mode)
 		errno = ENAMETOOLONG;
 		return (SEG_ESYS);
 	}
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    mode & 0777);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd == -1)
 		return (SEG_ESYS);
 	/* The umask must not narrow a group-shared mode. */
-	if (fchmod(fd, mode & 0777) == -1 ||
-	    ftruncate(fd, (off_t)SEGMENT_SIZE) == -1)
+	if (fchmod(fd, mode) == -1)
 		goto fail;
+	/*
+	 * ftruncate() alone makes a sparse file: on a full tmpfs the first touch
+	 * of a page would be a SIGBUS.  Reserve every page first.
+	 */
+	if ((rc = posix_fallocate(fd, 0, (off_t)SEGMENT_SIZE)) != 0) {
+		errno = rc;
+		goto fail;
+	}
 	base = mmap(NULL, SEGMENT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 	    0);
 	if (base == MAP_FAILED)
@@ -216,6 +275,11 @@ segment_create(const char *dir, const char *path, const char *job, mode_t mode)
 	close(fd);
 	fd = -1;
 
+	if (replace) {
+		if (rename(tmp, path) == -1)
+			goto fail;
+		return (SEG_OK);
+	}
 	if (link(tmp, path) == -1)
 		goto fail;
 	unlink(tmp);
@@ -230,50 +294,151 @@ fail:
 	return (SEG_ESYS);
 }
 
-/* Maps the existing segment at path and validates it. */
+/*
+ * Maps the existing segment at path: the file must pass the ownership rule, its
+ * header (read with pread(), never through the mapping) must pass the checks,
+ * and the checked copy goes into seg.
+ */
 static int
-segment_map(struct segment *seg, const char *path, int flags)
+segment_map(struct segment *seg, const char *path, int flags, uid_t trusted)
 {
-	struct stat	 st;
-	void		*base;
-	int		 fd, rc, saved, rdonly = (flags & SEG_RDONLY) != 0;
+	struct seg_layout	 lay;
+	struct stat		 st;
+	unsigned char		 hbuf[sizeof(struct seg_header)];
+	void			*base;
+	ssize_t			 n;
+	int			 fd, rc, saved, rdonly = (flags & SEG_RDONLY) != 0;
 
-	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted at the name must not stall the opener. */
+	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK);
 	if (fd == -1)
 		return (errno == ENOENT ? SEG_ENOENT : SEG_ESYS);
-	if (fstat(fd, &st) == -1) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return (SEG_ESYS);
-	}
+	if (fstat(fd, &st) == -1)
+		goto fail_errno;
 	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return (SEG_EMAGIC);
+		rc = SEG_EMAGIC;
+		goto fail;
+	}
+	if (!segment_owner_ok(st.st_uid, st.st_mode, trusted, flags)) {
+		rc = SEG_EOWNER;
+		goto fail;
 	}
 	if (st.st_size < (off_t)sizeof(uint64_t) ||
 	    (uint64_t)st.st_size > SIZE_MAX / 2) {
-		close(fd);
-		return (SEG_ESIZE);
+		rc = SEG_ESIZE;
+		goto fail;
 	}
+	if ((n = pread(fd, hbuf, sizeof(hbuf), 0)) == -1)
+		goto fail_errno;
+	if ((rc = segment_check_header(hbuf, (size_t)n, (uint64_t)st.st_size,
+	    &lay)) != SEG_OK)
+		goto fail;
 	base = mmap(NULL, (size_t)st.st_size, rdonly ? PROT_READ :
 	    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	saved = errno;
-	close(fd);
-	if (base == MAP_FAILED) {
-		errno = saved;
-		return (SEG_ESYS);
-	}
-	if ((rc = segment_validate(base, (size_t)st.st_size)) != SEG_OK) {
-		munmap(base, (size_t)st.st_size);
-		return (rc);
-	}
+	if (base == MAP_FAILED)
+		goto fail_errno;
+	if (flags & SEG_KEEPFD)
+		seg->fd = fd;
+	else
+		close(fd);
 	seg->hdr = base;
 	seg->size = (size_t)st.st_size;
-	seg->config = (struct seg_config *)((char *)base +
-	    seg->hdr->config_offset);
-	seg->slots = (struct seg_slot *)((char *)base + seg->hdr->slots_offset);
+	seg->nslots = lay.nslots;
+	seg->config_offset = lay.config_offset;
+	seg->slots_offset = lay.slots_offset;
+	seg->config = (struct seg_config *)((char *)base + lay.config_offset);
+	seg->slots = (struct seg_slot *)((char *)base + lay.slots_offset);
+	seg->uid = st.st_uid;
+	seg->dev = st.st_dev;
+	seg->ino = st.st_ino;
+	if (strcmp(lay.job, seg->job) != 0) {
+		segment_close(seg);
+		return (SEG_EJOB);
+	}
 	return (SEG_OK);
+
+fail_errno:
+	rc = SEG_ESYS;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return (rc);
+}
+
+/*
+ * Replaces the stale segment at path (refused as stale: another layout version,
+ * not a segment, wrong sizes) by a new one, if it is this process's own and no
+ * live process maps it.  The stale file is locked while it is judged and
+ * replaced, so that of two processes that found it stale only the first
+ * replaces it and the second opens the new one.  Returns SEG_OK when path now
+ * names a good segment (replaced here or by someone else), else SEG_ESYS with
+ * errno EBUSY (a live process maps it), EPERM (another user's), EINVAL (not a
+ * regular file) or what failed.
+ */
+static int
+segment_replace(const char *dir, const char *path, const char *job,
+    mode_t mode)
+{
+	unsigned char	 hbuf[sizeof(struct seg_header)];
+	struct stat	 st, now;
+	ssize_t		 n;
+	int		 fd, rc, tries, saved;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK)) == -1)
+		return (errno == ENOENT ? SEG_OK : SEG_ESYS);
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if (st.st_uid != geteuid()) {
+		errno = EPERM;
+		goto fail;
+	}
+	for (tries = 0; tries < 200; tries++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			break;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			goto fail;
+		usleep(5000);	/* bounded: 1 s at most */
+	}
+	if (tries == 200) {
+		errno = EWOULDBLOCK;
+		goto fail;
+	}
+	/* Someone replaced it while this process waited: theirs is good. */
+	if (stat(path, &now) == -1 || now.st_dev != st.st_dev ||
+	    now.st_ino != st.st_ino) {
+		close(fd);
+		return (SEG_OK);
+	}
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	n = pread(fd, hbuf, sizeof(hbuf), 0);
+	if (n >= 0 && segment_check_header(hbuf, (size_t)n,
+	    (uint64_t)st.st_size, NULL) == SEG_OK) {
+		close(fd);
+		return (SEG_OK);
+	}
+	if (procmaps_in_use(st.st_dev, st.st_ino, path, 1)) {
+		errno = EBUSY;
+		goto fail;
+	}
+	rc = segment_create(dir, path, job, mode, 1);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return (rc);
+
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return (SEG_ESYS);
 }
 
 /*
@@ -285,9 +450,24 @@ int
 segment_open(struct segment *seg, const char *dir, const char *job, int flags,
     mode_t mode)
 {
-	int	 rc, tries;
+	return (segment_open_trusting(seg, dir, job, flags, mode, SEG_NOUID));
+}
+
+/*
+ * segment_open() that also trusts segments owned by uid (the agent's user).
+ * With SEG_CREATE, a stale segment at the job's name (another layout version,
+ * not a segment, wrong sizes) that is this process's own and that no live
+ * process maps is replaced: seg->replaced says what it was.
+ */
+int
+segment_open_trusting(struct segment *seg, const char *dir, const char *job,
+    int flags, mode_t mode, uid_t trusted)
+{
+	int	 rc, tries, stale = 0;
 
 	memset(seg, 0, sizeof(*seg));
+	seg->fd = -1;
+	seg->flags = flags;
 	if ((rc = segment_path(seg->path, sizeof(seg->path), dir, job)) != SEG_OK)
 		return (rc);
 	snprintf(seg->job, sizeof(seg->job), "%s", job);
@@ -297,19 +477,30 @@ segment_open(struct segment *seg, const char *dir, const char *job, int flags,
 		return (SEG_ESYS);
 	}
 	for (tries = 0; tries < 3; tries++) {
-		rc = segment_map(seg, seg->path, flags);
-		if (rc != SEG_ENOENT || !(flags & SEG_CREATE))
+		rc = segment_map(seg, seg->path, flags, trusted);
+		if (!(flags & SEG_CREATE))
 			break;
-		rc = segment_create(dir, seg->path, job, mode);
-		if (rc == SEG_ESYS && errno == EEXIST)
-			continue;	/* someone else won: open theirs */
-		if (rc != SEG_OK)
-			break;
+		if (rc == SEG_ENOENT) {
+			rc = segment_create(dir, seg->path, job, mode, 0);
+			if (rc == SEG_ESYS && errno == EEXIST)
+				continue;	/* someone else won: open theirs */
+			if (rc != SEG_OK)
+				break;
+			continue;
+		}
+		if ((rc == SEG_EVERSION || rc == SEG_EMAGIC || rc == SEG_ESIZE) &&
+		    stale == 0) {
+			stale = rc;
+			/* Not replaced: the stale code stands, errno says why. */
+			if (segment_replace(dir, seg->path, job, mode) != SEG_OK)
+				break;
+			seg->replaced = stale;
+			continue;
+		}
+		break;
 	}
-	if (rc == SEG_OK && strcmp(seg->hdr->job, job) != 0) {
-		segment_close(seg);
-		return (SEG_EJOB);
-	}
+	if (rc != SEG_OK)
+		seg->replaced = 0;
 	return (rc);
 }
 
@@ -319,6 +510,9 @@ segment_close(struct segment *seg)
 {
 	if (seg->hdr != NULL)
 		munmap(seg->hdr, seg->size);
+	if ((seg->flags & SEG_KEEPFD) && seg->fd != -1)
+		close(seg->fd);
+	seg->fd = -1;
 	seg->hdr = NULL;
 	seg->config = NULL;
 	seg->slots = NULL;
@@ -337,6 +531,25 @@ segment_unlink(const char *dir, const char *job)
 	if (unlink(path) == -1)
 		return (errno == ENOENT ? SEG_ENOENT : SEG_ESYS);
 	return (SEG_OK);
+}
+
+/*
+ * Why a stale segment was not replaced, from the errno segment_open() left:
+ * for the log line of the process that was refused.
+ */
+const char *
+segment_kept_why(int err)
+{
+	switch (err) {
+	case EBUSY:
+		return ("a live process maps it");
+	case EPERM:
+		return ("it belongs to another user");
+	case EINVAL:
+		return ("it is not a regular file");
+	default:
+		return (strerror(err));
+	}
 }
 
 /* Names a SEG_E* code. */
@@ -362,6 +575,9 @@ segment_strerror(int code)
 		return ("no such segment");
 	case SEG_ETORN:
 		return ("config kept changing while being read");
+	case SEG_EOWNER:
+		return ("segment owned by an untrusted user or writable by "
+		    "others");
 	default:
 		return ("unknown error");
 	}
@@ -448,10 +664,15 @@ segment_slot_update_end(struct seg_slot *slot)
 	atomic_store_explicit(&slot->seq, s + 1, memory_order_release);
 }
 
+/*
+ * Initialises a slot just claimed for rank, whose output directories are under
+ * root, as a new incarnation with an empty log.
+ */
 static void
-segment_slot_reset(struct seg_slot *slot, int32_t rank)
+segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 {
 	struct timespec	 ts;
+	uint32_t	 inc;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	segment_slot_update_begin(slot);
@@ -470,38 +691,63 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank)
 	slot->rank_seq = 0;
 	memset(slot->output_dir, 0, sizeof(slot->output_dir));
 	memset(slot->error, 0, sizeof(slot->error));
+	/*
+	 * The root, under its own seqlock as well: the log's reader needs it
+	 * even when a dead writer left the slot seqlock odd.  It belongs to the
+	 * incarnation about to begin.
+	 */
+	inc = atomic_load_explicit(&slot->incarnation, memory_order_relaxed) + 1;
+	atomic_store_explicit(&slot->root_inc, 0, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memset(slot->output_root, 0, sizeof(slot->output_root));
+	if (root != NULL)
+		snprintf(slot->output_root, sizeof(slot->output_root), "%s",
+		    root);
+	atomic_store_explicit(&slot->root_inc, inc, memory_order_release);
+	/*
+	 * A new log: the head goes back to 0 before the incarnation changes, so
+	 * a reader that sees the new incarnation never pairs it with the old
+	 * head.  log_acked is the agent's: an old incarnation's cursor there
+	 * reads as "nothing acknowledged" for the new one.
+	 */
+	atomic_store_explicit(&slot->log_head, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->log_lost, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->incarnation, inc, memory_order_release);
 	segment_slot_update_end(slot);
 }
 
 /*
- * Claims a free slot for pid (atomically), or, when every slot is taken, the slot
- * of a process that is gone.  Initialises it for rank in state ATTACHED.  Returns
- * the slot index or SEG_ENOSLOT.
+ * Claims a slot for pid (atomically) and initialises it for rank in state
+ * ATTACHED, with root (NULL: "") as the root of the output directories its log
+ * will hold (cut to SEG_PATH_MAX - 1 bytes).  In order of preference: a free
+ * slot whose event log the coordinator has committed entirely; a free slot
+ * with events not yet committed (they are lost); the slot of a process that
+ * is gone.  Returns the slot index or SEG_ENOSLOT.
  */
 int
-segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank)
+segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
+    const char *root)
 {
-	uint32_t	 i, n = seg->hdr->nslots;
+	uint32_t	 i, n = seg->nslots;
 	int32_t		 expected;
+	int		 pass;
 
-	for (i = 0; i < n; i++) {
-		expected = 0;
-		if (atomic_load_explicit(&seg->slots[i].pid,
-		    memory_order_relaxed) == 0 &&
-		    atomic_compare_exchange_strong(&seg->slots[i].pid,
-		    &expected, (int32_t)pid)) {
-			segment_slot_reset(&seg->slots[i], rank);
-			return ((int)i);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		expected = atomic_load_explicit(&seg->slots[i].pid,
-		    memory_order_relaxed);
-		if (expected != 0 && !segment_pid_alive(expected) &&
-		    atomic_compare_exchange_strong(&seg->slots[i].pid,
-		    &expected, (int32_t)pid)) {
-			segment_slot_reset(&seg->slots[i], rank);
-			return ((int)i);
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < n; i++) {
+			expected = atomic_load_explicit(&seg->slots[i].pid,
+			    memory_order_relaxed);
+			if (pass < 2 && expected != 0)
+				continue;
+			if (pass == 0 && !slotlog_settled(&seg->slots[i]))
+				continue;
+			if (pass == 2 && (expected == 0 ||
+			    segment_pid_alive(expected)))
+				continue;
+			if (atomic_compare_exchange_strong(&seg->slots[i].pid,
+			    &expected, (int32_t)pid)) {
+				segment_slot_reset(&seg->slots[i], rank, root);
+				return ((int)i);
+			}
 		}
 	}
 	return (SEG_ENOSLOT);
@@ -514,7 +760,7 @@ segment_slot_release(struct segment *seg, int idx, pid_t pid)
 	struct seg_slot	*slot;
 	int32_t		 expected = (int32_t)pid;
 
-	if (idx < 0 || (uint32_t)idx >= seg->hdr->nslots)
+	if (idx < 0 || (uint32_t)idx >= seg->nslots)
 		return;
 	slot = &seg->slots[idx];
 	if (atomic_load_explicit(&slot->pid, memory_order_relaxed) != pid)
@@ -527,8 +773,10 @@ segment_slot_release(struct segment *seg, int idx, pid_t pid)
 }
 
 /*
- * Copies slot idx consistently into out.  Returns SEG_OK, SEG_ETORN when its rank
- * kept updating it, or SEG_ESIZE for an index out of range.
+ * Copies slot idx consistently into out: its state, up to its event log (read
+ * with slotlog_read()), which stays untouched in out.  Returns SEG_OK,
+ * SEG_ETORN when its rank kept updating it, or SEG_ESIZE for an index out of
+ * range.
  */
 int
 segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
@@ -538,7 +786,7 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 	uint32_t		 s1, s2;
 	int			 i;
 
-	if (idx < 0 || (uint32_t)idx >= seg->hdr->nslots)
+	if (idx < 0 || (uint32_t)idx >= seg->nslots)
 		return (SEG_ESIZE);
 	slot = &seg->slots[idx];
 	for (i = 0; i < SEGMENT_READ_RETRIES; i++) {
@@ -552,7 +800,7 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 		atomic_store_explicit(&out->step, atomic_load_explicit(
 		    &slot->step, memory_order_relaxed), memory_order_relaxed);
 		memcpy((char *)out + off, (const char *)slot + off,
-		    sizeof(*out) - off);
+		    SEGMENT_SLOT_STATE - off);
 		atomic_thread_fence(memory_order_acquire);
 		s2 = atomic_load_explicit(&slot->seq, memory_order_relaxed);
 		if (s1 == s2) {
@@ -560,6 +808,7 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 			    memory_order_relaxed);
 			out->output_dir[sizeof(out->output_dir) - 1] = '\0';
 			out->error[sizeof(out->error) - 1] = '\0';
+			out->output_root[sizeof(out->output_root) - 1] = '\0';
 			return (SEG_OK);
 		}
 		segment_cpu_relax();
@@ -568,41 +817,84 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 }
 
 /*
- * Frees the slots of processes that are gone.  For each, before freeing it, calls
- * cb (if not NULL) with a copy of its last contents and its index.  Returns the
- * number of slots freed.
+ * Copies the output root of incarnation inc of the slot into out (len bytes,
+ * NUL-terminated, cut if longer).  It is read under its own seqlock (root_inc),
+ * never the slot's, so a writer that died mid-update does not hide it.
+ * Returns 0, or -1 when the slot holds another incarnation's root or is being
+ * claimed again (its log is then not inc's either).
+ */
+int
+segment_slot_root(const struct seg_slot *slot, uint32_t inc, char *out,
+    size_t len)
+{
+	struct seg_slot	*s = (struct seg_slot *)slot;
+	size_t		 n;
+
+	if (len == 0)
+		return (-1);
+	out[0] = '\0';
+	if (inc == 0 || atomic_load_explicit(&s->root_inc,
+	    memory_order_acquire) != inc)
+		return (-1);
+	n = len < sizeof(s->output_root) ? len : sizeof(s->output_root);
+	memcpy(out, s->output_root, n);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&s->root_inc, memory_order_relaxed) != inc) {
+		out[0] = '\0';
+		return (-1);
+	}
+	out[n - 1] = '\0';
+	return (0);
+}
+
+/*
+ * Frees the slots of processes that are gone.  For each, the caller's process
+ * holds the slot (its pid in place of the dead one, so that no rank claims it
+ * meanwhile) while cb (if not NULL) runs with a copy of the slot's state and its
+ * index: cb may read the slot's log and append to it for the dead writer.  Then
+ * the slot is left free in state GONE, like a slot its rank released.  Returns
+ * the number of slots freed.
  */
 int
 segment_reclaim_dead(struct segment *seg, void (*cb)(const struct seg_slot *,
     int, void *), void *arg)
 {
-	struct seg_slot	 copy;
-	struct seg_slot	*slot;
+	struct seg_slot	*copy = NULL, *slot;
 	uint32_t	 i;
-	int32_t		 pid;
+	int32_t		 pid, self = (int32_t)getpid(), held;
 	int		 n = 0;
 
-	for (i = 0; i < seg->hdr->nslots; i++) {
+	for (i = 0; i < seg->nslots; i++) {
 		slot = &seg->slots[i];
 		pid = atomic_load_explicit(&slot->pid, memory_order_acquire);
-		if (pid == 0 || segment_pid_alive(pid))
+		if (pid == 0 || pid == self || segment_pid_alive(pid))
+			continue;
+		/* Found one: the copy (a whole slot, log included) is needed. */
+		if (copy == NULL && (copy = malloc(sizeof(*copy))) == NULL)
+			break;
+		held = pid;
+		if (!atomic_compare_exchange_strong(&slot->pid, &held, self))
 			continue;
 		/*
 		 * Nobody writes a dead process's slot: a plain copy is
 		 * consistent, even if it died in the middle of an update.
 		 */
-		memcpy(&copy, slot, sizeof(copy));
-		atomic_store_explicit(&copy.pid, pid, memory_order_relaxed);
-		copy.output_dir[sizeof(copy.output_dir) - 1] = '\0';
-		copy.error[sizeof(copy.error) - 1] = '\0';
-		if (atomic_load_explicit(&slot->pid, memory_order_acquire) !=
-		    pid)
-			continue;
+		memcpy(copy, slot, SEGMENT_SLOT_STATE);
+		atomic_store_explicit(&copy->pid, pid, memory_order_relaxed);
+		copy->output_dir[sizeof(copy->output_dir) - 1] = '\0';
+		copy->error[sizeof(copy->error) - 1] = '\0';
+		copy->output_root[sizeof(copy->output_root) - 1] = '\0';
 		if (cb != NULL)
-			cb(&copy, (int)i, arg);
-		if (atomic_compare_exchange_strong(&slot->pid, &pid, 0))
+			cb(copy, (int)i, arg);
+		segment_slot_update_begin(slot);
+		slot->state = SEG_RANK_GONE;
+		slot->last_pid = pid;
+		segment_slot_update_end(slot);
+		held = self;
+		if (atomic_compare_exchange_strong(&slot->pid, &held, 0))
 			n++;
 	}
+	free(copy);
 	return (n);
 }
 

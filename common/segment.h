@@ -12,8 +12,11 @@
  * The segment is a file: "<dir>/dynprof.<job>", where dir is DYNPROF_SHM_DIR or, by
  * default, /dev/shm (where glibc's shm_open() puts POSIX shared memory objects, so
  * the default segment is the POSIX shm object "dynprof.<job>").  It is created
- * complete under a temporary name and linked into place, so nobody ever maps a
- * half-initialised segment.
+ * complete under a temporary name (its space reserved before the first touch) and
+ * linked into place, so nobody ever maps a half-initialised segment.  The sizes
+ * and offsets of the header are read once, checked, and kept in struct segment:
+ * nothing reads them from the mapping again.  docs/segments.md has the rules
+ * (ownership, space, stale segments, truncation).
  *
  * Bump SEG_VERSION whenever anything in this file changes the bytes of the segment.
  */
@@ -28,7 +31,7 @@
 #include <stdint.h>
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		2	/* bump when the layout changes */
+#define SEG_VERSION		4	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -42,6 +45,24 @@
 #define SEG_FWOPTS_MAX		4096	/* framework options JSON, NUL included */
 #define SEG_PATH_MAX		1024	/* an output directory, NUL included */
 #define SEG_ERROR_MAX		256	/* a callback's error message, NUL included */
+/*
+ * The text of a log entry, NUL included: an error, or an output directory
+ * relative to its slot's output_root: at most a subdir, "/" and
+ * "rank%d_start%lld_stop%lld" (a rank >= 0: 10 digits; steps >= 1: 19 each).
+ */
+#define SEG_LOG_TEXT_MAX	320
+#define SEG_LOG_DIR_MAX		(SEG_SUBDIR_MAX - 1 + sizeof("/rank_start_stop") - \
+				    1 + 10 + 19 + 19 + 1)
+/*
+ * Events kept per slot until the coordinator has committed them (docs/events.md):
+ * a rank that runs a whole schedule (SEG_MAX_WINDOWS windows, at most two events
+ * each) between attached and detached while no agent or no coordinator listens
+ * writes at most 2 * 16 + 2 = 34, so 40 lose none.
+ */
+#define SEG_LOG_ENTRIES		40
+
+/* The EventKind of a failed event, whose log text is an error, not a dir. */
+#define SEG_EVENT_FAILED	5
 
 /* Window flags. */
 #define SEG_WINDOW_CANCELLED	0x1
@@ -91,10 +112,42 @@ struct seg_config {
 };
 
 /*
+ * One event in a slot's log (docs/events.md): what a RankEvent needs besides the
+ * job, the rank and the slot.  seq is the entry's place in its incarnation's log
+ * (1, 2, ...; entry seq % SEG_LOG_ENTRIES), 0 while the entry is being written:
+ * it is the entry's own seqlock.  text is the output directory of a started or
+ * stopped event relative to the slot's output_root (what follows "root/"; ""
+ * for none), the error of a failed one (what the coordinator keeps of each).
+ */
+struct seg_log_entry {
+	_Atomic uint32_t seq;
+	uint32_t	 kind;			/* EventKind */
+	uint32_t	 window_id;
+	uint32_t	 reason;		/* StopReason */
+	int64_t		 start_step;
+	int64_t		 stop_step;
+	int64_t		 step;
+	uint64_t	 generation;
+	int64_t		 time_ns;
+	uint32_t	 rank_seq;		/* the RankEvent's */
+	int32_t		 pid;			/* the writer's */
+	char		 text[SEG_LOG_TEXT_MAX];
+};
+
+/*
  * One rank's slot.  pid is claimed with a compare-and-swap from 0.  step is stored
  * by the rank at every step_begin (one relaxed store: the hot path).  The other
  * fields are the rank's last state, written by the rank under the slot's own
  * seqlock (seq odd while writing) so that the agent never reports a torn one.
+ *
+ * Then every event of the rank, in a ring (docs/events.md): the rank writes entry
+ * log_head + 1 and publishes it in log_head (release); incarnation counts the
+ * slot's claims; log_acked, written only by the agent, is (incarnation << 32 |
+ * the last seq the coordinator committed).  log_lost counts entries the rank
+ * overwrote before they were acknowledged.  output_root is the root of every
+ * output directory in the log, written at the claim (segment_slot_claim())
+ * under the slot seqlock and under its own: root_inc is 0 while it changes,
+ * then the incarnation it belongs to (segment_slot_root()).
  */
 struct seg_slot {
 	_Atomic int32_t	 pid;			/* 0: free */
@@ -115,8 +168,14 @@ struct seg_slot {
 	char		 output_dir[SEG_PATH_MAX];
 	char		 error[SEG_ERROR_MAX];
 	int32_t		 last_pid;		/* who held the slot when freed */
-	uint32_t	 pad0;
-	char		 pad[160];		/* to a multiple of 64 bytes */
+	_Atomic uint32_t incarnation;		/* claims of this slot so far */
+	_Atomic uint32_t log_head;		/* seq of the newest entry */
+	_Atomic uint32_t log_lost;		/* overwritten before acked */
+	_Atomic uint64_t log_acked;		/* agent: incarnation << 32 | seq */
+	_Atomic uint32_t root_inc;		/* incarnation of output_root */
+	char		 pad[140];		/* to a multiple of 64 bytes */
+	char		 output_root[SEG_PATH_MAX];	/* of the log's dirs */
+	struct seg_log_entry log[SEG_LOG_ENTRIES];
 };
 
 struct seg_header {
@@ -143,7 +202,21 @@ struct seg_header {
 /* The layout is shared between processes and compilers: pin it down. */
 _Static_assert(sizeof(struct seg_header) == 192, "seg_header size");
 _Static_assert(sizeof(struct seg_header) % 64 == 0, "seg_header alignment");
-_Static_assert(sizeof(struct seg_slot) == 1536, "seg_slot size");
+_Static_assert(sizeof(struct seg_log_entry) == 64 + SEG_LOG_TEXT_MAX,
+    "seg_log_entry size");
+_Static_assert(sizeof(struct seg_log_entry) == 384, "seg_log_entry size");
+_Static_assert(sizeof(struct seg_log_entry) % 64 == 0, "seg_log_entry alignment");
+_Static_assert(SEG_LOG_DIR_MAX <= SEG_LOG_TEXT_MAX,
+    "the longest relative output directory fits a log entry");
+_Static_assert(SEG_ERROR_MAX <= SEG_LOG_TEXT_MAX, "an error fits a log entry");
+_Static_assert(offsetof(struct seg_slot, output_root) == 1536,
+    "seg_slot output_root offset");
+_Static_assert(offsetof(struct seg_slot, log) == 1536 + SEG_PATH_MAX,
+    "seg_slot log offset");
+_Static_assert(offsetof(struct seg_slot, log_acked) % 8 == 0,
+    "slot log_acked alignment");
+_Static_assert(sizeof(struct seg_slot) == 1536 + SEG_PATH_MAX +
+    SEG_LOG_ENTRIES * (64 + SEG_LOG_TEXT_MAX), "seg_slot size");
 _Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
 _Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
 _Static_assert(offsetof(struct seg_slot, step) % 8 == 0, "slot step alignment");
@@ -151,12 +224,38 @@ _Static_assert(offsetof(struct seg_header, seq) % 4 == 0, "header seq alignment"
 _Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic int64_t) == 8,
     "lock-free atomics of plain size");
 
-/* An open segment: the mapping and where its parts are. */
+/*
+ * The header's sizes and offsets, each read once from the bytes and checked
+ * (segment_check()).  A process keeps this copy: the mapping's own fields may be
+ * changed by anyone who can write the segment, after the check.
+ */
+struct seg_layout {
+	uint64_t		 segment_size;
+	uint32_t		 config_offset;
+	uint32_t		 slots_offset;
+	uint32_t		 nslots;
+	char			 job[SEG_JOB_MAX + 1];
+};
+
+/*
+ * An open segment: the mapping, where its parts are, and the checked copy of
+ * the header's sizes (nslots, size): never read them from hdr.
+ */
 struct segment {
 	struct seg_header	*hdr;
 	struct seg_config	*config;
 	struct seg_slot		*slots;
-	size_t			 size;
+	size_t			 size;		/* of the mapping, checked */
+	uint32_t		 nslots;	/* checked copy of hdr->nslots */
+	uint32_t		 config_offset;	/* checked copies */
+	uint32_t		 slots_offset;
+	int			 fd;		/* with SEG_KEEPFD, else -1 */
+	int			 flags;		/* segment_open() flags */
+	int			 replaced;	/* SEG_E* of a stale segment
+						   replaced at open, else 0 */
+	uid_t			 uid;		/* the file's owner (fstat) */
+	dev_t			 dev;		/* the file (fstat) */
+	ino_t			 ino;
 	char			 job[SEG_JOB_MAX + 1];
 	char			 path[4096];
 };
@@ -171,31 +270,60 @@ struct segment {
 #define SEG_ENOSLOT	-7	/* every slot taken by a live process */
 #define SEG_ENOENT	-8	/* no such segment (and not asked to create one) */
 #define SEG_ETORN	-9	/* the config kept changing under the reader */
+#define SEG_EOWNER	-12	/* owned by an untrusted user, or writable by
+				   others (docs/segments.md) */
 
 /* segment_open() flags. */
 #define SEG_CREATE	0x1	/* create the segment if it does not exist */
 #define SEG_RDONLY	0x2	/* map read-only (readers such as dynprofctl local);
 				   the slot and config writers must not be used */
+#define SEG_KEEPFD	0x4	/* keep the file open in seg->fd (for fstat) */
+#define SEG_ANYOWNER	0x8	/* trust any owner (the agent, serving every
+				   user's jobs); writable by others is still
+				   refused */
+
+/* segment_open_trusting(): no uid trusted besides the caller's and root. */
+#define SEG_NOUID	((uid_t)-1)
 
 /* segment.c */
 int	 segment_path(char *, size_t, const char *, const char *);
 int	 segment_open(struct segment *, const char *, const char *, int, mode_t);
+int	 segment_open_trusting(struct segment *, const char *, const char *, int,
+	    mode_t, uid_t);
 void	 segment_close(struct segment *);
 int	 segment_unlink(const char *, const char *);
 int	 segment_validate(const void *, size_t);
+int	 segment_check(const void *, size_t, struct seg_layout *);
+int	 segment_owner_ok(uid_t, mode_t, uid_t, int);
 const char *segment_strerror(int);
+const char *segment_kept_why(int);
 
 void	 segment_write_config(struct segment *, const struct seg_config *);
 int	 segment_read_config(const struct segment *, struct seg_config *,
 	    uint32_t *);
 
-int	 segment_slot_claim(struct segment *, pid_t, int32_t);
+int	 segment_slot_claim(struct segment *, pid_t, int32_t, const char *);
 void	 segment_slot_release(struct segment *, int, pid_t);
 int	 segment_slot_read(const struct segment *, int, struct seg_slot *);
+int	 segment_slot_root(const struct seg_slot *, uint32_t, char *, size_t);
 void	 segment_slot_update_begin(struct seg_slot *);
 void	 segment_slot_update_end(struct seg_slot *);
 int	 segment_reclaim_dead(struct segment *, void (*)(const struct seg_slot *,
 	    int, void *), void *);
 int	 segment_pid_alive(pid_t);
+
+/* procmaps.c */
+int	 procmaps_in_use(dev_t, ino_t, const char *, int);
+
+/* slotlog.c */
+int	 slotlog_append(struct seg_slot *, const struct seg_log_entry *);
+uint32_t slotlog_head(const struct seg_slot *, uint32_t *);
+uint32_t slotlog_acked(const struct seg_slot *, uint32_t);
+int	 slotlog_read(const struct seg_slot *, uint32_t, uint32_t,
+	    struct seg_log_entry *);
+int	 slotlog_ack(struct seg_slot *, uint32_t, uint32_t);
+int	 slotlog_settled(const struct seg_slot *);
+int	 slotlog_set_dir(struct seg_log_entry *, const char *, const char *);
+int	 slotlog_dir(const struct seg_log_entry *, const char *, char *, size_t);
 
 #endif /* DYNPROF_SEGMENT_H */

@@ -3,8 +3,13 @@
  * the accessors, and stopping every open window when the process exits.
  */
 
+#include <sys/stat.h>
+
+#include <ctype.h>
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +24,8 @@
 _Static_assert(SEG_EJOB == DYNPROF_EJOB && SEG_ESYS == DYNPROF_ESYS &&
     SEG_EMAGIC == DYNPROF_EMAGIC && SEG_EVERSION == DYNPROF_EVERSION &&
     SEG_ESIZE == DYNPROF_ESIZE && SEG_ENOSLOT == DYNPROF_ENOSLOT &&
-    SEG_ENOENT == DYNPROF_ENOENT && SEG_ETORN == DYNPROF_ETORN,
+    SEG_ENOENT == DYNPROF_ENOENT && SEG_ETORN == DYNPROF_ETORN &&
+    SEG_EOWNER == DYNPROF_EOWNER,
     "segment error codes are the library's");
 _Static_assert((int)SEG_RANK_ATTACHED == DYNPROF_RANK_ATTACHED &&
     (int)SEG_RANK_ARMED == DYNPROF_RANK_ARMED &&
@@ -128,6 +134,94 @@ handle_resolve_mode(const struct dynprof *h, int mode, mode_t *out)
 	return (DYNPROF_OK);
 }
 
+/*
+ * The agent's user, trusted as the owner of a segment (the agent creates the
+ * segment of a job whose config comes before its ranks): DYNPROF_AGENT_USER, a
+ * user name or a uid; else the owner of the agent's socket, when the directory
+ * holding it is not writable by others (so only its owner and group could have
+ * put it there).  SEG_NOUID when neither says.
+ */
+static uid_t
+handle_agent_uid(const struct dynprof *h, const char *sock)
+{
+	struct passwd	 pw, *res = NULL;
+	struct stat	 st;
+	const char	*v;
+	char		 buf[2048], dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char		*end;
+	unsigned long	 n;
+
+	if ((v = handle_env("DYNPROF_AGENT_USER")) != NULL) {
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (errno == 0 && *end == '\0' && isdigit((unsigned char)*v) &&
+		    n < (unsigned long)SEG_NOUID)
+			return ((uid_t)n);
+		if (getpwnam_r(v, &pw, buf, sizeof(buf), &res) == 0 &&
+		    res != NULL)
+			return (pw.pw_uid);
+		handle_log(h, DYNPROF_LOG_WARNING, "%s: DYNPROF_AGENT_USER=\"%s\" "
+		    "is no user: ignored", __func__, v);
+		return (SEG_NOUID);
+	}
+	if (sock == NULL || strlen(sock) >= sizeof(dir) ||
+	    stat(sock, &st) == -1 || !S_ISSOCK(st.st_mode))
+		return (SEG_NOUID);
+	memcpy(dir, sock, strlen(sock) + 1);
+	n = st.st_uid;
+	if (stat(dirname(dir), &st) == -1 || (st.st_mode & S_IWOTH))
+		return (SEG_NOUID);
+	return ((uid_t)n);
+}
+
+/* Logs why the segment at path could not be opened (rc, errno as it came). */
+static void
+handle_log_segment(const struct dynprof *h, const char *path, int rc,
+    uid_t agent_uid)
+{
+	struct stat	 st;
+	char		 agent[64] = "";
+	int		 saved = errno;
+
+	switch (rc) {
+	case SEG_ESYS:
+		if (saved == ENOSPC) {
+			handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: no space "
+			    "left to create the segment %s (its space is "
+			    "reserved before use): this rank runs without "
+			    "dynprof", path);
+			break;
+		}
+		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: segment %s: %s: "
+		    "%s", path, segment_strerror(rc), strerror(saved));
+		break;
+	case SEG_EOWNER:
+		if (stat(path, &st) == -1)
+			memset(&st, 0, sizeof(st));
+		if (agent_uid != SEG_NOUID)
+			snprintf(agent, sizeof(agent), " or the agent's uid %u",
+			    (unsigned)agent_uid);
+		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: segment %s "
+		    "refused: owned by uid %u with mode %03o; a segment must "
+		    "belong to this process's uid %u, root%s, and not be "
+		    "writable by others", path, (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 0777), (unsigned)geteuid(), agent);
+		break;
+	case SEG_EMAGIC:
+	case SEG_EVERSION:
+	case SEG_ESIZE:
+		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: segment %s: %s; "
+		    "not replaced: %s", path, segment_strerror(rc),
+		    segment_kept_why(saved));
+		break;
+	default:
+		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: segment %s: %s",
+		    path, segment_strerror(rc));
+		break;
+	}
+	errno = saved;
+}
+
 /* Stops the window of a handle, reports it detached and frees its slot. */
 static void
 handle_finish(struct dynprof *h)
@@ -208,6 +302,7 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	struct dynprof	*h;
 	const char	*job, *root, *dir, *sock, *why;
 	mode_t		 mode;
+	uid_t		 agent_uid;
 	int		 rc, idx;
 
 	if (out != NULL)
@@ -256,14 +351,19 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	    (sock = handle_env("DYNPROF_AGENT_SOCKET")) == NULL)
 		sock = LIB_SOCKET_DEFAULT;
 
-	if ((rc = segment_open(&h->seg, dir, job, SEG_CREATE, mode)) != SEG_OK) {
-		handle_log(h, DYNPROF_LOG_ERROR, "%s: segment %s: %s%s%s",
-		    __func__, h->seg.path[0] != '\0' ? h->seg.path : job,
-		    segment_strerror(rc), rc == SEG_ESYS ? ": " : "",
-		    rc == SEG_ESYS ? strerror(errno) : "");
+	agent_uid = handle_agent_uid(h, sock);
+	if ((rc = segment_open_trusting(&h->seg, dir, job, SEG_CREATE, mode,
+	    agent_uid)) != SEG_OK) {
+		handle_log_segment(h, h->seg.path[0] != '\0' ? h->seg.path : job,
+		    rc, agent_uid);
 		goto fail;
 	}
-	if ((idx = segment_slot_claim(&h->seg, h->pid, h->rank)) < 0) {
+	if (h->seg.replaced != 0)
+		handle_log(h, DYNPROF_LOG_WARNING, "%s: replaced the stale "
+		    "segment %s (%s)", __func__, h->seg.path,
+		    segment_strerror(h->seg.replaced));
+	if ((idx = segment_slot_claim(&h->seg, h->pid, h->rank,
+	    h->output_root)) < 0) {
 		handle_log(h, DYNPROF_LOG_ERROR, "%s: segment %s: %s", __func__,
 		    h->seg.path, segment_strerror(idx));
 		rc = idx;

@@ -94,6 +94,7 @@ struct dynprof {
 	void			*arg;
 
 	struct dynprof_stats	 stats;
+	uint64_t		 log_overwritten; /* log entries never acked */
 	int			 closed;	/* stopped at process exit */
 	int			 exiting;	/* being stopped at exit */
 	struct dynprof		*next;		/* open handles, for exit */

@@ -1,8 +1,10 @@
 /*
- * Rank events: each is written to the rank's slot (under the slot's seqlock, so
- * the agent can always recover the last state) and sent to the node's agent as
- * one nanopb-encoded RankEvent per unix datagram.  Sending never blocks: when no
- * agent takes the datagram, the event is counted as dropped.
+ * Rank events: each is appended to the event log of the rank's slot, which the
+ * agent reads and acknowledges once the coordinator committed it
+ * (docs/events.md); the slot also keeps the last state, under the slot's
+ * seqlock.  Then one nanopb-encoded RankEvent goes to the node's agent per unix
+ * datagram, only to wake it up: sending never blocks, and when no agent takes
+ * the datagram the agent finds the event in the log later.
  */
 
 #include <sys/socket.h>
@@ -25,8 +27,8 @@ _Static_assert(EVENT_ATTACHED == dynprof_v1_EventKind_EVENT_ATTACHED &&
     EVENT_STOPPED == dynprof_v1_EventKind_EVENT_STOPPED &&
     EVENT_SKIPPED == dynprof_v1_EventKind_EVENT_SKIPPED &&
     EVENT_FAILED == dynprof_v1_EventKind_EVENT_FAILED &&
-    EVENT_DETACHED == dynprof_v1_EventKind_EVENT_DETACHED,
-    "event kinds match the proto");
+    EVENT_DETACHED == dynprof_v1_EventKind_EVENT_DETACHED &&
+    EVENT_FAILED == SEG_EVENT_FAILED, "event kinds match the proto");
 _Static_assert((int)DYNPROF_STOP_COMPLETED ==
     dynprof_v1_StopReason_STOP_COMPLETED &&
     (int)DYNPROF_STOP_CANCELLED == dynprof_v1_StopReason_STOP_CANCELLED &&
@@ -74,6 +76,45 @@ report_copy(char *dst, size_t len, const char *src)
 }
 
 /*
+ * Appends the event to the slot's log, where the agent reads it (the datagram
+ * only wakes the agent up).  The text kept is what the coordinator keeps: the
+ * error of a failed event, the output directory of the others (relative to
+ * the slot's output_root, written at the claim).  It never
+ * blocks: when the agent has not acknowledged the oldest entry the ring
+ * overwrites it, and the first such loss is logged.
+ */
+static void
+report_log(struct dynprof *h, const dynprof_v1_RankEvent *ev)
+{
+	struct seg_log_entry	 entry, *e = &entry;
+
+	/* A slot taken from this rank (it claims another at its next slow
+	 * step) is its new holder's log: never write there. */
+	if (atomic_load_explicit(&h->slot->pid, memory_order_relaxed) != h->pid)
+		return;
+	e->kind = (uint32_t)ev->kind;
+	e->window_id = ev->window_id;
+	e->reason = (uint32_t)ev->reason;
+	e->start_step = ev->start_step;
+	e->stop_step = ev->stop_step;
+	e->step = ev->step;
+	e->generation = ev->generation;
+	e->time_ns = ev->time_unix_ns;
+	e->rank_seq = ev->rank_seq;
+	e->pid = ev->pid;
+	if (ev->kind == dynprof_v1_EventKind_EVENT_FAILED)
+		report_copy(e->text, sizeof(e->text), ev->error);
+	else if (slotlog_set_dir(e, h->output_root, ev->output_dir) == -1)
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: output directory %s is "
+		    "not a short path under %s: the agent gets it cut",
+		    __func__, ev->output_dir, h->output_root);
+	if (slotlog_append(h->slot, e) && h->log_overwritten++ == 0)
+		handle_log(h, DYNPROF_LOG_WARNING, "%s: no agent acknowledged "
+		    "the last %d events: the oldest is overwritten", __func__,
+		    SEG_LOG_ENTRIES);
+}
+
+/*
  * Writes the event into the rank's slot under the slot's seqlock.  A detached
  * event only sets the state (GONE) and the sequence number: the slot keeps the
  * last window's event (which window, its steps, how it ended, its output
@@ -82,8 +123,9 @@ report_copy(char *dst, size_t len, const char *src)
 static void
 report_slot(struct dynprof *h, const dynprof_v1_RankEvent *ev)
 {
-	struct seg_slot	*slot = h->slot;
+	struct seg_slot		*slot = h->slot;
 
+	report_log(h, ev);
 	segment_slot_update_begin(slot);
 	slot->state = h->state;
 	slot->rank_seq = ev->rank_seq;

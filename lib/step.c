@@ -199,7 +199,8 @@ step_reclaim_slot(struct dynprof *h)
 {
 	int	 idx;
 
-	idx = segment_slot_claim(&h->seg, h->pid, h->rank);
+	idx = segment_slot_claim(&h->seg, h->pid, h->rank,
+	    h->output_root);
 	if (idx < 0) {
 		handle_log(h, DYNPROF_LOG_ERROR, "%s: slot %d was taken from "
 		    "pid %ld and no slot is free", __func__, h->slot_index,

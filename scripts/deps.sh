@@ -7,6 +7,7 @@ PKGS="build-essential cmake pkg-config
 libevent-dev libprotobuf-c-dev protobuf-c-compiler
 nanopb libnanopb-dev python3-protobuf
 libcmocka-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev
+libcurl4-openssl-dev
 python3 python3-pytest python3-pip python3-setuptools python3-wheel
 iproute2 procps psmisc strace curl valgrind"
 

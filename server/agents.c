@@ -18,6 +18,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
@@ -28,6 +29,13 @@
 #include "store.h"
 #include "utf8.h"
 #include "version.h"
+
+#include <openssl/ssl.h>
+
+/* A TLS handshake must be over within this (and within 3 heartbeats). */
+#define AGENTS_HANDSHAKE_MS	10000
+/* The first byte of a TLS record carrying a handshake (a ClientHello). */
+#define AGENTS_TLS_HANDSHAKE_BYTE	0x16
 
 static void	 agents_conn_close(struct conn *, int, const char *);
 
@@ -267,6 +275,28 @@ agents_sub_remove(struct sub *s)
 	free(s);
 }
 
+/*
+ * Over mutual TLS, the node a hello claims must be one the agent's certificate
+ * names: else a node's certificate could speak for another.  Returns 0, or -1
+ * after refusing the connection.
+ */
+static int
+agents_tls_check_node(struct conn *conn, const char *node)
+{
+	SSL	*ssl = bufferevent_openssl_get_ssl(conn->bev);
+	char	 why[400], reason[512];
+
+	if (ssl == NULL || tls_peer_names(ssl, node, why, sizeof(why)))
+		return (0);
+	log_warnx("%s: %s claims node %s: %s", __func__, conn->peer, node,
+	    why);
+	snprintf(reason, sizeof(reason), "hello for node %s refused: %s", node,
+	    why);
+	agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
+	    reason);
+	return (-1);
+}
+
 static void
 agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 {
@@ -317,6 +347,8 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 		    "node name is not valid UTF-8");
 		return;
 	}
+	if (agents_tls_check_node(conn, hello->node) == -1)
+		return;
 	if ((node = schedule_node_get(c, hello->node)) == NULL) {
 		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
 		    "out of memory");
@@ -577,6 +609,27 @@ agents_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 }
 
 /*
+ * A TLS ClientHello on the plaintext port (an agent given --tls-* while this
+ * coordinator has none): says so and closes.  Returns 1 if it did.
+ */
+static int
+agents_tls_on_plain(struct conn *conn, struct evbuffer *in)
+{
+	unsigned char	 first;
+
+	if (bufferevent_openssl_get_ssl(conn->bev) != NULL ||
+	    evbuffer_copyout(in, &first, 1) != 1 ||
+	    first != AGENTS_TLS_HANDSHAKE_BYTE)
+		return (0);
+	log_warnx("%s: %s speaks TLS on this plaintext AgentLink port: give "
+	    "the coordinator --tls-cert, --tls-key and --tls-ca, or the "
+	    "agent none", __func__, conn->peer);
+	conn->coord->metrics.agents_refused++;
+	agents_conn_close(conn, -1, "TLS on a plaintext port");
+	return (1);
+}
+
+/*
  * Before hello a peer is anyone: it may send one frame of at most
  * COORD_PREHELLO_FRAME_MAX bytes.  Returns 0, or -1 with the connection
  * dropped.
@@ -612,6 +665,8 @@ agents_read(struct bufferevent *bev, void *arg)
 	int				 rc;
 
 	conn->last_rx_ms = coord_mono_ms();
+	if (conn->state == CONN_AWAIT_HELLO && agents_tls_on_plain(conn, in))
+		return;
 	while (conn->state != CONN_CLOSING) {
 		if (conn->state == CONN_AWAIT_HELLO &&
 		    agents_prehello_check(conn, in) == -1)
@@ -716,7 +771,9 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
 			    conn->node->boot_id, conn->ack_seq);
 	}
 	conn->state = CONN_CLOSING;
-	if (code != -1)
+	/* Before the TLS handshake is over, no frame can reach the peer. */
+	if (code != -1 && (conn->tls_up ||
+	    bufferevent_openssl_get_ssl(conn->bev) == NULL))
 		agents_send_error(conn, code, reason);
 	bufferevent_disable(conn->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
@@ -729,19 +786,92 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
 	bufferevent_enable(conn->bev, EV_WRITE);
 }
 
+/*
+ * Logs why a TLS connection ended before its handshake was over (a plaintext
+ * agent, a certificate refused, a silent peer).  Returns 1 if it was one.
+ */
+static int
+agents_tls_failed(struct conn *conn, short what)
+{
+	SSL	*ssl = bufferevent_openssl_get_ssl(conn->bev);
+	char	 why[512];
+
+	if (ssl == NULL)
+		return (0);
+	if (conn->tls_up) {
+		if (!tls_bev_error(conn->bev, why, sizeof(why)))
+			return (0);
+		log_info("%s: %s%s%s: TLS: %s", __func__, conn->peer,
+		    conn->node ? " node " : "", conn->node ? conn->node->name :
+		    "", why);
+		return (1);
+	}
+	if (what & BEV_EVENT_TIMEOUT)
+		snprintf(why, sizeof(why), "not done in time");
+	else if (!tls_bev_error(conn->bev, why, sizeof(why)))
+		snprintf(why, sizeof(why), "closed during the handshake");
+	log_warnx("%s: TLS handshake with %s failed: %s", __func__,
+	    conn->peer, why);
+	conn->coord->metrics.agents_refused++;
+	return (1);
+}
+
 static void
 agents_conn_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*conn = arg;
 
-	(void)bev;
-	if (what & BEV_EVENT_EOF)
+	if (what & BEV_EVENT_CONNECTED) {
+		/* The TLS handshake is over: the hello deadline is the tick's. */
+		conn->tls_up = 1;
+		bufferevent_set_timeouts(bev, NULL, NULL);
+		log_debug("%s: %s: TLS handshake done (%s)", __func__,
+		    conn->peer, SSL_get_version(bufferevent_openssl_get_ssl(bev)));
+		return;
+	}
+	if (agents_tls_failed(conn, what))
+		;
+	else if (what & BEV_EVENT_EOF)
 		log_info("%s: %s%s%s closed the connection", __func__,
 		    conn->peer, conn->node ? " node " : "",
 		    conn->node ? conn->node->name : "");
 	else if (what & BEV_EVENT_ERROR)
 		log_warn("%s: %s", __func__, conn->peer);
 	agents_conn_close(conn, -1, "connection ended");
+}
+
+/*
+ * Gives a new connection its bufferevent: a TLS server one with a handshake
+ * deadline when AgentLink is TLS.  Returns 0, or -1 (fd still open).
+ */
+static int
+agents_conn_bev(struct conn *conn, evutil_socket_t fd)
+{
+	struct coord	*c = conn->coord;
+	struct timeval	 tv;
+	SSL		*ssl;
+	uint64_t	 ms = AGENTS_HANDSHAKE_MS;
+
+	if (c->agent_tls.ctx == NULL) {
+		conn->bev = bufferevent_socket_new(c->base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
+		return (conn->bev != NULL ? 0 : -1);
+	}
+	if ((ssl = tls_ssl_new(&c->agent_tls)) == NULL)
+		return (-1);
+	conn->bev = bufferevent_openssl_socket_new(c->base, fd, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (conn->bev == NULL) {
+		SSL_free(ssl);
+		return (-1);
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(conn->bev, 1);
+	if (ms > 3 * (uint64_t)c->conf.heartbeat_ms)
+		ms = 3 * (uint64_t)c->conf.heartbeat_ms;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	bufferevent_set_timeouts(conn->bev, &tv, &tv);
+	return (0);
 }
 
 static void
@@ -777,8 +907,7 @@ agents_accept(struct evconnlistener *l, evutil_socket_t fd,
 		snprintf(conn->peer, sizeof(conn->peer), "fd %d", (int)fd);
 	if (frame_socket_tune(fd) == -1)
 		log_warn("%s: %s: TCP_NODELAY", __func__, conn->peer);
-	conn->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (conn->bev == NULL) {
+	if (agents_conn_bev(conn, fd) == -1) {
 		evutil_closesocket(fd);
 		free(conn);
 		return;
@@ -896,9 +1025,11 @@ agents_close_all(struct coord *c)
 			    "coordinator stopping");
 		if (conn->state == CONN_CLOSING &&
 		    TAILQ_FIRST(&c->conns) == conn) {
-			/* Still flushing: one last try, then give up. */
-			evbuffer_write(bufferevent_get_output(conn->bev),
-			    bufferevent_getfd(conn->bev));
+			/* Still flushing: one last try, then give up (a
+			 * TLS stream cannot be written around OpenSSL). */
+			if (bufferevent_openssl_get_ssl(conn->bev) == NULL)
+				evbuffer_write(bufferevent_get_output(
+				    conn->bev), bufferevent_getfd(conn->bev));
 			agents_conn_bury(conn);
 		}
 	}

@@ -128,6 +128,9 @@ coord_usage(FILE *f)
 	    "usage: dynprof-coordinator [--listen ADDR:PORT] [--http ADDR:PORT]\n"
 	    "           [--state-dir DIR] [--admin-token-file F]"
 	    " [--agent-token-file F]\n"
+	    "           [--viewer-token-file F]\n"
+	    "           [--tls-cert F --tls-key F --tls-ca F]\n"
+	    "           [--http-tls-cert F --http-tls-key F [--http-tls-ca F]]\n"
 	    "           [--insecure] [--heartbeat-ms N] [--ready-file F]"
 	    " [-v] [-q]\n"
 	    "\n"
@@ -136,10 +139,21 @@ coord_usage(FILE *f)
 	    "  --http ADDR:PORT         admin API (default 127.0.0.1:7879)\n"
 	    "  --state-dir DIR          SQLite state, DIR/dynprof.db"
 	    " (default /var/lib/dynprof)\n"
-	    "  --admin-token-file F     require this bearer token on /v1\n"
+	    "  --admin-token-file F     the operator token: /v1 reads and"
+	    " writes need it\n"
+	    "  --viewer-token-file F    the viewer token: /v1 reads only"
+	    " (writes: 403)\n"
 	    "  --agent-token-file F     require this token in agents' hello\n"
+	    "  --tls-cert FILE          AgentLink over mutual TLS: this"
+	    " certificate (PEM chain),\n"
+	    "  --tls-key FILE           its key, and\n"
+	    "  --tls-ca FILE            the CA agents' certificates chain to;"
+	    " each names its node\n"
+	    "  --http-tls-cert FILE     admin API over HTTPS: this certificate,\n"
+	    "  --http-tls-key FILE      its key\n"
+	    "  --http-tls-ca FILE       require client certificates of this CA\n"
 	    "  --insecure               allow non-loopback addresses without"
-	    " tokens\n"
+	    " TLS or tokens\n"
 	    "  --heartbeat-ms N         heartbeat interval (default 2000)\n"
 	    "  --ready-file F           written once listening:"
 	    " agent_port=N, http_port=M\n"
@@ -169,6 +183,29 @@ coord_read_token(const char *path)
 		return (NULL);
 	}
 	return (strdup(buf));
+}
+
+/*
+ * Reads the viewer token (path may be NULL: none).  It must differ from the
+ * operator token, or a viewer could write.  Returns 0 or -1 (logged).
+ */
+static int
+coord_viewer_token(struct coord *c, const char *path)
+{
+	if (path == NULL)
+		return (0);
+	if ((c->conf.viewer_token = coord_read_token(path)) == NULL)
+		return (-1);
+	if (c->conf.admin_token != NULL &&
+	    coord_token_equal(c->conf.viewer_token, c->conf.admin_token)) {
+		log_warnx("--viewer-token-file %s holds the operator token "
+		    "(--admin-token-file): give the viewer its own", path);
+		return (-1);
+	}
+	if (c->conf.admin_token == NULL)
+		log_info("a viewer token and no operator token "
+		    "(--admin-token-file): the admin API is read-only");
+	return (0);
 }
 
 /*
@@ -271,6 +308,35 @@ coord_write_ready(struct coord *c)
 	return (0);
 }
 
+/*
+ * SIGHUP: rebuilds the TLS contexts from their files.  Live connections keep
+ * the context they started with; a file that does not load keeps the old one.
+ */
+static void
+coord_reload(struct coord *c)
+{
+	log_info("%s: SIGHUP, reloading certificates", __func__);
+	tls_reload(&c->agent_tls);
+	tls_reload(&c->http_tls);
+}
+
+/* Loads the certificates the flags name.  Returns 0 or -1 (logged). */
+static int
+coord_load_tls(struct coord *c)
+{
+	const struct coord_config	*cf = &c->conf;
+
+	if (cf->tls_cert != NULL && tls_load(&c->agent_tls, "agentlink",
+	    TLS_SERVER | TLS_VERIFY_PEER, cf->tls_cert, cf->tls_key,
+	    cf->tls_ca) == -1)
+		return (-1);
+	if (cf->http_tls_cert != NULL && tls_load(&c->http_tls, "http",
+	    TLS_SERVER | (cf->http_tls_ca != NULL ? TLS_VERIFY_PEER : 0),
+	    cf->http_tls_cert, cf->http_tls_key, cf->http_tls_ca) == -1)
+		return (-1);
+	return (0);
+}
+
 static void
 coord_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -279,6 +345,10 @@ coord_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	if (sig == SIGPIPE)
 		return;
+	if (sig == SIGHUP) {
+		coord_reload(c);
+		return;
+	}
 	log_info("%s: %s, stopping", __func__, strsignal(sig));
 	event_base_loopbreak(c->base);
 }
@@ -369,6 +439,59 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 	return (0);
 }
 
+/*
+ * The TLS flags come as a set, and a non-loopback address is served only
+ * encrypted and authenticated (AgentLink: mutual TLS, or TLS and the agent
+ * token; admin API: HTTPS and the admin token or client certificates) unless
+ * --insecure.  Returns 0, or -1 with the reason logged.
+ */
+static int
+coord_check_exposure(const struct coord_config *cf)
+{
+	int	 agent_tls, http_tls, agent_ok, http_ok;
+
+	agent_tls = cf->tls_cert != NULL || cf->tls_key != NULL ||
+	    cf->tls_ca != NULL;
+	if (agent_tls && (cf->tls_cert == NULL || cf->tls_key == NULL ||
+	    cf->tls_ca == NULL)) {
+		log_warnx("--tls-cert, --tls-key and --tls-ca go together");
+		return (-1);
+	}
+	http_tls = cf->http_tls_cert != NULL || cf->http_tls_key != NULL;
+	if ((http_tls || cf->http_tls_ca != NULL) &&
+	    (cf->http_tls_cert == NULL || cf->http_tls_key == NULL)) {
+		log_warnx("--http-tls-cert and --http-tls-key go together "
+		    "(--http-tls-ca needs both)");
+		return (-1);
+	}
+	agent_ok = coord_is_loopback(cf->listen_addr) || agent_tls;
+	http_ok = coord_is_loopback(cf->http_addr) || (http_tls &&
+	    (cf->admin_token != NULL || cf->viewer_token != NULL ||
+	    cf->http_tls_ca != NULL));
+	if (cf->insecure) {
+		if (!agent_ok || !http_ok)
+			log_warnx("--insecure: serving a non-loopback address "
+			    "without TLS or without authentication: anyone who "
+			    "reaches it can read the traffic or drive the "
+			    "profilers");
+		return (0);
+	}
+	if (!agent_ok) {
+		log_warnx("--listen %s is not a loopback address: give "
+		    "--tls-cert, --tls-key and --tls-ca (agents over mutual "
+		    "TLS), or --insecure", cf->listen_addr);
+		return (-1);
+	}
+	if (!http_ok) {
+		log_warnx("--http %s is not a loopback address: give "
+		    "--http-tls-cert and --http-tls-key, and "
+		    "--admin-token-file or --http-tls-ca, or --insecure",
+		    cf->http_addr);
+		return (-1);
+	}
+	return (0);
+}
+
 static int
 coord_parse_args(struct coord *c, int argc, char **argv)
 {
@@ -378,7 +501,15 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "admin-token-file", required_argument, NULL, 'A' },
 		{ "agent-token-file", required_argument, NULL, 'T' },
+		/* Token roles. */
+		{ "viewer-token-file", required_argument, NULL, 'W' },
 		{ "insecure", no_argument, NULL, 'I' },
+		{ "tls-cert", required_argument, NULL, 'c' },
+		{ "tls-key", required_argument, NULL, 'k' },
+		{ "tls-ca", required_argument, NULL, 'a' },
+		{ "http-tls-cert", required_argument, NULL, 'C' },
+		{ "http-tls-key", required_argument, NULL, 'K' },
+		{ "http-tls-ca", required_argument, NULL, 'B' },
 		{ "heartbeat-ms", required_argument, NULL, 'b' },
 		{ "ready-file", required_argument, NULL, 'r' },
 		/* bounds on peers */
@@ -395,6 +526,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char	*admin_file = NULL, *agent_file = NULL;
+	const char	*viewer_file = NULL;
 	char		*end;
 	long		 v;
 	int		 ch, idx, level = LOG_LEVEL_INFO;
@@ -427,8 +559,29 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		case 'T':
 			agent_file = optarg;
 			break;
+		case 'W':
+			viewer_file = optarg;
+			break;
 		case 'I':
 			c->conf.insecure = 1;
+			break;
+		case 'c':
+			c->conf.tls_cert = optarg;
+			break;
+		case 'k':
+			c->conf.tls_key = optarg;
+			break;
+		case 'a':
+			c->conf.tls_ca = optarg;
+			break;
+		case 'C':
+			c->conf.http_tls_cert = optarg;
+			break;
+		case 'K':
+			c->conf.http_tls_key = optarg;
+			break;
+		case 'B':
+			c->conf.http_tls_ca = optarg;
 			break;
 		case 'b':
 			errno = 0;
@@ -474,29 +627,9 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	if (agent_file != NULL &&
 	    (c->conf.agent_token = coord_read_token(agent_file)) == NULL)
 		return (-1);
-	if (c->conf.insecure && ((c->conf.agent_token == NULL &&
-	    !coord_is_loopback(c->conf.listen_addr)) ||
-	    (c->conf.admin_token == NULL &&
-	    !coord_is_loopback(c->conf.http_addr))))
-		log_warnx("--insecure: serving a non-loopback address without "
-		    "a token: anyone who reaches it can drive the profilers");
-	if (!c->conf.insecure) {
-		if (c->conf.agent_token == NULL &&
-		    !coord_is_loopback(c->conf.listen_addr)) {
-			log_warnx("--listen %s is not a loopback address: give "
-			    "--agent-token-file, or --insecure",
-			    c->conf.listen_addr);
-			return (-1);
-		}
-		if (c->conf.admin_token == NULL &&
-		    !coord_is_loopback(c->conf.http_addr)) {
-			log_warnx("--http %s is not a loopback address: give "
-			    "--admin-token-file, or --insecure",
-			    c->conf.http_addr);
-			return (-1);
-		}
-	}
-	return (0);
+	if (coord_viewer_token(c, viewer_file) == -1)
+		return (-1);
+	return (coord_check_exposure(&c->conf));
 }
 
 /* Raises the open file limit to its hard limit: one descriptor per agent. */
@@ -538,19 +671,23 @@ coord_start(struct coord *c)
 	}
 	if (store_load(c->store, c) == -1)
 		return (-1);
+	if (coord_load_tls(c) == -1)
+		return (-1);
 	if (agents_listen(c, c->conf.listen_addr) == -1 ||
 	    http_listen(c, c->conf.http_addr) == -1)
 		return (-1);
 	c->sigterm = evsignal_new(c->base, SIGTERM, coord_signal, c);
 	c->sigint = evsignal_new(c->base, SIGINT, coord_signal, c);
 	c->sigpipe = evsignal_new(c->base, SIGPIPE, coord_signal, c);
+	c->sighup = evsignal_new(c->base, SIGHUP, coord_signal, c);
 	c->tick = event_new(c->base, -1, EV_PERSIST, coord_tick, c);
 	if (c->sigterm == NULL || c->sigint == NULL || c->sigpipe == NULL ||
-	    c->tick == NULL)
+	    c->sighup == NULL || c->tick == NULL)
 		return (-1);
 	evsignal_add(c->sigterm, NULL);
 	evsignal_add(c->sigint, NULL);
 	evsignal_add(c->sigpipe, NULL);
+	evsignal_add(c->sighup, NULL);
 	/* Heartbeats go out each interval; silence is judged at that grain. */
 	period = c->conf.heartbeat_ms;
 	tv.tv_sec = period / 1000;
@@ -558,9 +695,12 @@ coord_start(struct coord *c)
 	event_add(c->tick, &tv);
 	if (coord_write_ready(c) == -1)
 		return (-1);
-	log_info("%s: serving agents on port %d, admin API on port %d, "
-	    "state in %s, generation %llu", __func__, c->agent_port,
-	    c->http_port, c->conf.state_dir,
+	log_info("%s: serving agents on port %d (%s), admin API on port %d "
+	    "(%s), state in %s, generation %llu", __func__, c->agent_port,
+	    c->agent_tls.ctx != NULL ? "mutual TLS" : "plaintext",
+	    c->http_port, c->http_tls.ctx == NULL ? "HTTP" :
+	    c->conf.http_tls_ca != NULL ? "HTTPS, client certificates" :
+	    "HTTPS", c->conf.state_dir,
 	    (unsigned long long)c->generation);
 	return (0);
 }
@@ -577,6 +717,8 @@ coord_stop(struct coord *c)
 		event_free(c->sigint);
 	if (c->sigpipe != NULL)
 		event_free(c->sigpipe);
+	if (c->sighup != NULL)
+		event_free(c->sighup);
 	if (c->tick != NULL)
 		event_free(c->tick);
 	if (c->reaper != NULL)
@@ -585,10 +727,13 @@ coord_stop(struct coord *c)
 		event_free(c->committer);
 	schedule_free_all(c);
 	store_close(c->store);
+	tls_clear(&c->agent_tls);
+	tls_clear(&c->http_tls);
 	if (c->base != NULL)
 		event_base_free(c->base);
 	free(c->conf.admin_token);
 	free(c->conf.agent_token);
+	free(c->conf.viewer_token);
 }
 
 int
@@ -603,6 +748,7 @@ main(int argc, char **argv)
 	if (coord_parse_args(c, argc, argv) == -1) {
 		free(c->conf.admin_token);
 		free(c->conf.agent_token);
+		free(c->conf.viewer_token);
 		free(c);
 		return (COORD_EXIT_USAGE);
 	}

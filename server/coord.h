@@ -21,6 +21,7 @@
 #include "dynprof.pb-c.h"
 #include "jobid.h"
 #include "segment.h"
+#include "tls.h"
 
 struct event;
 struct event_base;
@@ -208,6 +209,7 @@ struct conn {
 	size_t			 nsubs;
 	uint64_t		 ack_seq;	/* to send after the next commit */
 	int			 ack_queued;
+	int			 tls_up;	/* TLS handshake done */
 	struct subq		 subs;
 	TAILQ_ENTRY(conn)	 entry;		/* coord->conns or coord->dead */
 	TAILQ_ENTRY(conn)	 ack_entry;	/* coord->acks */
@@ -244,9 +246,16 @@ struct coord_config {
 	char		*listen_addr;
 	char		*http_addr;
 	char		*state_dir;
-	char		*admin_token;
+	char		*admin_token;		/* operator: reads and writes */
 	char		*agent_token;
+	char		*viewer_token;		/* reads only */
 	int		 insecure;
+	char		*tls_cert;		/* AgentLink TLS, all three or none */
+	char		*tls_key;
+	char		*tls_ca;
+	char		*http_tls_cert;		/* HTTPS, the CA optional */
+	char		*http_tls_key;
+	char		*http_tls_ca;
 	uint32_t	 heartbeat_ms;
 	char		*ready_file;
 	/* bounds on peers */
@@ -265,7 +274,9 @@ struct coord {
 	struct evhttp		*http;
 	int			 agent_port;
 	int			 http_port;
-	struct event		*sigterm, *sigint, *sigpipe;
+	struct event		*sigterm, *sigint, *sigpipe, *sighup;
+	struct tls		 agent_tls;	/* ctx NULL: plaintext */
+	struct tls		 http_tls;
 	struct event		*tick;		/* housekeeping */
 	struct event		*reaper;	/* frees dead connections */
 	struct event		*committer;	/* group commit of events */

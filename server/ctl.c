@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "ctl.h"
 #include "token.h"
 #include "version.h"
@@ -78,7 +80,8 @@ ctl_usage(FILE *f)
 	size_t	 i;
 
 	fprintf(f,
-	    "usage: dynprofctl [--coordinator URL] [--token-file F] [--json] "
+	    "usage: dynprofctl [--coordinator URL[,URL...]] [--token-file F]\n"
+	    "                  [--cacert F] [--cert F] [--key F] [--json] "
 	    "COMMAND [ARGS]\n"
 	    "       dynprofctl COMMAND --help\n"
 	    "\n"
@@ -91,11 +94,21 @@ ctl_usage(FILE *f)
 	fprintf(f,
 	    "\n"
 	    "Options:\n"
-	    "  --coordinator URL  the admin API (default $DYNPROF_COORDINATOR, "
-	    "else\n"
-	    "                     %s)\n"
-	    "  --token-file F     read the admin token from F (default "
-	    "$DYNPROF_TOKEN)\n"
+	    "  --coordinator URL  the admin API, http:// or https:// (default\n"
+	    "                     $DYNPROF_COORDINATOR, else %s);\n"
+	    "                     a comma-separated list: the first that "
+	    "answers,\n"
+	    "                     and the only hosts a redirect may go to\n"
+	    "  --token-file F     read the operator or viewer token from F "
+	    "(default\n"
+	    "                     $DYNPROF_TOKEN)\n"
+	    "  --cacert F         https: trust the CAs in F (default "
+	    "$DYNPROF_CACERT,\n"
+	    "                     else the system's)\n"
+	    "  --cert F           https: client certificate, PEM (default "
+	    "$DYNPROF_CERT)\n"
+	    "  --key F            its private key, PEM (default $DYNPROF_KEY, "
+	    "else in F)\n"
 	    "  --json             print the coordinator's JSON as is, for "
 	    "scripts\n"
 	    "  --help, --version\n"
@@ -115,8 +128,28 @@ ctl_read_token(struct ctl *ctl, const char *path)
 		ctl_errx(ctl, "cannot read token file %s: %s", path, why);
 		return (-1);
 	}
-	ctl->token = strdup(buf);
-	return (ctl->token == NULL ? -1 : 0);
+	ctl->conn.token = strdup(buf);
+	return (ctl->conn.token == NULL ? -1 : 0);
+}
+
+/*
+ * Takes a TLS file from its flag, else from the environment variable env;
+ * checks it can be read.  Returns 0 or -1 (said why).
+ */
+static int
+ctl_tls_file(struct ctl *ctl, const char **slot, const char *flag,
+    const char *env)
+{
+	const char	*v;
+
+	if (*slot == NULL && (v = getenv(env)) != NULL && *v != '\0')
+		*slot = v;
+	if (*slot != NULL && access(*slot, R_OK) == -1) {
+		ctl_errx(ctl, "cannot read %s %s: %s", flag, *slot,
+		    strerror(errno));
+		return (-1);
+	}
+	return (0);
 }
 
 static const struct ctl_command *
@@ -136,8 +169,9 @@ ctl_command_help(FILE *f, const struct ctl_command *c)
 {
 	fprintf(f, "usage: dynprofctl [GLOBAL OPTIONS] %s\n\n%s", c->usage,
 	    c->help);
-	fprintf(f, "\nGlobal options: --coordinator URL, --token-file F, --json "
-	    "(dynprofctl --help).\n"
+	fprintf(f, "\nGlobal options: --coordinator URL, --token-file F, "
+	    "--cacert F, --cert F,\n"
+	    "--key F, --json (dynprofctl --help).\n"
 	    "Exit codes: 0 ok, 1 refused or bad usage, 2 cannot reach the "
 	    "coordinator,\n            3 timeout.\n");
 }
@@ -148,6 +182,9 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "coordinator", required_argument, NULL, 'c' },
 		{ "token-file", required_argument, NULL, 't' },
+		{ "cacert", required_argument, NULL, 'C' },
+		{ "cert", required_argument, NULL, 'E' },
+		{ "key", required_argument, NULL, 'K' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -174,6 +211,15 @@ main(int argc, char **argv)
 			break;
 		case 't':
 			token_file = optarg;
+			break;
+		case 'C':
+			ctl.conn.cacert = optarg;
+			break;
+		case 'E':
+			ctl.conn.cert = optarg;
+			break;
+		case 'K':
+			ctl.conn.key = optarg;
 			break;
 		case 'j':
 			ctl.json = 1;
@@ -234,8 +280,19 @@ main(int argc, char **argv)
 	argv[argc] = NULL;
 
 	if (cmd->fn != ctl_cmd_local &&
-	    ctl_url_parse(ctl.url, &ctl.addr, &why) == -1) {
+	    ctl_urls_parse(ctl.url, &ctl.conn, &why) == -1) {
 		ctl_errx(&ctl, "bad coordinator URL %s: %s", ctl.url, why);
+		return (CTL_EXIT_REFUSED);
+	}
+	if (cmd->fn != ctl_cmd_local &&
+	    (ctl_tls_file(&ctl, &ctl.conn.cacert, "--cacert",
+	    "DYNPROF_CACERT") == -1 ||
+	    ctl_tls_file(&ctl, &ctl.conn.cert, "--cert", "DYNPROF_CERT") == -1 ||
+	    ctl_tls_file(&ctl, &ctl.conn.key, "--key", "DYNPROF_KEY") == -1))
+		return (CTL_EXIT_REFUSED);
+	if (ctl.conn.key != NULL && ctl.conn.cert == NULL) {
+		ctl_errx(&ctl, "--key (or DYNPROF_KEY) needs --cert "
+		    "(or DYNPROF_CERT)");
 		return (CTL_EXIT_REFUSED);
 	}
 	if (token_file != NULL) {
@@ -246,14 +303,20 @@ main(int argc, char **argv)
 			ctl_errx(&ctl, "DYNPROF_TOKEN has a line break");
 			return (CTL_EXIT_REFUSED);
 		}
-		ctl.token = strdup(env);
+		ctl.conn.token = strdup(env);
 	}
 
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		ctl_errx(&ctl, "cannot start libcurl");
+		free(ctl.conn.token);
+		return (CTL_EXIT_UNREACHABLE);
+	}
 	rc = cmd->fn(&ctl, argc, argv);
 	if (rc == CTL_USAGE) {
 		fprintf(stderr, "usage: dynprofctl %s\n", cmd->usage);
 		rc = CTL_EXIT_REFUSED;
 	}
-	free(ctl.token);
+	curl_global_cleanup();
+	free(ctl.conn.token);
 	return (rc);
 }

@@ -16,7 +16,8 @@
 
 /* Exit codes, said in --help. */
 #define CTL_EXIT_OK		0
-#define CTL_EXIT_REFUSED	1	/* refused by the coordinator, bad usage */
+#define CTL_EXIT_REFUSED	1	/* refused by the coordinator, bad usage,
+					   a redirect not followed */
 #define CTL_EXIT_UNREACHABLE	2	/* cannot reach the coordinator */
 #define CTL_EXIT_TIMEOUT	3	/* --wait --timeout, or no answer in time */
 #define CTL_USAGE		-1	/* a command's bad arguments: main prints
@@ -26,19 +27,40 @@
 #define CTL_HTTP_TIMEOUT_MS	10000	/* one request, connect to last byte */
 #define CTL_BODY_MAX		(64 * 1024 * 1024)
 #define CTL_FILE_MAX		(16 * 1024 * 1024)
+#define CTL_URLS_MAX		8	/* coordinators in --coordinator */
+#define CTL_REDIRECTS_MAX	4	/* 307/308 hops of one request */
 
-/* The coordinator's address, from --coordinator or DYNPROF_COORDINATOR. */
+/* A coordinator's address, from --coordinator or DYNPROF_COORDINATOR. */
 struct ctl_url {
+	int	 https;
 	char	 host[256];
 	char	 port[8];
 	char	 base[512];		/* path prefix without the trailing '/' */
 };
 
+/*
+ * How to reach the coordinators: the first URL is asked, the others when it
+ * cannot be reached; a 307/308 redirect is followed only to one of them.
+ */
+struct ctl_conn {
+	struct ctl_url	 urls[CTL_URLS_MAX];
+	size_t		 nurls;
+	char		*token;		/* NULL: none */
+	const char	*cacert;	/* NULL: the system's CAs */
+	const char	*cert;		/* client certificate, NULL: none */
+	const char	*key;		/* its key, NULL: in cert */
+};
+
+/*
+ * Where the body of a 2xx answer goes as it arrives (a command that streams);
+ * returns 0, or -1 to stop the transfer.
+ */
+typedef int	(*ctl_sink_fn)(void *, const char *, size_t);
+
 /* What every command gets: the global flags. */
 struct ctl {
 	const char	*url;		/* as the user gave it, for messages */
-	struct ctl_url	 addr;
-	char		*token;		/* NULL: none */
+	struct ctl_conn	 conn;
 	int		 json;		/* --json: print the coordinator's JSON */
 	int		 timeout_ms;	/* one HTTP request */
 	int		 tty;		/* stdout is a terminal */
@@ -70,11 +92,10 @@ int	 ctl_cmd_cancel(struct ctl *, int, char **);
 /* ctl_http.c */
 int64_t	 ctl_now_ms(void);
 int	 ctl_url_parse(const char *, struct ctl_url *, const char **);
-int	 ctl_http_request(const struct ctl_url *, const char *, const char *,
-	    const char *, const char *, size_t, int, struct ctl_response *,
-	    char *, size_t);
-int	 ctl_http_parse_response(const char *, size_t, struct ctl_response *,
-	    const char **);
+int	 ctl_urls_parse(const char *, struct ctl_conn *, const char **);
+int	 ctl_http_request(const struct ctl_conn *, const char *, const char *,
+	    const char *, size_t, int, ctl_sink_fn, void *,
+	    struct ctl_response *, char *, size_t);
 void	 ctl_http_free(struct ctl_response *);
 
 /* ctl_trace.c */

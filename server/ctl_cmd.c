@@ -74,11 +74,12 @@ ctl_call(struct ctl *ctl, const char *method, const char *path,
 
 	if (doc != NULL)
 		*doc = NULL;
-	rc = ctl_http_request(&ctl->addr, ctl->token, method, path, body,
-	    bodylen, ctl->timeout_ms, &r, err, sizeof(err));
-	if (rc != CTL_EXIT_OK && ctl->quiet)
+	rc = ctl_http_request(&ctl->conn, method, path, body, bodylen,
+	    ctl->timeout_ms, NULL, NULL, &r, err, sizeof(err));
+	if ((rc == CTL_EXIT_UNREACHABLE || rc == CTL_EXIT_TIMEOUT) &&
+	    ctl->quiet)
 		return (rc);
-	if (rc == CTL_EXIT_TIMEOUT) {
+	if (rc == CTL_EXIT_TIMEOUT || rc == CTL_EXIT_REFUSED) {
 		ctl_errx(ctl, "coordinator at %s: %s", ctl->url, err);
 		return (rc);
 	}
@@ -101,7 +102,7 @@ ctl_call(struct ctl *ctl, const char *method, const char *path,
 		else
 			ctl_errx(ctl, "coordinator answered HTTP %d: %.200s",
 			    r.status, r.len > 0 ? r.body : "(empty body)");
-		if (r.status == 401 && ctl->token == NULL)
+		if (r.status == 401 && ctl->conn.token == NULL)
 			ctl_errx(ctl, "this coordinator wants an admin token: "
 			    "--token-file F or DYNPROF_TOKEN");
 		json_decref(j);

@@ -1,22 +1,20 @@
 /*
- * A small blocking HTTP/1.1 client: one request per connection, a deadline over
- * the whole exchange, and errors a person can act on ("Connection refused").
- * Blocking is right for a command line tool that does one thing and exits.
+ * dynprofctl's HTTP client, on libcurl: one request at a time with a deadline
+ * over the whole exchange, http:// and https:// (a CA, a client certificate),
+ * 307/308 redirects followed only to the coordinators the user named, bodies
+ * handed to a sink as they arrive, and errors a person can act on
+ * ("Connection refused").  Blocking is right for a command line tool that
+ * does one thing and exits.
  */
 
-#include <sys/socket.h>
-#include <sys/types.h>
-
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "ctl.h"
 #include "version.h"
@@ -31,21 +29,10 @@ ctl_now_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
-static int
-ctl_http_remaining(int64_t deadline)
-{
-	int64_t	 left;
-
-	left = deadline - ctl_now_ms();
-	if (left < 0)
-		return (0);
-	return ((int)left);
-}
-
 /*
- * Parses "http://host[:port][/base]" or "host[:port]" (IPv6 literals in
- * brackets).  The port defaults to 80 as in any http URL.  Returns 0, or -1
- * with the reason.
+ * Parses "http[s]://host[:port][/base]" or "host[:port]" (IPv6 literals in
+ * brackets).  The port defaults to 80 (443 for https) as in any URL.  Returns
+ * 0, or -1 with the reason.
  */
 int
 ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
@@ -60,13 +47,12 @@ ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
 	}
 	p = url;
 	if (strncasecmp(p, "https://", 8) == 0) {
-		*why = "https is not supported yet: use http://";
-		return (-1);
-	}
-	if (strncasecmp(p, "http://", 7) == 0)
+		u->https = 1;
+		p += 8;
+	} else if (strncasecmp(p, "http://", 7) == 0)
 		p += 7;
 	else if (strstr(p, "://") != NULL) {
-		*why = "only http:// URLs are supported";
+		*why = "only http:// and https:// URLs are supported";
 		return (-1);
 	}
 	slash = p + strcspn(p, "/?#");
@@ -101,6 +87,10 @@ ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
 		return (-1);
 	}
 	u->host[hlen] = '\0';
+	if (strpbrk(u->host, " \t\r\n@,") != NULL) {
+		*why = "bad character in host";
+		return (-1);
+	}
 	if (pstart < slash && *pstart == ':') {
 		pstart++;
 		plen = slash - pstart;
@@ -116,7 +106,8 @@ ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
 			return (-1);
 		}
 	} else
-		snprintf(u->port, sizeof(u->port), "80");
+		snprintf(u->port, sizeof(u->port), "%s",
+		    u->https ? "443" : "80");
 	if (*slash == '?' || *slash == '#') {
 		*why = "a query or fragment in the coordinator URL";
 		return (-1);
@@ -128,247 +119,409 @@ ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
 		*why = "URL path too long";
 		return (-1);
 	}
+	if (strpbrk(slash, " \t\r\n") != NULL) {
+		*why = "white space in the URL path";
+		return (-1);
+	}
 	memcpy(u->base, slash, blen);
 	u->base[blen] = '\0';
 	return (0);
 }
 
-/* Connects to one address before the deadline: the fd, or -1 with errno. */
-static int
-ctl_http_connect_one(const struct addrinfo *ai, int64_t deadline)
+/*
+ * Parses a comma-separated list of coordinator URLs into conn->urls (at most
+ * CTL_URLS_MAX).  Returns 0, or -1 with the reason.
+ */
+int
+ctl_urls_parse(const char *list, struct ctl_conn *conn, const char **why)
 {
-	struct pollfd	 pfd;
-	socklen_t	 len;
-	int		 fd, flags, error, n;
+	char		 one[1024];
+	const char	*p = list, *comma;
+	size_t		 n;
 
-	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-	    ai->ai_protocol);
-	if (fd == -1)
+	conn->nurls = 0;
+	if (list == NULL || *list == '\0') {
+		*why = "empty URL";
 		return (-1);
-	flags = fcntl(fd, F_GETFL);
-	if (flags == -1 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1)
-		goto fail;
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-		return (fd);
-	if (errno != EINPROGRESS)
-		goto fail;
-	pfd.fd = fd;
-	pfd.events = POLLOUT;
-	do
-		n = poll(&pfd, 1, ctl_http_remaining(deadline));
-	while (n == -1 && errno == EINTR);
-	if (n == -1)
-		goto fail;
-	if (n == 0) {
-		errno = ETIMEDOUT;
-		goto fail;
 	}
-	len = sizeof(error);
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == -1)
-		goto fail;
-	if (error != 0) {
-		errno = error;
-		goto fail;
+	for (;;) {
+		comma = strchr(p, ',');
+		n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		if (n >= sizeof(one)) {
+			*why = "URL too long";
+			return (-1);
+		}
+		if (conn->nurls == CTL_URLS_MAX) {
+			*why = "more than 8 coordinators";
+			return (-1);
+		}
+		memcpy(one, p, n);
+		one[n] = '\0';
+		if (ctl_url_parse(one, &conn->urls[conn->nurls], why) == -1)
+			return (-1);
+		conn->nurls++;
+		if (comma == NULL)
+			return (0);
+		p = comma + 1;
 	}
-	return (fd);
+}
+
+/* Writes the URL of path on coordinator u into buf; -1 if too long. */
+static int
+ctl_http_url(const struct ctl_url *u, const char *path, char *buf,
+    size_t len)
+{
+	int	 v6 = strchr(u->host, ':') != NULL, n;
+
+	n = snprintf(buf, len, "%s://%s%s%s:%s%s%s", u->https ? "https" :
+	    "http", v6 ? "[" : "", u->host, v6 ? "]" : "", u->port, u->base,
+	    path);
+	return (n < 0 || (size_t)n >= len ? -1 : 0);
+}
+
+/*
+ * Returns 1 if url (a redirect's target) is on one of the coordinators in
+ * conn: same scheme, host and port.  A redirect elsewhere would hand the
+ * token and the request to a server the user never named.
+ */
+static int
+ctl_http_allowed(const struct ctl_conn *conn, const char *url)
+{
+	CURLU		*h;
+	char		*scheme = NULL, *host = NULL, *port = NULL;
+	const struct ctl_url	*u;
+	const char	*hp;
+	size_t		 i, hl;
+	int		 ok = 0;
+
+	if ((h = curl_url()) == NULL)
+		return (0);
+	if (curl_url_set(h, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) !=
+	    CURLUE_OK)
+		goto out;
+	/* IPv6 literals come back in brackets. */
+	hp = host;
+	hl = strlen(host);
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		hp++;
+		hl -= 2;
+	}
+	for (i = 0; i < conn->nurls && !ok; i++) {
+		u = &conn->urls[i];
+		ok = strcasecmp(scheme, u->https ? "https" : "http") == 0 &&
+		    strlen(u->host) == hl &&
+		    strncasecmp(u->host, hp, hl) == 0 &&
+		    strcmp(port, u->port) == 0;
+	}
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(h);
+	return (ok);
+}
+
+/* One transfer's state, seen by the write callback. */
+struct ctl_http_xfer {
+	CURL		*curl;
+	ctl_sink_fn	 sink;		/* NULL: every body into res */
+	void		*arg;
+	struct ctl_response *res;
+	size_t		 cap;
+	int		 status;	/* 0 until the headers are in */
+	int		 too_large;
+	int		 sink_failed;
+};
+
+/*
+ * Takes a piece of the body: a 2xx body goes to the sink if there is one,
+ * any other (an error, a redirect) is kept in res, CTL_BODY_MAX at most.
+ */
+static size_t
+ctl_http_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct ctl_http_xfer	*x = arg;
+	struct ctl_response	*res = x->res;
+	size_t			 len = size * nmemb, ncap;
+	long			 code = 0;
+	char			*nb;
+
+	if (x->status == 0) {
+		curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &code);
+		x->status = (int)code;
+	}
+	if (x->sink != NULL && x->status >= 200 && x->status <= 299) {
+		if (x->sink(x->arg, data, len) == -1) {
+			x->sink_failed = 1;
+			return (0);
+		}
+		return (len);
+	}
+	if (len > CTL_BODY_MAX - res->len) {
+		x->too_large = 1;
+		return (0);
+	}
+	if (res->len + len + 1 > x->cap) {
+		ncap = x->cap == 0 ? 65536 : x->cap;
+		while (ncap < res->len + len + 1)
+			ncap *= 2;
+		if ((nb = realloc(res->body, ncap)) == NULL) {
+			x->too_large = 1;
+			return (0);
+		}
+		res->body = nb;
+		x->cap = ncap;
+	}
+	memcpy(res->body + res->len, data, len);
+	res->len += len;
+	res->body[res->len] = '\0';
+	return (len);
+}
+
+/* Says why a transfer failed; returns the exit code that goes with it. */
+static int
+ctl_http_error(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
+    const struct ctl_url *u, const char *ebuf, int timeout_ms, char *err,
+    size_t errlen)
+{
+	const char	*detail = ebuf[0] != '\0' ? ebuf :
+			    curl_easy_strerror(cc);
+	long		 oserr = 0;
+	size_t		 n;
+
+	switch (cc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		snprintf(err, errlen, "no answer within %d.%03d s",
+		    timeout_ms / 1000, timeout_ms % 1000);
+		return (CTL_EXIT_TIMEOUT);
+	case CURLE_COULDNT_RESOLVE_HOST:
+		snprintf(err, errlen, "cannot resolve %s", u->host);
+		return (CTL_EXIT_UNREACHABLE);
+	case CURLE_COULDNT_CONNECT:
+		curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &oserr);
+		snprintf(err, errlen, "%s", oserr != 0 ?
+		    strerror((int)oserr) : detail);
+		return (CTL_EXIT_UNREACHABLE);
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_WEIRD_SERVER_REPLY:
+		snprintf(err, errlen, "not an HTTP answer");
+		break;
+	case CURLE_GOT_NOTHING:
+		snprintf(err, errlen, "the connection closed without an "
+		    "answer");
+		break;
+	case CURLE_PARTIAL_FILE:
+		snprintf(err, errlen, "truncated HTTP answer (body shorter "
+		    "than Content-Length)");
+		return (CTL_EXIT_UNREACHABLE);
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+		snprintf(err, errlen, "connection lost: %s", detail);
+		break;
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+		snprintf(err, errlen, "TLS: %s", detail);
+		return (CTL_EXIT_UNREACHABLE);
+	case CURLE_SSL_CONNECT_ERROR:
+		snprintf(err, errlen, "TLS: %s", detail);
+		break;
+	default:
+		snprintf(err, errlen, "%s", detail);
+		return (CTL_EXIT_UNREACHABLE);
+	}
+	/*
+	 * The connection broke in the exchange.  Plain HTTP to a TLS port looks
+	 * so; and TLS 1.3 servers refuse a missing client certificate after
+	 * the handshake, so that shows as a lost connection too: say what to
+	 * try.
+	 */
+	n = strlen(err);
+	if (!u->https)
+		snprintf(err + n, errlen - n, " (an https:// coordinator?)");
+	else if (conn->cert == NULL)
+		snprintf(err + n, errlen - n, " (%sthe coordinator wants a "
+		    "client certificate: --cert F --key F)",
+		    strstr(detail, "certificate required") != NULL ? "" :
+		    "if ");
+	return (CTL_EXIT_UNREACHABLE);
+}
+
+/*
+ * Sets up the handle for one request: TLS files, headers, method and body.
+ * Returns 0 or -1 (out of memory).
+ */
+static int
+ctl_http_setup(CURL *curl, const struct ctl_conn *conn, const char *method,
+    const char *body, size_t bodylen, int timeout_ms, struct curl_slist **hdrs)
+{
+	struct curl_slist	*l = NULL, *n;
+	char			 auth[32 + 1024];
+
+	*hdrs = NULL;
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_USERAGENT,
+	    "dynprofctl/" DYNPROF_VERSION_STRING);
+	/* Redirects are followed by hand: see ctl_http_allowed(). */
+	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(curl, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+	/* Straight to the coordinator, as before: no http_proxy from the
+	 * environment sees the token. */
+	curl_easy_setopt(curl, CURLOPT_PROXY, "");
+	if (conn->cacert != NULL)
+		curl_easy_setopt(curl, CURLOPT_CAINFO, conn->cacert);
+	if (conn->cert != NULL)
+		curl_easy_setopt(curl, CURLOPT_SSLCERT, conn->cert);
+	if (conn->key != NULL)
+		curl_easy_setopt(curl, CURLOPT_SSLKEY, conn->key);
+
+	if ((n = curl_slist_append(l, "Accept: application/json")) == NULL)
+		goto fail;
+	l = n;
+	/* No "Expect: 100-continue" wait before a large body. */
+	if ((n = curl_slist_append(l, "Expect:")) == NULL)
+		goto fail;
+	l = n;
+	/* Without a body, no Content-Type (not curl's form default). */
+	if ((n = curl_slist_append(l, body != NULL ?
+	    "Content-Type: application/json" : "Content-Type:")) == NULL)
+		goto fail;
+	l = n;
+	if (conn->token != NULL) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
+		    conn->token);
+		if ((n = curl_slist_append(l, auth)) == NULL)
+			goto fail;
+		l = n;
+	}
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, l);
+	*hdrs = l;
+
+	if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	if (body != NULL || strcmp(method, "GET") != 0) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)bodylen);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS,
+		    body != NULL ? body : "");
+	}
+	return (0);
 fail:
-	error = errno;
-	close(fd);
-	errno = error;
+	curl_slist_free_all(l);
 	return (-1);
 }
 
-/* Waits for fd to be ready for events; 0 ready, -1 with errno (ETIMEDOUT). */
-static int
-ctl_http_wait(int fd, short events, int64_t deadline)
-{
-	struct pollfd	 pfd;
-	int		 n;
-
-	pfd.fd = fd;
-	pfd.events = events;
-	for (;;) {
-		n = poll(&pfd, 1, ctl_http_remaining(deadline));
-		if (n > 0)
-			return (0);
-		if (n == 0) {
-			errno = ETIMEDOUT;
-			return (-1);
-		}
-		if (errno != EINTR)
-			return (-1);
-	}
-}
-
-static int
-ctl_http_send_all(int fd, const char *buf, size_t len, int64_t deadline)
-{
-	ssize_t	 n;
-
-	while (len > 0) {
-		if (ctl_http_wait(fd, POLLOUT, deadline) == -1)
-			return (-1);
-		n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n == -1) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return (-1);
-		}
-		buf += n;
-		len -= n;
-	}
-	return (0);
-}
-
-/* Decodes a chunked body in place; returns its length or -1. */
-static long
-ctl_http_dechunk(char *body, size_t len)
-{
-	size_t		 in = 0, out = 0, n;
-	char		*end;
-	unsigned long	 size;
-
-	for (;;) {
-		if (in >= len)
-			return (-1);
-		errno = 0;
-		size = strtoul(body + in, &end, 16);
-		if (end == body + in || errno != 0)
-			return (-1);
-		n = (size_t)(end - body);
-		end = memmem(body + n, len - n, "\r\n", 2);
-		if (end == NULL)
-			return (-1);
-		in = (size_t)(end - body) + 2;
-		if (size == 0)
-			return ((long)out);
-		if (size > len - in)
-			return (-1);
-		memmove(body + out, body + in, size);
-		out += size;
-		in += size;
-		if (len - in < 2 || memcmp(body + in, "\r\n", 2) != 0)
-			return (-1);
-		in += 2;
-	}
-}
-
-/* What the status line and headers of an answer say. */
-struct ctl_http_head {
-	int	 status;
-	size_t	 hlen;		/* up to and with the blank line */
-	size_t	 clen;
-	int	 have_clen;
-	int	 chunked;
-};
-
-/* Parses the status line and the headers; 0, or -1 with the reason. */
-static int
-ctl_http_head(const char *buf, size_t len, struct ctl_http_head *h,
-    const char **why)
-{
-	const char	*hend, *line, *eol, *v;
-
-	memset(h, 0, sizeof(*h));
-	hend = memmem(buf, len, "\r\n\r\n", 4);
-	if (hend == NULL) {
-		*why = "truncated HTTP answer (no end of headers)";
-		return (-1);
-	}
-	h->hlen = (size_t)(hend - buf) + 4;
-	if (len < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
-	    sscanf(buf + 9, "%3d", &h->status) != 1 || h->status < 100 ||
-	    h->status > 599) {
-		*why = "not an HTTP answer";
-		return (-1);
-	}
-	line = memmem(buf, h->hlen, "\r\n", 2) + 2;
-	while (line < hend + 2) {
-		eol = memmem(line, hend + 2 - line, "\r\n", 2);
-		if (eol == NULL)
-			break;
-		if ((size_t)(eol - line) > 15 &&
-		    strncasecmp(line, "Content-Length:", 15) == 0) {
-			v = line + 15;
-			while (*v == ' ' || *v == '\t')
-				v++;
-			if (sscanf(v, "%zu", &h->clen) != 1) {
-				*why = "bad Content-Length";
-				return (-1);
-			}
-			h->have_clen = 1;
-		} else if ((size_t)(eol - line) > 18 &&
-		    strncasecmp(line, "Transfer-Encoding:", 18) == 0) {
-			v = line + 18;
-			while (*v == ' ' || *v == '\t')
-				v++;
-			if (strncasecmp(v, "chunked", 7) == 0)
-				h->chunked = 1;
-		}
-		line = eol + 2;
-	}
-	return (0);
-}
-
 /*
- * Returns 1 once buf holds a whole answer with a Content-Length body, so that
- * a server keeping the connection open does not make us wait for its end.
+ * Sends one request to coordinator u and follows its 307/308 redirects to
+ * the coordinators in conn.  Returns as ctl_http_request().
  */
 static int
-ctl_http_complete(const char *buf, size_t len)
+ctl_http_one(const struct ctl_conn *conn, const struct ctl_url *u,
+    const char *method, const char *path, const char *body, size_t bodylen,
+    int timeout_ms, ctl_sink_fn sink, void *arg, struct ctl_response *res,
+    char *err, size_t errlen)
 {
-	struct ctl_http_head	 h;
-	const char		*why;
-
-	return (ctl_http_head(buf, len, &h, &why) == 0 && !h.chunked &&
-	    h.have_clen && len - h.hlen >= h.clen);
-}
-
-/*
- * Parses a whole HTTP/1.x answer (status line, headers, body; Content-Length,
- * chunked, or up to the end).  Returns 0 with res filled (body copied and
- * NUL-terminated), or -1 with the reason.
- */
-int
-ctl_http_parse_response(const char *buf, size_t len, struct ctl_response *res,
-    const char **why)
-{
-	struct ctl_http_head	 h;
-	size_t			 blen;
-	long			 dl;
+	struct ctl_http_xfer	 x;
+	struct curl_slist	*hdrs = NULL;
+	CURL			*curl;
+	CURLcode		 cc;
+	char			 url[2048], ebuf[CURL_ERROR_SIZE];
+	char			*next;
+	long			 code;
+	int			 hops, rc;
+	int64_t			 deadline, left;
 
 	memset(res, 0, sizeof(*res));
-	if (ctl_http_head(buf, len, &h, why) == -1)
-		return (-1);
-	blen = len - h.hlen;
-	if (!h.chunked && h.have_clen) {
-		if (h.clen > blen) {
-			*why = "truncated HTTP answer (body shorter than "
-			    "Content-Length)";
-			return (-1);
+	if (ctl_http_url(u, path, url, sizeof(url)) == -1) {
+		snprintf(err, errlen, "URL too long");
+		return (CTL_EXIT_REFUSED);
+	}
+	if ((curl = curl_easy_init()) == NULL) {
+		snprintf(err, errlen, "cannot start libcurl");
+		return (CTL_EXIT_UNREACHABLE);
+	}
+	if (ctl_http_setup(curl, conn, method, body, bodylen, timeout_ms,
+	    &hdrs) == -1) {
+		snprintf(err, errlen, "out of memory");
+		rc = CTL_EXIT_UNREACHABLE;
+		goto out;
+	}
+	deadline = ctl_now_ms() + timeout_ms;
+	for (hops = 0;; hops++) {
+		memset(&x, 0, sizeof(x));
+		x.curl = curl;
+		x.sink = sink;
+		x.arg = arg;
+		x.res = res;
+		ctl_http_free(res);
+		ebuf[0] = '\0';
+		/* Redirects share the one deadline. */
+		left = deadline - ctl_now_ms();
+		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+		    (long)(left > 1 ? left : 1));
+		curl_easy_setopt(curl, CURLOPT_URL, url);
+		curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, ebuf);
+		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ctl_http_write);
+		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &x);
+		cc = curl_easy_perform(curl);
+		if (cc == CURLE_WRITE_ERROR && x.too_large) {
+			snprintf(err, errlen, "answer larger than %d bytes",
+			    CTL_BODY_MAX);
+			rc = CTL_EXIT_UNREACHABLE;
+			goto out;
 		}
-		blen = h.clen;
-	}
-	res->body = malloc(blen + 1);
-	if (res->body == NULL) {
-		*why = "out of memory";
-		return (-1);
-	}
-	memcpy(res->body, buf + h.hlen, blen);
-	res->body[blen] = '\0';
-	if (h.chunked) {
-		dl = ctl_http_dechunk(res->body, blen);
-		if (dl < 0) {
-			ctl_http_free(res);
-			*why = "bad chunked encoding in HTTP answer";
-			return (-1);
+		if (cc == CURLE_WRITE_ERROR && x.sink_failed) {
+			snprintf(err, errlen, "cannot write the answer out");
+			rc = CTL_EXIT_REFUSED;
+			goto out;
 		}
-		blen = (size_t)dl;
-		res->body[blen] = '\0';
+		if (cc != CURLE_OK) {
+			rc = ctl_http_error(curl, cc, conn, u, ebuf, timeout_ms,
+			    err, errlen);
+			goto out;
+		}
+		code = 0;
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+		res->status = (int)code;
+		if (code != 307 && code != 308)
+			break;
+		next = NULL;
+		curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &next);
+		if (next == NULL)
+			break;	/* no Location: shown as the answer it is */
+		if (hops == CTL_REDIRECTS_MAX) {
+			snprintf(err, errlen, "more than %d redirects, the "
+			    "last to %.300s", CTL_REDIRECTS_MAX, next);
+			rc = CTL_EXIT_REFUSED;
+			goto out;
+		}
+		if (!ctl_http_allowed(conn, next)) {
+			snprintf(err, errlen, "redirected to %.300s, which is "
+			    "not one of the coordinators given (--coordinator "
+			    "or DYNPROF_COORDINATOR): not followed", next);
+			rc = CTL_EXIT_REFUSED;
+			goto out;
+		}
+		snprintf(url, sizeof(url), "%s", next);
 	}
-	res->len = blen;
-	res->status = h.status;
-	return (0);
+	if (res->body == NULL && (res->body = strdup("")) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		rc = CTL_EXIT_UNREACHABLE;
+		goto out;
+	}
+	rc = CTL_EXIT_OK;
+out:
+	if (rc != CTL_EXIT_OK)
+		ctl_http_free(res);
+	curl_easy_cleanup(curl);
+	curl_slist_free_all(hdrs);
+	return (rc);
 }
 
 /* Frees the body of an answer. */
@@ -382,125 +535,37 @@ ctl_http_free(struct ctl_response *res)
 
 /*
  * Sends one request (method, path under the URL's base, optional body as JSON)
- * and reads the whole answer within timeout_ms.  Returns CTL_EXIT_OK with res
- * filled, CTL_EXIT_UNREACHABLE or CTL_EXIT_TIMEOUT with the reason in err.
+ * to the first coordinator in conn that can be reached, and reads the answer
+ * within timeout_ms.  With a sink, a 2xx body goes there as it arrives and
+ * res->body stays empty.  Returns CTL_EXIT_OK with res filled (caller frees
+ * with ctl_http_free), else CTL_EXIT_UNREACHABLE, CTL_EXIT_TIMEOUT or
+ * CTL_EXIT_REFUSED (a redirect not followed) with the reason in err.
  */
 int
-ctl_http_request(const struct ctl_url *u, const char *token,
-    const char *method, const char *path, const char *body, size_t bodylen,
-    int timeout_ms, struct ctl_response *res, char *err, size_t errlen)
+ctl_http_request(const struct ctl_conn *conn, const char *method,
+    const char *path, const char *body, size_t bodylen, int timeout_ms,
+    ctl_sink_fn sink, void *arg, struct ctl_response *res, char *err,
+    size_t errlen)
 {
-	struct addrinfo	 hints, *ai0 = NULL, *ai;
-	char		*req = NULL, *buf = NULL, *nbuf;
-	const char	*why;
-	size_t		 len = 0, cap = 0;
-	int64_t		 deadline;
-	ssize_t		 n;
-	int		 fd = -1, rc, saved = 0, r, hlen;
+	char	 one[512];
+	size_t	 i;
+	int	 rc = CTL_EXIT_UNREACHABLE;
 
 	memset(res, 0, sizeof(*res));
-	deadline = ctl_now_ms() + timeout_ms;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	r = getaddrinfo(u->host, u->port, &hints, &ai0);
-	if (r != 0) {
-		snprintf(err, errlen, "cannot resolve %s: %s", u->host,
-		    gai_strerror(r));
-		return (CTL_EXIT_UNREACHABLE);
-	}
-	for (ai = ai0; ai != NULL; ai = ai->ai_next) {
-		fd = ctl_http_connect_one(ai, deadline);
-		if (fd != -1)
+	snprintf(err, errlen, "no coordinator given");
+	for (i = 0; i < conn->nurls; i++) {
+		rc = ctl_http_one(conn, &conn->urls[i], method, path, body,
+		    bodylen, timeout_ms, sink, arg, res, one, sizeof(one));
+		if (rc == CTL_EXIT_OK)
+			return (rc);
+		/* With several, say which one failed how. */
+		if (conn->nurls > 1)
+			snprintf(err, errlen, "%s:%s: %s",
+			    conn->urls[i].host, conn->urls[i].port, one);
+		else
+			snprintf(err, errlen, "%s", one);
+		if (rc != CTL_EXIT_UNREACHABLE)
 			break;
-		saved = errno;
 	}
-	freeaddrinfo(ai0);
-	if (fd == -1) {
-		snprintf(err, errlen, "%s", strerror(saved));
-		return (CTL_EXIT_UNREACHABLE);
-	}
-
-	hlen = asprintf(&req, "%s %s%s HTTP/1.1\r\n"
-	    "Host: %s%s%s:%s\r\n"
-	    "User-Agent: dynprofctl/%s\r\n"
-	    "Accept: application/json\r\n"
-	    "Connection: close\r\n"
-	    "%s%s%s"
-	    "Content-Length: %zu\r\n"
-	    "%s"
-	    "\r\n",
-	    method, u->base, path,
-	    strchr(u->host, ':') != NULL ? "[" : "", u->host,
-	    strchr(u->host, ':') != NULL ? "]" : "", u->port,
-	    DYNPROF_VERSION_STRING,
-	    token != NULL ? "Authorization: Bearer " : "",
-	    token != NULL ? token : "", token != NULL ? "\r\n" : "",
-	    bodylen,
-	    body != NULL ? "Content-Type: application/json\r\n" : "");
-	if (hlen == -1) {
-		req = NULL;
-		snprintf(err, errlen, "out of memory");
-		rc = CTL_EXIT_UNREACHABLE;
-		goto out;
-	}
-	if (ctl_http_send_all(fd, req, (size_t)hlen, deadline) == -1 ||
-	    (bodylen > 0 && ctl_http_send_all(fd, body, bodylen,
-	    deadline) == -1))
-		goto ioerr;
-
-	for (;;) {
-		if (cap - len < 65536) {
-			if (cap >= CTL_BODY_MAX) {
-				snprintf(err, errlen, "answer larger than %d "
-				    "bytes", CTL_BODY_MAX);
-				rc = CTL_EXIT_UNREACHABLE;
-				goto out;
-			}
-			cap = cap == 0 ? 65536 * 2 : cap * 2;
-			nbuf = realloc(buf, cap);
-			if (nbuf == NULL) {
-				snprintf(err, errlen, "out of memory");
-				rc = CTL_EXIT_UNREACHABLE;
-				goto out;
-			}
-			buf = nbuf;
-		}
-		if (ctl_http_wait(fd, POLLIN, deadline) == -1)
-			goto ioerr;
-		n = recv(fd, buf + len, cap - len - 1, 0);
-		if (n == -1) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			goto ioerr;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (ctl_http_complete(buf, len))
-			break;	/* even if the server keeps it open */
-	}
-	if (ctl_http_parse_response(buf, len, res, &why) == -1) {
-		snprintf(err, errlen, "%s", why);
-		rc = CTL_EXIT_UNREACHABLE;
-		goto out;
-	}
-	rc = CTL_EXIT_OK;
-	goto out;
-
-ioerr:
-	if (errno == ETIMEDOUT) {
-		snprintf(err, errlen, "no answer within %d.%03d s",
-		    timeout_ms / 1000, timeout_ms % 1000);
-		rc = CTL_EXIT_TIMEOUT;
-	} else {
-		snprintf(err, errlen, "%s", strerror(errno));
-		rc = CTL_EXIT_UNREACHABLE;
-	}
-out:
-	free(req);
-	free(buf);
-	if (fd != -1)
-		close(fd);
 	return (rc);
 }

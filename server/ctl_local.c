@@ -119,10 +119,10 @@ ctl_local_json(const struct segment *seg, const struct seg_config *cfg)
 
 	doc = json_object();
 	json_object_set_new(doc, "path", json_string(seg->path));
-	ctl_local_str(buf, sizeof(buf), seg->hdr->job, sizeof(seg->hdr->job));
+	ctl_local_str(buf, sizeof(buf), seg->job, sizeof(seg->job));
 	json_object_set_new(doc, "job", json_string(buf));
-	json_object_set_new(doc, "layout_version",
-	    json_integer(seg->hdr->version));
+	/* Checked at open: the header's own field may have changed since. */
+	json_object_set_new(doc, "layout_version", json_integer(SEG_VERSION));
 	json_object_set_new(doc, "generation",
 	    json_integer((json_int_t)cfg->generation));
 	apid = atomic_load(&seg->hdr->agent_pid);
@@ -131,7 +131,7 @@ ctl_local_json(const struct segment *seg, const struct seg_config *cfg)
 	    json_boolean(apid > 0 && segment_pid_alive(apid)));
 	ctl_local_time(t, sizeof(t), seg->hdr->created_ns);
 	json_object_set_new(doc, "created", json_string(t));
-	json_object_set_new(doc, "nslots", json_integer(seg->hdr->nslots));
+	json_object_set_new(doc, "nslots", json_integer(seg->nslots));
 
 	wins = json_array();
 	n = cfg->nwindows < SEG_MAX_WINDOWS ? cfg->nwindows : SEG_MAX_WINDOWS;
@@ -153,7 +153,7 @@ ctl_local_json(const struct segment *seg, const struct seg_config *cfg)
 	json_object_set_new(doc, "windows", wins);
 
 	slots = json_array();
-	for (i = 0; i < seg->hdr->nslots; i++) {
+	for (i = 0; i < seg->nslots; i++) {
 		if (segment_slot_read(seg, (int)i, &s) != SEG_OK) {
 			o = json_object();
 			json_object_set_new(o, "slot", json_integer(i));

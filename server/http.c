@@ -16,6 +16,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -28,10 +29,13 @@
 #include "store.h"
 #include "utf8.h"
 
+#include <openssl/ssl.h>
+
 #define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
 
 static void	 http_conn_active(struct coord *, struct evhttp_connection *);
+static struct bufferevent *http_tls_bev(struct event_base *, void *);
 static void	 http_vformat(char *, size_t, const char *, va_list)
 		    __attribute__((format(printf, 3, 0)));
 static void	 http_error(struct coord *, struct evhttp_request *, int,
@@ -54,6 +58,7 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 	case 201: reason = "Created"; break;
 	case 400: reason = "Bad Request"; break;
 	case 401: reason = "Unauthorized"; break;
+	case 403: reason = "Forbidden"; break;
 	case 404: reason = "Not Found"; break;
 	case 405: reason = "Method Not Allowed"; break;
 	case 409: reason = "Conflict"; break;
@@ -987,20 +992,36 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 	http_reply(c, req, 200, body);
 }
 
+/*
+ * Checks the bearer token against the roles (docs/admin-api.md): with no
+ * token configured every request passes; otherwise a request needs a known
+ * token, and anything but GET and HEAD the operator token.  Both are always
+ * compared, in constant time.  Returns 0 (allowed), 401 or 403.
+ */
 static int
 http_authorized(struct coord *c, struct evhttp_request *req)
 {
-	const char	*h, *t;
+	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
+	const char		*h, *t;
+	int			 operator = 0, viewer = 0;
 
-	if (c->conf.admin_token == NULL)
-		return (1);
+	if (c->conf.admin_token == NULL && c->conf.viewer_token == NULL)
+		return (0);
 	h = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
 	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
-		return (0);
+		return (401);
 	for (t = h + 7; *t == ' '; t++)
 		;
-	return (coord_token_equal(t, c->conf.admin_token));
+	if (c->conf.admin_token != NULL)
+		operator = coord_token_equal(t, c->conf.admin_token);
+	if (c->conf.viewer_token != NULL)
+		viewer = coord_token_equal(t, c->conf.viewer_token);
+	if (operator)
+		return (0);
+	if (!viewer)
+		return (401);
+	return (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD ? 0 : 403);
 }
 
 /* Splits path into at most n segments after the leading "/"; returns count. */
@@ -1059,7 +1080,8 @@ struct http_conn {
 	TAILQ_ENTRY(http_conn)		 entry;
 };
 
-/* Creates the bufferevent of a new admin connection and tracks it. */
+/* Creates the bufferevent of a new admin connection (TLS with
+ * --http-tls-cert) and tracks it. */
 static struct bufferevent *
 http_new_bev(struct event_base *base, void *arg)
 {
@@ -1067,7 +1089,11 @@ http_new_bev(struct event_base *base, void *arg)
 	struct bufferevent	*bev;
 	struct http_conn	*hc;
 
-	if ((bev = bufferevent_socket_new(base, -1, 0)) == NULL)
+	if (c->http_tls.ctx != NULL)
+		bev = http_tls_bev(base, arg);
+	else
+		bev = bufferevent_socket_new(base, -1, 0);
+	if (bev == NULL)
 		return (NULL);
 	if ((hc = calloc(1, sizeof(*hc))) == NULL) {
 		bufferevent_free(bev);
@@ -1262,10 +1288,15 @@ http_route(struct evhttp_request *req, void *arg)
 		http_error(c, req, 404, NULL, "no such endpoint");
 		return;
 	}
-	if (!http_authorized(c, req)) {
+	switch (http_authorized(c, req)) {
+	case 401:
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "WWW-Authenticate", "Bearer");
 		http_error(c, req, 401, NULL, "missing or wrong bearer token");
+		return;
+	case 403:
+		http_error(c, req, 403, NULL, "the viewer token may only read: "
+		    "this request needs the operator token");
 		return;
 	}
 	if (n == 2 && strcmp(seg[1], "jobs") == 0) {
@@ -1308,6 +1339,36 @@ http_route(struct evhttp_request *req, void *arg)
 	return;
 method:
 	http_method_not_allowed(c, req, allow);
+}
+
+/*
+ * HTTPS: each admin connection gets an OpenSSL bufferevent of the context
+ * loaded now (a SIGHUP reload serves the connections made after it).
+ */
+static struct bufferevent *
+http_tls_bev(struct event_base *base, void *arg)
+{
+	struct coord		*c = arg;
+	struct bufferevent	*bev, *pair[2];
+	SSL			*ssl;
+
+	if ((ssl = tls_ssl_new(&c->http_tls)) != NULL) {
+		bev = bufferevent_openssl_socket_new(base, -1, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+		if (bev != NULL)
+			return (bev);
+		SSL_free(ssl);
+	}
+	/*
+	 * Out of memory.  evhttp would serve plaintext on a NULL: hand it one
+	 * end of a pair whose other end is gone, which serves nothing; evhttp
+	 * times the connection out and closes the socket.
+	 */
+	log_warnx("%s: cannot set up TLS for an admin connection", __func__);
+	if (bufferevent_pair_new(base, 0, pair) == -1)
+		return (NULL);
+	bufferevent_free(pair[1]);
+	return (pair[0]);
 }
 
 /* Serves the admin API on addr ("HOST:PORT").  Returns 0 or -1. */

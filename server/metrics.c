@@ -78,6 +78,29 @@ metrics_render_bounds(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)m->http_evicted);
 }
 
+/* The seconds each loaded certificate has left, by role. */
+static void
+metrics_render_tls(struct coord *c, struct evbuffer *buf)
+{
+	const struct tls	*t[] = { &c->agent_tls, &c->http_tls };
+	size_t			 i;
+	int			 any = 0;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (t[i]->ctx == NULL)
+			continue;
+		if (!any)
+			evbuffer_add_printf(buf,
+			    "# HELP dynprof_tls_cert_expiry_seconds Seconds "
+			    "until the loaded certificate expires, by role.\n"
+			    "# TYPE dynprof_tls_cert_expiry_seconds gauge\n");
+		any = 1;
+		evbuffer_add_printf(buf,
+		    "dynprof_tls_cert_expiry_seconds{role=\"%s\"} %lld\n",
+		    t[i]->role, (long long)tls_expiry_seconds(t[i]));
+	}
+}
+
 /* Appends every metric to buf in the Prometheus text format. */
 void
 metrics_render(struct coord *c, struct evbuffer *buf)
@@ -103,7 +126,8 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# TYPE dynprof_pushes_total counter\n"
 	    "dynprof_pushes_total %llu\n"
 	    "# HELP dynprof_agents_refused_total Agent connections closed at "
-	    "hello (bad version, token, frame, or no hello).\n"
+	    "hello (bad version, token, frame, or no hello) or at the TLS "
+	    "handshake.\n"
 	    "# TYPE dynprof_agents_refused_total counter\n"
 	    "dynprof_agents_refused_total %llu\n"
 	    "# HELP dynprof_event_commits_total Group commits of rank events.\n"
@@ -164,4 +188,5 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 			evbuffer_add_printf(buf,
 			    "dynprof_http_requests_total{code=\"%d\"} %llu\n",
 			    i, (unsigned long long)m->http_codes[i]);
+	metrics_render_tls(c, buf);
 }

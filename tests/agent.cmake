@@ -21,3 +21,15 @@ add_dependencies(test_agent dynprof-agent)
 
 dynprof_test(test_agent_apply SOURCES test_agent_apply.c LIBS dpagent
   TIMEOUT 30)
+
+# A segment never kills or misleads a rank or the agent (docs/segments.md).
+dynprof_test(test_segsafe SOURCES test_segsafe.c LIBS dpagenttest dynprof
+  TIMEOUT 120)
+add_dependencies(test_segsafe dynprof-agent rankproc)
+
+# The same for what needs root: a nearly full tmpfs, another user's segment.
+# Skipped (77) when not root.
+dynprof_test(test_segsafe_root SOURCES test_segsafe_root.c
+  LIBS dpagenttest dynprof TIMEOUT 120)
+add_dependencies(test_segsafe_root dynprof-agent)
+set_tests_properties(test_segsafe_root PROPERTIES SKIP_RETURN_CODE 77)

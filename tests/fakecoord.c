@@ -536,3 +536,26 @@ ap_send_event(struct agentproc *ap, const Dynprof__V1__RankEvent *ev)
 	dynprof__v1__rank_event__pack(ev, buf);
 	return (ap_send_dgram(ap, buf, len));
 }
+
+/*
+ * Starts the agent connected to fc as node n1, sampling every sample_ms
+ * milliseconds, and answers its hello (heartbeat 60 s).  Returns 0 or -1.
+ */
+int
+ap_start_connected(struct agentproc *ap, struct fakecoord *fc,
+    const char *sample_ms, int timeout_ms)
+{
+	Dynprof__V1__AgentMessage	*m;
+	char				 coord[64];
+	const char			*extra[] = { "--coordinator", coord,
+	    "--node", "n1", "--sample-interval", sample_ms, NULL };
+
+	snprintf(coord, sizeof(coord), "127.0.0.1:%d", fc->port);
+	if (ap_start(ap, extra) == -1 || fc_accept(fc, timeout_ms) == -1)
+		return (-1);
+	m = fc_expect(fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, timeout_ms);
+	if (m == NULL)
+		return (-1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	return (fc_welcome(fc, 60000, 0, 0));
+}

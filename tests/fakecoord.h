@@ -52,6 +52,8 @@ struct agentproc {
 int64_t	 ap_now_ms(void);
 int	 ap_setup(struct agentproc *);
 int	 ap_start(struct agentproc *, const char *const *);
+int	 ap_start_connected(struct agentproc *, struct fakecoord *, const char *,
+	    int);
 int	 ap_stop(struct agentproc *, int, int);
 int	 ap_kill_child(struct agentproc *, pid_t, int, int);
 int	 ap_log_count(struct agentproc *, const char *);

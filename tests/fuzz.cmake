@@ -49,7 +49,7 @@ add_library(fuzz_agent_objs OBJECT ${FUZZ_AGENT_SRC} ${FUZZ_COMMON_SRC})
 target_link_libraries(fuzz_agent_objs PUBLIC dpagent)
 add_library(fuzz_coord_objs OBJECT ${FUZZ_COORD_SRC} ${FUZZ_COMMON_SRC})
 target_include_directories(fuzz_coord_objs PUBLIC ${PROJECT_SOURCE_DIR}/server)
-target_link_libraries(fuzz_coord_objs PUBLIC dpdaemon PkgConfig::JANSSON
+target_link_libraries(fuzz_coord_objs PUBLIC dptls PkgConfig::JANSSON
   PkgConfig::SQLITE3)
 add_library(fuzz_lib_objs OBJECT ${PROJECT_SOURCE_DIR}/lib/window.c
   ${FUZZ_COMMON_SRC})

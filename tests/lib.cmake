@@ -7,6 +7,8 @@ dynprof_test(test_segment_stress SOURCES test_segment_stress.c LIBS dpcommon
   TIMEOUT 60)
 dynprof_test(test_segment_stress_noseqlock
   SOURCES test_segment_stress.c ${PROJECT_SOURCE_DIR}/common/segment.c
+          ${PROJECT_SOURCE_DIR}/common/procmaps.c
+          ${PROJECT_SOURCE_DIR}/common/slotlog.c
           ${PROJECT_SOURCE_DIR}/common/jobid.c
   TIMEOUT 60)
 target_compile_definitions(test_segment_stress_noseqlock PRIVATE
@@ -24,6 +26,10 @@ dynprof_test(test_lib_events SOURCES test_lib_events.c
 
 # nanopb and protobuf-c agree on every RankEvent field, both ways.
 dynprof_test(test_codec SOURCES test_codec.c LIBS dpproto_nanopb dpproto_c)
+
+# The daemons' TLS contexts (common/tls.c): load, reload, the node name check,
+# with deploy/tls/mkcerts.sh's certificates and handshakes in memory.
+dynprof_test(test_tls SOURCES test_tls.c LIBS dptls TIMEOUT 60)
 
 # The public header alone, strictly, linked against the shared library.
 add_executable(test_header test_header.c)
@@ -59,3 +65,7 @@ set_tests_properties(test_lib_syscalls PROPERTIES SKIP_RETURN_CODE 77
 # The window rules checked in every callback under random schedules.
 dynprof_test(test_lib_rules_random SOURCES test_lib_rules_random.c
   LIBS dynprof_internal TIMEOUT 60)
+
+# The event log of a rank slot, in a real segment.
+dynprof_test(test_slotlog SOURCES test_slotlog.c LIBS dynprof_internal
+  TIMEOUT 60)

@@ -10,6 +10,12 @@ add_test(NAME test_ctl_coord
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl_coord.sh)
 set_tests_properties(test_ctl_coord PROPERTIES TIMEOUT 120
   ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
+# dynprofctl over HTTPS: local TLS servers (Python, openssl certificates),
+# client certificates, a wrong CA, redirects to named and unnamed hosts.
+add_test(NAME test_ctl_https
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl_https.sh)
+set_tests_properties(test_ctl_https PROPERTIES TIMEOUT 120
+  ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
 # dynprof-coordinator: the real binary on 127.0.0.1, port 0, private state dir.
 dynprof_test(test_coord SOURCES test_coord.c test_coord_util.c

@@ -243,7 +243,7 @@ test_queue(void **state)
 	(void)state;
 	queue_init(&q, 100);
 	for (s = 1; s <= 40; s++)
-		assert_int_equal(queue_push(&q, s, b, sizeof(b)), 0);
+		assert_int_equal(queue_push(&q, s, b, sizeof(b), NULL), 0);
 	assert_int_equal(queue_length(&q), 40);
 	queue_ack(&q, 10);
 	assert_int_equal(queue_length(&q), 30);
@@ -253,7 +253,7 @@ test_queue(void **state)
 	assert_memory_equal(e->buf, b, 4);
 	/* Over the bound: the oldest go, counted. */
 	for (s = 41; s <= 130; s++)
-		queue_push(&q, s, b, sizeof(b));
+		queue_push(&q, s, b, sizeof(b), NULL);
 	assert_int_equal(queue_length(&q), 100);
 	assert_int_equal(q.dropped, 20);
 	assert_int_equal(queue_at(&q, 0)->seq, 31);
@@ -261,7 +261,7 @@ test_queue(void **state)
 	assert_null(queue_at(&q, 100));
 	/* The bound shrinks (a reload): the next push trims to it. */
 	q.max = 10;
-	assert_int_equal(queue_push(&q, 131, b, 0), 1);
+	assert_int_equal(queue_push(&q, 131, b, 0, NULL), 1);
 	assert_int_equal(queue_length(&q), 10);
 	assert_int_equal(queue_at(&q, 0)->seq, 122);
 	assert_int_equal(queue_at(&q, 9)->seq, 131);

@@ -323,13 +323,16 @@ test_push_drops_bad_window(void **state)
 	assert_int_equal(ap_log_count(&t->ap, "bad_configs=0"), 1);
 }
 
+/* The output root of the ranks these tests play: their dirs are under it. */
+#define T_ROOT	"/out"
+
 /* Claims a slot for this process in job's segment (created if needed). */
 static int
 claim_slot(struct t *t, struct segment *seg, const char *job, int rank)
 {
 	assert_int_equal(segment_open(seg, t->ap.shm, job, SEG_CREATE, 0600),
 	    SEG_OK);
-	return (segment_slot_claim(seg, getpid(), rank));
+	return (segment_slot_claim(seg, getpid(), rank, T_ROOT));
 }
 
 static void
@@ -347,6 +350,56 @@ make_event(Dynprof__V1__RankEvent *ev, const char *job, int rank, int slot,
 	ev->stop_step = 12;
 	ev->step = 10;
 	ev->rank_seq = rank_seq;
+}
+
+/* Appends ev to the log of slot in seg, as libdynprof does before it sends. */
+static void
+log_event(struct segment *seg, int slot, const Dynprof__V1__RankEvent *ev)
+{
+	struct seg_log_entry	 e;
+
+	memset(&e, 0, sizeof(e));
+	e.kind = (uint32_t)ev->kind;
+	e.window_id = ev->window_id;
+	e.reason = (uint32_t)ev->reason;
+	e.start_step = ev->start_step;
+	e.stop_step = ev->stop_step;
+	e.step = ev->step;
+	e.generation = ev->generation;
+	e.time_ns = ev->time_unix_ns;
+	e.rank_seq = ev->rank_seq;
+	e.pid = ev->pid;
+	/* Its dir relative to the root, as report_log() keeps it. */
+	if (ev->output_dir != NULL && *ev->output_dir != '\0') {
+		assert_memory_equal(ev->output_dir, T_ROOT "/",
+		    strlen(T_ROOT "/"));
+		snprintf(e.text, sizeof(e.text), "%s",
+		    ev->output_dir + strlen(T_ROOT "/"));
+	}
+	slotlog_append(&seg->slots[slot], &e);
+}
+
+/* A rank's report: the event into its slot's log, then the wakeup datagram. */
+static int
+send_logged(struct t *t, struct segment *seg, int slot,
+    const Dynprof__V1__RankEvent *ev)
+{
+	log_event(seg, slot, ev);
+	return (ap_send_event(&t->ap, ev));
+}
+
+/* The coordinator commits every event up to seq. */
+static void
+send_ack(struct t *t, uint64_t seq)
+{
+	Dynprof__V1__CoordinatorMessage	 c =
+	    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
+	Dynprof__V1__EventAck		 ack = DYNPROF__V1__EVENT_ACK__INIT;
+
+	ack.seq = seq;
+	c.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
+	c.ack = &ack;
+	assert_int_equal(fc_send(&t->fc, &c), 0);
 }
 
 static Dynprof__V1__AgentEvent *
@@ -376,7 +429,7 @@ test_reconnect_replays_in_order(void **state)
 
 	make_event(&ev, "j2", 3, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
 	    1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
 	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE,
 	    T_WAIT);
 	assert_non_null(m);
@@ -393,16 +446,7 @@ test_reconnect_replays_in_order(void **state)
 
 	assert_int_equal(fc_push(&t->fc, "j2", 5, 1, 10, 12), 0);
 	expect_applied(t, "j2", 5);
-	{
-		Dynprof__V1__CoordinatorMessage	 c =
-		    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
-		Dynprof__V1__EventAck	 ack = DYNPROF__V1__EVENT_ACK__INIT;
-
-		ack.seq = 1;
-		c.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
-		c.ack = &ack;
-		assert_int_equal(fc_send(&t->fc, &c), 0);
-	}
+	send_ack(t, 1);
 
 	/* The coordinator goes away; four events happen meanwhile. */
 	fc_drop(&t->fc);
@@ -410,7 +454,7 @@ test_reconnect_replays_in_order(void **state)
 	for (k = 2; k <= 5; k++) {
 		make_event(&ev, "j2", 3, slot,
 		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, k);
-		assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+		assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
 	}
 	assert_int_equal(ap_log_wait(&t->ap, "started window 1", 4, T_WAIT), 0);
 
@@ -522,7 +566,7 @@ test_bad_datagrams(void **state)
 	/* Then a good one: the first event the coordinator sees, seq 1. */
 	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
 	    7);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
 	ae = expect_event(t, &m);
 	assert_int_equal(ae->seq, 1);
 	assert_int_equal(ae->event->rank_seq, 7);
@@ -559,11 +603,32 @@ test_bad_datagrams(void **state)
 	}
 }
 
-/* Puts the slot in state DONE for window 7 [5, 9], as a rank would leave it. */
+/* Puts the slot in state DONE for window 7 [5, 9], as a rank would leave it:
+ * its log holds attached, started and stopped. */
 static void
 fake_done(struct segment *seg, int slot)
 {
 	struct seg_slot	*s = &seg->slots[slot];
+	Dynprof__V1__RankEvent ev;
+	int		 k;
+
+	for (k = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
+	    k <= DYNPROF__V1__EVENT_KIND__EVENT_STOPPED; k++) {
+		make_event(&ev, seg->job, 2, slot, k, (uint32_t)k);
+		ev.window_id = 7;
+		ev.start_step = 5;
+		ev.stop_step = 9;
+		ev.step = k == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ? 9 : 5;
+		ev.reason = k == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ? 1 : 0;
+		ev.output_dir = (char *)"/out/rank2_start5_stop9";
+		if (k == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
+			ev.window_id = 0;
+			ev.start_step = ev.stop_step = 0;
+			ev.step = -1;
+			ev.output_dir = (char *)"";
+		}
+		log_event(seg, slot, &ev);
+	}
 
 	segment_slot_update_begin(s);
 	s->state = SEG_RANK_DONE;
@@ -655,6 +720,171 @@ test_restart_readopts(void **state)
 	segment_close(&seg);
 }
 
+/* Waits until the cursor of slot's log says seq of its incarnation is acked. */
+static void
+wait_acked(struct segment *seg, int slot, uint32_t seq)
+{
+	int64_t		 deadline = ap_now_ms() + T_WAIT;
+	uint32_t	 inc;
+
+	(void)slotlog_head(&seg->slots[slot], &inc);
+	while (slotlog_acked(&seg->slots[slot], inc) != seq &&
+	    ap_now_ms() < deadline)
+		usleep(2000);
+	assert_int_equal(slotlog_acked(&seg->slots[slot], inc), seq);
+}
+
+/*
+ * The coordinator's acks reach the slot's cursor: an agent restarted after an
+ * ack replays only the entries after it, then acks those too, and the slot's
+ * log is settled.
+ */
+static void
+test_restart_replays_unacked(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	uint32_t		 k;
+	int			 slot;
+
+	slot = claim_slot(t, &seg, "j6", 2);
+	assert_true(slot >= 0);
+	fake_done(&seg, slot);
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	for (k = 1; k <= 3; k++) {
+		ae = expect_event(t, &m);
+		assert_int_equal(ae->seq, k);
+		assert_int_equal(ae->event->kind, k);	/* attached, started, stopped */
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	send_ack(t, 2);
+	wait_acked(&seg, slot, 2);
+
+	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
+	fc_drop(&t->fc);
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	ae = expect_event(t, &m);
+	assert_int_equal(ae->seq, 1);
+	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_STOPPED);
+	assert_int_equal(ae->event->window_id, 7);
+	assert_int_equal(ae->event->step, 9);
+	assert_int_equal(ae->event->pid, getpid());
+	assert_string_equal(ae->event->output_dir, "/out/rank2_start5_stop9");
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	assert_int_equal(ap_log_wait(&t->ap, "adopted job j6: replayed 1 events",
+	    1, T_WAIT), 0);
+	send_ack(t, 1);
+	wait_acked(&seg, slot, 3);
+	assert_true(slotlog_settled(&seg.slots[slot]));
+	segment_slot_release(&seg, slot, getpid());
+	segment_close(&seg);
+}
+
+/*
+ * A log that overflowed while no agent ran (more pending events than entries):
+ * the agent says how many it lost, re-reports the slot's last state, then
+ * forwards the entries still there, in order.
+ */
+static void
+test_overflowed_log_falls_back(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	Dynprof__V1__RankEvent	 ev;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	uint32_t		 k, nskip = SEG_LOG_ENTRIES + 2;
+	int			 slot;
+
+	slot = claim_slot(t, &seg, "j7", 2);
+	assert_true(slot >= 0);
+	for (k = 1; k <= nskip; k++) {
+		make_event(&ev, "j7", 2, slot,
+		    DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED, k);
+		ev.window_id = 100 + k;
+		log_event(&seg, slot, &ev);
+	}
+	fake_done(&seg, slot);		/* 3 more: 5 overwritten */
+	assert_int_equal(atomic_load(&seg.slots[slot].log_lost), 5);
+
+	m = start_connected(t, "1000", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	/* The last state first: attached, started and stopped of window 7. */
+	for (k = 1; k <= 3; k++) {
+		ae = expect_event(t, &m);
+		assert_int_equal(ae->seq, k);
+		assert_int_equal(ae->event->kind, k);
+		if (k > 1)
+			assert_int_equal(ae->event->window_id, 7);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	/* Then the 40 entries left: skipped 6..42, attached, started, stopped. */
+	for (k = 6; k <= nskip + 3; k++) {
+		ae = expect_event(t, &m);
+		assert_int_equal(ae->seq, k - 2);
+		if (k <= nskip) {
+			assert_int_equal(ae->event->kind,
+			    DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED);
+			assert_int_equal(ae->event->window_id, 100 + k);
+		} else
+			assert_int_equal(ae->event->kind, k - nskip);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	assert_int_equal(ap_log_count(&t->ap, "slot 0: 5 events overwritten "
+	    "before they were read (the rank counts 5)"), 1);
+	segment_slot_release(&seg, slot, getpid());
+	segment_close(&seg);
+}
+
+/*
+ * Rank 2 ended (its slot freed, its events never committed) and came back as
+ * a new process in a lower slot: a new agent replays the freed slot first,
+ * so the coordinator ends with the new process attached, not the rank gone.
+ */
+static void
+test_adopt_freed_before_live(void **state)
+{
+	struct t		*t = *state;
+	struct segment		 seg;
+	Dynprof__V1__RankEvent	 ev;
+	Dynprof__V1__AgentMessage *m;
+	Dynprof__V1__AgentEvent	*ae;
+	static const int	 kinds[] = { DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
+	    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED,
+	    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED };
+	int			 live, gone, k;
+
+	live = claim_slot(t, &seg, "j8", 2);
+	gone = segment_slot_claim(&seg, getpid(), 2, T_ROOT);
+	assert_int_equal(live, 0);
+	assert_int_equal(gone, 1);
+	make_event(&ev, "j8", 2, gone, kinds[0], 1);
+	ev.pid = 4242;
+	log_event(&seg, gone, &ev);
+	make_event(&ev, "j8", 2, gone, kinds[1], 2);
+	ev.pid = 4242;
+	log_event(&seg, gone, &ev);
+	segment_slot_release(&seg, gone, getpid());
+	make_event(&ev, "j8", 2, live, kinds[2], 1);
+	log_event(&seg, live, &ev);
+
+	m = start_connected(t, "100", 1);
+	dynprof__v1__agent_message__free_unpacked(m, NULL);
+	for (k = 0; k < 3; k++) {
+		ae = expect_event(t, &m);
+		assert_int_equal(ae->event->kind, kinds[k]);
+		assert_int_equal(ae->event->pid, k < 2 ? 4242 : getpid());
+		assert_int_equal(ae->event->slot, k < 2 ? gone : live);
+		dynprof__v1__agent_message__free_unpacked(m, NULL);
+	}
+	segment_slot_release(&seg, live, getpid());
+	segment_close(&seg);
+}
+
 /* A rank process that dies: reported detached, its slot freed, and once the
  * grace period is over (and nobody maps it) its segment removed. */
 static void
@@ -679,7 +909,7 @@ test_dead_rank_reclaimed(void **state)
 		slot = claim_slot(t, &seg, "j5", 4);
 		make_event(&ev, "j5", 4, slot,
 		    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, 1);
-		ap_send_event(&t->ap, &ev);
+		send_logged(t, &seg, slot, &ev);
 		pause();
 		_exit(0);
 	}
@@ -814,6 +1044,12 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_datagrams, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_restart_replays_unacked,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overflowed_log_falls_back,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_adopt_freed_before_live,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_readopts, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_dead_rank_reclaimed, setup,

@@ -102,7 +102,7 @@ rank_step(struct t *t, const char *job, pid_t pid, int64_t min)
 
 	while (ap_now_ms() < deadline) {
 		if (segment_open(&seg, t->ap.shm, job, 0, 0600) == SEG_OK) {
-			for (i = 0; i < seg.hdr->nslots; i++)
+			for (i = 0; i < seg.nslots; i++)
 				if (atomic_load(&seg.slots[i].pid) == pid)
 					step = atomic_load(&seg.slots[i].step);
 			segment_close(&seg);

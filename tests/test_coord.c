@@ -501,6 +501,118 @@ test_auth(void **state)
 	tc_cleanup(&ta);
 }
 
+/* Sends one request with a token; returns the status (-1: no answer). */
+static int
+role_status(struct tc_coord *co, const char *method, const char *path,
+    const char *body, const char *token, const char *want_error)
+{
+	struct tc_reply	 r;
+	int		 status;
+
+	if (tc_http(co->http_port, method, path, body, token, &r) == -1)
+		return (-1);
+	status = r.status;
+	if (want_error != NULL && strstr(tc_str(r.json, "error"),
+	    want_error) == NULL) {
+		fprintf(stderr, "%s %s: error lacks \"%s\": %s\n", method,
+		    path, want_error, r.body != NULL ? r.body : "");
+		status = -2;
+	}
+	tc_reply_free(&r);
+	return (status);
+}
+
+/*
+ * Token roles: the operator token reads and writes, the viewer token only
+ * reads (403 with the reason on a write, which changes nothing), no token or
+ * an unknown one is 401; /healthz and /metrics need none.  Then a viewer
+ * token alone: a read-only API.  And the same file for both is refused.
+ */
+static void
+test_token_roles(void **state)
+{
+	struct tc_coord	 ta;
+	char		 op[512], view[512];
+	const char	*both[] = { "-q", "--admin-token-file", op,
+	    "--viewer-token-file", view, NULL };
+	const char	*viewonly[] = { "-q", "--viewer-token-file", view, NULL };
+	const char	*w = "{\"start_step\": 5, \"steps\": 1}";
+
+	(void)state;
+	assert_int_equal(tc_setup_dir(&ta), 0);
+	assert_int_equal(tc_write_file(&ta, "op.token", "operator-t0ken\n", op,
+	    sizeof(op)), 0);
+	assert_int_equal(tc_write_file(&ta, "view.token", "viewer-t0ken\n",
+	    view, sizeof(view)), 0);
+	if (tc_start(&ta, both) == -1) {
+		tc_cleanup(&ta);
+		fail_msg("coordinator did not start");
+	}
+	/* Viewer: reads yes, writes 403 naming the reason, nothing done. */
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs", NULL,
+	    "viewer-t0ken", NULL), 200);
+	assert_int_equal(role_status(&ta, "GET", "/v1/nodes", NULL,
+	    "viewer-t0ken", NULL), 200);
+	assert_int_equal(role_status(&ta, "POST", "/v1/jobs/r1/windows", w,
+	    "viewer-t0ken", "viewer token may only read"), 403);
+	assert_int_equal(role_status(&ta, "PUT", "/v1/jobs/r1/config", w,
+	    "viewer-t0ken", "viewer token may only read"), 403);
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs/r1", NULL,
+	    "viewer-t0ken", NULL), 404);
+	/* Operator: both. */
+	assert_int_equal(role_status(&ta, "POST", "/v1/jobs/r1/windows", w,
+	    "operator-t0ken", NULL), 201);
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs/r1", NULL,
+	    "operator-t0ken", NULL), 200);
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs/r1", NULL,
+	    "viewer-t0ken", NULL), 200);
+	assert_int_equal(role_status(&ta, "DELETE", "/v1/jobs/r1/windows/1",
+	    NULL, "viewer-t0ken", "viewer token may only read"), 403);
+	assert_int_equal(role_status(&ta, "DELETE", "/v1/jobs/r1/windows/1",
+	    NULL, "operator-t0ken", NULL), 200);
+	/* Unknown, a prefix of one, or none: 401. */
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs", NULL,
+	    "someone-else", "bearer token"), 401);
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs", NULL,
+	    "viewer-t0ke", NULL), 401);
+	assert_int_equal(role_status(&ta, "POST", "/v1/jobs/r2/windows", w,
+	    NULL, NULL), 401);
+	assert_int_equal(role_status(&ta, "GET", "/healthz", NULL, NULL, NULL),
+	    200);
+	assert_int_equal(role_status(&ta, "GET", "/metrics", NULL, NULL, NULL),
+	    200);
+	assert_int_equal(role_status(&ta, "GET", "/metrics", NULL,
+	    "viewer-t0ken", NULL), 200);
+	assert_int_equal(tc_stop(&ta, SIGTERM), 0);
+
+	/* A viewer token alone: reads with it, no writes for anyone. */
+	assert_int_equal(tc_start(&ta, viewonly), 0);
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs", NULL, NULL, NULL),
+	    401);
+	assert_int_equal(role_status(&ta, "GET", "/v1/jobs", NULL,
+	    "viewer-t0ken", NULL), 200);
+	assert_int_equal(role_status(&ta, "POST", "/v1/jobs/r3/windows", w,
+	    "viewer-t0ken", NULL), 403);
+	assert_int_equal(role_status(&ta, "POST", "/v1/jobs/r3/windows", w,
+	    NULL, NULL), 401);
+	assert_int_equal(role_status(&ta, "POST", "/v1/jobs/r3/windows", w,
+	    "operator-t0ken", NULL), 401);
+	assert_int_equal(tc_stop(&ta, SIGTERM), 0);
+
+	/* The operator's token as the viewer's: refused at start. */
+	{
+		const char *a[] = { "--admin-token-file", op,
+		    "--viewer-token-file", op, NULL };
+		assert_int_equal(tc_run_exit(a, 10000), 1);
+	}
+	{
+		const char *a[] = { "--viewer-token-file", "/nonexistent/tok",
+		    NULL };
+		assert_int_equal(tc_run_exit(a, 10000), 1);
+	}
+	tc_cleanup(&ta);
+}
+
 static void
 test_start_refusals(void **state)
 {
@@ -575,6 +687,7 @@ main(void)
 		cmocka_unit_test(test_put_config),
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_token_roles),
 		cmocka_unit_test(test_start_refusals),
 	};
 

@@ -1,11 +1,14 @@
 /*
- * dynprofctl's pure parts: URL and HTTP answer parsing, trace arguments and
+ * dynprofctl's parts: URL parsing, the HTTP client against a scripted server
+ * (answers, errors, streaming, redirects), trace arguments and
  * --option typing, the status table built from a JSON document, progress
  * counting for trace --wait.
  */
 
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <fcntl.h>
 
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 
 #include "ctl.h"
 
@@ -68,6 +72,7 @@ static void
 test_url_parse(void **state)
 {
 	struct ctl_url	 u;
+	struct ctl_conn	 c;
 	const char	*why;
 
 	(void)state;
@@ -75,6 +80,7 @@ test_url_parse(void **state)
 	assert_string_equal(u.host, "127.0.0.1");
 	assert_string_equal(u.port, "7879");
 	assert_string_equal(u.base, "");
+	assert_false(u.https);
 
 	assert_int_equal(ctl_url_parse("coord.example:81/dynprof/", &u, &why),
 	    0);
@@ -89,8 +95,14 @@ test_url_parse(void **state)
 	assert_int_equal(ctl_url_parse("http://host", &u, &why), 0);
 	assert_string_equal(u.port, "80");
 
-	assert_int_equal(ctl_url_parse("https://host", &u, &why), -1);
-	assert_non_null(strstr(why, "https"));
+	assert_int_equal(ctl_url_parse("https://host", &u, &why), 0);
+	assert_true(u.https);
+	assert_string_equal(u.port, "443");
+	assert_int_equal(ctl_url_parse("HTTPS://host:8443/x", &u, &why), 0);
+	assert_true(u.https);
+	assert_string_equal(u.port, "8443");
+	assert_string_equal(u.base, "/x");
+
 	assert_int_equal(ctl_url_parse("ftp://host", &u, &why), -1);
 	assert_int_equal(ctl_url_parse("http://:80", &u, &why), -1);
 	assert_string_equal(why, "no host in URL");
@@ -99,59 +111,33 @@ test_url_parse(void **state)
 	assert_int_equal(ctl_url_parse("http://h:", &u, &why), -1);
 	assert_int_equal(ctl_url_parse("http://[::1", &u, &why), -1);
 	assert_int_equal(ctl_url_parse("http://h:1?x=1", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("http://u@h:1", &u, &why), -1);
+	assert_int_equal(ctl_url_parse("http://h:1/a b", &u, &why), -1);
 	assert_int_equal(ctl_url_parse("", &u, &why), -1);
+
+	/* A list: each parsed, in order; any bad one refuses the whole. */
+	assert_int_equal(ctl_urls_parse("http://a:1,https://[::1]:2/p", &c,
+	    &why), 0);
+	assert_int_equal(c.nurls, 2);
+	assert_string_equal(c.urls[0].host, "a");
+	assert_false(c.urls[0].https);
+	assert_string_equal(c.urls[1].host, "::1");
+	assert_true(c.urls[1].https);
+	assert_string_equal(c.urls[1].base, "/p");
+	assert_int_equal(ctl_urls_parse("http://a:1,", &c, &why), -1);
+	assert_int_equal(ctl_urls_parse("http://a:1,ftp://b", &c, &why), -1);
+	assert_int_equal(ctl_urls_parse("a,b,c,d,e,f,g,h,i", &c, &why), -1);
+	assert_string_equal(why, "more than 8 coordinators");
 }
 
-static void
-test_http_parse(void **state)
-{
-	struct ctl_response	 r;
-	const char		*why;
-	const char		*a, *b;
-
-	(void)state;
-	a = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
-	    "Content-Length: 8\r\n\r\n{\"id\":3}trailing";
-	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), 0);
-	assert_int_equal(r.status, 201);
-	assert_int_equal(r.len, 8);
-	assert_string_equal(r.body, "{\"id\":3}");
-	ctl_http_free(&r);
-
-	b = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
-	    "4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n";
-	assert_int_equal(ctl_http_parse_response(b, strlen(b), &r, &why), 0);
-	assert_int_equal(r.status, 200);
-	assert_string_equal(r.body, "{\"a\":1}");
-	ctl_http_free(&r);
-
-	/* No length: the body runs to the end of the connection. */
-	a = "HTTP/1.0 404 Not Found\r\n\r\n{\"error\":\"x\"}";
-	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), 0);
-	assert_int_equal(r.status, 404);
-	assert_string_equal(r.body, "{\"error\":\"x\"}");
-	ctl_http_free(&r);
-
-	a = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort";
-	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), -1);
-	assert_non_null(strstr(why, "truncated"));
-	a = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n";
-	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), -1);
-	a = "SSH-2.0-OpenSSH\r\n\r\n";
-	assert_int_equal(ctl_http_parse_response(a, strlen(a), &r, &why), -1);
-	assert_string_equal(why, "not an HTTP answer");
-	b = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	    "ff\r\nabc\r\n";
-	assert_int_equal(ctl_http_parse_response(b, strlen(b), &r, &why), -1);
-	assert_non_null(strstr(why, "chunked"));
-	b = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
-	assert_int_equal(ctl_http_parse_response(b, strlen(b), &r, &why), -1);
-}
-
-/* A listening socket on 127.0.0.1, port 0; returns the fd and the port. */
+/*
+ * A listening socket on 127.0.0.1, port 0; returns the fd, and conn names it
+ * as its only coordinator.
+ */
 static int
-listener(struct ctl_url *u)
+listener(struct ctl_conn *conn)
 {
+	struct ctl_url		*u = &conn->urls[0];
 	struct sockaddr_in	 sin;
 	socklen_t		 len = sizeof(sin);
 	int			 fd;
@@ -164,7 +150,8 @@ listener(struct ctl_url *u)
 	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	assert_int_equal(listen(fd, 4), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	memset(u, 0, sizeof(*u));
+	memset(conn, 0, sizeof(*conn));
+	conn->nurls = 1;
 	snprintf(u->host, sizeof(u->host), "127.0.0.1");
 	snprintf(u->port, sizeof(u->port), "%d", ntohs(sin.sin_port));
 	return (fd);
@@ -172,11 +159,13 @@ listener(struct ctl_url *u)
 
 /*
  * Serves one connection in a child: reads the request (headers and a body of
- * Content-Length), sends it back through a pipe, answers with answer and, if
- * linger, keeps the connection open for 10 s (or until killed).
+ * Content-Length), sends it back through a pipe, answers with answer, then
+ * (if not NULL) with then a second later and, if linger, keeps the connection
+ * open for 10 s (or until killed).
  */
 static pid_t
-serve_once(int lfd, const char *answer, int linger, int *reqfd)
+serve_once(int lfd, const char *answer, const char *then, int linger,
+    int *reqfd)
 {
 	char	 buf[8192], *hend, *cl;
 	size_t	 len = 0, want;
@@ -204,7 +193,7 @@ serve_once(int lfd, const char *answer, int linger, int *reqfd)
 		if ((hend = strstr(buf, "\r\n\r\n")) == NULL)
 			continue;
 		want = 0;
-		if ((cl = strstr(buf, "Content-Length: ")) != NULL)
+		if ((cl = strcasestr(buf, "Content-Length: ")) != NULL)
 			want = strtoul(cl + 16, NULL, 10);
 		if (len >= (size_t)(hend + 4 - buf) + want)
 			break;
@@ -212,66 +201,113 @@ serve_once(int lfd, const char *answer, int linger, int *reqfd)
 	if (write(p[1], buf, len) != (ssize_t)len ||
 	    write(c, answer, strlen(answer)) != (ssize_t)strlen(answer))
 		_exit(1);
+	if (then != NULL) {
+		sleep(1);
+		if (write(c, then, strlen(then)) != (ssize_t)strlen(then))
+			_exit(1);
+	}
 	if (linger)
 		sleep(10);
 	close(c);
 	_exit(0);
 }
 
+/* Reads what serve_once's child got into req (NUL-terminated), reaps it. */
 static void
-test_http_client(void **state)
+served(pid_t pid, int rfd, char *req, size_t len)
 {
-	struct ctl_response	 r;
-	struct ctl_url		 u;
-	char			 err[256], req[8192];
-	ssize_t			 n;
-	pid_t			 pid;
-	int64_t			 t0;
-	int			 lfd, rfd, status;
+	ssize_t	 n;
+	int	 status;
 
-	(void)state;
-	/* A request with a token and a body, a chunked answer. */
-	lfd = listener(&u);
-	snprintf(u.base, sizeof(u.base), "/prefix");
-	pid = serve_once(lfd, "HTTP/1.1 201 Created\r\n"
-	    "Transfer-Encoding: chunked\r\n\r\n"
-	    "5\r\n{\"id\"\r\n3\r\n:4}\r\n0\r\n\r\n", 0, &rfd);
-	assert_int_equal(ctl_http_request(&u, "tok", "POST", "/v1/jobs/J/windows",
-	    "{\"steps\":1}", 11, 5000, &r, err, sizeof(err)), CTL_EXIT_OK);
-	assert_int_equal(r.status, 201);
-	assert_string_equal(r.body, "{\"id\":4}");
-	ctl_http_free(&r);
-	n = read(rfd, req, sizeof(req) - 1);
+	n = read(rfd, req, len - 1);
 	assert_true(n > 0);
 	req[n] = '\0';
 	close(rfd);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void
+test_http_client(void **state)
+{
+	struct ctl_response	 r;
+	struct ctl_conn		 conn;
+	char			 err[256], req[8192];
+	pid_t			 pid;
+	int64_t			 t0;
+	int			 lfd, rfd, status;
+
+	(void)state;
+	/* Proxies named in the environment are not used: the token goes
+	 * straight to the coordinator, as it always did. */
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("ALL_PROXY", "http://127.0.0.1:1", 1);
+	/* A request with a token and a body, a chunked answer. */
+	lfd = listener(&conn);
+	conn.token = "tok";
+	snprintf(conn.urls[0].base, sizeof(conn.urls[0].base), "/prefix");
+	pid = serve_once(lfd, "HTTP/1.1 201 Created\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n"
+	    "5\r\n{\"id\"\r\n3\r\n:4}\r\n0\r\n\r\n", NULL, 0, &rfd);
+	assert_int_equal(ctl_http_request(&conn, "POST", "/v1/jobs/J/windows",
+	    "{\"steps\":1}", 11, 5000, NULL, NULL, &r, err, sizeof(err)),
+	    CTL_EXIT_OK);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(r.body, "{\"id\":4}");
+	ctl_http_free(&r);
+	served(pid, rfd, req, sizeof(req));
 	if (strncmp(req, "POST /prefix/v1/jobs/J/windows HTTP/1.1\r\n", 41) != 0)
 		fail_msg("request line: %s", req);
 	assert_non_null(strstr(req, "\r\nAuthorization: Bearer tok\r\n"));
 	assert_non_null(strstr(req, "\r\nContent-Length: 11\r\n"));
 	assert_non_null(strstr(req, "\r\nContent-Type: application/json\r\n"));
 	assert_non_null(strstr(req, "\r\n\r\n{\"steps\":1}"));
+	conn.token = NULL;
+	conn.urls[0].base[0] = '\0';
+
+	/* A DELETE without a body: no Content-Type at all. */
+	pid = serve_once(lfd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+	    NULL, 0, &rfd);
+	assert_int_equal(ctl_http_request(&conn, "DELETE", "/v1/jobs/J/windows/"
+	    "1", NULL, 0, 5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_OK);
+	ctl_http_free(&r);
+	served(pid, rfd, req, sizeof(req));
+	assert_int_equal(strncmp(req, "DELETE /v1/jobs/J/windows/1 HTTP/1.1\r\n",
+	    38), 0);
+	assert_null(strcasestr(req, "Content-Type"));
 
 	/* Not HTTP at all. */
-	pid = serve_once(lfd, "hello\n", 0, &rfd);
-	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
-	    5000, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
-	assert_string_equal(err, "truncated HTTP answer (no end of headers)");
-	n = read(rfd, req, sizeof(req) - 1);
-	assert_true(n > 0);
-	req[n] = '\0';
+	pid = serve_once(lfd, "hello\n", NULL, 0, &rfd);
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
+	assert_non_null(strstr(err, "not an HTTP answer"));
+	served(pid, rfd, req, sizeof(req));
 	assert_null(strstr(req, "Authorization"));
-	close(rfd);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+
+	/* A body shorter than its Content-Length. */
+	pid = serve_once(lfd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+	    "short", NULL, 0, &rfd);
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
+	assert_non_null(strstr(err, "truncated"));
+	served(pid, rfd, req, sizeof(req));
+
+	/* No length: the body runs to the end of the connection. */
+	pid = serve_once(lfd, "HTTP/1.0 404 Not Found\r\n\r\n{\"error\":\"x\"}",
+	    NULL, 0, &rfd);
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(r.body, "{\"error\":\"x\"}");
+	ctl_http_free(&r);
+	served(pid, rfd, req, sizeof(req));
 
 	/* A whole answer while the server keeps the connection: no wait. */
 	pid = serve_once(lfd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
-	    1, &rfd);
+	    NULL, 1, &rfd);
 	t0 = ctl_now_ms();
-	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
-	    5000, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_OK);
 	assert_true(ctl_now_ms() - t0 < 3000);
 	assert_string_equal(r.body, "{}");
 	ctl_http_free(&r);
@@ -280,15 +316,166 @@ test_http_client(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 
 	/* Connected, but nobody answers: a timeout, not a hang. */
-	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
-	    300, &r, err, sizeof(err)), CTL_EXIT_TIMEOUT);
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    300, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_TIMEOUT);
 	assert_string_equal(err, "no answer within 0.300 s");
 	close(lfd);
 
 	/* Nobody listening. */
-	assert_int_equal(ctl_http_request(&u, NULL, "GET", "/v1/jobs", NULL, 0,
-	    1000, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    1000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
 	assert_string_equal(err, "Connection refused");
+}
+
+/* A sink that notes when the first piece came and keeps the whole body. */
+struct sink_log {
+	int64_t	 first_ms;
+	int	 calls;
+	char	 body[256];
+	size_t	 len;
+};
+
+static int
+sink_record(void *arg, const char *data, size_t len)
+{
+	struct sink_log	*s = arg;
+
+	if (s->calls++ == 0)
+		s->first_ms = ctl_now_ms();
+	if (len > sizeof(s->body) - 1 - s->len)
+		return (-1);
+	memcpy(s->body + s->len, data, len);
+	s->len += len;
+	s->body[s->len] = '\0';
+	return (0);
+}
+
+/* A streamed answer reaches the sink piece by piece, before its end. */
+static void
+test_http_stream(void **state)
+{
+	struct ctl_response	 r;
+	struct ctl_conn		 conn;
+	struct sink_log		 s;
+	char			 err[256], req[8192];
+	pid_t			 pid;
+	int64_t			 t0;
+	int			 lfd, rfd;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	lfd = listener(&conn);
+	pid = serve_once(lfd, "HTTP/1.1 200 OK\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n6\r\n{\"a\":1\r\n",
+	    "1\r\n}\r\n0\r\n\r\n", 0, &rfd);
+	t0 = ctl_now_ms();
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    5000, sink_record, &s, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.len, 0);
+	assert_string_equal(s.body, "{\"a\":1}");
+	assert_true(s.calls >= 2);
+	/* The first piece came before the second was even sent. */
+	assert_true(s.first_ms - t0 < 900);
+	assert_true(ctl_now_ms() - t0 >= 900);
+	ctl_http_free(&r);
+	served(pid, rfd, req, sizeof(req));
+
+	/* An error answer is kept whole for the message, not streamed. */
+	memset(&s, 0, sizeof(s));
+	pid = serve_once(lfd, "HTTP/1.1 403 Forbidden\r\nContent-Length: 13\r\n"
+	    "\r\n{\"error\":\"x\"}", NULL, 0, &rfd);
+	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
+	    5000, sink_record, &s, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_int_equal(r.status, 403);
+	assert_string_equal(r.body, "{\"error\":\"x\"}");
+	assert_int_equal(s.calls, 0);
+	ctl_http_free(&r);
+	served(pid, rfd, req, sizeof(req));
+	close(lfd);
+}
+
+/*
+ * 307/308 redirects: followed with the same method, body and token to a
+ * coordinator in the list; refused (nothing sent there) to any other.
+ */
+static void
+test_http_redirect(void **state)
+{
+	struct ctl_response	 r;
+	struct ctl_conn		 conn, two;
+	char			 err[512], req[8192], answer[256];
+	pid_t			 pid1, pid2;
+	int			 lfd1, lfd2, rfd1, rfd2, fl;
+
+	(void)state;
+	lfd1 = listener(&conn);
+	lfd2 = listener(&two);
+	two.urls[1] = two.urls[0];
+	two.urls[0] = conn.urls[0];
+	two.nurls = 2;
+	two.token = "tok";
+	snprintf(answer, sizeof(answer), "HTTP/1.1 307 Temporary Redirect\r\n"
+	    "Location: http://127.0.0.1:%s/v1/jobs/J/windows\r\n"
+	    "Content-Length: 0\r\n\r\n", two.urls[1].port);
+
+	pid1 = serve_once(lfd1, answer, NULL, 0, &rfd1);
+	pid2 = serve_once(lfd2, "HTTP/1.1 201 Created\r\nContent-Length: 8\r\n"
+	    "\r\n{\"id\":9}", NULL, 0, &rfd2);
+	assert_int_equal(ctl_http_request(&two, "POST", "/v1/jobs/J/windows",
+	    "{\"steps\":2}", 11, 5000, NULL, NULL, &r, err, sizeof(err)),
+	    CTL_EXIT_OK);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(r.body, "{\"id\":9}");
+	ctl_http_free(&r);
+	served(pid1, rfd1, req, sizeof(req));
+	served(pid2, rfd2, req, sizeof(req));
+	assert_int_equal(strncmp(req, "POST /v1/jobs/J/windows HTTP/1.1\r\n",
+	    34), 0);
+	assert_non_null(strstr(req, "\r\nAuthorization: Bearer tok\r\n"));
+	assert_non_null(strstr(req, "\r\n\r\n{\"steps\":2}"));
+
+	/* Only the first is named: the same redirect is refused. */
+	conn.token = "tok";
+	pid1 = serve_once(lfd1, answer, NULL, 0, &rfd1);
+	assert_int_equal(ctl_http_request(&conn, "POST", "/v1/jobs/J/windows",
+	    "{\"steps\":2}", 11, 5000, NULL, NULL, &r, err, sizeof(err)),
+	    CTL_EXIT_REFUSED);
+	assert_non_null(strstr(err, "not one of the coordinators given"));
+	served(pid1, rfd1, req, sizeof(req));
+	fl = fcntl(lfd2, F_GETFL);
+	assert_int_equal(fcntl(lfd2, F_SETFL, fl | O_NONBLOCK), 0);
+	assert_int_equal(accept(lfd2, NULL, NULL), -1);
+
+	/* The right host and port but another scheme: refused too. */
+	snprintf(answer, sizeof(answer), "HTTP/1.1 308 Permanent Redirect\r\n"
+	    "Location: https://127.0.0.1:%s/v1/jobs\r\n"
+	    "Content-Length: 0\r\n\r\n", two.urls[1].port);
+	pid1 = serve_once(lfd1, answer, NULL, 0, &rfd1);
+	assert_int_equal(ctl_http_request(&two, "GET", "/v1/jobs", NULL, 0,
+	    5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_REFUSED);
+	served(pid1, rfd1, req, sizeof(req));
+
+	/* A loop between named coordinators ends. */
+	snprintf(answer, sizeof(answer), "HTTP/1.1 307 Temporary Redirect\r\n"
+	    "Location: http://127.0.0.1:%s/v1/jobs\r\n"
+	    "Content-Length: 0\r\n\r\n", two.urls[0].port);
+	pid1 = fork();
+	assert_true(pid1 >= 0);
+	if (pid1 == 0) {
+		for (fl = 0; fl <= CTL_REDIRECTS_MAX; fl++) {
+			pid2 = serve_once(lfd1, answer, NULL, 0, &rfd1);
+			served(pid2, rfd1, req, sizeof(req));
+		}
+		_exit(0);
+	}
+	assert_int_equal(ctl_http_request(&two, "GET", "/v1/jobs", NULL, 0,
+	    5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_REFUSED);
+	assert_non_null(strstr(err, "more than 4 redirects"));
+	assert_int_equal(waitpid(pid1, &fl, 0), pid1);
+	assert_true(WIFEXITED(fl) && WEXITSTATUS(fl) == 0);
+	close(lfd1);
+	close(lfd2);
 }
 
 static void
@@ -684,8 +871,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_parse),
-		cmocka_unit_test(test_http_parse),
 		cmocka_unit_test(test_http_client),
+		cmocka_unit_test(test_http_stream),
+		cmocka_unit_test(test_http_redirect),
 		cmocka_unit_test(test_option_typing),
 		cmocka_unit_test(test_trace_args),
 		cmocka_unit_test(test_status_table),
@@ -694,5 +882,10 @@ main(void)
 		cmocka_unit_test(test_progress),
 	};
 
-	return (cmocka_run_group_tests_name("ctl", tests, NULL, NULL));
+	int	 rc;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = cmocka_run_group_tests_name("ctl", tests, NULL, NULL);
+	curl_global_cleanup();
+	return (rc);
 }

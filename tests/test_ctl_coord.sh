@@ -5,54 +5,12 @@
 # gave them, an unreachable coordinator, bad arguments, tokens, timeouts.
 set -eu
 
-B=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
-CTL=$B/server/dynprofctl
+CTL_TEST=dynprof-ctl-coord
+. "$(dirname "$0")/test_ctl_lib.sh"
 COORD=$B/server/dynprof-coordinator
 AGENT=$B/agent/dynprof-agent
 SIM=$B/examples/dynprof-train-sim
-T=$(mktemp -d /tmp/dynprof-ctl-coord.XXXXXX)
-PIDS=()
 
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- command: ${LAST:-}" >&2
-	echo "--- stdout:" >&2
-	cat "$T/out" >&2 2>/dev/null || true
-	echo "--- stderr:" >&2
-	cat "$T/err" >&2 2>/dev/null || true
-	for f in "$T"/*.log; do
-		[ -f "$f" ] || continue
-		echo "--- $f (tail):" >&2
-		tail -20 "$f" >&2
-	done
-	exit 1
-}
-
-# run ARGS...: runs dynprofctl, keeps stdout, stderr and the exit code.
-run() {
-	LAST="dynprofctl $*"
-	set +e
-	"$CTL" "$@" >"$T/out" 2>"$T/err" </dev/null
-	RC=$?
-	set -e
-}
-expect_rc() { [ "$RC" -eq "$1" ] || fail "exit $RC, expected $1"; }
-expect_out() { grep -qF -- "$1" "$T/out" || fail "stdout lacks: $1"; }
-expect_out_re() { grep -qE -- "$1" "$T/out" || fail "stdout lacks /$1/"; }
-expect_err() { grep -qF -- "$1" "$T/err" || fail "stderr lacks: $1"; }
-expect_no_err() { [ ! -s "$T/err" ] || fail "unexpected stderr"; }
 # json EXPR: evaluates a Python expression over the JSON on stdout (as d).
 json() {
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
@@ -254,6 +212,33 @@ expect_rc 1; expect_err "token longer than 1023 bytes"
 head -c 1023 /dev/zero | tr '\0' 't' >"$T/max.token"
 run --coordinator "$AUTH" --token-file "$T/max.token" jobs
 expect_rc 1; expect_err "coordinator refused"
+
+# --- token roles: the viewer reads, the operator reads and writes.
+echo "v1ewer-token" >"$T/viewer.token"
+AUTH_AGENT_PORT=$AGENT_PORT
+start_coord roles --admin-token-file "$T/admin.token" \
+    --viewer-token-file "$T/viewer.token"
+ROLES=http://127.0.0.1:$HTTP_PORT
+run --coordinator "$ROLES" --token-file "$T/viewer.token" jobs
+expect_rc 0; expect_out "no jobs"
+run --coordinator "$ROLES" --token-file "$T/viewer.token" trace V --start 5 \
+    --steps 1
+expect_rc 1
+expect_err "dynprofctl: coordinator refused: the viewer token may only read: this request needs the operator token"
+DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" status V
+expect_rc 1; expect_err "coordinator refused: "	# no job V: nothing was made
+run --coordinator "$ROLES" --token-file "$T/admin.token" trace V --start 5 \
+    --steps 1
+expect_rc 0; expect_out "window 1: steps 5-5 on all ranks"
+DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" status V
+expect_rc 0; expect_out_re '^job V generation [0-9]+'
+DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" cancel V 1
+expect_rc 1; expect_err "viewer token may only read"
+DYNPROF_TOKEN=other run --coordinator "$ROLES" jobs
+expect_rc 1; expect_err "coordinator refused: missing or wrong bearer token"
+run --coordinator "$ROLES" jobs
+expect_rc 1; expect_err "this coordinator wants an admin token"
+AGENT_PORT=$AUTH_AGENT_PORT	# the agent below joins the "auth" one
 
 # --- real ranks: an agent and two simulated ranks of job S.
 mkdir -p "$T/shm" "$T/traces"

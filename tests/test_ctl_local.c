@@ -147,7 +147,7 @@ make_segment(struct fixture *fx)
 	atomic_store(&seg.hdr->agent_pid, getpid());
 
 	/* A live rank, profiling. */
-	idx = segment_slot_claim(&seg, getpid(), 0);
+	idx = segment_slot_claim(&seg, getpid(), 0, NULL);
 	assert_true(idx >= 0);
 	s = &seg.slots[idx];
 	segment_slot_update_begin(s);
@@ -168,7 +168,7 @@ make_segment(struct fixture *fx)
 		_exit(0);
 	assert_int_equal(waitpid(child, &status, 0), child);
 	fx->dead_pid = child;
-	idx = segment_slot_claim(&seg, child, 9);
+	idx = segment_slot_claim(&seg, child, 9, NULL);
 	assert_true(idx >= 0);
 	s = &seg.slots[idx];
 	segment_slot_update_begin(s);

@@ -78,6 +78,7 @@ broken memory train-job-sidecar.yaml 's/medium: Memory/medium: ""/' 'medium: Mem
 broken pidns train-job.yaml 's/hostPID: true/hostPID: false/' 'pid namespaces'
 broken port coordinator.yaml 's/- 0.0.0.0:7878/- 0.0.0.0:7900/' 'does not reach'
 broken probe coordinator.yaml 's|path: /healthz|path: /health|' 'is not /healthz'
+broken tls agent-daemonset.yaml 's|/etc/dynprof-tls/ca.crt|/etc/dynprof-x/ca.crt|' 'tls-ca /etc/dynprof-x/ca.crt is not on a Secret volume'
 broken secret agent-daemonset.yaml 's/key: agent-token/key: agent-tokn/' 'no key agent-tokn'
 broken token train-job-sidecar.yaml 's/change-me-agent-token/other/' 'differs from the coordinator'
 broken script train-job.yaml 's/mon.step()  /mon.steps()  /' 'differs from'

@@ -638,6 +638,32 @@ test_exit_stops_window(void **state)
 	assert_true(found);
 }
 
+/*
+ * Rank 4 runs into window 1 [3, 20] and is at step 5; then its slot is taken
+ * from it: the agent acknowledges its two events (attached, started) and frees
+ * it, and a newcomer claims it (claims prefer free slots whose log is
+ * acknowledged).  Returns the slot's index.
+ */
+static int
+slot_taken_in_window(struct fixture *f)
+{
+	uint32_t	 inc, head;
+	int		 old;
+
+	tl_window(&f->cfg, 0, 1, 3, 20, "");
+	push(f);
+	open_rank(f, 4);
+	steps(f, 1, 5);
+	old = f->h->slot_index;
+	head = slotlog_head(&f->agent.slots[old], &inc);
+	assert_int_equal(head, 2);
+	assert_int_equal(slotlog_ack(&f->agent.slots[old], inc, head), 1);
+	atomic_store(&f->agent.slots[old].pid, 0);
+	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9, NULL),
+	    old);
+	return (old);
+}
+
 /* A slot taken from a live rank (an agent in another pid namespace thought it
  * dead): the rank claims a slot again at its next slow step. */
 static void
@@ -647,15 +673,7 @@ test_slot_taken(void **state)
 	struct seg_slot	 s;
 	int		 old;
 
-	tl_window(&f->cfg, 0, 1, 3, 20, "");
-	push(f);
-	open_rank(f, 4);
-	steps(f, 1, 5);
-	old = f->h->slot_index;
-	/* The agent frees it, a newcomer claims it. */
-	atomic_store(&f->agent.slots[old].pid, 0);
-	assert_int_equal(segment_slot_claim(&f->agent, getpid() + 100000, 9),
-	    old);
+	old = slot_taken_in_window(f);
 	push(f);
 	steps(f, 6, 6);
 	assert_int_not_equal(f->h->slot_index, old);
@@ -669,6 +687,26 @@ test_slot_taken(void **state)
 	assert_int_equal(segment_slot_read(&f->agent, old, &s), SEG_OK);
 	assert_int_equal(s.rank, 9);
 	assert_int_equal(s.step, -1);
+}
+
+/*
+ * A rank whose slot was taken while it was inside a window and that closes
+ * before its next slow step: its stopped and detached events must not land in
+ * the log of the slot's new holder.
+ */
+static void
+test_slot_taken_close(void **state)
+{
+	struct fixture	*f = *state;
+	uint32_t	 inc;
+	int		 old;
+
+	old = slot_taken_in_window(f);
+	dynprof_close(f->h);
+	f->h = NULL;
+	assert_int_equal(slotlog_head(&f->agent.slots[old], &inc), 0);
+	assert_int_equal(atomic_load(&f->agent.slots[old].pid),
+	    getpid() + 100000);
 }
 
 /* Job and rank from the environment; invalid values refused clearly. */
@@ -770,12 +808,12 @@ test_bad_arguments(void **state)
 	assert_null(dynprof_job(NULL));
 	dynprof_close(NULL);
 	assert_string_equal(dynprof_version(), "0.1.0");
-	for (i = 0; i >= DYNPROF_ENOMEM; i--)
+	for (i = 0; i >= DYNPROF_EOWNER; i--)
 		assert_string_not_equal(dynprof_strerror(i), "unknown error");
 
 	/* A segment every slot of which a live process holds. */
 	for (i = 0; i < SEG_MAX_SLOTS; i++)
-		assert_int_equal(segment_slot_claim(&f->agent, getpid(), i), i);
+		assert_int_equal(segment_slot_claim(&f->agent, getpid(), i, NULL), i);
 	tl_params(&p, f->dir, "job", 0, &f->rec);
 	assert_int_equal(dynprof_open(&p, &h), DYNPROF_ENOSLOT);
 	/* A segment of another layout. */
@@ -866,6 +904,7 @@ main(void)
 		T(test_report_failure),
 		T(test_exit_stops_window),
 		T(test_slot_taken),
+		T(test_slot_taken_close),
 		T(test_environment),
 		T(test_bad_arguments),
 		cmocka_unit_test(test_decide_pure),

@@ -116,6 +116,7 @@ test_create_open(void **state)
 	assert_int_equal(a.hdr->magic, SEG_MAGIC);
 	assert_int_equal(a.hdr->version, SEG_VERSION);
 	assert_int_equal(a.hdr->nslots, SEG_MAX_SLOTS);
+	assert_int_equal(a.nslots, SEG_MAX_SLOTS);
 	assert_string_equal(a.hdr->job, "j1");
 	assert_int_equal(a.size, a.hdr->segment_size);
 	assert_int_equal(segment_validate(a.hdr, a.size), SEG_OK);
@@ -413,7 +414,7 @@ test_slots(void **state)
 	(void)state;
 	assert_int_equal(segment_open(&seg, dir, "s1", SEG_CREATE, 0600),
 	    SEG_OK);
-	idx = segment_slot_claim(&seg, getpid(), 5);
+	idx = segment_slot_claim(&seg, getpid(), 5, NULL);
 	assert_int_equal(idx, 0);
 	assert_int_equal(segment_slot_read(&seg, idx, &copy), SEG_OK);
 	assert_int_equal(copy.pid, getpid());
@@ -447,8 +448,8 @@ test_slots(void **state)
 
 	/* Fill every slot with a live pid: the next claim fails. */
 	for (i = 0; i < SEG_MAX_SLOTS; i++)
-		assert_int_equal(segment_slot_claim(&seg, getpid(), i), i);
-	assert_int_equal(segment_slot_claim(&seg, getpid(), 999),
+		assert_int_equal(segment_slot_claim(&seg, getpid(), i, NULL), i);
+	assert_int_equal(segment_slot_claim(&seg, getpid(), 999, NULL),
 	    SEG_ENOSLOT);
 	/* The live pids are not reclaimed. */
 	assert_int_equal(segment_reclaim_dead(&seg, NULL, NULL), 0);
@@ -488,7 +489,7 @@ dead_child(struct segment *seg, int32_t rank)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		idx = segment_slot_claim(seg, getpid(), rank);
+		idx = segment_slot_claim(seg, getpid(), rank, NULL);
 		if (idx < 0)
 			_exit(1);
 		atomic_store(&seg->slots[idx].step, 77);
@@ -513,7 +514,7 @@ test_reclaim_dead(void **state)
 	(void)state;
 	assert_int_equal(segment_open(&seg, dir, "r1", SEG_CREATE, 0600),
 	    SEG_OK);
-	assert_int_equal(segment_slot_claim(&seg, getpid(), 0), 0);
+	assert_int_equal(segment_slot_claim(&seg, getpid(), 0, NULL), 0);
 	child = dead_child(&seg, 9);
 	assert_int_equal(atomic_load(&seg.slots[1].pid), child);
 	assert_int_equal(segment_pid_alive(child), 0);
@@ -535,11 +536,11 @@ test_reclaim_dead(void **state)
 
 	/* Full table: a claim takes the slot of a dead process. */
 	for (i = 1; i < SEG_MAX_SLOTS; i++)
-		assert_int_equal(segment_slot_claim(&seg, getpid(), i), i);
+		assert_int_equal(segment_slot_claim(&seg, getpid(), i, NULL), i);
 	segment_slot_release(&seg, 100, getpid());
 	child = dead_child(&seg, 100);
 	assert_int_equal(atomic_load(&seg.slots[100].pid), child);
-	idx = segment_slot_claim(&seg, getpid(), 500);
+	idx = segment_slot_claim(&seg, getpid(), 500, NULL);
 	assert_int_equal(idx, 100);
 	assert_int_equal(seg.slots[100].rank, 500);
 	assert_int_equal(seg.slots[100].state, SEG_RANK_ATTACHED);
@@ -566,7 +567,7 @@ test_create_race(void **state)
 			if (segment_open(&s, dir, "race", SEG_CREATE, 0600) !=
 			    SEG_OK)
 				_exit(1);
-			if (segment_slot_claim(&s, getppid(), i) < 0)
+			if (segment_slot_claim(&s, getppid(), i, NULL) < 0)
 				_exit(2);
 			_exit(0);
 		}

@@ -10,7 +10,8 @@
 //    variables something reads; the trainer's socket and segment directory are the
 //    agent's, through the same volume; agents reach a Service port that is the
 //    coordinator's --listen port; probes hit the --http port; token files come from
-//    Secret keys that exist; ConfigMap files equal their sources.
+//    Secret keys that exist, keys and certificates (--tls-*) from Secrets; ConfigMap
+//    files equal their sources.
 // Prints one line per problem and exits 1 if there was any.
 
 import fs from "node:fs";
@@ -281,7 +282,8 @@ function consistency(all, facts, cfiles) {
 			if (bin) {
 				const flags = flagsOf(argv, flagSets.get(bin), where, bin);
 				const tok = bin === "dynprof-agent" ? ["token-file"] :
-				    bin === "dynprof-coordinator" ? ["agent-token-file", "admin-token-file"] : [];
+				    bin === "dynprof-coordinator" ? ["agent-token-file", "admin-token-file",
+				    "viewer-token-file"] : [];
 				for (const t of tok)
 					if (typeof flags.get(t) === "string") {
 						const loc = locate(flags.get(t), c, pod.spec, pod.podId);
@@ -294,6 +296,18 @@ function consistency(all, facts, cfiles) {
 							else if (!s.keys.has(loc.key))
 								problem(where, `--${t}: Secret ${loc.secret} has no key ${loc.key}`);
 						}
+					}
+				// Keys and certificates come from Secrets too; a Secret made
+				// with kubectl (not in these files) cannot be checked further.
+				for (const t of ["tls-cert", "tls-key", "tls-ca", "http-tls-cert",
+				    "http-tls-key", "http-tls-ca"])
+					if (typeof flags.get(t) === "string") {
+						const loc = locate(flags.get(t), c, pod.spec, pod.podId);
+						const s = loc.secret && secrets.get(`${pod.ns}/${loc.secret}`);
+						if (loc.kind !== "secret")
+							problem(where, `--${t} ${flags.get(t)} is not on a Secret volume`);
+						else if (s && !/\$\(/.test(loc.key) && !s.keys.has(loc.key))
+							problem(where, `--${t}: Secret ${loc.secret} has no key ${loc.key}`);
 					}
 				if (bin === "dynprof-agent") {
 					const socket = flags.get("socket") ?? env.get("DYNPROF_AGENT_SOCKET") ?? facts.defaults.socket;

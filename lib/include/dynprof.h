@@ -47,6 +47,8 @@ enum dynprof_error {
 	DYNPROF_ETORN = -9,	/**< the config kept changing while being read */
 	DYNPROF_EPATH = -10,	/**< an output path is too long or invalid */
 	DYNPROF_ENOMEM = -11,	/**< out of memory */
+	DYNPROF_EOWNER = -12,	/**< the segment is owned by an untrusted user or
+				     writable by others (docs/segments.md) */
 };
 
 /** Profiler options of a window: MindSpore's profiler_config.json fields.

@@ -47,8 +47,8 @@ fuzz_setup(void)
 	}
 	atexit(fuzz_cleanup);
 	/* Slot 0: rank 3, held by this process.  Slot 1: rank 5, gone. */
-	if (segment_slot_claim(&fuzz_seg, FUZZ_PID, 3) != 0 ||
-	    (gone = segment_slot_claim(&fuzz_seg, FUZZ_PID + 1, 5)) != 1)
+	if (segment_slot_claim(&fuzz_seg, FUZZ_PID, 3, NULL) != 0 ||
+	    (gone = segment_slot_claim(&fuzz_seg, FUZZ_PID + 1, 5, NULL)) != 1)
 		abort();
 	segment_slot_release(&fuzz_seg, gone, FUZZ_PID + 1);
 	fuzz_ready = 1;

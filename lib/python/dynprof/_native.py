@@ -24,6 +24,7 @@ ENOENT = -8
 ETORN = -9
 EPATH = -10
 ENOMEM = -11
+EOWNER = -12
 
 # enum dynprof_stop_reason
 STOP_COMPLETED = 1

@@ -12,7 +12,7 @@ import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 2
+SEG_VERSION = 4
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -20,6 +20,8 @@ SEG_SUBDIR_MAX = 256
 SEG_FWOPTS_MAX = 4096
 SEG_PATH_MAX = 1024
 SEG_ERROR_MAX = 256
+SEG_LOG_TEXT_MAX = 320
+SEG_LOG_ENTRIES = 40
 SEG_WINDOW_CANCELLED = 0x1
 
 
@@ -59,6 +61,23 @@ class SegConfig(ctypes.Structure):
     ]
 
 
+class SegLogEntry(ctypes.Structure):
+    _fields_ = [
+        ("seq", ctypes.c_uint32),
+        ("kind", ctypes.c_uint32),
+        ("window_id", ctypes.c_uint32),
+        ("reason", ctypes.c_uint32),
+        ("start_step", ctypes.c_int64),
+        ("stop_step", ctypes.c_int64),
+        ("step", ctypes.c_int64),
+        ("generation", ctypes.c_uint64),
+        ("time_ns", ctypes.c_int64),
+        ("rank_seq", ctypes.c_uint32),
+        ("pid", ctypes.c_int32),
+        ("text", ctypes.c_char * SEG_LOG_TEXT_MAX),
+    ]
+
+
 class SegSlot(ctypes.Structure):
     _fields_ = [
         ("pid", ctypes.c_int32),
@@ -79,8 +98,14 @@ class SegSlot(ctypes.Structure):
         ("output_dir", ctypes.c_char * SEG_PATH_MAX),
         ("error", ctypes.c_char * SEG_ERROR_MAX),
         ("last_pid", ctypes.c_int32),
-        ("pad0", ctypes.c_uint32),
-        ("pad", ctypes.c_char * 160),
+        ("incarnation", ctypes.c_uint32),
+        ("log_head", ctypes.c_uint32),
+        ("log_lost", ctypes.c_uint32),
+        ("log_acked", ctypes.c_uint64),
+        ("root_inc", ctypes.c_uint32),
+        ("pad", ctypes.c_char * 140),
+        ("output_root", ctypes.c_char * SEG_PATH_MAX),
+        ("log", SegLogEntry * SEG_LOG_ENTRIES),
     ]
 
 

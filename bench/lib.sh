@@ -1,0 +1,66 @@
+# Shared by bench/fanout.sh and bench/tls.sh (sourced): one dynprof-loadgen run
+# against a fresh coordinator, and the awk function that reads its RESULT line.
+# Needs COORD and LOADGEN; CP is the coordinator's pid while it runs.
+
+# bench_scratch NAME: D, a scratch directory removed at exit, with the
+# coordinator of a run that did not finish.
+bench_scratch()
+{
+	D=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-$1.XXXXXX")
+	CP=""
+	trap bench_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+bench_cleanup()
+{
+	[ -n "$CP" ] && kill "$CP" 2>/dev/null && wait "$CP" 2>/dev/null
+	rm -rf "$D"
+}
+
+# bench_loadgen NAME AGENTS "COORDINATOR FLAGS" "LOADGEN FLAGS": starts a
+# coordinator (its own state, ports picked by the kernel), runs the loadgen with
+# AGENTS connections, appends "NAME key=value ..." to $D/results and stops the
+# coordinator; the loadgen's output stays in $D/loadgen-NAME.out.  Exits 1 on
+# failure, after showing why.
+bench_loadgen()
+{
+	_name=$1 _n=$2 _cflags=$3 _lflags=$4
+	rm -rf "$D/state" "$D/ready"
+	mkdir -p "$D/state"
+	# shellcheck disable=SC2086
+	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$D/state" \
+	    --ready-file "$D/ready" -q $_cflags >"$D/coord-$_name.log" 2>&1 &
+	CP=$!
+	_i=0
+	until grep -q http_port "$D/ready" 2>/dev/null; do
+		_i=$((_i + 1))
+		[ $_i -gt 100 ] && { echo "bench: coordinator did not start" >&2; exit 1; }
+		sleep 0.1
+	done
+	_ap=$(sed -n 's/^agent_port=//p' "$D/ready")
+	_hp=$(sed -n 's/^http_port=//p' "$D/ready")
+	# shellcheck disable=SC2086
+	if ! "$LOADGEN" --coordinator "127.0.0.1:$_ap" --http "127.0.0.1:$_hp" \
+	    --agents "$_n" --coordinator-pid "$CP" $_lflags \
+	    >"$D/loadgen-$_name.out" 2>&1; then
+		cat "$D/loadgen-$_name.out" >&2
+		tail -n 5 "$D/coord-$_name.log" >&2
+		exit 1
+	fi
+	sed -n "s/^RESULT /$_name /p" "$D/loadgen-$_name.out" >>"$D/results"
+	kill "$CP" 2>/dev/null || true
+	wait "$CP" 2>/dev/null || true
+	CP=""
+}
+
+# For awk: v(k) is the value of key k on a results line, "na" if absent.
+BENCH_AWK_V='
+function v(k,   i, kv) {
+	for (i = 2; i <= NF; i++) {
+		split($i, kv, "=")
+		if (kv[1] == k)
+			return kv[2]
+	}
+	return "na"
+}'

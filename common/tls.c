@@ -1,0 +1,346 @@
+/* OpenSSL contexts for AgentLink and the admin API: build, reload, check names. */
+
+#include <arpa/inet.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "log.h"
+#include "tls.h"
+
+/* Session resumption is scoped to this: any constant will do. */
+#define TLS_SESSION_CONTEXT	"dynprof"
+
+/* Says why the last OpenSSL call failed, from its error queue, and empties it. */
+static void
+tls_queue_why(char *buf, size_t len)
+{
+	unsigned long	 e = ERR_peek_last_error();
+	const char	*r;
+
+	if (e == 0)
+		snprintf(buf, len, "unknown OpenSSL error");
+	else if ((r = ERR_reason_error_string(e)) != NULL)
+		snprintf(buf, len, "%s", r);
+	else
+		ERR_error_string_n(e, buf, len);
+	ERR_clear_error();
+}
+
+/* Returns the notAfter of the context's certificate in Unix seconds, 0 if none. */
+static int64_t
+tls_not_after(SSL_CTX *ctx)
+{
+	X509		*x = SSL_CTX_get0_certificate(ctx);
+	const ASN1_TIME	*t;
+	struct tm	 tm;
+
+	if (x == NULL || (t = X509_get0_notAfter(x)) == NULL)
+		return (0);
+	memset(&tm, 0, sizeof(tm));
+	if (ASN1_TIME_to_tm(t, &tm) != 1)
+		return (0);
+	return ((int64_t)timegm(&tm));
+}
+
+/* Builds a context from t's files, or NULL with the reason in why. */
+static SSL_CTX *
+tls_build(const struct tls *t, char *why, size_t len)
+{
+	SSL_CTX			*ctx;
+	STACK_OF(X509_NAME)	*names;
+	char			 e[256];
+	int			 mode;
+
+	ERR_clear_error();
+	ctx = SSL_CTX_new((t->flags & TLS_SERVER) ? TLS_server_method() :
+	    TLS_client_method());
+	if (ctx == NULL) {
+		tls_queue_why(e, sizeof(e));
+		snprintf(why, len, "cannot make a context: %s", e);
+		return (NULL);
+	}
+	/* 1.3 when both ends have it, 1.2 at least. */
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
+		goto fail_ctx;
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+	/* A peer gone without close_notify is an end of stream, as libevent
+	 * expects; AgentLink's framing tells a cut message. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+	/* Thousands of idle agent links: no buffers kept between reads. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
+		tls_queue_why(e, sizeof(e));
+		snprintf(why, len, "certificate %s: %s", t->cert, e);
+		goto fail;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
+		tls_queue_why(e, sizeof(e));
+		snprintf(why, len, "key %s: %s", t->key, e);
+		goto fail;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		tls_queue_why(e, sizeof(e));
+		snprintf(why, len, "key %s does not match certificate %s: %s",
+		    t->key, t->cert, e);
+		goto fail;
+	}
+	if (t->ca != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1) {
+			tls_queue_why(e, sizeof(e));
+			snprintf(why, len, "CA %s: %s", t->ca, e);
+			goto fail;
+		}
+		if (t->flags & TLS_SERVER) {
+			if ((names = SSL_load_client_CA_file(t->ca)) == NULL) {
+				tls_queue_why(e, sizeof(e));
+				snprintf(why, len, "CA %s: %s", t->ca, e);
+				goto fail;
+			}
+			SSL_CTX_set_client_CA_list(ctx, names);
+		}
+	}
+	if (t->flags & TLS_VERIFY_PEER) {
+		mode = SSL_VERIFY_PEER;
+		if (t->flags & TLS_SERVER)
+			mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+		SSL_CTX_set_verify(ctx, mode, NULL);
+	}
+	if ((t->flags & TLS_SERVER) && SSL_CTX_set_session_id_context(ctx,
+	    (const unsigned char *)TLS_SESSION_CONTEXT,
+	    sizeof(TLS_SESSION_CONTEXT) - 1) != 1)
+		goto fail_ctx;
+	return (ctx);
+
+fail_ctx:
+	tls_queue_why(e, sizeof(e));
+	snprintf(why, len, "cannot set up the context: %s", e);
+fail:
+	SSL_CTX_free(ctx);
+	return (NULL);
+}
+
+/* Logs the loaded certificate's lifetime: a warning once expired or close. */
+static void
+tls_log_expiry(const struct tls *t, const char *verb)
+{
+	int64_t	 left = tls_expiry_seconds(t);
+
+	if (left <= 0)
+		log_warnx("%s: %s certificate %s has expired (%lld s ago)",
+		    t->role, verb, t->cert, (long long)-left);
+	else if (left < 7 * 86400)
+		log_warnx("%s: %s certificate %s, it expires in %lld s",
+		    t->role, verb, t->cert, (long long)left);
+	else
+		log_info("%s: %s certificate %s, it expires in %lld days",
+		    t->role, verb, t->cert, (long long)(left / 86400));
+}
+
+static char *
+tls_strdup(const char *s)
+{
+	return (s != NULL ? strdup(s) : NULL);
+}
+
+/*
+ * Loads the context of role ("agentlink", "http": a static string) from cert,
+ * key and ca (ca NULL: none).  flags: TLS_SERVER, TLS_VERIFY_PEER (needs ca).
+ * Returns 0, or -1 with the reason logged; tls_clear() frees either way.
+ */
+int
+tls_load(struct tls *t, const char *role, int flags, const char *cert,
+    const char *key, const char *ca)
+{
+	char	 why[1024];
+
+	memset(t, 0, sizeof(*t));
+	t->role = role;
+	t->flags = flags;
+	t->cert = tls_strdup(cert);
+	t->key = tls_strdup(key);
+	t->ca = tls_strdup(ca);
+	if (t->cert == NULL || t->key == NULL || (ca != NULL && t->ca == NULL)) {
+		log_warnx("%s: %s: out of memory", __func__, role);
+		return (-1);
+	}
+	if ((flags & TLS_VERIFY_PEER) && ca == NULL) {
+		log_warnx("%s: %s: checking the peer needs a CA file", __func__,
+		    role);
+		return (-1);
+	}
+	if ((t->ctx = tls_build(t, why, sizeof(why))) == NULL) {
+		log_warnx("%s: %s: %s", __func__, role, why);
+		return (-1);
+	}
+	t->not_after = tls_not_after(t->ctx);
+	tls_log_expiry(t, "loaded");
+	return (0);
+}
+
+/*
+ * Rebuilds the context from the same files.  On any error the context in use
+ * stays and the reason is logged; returns 0 or -1.
+ */
+int
+tls_reload(struct tls *t)
+{
+	SSL_CTX	*ctx;
+	char	 why[1024];
+
+	if (t->ctx == NULL)
+		return (0);
+	if ((ctx = tls_build(t, why, sizeof(why))) == NULL) {
+		log_warnx("%s: %s: keeping the certificate in use: %s",
+		    __func__, t->role, why);
+		return (-1);
+	}
+	SSL_CTX_free(t->ctx);
+	t->ctx = ctx;
+	t->not_after = tls_not_after(ctx);
+	tls_log_expiry(t, "reloaded");
+	return (0);
+}
+
+/* Frees the context (live connections keep theirs) and the file names. */
+void
+tls_clear(struct tls *t)
+{
+	SSL_CTX_free(t->ctx);
+	free(t->cert);
+	free(t->key);
+	free(t->ca);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Returns a new SSL of the current context, NULL (logged) out of memory. */
+SSL *
+tls_ssl_new(struct tls *t)
+{
+	SSL	*ssl;
+	char	 e[256];
+
+	if ((ssl = SSL_new(t->ctx)) == NULL) {
+		tls_queue_why(e, sizeof(e));
+		log_warnx("%s: %s: %s", __func__, t->role, e);
+	}
+	return (ssl);
+}
+
+/*
+ * A client's side: the peer's certificate must name host, an IP address
+ * (checked against its IP SANs) or a DNS name (also sent as SNI).  Returns 0
+ * or -1.
+ */
+int
+tls_client_expect(SSL *ssl, const char *host)
+{
+	X509_VERIFY_PARAM	*p = SSL_get0_param(ssl);
+	unsigned char		 addr[16];
+
+	if (inet_pton(AF_INET, host, addr) == 1 ||
+	    inet_pton(AF_INET6, host, addr) == 1)
+		return (X509_VERIFY_PARAM_set1_ip_asc(p, host) == 1 ? 0 : -1);
+	X509_VERIFY_PARAM_set_hostflags(p,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (SSL_set1_host(ssl, host) != 1 ||
+	    SSL_set_tlsext_host_name(ssl, host) != 1)
+		return (-1);
+	return (0);
+}
+
+/*
+ * A server's side, after the handshake: returns 1 if the peer's verified
+ * certificate names name exactly (a SAN DNS name, else the subject CN; no
+ * wildcard, case counts), else 0 with the reason in why.
+ */
+int
+tls_peer_names(SSL *ssl, const char *name, char *why, size_t len)
+{
+	X509	*x = SSL_get0_peer_certificate(ssl);
+	long	 v = SSL_get_verify_result(ssl);
+	char	 cn[256], *matched = NULL;
+	int	 same;
+
+	if (x == NULL) {
+		snprintf(why, len, "no client certificate");
+		return (0);
+	}
+	if (v != X509_V_OK) {
+		snprintf(why, len, "client certificate not verified: %s",
+		    X509_verify_cert_error_string(v));
+		return (0);
+	}
+	/* DNS names compare without case; node names do not. */
+	if (X509_check_host(x, name, strlen(name),
+	    X509_CHECK_FLAG_NO_WILDCARDS, &matched) == 1) {
+		same = matched != NULL && strcmp(matched, name) == 0;
+		OPENSSL_free(matched);
+		if (same)
+			return (1);
+	}
+	if (X509_NAME_get_text_by_NID(X509_get_subject_name(x),
+	    NID_commonName, cn, sizeof(cn)) < 0)
+		snprintf(cn, sizeof(cn), "(none)");
+	snprintf(why, len, "the client certificate (CN %s) does not name "
+	    "node %s", cn, name);
+	return (0);
+}
+
+/*
+ * Says why the TLS stream of an OpenSSL bufferevent failed: its OpenSSL error
+ * (libevent queues SSL_get_error()'s code beside it: skipped) and the check of
+ * the peer's certificate.  Empties the bufferevent's errors.  Returns 1, or 0
+ * if there was nothing to say.
+ */
+int
+tls_bev_error(struct bufferevent *bev, char *buf, size_t len)
+{
+	SSL		*ssl = bufferevent_openssl_get_ssl(bev);
+	unsigned long	 err, best = 0;
+	const char	*r;
+	char		 e[256];
+	long		 v;
+
+	while ((err = bufferevent_get_openssl_error(bev)) != 0)
+		if (best == 0 || ERR_GET_LIB(best) == 0)
+			best = err;
+	e[0] = '\0';
+	if (best != 0 && ERR_GET_LIB(best) != 0) {
+		if ((r = ERR_reason_error_string(best)) != NULL)
+			snprintf(e, sizeof(e), "%s", r);
+		else
+			ERR_error_string_n(best, e, sizeof(e));
+	} else if (best == SSL_ERROR_SYSCALL)
+		snprintf(e, sizeof(e), "the peer closed or reset the connection");
+	else if (best != 0)
+		snprintf(e, sizeof(e), "TLS error %lu", best);
+	v = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+	if (v != X509_V_OK)
+		snprintf(buf, len, "%s%speer certificate: %s", e,
+		    e[0] != '\0' ? ": " : "", X509_verify_cert_error_string(v));
+	else if (e[0] != '\0')
+		snprintf(buf, len, "%s", e);
+	else
+		return (0);
+	return (1);
+}
+
+/* Returns the seconds until the certificate expires (negative: past). */
+int64_t
+tls_expiry_seconds(const struct tls *t)
+{
+	return (t->not_after - (int64_t)time(NULL));
+}
