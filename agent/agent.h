@@ -208,6 +208,8 @@ void	 upstream_applied(struct agent *, struct agent_job *);
 void	 upstream_progress(struct agent *, struct agent_job *,
 	    const Dynprof__V1__Progress *);
 int	 upstream_ready(const struct agent *);
+int	 upstream_dispatch(struct agent *,
+	    const Dynprof__V1__CoordinatorMessage *);
 
 /* ranks_decode() results. */
 #define RANKS_OK		0

@@ -282,7 +282,11 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 	agent_wake_sampler(a);
 }
 
-static int
+/*
+ * Acts on one decoded message of the coordinator.  Returns 0, or -1 when the
+ * stream must end (an error frame, no welcome first).
+ */
+int
 upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 {
 	struct upstream	*up = &a->up;

@@ -560,7 +560,11 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 	}
 }
 
-static void
+/*
+ * Acts on one decoded message of an agent: a hello first, then anything else.
+ * Stops at nothing: the caller stops once the connection is closing.
+ */
+void
 agents_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 {
 	struct sub	*s;

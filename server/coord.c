@@ -669,6 +669,7 @@ coord_start(struct coord *c)
 		log_warnx("%s: cannot open the store: %s", __func__, why);
 		return (-1);
 	}
+	c->started_ns = coord_wall_ns();
 	if (store_load(c->store, c) == -1)
 		return (-1);
 	if (coord_load_tls(c) == -1)

@@ -34,6 +34,7 @@ struct store;
 #define COORD_NODE_MAX		128	/* node name length */
 #define COORD_RANK_BUCKETS	4096
 #define COORD_NODE_BUCKETS	4096
+#define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
 /* A step an agent reports is -1 (before the first) or 0 to this; anything
@@ -298,6 +299,7 @@ struct coord {
 	struct nodeq		 nodes;
 	struct nodebucket	 node_hash[COORD_NODE_BUCKETS];
 	uint64_t		 generation;	/* highest handed out */
+	int64_t			 started_ns;	/* wall clock at start */
 	struct metrics		 metrics;
 };
 
@@ -317,6 +319,7 @@ void	 agents_close_all(struct coord *);
 void	 agents_heartbeat(struct coord *);
 void	 agents_push(struct coord *, struct job *);
 void	 agents_commit_batch(struct coord *);
+void	 agents_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
 const char *agents_node_state(const struct node *);
 
 /* schedule.c */

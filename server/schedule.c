@@ -562,6 +562,26 @@ schedule_rank_live(struct coord *c, const struct rank *r)
 	return ((n = schedule_node_find(c, r->node)) != NULL && n->conn != NULL);
 }
 
+/*
+ * Returns 1 if the rank is not live only because its node was lost (or this
+ * coordinator started) less than COORD_LOST_GRACE_HB heartbeats ago: its agent
+ * may be back in a moment, with the rank still short of a window.
+ */
+static int
+schedule_rank_may_return(struct coord *c, const struct rank *r)
+{
+	struct node	*n;
+	int64_t		 since, grace;
+
+	if (r->state == DYNPROF__V1__RANK_STATE__RANK_GONE || r->node[0] == '\0' ||
+	    (n = schedule_node_find(c, r->node)) == NULL || n->conn != NULL)
+		return (0);
+	since = n->last_seen_ns > c->started_ns ? n->last_seen_ns :
+	    c->started_ns;
+	grace = (int64_t)COORD_LOST_GRACE_HB * c->conf.heartbeat_ms * 1000000;
+	return (coord_wall_ns() - since < grace);
+}
+
 /* Returns 1 if a live rank started window w and has not ended it. */
 static int
 schedule_window_running(struct coord *c, const struct job *job,
@@ -583,8 +603,9 @@ schedule_window_running(struct coord *c, const struct job *job,
  * step the job's live ranks reported (-1: none).  A scheduled window stays
  * until every live rank it targets has reported its end (stopped, skipped or
  * failed), so that a window already behind a rank still reaches it and is
- * reported skipped; one that targets no live rank leaves once min passed its
- * stop.  A cancelled window stays while a live rank runs it (the rank must see
+ * reported skipped, and while a rank it targets that has not ended it is on a
+ * node lost moments ago (schedule_rank_may_return()); one that targets no live
+ * rank leaves once min passed its stop.  A cancelled window stays while a live rank runs it (the rank must see
  * the cancellation), then leaves once every live rank it targets ended it or
  * min passed its start (no rank can be starting it any more).
  */
@@ -601,8 +622,16 @@ schedule_window_over(struct coord *c, const struct job *job,
 		/* Whether one more rank that ended it is live changes nothing
 		 * once one is: spare the node lookup. */
 		ended = schedule_rank_ended(r, w->id);
-		if ((ended && live > 0) || !schedule_rank_live(c, r))
+		if (ended && live > 0)
 			continue;
+		if (!schedule_rank_live(c, r)) {
+			/* Pushed without the window, a returning rank would
+			 * never see it: it waits for the rank a while. */
+			if (!ended && w->state != WINDOW_STATE_CANCELLED &&
+			    schedule_rank_may_return(c, r))
+				return (0);
+			continue;
+		}
 		live++;
 		if (ended)
 			continue;

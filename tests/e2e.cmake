@@ -17,7 +17,7 @@ if(DYNPROF_SANITIZE)
   list(APPEND _e2e_env "DYNPROF_E2E_PY_PRELOAD=${_e2e_asan}:${_e2e_ubsan}")
 endif()
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
-  foreach(t alignment targeting late_join faults noblock netns eventlog tls)
+  foreach(t alignment targeting late_join faults noblock netns eventlog tls lost_node)
     add_test(NAME e2e_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_${t}.py)
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
@@ -25,4 +25,11 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   endforeach()
   # It measures steps per second, which sanitizers distort.
   set_tests_properties(e2e_noblock PROPERTIES LABELS nosan)
+  # Faults at random instants (tests/e2e/test_chaos.py): a new seed each run,
+  # printed; DYNPROF_CHAOS_SEED=N in the environment replays one.  Under 90 s,
+  # also under sanitizers (which loosen only its RSS bound).
+  add_test(NAME e2e_chaos
+    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_chaos.py)
+  set_tests_properties(e2e_chaos PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
+    LABELS chaos ENVIRONMENT "${_e2e_env}")
 endif()

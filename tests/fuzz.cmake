@@ -13,7 +13,7 @@
 option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(FUZZ_COMMON_SRC frame.c log.c segment.c jobid.c)
+set(FUZZ_COMMON_SRC frame.c log.c segment.c slotlog.c jobid.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
 set(FUZZ_AGENT_SRC agent.c)
 set(FUZZ_COORD_SRC coord.c agents.c schedule.c store.c http.c metrics.c)
@@ -56,20 +56,36 @@ add_library(fuzz_lib_objs OBJECT ${PROJECT_SOURCE_DIR}/lib/window.c
 target_include_directories(fuzz_lib_objs PUBLIC ${PROJECT_SOURCE_DIR}/lib
   ${PROJECT_SOURCE_DIR}/lib/include)
 target_link_libraries(fuzz_lib_objs PUBLIC dpdaemon)
+# The whole library, for the step functions over a live segment.
+if(DYNPROF_FUZZ)
+  find_package(Threads REQUIRED)
+  set(FUZZ_DYNPROF_SRC handle.c step.c window.c report.c output.c)
+  list(TRANSFORM FUZZ_DYNPROF_SRC PREPEND ${PROJECT_SOURCE_DIR}/lib/)
+  add_library(fuzz_dynprof_objs OBJECT ${FUZZ_DYNPROF_SRC})
+  target_include_directories(fuzz_dynprof_objs PUBLIC
+    ${PROJECT_SOURCE_DIR}/lib ${PROJECT_SOURCE_DIR}/lib/include)
+  target_link_libraries(fuzz_dynprof_objs PUBLIC dpcommon dpproto_nanopb
+    Threads::Threads)
+  target_compile_options(fuzz_dynprof_objs PRIVATE ${FUZZ_CFLAGS})
+else()
+  add_library(fuzz_dynprof_objs INTERFACE)
+  target_link_libraries(fuzz_dynprof_objs INTERFACE dynprof_internal)
+endif()
 foreach(objs fuzz_agent_objs fuzz_coord_objs fuzz_lib_objs)
   target_compile_options(${objs} PRIVATE ${FUZZ_CFLAGS})
 endforeach()
 
-# dynprof_fuzz(TARGET OBJS): builds fuzz_TARGET from fuzz/fuzz_TARGET.c.
+# dynprof_fuzz(TARGET OBJS [SOURCES...]): builds fuzz_TARGET from
+# fuzz/fuzz_TARGET.c and the extra sources.
 function(dynprof_fuzz target objs)
   set(name fuzz_${target})
   if(DYNPROF_FUZZ)
-    add_executable(${name} ${FUZZ_DIR}/${name}.c)
+    add_executable(${name} ${FUZZ_DIR}/${name}.c ${ARGN})
     target_compile_options(${name} PRIVATE
       -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
   else()
-    add_executable(${name} ${FUZZ_DIR}/${name}.c ${FUZZ_DIR}/driver.c)
+    add_executable(${name} ${FUZZ_DIR}/${name}.c ${FUZZ_DIR}/driver.c ${ARGN})
     add_test(NAME ${name} COMMAND ${name} ${FUZZ_DIR}/corpus/${target} 2000)
     set_tests_properties(${name} PROPERTIES TIMEOUT 60 LABELS fuzz)
   endif()
@@ -81,3 +97,12 @@ dynprof_fuzz(ranks fuzz_agent_objs)
 dynprof_fuzz(segment fuzz_lib_objs)
 dynprof_fuzz(admin fuzz_coord_objs)
 dynprof_fuzz(standalone fuzz_agent_objs)
+dynprof_fuzz(coord_dispatch fuzz_coord_objs ${FUZZ_DIR}/fuzzdir.c)
+if(NOT DYNPROF_FUZZ)
+  # A live coordinator answering two admin requests per input: some 25 s
+  # under sanitizers.
+  set_tests_properties(fuzz_coord_dispatch PROPERTIES TIMEOUT 180)
+endif()
+dynprof_fuzz(agent_dispatch fuzz_agent_objs ${FUZZ_DIR}/fuzzdir.c)
+dynprof_fuzz(segment_live "fuzz_agent_objs;fuzz_dynprof_objs"
+  ${FUZZ_DIR}/fuzzdir.c)
