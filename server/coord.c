@@ -377,7 +377,7 @@ enum {
 };
 
 /* Sets the bounds on peers to their defaults. */
-static void
+void
 coord_bounds_init(struct coord_config *conf)
 {
 	conf->hello_timeout_ms = COORD_HELLO_TIMEOUT_MS;

@@ -305,6 +305,7 @@ struct coord {
 
 /* coord.c */
 int		 coord_token_equal(const char *, const char *);
+void		 coord_bounds_init(struct coord_config *);
 void		 coord_accept_error(struct evconnlistener *, void *);
 int		 coord_parse_addr(const char *, struct sockaddr_storage *,
 		    socklen_t *);
