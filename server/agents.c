@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +46,46 @@ agents_node_state(const struct node *n)
 	return (n->conn != NULL ? "connected" : "lost");
 }
 
+/*
+ * Returns 0 if len more bytes fit in what is queued to the agent (at most
+ * --agent-outbuf-max).  Else drops it, an agent whose socket does not read,
+ * without flushing what is queued (it resyncs when it connects again: its
+ * hello says what it applied, what is newer is sent), and returns -1.  A
+ * closing connection takes nothing past the cap.
+ */
+static int
+agents_outbuf_room(struct conn *conn, size_t len)
+{
+	struct evbuffer	*out = bufferevent_get_output(conn->bev);
+	size_t		 queued = evbuffer_get_length(out);
+	size_t		 max = conn->coord->conf.agent_outbuf_max;
+
+	if (queued + len <= max)
+		return (0);
+	if (conn->state == CONN_CLOSING)
+		return (-1);
+	conn->coord->metrics.agents_dropped++;
+	log_warnx("%s: dropping %s%s%s: %zu bytes queued and not read, over "
+	    "the %zu bytes limit", __func__, conn->peer,
+	    conn->node ? " node " : "", conn->node ? conn->node->name : "",
+	    queued + len, max);
+	/* The bufferevent alone takes from the front of its output. */
+	evbuffer_unfreeze(out, 1);
+	evbuffer_drain(out, queued);
+	evbuffer_freeze(out, 1);
+	agents_conn_close(conn, -1, "output not read");
+	return (-1);
+}
+
 static void
 agents_send(struct conn *conn, const Dynprof__V1__CoordinatorMessage *msg)
 {
 	if (conn->state == CONN_CLOSING && msg->body_case !=
 	    DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR)
+		return;
+	if (agents_outbuf_room(conn, FRAME_HEADER_LEN +
+	    protobuf_c_message_get_packed_size(
+	    (const ProtobufCMessage *)msg)) == -1)
 		return;
 	if (frame_put(bufferevent_get_output(conn->bev),
 	    (const ProtobufCMessage *)msg) == -1)
@@ -92,7 +128,7 @@ agents_send_frame(struct conn *conn, struct evbuffer *frame)
 {
 	size_t	 len = evbuffer_get_length(frame);
 
-	if (conn->state != CONN_READY)
+	if (conn->state != CONN_READY || agents_outbuf_room(conn, len) == -1)
 		return;
 	if (evbuffer_add(bufferevent_get_output(conn->bev),
 	    evbuffer_pullup(frame, (ev_ssize_t)len), len) == -1)
@@ -136,7 +172,8 @@ void
 agents_push(struct coord *c, struct job *job)
 {
 	struct evbuffer	*frame;
-	struct sub	*s;
+	struct sub	*s, *next;
+	struct conn	*conn;
 	uint64_t	 now = coord_mono_ns();
 
 	if (TAILQ_EMPTY(&job->subs))
@@ -146,9 +183,13 @@ agents_push(struct coord *c, struct job *job)
 		    job->name);
 		return;
 	}
-	TAILQ_FOREACH(s, &job->subs, job_entry) {
-		agents_send_frame(s->conn, frame);
-		agents_note_push(c, s->conn, job, now);
+	/* A send may drop its connection, and with it s (a connection has
+	 * one sub per job, so next stays). */
+	for (s = TAILQ_FIRST(&job->subs); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, job_entry);
+		conn = s->conn;
+		agents_note_push(c, conn, job, now);
+		agents_send_frame(conn, frame);
 	}
 	evbuffer_free(frame);
 	log_debug("%s: job %s generation %llu pushed", __func__, job->name,
@@ -166,8 +207,8 @@ agents_send_config_if_newer(struct conn *conn, struct job *job,
 		return;
 	if ((frame = agents_config_frame(job)) == NULL)
 		return;
-	agents_send_frame(conn, frame);
 	agents_note_push(conn->coord, conn, job, coord_mono_ns());
+	agents_send_frame(conn, frame);
 	evbuffer_free(frame);
 }
 
@@ -186,16 +227,29 @@ agents_sub_find(struct conn *conn, struct job *job)
 static void
 agents_subscribe(struct conn *conn, const char *name, uint64_t applied)
 {
+	struct coord	*c = conn->coord;
 	struct job	*job;
 	struct sub	*s;
 	struct node_job	*nj;
 	const char	*why;
+	uint64_t	 n;
 
 	if (!jobid_valid(name, &why)) {
 		log_warnx("%s: %s: %s", __func__, conn->peer, why);
 		return;
 	}
-	if ((job = schedule_job_get(conn->coord, name)) == NULL)
+	if (conn->nsubs >= COORD_AGENT_JOBS_MAX &&
+	    ((job = schedule_job_find(c, name)) == NULL ||
+	    agents_sub_find(conn, job) == NULL)) {
+		n = ++c->metrics.subscribes_refused;
+		if ((n & (n - 1)) == 0)
+			log_warnx("%s: node %s: job %s refused: it serves %d "
+			    "jobs already (%llu refused so far)", __func__,
+			    conn->node->name, name, COORD_AGENT_JOBS_MAX,
+			    (unsigned long long)n);
+		return;
+	}
+	if ((job = schedule_job_peer(c, name, conn->node->name)) == NULL)
 		return;
 	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
 	    applied > nj->applied)
@@ -203,6 +257,7 @@ agents_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	if (agents_sub_find(conn, job) == NULL) {
 		if ((s = calloc(1, sizeof(*s))) == NULL)
 			return;
+		conn->nsubs++;
 		s->job = job;
 		s->conn = conn;
 		TAILQ_INSERT_TAIL(&job->subs, s, job_entry);
@@ -216,6 +271,7 @@ agents_sub_remove(struct sub *s)
 {
 	TAILQ_REMOVE(&s->job->subs, s, job_entry);
 	TAILQ_REMOVE(&s->conn->subs, s, conn_entry);
+	s->conn->nsubs--;
 	free(s);
 }
 
@@ -324,16 +380,17 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	msg.welcome = &welcome;
 	agents_send(conn, &msg);
 
-	/* Newer schedules for what the agent applied; it subscribes to the
-	 * jobs it serves right after the welcome. */
-	for (i = 0; i < hello->n_applied; i++) {
+	/* Newer schedules for what the agent applied (of jobs that exist,
+	 * as many as an agent may serve); it subscribes to the jobs it serves
+	 * right after the welcome. */
+	for (i = 0; i < hello->n_applied && i < COORD_AGENT_JOBS_MAX; i++) {
 		ga = hello->applied[i];
-		if (ga == NULL || !jobid_valid(ga->job, NULL))
+		if (ga == NULL || !jobid_valid(ga->job, NULL) ||
+		    (job = schedule_job_find(c, ga->job)) == NULL)
 			continue;
 		if ((nj = schedule_node_job(node, ga->job, 1)) != NULL)
 			nj->applied = ga->generation;
-		if ((job = schedule_job_find(c, ga->job)) != NULL)
-			agents_send_config_if_newer(conn, job, ga->generation);
+		agents_send_config_if_newer(conn, job, ga->generation);
 	}
 }
 
@@ -343,6 +400,7 @@ agents_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 	struct node_job	*nj;
 
 	if (!jobid_valid(a->job, NULL) ||
+	    schedule_job_find(conn->coord, a->job) == NULL ||
 	    (nj = schedule_node_job(conn->node, a->job, 1)) == NULL)
 		return;
 	if (a->generation > nj->applied)
@@ -436,11 +494,31 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 	struct coord	*c = conn->coord;
 	struct node	*node = conn->node;
 	const char	*why;
+	uint64_t	 base;
 
 	if (ae->event == NULL || ae->seq == 0) {
 		agents_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 		    "event without a rank event or with seq 0");
+		return;
+	}
+	/*
+	 * The node's window: an agent holds at most its queue of events not
+	 * yet acknowledged, so a seq far beyond the acknowledged one (or far
+	 * from 1, for a new agent process) is not from the node's agent; taken,
+	 * it would make every later real event look like a replay.
+	 */
+	base = ae->agent_boot_id != node->boot_id ? 0 : node->acked_seq;
+	if (ae->seq > base && ae->seq - base > c->conf.seq_window) {
+		c->metrics.agents_dropped++;
+		log_warnx("%s: node %s from %s: event seq %llu beyond the "
+		    "node's window (acknowledged %llu, window %llu): dropped",
+		    __func__, node->name, conn->peer,
+		    (unsigned long long)ae->seq, (unsigned long long)base,
+		    (unsigned long long)c->conf.seq_window);
+		agents_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "event seq beyond the node's window");
 		return;
 	}
 	if (!c->batch_open) {
@@ -555,6 +633,32 @@ agents_tls_on_plain(struct conn *conn, struct evbuffer *in)
 	return (1);
 }
 
+/*
+ * Before hello a peer is anyone: it may send one frame of at most
+ * COORD_PREHELLO_FRAME_MAX bytes.  Returns 0, or -1 with the connection
+ * dropped.
+ */
+static int
+agents_prehello_check(struct conn *conn, struct evbuffer *in)
+{
+	uint8_t		 hdr[FRAME_HEADER_LEN];
+	uint32_t	 be, n;
+	char		 why[128];
+
+	if (evbuffer_copyout(in, hdr, sizeof(hdr)) != sizeof(hdr) ||
+	    hdr[0] != 0)
+		return (0);	/* frame_next() says what is wrong */
+	memcpy(&be, hdr + 1, sizeof(be));
+	if ((n = ntohl(be)) <= COORD_PREHELLO_FRAME_MAX)
+		return (0);
+	snprintf(why, sizeof(why), "a frame of %u bytes before hello, over "
+	    "%d", n, COORD_PREHELLO_FRAME_MAX);
+	log_warnx("%s: %s: %s", __func__, conn->peer, why);
+	agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+	    why);
+	return (-1);
+}
+
 static void
 agents_read(struct bufferevent *bev, void *arg)
 {
@@ -568,6 +672,9 @@ agents_read(struct bufferevent *bev, void *arg)
 	if (conn->state == CONN_AWAIT_HELLO && agents_tls_on_plain(conn, in))
 		return;
 	while (conn->state != CONN_CLOSING) {
+		if (conn->state == CONN_AWAIT_HELLO &&
+		    agents_prehello_check(conn, in) == -1)
+			return;
 		rc = frame_next(in, &dynprof__v1__agent_message__descriptor,
 		    &msg, &why);
 		if (rc == FRAME_MORE)
@@ -809,7 +916,7 @@ agents_accept(struct evconnlistener *l, evutil_socket_t fd,
 		free(conn);
 		return;
 	}
-	conn->last_rx_ms = coord_mono_ms();
+	conn->last_rx_ms = conn->accepted_ms = coord_mono_ms();
 	bufferevent_setcb(conn->bev, agents_read, NULL, agents_conn_event,
 	    conn);
 	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
@@ -821,6 +928,15 @@ static void
 agents_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
     uint64_t now, uint64_t limit)
 {
+	if (conn->state == CONN_AWAIT_HELLO &&
+	    now - conn->accepted_ms > conn->coord->conf.hello_timeout_ms) {
+		log_warnx("%s: %s: no hello %u ms after accept", __func__,
+		    conn->peer, conn->coord->conf.hello_timeout_ms);
+		agents_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO,
+		    "no hello in time");
+		return;
+	}
 	if (now - conn->last_rx_ms > limit) {
 		agents_conn_close(conn,
 		    conn->state == CONN_AWAIT_HELLO ?

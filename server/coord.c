@@ -157,6 +157,16 @@ coord_usage(FILE *f)
 	    "  --heartbeat-ms N         heartbeat interval (default 2000)\n"
 	    "  --ready-file F           written once listening:"
 	    " agent_port=N, http_port=M\n"
+	    "  bounds on peers:\n"
+	    "  --hello-timeout-ms N     accept to an agent's hello"
+	    " (default 10000)\n"
+	    "  --agent-outbuf-max N     bytes queued to an agent that does"
+	    " not read (8 MiB)\n"
+	    "  --agent-seq-window N     how far an event seq may run ahead"
+	    " (131072)\n"
+	    "  --http-max-conns N       admin connections (default 1024)\n"
+	    "  --http-timeout-ms N      accept to a whole admin request"
+	    " (default 10000)\n"
 	    "  -v, -q                   more, less logging\n"
 	    "  --help, --version\n");
 }
@@ -354,6 +364,79 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	schedule_finish_windows(c, 0);
 	agents_commit_batch(c);
 	schedule_flush_ranks(c);
+	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
+	    c->conf.heartbeat_ms);
+}
+
+enum {
+	OPT_HELLO_TIMEOUT = 256,
+	OPT_OUTBUF_MAX,
+	OPT_SEQ_WINDOW,
+	OPT_HTTP_MAX_CONNS,
+	OPT_HTTP_TIMEOUT,
+};
+
+/* Sets the bounds on peers to their defaults. */
+void
+coord_bounds_init(struct coord_config *conf)
+{
+	conf->hello_timeout_ms = COORD_HELLO_TIMEOUT_MS;
+	conf->agent_outbuf_max = COORD_OUTBUF_MAX;
+	conf->seq_window = COORD_SEQ_WINDOW;
+	conf->http_max_conns = COORD_HTTP_CONNS_MAX;
+	conf->http_timeout_ms = COORD_HTTP_TIMEOUT_MS;
+}
+
+/* Parses one flag of the bounds on peers.  Returns 0, or -1 logged. */
+static int
+coord_parse_bound(struct coord_config *conf, int ch, const char *name,
+    const char *arg)
+{
+	static const struct {
+		int		 ch;
+		long long	 min, max;
+	} range[] = {
+		{ OPT_HELLO_TIMEOUT, 100, 3600000 },
+		{ OPT_OUTBUF_MAX, 65536, 1LL << 30 },
+		{ OPT_SEQ_WINDOW, 1, 1LL << 62 },
+		{ OPT_HTTP_MAX_CONNS, 1, 1000000 },
+		{ OPT_HTTP_TIMEOUT, 100, 3600000 },
+	};
+	char		*end;
+	long long	 v;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(range) / sizeof(range[0]); i++)
+		if (range[i].ch == ch)
+			break;
+	if (i == sizeof(range) / sizeof(range[0]))
+		return (-1);
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0' || errno != 0 || v < range[i].min ||
+	    v > range[i].max) {
+		log_warnx("--%s: %s: expected %lld to %lld", name, arg,
+		    range[i].min, range[i].max);
+		return (-1);
+	}
+	switch (ch) {
+	case OPT_HELLO_TIMEOUT:
+		conf->hello_timeout_ms = (uint32_t)v;
+		break;
+	case OPT_OUTBUF_MAX:
+		conf->agent_outbuf_max = (size_t)v;
+		break;
+	case OPT_SEQ_WINDOW:
+		conf->seq_window = (uint64_t)v;
+		break;
+	case OPT_HTTP_MAX_CONNS:
+		conf->http_max_conns = (size_t)v;
+		break;
+	case OPT_HTTP_TIMEOUT:
+		conf->http_timeout_ms = (uint32_t)v;
+		break;
+	}
+	return (0);
 }
 
 /*
@@ -429,6 +512,15 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		{ "http-tls-ca", required_argument, NULL, 'B' },
 		{ "heartbeat-ms", required_argument, NULL, 'b' },
 		{ "ready-file", required_argument, NULL, 'r' },
+		/* bounds on peers */
+		{ "hello-timeout-ms", required_argument, NULL,
+		    OPT_HELLO_TIMEOUT },
+		{ "agent-outbuf-max", required_argument, NULL, OPT_OUTBUF_MAX },
+		{ "agent-seq-window", required_argument, NULL, OPT_SEQ_WINDOW },
+		{ "http-max-conns", required_argument, NULL,
+		    OPT_HTTP_MAX_CONNS },
+		{ "http-timeout-ms", required_argument, NULL,
+		    OPT_HTTP_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -437,13 +529,20 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	const char	*viewer_file = NULL;
 	char		*end;
 	long		 v;
-	int		 ch, level = LOG_LEVEL_INFO;
+	int		 ch, idx, level = LOG_LEVEL_INFO;
 
 	c->conf.listen_addr = "127.0.0.1:7878";
 	c->conf.http_addr = "127.0.0.1:7879";
 	c->conf.state_dir = "/var/lib/dynprof";
 	c->conf.heartbeat_ms = 2000;
-	while ((ch = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
+	coord_bounds_init(&c->conf);
+	while ((ch = getopt_long(argc, argv, "vqh", longopts, &idx)) != -1) {
+		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_HTTP_TIMEOUT) {
+			if (coord_parse_bound(&c->conf, ch,
+			    longopts[idx].name, optarg) == -1)
+				return (-1);
+			continue;
+		}
 		switch (ch) {
 		case 'l':
 			c->conf.listen_addr = optarg;

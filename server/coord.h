@@ -42,6 +42,28 @@ struct store;
  * steps the coordinator makes can overflow. */
 #define COORD_STEP_MAX		(1LL << 62)
 
+/*
+ * Bounds on peers (DESIGN.md: every peer is hostile until authenticated, and
+ * bounded even then).  The ones an operator may need to change have a flag;
+ * these are the defaults.
+ */
+#define COORD_PREHELLO_FRAME_MAX (64 * 1024)	/* a frame before hello */
+#define COORD_HELLO_TIMEOUT_MS	10000		/* accept to hello, absolute */
+#define COORD_OUTBUF_MAX	(8 * 1024 * 1024) /* queued to one agent */
+#define COORD_AGENT_JOBS_MAX	1024		/* jobs one agent subscribes */
+#define COORD_PROGRESS_RANKS_MAX SEG_MAX_SLOTS	/* ranks in one Progress */
+#define COORD_UNSCHEDULED_MAX	10000		/* jobs nobody scheduled */
+/* A job nobody scheduled is forgotten once no node has served it for this
+ * many heartbeat intervals (an agent reconnecting keeps it). */
+#define COORD_UNSCHEDULED_LINGER 30
+/* An event seq may run ahead of the node's acknowledged seq by this much:
+ * twice the agent's default queue (AGENT_QUEUE_MAX, agent/agent.h). */
+#define COORD_SEQ_WINDOW	(2 * 65536ULL)
+#define COORD_HTTP_CONNS_MAX	1024		/* admin connections */
+#define COORD_HTTP_TIMEOUT_MS	10000		/* accept to whole request */
+/* Descriptors kept for agents, the store and logs, out of the HTTP cap. */
+#define COORD_FD_RESERVE	256
+
 /* Typed profiler options plus framework options, as a window carries them. */
 struct options {
 	int32_t		 aicore_metrics;	/* -1 unset */
@@ -130,8 +152,11 @@ struct job {
 	struct windowq		 windows;	/* every window ever, by start */
 	struct rankq		 ranks;
 	size_t			 nranks;
-	struct rankbucket	 rank_hash[COORD_RANK_BUCKETS];
+	struct rankbucket	*rank_hash;	/* COORD_RANK_BUCKETS, at the
+						 * first rank: a job without
+						 * ranks is small */
 	struct subq		 subs;
+	uint64_t		 idle_ms;	/* monotonic: subs became empty */
 	int			 ranks_dirty;
 	int			 windows_dirty;	/* a window may have ended */
 	TAILQ_ENTRY(job)	 entry;
@@ -181,6 +206,8 @@ struct conn {
 	char			 peer[64];
 	struct node		*node;		/* READY only */
 	uint64_t		 last_rx_ms;	/* monotonic */
+	uint64_t		 accepted_ms;	/* monotonic */
+	size_t			 nsubs;
 	uint64_t		 ack_seq;	/* to send after the next commit */
 	int			 ack_queued;
 	int			 tls_up;	/* TLS handshake done */
@@ -204,7 +231,17 @@ struct metrics {
 	uint64_t	 agents_refused;	/* closed before or at hello */
 	uint64_t	 events_refused;	/* bad strings or steps: dropped */
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
+	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */
+	uint64_t	 subscribes_refused;	/* over the jobs per agent cap */
+	uint64_t	 progress_ranks_refused; /* ranks past the cap */
+	uint64_t	 unscheduled_refused;	/* over the unscheduled jobs cap */
+	uint64_t	 unscheduled_reaped;	/* forgotten: no node serves them */
+	uint64_t	 http_timeouts;		/* closed at the request deadline */
+	uint64_t	 http_evicted;		/* closed to make room at the cap */
 };
+
+struct http_conn;
+TAILQ_HEAD(http_connq, http_conn);
 
 struct coord_config {
 	char		*listen_addr;
@@ -222,6 +259,12 @@ struct coord_config {
 	char		*http_tls_ca;
 	uint32_t	 heartbeat_ms;
 	char		*ready_file;
+	/* bounds on peers */
+	uint32_t	 hello_timeout_ms;
+	size_t		 agent_outbuf_max;
+	uint64_t	 seq_window;
+	size_t		 http_max_conns;
+	uint32_t	 http_timeout_ms;
 };
 
 struct coord {
@@ -244,7 +287,15 @@ struct coord {
 	struct connq		 acks;
 	struct rankq		 batch_ranks;	/* changed by the open batch */
 	size_t			 nconns_ready;
+	struct http_connq	 http_conns;	/* http.c, oldest first */
+	struct http_connq	 http_pending;	/* not adopted yet */
+	size_t			 nhttp_conns;
+	int			 http_paused;	/* listener off at the cap */
+	struct evconnlistener	*http_listener;
+	struct event		*http_adopt;	/* takes new connections in */
+	struct event		*http_sweep;	/* closes them at the deadline */
 	struct jobq		 jobs;
+	size_t			 nunscheduled;	/* jobs nobody scheduled */
 	struct nodeq		 nodes;
 	struct nodebucket	 node_hash[COORD_NODE_BUCKETS];
 	uint64_t		 generation;	/* highest handed out */
@@ -254,6 +305,7 @@ struct coord {
 
 /* coord.c */
 int		 coord_token_equal(const char *, const char *);
+void		 coord_bounds_init(struct coord_config *);
 void		 coord_accept_error(struct evconnlistener *, void *);
 int		 coord_parse_addr(const char *, struct sockaddr_storage *,
 		    socklen_t *);
@@ -274,6 +326,10 @@ const char *agents_node_state(const struct node *);
 /* schedule.c */
 struct job	*schedule_job_find(struct coord *, const char *);
 struct job	*schedule_job_get(struct coord *, const char *);
+struct job	*schedule_job_peer(struct coord *, const char *, const char *);
+int	 schedule_job_unscheduled(const struct job *);
+size_t	 schedule_unscheduled_count(struct coord *);
+void	 schedule_reap_jobs(struct coord *, uint64_t);
 struct rank	*schedule_rank_find(struct job *, int32_t);
 struct rank	*schedule_rank_get(struct job *, int32_t);
 struct node	*schedule_node_find(struct coord *, const char *);

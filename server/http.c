@@ -4,6 +4,7 @@
  * store before it is answered and before it is pushed.
  */
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
@@ -16,6 +17,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
@@ -32,6 +34,8 @@
 #define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
 
+static void	 http_conn_active(struct coord *, struct evhttp_connection *);
+static struct bufferevent *http_tls_bev(struct event_base *, void *);
 static void	 http_vformat(char *, size_t, const char *, va_list)
 		    __attribute__((format(printf, 3, 0)));
 static void	 http_error(struct coord *, struct evhttp_request *, int,
@@ -1058,6 +1062,188 @@ http_method_not_allowed(struct coord *c, struct evhttp_request *req,
 	    allow);
 }
 
+/*
+ * Admin connections are bounded: at most --http-max-conns open (beyond it the
+ * least recently active idle one is closed to make room, so that a new client
+ * such as a health check is served while others hold connections open), and
+ * each request must arrive whole within --http-timeout-ms of the accept or of
+ * the connection's previous request (evhttp's own timeout is per read, which
+ * one byte at a time defeats).  evhttp 2.1 has no hook per connection but the
+ * bufferevent callback: a connection is tracked from there and taken in
+ * (adopted) right after evhttp has set it up.
+ */
+struct http_conn {
+	struct coord			*coord;
+	struct bufferevent		*bev;
+	struct evhttp_connection	*evcon;		/* NULL until adopted */
+	uint64_t			 since_ms;	/* accept, last request */
+	TAILQ_ENTRY(http_conn)		 entry;
+};
+
+/* Creates the bufferevent of a new admin connection (TLS with
+ * --http-tls-cert) and tracks it. */
+static struct bufferevent *
+http_new_bev(struct event_base *base, void *arg)
+{
+	struct coord		*c = arg;
+	struct bufferevent	*bev;
+	struct http_conn	*hc;
+
+	if (c->http_tls.ctx != NULL)
+		bev = http_tls_bev(base, arg);
+	else
+		bev = bufferevent_socket_new(base, -1, 0);
+	if (bev == NULL)
+		return (NULL);
+	if ((hc = calloc(1, sizeof(*hc))) == NULL) {
+		bufferevent_free(bev);
+		return (NULL);
+	}
+	hc->coord = c;
+	hc->bev = bev;
+	hc->since_ms = coord_mono_ms();
+	TAILQ_INSERT_TAIL(&c->http_pending, hc, entry);
+	c->nhttp_conns++;
+	event_active(c->http_adopt, EV_TIMEOUT, 1);
+	return (bev);
+}
+
+static void
+http_conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct http_conn	*hc = arg;
+	struct coord		*c = hc->coord;
+
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	TAILQ_REMOVE(&c->http_conns, hc, entry);
+	c->nhttp_conns--;
+	free(hc);
+	if (c->http_paused && c->http_listener != NULL &&
+	    c->nhttp_conns <= c->conf.http_max_conns) {
+		c->http_paused = 0;
+		evconnlistener_enable(c->http_listener);
+	}
+}
+
+/* Returns 1 if the connection is not writing an answer. */
+static int
+http_conn_idle(const struct http_conn *hc)
+{
+	return (evbuffer_get_length(bufferevent_get_output(hc->bev)) == 0);
+}
+
+/*
+ * Takes the new connections in (evhttp has set their callbacks, whose
+ * argument is the connection), then closes the least recently active idle
+ * ones over the cap; if all are busy, stops accepting until one closes.
+ */
+static void
+http_adopt_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord		*c = arg;
+	struct http_conn	*hc, *next;
+	void			*evcon;
+
+	(void)fd;
+	(void)what;
+	while ((hc = TAILQ_FIRST(&c->http_pending)) != NULL) {
+		TAILQ_REMOVE(&c->http_pending, hc, entry);
+		bufferevent_getcb(hc->bev, NULL, NULL, NULL, &evcon);
+		if (evcon == NULL) {		/* evhttp did not take it */
+			bufferevent_free(hc->bev);
+			c->nhttp_conns--;
+			free(hc);
+			continue;
+		}
+		hc->evcon = evcon;
+		evhttp_connection_set_closecb(hc->evcon, http_conn_closed, hc);
+		TAILQ_INSERT_TAIL(&c->http_conns, hc, entry);
+	}
+	for (hc = TAILQ_FIRST(&c->http_conns); hc != NULL &&
+	    c->nhttp_conns > c->conf.http_max_conns; hc = next) {
+		next = TAILQ_NEXT(hc, entry);
+		if (!http_conn_idle(hc))
+			continue;
+		c->metrics.http_evicted++;
+		log_debug("%s: %zu admin connections, over %zu: closing the "
+		    "least recently active", __func__, c->nhttp_conns,
+		    c->conf.http_max_conns);
+		evhttp_connection_free(hc->evcon);	/* http_conn_closed() */
+	}
+	if (c->nhttp_conns > c->conf.http_max_conns && !c->http_paused) {
+		log_warnx("%s: %zu admin connections, all busy: not accepting "
+		    "until one closes", __func__, c->nhttp_conns);
+		c->http_paused = 1;
+		evconnlistener_disable(c->http_listener);
+	}
+}
+
+/* Closes the connections whose request did not arrive whole in time. */
+static void
+http_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord		*c = arg;
+	struct http_conn	*hc, *next;
+	uint64_t		 now = coord_mono_ms();
+
+	(void)fd;
+	(void)what;
+	for (hc = TAILQ_FIRST(&c->http_conns); hc != NULL; hc = next) {
+		next = TAILQ_NEXT(hc, entry);
+		if (now - hc->since_ms < c->conf.http_timeout_ms)
+			break;		/* oldest first: the rest is younger */
+		if (!http_conn_idle(hc))
+			continue;	/* evhttp's write timeout bounds it */
+		c->metrics.http_timeouts++;
+		log_debug("%s: admin connection without a whole request in "
+		    "%u ms: closed", __func__, c->conf.http_timeout_ms);
+		evhttp_connection_free(hc->evcon);	/* http_conn_closed() */
+	}
+}
+
+/* A whole request arrived on evcon: its deadline starts over. */
+static void
+http_conn_active(struct coord *c, struct evhttp_connection *evcon)
+{
+	struct http_conn	*hc;
+
+	TAILQ_FOREACH_REVERSE(hc, &c->http_conns, http_connq, entry) {
+		if (hc->evcon == evcon) {
+			hc->since_ms = coord_mono_ms();
+			TAILQ_REMOVE(&c->http_conns, hc, entry);
+			TAILQ_INSERT_TAIL(&c->http_conns, hc, entry);
+			return;
+		}
+	}
+}
+
+/*
+ * Keeps the HTTP cap under the descriptors the process may open, less a
+ * reserve for agents, the store and logs.
+ */
+static void
+http_cap_fit(struct coord *c)
+{
+	struct rlimit	 rl;
+	size_t		 room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	room = (size_t)rl.rlim_cur / 2;
+	if (rl.rlim_cur > COORD_FD_RESERVE &&
+	    (size_t)rl.rlim_cur - COORD_FD_RESERVE < room)
+		room = (size_t)rl.rlim_cur - COORD_FD_RESERVE;
+	if (room == 0)
+		room = 1;
+	if (c->conf.http_max_conns > room) {
+		log_warnx("%s: --http-max-conns %zu lowered to %zu of the %llu "
+		    "descriptors allowed, the rest kept for agents",
+		    __func__, c->conf.http_max_conns, room,
+		    (unsigned long long)rl.rlim_cur);
+		c->conf.http_max_conns = room;
+	}
+}
+
 static void
 http_route(struct evhttp_request *req, void *arg)
 {
@@ -1075,6 +1261,7 @@ http_route(struct evhttp_request *req, void *arg)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s", p);
+	http_conn_active(c, evhttp_request_get_connection(req));
 	if (strcmp(path, "/healthz") == 0) {
 		if (cmd != EVHTTP_REQ_GET)
 			goto method;
@@ -1191,6 +1378,7 @@ http_listen(struct coord *c, const char *addr)
 	struct evconnlistener		*l;
 	struct sockaddr_storage		 ss;
 	socklen_t			 len = sizeof(ss), slen = sizeof(ss);
+	struct timeval			 sweep = { 0, 250000 };
 
 	memset(&ss, 0, sizeof(ss));
 	if (coord_parse_addr(addr, &ss, &len) == -1)
@@ -1208,8 +1396,17 @@ http_listen(struct coord *c, const char *addr)
 	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
 	    EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(c->http, http_route, c);
-	if (c->http_tls.ctx != NULL)
-		evhttp_set_bevcb(c->http, http_tls_bev, c);
+	evhttp_set_bevcb(c->http, http_new_bev, c);
+	TAILQ_INIT(&c->http_conns);
+	TAILQ_INIT(&c->http_pending);
+	http_cap_fit(c);
+	c->http_adopt = event_new(c->base, -1, 0, http_adopt_cb, c);
+	c->http_sweep = event_new(c->base, -1, EV_PERSIST, http_sweep_cb, c);
+	if (c->http_adopt == NULL || c->http_sweep == NULL ||
+	    event_add(c->http_sweep, &sweep) == -1)
+		return (-1);
+	/* Before any read of a connection it adopts. */
+	event_priority_set(c->http_adopt, 0);
 	l = evconnlistener_new_bind(c->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
 	    (struct sockaddr *)&ss, (int)len);
@@ -1222,6 +1419,7 @@ http_listen(struct coord *c, const char *addr)
 		evconnlistener_free(l);
 		return (-1);
 	}
+	c->http_listener = l;
 	if (getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&ss,
 	    &slen) == 0)
 		c->http_port = ntohs(ss.ss_family == AF_INET6 ?
@@ -1234,7 +1432,23 @@ http_listen(struct coord *c, const char *addr)
 void
 http_close(struct coord *c)
 {
+	struct http_conn	*hc;
+
+	c->http_listener = NULL;	/* evhttp_free() frees it first */
 	if (c->http != NULL)
-		evhttp_free(c->http);
+		evhttp_free(c->http);	/* http_conn_closed() for each */
 	c->http = NULL;
+	while ((hc = TAILQ_FIRST(&c->http_pending)) != NULL) {
+		TAILQ_REMOVE(&c->http_pending, hc, entry);
+		free(hc);
+	}
+	while ((hc = TAILQ_FIRST(&c->http_conns)) != NULL) {
+		TAILQ_REMOVE(&c->http_conns, hc, entry);
+		free(hc);
+	}
+	if (c->http_adopt != NULL)
+		event_free(c->http_adopt);
+	if (c->http_sweep != NULL)
+		event_free(c->http_sweep);
+	c->http_adopt = c->http_sweep = NULL;
 }

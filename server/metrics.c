@@ -24,6 +24,60 @@ metrics_observe_latency(struct metrics *m, double seconds)
 			m->lat_buckets[i]++;
 }
 
+/* Renders the counters of the bounds on peers. */
+static void
+metrics_render_bounds(struct coord *c, struct evbuffer *buf)
+{
+	struct metrics	*m = &c->metrics;
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_agents_dropped_total Agent connections dropped "
+	    "for a bound: output not read, no hello in time, a big frame "
+	    "before hello, a seq beyond the window.\n"
+	    "# TYPE dynprof_agents_dropped_total counter\n"
+	    "dynprof_agents_dropped_total %llu\n"
+	    "# HELP dynprof_subscribes_refused_total Subscribes past the "
+	    "jobs one agent may serve.\n"
+	    "# TYPE dynprof_subscribes_refused_total counter\n"
+	    "dynprof_subscribes_refused_total %llu\n"
+	    "# HELP dynprof_progress_ranks_refused_total Ranks of a Progress "
+	    "past the ranks a node can hold.\n"
+	    "# TYPE dynprof_progress_ranks_refused_total counter\n"
+	    "dynprof_progress_ranks_refused_total %llu\n"
+	    "# HELP dynprof_jobs_unscheduled Jobs nobody scheduled, known "
+	    "from agents.\n"
+	    "# TYPE dynprof_jobs_unscheduled gauge\n"
+	    "dynprof_jobs_unscheduled %zu\n"
+	    "# HELP dynprof_unscheduled_refused_total Jobs nobody scheduled "
+	    "refused past their cap.\n"
+	    "# TYPE dynprof_unscheduled_refused_total counter\n"
+	    "dynprof_unscheduled_refused_total %llu\n"
+	    "# HELP dynprof_unscheduled_reaped_total Jobs nobody scheduled "
+	    "forgotten once no node served them.\n"
+	    "# TYPE dynprof_unscheduled_reaped_total counter\n"
+	    "dynprof_unscheduled_reaped_total %llu\n"
+	    "# HELP dynprof_http_connections Admin connections open.\n"
+	    "# TYPE dynprof_http_connections gauge\n"
+	    "dynprof_http_connections %zu\n"
+	    "# HELP dynprof_http_timeouts_total Admin connections closed at "
+	    "the request deadline.\n"
+	    "# TYPE dynprof_http_timeouts_total counter\n"
+	    "dynprof_http_timeouts_total %llu\n"
+	    "# HELP dynprof_http_evicted_total Idle admin connections closed "
+	    "to make room at the cap.\n"
+	    "# TYPE dynprof_http_evicted_total counter\n"
+	    "dynprof_http_evicted_total %llu\n",
+	    (unsigned long long)m->agents_dropped,
+	    (unsigned long long)m->subscribes_refused,
+	    (unsigned long long)m->progress_ranks_refused,
+	    schedule_unscheduled_count(c),
+	    (unsigned long long)m->unscheduled_refused,
+	    (unsigned long long)m->unscheduled_reaped,
+	    c->nhttp_conns,
+	    (unsigned long long)m->http_timeouts,
+	    (unsigned long long)m->http_evicted);
+}
+
 /* The seconds each loaded certificate has left, by role. */
 static void
 metrics_render_tls(struct coord *c, struct evbuffer *buf)
@@ -125,6 +179,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)m->events_refused,
 	    (unsigned long long)m->progress_refused);
 
+	metrics_render_bounds(c, buf);
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_http_requests_total Admin requests, by status.\n"
 	    "# TYPE dynprof_http_requests_total counter\n");

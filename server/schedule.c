@@ -44,7 +44,6 @@ struct job *
 schedule_job_get(struct coord *c, const char *name)
 {
 	struct job	*job;
-	size_t		 i;
 
 	if ((job = schedule_job_find(c, name)) != NULL)
 		return (job);
@@ -57,10 +56,113 @@ schedule_job_get(struct coord *c, const char *name)
 	TAILQ_INIT(&job->windows);
 	TAILQ_INIT(&job->ranks);
 	TAILQ_INIT(&job->subs);
-	for (i = 0; i < COORD_RANK_BUCKETS; i++)
-		LIST_INIT(&job->rank_hash[i]);
 	TAILQ_INSERT_TAIL(&c->jobs, job, entry);
+	c->nunscheduled++;	/* recounted by schedule_job_peer() */
 	return (job);
+}
+
+/* Returns 1 if nobody scheduled the job: no config, window or generation. */
+int
+schedule_job_unscheduled(const struct job *job)
+{
+	return (job->generation == 0 && job->config_json == NULL &&
+	    TAILQ_EMPTY(&job->windows));
+}
+
+/* Returns how many jobs nobody scheduled exist. */
+size_t
+schedule_unscheduled_count(struct coord *c)
+{
+	struct job	*job;
+	size_t		 n = 0;
+
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if (schedule_job_unscheduled(job))
+			n++;
+	return (n);
+}
+
+/*
+ * Returns the job named name for what an agent reports (a subscribe, an
+ * event, progress), creating it in memory if there is room: at most
+ * COORD_UNSCHEDULED_MAX jobs nobody scheduled exist at once.  NULL when
+ * refused (logged, counted) or out of memory.
+ */
+struct job *
+schedule_job_peer(struct coord *c, const char *name, const char *node)
+{
+	struct job	*job;
+	uint64_t	 n;
+
+	if ((job = schedule_job_find(c, name)) != NULL)
+		return (job);
+	if (c->nunscheduled >= COORD_UNSCHEDULED_MAX)
+		c->nunscheduled = schedule_unscheduled_count(c);
+	if (c->nunscheduled >= COORD_UNSCHEDULED_MAX) {
+		n = ++c->metrics.unscheduled_refused;
+		if ((n & (n - 1)) == 0)
+			log_warnx("%s: job %s from %s refused: %d jobs nobody "
+			    "scheduled exist already (%llu refused so far)",
+			    __func__, name, node, COORD_UNSCHEDULED_MAX,
+			    (unsigned long long)n);
+		return (NULL);
+	}
+	return (schedule_job_get(c, name));
+}
+
+static void	 schedule_job_free(struct coord *, struct job *);
+
+/*
+ * Forgets the jobs nobody scheduled that no node has served for linger_ms:
+ * they leave memory, /v1/jobs and the store.  A job its ranks attached to
+ * before any window stays while a node serves it.
+ */
+void
+schedule_reap_jobs(struct coord *c, uint64_t linger_ms)
+{
+	struct job	*job, *next;
+	struct rank	*r;
+	struct node	*n;
+	struct node_job	*nj;
+	uint64_t	 now = coord_mono_ms();
+
+	for (job = TAILQ_FIRST(&c->jobs); job != NULL; job = next) {
+		next = TAILQ_NEXT(job, entry);
+		if (!schedule_job_unscheduled(job) ||
+		    !TAILQ_EMPTY(&job->subs) || job->ranks_dirty) {
+			job->idle_ms = 0;
+			continue;
+		}
+		if (job->idle_ms == 0) {
+			job->idle_ms = now;
+			continue;
+		}
+		if (now - job->idle_ms < linger_ms)
+			continue;
+		TAILQ_FOREACH(r, &job->ranks, entry)
+			if (r->in_batch)
+				break;
+		if (r != NULL)
+			continue;
+		if (store_forget_job(c->store, job->name) == -1) {
+			log_warnx("%s: cannot forget job %s", __func__,
+			    job->name);
+			continue;
+		}
+		TAILQ_FOREACH(n, &c->nodes, entry) {
+			if ((nj = schedule_node_job(n, job->name, 0)) != NULL) {
+				TAILQ_REMOVE(&n->jobs, nj, entry);
+				free(nj);
+			}
+		}
+		log_info("%s: job %s forgotten: nobody scheduled it and no node "
+		    "serves it", __func__, job->name);
+		c->metrics.unscheduled_reaped++;
+		if (c->nunscheduled > 0)
+			c->nunscheduled--;
+		TAILQ_REMOVE(&c->jobs, job, entry);
+		schedule_job_free(c, job);
+	}
 }
 
 /* Returns the job's rank, or NULL. */
@@ -69,6 +171,8 @@ schedule_rank_find(struct job *job, int32_t rank)
 {
 	struct rank	*r;
 
+	if (job->rank_hash == NULL)
+		return (NULL);
 	LIST_FOREACH(r, &job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
 	    hentry) {
 		if (r->rank == rank)
@@ -87,6 +191,9 @@ schedule_rank_get(struct job *job, int32_t rank)
 		return (NULL);
 	if ((r = schedule_rank_find(job, rank)) != NULL)
 		return (r);
+	if (job->rank_hash == NULL && (job->rank_hash = calloc(
+	    COORD_RANK_BUCKETS, sizeof(*job->rank_hash))) == NULL)
+		return (NULL);	/* LIST_INIT is all zeroes */
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (NULL);
 	r->rank = rank;
@@ -742,7 +849,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 		    node->name, kind);
 		return (0);
 	}
-	if ((job = schedule_job_get(c, ev->job)) == NULL ||
+	if ((job = schedule_job_peer(c, ev->job, node->name)) == NULL ||
 	    (r = schedule_rank_get(job, ev->rank)) == NULL)
 		return (0);
 	c->metrics.events[kind]++;
@@ -861,12 +968,21 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	struct rank		*r;
 	struct node_job		*nj;
 	Dynprof__V1__RankProgress *rp;
-	size_t			 i;
+	size_t			 i, n;
 
 	if (!jobid_valid(p->job, NULL) ||
-	    (job = schedule_job_get(c, p->job)) == NULL ||
+	    (job = schedule_job_peer(c, p->job, node->name)) == NULL ||
 	    (nj = schedule_node_job(node, job->name, 1)) == NULL)
 		return;
+	n = p->n_ranks;
+	if (n > COORD_PROGRESS_RANKS_MAX) {
+		c->metrics.progress_ranks_refused += n -
+		    COORD_PROGRESS_RANKS_MAX;
+		log_warnx("%s: progress of job %s from %s: %zu ranks, over "
+		    "the %d a node can hold; the rest ignored", __func__,
+		    job->name, node->name, n, COORD_PROGRESS_RANKS_MAX);
+		n = COORD_PROGRESS_RANKS_MAX;
+	}
 	nj->ranks_alive = p->ranks_alive;
 	if (schedule_step_valid(p->min_step) &&
 	    schedule_step_valid(p->max_step)) {
@@ -878,7 +994,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		    "out of range, ignored", __func__, job->name, node->name,
 		    (long long)p->min_step, (long long)p->max_step);
 	}
-	for (i = 0; i < p->n_ranks; i++) {
+	for (i = 0; i < n; i++) {
 		rp = p->ranks[i];
 		if (rp->rank < 0)
 			continue;
@@ -1110,34 +1226,43 @@ schedule_flush_ranks(struct coord *c)
 	}
 }
 
+/* Frees a job, its windows and ranks (off c->jobs already). */
+static void
+schedule_job_free(struct coord *c, struct job *job)
+{
+	struct window	*w;
+	struct rank	*r;
+
+	while ((w = TAILQ_FIRST(&job->windows)) != NULL) {
+		TAILQ_REMOVE(&job->windows, w, entry);
+		window_free(w);
+	}
+	while ((r = TAILQ_FIRST(&job->ranks)) != NULL) {
+		TAILQ_REMOVE(&job->ranks, r, entry);
+		if (r->in_batch)
+			TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
+		free(r->output_dir);
+		free(r->error);
+		free(r->events);
+		free(r);
+	}
+	options_clear(&job->defaults);
+	free(job->config_json);
+	free(job->rank_hash);
+	free(job);
+}
+
 /* Frees the whole model. */
 void
 schedule_free_all(struct coord *c)
 {
 	struct job	*job;
-	struct window	*w;
-	struct rank	*r;
 	struct node	*n;
 	struct node_job	*nj;
 
 	while ((job = TAILQ_FIRST(&c->jobs)) != NULL) {
 		TAILQ_REMOVE(&c->jobs, job, entry);
-		while ((w = TAILQ_FIRST(&job->windows)) != NULL) {
-			TAILQ_REMOVE(&job->windows, w, entry);
-			window_free(w);
-		}
-		while ((r = TAILQ_FIRST(&job->ranks)) != NULL) {
-			TAILQ_REMOVE(&job->ranks, r, entry);
-			if (r->in_batch)
-				TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
-			free(r->output_dir);
-			free(r->error);
-			free(r->events);
-			free(r);
-		}
-		options_clear(&job->defaults);
-		free(job->config_json);
-		free(job);
+		schedule_job_free(c, job);
 	}
 	while ((n = TAILQ_FIRST(&c->nodes)) != NULL) {
 		TAILQ_REMOVE(&c->nodes, n, entry);

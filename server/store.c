@@ -237,6 +237,46 @@ store_rollback(struct store *s)
 	s->in_tx = 0;
 }
 
+/*
+ * Deletes the ranks and events of a job nobody scheduled (never one in the
+ * jobs table), in one transaction of its own unless one is open.  Returns 0
+ * or -1.
+ */
+int
+store_forget_job(struct store *s, const char *job)
+{
+	static const char	*sql[] = {
+		"DELETE FROM ranks WHERE job = ?1 AND"
+		" ?1 NOT IN (SELECT job FROM jobs)",
+		"DELETE FROM events WHERE job = ?1 AND"
+		" ?1 NOT IN (SELECT job FROM jobs)",
+	};
+	sqlite3_stmt		*st;
+	size_t			 i;
+	int			 own = !s->in_tx, rc = 0;
+
+	if (store_begin(s) == -1)
+		return (-1);
+	for (i = 0; i < sizeof(sql) / sizeof(sql[0]) && rc == 0; i++) {
+		if (sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL) !=
+		    SQLITE_OK) {
+			rc = -1;
+			break;
+		}
+		store_bind_text(st, 1, job);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = -1;
+		sqlite3_finalize(st);
+	}
+	if (rc == -1) {
+		log_warnx("%s: %s", __func__, sqlite3_errmsg(s->db));
+		if (own)
+			store_rollback(s);
+		return (-1);
+	}
+	return (own ? store_commit(s) : 0);
+}
+
 /* Stores the generation counter. */
 int
 store_put_generation(struct store *s, uint64_t gen)

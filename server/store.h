@@ -32,6 +32,7 @@ int		 store_put_rank(struct store *, const char *,
 		    const struct rank *);
 int		 store_put_event(struct store *, const char *, int32_t,
 		    const struct rank_event *, const char *, const char *);
+int		 store_forget_job(struct store *, const char *);
 int		 store_put_agent(struct store *, const char *, uint64_t,
 		    uint64_t);
 

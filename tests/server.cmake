@@ -33,3 +33,8 @@ add_dependencies(test_coord_ranks dynprof-coordinator dynprof-agent rankproc)
 dynprof_test(test_coord_badvalues SOURCES test_coord_badvalues.c
   test_coord_util.c fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_badvalues dynprof-coordinator)
+# Bounds on peers: frames and time before hello, output an agent does not
+# read, jobs and ranks from agents, seq windows, slow and many admin clients.
+dynprof_test(test_coord_bounds SOURCES test_coord_bounds.c test_coord_util.c
+  fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
+add_dependencies(test_coord_bounds dynprof-coordinator)

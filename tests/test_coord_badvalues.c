@@ -106,23 +106,6 @@ wait_int(struct tc_coord *tc, const char *path, const char *jpath,
 	fail_msg("%s: %s is %lld, never %lld", path, jpath, got, want);
 }
 
-/* Returns the value of a /metrics line "name value", or -1. */
-static long long
-metric(struct tc_coord *tc, const char *name)
-{
-	struct tc_reply	 r;
-	char		 pat[128];
-	const char	*p;
-	long long	 v = -1;
-
-	r = req(tc, "GET", "/metrics", NULL, 200);
-	snprintf(pat, sizeof(pat), "\n%s ", name);
-	if ((p = strstr(r.body, pat)) != NULL)
-		v = strtoll(p + strlen(pat), NULL, 10);
-	tc_reply_free(&r);
-	return (v);
-}
-
 /* Checks that the job has no window, generation 0, and nothing was pushed. */
 static void
 unchanged(struct tc_coord *tc, struct fakeagent *fa, const char *job)
@@ -175,7 +158,7 @@ test_step_overflow(void **state)
 	assert_string_equal(tc_str(r.json, "field"), "in_steps");
 	tc_reply_free(&r);
 	unchanged(&f->tc, &a, "ov-j");
-	assert_true(metric(&f->tc, "dynprof_progress_refused_total") >= 4);
+	assert_true(tc_metric(&f->tc, "dynprof_progress_refused_total") >= 4);
 
 	/* 2^62 is taken; a window from there is beyond 1e15. */
 	assert_int_equal(fa_progress(&a, "ov-j", 0, 1LL << 62, 1LL << 62, 2),
@@ -215,7 +198,7 @@ test_step_overflow(void **state)
 	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 2);
 	assert_int_equal(tc_int(r.json, "ranks.1.step"), STEP_MAX - 5);
 	tc_reply_free(&r);
-	assert_int_equal(metric(&f->tc, "dynprof_events_refused_total"), 1);
+	assert_int_equal(tc_metric(&f->tc, "dynprof_events_refused_total"), 1);
 	fa_close(&a);
 }
 
@@ -287,7 +270,7 @@ test_agent_strings(void **state)
 	hello_refused(&f->tc, "overlong-\xc0\xaf");
 	hello_refused(&f->tc, "surrogate-\xed\xa0\x80");
 	hello_refused(&f->tc, "cut-\xc3");
-	assert_int_equal(metric(&f->tc, "dynprof_agents_refused_total"), 4);
+	assert_int_equal(tc_metric(&f->tc, "dynprof_agents_refused_total"), 4);
 
 	/* A UTF-8 name beyond ASCII is fine. */
 	assert_int_equal(fa_handshake(&b, f->tc.agent_port, "n\xc5\x93ud-1",
@@ -298,7 +281,7 @@ test_agent_strings(void **state)
 	send_event(&a, 2, K_FAILED, "str-j", 1, NULL, "bad \xff error");
 	send_event(&a, 3, K_STARTED, "str-j", 2, "out/\xc3\xa9t\xc3\xa9", NULL);
 	assert_int_equal(fa_wait_ack(&a, 3, 5000), 0);
-	assert_int_equal(metric(&f->tc, "dynprof_events_refused_total"), 2);
+	assert_int_equal(tc_metric(&f->tc, "dynprof_events_refused_total"), 2);
 
 	r = req(&f->tc, "GET", "/v1/jobs/str-j", NULL, 200);
 	assert_non_null(r.json);

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -54,6 +55,68 @@ tc_cpu_seconds(pid_t pid)
 	    &ut, &st) != 2)
 		return (-1);
 	return ((double)(ut + st) / (double)sysconf(_SC_CLK_TCK));
+}
+
+/*
+ * Returns a size in KiB from a process's /proc status, by its name ("VmRSS",
+ * resident now; "VmHWM", the most it was resident), or -1.
+ */
+long long
+tc_status_kb(pid_t pid, const char *field)
+{
+	char		 path[64], line[256];
+	FILE		*f;
+	long long	 kb = -1;
+	size_t		 len = strlen(field);
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return (-1);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, field, len) == 0 && line[len] == ':') {
+			kb = strtoll(line + len + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return (kb);
+}
+
+/* Returns how many descriptors a process has open, or -1. */
+int
+tc_fd_count(pid_t pid)
+{
+	char		 path[64];
+	DIR		*d;
+	struct dirent	*de;
+	int		 n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return (-1);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return (n);
+}
+
+/* Returns the value of the /metrics line "name value", or -1. */
+long long
+tc_metric(struct tc_coord *tc, const char *name)
+{
+	struct tc_reply	 r;
+	char		 pat[128];
+	const char	*p;
+	long long	 v = -1;
+
+	if (tc_http(tc->http_port, "GET", "/metrics", NULL, NULL, &r) == -1)
+		return (-1);
+	snprintf(pat, sizeof(pat), "\n%s ", name);
+	if (r.body != NULL && (p = strstr(r.body, pat)) != NULL)
+		v = strtoll(p + strlen(pat), NULL, 10);
+	tc_reply_free(&r);
+	return (v);
 }
 
 static const char *

@@ -47,6 +47,9 @@ long long tc_int(json_t *, const char *);
 const char *tc_str(json_t *, const char *);
 long long tc_now_ms(void);
 double	 tc_cpu_seconds(pid_t);
+long long tc_status_kb(pid_t, const char *);
+int	 tc_fd_count(pid_t);
+long long tc_metric(struct tc_coord *, const char *);
 int	 tc_run_exit(const char *const *, int);
 
 #endif /* DYNPROF_TEST_COORD_UTIL_H */

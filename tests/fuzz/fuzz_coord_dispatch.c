@@ -291,6 +291,7 @@ fuzz_coord_start(void)
 		fuzz_fail("calloc");
 	fc->conf.heartbeat_ms = 500;
 	fc->conf.state_dir = fuzz_state;
+	coord_bounds_init(&fc->conf);
 	TAILQ_INIT(&fc->conns);
 	TAILQ_INIT(&fc->dead);
 	TAILQ_INIT(&fc->acks);

@@ -1,0 +1,648 @@
+/*
+ * Bounds on peers, through the real coordinator on 127.0.0.1 and raw sockets
+ * or fake agents speaking the real protocol: frames and time before hello, an
+ * agent that does not read, jobs and ranks an agent may make the coordinator
+ * hold, an event seq far beyond the node's window, slow and many admin
+ * clients.  The coordinator's VmRSS is printed before and after each attack.
+ */
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakeagent.h"
+#include "test_coord_util.h"
+
+#define ERR		DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR
+#define CONFIG		DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG
+#define K_ATTACHED	DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED
+
+#define MIB		(1024LL * 1024)
+
+static struct tc_coord	 running;	/* a copy, stopped by teardown() */
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (running.pid > 0) {
+		tc_stop(&running, SIGKILL);
+		fprintf(stderr, "coordinator log in %s\n", running.log);
+	}
+	running.pid = -1;
+	return (0);
+}
+
+static void
+start(struct tc_coord *tc, const char *const *extra)
+{
+	assert_int_equal(tc_setup_dir(tc), 0);
+	if (tc_start(tc, extra) == -1) {
+		tc_cleanup(tc);
+		fail_msg("the coordinator did not start");
+	}
+	running = *tc;
+}
+
+static void
+finish(struct tc_coord *tc)
+{
+	running.pid = -1;
+	assert_int_equal(tc_finish(tc), 0);
+}
+
+/* Returns the coordinator's VmRSS in KiB. */
+static long long
+rss(struct tc_coord *tc)
+{
+	long long	 kb = tc_status_kb(tc->pid, "VmRSS");
+
+	assert_true(kb > 0);
+	return (kb);
+}
+
+/* Returns the most the coordinator was ever resident (VmHWM) in KiB. */
+static long long
+peak(struct tc_coord *tc)
+{
+	long long	 kb = tc_status_kb(tc->pid, "VmHWM");
+
+	assert_true(kb > 0);
+	return (kb);
+}
+
+/* Prints and checks the growth of the coordinator's RSS under an attack. */
+static void
+rss_bounded(const char *what, long long before, long long after,
+    long long max_kb)
+{
+	print_message("%s: coordinator VmRSS %lld KiB before, peak %lld KiB "
+	    "(+%lld KiB)\n", what, before, after, after - before);
+	if (after - before > max_kb)
+		fail_msg("%s: RSS grew by %lld KiB, over %lld", what,
+		    after - before, max_kb);
+}
+
+/* Connects a blocking socket to 127.0.0.1:port, with send and receive
+ * timeouts. */
+static int
+raw_connect(int port, int timeout_ms)
+{
+	struct sockaddr_in	 sin;
+	struct timeval		 tv = { timeout_ms / 1000,
+	    (timeout_ms % 1000) * 1000 };
+	int			 fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return (-1);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
+/* Returns 1 if the peer closed fd within timeout_ms (what it sent is read
+ * and thrown away), else 0. */
+static int
+closed_within(int fd, int timeout_ms)
+{
+	long long	 deadline = tc_now_ms() + timeout_ms;
+	struct pollfd	 pfd;
+	char		 buf[4096];
+	ssize_t		 n;
+	int		 left;
+
+	while ((left = (int)(deadline - tc_now_ms())) > 0) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, left) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * 40 connections that each declare a 4 MiB frame before hello and send
+ * nearly all of it held 158 MB in the coordinator.  Now a frame over 64 KiB
+ * before hello closes the connection at its header.
+ */
+static void
+test_prehello_big_frames(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", NULL };
+	static const uint8_t hdr[] = { 0, 0x00, 0x40, 0x00, 0x00 };  /* 4 MiB */
+	static char	 zeros[64 * 1024];
+	int		 fd[40], i;
+	long long	 before, after;
+	size_t		 sent;
+	ssize_t		 n;
+
+	(void)state;
+	start(&tc, extra);
+	before = rss(&tc);
+	for (i = 0; i < 40; i++) {
+		assert_true((fd[i] = raw_connect(tc.agent_port, 3000)) != -1);
+		assert_int_equal(send(fd[i], hdr, sizeof(hdr), MSG_NOSIGNAL),
+		    (ssize_t)sizeof(hdr));
+	}
+	/* All but the last 64 KiB of each frame, while the peer takes it. */
+	for (i = 0; i < 40; i++) {
+		for (sent = 0; sent < 4 * MIB - sizeof(zeros); sent += n)
+			if ((n = send(fd[i], zeros, sizeof(zeros),
+			    MSG_NOSIGNAL)) <= 0)
+				break;
+	}
+	usleep(200000);
+	after = peak(&tc);
+	rss_bounded("40 frames of 4 MiB before hello", before, after, 16384);
+	for (i = 0; i < 40; i++) {
+		assert_true(closed_within(fd[i], 3000));
+		close(fd[i]);
+	}
+	assert_true(tc_metric(&tc, "dynprof_agents_refused_total") >= 40);
+	finish(&tc);
+}
+
+/*
+ * A client sending one byte of a hello every 300 ms (under the 3 heartbeat
+ * silence) lived forever.  Now the hello must come within --hello-timeout-ms
+ * of the accept: an Error frame says so, and the connection closes.
+ */
+static void
+test_prehello_slow_drip(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", "--heartbeat-ms", "500",
+	    "--hello-timeout-ms", "1500", NULL };
+	static const uint8_t hello[] = { 0, 0, 0, 0, 100, 0x08, 0x01, 0x12 };
+	struct fakeagent fa;
+	fa_msg		*m = NULL;
+	long long	 t0, took;
+	size_t		 i;
+
+	(void)state;
+	start(&tc, extra);
+	assert_int_equal(fa_connect(&fa, tc.agent_port), 0);
+	t0 = tc_now_ms();
+	for (i = 0; m == NULL && tc_now_ms() - t0 < 6000; i++) {
+		if (fa_send_raw(&fa, &hello[i % sizeof(hello)], 1) == -1)
+			break;
+		m = fa_recv(&fa, 300);
+	}
+	took = tc_now_ms() - t0;
+	assert_non_null(m);
+	assert_int_equal(m->body_case, ERR);
+	assert_int_equal(m->error->code,
+	    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO);
+	fa_free(m);
+	assert_true(fa_wait_closed(&fa, 2000));
+	fa_close(&fa);
+	print_message("slow drip closed %lld ms after accept\n", took);
+	assert_true(took >= 1400 && took < 3500);
+	finish(&tc);
+}
+
+/* Sends n Subscribes to jobs prefix-first to prefix-(first+n-1), in one
+ * write. */
+static void
+subscribe_many(struct fakeagent *fa, const char *prefix, int first, int n)
+{
+	char	 job[80];
+	int	 i;
+
+	assert_int_equal(fa_cork(fa), 0);
+	for (i = first; i < first + n; i++) {
+		snprintf(job, sizeof(job), "%s-%d", prefix, i);
+		assert_int_equal(fa_subscribe(fa, job, 0), 0);
+	}
+	assert_int_equal(fa_flush(fa), 0);
+}
+
+/* Sends a heartbeat from each of the n agents still open. */
+static void
+beat(struct fakeagent *fa, int n)
+{
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		if (fa[i].fd != -1)
+			assert_int_equal(fa_heartbeat(&fa[i]), 0);
+}
+
+/* Polls /metrics until name is at least want, the n agents of fa (may be
+ * none) beating meanwhile; returns its value. */
+static long long
+wait_metric_beating(struct tc_coord *tc, struct fakeagent *fa, int n,
+    const char *name, long long want, int timeout_ms)
+{
+	long long	 deadline = tc_now_ms() + timeout_ms, v = -1;
+
+	while (tc_now_ms() < deadline) {
+		beat(fa, n);
+		if ((v = tc_metric(tc, name)) >= want)
+			return (v);
+		usleep(50000);
+	}
+	fail_msg("%s is %lld, never %lld", name, v, want);
+	return (v);
+}
+
+/* Polls /metrics until name is at least want. */
+static long long
+wait_metric(struct tc_coord *tc, const char *name, long long want,
+    int timeout_ms)
+{
+	return (wait_metric_beating(tc, NULL, 0, name, want, timeout_ms));
+}
+
+/*
+ * An agent that subscribes again and again to a job with a large schedule and
+ * never reads grew the coordinator by the schedule each time (36 KB of
+ * Subscribes, 187 MB).  Now what is queued to one agent is capped (8 MiB by
+ * default): past it the connection is dropped, and the agent resyncs when it
+ * connects again.
+ */
+static void
+test_outbuf_not_read(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", NULL };
+	struct fakeagent fa, again;
+	struct tc_reply	 r;
+	char		 body[8192], pad[3900];
+	long long	 before, after, deadline;
+	int		 i, rcvbuf = 4096;
+	fa_msg		*m;
+
+	(void)state;
+	start(&tc, extra);
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	for (i = 0; i < 16; i++) {
+		snprintf(body, sizeof(body), "{\"start_step\": %d, "
+		    "\"stop_step\": %d, \"options\": {\"pad\": \"%s\"}}",
+		    1000 + 10 * i, 1001 + 10 * i, pad);
+		assert_int_equal(tc_expect(&tc, "POST", "/v1/jobs/big/windows",
+		    body, 201, &r), 0);
+		tc_reply_free(&r);
+	}
+	assert_int_equal(fa_handshake(&fa, tc.agent_port, "deaf-node", NULL),
+	    0);
+	setsockopt(fa.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	before = rss(&tc);
+	/* 3000 Subscribes (about 36 KB), each answered by a 64 KB schedule. */
+	assert_int_equal(fa_cork(&fa), 0);
+	for (i = 0; i < 3000; i++)
+		assert_int_equal(fa_subscribe(&fa, "big", 0), 0);
+	assert_int_equal(fa_flush(&fa), 0);
+	deadline = tc_now_ms() + 10000;
+	while (tc_metric(&tc, "dynprof_agents_dropped_total") < 1 &&
+	    tc_now_ms() < deadline)
+		usleep(50000);
+	after = peak(&tc);
+	rss_bounded("3000 Subscribes to a 64 KB schedule, never read", before,
+	    after, 8192 + 16384);
+	assert_int_equal(tc_metric(&tc, "dynprof_agents_dropped_total"), 1);
+	assert_true(fa_wait_closed(&fa, 5000));
+	fa_close(&fa);
+
+	/* Connecting again, the agent gets the schedule. */
+	assert_int_equal(fa_handshake(&again, tc.agent_port, "deaf-node",
+	    NULL), 0);
+	assert_int_equal(fa_subscribe(&again, "big", 0), 0);
+	assert_non_null(m = fa_recv_type(&again, CONFIG, 5000));
+	assert_int_equal(m->config->n_windows, 16);
+	fa_free(m);
+	fa_close(&again);
+	finish(&tc);
+}
+
+/* Returns the number of jobs /v1/jobs lists, and the ranks of one. */
+static size_t
+jobs_listed(struct tc_coord *tc, const char *name, long long *ranks)
+{
+	struct tc_reply	 r;
+	json_t		*list, *o;
+	size_t		 i, n;
+
+	assert_int_equal(tc_expect(tc, "GET", "/v1/jobs", NULL, 200, &r), 0);
+	list = json_object_get(r.json, "jobs");
+	n = json_array_size(list);
+	for (i = 0; name != NULL && i < n; i++) {
+		o = json_array_get(list, i);
+		if (strcmp(tc_str(o, "job"), name) == 0)
+			*ranks = tc_int(o, "ranks");
+	}
+	tc_reply_free(&r);
+	return (n);
+}
+
+/* Sends a Progress of n ranks (0 to n-1) of job. */
+static void
+progress_ranks(struct fakeagent *fa, const char *job, int n)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
+	Dynprof__V1__RankProgress	*rp, **rpp;
+	int				 i;
+
+	assert_non_null(rp = calloc((size_t)n, sizeof(*rp)));
+	assert_non_null(rpp = calloc((size_t)n, sizeof(*rpp)));
+	for (i = 0; i < n; i++) {
+		dynprof__v1__rank_progress__init(&rp[i]);
+		rp[i].rank = i;
+		rp[i].step = 5;
+		rp[i].pid = 1000 + i;
+		rp[i].state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+		rpp[i] = &rp[i];
+	}
+	p.job = (char *)job;
+	p.ranks_alive = (uint32_t)n;
+	p.min_step = p.max_step = 5;
+	p.n_ranks = (size_t)n;
+	p.ranks = rpp;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS;
+	m.progress = &p;
+	assert_int_equal(fa_send(fa, &m), 0);
+	free(rpp);
+	free(rp);
+}
+
+/*
+ * Subscribes to invented jobs made jobs of 32 KB each that stayed in
+ * /v1/jobs forever (5000: 158 MB).  Now one agent serves at most 1024 jobs,
+ * at most 10000 jobs nobody scheduled exist, a Progress counts at most 256
+ * ranks, and a job nobody scheduled is forgotten once no node has served it
+ * for 30 heartbeat intervals (while one does, it stays, ranks and all, as
+ * ranks attach before the first window).
+ */
+static void
+test_job_caps(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", "--heartbeat-ms", "1000", NULL };
+	struct fakeagent fa[11];
+	struct tc_reply	 r;
+	char		 node[32];
+	long long	 before, after, ranks = -1;
+	int		 i;
+
+	(void)state;
+	for (i = 0; i < 11; i++)
+		fa[i].fd = -1;
+	start(&tc, extra);
+	assert_int_equal(tc_expect(&tc, "PUT", "/v1/jobs/kept/config",
+	    "{\"start_step\": 10, \"stop_step\": 12}", 200, &r), 0);
+	tc_reply_free(&r);
+	before = rss(&tc);
+
+	/* One agent, 1100 jobs: 1024 taken. */
+	assert_int_equal(fa_handshake(&fa[0], tc.agent_port, "n0", NULL), 0);
+	subscribe_many(&fa[0], "a", 0, 1100);
+	wait_metric_beating(&tc, fa, 11, "dynprof_jobs", 1 + 1024, 10000);
+	usleep(200000);
+	rss_bounded("1100 Subscribes of one agent", before, peak(&tc), 16384);
+	assert_int_equal(wait_metric_beating(&tc, fa, 11,
+	    "dynprof_subscribes_refused_total", 76, 10000), 76);
+	assert_int_equal(tc_metric(&tc, "dynprof_jobs"), 1 + 1024);
+
+	/* A Progress of 1000 ranks: 256 taken, 744 refused. */
+	progress_ranks(&fa[0], "a-0", 1000);
+	assert_int_equal(wait_metric_beating(&tc, fa, 11,
+	    "dynprof_progress_ranks_refused_total", 744, 10000), 744);
+
+	/* Ten agents: 10000 jobs nobody scheduled, then no more. */
+	for (i = 1; i < 11; i++) {
+		beat(fa, 11);
+		snprintf(node, sizeof(node), "n%d", i);
+		assert_int_equal(fa_handshake(&fa[i], tc.agent_port, node,
+		    NULL), 0);
+		subscribe_many(&fa[i], "b", (i - 1) * 1000, 1000);
+		if (i == 4) {
+			wait_metric_beating(&tc, fa, 11,
+			    "dynprof_jobs_unscheduled", 5024, 10000);
+			print_message("5024 jobs nobody scheduled: VmRSS %lld "
+			    "KiB (+%lld)\n", rss(&tc), rss(&tc) - before);
+		}
+	}
+	assert_int_equal(wait_metric_beating(&tc, fa, 11,
+	    "dynprof_unscheduled_refused_total", 1024, 10000), 1024);
+	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 10000);
+	/* An event for one more invented job makes none. */
+	assert_int_equal(fa_event(&fa[1], 0, K_ATTACHED, "c-0", 0, 0, 1,
+	    NULL), 0);
+	assert_int_equal(fa_wait_ack(&fa[1], 1, 5000), 0);
+	beat(fa, 11);
+	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 10000);
+	assert_int_equal(tc_metric(&tc, "dynprof_unscheduled_refused_total"),
+	    1025);
+	assert_int_equal(tc_metric(&tc, "dynprof_unscheduled_reaped_total"),
+	    0);
+	after = peak(&tc);
+	rss_bounded("11024 Subscribes to invented jobs", before, after, 65536);
+
+	/* The nodes leave: their jobs go after 30 heartbeats (30 s), from
+	 * memory and /v1/jobs; the job someone scheduled stays. */
+	for (i = 0; i < 11; i++)
+		fa_close(&fa[i]);
+	wait_metric(&tc, "dynprof_unscheduled_reaped_total", 10000, 45000);
+	assert_int_equal(tc_metric(&tc, "dynprof_jobs_unscheduled"), 0);
+	assert_int_equal(jobs_listed(&tc, "kept", &ranks), 1);
+	finish(&tc);
+}
+
+/*
+ * An event with seq 2^40 (an impostor knowing the node's name) made every
+ * later real event a replay, dropped.  Now a seq beyond the node's window is
+ * refused and the connection dropped; the real agent's events still count.
+ */
+static void
+test_seq_window(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", NULL };
+	struct fakeagent fa;
+	uint64_t	 boot;
+	fa_msg		*m;
+	long long	 ranks = -1;
+
+	(void)state;
+	start(&tc, extra);
+	assert_int_equal(fa_handshake(&fa, tc.agent_port, "sq-node", NULL), 0);
+	boot = fa.boot_id;
+	assert_int_equal(fa_subscribe(&fa, "sq", 0), 0);
+	assert_int_equal(fa_event(&fa, 1, K_ATTACHED, "sq", 0, 0, 1, NULL), 0);
+	assert_int_equal(fa_wait_ack(&fa, 1, 5000), 0);
+	assert_int_equal(fa_event(&fa, 1ULL << 40, K_ATTACHED, "sq", 7, 0, 1,
+	    NULL), 0);
+	assert_non_null(m = fa_recv_type(&fa, ERR, 5000));
+	assert_int_equal(m->error->code,
+	    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE);
+	fa_free(m);
+	assert_true(fa_wait_closed(&fa, 5000));
+	fa_close(&fa);
+
+	/* The same agent again: seq 2 is new, not a replay. */
+	assert_int_equal(fa_handshake(&fa, tc.agent_port, "sq-node", NULL), 0);
+	fa.boot_id = boot;
+	assert_int_equal(fa_subscribe(&fa, "sq", 0), 0);
+	assert_int_equal(fa_event(&fa, 2, K_ATTACHED, "sq", 1, 0, 1, NULL), 0);
+	assert_int_equal(fa_wait_ack(&fa, 2, 5000), 0);
+	assert_int_equal(tc_metric(&tc, "dynprof_events_duplicate_total"), 0);
+	jobs_listed(&tc, "sq", &ranks);
+	assert_int_equal(ranks, 2);
+	/* A new agent process (boot id) starts near 1, not at 2^40. */
+	fa.boot_id = boot + 1;
+	assert_int_equal(fa_event(&fa, 1ULL << 40, K_ATTACHED, "sq", 7, 0, 1,
+	    NULL), 0);
+	assert_true(fa_wait_closed(&fa, 5000));
+	fa_close(&fa);
+	assert_int_equal(tc_metric(&tc, "dynprof_agents_dropped_total"), 2);
+	finish(&tc);
+}
+
+/*
+ * A slowloris client (the request line, then one byte every 300 ms) lived as
+ * long as it kept sending, evhttp's timeout being per read.  Now the whole
+ * request must arrive within --http-timeout-ms; a body dripped is cut too.
+ */
+static void
+test_http_slowloris(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", "--http-timeout-ms", "1500", NULL };
+	static const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+	static const char post[] = "POST /v1/jobs/s/windows HTTP/1.1\r\n"
+	    "Host: x\r\nContent-Length: 1000\r\n\r\n{";
+	struct tc_reply	 r;
+	long long	 t0, took[2] = { 0, 0 };
+	int		 fd[2], i, open;
+
+	(void)state;
+	start(&tc, extra);
+	assert_true((fd[0] = raw_connect(tc.http_port, 3000)) != -1);
+	assert_true((fd[1] = raw_connect(tc.http_port, 3000)) != -1);
+	t0 = tc_now_ms();
+	assert_true(send(fd[0], head, sizeof(head) - 1, MSG_NOSIGNAL) > 0);
+	assert_true(send(fd[1], post, sizeof(post) - 1, MSG_NOSIGNAL) > 0);
+	do {
+		open = 0;
+		for (i = 0; i < 2; i++) {
+			if (took[i] != 0)
+				continue;
+			if (send(fd[i], "x", 1, MSG_NOSIGNAL) != 1 ||
+			    closed_within(fd[i], 150))
+				took[i] = tc_now_ms() - t0;
+			else
+				open++;
+		}
+	} while (open > 0 && tc_now_ms() - t0 < 6000);
+	close(fd[0]);
+	close(fd[1]);
+	print_message("slow headers closed after %lld ms, slow body after "
+	    "%lld ms\n", took[0], took[1]);
+	for (i = 0; i < 2; i++)
+		assert_true(took[i] >= 1400 && took[i] < 3500);
+	assert_true(tc_metric(&tc, "dynprof_http_timeouts_total") >= 2);
+	assert_int_equal(tc_expect(&tc, "GET", "/healthz", NULL, 200, &r), 0);
+	tc_reply_free(&r);
+	finish(&tc);
+}
+
+/*
+ * 20,000 admin connections held open made /healthz and agent hellos time out.
+ * Now admin connections are capped (--http-max-conns, here 50): past the cap
+ * the least recently active idle one is closed, so /healthz is answered at
+ * once and the agent listener keeps its descriptors.
+ */
+static void
+test_http_conn_cap(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", "--http-max-conns", "50", NULL };
+	static const char part[] = "GET /healthz HTTP/1.1\r\nX-Slow: ";
+	struct fakeagent fa;
+	struct tc_reply	 r;
+	struct rlimit	 rl;
+	long long	 before, after, t0, took;
+	int		*fd, i, n = 2000, fds;
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < (rlim_t)n + 200) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < (rlim_t)n + 200)
+		n = (int)rl.rlim_cur - 200;
+	assert_true(n >= 500);
+	start(&tc, extra);
+	before = rss(&tc);
+	assert_non_null(fd = calloc((size_t)n, sizeof(*fd)));
+	for (i = 0; i < n; i++) {
+		assert_true((fd[i] = raw_connect(tc.http_port, 3000)) != -1);
+		send(fd[i], part, sizeof(part) - 1, MSG_NOSIGNAL);
+	}
+	t0 = tc_now_ms();
+	assert_int_equal(tc_expect(&tc, "GET", "/healthz", NULL, 200, &r), 0);
+	took = tc_now_ms() - t0;
+	tc_reply_free(&r);
+	assert_int_equal(fa_handshake(&fa, tc.agent_port, "cap-node", NULL), 0);
+	fa_close(&fa);
+	fds = tc_fd_count(tc.pid);
+	after = peak(&tc);
+	print_message("%d admin connections held: /healthz in %lld ms, "
+	    "coordinator holds %d descriptors\n", n, took, fds);
+	rss_bounded("2000 admin connections held", before, after, 16384);
+	assert_true(took < 2000);
+	assert_true(fds > 0 && fds <= 50 + 30);
+	assert_true(tc_metric(&tc, "dynprof_http_evicted_total") >= n - 60);
+	for (i = 0; i < n; i++)
+		close(fd[i]);
+	free(fd);
+	finish(&tc);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_prehello_big_frames, teardown),
+		cmocka_unit_test_teardown(test_prehello_slow_drip, teardown),
+		cmocka_unit_test_teardown(test_outbuf_not_read, teardown),
+		cmocka_unit_test_teardown(test_job_caps, teardown),
+		cmocka_unit_test_teardown(test_seq_window, teardown),
+		cmocka_unit_test_teardown(test_http_slowloris, teardown),
+		cmocka_unit_test_teardown(test_http_conn_cap, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
