@@ -40,9 +40,12 @@ def slot_step(node, job, pid):
 
 
 def segment_generation(node, job):
+    """The generation a rank can read: the header's copy, stored once the
+    agent's write is over (the config's own field changes mid-write, and an
+    agent stopped then would leave the seqlock odd and the window unseen)."""
     seg = Segment(node.shm, job)
     try:
-        return seg.config.generation
+        return -1 if seg.hdr.seq & 1 else seg.hdr.generation
     finally:
         seg.close()
 
