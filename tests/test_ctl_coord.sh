@@ -270,9 +270,10 @@ expect_out_re '^0 +n1 +[0-9]+ +done +1 +/.*/rank0_start[0-9]+_stop[0-9]+$'
 expect_out_re '^1 +n1 +[0-9]+ +done +1 +/.*/rank1_start[0-9]+_stop[0-9]+$'
 ls -d "$T"/traces/rank0_start*_stop* >/dev/null 2>&1 || fail "no rank0 trace dir"
 
-# Rounded up to a multiple of 20, followed with --json: the coordinator's
+# 20 steps ahead (2 s: a loaded machine samples late), rounded up to a
+# multiple of 20, followed with --json: the coordinator's
 # answer, then the job's final status document.
-run --json trace S --in 0 --steps 2 --roundup 20 --wait --timeout 30
+run --json trace S --in 20 --steps 2 --roundup 20 --wait --timeout 30
 expect_rc 0
 python3 - "$T/out" <<'EOF' || fail "--json --wait output"
 import json, sys
@@ -325,7 +326,7 @@ expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +3 +skipped '
 PIDS+=($!)
 wait_status S 'any(r["rank"] == 2 and r.get("step", -1) > 0 for r in d["ranks"])' \
     "rank 2 of S never reported a step"
-run trace S --in 10 --steps 2 --ranks 2 --wait --timeout 30
+run trace S --in 20 --steps 2 --ranks 2 --wait --timeout 30
 expect_rc 1
 expect_out_re '^window 5: 1 targeted, 0 started, 0 stopped, 0 skipped, 1 failed'
 expect_err "rank 2 on n1 failed: "
