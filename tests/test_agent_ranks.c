@@ -326,7 +326,9 @@ test_final_state_survives_close_without_agent(void **state)
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	ae = expect_kind(t, DYNPROF__V1__EVENT_KIND__EVENT_DETACHED, &m);
 	assert_int_equal(ae->event->rank, 0);
-	assert_true(ae->event->step > start + 1);	/* its last step */
+	/* Its last step: the stop step itself when the SIGTERM came before the
+	 * next step began (the rank printed "steps done 42" for a window 41-42). */
+	assert_true(ae->event->step >= start + 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 }
 
