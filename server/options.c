@@ -1,0 +1,211 @@
+/*
+ * A window's and a job's profiler options: defaults, copy, parse from the
+ * admin API's JSON, and the text form the store keeps.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "coord.h"
+#include "log.h"
+
+/* Sets options to MindSpore's defaults: nothing set, data_simplification on. */
+void
+options_init(struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->aicore_metrics = -1;
+	o->profiler_level = -1;
+	o->profile_framework = -1;
+	o->analyse_mode = -1;
+	o->data_simplification = 1;
+}
+
+/* Frees what options holds. */
+void
+options_clear(struct options *o)
+{
+	free(o->fwopts);
+	o->fwopts = NULL;
+}
+
+/* Copies src into dst (dst must be cleared).  Returns 0 or -1. */
+int
+options_copy(struct options *dst, const struct options *src)
+{
+	*dst = *src;
+	dst->fwopts = NULL;
+	if (src->fwopts != NULL && (dst->fwopts = strdup(src->fwopts)) == NULL)
+		return (-1);
+	return (0);
+}
+
+static const struct {
+	const char	*key;
+	size_t		 off;
+	int		 min, max;	/* min > max: a boolean */
+} options_typed[] = {
+	{ "aicore_metrics", offsetof(struct options, aicore_metrics), -1, 5 },
+	{ "profiler_level", offsetof(struct options, profiler_level), -1, 2 },
+	{ "profile_framework", offsetof(struct options, profile_framework),
+	    -1, 1 },
+	{ "analyse_mode", offsetof(struct options, analyse_mode), -1, 1 },
+	{ "profile_communication",
+	    offsetof(struct options, profile_communication), 1, 0 },
+	{ "parallel_strategy", offsetof(struct options, parallel_strategy),
+	    1, 0 },
+	{ "with_stack", offsetof(struct options, with_stack), 1, 0 },
+	{ "data_simplification", offsetof(struct options, data_simplification),
+	    1, 0 },
+};
+#define OPTIONS_NTYPED	(sizeof(options_typed) / sizeof(options_typed[0]))
+
+/*
+ * Applies a JSON object of profiler options onto o: typed MindSpore keys are
+ * checked and set, every other key is kept as a framework option.  On error
+ * returns -1 with *field (the key) and *why set; o is then unchanged.
+ */
+int
+options_parse(const void *jv, struct options *o, const char **field,
+    const char **why)
+{
+	const json_t	*obj = jv;
+	json_t		*fw, *value;
+	struct options	 n;
+	const char	*key;
+	char		*text;
+	size_t		 i;
+	int32_t		*ip;
+	json_int_t	 iv;
+
+	if (!json_is_object(obj)) {
+		*field = NULL;
+		*why = "options must be a JSON object";
+		return (-1);
+	}
+	n = *o;
+	if (o->fwopts != NULL)
+		fw = json_loads(o->fwopts, 0, NULL);
+	else
+		fw = NULL;
+	if (fw == NULL || !json_is_object(fw)) {
+		json_decref(fw);
+		fw = json_object();
+	}
+	json_object_foreach((json_t *)obj, key, value) {
+		for (i = 0; i < OPTIONS_NTYPED; i++)
+			if (strcmp(key, options_typed[i].key) == 0)
+				break;
+		if (i == OPTIONS_NTYPED) {
+			if (strcmp(key, "start_step") == 0 ||
+			    strcmp(key, "stop_step") == 0) {
+				*field = key;
+				*why = "steps are not options";
+				goto fail;
+			}
+			json_object_set(fw, key, value);
+			continue;
+		}
+		ip = (int32_t *)((char *)&n + options_typed[i].off);
+		*field = options_typed[i].key;
+		if (options_typed[i].min > options_typed[i].max) {
+			if (!json_is_boolean(value)) {
+				*why = "must be true or false";
+				goto fail;
+			}
+			*(int *)ip = json_is_true(value);
+			continue;
+		}
+		if (!json_is_integer(value)) {
+			*why = "must be an integer";
+			goto fail;
+		}
+		iv = json_integer_value(value);
+		if (iv < options_typed[i].min || iv > options_typed[i].max) {
+			*why = "out of range";
+			goto fail;
+		}
+		*ip = (int32_t)iv;
+	}
+	n.fwopts = NULL;
+	if (json_object_size(fw) > 0) {
+		text = json_dumps(fw, JSON_COMPACT | JSON_SORT_KEYS);
+		if (text == NULL) {
+			*field = NULL;
+			*why = "framework options cannot be encoded";
+			goto fail;
+		}
+		if (strlen(text) >= SEG_FWOPTS_MAX) {
+			free(text);
+			*field = "options";
+			*why = "framework options over 4095 bytes of JSON";
+			goto fail;
+		}
+		n.fwopts = text;
+	}
+	json_decref(fw);
+	free(o->fwopts);
+	*o = n;
+	return (0);
+fail:
+	json_decref(fw);
+	return (-1);
+}
+
+/* Returns options as a new JSON object: typed keys and framework keys. */
+void *
+options_to_json(const struct options *o)
+{
+	json_t		*obj, *fw;
+	size_t		 i;
+	const int32_t	*ip;
+
+	obj = json_object();
+	for (i = 0; i < OPTIONS_NTYPED; i++) {
+		ip = (const int32_t *)((const char *)o + options_typed[i].off);
+		if (options_typed[i].min > options_typed[i].max)
+			json_object_set_new(obj, options_typed[i].key,
+			    json_boolean(*(const int *)ip));
+		else
+			json_object_set_new(obj, options_typed[i].key,
+			    json_integer(*ip));
+	}
+	if (o->fwopts != NULL &&
+	    (fw = json_loads(o->fwopts, 0, NULL)) != NULL) {
+		if (json_is_object(fw))
+			json_object_update_missing(obj, fw);
+		json_decref(fw);
+	}
+	return (obj);
+}
+
+/* Returns options as compact JSON text; caller frees. */
+char *
+options_dump(const struct options *o)
+{
+	json_t	*obj = options_to_json(o);
+	char	*text;
+
+	text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(obj);
+	return (text);
+}
+
+/* Reads options back from options_dump() text.  Returns 0 or -1. */
+int
+options_load(const char *text, struct options *o)
+{
+	json_t		*obj;
+	const char	*field, *why;
+	int		 rc;
+
+	options_clear(o);
+	options_init(o);
+	if ((obj = json_loads(text, 0, NULL)) == NULL)
+		return (-1);
+	rc = options_parse(obj, o, &field, &why);
+	json_decref(obj);
+	return (rc);
+}
