@@ -1,11 +1,11 @@
 # dynprof-coord-bench: the coordinator alone through real agent links (fake
-# agents from tests/fakeagent.c): admin request -> push to N agents, events/s,
+# agents from tests/support/fakeagent.c): admin request -> push to N agents, events/s,
 # RSS with 1,000 idle agents.  Run: build/bench/dynprof-coord-bench
 add_executable(dynprof-coord-bench ${PROJECT_SOURCE_DIR}/bench/coord_bench.c
-  ${PROJECT_SOURCE_DIR}/tests/fakeagent.c
-  ${PROJECT_SOURCE_DIR}/tests/test_coord_util.c)
+  ${PROJECT_SOURCE_DIR}/tests/support/fakeagent.c
+  ${PROJECT_SOURCE_DIR}/tests/support/test_coord_util.c)
 target_include_directories(dynprof-coord-bench PRIVATE
-  ${PROJECT_SOURCE_DIR}/tests)
+  ${PROJECT_SOURCE_DIR}/tests/support)
 target_link_libraries(dynprof-coord-bench PRIVATE dpdaemon PkgConfig::JANSSON)
 set_target_properties(dynprof-coord-bench PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)

@@ -1,35 +1,35 @@
-# Tests of dynprof-agent: the real binary, a fake coordinator (fakecoord.c) and
-# real rank processes (rankproc.c, linked with libdynprof).
-add_library(dpagenttest STATIC fakecoord.c)
-target_include_directories(dpagenttest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+# Tests of dynprof-agent: the real binary, a fake coordinator (support/fakecoord.c)
+# and real rank processes (support/rankproc.c, linked with libdynprof).
+add_library(dpagenttest STATIC support/fakecoord.c)
+target_include_directories(dpagenttest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/support)
 target_link_libraries(dpagenttest PUBLIC dpcommon dpproto_c)
 
-dynprof_test(test_agent_link SOURCES test_agent_link.c LIBS dpagenttest
+dynprof_test(test_agent_link SOURCES component/test_agent_link.c LIBS dpagenttest
   TIMEOUT 120)
 add_dependencies(test_agent_link dynprof-agent)
 
 # A tiny training process linked with libdynprof, stepping on a timer.
-add_executable(rankproc rankproc.c)
+add_executable(rankproc support/rankproc.c)
 target_link_libraries(rankproc PRIVATE dynprof)
 
-dynprof_test(test_agent_ranks SOURCES test_agent_ranks.c LIBS dpagenttest
+dynprof_test(test_agent_ranks SOURCES component/test_agent_ranks.c LIBS dpagenttest
   TIMEOUT 120)
 add_dependencies(test_agent_ranks dynprof-agent rankproc)
 
-dynprof_test(test_agent SOURCES test_agent.c LIBS dpagenttest TIMEOUT 120)
+dynprof_test(test_agent SOURCES component/test_agent.c LIBS dpagenttest TIMEOUT 120)
 add_dependencies(test_agent dynprof-agent)
 
-dynprof_test(test_agent_apply SOURCES test_agent_apply.c LIBS dpagent
+dynprof_test(test_agent_apply SOURCES unit/test_agent_apply.c LIBS dpagent
   TIMEOUT 30)
 
 # A segment never kills or misleads a rank or the agent (docs/segments.md).
-dynprof_test(test_segsafe SOURCES test_segsafe.c LIBS dpagenttest dynprof
+dynprof_test(test_segsafe SOURCES component/test_segsafe.c LIBS dpagenttest dynprof
   TIMEOUT 120)
 add_dependencies(test_segsafe dynprof-agent rankproc)
 
 # The same for what needs root: a nearly full tmpfs, another user's segment.
 # Skipped (77) when not root.
-dynprof_test(test_segsafe_root SOURCES test_segsafe_root.c
+dynprof_test(test_segsafe_root SOURCES component/test_segsafe_root.c
   LIBS dpagenttest dynprof TIMEOUT 120)
 add_dependencies(test_segsafe_root dynprof-agent)
 set_tests_properties(test_segsafe_root PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,10 +1,10 @@
 # tests of deploy: Kubernetes manifests, systemd units, SLURM scripts, Debian packages.
-# Shell scripts (tests/test_deploy_*.sh); exit code 77 is a skip, with its reason.
+# Shell scripts (tests/deploy/test_deploy_*.sh); exit code 77 is a skip, with its reason.
 
 function(dynprof_deploy_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "LABELS" ${ARGN})
   add_test(NAME ${name}
-    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/${name}.sh)
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/deploy/${name}.sh)
   set_tests_properties(${name} PROPERTIES
     TIMEOUT ${T_TIMEOUT}
     SKIP_RETURN_CODE 77

@@ -4,10 +4,10 @@
 include(${PROJECT_SOURCE_DIR}/bench/loadgen.cmake)
 
 set(E2E_PYTHON /usr/bin/python3)
-# Some ranks run in Python (tests/e2e/py_rank.py over lib/python).  In a sanitizer
-# build the library needs its runtimes loaded first in an interpreter built
-# without them, as tests/python.cmake does; cluster.py preloads them into the
-# Python ranks only.
+# Some ranks run in Python (tests/support/py_rank.py over lib/python).  In a
+# sanitizer build the library needs its runtimes loaded first in an interpreter
+# built without them, as tests/python.cmake does; support/cluster.py preloads
+# them into the Python ranks only.
 set(_e2e_env "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}" "PYTHONDONTWRITEBYTECODE=1")
 if(DYNPROF_SANITIZE)
   execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so

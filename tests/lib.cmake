@@ -1,12 +1,12 @@
 # tests of the segment and of libdynprof
-dynprof_test(test_segment SOURCES test_segment.c LIBS dpcommon TIMEOUT 60)
+dynprof_test(test_segment SOURCES unit/test_segment.c LIBS dpcommon TIMEOUT 60)
 
 # The seqlock stress test, and its twin built with the seqlock disabled in the
 # writer: the twin must detect torn reads, so the first could fail.
-dynprof_test(test_segment_stress SOURCES test_segment_stress.c LIBS dpcommon
+dynprof_test(test_segment_stress SOURCES unit/test_segment_stress.c LIBS dpcommon
   TIMEOUT 60)
 dynprof_test(test_segment_stress_noseqlock
-  SOURCES test_segment_stress.c ${PROJECT_SOURCE_DIR}/common/segment.c
+  SOURCES unit/test_segment_stress.c ${PROJECT_SOURCE_DIR}/common/segment.c
           ${PROJECT_SOURCE_DIR}/common/procmaps.c
           ${PROJECT_SOURCE_DIR}/common/slotlog.c
           ${PROJECT_SOURCE_DIR}/common/jobid.c
@@ -17,22 +17,22 @@ target_include_directories(test_segment_stress_noseqlock PRIVATE
   ${PROJECT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/lib/include)
 
 # The window rules through the real library and a real segment.
-dynprof_test(test_lib_window SOURCES test_lib_window.c LIBS dynprof_internal
+dynprof_test(test_lib_window SOURCES unit/test_lib_window.c LIBS dynprof_internal
   TIMEOUT 60)
 
 # Events on a real unix datagram socket, decoded with protobuf-c.
-dynprof_test(test_lib_events SOURCES test_lib_events.c
+dynprof_test(test_lib_events SOURCES component/test_lib_events.c
   LIBS dynprof_internal dpproto_c TIMEOUT 60)
 
 # nanopb and protobuf-c agree on every RankEvent field, both ways.
-dynprof_test(test_codec SOURCES test_codec.c LIBS dpproto_nanopb dpproto_c)
+dynprof_test(test_codec SOURCES unit/test_codec.c LIBS dpproto_nanopb dpproto_c)
 
 # The daemons' TLS contexts (common/tls.c): load, reload, the node name check,
 # with deploy/tls/mkcerts.sh's certificates and handshakes in memory.
-dynprof_test(test_tls SOURCES test_tls.c LIBS dptls TIMEOUT 60)
+dynprof_test(test_tls SOURCES unit/test_tls.c LIBS dptls TIMEOUT 60)
 
 # The public header alone, strictly, linked against the shared library.
-add_executable(test_header test_header.c)
+add_executable(test_header unit/test_header.c)
 target_link_libraries(test_header PRIVATE dynprof)
 target_compile_options(test_header PRIVATE -std=c99 -pedantic -Wall -Wextra
   -Werror)
@@ -40,7 +40,7 @@ add_test(NAME test_header COMMAND test_header)
 
 # Only the public API leaves libdynprof.so.
 add_test(NAME test_lib_exports COMMAND sh
-  ${CMAKE_CURRENT_SOURCE_DIR}/test_lib_exports.sh $<TARGET_FILE:dynprof>
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lib_exports.sh $<TARGET_FILE:dynprof>
   ${PROJECT_SOURCE_DIR}/lib/include/dynprof.h)
 
 # cmake --install into a temporary prefix, then a program built with pkg-config.
@@ -50,7 +50,7 @@ else()
   set(_install_cflags "")
 endif()
 add_test(NAME test_install COMMAND sh
-  ${CMAKE_CURRENT_SOURCE_DIR}/test_install.sh ${PROJECT_BINARY_DIR}
+  ${CMAKE_CURRENT_SOURCE_DIR}/deploy/test_install.sh ${PROJECT_BINARY_DIR}
   ${CMAKE_C_COMPILER} "${_install_cflags}")
 set_tests_properties(test_install PROPERTIES TIMEOUT 120)
 
@@ -58,14 +58,14 @@ set_tests_properties(test_install PROPERTIES TIMEOUT 120)
 # makes no system call (counted with strace).
 add_test(NAME test_lib_step_cost COMMAND step_cost -n 200000 -r 3)
 add_test(NAME test_lib_syscalls COMMAND sh
-  ${CMAKE_CURRENT_SOURCE_DIR}/test_lib_syscalls.sh $<TARGET_FILE:step_cost>)
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lib_syscalls.sh $<TARGET_FILE:step_cost>)
 set_tests_properties(test_lib_syscalls PROPERTIES SKIP_RETURN_CODE 77
   TIMEOUT 60)
 
 # The window rules checked in every callback under random schedules.
-dynprof_test(test_lib_rules_random SOURCES test_lib_rules_random.c
+dynprof_test(test_lib_rules_random SOURCES unit/test_lib_rules_random.c
   LIBS dynprof_internal TIMEOUT 60)
 
 # The event log of a rank slot, in a real segment.
-dynprof_test(test_slotlog SOURCES test_slotlog.c LIBS dynprof_internal
+dynprof_test(test_slotlog SOURCES unit/test_slotlog.c LIBS dynprof_internal
   TIMEOUT 60)

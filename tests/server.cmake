@@ -1,40 +1,43 @@
 # tests of server
 
 # dynprofctl
-dynprof_test(test_ctl SOURCES test_ctl.c LIBS dpctl TIMEOUT 30)
-dynprof_test(test_ctl_local SOURCES test_ctl_local.c
+dynprof_test(test_ctl SOURCES unit/test_ctl.c LIBS dpctl TIMEOUT 30)
+dynprof_test(test_ctl_local SOURCES component/test_ctl_local.c
   LIBS dpcommon PkgConfig::JANSSON TIMEOUT 60)
 add_dependencies(test_ctl_local dynprofctl)
 # dynprofctl against the real coordinator, agent and simulated ranks.
 add_test(NAME test_ctl_coord
-  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl_coord.sh)
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_ctl_coord.sh)
 set_tests_properties(test_ctl_coord PROPERTIES TIMEOUT 120
   ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 # dynprofctl over HTTPS: local TLS servers (Python, openssl certificates),
 # client certificates, a wrong CA, redirects to named and unnamed hosts.
 add_test(NAME test_ctl_https
-  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl_https.sh)
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/component/test_ctl_https.sh)
 set_tests_properties(test_ctl_https PROPERTIES TIMEOUT 120
   ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
 # dynprof-coordinator: the real binary on 127.0.0.1, port 0, private state dir.
-dynprof_test(test_coord SOURCES test_coord.c test_coord_util.c
+dynprof_test(test_coord SOURCES component/test_coord.c support/test_coord_util.c
   LIBS PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord dynprof-coordinator)
-dynprof_test(test_coord_agents SOURCES test_coord_agents.c test_coord_util.c
-  fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+dynprof_test(test_coord_agents SOURCES component/test_coord_agents.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_agents dynprof-coordinator)
 # The coordinator's schedule with the real agent and real ranks (rankproc).
-dynprof_test(test_coord_ranks SOURCES test_coord_ranks.c test_coord_util.c
+dynprof_test(test_coord_ranks SOURCES e2e/test_coord_ranks.c support/test_coord_util.c
   LIBS dpagenttest PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_ranks dynprof-coordinator dynprof-agent rankproc)
 # Bad values at the coordinator's edges (steps, strings, integers, methods,
 # token files), through the real binary and fake agents.
-dynprof_test(test_coord_badvalues SOURCES test_coord_badvalues.c
-  test_coord_util.c fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+dynprof_test(test_coord_badvalues SOURCES component/test_coord_badvalues.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_badvalues dynprof-coordinator)
 # Bounds on peers: frames and time before hello, output an agent does not
 # read, jobs and ranks from agents, seq windows, slow and many admin clients.
-dynprof_test(test_coord_bounds SOURCES test_coord_bounds.c test_coord_util.c
-  fakeagent.c LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
+dynprof_test(test_coord_bounds SOURCES component/test_coord_bounds.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
 add_dependencies(test_coord_bounds dynprof-coordinator)

@@ -5,7 +5,7 @@
 // 1. Every document parses and validates against the Kubernetes API schemas
 //    (kubernetes-models), and has no field the API does not know (kubectl's strict
 //    field validation: a misspelt field is silently dropped by old API servers).
-// 2. With --facts (written by tests/test_deploy_k8s.sh from the real binaries and
+// 2. With --facts (written by tests/deploy/test_deploy_k8s.sh from the real binaries and
 //    sources): the manifests use only flags the binaries accept and DYNPROF_*
 //    variables something reads; the trainer's socket and segment directory are the
 //    agent's, through the same volume; agents reach a Service port that is the

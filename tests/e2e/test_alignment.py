@@ -9,7 +9,8 @@ state done, the output directory named after them)."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
 from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
 
 JOB = "align-%d" % os.getpid()

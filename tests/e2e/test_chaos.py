@@ -26,7 +26,8 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
 from cluster import (Cluster, Failure, compact, events_of, log, main,  # noqa: E402
                      wait_for)
 

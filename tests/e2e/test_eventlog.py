@@ -21,7 +21,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib", "python", "tests"))
 from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
 from segwriter import Segment  # noqa: E402

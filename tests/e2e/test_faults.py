@@ -9,7 +9,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
 from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
 
 JOB = "faults-%d" % os.getpid()

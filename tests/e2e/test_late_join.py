@@ -5,7 +5,8 @@ window's start and stop steps and the step it was at; it never starts late."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
 from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
 
 JOB = "late-%d" % os.getpid()

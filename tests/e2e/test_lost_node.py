@@ -13,7 +13,8 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
 from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
 
 JOB = "lostnode-%d" % os.getpid()

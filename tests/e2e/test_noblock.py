@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
 from cluster import (Cluster, TRAIN_SIM, binary, check, log, main,  # noqa: E402
                      wait_for)
 

@@ -26,7 +26,8 @@ import sys
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
 from cluster import (COORDINATOR, AGENT, Cluster, Failure, Proc, binary,  # noqa: E402
                      check, log, main, wait_for)
 

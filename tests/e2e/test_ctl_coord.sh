@@ -6,7 +6,7 @@
 set -eu
 
 CTL_TEST=dynprof-ctl-coord
-. "$(dirname "$0")/test_ctl_lib.sh"
+. "$(dirname "$0")/../support/test_ctl_lib.sh"
 COORD=$B/server/dynprof-coordinator
 AGENT=$B/agent/dynprof-agent
 SIM=$B/examples/dynprof-train-sim

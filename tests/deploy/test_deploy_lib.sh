@@ -1,4 +1,4 @@
-# Shared by the tests/test_deploy_*.sh scripts (sourced, POSIX sh).
+# Shared by the tests/deploy/test_deploy_*.sh scripts (sourced, POSIX sh).
 #
 # DYNPROF_SOURCE_DIR and DYNPROF_BUILD_DIR come from CTest (tests/deploy.cmake).
 # Exit code 77 is a skip (SKIP_RETURN_CODE).

@@ -1,6 +1,7 @@
-# Shared by tests/test_ctl_coord.sh and tests/test_ctl_https.sh (sourced, bash):
-# a private directory T, processes in PIDS stopped at exit, and running
-# dynprofctl with its stdout, stderr and exit code kept for the expect_* checks.
+# Shared by tests/e2e/test_ctl_coord.sh and tests/component/test_ctl_https.sh
+# (sourced, bash): a private directory T, processes in PIDS stopped at exit, and
+# running dynprofctl with its stdout, stderr and exit code kept for the expect_*
+# checks.
 # The sourcing script names its directory's prefix in CTL_TEST.
 
 B=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}

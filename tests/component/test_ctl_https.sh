@@ -7,7 +7,7 @@
 set -eu
 
 CTL_TEST=dynprof-ctl-https
-. "$(dirname "$0")/test_ctl_lib.sh"
+. "$(dirname "$0")/../support/test_ctl_lib.sh"
 
 # --- Certificates: a CA, the server (127.0.0.1 and localhost), a client;
 # and another CA that signed none of them.
