@@ -6,7 +6,8 @@ add_executable(dynprof-coord-bench ${PROJECT_SOURCE_DIR}/bench/coord_bench.c
   ${PROJECT_SOURCE_DIR}/tests/support/test_coord_util.c)
 target_include_directories(dynprof-coord-bench PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/support)
-target_link_libraries(dynprof-coord-bench PRIVATE dpdaemon PkgConfig::JANSSON)
+target_link_libraries(dynprof-coord-bench PRIVATE dpdaemon PkgConfig::JANSSON
+  PkgConfig::CMOCKA)
 set_target_properties(dynprof-coord-bench PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 add_dependencies(dynprof-coord-bench dynprof-coordinator)

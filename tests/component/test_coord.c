@@ -51,14 +51,7 @@ group_teardown(void **state)
 static struct tc_reply
 req(const char *method, const char *path, const char *body, int status)
 {
-	struct tc_reply	 r;
-
-	assert_int_equal(tc_http(tc.http_port, method, path, body, NULL, &r), 0);
-	if (r.status != status)
-		fprintf(stderr, "%s %s %s -> %d %s\n", method, path,
-		    body ? body : "", r.status, r.body ? r.body : "");
-	assert_int_equal(r.status, status);
-	return (r);
+	return (tc_req(&tc, method, path, body, status));
 }
 
 /* Sends a request expecting a 4xx naming field (NULL: no field). */

@@ -68,28 +68,6 @@ setup_fast(void **state)
 	return (setup_hb(state, "100"));
 }
 
-/* A clean stop exits 0 (and, under ASan, with no leak or error). */
-static int
-teardown(void **state)
-{
-	struct fixture	*f = *state;
-	int		 rc;
-
-	rc = tc_finish(&f->tc);
-	free(f);
-	return (rc);
-}
-
-static struct tc_reply
-req(struct tc_coord *tc, const char *method, const char *path,
-    const char *body, int status)
-{
-	struct tc_reply	 r;
-
-	assert_int_equal(tc_expect(tc, method, path, body, status, &r), 0);
-	return (r);
-}
-
 static int
 handshake(struct tc_coord *tc, struct fakeagent *fa, const char *node)
 {
@@ -214,20 +192,20 @@ test_bad_peers(void **state)
 	fa_close(&fa);
 
 	/* The good agent is still served: it gets the next push. */
-	r = req(&f->tc, "POST", "/v1/jobs/bp-1/windows", "{\"start_step\": 10, "
-	    "\"steps\": 2}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/bp-1/windows",
+	    "{\"start_step\": 10, \"steps\": 2}", 201);
 	tc_reply_free(&r);
 	m = fa_recv_type(&good, CONFIG, 5000);
 	assert_non_null(m);
 	assert_string_equal(m->config->job, "bp-1");
 	fa_free(m);
 	assert_int_equal(fa_heartbeat(&good), 0);
-	r = req(&f->tc, "GET", "/v1/nodes", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/nodes", NULL, 200);
 	assert_non_null(strstr(r.body, "\"good-node\""));
 	assert_null(strstr(r.body, "\"v-node\""));
 	assert_null(strstr(r.body, "\"t-node\""));
 	tc_reply_free(&r);
-	r = req(&f->tc, "GET", "/metrics", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/metrics", NULL, 200);
 	assert_non_null(strstr(r.body, "dynprof_agents_refused_total 8\n"));
 	assert_non_null(strstr(r.body, "dynprof_agents_connected 1\n"));
 	tc_reply_free(&r);
@@ -252,10 +230,10 @@ test_push_subscribers_only(void **state)
 	assert_int_equal(fa_heartbeat(&a), 0);
 	usleep(100000);
 
-	r = req(&f->tc, "POST", "/v1/jobs/push-j/windows", "{\"start_step\": "
-	    "100, \"stop_step\": 104, \"ranks\": \"0-3\", \"output_subdir\": "
-	    "\"x/y\", \"options\": {\"profiler_level\": 2, \"activities\": "
-	    "[\"NPU\"]}}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/push-j/windows",
+	    "{\"start_step\": 100, \"stop_step\": 104, \"ranks\": \"0-3\", "
+	    "\"output_subdir\": \"x/y\", \"options\": {\"profiler_level\": 2, "
+	    "\"activities\": [\"NPU\"]}}", 201);
 	gen = tc_int(r.json, "generation");
 	tc_reply_free(&r);
 
@@ -289,7 +267,7 @@ test_push_subscribers_only(void **state)
 		long long	 applied = -1;
 
 		while (tc_now_ms() < deadline && applied != gen) {
-			r = req(&f->tc, "GET", "/v1/jobs/push-j", NULL, 200);
+			r = tc_req(&f->tc, "GET", "/v1/jobs/push-j", NULL, 200);
 			applied = tc_int(r.json, "nodes.0.applied_generation");
 			if (applied == gen)
 				assert_string_equal(tc_str(r.json,
@@ -299,7 +277,7 @@ test_push_subscribers_only(void **state)
 		}
 		assert_int_equal(applied, gen);
 	}
-	r = req(&f->tc, "GET", "/metrics", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/metrics", NULL, 200);
 	assert_non_null(strstr(r.body, "dynprof_push_applied_seconds_count 1\n"));
 	assert_non_null(strstr(r.body, "dynprof_agents_connected 3\n"));
 	tc_reply_free(&r);
@@ -331,7 +309,7 @@ test_push_subscribers_only(void **state)
 	fa_free(m);
 
 	/* Cancel: pushed to the subscribers, the window marked cancelled. */
-	r = req(&f->tc, "DELETE", "/v1/jobs/push-j/windows/1", NULL, 200);
+	r = tc_req(&f->tc, "DELETE", "/v1/jobs/push-j/windows/1", NULL, 200);
 	tc_reply_free(&r);
 	m = fa_recv_type(&a, CONFIG, 5000);
 	assert_non_null(m);
@@ -363,13 +341,13 @@ test_replace(void **state)
 	assert_int_equal(fa_subscribe(&b, "rep-j", 0), 0);
 	assert_int_equal(fa_heartbeat(&b), 0);
 	usleep(100000);
-	r = req(&f->tc, "POST", "/v1/jobs/rep-j/windows", "{\"start_step\": 5, "
-	    "\"steps\": 1}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rep-j/windows",
+	    "{\"start_step\": 5, \"steps\": 1}", 201);
 	tc_reply_free(&r);
 	m = fa_recv_type(&b, CONFIG, 5000);
 	assert_non_null(m);
 	fa_free(m);
-	r = req(&f->tc, "GET", "/v1/nodes", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/nodes", NULL, 200);
 	{
 		json_t	*nodes = json_object_get(r.json, "nodes"), *n;
 		size_t	 i, count = 0;
@@ -399,8 +377,8 @@ test_events_idempotent(void **state)
 
 	assert_int_equal(handshake(&f->tc, &a, "ev-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "ev-j", 0), 0);
-	r = req(&f->tc, "POST", "/v1/jobs/ev-j/windows", "{\"start_step\": 10, "
-	    "\"stop_step\": 12, \"ranks\": \"0-1\"}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/ev-j/windows",
+	    "{\"start_step\": 10, \"stop_step\": 12, \"ranks\": \"0-1\"}", 201);
 	tc_reply_free(&r);
 	m = fa_recv_type(&a, CONFIG, 5000);
 	assert_non_null(m);
@@ -414,7 +392,7 @@ test_events_idempotent(void **state)
 	    "/out/rank1_start10_stop12"), 0);
 	assert_int_equal(fa_event(&a, 5, K_STOPPED, "ev-j", 0, 1, 12, NULL), 0);
 	wait_ack(&a, 5);
-	r = req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
 	assert_string_equal(tc_str(r.json, "ranks.0.state"), "done");
 	assert_string_equal(tc_str(r.json, "ranks.0.node"), "ev-node");
 	assert_string_equal(tc_str(r.json, "ranks.0.output_dir"),
@@ -434,7 +412,7 @@ test_events_idempotent(void **state)
 	assert_int_equal(fa_event(&a, 5, K_STOPPED, "ev-j", 0, 1, 12, NULL), 0);
 	assert_int_equal(fa_event(&a, 1, K_ATTACHED, "ev-j", 0, 0, 0, NULL), 0);
 	wait_ack(&a, 5);
-	r = req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
 	assert_string_equal(r.body, before);
 	tc_reply_free(&r);
 
@@ -451,12 +429,12 @@ test_events_idempotent(void **state)
 	assert_int_equal(fa_event(&a2, 2, K_STOPPED, "ev-j", 0, 1, 12, NULL),
 	    0);
 	wait_ack(&a2, 2);
-	r = req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
 	after = r.body;
 	assert_string_equal(after, before);
 	tc_reply_free(&r);
 	free(before);
-	r = req(&f->tc, "GET", "/metrics", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/metrics", NULL, 200);
 	assert_non_null(strstr(r.body, "dynprof_events_duplicate_total 5\n"));
 	tc_reply_free(&r);
 
@@ -485,37 +463,37 @@ test_relative_windows(void **state)
 
 	assert_int_equal(handshake(&f->tc, &a, "rel-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "rel-j", 0), 0);
-	r = req(&f->tc, "POST", "/v1/jobs/rel-j/windows", "{\"in_steps\": 20, "
-	    "\"steps\": 5}", 409);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rel-j/windows",
+	    "{\"in_steps\": 20, \"steps\": 5}", 409);
 	assert_string_equal(tc_str(r.json, "field"), "in_steps");
 	tc_reply_free(&r);
 
 	assert_int_equal(fa_progress(&a, "rel-j", 0, 139, 141, 4), 0);
 	deadline = tc_now_ms() + 5000;
 	while (tc_now_ms() < deadline && max != 141) {
-		r = req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
+		r = tc_req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
 		max = tc_int(r.json, "progress.max_step");
 		tc_reply_free(&r);
 		usleep(20000);
 	}
 	assert_int_equal(max, 141);
 
-	r = req(&f->tc, "POST", "/v1/jobs/rel-j/windows", "{\"in_steps\": 20, "
-	    "\"steps\": 5}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rel-j/windows",
+	    "{\"in_steps\": 20, \"steps\": 5}", 201);
 	assert_int_equal(tc_int(r.json, "start_step"), 161);
 	assert_int_equal(tc_int(r.json, "stop_step"), 165);
 	tc_reply_free(&r);
-	r = req(&f->tc, "POST", "/v1/jobs/rel-j/windows", "{\"in_steps\": 0, "
-	    "\"steps\": 10, \"roundup\": 100}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rel-j/windows",
+	    "{\"in_steps\": 0, \"steps\": 10, \"roundup\": 100}", 201);
 	assert_int_equal(tc_int(r.json, "start_step"), 200);
 	assert_int_equal(tc_int(r.json, "stop_step"), 209);
 	tc_reply_free(&r);
-	r = req(&f->tc, "POST", "/v1/jobs/rel-j/windows", "{\"in_steps\": 100, "
-	    "\"stop_step\": 400, \"roundup\": 50}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rel-j/windows",
+	    "{\"in_steps\": 100, \"stop_step\": 400, \"roundup\": 50}", 201);
 	assert_int_equal(tc_int(r.json, "start_step"), 250);
 	assert_int_equal(tc_int(r.json, "stop_step"), 400);
 	tc_reply_free(&r);
-	r = req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "progress.ranks_alive"), 4);
 	assert_int_equal(tc_int(r.json, "progress.min_step"), 139);
 	assert_int_equal(tc_int(r.json, "ranks.3.step"), 141);
@@ -531,7 +509,7 @@ test_relative_windows(void **state)
 		assert_int_equal(fa_event(&a, 0, K_SKIPPED, "rel-j", i, 1, 170,
 		    NULL), 0);
 	wait_str(&f->tc, "/v1/jobs/rel-j", "windows.0.state", "done");
-	r = req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
 	assert_string_equal(tc_str(r.json, "windows.1.state"), "scheduled");
 	tc_reply_free(&r);
 	fa_close(&a);
@@ -546,7 +524,7 @@ pending_windows(struct tc_coord *tc, const char *job)
 	long long	 n = -1;
 	size_t		 i;
 
-	r = req(tc, "GET", "/v1/jobs", NULL, 200);
+	r = tc_req(tc, "GET", "/v1/jobs", NULL, 200);
 	json_array_foreach(json_object_get(r.json, "jobs"), i, j) {
 		if (strcmp(tc_str(j, "job"), job) == 0)
 			n = tc_int(j, "pending_windows");
@@ -577,7 +555,8 @@ test_schedule_bound(void **state)
 	for (i = 0; i < 16; i++) {
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
 		    "\"stop_step\": %d}", 10 * i + 1, 10 * i + 5);
-		r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body, 201);
+		r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body,
+		    201);
 		assert_int_equal(tc_int(r.json, "id"), i + 1);
 		tc_reply_free(&r);
 	}
@@ -588,11 +567,12 @@ test_schedule_bound(void **state)
 	for (i = 0; i < 15; i++) {
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
 		    "\"stop_step\": %d}", 2000 + 10 * i, 2004 + 10 * i);
-		r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body, 201);
+		r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body,
+		    201);
 		tc_reply_free(&r);
 		assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 	}
-	r = req(&f->tc, "GET", "/v1/jobs/bound-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/bound-j", NULL, 200);
 	for (i = 0; i < 15; i++) {
 		snprintf(body, sizeof(body), "windows.%d.state", i);
 		assert_string_equal(tc_str(r.json, body), "done");
@@ -602,21 +582,21 @@ test_schedule_bound(void **state)
 	tc_reply_free(&r);
 
 	/* The last window behind goes, then nothing can: 409. */
-	r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", "{\"start_step\": "
-	    "3000, \"stop_step\": 3004}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows",
+	    "{\"start_step\": 3000, \"stop_step\": 3004}", 201);
 	tc_reply_free(&r);
 	assert_int_equal(fa_heartbeat(&a), 0);
-	r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", "{\"start_step\": "
-	    "4000, \"stop_step\": 4004}", 409);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows",
+	    "{\"start_step\": 4000, \"stop_step\": 4004}", 409);
 	assert_non_null(strstr(tc_str(r.json, "error"), "16 windows pending"));
 	tc_reply_free(&r);
 	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 
 	/* A cancelled window ahead, not running, makes room. */
-	r = req(&f->tc, "DELETE", "/v1/jobs/bound-j/windows/20", NULL, 200);
+	r = tc_req(&f->tc, "DELETE", "/v1/jobs/bound-j/windows/20", NULL, 200);
 	tc_reply_free(&r);
-	r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", "{\"start_step\": "
-	    "4000, \"stop_step\": 4004}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows",
+	    "{\"start_step\": 4000, \"stop_step\": 4004}", 201);
 	tc_reply_free(&r);
 	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 	fa_close(&a);
@@ -636,7 +616,7 @@ test_lost_node(void **state)
 	/* Silent from now on: 3 intervals of 100 ms and it is gone. */
 	assert_true(fa_wait_closed(&a, 5000));
 	wait_str(&f->tc, "/v1/jobs/lost-j", "ranks.0.state", "unknown");
-	r = req(&f->tc, "GET", "/v1/jobs/lost-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/lost-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "ranks.0.step"), 7);
 	assert_string_equal(tc_str(r.json, "nodes.0.state"), "lost");
 	tc_reply_free(&r);
@@ -661,13 +641,14 @@ test_persistence(void **state)
 	assert_int_equal(handshake(&f->tc, &a, "pers-node"), 0);
 	boot = a.boot_id;
 	assert_int_equal(fa_subscribe(&a, "pers-j", 0), 0);
-	r = req(&f->tc, "PUT", "/v1/jobs/pers-j/config", "{\"start_step\": 10, "
-	    "\"stop_step\": 12, \"profiler_level\": 1}", 200);
+	r = tc_req(&f->tc, "PUT", "/v1/jobs/pers-j/config",
+	    "{\"start_step\": 10, \"stop_step\": 12, \"profiler_level\": 1}",
+	    200);
 	tc_reply_free(&r);
-	r = req(&f->tc, "POST", "/v1/jobs/pers-j/windows", "{\"start_step\": 50, "
-	    "\"steps\": 3, \"ranks\": \"1\"}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/pers-j/windows",
+	    "{\"start_step\": 50, \"steps\": 3, \"ranks\": \"1\"}", 201);
 	tc_reply_free(&r);
-	r = req(&f->tc, "DELETE", "/v1/jobs/pers-j/windows/2", NULL, 200);
+	r = tc_req(&f->tc, "DELETE", "/v1/jobs/pers-j/windows/2", NULL, 200);
 	tc_reply_free(&r);
 	assert_int_equal(fa_event(&a, 1, K_STARTED, "pers-j", 0, 1, 10,
 	    "/o/r0"), 0);
@@ -676,12 +657,12 @@ test_persistence(void **state)
 	assert_int_equal(fa_event(&a, 3, K_SKIPPED, "pers-j", 1, 1, 11, NULL),
 	    0);
 	wait_ack(&a, 3);
-	r = req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
 	gen = tc_int(r.json, "generation");
 	tc_reply_free(&r);
 	fa_close(&a);
 	wait_str(&f->tc, "/v1/jobs/pers-j", "nodes.0.state", "lost");
-	r = req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
 	/* Which generation each node applied is not kept across restarts:
 	 * the agents report it again in their hello. */
 	json_object_del(r.json, "nodes");
@@ -691,7 +672,7 @@ test_persistence(void **state)
 	assert_int_equal(tc_stop(&f->tc, SIGKILL), 128 + SIGKILL);
 	assert_int_equal(tc_start(&f->tc, extra), 0);
 
-	r = req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "generation"), gen);
 	json_object_del(r.json, "nodes");
 	after = json_dumps(r.json, JSON_SORT_KEYS);
@@ -720,8 +701,8 @@ test_persistence(void **state)
 	assert_non_null(m);
 	assert_int_equal(m->config->generation, gen);
 	fa_free(m);
-	r = req(&f->tc, "POST", "/v1/jobs/pers-j/windows", "{\"start_step\": 90, "
-	    "\"steps\": 1}", 201);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/pers-j/windows",
+	    "{\"start_step\": 90, \"steps\": 1}", 201);
 	gen2 = tc_int(r.json, "generation");
 	assert_true(gen2 > gen);
 	assert_int_equal(tc_int(r.json, "id"), 3);
@@ -796,20 +777,22 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_peers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_peers, setup,
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_push_subscribers_only,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
+		    setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_replace, setup,
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_events_idempotent, setup,
-		    teardown),
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_relative_windows, setup,
-		    teardown),
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_schedule_bound, setup,
-		    teardown),
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup_fast,
-		    teardown),
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_persistence, setup,
-		    teardown),
+		    tc_teardown),
 		cmocka_unit_test(test_emfile_pause),
 	};
 

@@ -49,27 +49,6 @@ setup(void **state)
 	return (0);
 }
 
-static int
-teardown(void **state)
-{
-	struct fixture	*f = *state;
-	int		 rc;
-
-	rc = tc_finish(&f->tc);
-	free(f);
-	return (rc);
-}
-
-static struct tc_reply
-req(struct tc_coord *tc, const char *method, const char *path,
-    const char *body, int status)
-{
-	struct tc_reply	 r;
-
-	assert_int_equal(tc_expect(tc, method, path, body, status, &r), 0);
-	return (r);
-}
-
 /* Expects a 400 naming field for a POST of body to job's windows. */
 static void
 refused(struct tc_coord *tc, const char *job, const char *body,
@@ -79,7 +58,7 @@ refused(struct tc_coord *tc, const char *job, const char *body,
 	char		 path[128];
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
-	r = req(tc, "POST", path, body, 400);
+	r = tc_req(tc, "POST", path, body, 400);
 	assert_non_null(r.json);
 	assert_string_equal(tc_str(r.json, "field"), field);
 	assert_true(strlen(tc_str(r.json, "error")) > 0);
@@ -115,7 +94,7 @@ unchanged(struct tc_coord *tc, struct fakeagent *fa, const char *job)
 	fa_msg		*m;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	r = req(tc, "GET", path, NULL, 200);
+	r = tc_req(tc, "GET", path, NULL, 200);
 	assert_int_equal(tc_int(r.json, "generation"), 0);
 	assert_int_equal(json_array_size(json_object_get(r.json, "windows")),
 	    0);
@@ -149,12 +128,12 @@ test_step_overflow(void **state)
 	/* Messages are taken in order: once this one shows, those were. */
 	assert_int_equal(fa_progress(&a, "ov-probe", 0, 10, 10, 1), 0);
 	wait_int(&f->tc, "/v1/jobs/ov-probe", "progress.max_step", 10);
-	r = req(&f->tc, "GET", "/v1/jobs/ov-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ov-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "progress.max_step"), -1);
 	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 0);
 	tc_reply_free(&r);
-	r = req(&f->tc, "POST", "/v1/jobs/ov-j/windows", "{\"in_steps\": 10, "
-	    "\"steps\": 5}", 409);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/ov-j/windows",
+	    "{\"in_steps\": 10, \"steps\": 5}", 409);
 	assert_string_equal(tc_str(r.json, "field"), "in_steps");
 	tc_reply_free(&r);
 	unchanged(&f->tc, &a, "ov-j");
@@ -184,7 +163,7 @@ test_step_overflow(void **state)
 	    "\"steps\": 3}", "steps");
 	unchanged(&f->tc, &a, "ov-j");
 	/* Right up to 1e15 is fine. */
-	r = req(&f->tc, "POST", "/v1/jobs/ov-j/windows", "{\"in_steps\": 1, "
+	r = tc_req(&f->tc, "POST", "/v1/jobs/ov-j/windows", "{\"in_steps\": 1, "
 	    "\"steps\": 5}", 201);
 	assert_int_equal(tc_int(r.json, "start_step"), STEP_MAX - 4);
 	assert_int_equal(tc_int(r.json, "stop_step"), STEP_MAX);
@@ -194,7 +173,7 @@ test_step_overflow(void **state)
 	assert_int_equal(fa_event(&a, 1, K_STARTED, "ov-j", 7, 1, INT64_MAX,
 	    "out"), 0);
 	assert_int_equal(fa_wait_ack(&a, 1, 5000), 0);
-	r = req(&f->tc, "GET", "/v1/jobs/ov-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ov-j", NULL, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 2);
 	assert_int_equal(tc_int(r.json, "ranks.1.step"), STEP_MAX - 5);
 	tc_reply_free(&r);
@@ -283,7 +262,7 @@ test_agent_strings(void **state)
 	assert_int_equal(fa_wait_ack(&a, 3, 5000), 0);
 	assert_int_equal(tc_metric(&f->tc, "dynprof_events_refused_total"), 2);
 
-	r = req(&f->tc, "GET", "/v1/jobs/str-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/str-j", NULL, 200);
 	assert_non_null(r.json);
 	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 1);
 	assert_int_equal(tc_int(r.json, "ranks.0.rank"), 2);
@@ -292,7 +271,7 @@ test_agent_strings(void **state)
 	assert_string_equal(tc_str(r.json, "ranks.0.node"), "str-node");
 	tc_reply_free(&r);
 
-	r = req(&f->tc, "GET", "/v1/nodes", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/nodes", NULL, 200);
 	assert_non_null(r.json);
 	json_array_foreach(json_object_get(r.json, "nodes"), i, n) {
 		/* Every node has every field. */
@@ -320,16 +299,16 @@ test_int_ranges(void **state)
 	struct fixture	*f = *state;
 	struct tc_reply	 r;
 
-	r = req(&f->tc, "PUT", "/v1/jobs/ir-j/config", "{\"start_step\": 5, "
+	r = tc_req(&f->tc, "PUT", "/v1/jobs/ir-j/config", "{\"start_step\": 5, "
 	    "\"stop_step\": 8, \"aicore_metrics\": 4294967296}", 400);
 	assert_string_equal(tc_str(r.json, "field"), "aicore_metrics");
 	tc_reply_free(&r);
-	r = req(&f->tc, "PUT", "/v1/jobs/ir-j/config", "{\"start_step\": "
+	r = tc_req(&f->tc, "PUT", "/v1/jobs/ir-j/config", "{\"start_step\": "
 	    "4294967301, \"stop_step\": 4294967296}", 400);
 	assert_string_equal(tc_str(r.json, "field"), "stop_step");
 	tc_reply_free(&r);
-	r = req(&f->tc, "PUT", "/v1/jobs/ir-j/config", "{\"profiler_level\": "
-	    "-4294967295}", 400);
+	r = tc_req(&f->tc, "PUT", "/v1/jobs/ir-j/config",
+	    "{\"profiler_level\": -4294967295}", 400);
 	assert_string_equal(tc_str(r.json, "field"), "profiler_level");
 	tc_reply_free(&r);
 	refused(&f->tc, "ir-j", "{\"start_step\": 5, \"stop_step\": 8, "
@@ -338,7 +317,7 @@ test_int_ranges(void **state)
 	refused(&f->tc, "ir-j", "{\"start_step\": 5, \"stop_step\": 8, "
 	    "\"options\": {\"aicore_metrics\": 9223372036854775807}}",
 	    "options.aicore_metrics");
-	r = req(&f->tc, "GET", "/v1/jobs/ir-j", NULL, 404);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ir-j", NULL, 404);
 	tc_reply_free(&r);
 }
 
@@ -368,7 +347,7 @@ test_methods(void **state)
 	size_t		 i;
 
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		r = req(&f->tc, t[i].method, t[i].path, NULL, 405);
+		r = tc_req(&f->tc, t[i].method, t[i].path, NULL, 405);
 		assert_non_null(r.json);
 		assert_true(strlen(tc_str(r.json, "error")) > 0);
 		snprintf(want, sizeof(want), "\r\nAllow: %s\r\n", t[i].allow);
@@ -379,7 +358,7 @@ test_methods(void **state)
 		assert_non_null(strstr(r.head, "application/json"));
 		tc_reply_free(&r);
 	}
-	r = req(&f->tc, "GET", "/v1/jobs/m-j", NULL, 404);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/m-j", NULL, 404);
 	tc_reply_free(&r);
 }
 
@@ -481,12 +460,13 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_step_overflow, setup,
-		    teardown),
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_agent_strings, setup,
-		    teardown),
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_int_ranges, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_methods, setup, teardown),
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_methods, setup,
+		    tc_teardown),
 		cmocka_unit_test(test_token_too_long),
 	};
 

@@ -112,19 +112,12 @@ start_rank(struct t *t, const char *job, const char *rank,
 	return (pid);
 }
 
+/* Sends a request and checks the status; returns the reply (caller frees). */
 static struct tc_reply
 req(struct t *t, const char *method, const char *path, const char *body,
     int status)
 {
-	struct tc_reply	 r;
-
-	assert_int_equal(tc_http(t->tc.http_port, method, path, body, NULL,
-	    &r), 0);
-	if (r.status != status)
-		fprintf(stderr, "%s %s %s -> %d %s\n", method, path,
-		    body != NULL ? body : "", r.status, r.body ? r.body : "");
-	assert_int_equal(r.status, status);
-	return (r);
+	return (tc_req(&t->tc, method, path, body, status));
 }
 
 /* Schedules [start, stop] for job; returns the window id. */

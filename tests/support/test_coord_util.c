@@ -1,4 +1,7 @@
-/* Helpers of the coordinator's tests: the real binary, a tiny HTTP client. */
+/*
+ * Helpers of the coordinator's tests: the real binary, a tiny HTTP client, and
+ * the cmocka fixture and checks the tests share.
+ */
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -12,12 +15,18 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "test_coord_util.h"
 
@@ -467,6 +476,33 @@ tc_finish(struct tc_coord *tc)
 	}
 	tc_cleanup(tc);
 	return (0);
+}
+
+/*
+ * A cmocka teardown: stops the coordinator of the fixture in *state (a
+ * struct whose first member is its struct tc_coord) with tc_finish() and
+ * frees the fixture.  Returns 0 if the coordinator exited 0.
+ */
+int
+tc_teardown(void **state)
+{
+	struct tc_coord	*tc = *state;
+	int		 rc;
+
+	rc = tc_finish(tc);
+	free(*state);
+	return (rc);
+}
+
+/* Sends a request and checks its status; returns the reply (caller frees). */
+struct tc_reply
+tc_req(struct tc_coord *tc, const char *method, const char *path,
+    const char *body, int status)
+{
+	struct tc_reply	 r;
+
+	assert_int_equal(tc_expect(tc, method, path, body, status, &r), 0);
+	return (r);
 }
 
 /* Frees a reply. */

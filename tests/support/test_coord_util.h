@@ -1,7 +1,8 @@
 /*
  * Helpers of the coordinator's tests: start the real dynprof-coordinator on
  * 127.0.0.1 with port 0 and a private state directory, read its ports from the
- * ready file, and talk HTTP to it over a plain socket.
+ * ready file, and talk HTTP to it over a plain socket.  tc_teardown() and
+ * tc_req() are cmocka's: whatever links test_coord_util.c links cmocka.
  */
 
 #ifndef DYNPROF_TEST_COORD_UTIL_H
@@ -42,6 +43,9 @@ int	 tc_http_raw(int, const char *, size_t, struct tc_reply *);
 int	 tc_expect(struct tc_coord *, const char *, const char *,
 	    const char *, int, struct tc_reply *);
 int	 tc_finish(struct tc_coord *);
+int	 tc_teardown(void **);
+struct tc_reply tc_req(struct tc_coord *, const char *, const char *,
+	    const char *, int);
 void	 tc_reply_free(struct tc_reply *);
 long long tc_int(json_t *, const char *);
 const char *tc_str(json_t *, const char *);
