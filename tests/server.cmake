@@ -2,6 +2,7 @@
 
 # dynprofctl
 dynprof_test(test_ctl SOURCES unit/test_ctl.c LIBS dpctl TIMEOUT 30)
+dynprof_test(test_ctl_http SOURCES unit/test_ctl_http.c LIBS dpctl TIMEOUT 30)
 dynprof_test(test_ctl_local SOURCES component/test_ctl_local.c
   LIBS dpcommon PkgConfig::JANSSON TIMEOUT 60)
 add_dependencies(test_ctl_local dynprofctl)
