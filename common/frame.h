@@ -13,7 +13,7 @@ struct evbuffer;
 struct ProtobufCMessage;
 
 #define FRAME_HEADER_LEN	5
-#define FRAME_MAX_LEN		(4U * 1024 * 1024)	/* payload limit, DESIGN.md */
+#define FRAME_MAX_LEN		(4U * 1024 * 1024)	/* payload limit, docs/design.md */
 
 /* frame_pull() results. */
 #define FRAME_MORE		0	/* no whole frame buffered yet */

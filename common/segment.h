@@ -37,7 +37,7 @@
 #define SEG_PREFIX		"dynprof."
 #define SEG_DEFAULT_MODE	0600
 
-#define SEG_JOB_MAX		64	/* job id length, DESIGN.md */
+#define SEG_JOB_MAX		64	/* job id length, docs/design.md */
 #define SEG_MAX_WINDOWS		16	/* windows per job schedule */
 #define SEG_MAX_SLOTS		256	/* ranks of one job on one node */
 #define SEG_RANKS_MAX		256	/* "0-7,16" target list, NUL included */

@@ -43,7 +43,7 @@ struct store;
 #define COORD_STEP_MAX		(1LL << 62)
 
 /*
- * Bounds on peers (DESIGN.md: every peer is hostile until authenticated, and
+ * Bounds on peers (docs/design.md: every peer is hostile until authenticated, and
  * bounded even then).  The ones an operator may need to change have a flag;
  * these are the defaults.
  */
