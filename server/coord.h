@@ -20,6 +20,7 @@
 
 #include "dynprof.pb-c.h"
 #include "jobid.h"
+#include "options.h"
 #include "segment.h"
 #include "tls.h"
 
@@ -64,7 +65,10 @@ struct store;
 /* Descriptors kept for agents, the store and logs, out of the HTTP cap. */
 #define COORD_FD_RESERVE	256
 
-/* Typed profiler options plus framework options, as a window carries them. */
+/*
+ * Typed profiler options plus framework options, as a window carries them:
+ * a field per row of the options table (common/options.h), options_coord.
+ */
 struct options {
 	int32_t		 aicore_metrics;	/* -1 unset */
 	int32_t		 profiler_level;
@@ -335,6 +339,7 @@ struct rank	*schedule_rank_get(struct job *, int32_t);
 struct node	*schedule_node_find(struct coord *, const char *);
 struct node	*schedule_node_get(struct coord *, const char *);
 struct node_job	*schedule_node_job(struct node *, const char *, int);
+extern const struct options_layer options_coord;
 void	 options_init(struct options *);
 void	 options_clear(struct options *);
 int	 options_copy(struct options *, const struct options *);
