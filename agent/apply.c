@@ -11,7 +11,7 @@
 #include "log.h"
 #include "options.h"
 
-/* Sets o to the options table's defaults: nothing set, data_simplification on. */
+/* Sets o to the options table's defaults (nothing set, MindSpore's). */
 static void
 apply_default_options(struct seg_options *o)
 {

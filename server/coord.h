@@ -67,17 +67,13 @@ struct store;
 
 /*
  * Typed profiler options plus framework options, as a window carries them:
- * a field per row of the options table (common/options.h), options_coord.
+ * an int32_t per row of the options table (common/options.h), named after
+ * it (-1 an integer unset, 0 or 1 a boolean), in the table's order; its
+ * layer is options_coord.
  */
+#define OPTIONS_COORD_FIELD(a, field, ...)	int32_t field;
 struct options {
-	int32_t		 aicore_metrics;	/* -1 unset */
-	int32_t		 profiler_level;
-	int32_t		 profile_framework;
-	int32_t		 analyse_mode;
-	int		 profile_communication;
-	int		 parallel_strategy;
-	int		 with_stack;
-	int		 data_simplification;
+	OPTIONS_ROWS(OPTIONS_COORD_FIELD, _)
 	char		*fwopts;		/* JSON object text or NULL */
 };
 

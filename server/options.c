@@ -11,7 +11,7 @@
 #include "coord.h"
 #include "log.h"
 
-/* Sets options to the table's defaults: nothing set, data_simplification on. */
+/* Sets options to the table's defaults (nothing set, MindSpore's). */
 void
 options_init(struct options *o)
 {
