@@ -18,6 +18,7 @@ options_table_string(const char *s)
 		printf("\"%s\"", s);		/* the table's names need no escapes */
 }
 
+/* Prints every row, in the table's order. */
 int
 main(void)
 {
