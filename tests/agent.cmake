@@ -4,9 +4,13 @@ add_library(dpagenttest STATIC support/fakecoord.c)
 target_include_directories(dpagenttest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/support)
 target_link_libraries(dpagenttest PUBLIC dpcommon dpproto_c)
 
-dynprof_test(test_agent_link SOURCES component/test_agent_link.c LIBS dpagenttest
-  TIMEOUT 120)
+dynprof_test(test_agent_link SOURCES component/test_agent_link.c
+  support/linktest.c LIBS dpagenttest TIMEOUT 120)
 add_dependencies(test_agent_link dynprof-agent)
+# Rank events through the agent: slot logs, replays, reclaimed slots.
+dynprof_test(test_agent_events SOURCES component/test_agent_events.c
+  support/linktest.c LIBS dpagenttest TIMEOUT 120)
+add_dependencies(test_agent_events dynprof-agent)
 
 # A tiny training process linked with libdynprof, stepping on a timer.
 add_executable(rankproc support/rankproc.c)

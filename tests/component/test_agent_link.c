@@ -1,7 +1,9 @@
 /*
- * The agent against a fake coordinator: the real dynprof-agent binary, a real
- * TCP stream on 127.0.0.1, real segments in a private directory.  Rank events
- * are sent by the test process itself, holding a real slot.
+ * The agent's link to a fake coordinator (support/linktest.c): the real
+ * dynprof-agent binary, a real TCP stream on 127.0.0.1, real segments in a
+ * private directory.  Pushes reaching the segment, bad input from the
+ * coordinator, heartbeats, random frames, the reconnect backoff.  Rank events
+ * through the agent are in test_agent_events.c.
  */
 
 #include <sys/stat.h>
@@ -18,88 +20,12 @@
 
 #include <cmocka.h>
 
-#include "fakecoord.h"
+#include "linktest.h"
 #include "segment.h"
 
-#define T_WAIT	5000	/* ms: every wait is bounded */
-
-struct t {
-	struct agentproc	 ap;
-	struct fakecoord	 fc;
-	char			 coord[64];
-};
-
-static int
-setup(void **state)
-{
-	struct t	*t = calloc(1, sizeof(*t));
-
-	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
-		return (-1);
-	snprintf(t->coord, sizeof(t->coord), "127.0.0.1:%d", t->fc.port);
-	*state = t;
-	return (0);
-}
-
-static int
-teardown(void **state)
-{
-	struct t	*t = *state;
-
-	ap_cleanup(&t->ap);
-	fc_close(&t->fc);
-	free(t);
-	return (0);
-}
-
-/* Starts the agent, accepts its stream, checks the hello, welcomes it. */
-static Dynprof__V1__AgentMessage *
-start_connected(struct t *t, const char *queue_max, int welcome)
-{
-	const char *extra[] = { "--coordinator", t->coord, "--node", "n1",
-	    "--sample-interval", "50", "--grace", "1", "--queue-max",
-	    queue_max, NULL };
-	Dynprof__V1__AgentMessage *m;
-
-	assert_int_equal(ap_start(&t->ap, extra), 0);
-	assert_int_equal(fc_accept(&t->fc, T_WAIT), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, T_WAIT);
-	assert_non_null(m);
-	assert_int_equal(m->hello->protocol_version, 1);
-	assert_string_equal(m->hello->node, "n1");
-	if (welcome)
-		assert_int_equal(fc_welcome(&t->fc, 60000, 0, 0), 0);
-	return (m);
-}
-
-/* Reconnects after the agent dropped the stream; returns the new hello. */
-static Dynprof__V1__AgentMessage *
-reaccept(struct t *t, int welcome)
-{
-	Dynprof__V1__AgentMessage *m;
-
-	assert_int_equal(fc_accept(&t->fc, T_WAIT), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, T_WAIT);
-	assert_non_null(m);
-	if (welcome)
-		assert_int_equal(fc_welcome(&t->fc, 60000, 0, 0), 0);
-	return (m);
-}
-
-static void
-expect_applied(struct t *t, const char *job, uint64_t gen)
-{
-	Dynprof__V1__AgentMessage *m;
-
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
-	assert_non_null(m);
-	assert_string_equal(m->applied->job, job);
-	assert_int_equal(m->applied->generation, gen);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-}
-
+/* Returns the generation in job's segment, UINT64_MAX if there is none. */
 static uint64_t
-segment_generation(struct t *t, const char *job)
+segment_generation(struct linktest *t, const char *job)
 {
 	struct segment	 seg;
 	uint64_t	 g;
@@ -114,17 +40,17 @@ segment_generation(struct t *t, const char *job)
 static void
 test_push_reaches_segment(void **state)
 {
-	struct t		*t = *state;
+	struct linktest		*t = *state;
 	struct segment		 seg;
 	struct seg_config	*cfg = malloc(sizeof(*cfg));
 	Dynprof__V1__AgentMessage *m;
 
-	m = start_connected(t, "100", 1);
+	m = lt_start_connected(t, "100", 1);
 	assert_int_equal(m->hello->n_applied, 0);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 
 	assert_int_equal(fc_push(&t->fc, "j1", 3, 1, 10, 20), 0);
-	expect_applied(t, "j1", 3);
+	lt_expect_applied(t, "j1", 3);
 	assert_int_equal(segment_open(&seg, t->ap.shm, "j1", 0, 0600), SEG_OK);
 	assert_int_equal(atomic_load(&seg.hdr->generation), 3);
 	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
@@ -136,13 +62,13 @@ test_push_reaches_segment(void **state)
 
 	/* An older generation changes nothing and is answered with ours. */
 	assert_int_equal(fc_push(&t->fc, "j1", 2, 9, 1, 2), 0);
-	expect_applied(t, "j1", 3);
+	lt_expect_applied(t, "j1", 3);
 	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
 	assert_int_equal(cfg->windows[0].id, 1);
 
 	/* A newer one replaces it. */
 	assert_int_equal(fc_push(&t->fc, "j1", 4, 0, 0, 0), 0);
-	expect_applied(t, "j1", 4);
+	lt_expect_applied(t, "j1", 4);
 	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
 	assert_int_equal(cfg->nwindows, 0);
 	assert_int_equal(cfg->generation, 4);
@@ -151,7 +77,7 @@ test_push_reaches_segment(void **state)
 
 	/* SIGTERM: clean exit, the segment stays for the ranks. */
 	m = NULL;
-	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
 	assert_int_equal(segment_generation(t, "j1"), 4);
 }
 
@@ -163,7 +89,7 @@ test_bad_coordinator_input(void **state)
 	static const uint8_t badflag[] = { 1, 0, 0, 0, 1, 0x08 };
 	static const uint8_t huge[] = { 0, 0, 0x50, 0, 0 };	/* 5 MiB */
 	static const uint8_t unknown[] = { 0, 0, 0, 0, 2, 0x78, 0x01 };
-	struct t	*t = *state;
+	struct linktest	*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__CoordinatorMessage cm =
 	    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
@@ -173,74 +99,77 @@ test_bad_coordinator_input(void **state)
 	char		 path[512];
 
 	/* A first message that is not Welcome: the agent hangs up, retries. */
-	m = start_connected(t, "100", 0);
+	m = lt_start_connected(t, "100", 0);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	cm.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT;
 	cm.heartbeat = &hb;
 	assert_int_equal(fc_send(&t->fc, &cm), 0);
-	assert_true(fc_closed(&t->fc, T_WAIT));
-	assert_int_equal(ap_log_wait(&t->ap, "is not welcome", 1, T_WAIT), 0);
+	assert_true(fc_closed(&t->fc, LT_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "is not welcome", 1, LT_WAIT), 0);
 
 	/* Garbage bytes in a frame. */
-	m = reaccept(t, 1);
+	m = lt_reaccept(t, 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	assert_int_equal(fc_send_raw(&t->fc, garbage, sizeof(garbage)), 0);
-	assert_true(fc_closed(&t->fc, T_WAIT));
-	assert_int_equal(ap_log_wait(&t->ap, "undecodable message", 1, T_WAIT),
+	assert_true(fc_closed(&t->fc, LT_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "undecodable message", 1, LT_WAIT),
 	    0);
 
 	/* Not a frame at all. */
-	m = reaccept(t, 1);
+	m = lt_reaccept(t, 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	assert_int_equal(fc_send_raw(&t->fc, badflag, sizeof(badflag)), 0);
-	assert_true(fc_closed(&t->fc, T_WAIT));
-	assert_int_equal(ap_log_wait(&t->ap, "frame flag", 1, T_WAIT), 0);
+	assert_true(fc_closed(&t->fc, LT_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "frame flag", 1, LT_WAIT), 0);
 
 	/* A frame over the limit: closed on the header alone. */
-	m = reaccept(t, 1);
+	m = lt_reaccept(t, 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	assert_int_equal(fc_send_raw(&t->fc, huge, sizeof(huge)), 0);
-	assert_true(fc_closed(&t->fc, T_WAIT));
-	assert_int_equal(ap_log_wait(&t->ap, "over the 4 MiB limit", 1, T_WAIT),
+	assert_true(fc_closed(&t->fc, LT_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "over the 4 MiB limit", 1,
+	    LT_WAIT),
 	    0);
 
 	/* An Error: the agent logs the reason and comes back later. */
-	m = reaccept(t, 1);
+	m = lt_reaccept(t, 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	err.code = DYNPROF__V1__ERROR_CODE__ERROR_SHUTTING_DOWN;
 	err.reason = (char *)"going down for a test";
 	cm.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR;
 	cm.error = &err;
 	assert_int_equal(fc_send(&t->fc, &cm), 0);
-	assert_true(fc_closed(&t->fc, T_WAIT));
-	assert_int_equal(ap_log_wait(&t->ap, "going down for a test", 1, T_WAIT),
+	assert_true(fc_closed(&t->fc, LT_WAIT));
+	assert_int_equal(ap_log_wait(&t->ap, "going down for a test", 1,
+	    LT_WAIT),
 	    0);
 
 	/* An unknown message type is ignored; the stream stays. */
-	m = reaccept(t, 1);
+	m = lt_reaccept(t, 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	assert_int_equal(fc_send_raw(&t->fc, unknown, sizeof(unknown)), 0);
-	assert_int_equal(ap_log_wait(&t->ap, "unknown message type", 1, T_WAIT),
+	assert_int_equal(ap_log_wait(&t->ap, "unknown message type", 1,
+	    LT_WAIT),
 	    0);
 
 	/* A config for an invalid job id: refused, no file made. */
 	assert_int_equal(fc_push(&t->fc, "../etc", 5, 1, 1, 2), 0);
 	assert_int_equal(fc_push(&t->fc, ".hidden", 5, 1, 1, 2), 0);
-	assert_int_equal(ap_log_wait(&t->ap, "refused", 2, T_WAIT), 0);
+	assert_int_equal(ap_log_wait(&t->ap, "refused", 2, LT_WAIT), 0);
 	/* The same stream still works. */
 	assert_int_equal(fc_push(&t->fc, "ok", 1, 1, 5, 6), 0);
-	expect_applied(t, "ok", 1);
+	lt_expect_applied(t, "ok", 1);
 	snprintf(path, sizeof(path), "%s/dynprof.etc", t->ap.shm);
 	assert_int_equal(stat(path, &st), -1);
 	assert_int_equal(segment_generation(t, "ok"), 1);
 	assert_int_equal(kill(t->ap.pid, 0), 0);
-	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
 	assert_int_equal(ap_log_count(&t->ap, "bad_configs=2"), 1);
 }
 
 /* Sends a config of job at gen holding the n windows ws. */
 static void
-push_windows(struct t *t, const char *job, uint64_t gen,
+push_windows(struct linktest *t, const char *job, uint64_t gen,
     Dynprof__V1__Window **ws, size_t n)
 {
 	Dynprof__V1__CoordinatorMessage	 c =
@@ -265,14 +194,14 @@ push_windows(struct t *t, const char *job, uint64_t gen,
 static void
 test_push_drops_bad_window(void **state)
 {
-	struct t		*t = *state;
+	struct linktest		*t = *state;
 	struct segment		 seg;
 	struct seg_config	*cfg = malloc(sizeof(*cfg));
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__Window	 w[3], *ws[3];
 	int			 i;
 
-	m = start_connected(t, "100", 1);
+	m = lt_start_connected(t, "100", 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	for (i = 0; i < 3; i++) {
 		dynprof__v1__window__init(&w[i]);
@@ -285,9 +214,9 @@ test_push_drops_bad_window(void **state)
 	w[1].start_step = -9223372036854775000LL;	/* an overflowed start */
 	w[1].stop_step = -9223372036854774990LL;
 	push_windows(t, "jw", 5, ws, 3);
-	expect_applied(t, "jw", 5);
+	lt_expect_applied(t, "jw", 5);
 	assert_int_equal(ap_log_wait(&t->ap, "window 2 dropped: window steps "
-	    "out of order or negative", 1, T_WAIT), 0);
+	    "out of order or negative", 1, LT_WAIT), 0);
 	assert_int_equal(segment_open(&seg, t->ap.shm, "jw", 0, 0600), SEG_OK);
 	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
 	assert_int_equal(cfg->generation, 5);
@@ -301,9 +230,9 @@ test_push_drops_bad_window(void **state)
 	w[1].start_step = 305;
 	w[1].stop_step = 400;
 	push_windows(t, "jw", 6, ws, 3);
-	expect_applied(t, "jw", 6);
+	lt_expect_applied(t, "jw", 6);
 	assert_int_equal(ap_log_wait(&t->ap, "window 2 dropped: scheduled "
-	    "windows overlap", 1, T_WAIT), 0);
+	    "windows overlap", 1, LT_WAIT), 0);
 	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
 	assert_int_equal(cfg->generation, 6);
 	assert_int_equal(cfg->nwindows, 2);
@@ -313,661 +242,39 @@ test_push_drops_bad_window(void **state)
 	w[1].start_step = 200;
 	w[1].stop_step = 209;
 	push_windows(t, "jw", 7, ws, 3);
-	expect_applied(t, "jw", 7);
+	lt_expect_applied(t, "jw", 7);
 	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
 	assert_int_equal(cfg->nwindows, 3);
 	assert_int_equal(cfg->windows[1].id, 2);
 	segment_close(&seg);
 	free(cfg);
-	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
 	assert_int_equal(ap_log_count(&t->ap, "bad_configs=0"), 1);
-}
-
-/* The output root of the ranks these tests play: their dirs are under it. */
-#define T_ROOT	"/out"
-
-/* Claims a slot for this process in job's segment (created if needed). */
-static int
-claim_slot(struct t *t, struct segment *seg, const char *job, int rank)
-{
-	assert_int_equal(segment_open(seg, t->ap.shm, job, SEG_CREATE, 0600),
-	    SEG_OK);
-	return (segment_slot_claim(seg, getpid(), rank, T_ROOT));
-}
-
-static void
-make_event(Dynprof__V1__RankEvent *ev, const char *job, int rank, int slot,
-    int kind, uint32_t rank_seq)
-{
-	dynprof__v1__rank_event__init(ev);
-	ev->kind = kind;
-	ev->job = (char *)job;
-	ev->rank = rank;
-	ev->pid = getpid();
-	ev->slot = (uint32_t)slot;
-	ev->window_id = 1;
-	ev->start_step = 10;
-	ev->stop_step = 12;
-	ev->step = 10;
-	ev->rank_seq = rank_seq;
-}
-
-/* Appends ev to the log of slot in seg, as libdynprof does before it sends. */
-static void
-log_event(struct segment *seg, int slot, const Dynprof__V1__RankEvent *ev)
-{
-	struct seg_log_entry	 e;
-
-	memset(&e, 0, sizeof(e));
-	e.kind = (uint32_t)ev->kind;
-	e.window_id = ev->window_id;
-	e.reason = (uint32_t)ev->reason;
-	e.start_step = ev->start_step;
-	e.stop_step = ev->stop_step;
-	e.step = ev->step;
-	e.generation = ev->generation;
-	e.time_ns = ev->time_unix_ns;
-	e.rank_seq = ev->rank_seq;
-	e.pid = ev->pid;
-	/* Its dir relative to the root, as report_log() keeps it. */
-	if (ev->output_dir != NULL && *ev->output_dir != '\0') {
-		assert_memory_equal(ev->output_dir, T_ROOT "/",
-		    strlen(T_ROOT "/"));
-		snprintf(e.text, sizeof(e.text), "%s",
-		    ev->output_dir + strlen(T_ROOT "/"));
-	}
-	slotlog_append(&seg->slots[slot], &e);
-}
-
-/* A rank's report: the event into its slot's log, then the wakeup datagram. */
-static int
-send_logged(struct t *t, struct segment *seg, int slot,
-    const Dynprof__V1__RankEvent *ev)
-{
-	log_event(seg, slot, ev);
-	return (ap_send_event(&t->ap, ev));
-}
-
-/* The coordinator commits every event up to seq. */
-static void
-send_ack(struct t *t, uint64_t seq)
-{
-	Dynprof__V1__CoordinatorMessage	 c =
-	    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
-	Dynprof__V1__EventAck		 ack = DYNPROF__V1__EVENT_ACK__INIT;
-
-	ack.seq = seq;
-	c.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
-	c.ack = &ack;
-	assert_int_equal(fc_send(&t->fc, &c), 0);
-}
-
-static Dynprof__V1__AgentEvent *
-expect_event(struct t *t, Dynprof__V1__AgentMessage **mp)
-{
-	*mp = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT, T_WAIT);
-	assert_non_null(*mp);
-	return ((*mp)->event);
-}
-
-static void
-test_reconnect_replays_in_order(void **state)
-{
-	struct t		*t = *state;
-	struct segment		 seg;
-	Dynprof__V1__RankEvent	 ev;
-	Dynprof__V1__AgentMessage *m;
-	Dynprof__V1__AgentEvent	*ae;
-	uint64_t		 boot;
-	uint32_t		 k;
-	int			 slot;
-
-	m = start_connected(t, "3", 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	slot = claim_slot(t, &seg, "j2", 3);
-	assert_true(slot >= 0);
-
-	make_event(&ev, "j2", 3, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
-	    1);
-	assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE,
-	    T_WAIT);
-	assert_non_null(m);
-	assert_string_equal(m->subscribe->job, "j2");
-	assert_int_equal(m->subscribe->applied_generation, 0);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	ae = expect_event(t, &m);
-	assert_int_equal(ae->seq, 1);
-	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED);
-	assert_int_equal(ae->event->pid, getpid());
-	boot = ae->agent_boot_id;
-	assert_true(boot != 0);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-
-	assert_int_equal(fc_push(&t->fc, "j2", 5, 1, 10, 12), 0);
-	expect_applied(t, "j2", 5);
-	send_ack(t, 1);
-
-	/* The coordinator goes away; four events happen meanwhile. */
-	fc_drop(&t->fc);
-	assert_int_equal(ap_log_wait(&t->ap, "lost coordinator", 1, T_WAIT), 0);
-	for (k = 2; k <= 5; k++) {
-		make_event(&ev, "j2", 3, slot,
-		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, k);
-		assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
-	}
-	assert_int_equal(ap_log_wait(&t->ap, "started window 1", 4, T_WAIT), 0);
-
-	/* It comes back: hello carries the applied generation, the queue
-	 * (bounded at 3: the oldest of the four dropped) replays in order. */
-	m = reaccept(t, 0);
-	assert_int_equal(m->hello->n_applied, 1);
-	assert_string_equal(m->hello->applied[0]->job, "j2");
-	assert_int_equal(m->hello->applied[0]->generation, 5);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	assert_int_equal(fc_welcome(&t->fc, 60000, 1, boot), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE,
-	    T_WAIT);
-	assert_non_null(m);
-	assert_int_equal(m->subscribe->applied_generation, 5);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	for (k = 3; k <= 5; k++) {
-		ae = expect_event(t, &m);
-		assert_int_equal(ae->seq, k);
-		assert_int_equal(ae->event->rank_seq, k);
-		assert_int_equal(ae->agent_boot_id, boot);
-		dynprof__v1__agent_message__free_unpacked(m, NULL);
-	}
-	assert_int_equal(ap_log_wait(&t->ap, "oldest events dropped", 1, T_WAIT),
-	    0);
-
-	/* The slot's process is gone (we free it): detached, unsubscribe. */
-	segment_slot_release(&seg, slot, getpid());
-	segment_close(&seg);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE,
-	    T_WAIT);
-	assert_non_null(m);
-	assert_string_equal(m->unsubscribe->job, "j2");
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-}
-
-static void
-test_bad_datagrams(void **state)
-{
-	struct t		*t = *state;
-	struct segment		 seg, other;
-	Dynprof__V1__RankEvent	 ev;
-	Dynprof__V1__AgentMessage *m;
-	Dynprof__V1__AgentEvent	*ae;
-	static uint8_t		 big[20000];
-	static const uint8_t	 junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
-	int			 slot;
-
-	m = start_connected(t, "100", 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	slot = claim_slot(t, &seg, "j3", 0);
-	assert_int_equal(slot, 0);
-	assert_int_equal(segment_open(&other, t->ap.shm, "j3b", SEG_CREATE,
-	    0600), SEG_OK);
-
-	assert_int_equal(ap_send_dgram(&t->ap, junk, sizeof(junk)), 0);
-	assert_int_equal(ap_send_dgram(&t->ap, big, sizeof(big)), 0);
-	/* A slot this process does not hold. */
-	make_event(&ev, "j3", 0, 1, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
-	/* A job with a segment where this process holds nothing. */
-	make_event(&ev, "j3b", 0, 0, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
-	/* Our slot, but another rank than the slot's. */
-	make_event(&ev, "j3", 5, slot, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
-	/* Another pid than the kernel says. */
-	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
-	ev.pid = 1;
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
-	/* A job with no segment, an invalid job id, a slot out of range. */
-	make_event(&ev, "nosuchjob", 0, 0, DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
-	    1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
-	make_event(&ev, "../x", 0, 0, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
-	make_event(&ev, "j3", 0, 100000, DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
-	    1);
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
-
-	/* A good event cut short, inside its last string. */
-	{
-		uint8_t	 buf[4096];
-		size_t	 len;
-
-		make_event(&ev, "j3", 0, slot,
-		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1);
-		ev.error = (char *)"a long enough error message to cut";
-		len = dynprof__v1__rank_event__get_packed_size(&ev);
-		dynprof__v1__rank_event__pack(&ev, buf);
-		assert_int_equal(ap_send_dgram(&t->ap, buf, len - 5), 0);
-	}
-
-	/* Random bytes, random lengths (fixed seed): none gets through. */
-	{
-		uint8_t		 rnd[3000];
-		unsigned	 seed = 7;
-		int		 i, k, len;
-
-		for (i = 0; i < 200; i++) {
-			len = (int)(rand_r(&seed) % sizeof(rnd));
-			for (k = 0; k < len; k++)
-				rnd[k] = (uint8_t)rand_r(&seed);
-			assert_int_equal(ap_send_dgram(&t->ap, rnd, (size_t)len),
-			    0);
-		}
-	}
-
-	/* Then a good one: the first event the coordinator sees, seq 1. */
-	make_event(&ev, "j3", 0, slot, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
-	    7);
-	assert_int_equal(send_logged(t, &seg, slot, &ev), 0);
-	ae = expect_event(t, &m);
-	assert_int_equal(ae->seq, 1);
-	assert_int_equal(ae->event->rank_seq, 7);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-
-	assert_true(ap_log_count(&t->ap, "undecodable datagram") >= 2);
-	assert_int_equal(ap_log_count(&t->ap, "oversized datagram"), 1);
-	assert_int_equal(ap_log_count(&t->ap, "does not hold slot"), 4);
-	assert_int_equal(ap_log_count(&t->ap, "claims pid 1"), 1);
-	assert_true(ap_log_count(&t->ap, "has no segment here") >= 1);
-	assert_true(ap_log_count(&t->ap, "job: job id") >= 1);
-	assert_int_equal(kill(t->ap.pid, 0), 0);
-	segment_close(&other);
-	segment_slot_release(&seg, slot, getpid());
-	segment_close(&seg);
-	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
-	/* At most 32 of them logged per 10 s: a bad sender cannot flood. */
-	assert_true(ap_log_count(&t->ap, "ranks_") <= 32);
-	/* Every one of the 210 bad datagrams counted, the good one forwarded. */
-	{
-		FILE		*f = fopen(t->ap.log, "r");
-		char		 line[4096], *p;
-		unsigned long	 bad = 0, foreign = 0, fwd = 0;
-
-		assert_non_null(f);
-		while (fgets(line, sizeof(line), f) != NULL)
-			if ((p = strstr(line, "bad_datagrams=")) != NULL)
-				assert_int_equal(sscanf(p, "bad_datagrams=%lu "
-				    "foreign_datagrams=%lu events_forwarded=%lu",
-				    &bad, &foreign, &fwd), 3);
-		fclose(f);
-		assert_int_equal(bad + foreign, 210);
-		assert_int_equal(fwd, 1);
-	}
-}
-
-/* Puts the slot in state DONE for window 7 [5, 9], as a rank would leave it:
- * its log holds attached, started and stopped. */
-static void
-fake_done(struct segment *seg, int slot)
-{
-	struct seg_slot	*s = &seg->slots[slot];
-	Dynprof__V1__RankEvent ev;
-	int		 k;
-
-	for (k = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-	    k <= DYNPROF__V1__EVENT_KIND__EVENT_STOPPED; k++) {
-		make_event(&ev, seg->job, 2, slot, k, (uint32_t)k);
-		ev.window_id = 7;
-		ev.start_step = 5;
-		ev.stop_step = 9;
-		ev.step = k == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ? 9 : 5;
-		ev.reason = k == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ? 1 : 0;
-		ev.output_dir = (char *)"/out/rank2_start5_stop9";
-		if (k == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
-			ev.window_id = 0;
-			ev.start_step = ev.stop_step = 0;
-			ev.step = -1;
-			ev.output_dir = (char *)"";
-		}
-		log_event(seg, slot, &ev);
-	}
-
-	segment_slot_update_begin(s);
-	s->state = SEG_RANK_DONE;
-	s->window_id = 7;
-	s->start_step = 5;
-	s->stop_step = 9;
-	s->event_step = 9;
-	s->reason = 1;
-	s->last_event = 3;
-	s->rank_seq = 3;
-	snprintf(s->output_dir, sizeof(s->output_dir), "/out/rank2_start5_stop9");
-	segment_slot_update_end(s);
-	atomic_store(&s->step, 12);
-}
-
-static void
-expect_replayed_done(struct t *t)
-{
-	static const int kinds[] = { DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
-	    DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
-	    DYNPROF__V1__EVENT_KIND__EVENT_STOPPED };
-	Dynprof__V1__AgentMessage *m;
-	Dynprof__V1__AgentEvent	*ae;
-	size_t			 i;
-
-	for (i = 0; i < 3; i++) {
-		ae = expect_event(t, &m);
-		assert_int_equal(ae->seq, i + 1);
-		assert_int_equal(ae->event->kind, kinds[i]);
-		assert_int_equal(ae->event->rank, 2);
-		assert_int_equal(ae->event->pid, getpid());
-		if (i > 0) {
-			assert_int_equal(ae->event->window_id, 7);
-			assert_int_equal(ae->event->start_step, 5);
-			assert_int_equal(ae->event->stop_step, 9);
-			assert_string_equal(ae->event->output_dir,
-			    "/out/rank2_start5_stop9");
-		}
-		if (i == 1)
-			assert_int_equal(ae->event->step, 5);
-		if (i == 2) {
-			assert_int_equal(ae->event->step, 9);
-			assert_int_equal(ae->event->reason, 1);
-		}
-		dynprof__v1__agent_message__free_unpacked(m, NULL);
-	}
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS, T_WAIT);
-	assert_non_null(m);
-	assert_string_equal(m->progress->job, "j4");
-	assert_int_equal(m->progress->ranks_alive, 1);
-	assert_int_equal(m->progress->min_step, 12);
-	assert_int_equal(m->progress->max_step, 12);
-	assert_int_equal(m->progress->n_ranks, 1);
-	assert_int_equal(m->progress->ranks[0]->state,
-	    DYNPROF__V1__RANK_STATE__RANK_DONE);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-}
-
-static void
-test_restart_readopts(void **state)
-{
-	struct t		*t = *state;
-	struct segment		 seg;
-	Dynprof__V1__AgentMessage *m;
-	int			 slot;
-
-	slot = claim_slot(t, &seg, "j4", 2);
-	assert_true(slot >= 0);
-	fake_done(&seg, slot);
-
-	m = start_connected(t, "100", 1);
-	assert_int_equal(m->hello->n_applied, 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	expect_replayed_done(t);
-	assert_int_equal(fc_push(&t->fc, "j4", 2, 1, 100, 200), 0);
-	expect_applied(t, "j4", 2);
-
-	/* SIGKILL, restart: the final state is reported again. */
-	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
-	fc_drop(&t->fc);
-	m = start_connected(t, "100", 1);
-	assert_int_equal(m->hello->n_applied, 1);
-	assert_string_equal(m->hello->applied[0]->job, "j4");
-	assert_int_equal(m->hello->applied[0]->generation, 2);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	expect_replayed_done(t);
-	assert_int_equal(ap_log_count(&t->ap, "adopted job j4"), 2);
-	segment_slot_release(&seg, slot, getpid());
-	segment_close(&seg);
-}
-
-/* Waits until the cursor of slot's log says seq of its incarnation is acked. */
-static void
-wait_acked(struct segment *seg, int slot, uint32_t seq)
-{
-	int64_t		 deadline = ap_now_ms() + T_WAIT;
-	uint32_t	 inc;
-
-	(void)slotlog_head(&seg->slots[slot], &inc);
-	while (slotlog_acked(&seg->slots[slot], inc) != seq &&
-	    ap_now_ms() < deadline)
-		usleep(2000);
-	assert_int_equal(slotlog_acked(&seg->slots[slot], inc), seq);
-}
-
-/*
- * The coordinator's acks reach the slot's cursor: an agent restarted after an
- * ack replays only the entries after it, then acks those too, and the slot's
- * log is settled.
- */
-static void
-test_restart_replays_unacked(void **state)
-{
-	struct t		*t = *state;
-	struct segment		 seg;
-	Dynprof__V1__AgentMessage *m;
-	Dynprof__V1__AgentEvent	*ae;
-	uint32_t		 k;
-	int			 slot;
-
-	slot = claim_slot(t, &seg, "j6", 2);
-	assert_true(slot >= 0);
-	fake_done(&seg, slot);
-	m = start_connected(t, "100", 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	for (k = 1; k <= 3; k++) {
-		ae = expect_event(t, &m);
-		assert_int_equal(ae->seq, k);
-		assert_int_equal(ae->event->kind, k);	/* attached, started, stopped */
-		dynprof__v1__agent_message__free_unpacked(m, NULL);
-	}
-	send_ack(t, 2);
-	wait_acked(&seg, slot, 2);
-
-	assert_true(WIFSIGNALED(ap_stop(&t->ap, SIGKILL, T_WAIT)));
-	fc_drop(&t->fc);
-	m = start_connected(t, "100", 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	ae = expect_event(t, &m);
-	assert_int_equal(ae->seq, 1);
-	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_STOPPED);
-	assert_int_equal(ae->event->window_id, 7);
-	assert_int_equal(ae->event->step, 9);
-	assert_int_equal(ae->event->pid, getpid());
-	assert_string_equal(ae->event->output_dir, "/out/rank2_start5_stop9");
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	assert_int_equal(ap_log_wait(&t->ap, "adopted job j6: replayed 1 events",
-	    1, T_WAIT), 0);
-	send_ack(t, 1);
-	wait_acked(&seg, slot, 3);
-	assert_true(slotlog_settled(&seg.slots[slot]));
-	segment_slot_release(&seg, slot, getpid());
-	segment_close(&seg);
-}
-
-/*
- * A log that overflowed while no agent ran (more pending events than entries):
- * the agent says how many it lost, re-reports the slot's last state, then
- * forwards the entries still there, in order.
- */
-static void
-test_overflowed_log_falls_back(void **state)
-{
-	struct t		*t = *state;
-	struct segment		 seg;
-	Dynprof__V1__RankEvent	 ev;
-	Dynprof__V1__AgentMessage *m;
-	Dynprof__V1__AgentEvent	*ae;
-	uint32_t		 k, nskip = SEG_LOG_ENTRIES + 2;
-	int			 slot;
-
-	slot = claim_slot(t, &seg, "j7", 2);
-	assert_true(slot >= 0);
-	for (k = 1; k <= nskip; k++) {
-		make_event(&ev, "j7", 2, slot,
-		    DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED, k);
-		ev.window_id = 100 + k;
-		log_event(&seg, slot, &ev);
-	}
-	fake_done(&seg, slot);		/* 3 more: 5 overwritten */
-	assert_int_equal(atomic_load(&seg.slots[slot].log_lost), 5);
-
-	m = start_connected(t, "1000", 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	/* The last state first: attached, started and stopped of window 7. */
-	for (k = 1; k <= 3; k++) {
-		ae = expect_event(t, &m);
-		assert_int_equal(ae->seq, k);
-		assert_int_equal(ae->event->kind, k);
-		if (k > 1)
-			assert_int_equal(ae->event->window_id, 7);
-		dynprof__v1__agent_message__free_unpacked(m, NULL);
-	}
-	/* Then the 40 entries left: skipped 6..42, attached, started, stopped. */
-	for (k = 6; k <= nskip + 3; k++) {
-		ae = expect_event(t, &m);
-		assert_int_equal(ae->seq, k - 2);
-		if (k <= nskip) {
-			assert_int_equal(ae->event->kind,
-			    DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED);
-			assert_int_equal(ae->event->window_id, 100 + k);
-		} else
-			assert_int_equal(ae->event->kind, k - nskip);
-		dynprof__v1__agent_message__free_unpacked(m, NULL);
-	}
-	assert_int_equal(ap_log_count(&t->ap, "slot 0: 5 events overwritten "
-	    "before they were read (the rank counts 5)"), 1);
-	segment_slot_release(&seg, slot, getpid());
-	segment_close(&seg);
-}
-
-/*
- * Rank 2 ended (its slot freed, its events never committed) and came back as
- * a new process in a lower slot: a new agent replays the freed slot first,
- * so the coordinator ends with the new process attached, not the rank gone.
- */
-static void
-test_adopt_freed_before_live(void **state)
-{
-	struct t		*t = *state;
-	struct segment		 seg;
-	Dynprof__V1__RankEvent	 ev;
-	Dynprof__V1__AgentMessage *m;
-	Dynprof__V1__AgentEvent	*ae;
-	static const int	 kinds[] = { DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
-	    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED,
-	    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED };
-	int			 live, gone, k;
-
-	live = claim_slot(t, &seg, "j8", 2);
-	gone = segment_slot_claim(&seg, getpid(), 2, T_ROOT);
-	assert_int_equal(live, 0);
-	assert_int_equal(gone, 1);
-	make_event(&ev, "j8", 2, gone, kinds[0], 1);
-	ev.pid = 4242;
-	log_event(&seg, gone, &ev);
-	make_event(&ev, "j8", 2, gone, kinds[1], 2);
-	ev.pid = 4242;
-	log_event(&seg, gone, &ev);
-	segment_slot_release(&seg, gone, getpid());
-	make_event(&ev, "j8", 2, live, kinds[2], 1);
-	log_event(&seg, live, &ev);
-
-	m = start_connected(t, "100", 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	for (k = 0; k < 3; k++) {
-		ae = expect_event(t, &m);
-		assert_int_equal(ae->event->kind, kinds[k]);
-		assert_int_equal(ae->event->pid, k < 2 ? 4242 : getpid());
-		assert_int_equal(ae->event->slot, k < 2 ? gone : live);
-		dynprof__v1__agent_message__free_unpacked(m, NULL);
-	}
-	segment_slot_release(&seg, live, getpid());
-	segment_close(&seg);
-}
-
-/* A rank process that dies: reported detached, its slot freed, and once the
- * grace period is over (and nobody maps it) its segment removed. */
-static void
-test_dead_rank_reclaimed(void **state)
-{
-	struct t		*t = *state;
-	struct segment		 seg;
-	Dynprof__V1__RankEvent	 ev;
-	Dynprof__V1__AgentMessage *m;
-	Dynprof__V1__AgentEvent	*ae;
-	struct stat		 st;
-	char			 path[512];
-	int			 slot, status, i;
-	pid_t			 pid;
-
-	m = start_connected(t, "100", 1);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(10);
-		slot = claim_slot(t, &seg, "j5", 4);
-		make_event(&ev, "j5", 4, slot,
-		    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, 1);
-		send_logged(t, &seg, slot, &ev);
-		pause();
-		_exit(0);
-	}
-	ae = expect_event(t, &m);
-	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED);
-	assert_int_equal(ae->event->pid, pid);
-	slot = (int)ae->event->slot;
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-
-	ae = expect_event(t, &m);
-	assert_int_equal(ae->event->kind, DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
-	assert_int_equal(ae->event->pid, pid);
-	assert_int_equal(ae->event->rank, 4);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE,
-	    T_WAIT);
-	assert_non_null(m);
-	dynprof__v1__agent_message__free_unpacked(m, NULL);
-
-	/* While this process maps it, it stays (grace is 1 s). */
-	assert_int_equal(segment_open(&seg, t->ap.shm, "j5", 0, 0600), SEG_OK);
-	assert_int_equal(atomic_load(&seg.slots[slot].pid), 0);
-	snprintf(path, sizeof(path), "%s/dynprof.j5", t->ap.shm);
-	assert_int_equal(ap_log_wait(&t->ap, "segment of job j5 still mapped", 1,
-	    T_WAIT), 0);
-	assert_int_equal(stat(path, &st), 0);
-	segment_close(&seg);
-	for (i = 0; i < 500 && stat(path, &st) == 0; i++)
-		usleep(10000);
-	assert_int_equal(stat(path, &st), -1);
-	assert_int_equal(ap_log_count(&t->ap, "removing the segment of job j5"),
-	    1);
 }
 
 /* Heartbeats both ways; a coordinator silent for 3 intervals is gone. */
 static void
 test_heartbeat_timeout(void **state)
 {
-	struct t	*t = *state;
+	struct linktest	*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	int64_t		 t0;
 
-	m = start_connected(t, "100", 0);
+	m = lt_start_connected(t, "100", 0);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	assert_int_equal(fc_welcome(&t->fc, 200, 0, 0), 0);
 	t0 = ap_now_ms();
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT, T_WAIT);
+	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT,
+	    LT_WAIT);
 	assert_non_null(m);
 	assert_true(m->heartbeat->time_unix_ns > 0);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	/* Silent from here on: hung up after 600 ms, not before. */
-	assert_true(fc_closed(&t->fc, T_WAIT));
+	assert_true(fc_closed(&t->fc, LT_WAIT));
 	assert_true(ap_now_ms() - t0 >= 550);
 	assert_int_equal(ap_log_wait(&t->ap, "silent for 3 heartbeats", 1,
-	    T_WAIT), 0);
-	m = reaccept(t, 1);
+	    LT_WAIT), 0);
+	m = lt_reaccept(t, 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 }
 
@@ -976,13 +283,13 @@ test_heartbeat_timeout(void **state)
 static void
 test_random_frames(void **state)
 {
-	struct t	*t = *state;
+	struct linktest	*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	uint8_t		 frame[5 + 256];
 	unsigned	 seed = 11;
 	int		 i, k, len, closed = 0;
 
-	m = start_connected(t, "100", 1);
+	m = lt_start_connected(t, "100", 1);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	for (i = 0; i < 40; i++) {
 		len = (int)(rand_r(&seed) % 256);
@@ -994,7 +301,8 @@ test_random_frames(void **state)
 		assert_int_equal(fc_send_raw(&t->fc, frame, 5 + (size_t)len),
 		    0);
 		/* A push right after: applied if the stream survived. */
-		assert_int_equal(fc_push(&t->fc, "rf", (uint64_t)i + 1, 1, 1, 2),
+		assert_int_equal(fc_push(&t->fc, "rf", (uint64_t)i + 1, 1, 1,
+		    2),
 		    0);
 		m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED,
 		    2000);
@@ -1003,19 +311,19 @@ test_random_frames(void **state)
 			continue;
 		}
 		closed++;
-		m = reaccept(t, 1);
+		m = lt_reaccept(t, 1);
 		dynprof__v1__agent_message__free_unpacked(m, NULL);
 	}
 	assert_true(closed > 0);
 	assert_int_equal(kill(t->ap.pid, 0), 0);
-	assert_int_equal(ap_stop(&t->ap, SIGTERM, T_WAIT), 0);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
 }
 
 /* Nobody listening: attempts back off exponentially (with jitter). */
 static void
 test_reconnect_backoff(void **state)
 {
-	struct t	*t = *state;
+	struct linktest	*t = *state;
 	const char	*extra[] = { "--coordinator", t->coord, NULL };
 	int		 n;
 
@@ -1035,31 +343,17 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_push_reaches_segment,
-		    setup, teardown),
+		    lt_setup, lt_teardown),
 		cmocka_unit_test_setup_teardown(test_push_drops_bad_window,
-		    setup, teardown),
+		    lt_setup, lt_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_coordinator_input,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reconnect_replays_in_order,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_datagrams, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_restart_replays_unacked,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_overflowed_log_falls_back,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_adopt_freed_before_live,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restart_readopts, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_dead_rank_reclaimed, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_heartbeat_timeout, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_reconnect_backoff, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_random_frames, setup,
-		    teardown),
+		    lt_setup, lt_teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_timeout,
+		    lt_setup, lt_teardown),
+		cmocka_unit_test_setup_teardown(test_reconnect_backoff,
+		    lt_setup, lt_teardown),
+		cmocka_unit_test_setup_teardown(test_random_frames,
+		    lt_setup, lt_teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
