@@ -16,9 +16,12 @@ target_compile_definitions(test_segment_stress_noseqlock PRIVATE
 target_include_directories(test_segment_stress_noseqlock PRIVATE
   ${PROJECT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/lib/include)
 
-# The window rules through the real library and a real segment.
-dynprof_test(test_lib_window SOURCES unit/test_lib_window.c LIBS dynprof_internal
-  TIMEOUT 60)
+# The window rules through the real library and a real segment, and what the
+# library's handle does around them.
+dynprof_test(test_lib_window SOURCES unit/test_lib_window.c
+  support/libfixture.c LIBS dynprof_internal TIMEOUT 60)
+dynprof_test(test_lib_handle SOURCES unit/test_lib_handle.c
+  support/libfixture.c LIBS dynprof_internal TIMEOUT 60)
 
 # Events on a real unix datagram socket, decoded with protobuf-c.
 dynprof_test(test_lib_events SOURCES component/test_lib_events.c

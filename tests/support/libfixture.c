@@ -1,0 +1,89 @@
+/* The fixture of the library's window tests: a segment and one rank on it. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "libfixture.h"
+
+/* A cmocka setup: a private directory holding the job's segment. */
+int
+lf_setup(void **state)
+{
+	struct lib_fixture	*f;
+
+	f = calloc(1, sizeof(*f));
+	if (f == NULL || (f->dir = tl_tmpdir()) == NULL)
+		return (-1);
+	if (segment_open(&f->agent, f->dir, "job", SEG_CREATE, 0600) != SEG_OK)
+		return (-1);
+	*state = f;
+	return (0);
+}
+
+/* A cmocka teardown: closes the rank and the segment, removes the directory. */
+int
+lf_teardown(void **state)
+{
+	struct lib_fixture	*f = *state;
+
+	dynprof_close(f->h);
+	segment_close(&f->agent);
+	tl_rmtree(f->dir);
+	free(f);
+	return (0);
+}
+
+/* Writes the fixture's config into the segment, as the agent does. */
+void
+lf_push(struct lib_fixture *f)
+{
+	tl_push(&f->agent, &f->cfg);
+}
+
+/* Opens the library on the segment as the given rank. */
+void
+lf_open_rank(struct lib_fixture *f, int rank)
+{
+	struct dynprof_params	 p;
+
+	tl_params(&p, f->dir, "job", rank, &f->rec);
+	assert_int_equal(dynprof_open(&p, &f->h), DYNPROF_OK);
+}
+
+/* Runs step_begin + step_end for steps from..to. */
+void
+lf_steps(struct lib_fixture *f, int64_t from, int64_t to)
+{
+	int64_t	 s;
+
+	for (s = from; s <= to; s++) {
+		assert_int_equal(dynprof_step_begin(f->h, s), DYNPROF_OK);
+		assert_int_equal(dynprof_step_end(f->h, s), DYNPROF_OK);
+	}
+}
+
+/* The rank's slot as the agent reads it. */
+struct seg_slot
+lf_slot_of(struct lib_fixture *f)
+{
+	struct seg_slot	 s;
+
+	assert_int_equal(segment_slot_read(&f->agent, f->h->slot_index, &s),
+	    SEG_OK);
+	return (s);
+}
+
+/* Checks a recorded call: what ('s' start, 'p' stop), and its window. */
+void
+lf_assert_call(const struct tl_call *c, char what, uint32_t id, int64_t start,
+    int64_t stop)
+{
+	assert_int_equal(c->what, what);
+	assert_int_equal(c->window.id, id);
+	assert_int_equal(c->window.start_step, start);
+	assert_int_equal(c->window.stop_step, stop);
+}
