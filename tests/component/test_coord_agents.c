@@ -82,27 +82,6 @@ wait_ack(struct fakeagent *fa, uint64_t seq)
 		fail_msg("no ack for seq %llu", (unsigned long long)seq);
 }
 
-/* Polls GET path until the string at json path equals want. */
-static void
-wait_str(struct tc_coord *tc, const char *path, const char *jpath,
-    const char *want)
-{
-	long long	 deadline = tc_now_ms() + 5000;
-	struct tc_reply	 r;
-	int		 ok;
-
-	while (tc_now_ms() < deadline) {
-		assert_int_equal(tc_http(tc->http_port, "GET", path, NULL, NULL,
-		    &r), 0);
-		ok = r.json != NULL && strcmp(tc_str(r.json, jpath), want) == 0;
-		tc_reply_free(&r);
-		if (ok)
-			return;
-		usleep(20000);
-	}
-	fail_msg("%s: %s never became %s", path, jpath, want);
-}
-
 /* Expects an Error frame with code, then the close. */
 static void
 expect_error(struct fakeagent *fa, int code)
@@ -447,7 +426,7 @@ test_events_idempotent(void **state)
 	assert_non_null(m);
 	assert_int_equal(m->config->n_windows, 0);
 	fa_free(m);
-	wait_str(&f->tc, "/v1/jobs/ev-j", "windows.0.state", "done");
+	tc_wait_str(&f->tc, "/v1/jobs/ev-j", "windows.0.state", "done");
 	fa_close(&a2);
 }
 
@@ -508,7 +487,7 @@ test_relative_windows(void **state)
 	for (i = 0; i < 4; i++)
 		assert_int_equal(fa_event(&a, 0, K_SKIPPED, "rel-j", i, 1, 170,
 		    NULL), 0);
-	wait_str(&f->tc, "/v1/jobs/rel-j", "windows.0.state", "done");
+	tc_wait_str(&f->tc, "/v1/jobs/rel-j", "windows.0.state", "done");
 	r = tc_req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
 	assert_string_equal(tc_str(r.json, "windows.1.state"), "scheduled");
 	tc_reply_free(&r);
@@ -551,7 +530,7 @@ test_schedule_bound(void **state)
 	assert_int_equal(handshake(&f->tc, &a, "bound-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "bound-j", 0), 0);
 	assert_int_equal(fa_progress(&a, "bound-j", 0, 1000, 1000, 1), 0);
-	wait_str(&f->tc, "/v1/jobs/bound-j", "ranks.0.state", "attached");
+	tc_wait_str(&f->tc, "/v1/jobs/bound-j", "ranks.0.state", "attached");
 	for (i = 0; i < 16; i++) {
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
 		    "\"stop_step\": %d}", 10 * i + 1, 10 * i + 5);
@@ -612,10 +591,10 @@ test_lost_node(void **state)
 	assert_int_equal(handshake(&f->tc, &a, "quiet-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "lost-j", 0), 0);
 	assert_int_equal(fa_progress(&a, "lost-j", 0, 7, 7, 1), 0);
-	wait_str(&f->tc, "/v1/jobs/lost-j", "ranks.0.state", "attached");
+	tc_wait_str(&f->tc, "/v1/jobs/lost-j", "ranks.0.state", "attached");
 	/* Silent from now on: 3 intervals of 100 ms and it is gone. */
 	assert_true(fa_wait_closed(&a, 5000));
-	wait_str(&f->tc, "/v1/jobs/lost-j", "ranks.0.state", "unknown");
+	tc_wait_str(&f->tc, "/v1/jobs/lost-j", "ranks.0.state", "unknown");
 	r = tc_req(&f->tc, "GET", "/v1/jobs/lost-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "ranks.0.step"), 7);
 	assert_string_equal(tc_str(r.json, "nodes.0.state"), "lost");
@@ -661,7 +640,7 @@ test_persistence(void **state)
 	gen = tc_int(r.json, "generation");
 	tc_reply_free(&r);
 	fa_close(&a);
-	wait_str(&f->tc, "/v1/jobs/pers-j", "nodes.0.state", "lost");
+	tc_wait_str(&f->tc, "/v1/jobs/pers-j", "nodes.0.state", "lost");
 	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
 	/* Which generation each node applied is not kept across restarts:
 	 * the agents report it again in their hello. */

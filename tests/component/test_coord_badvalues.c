@@ -65,26 +65,6 @@ refused(struct tc_coord *tc, const char *job, const char *body,
 	tc_reply_free(&r);
 }
 
-/* Polls GET path until the integer at jpath equals want. */
-static void
-wait_int(struct tc_coord *tc, const char *path, const char *jpath,
-    long long want)
-{
-	long long	 deadline = tc_now_ms() + 5000, got = -999;
-	struct tc_reply	 r;
-
-	while (tc_now_ms() < deadline) {
-		assert_int_equal(tc_http(tc->http_port, "GET", path, NULL, NULL,
-		    &r), 0);
-		got = r.json != NULL ? tc_int(r.json, jpath) : -999;
-		tc_reply_free(&r);
-		if (got == want)
-			return;
-		usleep(20000);
-	}
-	fail_msg("%s: %s is %lld, never %lld", path, jpath, got, want);
-}
-
 /* Checks that the job has no window, generation 0, and nothing was pushed. */
 static void
 unchanged(struct tc_coord *tc, struct fakeagent *fa, const char *job)
@@ -127,7 +107,7 @@ test_step_overflow(void **state)
 	assert_int_equal(fa_progress(&a, "ov-j", 0, -5, -5, 2), 0);
 	/* Messages are taken in order: once this one shows, those were. */
 	assert_int_equal(fa_progress(&a, "ov-probe", 0, 10, 10, 1), 0);
-	wait_int(&f->tc, "/v1/jobs/ov-probe", "progress.max_step", 10);
+	tc_wait_int(&f->tc, "/v1/jobs/ov-probe", "progress.max_step", 10);
 	r = tc_req(&f->tc, "GET", "/v1/jobs/ov-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "progress.max_step"), -1);
 	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 0);
@@ -142,7 +122,7 @@ test_step_overflow(void **state)
 	/* 2^62 is taken; a window from there is beyond 1e15. */
 	assert_int_equal(fa_progress(&a, "ov-j", 0, 1LL << 62, 1LL << 62, 2),
 	    0);
-	wait_int(&f->tc, "/v1/jobs/ov-j", "progress.max_step", 1LL << 62);
+	tc_wait_int(&f->tc, "/v1/jobs/ov-j", "progress.max_step", 1LL << 62);
 	refused(&f->tc, "ov-j", "{\"in_steps\": 10, \"steps\": 5}", "in_steps");
 	refused(&f->tc, "ov-j", "{\"in_steps\": 1000000000, \"steps\": 1, "
 	    "\"roundup\": 1000000000}", "in_steps");
@@ -151,7 +131,7 @@ test_step_overflow(void **state)
 	/* Just below 1e15: each sum that goes past it names its field. */
 	assert_int_equal(fa_progress(&a, "ov-j", 0, STEP_MAX - 5, STEP_MAX - 5,
 	    2), 0);
-	wait_int(&f->tc, "/v1/jobs/ov-j", "progress.max_step", STEP_MAX - 5);
+	tc_wait_int(&f->tc, "/v1/jobs/ov-j", "progress.max_step", STEP_MAX - 5);
 	refused(&f->tc, "ov-j", "{\"in_steps\": 10, \"steps\": 1}", "in_steps");
 	refused(&f->tc, "ov-j", "{\"in_steps\": 1, \"steps\": 10}", "steps");
 	refused(&f->tc, "ov-j", "{\"in_steps\": 1, \"steps\": 1, "

@@ -505,6 +505,60 @@ tc_req(struct tc_coord *tc, const char *method, const char *path,
 	return (r);
 }
 
+/*
+ * Polls GET path for 5 s at most until the value at jpath is want (a string
+ * if wants is not NULL, else the integer wanti; *goti: the last integer seen).
+ * Returns 0, or -1 if it never was.
+ */
+static int
+tc_poll(struct tc_coord *tc, const char *path, const char *jpath,
+    const char *wants, long long wanti, long long *goti)
+{
+	long long	 deadline = tc_now_ms() + 5000;
+	struct tc_reply	 r;
+	int		 ok;
+
+	*goti = -999;
+	while (tc_now_ms() < deadline) {
+		assert_int_equal(tc_http(tc->http_port, "GET", path, NULL, NULL,
+		    &r), 0);
+		if (wants != NULL)
+			ok = r.json != NULL &&
+			    strcmp(tc_str(r.json, jpath), wants) == 0;
+		else {
+			*goti = r.json != NULL ? tc_int(r.json, jpath) : -999;
+			ok = *goti == wanti;
+		}
+		tc_reply_free(&r);
+		if (ok)
+			return (0);
+		usleep(20000);
+	}
+	return (-1);
+}
+
+/* Polls GET path until the string at jpath is want, else fails the test. */
+void
+tc_wait_str(struct tc_coord *tc, const char *path, const char *jpath,
+    const char *want)
+{
+	long long	 got;
+
+	if (tc_poll(tc, path, jpath, want, 0, &got) == -1)
+		fail_msg("%s: %s never became %s", path, jpath, want);
+}
+
+/* Polls GET path until the integer at jpath is want, else fails the test. */
+void
+tc_wait_int(struct tc_coord *tc, const char *path, const char *jpath,
+    long long want)
+{
+	long long	 got;
+
+	if (tc_poll(tc, path, jpath, NULL, want, &got) == -1)
+		fail_msg("%s: %s is %lld, never %lld", path, jpath, got, want);
+}
+
 /* Frees a reply. */
 void
 tc_reply_free(struct tc_reply *r)

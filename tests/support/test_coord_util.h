@@ -1,8 +1,8 @@
 /*
  * Helpers of the coordinator's tests: start the real dynprof-coordinator on
  * 127.0.0.1 with port 0 and a private state directory, read its ports from the
- * ready file, and talk HTTP to it over a plain socket.  tc_teardown() and
- * tc_req() are cmocka's: whatever links test_coord_util.c links cmocka.
+ * ready file, and talk HTTP to it over a plain socket.  tc_teardown(), tc_req()
+ * and tc_wait_*() are cmocka's: whatever links test_coord_util.c links cmocka.
  */
 
 #ifndef DYNPROF_TEST_COORD_UTIL_H
@@ -46,6 +46,9 @@ int	 tc_finish(struct tc_coord *);
 int	 tc_teardown(void **);
 struct tc_reply tc_req(struct tc_coord *, const char *, const char *,
 	    const char *, int);
+void	 tc_wait_str(struct tc_coord *, const char *, const char *,
+	    const char *);
+void	 tc_wait_int(struct tc_coord *, const char *, const char *, long long);
 void	 tc_reply_free(struct tc_reply *);
 long long tc_int(json_t *, const char *);
 const char *tc_str(json_t *, const char *);
