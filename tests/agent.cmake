@@ -16,8 +16,8 @@ add_dependencies(test_agent_events dynprof-agent)
 add_executable(rankproc support/rankproc.c)
 target_link_libraries(rankproc PRIVATE dynprof)
 
-dynprof_test(test_agent_ranks SOURCES component/test_agent_ranks.c LIBS dpagenttest
-  TIMEOUT 120)
+dynprof_test(test_agent_ranks SOURCES component/test_agent_ranks.c
+  support/linktest.c LIBS dpagenttest TIMEOUT 120)
 add_dependencies(test_agent_ranks dynprof-agent rankproc)
 
 dynprof_test(test_agent SOURCES component/test_agent.c LIBS dpagenttest TIMEOUT 120)
@@ -27,13 +27,13 @@ dynprof_test(test_agent_apply SOURCES unit/test_agent_apply.c LIBS dpagent
   TIMEOUT 30)
 
 # A segment never kills or misleads a rank or the agent (docs/segments.md).
-dynprof_test(test_segsafe SOURCES component/test_segsafe.c LIBS dpagenttest dynprof
-  TIMEOUT 120)
+dynprof_test(test_segsafe SOURCES component/test_segsafe.c support/linktest.c
+  LIBS dpagenttest dynprof TIMEOUT 120)
 add_dependencies(test_segsafe dynprof-agent rankproc)
 
 # The same for what needs root: a nearly full tmpfs, another user's segment.
 # Skipped (77) when not root.
 dynprof_test(test_segsafe_root SOURCES component/test_segsafe_root.c
-  LIBS dpagenttest dynprof TIMEOUT 120)
+  support/linktest.c LIBS dpagenttest dynprof TIMEOUT 120)
 add_dependencies(test_segsafe_root dynprof-agent)
 set_tests_properties(test_segsafe_root PROPERTIES SKIP_RETURN_CODE 77)

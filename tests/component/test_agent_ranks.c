@@ -18,54 +18,26 @@
 
 #include <cmocka.h>
 
-#include "fakecoord.h"
+#include "linktest.h"
 #include "segment.h"
 
 #define T_WAIT	10000
 
-struct t {
-	struct agentproc	 ap;
-	struct fakecoord	 fc;
-	char			 coord[64];
-	char			 ranklog[400];
-	char			 rankbin[512];
-	char			 out[400];
-};
-
-static int
-setup(void **state)
-{
-	struct t	*t = calloc(1, sizeof(*t));
-
-	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
-		return (-1);
-	snprintf(t->coord, sizeof(t->coord), "127.0.0.1:%d", t->fc.port);
-	snprintf(t->ranklog, sizeof(t->ranklog), "%s/rank.log", t->ap.dir);
-	snprintf(t->out, sizeof(t->out), "%s/out", t->ap.dir);
-	snprintf(t->rankbin, sizeof(t->rankbin), "%s/tests/rankproc",
-	    ap_build_dir());
-	setenv("DYNPROF_OUTPUT_ROOT", t->out, 1);
-	*state = t;
-	return (0);
-}
-
+/* lt_teardown(), after the ranks' log is shown. */
 static int
 teardown(void **state)
 {
-	struct t	*t = *state;
+	struct linktest	*t = *state;
 	char		 cmd[512];
 
 	snprintf(cmd, sizeof(cmd), "cat %s >&2", t->ranklog);
 	if (system(cmd) == -1)
 		perror("system");
-	ap_cleanup(&t->ap);
-	fc_close(&t->fc);
-	free(t);
-	return (0);
+	return (lt_teardown(state));
 }
 
 static void
-start_connected(struct t *t)
+start_connected(struct linktest *t)
 {
 	const char *extra[] = { "--coordinator", t->coord, "--node", "n1",
 	    "--sample-interval", "50", NULL };
@@ -80,7 +52,7 @@ start_connected(struct t *t)
 }
 
 static pid_t
-start_rank(struct t *t, const char *job, const char *steps,
+start_rank(struct linktest *t, const char *job, const char *steps,
     const char *step_ms, int hold)
 {
 	const char	*argv[] = { t->rankbin, job, "0", steps, step_ms,
@@ -94,7 +66,7 @@ start_rank(struct t *t, const char *job, const char *steps,
 
 /* The rank's current step in its slot, polled until it is at least min. */
 static int64_t
-rank_step(struct t *t, const char *job, pid_t pid, int64_t min)
+rank_step(struct linktest *t, const char *job, pid_t pid, int64_t min)
 {
 	struct segment	 seg;
 	int64_t		 deadline = ap_now_ms() + T_WAIT, step = -1;
@@ -117,7 +89,7 @@ rank_step(struct t *t, const char *job, pid_t pid, int64_t min)
 
 /* Waits until the rank's log has a line starting with prefix; returns it. */
 static int
-rank_log_line(struct t *t, const char *prefix, char *line, size_t len)
+rank_log_line(struct linktest *t, const char *prefix, char *line, size_t len)
 {
 	int64_t	 deadline = ap_now_ms() + T_WAIT;
 	FILE	*f;
@@ -139,7 +111,7 @@ rank_log_line(struct t *t, const char *prefix, char *line, size_t len)
 }
 
 static Dynprof__V1__AgentEvent *
-expect_kind(struct t *t, int kind, Dynprof__V1__AgentMessage **mp)
+expect_kind(struct linktest *t, int kind, Dynprof__V1__AgentMessage **mp)
 {
 	Dynprof__V1__AgentMessage *m;
 	int64_t	 deadline = ap_now_ms() + T_WAIT;
@@ -162,7 +134,7 @@ expect_kind(struct t *t, int kind, Dynprof__V1__AgentMessage **mp)
 static void
 test_push_reaches_rank(void **state)
 {
-	struct t		*t = *state;
+	struct linktest		*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__AgentEvent	*ae;
 	char			 line[2048], want[128];
@@ -232,7 +204,8 @@ test_push_reaches_rank(void **state)
  * no agent listening.  Returns the window's start step; *pid is the rank's.
  */
 static int64_t
-window_without_agent(struct t *t, const char *job, uint32_t id, pid_t *pid)
+window_without_agent(struct linktest *t, const char *job, uint32_t id,
+    pid_t *pid)
 {
 	Dynprof__V1__AgentMessage *m;
 	char			 line[2048];
@@ -259,7 +232,7 @@ window_without_agent(struct t *t, const char *job, uint32_t id, pid_t *pid)
 static void
 test_final_state_survives_agent_kill(void **state)
 {
-	struct t		*t = *state;
+	struct linktest		*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__AgentEvent	*ae;
 	int64_t			 start;
@@ -295,7 +268,7 @@ test_final_state_survives_agent_kill(void **state)
 static void
 test_final_state_survives_close_without_agent(void **state)
 {
-	struct t		*t = *state;
+	struct linktest		*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__AgentEvent	*ae;
 	char			 want[128];
@@ -337,7 +310,7 @@ test_final_state_survives_close_without_agent(void **state)
 static void
 test_standalone_drives_rank(void **state)
 {
-	struct t	*t = *state;
+	struct linktest	*t = *state;
 	char		 cfg[512], tmp[600], line[2048];
 	const char	*extra[] = { "--config-file", cfg, "--job", "js",
 	    "--sample-interval", "50", NULL };
@@ -387,7 +360,7 @@ test_standalone_drives_rank(void **state)
 static void
 test_close_inside_window_reports_stop(void **state)
 {
-	struct t		*t = *state;
+	struct linktest		*t = *state;
 	Dynprof__V1__AgentMessage *m;
 	Dynprof__V1__AgentEvent	*ae;
 	char			 line[2048];
@@ -431,17 +404,19 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_push_reaches_rank, setup,
+		cmocka_unit_test_setup_teardown(test_push_reaches_rank,
+		    lt_setup_ranks, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_final_state_survives_agent_kill, lt_setup_ranks,
 		    teardown),
 		cmocka_unit_test_setup_teardown(
-		    test_final_state_survives_agent_kill, setup, teardown),
-		cmocka_unit_test_setup_teardown(
-		    test_final_state_survives_close_without_agent, setup,
-		    teardown),
+		    test_final_state_survives_close_without_agent,
+		    lt_setup_ranks, teardown),
 		cmocka_unit_test_setup_teardown(test_standalone_drives_rank,
-		    setup, teardown),
+		    lt_setup_ranks, teardown),
 		cmocka_unit_test_setup_teardown(
-		    test_close_inside_window_reports_stop, setup, teardown),
+		    test_close_inside_window_reports_stop, lt_setup_ranks,
+		    teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

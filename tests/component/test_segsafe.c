@@ -24,32 +24,25 @@
 #include <cmocka.h>
 
 #include "dynprof.h"
-#include "fakecoord.h"
+#include "linktest.h"
 #include "segment.h"
 
 #define T_WAIT	10000
 
 struct t {
-	struct agentproc	 ap;
-	struct fakecoord	 fc;
-	char			 ranklog[400];
-	char			 rankbin[512];
-	char			 out[400];
+	struct linktest		 lt;
 	char			 liblog[8192];	/* the library's log callback */
 };
 
+/* The agent, a fake coordinator, rank paths (lt_init()), and a log buffer. */
 static int
 setup(void **state)
 {
 	struct t	*t = calloc(1, sizeof(*t));
 
-	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
+	if (t == NULL || lt_init(&t->lt) == -1)
 		return (-1);
-	snprintf(t->ranklog, sizeof(t->ranklog), "%s/rank.log", t->ap.dir);
-	snprintf(t->out, sizeof(t->out), "%s/out", t->ap.dir);
-	snprintf(t->rankbin, sizeof(t->rankbin), "%s/tests/rankproc",
-	    ap_build_dir());
-	setenv("DYNPROF_OUTPUT_ROOT", t->out, 1);
+	lt_ranks(&t->lt);
 	*state = t;
 	return (0);
 }
@@ -59,8 +52,7 @@ teardown(void **state)
 {
 	struct t	*t = *state;
 
-	ap_cleanup(&t->ap);
-	fc_close(&t->fc);
+	lt_cleanup(&t->lt);
 	free(t);
 	return (0);
 }
@@ -68,11 +60,11 @@ teardown(void **state)
 static pid_t
 start_rank(struct t *t, const char *job)
 {
-	const char	*argv[] = { t->rankbin, job, "0", "0", "5", t->ranklog,
-	    NULL };
+	const char	*argv[] = { t->lt.rankbin, job, "0", "0", "5",
+	    t->lt.ranklog, NULL };
 	pid_t		 pid;
 
-	pid = ap_spawn(&t->ap, argv);
+	pid = ap_spawn(&t->lt.ap, argv);
 	assert_true(pid > 0);
 	return (pid);
 }
@@ -85,7 +77,7 @@ expect_event(struct t *t, int kind, pid_t pid)
 	int64_t	 deadline = ap_now_ms() + T_WAIT;
 
 	while (ap_now_ms() < deadline) {
-		m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT,
+		m = fc_expect(&t->lt.fc, DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT,
 		    (int)(deadline - ap_now_ms()));
 		if (m == NULL)
 			break;
@@ -106,11 +98,11 @@ agent_alive(struct t *t)
 {
 	int	 status;
 
-	if (waitpid(t->ap.pid, &status, WNOHANG) == t->ap.pid) {
+	if (waitpid(t->lt.ap.pid, &status, WNOHANG) == t->lt.ap.pid) {
 		if (WIFSIGNALED(status))
 			fprintf(stderr, "agent killed by signal %d\n",
 			    WTERMSIG(status));
-		t->ap.pid = 0;
+		t->lt.ap.pid = 0;
 		return (0);
 	}
 	return (1);
@@ -130,7 +122,7 @@ send_slot_event(struct t *t, const char *job, uint32_t slot)
 	ev.window_id = 7;
 	ev.output_dir = (char *)"";
 	ev.error = (char *)"";
-	assert_int_equal(ap_send_event(&t->ap, &ev), 0);
+	assert_int_equal(ap_send_event(&t->lt.ap, &ev), 0);
 }
 
 /* Maps the segment file of job read-write, unchecked, whatever its size. */
@@ -142,7 +134,7 @@ map_raw(struct t *t, const char *job, size_t *lenp)
 	void		*p;
 	int		 fd;
 
-	snprintf(path, sizeof(path), "%s/dynprof.%s", t->ap.shm, job);
+	snprintf(path, sizeof(path), "%s/dynprof.%s", t->lt.ap.shm, job);
 	assert_true((fd = open(path, O_RDWR)) != -1);
 	assert_int_equal(fstat(fd, &st), 0);
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -169,7 +161,7 @@ test_header_changed(void **state)
 	pid_t			 rank;
 	int			 i;
 
-	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "20",
+	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "20",
 	    T_WAIT), 0);
 	rank = start_rank(t, "jh");
 	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
@@ -186,14 +178,14 @@ test_header_changed(void **state)
 	send_slot_event(t, "jh", SEG_MAX_SLOTS);
 	send_slot_event(t, "jh", 100000);
 	send_slot_event(t, "jh", 0x7ffffff0);
-	assert_int_equal(ap_log_wait(&t->ap, "does not hold slot 2147483632",
+	assert_int_equal(ap_log_wait(&t->lt.ap, "does not hold slot 2147483632",
 	    1, T_WAIT), 0);
 	assert_true(agent_alive(t));
 
 	/* It samples on: progress names the one rank, at sane slots only. */
 	deadline = ap_now_ms() + 1000;
 	while (ap_now_ms() < deadline) {
-		m = fc_recv(&t->fc, 200);
+		m = fc_recv(&t->lt.fc, 200);
 		if (m == NULL)
 			continue;
 		if (m->body_case == DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS)
@@ -204,8 +196,9 @@ test_header_changed(void **state)
 		dynprof__v1__agent_message__free_unpacked(m, NULL);
 	}
 	/* A config is written at the offset checked at open. */
-	assert_int_equal(fc_push(&t->fc, "jh", 1, 1, 1000000, 1000001), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
+	assert_int_equal(fc_push(&t->lt.fc, "jh", 1, 1, 1000000, 1000001), 0);
+	m = fc_expect(&t->lt.fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED,
+	    T_WAIT);
 	assert_non_null(m);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
 	for (i = 0; i < 3; i++)
@@ -233,8 +226,8 @@ lib_open(struct t *t, const char *job, dynprof_t **h)
 	dynprof_params_init(&p);
 	p.job = job;
 	p.rank = 0;
-	p.shm_dir = t->ap.shm;
-	p.agent_socket = t->ap.sock;
+	p.shm_dir = t->lt.ap.shm;
+	p.agent_socket = t->lt.ap.sock;
 	p.on_log = liblog_cb;
 	p.arg = t;
 	t->liblog[0] = '\0';
@@ -259,14 +252,14 @@ old_segment(struct t *t, uint32_t version, size_t *lenp)
 	struct segment	 seg;
 	void		*buf;
 
-	assert_int_equal(segment_open(&seg, t->ap.shm, "tmpl", SEG_CREATE,
+	assert_int_equal(segment_open(&seg, t->lt.ap.shm, "tmpl", SEG_CREATE,
 	    0600), SEG_OK);
 	assert_non_null(buf = malloc(seg.size));
 	memcpy(buf, seg.hdr, seg.size);
 	((struct seg_header *)buf)->version = version;
 	*lenp = seg.size;
 	segment_close(&seg);
-	assert_int_equal(segment_unlink(t->ap.shm, "tmpl"), SEG_OK);
+	assert_int_equal(segment_unlink(t->lt.ap.shm, "tmpl"), SEG_OK);
 	return (buf);
 }
 
@@ -283,12 +276,12 @@ expect_replaced(struct t *t, const char *job, const char *what)
 	if (strstr(t->liblog, "replaced the stale segment") == NULL ||
 	    strstr(t->liblog, what) == NULL)
 		fail_msg("log: %s", t->liblog);
-	assert_int_equal(segment_open(&seg, t->ap.shm, job, 0, 0), SEG_OK);
+	assert_int_equal(segment_open(&seg, t->lt.ap.shm, job, 0, 0), SEG_OK);
 	assert_int_equal(seg.nslots, SEG_MAX_SLOTS);
 	segment_close(&seg);
 	dynprof_close(h);
 	/* No temporary file left. */
-	snprintf(path, sizeof(path), "%s/.dynprof.%s.%ld", t->ap.shm, job,
+	snprintf(path, sizeof(path), "%s/.dynprof.%s.%ld", t->lt.ap.shm, job,
 	    (long)getpid());
 	assert_int_equal(stat(path, &st), -1);
 }
@@ -312,22 +305,22 @@ test_stale_replaced(void **state)
 	char		 c;
 
 	memset(garbage, 0x5a, sizeof(garbage));
-	snprintf(path, sizeof(path), "%s/dynprof.sg", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.sg", t->lt.ap.shm);
 	write_file(path, garbage, sizeof(garbage));
 	expect_replaced(t, "sg", "bad magic");
 
 	old = old_segment(t, 1, &len);
-	snprintf(path, sizeof(path), "%s/dynprof.so", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.so", t->lt.ap.shm);
 	write_file(path, old, len);
 	expect_replaced(t, "so", "another layout version");
 
-	snprintf(path, sizeof(path), "%s/dynprof.ss", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.ss", t->lt.ap.shm);
 	((struct seg_header *)old)->version = SEG_VERSION;
 	write_file(path, old, 8192);
 	expect_replaced(t, "ss", "truncated");
 
 	/* Not a file: refused at once, never replaced, nobody stalls. */
-	snprintf(path, sizeof(path), "%s/dynprof.sf", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.sf", t->lt.ap.shm);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_int_equal(lib_open(t, "sf", &h), DYNPROF_EMAGIC);
 	if (strstr(t->liblog, "not replaced: it is not a regular file") == NULL)
@@ -336,7 +329,7 @@ test_stale_replaced(void **state)
 	assert_true(S_ISFIFO(after.st_mode));
 
 	/* An old-version segment a live process maps: not replaced. */
-	snprintf(path, sizeof(path), "%s/dynprof.sm", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.sm", t->lt.ap.shm);
 	((struct seg_header *)old)->version = 1;
 	write_file(path, old, len);
 	assert_int_equal(pipe(pfd), 0);
@@ -387,7 +380,7 @@ test_stale_race(void **state)
 	int		 k, n = 0, pfd[2];
 
 	memset(garbage, 0x77, sizeof(garbage));
-	snprintf(path, sizeof(path), "%s/dynprof.sr", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.sr", t->lt.ap.shm);
 	write_file(path, garbage, sizeof(garbage));
 	assert_int_equal(pipe(pfd), 0);
 	for (k = 0; k < 8; k++) {
@@ -407,7 +400,7 @@ test_stale_race(void **state)
 		assert_int_equal(c, 'y');
 	}
 	close(pfd[0]);
-	assert_int_equal(segment_open(&seg, t->ap.shm, "sr", 0, 0), SEG_OK);
+	assert_int_equal(segment_open(&seg, t->lt.ap.shm, "sr", 0, 0), SEG_OK);
 	for (i = 0; i < seg.nslots; i++)
 		for (k = 0; k < 8; k++)
 			if (atomic_load(&seg.slots[i].pid) == kids[k])
@@ -433,20 +426,20 @@ test_truncated_guard(void **state)
 	char		 path[512];
 	pid_t		 rank, rank2;
 
-	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "600000",
+	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "600000",
 	    T_WAIT), 0);
 	rank = start_rank(t, "jt");
 	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
 	/* The rank would die touching its slot: stop it first. */
 	assert_int_equal(kill(rank, SIGSTOP), 0);
 
-	snprintf(path, sizeof(path), "%s/dynprof.jt", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.jt", t->lt.ap.shm);
 	assert_int_equal(truncate(path, 4096), 0);
 	send_slot_event(t, "jt", 100);
-	assert_int_equal(ap_log_wait(&t->ap, "dropped: SIGBUS", 1, T_WAIT),
+	assert_int_equal(ap_log_wait(&t->lt.ap, "dropped: SIGBUS", 1, T_WAIT),
 	    0);
 	assert_true(agent_alive(t));
-	assert_true(ap_kill_child(&t->ap, rank, SIGKILL, T_WAIT) != -1);
+	assert_true(ap_kill_child(&t->lt.ap, rank, SIGKILL, T_WAIT) != -1);
 
 	/* A new rank replaces the truncated file; the agent serves it. */
 	rank2 = start_rank(t, "jt");
@@ -468,28 +461,30 @@ test_truncated_sampler(void **state)
 	pid_t		 rank;
 	int		 i;
 
-	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "10",
+	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "10",
 	    T_WAIT), 0);
 	rank = start_rank(t, "ju");
 	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
-	snprintf(path, sizeof(path), "%s/dynprof.ju", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/dynprof.ju", t->lt.ap.shm);
 	assert_int_equal(truncate(path, 4096), 0);
-	assert_int_equal(ap_log_wait(&t->ap, "job ju: segment", 1, T_WAIT), 0);
-	assert_true(ap_log_count(&t->ap, "dropped: the file shrank") +
-	    ap_log_count(&t->ap, "dropped: SIGBUS") == 1);
+	assert_int_equal(ap_log_wait(&t->lt.ap, "job ju: segment", 1, T_WAIT),
+	    0);
+	assert_true(ap_log_count(&t->lt.ap, "dropped: the file shrank") +
+	    ap_log_count(&t->lt.ap, "dropped: SIGBUS") == 1);
 	for (i = 0; i < 3; i++) {
 		usleep(20000);
 		assert_true(agent_alive(t));
 	}
 	/* The rank died touching its slot (docs/segments.md says who can). */
-	assert_true(ap_kill_child(&t->ap, rank, SIGKILL, T_WAIT) != -1);
+	assert_true(ap_kill_child(&t->lt.ap, rank, SIGKILL, T_WAIT) != -1);
 	/* The agent replaces the truncated file for a config. */
-	assert_int_equal(fc_push(&t->fc, "ju", 1, 1, 10, 20), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
+	assert_int_equal(fc_push(&t->lt.fc, "ju", 1, 1, 10, 20), 0);
+	m = fc_expect(&t->lt.fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED,
+	    T_WAIT);
 	assert_non_null(m);
 	assert_string_equal(m->applied->job, "ju");
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
-	assert_int_equal(ap_log_wait(&t->ap, "replaced the stale segment", 1,
+	assert_int_equal(ap_log_wait(&t->lt.ap, "replaced the stale segment", 1,
 	    T_WAIT), 0);
 	assert_true(agent_alive(t));
 }
@@ -501,9 +496,9 @@ test_other_sigbus(void **state)
 	struct t	*t = *state;
 	int		 status;
 
-	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "50",
+	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "50",
 	    T_WAIT), 0);
-	status = ap_stop(&t->ap, SIGBUS, T_WAIT);
+	status = ap_stop(&t->lt.ap, SIGBUS, T_WAIT);
 	assert_true(status != -1 && WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGBUS);
 }

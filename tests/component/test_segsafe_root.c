@@ -28,42 +28,42 @@
 #include <cmocka.h>
 
 #include "dynprof.h"
-#include "fakecoord.h"
+#include "linktest.h"
 #include "segment.h"
 
 #define T_WAIT		10000
 #define T_SKIP		77	/* CTest's SKIP_RETURN_CODE */
 
 struct t {
-	struct agentproc	 ap;
-	struct fakecoord	 fc;
+	struct linktest		 lt;
 	char			 liblog[400];	/* the library's log, a file */
 	int			 mounted;
 };
 
+/* The agent and a fake coordinator (lt_init()), and where the library logs. */
 static int
 setup(void **state)
 {
 	struct t	*t = calloc(1, sizeof(*t));
 
-	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
+	if (t == NULL || lt_init(&t->lt) == -1)
 		return (-1);
-	snprintf(t->liblog, sizeof(t->liblog), "%s/lib.log", t->ap.dir);
+	snprintf(t->liblog, sizeof(t->liblog), "%s/lib.log", t->lt.ap.dir);
 	*state = t;
 	return (0);
 }
 
+/* Stops the agent, removes the small tmpfs if one was mounted, cleans up. */
 static int
 teardown(void **state)
 {
 	struct t	*t = *state;
 
-	if (t->ap.pid > 0)
-		ap_stop(&t->ap, SIGTERM, T_WAIT);
+	if (t->lt.ap.pid > 0)
+		ap_stop(&t->lt.ap, SIGTERM, T_WAIT);
 	if (t->mounted)
-		umount2(t->ap.shm, MNT_DETACH);
-	ap_cleanup(&t->ap);
-	fc_close(&t->fc);
+		umount2(t->lt.ap.shm, MNT_DETACH);
+	lt_cleanup(&t->lt);
 	free(t);
 	return (0);
 }
@@ -120,8 +120,8 @@ open_in_child(struct t *t, const char *job)
 		dynprof_params_init(&p);
 		p.job = job;
 		p.rank = 0;
-		p.shm_dir = t->ap.shm;
-		p.agent_socket = t->ap.sock;
+		p.shm_dir = t->lt.ap.shm;
+		p.agent_socket = t->lt.ap.sock;
 		p.on_log = liblog_cb;
 		p.arg = t;
 		rc = dynprof_open(&p, &h);
@@ -189,7 +189,7 @@ segment_bytes(struct t *t)
 	struct stat	 st;
 	char		 dir[512];
 
-	snprintf(dir, sizeof(dir), "%s/probe", t->ap.dir);
+	snprintf(dir, sizeof(dir), "%s/probe", t->lt.ap.dir);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	assert_int_equal(segment_open(&seg, dir, "jprobe", SEG_CREATE, 0600),
 	    SEG_OK);
@@ -218,28 +218,30 @@ test_full_tmpfs(void **state)
 	/* Room for one segment and a little, once the filler is gone. */
 	snprintf(opts, sizeof(opts), "size=%zu,mode=0700", segment_bytes(t) +
 	    1024 * 1024);
-	assert_int_equal(mount("tmpfs", t->ap.shm, "tmpfs", MS_NOSUID |
+	assert_int_equal(mount("tmpfs", t->lt.ap.shm, "tmpfs", MS_NOSUID |
 	    MS_NODEV, opts), 0);
 	t->mounted = 1;
-	fill(t->ap.shm, 64 * 1024);
+	fill(t->lt.ap.shm, 64 * 1024);
 
 	status = open_in_child(t, "jfull");
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 99);
 	assert_true(liblog_has(t, "no space left to create the segment"));
-	assert_true(only_file(t->ap.shm, "filler"));
+	assert_true(only_file(t->lt.ap.shm, "filler"));
 
-	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "50", T_WAIT), 0);
-	assert_int_equal(fc_push(&t->fc, "jfull", 1, 1, 10, 20), 0);
-	assert_int_equal(ap_log_wait(&t->ap, "no space left in", 1, T_WAIT),
+	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "50", T_WAIT),
 	    0);
-	assert_int_equal(waitpid(t->ap.pid, &status, WNOHANG), 0);
-	assert_true(only_file(t->ap.shm, "filler"));
+	assert_int_equal(fc_push(&t->lt.fc, "jfull", 1, 1, 10, 20), 0);
+	assert_int_equal(ap_log_wait(&t->lt.ap, "no space left in", 1, T_WAIT),
+	    0);
+	assert_int_equal(waitpid(t->lt.ap.pid, &status, WNOHANG), 0);
+	assert_true(only_file(t->lt.ap.shm, "filler"));
 
-	snprintf(path, sizeof(path), "%s/filler", t->ap.shm);
+	snprintf(path, sizeof(path), "%s/filler", t->lt.ap.shm);
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(fc_push(&t->fc, "jfull", 2, 1, 10, 20), 0);
-	m = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED, T_WAIT);
+	assert_int_equal(fc_push(&t->lt.fc, "jfull", 2, 1, 10, 20), 0);
+	m = fc_expect(&t->lt.fc, DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED,
+	    T_WAIT);
 	assert_non_null(m);
 	assert_int_equal(m->applied->generation, 2);
 	dynprof__v1__agent_message__free_unpacked(m, NULL);
@@ -255,11 +257,11 @@ create_as(struct t *t, const char *job, uid_t uid, gid_t gid, mode_t mode)
 	pid_t		 pid;
 	int		 status;
 
-	snprintf(path, sizeof(path), "%s/dynprof.%s", t->ap.shm, job);
+	snprintf(path, sizeof(path), "%s/dynprof.%s", t->lt.ap.shm, job);
 	if ((pid = fork()) == 0) {
 		if (setgid(gid) == -1 || setuid(uid) == -1)
 			_exit(2);
-		if (segment_open(&seg, t->ap.shm, job, SEG_CREATE, 0600) !=
+		if (segment_open(&seg, t->lt.ap.shm, job, SEG_CREATE, 0600) !=
 		    SEG_OK)
 			_exit(3);
 		if (chmod(path, mode) == -1)
@@ -279,7 +281,7 @@ set_version(struct t *t, const char *job, uint32_t version)
 	char	 path[512];
 	int	 fd;
 
-	snprintf(path, sizeof(path), "%s/dynprof.%s", t->ap.shm, job);
+	snprintf(path, sizeof(path), "%s/dynprof.%s", t->lt.ap.shm, job);
 	assert_true((fd = open(path, O_WRONLY)) != -1);
 	assert_int_equal(pwrite(fd, &version, sizeof(version),
 	    offsetof(struct seg_header, version)), sizeof(version));
@@ -301,8 +303,8 @@ test_foreign_owner(void **state)
 	int		 status;
 
 	assert_non_null(pw = getpwnam("nobody"));
-	assert_int_equal(chmod(t->ap.dir, 0711), 0);
-	assert_int_equal(chmod(t->ap.shm, 01777), 0);
+	assert_int_equal(chmod(t->lt.ap.dir, 0711), 0);
+	assert_int_equal(chmod(t->lt.ap.shm, 01777), 0);
 
 	create_as(t, "oa", pw->pw_uid, pw->pw_gid, 0666);
 	status = open_in_child(t, "oa");
@@ -343,13 +345,16 @@ test_foreign_owner(void **state)
 	assert_int_equal(WEXITSTATUS(open_in_child(t, "od")), 100);
 
 	/* The agent, as root, adopts nobody's 0644 one but not the 0666 ones. */
-	assert_int_equal(ap_start_connected(&t->ap, &t->fc, "50", T_WAIT), 0);
-	assert_int_equal(ap_log_wait(&t->ap, "serving job ob", 1, T_WAIT), 0);
-	assert_int_equal(ap_log_wait(&t->ap, "serving job od", 1, T_WAIT), 0);
-	assert_int_equal(ap_log_wait(&t->ap, "segment of job oa: segment "
+	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "50", T_WAIT),
+	    0);
+	assert_int_equal(ap_log_wait(&t->lt.ap, "serving job ob", 1, T_WAIT),
+	    0);
+	assert_int_equal(ap_log_wait(&t->lt.ap, "serving job od", 1, T_WAIT),
+	    0);
+	assert_int_equal(ap_log_wait(&t->lt.ap, "segment of job oa: segment "
 	    "owned by an untrusted user or writable by others", 1, T_WAIT), 0);
-	assert_int_equal(ap_log_count(&t->ap, "serving job oa"), 0);
-	assert_int_equal(ap_log_count(&t->ap, "serving job oc"), 0);
+	assert_int_equal(ap_log_count(&t->lt.ap, "serving job oa"), 0);
+	assert_int_equal(ap_log_count(&t->lt.ap, "serving job oc"), 0);
 }
 
 int

@@ -11,28 +11,66 @@
 
 #include "linktest.h"
 
-/* A cmocka setup: a private directory for the agent, a listening coordinator. */
+/*
+ * Makes a zeroed fixture ready: a private directory for the agent, a listening
+ * coordinator and its address, the paths of rank processes.  Returns 0 or -1.
+ */
+int
+lt_init(struct linktest *t)
+{
+	if (ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
+		return (-1);
+	snprintf(t->coord, sizeof(t->coord), "127.0.0.1:%d", t->fc.port);
+	snprintf(t->ranklog, sizeof(t->ranklog), "%s/rank.log", t->ap.dir);
+	snprintf(t->out, sizeof(t->out), "%s/out", t->ap.dir);
+	snprintf(t->rankbin, sizeof(t->rankbin), "%s/tests/rankproc",
+	    ap_build_dir());
+	return (0);
+}
+
+/* Stops the agent and its children, closes the coordinator, cleans up. */
+void
+lt_cleanup(struct linktest *t)
+{
+	ap_cleanup(&t->ap);
+	fc_close(&t->fc);
+}
+
+/* Points the ranks this process starts (DYNPROF_OUTPUT_ROOT) at t->out. */
+void
+lt_ranks(struct linktest *t)
+{
+	setenv("DYNPROF_OUTPUT_ROOT", t->out, 1);
+}
+
+/* A cmocka setup: a struct linktest made ready by lt_init(). */
 int
 lt_setup(void **state)
 {
 	struct linktest	*t = calloc(1, sizeof(*t));
 
-	if (t == NULL || ap_setup(&t->ap) == -1 || fc_listen(&t->fc) == -1)
+	if (t == NULL || lt_init(t) == -1)
 		return (-1);
-	snprintf(t->coord, sizeof(t->coord), "127.0.0.1:%d", t->fc.port);
 	*state = t;
 	return (0);
 }
 
-/* A cmocka teardown: stops the agent, closes the coordinator, cleans up. */
+/* A cmocka setup for tests that start ranks: lt_setup(), then lt_ranks(). */
+int
+lt_setup_ranks(void **state)
+{
+	if (lt_setup(state) == -1)
+		return (-1);
+	lt_ranks(*state);
+	return (0);
+}
+
+/* A cmocka teardown: lt_cleanup(), and the fixture freed. */
 int
 lt_teardown(void **state)
 {
-	struct linktest	*t = *state;
-
-	ap_cleanup(&t->ap);
-	fc_close(&t->fc);
-	free(t);
+	lt_cleanup(*state);
+	free(*state);
 	return (0);
 }
 
