@@ -102,12 +102,7 @@ cleanup()
 	if [ "$SYSTEMD" = 1 ]; then
 		systemctl stop dynprof-agent dynprof-coordinator >/dev/null 2>&1
 	fi
-	for p in $PIDS; do
-		kill "$p" 2>/dev/null
-	done
-	for p in $PIDS; do
-		wait "$p" 2>/dev/null
-	done
+	stop_pids
 	# All at once: dpkg orders them by their dependencies.
 	purge_all $NAMES
 	if [ "$NEW_USER" = 1 ] && getent passwd dynprof >/dev/null; then
@@ -297,12 +292,7 @@ kill "$RANK_PID" 2>/dev/null || true
 if [ "$SYSTEMD" = 1 ]; then
 	systemctl stop dynprof-agent dynprof-coordinator
 else
-	for p in $PIDS; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in $PIDS; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_pids
 fi
 PIDS=""
 # shellcheck disable=SC2086

@@ -82,6 +82,17 @@ json.dump(facts, open(out, "w"), indent=1)
 PY
 }
 
+# Stops the daemons whose pids are in $PIDS: SIGTERM to each, then waits for each.
+stop_pids()
+{
+	for _p in $PIDS; do
+		kill "$_p" 2>/dev/null || true
+	done
+	for _p in $PIDS; do
+		wait "$_p" 2>/dev/null || true
+	done
+}
+
 # Starts the daemon of unit file $1 in the background as systemd would start it,
 # without systemd: EnvironmentFile $2 sourced, ExecStart with its $VARIABLES split on
 # white space, the unit's UMask, and, when $3 is "user", the unit's User and Group.

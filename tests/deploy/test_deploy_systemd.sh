@@ -13,12 +13,7 @@ TMP=$(mktemp -d /tmp/dynprof-systemd.XXXXXX)
 PIDS=""
 cleanup()
 {
-	for p in $PIDS; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in $PIDS; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_pids
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
