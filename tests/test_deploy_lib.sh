@@ -7,7 +7,7 @@ SRC=${DYNPROF_SOURCE_DIR:?DYNPROF_SOURCE_DIR not set}
 BUILD=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
 AGENT=$BUILD/agent/dynprof-agent
 COORD=$BUILD/server/dynprof-coordinator
-CTL=$BUILD/server/dynprofctl
+CTL=$BUILD/ctl/dynprofctl
 
 fail()
 {
