@@ -2,7 +2,8 @@
  * dynprof-agent: the node daemon.  One per node; the only process that talks to
  * the coordinator and the only writer of the config part of every job segment.
  *
- *	agent.c		main, flags, the agent's config file, signals, housekeeping
+ *	main.c		main(): the rest builds as the dpagent library
+ *	agent.c		flags, the agent's config file, signals, housekeeping
  *	upstream.c	the coordinator link: hello, dispatch, heartbeats, reconnect
  *	queue.c		rank events kept until the coordinator commits them
  *	ranks.c		the unix datagram socket the ranks report on
@@ -174,6 +175,10 @@ struct agent {
 };
 
 /* agent.c */
+struct agent *agent_new(int, char **, int *);
+int	 agent_start(struct agent *);
+int	 agent_run(struct agent *);
+void	 agent_free(struct agent *);
 int64_t	 agent_now_ms(void);
 void	 agent_housekeep(struct agent *, int);
 void	 agent_schedule(struct agent *);
