@@ -9,6 +9,7 @@
 
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <netdb.h>
 #include <stdlib.h>
@@ -122,13 +123,17 @@ upstream_ready(const struct agent *a)
 	return (a->up.state == UPSTREAM_READY);
 }
 
-static int
-upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
+/*
+ * The stream's output buffer, or NULL when nothing can be sent: no stream, or
+ * a coordinator that stopped reading (then the stream is dropped).
+ */
+static struct evbuffer *
+upstream_output(struct agent *a)
 {
 	struct upstream	*up = &a->up;
 
 	if (up->bev == NULL)
-		return (-1);
+		return (NULL);
 	/*
 	 * Unsent bytes pile up only if the coordinator stopped reading: hang up
 	 * (the events stay queued) rather than grow without bound.  The free is
@@ -137,14 +142,25 @@ upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 	if (evbuffer_get_length(bufferevent_get_output(up->bev)) >
 	    UPSTREAM_OUTBUF_MAX) {
 		upstream_lost(a, "coordinator not reading");
-		return (-1);
+		return (NULL);
 	}
-	if (frame_put(bufferevent_get_output(up->bev), &m->base) == -1) {
+	return (bufferevent_get_output(up->bev));
+}
+
+/* Sends one message as a frame.  Returns 0 or -1. */
+static int
+upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
+{
+	struct evbuffer	*out;
+
+	if ((out = upstream_output(a)) == NULL)
+		return (-1);
+	if (frame_put(out, &m->base) == -1) {
 		log_warnx("%s: cannot frame message %d", __func__,
 		    (int)m->body_case);
 		return (-1);
 	}
-	up->last_sent_ms = agent_now_ms();
+	a->up.last_sent_ms = agent_now_ms();
 	return (0);
 }
 
@@ -193,19 +209,72 @@ upstream_send_hello(struct agent *a)
 	free(gp);
 }
 
-static void
-upstream_send_event(struct agent *a, uint64_t seq,
-    const Dynprof__V1__RankEvent *ev)
-{
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
+/*
+ * The tags, field number << 3 | wire type (0 varint, 2 length-delimited), of
+ * the fields around a packed RankEvent in an AgentMessage (proto/dynprof.proto).
+ */
+#define TAG_AGENT_MESSAGE_EVENT	((6 << 3) | 2)	/* AgentMessage.event */
+#define TAG_AGENT_EVENT_SEQ	((1 << 3) | 0)	/* AgentEvent.seq */
+#define TAG_AGENT_EVENT_EVENT	((2 << 3) | 2)	/* AgentEvent.event */
+#define TAG_AGENT_EVENT_BOOT_ID	((3 << 3) | 0)	/* AgentEvent.agent_boot_id */
 
-	ae.seq = seq;
-	ae.event = (Dynprof__V1__RankEvent *)ev;
-	ae.agent_boot_id = a->up.boot_id;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
-	m.event = &ae;
-	upstream_send(a, &m);
+/* Writes v at p as a protobuf varint; returns its length (at most 10). */
+static size_t
+upstream_varint(uint8_t *p, uint64_t v)
+{
+	size_t	 n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return (n);
+}
+
+/*
+ * Sends event seq, the len bytes of a RankEvent packed when it was queued, in
+ * the AgentMessage {event: AgentEvent {seq, event, agent_boot_id}} protobuf-c
+ * would pack around it (fields in number order, zeros left out), so that the
+ * event is neither decoded nor packed again.
+ */
+static void
+upstream_send_event(struct agent *a, uint64_t seq, const uint8_t *buf,
+    size_t len)
+{
+	struct evbuffer	*out;
+	struct iovec	 iov[3];
+	uint8_t		 head[48], fields[24], tail[12];
+	size_t		 nh = 0, nf = 0, nt = 0;
+
+	if ((out = upstream_output(a)) == NULL)
+		return;
+	if (seq != 0) {
+		fields[nf++] = TAG_AGENT_EVENT_SEQ;
+		nf += upstream_varint(fields + nf, seq);
+	}
+	fields[nf++] = TAG_AGENT_EVENT_EVENT;
+	nf += upstream_varint(fields + nf, len);
+	if (a->up.boot_id != 0) {
+		tail[nt++] = TAG_AGENT_EVENT_BOOT_ID;
+		nt += upstream_varint(tail + nt, a->up.boot_id);
+	}
+	head[nh++] = TAG_AGENT_MESSAGE_EVENT;
+	nh += upstream_varint(head + nh, nf + len + nt);
+	memcpy(head + nh, fields, nf);
+	nh += nf;
+	iov[0].iov_base = head;
+	iov[0].iov_len = nh;
+	iov[1].iov_base = (void *)buf;
+	iov[1].iov_len = len;
+	iov[2].iov_base = tail;
+	iov[2].iov_len = nt;
+	if (frame_put_parts(out, iov, 3) == -1) {
+		log_warnx("%s: cannot frame event %llu", __func__,
+		    (unsigned long long)seq);
+		return;
+	}
+	a->up.last_sent_ms = agent_now_ms();
 }
 
 /* Sends, in order, every queued event the coordinator has not committed. */
@@ -213,20 +282,12 @@ static void
 upstream_replay(struct agent *a)
 {
 	const struct queue_entry	*e;
-	Dynprof__V1__RankEvent		*ev;
 	size_t				 i, n = 0;
 
 	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL; i++) {
 		if (e->seq <= a->up.acked)
 			continue;
-		ev = dynprof__v1__rank_event__unpack(NULL, e->len, e->buf);
-		if (ev == NULL) {
-			log_warnx("%s: queued event %llu does not decode",
-			    __func__, (unsigned long long)e->seq);
-			continue;
-		}
-		upstream_send_event(a, e->seq, ev);
-		dynprof__v1__rank_event__free_unpacked(ev, NULL);
+		upstream_send_event(a, e->seq, e->buf, e->len);
 		n++;
 	}
 	if (n > 0)
@@ -612,8 +673,9 @@ upstream_tick(struct agent *a, int64_t now, int early)
 }
 
 /*
- * Numbers a rank event read from origin (NULL: from no slot's log), keeps it
- * until the coordinator commits it, and sends it now if the stream is up.
+ * Numbers a rank event read from origin (NULL: from no slot's log), packs it
+ * (the one time it is), keeps the bytes until the coordinator commits it, and
+ * sends them now if the stream is up.
  * Without a coordinator (standalone) nobody commits it: its log entry is
  * acknowledged at once, so that the rank's log never fills.
  */
@@ -644,11 +706,11 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
 		log_warnx("%s: event queue full (%zu): %llu oldest events "
 		    "dropped so far", __func__, up->queue.max,
 		    (unsigned long long)up->queue.dropped);
-	if (buf != stackbuf)
-		free(buf);
 	a->stats.events_forwarded++;
 	if (up->state == UPSTREAM_READY)
-		upstream_send_event(a, seq, ev);
+		upstream_send_event(a, seq, buf, len);
+	if (buf != stackbuf)
+		free(buf);
 }
 
 /* Tells the coordinator a rank of job is on this node. */
