@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "jobid.h"
 #include "log.h"
 #include "token.h"
@@ -97,16 +97,6 @@ agent_usage(FILE *f)
 "  -h, --help               this help\n"
 "      --version            print the version\n"
 "exit status: 0 clean stop, 1 bad usage or configuration, 2 failure at start\n");
-}
-
-/* Returns the monotonic clock in milliseconds. */
-int64_t
-agent_now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 static int
@@ -481,8 +471,8 @@ agent_wake_sampler(struct agent *a)
 {
 	a->moved = 1;
 	if (a->next_sample_ms == INT64_MAX ||
-	    a->next_sample_ms > agent_now_ms() + a->opts.sample_ms) {
-		a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
+	    a->next_sample_ms > clock_mono_ms() + a->opts.sample_ms) {
+		a->next_sample_ms = clock_mono_ms() + a->opts.sample_ms;
 		agent_schedule(a);
 	}
 }
@@ -511,7 +501,7 @@ agent_idle_ms(const struct agent *a)
 void
 agent_housekeep(struct agent *a, int early)
 {
-	int64_t		 now = agent_now_ms(), due;
+	int64_t		 now = clock_mono_ms(), due;
 	int		 interval, slack;
 
 	interval = a->moved ? a->opts.sample_ms : agent_idle_ms(a);
@@ -542,7 +532,7 @@ void
 agent_schedule(struct agent *a)
 {
 	struct timeval	 tv;
-	int64_t		 now = agent_now_ms(), next;
+	int64_t		 now = clock_mono_ms(), next;
 
 	next = a->next_sample_ms;
 	if (!a->moved && next != INT64_MAX)
@@ -676,7 +666,7 @@ agent_start(struct agent *a)
 		return (-1);
 	if (a->opts.config_file[0] != '\0' && standalone_open(a) == -1)
 		return (-1);
-	a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
+	a->next_sample_ms = clock_mono_ms() + a->opts.sample_ms;
 	a->moved = 1;
 	agent_housekeep(a, 0);
 	if (agent_write_ready(a) == -1)

@@ -179,7 +179,6 @@ struct agent *agent_new(int, char **, int *);
 int	 agent_start(struct agent *);
 int	 agent_run(struct agent *);
 void	 agent_free(struct agent *);
-int64_t	 agent_now_ms(void);
 void	 agent_housekeep(struct agent *, int);
 void	 agent_schedule(struct agent *);
 void	 agent_wake_sampler(struct agent *);

@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "jobid.h"
 #include "log.h"
 
@@ -36,7 +37,7 @@
 static int
 ranks_log_ok(struct agent *a)
 {
-	int64_t	 now = agent_now_ms();
+	int64_t	 now = clock_mono_ms();
 
 	if (now - a->rank_log_start >= RANKS_LOG_MS) {
 		if (a->rank_log_suppressed > 0)

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "jobid.h"
 #include "log.h"
 
@@ -620,7 +620,6 @@ segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 	struct seg_slot			*slot = &ctx->j->seg.slots[idx];
 	struct seg_log_entry		 e;
 	Dynprof__V1__RankEvent		 ev;
-	struct timespec			 ts;
 	uint32_t			 inc, head;
 	int32_t				 pid;
 
@@ -646,8 +645,7 @@ segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 	e.kind = DYNPROF__V1__EVENT_KIND__EVENT_DETACHED;
 	e.step = atomic_load_explicit(&s->step, memory_order_relaxed);
 	e.generation = s->generation;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	e.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	e.time_ns = clock_wall_ns();
 	e.rank_seq = s->rank_seq + 1;
 	e.pid = pid;
 	slotlog_append(slot, &e);

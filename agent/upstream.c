@@ -14,7 +14,6 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -22,6 +21,7 @@
 #include <event2/event.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "frame.h"
 #include "log.h"
 #include "version.h"
@@ -34,15 +34,6 @@
 
 static void	 upstream_connect(struct agent *);
 static void	 upstream_lost(struct agent *, const char *);
-
-static int64_t
-upstream_wall_ns(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
-}
 
 /* Splits HOST:PORT (HOST may be [v6]); the caller checked there is a ':'. */
 static int
@@ -78,7 +69,7 @@ upstream_init(struct agent *a)
 	queue_init(&up->queue, a->opts.queue_max);
 	if (getrandom(&up->boot_id, sizeof(up->boot_id), 0) !=
 	    sizeof(up->boot_id) || up->boot_id == 0)
-		up->boot_id = ((uint64_t)upstream_wall_ns() << 1) | 1;
+		up->boot_id = ((uint64_t)clock_wall_ns() << 1) | 1;
 	if (a->opts.coordinator[0] == '\0')
 		return (0);
 	if (upstream_split(up, a->opts.coordinator) == -1) {
@@ -160,7 +151,7 @@ upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 		    (int)m->body_case);
 		return (-1);
 	}
-	a->up.last_sent_ms = agent_now_ms();
+	a->up.last_sent_ms = clock_mono_ms();
 	return (0);
 }
 
@@ -274,7 +265,7 @@ upstream_send_event(struct agent *a, uint64_t seq, const uint8_t *buf,
 		    (unsigned long long)seq);
 		return;
 	}
-	a->up.last_sent_ms = agent_now_ms();
+	a->up.last_sent_ms = clock_mono_ms();
 }
 
 /* Sends, in order, every queued event the coordinator has not committed. */
@@ -353,7 +344,7 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 	struct upstream	*up = &a->up;
 	const Dynprof__V1__Error *e;
 
-	up->last_recv_ms = agent_now_ms();
+	up->last_recv_ms = clock_mono_ms();
 	if (m->body_case == DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR) {
 		e = m->error;
 		log_warnx("coordinator %s refused: error %d: %.200s",
@@ -487,7 +478,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		a->up.state = UPSTREAM_HELLO;
-		a->up.last_recv_ms = agent_now_ms();
+		a->up.last_recv_ms = clock_mono_ms();
 		if (frame_socket_tune(bufferevent_getfd(bev)) == -1)
 			log_warn("%s: TCP_NODELAY", __func__);
 		log_debug("%s: connected to %s, sending hello", __func__,
@@ -575,7 +566,7 @@ upstream_connect(struct agent *a)
 	}
 	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, a);
 	up->state = UPSTREAM_CONNECTING;
-	up->last_recv_ms = agent_now_ms();
+	up->last_recv_ms = clock_mono_ms();
 	if (bufferevent_socket_connect(up->bev, res->ai_addr,
 	    (int)res->ai_addrlen) == -1) {
 		freeaddrinfo(res);
@@ -608,9 +599,9 @@ upstream_lost(struct agent *a, const char *why)
 		bufferevent_free(up->bev);
 	up->bev = NULL;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)upstream_wall_ns();
+		r = (uint32_t)clock_wall_ns();
 	delay = up->backoff_ms / 2 + (int)(r % (uint32_t)(up->backoff_ms / 2 + 1));
-	up->retry_at_ms = agent_now_ms() + delay;
+	up->retry_at_ms = clock_mono_ms() + delay;
 	up->backoff_ms *= 2;
 	if (up->backoff_ms > AGENT_BACKOFF_MAX_MS)
 		up->backoff_ms = AGENT_BACKOFF_MAX_MS;
@@ -663,7 +654,7 @@ upstream_tick(struct agent *a, int64_t now, int early)
 	}
 	slack = early ? hb_ms / 2 : 0;
 	if (now + slack >= up->last_sent_ms + hb_ms) {
-		hb.time_unix_ns = upstream_wall_ns();
+		hb.time_unix_ns = clock_wall_ns();
 		m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
 		m.heartbeat = &hb;
 		upstream_send(a, &m);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "jobid.h"
 #include "segment.h"
 
@@ -195,7 +196,6 @@ segment_init(void *base, const char *job)
 {
 	struct seg_header	*hdr = base;
 	struct seg_slot		*slots;
-	struct timespec		 ts;
 	uint32_t		 i;
 
 	/* ftruncate() gave zeros: set only what is not zero. */
@@ -209,8 +209,7 @@ segment_init(void *base, const char *job)
 	hdr->slot_size = sizeof(struct seg_slot);
 	hdr->nslots = SEG_MAX_SLOTS;
 	snprintf(hdr->job, sizeof(hdr->job), "%s", job);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	hdr->created_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	hdr->created_ns = clock_wall_ns();
 	atomic_store(&hdr->seq, 0);
 	atomic_store(&hdr->agent_pid, 0);
 	atomic_store(&hdr->generation, 0);
@@ -238,16 +237,14 @@ segment_create(const char *dir, const char *path, const char *job, mode_t mode,
     int replace)
 {
 	char		 tmp[4096];
-	struct timespec	 ts;
 	void		*base;
 	int		 fd, n, saved, rc;
 
 	if (dir == NULL || *dir == '\0')
 		dir = SEG_DEFAULT_DIR;
 	mode &= 0775;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.%ld.%lx", dir, SEG_PREFIX, job,
-	    (long)getpid(), (unsigned long)ts.tv_nsec);
+	    (long)getpid(), (unsigned long)(clock_mono_ns() % 1000000000));
 	if (n < 0 || (size_t)n >= sizeof(tmp)) {
 		errno = ENAMETOOLONG;
 		return (SEG_ESYS);
@@ -671,10 +668,10 @@ segment_slot_update_end(struct seg_slot *slot)
 static void
 segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 {
-	struct timespec	 ts;
+	int64_t		 now_ns;
 	uint32_t	 inc;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ns = clock_wall_ns();
 	segment_slot_update_begin(slot);
 	atomic_store_explicit(&slot->step, -1, memory_order_relaxed);
 	slot->rank = rank;
@@ -685,7 +682,7 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 	slot->stop_step = 0;
 	slot->event_step = -1;
 	slot->event_time_ns = 0;
-	slot->attach_time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	slot->attach_time_ns = now_ns;
 	slot->generation = 0;
 	slot->reason = 0;
 	slot->rank_seq = 0;

@@ -10,6 +10,7 @@ dynprof_test(test_segment_stress_noseqlock
           ${PROJECT_SOURCE_DIR}/common/procmaps.c
           ${PROJECT_SOURCE_DIR}/common/slotlog.c
           ${PROJECT_SOURCE_DIR}/common/jobid.c
+          ${PROJECT_SOURCE_DIR}/common/clock.c
   TIMEOUT 60)
 target_compile_definitions(test_segment_stress_noseqlock PRIVATE
   SEGMENT_TEST_NO_SEQLOCK)
