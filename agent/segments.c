@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "jobid.h"
 #include "log.h"
+#include "names.h"
 
 /* Finds a job already served, or NULL. */
 struct agent_job *
@@ -338,17 +339,6 @@ segments_report_slot(struct agent *a, const struct agent_job *j,
 	}
 }
 
-static const char *
-segments_kind_name(int kind)
-{
-	static const char *names[] = { "unspecified", "attached", "started",
-	    "stopped", "skipped", "failed", "detached" };
-
-	if (kind < 0 || (size_t)kind >= sizeof(names) / sizeof(names[0]))
-		return ("unknown");
-	return (names[kind]);
-}
-
 _Static_assert(DYNPROF__V1__EVENT_KIND__EVENT_FAILED == SEG_EVENT_FAILED,
     "the log's failed kind is the proto's");
 
@@ -391,10 +381,10 @@ segments_log_event(const Dynprof__V1__RankEvent *ev)
 	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
 	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
 		log_info("rank %d of job %s %s (pid %d, slot %u)", ev->rank,
-		    ev->job, segments_kind_name(ev->kind), ev->pid, ev->slot);
+		    ev->job, names_event_kind(ev->kind), ev->pid, ev->slot);
 	else
 		log_info("rank %d of job %s %s window %u [%lld, %lld] at step "
-		    "%lld", ev->rank, ev->job, segments_kind_name(ev->kind),
+		    "%lld", ev->rank, ev->job, names_event_kind(ev->kind),
 		    ev->window_id, (long long)ev->start_step,
 		    (long long)ev->stop_step, (long long)ev->step);
 }
