@@ -22,6 +22,9 @@
 #include "log.h"
 #include "names.h"
 
+_Static_assert(sizeof(((struct agent_job *)0)->name) > JOBID_MAX,
+    "a job's name holds any valid job id");
+
 /* Finds a job already served, or NULL. */
 struct agent_job *
 segments_find(struct agent *a, const char *job)
@@ -104,7 +107,7 @@ segments_get(struct agent *a, const char *job, int create)
 		free(j);
 		return (NULL);
 	}
-	strcpy(j->name, job);
+	strcpy(j->name, job);		/* jobid_valid(): JOBID_MAX at most */
 	j->progress_dirty = 1;
 	TAILQ_INSERT_TAIL(&a->jobs, j, entry);
 	log_info("serving job %s (segment %s, generation %llu)", job,

@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jobid.h"
+
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
 #define SEG_VERSION		4	/* bump when the layout changes */
 
@@ -37,7 +39,7 @@
 #define SEG_PREFIX		"dynprof."
 #define SEG_DEFAULT_MODE	0600
 
-#define SEG_JOB_MAX		64	/* job id length, DESIGN.md */
+#define SEG_JOB_MAX		JOBID_MAX	/* job id length, NUL not counted */
 #define SEG_MAX_WINDOWS		16	/* windows per job schedule */
 #define SEG_MAX_SLOTS		256	/* ranks of one job on one node */
 #define SEG_RANKS_MAX		256	/* "0-7,16" target list, NUL included */
@@ -200,6 +202,8 @@ struct seg_header {
 };
 
 /* The layout is shared between processes and compilers: pin it down. */
+_Static_assert(SEG_JOB_MAX == 64,
+    "the header's job id is in the layout: a new JOBID_MAX bumps SEG_VERSION");
 _Static_assert(sizeof(struct seg_header) == 192, "seg_header size");
 _Static_assert(sizeof(struct seg_header) % 64 == 0, "seg_header alignment");
 _Static_assert(sizeof(struct seg_log_entry) == 64 + SEG_LOG_TEXT_MAX,
