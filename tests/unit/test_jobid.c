@@ -23,27 +23,20 @@ repeat(char *buf, int c, size_t n)
 	return (buf);
 }
 
-/* Asserts that jobid_valid() refuses id with the reason want. */
+/* Asserts that check (jobid_valid or subdir_valid) refuses s, saying want. */
 static void
-assert_job_refused(const char *id, const char *want)
+assert_refused(int (*check)(const char *, const char **), const char *s,
+    const char *want)
 {
 	const char	*why = NULL;
 
-	assert_int_equal(jobid_valid(id, &why), 0);
+	assert_int_equal(check(s, &why), 0);
 	assert_non_null(why);
 	assert_string_equal(why, want);
 }
 
-/* Asserts that subdir_valid() refuses s with the reason want. */
-static void
-assert_subdir_refused(const char *s, const char *want)
-{
-	const char	*why = NULL;
-
-	assert_int_equal(subdir_valid(s, &why), 0);
-	assert_non_null(why);
-	assert_string_equal(why, want);
-}
+#define assert_job_refused(s, want)	assert_refused(jobid_valid, s, want)
+#define assert_subdir_refused(s, want)	assert_refused(subdir_valid, s, want)
 
 /* Every allowed character, in ids such as schedulers hand out. */
 static void
