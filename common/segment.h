@@ -289,6 +289,20 @@ struct segment {
 /* segment_open_trusting(): no uid trusted besides the caller's and root. */
 #define SEG_NOUID	((uid_t)-1)
 
+/* How often a reader retries a read torn by a writer before giving up. */
+#define SEGMENT_READ_RETRIES	1000
+
+/* Lets the other hyperthread run while a reader waits out a seqlock writer. */
+static inline void
+segment_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 /* segment.c */
 int	 segment_path(char *, size_t, const char *, const char *);
 int	 segment_open(struct segment *, const char *, const char *, int, mode_t);
@@ -306,6 +320,7 @@ void	 segment_write_config(struct segment *, const struct seg_config *);
 int	 segment_read_config(const struct segment *, struct seg_config *,
 	    uint32_t *);
 
+/* segment_slot.c */
 int	 segment_slot_claim(struct segment *, pid_t, int32_t, const char *);
 void	 segment_slot_release(struct segment *, int, pid_t);
 int	 segment_slot_read(const struct segment *, int, struct seg_slot *);

@@ -7,6 +7,7 @@ dynprof_test(test_segment_stress SOURCES test_segment_stress.c LIBS dpcommon
   TIMEOUT 60)
 dynprof_test(test_segment_stress_noseqlock
   SOURCES test_segment_stress.c ${PROJECT_SOURCE_DIR}/common/segment.c
+          ${PROJECT_SOURCE_DIR}/common/segment_slot.c
           ${PROJECT_SOURCE_DIR}/common/procmaps.c
           ${PROJECT_SOURCE_DIR}/common/slotlog.c
           ${PROJECT_SOURCE_DIR}/common/jobid.c
