@@ -9,18 +9,21 @@
 #include "agent.h"
 #include "jobid.h"
 #include "log.h"
+#include "options.h"
 
+/* Sets o to the options table's defaults (nothing set, MindSpore's). */
 static void
 apply_default_options(struct seg_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->aicore_metrics = -1;
-	o->profiler_level = -1;
-	o->profile_framework = -1;
-	o->analyse_mode = -1;
-	o->data_simplification = 1;	/* MindSpore's default */
+	options_defaults(&options_seg, o);
 }
 
+/*
+ * Fills o from a pushed window's options after checking every row's range,
+ * the subdirectory and the framework options' length.  Returns 0, or -1 with
+ * *why set.
+ */
 static int
 apply_options(const Dynprof__V1__ProfilerOptions *po, struct seg_options *o,
     const char **why)
@@ -30,21 +33,11 @@ apply_options(const Dynprof__V1__ProfilerOptions *po, struct seg_options *o,
 	apply_default_options(o);
 	if (po == NULL)
 		return (0);
-	if (po->aicore_metrics < -1 || po->aicore_metrics > 5 ||
-	    po->profiler_level < -1 || po->profiler_level > 2 ||
-	    po->profile_framework < -1 || po->profile_framework > 1 ||
-	    po->analyse_mode < -1 || po->analyse_mode > 1) {
+	if (options_check(&options_proto, po) != NULL) {
 		*why = "profiler option out of range";
 		return (-1);
 	}
-	o->aicore_metrics = po->aicore_metrics;
-	o->profiler_level = po->profiler_level;
-	o->profile_framework = po->profile_framework;
-	o->analyse_mode = po->analyse_mode;
-	o->profile_communication = po->profile_communication != 0;
-	o->parallel_strategy = po->parallel_strategy != 0;
-	o->with_stack = po->with_stack != 0;
-	o->data_simplification = po->data_simplification != 0;
+	options_convert(&options_seg, o, &options_proto, po);
 	if (po->output_subdir != NULL && po->output_subdir[0] != '\0') {
 		if (!subdir_valid(po->output_subdir, why))
 			return (-1);

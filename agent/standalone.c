@@ -23,6 +23,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "options.h"
 
 #define STANDALONE_FILE_MAX	(1024 * 1024)	/* a profiler_config.json is tiny */
 
@@ -38,78 +39,81 @@ struct standalone {
 
 #define STANDALONE_STEP_MAX	1000000000000000LL	/* 1e15, as the coordinator */
 
-/*
- * MindSpore 2.4's typed keys, integers with their valid range; every other key
- * is a framework option.
- */
-static const struct {
-	const char	*key;
-	int64_t		 min, max;
-} standalone_int_keys[] = {
-	{ "start_step", -1, STANDALONE_STEP_MAX },
-	{ "stop_step", -1, STANDALONE_STEP_MAX },
-	{ "aicore_metrics", -1, 5 },
-	{ "profiler_level", -1, 2 },
-	{ "profile_framework", -1, 1 },
-	{ "analyse_mode", -1, 1 },
-};
-static const char *const standalone_bool_keys[] = { "profile_communication",
-    "parallel_strategy", "with_stack", "data_simplification" };
+/* The window's steps: integers, -1 for none. */
+static const char *const standalone_step_keys[] = { "start_step", "stop_step" };
 
 #define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))
 
 /*
- * What MindSpore 2.4's monitor writes when rank 0 finds no profiler_config.json:
- * DynamicProfilerArgs().vars, as json.dump(..., indent=4) prints it.
+ * Returns 1 if key is typed in MindSpore 2.4's file: a step, or a key of the
+ * options table; *is_int says how, *min and *max give an integer's range.
+ * Every other key is a framework option.
  */
-static const char standalone_default_json[] =
-    "{\n"
-    "    \"start_step\": -1,\n"
-    "    \"stop_step\": -1,\n"
-    "    \"aicore_metrics\": -1,\n"
-    "    \"profiler_level\": -1,\n"
-    "    \"profile_framework\": -1,\n"
-    "    \"analyse_mode\": -1,\n"
-    "    \"profile_communication\": false,\n"
-    "    \"parallel_strategy\": false,\n"
-    "    \"with_stack\": false,\n"
-    "    \"data_simplification\": true\n"
-    "}\n";
-
-/* Returns 1 if key is typed: *is_int says how, *index where in the table. */
 static int
-standalone_known_key(const char *key, int *is_int, size_t *index)
+standalone_known_key(const char *key, int *is_int, int64_t *min,
+    int64_t *max)
 {
-	size_t	 i;
+	const struct options_row	*r;
+	size_t				 i;
 
-	for (i = 0; i < NITEMS(standalone_int_keys); i++)
-		if (strcmp(key, standalone_int_keys[i].key) == 0) {
+	for (i = 0; i < NITEMS(standalone_step_keys); i++)
+		if (strcmp(key, standalone_step_keys[i]) == 0) {
 			*is_int = 1;
-			*index = i;
+			*min = -1;
+			*max = STANDALONE_STEP_MAX;
 			return (1);
 		}
-	for (i = 0; i < NITEMS(standalone_bool_keys); i++)
-		if (strcmp(key, standalone_bool_keys[i]) == 0) {
-			*is_int = 0;
-			return (1);
-		}
-	return (0);
+	if ((r = options_find(OPTIONS_MS24, key)) == NULL)
+		return (0);
+	*is_int = r->type == OPTIONS_INT;
+	*min = r->min;
+	*max = r->max;
+	return (1);
 }
 
+/*
+ * Writes what MindSpore 2.4's monitor writes when rank 0 finds no
+ * profiler_config.json into buf: DynamicProfilerArgs().vars, as
+ * json.dump(..., indent=4) prints it.  Returns its length, or -1 if len is
+ * short.
+ */
+static int
+standalone_default_json(char *buf, size_t len)
+{
+	const struct options_row	*r;
+	size_t				 i, off;
+	int				 n;
+
+	n = snprintf(buf, len, "{\n    \"start_step\": -1,\n"
+	    "    \"stop_step\": -1");
+	for (i = 0; i < OPTIONS_N && n >= 0 && (size_t)n < len; i++) {
+		r = &options_table[i];
+		if (r->keys[OPTIONS_MS24] == NULL)
+			continue;
+		off = (size_t)n;
+		if (r->type == OPTIONS_BOOL)
+			n = snprintf(buf + off, len - off, ",\n    \"%s\": %s",
+			    r->keys[OPTIONS_MS24], r->def ? "true" : "false");
+		else
+			n = snprintf(buf + off, len - off, ",\n    \"%s\": %lld",
+			    r->keys[OPTIONS_MS24], (long long)r->def);
+		n = n < 0 ? n : n + (int)off;
+	}
+	if (n >= 0 && (size_t)n < len) {
+		off = (size_t)n;
+		n = snprintf(buf + off, len - off, "\n}\n");
+		n = n < 0 ? n : n + (int)off;
+	}
+	return (n < 0 || (size_t)n >= len ? -1 : n);
+}
+
+/* Returns key's integer in root, or def when root has no such key. */
 static int64_t
 standalone_int(json_t *root, const char *key, int64_t def)
 {
 	json_t	*v = json_object_get(root, key);
 
 	return (v != NULL ? (int64_t)json_integer_value(v) : def);
-}
-
-static int
-standalone_bool(json_t *root, const char *key, int def)
-{
-	json_t	*v = json_object_get(root, key);
-
-	return (v != NULL ? json_is_true(v) : def);
 }
 
 /*
@@ -191,7 +195,8 @@ standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
 	const char	*key;
 	int64_t		 start, stop;
 	json_int_t	 iv;
-	size_t		 ti;
+	int64_t		 min, max;
+	size_t		 i;
 	int		 is_int;
 
 	*fwopts = NULL;
@@ -209,7 +214,7 @@ standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
 	if ((rest = json_object()) == NULL)
 		goto fail_nomem;
 	json_object_foreach(root, key, v) {
-		if (!standalone_known_key(key, &is_int, &ti)) {
+		if (!standalone_known_key(key, &is_int, &min, &max)) {
 			if (json_object_set(rest, key, v) == -1)
 				goto fail_nomem;
 			continue;
@@ -220,12 +225,10 @@ standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
 			goto fail;
 		}
 		iv = is_int ? json_integer_value(v) : 0;
-		if (is_int && (iv < standalone_int_keys[ti].min ||
-		    iv > standalone_int_keys[ti].max)) {
+		if (is_int && (iv < min || iv > max)) {
 			log_warnx("%s: invalid, previous config stays: \"%s\" "
 			    "%lld out of range (%lld to %lld)", path, key,
-			    (long long)iv, (long long)standalone_int_keys[ti].min,
-			    (long long)standalone_int_keys[ti].max);
+			    (long long)iv, (long long)min, (long long)max);
 			goto fail;
 		}
 		if (!is_int && !json_is_boolean(v)) {
@@ -244,17 +247,17 @@ standalone_parse(struct agent *a, const char *path, Dynprof__V1__Window *w,
 		    (long long)stop);
 		goto fail;
 	}
-	po->aicore_metrics = (int32_t)standalone_int(root, "aicore_metrics", -1);
-	po->profiler_level = (int32_t)standalone_int(root, "profiler_level", -1);
-	po->profile_framework = (int32_t)standalone_int(root,
-	    "profile_framework", -1);
-	po->analyse_mode = (int32_t)standalone_int(root, "analyse_mode", -1);
-	po->profile_communication = standalone_bool(root,
-	    "profile_communication", 0);
-	po->parallel_strategy = standalone_bool(root, "parallel_strategy", 0);
-	po->with_stack = standalone_bool(root, "with_stack", 0);
-	po->data_simplification = standalone_bool(root, "data_simplification",
-	    1);
+	for (i = 0; i < OPTIONS_N; i++) {
+		key = options_table[i].keys[OPTIONS_MS24];
+		v = key != NULL ? json_object_get(root, key) : NULL;
+		if (v == NULL)
+			iv = options_table[i].def;
+		else if (options_table[i].type == OPTIONS_BOOL)
+			iv = json_is_true(v);
+		else
+			iv = json_integer_value(v);
+		options_set(&options_proto, i, po, iv);
+	}
 	if (json_object_size(rest) > 0) {
 		*fwopts = json_dumps(rest, JSON_COMPACT | JSON_SORT_KEYS);
 		if (*fwopts == NULL)
@@ -455,10 +458,15 @@ standalone_mkdirs(const char *dir)
 static int
 standalone_write_default(struct standalone *sa, const char *path)
 {
-	char		 tmp[PATH_MAX];
-	size_t		 len = sizeof(standalone_default_json) - 1;
-	int		 fd;
+	char		 tmp[PATH_MAX], text[1024];
+	size_t		 len;
+	int		 fd, n;
 
+	if ((n = standalone_default_json(text, sizeof(text))) == -1) {
+		log_warnx("%s: %s: default config too long", __func__, path);
+		return (-1);
+	}
+	len = (size_t)n;
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", sa->dir, sa->base) >=
 	    (int)sizeof(tmp)) {
 		log_warnx("%s: %s: path too long", __func__, path);
@@ -469,7 +477,7 @@ standalone_write_default(struct standalone *sa, const char *path)
 		return (-1);
 	}
 	if (fchmod(fd, 0644) == -1 ||
-	    write(fd, standalone_default_json, len) != (ssize_t)len) {
+	    write(fd, text, len) != (ssize_t)len) {
 		log_warn("%s: %s", __func__, tmp);
 		goto fail;
 	}

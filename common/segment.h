@@ -81,7 +81,12 @@ enum seg_rank_state {
 	SEG_RANK_GONE = 7,
 };
 
-/* Typed profiler options: MindSpore's profiler_config.json fields. -1 is unset. */
+/*
+ * Typed profiler options: MindSpore's profiler_config.json fields. -1 is unset.
+ * A field per row of the options table (common/options.h, its layer
+ * options_seg), of the same name: a new row is a new field here, and a new
+ * SEG_VERSION.
+ */
 struct seg_options {
 	int32_t		 aicore_metrics;
 	int32_t		 profiler_level;

@@ -13,8 +13,14 @@
 #include <curl/curl.h>
 
 #include "ctl.h"
+#include "options.h"
 #include "token.h"
 #include "version.h"
+
+/* Where a help text lists the options table's typed options. */
+#define CTL_HELP_OPTIONS	"\001"
+#define CTL_HELP_INDENT		21	/* the column of a flag's text */
+#define CTL_HELP_WIDTH		72
 
 struct ctl_command {
 	const char	*name;
@@ -53,10 +59,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --roundup R        move the start up to the next multiple of R\n"
 	  "  --ranks LIST       only these ranks, e.g. 0-7,16 (default: all)\n"
 	  "  --option KEY=VALUE a profiler option, repeatable: MindSpore fields are\n"
-	  "                     typed (aicore_metrics, profiler_level,\n"
-	  "                     profile_framework, analyse_mode: integers;\n"
-	  "                     profile_communication, parallel_strategy,\n"
-	  "                     with_stack, data_simplification: true/false);\n"
+	  CTL_HELP_OPTIONS
 	  "                     other keys take a JSON value, else a string\n"
 	  "  --output-subdir D  a relative subdirectory of each rank's output root\n"
 	  "  --wait             follow the targeted ranks until each has stopped,\n"
@@ -164,11 +167,72 @@ ctl_find(const char *name)
 	return (NULL);
 }
 
+/*
+ * Prints the typed options of the options table, integers then booleans,
+ * wrapped under a flag's text.
+ */
+static void
+ctl_help_options(FILE *f)
+{
+	static const struct {
+		enum options_type	 type;
+		const char		*what;
+	} groups[] = {
+		{ OPTIONS_INT, ": integers;" },
+		{ OPTIONS_BOOL, ": true/false);" },
+	};
+	char		 text[1024], *word, *last;
+	size_t		 g, i, off, col, len;
+	const char	*sep;
+
+	off = (size_t)snprintf(text, sizeof(text), "typed (");
+	for (g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+		sep = "";
+		for (i = 0; i < OPTIONS_N && off < sizeof(text); i++) {
+			if (options_table[i].type != groups[g].type)
+				continue;
+			off += (size_t)snprintf(text + off, sizeof(text) - off,
+			    "%s%s", sep, options_table[i].name);
+			sep = ", ";
+		}
+		if (off < sizeof(text))
+			off += (size_t)snprintf(text + off, sizeof(text) - off,
+			    "%s ", groups[g].what);
+	}
+	col = 0;
+	for (word = strtok_r(text, " ", &last); word != NULL;
+	    word = strtok_r(NULL, " ", &last)) {
+		len = strlen(word);
+		if (col > 0 && CTL_HELP_INDENT + col + 1 + len >
+		    CTL_HELP_WIDTH) {
+			fputc('\n', f);
+			col = 0;
+		}
+		if (col == 0)
+			fprintf(f, "%*s", CTL_HELP_INDENT, "");
+		else {
+			fputc(' ', f);
+			col++;
+		}
+		fputs(word, f);
+		col += len;
+	}
+	fputc('\n', f);
+}
+
+/* Prints a command's usage and help, then the global options. */
 static void
 ctl_command_help(FILE *f, const struct ctl_command *c)
 {
-	fprintf(f, "usage: dynprofctl [GLOBAL OPTIONS] %s\n\n%s", c->usage,
-	    c->help);
+	const char	*at;
+
+	fprintf(f, "usage: dynprofctl [GLOBAL OPTIONS] %s\n\n", c->usage);
+	if ((at = strchr(c->help, CTL_HELP_OPTIONS[0])) != NULL) {
+		fwrite(c->help, 1, (size_t)(at - c->help), f);
+		ctl_help_options(f);
+		fputs(at + 1, f);
+	} else
+		fputs(c->help, f);
 	fprintf(f, "\nGlobal options: --coordinator URL, --token-file F, "
 	    "--cacert F, --cert F,\n"
 	    "--key F, --json (dynprofctl --help).\n"

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "options.h"
 #include "segment.h"
 
 static const char *ctl_slot_states[] = {
@@ -71,27 +72,19 @@ ctl_local_options(const struct seg_options *o)
 {
 	json_t	*j, *fw;
 	char	 buf[SEG_FWOPTS_MAX];
+	size_t	 i;
+	int64_t	 v;
 
 	j = json_object();
-	if (o->aicore_metrics != -1)
-		json_object_set_new(j, "aicore_metrics",
-		    json_integer(o->aicore_metrics));
-	if (o->profiler_level != -1)
-		json_object_set_new(j, "profiler_level",
-		    json_integer(o->profiler_level));
-	if (o->profile_framework != -1)
-		json_object_set_new(j, "profile_framework",
-		    json_integer(o->profile_framework));
-	if (o->analyse_mode != -1)
-		json_object_set_new(j, "analyse_mode",
-		    json_integer(o->analyse_mode));
-	json_object_set_new(j, "profile_communication",
-	    json_boolean(o->profile_communication));
-	json_object_set_new(j, "parallel_strategy",
-	    json_boolean(o->parallel_strategy));
-	json_object_set_new(j, "with_stack", json_boolean(o->with_stack));
-	json_object_set_new(j, "data_simplification",
-	    json_boolean(o->data_simplification));
+	for (i = 0; i < OPTIONS_N; i++) {
+		v = options_get(&options_seg, i, o);
+		if (options_table[i].type == OPTIONS_BOOL)
+			json_object_set_new(j, options_table[i].name,
+			    json_boolean(v));
+		else if (v != OPTIONS_UNSET)
+			json_object_set_new(j, options_table[i].name,
+			    json_integer(v));
+	}
 	ctl_local_str(buf, sizeof(buf), o->output_subdir,
 	    sizeof(o->output_subdir));
 	if (buf[0] != '\0')

@@ -8,36 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "ctl.h"
+#include "options.h"
 
 #define CTL_POLL_MS	500	/* how often --wait asks for the job's status */
 #define CTL_PRINT_MS	1000	/* plain progress lines at most this often */
 
-/* MindSpore's typed profiler_config.json fields. */
-static const char *ctl_int_options[] = {
-	"aicore_metrics", "profiler_level", "profile_framework", "analyse_mode",
-};
-static const char *ctl_bool_options[] = {
-	"profile_communication", "parallel_strategy", "with_stack",
-	"data_simplification",
-};
-
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
-
-static int
-ctl_is_one_of(const char *key, const char **list, size_t n)
-{
-	size_t	 i;
-
-	for (i = 0; i < n; i++) {
-		if (strcmp(key, list[i]) == 0)
-			return (1);
-	}
-	return (0);
-}
 
 /*
  * Adds "KEY=VALUE" to the options object: MindSpore's integer and boolean
@@ -47,11 +26,13 @@ ctl_is_one_of(const char *key, const char **list, size_t n)
 int
 ctl_option_parse(json_t *options, const char *arg, char *err, size_t errlen)
 {
+	const struct options_row *r;
 	const char	*eq, *value;
 	char		 key[128];
 	json_t		*v;
 	int64_t		 n;
 	size_t		 klen;
+	int		 b;
 
 	eq = strchr(arg, '=');
 	if (eq == NULL) {
@@ -81,28 +62,21 @@ ctl_option_parse(json_t *options, const char *arg, char *err, size_t errlen)
 		    "--output-subdir");
 		return (-1);
 	}
-	if (ctl_is_one_of(key, ctl_int_options, nitems(ctl_int_options))) {
+	r = options_find(OPTIONS_DYNPROF, key);
+	if (r != NULL && r->type == OPTIONS_INT) {
 		if (ctl_parse_int64(value, -1, INT32_MAX, &n) == -1) {
 			snprintf(err, errlen, "--option %s=%s: %s takes an "
 			    "integer (-1 for unset)", key, value, key);
 			return (-1);
 		}
 		v = json_integer(n);
-	} else if (ctl_is_one_of(key, ctl_bool_options,
-	    nitems(ctl_bool_options))) {
-		if (strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
-		    strcasecmp(value, "yes") == 0 ||
-		    strcasecmp(value, "on") == 0)
-			v = json_true();
-		else if (strcasecmp(value, "false") == 0 ||
-		    strcmp(value, "0") == 0 || strcasecmp(value, "no") == 0 ||
-		    strcasecmp(value, "off") == 0)
-			v = json_false();
-		else {
+	} else if (r != NULL) {
+		if (options_bool_text(value, &b) == -1) {
 			snprintf(err, errlen, "--option %s=%s: %s takes true "
 			    "or false", key, value, key);
 			return (-1);
 		}
+		v = json_boolean(b);
 	} else {
 		v = json_loads(value, JSON_DECODE_ANY, NULL);
 		if (v == NULL)

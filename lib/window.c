@@ -18,6 +18,7 @@
 
 #include "jobid.h"
 #include "libdynprof.h"
+#include "options.h"
 
 /*
  * Makes every string of a config copied from shared memory NUL-terminated and
@@ -246,12 +247,5 @@ window_done_free(struct window_done *d)
 void
 window_options(const struct seg_options *so, struct dynprof_options *o)
 {
-	o->aicore_metrics = so->aicore_metrics;
-	o->profiler_level = so->profiler_level;
-	o->profile_framework = so->profile_framework;
-	o->analyse_mode = so->analyse_mode;
-	o->profile_communication = so->profile_communication != 0;
-	o->parallel_strategy = so->parallel_strategy != 0;
-	o->with_stack = so->with_stack != 0;
-	o->data_simplification = so->data_simplification != 0;
+	options_convert(&options_lib, o, &options_seg, so);
 }

@@ -20,6 +20,7 @@
 
 #include "dynprof.pb-c.h"
 #include "jobid.h"
+#include "options.h"
 #include "segment.h"
 #include "tls.h"
 
@@ -64,16 +65,15 @@ struct store;
 /* Descriptors kept for agents, the store and logs, out of the HTTP cap. */
 #define COORD_FD_RESERVE	256
 
-/* Typed profiler options plus framework options, as a window carries them. */
+/*
+ * Typed profiler options plus framework options, as a window carries them:
+ * an int32_t per row of the options table (common/options.h), named after
+ * it (-1 an integer unset, 0 or 1 a boolean), in the table's order; its
+ * layer is options_coord.
+ */
+#define OPTIONS_COORD_FIELD(a, field, ...)	int32_t field;
 struct options {
-	int32_t		 aicore_metrics;	/* -1 unset */
-	int32_t		 profiler_level;
-	int32_t		 profile_framework;
-	int32_t		 analyse_mode;
-	int		 profile_communication;
-	int		 parallel_strategy;
-	int		 with_stack;
-	int		 data_simplification;
+	OPTIONS_ROWS(OPTIONS_COORD_FIELD, _)
 	char		*fwopts;		/* JSON object text or NULL */
 };
 
@@ -335,6 +335,7 @@ struct rank	*schedule_rank_get(struct job *, int32_t);
 struct node	*schedule_node_find(struct coord *, const char *);
 struct node	*schedule_node_get(struct coord *, const char *);
 struct node_job	*schedule_node_job(struct node *, const char *, int);
+extern const struct options_layer options_coord;
 void	 options_init(struct options *);
 void	 options_clear(struct options *);
 int	 options_copy(struct options *, const struct options *);

@@ -11,16 +11,12 @@
 #include "coord.h"
 #include "log.h"
 
-/* Sets options to MindSpore's defaults: nothing set, data_simplification on. */
+/* Sets options to the table's defaults (nothing set, MindSpore's). */
 void
 options_init(struct options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->aicore_metrics = -1;
-	o->profiler_level = -1;
-	o->profile_framework = -1;
-	o->analyse_mode = -1;
-	o->data_simplification = 1;
+	options_defaults(&options_coord, o);
 }
 
 /* Frees what options holds. */
@@ -42,25 +38,9 @@ options_copy(struct options *dst, const struct options *src)
 	return (0);
 }
 
-static const struct {
-	const char	*key;
-	size_t		 off;
-	int		 min, max;	/* min > max: a boolean */
-} options_typed[] = {
-	{ "aicore_metrics", offsetof(struct options, aicore_metrics), -1, 5 },
-	{ "profiler_level", offsetof(struct options, profiler_level), -1, 2 },
-	{ "profile_framework", offsetof(struct options, profile_framework),
-	    -1, 1 },
-	{ "analyse_mode", offsetof(struct options, analyse_mode), -1, 1 },
-	{ "profile_communication",
-	    offsetof(struct options, profile_communication), 1, 0 },
-	{ "parallel_strategy", offsetof(struct options, parallel_strategy),
-	    1, 0 },
-	{ "with_stack", offsetof(struct options, with_stack), 1, 0 },
-	{ "data_simplification", offsetof(struct options, data_simplification),
-	    1, 0 },
-};
-#define OPTIONS_NTYPED	(sizeof(options_typed) / sizeof(options_typed[0]))
+/* Where struct options keeps each row of the options table. */
+const struct options_layer options_coord =
+    OPTIONS_LAYER("coordinator", struct options);
 
 /*
  * Applies a JSON object of profiler options onto o: typed MindSpore keys are
@@ -74,10 +54,9 @@ options_parse(const void *jv, struct options *o, const char **field,
 	const json_t	*obj = jv;
 	json_t		*fw, *value;
 	struct options	 n;
+	const struct options_row *r;
 	const char	*key;
 	char		*text;
-	size_t		 i;
-	int32_t		*ip;
 	json_int_t	 iv;
 
 	if (!json_is_object(obj)) {
@@ -95,10 +74,7 @@ options_parse(const void *jv, struct options *o, const char **field,
 		fw = json_object();
 	}
 	json_object_foreach((json_t *)obj, key, value) {
-		for (i = 0; i < OPTIONS_NTYPED; i++)
-			if (strcmp(key, options_typed[i].key) == 0)
-				break;
-		if (i == OPTIONS_NTYPED) {
+		if ((r = options_find(OPTIONS_DYNPROF, key)) == NULL) {
 			if (strcmp(key, "start_step") == 0 ||
 			    strcmp(key, "stop_step") == 0) {
 				*field = key;
@@ -108,26 +84,25 @@ options_parse(const void *jv, struct options *o, const char **field,
 			json_object_set(fw, key, value);
 			continue;
 		}
-		ip = (int32_t *)((char *)&n + options_typed[i].off);
-		*field = options_typed[i].key;
-		if (options_typed[i].min > options_typed[i].max) {
+		*field = r->name;
+		if (r->type == OPTIONS_BOOL) {
 			if (!json_is_boolean(value)) {
 				*why = "must be true or false";
 				goto fail;
 			}
-			*(int *)ip = json_is_true(value);
-			continue;
+			iv = json_is_true(value);
+		} else {
+			if (!json_is_integer(value)) {
+				*why = "must be an integer";
+				goto fail;
+			}
+			iv = json_integer_value(value);
+			if (!options_in_range(r, iv)) {
+				*why = "out of range";
+				goto fail;
+			}
 		}
-		if (!json_is_integer(value)) {
-			*why = "must be an integer";
-			goto fail;
-		}
-		iv = json_integer_value(value);
-		if (iv < options_typed[i].min || iv > options_typed[i].max) {
-			*why = "out of range";
-			goto fail;
-		}
-		*ip = (int32_t)iv;
+		options_set(&options_coord, options_index(r), &n, iv);
 	}
 	n.fwopts = NULL;
 	if (json_object_size(fw) > 0) {
@@ -160,17 +135,14 @@ options_to_json(const struct options *o)
 {
 	json_t		*obj, *fw;
 	size_t		 i;
-	const int32_t	*ip;
+	int64_t		 v;
 
 	obj = json_object();
-	for (i = 0; i < OPTIONS_NTYPED; i++) {
-		ip = (const int32_t *)((const char *)o + options_typed[i].off);
-		if (options_typed[i].min > options_typed[i].max)
-			json_object_set_new(obj, options_typed[i].key,
-			    json_boolean(*(const int *)ip));
-		else
-			json_object_set_new(obj, options_typed[i].key,
-			    json_integer(*ip));
+	for (i = 0; i < OPTIONS_N; i++) {
+		v = options_get(&options_coord, i, o);
+		json_object_set_new(obj, options_table[i].name,
+		    options_table[i].type == OPTIONS_BOOL ? json_boolean(v) :
+		    json_integer(v));
 	}
 	if (o->fwopts != NULL &&
 	    (fw = json_loads(o->fwopts, 0, NULL)) != NULL) {

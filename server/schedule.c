@@ -565,14 +565,8 @@ schedule_build_config(struct job *job)
 		pw->state = w->state == WINDOW_STATE_CANCELLED ?
 		    DYNPROF__V1__WINDOW_STATE__WINDOW_CANCELLED :
 		    DYNPROF__V1__WINDOW_STATE__WINDOW_SCHEDULED;
-		po->aicore_metrics = w->options.aicore_metrics;
-		po->profiler_level = w->options.profiler_level;
-		po->profile_framework = w->options.profile_framework;
-		po->analyse_mode = w->options.analyse_mode;
-		po->profile_communication = w->options.profile_communication;
-		po->parallel_strategy = w->options.parallel_strategy;
-		po->with_stack = w->options.with_stack;
-		po->data_simplification = w->options.data_simplification;
+		options_convert(&options_proto, po, &options_coord,
+		    &w->options);
 		po->output_subdir = w->output_subdir;
 		po->framework_options_json = w->options.fwopts != NULL ?
 		    w->options.fwopts : (char *)"";

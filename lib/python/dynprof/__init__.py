@@ -76,9 +76,8 @@ Window = collections.namedtuple("Window", "id start_step stop_step")
 Window.__doc__ = """A window: the profiler starts in step_begin(start_step) and
 stops in step_end(stop_step), both inclusive."""
 
-Options = collections.namedtuple("Options", (
-    "aicore_metrics profiler_level profile_framework analyse_mode "
-    "profile_communication parallel_strategy with_stack data_simplification"))
+Options = collections.namedtuple("Options",
+                                 [row[0] for row in _native.OPTIONS])
 Options.__doc__ = """A window's profiler options, MindSpore's profiler_config.json
 fields: the first four are ints (-1 when not set), the others bools."""
 
@@ -366,11 +365,8 @@ class Monitor:
             w = wp.contents
             window = Window(int(w.id), int(w.start_step), int(w.stop_step))
             o = op.contents
-            options = Options(int(o.aicore_metrics), int(o.profiler_level),
-                              int(o.profile_framework), int(o.analyse_mode),
-                              bool(o.profile_communication),
-                              bool(o.parallel_strategy), bool(o.with_stack),
-                              bool(o.data_simplification))
+            options = Options(*(kind(getattr(o, name))
+                                for name, kind, *_ in _native.OPTIONS))
             text = fwopts.decode("utf-8") if fwopts else ""
             try:
                 fw = json.loads(text) if text.strip() else {}

@@ -49,18 +49,28 @@ PARAMS_VERSION = 1
 INT64_MAX = (1 << 63) - 1
 
 
+# The typed profiler options, a mirror of common/options.h's table (which
+# tests/unit/test_options_python.py compares it with), in its order: name (the
+# field of struct dynprof_options), type (int or bool), min, max, default,
+# MindSpore 2.4's key, the names of the values 0.. (or None).  Other keys of a
+# window's options are framework options.
+OPTIONS = (
+    ("aicore_metrics", int, -1, 5, -1, "aicore_metrics", None),
+    ("profiler_level", int, -1, 2, -1, "profiler_level",
+     ("Level0", "Level1", "Level2")),
+    ("profile_framework", int, -1, 1, -1, "profile_framework",
+     ("time", "all")),
+    ("analyse_mode", int, -1, 1, -1, "analyse_mode", ("sync", "async")),
+    ("profile_communication", bool, 0, 1, 0, "profile_communication", None),
+    ("parallel_strategy", bool, 0, 1, 0, "parallel_strategy", None),
+    ("with_stack", bool, 0, 1, 0, "with_stack", None),
+    ("data_simplification", bool, 0, 1, 1, "data_simplification", None),
+)
+
+
 class Options(ctypes.Structure):
-    """struct dynprof_options"""
-    _fields_ = [
-        ("aicore_metrics", ctypes.c_int),
-        ("profiler_level", ctypes.c_int),
-        ("profile_framework", ctypes.c_int),
-        ("analyse_mode", ctypes.c_int),
-        ("profile_communication", ctypes.c_int),
-        ("parallel_strategy", ctypes.c_int),
-        ("with_stack", ctypes.c_int),
-        ("data_simplification", ctypes.c_int),
-    ]
+    """struct dynprof_options: an int per row of OPTIONS"""
+    _fields_ = [(row[0], ctypes.c_int) for row in OPTIONS]
 
 
 class Window(ctypes.Structure):

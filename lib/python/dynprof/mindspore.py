@@ -28,25 +28,19 @@ import logging
 import os
 import warnings
 
-from . import DynprofError, Monitor, StopReason
+from . import DynprofError, Monitor, StopReason, _native
 
 __all__ = ["DynamicProfilerMonitor", "profiler_args"]
 
 log = logging.getLogger("dynprof.mindspore")
 
-# MindSpore 2.4's profiler_config.json as it creates it when absent.
-DEFAULT_CONFIG = {
-    "start_step": -1,
-    "stop_step": -1,
-    "aicore_metrics": -1,
-    "profiler_level": -1,
-    "profile_framework": -1,
-    "analyse_mode": -1,
-    "profile_communication": False,
-    "parallel_strategy": False,
-    "with_stack": False,
-    "data_simplification": True,
-}
+# MindSpore 2.4's profiler_config.json as it creates it when absent: the steps,
+# then every option of the table that has a MindSpore 2.4 key.
+DEFAULT_CONFIG = dict(
+    [("start_step", -1), ("stop_step", -1)] +
+    [(ms24, kind(default))
+     for _, kind, _, _, default, ms24, _ in _native.OPTIONS
+     if ms24 is not None])
 
 # Keyword arguments handed on to dynprof.Monitor; MindSpore ignores the others.
 _MONITOR_KWARGS = ("job", "rank", "shm_dir", "agent_socket", "shm_mode",
@@ -58,23 +52,28 @@ def profiler_args(options):
     output_path and start_profile, built from a window's Options the way it
     builds them from profiler_config.json."""
     from mindspore.profiler import ProfilerLevel
-    level = {0: ProfilerLevel.Level0, 1: ProfilerLevel.Level1,
-             2: ProfilerLevel.Level2}.get(options.profiler_level)
-    framework = {0: "time", 1: "all"}.get(options.profile_framework)
-    return {
-        "aicore_metrics": options.aicore_metrics,
-        "profiler_level": level,
-        "profile_framework": framework,
-        "profile_communication": bool(options.profile_communication),
-        "parallel_strategy": bool(options.parallel_strategy),
-        "with_stack": bool(options.with_stack),
-        "data_simplification": bool(options.data_simplification),
-    }
+    args = {}
+    for name, kind, _, _, _, ms24, values in _native.OPTIONS:
+        if ms24 is None or name == "analyse_mode":  # analyse() takes that
+            continue
+        value = kind(getattr(options, name))
+        if values is not None:
+            value = _value_name(values, value)
+            if name == "profiler_level" and value is not None:
+                value = getattr(ProfilerLevel, value)
+        args[ms24] = value
+    return args
+
+
+def _value_name(values, value):
+    """The name of an option's value (None for -1, unset)."""
+    return values[value] if 0 <= value < len(values) else None
 
 
 def analyse_mode(options):
     """"sync", "async", or None (finalize only), as MindSpore 2.4 maps it."""
-    return {0: "sync", 1: "async"}.get(options.analyse_mode)
+    values = [row[6] for row in _native.OPTIONS if row[0] == "analyse_mode"]
+    return _value_name(values[0], options.analyse_mode)
 
 
 def _real_rank():

@@ -1,0 +1,106 @@
+/*
+ * The profiler options: one table, a row per typed option, that every
+ * component reads instead of spelling the options out.  A row gives the
+ * option's name, its type, range, default, the names of its values, and its
+ * key in each configuration dialect; its field has the same name in every
+ * structure that carries it (a layer), so a layer's offsets come from the
+ * same rows.  Any other key of a window's options is a framework option,
+ * passed through as JSON.
+ */
+
+#ifndef DYNPROF_OPTIONS_H
+#define DYNPROF_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum options_type {
+	OPTIONS_BOOL,			/* false or true, 0 or 1 */
+	OPTIONS_INT,			/* min..max, -1 (unset) included */
+};
+
+/* The configuration formats an option is named in: a column each. */
+enum options_dialect {
+	OPTIONS_DYNPROF,		/* the admin API, dynprofctl, the store */
+	OPTIONS_MS24,			/* MindSpore 2.4's profiler_config.json */
+	OPTIONS_NDIALECTS
+};
+
+/*
+ * The rows, in the order of MindSpore 2.4's profiler_config.json (after
+ * start_step and stop_step).  Columns: the field (and dynprof's name), type,
+ * min, max, default, the names of the values 0.. (comma separated, NULL: plain
+ * numbers), then the key in each dialect after OPTIONS_DYNPROF (NULL: the
+ * dialect has no such key).  A new dialect is a new column here and in
+ * options.c's OPTIONS_ROW.
+ */
+#define OPTIONS_ROWS(X, a)						\
+	X(a, aicore_metrics, OPTIONS_INT, -1, 5, -1, NULL,		\
+	    "aicore_metrics")						\
+	X(a, profiler_level, OPTIONS_INT, -1, 2, -1,			\
+	    "Level0,Level1,Level2", "profiler_level")			\
+	X(a, profile_framework, OPTIONS_INT, -1, 1, -1, "time,all",	\
+	    "profile_framework")					\
+	X(a, analyse_mode, OPTIONS_INT, -1, 1, -1, "sync,async",	\
+	    "analyse_mode")						\
+	X(a, profile_communication, OPTIONS_BOOL, 0, 1, 0, NULL,	\
+	    "profile_communication")					\
+	X(a, parallel_strategy, OPTIONS_BOOL, 0, 1, 0, NULL,		\
+	    "parallel_strategy")					\
+	X(a, with_stack, OPTIONS_BOOL, 0, 1, 0, NULL, "with_stack")	\
+	X(a, data_simplification, OPTIONS_BOOL, 0, 1, 1, NULL,		\
+	    "data_simplification")
+
+#define OPTIONS_COUNT_ROW(a, ...)	+1
+#define OPTIONS_N	(0 OPTIONS_ROWS(OPTIONS_COUNT_ROW, _))
+
+#define OPTIONS_UNSET	-1		/* an OPTIONS_INT row not set */
+
+struct options_row {
+	const char		*name;		/* dynprof's, and the field's */
+	enum options_type	 type;
+	int64_t			 min, max;
+	int64_t			 def;
+	const char		*values;	/* "time,all", or NULL */
+	const char		*keys[OPTIONS_NDIALECTS];
+};
+
+/*
+ * Where a layer keeps each row: offset and size of the field (1: unsigned, 4:
+ * int32_t or int, 8: int64_t).  Define one with
+ *	const struct options_layer x = OPTIONS_LAYER("name", struct type);
+ * where the type has a field named after every row.
+ */
+struct options_field {
+	uint16_t		 off;
+	uint8_t			 size;
+};
+struct options_layer {
+	const char		*name;
+	struct options_field	 fields[OPTIONS_N];
+};
+#define OPTIONS_FIELD(T, field, ...)					\
+	{ offsetof(T, field), sizeof(((T *)0)->field) },
+#define OPTIONS_LAYER(name, T)	{ name, { OPTIONS_ROWS(OPTIONS_FIELD, T) } }
+
+/* options.c */
+extern const struct options_row		options_table[OPTIONS_N];
+extern const struct options_layer	options_seg;	/* struct seg_options */
+extern const struct options_layer	options_lib;	/* struct dynprof_options */
+
+const struct options_row *options_find(enum options_dialect, const char *);
+size_t	 options_index(const struct options_row *);
+int	 options_in_range(const struct options_row *, int64_t);
+int	 options_bool_text(const char *, int *);
+int64_t	 options_get(const struct options_layer *, size_t, const void *);
+void	 options_set(const struct options_layer *, size_t, void *, int64_t);
+void	 options_defaults(const struct options_layer *, void *);
+const struct options_row *options_check(const struct options_layer *,
+	    const void *);
+void	 options_convert(const struct options_layer *, void *,
+	    const struct options_layer *, const void *);
+
+/* options_proto.c, in the daemons only */
+extern const struct options_layer	options_proto;	/* ProfilerOptions */
+
+#endif /* DYNPROF_OPTIONS_H */
