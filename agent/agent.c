@@ -62,6 +62,7 @@ static const struct option agent_longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* Prints the flags to f. */
 static void
 agent_usage(FILE *f)
 {
@@ -99,6 +100,7 @@ agent_usage(FILE *f)
 "exit status: 0 clean stop, 1 bad usage or configuration, 2 failure at start\n");
 }
 
+/* Copies flag name's value src into dst (size bytes).  Returns 0 or -1. */
 static int
 agent_copy(char *dst, size_t size, const char *src, const char *name)
 {
@@ -110,6 +112,7 @@ agent_copy(char *dst, size_t size, const char *src, const char *name)
 	return (0);
 }
 
+/* Reads flag name's value s as a number in [lo, hi].  Returns 0 or -1. */
 static int
 agent_number(const char *s, long long lo, long long hi, long long *out,
     int base, const char *name)
@@ -447,6 +450,7 @@ agent_reload(struct agent *a)
 		standalone_reload(a);
 }
 
+/* SIGTERM and SIGINT stop the agent; SIGHUP reloads it. */
 static void
 agent_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -490,6 +494,7 @@ agent_wake_sampler(struct agent *a)
  */
 #define COALESCE_MS	250
 
+/* The sampling interval once nothing moves. */
 static int
 agent_idle_ms(const struct agent *a)
 {
@@ -519,6 +524,7 @@ agent_housekeep(struct agent *a, int early)
 	agent_schedule(a);
 }
 
+/* The housekeeping timer fired. */
 static void
 agent_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -550,6 +556,7 @@ agent_schedule(struct agent *a)
 	evtimer_add(a->tick_ev, &tv);
 }
 
+/* Writes --ready-file (socket and pid) once serving.  Returns 0 or -1. */
 static int
 agent_write_ready(struct agent *a)
 {
@@ -573,6 +580,7 @@ agent_write_ready(struct agent *a)
 	return (0);
 }
 
+/* Logs the counters of everything refused or lost. */
 static void
 agent_log_stats(const struct agent *a)
 {

@@ -8,6 +8,7 @@
  *	queue.c		rank events kept until the coordinator commits them
  *	ranks.c		the unix datagram socket the ranks report on
  *	segments.c	the jobs served: adopt, apply, sample, reclaim, remove
+ *	events.c	a rank's slot log read and forwarded as RankEvents
  *	guard.c		a segment truncated under the agent: SIGBUS caught, job dropped
  *	apply.c		a JobConfig turned into the segment's schedule
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
@@ -236,12 +237,16 @@ struct agent_job *segments_get(struct agent *, const char *, int);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);
-int	 segments_read_log(struct agent *, struct agent_job *, int);
-void	 segments_log_acked(struct agent *, const struct queue_origin *);
 int64_t	 segments_next_due(struct agent *);
 void	 segments_close_all(struct agent *);
 void	 segments_drop(struct agent *, struct agent_job *, const char *);
 void	 segments_drop_faulted(struct agent *);
+
+/* events.c */
+int	 events_read_log(struct agent *, struct agent_job *, int);
+void	 events_log_acked(struct agent *, const struct queue_origin *);
+void	 events_rank_gone(struct agent *, struct agent_job *,
+	    const struct seg_slot *, int);
 
 /* apply.c */
 int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,

@@ -155,6 +155,7 @@ upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 	return (0);
 }
 
+/* Sends Hello: the token, and every job's applied generation. */
 static void
 upstream_send_hello(struct agent *a)
 {
@@ -300,10 +301,11 @@ upstream_acked(struct agent *a, uint64_t seq)
 	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL && e->seq <= seq;
 	    i++)
 		if (e->origin.slot >= 0)
-			segments_log_acked(a, &e->origin);
+			events_log_acked(a, &e->origin);
 	queue_ack(&a->up.queue, seq);
 }
 
+/* Welcome: the stream is up; resubscribes and replays what is not committed. */
 static void
 upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 {
@@ -400,6 +402,7 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 	return (0);
 }
 
+/* Takes every whole frame the coordinator sent and dispatches it. */
 static void
 upstream_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -470,6 +473,7 @@ upstream_tls_failed(struct agent *a, struct bufferevent *bev, short what)
 	return (1);
 }
 
+/* The stream connected, ended or failed. */
 static void
 upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -533,6 +537,7 @@ upstream_new_bev(struct agent *a)
 	return (bev);
 }
 
+/* Starts connecting to the coordinator (TLS if configured). */
 static void
 upstream_connect(struct agent *a)
 {
@@ -681,7 +686,7 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
 
 	if (up->state == UPSTREAM_NONE) {
 		if (origin != NULL)
-			segments_log_acked(a, origin);
+			events_log_acked(a, origin);
 		return;
 	}
 	len = dynprof__v1__rank_event__get_packed_size(ev);

@@ -37,6 +37,7 @@ log_getlevel(void)
 	return (log_level);
 }
 
+/* Writes one timestamped line to stderr, with strerror(errnum) if not 0. */
 static void
 log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
 {

@@ -48,6 +48,7 @@ segment_path(char *buf, size_t len, const char *dir, const char *job)
 	return (SEG_OK);
 }
 
+/* Reads an unaligned 64-bit field at off. */
 static uint64_t
 segment_get64(const unsigned char *p, size_t off)
 {
@@ -57,6 +58,7 @@ segment_get64(const unsigned char *p, size_t off)
 	return (v);
 }
 
+/* Reads an unaligned 32-bit field at off. */
 static uint32_t
 segment_get32(const unsigned char *p, size_t off)
 {
@@ -172,6 +174,7 @@ segment_owner_ok(uid_t owner, mode_t mode, uid_t trusted, int flags)
 	    (trusted != SEG_NOUID && owner == trusted));
 }
 
+/* Writes the header and the empty slot table of a new segment at base. */
 static void
 segment_init(void *base, const char *job)
 {

@@ -68,6 +68,7 @@ report_close(struct dynprof *h)
 	h->sock = -1;
 }
 
+/* Copies src (NULL: "") into dst, cut to len - 1 bytes. */
 static void
 report_copy(char *dst, size_t len, const char *src)
 {

@@ -26,7 +26,7 @@ if(DYNPROF_FUZZ)
   endif()
   # Coverage for the code under test: build it here, instrumented.
   set(FUZZ_AGENT_SRC agent.c apply.c queue.c upstream.c ranks.c segments.c
-    standalone.c)
+    events.c standalone.c)
   list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
   set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
