@@ -28,6 +28,8 @@
 #include "segment.h"
 #include "tls.h"
 
+struct evbuffer;
+
 #define AGENT_DEFAULT_SOCKET	"/run/dynprof/agent.sock"
 #define AGENT_SAMPLE_MS		500
 #define AGENT_IDLE_SAMPLE_MS	2000	/* when nothing moved at the last sample */
@@ -215,6 +217,8 @@ void	 upstream_progress(struct agent *, struct agent_job *,
 int	 upstream_ready(const struct agent *);
 int	 upstream_dispatch(struct agent *,
 	    const Dynprof__V1__CoordinatorMessage *);
+int	 upstream_frame_event(struct evbuffer *, uint64_t, uint64_t,
+	    const uint8_t *, size_t);
 
 /* ranks_decode() results. */
 #define RANKS_OK		0

@@ -225,31 +225,28 @@ upstream_varint(uint8_t *p, uint64_t v)
 }
 
 /*
- * Sends event seq, the len bytes of a RankEvent packed when it was queued, in
- * the AgentMessage {event: AgentEvent {seq, event, agent_boot_id}} protobuf-c
- * would pack around it (fields in number order, zeros left out), so that the
- * event is neither decoded nor packed again.
+ * Appends to out the frame of the AgentMessage {event: AgentEvent {seq, event,
+ * agent_boot_id}} whose event is the len bytes of a packed RankEvent at buf:
+ * the bytes protobuf-c would write (fields in number order, zeros left out),
+ * without decoding and packing the event again.  Returns 0 or -1.
  */
-static void
-upstream_send_event(struct agent *a, uint64_t seq, const uint8_t *buf,
-    size_t len)
+int
+upstream_frame_event(struct evbuffer *out, uint64_t seq, uint64_t boot_id,
+    const uint8_t *buf, size_t len)
 {
-	struct evbuffer	*out;
 	struct iovec	 iov[3];
 	uint8_t		 head[48], fields[24], tail[12];
 	size_t		 nh = 0, nf = 0, nt = 0;
 
-	if ((out = upstream_output(a)) == NULL)
-		return;
 	if (seq != 0) {
 		fields[nf++] = TAG_AGENT_EVENT_SEQ;
 		nf += upstream_varint(fields + nf, seq);
 	}
 	fields[nf++] = TAG_AGENT_EVENT_EVENT;
 	nf += upstream_varint(fields + nf, len);
-	if (a->up.boot_id != 0) {
+	if (boot_id != 0) {
 		tail[nt++] = TAG_AGENT_EVENT_BOOT_ID;
-		nt += upstream_varint(tail + nt, a->up.boot_id);
+		nt += upstream_varint(tail + nt, boot_id);
 	}
 	head[nh++] = TAG_AGENT_MESSAGE_EVENT;
 	nh += upstream_varint(head + nh, nf + len + nt);
@@ -261,7 +258,19 @@ upstream_send_event(struct agent *a, uint64_t seq, const uint8_t *buf,
 	iov[1].iov_len = len;
 	iov[2].iov_base = tail;
 	iov[2].iov_len = nt;
-	if (frame_put_parts(out, iov, 3) == -1) {
+	return (frame_put_parts(out, iov, 3));
+}
+
+/* Sends event seq, the len bytes it was packed into when it was queued. */
+static void
+upstream_send_event(struct agent *a, uint64_t seq, const uint8_t *buf,
+    size_t len)
+{
+	struct evbuffer	*out;
+
+	if ((out = upstream_output(a)) == NULL)
+		return;
+	if (upstream_frame_event(out, seq, a->up.boot_id, buf, len) == -1) {
 		log_warnx("%s: cannot frame event %llu", __func__,
 		    (unsigned long long)seq);
 		return;
