@@ -13,7 +13,8 @@
 option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(FUZZ_COMMON_SRC frame.c log.c segment.c segment_slot.c slotlog.c jobid.c)
+set(FUZZ_COMMON_SRC frame.c log.c segment.c segment_slot.c slotlog.c jobid.c
+  ranklist.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
 set(FUZZ_COORD_SRC coord.c agents.c schedule.c options.c store.c http.c metrics.c)
 if(DYNPROF_FUZZ)
