@@ -1,6 +1,7 @@
 /*
- * dynprof-agent: main, flags, the agent's own config file, signals and the one
- * housekeeping timer.
+ * dynprof-agent: flags, the agent's own config file, signals, the one
+ * housekeeping timer, and an agent's life from agent_new() to agent_free()
+ * (main.c runs it).
  */
 
 #include <sys/stat.h>
@@ -12,16 +13,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "jobid.h"
 #include "log.h"
 #include "token.h"
 #include "version.h"
+
+/* The signals the agent handles: stop, stop, reload. */
+static const int agent_sigs[] = { SIGTERM, SIGINT, SIGHUP };
+
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* Long options: the agent's config file takes the same names as keys. */
 enum {
@@ -56,6 +62,7 @@ static const struct option agent_longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* Prints the flags to f. */
 static void
 agent_usage(FILE *f)
 {
@@ -93,16 +100,7 @@ agent_usage(FILE *f)
 "exit status: 0 clean stop, 1 bad usage or configuration, 2 failure at start\n");
 }
 
-/* Returns the monotonic clock in milliseconds. */
-int64_t
-agent_now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
+/* Copies flag name's value src into dst (size bytes).  Returns 0 or -1. */
 static int
 agent_copy(char *dst, size_t size, const char *src, const char *name)
 {
@@ -114,6 +112,7 @@ agent_copy(char *dst, size_t size, const char *src, const char *name)
 	return (0);
 }
 
+/* Reads flag name's value s as a number in [lo, hi].  Returns 0 or -1. */
 static int
 agent_number(const char *s, long long lo, long long hi, long long *out,
     int base, const char *name)
@@ -451,6 +450,7 @@ agent_reload(struct agent *a)
 		standalone_reload(a);
 }
 
+/* SIGTERM and SIGINT stop the agent; SIGHUP reloads it. */
 static void
 agent_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -475,8 +475,8 @@ agent_wake_sampler(struct agent *a)
 {
 	a->moved = 1;
 	if (a->next_sample_ms == INT64_MAX ||
-	    a->next_sample_ms > agent_now_ms() + a->opts.sample_ms) {
-		a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
+	    a->next_sample_ms > clock_mono_ms() + a->opts.sample_ms) {
+		a->next_sample_ms = clock_mono_ms() + a->opts.sample_ms;
 		agent_schedule(a);
 	}
 }
@@ -494,6 +494,7 @@ agent_wake_sampler(struct agent *a)
  */
 #define COALESCE_MS	250
 
+/* The sampling interval once nothing moves. */
 static int
 agent_idle_ms(const struct agent *a)
 {
@@ -505,7 +506,7 @@ agent_idle_ms(const struct agent *a)
 void
 agent_housekeep(struct agent *a, int early)
 {
-	int64_t		 now = agent_now_ms(), due;
+	int64_t		 now = clock_mono_ms(), due;
 	int		 interval, slack;
 
 	interval = a->moved ? a->opts.sample_ms : agent_idle_ms(a);
@@ -523,6 +524,7 @@ agent_housekeep(struct agent *a, int early)
 	agent_schedule(a);
 }
 
+/* The housekeeping timer fired. */
 static void
 agent_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -536,7 +538,7 @@ void
 agent_schedule(struct agent *a)
 {
 	struct timeval	 tv;
-	int64_t		 now = agent_now_ms(), next;
+	int64_t		 now = clock_mono_ms(), next;
 
 	next = a->next_sample_ms;
 	if (!a->moved && next != INT64_MAX)
@@ -554,6 +556,7 @@ agent_schedule(struct agent *a)
 	evtimer_add(a->tick_ev, &tv);
 }
 
+/* Writes --ready-file (socket and pid) once serving.  Returns 0 or -1. */
 static int
 agent_write_ready(struct agent *a)
 {
@@ -577,6 +580,7 @@ agent_write_ready(struct agent *a)
 	return (0);
 }
 
+/* Logs the counters of everything refused or lost. */
 static void
 agent_log_stats(const struct agent *a)
 {
@@ -601,31 +605,48 @@ agent_log_stats(const struct agent *a)
 	    (unsigned long long)s->segments_dropped);
 }
 
-int
-main(int argc, char **argv)
+/* Arms SIGTERM, SIGINT and SIGHUP and the housekeeping timer on a's base. */
+static void
+agent_events(struct agent *a)
 {
-	static const int	 sigs[] = { SIGTERM, SIGINT, SIGHUP };
-	struct agent		*a;
-	size_t			 i;
-	int			 rc;
+	size_t	 i;
 
-	log_init("dynprof-agent", LOG_LEVEL_INFO);
-	signal(SIGPIPE, SIG_IGN);
-	if (guard_install() == -1)
-		fatalx("cannot guard against truncated segments");
+	for (i = 0; i < nitems(agent_sigs); i++) {
+		a->sig_ev[i] = evsignal_new(a->base, agent_sigs[i], agent_signal,
+		    a);
+		if (a->sig_ev[i] == NULL || evsignal_add(a->sig_ev[i], NULL) == -1)
+			fatalx("cannot handle signal %d", agent_sigs[i]);
+	}
+	if ((a->tick_ev = evtimer_new(a->base, agent_tick, a)) == NULL)
+		fatalx("evtimer_new failed");
+}
+
+/*
+ * Makes an agent from the flags and its config file, with its event base,
+ * signals and timer, serving nothing yet.  Returns NULL, and the exit status
+ * in *rc (0 after --help or --version, 1 for a bad flag, file or token), when
+ * there is none to run.  Caller frees it with agent_free().
+ */
+struct agent *
+agent_new(int argc, char **argv, int *rc)
+{
+	struct agent	*a;
+
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		fatal("calloc");
 	a->argc = argc;
 	a->argv = argv;
-	rc = agent_load_options(&a->opts, argc, argv);
-	if (rc != 0) {
+	*rc = agent_load_options(&a->opts, argc, argv);
+	if (*rc != 0) {
+		*rc = *rc == 1 ? 0 : 1;
 		free(a);
-		return (rc == 1 ? 0 : 1);
+		return (NULL);
 	}
 	log_setlevel(a->opts.log_level);
 	if (agent_read_token(a) == -1) {
+		*rc = 1;
 		free(a);
-		return (1);
+		return (NULL);
 	}
 	TAILQ_INIT(&a->jobs);
 	a->rank_fd = -1;
@@ -633,49 +654,70 @@ main(int argc, char **argv)
 		fatal("malloc");
 	if ((a->base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		a->sig_ev[i] = evsignal_new(a->base, sigs[i], agent_signal, a);
-		if (a->sig_ev[i] == NULL || evsignal_add(a->sig_ev[i], NULL) == -1)
-			fatalx("cannot handle signal %d", sigs[i]);
-	}
-	if ((a->tick_ev = evtimer_new(a->base, agent_tick, a)) == NULL)
-		fatalx("evtimer_new failed");
+	agent_events(a);
+	return (a);
+}
 
-	rc = 2;
+/*
+ * Opens everything the agent serves: the coordinator link, the ranks' socket,
+ * the segments already there, the standalone config; then the first
+ * housekeeping and the ready file.  Returns 0 or -1.
+ */
+int
+agent_start(struct agent *a)
+{
 	if (upstream_init(a) == -1)
-		goto out;
+		return (-1);
 	if (ranks_open(a) == -1)
-		goto out;
+		return (-1);
 	if (segments_adopt_all(a) == -1)
-		goto out;
+		return (-1);
 	if (a->opts.config_file[0] != '\0' && standalone_open(a) == -1)
-		goto out;
-	a->next_sample_ms = agent_now_ms() + a->opts.sample_ms;
+		return (-1);
+	a->next_sample_ms = clock_mono_ms() + a->opts.sample_ms;
 	a->moved = 1;
 	agent_housekeep(a, 0);
 	if (agent_write_ready(a) == -1)
-		goto out;
+		return (-1);
 	log_info("serving: node %s, socket %s, segments in %s, %s",
 	    a->opts.node, a->opts.socket_path, a->opts.shm_dir,
 	    a->opts.coordinator[0] != '\0' ? a->opts.coordinator :
 	    "standalone");
-	rc = 0;
+	return (0);
+}
+
+/*
+ * Runs the event loop until SIGTERM or SIGINT, then logs the counters.
+ * Returns the exit status: 0, or 2 when the loop failed.
+ */
+int
+agent_run(struct agent *a)
+{
+	int	 rc = 0;
+
 	if (event_base_dispatch(a->base) == -1) {
 		log_warnx("event loop failed");
 		rc = 2;
 	}
 	agent_log_stats(a);
-out:
+	return (rc);
+}
+
+/* Closes whatever a serves and frees it. */
+void
+agent_free(struct agent *a)
+{
+	size_t	 i;
+
 	standalone_close(a);
 	upstream_free(a);
 	ranks_close(a);
 	segments_close_all(a);
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (i = 0; i < nitems(agent_sigs); i++)
 		if (a->sig_ev[i] != NULL)
 			event_free(a->sig_ev[i]);
 	event_free(a->tick_ev);
 	event_base_free(a->base);
 	free(a->scratch);
 	free(a);
-	return (rc);
 }

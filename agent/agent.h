@@ -2,11 +2,13 @@
  * dynprof-agent: the node daemon.  One per node; the only process that talks to
  * the coordinator and the only writer of the config part of every job segment.
  *
- *	agent.c		main, flags, the agent's config file, signals, housekeeping
+ *	main.c		main(): the rest builds as the dpagent library
+ *	agent.c		flags, the agent's config file, signals, housekeeping
  *	upstream.c	the coordinator link: hello, dispatch, heartbeats, reconnect
  *	queue.c		rank events kept until the coordinator commits them
  *	ranks.c		the unix datagram socket the ranks report on
  *	segments.c	the jobs served: adopt, apply, sample, reclaim, remove
+ *	events.c	a rank's slot log read and forwarded as RankEvents
  *	guard.c		a segment truncated under the agent: SIGBUS caught, job dropped
  *	apply.c		a JobConfig turned into the segment's schedule
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
@@ -25,6 +27,8 @@
 #include "dynprof.pb-c.h"
 #include "segment.h"
 #include "tls.h"
+
+struct evbuffer;
 
 #define AGENT_DEFAULT_SOCKET	"/run/dynprof/agent.sock"
 #define AGENT_SAMPLE_MS		500
@@ -174,7 +178,10 @@ struct agent {
 };
 
 /* agent.c */
-int64_t	 agent_now_ms(void);
+struct agent *agent_new(int, char **, int *);
+int	 agent_start(struct agent *);
+int	 agent_run(struct agent *);
+void	 agent_free(struct agent *);
 void	 agent_housekeep(struct agent *, int);
 void	 agent_schedule(struct agent *);
 void	 agent_wake_sampler(struct agent *);
@@ -210,6 +217,8 @@ void	 upstream_progress(struct agent *, struct agent_job *,
 int	 upstream_ready(const struct agent *);
 int	 upstream_dispatch(struct agent *,
 	    const Dynprof__V1__CoordinatorMessage *);
+int	 upstream_frame_event(struct evbuffer *, uint64_t, uint64_t,
+	    const uint8_t *, size_t);
 
 /* ranks_decode() results. */
 #define RANKS_OK		0
@@ -232,12 +241,16 @@ struct agent_job *segments_get(struct agent *, const char *, int);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);
-int	 segments_read_log(struct agent *, struct agent_job *, int);
-void	 segments_log_acked(struct agent *, const struct queue_origin *);
 int64_t	 segments_next_due(struct agent *);
 void	 segments_close_all(struct agent *);
 void	 segments_drop(struct agent *, struct agent_job *, const char *);
 void	 segments_drop_faulted(struct agent *);
+
+/* events.c */
+int	 events_read_log(struct agent *, struct agent_job *, int);
+void	 events_log_acked(struct agent *, const struct queue_origin *);
+void	 events_rank_gone(struct agent *, struct agent_job *,
+	    const struct seg_slot *, int);
 
 /* apply.c */
 int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,

@@ -45,6 +45,7 @@ guard_lookup(const void *addr)
 	return (NULL);
 }
 
+/* SIGBUS: back into guard_call() if a guarded mapping faulted, else the default. */
 static void
 guard_handler(int sig, siginfo_t *si, void *ctx)
 {

@@ -30,6 +30,7 @@ queue_clear(struct queue *q)
 	q->cap = q->head = q->len = 0;
 }
 
+/* Frees the oldest entry. */
 static void
 queue_pop(struct queue *q)
 {
@@ -39,6 +40,7 @@ queue_pop(struct queue *q)
 	q->len--;
 }
 
+/* Doubles the ring, up to the bound.  Returns 0 or -1. */
 static int
 queue_grow(struct queue *q)
 {

@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "jobid.h"
 #include "log.h"
 
@@ -36,7 +37,7 @@
 static int
 ranks_log_ok(struct agent *a)
 {
-	int64_t	 now = agent_now_ms();
+	int64_t	 now = clock_mono_ms();
 
 	if (now - a->rank_log_start >= RANKS_LOG_MS) {
 		if (a->rank_log_suppressed > 0)
@@ -121,6 +122,7 @@ struct ranks_wake_ctx {
 	int			 slot;
 };
 
+/* ranks_check_slot() under the guard. */
 static int
 ranks_check_cb(void *arg)
 {
@@ -129,12 +131,13 @@ ranks_check_cb(void *arg)
 	return (ranks_check_slot(ctx->seg, ctx->ev, ctx->pid));
 }
 
+/* Forwards a slot's new log entries, under the guard. */
 static int
 ranks_wake_cb(void *arg)
 {
 	struct ranks_wake_ctx	*ctx = arg;
 
-	return (segments_read_log(ctx->a, ctx->j, ctx->slot));
+	return (events_read_log(ctx->a, ctx->j, ctx->slot));
 }
 
 /*
@@ -205,6 +208,7 @@ out:
 	dynprof__v1__rank_event__free_unpacked(ev, NULL);
 }
 
+/* Reads up to RANKS_BATCH datagrams with their senders' credentials. */
 static void
 ranks_read_cb(evutil_socket_t fd, short what, void *arg)
 {

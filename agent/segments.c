@@ -1,9 +1,8 @@
 /*
  * The jobs this agent serves, one shared memory segment each: adopted at start,
  * created for a pushed config, written under the seqlock, sampled for progress
- * and dead ranks, their slots' event logs read and acknowledged
- * (docs/events.md), removed once every process of the job has been gone for
- * the grace period.
+ * and dead ranks (whose events events.c forwards), removed once every process
+ * of the job has been gone for the grace period.
  */
 
 #include <sys/stat.h>
@@ -14,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "jobid.h"
 #include "log.h"
+
+_Static_assert(sizeof(((struct agent_job *)0)->name) > JOBID_MAX,
+    "a job's name holds any valid job id");
 
 /* Finds a job already served, or NULL. */
 struct agent_job *
@@ -103,7 +104,7 @@ segments_get(struct agent *a, const char *job, int create)
 		free(j);
 		return (NULL);
 	}
-	strcpy(j->name, job);
+	strcpy(j->name, job);		/* jobid_valid(): JOBID_MAX at most */
 	j->progress_dirty = 1;
 	TAILQ_INSERT_TAIL(&a->jobs, j, entry);
 	log_info("serving job %s (segment %s, generation %llu)", job,
@@ -183,6 +184,7 @@ struct segments_write_ctx {
 	const struct seg_config	*cfg;
 };
 
+/* Writes a config into a segment, under the guard. */
 static int
 segments_write(void *arg)
 {
@@ -249,282 +251,6 @@ segments_rank_seen(struct agent *a, struct agent_job *j)
 	agent_wake_sampler(a);
 }
 
-static void
-segments_event_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
-    const struct seg_slot *s, int idx, int kind)
-{
-	dynprof__v1__rank_event__init(ev);
-	ev->kind = kind;
-	ev->job = (char *)j->name;
-	ev->rank = s->rank;
-	ev->pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-	ev->slot = (uint32_t)idx;
-	ev->window_id = s->window_id;
-	ev->start_step = s->start_step;
-	ev->stop_step = s->stop_step;
-	ev->step = s->event_step;
-	ev->output_dir = (char *)s->output_dir;
-	ev->reason = s->reason;
-	ev->error = (char *)s->error;
-	ev->generation = s->generation;
-	ev->time_unix_ns = s->event_time_ns;
-	ev->rank_seq = s->rank_seq;
-}
-
-/*
- * Reports a slot's last state as the events that lead to it: the fallback for
- * a slot whose log lost events before they were read (docs/events.md), so that
- * the coordinator (idempotent on these) misses no final state: DONE gives
- * attached, started and stopped; PROFILING attached and started; SKIPPED and
- * FAILED attached and theirs.  A slot its rank freed while
- * no agent listened (state GONE) still holds its last window's event (the
- * library's detached event does not overwrite it): that one, what led to it,
- * and detached, at the rank's last step.
- */
-static void
-segments_report_slot(struct agent *a, const struct agent_job *j,
-    const struct seg_slot *s, int idx)
-{
-	Dynprof__V1__RankEvent	 ev;
-	int			 kinds[4], n = 0, i;
-	uint32_t		 last = s->last_event;
-
-	if (s->state == SEG_RANK_GONE) {
-		if (last == DYNPROF__V1__EVENT_KIND__EVENT_STARTED ||
-		    last == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED)
-			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
-		if (last == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ||
-		    last == DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED ||
-		    last == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
-			kinds[n++] = (int)last;
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_DETACHED;
-	} else {
-		kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED;
-		switch (s->state) {
-		case SEG_RANK_PROFILING:
-			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
-			break;
-		case SEG_RANK_DONE:
-			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
-			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_STOPPED;
-			break;
-		case SEG_RANK_SKIPPED:
-			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED;
-			break;
-		case SEG_RANK_FAILED:
-			kinds[n++] = DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
-			break;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		segments_event_from_slot(&ev, j, s, idx, kinds[i]);
-		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_STARTED &&
-		    (s->state == SEG_RANK_DONE || s->state == SEG_RANK_GONE))
-			ev.step = s->start_step;
-		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
-			ev.step = atomic_load_explicit(&s->step,
-			    memory_order_relaxed);
-		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
-		    kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
-			ev.window_id = 0;
-			ev.start_step = ev.stop_step = 0;
-			ev.output_dir = (char *)"";
-			ev.reason = 0;
-			ev.error = (char *)"";
-		}
-		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED)
-			ev.time_unix_ns = s->attach_time_ns;
-		upstream_event(a, &ev, NULL);
-	}
-}
-
-static const char *
-segments_kind_name(int kind)
-{
-	static const char *names[] = { "unspecified", "attached", "started",
-	    "stopped", "skipped", "failed", "detached" };
-
-	if (kind < 0 || (size_t)kind >= sizeof(names) / sizeof(names[0]))
-		return ("unknown");
-	return (names[kind]);
-}
-
-_Static_assert(DYNPROF__V1__EVENT_KIND__EVENT_FAILED == SEG_EVENT_FAILED,
-    "the log's failed kind is the proto's");
-
-/*
- * Builds the RankEvent of entry e of the log of slot idx (rank's).  The output
- * directory of a started or stopped event is root "/" e's text, rebuilt in dir
- * (len bytes), which ev points to: the caller keeps it while ev is used.
- */
-static void
-segments_event_from_entry(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
-    int32_t rank, int idx, const struct seg_log_entry *e, const char *root,
-    char *dir, size_t len)
-{
-	int	 failed = e->kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED;
-
-	dynprof__v1__rank_event__init(ev);
-	ev->kind = (Dynprof__V1__EventKind)e->kind;
-	ev->job = (char *)j->name;
-	ev->rank = rank;
-	ev->pid = e->pid;
-	ev->slot = (uint32_t)idx;
-	ev->window_id = e->window_id;
-	ev->start_step = e->start_step;
-	ev->stop_step = e->stop_step;
-	ev->step = e->step;
-	if (slotlog_dir(e, root, dir, len) == -1)
-		log_warnx("%s: job %s slot %d: output directory %s/%s over %zu "
-		    "bytes: cut", __func__, j->name, idx, root, e->text, len - 1);
-	ev->output_dir = dir;
-	ev->reason = (Dynprof__V1__StopReason)e->reason;
-	ev->error = failed ? (char *)e->text : (char *)"";
-	ev->generation = e->generation;
-	ev->time_unix_ns = e->time_ns;
-	ev->rank_seq = e->rank_seq;
-}
-
-static void
-segments_log_event(const Dynprof__V1__RankEvent *ev)
-{
-	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
-	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
-		log_info("rank %d of job %s %s (pid %d, slot %u)", ev->rank,
-		    ev->job, segments_kind_name(ev->kind), ev->pid, ev->slot);
-	else
-		log_info("rank %d of job %s %s window %u [%lld, %lld] at step "
-		    "%lld", ev->rank, ev->job, segments_kind_name(ev->kind),
-		    ev->window_id, (long long)ev->start_step,
-		    (long long)ev->stop_step, (long long)ev->step);
-}
-
-/*
- * Events of slot idx were overwritten before this agent read them: logs it and
- * re-reports the slot's last state instead (what the coordinator already has
- * changes nothing there).
- */
-static void
-segments_log_gap(struct agent *a, struct agent_job *j, int idx, uint32_t lost)
-{
-	struct seg_slot	*s;
-
-	log_warnx("%s: job %s slot %d: %u events overwritten before they were "
-	    "read (the rank counts %u): re-reporting its last state", __func__,
-	    j->name, idx, lost, atomic_load_explicit(&j->seg.slots[idx].log_lost,
-	    memory_order_relaxed));
-	if ((s = malloc(sizeof(*s))) == NULL) {
-		log_warn("%s", __func__);
-		return;
-	}
-	if (segment_slot_read(&j->seg, idx, s) == SEG_OK)
-		segments_report_slot(a, j, s, idx);
-	free(s);
-}
-
-/*
- * Forwards the entries of slot idx's log this agent has not queued yet: those
- * after the last one queued, or, for an incarnation of the slot not seen
- * before, after the slot's acknowledged cursor (so an agent that restarts
- * replays whatever the coordinator has not committed).  Returns the number of
- * events forwarded.
- */
-int
-segments_read_log(struct agent *a, struct agent_job *j, int idx)
-{
-	struct seg_slot		*slot;
-	struct seg_log_entry	 e;
-	struct queue_origin	 o;
-	Dynprof__V1__RankEvent	 ev;
-	char			 root[SEG_PATH_MAX], dir[SEG_PATH_MAX];
-	uint32_t		 inc, head, seq, lost = 0;
-	int			 n = 0, rc;
-
-	if (idx < 0 || idx >= SEG_MAX_SLOTS || (uint32_t)idx >= j->seg.nslots)
-		return (0);
-	slot = &j->seg.slots[idx];
-	head = slotlog_head(slot, &inc);
-	if (inc == 0)
-		return (0);		/* never claimed */
-	if (inc != j->log_inc[idx]) {
-		j->log_inc[idx] = inc;
-		j->log_read[idx] = slotlog_acked(slot, inc);
-	}
-	if (head <= j->log_read[idx]) {
-		/* A head that went back (a holder writing nonsense): follow. */
-		j->log_read[idx] = head;
-		return (0);
-	}
-	/* The root of the dirs in this incarnation's log, read once. */
-	if (segment_slot_root(slot, inc, root, sizeof(root)) == -1)
-		return (0);		/* being claimed again: next time */
-	if (head - j->log_read[idx] > SEG_LOG_ENTRIES) {
-		lost = head - j->log_read[idx] - SEG_LOG_ENTRIES;
-		j->log_read[idx] = head - SEG_LOG_ENTRIES;
-		segments_log_gap(a, j, idx, lost);
-		lost = 0;
-	}
-	memset(&o, 0, sizeof(o));
-	strcpy(o.job, j->name);
-	o.slot = idx;
-	o.inc = inc;
-	for (seq = j->log_read[idx] + 1; seq <= head; seq++) {
-		rc = slotlog_read(slot, inc, seq, &e);
-		if (rc == -2)
-			break;		/* claimed again meanwhile */
-		j->log_read[idx] = seq;
-		if (rc == -1) {
-			lost++;
-			continue;
-		}
-		if (e.kind < DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
-		    e.kind > DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
-			log_warnx("%s: job %s slot %d: log entry %u has unknown "
-			    "kind %u: skipped", __func__, j->name, idx, seq,
-			    e.kind);
-			continue;
-		}
-		segments_event_from_entry(&ev, j, slot->rank, idx, &e, root,
-		    dir, sizeof(dir));
-		segments_log_event(&ev);
-		o.seq = seq;
-		upstream_event(a, &ev, &o);
-		n++;
-	}
-	if (lost > 0)
-		segments_log_gap(a, j, idx, lost);
-	return (n);
-}
-
-struct segments_ack_ctx {
-	struct seg_slot			*slot;
-	const struct queue_origin	*o;
-};
-
-static int
-segments_ack_cb(void *arg)
-{
-	struct segments_ack_ctx	*ctx = arg;
-
-	return (slotlog_ack(ctx->slot, ctx->o->inc, ctx->o->seq));
-}
-
-/* The coordinator committed the log entry origin names: advance its cursor. */
-void
-segments_log_acked(struct agent *a, const struct queue_origin *o)
-{
-	struct segments_ack_ctx	 ctx;
-	struct agent_job	*j;
-
-	if ((j = segments_find(a, o->job)) == NULL || o->slot < 0 ||
-	    (uint32_t)o->slot >= j->seg.nslots)
-		return;
-	ctx.slot = &j->seg.slots[o->slot];
-	ctx.o = o;
-	if (guard_call(segments_ack_cb, &ctx, NULL) == -1)
-		segments_drop_faulted(a);
-}
-
 /*
  * Adopts the segment of job found at start: replays, for every slot (live, or
  * freed while no agent listened), the log entries the coordinator has not
@@ -546,7 +272,7 @@ segments_adopt(struct agent *a, const char *job)
 			    memory_order_relaxed) != 0;
 			if (held != pass)
 				continue;
-			if ((k = segments_read_log(a, j, (int)i)) > 0) {
+			if ((k = events_read_log(a, j, (int)i)) > 0) {
 				n += k;
 				ranks++;
 			}
@@ -565,6 +291,7 @@ struct segments_adopt_ctx {
 	const char	*job;
 };
 
+/* segments_adopt(), under the guard. */
 static int
 segments_adopt_cb(void *arg)
 {
@@ -608,52 +335,19 @@ struct segments_dead_ctx {
 	struct agent_job	*j;
 };
 
-/*
- * A rank died (the agent holds its slot meanwhile): forwards what it logged,
- * then appends its detached event to its log in its place, so that an agent
- * restarted before the coordinator commits it replays it too.
- */
+/* A rank died: its events, and its detached event, are forwarded. */
 static void
 segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 {
 	struct segments_dead_ctx	*ctx = arg;
-	struct seg_slot			*slot = &ctx->j->seg.slots[idx];
-	struct seg_log_entry		 e;
-	Dynprof__V1__RankEvent		 ev;
-	struct timespec			 ts;
-	uint32_t			 inc, head;
-	int32_t				 pid;
 
-	pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-	log_info("rank %d of job %s gone (pid %d, slot %d)", s->rank,
-	    ctx->j->name, (int)pid, idx);
-	segments_read_log(ctx->a, ctx->j, idx);
-	head = slotlog_head(slot, &inc);
-	if (inc == 0) {
-		/* No log (cannot be, with a claim): the old way. */
-		segments_event_from_slot(&ev, ctx->j, s, idx,
-		    DYNPROF__V1__EVENT_KIND__EVENT_DETACHED);
-		ev.step = atomic_load_explicit(&s->step, memory_order_relaxed);
-		upstream_event(ctx->a, &ev, NULL);
-		return;
-	}
-	if (head > 0 && slotlog_read(slot, inc, head, &e) == 0) {
-		if (e.kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
-			return;		/* it said so itself */
-		pid = e.pid;		/* the rank's, whoever held it last */
-	}
-	memset(&e, 0, sizeof(e));
-	e.kind = DYNPROF__V1__EVENT_KIND__EVENT_DETACHED;
-	e.step = atomic_load_explicit(&s->step, memory_order_relaxed);
-	e.generation = s->generation;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	e.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	e.rank_seq = s->rank_seq + 1;
-	e.pid = pid;
-	slotlog_append(slot, &e);
-	segments_read_log(ctx->a, ctx->j, idx);
+	events_rank_gone(ctx->a, ctx->j, s, idx);
 }
 
+/*
+ * Samples one job: dead ranks reclaimed, progress sent if it moved.  Returns 1
+ * if it did.
+ */
 static int
 segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 {
@@ -672,7 +366,7 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 	for (i = 0; i < j->seg.nslots; i++) {
 		s = &j->seg.slots[i];
 		/* Events whose wakeup datagram was lost (a full socket). */
-		if (segments_read_log(a, j, (int)i) > 0)
+		if (events_read_log(a, j, (int)i) > 0)
 			moved = 1;
 		pid = atomic_load_explicit(&s->pid, memory_order_acquire);
 		if (pid != j->slot_pid[i]) {
@@ -736,6 +430,7 @@ struct segments_sample_ctx {
 	int64_t			 now;
 };
 
+/* segments_sample_job(), under the guard. */
 static int
 segments_sample_cb(void *arg)
 {
@@ -758,6 +453,10 @@ segments_shrunk(const struct agent_job *j)
 	return (st.st_size < 0 || (uint64_t)st.st_size < j->seg.size);
 }
 
+/*
+ * Samples every job, drops those whose segments went bad.  Returns 1 if any
+ * moved.
+ */
 int
 segments_sample(struct agent *a, int64_t now)
 {

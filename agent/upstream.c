@@ -9,11 +9,11 @@
 
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -21,6 +21,7 @@
 #include <event2/event.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "frame.h"
 #include "log.h"
 #include "version.h"
@@ -33,15 +34,6 @@
 
 static void	 upstream_connect(struct agent *);
 static void	 upstream_lost(struct agent *, const char *);
-
-static int64_t
-upstream_wall_ns(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
-}
 
 /* Splits HOST:PORT (HOST may be [v6]); the caller checked there is a ':'. */
 static int
@@ -77,7 +69,7 @@ upstream_init(struct agent *a)
 	queue_init(&up->queue, a->opts.queue_max);
 	if (getrandom(&up->boot_id, sizeof(up->boot_id), 0) !=
 	    sizeof(up->boot_id) || up->boot_id == 0)
-		up->boot_id = ((uint64_t)upstream_wall_ns() << 1) | 1;
+		up->boot_id = ((uint64_t)clock_wall_ns() << 1) | 1;
 	if (a->opts.coordinator[0] == '\0')
 		return (0);
 	if (upstream_split(up, a->opts.coordinator) == -1) {
@@ -122,13 +114,17 @@ upstream_ready(const struct agent *a)
 	return (a->up.state == UPSTREAM_READY);
 }
 
-static int
-upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
+/*
+ * The stream's output buffer, or NULL when nothing can be sent: no stream, or
+ * a coordinator that stopped reading (then the stream is dropped).
+ */
+static struct evbuffer *
+upstream_output(struct agent *a)
 {
 	struct upstream	*up = &a->up;
 
 	if (up->bev == NULL)
-		return (-1);
+		return (NULL);
 	/*
 	 * Unsent bytes pile up only if the coordinator stopped reading: hang up
 	 * (the events stay queued) rather than grow without bound.  The free is
@@ -137,17 +133,29 @@ upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 	if (evbuffer_get_length(bufferevent_get_output(up->bev)) >
 	    UPSTREAM_OUTBUF_MAX) {
 		upstream_lost(a, "coordinator not reading");
-		return (-1);
+		return (NULL);
 	}
-	if (frame_put(bufferevent_get_output(up->bev), &m->base) == -1) {
+	return (bufferevent_get_output(up->bev));
+}
+
+/* Sends one message as a frame.  Returns 0 or -1. */
+static int
+upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
+{
+	struct evbuffer	*out;
+
+	if ((out = upstream_output(a)) == NULL)
+		return (-1);
+	if (frame_put(out, &m->base) == -1) {
 		log_warnx("%s: cannot frame message %d", __func__,
 		    (int)m->body_case);
 		return (-1);
 	}
-	up->last_sent_ms = agent_now_ms();
+	a->up.last_sent_ms = clock_mono_ms();
 	return (0);
 }
 
+/* Sends Hello: the token, and every job's applied generation. */
 static void
 upstream_send_hello(struct agent *a)
 {
@@ -193,19 +201,81 @@ upstream_send_hello(struct agent *a)
 	free(gp);
 }
 
-static void
-upstream_send_event(struct agent *a, uint64_t seq,
-    const Dynprof__V1__RankEvent *ev)
-{
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
+/*
+ * The tags, field number << 3 | wire type (0 varint, 2 length-delimited), of
+ * the fields around a packed RankEvent in an AgentMessage (proto/dynprof.proto).
+ */
+#define TAG_AGENT_MESSAGE_EVENT	((6 << 3) | 2)	/* AgentMessage.event */
+#define TAG_AGENT_EVENT_SEQ	((1 << 3) | 0)	/* AgentEvent.seq */
+#define TAG_AGENT_EVENT_EVENT	((2 << 3) | 2)	/* AgentEvent.event */
+#define TAG_AGENT_EVENT_BOOT_ID	((3 << 3) | 0)	/* AgentEvent.agent_boot_id */
 
-	ae.seq = seq;
-	ae.event = (Dynprof__V1__RankEvent *)ev;
-	ae.agent_boot_id = a->up.boot_id;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
-	m.event = &ae;
-	upstream_send(a, &m);
+/* Writes v at p as a protobuf varint; returns its length (at most 10). */
+static size_t
+upstream_varint(uint8_t *p, uint64_t v)
+{
+	size_t	 n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return (n);
+}
+
+/*
+ * Appends to out the frame of the AgentMessage {event: AgentEvent {seq, event,
+ * agent_boot_id}} whose event is the len bytes of a packed RankEvent at buf:
+ * the bytes protobuf-c would write (fields in number order, zeros left out),
+ * without decoding and packing the event again.  Returns 0 or -1.
+ */
+int
+upstream_frame_event(struct evbuffer *out, uint64_t seq, uint64_t boot_id,
+    const uint8_t *buf, size_t len)
+{
+	struct iovec	 iov[3];
+	uint8_t		 head[48], fields[24], tail[12];
+	size_t		 nh = 0, nf = 0, nt = 0;
+
+	if (seq != 0) {
+		fields[nf++] = TAG_AGENT_EVENT_SEQ;
+		nf += upstream_varint(fields + nf, seq);
+	}
+	fields[nf++] = TAG_AGENT_EVENT_EVENT;
+	nf += upstream_varint(fields + nf, len);
+	if (boot_id != 0) {
+		tail[nt++] = TAG_AGENT_EVENT_BOOT_ID;
+		nt += upstream_varint(tail + nt, boot_id);
+	}
+	head[nh++] = TAG_AGENT_MESSAGE_EVENT;
+	nh += upstream_varint(head + nh, nf + len + nt);
+	memcpy(head + nh, fields, nf);
+	nh += nf;
+	iov[0].iov_base = head;
+	iov[0].iov_len = nh;
+	iov[1].iov_base = (void *)buf;
+	iov[1].iov_len = len;
+	iov[2].iov_base = tail;
+	iov[2].iov_len = nt;
+	return (frame_put_parts(out, iov, 3));
+}
+
+/* Sends event seq, the len bytes it was packed into when it was queued. */
+static void
+upstream_send_event(struct agent *a, uint64_t seq, const uint8_t *buf,
+    size_t len)
+{
+	struct evbuffer	*out;
+
+	if ((out = upstream_output(a)) == NULL)
+		return;
+	if (upstream_frame_event(out, seq, a->up.boot_id, buf, len) == -1) {
+		log_warnx("%s: cannot frame event %llu", __func__,
+		    (unsigned long long)seq);
+		return;
+	}
+	a->up.last_sent_ms = clock_mono_ms();
 }
 
 /* Sends, in order, every queued event the coordinator has not committed. */
@@ -213,20 +283,12 @@ static void
 upstream_replay(struct agent *a)
 {
 	const struct queue_entry	*e;
-	Dynprof__V1__RankEvent		*ev;
 	size_t				 i, n = 0;
 
 	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL; i++) {
 		if (e->seq <= a->up.acked)
 			continue;
-		ev = dynprof__v1__rank_event__unpack(NULL, e->len, e->buf);
-		if (ev == NULL) {
-			log_warnx("%s: queued event %llu does not decode",
-			    __func__, (unsigned long long)e->seq);
-			continue;
-		}
-		upstream_send_event(a, e->seq, ev);
-		dynprof__v1__rank_event__free_unpacked(ev, NULL);
+		upstream_send_event(a, e->seq, e->buf, e->len);
 		n++;
 	}
 	if (n > 0)
@@ -248,10 +310,11 @@ upstream_acked(struct agent *a, uint64_t seq)
 	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL && e->seq <= seq;
 	    i++)
 		if (e->origin.slot >= 0)
-			segments_log_acked(a, &e->origin);
+			events_log_acked(a, &e->origin);
 	queue_ack(&a->up.queue, seq);
 }
 
+/* Welcome: the stream is up; resubscribes and replays what is not committed. */
 static void
 upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 {
@@ -292,7 +355,7 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 	struct upstream	*up = &a->up;
 	const Dynprof__V1__Error *e;
 
-	up->last_recv_ms = agent_now_ms();
+	up->last_recv_ms = clock_mono_ms();
 	if (m->body_case == DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR) {
 		e = m->error;
 		log_warnx("coordinator %s refused: error %d: %.200s",
@@ -348,6 +411,7 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 	return (0);
 }
 
+/* Takes every whole frame the coordinator sent and dispatches it. */
 static void
 upstream_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -418,6 +482,7 @@ upstream_tls_failed(struct agent *a, struct bufferevent *bev, short what)
 	return (1);
 }
 
+/* The stream connected, ended or failed. */
 static void
 upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -426,7 +491,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		a->up.state = UPSTREAM_HELLO;
-		a->up.last_recv_ms = agent_now_ms();
+		a->up.last_recv_ms = clock_mono_ms();
 		if (frame_socket_tune(bufferevent_getfd(bev)) == -1)
 			log_warn("%s: TCP_NODELAY", __func__);
 		log_debug("%s: connected to %s, sending hello", __func__,
@@ -481,6 +546,7 @@ upstream_new_bev(struct agent *a)
 	return (bev);
 }
 
+/* Starts connecting to the coordinator (TLS if configured). */
 static void
 upstream_connect(struct agent *a)
 {
@@ -514,7 +580,7 @@ upstream_connect(struct agent *a)
 	}
 	bufferevent_setcb(up->bev, upstream_read_cb, NULL, upstream_event_cb, a);
 	up->state = UPSTREAM_CONNECTING;
-	up->last_recv_ms = agent_now_ms();
+	up->last_recv_ms = clock_mono_ms();
 	if (bufferevent_socket_connect(up->bev, res->ai_addr,
 	    (int)res->ai_addrlen) == -1) {
 		freeaddrinfo(res);
@@ -547,9 +613,9 @@ upstream_lost(struct agent *a, const char *why)
 		bufferevent_free(up->bev);
 	up->bev = NULL;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)upstream_wall_ns();
+		r = (uint32_t)clock_wall_ns();
 	delay = up->backoff_ms / 2 + (int)(r % (uint32_t)(up->backoff_ms / 2 + 1));
-	up->retry_at_ms = agent_now_ms() + delay;
+	up->retry_at_ms = clock_mono_ms() + delay;
 	up->backoff_ms *= 2;
 	if (up->backoff_ms > AGENT_BACKOFF_MAX_MS)
 		up->backoff_ms = AGENT_BACKOFF_MAX_MS;
@@ -602,7 +668,7 @@ upstream_tick(struct agent *a, int64_t now, int early)
 	}
 	slack = early ? hb_ms / 2 : 0;
 	if (now + slack >= up->last_sent_ms + hb_ms) {
-		hb.time_unix_ns = upstream_wall_ns();
+		hb.time_unix_ns = clock_wall_ns();
 		m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
 		m.heartbeat = &hb;
 		upstream_send(a, &m);
@@ -612,8 +678,9 @@ upstream_tick(struct agent *a, int64_t now, int early)
 }
 
 /*
- * Numbers a rank event read from origin (NULL: from no slot's log), keeps it
- * until the coordinator commits it, and sends it now if the stream is up.
+ * Numbers a rank event read from origin (NULL: from no slot's log), packs it
+ * (the one time it is), keeps the bytes until the coordinator commits it, and
+ * sends them now if the stream is up.
  * Without a coordinator (standalone) nobody commits it: its log entry is
  * acknowledged at once, so that the rank's log never fills.
  */
@@ -628,7 +695,7 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
 
 	if (up->state == UPSTREAM_NONE) {
 		if (origin != NULL)
-			segments_log_acked(a, origin);
+			events_log_acked(a, origin);
 		return;
 	}
 	len = dynprof__v1__rank_event__get_packed_size(ev);
@@ -644,11 +711,11 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
 		log_warnx("%s: event queue full (%zu): %llu oldest events "
 		    "dropped so far", __func__, up->queue.max,
 		    (unsigned long long)up->queue.dropped);
-	if (buf != stackbuf)
-		free(buf);
 	a->stats.events_forwarded++;
 	if (up->state == UPSTREAM_READY)
-		upstream_send_event(a, seq, ev);
+		upstream_send_event(a, seq, buf, len);
+	if (buf != stackbuf)
+		free(buf);
 }
 
 /* Tells the coordinator a rank of job is on this node. */

@@ -1,6 +1,7 @@
 /* AgentLink framing on libevent buffers. */
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -12,6 +13,19 @@
 
 #include "frame.h"
 
+/* Appends the header of a frame of len bytes.  Returns 0 or -1. */
+static int
+frame_put_header(struct evbuffer *out, size_t len)
+{
+	uint32_t	 be;
+	uint8_t		 hdr[FRAME_HEADER_LEN];
+
+	hdr[0] = 0;
+	be = htonl((uint32_t)len);
+	memcpy(hdr + 1, &be, sizeof(be));
+	return (evbuffer_add(out, hdr, sizeof(hdr)));
+}
+
 /*
  * Appends msg to out as one frame.  Returns 0, or -1 if the message is over the
  * limit or the buffer cannot grow.
@@ -21,16 +35,11 @@ frame_put(struct evbuffer *out, const struct ProtobufCMessage *msg)
 {
 	struct evbuffer_iovec	 vec;
 	size_t			 len;
-	uint32_t		 be;
-	uint8_t			 hdr[FRAME_HEADER_LEN];
 
 	len = protobuf_c_message_get_packed_size(msg);
 	if (len > FRAME_MAX_LEN)
 		return (-1);
-	hdr[0] = 0;
-	be = htonl((uint32_t)len);
-	memcpy(hdr + 1, &be, sizeof(be));
-	if (evbuffer_add(out, hdr, sizeof(hdr)) == -1)
+	if (frame_put_header(out, len) == -1)
 		return (-1);
 	if (len == 0)
 		return (0);
@@ -40,6 +49,30 @@ frame_put(struct evbuffer *out, const struct ProtobufCMessage *msg)
 	vec.iov_len = len;
 	if (evbuffer_commit_space(out, &vec, 1) == -1)
 		return (-1);
+	return (0);
+}
+
+/*
+ * Appends one frame whose payload is the n pieces of iov, in order: a message
+ * packed already, in parts.  Returns 0, or -1 if the payload is over the limit
+ * or the buffer cannot grow.
+ */
+int
+frame_put_parts(struct evbuffer *out, const struct iovec *iov, int n)
+{
+	size_t	 len = 0;
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	if (len > FRAME_MAX_LEN)
+		return (-1);
+	if (frame_put_header(out, len) == -1)
+		return (-1);
+	for (i = 0; i < n; i++)
+		if (iov[i].iov_len > 0 &&
+		    evbuffer_add(out, iov[i].iov_base, iov[i].iov_len) == -1)
+			return (-1);
 	return (0);
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 struct evbuffer;
+struct iovec;
 struct ProtobufCMessage;
 
 #define FRAME_HEADER_LEN	5
@@ -26,6 +27,7 @@ struct ProtobufCMessageDescriptor;
 /* frame.c */
 int	 frame_socket_tune(int);
 int	 frame_put(struct evbuffer *, const struct ProtobufCMessage *);
+int	 frame_put_parts(struct evbuffer *, const struct iovec *, int);
 int	 frame_pull(struct evbuffer *, uint8_t **, size_t *, const char **);
 int	 frame_next(struct evbuffer *, const struct ProtobufCMessageDescriptor *,
 	    struct ProtobufCMessage **, const char **);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 static const char	*log_procname = "dynprof";
@@ -36,24 +37,26 @@ log_getlevel(void)
 	return (log_level);
 }
 
+/* Writes one timestamped line to stderr, with strerror(errnum) if not 0. */
 static void
 log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
 {
-	struct timespec	 ts;
 	struct tm	 tm;
 	char		 stamp[32], msg[2048];
+	int64_t		 ns = clock_wall_ns();
+	time_t		 sec = (time_t)(ns / 1000000000);
+	long		 ms = (long)(ns % 1000000000) / 1000000;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
+	gmtime_r(&sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (errnum != 0)
 		fprintf(stderr, "%s.%03ldZ %s %s: %s: %s\n", stamp,
-		    ts.tv_nsec / 1000000, log_procname, level, msg,
+		    ms, log_procname, level, msg,
 		    strerror(errnum));
 	else
 		fprintf(stderr, "%s.%03ldZ %s %s: %s\n", stamp,
-		    ts.tv_nsec / 1000000, log_procname, level, msg);
+		    ms, log_procname, level, msg);
 	fflush(stderr);
 }
 

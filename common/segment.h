@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jobid.h"
+
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
 #define SEG_VERSION		4	/* bump when the layout changes */
 
@@ -37,7 +39,7 @@
 #define SEG_PREFIX		"dynprof."
 #define SEG_DEFAULT_MODE	0600
 
-#define SEG_JOB_MAX		64	/* job id length, docs/design.md */
+#define SEG_JOB_MAX		JOBID_MAX	/* job id length, NUL not counted */
 #define SEG_MAX_WINDOWS		16	/* windows per job schedule */
 #define SEG_MAX_SLOTS		256	/* ranks of one job on one node */
 #define SEG_RANKS_MAX		256	/* "0-7,16" target list, NUL included */
@@ -205,6 +207,8 @@ struct seg_header {
 };
 
 /* The layout is shared between processes and compilers: pin it down. */
+_Static_assert(SEG_JOB_MAX == 64,
+    "the header's job id is in the layout: a new JOBID_MAX bumps SEG_VERSION");
 _Static_assert(sizeof(struct seg_header) == 192, "seg_header size");
 _Static_assert(sizeof(struct seg_header) % 64 == 0, "seg_header alignment");
 _Static_assert(sizeof(struct seg_log_entry) == 64 + SEG_LOG_TEXT_MAX,
@@ -290,6 +294,20 @@ struct segment {
 /* segment_open_trusting(): no uid trusted besides the caller's and root. */
 #define SEG_NOUID	((uid_t)-1)
 
+/* How often a reader retries a read torn by a writer before giving up. */
+#define SEGMENT_READ_RETRIES	1000
+
+/* Lets the other hyperthread run while a reader waits out a seqlock writer. */
+static inline void
+segment_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 /* segment.c */
 int	 segment_path(char *, size_t, const char *, const char *);
 int	 segment_open(struct segment *, const char *, const char *, int, mode_t);
@@ -307,6 +325,7 @@ void	 segment_write_config(struct segment *, const struct seg_config *);
 int	 segment_read_config(const struct segment *, struct seg_config *,
 	    uint32_t *);
 
+/* segment_slot.c */
 int	 segment_slot_claim(struct segment *, pid_t, int32_t, const char *);
 void	 segment_slot_release(struct segment *, int, pid_t);
 int	 segment_slot_read(const struct segment *, int, struct seg_slot *);

@@ -149,6 +149,7 @@ tls_log_expiry(const struct tls *t, const char *verb)
 		    t->role, verb, t->cert, (long long)(left / 86400));
 }
 
+/* strdup() that passes NULL through. */
 static char *
 tls_strdup(const char *s)
 {

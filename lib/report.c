@@ -19,6 +19,7 @@
 
 #include <pb_encode.h>
 
+#include "clock.h"
 #include "dynprof.pb.h"
 #include "libdynprof.h"
 
@@ -67,6 +68,7 @@ report_close(struct dynprof *h)
 	h->sock = -1;
 }
 
+/* Copies src (NULL: "") into dst, cut to len - 1 bytes. */
 static void
 report_copy(char *dst, size_t len, const char *src)
 {
@@ -159,7 +161,6 @@ report_event(struct dynprof *h, int kind, const struct seg_window *w,
 	dynprof_v1_RankEvent	 ev = dynprof_v1_RankEvent_init_zero;
 	uint8_t			 buf[dynprof_v1_RankEvent_size];
 	pb_ostream_t		 os;
-	struct timespec		 ts;
 
 	ev.kind = (dynprof_v1_EventKind)kind;
 	report_copy(ev.job, sizeof(ev.job), h->seg.job);
@@ -179,8 +180,7 @@ report_event(struct dynprof *h, int kind, const struct seg_window *w,
 	ev.reason = (dynprof_v1_StopReason)reason;
 	report_copy(ev.error, sizeof(ev.error), error);
 	ev.generation = h->cfg->generation;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ev.time_unix_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	ev.time_unix_ns = clock_wall_ns();
 	ev.rank_seq = ++h->rank_seq;
 
 	report_slot(h, &ev);

@@ -20,7 +20,7 @@ RATE=20
 
 COORD=$BUILD/server/dynprof-coordinator
 AGENT=$BUILD/agent/dynprof-agent
-CTL=$BUILD/server/dynprofctl
+CTL=$BUILD/ctl/dynprofctl
 SIM=$BUILD/examples/dynprof-train-sim
 
 for b in "$COORD" "$AGENT" "$CTL" "$SIM"; do

@@ -23,6 +23,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "store.h"
@@ -44,20 +45,14 @@ coord_mono_ms(void)
 uint64_t
 coord_mono_ns(void)
 {
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	return (clock_mono_ns());
 }
 
 /* Returns the wall clock in nanoseconds since the epoch. */
 int64_t
 coord_wall_ns(void)
 {
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	return (clock_wall_ns());
 }
 
 /* Formats a wall clock time as RFC 3339 UTC with milliseconds. */

@@ -367,8 +367,6 @@ void	 schedule_finish_windows(struct coord *, int);
 void	 schedule_flush_ranks(struct coord *);
 int	 schedule_store_batch_ranks(struct coord *);
 void	 schedule_free_all(struct coord *);
-const char	*schedule_rank_state_name(int);
-const char	*schedule_event_kind_name(int);
 int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
 int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
 uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);

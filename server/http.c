@@ -26,6 +26,7 @@
 
 #include "coord.h"
 #include "log.h"
+#include "names.h"
 #include "store.h"
 #include "utf8.h"
 
@@ -308,7 +309,7 @@ http_rank_state(struct coord *c, const struct rank *r)
 	if (r->node[0] != '\0' && ((n = schedule_node_find(c, r->node)) ==
 	    NULL || n->conn == NULL))
 		return ("unknown");
-	return (schedule_rank_state_name(r->state));
+	return (names_rank_state(r->state));
 }
 
 static json_t *
@@ -329,7 +330,7 @@ http_rank_json(struct coord *c, const struct rank *r)
 	json_object_set_new(o, "output_dir", r->output_dir ?
 	    json_string(r->output_dir) : json_null());
 	json_object_set_new(o, "last_event", r->last_event ?
-	    json_string(schedule_event_kind_name(r->last_event)) :
+	    json_string(names_event_kind(r->last_event)) :
 	    json_null());
 	json_object_set_new(o, "last_event_time", http_time(r->last_event_ns));
 	if (r->error != NULL)
@@ -340,7 +341,7 @@ http_rank_json(struct coord *c, const struct rank *r)
 	for (; i < r->nevents; i++) {
 		e = json_object();
 		json_object_set_new(e, "kind",
-		    json_string(schedule_event_kind_name(r->events[i].kind)));
+		    json_string(names_event_kind(r->events[i].kind)));
 		json_object_set_new(e, "window",
 		    json_integer(r->events[i].window_id));
 		json_object_set_new(e, "step", json_integer(r->events[i].step));

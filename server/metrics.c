@@ -5,6 +5,7 @@
 #include <event2/buffer.h>
 
 #include "coord.h"
+#include "names.h"
 
 static const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {
 	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
@@ -160,7 +161,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	for (i = 1; i <= DYNPROF__V1__EVENT_KIND__EVENT_DETACHED; i++)
 		evbuffer_add_printf(buf,
 		    "dynprof_events_total{kind=\"%s\"} %llu\n",
-		    schedule_event_kind_name(i),
+		    names_event_kind(i),
 		    (unsigned long long)m->events[i]);
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_events_duplicate_total Replayed events that "

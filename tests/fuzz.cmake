@@ -7,15 +7,15 @@
 #                    under test compiled into the target with coverage
 #                    instrumentation; no tests are registered
 #
-# The daemons' code is compiled into the targets from their sources, their
-# main() renamed, so that the targets reach the functions their libraries
-# (or, for the coordinator, its executable) hold.
+# The agent's targets link its library (dpagent: everything but main()).  The
+# coordinator's code is compiled into the targets from its sources, its main()
+# renamed, so that the targets reach the functions its executable holds.
 option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-set(FUZZ_COMMON_SRC frame.c log.c segment.c slotlog.c jobid.c)
+set(FUZZ_COMMON_SRC frame.c log.c segment.c segment_slot.c slotlog.c jobid.c
+  ranklist.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
-set(FUZZ_AGENT_SRC agent.c)
 set(FUZZ_COORD_SRC coord.c agents.c schedule.c options.c store.c http.c metrics.c)
 if(DYNPROF_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
@@ -26,27 +26,30 @@ if(DYNPROF_FUZZ)
       "leave DYNPROF_SANITIZE off")
   endif()
   # Coverage for the code under test: build it here, instrumented.
-  list(APPEND FUZZ_AGENT_SRC apply.c queue.c upstream.c ranks.c segments.c
-    standalone.c)
+  set(FUZZ_AGENT_SRC agent.c apply.c queue.c upstream.c ranks.c segments.c
+    events.c standalone.c)
+  list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
   set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 else()
   set(FUZZ_COMMON_SRC "")
   set(FUZZ_CFLAGS "")
 endif()
-list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
 list(TRANSFORM FUZZ_COORD_SRC PREPEND ${PROJECT_SOURCE_DIR}/server/)
 
-# main() of each daemon renamed; such a function has no prototype.
-set_source_files_properties(${PROJECT_SOURCE_DIR}/agent/agent.c
-  PROPERTIES COMPILE_DEFINITIONS main=dynprof_agent_main
-  COMPILE_OPTIONS -Wno-missing-prototypes)
+# main() of the coordinator renamed; such a function has no prototype.
 set_source_files_properties(${PROJECT_SOURCE_DIR}/server/coord.c
   PROPERTIES COMPILE_DEFINITIONS main=dynprof_coordinator_main
   COMPILE_OPTIONS -Wno-missing-prototypes)
 
-add_library(fuzz_agent_objs OBJECT ${FUZZ_AGENT_SRC} ${FUZZ_COMMON_SRC})
-target_link_libraries(fuzz_agent_objs PUBLIC dpagent)
+if(DYNPROF_FUZZ)
+  add_library(fuzz_agent_objs OBJECT ${FUZZ_AGENT_SRC} ${FUZZ_COMMON_SRC})
+  target_link_libraries(fuzz_agent_objs PUBLIC dpagent)
+  target_compile_options(fuzz_agent_objs PRIVATE ${FUZZ_CFLAGS})
+else()
+  add_library(fuzz_agent_objs INTERFACE)
+  target_link_libraries(fuzz_agent_objs INTERFACE dpagent)
+endif()
 add_library(fuzz_coord_objs OBJECT ${FUZZ_COORD_SRC} ${FUZZ_COMMON_SRC})
 target_include_directories(fuzz_coord_objs PUBLIC ${PROJECT_SOURCE_DIR}/server)
 target_link_libraries(fuzz_coord_objs PUBLIC dptls PkgConfig::JANSSON
@@ -71,7 +74,7 @@ else()
   add_library(fuzz_dynprof_objs INTERFACE)
   target_link_libraries(fuzz_dynprof_objs INTERFACE dynprof_internal)
 endif()
-foreach(objs fuzz_agent_objs fuzz_coord_objs fuzz_lib_objs)
+foreach(objs fuzz_coord_objs fuzz_lib_objs)
   target_compile_options(${objs} PRIVATE ${FUZZ_CFLAGS})
 endforeach()
 

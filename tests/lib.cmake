@@ -7,9 +7,11 @@ dynprof_test(test_segment_stress SOURCES unit/test_segment_stress.c LIBS dpcommo
   TIMEOUT 60)
 dynprof_test(test_segment_stress_noseqlock
   SOURCES unit/test_segment_stress.c ${PROJECT_SOURCE_DIR}/common/segment.c
+          ${PROJECT_SOURCE_DIR}/common/segment_slot.c
           ${PROJECT_SOURCE_DIR}/common/procmaps.c
           ${PROJECT_SOURCE_DIR}/common/slotlog.c
           ${PROJECT_SOURCE_DIR}/common/jobid.c
+          ${PROJECT_SOURCE_DIR}/common/clock.c
   TIMEOUT 60)
 target_compile_definitions(test_segment_stress_noseqlock PRIVATE
   SEGMENT_TEST_NO_SEQLOCK)

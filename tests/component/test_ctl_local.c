@@ -192,7 +192,7 @@ setup(void **state)
 	snprintf(fx->dir, sizeof(fx->dir), "/tmp/dynprof-ctl-local.XXXXXX");
 	assert_non_null(mkdtemp(fx->dir));
 	build = getenv("DYNPROF_BUILD_DIR");
-	snprintf(fx->ctl, sizeof(fx->ctl), "%s/server/dynprofctl",
+	snprintf(fx->ctl, sizeof(fx->ctl), "%s/ctl/dynprofctl",
 	    build != NULL ? build : ".");
 	make_segment(fx);
 	*state = fx;

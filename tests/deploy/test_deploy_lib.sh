@@ -7,7 +7,7 @@ SRC=${DYNPROF_SOURCE_DIR:?DYNPROF_SOURCE_DIR not set}
 BUILD=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
 AGENT=$BUILD/agent/dynprof-agent
 COORD=$BUILD/server/dynprof-coordinator
-CTL=$BUILD/server/dynprofctl
+CTL=$BUILD/ctl/dynprofctl
 
 fail()
 {
@@ -52,7 +52,7 @@ write_facts()
 	"$COORD" --help > "$1.coord" 2>&1 || true
 	"$CTL" --help > "$1.ctl" 2>&1 || true
 	(cd "$SRC" && grep -rhoE '"(DYNPROF|SLURM)_[A-Z0-9_]+"' --exclude-dir=tests \
-	    --include='*.c' --include='*.h' --include='*.py' agent lib common server) \
+	    --include='*.c' --include='*.h' --include='*.py' agent lib common server ctl) \
 	    | tr -d '"' | sort -u > "$1.env"
 	python3 - "$1" <<'PY'
 import json, re, sys

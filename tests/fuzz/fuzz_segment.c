@@ -22,7 +22,7 @@ int	 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 static struct seg_config	 fuzz_config;
 static struct seg_slot		 fuzz_slot;
 
-/* Reads slot's log as segments_read_log() does: every string stays bounded. */
+/* Reads slot's log as events_read_log() does: every string stays bounded. */
 static void
 fuzz_read_log(const struct seg_slot *slot)
 {

@@ -39,7 +39,7 @@ def binary(rel):
 
 COORDINATOR = "server/dynprof-coordinator"
 AGENT = "agent/dynprof-agent"
-CTL = "server/dynprofctl"
+CTL = "ctl/dynprofctl"
 TRAIN_SIM = "examples/dynprof-train-sim"
 LIBRARY = "lib/libdynprof.so"
 PYTHON = "/usr/bin/python3"

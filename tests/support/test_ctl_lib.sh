@@ -5,7 +5,7 @@
 # The sourcing script names its directory's prefix in CTL_TEST.
 
 B=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
-CTL=$B/server/dynprofctl
+CTL=$B/ctl/dynprofctl
 T=$(mktemp -d "/tmp/$CTL_TEST.XXXXXX")
 PIDS=()
 

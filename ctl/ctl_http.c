@@ -16,6 +16,7 @@
 
 #include <curl/curl.h>
 
+#include "clock.h"
 #include "ctl.h"
 #include "version.h"
 
@@ -23,10 +24,7 @@
 int64_t
 ctl_now_ms(void)
 {
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	return (clock_mono_ms());
 }
 
 /*
