@@ -412,30 +412,33 @@ agents_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 	}
 }
 
+/* The committer: finishes the open batch of events, once per loop turn. */
 static void
 agents_commit_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct coord	*c = arg;
+
 	(void)fd;
 	(void)what;
-	agents_commit_batch(arg);
+	store_flush(c->store);
 }
 
 /*
- * Commits the open batch of events, then acknowledges each agent's highest
- * seq in it.  If the commit fails, those agents are dropped: they reconnect
- * and replay, and the replays are stored then.
+ * Finishes the open batch of events (the store calls it, at store_flush() or
+ * before the next transaction): stores the ranks it changed and each agent's
+ * highest seq in it, commits, then acknowledges those seqs.  If the commit
+ * fails, those agents are dropped: they reconnect and replay, and the replays
+ * are stored then.
  */
-void
-agents_commit_batch(struct coord *c)
+static void
+agents_commit_batch(void *arg)
 {
 	Dynprof__V1__CoordinatorMessage	 msg;
 	Dynprof__V1__EventAck		 ack;
+	struct coord			*c = arg;
 	struct conn			*conn;
 	int				 failed = 0;
 
-	if (!c->batch_open)
-		return;
-	c->batch_open = 0;
 	if (schedule_store_batch_ranks(c) == -1)
 		failed = 1;
 	TAILQ_FOREACH(conn, &c->acks, ack_entry) {
@@ -521,12 +524,11 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 		    "event seq beyond the node's window");
 		return;
 	}
-	if (!c->batch_open) {
-		if (store_begin(c->store) == -1) {
+	if (!store_batch_open(c->store)) {
+		if (store_batch_begin(c->store, agents_commit_batch, c) == -1) {
 			log_warnx("%s: cannot open a transaction", __func__);
 			return;		/* not acked: the agent replays it */
 		}
-		c->batch_open = 1;
 		event_active(c->committer, EV_TIMEOUT, 1);
 	}
 	if (ae->agent_boot_id != node->boot_id) {
@@ -770,7 +772,7 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
 		/* Its events commit with the batch; the ack is not sent. */
 		TAILQ_REMOVE(&c->acks, conn, ack_entry);
 		conn->ack_queued = 0;
-		if (c->batch_open)
+		if (store_batch_open(c->store))
 			store_put_agent(c->store, conn->node->name,
 			    conn->node->boot_id, conn->ack_seq);
 	}
@@ -1021,7 +1023,7 @@ agents_close_all(struct coord *c)
 {
 	struct conn	*conn;
 
-	agents_commit_batch(c);
+	store_flush(c->store);
 	while ((conn = TAILQ_FIRST(&c->conns)) != NULL) {
 		if (conn->state != CONN_CLOSING)
 			agents_conn_close(conn,

@@ -362,7 +362,6 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	agents_heartbeat(c);
 	schedule_finish_windows(c, 0);
-	agents_commit_batch(c);
 	schedule_flush_ranks(c);
 	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);
@@ -670,7 +669,7 @@ coord_start(struct coord *c)
 		return (-1);
 	}
 	c->started_ns = coord_wall_ns();
-	if (store_load(c->store, c) == -1)
+	if (load_model(c) == -1)
 		return (-1);
 	if (coord_load_tls(c) == -1)
 		return (-1);

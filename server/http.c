@@ -31,7 +31,6 @@
 
 #include <openssl/ssl.h>
 
-#define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
 
 static void	 http_conn_active(struct coord *, struct evhttp_connection *);
@@ -187,28 +186,10 @@ http_body(struct coord *c, struct evhttp_request *req)
 	return (obj);
 }
 
-static int	 http_refuse(struct http_refusal *, int, const char *,
-		    const char *, ...) __attribute__((format(printf, 4, 5)));
-
-/* Fills ref with the answer to a refused request.  Returns -1. */
-static int
-http_refuse(struct http_refusal *ref, int code, const char *field,
-    const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	http_vformat(ref->msg, sizeof(ref->msg), fmt, ap);
-	va_end(ap);
-	ref->code = code;
-	ref->field = field;
-	return (-1);
-}
-
 /* Answers the request with what ref says. */
 static void
 http_refused(struct coord *c, struct evhttp_request *req,
-    const struct http_refusal *ref)
+    const struct refusal *ref)
 {
 	http_error(c, req, ref->code, ref->field, "%s", ref->msg);
 }
@@ -219,7 +200,7 @@ http_refused(struct coord *c, struct evhttp_request *req,
  */
 static int
 http_int_field(json_t *obj, const char *key, long long min, long long max,
-    int64_t *out, struct http_refusal *ref)
+    int64_t *out, struct refusal *ref)
 {
 	json_t		*v = json_object_get(obj, key);
 	json_int_t	 iv;
@@ -227,11 +208,11 @@ http_int_field(json_t *obj, const char *key, long long min, long long max,
 	if (v == NULL)
 		return (0);
 	if (!json_is_integer(v))
-		return (http_refuse(ref, 400, key, "%s must be an integer",
+		return (change_refuse(ref, 400, key, "%s must be an integer",
 		    key));
 	iv = json_integer_value(v);
 	if (iv < min || iv > max)
-		return (http_refuse(ref, 400, key, "%s must be between %lld "
+		return (change_refuse(ref, 400, key, "%s must be between %lld "
 		    "and %lld", key, min, max));
 	*out = iv;
 	return (1);
@@ -244,18 +225,6 @@ http_job_id(struct coord *c, struct evhttp_request *req, const char *id)
 
 	if (!jobid_valid(id, &why)) {
 		http_error(c, req, 400, "job", "%s", why);
-		return (-1);
-	}
-	return (0);
-}
-
-/* Commits the open store transaction, or answers 500 and rolls back. */
-static int
-http_commit(struct coord *c, struct evhttp_request *req)
-{
-	if (store_commit(c->store) == -1) {
-		store_rollback(c->store);
-		http_error(c, req, 500, NULL, "cannot store the change");
 		return (-1);
 	}
 	return (0);
@@ -476,39 +445,6 @@ http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
 	http_reply(c, req, 200, cfg);
 }
 
-/* Stores a new window (and the job) at a new generation, then pushes. */
-static int
-http_store_window(struct coord *c, struct evhttp_request *req,
-    struct job *job, struct window *w)
-{
-	uint64_t	 gen;
-
-	agents_commit_batch(c);
-	if (store_begin(c->store) == -1) {
-		http_error(c, req, 500, NULL, "cannot store the change");
-		return (-1);
-	}
-	w->id = job->next_window_id++;
-	w->created_ns = coord_wall_ns();
-	if ((gen = schedule_next_generation(c)) == 0 ||
-	    store_put_window(c->store, job->name, w) == -1)
-		goto fail;
-	job->generation = gen;
-	if (store_put_job(c->store, job) == -1)
-		goto fail;
-	if (http_commit(c, req) == -1) {
-		job->next_window_id--;
-		return (-1);
-	}
-	schedule_window_insert(job, w);
-	return (0);
-fail:
-	store_rollback(c->store);
-	job->next_window_id--;
-	http_error(c, req, 500, NULL, "cannot store the change");
-	return (-1);
-}
-
 static const char *http_window_keys[] = {
 	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
 	"options", "output_subdir", NULL
@@ -522,7 +458,7 @@ static const char *http_window_keys[] = {
  */
 int
 http_window_parse(const void *jv, const struct options *defaults,
-    struct window_request *r, struct window **wp, struct http_refusal *ref)
+    struct window_request *r, struct window **wp, struct refusal *ref)
 {
 	json_t		*body = (json_t *)jv, *v;
 	struct window	*w = NULL;
@@ -536,13 +472,13 @@ http_window_parse(const void *jv, const struct options *defaults,
 			if (strcmp(key, http_window_keys[i]) == 0)
 				break;
 		if (http_window_keys[i] == NULL)
-			return (http_refuse(ref, 400, key, "unknown field %s "
+			return (change_refuse(ref, 400, key, "unknown field %s "
 			    "(profiler options go in \"options\")", key));
 	}
 	if ((r->has_start = http_int_field(body, "start_step", 0,
-	    HTTP_STEP_MAX, &r->start, ref)) == -1 ||
+	    COORD_WINDOW_STEP_MAX, &r->start, ref)) == -1 ||
 	    (r->has_stop = http_int_field(body, "stop_step", 0,
-	    HTTP_STEP_MAX, &r->stop, ref)) == -1 ||
+	    COORD_WINDOW_STEP_MAX, &r->stop, ref)) == -1 ||
 	    (r->has_in = http_int_field(body, "in_steps", 0,
 	    HTTP_COUNT_MAX, &r->in, ref)) == -1 ||
 	    (r->has_steps = http_int_field(body, "steps", 1,
@@ -551,36 +487,36 @@ http_window_parse(const void *jv, const struct options *defaults,
 	    HTTP_COUNT_MAX, &r->roundup, ref)) == -1)
 		return (-1);
 	if (r->has_start && r->has_in)
-		return (http_refuse(ref, 400, "in_steps", "give start_step or "
+		return (change_refuse(ref, 400, "in_steps", "give start_step or "
 		    "in_steps, not both"));
 	if (!r->has_start && !r->has_in)
-		return (http_refuse(ref, 400, "start_step", "start_step or "
+		return (change_refuse(ref, 400, "start_step", "start_step or "
 		    "in_steps is required"));
 	if (r->has_stop && r->has_steps)
-		return (http_refuse(ref, 400, "steps", "give stop_step or "
+		return (change_refuse(ref, 400, "steps", "give stop_step or "
 		    "steps, not both"));
 	if (!r->has_stop && !r->has_steps)
-		return (http_refuse(ref, 400, "stop_step", "stop_step or steps "
+		return (change_refuse(ref, 400, "stop_step", "stop_step or steps "
 		    "is required"));
 	if (r->has_in && r->in == 0 && !r->has_round)
-		return (http_refuse(ref, 400, "in_steps", "in_steps must be at "
+		return (change_refuse(ref, 400, "in_steps", "in_steps must be at "
 		    "least 1 unless roundup is given"));
 	if ((w = window_new()) == NULL)
-		return (http_refuse(ref, 500, NULL, "out of memory"));
+		return (change_refuse(ref, 500, NULL, "out of memory"));
 	if ((v = json_object_get(body, "ranks")) != NULL) {
 		if (!json_is_string(v)) {
-			http_refuse(ref, 400, "ranks", "ranks must be a "
+			change_refuse(ref, 400, "ranks", "ranks must be a "
 			    "string such as \"0-7,16\"");
 			goto fail;
 		}
 		if (strlen(json_string_value(v)) >= SEG_RANKS_MAX) {
-			http_refuse(ref, 400, "ranks", "ranks longer than "
+			change_refuse(ref, 400, "ranks", "ranks longer than "
 			    "%d bytes", SEG_RANKS_MAX - 1);
 			goto fail;
 		}
 		if (ranks_parse(json_string_value(v), &w->rankset, &why) ==
 		    -1) {
-			http_refuse(ref, 400, "ranks", "%s", why);
+			change_refuse(ref, 400, "ranks", "%s", why);
 			goto fail;
 		}
 		if (strcmp(json_string_value(v), "all") != 0)
@@ -589,12 +525,12 @@ http_window_parse(const void *jv, const struct options *defaults,
 	}
 	if ((v = json_object_get(body, "output_subdir")) != NULL) {
 		if (!json_is_string(v)) {
-			http_refuse(ref, 400, "output_subdir",
+			change_refuse(ref, 400, "output_subdir",
 			    "output_subdir must be a string");
 			goto fail;
 		}
 		if (!subdir_valid(json_string_value(v), &why)) {
-			http_refuse(ref, 400, "output_subdir", "%s", why);
+			change_refuse(ref, 400, "output_subdir", "%s", why);
 			goto fail;
 		}
 		snprintf(w->output_subdir, sizeof(w->output_subdir), "%s",
@@ -602,7 +538,7 @@ http_window_parse(const void *jv, const struct options *defaults,
 	}
 	options_clear(&w->options);
 	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
-		http_refuse(ref, 500, NULL, "out of memory");
+		change_refuse(ref, 500, NULL, "out of memory");
 		goto fail;
 	}
 	if ((v = json_object_get(body, "options")) != NULL &&
@@ -613,7 +549,7 @@ http_window_parse(const void *jv, const struct options *defaults,
 			field = ref->fieldbuf;
 		} else
 			field = "options";
-		http_refuse(ref, 400, field, "%s: %s", field, why);
+		change_refuse(ref, 400, field, "%s: %s", field, why);
 		goto fail;
 	}
 	*wp = w;
@@ -623,142 +559,45 @@ fail:
 	return (-1);
 }
 
-/*
- * Resolves the steps a POST windows body asks for (r) to absolute ones, given
- * max, the highest step the job's ranks reported (needed with in_steps).
- * Every sum is checked: a step past HTTP_STEP_MAX (or one that would not even
- * fit an int64_t) is refused with the field that took it there.  Returns 0, or
- * -1 with ref saying what to answer.
- */
-int
-http_window_resolve(const struct window_request *r, int64_t max,
-    int64_t *startp, int64_t *stopp, struct http_refusal *ref)
-{
-	int64_t	 start = r->start, stop = r->stop, rem;
-
-	if (r->has_in) {
-		if (max < 0 || __builtin_add_overflow(max, r->in, &start) ||
-		    start > HTTP_STEP_MAX)
-			return (http_refuse(ref, 400, "in_steps", "in_steps %"
-			    PRId64 " from step %" PRId64 " is beyond step %lld",
-			    r->in, max, HTTP_STEP_MAX));
-		if (r->has_round && start <= max)
-			start = max + 1;
-	}
-	if (r->has_round) {
-		/* Up to the next multiple of roundup (start is not negative). */
-		if (start < 0)
-			return (http_refuse(ref, 400, "roundup", "roundup of a "
-			    "negative step"));
-		rem = start % r->roundup;
-		if (rem != 0 && (__builtin_add_overflow(start, r->roundup - rem,
-		    &start) || start > HTTP_STEP_MAX))
-			return (http_refuse(ref, 400, "roundup", "roundup %"
-			    PRId64 " takes the start beyond step %lld",
-			    r->roundup, HTTP_STEP_MAX));
-	}
-	if (r->has_steps && (__builtin_add_overflow(start, r->steps - 1,
-	    &stop) || stop > HTTP_STEP_MAX))
-		return (http_refuse(ref, 400, "steps", "steps %" PRId64 " from "
-		    "step %" PRId64 " end beyond step %lld", r->steps, start,
-		    HTTP_STEP_MAX));
-	if (start < 0 || start > HTTP_STEP_MAX)
-		return (http_refuse(ref, 400, "start_step", "start_step must be "
-		    "between 0 and %lld", HTTP_STEP_MAX));
-	if (start > stop)
-		return (http_refuse(ref, 400, "stop_step", "start_step %" PRId64
-		    " is after stop_step %" PRId64, start, stop));
-	if (stop > HTTP_STEP_MAX)
-		return (http_refuse(ref, 400, "stop_step", "steps beyond %lld",
-		    HTTP_STEP_MAX));
-	*startp = start;
-	*stopp = stop;
-	return (0);
-}
-
+/* POST /v1/jobs/J/windows: adds a window. */
 static void
 http_post_window(struct coord *c, struct evhttp_request *req,
     const char *name)
 {
 	json_t			*body, *reply;
 	struct job		*job;
-	struct window		*w = NULL, *other;
+	struct window		*w;
 	struct window_request	 r;
-	struct http_refusal	 ref;
-	int64_t			 start, stop, max;
+	struct refusal		 ref;
 
 	if ((body = http_body(c, req)) == NULL)
 		return;
-	/* The job is created only once the window is accepted. */
 	job = schedule_job_find(c, name);
 	if (http_window_parse(body, job != NULL ? &job->defaults : NULL, &r,
-	    &w, &ref) == -1) {
+	    &w, &ref) == -1 ||
+	    change_window_add(c, name, &r, w, &job, &ref) == -1) {
 		http_refused(c, req, &ref);
-		goto out;
+		json_decref(body);
+		return;
 	}
-	/* Resolve to absolute steps. */
-	max = -1;
-	if (r.has_in) {
-		max = job != NULL ? schedule_job_max_step(c, job) : -1;
-		if (max < 0) {
-			http_error(c, req, 409, "in_steps", "no rank of job %s "
-			    "has reported a step yet (or every node serving it "
-			    "is lost): give start_step", name);
-			goto out;
-		}
-	}
-	if (http_window_resolve(&r, max, &start, &stop, &ref) == -1) {
-		http_refused(c, req, &ref);
-		goto out;
-	}
-	w->start_step = start;
-	w->stop_step = stop;
-	if (job == NULL && (job = schedule_job_get(c, name)) == NULL) {
-		http_error(c, req, 500, NULL, "out of memory");
-		goto out;
-	}
-	/* Events already read may end a window: commit them (which takes the
-	 * windows they ended out of the schedule) before judging overlaps. */
-	agents_commit_batch(c);
-	if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
-		http_error(c, req, 409, "start_step", "[%" PRId64 ", %" PRId64
-		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
-		    start, stop, other->id, other->start_step, other->stop_step,
-		    schedule_window_state(job, other));
-		goto out;
-	}
-	if (schedule_make_room(c, job) == -1) {
-		http_error(c, req, 409, NULL, "job %s has %d windows pending, "
-		    "the most a schedule holds", name, SEG_MAX_WINDOWS);
-		goto out;
-	}
-	if (http_store_window(c, req, job, w) == -1)
-		goto out;
-	log_info("%s: job %s window %u [%" PRId64 ", %" PRId64 "] "
-	    "generation %llu", __func__, name, w->id, start, stop,
-	    (unsigned long long)job->generation);
 	reply = http_window_json(job, w);
 	json_object_set_new(reply, "job", json_string(job->name));
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
 	http_reply(c, req, 201, reply);
-	agents_push(c, job);
-	w = NULL;
-out:
-	window_free(w);
 	json_decref(body);
 }
 
+/* DELETE /v1/jobs/J/windows/ID: cancels a window. */
 static void
 http_delete_window(struct coord *c, struct evhttp_request *req,
     const char *name, const char *idstr)
 {
 	struct job	*job;
-	struct window	*w;
+	struct refusal	 ref;
 	json_t		*reply;
 	char		*end;
 	unsigned long	 id;
-	uint64_t	 gen;
 
 	errno = 0;
 	id = strtoul(idstr, &end, 10);
@@ -768,43 +607,9 @@ http_delete_window(struct coord *c, struct evhttp_request *req,
 		    "integer");
 		return;
 	}
-	if ((job = schedule_job_find(c, name)) == NULL) {
-		http_error(c, req, 404, "job", "no job %s", name);
+	if (change_window_cancel(c, name, (uint32_t)id, &job, &ref) == -1) {
+		http_refused(c, req, &ref);
 		return;
-	}
-	if ((w = schedule_window_find(job, (uint32_t)id)) == NULL) {
-		http_error(c, req, 404, "id", "job %s has no window %lu", name,
-		    id);
-		return;
-	}
-	if (w->state != WINDOW_STATE_CANCELLED) {
-		if (w->finished) {
-			http_error(c, req, 409, "id", "window %lu is done", id);
-			return;
-		}
-		agents_commit_batch(c);
-		if (store_begin(c->store) == -1) {
-			http_error(c, req, 500, NULL, "cannot store the change");
-			return;
-		}
-		w->state = WINDOW_STATE_CANCELLED;
-		if ((gen = schedule_next_generation(c)) == 0 ||
-		    store_put_window(c->store, job->name, w) == -1) {
-			store_rollback(c->store);
-			w->state = WINDOW_STATE_SCHEDULED;
-			http_error(c, req, 500, NULL, "cannot store the change");
-			return;
-		}
-		job->generation = gen;
-		if (store_put_job(c->store, job) == -1 ||
-		    http_commit(c, req) == -1) {
-			store_rollback(c->store);
-			w->state = WINDOW_STATE_SCHEDULED;
-			return;
-		}
-		log_info("%s: job %s window %lu cancelled, generation %llu",
-		    __func__, name, id, (unsigned long long)gen);
-		agents_push(c, job);
 	}
 	reply = json_object();
 	json_object_set_new(reply, "id", json_integer((json_int_t)id));
@@ -821,21 +626,21 @@ http_delete_window(struct coord *c, struct evhttp_request *req,
  */
 int
 http_config_parse(const void *jv, int64_t *start, int64_t *stop,
-    struct options *defaults, struct http_refusal *ref)
+    struct options *defaults, struct refusal *ref)
 {
 	json_t		*body = (json_t *)jv, *opts;
 	const char	*field, *why;
 
 	*start = *stop = -1;
-	if (http_int_field(body, "start_step", -1, HTTP_STEP_MAX, start,
-	    ref) == -1 || http_int_field(body, "stop_step", -1, HTTP_STEP_MAX,
+	if (http_int_field(body, "start_step", -1, COORD_WINDOW_STEP_MAX, start,
+	    ref) == -1 || http_int_field(body, "stop_step", -1, COORD_WINDOW_STEP_MAX,
 	    stop, ref) == -1)
 		return (-1);
 	if (*start == 0)
-		return (http_refuse(ref, 400, "start_step", "start_step must be "
+		return (change_refuse(ref, 400, "start_step", "start_step must be "
 		    "-1 (no window) or above 0"));
 	if (*start > 0 && *stop < *start)
-		return (http_refuse(ref, 400, "stop_step", "stop_step %" PRId64
+		return (change_refuse(ref, 400, "stop_step", "stop_step %" PRId64
 		    " is before start_step %" PRId64, *stop, *start));
 	opts = json_deep_copy(body);
 	json_object_del(opts, "start_step");
@@ -847,7 +652,7 @@ http_config_parse(const void *jv, int64_t *start, int64_t *stop,
 			    field);
 			field = ref->fieldbuf;
 		}
-		http_refuse(ref, 400, field, "%s: %s", field ? field :
+		change_refuse(ref, 400, field, "%s: %s", field ? field :
 		    "options", why);
 		json_decref(opts);
 		return (-1);
@@ -856,18 +661,18 @@ http_config_parse(const void *jv, int64_t *start, int64_t *stop,
 	return (0);
 }
 
+/* PUT /v1/jobs/J/config: sets the job's config and maybe a window. */
 static void
 http_put_config(struct coord *c, struct evhttp_request *req,
     const char *name)
 {
 	json_t			*body, *reply;
 	struct job		*job;
-	struct window		*w = NULL, *it, *same = NULL, *other;
+	struct window		*w;
 	struct options		 defaults;
-	struct http_refusal	 ref;
-	char			*text = NULL, *oldtext;
+	struct refusal		 ref;
+	char			*text;
 	int64_t			 start, stop;
-	uint64_t		 gen;
 
 	options_init(&defaults);
 	if ((body = http_body(c, req)) == NULL)
@@ -877,88 +682,26 @@ http_put_config(struct coord *c, struct evhttp_request *req,
 		goto out;
 	}
 	if ((text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER)) ==
-	    NULL || (job = schedule_job_get(c, name)) == NULL) {
+	    NULL) {
 		http_error(c, req, 500, NULL, "out of memory");
 		goto out;
 	}
-	if (start > 0) {
-		TAILQ_FOREACH(it, &job->windows, entry) {
-			if (!it->finished && it->state ==
-			    WINDOW_STATE_SCHEDULED && it->start_step == start &&
-			    it->stop_step == stop)
-				same = it;
-		}
-		if (same == NULL) {
-			agents_commit_batch(c);
-			if ((other = schedule_overlap(c, job, start, stop)) !=
-			    NULL) {
-				http_error(c, req, 409, "start_step", "[%" PRId64
-				    ", %" PRId64 "] overlaps window %u [%"
-				    PRId64 ", %" PRId64 "]", start, stop,
-				    other->id, other->start_step,
-				    other->stop_step);
-				goto out;
-			}
-			if (schedule_make_room(c, job) == -1) {
-				http_error(c, req, 409, NULL, "job %s has %d "
-				    "windows pending", name, SEG_MAX_WINDOWS);
-				goto out;
-			}
-			if ((w = window_new()) == NULL ||
-			    options_copy(&w->options, &defaults) == -1) {
-				http_error(c, req, 500, NULL, "out of memory");
-				goto out;
-			}
-			w->start_step = start;
-			w->stop_step = stop;
-		}
-	}
-
-	agents_commit_batch(c);
-	if (store_begin(c->store) == -1) {
-		http_error(c, req, 500, NULL, "cannot store the change");
+	if (change_config_set(c, name, text, &defaults, start, stop, &job, &w,
+	    &ref) == -1) {
+		http_refused(c, req, &ref);
 		goto out;
 	}
-	oldtext = job->config_json;
-	job->config_json = text;
-	options_clear(&job->defaults);
-	job->defaults = defaults;
-	options_init(&defaults);	/* moved into the job */
-	text = oldtext;
-	if (w != NULL) {
-		w->id = job->next_window_id++;
-		w->created_ns = coord_wall_ns();
-	}
-	if ((gen = schedule_next_generation(c)) == 0 ||
-	    (w != NULL && store_put_window(c->store, job->name, w) == -1)) {
-		store_rollback(c->store);
-		http_error(c, req, 500, NULL, "cannot store the change");
-		goto out;
-	}
-	job->generation = gen;
-	if (store_put_job(c->store, job) == -1 || http_commit(c, req) == -1) {
-		store_rollback(c->store);
-		goto out;
-	}
-	if (w != NULL)
-		schedule_window_insert(job, w);
-	log_info("%s: job %s config stored, generation %llu", __func__, name,
-	    (unsigned long long)gen);
 	reply = json_object();
 	json_object_set_new(reply, "job", json_string(job->name));
-	json_object_set_new(reply, "generation", json_integer((json_int_t)gen));
-	if (w != NULL || same != NULL)
-		json_object_set_new(reply, "window", http_window_json(job,
-		    w != NULL ? w : same));
+	json_object_set_new(reply, "generation",
+	    json_integer((json_int_t)job->generation));
+	if (w != NULL)
+		json_object_set_new(reply, "window", http_window_json(job, w));
 	else
 		json_object_set_new(reply, "window", json_null());
 	http_reply(c, req, 200, reply);
-	agents_push(c, job);
-	w = NULL;
 out:
-	window_free(w);
 	options_clear(&defaults);
-	free(text);
 	json_decref(body);
 }
 

@@ -3,6 +3,7 @@
  * rules that turn rank events and progress into status.
  */
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -515,14 +516,57 @@ schedule_window_state(const struct job *job, const struct window *w)
 	return ("scheduled");
 }
 
-/* Takes the next generation number and stores the counter (inside a tx). */
-uint64_t
-schedule_next_generation(struct coord *c)
+/*
+ * Resolves the steps a POST windows body asks for (r) to absolute ones, given
+ * max, the highest step the job's ranks reported (needed with in_steps).
+ * Every sum is checked: a step past COORD_WINDOW_STEP_MAX (or one that would
+ * not even fit an int64_t) is refused with the field that took it there.
+ * Returns 0, or -1 with ref saying what to answer.
+ */
+int
+schedule_window_resolve(const struct window_request *r, int64_t max,
+    int64_t *startp, int64_t *stopp, struct refusal *ref)
 {
-	c->generation++;
-	if (store_put_generation(c->store, c->generation) == -1)
-		return (0);
-	return (c->generation);
+	int64_t	 start = r->start, stop = r->stop, rem;
+
+	if (r->has_in) {
+		if (max < 0 || __builtin_add_overflow(max, r->in, &start) ||
+		    start > COORD_WINDOW_STEP_MAX)
+			return (change_refuse(ref, 400, "in_steps", "in_steps %"
+			    PRId64 " from step %" PRId64 " is beyond step %lld",
+			    r->in, max, COORD_WINDOW_STEP_MAX));
+		if (r->has_round && start <= max)
+			start = max + 1;
+	}
+	if (r->has_round) {
+		/* Up to the next multiple of roundup (start is not negative). */
+		if (start < 0)
+			return (change_refuse(ref, 400, "roundup", "roundup of a "
+			    "negative step"));
+		rem = start % r->roundup;
+		if (rem != 0 && (__builtin_add_overflow(start, r->roundup - rem,
+		    &start) || start > COORD_WINDOW_STEP_MAX))
+			return (change_refuse(ref, 400, "roundup", "roundup %"
+			    PRId64 " takes the start beyond step %lld",
+			    r->roundup, COORD_WINDOW_STEP_MAX));
+	}
+	if (r->has_steps && (__builtin_add_overflow(start, r->steps - 1,
+	    &stop) || stop > COORD_WINDOW_STEP_MAX))
+		return (change_refuse(ref, 400, "steps", "steps %" PRId64 " from "
+		    "step %" PRId64 " end beyond step %lld", r->steps, start,
+		    COORD_WINDOW_STEP_MAX));
+	if (start < 0 || start > COORD_WINDOW_STEP_MAX)
+		return (change_refuse(ref, 400, "start_step", "start_step must be "
+		    "between 0 and %lld", COORD_WINDOW_STEP_MAX));
+	if (start > stop)
+		return (change_refuse(ref, 400, "stop_step", "start_step %" PRId64
+		    " is after stop_step %" PRId64, start, stop));
+	if (stop > COORD_WINDOW_STEP_MAX)
+		return (change_refuse(ref, 400, "stop_step", "steps beyond %lld",
+		    COORD_WINDOW_STEP_MAX));
+	*startp = start;
+	*stopp = stop;
+	return (0);
 }
 
 /* Returns the job's schedule as a JobConfig message; free it with
@@ -732,6 +776,26 @@ schedule_apply_event(struct coord *c, struct node *node,
 	return (0);
 }
 
+/* Stores a rank's last known state (inside a transaction). */
+static int
+schedule_store_rank(struct coord *c, const struct rank *r)
+{
+	struct store_rank	 row;
+
+	row.job = r->job->name;
+	row.rank = r->rank;
+	row.node = r->node;
+	row.pid = r->pid;
+	row.step = r->step;
+	row.state = r->state;
+	row.window_id = r->window_id;
+	row.output_dir = r->output_dir;
+	row.last_event = r->last_event;
+	row.last_event_ns = r->last_event_ns;
+	row.error = r->error;
+	return (store_put_rank(c->store, &row));
+}
+
 /* Stores the ranks the open batch's events changed (inside its tx). */
 int
 schedule_store_batch_ranks(struct coord *c)
@@ -742,7 +806,7 @@ schedule_store_batch_ranks(struct coord *c)
 	while ((r = TAILQ_FIRST(&c->batch_ranks)) != NULL) {
 		TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
 		r->in_batch = 0;
-		if (store_put_rank(c->store, r->job->name, r) == -1)
+		if (schedule_store_rank(c, r) == -1)
 			rc = -1;
 	}
 	return (rc);
@@ -882,42 +946,6 @@ schedule_job_ranks_alive(const struct coord *c, const struct job *job)
 }
 
 /*
- * Marks the n windows of done finished (out of the pushed schedule; they stay
- * in status), stores them with a new generation and pushes the smaller
- * schedule.  Returns 0, or -1 with nothing changed if the store failed.
- */
-static int
-schedule_finish_list(struct coord *c, struct job *job, struct window **done,
-    size_t n)
-{
-	size_t		 i;
-	uint64_t	 gen;
-
-	agents_commit_batch(c);
-	if (store_begin(c->store) == -1)
-		return (-1);
-	for (i = 0; i < n; i++) {
-		done[i]->finished = 1;
-		if (store_put_window(c->store, job->name, done[i]) == -1)
-			goto fail;
-		log_debug("%s: job %s window %u finished", __func__,
-		    job->name, done[i]->id);
-	}
-	if ((gen = schedule_next_generation(c)) == 0)
-		goto fail;
-	job->generation = gen;
-	if (store_put_job(c->store, job) == -1 || store_commit(c->store) == -1)
-		goto fail;
-	agents_push(c, job);
-	return (0);
-fail:
-	store_rollback(c->store);
-	for (i = 0; i < n; i++)
-		done[i]->finished = 0;
-	return (-1);
-}
-
-/*
  * Takes the windows that are over (schedule_window_over()) out of the pushed
  * schedule and pushes the smaller schedule: for every job, or with dirty_only
  * for the jobs whose ranks ended a window or left since the last call (right
@@ -932,6 +960,8 @@ schedule_finish_windows(struct coord *c, int dirty_only)
 	int64_t		 min;
 	size_t		 n;
 
+	/* Judged on every event read so far. */
+	store_flush(c->store);
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if (dirty_only && !job->windows_dirty)
 			continue;
@@ -944,26 +974,29 @@ schedule_finish_windows(struct coord *c, int dirty_only)
 			if (schedule_window_over(c, job, w, min))
 				done[n++] = w;
 		}
-		if (n > 0 && schedule_finish_list(c, job, done, n) == -1)
+		if (n > 0 && change_windows_finish(c, job, done, n) == -1)
 			log_warnx("%s: cannot store finished windows of %s",
 			    __func__, job->name);
 	}
 }
 
 /*
- * Makes room for one more window in a full schedule: the windows no rank can
- * still run (schedule_window_evictable()) leave it, oldest stop step first.
- * Returns 0 once the schedule holds fewer than SEG_MAX_WINDOWS windows, else
- * -1 (nothing changed).
+ * Makes room for one more window in a full schedule: picks the windows no
+ * rank can still run (schedule_window_evictable()), oldest stop step first,
+ * into done (SEG_MAX_WINDOWS of them at most) and their number into *np, for
+ * the change that adds the window to finish.  Returns 0 once the schedule
+ * would hold fewer than SEG_MAX_WINDOWS windows, else -1.  Changes nothing.
  */
 int
-schedule_make_room(struct coord *c, struct job *job)
+schedule_make_room(struct coord *c, struct job *job, struct window **done,
+    size_t *np)
 {
-	struct window	*w, *pick, *done[SEG_MAX_WINDOWS];
+	struct window	*w, *pick;
 	int64_t		 min, max;
 	size_t		 n = 0, i;
 	int		 count;
 
+	*np = 0;
 	if ((count = schedule_pending_count(job)) < SEG_MAX_WINDOWS)
 		return (0);
 	min = schedule_job_min_step(c, job);
@@ -986,7 +1019,8 @@ schedule_make_room(struct coord *c, struct job *job)
 	}
 	if (count - (int)n >= SEG_MAX_WINDOWS)
 		return (-1);
-	return (schedule_finish_list(c, job, done, n));
+	*np = n;
+	return (0);
 }
 
 /* Stores ranks whose step or state changed through progress reports. */
@@ -1002,15 +1036,13 @@ schedule_flush_ranks(struct coord *c)
 			any = 1;
 	if (!any)
 		return;
-	agents_commit_batch(c);
 	if (store_begin(c->store) == -1)
 		return;
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if (!job->ranks_dirty)
 			continue;
 		TAILQ_FOREACH(r, &job->ranks, entry) {
-			if (r->dirty &&
-			    store_put_rank(c->store, job->name, r) == -1) {
+			if (r->dirty && schedule_store_rank(c, r) == -1) {
 				store_rollback(c->store);
 				return;
 			}

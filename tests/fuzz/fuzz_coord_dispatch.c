@@ -304,7 +304,7 @@ fuzz_coord_start(void)
 	    event_base_priority_init(fc->base, 3) == -1)
 		fuzz_fail("event base");
 	if ((fc->store = store_open(fuzz_state, &why)) == NULL ||
-	    store_load(fc->store, fc) == -1)
+	    load_model(fc) == -1)
 		fuzz_fail("store");
 	if (agents_listen(fc, "127.0.0.1:0") == -1 ||
 	    http_listen(fc, "127.0.0.1:0") == -1)
@@ -373,7 +373,7 @@ fuzz_check(void)
 	json_t		*j, *ranks;
 	size_t		 ready = 0;
 
-	if (fc->batch_open)
+	if (store_batch_open(fc->store))
 		fuzz_fail("a batch left open");
 	TAILQ_FOREACH(conn, &fc->conns, entry) {
 		if (conn->state == CONN_READY) {
