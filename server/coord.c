@@ -3,7 +3,6 @@
  * serve the job, turns what they report into status, and serves the admin API.
  */
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -29,9 +28,6 @@
 #include "token.h"
 #include "version.h"
 
-#define COORD_EXIT_OK		0
-#define COORD_EXIT_USAGE	1
-#define COORD_EXIT_RUNTIME	2
 
 /* Returns a monotonic clock in milliseconds. */
 uint64_t
@@ -360,7 +356,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	agents_heartbeat(c);
+	link_heartbeat(c);
 	schedule_finish_windows(c, 0);
 	schedule_flush_ranks(c);
 	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
@@ -491,7 +487,8 @@ coord_check_exposure(const struct coord_config *cf)
 	return (0);
 }
 
-static int
+/* Reads the command line into c->conf.  Returns 0 or -1 (said why). */
+int
 coord_parse_args(struct coord *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -631,19 +628,8 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	return (coord_check_exposure(&c->conf));
 }
 
-/* Raises the open file limit to its hard limit: one descriptor per agent. */
-static void
-coord_raise_nofile(void)
-{
-	struct rlimit	 rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
-static int
+/* Starts the coordinator: store, model, listeners, signals, timer. */
+int
 coord_start(struct coord *c)
 {
 	struct timeval	 tv;
@@ -673,7 +659,7 @@ coord_start(struct coord *c)
 		return (-1);
 	if (coord_load_tls(c) == -1)
 		return (-1);
-	if (agents_listen(c, c->conf.listen_addr) == -1 ||
+	if (link_listen(c, c->conf.listen_addr) == -1 ||
 	    http_listen(c, c->conf.http_addr) == -1)
 		return (-1);
 	c->sigterm = evsignal_new(c->base, SIGTERM, coord_signal, c);
@@ -705,10 +691,11 @@ coord_start(struct coord *c)
 	return (0);
 }
 
-static void
+/* Stops the coordinator and frees what coord_start() made. */
+void
 coord_stop(struct coord *c)
 {
-	agents_close_all(c);
+	link_close_all(c);
 	schedule_flush_ranks(c);
 	http_close(c);
 	if (c->sigterm != NULL)
@@ -734,34 +721,4 @@ coord_stop(struct coord *c)
 	free(c->conf.admin_token);
 	free(c->conf.agent_token);
 	free(c->conf.viewer_token);
-}
-
-int
-main(int argc, char **argv)
-{
-	struct coord	*c;
-	int		 rc = COORD_EXIT_OK;
-
-	log_init("dynprof-coordinator", LOG_LEVEL_INFO);
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		return (COORD_EXIT_RUNTIME);
-	if (coord_parse_args(c, argc, argv) == -1) {
-		free(c->conf.admin_token);
-		free(c->conf.agent_token);
-		free(c->conf.viewer_token);
-		free(c);
-		return (COORD_EXIT_USAGE);
-	}
-	signal(SIGPIPE, SIG_IGN);
-	coord_raise_nofile();
-	if (coord_start(c) == -1)
-		rc = COORD_EXIT_RUNTIME;
-	else if (event_base_dispatch(c->base) == -1) {
-		log_warnx("%s: event loop failed", __func__);
-		rc = COORD_EXIT_RUNTIME;
-	}
-	coord_stop(c);
-	free(c);
-	log_info("stopped");
-	return (rc);
 }

@@ -2,7 +2,7 @@
  * dynprof-coordinator: one libevent loop, one thread, one struct coord.
  *
  *	coord.c		start-up, flags, signals, the housekeeping timer
- *	agents.c	the AgentLink listener and one struct conn per agent
+ *	link.c		the AgentLink listener and one struct conn per agent
  *	schedule.c	jobs, windows, ranks: the model and its rules
  *	change.c	the one path of a change: judge, store, apply, push
  *	load.c		the model rebuilt from the store at start
@@ -306,7 +306,15 @@ struct coord {
 	struct metrics		 metrics;
 };
 
+/* Exit codes of dynprof-coordinator. */
+#define COORD_EXIT_OK		0
+#define COORD_EXIT_USAGE	1
+#define COORD_EXIT_RUNTIME	2
+
 /* coord.c */
+int		 coord_parse_args(struct coord *, int, char **);
+int		 coord_start(struct coord *);
+void		 coord_stop(struct coord *);
 int		 coord_token_equal(const char *, const char *);
 void		 coord_bounds_init(struct coord_config *);
 void		 coord_accept_error(struct evconnlistener *, void *);
@@ -317,13 +325,13 @@ uint64_t	 coord_mono_ns(void);
 int64_t		 coord_wall_ns(void);
 void		 coord_rfc3339(int64_t, char *, size_t);
 
-/* agents.c */
-int	 agents_listen(struct coord *, const char *);
-void	 agents_close_all(struct coord *);
-void	 agents_heartbeat(struct coord *);
-void	 agents_push(struct coord *, struct job *);
-void	 agents_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
-const char *agents_node_state(const struct node *);
+/* link.c */
+int	 link_listen(struct coord *, const char *);
+void	 link_close_all(struct coord *);
+void	 link_heartbeat(struct coord *);
+void	 link_push(struct coord *, struct job *);
+void	 link_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
+const char *link_node_state(const struct node *);
 
 /* What a POST windows body asks for, before the job's steps resolve it. */
 struct window_request {

@@ -417,7 +417,7 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 		o = json_object();
 		json_object_set_new(o, "node", json_string(n->name));
 		json_object_set_new(o, "state",
-		    json_string(agents_node_state(n)));
+		    json_string(link_node_state(n)));
 		json_object_set_new(o, "applied_generation",
 		    json_integer((json_int_t)nj->applied));
 		json_array_append_new(arr, o);
@@ -717,7 +717,7 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 		o = json_object();
 		json_object_set_new(o, "node", json_string(n->name));
 		json_object_set_new(o, "state",
-		    json_string(agents_node_state(n)));
+		    json_string(link_node_state(n)));
 		json_object_set_new(o, "address", n->address[0] ?
 		    json_string(n->address) : json_null());
 		json_object_set_new(o, "connected_since",

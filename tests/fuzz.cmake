@@ -7,17 +7,16 @@
 #                    under test compiled into the target with coverage
 #                    instrumentation; no tests are registered
 #
-# The daemons' code is compiled into the targets from their sources, their
-# main() renamed, so that the targets reach the functions their libraries
-# (or, for the coordinator, its executable) hold.
+# The targets link the daemons' libraries (the agent's code compiled in from
+# its sources, its main() renamed); with DYNPROF_FUZZ the code under test is
+# compiled into the targets, instrumented.
 option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 set(FUZZ_COMMON_SRC frame.c log.c segment.c slotlog.c jobid.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
 set(FUZZ_AGENT_SRC agent.c)
-set(FUZZ_COORD_SRC coord.c agents.c schedule.c change.c load.c options.c
-  store.c http.c metrics.c)
+set(FUZZ_COORD_SRC "")
 if(DYNPROF_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "DYNPROF_FUZZ needs clang: CC=clang cmake ...")
@@ -29,6 +28,8 @@ if(DYNPROF_FUZZ)
   # Coverage for the code under test: build it here, instrumented.
   list(APPEND FUZZ_AGENT_SRC apply.c queue.c upstream.c ranks.c segments.c
     standalone.c)
+  list(APPEND FUZZ_COORD_SRC coord.c link.c schedule.c change.c load.c
+    options.c store.c http.c metrics.c)
   set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 else()
@@ -38,20 +39,22 @@ endif()
 list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
 list(TRANSFORM FUZZ_COORD_SRC PREPEND ${PROJECT_SOURCE_DIR}/server/)
 
-# main() of each daemon renamed; such a function has no prototype.
+# The agent's main() renamed; such a function has no prototype.
 set_source_files_properties(${PROJECT_SOURCE_DIR}/agent/agent.c
   PROPERTIES COMPILE_DEFINITIONS main=dynprof_agent_main
-  COMPILE_OPTIONS -Wno-missing-prototypes)
-set_source_files_properties(${PROJECT_SOURCE_DIR}/server/coord.c
-  PROPERTIES COMPILE_DEFINITIONS main=dynprof_coordinator_main
   COMPILE_OPTIONS -Wno-missing-prototypes)
 
 add_library(fuzz_agent_objs OBJECT ${FUZZ_AGENT_SRC} ${FUZZ_COMMON_SRC})
 target_link_libraries(fuzz_agent_objs PUBLIC dpagent)
-add_library(fuzz_coord_objs OBJECT ${FUZZ_COORD_SRC} ${FUZZ_COMMON_SRC})
-target_include_directories(fuzz_coord_objs PUBLIC ${PROJECT_SOURCE_DIR}/server)
-target_link_libraries(fuzz_coord_objs PUBLIC dptls PkgConfig::JANSSON
-  PkgConfig::SQLITE3)
+# The coordinator's library, and with DYNPROF_FUZZ its code built here.
+if(DYNPROF_FUZZ)
+  add_library(fuzz_coord_objs OBJECT ${FUZZ_COORD_SRC} ${FUZZ_COMMON_SRC})
+  target_compile_options(fuzz_coord_objs PRIVATE ${FUZZ_CFLAGS})
+  target_link_libraries(fuzz_coord_objs PUBLIC dpcoord)
+else()
+  add_library(fuzz_coord_objs INTERFACE)
+  target_link_libraries(fuzz_coord_objs INTERFACE dpcoord)
+endif()
 add_library(fuzz_lib_objs OBJECT ${PROJECT_SOURCE_DIR}/lib/window.c
   ${FUZZ_COMMON_SRC})
 target_include_directories(fuzz_lib_objs PUBLIC ${PROJECT_SOURCE_DIR}/lib
@@ -72,7 +75,7 @@ else()
   add_library(fuzz_dynprof_objs INTERFACE)
   target_link_libraries(fuzz_dynprof_objs INTERFACE dynprof_internal)
 endif()
-foreach(objs fuzz_agent_objs fuzz_coord_objs fuzz_lib_objs)
+foreach(objs fuzz_agent_objs fuzz_lib_objs)
   target_compile_options(${objs} PRIVATE ${FUZZ_CFLAGS})
 endforeach()
 

@@ -33,15 +33,15 @@
 #include <openssl/ssl.h>
 
 /* A TLS handshake must be over within this (and within 3 heartbeats). */
-#define AGENTS_HANDSHAKE_MS	10000
+#define LINK_HANDSHAKE_MS	10000
 /* The first byte of a TLS record carrying a handshake (a ClientHello). */
-#define AGENTS_TLS_HANDSHAKE_BYTE	0x16
+#define LINK_TLS_HANDSHAKE_BYTE	0x16
 
-static void	 agents_conn_close(struct conn *, int, const char *);
+static void	 link_conn_close(struct conn *, int, const char *);
 
 /* Returns "connected" or "lost". */
 const char *
-agents_node_state(const struct node *n)
+link_node_state(const struct node *n)
 {
 	return (n->conn != NULL ? "connected" : "lost");
 }
@@ -54,7 +54,7 @@ agents_node_state(const struct node *n)
  * closing connection takes nothing past the cap.
  */
 static int
-agents_outbuf_room(struct conn *conn, size_t len)
+link_outbuf_room(struct conn *conn, size_t len)
 {
 	struct evbuffer	*out = bufferevent_get_output(conn->bev);
 	size_t		 queued = evbuffer_get_length(out);
@@ -73,17 +73,17 @@ agents_outbuf_room(struct conn *conn, size_t len)
 	evbuffer_unfreeze(out, 1);
 	evbuffer_drain(out, queued);
 	evbuffer_freeze(out, 1);
-	agents_conn_close(conn, -1, "output not read");
+	link_conn_close(conn, -1, "output not read");
 	return (-1);
 }
 
 static void
-agents_send(struct conn *conn, const Dynprof__V1__CoordinatorMessage *msg)
+link_send(struct conn *conn, const Dynprof__V1__CoordinatorMessage *msg)
 {
 	if (conn->state == CONN_CLOSING && msg->body_case !=
 	    DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR)
 		return;
-	if (agents_outbuf_room(conn, FRAME_HEADER_LEN +
+	if (link_outbuf_room(conn, FRAME_HEADER_LEN +
 	    protobuf_c_message_get_packed_size(
 	    (const ProtobufCMessage *)msg)) == -1)
 		return;
@@ -94,7 +94,7 @@ agents_send(struct conn *conn, const Dynprof__V1__CoordinatorMessage *msg)
 }
 
 static void
-agents_send_error(struct conn *conn, int code, const char *reason)
+link_send_error(struct conn *conn, int code, const char *reason)
 {
 	Dynprof__V1__CoordinatorMessage	 msg;
 	Dynprof__V1__Error		 err;
@@ -105,12 +105,12 @@ agents_send_error(struct conn *conn, int code, const char *reason)
 	err.reason = (char *)reason;
 	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR;
 	msg.error = &err;
-	agents_send(conn, &msg);
+	link_send(conn, &msg);
 }
 
 /* Frames msg once into a new buffer, to copy to many connections. */
 static struct evbuffer *
-agents_frame(const Dynprof__V1__CoordinatorMessage *msg)
+link_frame(const Dynprof__V1__CoordinatorMessage *msg)
 {
 	struct evbuffer	*buf;
 
@@ -124,11 +124,11 @@ agents_frame(const Dynprof__V1__CoordinatorMessage *msg)
 }
 
 static void
-agents_send_frame(struct conn *conn, struct evbuffer *frame)
+link_send_frame(struct conn *conn, struct evbuffer *frame)
 {
 	size_t	 len = evbuffer_get_length(frame);
 
-	if (conn->state != CONN_READY || agents_outbuf_room(conn, len) == -1)
+	if (conn->state != CONN_READY || link_outbuf_room(conn, len) == -1)
 		return;
 	if (evbuffer_add(bufferevent_get_output(conn->bev),
 	    evbuffer_pullup(frame, (ev_ssize_t)len), len) == -1)
@@ -137,7 +137,7 @@ agents_send_frame(struct conn *conn, struct evbuffer *frame)
 }
 
 static struct evbuffer *
-agents_config_frame(struct job *job)
+link_config_frame(struct job *job)
 {
 	Dynprof__V1__CoordinatorMessage	 msg;
 	Dynprof__V1__JobConfig		*cfg;
@@ -148,13 +148,13 @@ agents_config_frame(struct job *job)
 	dynprof__v1__coordinator_message__init(&msg);
 	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG;
 	msg.config = cfg;
-	frame = agents_frame(&msg);
+	frame = link_frame(&msg);
 	schedule_free_config(cfg);
 	return (frame);
 }
 
 static void
-agents_note_push(struct coord *c, struct conn *conn, struct job *job,
+link_note_push(struct coord *c, struct conn *conn, struct job *job,
     uint64_t now)
 {
 	struct node_job	*nj;
@@ -169,7 +169,7 @@ agents_note_push(struct coord *c, struct conn *conn, struct job *job,
 
 /* Pushes the job's schedule to every agent subscribed to it, at once. */
 void
-agents_push(struct coord *c, struct job *job)
+link_push(struct coord *c, struct job *job)
 {
 	struct evbuffer	*frame;
 	struct sub	*s, *next;
@@ -178,7 +178,7 @@ agents_push(struct coord *c, struct job *job)
 
 	if (TAILQ_EMPTY(&job->subs))
 		return;
-	if ((frame = agents_config_frame(job)) == NULL) {
+	if ((frame = link_config_frame(job)) == NULL) {
 		log_warnx("%s: cannot build the schedule of %s", __func__,
 		    job->name);
 		return;
@@ -188,8 +188,8 @@ agents_push(struct coord *c, struct job *job)
 	for (s = TAILQ_FIRST(&job->subs); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, job_entry);
 		conn = s->conn;
-		agents_note_push(c, conn, job, now);
-		agents_send_frame(conn, frame);
+		link_note_push(c, conn, job, now);
+		link_send_frame(conn, frame);
 	}
 	evbuffer_free(frame);
 	log_debug("%s: job %s generation %llu pushed", __func__, job->name,
@@ -198,22 +198,22 @@ agents_push(struct coord *c, struct job *job)
 
 /* Sends the job's schedule to one agent if it has an older generation. */
 static void
-agents_send_config_if_newer(struct conn *conn, struct job *job,
+link_send_config_if_newer(struct conn *conn, struct job *job,
     uint64_t applied)
 {
 	struct evbuffer	*frame;
 
 	if (job->generation == 0 || job->generation <= applied)
 		return;
-	if ((frame = agents_config_frame(job)) == NULL)
+	if ((frame = link_config_frame(job)) == NULL)
 		return;
-	agents_note_push(conn->coord, conn, job, coord_mono_ns());
-	agents_send_frame(conn, frame);
+	link_note_push(conn->coord, conn, job, coord_mono_ns());
+	link_send_frame(conn, frame);
 	evbuffer_free(frame);
 }
 
 static struct sub *
-agents_sub_find(struct conn *conn, struct job *job)
+link_sub_find(struct conn *conn, struct job *job)
 {
 	struct sub	*s;
 
@@ -225,7 +225,7 @@ agents_sub_find(struct conn *conn, struct job *job)
 }
 
 static void
-agents_subscribe(struct conn *conn, const char *name, uint64_t applied)
+link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 {
 	struct coord	*c = conn->coord;
 	struct job	*job;
@@ -240,7 +240,7 @@ agents_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	}
 	if (conn->nsubs >= COORD_AGENT_JOBS_MAX &&
 	    ((job = schedule_job_find(c, name)) == NULL ||
-	    agents_sub_find(conn, job) == NULL)) {
+	    link_sub_find(conn, job) == NULL)) {
 		n = ++c->metrics.subscribes_refused;
 		if ((n & (n - 1)) == 0)
 			log_warnx("%s: node %s: job %s refused: it serves %d "
@@ -254,7 +254,7 @@ agents_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
 	    applied > nj->applied)
 		nj->applied = applied;
-	if (agents_sub_find(conn, job) == NULL) {
+	if (link_sub_find(conn, job) == NULL) {
 		if ((s = calloc(1, sizeof(*s))) == NULL)
 			return;
 		conn->nsubs++;
@@ -263,11 +263,11 @@ agents_subscribe(struct conn *conn, const char *name, uint64_t applied)
 		TAILQ_INSERT_TAIL(&job->subs, s, job_entry);
 		TAILQ_INSERT_TAIL(&conn->subs, s, conn_entry);
 	}
-	agents_send_config_if_newer(conn, job, applied);
+	link_send_config_if_newer(conn, job, applied);
 }
 
 static void
-agents_sub_remove(struct sub *s)
+link_sub_remove(struct sub *s)
 {
 	TAILQ_REMOVE(&s->job->subs, s, job_entry);
 	TAILQ_REMOVE(&s->conn->subs, s, conn_entry);
@@ -281,7 +281,7 @@ agents_sub_remove(struct sub *s)
  * after refusing the connection.
  */
 static int
-agents_tls_check_node(struct conn *conn, const char *node)
+link_tls_check_node(struct conn *conn, const char *node)
 {
 	SSL	*ssl = bufferevent_openssl_get_ssl(conn->bev);
 	char	 why[400], reason[512];
@@ -292,13 +292,13 @@ agents_tls_check_node(struct conn *conn, const char *node)
 	    why);
 	snprintf(reason, sizeof(reason), "hello for node %s refused: %s", node,
 	    why);
-	agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
+	link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
 	    reason);
 	return (-1);
 }
 
 static void
-agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
+link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 {
 	struct coord			*c = conn->coord;
 	Dynprof__V1__CoordinatorMessage	 msg;
@@ -315,19 +315,19 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 		snprintf(reason, sizeof(reason), "protocol version %u, this "
 		    "coordinator speaks %u", hello->protocol_version,
 		    PROTOCOL_VERSION);
-		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_VERSION,
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_VERSION,
 		    reason);
 		return;
 	}
 	if (c->conf.agent_token != NULL && (hello->token == NULL ||
 	    !coord_token_equal(hello->token, c->conf.agent_token))) {
-		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
 		    "wrong agent token");
 		return;
 	}
 	p = hello->node;
 	if (p == NULL || *p == '\0' || strlen(p) >= COORD_NODE_MAX) {
-		agents_conn_close(conn,
+		link_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 		    "node name empty or over 127 bytes");
 		return;
@@ -335,29 +335,29 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	for (; *p != '\0'; p++) {
 		if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '"' ||
 		    *p == '\\') {
-			agents_conn_close(conn,
+			link_conn_close(conn,
 			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 			    "node name has a space, quote or control character");
 			return;
 		}
 	}
 	if (!utf8_valid(hello->node, strlen(hello->node))) {
-		agents_conn_close(conn,
+		link_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 		    "node name is not valid UTF-8");
 		return;
 	}
-	if (agents_tls_check_node(conn, hello->node) == -1)
+	if (link_tls_check_node(conn, hello->node) == -1)
 		return;
 	if ((node = schedule_node_get(c, hello->node)) == NULL) {
-		agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
 		    "out of memory");
 		return;
 	}
 	if (node->conn != NULL) {
 		log_info("%s: node %s replaced: %s by %s", __func__, node->name,
 		    node->conn->peer, conn->peer);
-		agents_conn_close(node->conn,
+		link_conn_close(node->conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_REPLACED,
 		    "another agent connected with the same node name");
 	}
@@ -378,7 +378,7 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	welcome.agent_boot_id = node->boot_id;
 	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME;
 	msg.welcome = &welcome;
-	agents_send(conn, &msg);
+	link_send(conn, &msg);
 
 	/* Newer schedules for what the agent applied (of jobs that exist,
 	 * as many as an agent may serve); it subscribes to the jobs it serves
@@ -390,12 +390,12 @@ agents_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 			continue;
 		if ((nj = schedule_node_job(node, ga->job, 1)) != NULL)
 			nj->applied = ga->generation;
-		agents_send_config_if_newer(conn, job, ga->generation);
+		link_send_config_if_newer(conn, job, ga->generation);
 	}
 }
 
 static void
-agents_applied(struct conn *conn, const Dynprof__V1__Applied *a)
+link_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 {
 	struct node_job	*nj;
 
@@ -414,7 +414,7 @@ agents_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 
 /* The committer: finishes the open batch of events, once per loop turn. */
 static void
-agents_commit_cb(evutil_socket_t fd, short what, void *arg)
+link_commit_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord	*c = arg;
 
@@ -431,7 +431,7 @@ agents_commit_cb(evutil_socket_t fd, short what, void *arg)
  * are stored then.
  */
 static void
-agents_commit_batch(void *arg)
+link_commit_batch(void *arg)
 {
 	Dynprof__V1__CoordinatorMessage	 msg;
 	Dynprof__V1__EventAck		 ack;
@@ -451,7 +451,7 @@ agents_commit_batch(void *arg)
 		store_rollback(c->store);
 		while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
 			conn->node->seen_seq = conn->node->acked_seq;
-			agents_conn_close(conn,
+			link_conn_close(conn,
 			    DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
 			    "coordinator cannot store events");
 		}
@@ -467,7 +467,7 @@ agents_commit_batch(void *arg)
 		conn->ack_queued = 0;
 		conn->node->acked_seq = conn->ack_seq;
 		ack.seq = conn->ack_seq;
-		agents_send(conn, &msg);
+		link_send(conn, &msg);
 	}
 	/* A window its last rank just ended frees its steps now, not at the
 	 * next tick. */
@@ -479,7 +479,7 @@ agents_commit_batch(void *arg)
  * strings end up in JSON (jansson refuses invalid UTF-8), steps in sums.
  */
 static const char *
-agents_event_check(const Dynprof__V1__RankEvent *ev)
+link_event_check(const Dynprof__V1__RankEvent *ev)
 {
 	if (ev->output_dir != NULL &&
 	    !utf8_valid(ev->output_dir, strlen(ev->output_dir)))
@@ -492,7 +492,7 @@ agents_event_check(const Dynprof__V1__RankEvent *ev)
 }
 
 static void
-agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
+link_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 {
 	struct coord	*c = conn->coord;
 	struct node	*node = conn->node;
@@ -500,7 +500,7 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 	uint64_t	 base;
 
 	if (ae->event == NULL || ae->seq == 0) {
-		agents_conn_close(conn,
+		link_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 		    "event without a rank event or with seq 0");
 		return;
@@ -519,13 +519,13 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 		    __func__, node->name, conn->peer,
 		    (unsigned long long)ae->seq, (unsigned long long)base,
 		    (unsigned long long)c->conf.seq_window);
-		agents_conn_close(conn,
+		link_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 		    "event seq beyond the node's window");
 		return;
 	}
 	if (!store_batch_open(c->store)) {
-		if (store_batch_begin(c->store, agents_commit_batch, c) == -1) {
+		if (store_batch_begin(c->store, link_commit_batch, c) == -1) {
 			log_warnx("%s: cannot open a transaction", __func__);
 			return;		/* not acked: the agent replays it */
 		}
@@ -537,7 +537,7 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 		node->seen_seq = node->acked_seq = 0;
 	}
 	if (ae->seq > node->seen_seq &&
-	    (why = agents_event_check(ae->event)) != NULL) {
+	    (why = link_event_check(ae->event)) != NULL) {
 		/* Dropped, yet acknowledged: a replay would be as bad. */
 		c->metrics.events_refused++;
 		log_warnx("%s: event %llu from %s (job %.64s rank %d) refused: "
@@ -567,19 +567,19 @@ agents_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
  * Stops at nothing: the caller stops once the connection is closing.
  */
 void
-agents_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
+link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 {
 	struct sub	*s;
 	struct job	*job;
 
 	if (conn->state == CONN_AWAIT_HELLO) {
 		if (msg->body_case != DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO) {
-			agents_conn_close(conn,
+			link_conn_close(conn,
 			    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO,
 			    "the first message must be a hello");
 			return;
 		}
-		agents_hello(conn, msg->hello);
+		link_hello(conn, msg->hello);
 		return;
 	}
 	conn->node->last_seen_ns = coord_wall_ns();
@@ -587,27 +587,27 @@ agents_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE:
-		agents_subscribe(conn, msg->subscribe->job,
+		link_subscribe(conn, msg->subscribe->job,
 		    msg->subscribe->applied_generation);
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE:
 		if ((job = schedule_job_find(conn->coord,
 		    msg->unsubscribe->job)) != NULL &&
-		    (s = agents_sub_find(conn, job)) != NULL)
-			agents_sub_remove(s);
+		    (s = link_sub_find(conn, job)) != NULL)
+			link_sub_remove(s);
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED:
-		agents_applied(conn, msg->applied);
+		link_applied(conn, msg->applied);
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT:
-		agents_event(conn, msg->event);
+		link_event(conn, msg->event);
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS:
 		schedule_apply_progress(conn->coord, conn->node,
 		    msg->progress);
 		break;
 	default:
-		agents_conn_close(conn,
+		link_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 		    "unexpected message");
 		break;
@@ -619,19 +619,19 @@ agents_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
  * coordinator has none): says so and closes.  Returns 1 if it did.
  */
 static int
-agents_tls_on_plain(struct conn *conn, struct evbuffer *in)
+link_tls_on_plain(struct conn *conn, struct evbuffer *in)
 {
 	unsigned char	 first;
 
 	if (bufferevent_openssl_get_ssl(conn->bev) != NULL ||
 	    evbuffer_copyout(in, &first, 1) != 1 ||
-	    first != AGENTS_TLS_HANDSHAKE_BYTE)
+	    first != LINK_TLS_HANDSHAKE_BYTE)
 		return (0);
 	log_warnx("%s: %s speaks TLS on this plaintext AgentLink port: give "
 	    "the coordinator --tls-cert, --tls-key and --tls-ca, or the "
 	    "agent none", __func__, conn->peer);
 	conn->coord->metrics.agents_refused++;
-	agents_conn_close(conn, -1, "TLS on a plaintext port");
+	link_conn_close(conn, -1, "TLS on a plaintext port");
 	return (1);
 }
 
@@ -641,7 +641,7 @@ agents_tls_on_plain(struct conn *conn, struct evbuffer *in)
  * dropped.
  */
 static int
-agents_prehello_check(struct conn *conn, struct evbuffer *in)
+link_prehello_check(struct conn *conn, struct evbuffer *in)
 {
 	uint8_t		 hdr[FRAME_HEADER_LEN];
 	uint32_t	 be, n;
@@ -656,13 +656,13 @@ agents_prehello_check(struct conn *conn, struct evbuffer *in)
 	snprintf(why, sizeof(why), "a frame of %u bytes before hello, over "
 	    "%d", n, COORD_PREHELLO_FRAME_MAX);
 	log_warnx("%s: %s: %s", __func__, conn->peer, why);
-	agents_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+	link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 	    why);
 	return (-1);
 }
 
 static void
-agents_read(struct bufferevent *bev, void *arg)
+link_read(struct bufferevent *bev, void *arg)
 {
 	struct conn			*conn = arg;
 	struct evbuffer			*in = bufferevent_get_input(bev);
@@ -671,11 +671,11 @@ agents_read(struct bufferevent *bev, void *arg)
 	int				 rc;
 
 	conn->last_rx_ms = coord_mono_ms();
-	if (conn->state == CONN_AWAIT_HELLO && agents_tls_on_plain(conn, in))
+	if (conn->state == CONN_AWAIT_HELLO && link_tls_on_plain(conn, in))
 		return;
 	while (conn->state != CONN_CLOSING) {
 		if (conn->state == CONN_AWAIT_HELLO &&
-		    agents_prehello_check(conn, in) == -1)
+		    link_prehello_check(conn, in) == -1)
 			return;
 		rc = frame_next(in, &dynprof__v1__agent_message__descriptor,
 		    &msg, &why);
@@ -687,17 +687,17 @@ agents_read(struct bufferevent *bev, void *arg)
 				    "AgentMessage";
 			log_warnx("%s: bad frame from %s: %s", __func__,
 			    conn->peer, why);
-			agents_conn_close(conn,
+			link_conn_close(conn,
 			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE, why);
 			return;
 		}
-		agents_dispatch(conn, (Dynprof__V1__AgentMessage *)msg);
+		link_dispatch(conn, (Dynprof__V1__AgentMessage *)msg);
 		protobuf_c_message_free_unpacked(msg, NULL);
 	}
 }
 
 static void
-agents_reap_cb(evutil_socket_t fd, short what, void *arg)
+link_reap_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord	*c = arg;
 	struct conn	*conn;
@@ -713,7 +713,7 @@ agents_reap_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Moves a closing connection to the dead list, freed outside callbacks. */
 static void
-agents_conn_bury(struct conn *conn)
+link_conn_bury(struct conn *conn)
 {
 	struct coord	*c = conn->coord;
 
@@ -725,18 +725,18 @@ agents_conn_bury(struct conn *conn)
 }
 
 static void
-agents_drained(struct bufferevent *bev, void *arg)
+link_drained(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
-	agents_conn_bury(arg);
+	link_conn_bury(arg);
 }
 
 static void
-agents_closing_event(struct bufferevent *bev, short what, void *arg)
+link_closing_event(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
 	(void)what;
-	agents_conn_bury(arg);
+	link_conn_bury(arg);
 }
 
 /*
@@ -745,7 +745,7 @@ agents_closing_event(struct bufferevent *bev, short what, void *arg)
  * later, outside the callback that got here.
  */
 static void
-agents_conn_close(struct conn *conn, int code, const char *reason)
+link_conn_close(struct conn *conn, int code, const char *reason)
 {
 	struct coord	*c = conn->coord;
 	struct timeval	 tv = { 2, 0 };
@@ -767,7 +767,7 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
 		}
 	}
 	while ((s = TAILQ_FIRST(&conn->subs)) != NULL)
-		agents_sub_remove(s);
+		link_sub_remove(s);
 	if (conn->ack_queued) {
 		/* Its events commit with the batch; the ack is not sent. */
 		TAILQ_REMOVE(&c->acks, conn, ack_entry);
@@ -780,14 +780,14 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
 	/* Before the TLS handshake is over, no frame can reach the peer. */
 	if (code != -1 && (conn->tls_up ||
 	    bufferevent_openssl_get_ssl(conn->bev) == NULL))
-		agents_send_error(conn, code, reason);
+		link_send_error(conn, code, reason);
 	bufferevent_disable(conn->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
-		agents_conn_bury(conn);
+		link_conn_bury(conn);
 		return;
 	}
-	bufferevent_setcb(conn->bev, NULL, agents_drained,
-	    agents_closing_event, conn);
+	bufferevent_setcb(conn->bev, NULL, link_drained,
+	    link_closing_event, conn);
 	bufferevent_set_timeouts(conn->bev, NULL, &tv);
 	bufferevent_enable(conn->bev, EV_WRITE);
 }
@@ -797,7 +797,7 @@ agents_conn_close(struct conn *conn, int code, const char *reason)
  * agent, a certificate refused, a silent peer).  Returns 1 if it was one.
  */
 static int
-agents_tls_failed(struct conn *conn, short what)
+link_tls_failed(struct conn *conn, short what)
 {
 	SSL	*ssl = bufferevent_openssl_get_ssl(conn->bev);
 	char	 why[512];
@@ -823,7 +823,7 @@ agents_tls_failed(struct conn *conn, short what)
 }
 
 static void
-agents_conn_event(struct bufferevent *bev, short what, void *arg)
+link_conn_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*conn = arg;
 
@@ -835,7 +835,7 @@ agents_conn_event(struct bufferevent *bev, short what, void *arg)
 		    conn->peer, SSL_get_version(bufferevent_openssl_get_ssl(bev)));
 		return;
 	}
-	if (agents_tls_failed(conn, what))
+	if (link_tls_failed(conn, what))
 		;
 	else if (what & BEV_EVENT_EOF)
 		log_info("%s: %s%s%s closed the connection", __func__,
@@ -843,7 +843,7 @@ agents_conn_event(struct bufferevent *bev, short what, void *arg)
 		    conn->node ? conn->node->name : "");
 	else if (what & BEV_EVENT_ERROR)
 		log_warn("%s: %s", __func__, conn->peer);
-	agents_conn_close(conn, -1, "connection ended");
+	link_conn_close(conn, -1, "connection ended");
 }
 
 /*
@@ -851,12 +851,12 @@ agents_conn_event(struct bufferevent *bev, short what, void *arg)
  * deadline when AgentLink is TLS.  Returns 0, or -1 (fd still open).
  */
 static int
-agents_conn_bev(struct conn *conn, evutil_socket_t fd)
+link_conn_bev(struct conn *conn, evutil_socket_t fd)
 {
 	struct coord	*c = conn->coord;
 	struct timeval	 tv;
 	SSL		*ssl;
-	uint64_t	 ms = AGENTS_HANDSHAKE_MS;
+	uint64_t	 ms = LINK_HANDSHAKE_MS;
 
 	if (c->agent_tls.ctx == NULL) {
 		conn->bev = bufferevent_socket_new(c->base, fd,
@@ -881,7 +881,7 @@ agents_conn_bev(struct conn *conn, evutil_socket_t fd)
 }
 
 static void
-agents_accept(struct evconnlistener *l, evutil_socket_t fd,
+link_accept(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	struct coord	*c = arg;
@@ -913,13 +913,13 @@ agents_accept(struct evconnlistener *l, evutil_socket_t fd,
 		snprintf(conn->peer, sizeof(conn->peer), "fd %d", (int)fd);
 	if (frame_socket_tune(fd) == -1)
 		log_warn("%s: %s: TCP_NODELAY", __func__, conn->peer);
-	if (agents_conn_bev(conn, fd) == -1) {
+	if (link_conn_bev(conn, fd) == -1) {
 		evutil_closesocket(fd);
 		free(conn);
 		return;
 	}
 	conn->last_rx_ms = conn->accepted_ms = coord_mono_ms();
-	bufferevent_setcb(conn->bev, agents_read, NULL, agents_conn_event,
+	bufferevent_setcb(conn->bev, link_read, NULL, link_conn_event,
 	    conn);
 	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
 	TAILQ_INSERT_TAIL(&c->conns, conn, entry);
@@ -927,20 +927,20 @@ agents_accept(struct evconnlistener *l, evutil_socket_t fd,
 }
 
 static void
-agents_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
+link_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
     uint64_t now, uint64_t limit)
 {
 	if (conn->state == CONN_AWAIT_HELLO &&
 	    now - conn->accepted_ms > conn->coord->conf.hello_timeout_ms) {
 		log_warnx("%s: %s: no hello %u ms after accept", __func__,
 		    conn->peer, conn->coord->conf.hello_timeout_ms);
-		agents_conn_close(conn,
+		link_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO,
 		    "no hello in time");
 		return;
 	}
 	if (now - conn->last_rx_ms > limit) {
-		agents_conn_close(conn,
+		link_conn_close(conn,
 		    conn->state == CONN_AWAIT_HELLO ?
 		    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO :
 		    DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
@@ -949,7 +949,7 @@ agents_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
 		return;
 	}
 	if (conn->state == CONN_READY && frame != NULL)
-		agents_send_frame(conn, frame);
+		link_send_frame(conn, frame);
 }
 
 /*
@@ -957,7 +957,7 @@ agents_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
  * (their nodes become lost, their ranks unknown).
  */
 void
-agents_heartbeat(struct coord *c)
+link_heartbeat(struct coord *c)
 {
 	Dynprof__V1__CoordinatorMessage	 msg;
 	Dynprof__V1__Heartbeat		 hb;
@@ -970,10 +970,10 @@ agents_heartbeat(struct coord *c)
 	hb.time_unix_ns = coord_wall_ns();
 	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT;
 	msg.heartbeat = &hb;
-	frame = agents_frame(&msg);
+	frame = link_frame(&msg);
 	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
 		next = TAILQ_NEXT(conn, entry);
-		agents_heartbeat_conn(conn, frame, now,
+		link_heartbeat_conn(conn, frame, now,
 		    3 * (uint64_t)c->conf.heartbeat_ms);
 	}
 	if (frame != NULL)
@@ -982,7 +982,7 @@ agents_heartbeat(struct coord *c)
 
 /* Listens for agents on addr ("HOST:PORT").  Returns 0 or -1. */
 int
-agents_listen(struct coord *c, const char *addr)
+link_listen(struct coord *c, const char *addr)
 {
 	struct sockaddr_storage	 ss;
 	socklen_t		 len = sizeof(ss), slen = sizeof(ss);
@@ -990,7 +990,7 @@ agents_listen(struct coord *c, const char *addr)
 	memset(&ss, 0, sizeof(ss));
 	if (coord_parse_addr(addr, &ss, &len) == -1)
 		return (-1);
-	c->listener = evconnlistener_new_bind(c->base, agents_accept, c,
+	c->listener = evconnlistener_new_bind(c->base, link_accept, c,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
 	    4096, (struct sockaddr *)&ss, (int)len);
 	if (c->listener == NULL) {
@@ -1003,8 +1003,8 @@ agents_listen(struct coord *c, const char *addr)
 		c->agent_port = ntohs(ss.ss_family == AF_INET6 ?
 		    ((struct sockaddr_in6 *)&ss)->sin6_port :
 		    ((struct sockaddr_in *)&ss)->sin_port);
-	c->reaper = event_new(c->base, -1, 0, agents_reap_cb, c);
-	c->committer = event_new(c->base, -1, 0, agents_commit_cb, c);
+	c->reaper = event_new(c->base, -1, 0, link_reap_cb, c);
+	c->committer = event_new(c->base, -1, 0, link_commit_cb, c);
 	if (c->reaper == NULL || c->committer == NULL)
 		return (-1);
 	/*
@@ -1019,14 +1019,14 @@ agents_listen(struct coord *c, const char *addr)
 
 /* Says goodbye to every agent and frees every connection. */
 void
-agents_close_all(struct coord *c)
+link_close_all(struct coord *c)
 {
 	struct conn	*conn;
 
 	store_flush(c->store);
 	while ((conn = TAILQ_FIRST(&c->conns)) != NULL) {
 		if (conn->state != CONN_CLOSING)
-			agents_conn_close(conn,
+			link_conn_close(conn,
 			    DYNPROF__V1__ERROR_CODE__ERROR_SHUTTING_DOWN,
 			    "coordinator stopping");
 		if (conn->state == CONN_CLOSING &&
@@ -1036,10 +1036,10 @@ agents_close_all(struct coord *c)
 			if (bufferevent_openssl_get_ssl(conn->bev) == NULL)
 				evbuffer_write(bufferevent_get_output(
 				    conn->bev), bufferevent_getfd(conn->bev));
-			agents_conn_bury(conn);
+			link_conn_bury(conn);
 		}
 	}
-	agents_reap_cb(-1, 0, c);
+	link_reap_cb(-1, 0, c);
 	if (c->listener != NULL)
 		evconnlistener_free(c->listener);
 	c->listener = NULL;
