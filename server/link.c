@@ -563,8 +563,9 @@ link_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 }
 
 /*
- * Acts on one decoded message of an agent: a hello first, then anything else.
- * Stops at nothing: the caller stops once the connection is closing.
+ * Acts on one decoded message of an agent: a hello first, then anything else;
+ * a kind it does not know is ignored.  Stops at nothing: the caller stops
+ * once the connection is closing.
  */
 void
 link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
@@ -607,6 +608,17 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 		    msg->progress);
 		break;
 	default:
+		/*
+		 * A kind this coordinator does not know (a newer agent's)
+		 * decodes as no kind with an unknown field: ignored.  A
+		 * message with nothing in it at all is a protocol error.
+		 */
+		if (msg->base.n_unknown_fields > 0) {
+			log_debug("%s: node %s from %s: message of an unknown "
+			    "kind ignored", __func__, conn->node->name,
+			    conn->peer);
+			break;
+		}
 		link_conn_close(conn,
 		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
 		    "unexpected message");
