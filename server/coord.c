@@ -628,14 +628,11 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	return (coord_check_exposure(&c->conf));
 }
 
-/* Starts the coordinator: store, model, listeners, signals, timer. */
-int
-coord_start(struct coord *c)
+/* Makes c's lists and node hash empty: a model with no base and no store. */
+void
+coord_init(struct coord *c)
 {
-	struct timeval	 tv;
-	const char	*why;
-	uint32_t	 period;
-	size_t		 i;
+	size_t	 i;
 
 	TAILQ_INIT(&c->conns);
 	TAILQ_INIT(&c->dead);
@@ -645,6 +642,17 @@ coord_start(struct coord *c)
 	TAILQ_INIT(&c->nodes);
 	for (i = 0; i < COORD_NODE_BUCKETS; i++)
 		LIST_INIT(&c->node_hash[i]);
+}
+
+/* Starts the coordinator: store, model, listeners, signals, timer. */
+int
+coord_start(struct coord *c)
+{
+	struct timeval	 tv;
+	const char	*why;
+	uint32_t	 period;
+
+	coord_init(c);
 	if ((c->base = event_base_new()) == NULL ||
 	    event_base_priority_init(c->base, 3) == -1) {
 		log_warnx("%s: cannot create the event base", __func__);
