@@ -3,11 +3,14 @@
  *
  *	coord.c		start-up, flags, signals, the housekeeping timer
  *	link.c		the AgentLink listener and one struct conn per agent
- *	schedule.c	jobs, windows, ranks: the model and its rules
+ *	link_dispatch.c	what an agent's messages do, the pushes back
+ *	schedule.c	jobs, windows, nodes: the model and its rules
+ *	schedule_ranks.c the ranks, and the events and progress they report
  *	change.c	the one path of a change: judge, store, apply, push
  *	load.c		the model rebuilt from the store at start
  *	store.c		SQLite persistence behind store.h
- *	http.c		the admin API (docs/admin-api.md)
+ *	http.c		the admin API's listener, routing and answers
+ *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
  *	metrics.c	counters and the /metrics text
  */
 
@@ -31,6 +34,8 @@ struct evconnlistener;
 struct bufferevent;
 struct evhttp;
 struct evbuffer;
+struct evhttp_request;
+struct json_t;
 struct store;
 
 #define COORD_NODE_MAX		128	/* node name length */
@@ -330,9 +335,17 @@ void		 coord_rfc3339(int64_t, char *, size_t);
 int	 link_listen(struct coord *, const char *);
 void	 link_close_all(struct coord *);
 void	 link_heartbeat(struct coord *);
+const char *link_node_state(const struct node *);
+void	 link_send(struct conn *, const Dynprof__V1__CoordinatorMessage *);
+void	 link_send_error(struct conn *, int, const char *);
+struct evbuffer *link_frame(const Dynprof__V1__CoordinatorMessage *);
+void	 link_send_frame(struct conn *, struct evbuffer *);
+void	 link_conn_close(struct conn *, int, const char *);
+
+/* link_dispatch.c */
 void	 link_push(struct coord *, struct job *);
 void	 link_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
-const char *link_node_state(const struct node *);
+void	 link_sub_remove(struct sub *);
 
 /* What a POST windows body asks for, before the job's steps resolve it. */
 struct window_request {
@@ -395,6 +408,7 @@ int	 schedule_window_resolve(const struct window_request *, int64_t,
 	    int64_t *, int64_t *, struct refusal *);
 const char	*schedule_rank_state_name(int);
 const char	*schedule_event_kind_name(int);
+int	 schedule_rank_has_event(const struct rank *, uint32_t, int);
 int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
 int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
 uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
@@ -402,6 +416,27 @@ uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
 /* http.c */
 int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
+void	 http_send_json(struct coord *, struct evhttp_request *, int,
+	    struct evbuffer *);
+void	 http_reply(struct coord *, struct evhttp_request *, int,
+	    struct json_t *);
+void	 http_error(struct coord *, struct evhttp_request *, int, const char *,
+	    const char *, ...) __attribute__((format(printf, 5, 6)));
+void	 http_refused(struct coord *, struct evhttp_request *,
+	    const struct refusal *);
+struct json_t *http_body(struct coord *, struct evhttp_request *);
+
+/* http_jobs.c */
+void	 http_get_jobs(struct coord *, struct evhttp_request *);
+void	 http_get_job(struct coord *, struct evhttp_request *, const char *);
+void	 http_get_config(struct coord *, struct evhttp_request *, const char *);
+void	 http_post_window(struct coord *, struct evhttp_request *,
+	    const char *);
+void	 http_delete_window(struct coord *, struct evhttp_request *,
+	    const char *, const char *);
+void	 http_put_config(struct coord *, struct evhttp_request *,
+	    const char *);
+void	 http_get_nodes(struct coord *, struct evhttp_request *);
 int	 http_window_parse(const void *, const struct options *,
 	    struct window_request *, struct window **, struct refusal *);
 int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,

@@ -28,8 +28,8 @@ if(DYNPROF_FUZZ)
   # Coverage for the code under test: build it here, instrumented.
   list(APPEND FUZZ_AGENT_SRC apply.c queue.c upstream.c ranks.c segments.c
     standalone.c)
-  list(APPEND FUZZ_COORD_SRC coord.c link.c schedule.c change.c load.c
-    options.c store.c http.c metrics.c)
+  list(APPEND FUZZ_COORD_SRC coord.c link.c link_dispatch.c schedule.c
+    schedule_ranks.c change.c load.c options.c store.c http.c http_jobs.c metrics.c)
   set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 else()
