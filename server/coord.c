@@ -84,6 +84,7 @@ coord_token_equal(const char *a, const char *b)
 	return (d == 0);
 }
 
+/* Turns a listener paused on EMFILE back on. */
 static void
 coord_accept_resume(evutil_socket_t fd, short what, void *arg)
 {
@@ -117,6 +118,7 @@ coord_accept_error(struct evconnlistener *l, void *arg)
 	    evutil_socket_error_to_string(err));
 }
 
+/* Prints the usage. */
 static void
 coord_usage(FILE *f)
 {
@@ -279,6 +281,7 @@ coord_is_loopback(const char *addr)
 	return (0);
 }
 
+/* Writes the ports to the ready file, atomically. */
 static int
 coord_write_ready(struct coord *c)
 {
@@ -333,6 +336,7 @@ coord_load_tls(struct coord *c)
 	return (0);
 }
 
+/* Stops on SIGTERM and SIGINT, reloads TLS on SIGHUP. */
 static void
 coord_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -349,6 +353,7 @@ coord_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(c->base);
 }
 
+/* The housekeeping timer: heartbeats, finished windows, ranks, reaping. */
 static void
 coord_tick(evutil_socket_t fd, short what, void *arg)
 {

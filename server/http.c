@@ -97,6 +97,7 @@ http_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 		utf8_cut_partial(buf);
 }
 
+/* Answers the request with an error: the message and the field at fault. */
 void
 http_error(struct coord *c, struct evhttp_request *req, int code,
     const char *field, const char *fmt, ...)
@@ -161,6 +162,7 @@ http_refused(struct coord *c, struct evhttp_request *req,
 	http_error(c, req, ref->code, ref->field, "%s", ref->msg);
 }
 
+/* Answers 400 and returns -1 unless id is a valid job id. */
 static int
 http_job_id(struct coord *c, struct evhttp_request *req, const char *id)
 {
@@ -289,6 +291,7 @@ http_new_bev(struct event_base *base, void *arg)
 	return (bev);
 }
 
+/* Forgets an admin connection evhttp closed. */
 static void
 http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
@@ -425,6 +428,7 @@ http_cap_fit(struct coord *c)
 	}
 }
 
+/* Routes one admin request: health, metrics, tokens, then the handlers. */
 static void
 http_route(struct evhttp_request *req, void *arg)
 {

@@ -20,6 +20,7 @@
 
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
 
+/* Returns a wall clock time as RFC 3339 text, null when unset. */
 static json_t *
 http_time(int64_t ns)
 {
@@ -31,6 +32,7 @@ http_time(int64_t ns)
 	return (json_string(buf));
 }
 
+/* Returns a window as status shows it. */
 static json_t *
 http_window_json(const struct job *job, const struct window *w)
 {
@@ -72,6 +74,7 @@ http_int_field(json_t *obj, const char *key, long long min, long long max,
 	return (1);
 }
 
+/* GET /v1/jobs: every job with its generation, windows and nodes counted. */
 void
 http_get_jobs(struct coord *c, struct evhttp_request *req)
 {
@@ -111,6 +114,7 @@ http_get_jobs(struct coord *c, struct evhttp_request *req)
 	http_reply(c, req, 200, body);
 }
 
+/* Returns a rank's state as status shows it: "unknown" on a lost node. */
 static const char *
 http_rank_state(struct coord *c, const struct rank *r)
 {
@@ -122,6 +126,7 @@ http_rank_state(struct coord *c, const struct rank *r)
 	return (schedule_rank_state_name(r->state));
 }
 
+/* Returns a rank as status shows it, with its recent events. */
 static json_t *
 http_rank_json(struct coord *c, const struct rank *r)
 {
@@ -162,6 +167,7 @@ http_rank_json(struct coord *c, const struct rank *r)
 	return (o);
 }
 
+/* Orders ranks by number, for qsort(). */
 static int
 http_rank_cmp(const void *a, const void *b)
 {
@@ -221,6 +227,7 @@ http_reply_ranks(struct coord *c, struct evhttp_request *req, json_t *body,
 	evbuffer_free(buf);
 }
 
+/* GET /v1/jobs/J: the job's windows, nodes and ranks. */
 void
 http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 {
@@ -268,6 +275,7 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 	http_reply_ranks(c, req, body, job);
 }
 
+/* GET /v1/jobs/J/config: the last config PUT, as stored. */
 void
 http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
 {
@@ -547,6 +555,7 @@ out:
 	json_decref(body);
 }
 
+/* GET /v1/nodes: every node, its state and the generations it applied. */
 void
 http_get_nodes(struct coord *c, struct evhttp_request *req)
 {

@@ -74,6 +74,7 @@ link_outbuf_room(struct conn *conn, size_t len)
 	return (-1);
 }
 
+/* Queues one message to an agent (a closing connection takes only an error). */
 void
 link_send(struct conn *conn, const Dynprof__V1__CoordinatorMessage *msg)
 {
@@ -90,6 +91,7 @@ link_send(struct conn *conn, const Dynprof__V1__CoordinatorMessage *msg)
 		    conn->peer);
 }
 
+/* Queues an Error message to an agent. */
 void
 link_send_error(struct conn *conn, int code, const char *reason)
 {
@@ -120,6 +122,7 @@ link_frame(const Dynprof__V1__CoordinatorMessage *msg)
 	return (buf);
 }
 
+/* Queues a frame built once to a ready agent. */
 void
 link_send_frame(struct conn *conn, struct evbuffer *frame)
 {
@@ -191,6 +194,7 @@ link_prehello_check(struct conn *conn, struct evbuffer *in)
 	return (-1);
 }
 
+/* Reads the frames an agent sent and dispatches each one. */
 static void
 link_read(struct bufferevent *bev, void *arg)
 {
@@ -226,6 +230,7 @@ link_read(struct bufferevent *bev, void *arg)
 	}
 }
 
+/* Frees the connections buried since the last turn of the loop. */
 static void
 link_reap_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -254,6 +259,7 @@ link_conn_bury(struct conn *conn)
 	event_active(c->reaper, EV_TIMEOUT, 1);
 }
 
+/* Buries a closing connection once its output is written. */
 static void
 link_drained(struct bufferevent *bev, void *arg)
 {
@@ -261,6 +267,7 @@ link_drained(struct bufferevent *bev, void *arg)
 	link_conn_bury(arg);
 }
 
+/* Buries a closing connection on an error or timeout. */
 static void
 link_closing_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -352,6 +359,7 @@ link_tls_failed(struct conn *conn, short what)
 	return (1);
 }
 
+/* Acts on a connection's events: TLS up, end of stream, errors. */
 static void
 link_conn_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -410,6 +418,7 @@ link_conn_bev(struct conn *conn, evutil_socket_t fd)
 	return (0);
 }
 
+/* Takes a new agent connection, refusing it past the bounds. */
 static void
 link_accept(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
@@ -456,6 +465,7 @@ link_accept(struct evconnlistener *l, evutil_socket_t fd,
 	log_debug("%s: connection from %s", __func__, conn->peer);
 }
 
+/* Sends one connection its heartbeat, or drops it if silent too long. */
 static void
 link_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
     uint64_t now, uint64_t limit)

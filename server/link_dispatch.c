@@ -27,6 +27,7 @@
 
 #include <openssl/ssl.h>
 
+/* Returns the job's schedule framed as a JobConfig message. */
 static struct evbuffer *
 link_config_frame(struct job *job)
 {
@@ -44,6 +45,7 @@ link_config_frame(struct job *job)
 	return (frame);
 }
 
+/* Counts a push and notes its generation and time for the node. */
 static void
 link_note_push(struct coord *c, struct conn *conn, struct job *job,
     uint64_t now)
@@ -103,6 +105,7 @@ link_send_config_if_newer(struct conn *conn, struct job *job,
 	evbuffer_free(frame);
 }
 
+/* Returns the connection's subscription to job, or NULL. */
 static struct sub *
 link_sub_find(struct conn *conn, struct job *job)
 {
@@ -115,6 +118,7 @@ link_sub_find(struct conn *conn, struct job *job)
 	return (NULL);
 }
 
+/* Subscribes a connection to a job and sends a newer schedule. */
 static void
 link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 {
@@ -157,6 +161,7 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	link_send_config_if_newer(conn, job, applied);
 }
 
+/* Removes a subscription from its job and its connection, and frees it. */
 void
 link_sub_remove(struct sub *s)
 {
@@ -188,6 +193,7 @@ link_tls_check_node(struct conn *conn, const char *node)
 	return (-1);
 }
 
+/* Takes an agent's hello: checks it, replaces an older link, welcomes. */
 static void
 link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 {
@@ -285,6 +291,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	}
 }
 
+/* Takes the generation a node applied, observing the push latency. */
 static void
 link_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 {
@@ -371,6 +378,7 @@ link_event_check(const Dynprof__V1__RankEvent *ev)
 	return (NULL);
 }
 
+/* Takes one rank event of an agent into the open batch, acked after. */
 static void
 link_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 {

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "store.h"
 
+/* Returns the FNV-1a hash of a name. */
 static uint32_t
 schedule_hash(const char *s)
 {

@@ -71,6 +71,7 @@ schedule_rank_add_event(struct rank *r, const struct rank_event *ev)
 	r->events[r->nevents++] = *ev;
 }
 
+/* Replaces *dst with a copy of src, unless src is empty. */
 static void
 schedule_set_string(char **dst, const char *src)
 {

@@ -1,8 +1,9 @@
 /*
  * SQLite store: one file, DIR/dynprof.db, in WAL mode with synchronous=FULL, so
  * a committed change survives the process being killed (and the machine losing
- * power).  Writes are batched by the caller between store_begin() and
- * store_commit(); the agents' events are committed in groups that way.
+ * power).  Writes are grouped by the caller between store_begin() and
+ * store_commit(); the agents' events in batches that stay open across reads
+ * (store_batch_begin()).
  */
 
 #include <sys/stat.h>
