@@ -594,6 +594,7 @@ test_schedule_bound(void **state)
 	struct fakeagent a;
 	struct tc_reply	 r;
 	char		 body[128];
+	long long	 gen;
 	int		 i;
 
 	assert_int_equal(handshake(&f->tc, &a, "bound-node"), 0);
@@ -605,16 +606,19 @@ test_schedule_bound(void **state)
 		    "\"stop_step\": %d}", 10 * i + 1, 10 * i + 5);
 		r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body, 201);
 		assert_int_equal(tc_int(r.json, "id"), i + 1);
+		gen = tc_int(r.json, "generation");
 		tc_reply_free(&r);
 	}
 	assert_int_equal(fa_heartbeat(&a), 0);
 	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 
-	/* Each window ahead evicts the oldest window behind. */
+	/* Each window ahead evicts the oldest window behind, in the same
+	 * change: one generation. */
 	for (i = 0; i < 15; i++) {
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
 		    "\"stop_step\": %d}", 2000 + 10 * i, 2004 + 10 * i);
 		r = req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body, 201);
+		assert_int_equal(tc_int(r.json, "generation"), ++gen);
 		tc_reply_free(&r);
 		assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 	}
