@@ -3,7 +3,6 @@
  * serve the job, turns what they report into status, and serves the admin API.
  */
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -30,9 +29,6 @@
 #include "token.h"
 #include "version.h"
 
-#define COORD_EXIT_OK		0
-#define COORD_EXIT_USAGE	1
-#define COORD_EXIT_RUNTIME	2
 
 /* Returns a monotonic clock in milliseconds. */
 uint64_t
@@ -83,6 +79,7 @@ coord_token_equal(const char *a, const char *b)
 	return (d == 0);
 }
 
+/* Turns a listener paused on EMFILE back on. */
 static void
 coord_accept_resume(evutil_socket_t fd, short what, void *arg)
 {
@@ -116,6 +113,7 @@ coord_accept_error(struct evconnlistener *l, void *arg)
 	    evutil_socket_error_to_string(err));
 }
 
+/* Prints the usage. */
 static void
 coord_usage(FILE *f)
 {
@@ -278,6 +276,7 @@ coord_is_loopback(const char *addr)
 	return (0);
 }
 
+/* Writes the ports to the ready file, atomically. */
 static int
 coord_write_ready(struct coord *c)
 {
@@ -332,6 +331,7 @@ coord_load_tls(struct coord *c)
 	return (0);
 }
 
+/* Stops on SIGTERM and SIGINT, reloads TLS on SIGHUP. */
 static void
 coord_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -348,6 +348,7 @@ coord_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(c->base);
 }
 
+/* The housekeeping timer: heartbeats, finished windows, ranks, reaping. */
 static void
 coord_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -355,9 +356,8 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	agents_heartbeat(c);
+	link_heartbeat(c);
 	schedule_finish_windows(c, 0);
-	agents_commit_batch(c);
 	schedule_flush_ranks(c);
 	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);
@@ -487,7 +487,8 @@ coord_check_exposure(const struct coord_config *cf)
 	return (0);
 }
 
-static int
+/* Reads the command line into c->conf.  Returns 0 or -1 (said why). */
+int
 coord_parse_args(struct coord *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -627,25 +628,11 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	return (coord_check_exposure(&c->conf));
 }
 
-/* Raises the open file limit to its hard limit: one descriptor per agent. */
-static void
-coord_raise_nofile(void)
+/* Makes c's lists and node hash empty: a model with no base and no store. */
+void
+coord_init(struct coord *c)
 {
-	struct rlimit	 rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
-static int
-coord_start(struct coord *c)
-{
-	struct timeval	 tv;
-	const char	*why;
-	uint32_t	 period;
-	size_t		 i;
+	size_t	 i;
 
 	TAILQ_INIT(&c->conns);
 	TAILQ_INIT(&c->dead);
@@ -655,6 +642,17 @@ coord_start(struct coord *c)
 	TAILQ_INIT(&c->nodes);
 	for (i = 0; i < COORD_NODE_BUCKETS; i++)
 		LIST_INIT(&c->node_hash[i]);
+}
+
+/* Starts the coordinator: store, model, listeners, signals, timer. */
+int
+coord_start(struct coord *c)
+{
+	struct timeval	 tv;
+	const char	*why;
+	uint32_t	 period;
+
+	coord_init(c);
 	if ((c->base = event_base_new()) == NULL ||
 	    event_base_priority_init(c->base, 3) == -1) {
 		log_warnx("%s: cannot create the event base", __func__);
@@ -665,11 +663,11 @@ coord_start(struct coord *c)
 		return (-1);
 	}
 	c->started_ns = coord_wall_ns();
-	if (store_load(c->store, c) == -1)
+	if (load_model(c) == -1)
 		return (-1);
 	if (coord_load_tls(c) == -1)
 		return (-1);
-	if (agents_listen(c, c->conf.listen_addr) == -1 ||
+	if (link_listen(c, c->conf.listen_addr) == -1 ||
 	    http_listen(c, c->conf.http_addr) == -1)
 		return (-1);
 	c->sigterm = evsignal_new(c->base, SIGTERM, coord_signal, c);
@@ -701,10 +699,11 @@ coord_start(struct coord *c)
 	return (0);
 }
 
-static void
+/* Stops the coordinator and frees what coord_start() made. */
+void
 coord_stop(struct coord *c)
 {
-	agents_close_all(c);
+	link_close_all(c);
 	schedule_flush_ranks(c);
 	http_close(c);
 	if (c->sigterm != NULL)
@@ -730,34 +729,4 @@ coord_stop(struct coord *c)
 	free(c->conf.admin_token);
 	free(c->conf.agent_token);
 	free(c->conf.viewer_token);
-}
-
-int
-main(int argc, char **argv)
-{
-	struct coord	*c;
-	int		 rc = COORD_EXIT_OK;
-
-	log_init("dynprof-coordinator", LOG_LEVEL_INFO);
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		return (COORD_EXIT_RUNTIME);
-	if (coord_parse_args(c, argc, argv) == -1) {
-		free(c->conf.admin_token);
-		free(c->conf.agent_token);
-		free(c->conf.viewer_token);
-		free(c);
-		return (COORD_EXIT_USAGE);
-	}
-	signal(SIGPIPE, SIG_IGN);
-	coord_raise_nofile();
-	if (coord_start(c) == -1)
-		rc = COORD_EXIT_RUNTIME;
-	else if (event_base_dispatch(c->base) == -1) {
-		log_warnx("%s: event loop failed", __func__);
-		rc = COORD_EXIT_RUNTIME;
-	}
-	coord_stop(c);
-	free(c);
-	log_info("stopped");
-	return (rc);
 }

@@ -2,10 +2,15 @@
  * dynprof-coordinator: one libevent loop, one thread, one struct coord.
  *
  *	coord.c		start-up, flags, signals, the housekeeping timer
- *	agents.c	the AgentLink listener and one struct conn per agent
- *	schedule.c	jobs, windows, ranks: the model and its rules
+ *	link.c		the AgentLink listener and one struct conn per agent
+ *	link_dispatch.c	what an agent's messages do, the pushes back
+ *	schedule.c	jobs, windows, nodes: the model and its rules
+ *	schedule_ranks.c the ranks, and the events and progress they report
+ *	change.c	the one path of a change: judge, store, apply, push
+ *	load.c		the model rebuilt from the store at start
  *	store.c		SQLite persistence behind store.h
- *	http.c		the admin API (docs/admin-api.md)
+ *	http.c		the admin API's listener, routing and answers
+ *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
  *	metrics.c	counters and the /metrics text
  */
 
@@ -30,6 +35,8 @@ struct evconnlistener;
 struct bufferevent;
 struct evhttp;
 struct evbuffer;
+struct evhttp_request;
+struct json_t;
 struct store;
 
 #define COORD_NODE_MAX		128	/* node name length */
@@ -42,6 +49,8 @@ struct store;
  * else is absurd (no run makes 2^62 steps) and refused, so that no sum of
  * steps the coordinator makes can overflow. */
 #define COORD_STEP_MAX		(1LL << 62)
+/* The highest step an admin request may name: 1e15, far beyond any run. */
+#define COORD_WINDOW_STEP_MAX	1000000000000000LL
 
 /*
  * Bounds on peers (docs/design.md: every peer is hostile until authenticated, and
@@ -281,7 +290,6 @@ struct coord {
 	struct event		*tick;		/* housekeeping */
 	struct event		*reaper;	/* frees dead connections */
 	struct event		*committer;	/* group commit of events */
-	int			 batch_open;
 	struct connq		 conns;
 	struct connq		 dead;
 	struct connq		 acks;
@@ -303,7 +311,16 @@ struct coord {
 	struct metrics		 metrics;
 };
 
+/* Exit codes of dynprof-coordinator. */
+#define COORD_EXIT_OK		0
+#define COORD_EXIT_USAGE	1
+#define COORD_EXIT_RUNTIME	2
+
 /* coord.c */
+int		 coord_parse_args(struct coord *, int, char **);
+void		 coord_init(struct coord *);
+int		 coord_start(struct coord *);
+void		 coord_stop(struct coord *);
 int		 coord_token_equal(const char *, const char *);
 void		 coord_bounds_init(struct coord_config *);
 void		 coord_accept_error(struct evconnlistener *, void *);
@@ -314,14 +331,35 @@ uint64_t	 coord_mono_ns(void);
 int64_t		 coord_wall_ns(void);
 void		 coord_rfc3339(int64_t, char *, size_t);
 
-/* agents.c */
-int	 agents_listen(struct coord *, const char *);
-void	 agents_close_all(struct coord *);
-void	 agents_heartbeat(struct coord *);
-void	 agents_push(struct coord *, struct job *);
-void	 agents_commit_batch(struct coord *);
-void	 agents_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
-const char *agents_node_state(const struct node *);
+/* link.c */
+int	 link_listen(struct coord *, const char *);
+void	 link_close_all(struct coord *);
+void	 link_heartbeat(struct coord *);
+const char *link_node_state(const struct node *);
+void	 link_send(struct conn *, const Dynprof__V1__CoordinatorMessage *);
+void	 link_send_error(struct conn *, int, const char *);
+struct evbuffer *link_frame(const Dynprof__V1__CoordinatorMessage *);
+void	 link_send_frame(struct conn *, struct evbuffer *);
+void	 link_conn_close(struct conn *, int, const char *);
+
+/* link_dispatch.c */
+void	 link_push(struct coord *, struct job *);
+void	 link_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
+void	 link_sub_remove(struct sub *);
+
+/* What a POST windows body asks for, before the job's steps resolve it. */
+struct window_request {
+	int64_t		 start, stop, in, steps, roundup;
+	int		 has_start, has_stop, has_in, has_steps, has_round;
+};
+
+/* A refused request or change: the status, the field at fault, the message. */
+struct refusal {
+	int		 code;
+	const char	*field;		/* NULL, a key of the body or fieldbuf */
+	char		 fieldbuf[128];
+	char		 msg[512];
+};
 
 /* schedule.c */
 struct job	*schedule_job_find(struct coord *, const char *);
@@ -345,7 +383,6 @@ void	*options_to_json(const struct options *);
 char	*options_dump(const struct options *);
 int	 options_load(const char *, struct options *);
 void	 schedule_rank_add_event(struct rank *, const struct rank_event *);
-uint64_t schedule_next_generation(struct coord *);
 struct window	*window_new(void);
 void	 window_free(struct window *);
 void	 schedule_window_insert(struct job *, struct window *);
@@ -353,7 +390,8 @@ struct window	*schedule_window_find(struct job *, uint32_t);
 int	 schedule_pending_count(const struct job *);
 struct window	*schedule_overlap(struct coord *, const struct job *, int64_t,
 		    int64_t);
-int	 schedule_make_room(struct coord *, struct job *);
+int	 schedule_make_room(struct coord *, struct job *, struct window **,
+	    size_t *);
 const char	*schedule_window_state(const struct job *,
 		    const struct window *);
 Dynprof__V1__JobConfig	*schedule_build_config(struct job *);
@@ -367,33 +405,58 @@ void	 schedule_finish_windows(struct coord *, int);
 void	 schedule_flush_ranks(struct coord *);
 int	 schedule_store_batch_ranks(struct coord *);
 void	 schedule_free_all(struct coord *);
+int	 schedule_window_resolve(const struct window_request *, int64_t,
+	    int64_t *, int64_t *, struct refusal *);
+int	 schedule_rank_has_event(const struct rank *, uint32_t, int);
 int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
 int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
 uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
 
-/* What a POST windows body asks for, before the job's steps resolve it. */
-struct window_request {
-	int64_t		 start, stop, in, steps, roundup;
-	int		 has_start, has_stop, has_in, has_steps, has_round;
-};
-
-/* A refused admin request: the status, the field at fault and the message. */
-struct http_refusal {
-	int		 code;
-	const char	*field;		/* NULL, a key of the body or fieldbuf */
-	char		 fieldbuf[128];
-	char		 msg[512];
-};
-
 /* http.c */
 int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
+void	 http_send_json(struct coord *, struct evhttp_request *, int,
+	    struct evbuffer *);
+void	 http_reply(struct coord *, struct evhttp_request *, int,
+	    struct json_t *);
+void	 http_error(struct coord *, struct evhttp_request *, int, const char *,
+	    const char *, ...) __attribute__((format(printf, 5, 6)));
+void	 http_refused(struct coord *, struct evhttp_request *,
+	    const struct refusal *);
+struct json_t *http_body(struct coord *, struct evhttp_request *);
+
+/* http_jobs.c */
+void	 http_get_jobs(struct coord *, struct evhttp_request *);
+void	 http_get_job(struct coord *, struct evhttp_request *, const char *);
+void	 http_get_config(struct coord *, struct evhttp_request *, const char *);
+void	 http_post_window(struct coord *, struct evhttp_request *,
+	    const char *);
+void	 http_delete_window(struct coord *, struct evhttp_request *,
+	    const char *, const char *);
+void	 http_put_config(struct coord *, struct evhttp_request *,
+	    const char *);
+void	 http_get_nodes(struct coord *, struct evhttp_request *);
 int	 http_window_parse(const void *, const struct options *,
-	    struct window_request *, struct window **, struct http_refusal *);
-int	 http_window_resolve(const struct window_request *, int64_t,
-	    int64_t *, int64_t *, struct http_refusal *);
+	    struct window_request *, struct window **, struct refusal *);
 int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,
-	    struct http_refusal *);
+	    struct refusal *);
+
+/* change.c */
+int	 change_refuse(struct refusal *, int, const char *, const char *, ...)
+	    __attribute__((format(printf, 4, 5)));
+int	 change_window_add(struct coord *, const char *,
+	    const struct window_request *, struct window *, struct job **,
+	    struct refusal *);
+int	 change_window_cancel(struct coord *, const char *, uint32_t,
+	    struct job **, struct refusal *);
+int	 change_config_set(struct coord *, const char *, char *,
+	    struct options *, int64_t, int64_t, struct job **, struct window **,
+	    struct refusal *);
+int	 change_windows_finish(struct coord *, struct job *, struct window **,
+	    size_t);
+
+/* load.c */
+int	 load_model(struct coord *);
 
 /* metrics.c */
 void	 metrics_observe_latency(struct metrics *, double);

@@ -1,7 +1,7 @@
 /*
- * The admin API of docs/admin-api.md, with evhttp and jansson.  Every handler
- * checks every field before it changes anything; a change is committed to the
- * store before it is answered and before it is pushed.
+ * The admin API's listener (docs/admin-api.md), with evhttp: connections and
+ * their bounds, bearer tokens, routing to the handlers of http_jobs.c, and
+ * the JSON answers they all give.
  */
 
 #include <sys/resource.h>
@@ -26,25 +26,18 @@
 
 #include "coord.h"
 #include "log.h"
-#include "names.h"
 #include "store.h"
 #include "utf8.h"
 
 #include <openssl/ssl.h>
 
-#define HTTP_STEP_MAX	1000000000000000LL	/* 1e15: far beyond any run */
-#define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
-
 static void	 http_conn_active(struct coord *, struct evhttp_connection *);
 static struct bufferevent *http_tls_bev(struct event_base *, void *);
 static void	 http_vformat(char *, size_t, const char *, va_list)
 		    __attribute__((format(printf, 3, 0)));
-static void	 http_error(struct coord *, struct evhttp_request *, int,
-		    const char *, const char *, ...)
-		    __attribute__((format(printf, 5, 6)));
 
 /* Sends buf (JSON text) as the answer. */
-static void
+void
 http_send_json(struct coord *c, struct evhttp_request *req, int code,
     struct evbuffer *buf)
 {
@@ -70,7 +63,7 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 }
 
 /* Sends body (consumed) as the answer. */
-static void
+void
 http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
 {
 	struct evbuffer	*buf;
@@ -104,7 +97,8 @@ http_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 		utf8_cut_partial(buf);
 }
 
-static void
+/* Answers the request with an error: the message and the field at fault. */
+void
 http_error(struct coord *c, struct evhttp_request *req, int code,
     const char *field, const char *fmt, ...)
 {
@@ -124,39 +118,11 @@ http_error(struct coord *c, struct evhttp_request *req, int code,
 	http_reply(c, req, code, body);
 }
 
-static json_t *
-http_time(int64_t ns)
-{
-	char	 buf[40];
-
-	if (ns <= 0)
-		return (json_null());
-	coord_rfc3339(ns, buf, sizeof(buf));
-	return (json_string(buf));
-}
-
-static json_t *
-http_window_json(const struct job *job, const struct window *w)
-{
-	json_t	*o = json_object();
-
-	json_object_set_new(o, "id", json_integer(w->id));
-	json_object_set_new(o, "start_step", json_integer(w->start_step));
-	json_object_set_new(o, "stop_step", json_integer(w->stop_step));
-	json_object_set_new(o, "ranks", json_string(w->ranks));
-	json_object_set_new(o, "options", options_to_json(&w->options));
-	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
-	json_object_set_new(o, "state",
-	    json_string(schedule_window_state(job, w)));
-	json_object_set_new(o, "created", http_time(w->created_ns));
-	return (o);
-}
-
 /*
  * Reads the request body as a JSON object.  On failure answers the request
  * and returns NULL.
  */
-static json_t *
+json_t *
 http_body(struct coord *c, struct evhttp_request *req)
 {
 	struct evbuffer	*in = evhttp_request_get_input_buffer(req);
@@ -188,56 +154,15 @@ http_body(struct coord *c, struct evhttp_request *req)
 	return (obj);
 }
 
-static int	 http_refuse(struct http_refusal *, int, const char *,
-		    const char *, ...) __attribute__((format(printf, 4, 5)));
-
-/* Fills ref with the answer to a refused request.  Returns -1. */
-static int
-http_refuse(struct http_refusal *ref, int code, const char *field,
-    const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	http_vformat(ref->msg, sizeof(ref->msg), fmt, ap);
-	va_end(ap);
-	ref->code = code;
-	ref->field = field;
-	return (-1);
-}
-
 /* Answers the request with what ref says. */
-static void
+void
 http_refused(struct coord *c, struct evhttp_request *req,
-    const struct http_refusal *ref)
+    const struct refusal *ref)
 {
 	http_error(c, req, ref->code, ref->field, "%s", ref->msg);
 }
 
-/*
- * Reads an optional integer field within [min, max].  Returns 0 if absent,
- * 1 if read, -1 with ref filled (400).
- */
-static int
-http_int_field(json_t *obj, const char *key, long long min, long long max,
-    int64_t *out, struct http_refusal *ref)
-{
-	json_t		*v = json_object_get(obj, key);
-	json_int_t	 iv;
-
-	if (v == NULL)
-		return (0);
-	if (!json_is_integer(v))
-		return (http_refuse(ref, 400, key, "%s must be an integer",
-		    key));
-	iv = json_integer_value(v);
-	if (iv < min || iv > max)
-		return (http_refuse(ref, 400, key, "%s must be between %lld "
-		    "and %lld", key, min, max));
-	*out = iv;
-	return (1);
-}
-
+/* Answers 400 and returns -1 unless id is a valid job id. */
 static int
 http_job_id(struct coord *c, struct evhttp_request *req, const char *id)
 {
@@ -248,749 +173,6 @@ http_job_id(struct coord *c, struct evhttp_request *req, const char *id)
 		return (-1);
 	}
 	return (0);
-}
-
-/* Commits the open store transaction, or answers 500 and rolls back. */
-static int
-http_commit(struct coord *c, struct evhttp_request *req)
-{
-	if (store_commit(c->store) == -1) {
-		store_rollback(c->store);
-		http_error(c, req, 500, NULL, "cannot store the change");
-		return (-1);
-	}
-	return (0);
-}
-
-static void
-http_get_jobs(struct coord *c, struct evhttp_request *req)
-{
-	json_t		*body, *list, *o;
-	struct job	*job;
-	struct sub	*s;
-	size_t		 n, nodes;
-
-	list = json_array();
-	TAILQ_FOREACH(job, &c->jobs, entry) {
-		n = 0;
-		nodes = 0;
-		{
-			struct window	*w;
-
-			TAILQ_FOREACH(w, &job->windows, entry)
-				n++;
-		}
-		TAILQ_FOREACH(s, &job->subs, job_entry)
-			nodes++;
-		o = json_object();
-		json_object_set_new(o, "job", json_string(job->name));
-		json_object_set_new(o, "generation",
-		    json_integer((json_int_t)job->generation));
-		json_object_set_new(o, "windows", json_integer((json_int_t)n));
-		json_object_set_new(o, "pending_windows",
-		    json_integer(schedule_pending_count(job)));
-		json_object_set_new(o, "ranks",
-		    json_integer((json_int_t)job->nranks));
-		json_object_set_new(o, "nodes", json_integer((json_int_t)nodes));
-		json_object_set_new(o, "max_step",
-		    json_integer(schedule_job_max_step(c, job)));
-		json_array_append_new(list, o);
-	}
-	body = json_object();
-	json_object_set_new(body, "jobs", list);
-	http_reply(c, req, 200, body);
-}
-
-static const char *
-http_rank_state(struct coord *c, const struct rank *r)
-{
-	struct node	*n;
-
-	if (r->node[0] != '\0' && ((n = schedule_node_find(c, r->node)) ==
-	    NULL || n->conn == NULL))
-		return ("unknown");
-	return (names_rank_state(r->state));
-}
-
-static json_t *
-http_rank_json(struct coord *c, const struct rank *r)
-{
-	json_t	*o, *events, *e;
-	size_t	 i;
-
-	o = json_object();
-	json_object_set_new(o, "rank", json_integer(r->rank));
-	json_object_set_new(o, "node", r->node[0] ? json_string(r->node) :
-	    json_null());
-	json_object_set_new(o, "pid", json_integer(r->pid));
-	json_object_set_new(o, "step", json_integer(r->step));
-	json_object_set_new(o, "state", json_string(http_rank_state(c, r)));
-	json_object_set_new(o, "window", r->window_id ?
-	    json_integer(r->window_id) : json_null());
-	json_object_set_new(o, "output_dir", r->output_dir ?
-	    json_string(r->output_dir) : json_null());
-	json_object_set_new(o, "last_event", r->last_event ?
-	    json_string(names_event_kind(r->last_event)) :
-	    json_null());
-	json_object_set_new(o, "last_event_time", http_time(r->last_event_ns));
-	if (r->error != NULL)
-		json_object_set_new(o, "error", json_string(r->error));
-	events = json_array();
-	i = r->nevents > COORD_RANK_EVENTS_MAX ?
-	    r->nevents - COORD_RANK_EVENTS_MAX : 0;
-	for (; i < r->nevents; i++) {
-		e = json_object();
-		json_object_set_new(e, "kind",
-		    json_string(names_event_kind(r->events[i].kind)));
-		json_object_set_new(e, "window",
-		    json_integer(r->events[i].window_id));
-		json_object_set_new(e, "step", json_integer(r->events[i].step));
-		json_object_set_new(e, "time", http_time(r->events[i].time_ns));
-		json_array_append_new(events, e);
-	}
-	json_object_set_new(o, "events", events);
-	return (o);
-}
-
-static int
-http_rank_cmp(const void *a, const void *b)
-{
-	const struct rank	*x = *(struct rank *const *)a;
-	const struct rank	*y = *(struct rank *const *)b;
-
-	return (x->rank < y->rank ? -1 : x->rank > y->rank);
-}
-
-/*
- * Sends body with a "ranks" array added, written one rank at a time, so that
- * a job of many ranks never has its whole status as JSON objects in memory.
- */
-static void
-http_reply_ranks(struct coord *c, struct evhttp_request *req, json_t *body,
-    struct job *job)
-{
-	struct evbuffer	*buf;
-	struct rank	**sorted = NULL, *r;
-	json_t		*o;
-	char		*text;
-	size_t		 i = 0, n;
-
-	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(body);
-	if (job->nranks > 0)
-		sorted = calloc(job->nranks, sizeof(*sorted));
-	if (text == NULL || (buf = evbuffer_new()) == NULL ||
-	    (job->nranks > 0 && sorted == NULL)) {
-		free(text);
-		free(sorted);
-		http_error(c, req, 500, NULL, "out of memory");
-		return;
-	}
-	/* text is an object: replace its closing brace. */
-	evbuffer_add(buf, text, strlen(text) - 1);
-	free(text);
-	evbuffer_add_printf(buf, ",\"ranks\":[");
-	TAILQ_FOREACH(r, &job->ranks, entry)
-		sorted[i++] = r;
-	if (i > 1)
-		qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
-	for (n = i, i = 0; i < n; i++) {
-		o = http_rank_json(c, sorted[i]);
-		if ((text = json_dumps(o, JSON_COMPACT |
-		    JSON_PRESERVE_ORDER)) != NULL) {
-			if (i > 0)
-				evbuffer_add(buf, ",", 1);
-			evbuffer_add(buf, text, strlen(text));
-			free(text);
-		}
-		json_decref(o);
-	}
-	evbuffer_add_printf(buf, "]}\n");
-	free(sorted);
-	http_send_json(c, req, 200, buf);
-	evbuffer_free(buf);
-}
-
-static void
-http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
-{
-	struct job	*job;
-	struct window	*w;
-	struct node	*n;
-	struct node_job	*nj;
-	json_t		*body, *arr, *o, *cfg;
-
-	if ((job = schedule_job_find(c, name)) == NULL) {
-		http_error(c, req, 404, "job", "no job %s", name);
-		return;
-	}
-	body = json_object();
-	json_object_set_new(body, "job", json_string(job->name));
-	json_object_set_new(body, "generation",
-	    json_integer((json_int_t)job->generation));
-	cfg = job->config_json ? json_loads(job->config_json, 0, NULL) : NULL;
-	json_object_set_new(body, "config", cfg ? cfg : json_null());
-	o = json_object();
-	json_object_set_new(o, "ranks_alive",
-	    json_integer(schedule_job_ranks_alive(c, job)));
-	json_object_set_new(o, "min_step",
-	    json_integer(schedule_job_min_step(c, job)));
-	json_object_set_new(o, "max_step",
-	    json_integer(schedule_job_max_step(c, job)));
-	json_object_set_new(body, "progress", o);
-	arr = json_array();
-	TAILQ_FOREACH(w, &job->windows, entry)
-		json_array_append_new(arr, http_window_json(job, w));
-	json_object_set_new(body, "windows", arr);
-	arr = json_array();
-	TAILQ_FOREACH(n, &c->nodes, entry) {
-		if ((nj = schedule_node_job(n, job->name, 0)) == NULL)
-			continue;
-		o = json_object();
-		json_object_set_new(o, "node", json_string(n->name));
-		json_object_set_new(o, "state",
-		    json_string(agents_node_state(n)));
-		json_object_set_new(o, "applied_generation",
-		    json_integer((json_int_t)nj->applied));
-		json_array_append_new(arr, o);
-	}
-	json_object_set_new(body, "nodes", arr);
-	http_reply_ranks(c, req, body, job);
-}
-
-static void
-http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
-{
-	struct job	*job;
-	json_t		*cfg;
-
-	if ((job = schedule_job_find(c, name)) == NULL) {
-		http_error(c, req, 404, "job", "no job %s", name);
-		return;
-	}
-	if (job->config_json == NULL ||
-	    (cfg = json_loads(job->config_json, 0, NULL)) == NULL) {
-		http_error(c, req, 404, "job", "job %s has no stored config",
-		    name);
-		return;
-	}
-	http_reply(c, req, 200, cfg);
-}
-
-/* Stores a new window (and the job) at a new generation, then pushes. */
-static int
-http_store_window(struct coord *c, struct evhttp_request *req,
-    struct job *job, struct window *w)
-{
-	uint64_t	 gen;
-
-	agents_commit_batch(c);
-	if (store_begin(c->store) == -1) {
-		http_error(c, req, 500, NULL, "cannot store the change");
-		return (-1);
-	}
-	w->id = job->next_window_id++;
-	w->created_ns = coord_wall_ns();
-	if ((gen = schedule_next_generation(c)) == 0 ||
-	    store_put_window(c->store, job->name, w) == -1)
-		goto fail;
-	job->generation = gen;
-	if (store_put_job(c->store, job) == -1)
-		goto fail;
-	if (http_commit(c, req) == -1) {
-		job->next_window_id--;
-		return (-1);
-	}
-	schedule_window_insert(job, w);
-	return (0);
-fail:
-	store_rollback(c->store);
-	job->next_window_id--;
-	http_error(c, req, 500, NULL, "cannot store the change");
-	return (-1);
-}
-
-static const char *http_window_keys[] = {
-	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
-	"options", "output_subdir", NULL
-};
-
-/*
- * Checks a POST windows body and reads it: the steps it asks for into r, the
- * ranks, output directory and options (over defaults, NULL for none) into a new
- * *wp (caller frees).  Needs no coordinator, so that it can be fuzzed alone.
- * Returns 0, or -1 with ref saying what to answer (*wp NULL).
- */
-int
-http_window_parse(const void *jv, const struct options *defaults,
-    struct window_request *r, struct window **wp, struct http_refusal *ref)
-{
-	json_t		*body = (json_t *)jv, *v;
-	struct window	*w = NULL;
-	const char	*key, *why, *field;
-	int		 i;
-
-	*wp = NULL;
-	memset(r, 0, sizeof(*r));
-	json_object_foreach(body, key, v) {
-		for (i = 0; http_window_keys[i] != NULL; i++)
-			if (strcmp(key, http_window_keys[i]) == 0)
-				break;
-		if (http_window_keys[i] == NULL)
-			return (http_refuse(ref, 400, key, "unknown field %s "
-			    "(profiler options go in \"options\")", key));
-	}
-	if ((r->has_start = http_int_field(body, "start_step", 0,
-	    HTTP_STEP_MAX, &r->start, ref)) == -1 ||
-	    (r->has_stop = http_int_field(body, "stop_step", 0,
-	    HTTP_STEP_MAX, &r->stop, ref)) == -1 ||
-	    (r->has_in = http_int_field(body, "in_steps", 0,
-	    HTTP_COUNT_MAX, &r->in, ref)) == -1 ||
-	    (r->has_steps = http_int_field(body, "steps", 1,
-	    HTTP_COUNT_MAX, &r->steps, ref)) == -1 ||
-	    (r->has_round = http_int_field(body, "roundup", 1,
-	    HTTP_COUNT_MAX, &r->roundup, ref)) == -1)
-		return (-1);
-	if (r->has_start && r->has_in)
-		return (http_refuse(ref, 400, "in_steps", "give start_step or "
-		    "in_steps, not both"));
-	if (!r->has_start && !r->has_in)
-		return (http_refuse(ref, 400, "start_step", "start_step or "
-		    "in_steps is required"));
-	if (r->has_stop && r->has_steps)
-		return (http_refuse(ref, 400, "steps", "give stop_step or "
-		    "steps, not both"));
-	if (!r->has_stop && !r->has_steps)
-		return (http_refuse(ref, 400, "stop_step", "stop_step or steps "
-		    "is required"));
-	if (r->has_in && r->in == 0 && !r->has_round)
-		return (http_refuse(ref, 400, "in_steps", "in_steps must be at "
-		    "least 1 unless roundup is given"));
-	if ((w = window_new()) == NULL)
-		return (http_refuse(ref, 500, NULL, "out of memory"));
-	if ((v = json_object_get(body, "ranks")) != NULL) {
-		if (!json_is_string(v)) {
-			http_refuse(ref, 400, "ranks", "ranks must be a "
-			    "string such as \"0-7,16\"");
-			goto fail;
-		}
-		if (strlen(json_string_value(v)) >= SEG_RANKS_MAX) {
-			http_refuse(ref, 400, "ranks", "ranks longer than "
-			    "%d bytes", SEG_RANKS_MAX - 1);
-			goto fail;
-		}
-		if (ranks_parse(json_string_value(v), &w->rankset, &why) ==
-		    -1) {
-			http_refuse(ref, 400, "ranks", "%s", why);
-			goto fail;
-		}
-		if (strcmp(json_string_value(v), "all") != 0)
-			snprintf(w->ranks, sizeof(w->ranks), "%s",
-			    json_string_value(v));
-	}
-	if ((v = json_object_get(body, "output_subdir")) != NULL) {
-		if (!json_is_string(v)) {
-			http_refuse(ref, 400, "output_subdir",
-			    "output_subdir must be a string");
-			goto fail;
-		}
-		if (!subdir_valid(json_string_value(v), &why)) {
-			http_refuse(ref, 400, "output_subdir", "%s", why);
-			goto fail;
-		}
-		snprintf(w->output_subdir, sizeof(w->output_subdir), "%s",
-		    json_string_value(v));
-	}
-	options_clear(&w->options);
-	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
-		http_refuse(ref, 500, NULL, "out of memory");
-		goto fail;
-	}
-	if ((v = json_object_get(body, "options")) != NULL &&
-	    options_parse(v, &w->options, &field, &why) == -1) {
-		if (field != NULL && strcmp(field, "options") != 0) {
-			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf),
-			    "options.%s", field);
-			field = ref->fieldbuf;
-		} else
-			field = "options";
-		http_refuse(ref, 400, field, "%s: %s", field, why);
-		goto fail;
-	}
-	*wp = w;
-	return (0);
-fail:
-	window_free(w);
-	return (-1);
-}
-
-/*
- * Resolves the steps a POST windows body asks for (r) to absolute ones, given
- * max, the highest step the job's ranks reported (needed with in_steps).
- * Every sum is checked: a step past HTTP_STEP_MAX (or one that would not even
- * fit an int64_t) is refused with the field that took it there.  Returns 0, or
- * -1 with ref saying what to answer.
- */
-int
-http_window_resolve(const struct window_request *r, int64_t max,
-    int64_t *startp, int64_t *stopp, struct http_refusal *ref)
-{
-	int64_t	 start = r->start, stop = r->stop, rem;
-
-	if (r->has_in) {
-		if (max < 0 || __builtin_add_overflow(max, r->in, &start) ||
-		    start > HTTP_STEP_MAX)
-			return (http_refuse(ref, 400, "in_steps", "in_steps %"
-			    PRId64 " from step %" PRId64 " is beyond step %lld",
-			    r->in, max, HTTP_STEP_MAX));
-		if (r->has_round && start <= max)
-			start = max + 1;
-	}
-	if (r->has_round) {
-		/* Up to the next multiple of roundup (start is not negative). */
-		if (start < 0)
-			return (http_refuse(ref, 400, "roundup", "roundup of a "
-			    "negative step"));
-		rem = start % r->roundup;
-		if (rem != 0 && (__builtin_add_overflow(start, r->roundup - rem,
-		    &start) || start > HTTP_STEP_MAX))
-			return (http_refuse(ref, 400, "roundup", "roundup %"
-			    PRId64 " takes the start beyond step %lld",
-			    r->roundup, HTTP_STEP_MAX));
-	}
-	if (r->has_steps && (__builtin_add_overflow(start, r->steps - 1,
-	    &stop) || stop > HTTP_STEP_MAX))
-		return (http_refuse(ref, 400, "steps", "steps %" PRId64 " from "
-		    "step %" PRId64 " end beyond step %lld", r->steps, start,
-		    HTTP_STEP_MAX));
-	if (start < 0 || start > HTTP_STEP_MAX)
-		return (http_refuse(ref, 400, "start_step", "start_step must be "
-		    "between 0 and %lld", HTTP_STEP_MAX));
-	if (start > stop)
-		return (http_refuse(ref, 400, "stop_step", "start_step %" PRId64
-		    " is after stop_step %" PRId64, start, stop));
-	if (stop > HTTP_STEP_MAX)
-		return (http_refuse(ref, 400, "stop_step", "steps beyond %lld",
-		    HTTP_STEP_MAX));
-	*startp = start;
-	*stopp = stop;
-	return (0);
-}
-
-static void
-http_post_window(struct coord *c, struct evhttp_request *req,
-    const char *name)
-{
-	json_t			*body, *reply;
-	struct job		*job;
-	struct window		*w = NULL, *other;
-	struct window_request	 r;
-	struct http_refusal	 ref;
-	int64_t			 start, stop, max;
-
-	if ((body = http_body(c, req)) == NULL)
-		return;
-	/* The job is created only once the window is accepted. */
-	job = schedule_job_find(c, name);
-	if (http_window_parse(body, job != NULL ? &job->defaults : NULL, &r,
-	    &w, &ref) == -1) {
-		http_refused(c, req, &ref);
-		goto out;
-	}
-	/* Resolve to absolute steps. */
-	max = -1;
-	if (r.has_in) {
-		max = job != NULL ? schedule_job_max_step(c, job) : -1;
-		if (max < 0) {
-			http_error(c, req, 409, "in_steps", "no rank of job %s "
-			    "has reported a step yet (or every node serving it "
-			    "is lost): give start_step", name);
-			goto out;
-		}
-	}
-	if (http_window_resolve(&r, max, &start, &stop, &ref) == -1) {
-		http_refused(c, req, &ref);
-		goto out;
-	}
-	w->start_step = start;
-	w->stop_step = stop;
-	if (job == NULL && (job = schedule_job_get(c, name)) == NULL) {
-		http_error(c, req, 500, NULL, "out of memory");
-		goto out;
-	}
-	/* Events already read may end a window: commit them (which takes the
-	 * windows they ended out of the schedule) before judging overlaps. */
-	agents_commit_batch(c);
-	if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
-		http_error(c, req, 409, "start_step", "[%" PRId64 ", %" PRId64
-		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
-		    start, stop, other->id, other->start_step, other->stop_step,
-		    schedule_window_state(job, other));
-		goto out;
-	}
-	if (schedule_make_room(c, job) == -1) {
-		http_error(c, req, 409, NULL, "job %s has %d windows pending, "
-		    "the most a schedule holds", name, SEG_MAX_WINDOWS);
-		goto out;
-	}
-	if (http_store_window(c, req, job, w) == -1)
-		goto out;
-	log_info("%s: job %s window %u [%" PRId64 ", %" PRId64 "] "
-	    "generation %llu", __func__, name, w->id, start, stop,
-	    (unsigned long long)job->generation);
-	reply = http_window_json(job, w);
-	json_object_set_new(reply, "job", json_string(job->name));
-	json_object_set_new(reply, "generation",
-	    json_integer((json_int_t)job->generation));
-	http_reply(c, req, 201, reply);
-	agents_push(c, job);
-	w = NULL;
-out:
-	window_free(w);
-	json_decref(body);
-}
-
-static void
-http_delete_window(struct coord *c, struct evhttp_request *req,
-    const char *name, const char *idstr)
-{
-	struct job	*job;
-	struct window	*w;
-	json_t		*reply;
-	char		*end;
-	unsigned long	 id;
-	uint64_t	 gen;
-
-	errno = 0;
-	id = strtoul(idstr, &end, 10);
-	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
-	    id == 0 || id > UINT32_MAX) {
-		http_error(c, req, 400, "id", "window id must be a positive "
-		    "integer");
-		return;
-	}
-	if ((job = schedule_job_find(c, name)) == NULL) {
-		http_error(c, req, 404, "job", "no job %s", name);
-		return;
-	}
-	if ((w = schedule_window_find(job, (uint32_t)id)) == NULL) {
-		http_error(c, req, 404, "id", "job %s has no window %lu", name,
-		    id);
-		return;
-	}
-	if (w->state != WINDOW_STATE_CANCELLED) {
-		if (w->finished) {
-			http_error(c, req, 409, "id", "window %lu is done", id);
-			return;
-		}
-		agents_commit_batch(c);
-		if (store_begin(c->store) == -1) {
-			http_error(c, req, 500, NULL, "cannot store the change");
-			return;
-		}
-		w->state = WINDOW_STATE_CANCELLED;
-		if ((gen = schedule_next_generation(c)) == 0 ||
-		    store_put_window(c->store, job->name, w) == -1) {
-			store_rollback(c->store);
-			w->state = WINDOW_STATE_SCHEDULED;
-			http_error(c, req, 500, NULL, "cannot store the change");
-			return;
-		}
-		job->generation = gen;
-		if (store_put_job(c->store, job) == -1 ||
-		    http_commit(c, req) == -1) {
-			store_rollback(c->store);
-			w->state = WINDOW_STATE_SCHEDULED;
-			return;
-		}
-		log_info("%s: job %s window %lu cancelled, generation %llu",
-		    __func__, name, id, (unsigned long long)gen);
-		agents_push(c, job);
-	}
-	reply = json_object();
-	json_object_set_new(reply, "id", json_integer((json_int_t)id));
-	json_object_set_new(reply, "state", json_string("cancelled"));
-	json_object_set_new(reply, "generation",
-	    json_integer((json_int_t)job->generation));
-	http_reply(c, req, 200, reply);
-}
-
-/*
- * Checks a PUT config body and reads it: its window's steps into *start and
- * *stop (-1: none) and its options over *defaults.  Needs no coordinator, so
- * that it can be fuzzed alone.  Returns 0, or -1 with ref saying what to answer.
- */
-int
-http_config_parse(const void *jv, int64_t *start, int64_t *stop,
-    struct options *defaults, struct http_refusal *ref)
-{
-	json_t		*body = (json_t *)jv, *opts;
-	const char	*field, *why;
-
-	*start = *stop = -1;
-	if (http_int_field(body, "start_step", -1, HTTP_STEP_MAX, start,
-	    ref) == -1 || http_int_field(body, "stop_step", -1, HTTP_STEP_MAX,
-	    stop, ref) == -1)
-		return (-1);
-	if (*start == 0)
-		return (http_refuse(ref, 400, "start_step", "start_step must be "
-		    "-1 (no window) or above 0"));
-	if (*start > 0 && *stop < *start)
-		return (http_refuse(ref, 400, "stop_step", "stop_step %" PRId64
-		    " is before start_step %" PRId64, *stop, *start));
-	opts = json_deep_copy(body);
-	json_object_del(opts, "start_step");
-	json_object_del(opts, "stop_step");
-	if (options_parse(opts, defaults, &field, &why) == -1) {
-		/* field may point into opts: keep a copy. */
-		if (field != NULL) {
-			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
-			    field);
-			field = ref->fieldbuf;
-		}
-		http_refuse(ref, 400, field, "%s: %s", field ? field :
-		    "options", why);
-		json_decref(opts);
-		return (-1);
-	}
-	json_decref(opts);
-	return (0);
-}
-
-static void
-http_put_config(struct coord *c, struct evhttp_request *req,
-    const char *name)
-{
-	json_t			*body, *reply;
-	struct job		*job;
-	struct window		*w = NULL, *it, *same = NULL, *other;
-	struct options		 defaults;
-	struct http_refusal	 ref;
-	char			*text = NULL, *oldtext;
-	int64_t			 start, stop;
-	uint64_t		 gen;
-
-	options_init(&defaults);
-	if ((body = http_body(c, req)) == NULL)
-		return;
-	if (http_config_parse(body, &start, &stop, &defaults, &ref) == -1) {
-		http_refused(c, req, &ref);
-		goto out;
-	}
-	if ((text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER)) ==
-	    NULL || (job = schedule_job_get(c, name)) == NULL) {
-		http_error(c, req, 500, NULL, "out of memory");
-		goto out;
-	}
-	if (start > 0) {
-		TAILQ_FOREACH(it, &job->windows, entry) {
-			if (!it->finished && it->state ==
-			    WINDOW_STATE_SCHEDULED && it->start_step == start &&
-			    it->stop_step == stop)
-				same = it;
-		}
-		if (same == NULL) {
-			agents_commit_batch(c);
-			if ((other = schedule_overlap(c, job, start, stop)) !=
-			    NULL) {
-				http_error(c, req, 409, "start_step", "[%" PRId64
-				    ", %" PRId64 "] overlaps window %u [%"
-				    PRId64 ", %" PRId64 "]", start, stop,
-				    other->id, other->start_step,
-				    other->stop_step);
-				goto out;
-			}
-			if (schedule_make_room(c, job) == -1) {
-				http_error(c, req, 409, NULL, "job %s has %d "
-				    "windows pending", name, SEG_MAX_WINDOWS);
-				goto out;
-			}
-			if ((w = window_new()) == NULL ||
-			    options_copy(&w->options, &defaults) == -1) {
-				http_error(c, req, 500, NULL, "out of memory");
-				goto out;
-			}
-			w->start_step = start;
-			w->stop_step = stop;
-		}
-	}
-
-	agents_commit_batch(c);
-	if (store_begin(c->store) == -1) {
-		http_error(c, req, 500, NULL, "cannot store the change");
-		goto out;
-	}
-	oldtext = job->config_json;
-	job->config_json = text;
-	options_clear(&job->defaults);
-	job->defaults = defaults;
-	options_init(&defaults);	/* moved into the job */
-	text = oldtext;
-	if (w != NULL) {
-		w->id = job->next_window_id++;
-		w->created_ns = coord_wall_ns();
-	}
-	if ((gen = schedule_next_generation(c)) == 0 ||
-	    (w != NULL && store_put_window(c->store, job->name, w) == -1)) {
-		store_rollback(c->store);
-		http_error(c, req, 500, NULL, "cannot store the change");
-		goto out;
-	}
-	job->generation = gen;
-	if (store_put_job(c->store, job) == -1 || http_commit(c, req) == -1) {
-		store_rollback(c->store);
-		goto out;
-	}
-	if (w != NULL)
-		schedule_window_insert(job, w);
-	log_info("%s: job %s config stored, generation %llu", __func__, name,
-	    (unsigned long long)gen);
-	reply = json_object();
-	json_object_set_new(reply, "job", json_string(job->name));
-	json_object_set_new(reply, "generation", json_integer((json_int_t)gen));
-	if (w != NULL || same != NULL)
-		json_object_set_new(reply, "window", http_window_json(job,
-		    w != NULL ? w : same));
-	else
-		json_object_set_new(reply, "window", json_null());
-	http_reply(c, req, 200, reply);
-	agents_push(c, job);
-	w = NULL;
-out:
-	window_free(w);
-	options_clear(&defaults);
-	free(text);
-	json_decref(body);
-}
-
-static void
-http_get_nodes(struct coord *c, struct evhttp_request *req)
-{
-	json_t		*body, *list, *o, *jobs;
-	struct node	*n;
-	struct node_job	*nj;
-
-	list = json_array();
-	TAILQ_FOREACH(n, &c->nodes, entry) {
-		o = json_object();
-		json_object_set_new(o, "node", json_string(n->name));
-		json_object_set_new(o, "state",
-		    json_string(agents_node_state(n)));
-		json_object_set_new(o, "address", n->address[0] ?
-		    json_string(n->address) : json_null());
-		json_object_set_new(o, "connected_since",
-		    http_time(n->connected_ns));
-		json_object_set_new(o, "last_seen", http_time(n->last_seen_ns));
-		jobs = json_object();
-		TAILQ_FOREACH(nj, &n->jobs, entry)
-			json_object_set_new(jobs, nj->job,
-			    json_integer((json_int_t)nj->applied));
-		json_object_set_new(o, "jobs", jobs);
-		json_array_append_new(list, o);
-	}
-	body = json_object();
-	json_object_set_new(body, "nodes", list);
-	http_reply(c, req, 200, body);
 }
 
 /*
@@ -1109,6 +291,7 @@ http_new_bev(struct event_base *base, void *arg)
 	return (bev);
 }
 
+/* Forgets an admin connection evhttp closed. */
 static void
 http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
@@ -1245,6 +428,7 @@ http_cap_fit(struct coord *c)
 	}
 }
 
+/* Routes one admin request: health, metrics, tokens, then the handlers. */
 static void
 http_route(struct evhttp_request *req, void *arg)
 {

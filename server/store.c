@@ -1,8 +1,9 @@
 /*
  * SQLite store: one file, DIR/dynprof.db, in WAL mode with synchronous=FULL, so
  * a committed change survives the process being killed (and the machine losing
- * power).  Writes are batched by the caller between store_begin() and
- * store_commit(); the agents' events are committed in groups that way.
+ * power).  Writes are grouped by the caller between store_begin() and
+ * store_commit(); the agents' events in batches that stay open across reads
+ * (store_batch_begin()).
  */
 
 #include <sys/stat.h>
@@ -72,8 +73,11 @@ struct store {
 	sqlite3		*db;
 	sqlite3_stmt	*st[ST_COUNT];
 	int		 in_tx;
+	void		(*batch_done)(void *);	/* an event batch is open */
+	void		*batch_arg;
 };
 
+/* Runs SQL text with no result rows (the schema, pragmas). */
 static int
 store_exec(struct store *s, const char *sql)
 {
@@ -105,6 +109,7 @@ store_step(struct store *s, enum store_stmt which)
 	return (0);
 }
 
+/* Binds text, or NULL for a NULL pointer. */
 static void
 store_bind_text(sqlite3_stmt *st, int i, const char *v)
 {
@@ -201,10 +206,14 @@ store_close(struct store *s)
 	free(s);
 }
 
-/* Starts a transaction. */
+/*
+ * Starts a transaction, after finishing an open event batch: a change never
+ * joins one.
+ */
 int
 store_begin(struct store *s)
 {
+	store_flush(s);
 	if (s->in_tx)
 		return (0);
 	if (store_step(s, ST_BEGIN) == -1)
@@ -238,6 +247,45 @@ store_rollback(struct store *s)
 }
 
 /*
+ * Opens a batch of event writes: a transaction that stays open across reads
+ * until done(arg) finishes it (stores what the batch changed and commits), at
+ * store_flush() or the next store_begin().  Returns 0 or -1.
+ */
+int
+store_batch_begin(struct store *s, void (*done)(void *), void *arg)
+{
+	if (s->batch_done != NULL)
+		return (0);
+	if (store_begin(s) == -1)
+		return (-1);
+	s->batch_done = done;
+	s->batch_arg = arg;
+	return (0);
+}
+
+/* Returns 1 if an event batch is open. */
+int
+store_batch_open(const struct store *s)
+{
+	return (s->batch_done != NULL);
+}
+
+/* Finishes the open event batch, if any: its function commits it.  A NULL
+ * store (one that failed to open) has none. */
+void
+store_flush(struct store *s)
+{
+	void	(*done)(void *);
+
+	if (s == NULL || (done = s->batch_done) == NULL)
+		return;
+	s->batch_done = NULL;
+	done(s->batch_arg);
+	/* Whatever it did, the batch's transaction is over. */
+	store_rollback(s);
+}
+
+/*
  * Deletes the ranks and events of a job nobody scheduled (never one in the
  * jobs table), in one transaction of its own unless one is open.  Returns 0
  * or -1.
@@ -255,7 +303,8 @@ store_forget_job(struct store *s, const char *job)
 	size_t			 i;
 	int			 own = !s->in_tx, rc = 0;
 
-	if (store_begin(s) == -1)
+	/* Inside an open batch, with it. */
+	if (own && store_begin(s) == -1)
 		return (-1);
 	for (i = 0; i < sizeof(sql) / sizeof(sql[0]) && rc == 0; i++) {
 		if (sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL) !=
@@ -287,57 +336,45 @@ store_put_generation(struct store *s, uint64_t gen)
 
 /* Stores a job's own fields (not its windows or ranks). */
 int
-store_put_job(struct store *s, const struct job *job)
+store_put_job(struct store *s, const struct store_job *j)
 {
 	sqlite3_stmt	*st = s->st[ST_JOB];
-	char		*defaults;
-	int		 rc;
 
-	if ((defaults = options_dump(&job->defaults)) == NULL)
-		return (-1);
-	store_bind_text(st, 1, job->name);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)job->generation);
-	sqlite3_bind_int64(st, 3, job->next_window_id);
-	store_bind_text(st, 4, job->config_json);
-	store_bind_text(st, 5, defaults);
-	sqlite3_bind_int64(st, 6, job->created_ns);
-	rc = store_step(s, ST_JOB);
-	free(defaults);
-	return (rc);
+	store_bind_text(st, 1, j->name);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)j->generation);
+	sqlite3_bind_int64(st, 3, j->next_window_id);
+	store_bind_text(st, 4, j->config);
+	store_bind_text(st, 5, j->defaults);
+	sqlite3_bind_int64(st, 6, j->created_ns);
+	return (store_step(s, ST_JOB));
 }
 
 /* Stores one window of a job. */
 int
-store_put_window(struct store *s, const char *job, const struct window *w)
+store_put_window(struct store *s, const struct store_window *w)
 {
 	sqlite3_stmt	*st = s->st[ST_WINDOW];
-	char		*opts;
-	int		 rc;
 
-	if ((opts = options_dump(&w->options)) == NULL)
-		return (-1);
-	store_bind_text(st, 1, job);
+	store_bind_text(st, 1, w->job);
 	sqlite3_bind_int64(st, 2, w->id);
 	sqlite3_bind_int64(st, 3, w->start_step);
 	sqlite3_bind_int64(st, 4, w->stop_step);
 	store_bind_text(st, 5, w->ranks);
-	store_bind_text(st, 6, opts);
+	store_bind_text(st, 6, w->options);
 	store_bind_text(st, 7, w->output_subdir);
 	sqlite3_bind_int(st, 8, w->state);
 	sqlite3_bind_int(st, 9, w->finished);
 	sqlite3_bind_int64(st, 10, w->created_ns);
-	rc = store_step(s, ST_WINDOW);
-	free(opts);
-	return (rc);
+	return (store_step(s, ST_WINDOW));
 }
 
 /* Stores a rank's last known state. */
 int
-store_put_rank(struct store *s, const char *job, const struct rank *r)
+store_put_rank(struct store *s, const struct store_rank *r)
 {
 	sqlite3_stmt	*st = s->st[ST_RANK];
 
-	store_bind_text(st, 1, job);
+	store_bind_text(st, 1, r->job);
 	sqlite3_bind_int(st, 2, r->rank);
 	store_bind_text(st, 3, r->node);
 	sqlite3_bind_int(st, 4, r->pid);
@@ -387,6 +424,7 @@ store_put_agent(struct store *s, const char *node, uint64_t boot_id,
 	return (store_step(s, ST_AGENT));
 }
 
+/* Returns a text column, NULL for SQL NULL. */
 static const char *
 store_col_text(sqlite3_stmt *st, int i)
 {
@@ -395,41 +433,37 @@ store_col_text(sqlite3_stmt *st, int i)
 	return (v == NULL ? NULL : (const char *)v);
 }
 
+/* Hands every job row to the loader. */
 static int
-store_load_jobs(struct store *s, struct coord *c)
+store_load_jobs(struct store *s, const struct store_loader *l)
 {
-	sqlite3_stmt	*st;
-	struct job	*job;
-	const char	*name, *text;
+	sqlite3_stmt		*st;
+	struct store_job	 j;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, generation, next_window_id,"
 	    " config, defaults, created FROM jobs", -1, &st, NULL) != SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		name = store_col_text(st, 0);
-		if (name == NULL || !jobid_valid(name, NULL))
+		if ((j.name = store_col_text(st, 0)) == NULL)
 			continue;
-		if ((job = schedule_job_get(c, name)) == NULL)
+		j.generation = (uint64_t)sqlite3_column_int64(st, 1);
+		j.next_window_id = (uint32_t)sqlite3_column_int64(st, 2);
+		j.config = store_col_text(st, 3);
+		j.defaults = store_col_text(st, 4);
+		j.created_ns = sqlite3_column_int64(st, 5);
+		if (l->job(l->arg, &j) == -1)
 			break;
-		job->generation = (uint64_t)sqlite3_column_int64(st, 1);
-		job->next_window_id = (uint32_t)sqlite3_column_int64(st, 2);
-		if ((text = store_col_text(st, 3)) != NULL)
-			job->config_json = strdup(text);
-		if ((text = store_col_text(st, 4)) != NULL)
-			options_load(text, &job->defaults);
-		job->created_ns = sqlite3_column_int64(st, 5);
 	}
 	sqlite3_finalize(st);
 	return (0);
 }
 
+/* Hands every window row to the loader, by job and start step. */
 static int
-store_load_windows(struct store *s, struct coord *c)
+store_load_windows(struct store *s, const struct store_loader *l)
 {
-	sqlite3_stmt	*st;
-	struct job	*job;
-	struct window	*w;
-	const char	*text;
+	sqlite3_stmt		*st;
+	struct store_window	 w;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
 	    " ranks, options, output_subdir, state, finished, created"
@@ -437,106 +471,86 @@ store_load_windows(struct store *s, struct coord *c)
 	    SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((job = schedule_job_find(c, store_col_text(st, 0))) == NULL)
+		if ((w.job = store_col_text(st, 0)) == NULL)
 			continue;
-		if ((w = window_new()) == NULL)
+		w.id = (uint32_t)sqlite3_column_int64(st, 1);
+		w.start_step = sqlite3_column_int64(st, 2);
+		w.stop_step = sqlite3_column_int64(st, 3);
+		w.ranks = store_col_text(st, 4);
+		w.options = store_col_text(st, 5);
+		w.output_subdir = store_col_text(st, 6);
+		w.state = sqlite3_column_int(st, 7);
+		w.finished = sqlite3_column_int(st, 8);
+		w.created_ns = sqlite3_column_int64(st, 9);
+		if (l->window(l->arg, &w) == -1)
 			break;
-		w->id = (uint32_t)sqlite3_column_int64(st, 1);
-		w->start_step = sqlite3_column_int64(st, 2);
-		w->stop_step = sqlite3_column_int64(st, 3);
-		if ((text = store_col_text(st, 4)) != NULL)
-			snprintf(w->ranks, sizeof(w->ranks), "%s", text);
-		if (ranks_parse(w->ranks, &w->rankset, NULL) == -1)
-			w->ranks[0] = '\0';
-		if ((text = store_col_text(st, 5)) != NULL)
-			options_load(text, &w->options);
-		if ((text = store_col_text(st, 6)) != NULL)
-			snprintf(w->output_subdir,
-			    sizeof(w->output_subdir), "%s", text);
-		w->state = sqlite3_column_int(st, 7) == WINDOW_STATE_CANCELLED ?
-		    WINDOW_STATE_CANCELLED : WINDOW_STATE_SCHEDULED;
-		w->finished = sqlite3_column_int(st, 8);
-		w->created_ns = sqlite3_column_int64(st, 9);
-		schedule_window_insert(job, w);
-		if (w->id >= job->next_window_id)
-			job->next_window_id = w->id + 1;
 	}
 	sqlite3_finalize(st);
 	return (0);
 }
 
-static char *
-store_dup(const char *v)
-{
-	return (v == NULL ? NULL : strdup(v));
-}
-
+/* Hands every rank row to the loader, by job and rank. */
 static int
-store_load_ranks(struct store *s, struct coord *c)
+store_load_ranks(struct store *s, const struct store_loader *l)
 {
-	sqlite3_stmt	*st;
-	struct job	*job;
-	struct rank	*r;
-	const char	*text;
+	sqlite3_stmt		*st;
+	struct store_rank	 r;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, node, pid, step,"
 	    " state, window_id, output_dir, last_event, last_event_time, error"
 	    " FROM ranks ORDER BY job, rank", -1, &st, NULL) != SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((job = schedule_job_find(c, store_col_text(st, 0))) == NULL)
+		if ((r.job = store_col_text(st, 0)) == NULL)
 			continue;
-		if ((r = schedule_rank_get(job, sqlite3_column_int(st, 1))) ==
-		    NULL)
+		r.rank = sqlite3_column_int(st, 1);
+		r.node = store_col_text(st, 2);
+		r.pid = sqlite3_column_int(st, 3);
+		r.step = sqlite3_column_int64(st, 4);
+		r.state = sqlite3_column_int(st, 5);
+		r.window_id = (uint32_t)sqlite3_column_int64(st, 6);
+		r.output_dir = store_col_text(st, 7);
+		r.last_event = sqlite3_column_int(st, 8);
+		r.last_event_ns = sqlite3_column_int64(st, 9);
+		r.error = store_col_text(st, 10);
+		if (l->rank(l->arg, &r) == -1)
 			break;
-		if ((text = store_col_text(st, 2)) != NULL)
-			snprintf(r->node, sizeof(r->node), "%s", text);
-		r->pid = sqlite3_column_int(st, 3);
-		r->step = sqlite3_column_int64(st, 4);
-		r->state = sqlite3_column_int(st, 5);
-		r->window_id = (uint32_t)sqlite3_column_int64(st, 6);
-		r->output_dir = store_dup(store_col_text(st, 7));
-		r->last_event = sqlite3_column_int(st, 8);
-		r->last_event_ns = sqlite3_column_int64(st, 9);
-		r->error = store_dup(store_col_text(st, 10));
 	}
 	sqlite3_finalize(st);
 	return (0);
 }
 
+/* Hands every event row to the loader, by job, rank and time. */
 static int
-store_load_events(struct store *s, struct coord *c)
+store_load_events(struct store *s, const struct store_loader *l)
 {
 	sqlite3_stmt		*st;
-	struct job		*job;
-	struct rank		*r;
 	struct rank_event	 ev;
+	const char		*job;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, window_id, kind,"
 	    " step, time FROM events ORDER BY job, rank, time", -1, &st,
 	    NULL) != SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((job = schedule_job_find(c, store_col_text(st, 0))) == NULL)
+		if ((job = store_col_text(st, 0)) == NULL)
 			continue;
-		if ((r = schedule_rank_get(job, sqlite3_column_int(st, 1))) ==
-		    NULL)
-			break;
 		ev.window_id = (uint32_t)sqlite3_column_int64(st, 2);
 		ev.kind = sqlite3_column_int(st, 3);
 		ev.step = sqlite3_column_int64(st, 4);
 		ev.time_ns = sqlite3_column_int64(st, 5);
-		schedule_rank_add_event(r, &ev);
+		if (l->event(l->arg, job, sqlite3_column_int(st, 1), &ev) == -1)
+			break;
 	}
 	sqlite3_finalize(st);
 	return (0);
 }
 
+/* Hands every agent row (a node's committed event seq) to the loader. */
 static int
-store_load_agents(struct store *s, struct coord *c)
+store_load_agents(struct store *s, const struct store_loader *l)
 {
 	sqlite3_stmt	*st;
-	struct node	*n;
 	const char	*name;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT node, boot_id, acked_seq"
@@ -545,19 +559,21 @@ store_load_agents(struct store *s, struct coord *c)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if ((name = store_col_text(st, 0)) == NULL)
 			continue;
-		if ((n = schedule_node_get(c, name)) == NULL)
+		if (l->agent(l->arg, name,
+		    (uint64_t)sqlite3_column_int64(st, 1),
+		    (uint64_t)sqlite3_column_int64(st, 2)) == -1)
 			break;
-		n->boot_id = (uint64_t)sqlite3_column_int64(st, 1);
-		n->acked_seq = n->seen_seq =
-		    (uint64_t)sqlite3_column_int64(st, 2);
 	}
 	sqlite3_finalize(st);
 	return (0);
 }
 
-/* Rebuilds the coordinator's model from the store, at start. */
+/*
+ * Reads the whole store at start: the generation counter, then jobs, windows,
+ * ranks, events and agents, each row handed to the loader.
+ */
 int
-store_load(struct store *s, struct coord *c)
+store_load(struct store *s, const struct store_loader *l)
 {
 	sqlite3_stmt	*st;
 
@@ -565,11 +581,11 @@ store_load(struct store *s, struct coord *c)
 	    " key = 'generation'", -1, &st, NULL) != SQLITE_OK)
 		return (-1);
 	if (sqlite3_step(st) == SQLITE_ROW)
-		c->generation = (uint64_t)sqlite3_column_int64(st, 0);
+		l->generation(l->arg, (uint64_t)sqlite3_column_int64(st, 0));
 	sqlite3_finalize(st);
-	if (store_load_jobs(s, c) == -1 || store_load_windows(s, c) == -1 ||
-	    store_load_ranks(s, c) == -1 || store_load_events(s, c) == -1 ||
-	    store_load_agents(s, c) == -1) {
+	if (store_load_jobs(s, l) == -1 || store_load_windows(s, l) == -1 ||
+	    store_load_ranks(s, l) == -1 || store_load_events(s, l) == -1 ||
+	    store_load_agents(s, l) == -1) {
 		log_warnx("%s: %s", __func__, sqlite3_errmsg(s->db));
 		return (-1);
 	}

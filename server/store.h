@@ -1,8 +1,15 @@
 /*
  * The coordinator's persistent state behind a small interface, so that another
- * store (etcd) can take SQLite's place.  Every write happens inside
+ * store (etcd) can take SQLite's place.  The store knows rows, not the model:
+ * a caller hands it values already rendered, and store_load() hands the rows
+ * back through a struct store_loader.  Every write happens inside
  * store_begin()/store_commit(); a change is answered or pushed only after
  * store_commit() returned 0.
+ *
+ * The agents' events are written in batches: store_batch_begin() opens one
+ * and names the function that finishes it (stores what the batch changed,
+ * commits, acknowledges).  store_flush() finishes an open batch, and
+ * store_begin() does so first, so that a change never joins a batch.
  */
 
 #ifndef DYNPROF_STORE_H
@@ -10,26 +17,77 @@
 
 #include <stdint.h>
 
-struct coord;
-struct job;
-struct window;
-struct rank;
 struct rank_event;
 struct store;
+
+/* A job's own fields (not its windows or ranks). */
+struct store_job {
+	const char	*name;
+	uint64_t	 generation;
+	uint32_t	 next_window_id;
+	const char	*config;		/* NULL: none */
+	const char	*defaults;		/* options text, NULL: none */
+	int64_t		 created_ns;
+};
+
+/* One window of a job. */
+struct store_window {
+	const char	*job;
+	uint32_t	 id;
+	int64_t		 start_step;
+	int64_t		 stop_step;
+	const char	*ranks;
+	const char	*options;		/* options text, NULL: none */
+	const char	*output_subdir;
+	int		 state;			/* enum window_state */
+	int		 finished;
+	int64_t		 created_ns;
+};
+
+/* A rank's last known state. */
+struct store_rank {
+	const char	*job;
+	int32_t		 rank;
+	const char	*node;
+	int32_t		 pid;
+	int64_t		 step;
+	int		 state;
+	uint32_t	 window_id;
+	const char	*output_dir;
+	int		 last_event;
+	int64_t		 last_event_ns;
+	const char	*error;
+};
+
+/*
+ * What store_load() hands each row to.  A function returns 0, or -1 to stop
+ * reading its table (out of memory).
+ */
+struct store_loader {
+	void	*arg;
+	void	(*generation)(void *, uint64_t);
+	int	(*job)(void *, const struct store_job *);
+	int	(*window)(void *, const struct store_window *);
+	int	(*rank)(void *, const struct store_rank *);
+	int	(*event)(void *, const char *, int32_t,
+		    const struct rank_event *);
+	int	(*agent)(void *, const char *, uint64_t, uint64_t);
+};
 
 /* store.c */
 struct store	*store_open(const char *, const char **);	/* caller frees */
 void		 store_close(struct store *);
-int		 store_load(struct store *, struct coord *);
+int		 store_load(struct store *, const struct store_loader *);
 int		 store_begin(struct store *);
 int		 store_commit(struct store *);
 void		 store_rollback(struct store *);
+int		 store_batch_begin(struct store *, void (*)(void *), void *);
+int		 store_batch_open(const struct store *);
+void		 store_flush(struct store *);
 int		 store_put_generation(struct store *, uint64_t);
-int		 store_put_job(struct store *, const struct job *);
-int		 store_put_window(struct store *, const char *,
-		    const struct window *);
-int		 store_put_rank(struct store *, const char *,
-		    const struct rank *);
+int		 store_put_job(struct store *, const struct store_job *);
+int		 store_put_window(struct store *, const struct store_window *);
+int		 store_put_rank(struct store *, const struct store_rank *);
 int		 store_put_event(struct store *, const char *, int32_t,
 		    const struct rank_event *, const char *, const char *);
 int		 store_forget_job(struct store *, const char *);

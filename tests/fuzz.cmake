@@ -7,16 +7,16 @@
 #                    under test compiled into the target with coverage
 #                    instrumentation; no tests are registered
 #
-# The agent's targets link its library (dpagent: everything but main()).  The
-# coordinator's code is compiled into the targets from its sources, its main()
-# renamed, so that the targets reach the functions its executable holds.
+# The targets link the daemons' libraries (dpagent, dpcoord: everything but
+# main()); with DYNPROF_FUZZ the code under test is compiled into the targets,
+# instrumented.
 option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 set(FUZZ_COMMON_SRC frame.c log.c segment.c segment_slot.c slotlog.c jobid.c
-  ranklist.c)
+  ranklist.c options.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
-set(FUZZ_COORD_SRC coord.c agents.c schedule.c options.c store.c http.c metrics.c)
+set(FUZZ_COORD_SRC "")
 if(DYNPROF_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "DYNPROF_FUZZ needs clang: CC=clang cmake ...")
@@ -29,6 +29,8 @@ if(DYNPROF_FUZZ)
   set(FUZZ_AGENT_SRC agent.c apply.c queue.c upstream.c ranks.c segments.c
     events.c standalone.c)
   list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
+  set(FUZZ_COORD_SRC coord.c link.c link_dispatch.c schedule.c
+    schedule_ranks.c change.c load.c options.c store.c http.c http_jobs.c metrics.c)
   set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 else()
@@ -37,23 +39,19 @@ else()
 endif()
 list(TRANSFORM FUZZ_COORD_SRC PREPEND ${PROJECT_SOURCE_DIR}/server/)
 
-# main() of the coordinator renamed; such a function has no prototype.
-set_source_files_properties(${PROJECT_SOURCE_DIR}/server/coord.c
-  PROPERTIES COMPILE_DEFINITIONS main=dynprof_coordinator_main
-  COMPILE_OPTIONS -Wno-missing-prototypes)
-
 if(DYNPROF_FUZZ)
   add_library(fuzz_agent_objs OBJECT ${FUZZ_AGENT_SRC} ${FUZZ_COMMON_SRC})
   target_link_libraries(fuzz_agent_objs PUBLIC dpagent)
   target_compile_options(fuzz_agent_objs PRIVATE ${FUZZ_CFLAGS})
+  add_library(fuzz_coord_objs OBJECT ${FUZZ_COORD_SRC} ${FUZZ_COMMON_SRC})
+  target_link_libraries(fuzz_coord_objs PUBLIC dpcoord)
+  target_compile_options(fuzz_coord_objs PRIVATE ${FUZZ_CFLAGS})
 else()
   add_library(fuzz_agent_objs INTERFACE)
   target_link_libraries(fuzz_agent_objs INTERFACE dpagent)
+  add_library(fuzz_coord_objs INTERFACE)
+  target_link_libraries(fuzz_coord_objs INTERFACE dpcoord)
 endif()
-add_library(fuzz_coord_objs OBJECT ${FUZZ_COORD_SRC} ${FUZZ_COMMON_SRC})
-target_include_directories(fuzz_coord_objs PUBLIC ${PROJECT_SOURCE_DIR}/server)
-target_link_libraries(fuzz_coord_objs PUBLIC dptls PkgConfig::JANSSON
-  PkgConfig::SQLITE3)
 add_library(fuzz_lib_objs OBJECT ${PROJECT_SOURCE_DIR}/lib/window.c
   ${FUZZ_COMMON_SRC})
 target_include_directories(fuzz_lib_objs PUBLIC ${PROJECT_SOURCE_DIR}/lib
@@ -74,7 +72,7 @@ else()
   add_library(fuzz_dynprof_objs INTERFACE)
   target_link_libraries(fuzz_dynprof_objs INTERFACE dynprof_internal)
 endif()
-foreach(objs fuzz_coord_objs fuzz_lib_objs)
+foreach(objs fuzz_lib_objs)
   target_compile_options(${objs} PRIVATE ${FUZZ_CFLAGS})
 endforeach()
 

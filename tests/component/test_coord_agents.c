@@ -96,6 +96,32 @@ expect_error(struct fakeagent *fa, int code)
 	assert_true(fa_wait_closed(fa, 5000));
 }
 
+/*
+ * A message of a kind this coordinator does not know (a newer agent's: an
+ * unknown field number in the oneof) is ignored: the link stays up and what
+ * follows is handled.
+ */
+static void
+test_unknown_kind(void **state)
+{
+	struct fixture	*f = *state;
+	struct fakeagent a;
+	/* A frame holding field 15, a message with field 1 = 1. */
+	static const uint8_t unknown[] = { 0, 0, 0, 0, 4, 0x7a, 0x02, 0x08,
+	    0x01 };
+
+	assert_int_equal(handshake(&f->tc, &a, "newer-node"), 0);
+	assert_int_equal(fa_subscribe(&a, "uk-j", 0), 0);
+	assert_int_equal(fa_send_raw(&a, unknown, sizeof(unknown)), 0);
+	assert_int_equal(fa_heartbeat(&a), 0);
+	assert_int_equal(fa_event(&a, 0, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
+	    "uk-j", 0, 0, 5, NULL), 0);
+	assert_int_equal(fa_wait_ack(&a, 1, 5000), 0);
+	assert_false(fa_wait_closed(&a, 300));
+	tc_wait_str(&f->tc, "/v1/jobs/uk-j", "ranks.0.state", "attached");
+	fa_close(&a);
+}
+
 static void
 test_bad_peers(void **state)
 {
@@ -525,6 +551,7 @@ test_schedule_bound(void **state)
 	struct fakeagent a;
 	struct tc_reply	 r;
 	char		 body[128];
+	long long	 gen;
 	int		 i;
 
 	assert_int_equal(handshake(&f->tc, &a, "bound-node"), 0);
@@ -537,17 +564,20 @@ test_schedule_bound(void **state)
 		r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body,
 		    201);
 		assert_int_equal(tc_int(r.json, "id"), i + 1);
+		gen = tc_int(r.json, "generation");
 		tc_reply_free(&r);
 	}
 	assert_int_equal(fa_heartbeat(&a), 0);
 	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 
-	/* Each window ahead evicts the oldest window behind. */
+	/* Each window ahead evicts the oldest window behind, in the same
+	 * change: one generation. */
 	for (i = 0; i < 15; i++) {
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
 		    "\"stop_step\": %d}", 2000 + 10 * i, 2004 + 10 * i);
 		r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body,
 		    201);
+		assert_int_equal(tc_int(r.json, "generation"), ++gen);
 		tc_reply_free(&r);
 		assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 	}
@@ -757,6 +787,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_bad_peers, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_kind, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_push_subscribers_only,
 		    setup, tc_teardown),

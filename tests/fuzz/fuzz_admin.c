@@ -21,7 +21,7 @@ int	 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 /* The answer the coordinator would send for ref must be JSON. */
 static void
-fuzz_check_refusal(const struct http_refusal *ref)
+fuzz_check_refusal(const struct refusal *ref)
 {
 	json_t	*s;
 
@@ -57,7 +57,7 @@ static void
 fuzz_window(json_t *body, const struct options *defaults)
 {
 	struct window_request	 r;
-	struct http_refusal	 ref;
+	struct refusal	 ref;
 	struct window		*w;
 
 	if (http_window_parse(body, defaults, &r, &w, &ref) == -1) {
@@ -75,7 +75,7 @@ fuzz_window(json_t *body, const struct options *defaults)
 static void
 fuzz_config(json_t *body)
 {
-	struct http_refusal	 ref;
+	struct refusal	 ref;
 	struct options		 defaults;
 	int64_t			 start, stop;
 

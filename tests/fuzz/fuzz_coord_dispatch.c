@@ -1,14 +1,14 @@
 /*
  * Fuzz target: the coordinator's handling of every AgentMessage after a hello
- * (server/agents.c), with state.  A real struct coord (SQLite store in a
+ * (server/link.c), with state.  A real struct coord (SQLite store in a
  * private directory, under /dev/shm when there is one, agent and admin
  * listeners on 127.0.0.1 port 0) holds job "fz" with two windows posted
  * through the admin API and node n0, whose ranks 0-3 started window 1.
  *
  * Each input is a stream of AgentLink frames.  A new connection (a socketpair
  * whose far end this target reads) says hello as node n1 through
- * agents_dispatch(), then every frame that decodes as an AgentMessage goes
- * through agents_dispatch() as agents_read() would pass it, until the
+ * link_dispatch(), then every frame that decodes as an AgentMessage goes
+ * through link_dispatch() as link_read() would pass it, until the
  * connection is closing; an undecodable frame is skipped (the server would
  * hang up) so that sequences go on.  A Heartbeat lets the event loop run (the
  * group commit, the acks).  At the end an empty message closes the
@@ -167,7 +167,7 @@ fuzz_drain(struct fuzz_peer *p)
 		fuzz_fail("the coordinator wrote a bad frame");
 }
 
-/* A new agent connection, as agents_accept() makes one, over a socketpair. */
+/* A new agent connection, as link_accept() makes one, over a socketpair. */
 static void
 fuzz_connect(struct fuzz_peer *p)
 {
@@ -205,7 +205,7 @@ fuzz_dispatch(struct fuzz_peer *p, Dynprof__V1__AgentMessage *m)
 	if (m->body_case == DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT &&
 	    m->event->agent_boot_id != FUZZ_BOOT_ID)
 		p->max_seq = UINT64_MAX;	/* another boot: seqs restart */
-	agents_dispatch(p->conn, m);
+	link_dispatch(p->conn, m);
 }
 
 static void
@@ -304,9 +304,9 @@ fuzz_coord_start(void)
 	    event_base_priority_init(fc->base, 3) == -1)
 		fuzz_fail("event base");
 	if ((fc->store = store_open(fuzz_state, &why)) == NULL ||
-	    store_load(fc->store, fc) == -1)
+	    load_model(fc) == -1)
 		fuzz_fail("store");
-	if (agents_listen(fc, "127.0.0.1:0") == -1 ||
+	if (link_listen(fc, "127.0.0.1:0") == -1 ||
 	    http_listen(fc, "127.0.0.1:0") == -1)
 		fuzz_fail("listen");
 	if ((fuzz_guard = evtimer_new(fc->base, fuzz_guard_cb, NULL)) == NULL ||
@@ -329,7 +329,7 @@ fuzz_coord_stop(void)
 {
 	close(fuzz_n0.fd);
 	evbuffer_free(fuzz_n0.rx);
-	agents_close_all(fc);
+	link_close_all(fc);
 	schedule_flush_ranks(fc);
 	evhttp_connection_free(fuzz_http_conn);
 	http_close(fc);
@@ -373,7 +373,7 @@ fuzz_check(void)
 	json_t		*j, *ranks;
 	size_t		 ready = 0;
 
-	if (fc->batch_open)
+	if (store_batch_open(fc->store))
 		fuzz_fail("a batch left open");
 	TAILQ_FOREACH(conn, &fc->conns, entry) {
 		if (conn->state == CONN_READY) {
@@ -440,7 +440,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	evbuffer_free(in);
 	/* A message of no known type: the protocol error that hangs up. */
 	if (p.conn->state != CONN_CLOSING)
-		agents_dispatch(p.conn, &end);
+		link_dispatch(p.conn, &end);
 	if (p.conn->state != CONN_CLOSING)
 		fuzz_fail("an unexpected message did not close");
 	for (i = 0; i < 3; i++) {

@@ -1,0 +1,371 @@
+/*
+ * One path for every change of a job's schedule.  An operation judges the
+ * request against the model and builds what changes aside (a struct change);
+ * change_publish() then takes the next generation, stores the changed rows and
+ * the job's, commits, and only then applies the change to memory and pushes
+ * the job's schedule to its agents.  Nothing in memory changes unless the
+ * store committed; every change is one generation and one push.
+ */
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+#include "utf8.h"
+
+/* What one change does to a job, built aside before it is stored. */
+struct change {
+	struct job	*job;
+	struct window	*add;		/* a new window, on no list, or NULL */
+	struct window	*cancel;	/* a window to cancel, or NULL */
+	struct window	*finish[SEG_MAX_WINDOWS * 2];	/* to finish */
+	size_t		 nfinish;
+	char		*config_json;	/* a new config (taken), or NULL */
+	struct options	*defaults;	/* new defaults (moved), or NULL */
+};
+
+/* Fills ref with the answer to a refused change.  Returns -1. */
+int
+change_refuse(struct refusal *ref, int code, const char *field,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	/* Cut short, a message must not end inside a UTF-8 character: it
+	 * would not be valid JSON text. */
+	if (vsnprintf(ref->msg, sizeof(ref->msg), fmt, ap) >=
+	    (int)sizeof(ref->msg))
+		utf8_cut_partial(ref->msg);
+	va_end(ap);
+	ref->code = code;
+	ref->field = field;
+	return (-1);
+}
+
+/* Stores window w of the change's job as it will be: state and finished. */
+static int
+change_put_window(struct coord *c, const struct job *job,
+    const struct window *w, int state, int finished)
+{
+	struct store_window	 row;
+	char			*opts;
+	int			 rc;
+
+	if ((opts = options_dump(&w->options)) == NULL)
+		return (-1);
+	row.job = job->name;
+	row.id = w->id;
+	row.start_step = w->start_step;
+	row.stop_step = w->stop_step;
+	row.ranks = w->ranks;
+	row.options = opts;
+	row.output_subdir = w->output_subdir;
+	row.state = state;
+	row.finished = finished;
+	row.created_ns = w->created_ns;
+	rc = store_put_window(c->store, &row);
+	free(opts);
+	return (rc);
+}
+
+/* Stores the change's job as it will be, at generation gen. */
+static int
+change_put_job(struct coord *c, const struct change *ch, uint64_t gen)
+{
+	const struct job	*job = ch->job;
+	struct store_job	 row;
+	char			*defaults;
+	int			 rc;
+
+	if ((defaults = options_dump(ch->defaults != NULL ? ch->defaults :
+	    &job->defaults)) == NULL)
+		return (-1);
+	row.name = job->name;
+	row.generation = gen;
+	row.next_window_id = ch->add != NULL ? ch->add->id + 1 :
+	    job->next_window_id;
+	row.config = ch->config_json != NULL ? ch->config_json :
+	    job->config_json;
+	row.defaults = defaults;
+	row.created_ns = job->created_ns;
+	rc = store_put_job(c->store, &row);
+	free(defaults);
+	return (rc);
+}
+
+/* Applies a committed change to memory, at generation gen. */
+static void
+change_apply(struct coord *c, struct change *ch, uint64_t gen)
+{
+	struct job	*job = ch->job;
+	size_t		 i;
+
+	c->generation = gen;
+	job->generation = gen;
+	for (i = 0; i < ch->nfinish; i++) {
+		ch->finish[i]->finished = 1;
+		log_debug("%s: job %s window %u finished", __func__,
+		    job->name, ch->finish[i]->id);
+	}
+	if (ch->cancel != NULL)
+		ch->cancel->state = WINDOW_STATE_CANCELLED;
+	if (ch->add != NULL) {
+		job->next_window_id = ch->add->id + 1;
+		schedule_window_insert(job, ch->add);
+		ch->add = NULL;
+	}
+	if (ch->config_json != NULL) {
+		free(job->config_json);
+		job->config_json = ch->config_json;
+		ch->config_json = NULL;
+	}
+	if (ch->defaults != NULL) {
+		options_clear(&job->defaults);
+		job->defaults = *ch->defaults;
+		options_init(ch->defaults);	/* moved into the job */
+	}
+}
+
+/*
+ * Publishes a change: the next generation, the changed rows and the job's
+ * stored and committed, then the change applied to memory and the job's
+ * schedule pushed to its agents.  Returns 0, or -1 with nothing changed.
+ */
+static int
+change_publish(struct coord *c, struct change *ch)
+{
+	struct job	*job = ch->job;
+	uint64_t	 gen;
+	size_t		 i;
+
+	/* Finishes an open batch of events first: they may finish windows. */
+	if (store_begin(c->store) == -1)
+		return (-1);
+	gen = c->generation + 1;
+	if (store_put_generation(c->store, gen) == -1)
+		goto fail;
+	for (i = 0; i < ch->nfinish; i++) {
+		if (change_put_window(c, job, ch->finish[i],
+		    ch->finish[i]->state, 1) == -1)
+			goto fail;
+	}
+	if (ch->cancel != NULL && change_put_window(c, job, ch->cancel,
+	    WINDOW_STATE_CANCELLED, ch->cancel->finished) == -1)
+		goto fail;
+	if (ch->add != NULL && change_put_window(c, job, ch->add,
+	    ch->add->state, ch->add->finished) == -1)
+		goto fail;
+	if (change_put_job(c, ch, gen) == -1 || store_commit(c->store) == -1)
+		goto fail;
+	change_apply(c, ch, gen);
+	link_push(c, job);
+	return (0);
+fail:
+	store_rollback(c->store);
+	return (-1);
+}
+
+/* Starts an empty change of job. */
+static void
+change_init(struct change *ch, struct job *job)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->job = job;
+}
+
+/*
+ * Adds window w to job name, creating the job, with the steps r asks for
+ * (in_steps and roundup resolved against the job's ranks).  Windows no rank
+ * can still run leave a full schedule in the same change.  Takes w: on
+ * success it is the job's (*jobp), else freed.  Returns 0, or -1 with ref
+ * saying why.
+ */
+int
+change_window_add(struct coord *c, const char *name,
+    const struct window_request *r, struct window *w, struct job **jobp,
+    struct refusal *ref)
+{
+	struct change	 ch;
+	struct job	*job;
+	struct window	*other;
+	int64_t		 start, stop, max = -1;
+
+	/* The job is created only once the window is accepted. */
+	job = schedule_job_find(c, name);
+	if (r->has_in) {
+		max = job != NULL ? schedule_job_max_step(c, job) : -1;
+		if (max < 0) {
+			change_refuse(ref, 409, "in_steps", "no rank of job %s "
+			    "has reported a step yet (or every node serving it "
+			    "is lost): give start_step", name);
+			goto fail;
+		}
+	}
+	if (schedule_window_resolve(r, max, &start, &stop, ref) == -1)
+		goto fail;
+	w->start_step = start;
+	w->stop_step = stop;
+	if (job == NULL && (job = schedule_job_get(c, name)) == NULL) {
+		change_refuse(ref, 500, NULL, "out of memory");
+		goto fail;
+	}
+	/* Events already read may end a window: commit them (which takes the
+	 * windows they ended out of the schedule) before judging overlaps. */
+	store_flush(c->store);
+	if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
+		change_refuse(ref, 409, "start_step", "[%" PRId64 ", %" PRId64
+		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
+		    start, stop, other->id, other->start_step, other->stop_step,
+		    schedule_window_state(job, other));
+		goto fail;
+	}
+	change_init(&ch, job);
+	if (schedule_make_room(c, job, ch.finish, &ch.nfinish) == -1) {
+		change_refuse(ref, 409, NULL, "job %s has %d windows pending, "
+		    "the most a schedule holds", name, SEG_MAX_WINDOWS);
+		goto fail;
+	}
+	w->id = job->next_window_id;
+	w->created_ns = coord_wall_ns();
+	ch.add = w;
+	if (change_publish(c, &ch) == -1) {
+		change_refuse(ref, 500, NULL, "cannot store the change");
+		goto fail;
+	}
+	log_info("%s: job %s window %u [%" PRId64 ", %" PRId64 "] "
+	    "generation %llu", __func__, name, w->id, start, stop,
+	    (unsigned long long)job->generation);
+	*jobp = job;
+	return (0);
+fail:
+	window_free(w);
+	return (-1);
+}
+
+/*
+ * Cancels window id of job name; one cancelled already stays so, unchanged.
+ * Returns 0 with the job in *jobp, or -1 with ref saying why.
+ */
+int
+change_window_cancel(struct coord *c, const char *name, uint32_t id,
+    struct job **jobp, struct refusal *ref)
+{
+	struct change	 ch;
+	struct job	*job;
+	struct window	*w;
+
+	if ((job = schedule_job_find(c, name)) == NULL)
+		return (change_refuse(ref, 404, "job", "no job %s", name));
+	if ((w = schedule_window_find(job, id)) == NULL)
+		return (change_refuse(ref, 404, "id", "job %s has no window %"
+		    PRIu32, name, id));
+	*jobp = job;
+	if (w->state == WINDOW_STATE_CANCELLED)
+		return (0);
+	if (w->finished)
+		return (change_refuse(ref, 409, "id", "window %" PRIu32
+		    " is done", id));
+	change_init(&ch, job);
+	ch.cancel = w;
+	if (change_publish(c, &ch) == -1)
+		return (change_refuse(ref, 500, NULL, "cannot store the "
+		    "change"));
+	log_info("%s: job %s window %" PRIu32 " cancelled, generation %llu",
+	    __func__, name, id, (unsigned long long)job->generation);
+	return (0);
+}
+
+/*
+ * Sets the config of job name, creating the job: text (taken) as stored,
+ * *defaults (moved into the job on success) for later windows, and a window
+ * [start, stop] with those options unless start is -1 or the job has that
+ * window pending already.  Returns 0 with the job in *jobp and the window in
+ * *wp (NULL: none), or -1 with ref saying why.
+ */
+int
+change_config_set(struct coord *c, const char *name, char *text,
+    struct options *defaults, int64_t start, int64_t stop, struct job **jobp,
+    struct window **wp, struct refusal *ref)
+{
+	struct change	 ch;
+	struct job	*job;
+	struct window	*w = NULL, *it, *same = NULL, *other;
+
+	if ((job = schedule_job_get(c, name)) == NULL) {
+		change_refuse(ref, 500, NULL, "out of memory");
+		goto fail;
+	}
+	if (start > 0) {
+		TAILQ_FOREACH(it, &job->windows, entry) {
+			if (!it->finished && it->state ==
+			    WINDOW_STATE_SCHEDULED && it->start_step == start &&
+			    it->stop_step == stop)
+				same = it;
+		}
+	}
+	change_init(&ch, job);
+	if (start > 0 && same == NULL) {
+		store_flush(c->store);
+		if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
+			change_refuse(ref, 409, "start_step", "[%" PRId64 ", %"
+			    PRId64 "] overlaps window %u [%" PRId64 ", %"
+			    PRId64 "]", start, stop, other->id,
+			    other->start_step, other->stop_step);
+			goto fail;
+		}
+		if (schedule_make_room(c, job, ch.finish, &ch.nfinish) == -1) {
+			change_refuse(ref, 409, NULL, "job %s has %d windows "
+			    "pending", name, SEG_MAX_WINDOWS);
+			goto fail;
+		}
+		if ((w = window_new()) == NULL ||
+		    options_copy(&w->options, defaults) == -1) {
+			change_refuse(ref, 500, NULL, "out of memory");
+			goto fail;
+		}
+		w->start_step = start;
+		w->stop_step = stop;
+		w->id = job->next_window_id;
+		w->created_ns = coord_wall_ns();
+		ch.add = w;
+	}
+	ch.config_json = text;
+	ch.defaults = defaults;
+	if (change_publish(c, &ch) == -1) {
+		change_refuse(ref, 500, NULL, "cannot store the change");
+		goto fail;
+	}
+	log_info("%s: job %s config stored, generation %llu", __func__, name,
+	    (unsigned long long)job->generation);
+	*jobp = job;
+	*wp = w != NULL ? w : same;
+	return (0);
+fail:
+	window_free(w);
+	free(text);
+	return (-1);
+}
+
+/*
+ * Takes the n windows of done out of the job's pushed schedule (they stay in
+ * status) in one change.  Returns 0, or -1 with nothing changed.
+ */
+int
+change_windows_finish(struct coord *c, struct job *job, struct window **done,
+    size_t n)
+{
+	struct change	 ch;
+
+	change_init(&ch, job);
+	if (n > sizeof(ch.finish) / sizeof(ch.finish[0]))
+		n = sizeof(ch.finish) / sizeof(ch.finish[0]);
+	memcpy(ch.finish, done, n * sizeof(*done));
+	ch.nfinish = n;
+	return (change_publish(c, &ch));
+}

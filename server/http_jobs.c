@@ -1,0 +1,588 @@
+/*
+ * The admin API's handlers (docs/admin-api.md): jobs, their windows and
+ * config, and nodes, in JSON with jansson.  A handler checks every field,
+ * calls one operation of change.c and renders its answer: a change is
+ * committed to the store before it is answered and pushed.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <jansson.h>
+
+#include "coord.h"
+#include "log.h"
+#include "names.h"
+
+#define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
+
+/* Returns a wall clock time as RFC 3339 text, null when unset. */
+static json_t *
+http_time(int64_t ns)
+{
+	char	 buf[40];
+
+	if (ns <= 0)
+		return (json_null());
+	coord_rfc3339(ns, buf, sizeof(buf));
+	return (json_string(buf));
+}
+
+/* Returns a window as status shows it. */
+static json_t *
+http_window_json(const struct job *job, const struct window *w)
+{
+	json_t	*o = json_object();
+
+	json_object_set_new(o, "id", json_integer(w->id));
+	json_object_set_new(o, "start_step", json_integer(w->start_step));
+	json_object_set_new(o, "stop_step", json_integer(w->stop_step));
+	json_object_set_new(o, "ranks", json_string(w->ranks));
+	json_object_set_new(o, "options", options_to_json(&w->options));
+	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
+	json_object_set_new(o, "state",
+	    json_string(schedule_window_state(job, w)));
+	json_object_set_new(o, "created", http_time(w->created_ns));
+	return (o);
+}
+
+/*
+ * Reads an optional integer field within [min, max].  Returns 0 if absent,
+ * 1 if read, -1 with ref filled (400).
+ */
+static int
+http_int_field(json_t *obj, const char *key, long long min, long long max,
+    int64_t *out, struct refusal *ref)
+{
+	json_t		*v = json_object_get(obj, key);
+	json_int_t	 iv;
+
+	if (v == NULL)
+		return (0);
+	if (!json_is_integer(v))
+		return (change_refuse(ref, 400, key, "%s must be an integer",
+		    key));
+	iv = json_integer_value(v);
+	if (iv < min || iv > max)
+		return (change_refuse(ref, 400, key, "%s must be between %lld "
+		    "and %lld", key, min, max));
+	*out = iv;
+	return (1);
+}
+
+/* GET /v1/jobs: every job with its generation, windows and nodes counted. */
+void
+http_get_jobs(struct coord *c, struct evhttp_request *req)
+{
+	json_t		*body, *list, *o;
+	struct job	*job;
+	struct sub	*s;
+	size_t		 n, nodes;
+
+	list = json_array();
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		n = 0;
+		nodes = 0;
+		{
+			struct window	*w;
+
+			TAILQ_FOREACH(w, &job->windows, entry)
+				n++;
+		}
+		TAILQ_FOREACH(s, &job->subs, job_entry)
+			nodes++;
+		o = json_object();
+		json_object_set_new(o, "job", json_string(job->name));
+		json_object_set_new(o, "generation",
+		    json_integer((json_int_t)job->generation));
+		json_object_set_new(o, "windows", json_integer((json_int_t)n));
+		json_object_set_new(o, "pending_windows",
+		    json_integer(schedule_pending_count(job)));
+		json_object_set_new(o, "ranks",
+		    json_integer((json_int_t)job->nranks));
+		json_object_set_new(o, "nodes", json_integer((json_int_t)nodes));
+		json_object_set_new(o, "max_step",
+		    json_integer(schedule_job_max_step(c, job)));
+		json_array_append_new(list, o);
+	}
+	body = json_object();
+	json_object_set_new(body, "jobs", list);
+	http_reply(c, req, 200, body);
+}
+
+/* Returns a rank's state as status shows it: "unknown" on a lost node. */
+static const char *
+http_rank_state(struct coord *c, const struct rank *r)
+{
+	struct node	*n;
+
+	if (r->node[0] != '\0' && ((n = schedule_node_find(c, r->node)) ==
+	    NULL || n->conn == NULL))
+		return ("unknown");
+	return (names_rank_state(r->state));
+}
+
+/* Returns a rank as status shows it, with its recent events. */
+static json_t *
+http_rank_json(struct coord *c, const struct rank *r)
+{
+	json_t	*o, *events, *e;
+	size_t	 i;
+
+	o = json_object();
+	json_object_set_new(o, "rank", json_integer(r->rank));
+	json_object_set_new(o, "node", r->node[0] ? json_string(r->node) :
+	    json_null());
+	json_object_set_new(o, "pid", json_integer(r->pid));
+	json_object_set_new(o, "step", json_integer(r->step));
+	json_object_set_new(o, "state", json_string(http_rank_state(c, r)));
+	json_object_set_new(o, "window", r->window_id ?
+	    json_integer(r->window_id) : json_null());
+	json_object_set_new(o, "output_dir", r->output_dir ?
+	    json_string(r->output_dir) : json_null());
+	json_object_set_new(o, "last_event", r->last_event ?
+	    json_string(names_event_kind(r->last_event)) :
+	    json_null());
+	json_object_set_new(o, "last_event_time", http_time(r->last_event_ns));
+	if (r->error != NULL)
+		json_object_set_new(o, "error", json_string(r->error));
+	events = json_array();
+	i = r->nevents > COORD_RANK_EVENTS_MAX ?
+	    r->nevents - COORD_RANK_EVENTS_MAX : 0;
+	for (; i < r->nevents; i++) {
+		e = json_object();
+		json_object_set_new(e, "kind",
+		    json_string(names_event_kind(r->events[i].kind)));
+		json_object_set_new(e, "window",
+		    json_integer(r->events[i].window_id));
+		json_object_set_new(e, "step", json_integer(r->events[i].step));
+		json_object_set_new(e, "time", http_time(r->events[i].time_ns));
+		json_array_append_new(events, e);
+	}
+	json_object_set_new(o, "events", events);
+	return (o);
+}
+
+/* Orders ranks by number, for qsort(). */
+static int
+http_rank_cmp(const void *a, const void *b)
+{
+	const struct rank	*x = *(struct rank *const *)a;
+	const struct rank	*y = *(struct rank *const *)b;
+
+	return (x->rank < y->rank ? -1 : x->rank > y->rank);
+}
+
+/*
+ * Sends body with a "ranks" array added, written one rank at a time, so that
+ * a job of many ranks never has its whole status as JSON objects in memory.
+ */
+static void
+http_reply_ranks(struct coord *c, struct evhttp_request *req, json_t *body,
+    struct job *job)
+{
+	struct evbuffer	*buf;
+	struct rank	**sorted = NULL, *r;
+	json_t		*o;
+	char		*text;
+	size_t		 i = 0, n;
+
+	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(body);
+	if (job->nranks > 0)
+		sorted = calloc(job->nranks, sizeof(*sorted));
+	if (text == NULL || (buf = evbuffer_new()) == NULL ||
+	    (job->nranks > 0 && sorted == NULL)) {
+		free(text);
+		free(sorted);
+		http_error(c, req, 500, NULL, "out of memory");
+		return;
+	}
+	/* text is an object: replace its closing brace. */
+	evbuffer_add(buf, text, strlen(text) - 1);
+	free(text);
+	evbuffer_add_printf(buf, ",\"ranks\":[");
+	TAILQ_FOREACH(r, &job->ranks, entry)
+		sorted[i++] = r;
+	if (i > 1)
+		qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
+	for (n = i, i = 0; i < n; i++) {
+		o = http_rank_json(c, sorted[i]);
+		if ((text = json_dumps(o, JSON_COMPACT |
+		    JSON_PRESERVE_ORDER)) != NULL) {
+			if (i > 0)
+				evbuffer_add(buf, ",", 1);
+			evbuffer_add(buf, text, strlen(text));
+			free(text);
+		}
+		json_decref(o);
+	}
+	evbuffer_add_printf(buf, "]}\n");
+	free(sorted);
+	http_send_json(c, req, 200, buf);
+	evbuffer_free(buf);
+}
+
+/* GET /v1/jobs/J: the job's windows, nodes and ranks. */
+void
+http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
+{
+	struct job	*job;
+	struct window	*w;
+	struct node	*n;
+	struct node_job	*nj;
+	json_t		*body, *arr, *o, *cfg;
+
+	if ((job = schedule_job_find(c, name)) == NULL) {
+		http_error(c, req, 404, "job", "no job %s", name);
+		return;
+	}
+	body = json_object();
+	json_object_set_new(body, "job", json_string(job->name));
+	json_object_set_new(body, "generation",
+	    json_integer((json_int_t)job->generation));
+	cfg = job->config_json ? json_loads(job->config_json, 0, NULL) : NULL;
+	json_object_set_new(body, "config", cfg ? cfg : json_null());
+	o = json_object();
+	json_object_set_new(o, "ranks_alive",
+	    json_integer(schedule_job_ranks_alive(c, job)));
+	json_object_set_new(o, "min_step",
+	    json_integer(schedule_job_min_step(c, job)));
+	json_object_set_new(o, "max_step",
+	    json_integer(schedule_job_max_step(c, job)));
+	json_object_set_new(body, "progress", o);
+	arr = json_array();
+	TAILQ_FOREACH(w, &job->windows, entry)
+		json_array_append_new(arr, http_window_json(job, w));
+	json_object_set_new(body, "windows", arr);
+	arr = json_array();
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		if ((nj = schedule_node_job(n, job->name, 0)) == NULL)
+			continue;
+		o = json_object();
+		json_object_set_new(o, "node", json_string(n->name));
+		json_object_set_new(o, "state",
+		    json_string(link_node_state(n)));
+		json_object_set_new(o, "applied_generation",
+		    json_integer((json_int_t)nj->applied));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(body, "nodes", arr);
+	http_reply_ranks(c, req, body, job);
+}
+
+/* GET /v1/jobs/J/config: the last config PUT, as stored. */
+void
+http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
+{
+	struct job	*job;
+	json_t		*cfg;
+
+	if ((job = schedule_job_find(c, name)) == NULL) {
+		http_error(c, req, 404, "job", "no job %s", name);
+		return;
+	}
+	if (job->config_json == NULL ||
+	    (cfg = json_loads(job->config_json, 0, NULL)) == NULL) {
+		http_error(c, req, 404, "job", "job %s has no stored config",
+		    name);
+		return;
+	}
+	http_reply(c, req, 200, cfg);
+}
+
+static const char *http_window_keys[] = {
+	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
+	"options", "output_subdir", NULL
+};
+
+/*
+ * Checks a POST windows body and reads it: the steps it asks for into r, the
+ * ranks, output directory and options (over defaults, NULL for none) into a new
+ * *wp (caller frees).  Needs no coordinator, so that it can be fuzzed alone.
+ * Returns 0, or -1 with ref saying what to answer (*wp NULL).
+ */
+int
+http_window_parse(const void *jv, const struct options *defaults,
+    struct window_request *r, struct window **wp, struct refusal *ref)
+{
+	json_t		*body = (json_t *)jv, *v;
+	struct window	*w = NULL;
+	const char	*key, *why, *field;
+	int		 i;
+
+	*wp = NULL;
+	memset(r, 0, sizeof(*r));
+	json_object_foreach(body, key, v) {
+		for (i = 0; http_window_keys[i] != NULL; i++)
+			if (strcmp(key, http_window_keys[i]) == 0)
+				break;
+		if (http_window_keys[i] == NULL)
+			return (change_refuse(ref, 400, key, "unknown field %s "
+			    "(profiler options go in \"options\")", key));
+	}
+	if ((r->has_start = http_int_field(body, "start_step", 0,
+	    COORD_WINDOW_STEP_MAX, &r->start, ref)) == -1 ||
+	    (r->has_stop = http_int_field(body, "stop_step", 0,
+	    COORD_WINDOW_STEP_MAX, &r->stop, ref)) == -1 ||
+	    (r->has_in = http_int_field(body, "in_steps", 0,
+	    HTTP_COUNT_MAX, &r->in, ref)) == -1 ||
+	    (r->has_steps = http_int_field(body, "steps", 1,
+	    HTTP_COUNT_MAX, &r->steps, ref)) == -1 ||
+	    (r->has_round = http_int_field(body, "roundup", 1,
+	    HTTP_COUNT_MAX, &r->roundup, ref)) == -1)
+		return (-1);
+	if (r->has_start && r->has_in)
+		return (change_refuse(ref, 400, "in_steps", "give start_step or "
+		    "in_steps, not both"));
+	if (!r->has_start && !r->has_in)
+		return (change_refuse(ref, 400, "start_step", "start_step or "
+		    "in_steps is required"));
+	if (r->has_stop && r->has_steps)
+		return (change_refuse(ref, 400, "steps", "give stop_step or "
+		    "steps, not both"));
+	if (!r->has_stop && !r->has_steps)
+		return (change_refuse(ref, 400, "stop_step", "stop_step or steps "
+		    "is required"));
+	if (r->has_in && r->in == 0 && !r->has_round)
+		return (change_refuse(ref, 400, "in_steps", "in_steps must be at "
+		    "least 1 unless roundup is given"));
+	if ((w = window_new()) == NULL)
+		return (change_refuse(ref, 500, NULL, "out of memory"));
+	if ((v = json_object_get(body, "ranks")) != NULL) {
+		if (!json_is_string(v)) {
+			change_refuse(ref, 400, "ranks", "ranks must be a "
+			    "string such as \"0-7,16\"");
+			goto fail;
+		}
+		if (strlen(json_string_value(v)) >= SEG_RANKS_MAX) {
+			change_refuse(ref, 400, "ranks", "ranks longer than "
+			    "%d bytes", SEG_RANKS_MAX - 1);
+			goto fail;
+		}
+		if (ranks_parse(json_string_value(v), &w->rankset, &why) ==
+		    -1) {
+			change_refuse(ref, 400, "ranks", "%s", why);
+			goto fail;
+		}
+		if (strcmp(json_string_value(v), "all") != 0)
+			snprintf(w->ranks, sizeof(w->ranks), "%s",
+			    json_string_value(v));
+	}
+	if ((v = json_object_get(body, "output_subdir")) != NULL) {
+		if (!json_is_string(v)) {
+			change_refuse(ref, 400, "output_subdir",
+			    "output_subdir must be a string");
+			goto fail;
+		}
+		if (!subdir_valid(json_string_value(v), &why)) {
+			change_refuse(ref, 400, "output_subdir", "%s", why);
+			goto fail;
+		}
+		snprintf(w->output_subdir, sizeof(w->output_subdir), "%s",
+		    json_string_value(v));
+	}
+	options_clear(&w->options);
+	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
+		change_refuse(ref, 500, NULL, "out of memory");
+		goto fail;
+	}
+	if ((v = json_object_get(body, "options")) != NULL &&
+	    options_parse(v, &w->options, &field, &why) == -1) {
+		if (field != NULL && strcmp(field, "options") != 0) {
+			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf),
+			    "options.%s", field);
+			field = ref->fieldbuf;
+		} else
+			field = "options";
+		change_refuse(ref, 400, field, "%s: %s", field, why);
+		goto fail;
+	}
+	*wp = w;
+	return (0);
+fail:
+	window_free(w);
+	return (-1);
+}
+
+/* POST /v1/jobs/J/windows: adds a window. */
+void
+http_post_window(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	json_t			*body, *reply;
+	struct job		*job;
+	struct window		*w;
+	struct window_request	 r;
+	struct refusal		 ref;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	job = schedule_job_find(c, name);
+	if (http_window_parse(body, job != NULL ? &job->defaults : NULL, &r,
+	    &w, &ref) == -1 ||
+	    change_window_add(c, name, &r, w, &job, &ref) == -1) {
+		http_refused(c, req, &ref);
+		json_decref(body);
+		return;
+	}
+	reply = http_window_json(job, w);
+	json_object_set_new(reply, "job", json_string(job->name));
+	json_object_set_new(reply, "generation",
+	    json_integer((json_int_t)job->generation));
+	http_reply(c, req, 201, reply);
+	json_decref(body);
+}
+
+/* DELETE /v1/jobs/J/windows/ID: cancels a window. */
+void
+http_delete_window(struct coord *c, struct evhttp_request *req,
+    const char *name, const char *idstr)
+{
+	struct job	*job;
+	struct refusal	 ref;
+	json_t		*reply;
+	char		*end;
+	unsigned long	 id;
+
+	errno = 0;
+	id = strtoul(idstr, &end, 10);
+	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
+	    id == 0 || id > UINT32_MAX) {
+		http_error(c, req, 400, "id", "window id must be a positive "
+		    "integer");
+		return;
+	}
+	if (change_window_cancel(c, name, (uint32_t)id, &job, &ref) == -1) {
+		http_refused(c, req, &ref);
+		return;
+	}
+	reply = json_object();
+	json_object_set_new(reply, "id", json_integer((json_int_t)id));
+	json_object_set_new(reply, "state", json_string("cancelled"));
+	json_object_set_new(reply, "generation",
+	    json_integer((json_int_t)job->generation));
+	http_reply(c, req, 200, reply);
+}
+
+/*
+ * Checks a PUT config body and reads it: its window's steps into *start and
+ * *stop (-1: none) and its options over *defaults.  Needs no coordinator, so
+ * that it can be fuzzed alone.  Returns 0, or -1 with ref saying what to answer.
+ */
+int
+http_config_parse(const void *jv, int64_t *start, int64_t *stop,
+    struct options *defaults, struct refusal *ref)
+{
+	json_t		*body = (json_t *)jv, *opts;
+	const char	*field, *why;
+
+	*start = *stop = -1;
+	if (http_int_field(body, "start_step", -1, COORD_WINDOW_STEP_MAX, start,
+	    ref) == -1 || http_int_field(body, "stop_step", -1, COORD_WINDOW_STEP_MAX,
+	    stop, ref) == -1)
+		return (-1);
+	if (*start == 0)
+		return (change_refuse(ref, 400, "start_step", "start_step must be "
+		    "-1 (no window) or above 0"));
+	if (*start > 0 && *stop < *start)
+		return (change_refuse(ref, 400, "stop_step", "stop_step %" PRId64
+		    " is before start_step %" PRId64, *stop, *start));
+	opts = json_deep_copy(body);
+	json_object_del(opts, "start_step");
+	json_object_del(opts, "stop_step");
+	if (options_parse(opts, defaults, &field, &why) == -1) {
+		/* field may point into opts: keep a copy. */
+		if (field != NULL) {
+			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
+			    field);
+			field = ref->fieldbuf;
+		}
+		change_refuse(ref, 400, field, "%s: %s", field ? field :
+		    "options", why);
+		json_decref(opts);
+		return (-1);
+	}
+	json_decref(opts);
+	return (0);
+}
+
+/* PUT /v1/jobs/J/config: sets the job's config and maybe a window. */
+void
+http_put_config(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	json_t			*body, *reply;
+	struct job		*job;
+	struct window		*w;
+	struct options		 defaults;
+	struct refusal		 ref;
+	char			*text;
+	int64_t			 start, stop;
+
+	options_init(&defaults);
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	if (http_config_parse(body, &start, &stop, &defaults, &ref) == -1) {
+		http_refused(c, req, &ref);
+		goto out;
+	}
+	if ((text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER)) ==
+	    NULL) {
+		http_error(c, req, 500, NULL, "out of memory");
+		goto out;
+	}
+	if (change_config_set(c, name, text, &defaults, start, stop, &job, &w,
+	    &ref) == -1) {
+		http_refused(c, req, &ref);
+		goto out;
+	}
+	reply = json_object();
+	json_object_set_new(reply, "job", json_string(job->name));
+	json_object_set_new(reply, "generation",
+	    json_integer((json_int_t)job->generation));
+	if (w != NULL)
+		json_object_set_new(reply, "window", http_window_json(job, w));
+	else
+		json_object_set_new(reply, "window", json_null());
+	http_reply(c, req, 200, reply);
+out:
+	options_clear(&defaults);
+	json_decref(body);
+}
+
+/* GET /v1/nodes: every node, its state and the generations it applied. */
+void
+http_get_nodes(struct coord *c, struct evhttp_request *req)
+{
+	json_t		*body, *list, *o, *jobs;
+	struct node	*n;
+	struct node_job	*nj;
+
+	list = json_array();
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		o = json_object();
+		json_object_set_new(o, "node", json_string(n->name));
+		json_object_set_new(o, "state",
+		    json_string(link_node_state(n)));
+		json_object_set_new(o, "address", n->address[0] ?
+		    json_string(n->address) : json_null());
+		json_object_set_new(o, "connected_since",
+		    http_time(n->connected_ns));
+		json_object_set_new(o, "last_seen", http_time(n->last_seen_ns));
+		jobs = json_object();
+		TAILQ_FOREACH(nj, &n->jobs, entry)
+			json_object_set_new(jobs, nj->job,
+			    json_integer((json_int_t)nj->applied));
+		json_object_set_new(o, "jobs", jobs);
+		json_array_append_new(list, o);
+	}
+	body = json_object();
+	json_object_set_new(body, "nodes", list);
+	http_reply(c, req, 200, body);
+}

@@ -1,0 +1,515 @@
+/*
+ * What an agent's messages do: hello, subscriptions, applied generations,
+ * events and progress, and the schedules pushed back.  Events are committed
+ * in groups: the first event of a loop iteration opens the store's batch and
+ * activates the committer, which runs after the reads already active in that
+ * iteration; the batch is finished by link_commit_batch(), which commits once
+ * and then acknowledges.
+ */
+
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+#include "tls.h"
+#include "utf8.h"
+#include "version.h"
+
+#include <openssl/ssl.h>
+
+/* Returns the job's schedule framed as a JobConfig message. */
+static struct evbuffer *
+link_config_frame(struct job *job)
+{
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__JobConfig		*cfg;
+	struct evbuffer			*frame;
+
+	if ((cfg = schedule_build_config(job)) == NULL)
+		return (NULL);
+	dynprof__v1__coordinator_message__init(&msg);
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG;
+	msg.config = cfg;
+	frame = link_frame(&msg);
+	schedule_free_config(cfg);
+	return (frame);
+}
+
+/* Counts a push and notes its generation and time for the node. */
+static void
+link_note_push(struct coord *c, struct conn *conn, struct job *job,
+    uint64_t now)
+{
+	struct node_job	*nj;
+
+	c->metrics.pushes++;
+	if (conn->node == NULL ||
+	    (nj = schedule_node_job(conn->node, job->name, 1)) == NULL)
+		return;
+	nj->pushed_gen = job->generation;
+	nj->pushed_ns = now;
+}
+
+/* Pushes the job's schedule to every agent subscribed to it, at once. */
+void
+link_push(struct coord *c, struct job *job)
+{
+	struct evbuffer	*frame;
+	struct sub	*s, *next;
+	struct conn	*conn;
+	uint64_t	 now = coord_mono_ns();
+
+	if (TAILQ_EMPTY(&job->subs))
+		return;
+	if ((frame = link_config_frame(job)) == NULL) {
+		log_warnx("%s: cannot build the schedule of %s", __func__,
+		    job->name);
+		return;
+	}
+	/* A send may drop its connection, and with it s (a connection has
+	 * one sub per job, so next stays). */
+	for (s = TAILQ_FIRST(&job->subs); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, job_entry);
+		conn = s->conn;
+		link_note_push(c, conn, job, now);
+		link_send_frame(conn, frame);
+	}
+	evbuffer_free(frame);
+	log_debug("%s: job %s generation %llu pushed", __func__, job->name,
+	    (unsigned long long)job->generation);
+}
+
+/* Sends the job's schedule to one agent if it has an older generation. */
+static void
+link_send_config_if_newer(struct conn *conn, struct job *job,
+    uint64_t applied)
+{
+	struct evbuffer	*frame;
+
+	if (job->generation == 0 || job->generation <= applied)
+		return;
+	if ((frame = link_config_frame(job)) == NULL)
+		return;
+	link_note_push(conn->coord, conn, job, coord_mono_ns());
+	link_send_frame(conn, frame);
+	evbuffer_free(frame);
+}
+
+/* Returns the connection's subscription to job, or NULL. */
+static struct sub *
+link_sub_find(struct conn *conn, struct job *job)
+{
+	struct sub	*s;
+
+	TAILQ_FOREACH(s, &conn->subs, conn_entry) {
+		if (s->job == job)
+			return (s);
+	}
+	return (NULL);
+}
+
+/* Subscribes a connection to a job and sends a newer schedule. */
+static void
+link_subscribe(struct conn *conn, const char *name, uint64_t applied)
+{
+	struct coord	*c = conn->coord;
+	struct job	*job;
+	struct sub	*s;
+	struct node_job	*nj;
+	const char	*why;
+	uint64_t	 n;
+
+	if (!jobid_valid(name, &why)) {
+		log_warnx("%s: %s: %s", __func__, conn->peer, why);
+		return;
+	}
+	if (conn->nsubs >= COORD_AGENT_JOBS_MAX &&
+	    ((job = schedule_job_find(c, name)) == NULL ||
+	    link_sub_find(conn, job) == NULL)) {
+		n = ++c->metrics.subscribes_refused;
+		if ((n & (n - 1)) == 0)
+			log_warnx("%s: node %s: job %s refused: it serves %d "
+			    "jobs already (%llu refused so far)", __func__,
+			    conn->node->name, name, COORD_AGENT_JOBS_MAX,
+			    (unsigned long long)n);
+		return;
+	}
+	if ((job = schedule_job_peer(c, name, conn->node->name)) == NULL)
+		return;
+	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
+	    applied > nj->applied)
+		nj->applied = applied;
+	if (link_sub_find(conn, job) == NULL) {
+		if ((s = calloc(1, sizeof(*s))) == NULL)
+			return;
+		conn->nsubs++;
+		s->job = job;
+		s->conn = conn;
+		TAILQ_INSERT_TAIL(&job->subs, s, job_entry);
+		TAILQ_INSERT_TAIL(&conn->subs, s, conn_entry);
+	}
+	link_send_config_if_newer(conn, job, applied);
+}
+
+/* Removes a subscription from its job and its connection, and frees it. */
+void
+link_sub_remove(struct sub *s)
+{
+	TAILQ_REMOVE(&s->job->subs, s, job_entry);
+	TAILQ_REMOVE(&s->conn->subs, s, conn_entry);
+	s->conn->nsubs--;
+	free(s);
+}
+
+/*
+ * Over mutual TLS, the node a hello claims must be one the agent's certificate
+ * names: else a node's certificate could speak for another.  Returns 0, or -1
+ * after refusing the connection.
+ */
+static int
+link_tls_check_node(struct conn *conn, const char *node)
+{
+	SSL	*ssl = bufferevent_openssl_get_ssl(conn->bev);
+	char	 why[400], reason[512];
+
+	if (ssl == NULL || tls_peer_names(ssl, node, why, sizeof(why)))
+		return (0);
+	log_warnx("%s: %s claims node %s: %s", __func__, conn->peer, node,
+	    why);
+	snprintf(reason, sizeof(reason), "hello for node %s refused: %s", node,
+	    why);
+	link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
+	    reason);
+	return (-1);
+}
+
+/* Takes an agent's hello: checks it, replaces an older link, welcomes. */
+static void
+link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
+{
+	struct coord			*c = conn->coord;
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__Welcome		 welcome;
+	struct node			*node;
+	struct node_job			*nj;
+	struct job			*job;
+	Dynprof__V1__JobGeneration	*ga;
+	const char			*p;
+	char				 reason[128];
+	size_t				 i;
+
+	if (hello->protocol_version != PROTOCOL_VERSION) {
+		snprintf(reason, sizeof(reason), "protocol version %u, this "
+		    "coordinator speaks %u", hello->protocol_version,
+		    PROTOCOL_VERSION);
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_VERSION,
+		    reason);
+		return;
+	}
+	if (c->conf.agent_token != NULL && (hello->token == NULL ||
+	    !coord_token_equal(hello->token, c->conf.agent_token))) {
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
+		    "wrong agent token");
+		return;
+	}
+	p = hello->node;
+	if (p == NULL || *p == '\0' || strlen(p) >= COORD_NODE_MAX) {
+		link_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "node name empty or over 127 bytes");
+		return;
+	}
+	for (; *p != '\0'; p++) {
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '"' ||
+		    *p == '\\') {
+			link_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+			    "node name has a space, quote or control character");
+			return;
+		}
+	}
+	if (!utf8_valid(hello->node, strlen(hello->node))) {
+		link_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "node name is not valid UTF-8");
+		return;
+	}
+	if (link_tls_check_node(conn, hello->node) == -1)
+		return;
+	if ((node = schedule_node_get(c, hello->node)) == NULL) {
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
+		    "out of memory");
+		return;
+	}
+	if (node->conn != NULL) {
+		log_info("%s: node %s replaced: %s by %s", __func__, node->name,
+		    node->conn->peer, conn->peer);
+		link_conn_close(node->conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_REPLACED,
+		    "another agent connected with the same node name");
+	}
+	node->conn = conn;
+	conn->node = node;
+	conn->state = CONN_READY;
+	c->nconns_ready++;
+	snprintf(node->address, sizeof(node->address), "%s", conn->peer);
+	node->connected_ns = node->last_seen_ns = coord_wall_ns();
+	log_info("%s: node %s connected from %s", __func__, node->name,
+	    conn->peer);
+
+	dynprof__v1__coordinator_message__init(&msg);
+	dynprof__v1__welcome__init(&welcome);
+	welcome.protocol_version = PROTOCOL_VERSION;
+	welcome.heartbeat_ms = c->conf.heartbeat_ms;
+	welcome.acked_seq = node->acked_seq;
+	welcome.agent_boot_id = node->boot_id;
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME;
+	msg.welcome = &welcome;
+	link_send(conn, &msg);
+
+	/* Newer schedules for what the agent applied (of jobs that exist,
+	 * as many as an agent may serve); it subscribes to the jobs it serves
+	 * right after the welcome. */
+	for (i = 0; i < hello->n_applied && i < COORD_AGENT_JOBS_MAX; i++) {
+		ga = hello->applied[i];
+		if (ga == NULL || !jobid_valid(ga->job, NULL) ||
+		    (job = schedule_job_find(c, ga->job)) == NULL)
+			continue;
+		if ((nj = schedule_node_job(node, ga->job, 1)) != NULL)
+			nj->applied = ga->generation;
+		link_send_config_if_newer(conn, job, ga->generation);
+	}
+}
+
+/* Takes the generation a node applied, observing the push latency. */
+static void
+link_applied(struct conn *conn, const Dynprof__V1__Applied *a)
+{
+	struct node_job	*nj;
+
+	if (!jobid_valid(a->job, NULL) ||
+	    schedule_job_find(conn->coord, a->job) == NULL ||
+	    (nj = schedule_node_job(conn->node, a->job, 1)) == NULL)
+		return;
+	if (a->generation > nj->applied)
+		nj->applied = a->generation;
+	if (nj->pushed_ns != 0 && a->generation >= nj->pushed_gen) {
+		metrics_observe_latency(&conn->coord->metrics,
+		    (double)(coord_mono_ns() - nj->pushed_ns) / 1e9);
+		nj->pushed_ns = 0;
+	}
+}
+
+/*
+ * Finishes the open batch of events (the store calls it, at store_flush() or
+ * before the next transaction): stores the ranks it changed and each agent's
+ * highest seq in it, commits, then acknowledges those seqs.  If the commit
+ * fails, those agents are dropped: they reconnect and replay, and the replays
+ * are stored then.
+ */
+static void
+link_commit_batch(void *arg)
+{
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__EventAck		 ack;
+	struct coord			*c = arg;
+	struct conn			*conn;
+	int				 failed = 0;
+
+	if (schedule_store_batch_ranks(c) == -1)
+		failed = 1;
+	TAILQ_FOREACH(conn, &c->acks, ack_entry) {
+		if (store_put_agent(c->store, conn->node->name,
+		    conn->node->boot_id, conn->ack_seq) == -1)
+			failed = 1;
+	}
+	if (failed || store_commit(c->store) == -1) {
+		log_warnx("%s: cannot commit events", __func__);
+		store_rollback(c->store);
+		while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
+			conn->node->seen_seq = conn->node->acked_seq;
+			link_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
+			    "coordinator cannot store events");
+		}
+		return;
+	}
+	c->metrics.commits++;
+	dynprof__v1__coordinator_message__init(&msg);
+	dynprof__v1__event_ack__init(&ack);
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
+	msg.ack = &ack;
+	while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
+		TAILQ_REMOVE(&c->acks, conn, ack_entry);
+		conn->ack_queued = 0;
+		conn->node->acked_seq = conn->ack_seq;
+		ack.seq = conn->ack_seq;
+		link_send(conn, &msg);
+	}
+	/* A window its last rank just ended frees its steps now, not at the
+	 * next tick. */
+	schedule_finish_windows(c, 1);
+}
+
+/*
+ * Returns NULL if a rank event's strings and step can be taken, else why not:
+ * strings end up in JSON (jansson refuses invalid UTF-8), steps in sums.
+ */
+static const char *
+link_event_check(const Dynprof__V1__RankEvent *ev)
+{
+	if (ev->output_dir != NULL &&
+	    !utf8_valid(ev->output_dir, strlen(ev->output_dir)))
+		return ("output_dir is not valid UTF-8");
+	if (ev->error != NULL && !utf8_valid(ev->error, strlen(ev->error)))
+		return ("error is not valid UTF-8");
+	if (!schedule_step_valid(ev->step))
+		return ("step out of range");
+	return (NULL);
+}
+
+/* Takes one rank event of an agent into the open batch, acked after. */
+static void
+link_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
+{
+	struct coord	*c = conn->coord;
+	struct node	*node = conn->node;
+	const char	*why;
+	uint64_t	 base;
+
+	if (ae->event == NULL || ae->seq == 0) {
+		link_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "event without a rank event or with seq 0");
+		return;
+	}
+	/*
+	 * The node's window: an agent holds at most its queue of events not
+	 * yet acknowledged, so a seq far beyond the acknowledged one (or far
+	 * from 1, for a new agent process) is not from the node's agent; taken,
+	 * it would make every later real event look like a replay.
+	 */
+	base = ae->agent_boot_id != node->boot_id ? 0 : node->acked_seq;
+	if (ae->seq > base && ae->seq - base > c->conf.seq_window) {
+		c->metrics.agents_dropped++;
+		log_warnx("%s: node %s from %s: event seq %llu beyond the "
+		    "node's window (acknowledged %llu, window %llu): dropped",
+		    __func__, node->name, conn->peer,
+		    (unsigned long long)ae->seq, (unsigned long long)base,
+		    (unsigned long long)c->conf.seq_window);
+		link_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "event seq beyond the node's window");
+		return;
+	}
+	if (!store_batch_open(c->store)) {
+		if (store_batch_begin(c->store, link_commit_batch, c) == -1) {
+			log_warnx("%s: cannot open a transaction", __func__);
+			return;		/* not acked: the agent replays it */
+		}
+		event_active(c->committer, EV_TIMEOUT, 1);
+	}
+	if (ae->agent_boot_id != node->boot_id) {
+		/* A new agent process: its seq starts over. */
+		node->boot_id = ae->agent_boot_id;
+		node->seen_seq = node->acked_seq = 0;
+	}
+	if (ae->seq > node->seen_seq &&
+	    (why = link_event_check(ae->event)) != NULL) {
+		/* Dropped, yet acknowledged: a replay would be as bad. */
+		c->metrics.events_refused++;
+		log_warnx("%s: event %llu from %s (job %.64s rank %d) refused: "
+		    "%s", __func__, (unsigned long long)ae->seq, node->name,
+		    jobid_valid(ae->event->job, NULL) ? ae->event->job :
+		    "(invalid)", ae->event->rank, why);
+		node->seen_seq = ae->seq;
+	} else if (ae->seq > node->seen_seq) {
+		if (schedule_apply_event(c, node, ae->event) == -1)
+			log_warnx("%s: cannot store an event of %s", __func__,
+			    node->name);
+		node->seen_seq = ae->seq;
+	} else
+		c->metrics.events_dup++;	/* a replay */
+	/* A replay (seq already seen) is committed already or with this
+	 * batch: acknowledge it all the same. */
+	if (ae->seq > conn->ack_seq)
+		conn->ack_seq = ae->seq;
+	if (!conn->ack_queued) {
+		TAILQ_INSERT_TAIL(&c->acks, conn, ack_entry);
+		conn->ack_queued = 1;
+	}
+}
+
+/*
+ * Acts on one decoded message of an agent: a hello first, then anything else;
+ * a kind it does not know is ignored.  Stops at nothing: the caller stops
+ * once the connection is closing.
+ */
+void
+link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
+{
+	struct sub	*s;
+	struct job	*job;
+
+	if (conn->state == CONN_AWAIT_HELLO) {
+		if (msg->body_case != DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO) {
+			link_conn_close(conn,
+			    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO,
+			    "the first message must be a hello");
+			return;
+		}
+		link_hello(conn, msg->hello);
+		return;
+	}
+	conn->node->last_seen_ns = coord_wall_ns();
+	switch (msg->body_case) {
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE:
+		link_subscribe(conn, msg->subscribe->job,
+		    msg->subscribe->applied_generation);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE:
+		if ((job = schedule_job_find(conn->coord,
+		    msg->unsubscribe->job)) != NULL &&
+		    (s = link_sub_find(conn, job)) != NULL)
+			link_sub_remove(s);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED:
+		link_applied(conn, msg->applied);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT:
+		link_event(conn, msg->event);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS:
+		schedule_apply_progress(conn->coord, conn->node,
+		    msg->progress);
+		break;
+	default:
+		/*
+		 * A kind this coordinator does not know (a newer agent's)
+		 * decodes as no kind with an unknown field: ignored.  A
+		 * message with nothing in it at all is a protocol error.
+		 */
+		if (msg->base.n_unknown_fields > 0) {
+			log_debug("%s: node %s from %s: message of an unknown "
+			    "kind ignored", __func__, conn->node->name,
+			    conn->peer);
+			break;
+		}
+		link_conn_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
+		    "unexpected message");
+		break;
+	}
+}

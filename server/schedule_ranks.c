@@ -1,0 +1,394 @@
+/*
+ * A job's ranks: finding them, the events and progress their nodes report
+ * (each event applied once), and storing what changed.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+
+/* Returns the job's rank, or NULL. */
+struct rank *
+schedule_rank_find(struct job *job, int32_t rank)
+{
+	struct rank	*r;
+
+	if (job->rank_hash == NULL)
+		return (NULL);
+	LIST_FOREACH(r, &job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
+	    hentry) {
+		if (r->rank == rank)
+			return (r);
+	}
+	return (NULL);
+}
+
+/* Returns the job's rank, creating it if needed. */
+struct rank *
+schedule_rank_get(struct job *job, int32_t rank)
+{
+	struct rank	*r;
+
+	if (rank < 0)
+		return (NULL);
+	if ((r = schedule_rank_find(job, rank)) != NULL)
+		return (r);
+	if (job->rank_hash == NULL && (job->rank_hash = calloc(
+	    COORD_RANK_BUCKETS, sizeof(*job->rank_hash))) == NULL)
+		return (NULL);	/* LIST_INIT is all zeroes */
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return (NULL);
+	r->rank = rank;
+	r->step = -1;
+	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+	r->job = job;
+	LIST_INSERT_HEAD(&job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
+	    r, hentry);
+	/* In arrival order: status sorts them. */
+	TAILQ_INSERT_TAIL(&job->ranks, r, entry);
+	job->nranks++;
+	return (r);
+}
+
+/* Appends an event to a rank's history. */
+void
+schedule_rank_add_event(struct rank *r, const struct rank_event *ev)
+{
+	struct rank_event	*n;
+	size_t			 cap;
+
+	if (r->nevents == r->events_cap) {
+		cap = r->events_cap == 0 ? 4 : r->events_cap * 2;
+		if ((n = reallocarray(r->events, cap, sizeof(*n))) == NULL)
+			return;
+		r->events = n;
+		r->events_cap = cap;
+	}
+	r->events[r->nevents++] = *ev;
+}
+
+/* Replaces *dst with a copy of src, unless src is empty. */
+static void
+schedule_set_string(char **dst, const char *src)
+{
+	if (src == NULL || *src == '\0')
+		return;
+	free(*dst);
+	*dst = strdup(src);
+}
+
+/*
+ * Applies one rank event from node, inside the open batch.  Events keyed by
+ * (job, rank, window, kind) are applied once: a replay changes nothing.
+ * Returns -1 only if the store failed.
+ */
+int
+schedule_apply_event(struct coord *c, struct node *node,
+    const Dynprof__V1__RankEvent *ev)
+{
+	struct job		*job;
+	struct rank		*r;
+	struct rank_event	 re;
+	const char		*why, *detail = NULL;
+	int			 kind = ev->kind, rc;
+
+	if (!jobid_valid(ev->job, &why) || ev->rank < 0) {
+		log_warnx("%s: event from %s: %s", __func__, node->name,
+		    ev->rank < 0 ? "negative rank" : why);
+		return (0);
+	}
+	if (kind <= 0 || kind > DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
+		log_warnx("%s: event from %s: unknown kind %d", __func__,
+		    node->name, kind);
+		return (0);
+	}
+	if ((job = schedule_job_peer(c, ev->job, node->name)) == NULL ||
+	    (r = schedule_rank_get(job, ev->rank)) == NULL)
+		return (0);
+	c->metrics.events[kind]++;
+	re.kind = kind;
+	re.window_id = ev->window_id;
+	re.step = ev->step;
+	re.time_ns = ev->time_unix_ns != 0 ? ev->time_unix_ns : coord_wall_ns();
+
+	switch (kind) {
+	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
+		/* A replayed attach of the same process does not undo later
+		 * states; a new process starts over. */
+		if (r->pid != ev->pid ||
+		    r->state == DYNPROF__V1__RANK_STATE__RANK_GONE) {
+			r->pid = ev->pid;
+			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+		}
+		break;
+	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
+		if (ev->pid == 0 || ev->pid == r->pid) {
+			r->state = DYNPROF__V1__RANK_STATE__RANK_GONE;
+			job->windows_dirty = 1;
+		}
+		break;
+	default:
+		if (schedule_rank_has_event(r, ev->window_id, kind)) {
+			c->metrics.events_dup++;
+			return (0);
+		}
+		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
+			detail = ev->output_dir;
+		else if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
+			detail = ev->error;
+		rc = store_put_event(c->store, job->name, r->rank, &re,
+		    node->name, detail);
+		if (rc == -1)
+			return (-1);
+		schedule_rank_add_event(r, &re);
+		if (kind != DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
+			job->windows_dirty = 1;
+		if (rc == 0) {
+			c->metrics.events_dup++;
+			return (0);
+		}
+		/* An older window's late event does not move the state back. */
+		if (ev->window_id < r->window_id)
+			break;
+		r->window_id = ev->window_id;
+		switch (kind) {
+		case DYNPROF__V1__EVENT_KIND__EVENT_STARTED:
+			r->state = DYNPROF__V1__RANK_STATE__RANK_PROFILING;
+			schedule_set_string(&r->output_dir, ev->output_dir);
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_STOPPED:
+			if (!schedule_rank_has_event(r, ev->window_id,
+			    DYNPROF__V1__EVENT_KIND__EVENT_FAILED))
+				r->state = DYNPROF__V1__RANK_STATE__RANK_DONE;
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED:
+			r->state = DYNPROF__V1__RANK_STATE__RANK_SKIPPED;
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
+			r->state = DYNPROF__V1__RANK_STATE__RANK_FAILED;
+			schedule_set_string(&r->error, ev->error);
+			break;
+		}
+		break;
+	}
+	snprintf(r->node, sizeof(r->node), "%s", node->name);
+	if (ev->step > r->step)
+		r->step = ev->step;
+	r->last_event = kind;
+	r->last_event_ns = re.time_ns;
+	/* Stored once per batch, by schedule_store_batch_ranks(). */
+	if (!r->in_batch) {
+		r->in_batch = 1;
+		TAILQ_INSERT_TAIL(&c->batch_ranks, r, batch_entry);
+	}
+	return (0);
+}
+
+/* Stores a rank's last known state (inside a transaction). */
+static int
+schedule_store_rank(struct coord *c, const struct rank *r)
+{
+	struct store_rank	 row;
+
+	row.job = r->job->name;
+	row.rank = r->rank;
+	row.node = r->node;
+	row.pid = r->pid;
+	row.step = r->step;
+	row.state = r->state;
+	row.window_id = r->window_id;
+	row.output_dir = r->output_dir;
+	row.last_event = r->last_event;
+	row.last_event_ns = r->last_event_ns;
+	row.error = r->error;
+	return (store_put_rank(c->store, &row));
+}
+
+/* Stores the ranks the open batch's events changed (inside its tx). */
+int
+schedule_store_batch_ranks(struct coord *c)
+{
+	struct rank	*r;
+	int		 rc = 0;
+
+	while ((r = TAILQ_FIRST(&c->batch_ranks)) != NULL) {
+		TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
+		r->in_batch = 0;
+		if (schedule_store_rank(c, r) == -1)
+			rc = -1;
+	}
+	return (rc);
+}
+
+/* Returns 1 if step is one a rank can report: -1 (before the first step) or
+ * 0 to COORD_STEP_MAX. */
+int
+schedule_step_valid(int64_t step)
+{
+	return (step >= -1 && step <= COORD_STEP_MAX);
+}
+
+/*
+ * Takes a node's progress report for one job (kept in memory, stored lazily
+ * by schedule_flush_ranks()).  A rank whose step is absurd is logged and
+ * left as it was; absurd lowest and highest steps are not taken.
+ */
+void
+schedule_apply_progress(struct coord *c, struct node *node,
+    const Dynprof__V1__Progress *p)
+{
+	struct job		*job;
+	struct rank		*r;
+	struct node_job		*nj;
+	Dynprof__V1__RankProgress *rp;
+	size_t			 i, n;
+
+	if (!jobid_valid(p->job, NULL) ||
+	    (job = schedule_job_peer(c, p->job, node->name)) == NULL ||
+	    (nj = schedule_node_job(node, job->name, 1)) == NULL)
+		return;
+	n = p->n_ranks;
+	if (n > COORD_PROGRESS_RANKS_MAX) {
+		c->metrics.progress_ranks_refused += n -
+		    COORD_PROGRESS_RANKS_MAX;
+		log_warnx("%s: progress of job %s from %s: %zu ranks, over "
+		    "the %d a node can hold; the rest ignored", __func__,
+		    job->name, node->name, n, COORD_PROGRESS_RANKS_MAX);
+		n = COORD_PROGRESS_RANKS_MAX;
+	}
+	nj->ranks_alive = p->ranks_alive;
+	if (schedule_step_valid(p->min_step) &&
+	    schedule_step_valid(p->max_step)) {
+		nj->min_step = p->min_step;
+		nj->max_step = p->max_step;
+	} else {
+		c->metrics.progress_refused++;
+		log_warnx("%s: progress of job %s from %s: steps %lld to %lld "
+		    "out of range, ignored", __func__, job->name, node->name,
+		    (long long)p->min_step, (long long)p->max_step);
+	}
+	for (i = 0; i < n; i++) {
+		rp = p->ranks[i];
+		if (rp->rank < 0)
+			continue;
+		if (!schedule_step_valid(rp->step)) {
+			c->metrics.progress_refused++;
+			log_warnx("%s: progress of job %s rank %d from %s: step "
+			    "%lld out of range, ignored", __func__, job->name,
+			    rp->rank, node->name, (long long)rp->step);
+			continue;
+		}
+		if ((r = schedule_rank_get(job, rp->rank)) == NULL)
+			continue;
+		snprintf(r->node, sizeof(r->node), "%s", node->name);
+		r->step = rp->step;
+		if (rp->pid != 0)
+			r->pid = rp->pid;
+		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
+		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
+			r->state = rp->state;
+		r->dirty = 1;
+		job->ranks_dirty = 1;
+	}
+}
+
+/*
+ * Returns the highest step any live rank of the job reported, from the
+ * nodes serving it, or -1 when none did.
+ */
+int64_t
+schedule_job_max_step(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	int64_t			 max = -1;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
+		    NULL || nj->ranks_alive == 0)
+			continue;
+		if (nj->max_step > max)
+			max = nj->max_step;
+	}
+	return (max);
+}
+
+/* Returns the lowest step of the job's live ranks, or -1 when unknown. */
+int64_t
+schedule_job_min_step(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	int64_t			 min = -1;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
+		    NULL || nj->ranks_alive == 0 || nj->min_step < 0)
+			continue;
+		if (min == -1 || nj->min_step < min)
+			min = nj->min_step;
+	}
+	return (min);
+}
+
+/* Returns how many ranks of the job the serving nodes report alive. */
+uint32_t
+schedule_job_ranks_alive(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	uint32_t		 n = 0;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node != NULL &&
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) !=
+		    NULL)
+			n += nj->ranks_alive;
+	}
+	return (n);
+}
+
+/* Stores ranks whose step or state changed through progress reports. */
+void
+schedule_flush_ranks(struct coord *c)
+{
+	struct job	*job;
+	struct rank	*r;
+	int		 any = 0;
+
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if (job->ranks_dirty)
+			any = 1;
+	if (!any)
+		return;
+	if (store_begin(c->store) == -1)
+		return;
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (!job->ranks_dirty)
+			continue;
+		TAILQ_FOREACH(r, &job->ranks, entry) {
+			if (r->dirty && schedule_store_rank(c, r) == -1) {
+				store_rollback(c->store);
+				return;
+			}
+		}
+	}
+	if (store_commit(c->store) == -1)
+		return;
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (!job->ranks_dirty)
+			continue;
+		job->ranks_dirty = 0;
+		TAILQ_FOREACH(r, &job->ranks, entry)
+			r->dirty = 0;
+	}
+}

@@ -1,0 +1,366 @@
+/*
+ * The SQLite store alone, on a real file in a temporary directory: rows put
+ * and committed come back through store_load() after a reopen, a rollback
+ * leaves nothing, an event is stored once, the event batch is finished by its
+ * own function before any other transaction, and a newer schema is refused.
+ */
+
+#include <sys/stat.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+#include "unit_util.h"
+
+/* What store_load() handed over, counted and the last row of each kind. */
+struct loaded {
+	uint64_t	 generation;
+	int		 jobs, windows, ranks, events, agents;
+	char		 job[64], config[64], defaults[64];
+	uint64_t	 job_gen;
+	uint32_t	 next_id;
+	uint32_t	 window_id;
+	int64_t		 start, stop;
+	char		 ranks_text[64];
+	int		 state, finished;
+	int32_t		 rank;
+	int64_t		 rank_step;
+	char		 error[64];
+	int		 event_kind;
+	uint64_t	 boot_id, seq;
+};
+
+struct fixture {
+	char		 dir[64];
+	struct store	*s;
+};
+
+/* Opens a store in a new temporary directory. */
+static int
+setup(void **state)
+{
+	struct fixture	*f;
+	const char	*why;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL ||
+	    unit_tmpdir(f->dir, sizeof(f->dir)) == -1 ||
+	    (f->s = store_open(f->dir, &why)) == NULL)
+		return (-1);
+	*state = f;
+	return (0);
+}
+
+/* Closes the store and removes its directory. */
+static int
+teardown(void **state)
+{
+	struct fixture	*f = *state;
+
+	store_close(f->s);
+	unit_rmstore(f->dir);
+	free(f);
+	return (0);
+}
+
+/* Copies v (NULL as "(null)") into buf. */
+static void
+copy(char *buf, size_t len, const char *v)
+{
+	snprintf(buf, len, "%s", v != NULL ? v : "(null)");
+}
+
+/* Takes the generation counter. */
+static void
+on_generation(void *arg, uint64_t gen)
+{
+	((struct loaded *)arg)->generation = gen;
+}
+
+/* Takes a job row. */
+static int
+on_job(void *arg, const struct store_job *j)
+{
+	struct loaded	*l = arg;
+
+	l->jobs++;
+	copy(l->job, sizeof(l->job), j->name);
+	copy(l->config, sizeof(l->config), j->config);
+	copy(l->defaults, sizeof(l->defaults), j->defaults);
+	l->job_gen = j->generation;
+	l->next_id = j->next_window_id;
+	return (0);
+}
+
+/* Takes a window row. */
+static int
+on_window(void *arg, const struct store_window *w)
+{
+	struct loaded	*l = arg;
+
+	l->windows++;
+	l->window_id = w->id;
+	l->start = w->start_step;
+	l->stop = w->stop_step;
+	copy(l->ranks_text, sizeof(l->ranks_text), w->ranks);
+	l->state = w->state;
+	l->finished = w->finished;
+	return (0);
+}
+
+/* Takes a rank row. */
+static int
+on_rank(void *arg, const struct store_rank *r)
+{
+	struct loaded	*l = arg;
+
+	l->ranks++;
+	l->rank = r->rank;
+	l->rank_step = r->step;
+	copy(l->error, sizeof(l->error), r->error);
+	return (0);
+}
+
+/* Takes an event row. */
+static int
+on_event(void *arg, const char *job, int32_t rank,
+    const struct rank_event *ev)
+{
+	struct loaded	*l = arg;
+
+	(void)job;
+	(void)rank;
+	l->events++;
+	l->event_kind = ev->kind;
+	return (0);
+}
+
+/* Takes an agent row. */
+static int
+on_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
+{
+	struct loaded	*l = arg;
+
+	(void)node;
+	l->agents++;
+	l->boot_id = boot_id;
+	l->seq = seq;
+	return (0);
+}
+
+/* Reads the whole store into l. */
+static void
+load(struct store *s, struct loaded *l)
+{
+	struct store_loader	 cb = {
+		.arg = l,
+		.generation = on_generation,
+		.job = on_job,
+		.window = on_window,
+		.rank = on_rank,
+		.event = on_event,
+		.agent = on_agent,
+	};
+
+	memset(l, 0, sizeof(*l));
+	assert_int_equal(store_load(s, &cb), 0);
+}
+
+/* Puts one row of every kind for job J. */
+static void
+put_all(struct store *s)
+{
+	struct store_job	 j = { "J", 7, 3, "{\"a\":1}", "{}", 11 };
+	struct store_window	 w = { "J", 2, 10, 20, "0-3", "{}", "sub",
+	    WINDOW_STATE_CANCELLED, 1, 12 };
+	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
+	    13, "it broke" };
+	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
+	    2, 10, 14 };
+
+	assert_int_equal(store_put_generation(s, 7), 0);
+	assert_int_equal(store_put_job(s, &j), 0);
+	assert_int_equal(store_put_window(s, &w), 0);
+	assert_int_equal(store_put_rank(s, &r), 0);
+	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out"), 1);
+	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out"), 0);
+	assert_int_equal(store_put_agent(s, "n0", 99, 17), 0);
+}
+
+/* What is committed comes back, field by field, after a reopen. */
+static void
+test_put_commit_reload(void **state)
+{
+	struct fixture	*f = *state;
+	struct loaded	 l;
+	const char	*why;
+
+	assert_int_equal(store_begin(f->s), 0);
+	put_all(f->s);
+	assert_int_equal(store_commit(f->s), 0);
+	store_close(f->s);
+	assert_non_null(f->s = store_open(f->dir, &why));
+	load(f->s, &l);
+	assert_int_equal(l.generation, 7);
+	assert_int_equal(l.jobs, 1);
+	assert_string_equal(l.job, "J");
+	assert_string_equal(l.config, "{\"a\":1}");
+	assert_string_equal(l.defaults, "{}");
+	assert_int_equal(l.job_gen, 7);
+	assert_int_equal(l.next_id, 3);
+	assert_int_equal(l.windows, 1);
+	assert_int_equal(l.window_id, 2);
+	assert_int_equal(l.start, 10);
+	assert_int_equal(l.stop, 20);
+	assert_string_equal(l.ranks_text, "0-3");
+	assert_int_equal(l.state, WINDOW_STATE_CANCELLED);
+	assert_int_equal(l.finished, 1);
+	assert_int_equal(l.ranks, 1);
+	assert_int_equal(l.rank, 5);
+	assert_int_equal(l.rank_step, 42);
+	assert_string_equal(l.error, "it broke");
+	assert_int_equal(l.events, 1);
+	assert_int_equal(l.event_kind, DYNPROF__V1__EVENT_KIND__EVENT_STARTED);
+	assert_int_equal(l.agents, 1);
+	assert_int_equal(l.boot_id, 99);
+	assert_int_equal(l.seq, 17);
+}
+
+/* A rolled back transaction leaves nothing; a job nobody scheduled is
+ * forgotten, a scheduled one is not. */
+static void
+test_rollback_forget(void **state)
+{
+	struct fixture		*f = *state;
+	struct loaded		 l;
+	struct store_rank	 r = { "K", 1, "n0", 1, 5, 1, 0, NULL, 1, 1,
+	    NULL };
+
+	assert_int_equal(store_begin(f->s), 0);
+	put_all(f->s);
+	store_rollback(f->s);
+	load(f->s, &l);
+	assert_int_equal(l.jobs + l.windows + l.ranks + l.events + l.agents,
+	    0);
+	assert_int_equal(l.generation, 0);
+
+	assert_int_equal(store_begin(f->s), 0);
+	put_all(f->s);
+	assert_int_equal(store_put_rank(f->s, &r), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(store_forget_job(f->s, "K"), 0);
+	assert_int_equal(store_forget_job(f->s, "J"), 0);
+	load(f->s, &l);
+	assert_int_equal(l.ranks, 1);
+	assert_int_equal(l.rank, 5);		/* J's */
+	assert_int_equal(l.events, 1);
+}
+
+static int	 batch_done_calls;
+
+/* Finishes a test batch: commits it. */
+static void
+batch_done(void *arg)
+{
+	batch_done_calls++;
+	assert_int_equal(store_commit(arg), 0);
+}
+
+/* Finishes a test batch without committing it. */
+static void
+batch_dropped(void *arg)
+{
+	(void)arg;
+	batch_done_calls++;
+}
+
+/*
+ * An event batch stays open across writes until store_flush() or the next
+ * store_begin() finishes it through its own function, once; a batch its
+ * function did not commit is rolled back.
+ */
+static void
+test_batch(void **state)
+{
+	struct fixture		*f = *state;
+	struct loaded		 l;
+	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STOPPED,
+	    1, 20, 21 };
+
+	batch_done_calls = 0;
+	assert_false(store_batch_open(f->s));
+	store_flush(f->s);
+	assert_int_equal(batch_done_calls, 0);
+	assert_int_equal(store_batch_begin(f->s, batch_done, f->s), 0);
+	assert_true(store_batch_open(f->s));
+	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL), 1);
+	/* A second begin joins the open batch. */
+	assert_int_equal(store_batch_begin(f->s, batch_done, f->s), 0);
+	/* A change's transaction finishes the batch first. */
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(batch_done_calls, 1);
+	assert_false(store_batch_open(f->s));
+	assert_int_equal(store_put_generation(f->s, 3), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	load(f->s, &l);
+	assert_int_equal(l.events, 1);
+	assert_int_equal(l.generation, 3);
+
+	/* Not committed by its function: rolled back. */
+	ev.window_id = 2;
+	assert_int_equal(store_batch_begin(f->s, batch_dropped, f->s), 0);
+	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL), 1);
+	store_flush(f->s);
+	assert_int_equal(batch_done_calls, 2);
+	store_flush(f->s);
+	assert_int_equal(batch_done_calls, 2);
+	load(f->s, &l);
+	assert_int_equal(l.events, 1);
+}
+
+/* A store written by a newer coordinator is refused. */
+static void
+test_newer_schema(void **state)
+{
+	struct fixture	*f = *state;
+	sqlite3		*db;
+	char		 path[128];
+	const char	*why = NULL;
+
+	store_close(f->s);
+	snprintf(path, sizeof(path), "%s/dynprof.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL,
+	    NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_null(f->s = store_open(f->dir, &why));
+	assert_non_null(strstr(why, "schema version 2 is newer"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_commit_reload, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_rollback_forget, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema, setup,
+		    teardown),
+	};
+
+	log_init("test_store", LOG_LEVEL_QUIET);
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
