@@ -37,7 +37,8 @@ dynprof_test(test_coord_badvalues SOURCES component/test_coord_badvalues.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_badvalues dynprof-coordinator)
 # Bounds on peers: frames and time before hello, output an agent does not
-# read, jobs and ranks from agents, seq windows, slow and many admin clients.
+# read, jobs and ranks from agents, seq windows, slow and many admin clients,
+# descriptors running out.
 dynprof_test(test_coord_bounds SOURCES component/test_coord_bounds.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)

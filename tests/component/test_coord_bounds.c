@@ -3,7 +3,8 @@
  * or fake agents speaking the real protocol: frames and time before hello, an
  * agent that does not read, jobs and ranks an agent may make the coordinator
  * hold, an event seq far beyond the node's window, slow and many admin
- * clients.  The coordinator's VmRSS is printed before and after each attack.
+ * clients, descriptors running out.  The coordinator's VmRSS is printed before
+ * and after each attack.
  */
 
 #include <sys/resource.h>
@@ -31,6 +32,7 @@
 
 #define ERR		DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR
 #define CONFIG		DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG
+#define WELCOME		DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME
 #define K_ATTACHED	DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED
 
 #define MIB		(1024LL * 1024)
@@ -630,6 +632,68 @@ test_http_conn_cap(void **state)
 	finish(&tc);
 }
 
+/* Out of descriptors, the coordinator stops accepting for a while instead of
+ * spinning, keeps serving the agents it has, and accepts again once it can. */
+static void
+test_emfile_pause(void **state)
+{
+	struct tc_coord	 tc;
+	struct fakeagent fa[60];
+	const char	*extra[] = { "-q", "--heartbeat-ms", "10000", NULL };
+	char		 node[32];
+	int		 i, welcomed = 0, late = 0;
+	double		 cpu0, cpu1;
+	fa_msg		*m;
+
+	(void)state;
+	assert_int_equal(tc_setup_dir(&tc), 0);
+	tc.nofile = 40;
+	if (tc_start(&tc, extra) == -1) {
+		tc_cleanup(&tc);
+		fail_msg("coordinator did not start");
+	}
+	for (i = 0; i < 60; i++) {
+		snprintf(node, sizeof(node), "fd-node-%d", i);
+		assert_int_equal(fa_connect(&fa[i], tc.agent_port), 0);
+		assert_int_equal(fa_hello(&fa[i], node, NULL, 1, NULL, 0), 0);
+	}
+	for (i = 0; i < 60; i++) {
+		m = fa_recv(&fa[i], i < 10 ? 2000 : 100);
+		if (m != NULL && m->body_case == WELCOME)
+			welcomed++;
+		fa_free(m);
+	}
+	assert_true(welcomed >= 10);
+	assert_true(welcomed < 60);
+	/* Paused, not spinning: little CPU over a second. */
+	cpu0 = tc_cpu_seconds(tc.pid);
+	usleep(1000000);
+	cpu1 = tc_cpu_seconds(tc.pid);
+	assert_true(cpu0 >= 0 && cpu1 - cpu0 < 0.3);
+	/* Free descriptors: the waiting agents are accepted and welcomed. */
+	for (i = 0; i < 25; i++)
+		fa_close(&fa[i]);
+	for (i = 25; i < 60; i++) {
+		if (fa[i].eof)
+			continue;
+		m = fa_recv_type(&fa[i], WELCOME, 100);
+		if (m != NULL)
+			late++;
+		fa_free(m);
+	}
+	for (i = 25; i < 60 && late == 0; i++) {
+		m = fa_recv_type(&fa[i], WELCOME, 3000);
+		if (m != NULL)
+			late++;
+		fa_free(m);
+	}
+	assert_true(late > 0);
+	for (i = 25; i < 60; i++)
+		fa_close(&fa[i]);
+	assert_int_equal(tc_stop(&tc, SIGTERM), 0);
+	tc_cleanup(&tc);
+}
+
 int
 main(void)
 {
@@ -641,6 +705,7 @@ main(void)
 		cmocka_unit_test_teardown(test_seq_window, teardown),
 		cmocka_unit_test_teardown(test_http_slowloris, teardown),
 		cmocka_unit_test_teardown(test_http_conn_cap, teardown),
+		cmocka_unit_test(test_emfile_pause),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
