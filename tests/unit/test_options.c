@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,13 +31,19 @@ static int
 parse(const char *text, struct options *o, const char **field,
     const char **why)
 {
-	json_t	*j;
-	int	 rc;
+	static char	 key[128];
+	json_t		*j;
+	int		 rc;
 
 	j = json_loads(text, JSON_DECODE_ANY, NULL);
 	assert_non_null(j);
 	*field = *why = NULL;
 	rc = options_parse(j, o, field, why);
+	/* *field is a key of j: keep a copy past j. */
+	if (*field != NULL) {
+		snprintf(key, sizeof(key), "%s", *field);
+		*field = key;
+	}
 	json_decref(j);
 	return (rc);
 }
