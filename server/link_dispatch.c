@@ -96,8 +96,7 @@ link_push(struct coord *c, struct job *job)
  * job did not change).
  */
 static void
-link_send_config_if_newer(struct conn *conn, struct job *job,
-    uint64_t applied)
+link_answer_subscribe(struct conn *conn, struct job *job, uint64_t applied)
 {
 	struct evbuffer	*frame;
 
@@ -164,7 +163,7 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 		TAILQ_INSERT_TAIL(&job->subs, s, job_entry);
 		TAILQ_INSERT_TAIL(&conn->subs, s, conn_entry);
 	}
-	link_send_config_if_newer(conn, job, applied);
+	link_answer_subscribe(conn, job, applied);
 }
 
 /* Removes a subscription from its job and its connection, and frees it. */
