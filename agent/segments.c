@@ -197,7 +197,11 @@ segments_write(void *arg)
 /*
  * Writes a pushed config into the job's segment (created if no rank made it yet)
  * if it is newer than what the segment holds, and answers Applied.  A config
- * that fails any check changes nothing.  Returns 0 or -1.
+ * that fails any check changes nothing.  Generation 0 with no window says the
+ * coordinator has nothing scheduled for the job: never newer than a segment,
+ * so a job served keeps what its segment holds (its empty schedule, or one of
+ * a higher generation applied before the coordinator lost its state) and is
+ * answered with that; a job not served gets no segment.  Returns 0 or -1.
  */
 int
 segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
@@ -206,6 +210,12 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 	struct agent_job	*j;
 	const char		*why = "?";
 
+	if (jc->generation == 0 && jc->n_windows == 0 && jc->job != NULL &&
+	    jobid_valid(jc->job, NULL)) {
+		if ((j = segments_find(a, jc->job)) != NULL)
+			upstream_applied(a, j);
+		return (0);
+	}
 	if (apply_jobconfig(jc, a->scratch, &why) == -1) {
 		a->stats.bad_configs++;
 		log_warnx("%s: config for job %.64s generation %llu refused: %s",

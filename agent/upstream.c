@@ -339,6 +339,8 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 	TAILQ_FOREACH(j, &a->jobs, entry) {
 		if (j->subscribed)
 			upstream_subscribe(a, j);
+		else	/* the hello listed it, which subscribes */
+			upstream_unsubscribe(a, j);
 		j->progress_dirty = 1;
 	}
 	upstream_replay(a);

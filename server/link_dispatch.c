@@ -89,18 +89,23 @@ link_push(struct coord *c, struct job *job)
 	    (unsigned long long)job->generation);
 }
 
-/* Sends the job's schedule to one agent if it has an older generation. */
+/*
+ * Answers a subscription to job: its schedule if the agent applied an older
+ * generation; for a job nobody scheduled (generation 0), its empty schedule,
+ * so that the agent knows it is served and nothing is due (not a push: the
+ * job did not change).
+ */
 static void
-link_send_config_if_newer(struct conn *conn, struct job *job,
-    uint64_t applied)
+link_answer_subscribe(struct conn *conn, struct job *job, uint64_t applied)
 {
 	struct evbuffer	*frame;
 
-	if (job->generation == 0 || job->generation <= applied)
+	if (job->generation != 0 && job->generation <= applied)
 		return;
 	if ((frame = link_config_frame(job)) == NULL)
 		return;
-	link_note_push(conn->coord, conn, job, coord_mono_ns());
+	if (job->generation != 0)
+		link_note_push(conn->coord, conn, job, coord_mono_ns());
 	link_send_frame(conn, frame);
 	evbuffer_free(frame);
 }
@@ -118,7 +123,7 @@ link_sub_find(struct conn *conn, struct job *job)
 	return (NULL);
 }
 
-/* Subscribes a connection to a job and sends a newer schedule. */
+/* Subscribes a connection to a job (again: no harm) and answers it. */
 static void
 link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 {
@@ -158,7 +163,7 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 		TAILQ_INSERT_TAIL(&job->subs, s, job_entry);
 		TAILQ_INSERT_TAIL(&conn->subs, s, conn_entry);
 	}
-	link_send_config_if_newer(conn, job, applied);
+	link_answer_subscribe(conn, job, applied);
 }
 
 /* Removes a subscription from its job and its connection, and frees it. */
@@ -202,7 +207,6 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	Dynprof__V1__Welcome		 welcome;
 	struct node			*node;
 	struct node_job			*nj;
-	struct job			*job;
 	Dynprof__V1__JobGeneration	*ga;
 	const char			*p;
 	char				 reason[128];
@@ -277,17 +281,18 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	msg.welcome = &welcome;
 	link_send(conn, &msg);
 
-	/* Newer schedules for what the agent applied (of jobs that exist,
-	 * as many as an agent may serve); it subscribes to the jobs it serves
-	 * right after the welcome. */
-	for (i = 0; i < hello->n_applied && i < COORD_AGENT_JOBS_MAX; i++) {
+	/* Each job the agent applied is a subscription, as if it had sent
+	 * Subscribe (within the same bounds); the hello says what the agent
+	 * holds now, even if older than what it said before.  An answer may
+	 * drop the connection (too much queued): then no more. */
+	for (i = 0; i < hello->n_applied && i < COORD_AGENT_JOBS_MAX &&
+	    conn->state == CONN_READY; i++) {
 		ga = hello->applied[i];
-		if (ga == NULL || !jobid_valid(ga->job, NULL) ||
-		    (job = schedule_job_find(c, ga->job)) == NULL)
+		if (ga == NULL || !jobid_valid(ga->job, NULL))
 			continue;
-		if ((nj = schedule_node_job(node, ga->job, 1)) != NULL)
+		if ((nj = schedule_node_job(node, ga->job, 0)) != NULL)
 			nj->applied = ga->generation;
-		link_send_config_if_newer(conn, job, ga->generation);
+		link_subscribe(conn, ga->job, ga->generation);
 	}
 }
 

@@ -72,6 +72,18 @@ test_push_reaches_segment(void **state)
 	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
 	assert_int_equal(cfg->nwindows, 0);
 	assert_int_equal(cfg->generation, 4);
+
+	/* Generation 0, no window (a coordinator with nothing scheduled, as
+	 * after losing its state): no error, the segment keeps what it has
+	 * and is answered with it; a job not served gets no segment. */
+	assert_int_equal(fc_push(&t->fc, "j1", 0, 0, 0, 0), 0);
+	lt_expect_applied(t, "j1", 4);
+	assert_int_equal(segment_read_config(&seg, cfg, NULL), SEG_OK);
+	assert_int_equal(cfg->generation, 4);
+	assert_int_equal(fc_push(&t->fc, "j0", 0, 0, 0, 0), 0);
+	assert_int_equal(fc_push(&t->fc, "j1", 0, 0, 0, 0), 0);
+	lt_expect_applied(t, "j1", 4);
+	assert_true(segment_generation(t, "j0") == UINT64_MAX);
 	segment_close(&seg);
 	free(cfg);
 
@@ -79,6 +91,7 @@ test_push_reaches_segment(void **state)
 	m = NULL;
 	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
 	assert_int_equal(segment_generation(t, "j1"), 4);
+	assert_int_equal(ap_log_count(&t->ap, "bad_configs=0"), 1);
 }
 
 static void

@@ -231,6 +231,9 @@ test_push_subscribers_only(void **state)
 	assert_int_equal(handshake(&f->tc, &c, "node-c"), 0);
 	assert_int_equal(fa_subscribe(&a, "push-j", 0), 0);
 	assert_int_equal(fa_subscribe(&b, "push-k", 0), 0);
+	/* Jobs nobody scheduled yet: each answered with its empty schedule. */
+	assert_int_equal(fa_expect_empty(&a, "push-j", 5000), 0);
+	assert_int_equal(fa_expect_empty(&b, "push-k", 5000), 0);
 	/* Subscriptions are processed in order with what follows. */
 	assert_int_equal(fa_heartbeat(&a), 0);
 	usleep(100000);
@@ -329,6 +332,108 @@ test_push_subscribers_only(void **state)
 	fa_close(&d);
 }
 
+/* Expects a JobConfig of job at generation gen holding n windows. */
+static void
+expect_config(struct fakeagent *fa, const char *job, long long gen, size_t n)
+{
+	fa_msg	*m = fa_recv_type(fa, CONFIG, 5000);
+
+	assert_non_null(m);
+	assert_string_equal(m->config->job, job);
+	assert_int_equal(m->config->generation, gen);
+	assert_int_equal(m->config->n_windows, n);
+	fa_free(m);
+}
+
+/* Adds a window to job at start_step and returns the new generation. */
+static long long
+add_window(struct tc_coord *tc, const char *job, int start)
+{
+	struct tc_reply	 r;
+	char		 path[128], body[128];
+	long long	 gen;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
+	snprintf(body, sizeof(body), "{\"start_step\": %d, \"steps\": 2}",
+	    start);
+	r = tc_req(tc, "POST", path, body, 201);
+	gen = tc_int(r.json, "generation");
+	tc_reply_free(&r);
+	return (gen);
+}
+
+/*
+ * Each job a hello lists as applied is a subscription, as a Subscribe would
+ * make: with no Subscribe, the agent gets the job's later changes.
+ */
+static void
+test_hello_subscribes(void **state)
+{
+	struct fixture	*f = *state;
+	struct fakeagent a;
+	fa_msg		*m;
+	long long	 gen;
+
+	gen = add_window(&f->tc, "hs-j", 100);
+	assert_int_equal(fa_connect(&a, f->tc.agent_port), 0);
+	assert_int_equal(fa_hello(&a, "hs-node", "agent-secret", 1, "hs-j",
+	    (uint64_t)gen), 0);
+	m = fa_recv(&a, 5000);
+	assert_non_null(m);
+	assert_int_equal(m->body_case, WELCOME);
+	fa_free(m);
+	/* It has that generation: nothing now; the next change comes. */
+	assert_null(fa_recv_type(&a, CONFIG, 300));
+	gen = add_window(&f->tc, "hs-j", 200);
+	expect_config(&a, "hs-j", gen, 2);
+	gen = add_window(&f->tc, "hs-j", 300);
+	expect_config(&a, "hs-j", gen, 3);
+	/* A Subscribe besides (as the agent sends after its hello) makes no
+	 * second subscription: one push per change. */
+	assert_int_equal(fa_subscribe(&a, "hs-j", (uint64_t)gen), 0);
+	assert_int_equal(fa_heartbeat(&a), 0);
+	assert_null(fa_recv_type(&a, CONFIG, 300));
+	gen = add_window(&f->tc, "hs-j", 400);
+	expect_config(&a, "hs-j", gen, 4);
+	assert_null(fa_recv_type(&a, CONFIG, 300));
+	fa_close(&a);
+
+	/* A job the coordinator does not know yet: its empty schedule, then
+	 * its first change. */
+	assert_int_equal(fa_connect(&a, f->tc.agent_port), 0);
+	assert_int_equal(fa_hello(&a, "hs-node", "agent-secret", 1, "hs-new",
+	    0), 0);
+	assert_int_equal(fa_expect_empty(&a, "hs-new", 5000), 0);
+	gen = add_window(&f->tc, "hs-new", 100);
+	expect_config(&a, "hs-new", gen, 1);
+	fa_close(&a);
+}
+
+/*
+ * A Subscribe to a job nobody scheduled is answered with its empty schedule
+ * (generation 0, no window), whatever generation the agent says it applied;
+ * the job's first change follows as ever.
+ */
+static void
+test_subscribe_unscheduled(void **state)
+{
+	struct fixture	*f = *state;
+	struct fakeagent a;
+	long long	 gen;
+
+	assert_int_equal(handshake(&f->tc, &a, "su-node"), 0);
+	assert_int_equal(fa_subscribe(&a, "su-j", 0), 0);
+	assert_int_equal(fa_expect_empty(&a, "su-j", 5000), 0);
+	/* An agent that applied generation 7 before the coordinator lost its
+	 * state is told the same. */
+	assert_int_equal(fa_subscribe(&a, "su-k", 7), 0);
+	assert_int_equal(fa_expect_empty(&a, "su-k", 5000), 0);
+	gen = add_window(&f->tc, "su-j", 100);
+	expect_config(&a, "su-j", gen, 1);
+	assert_null(fa_recv_type(&a, CONFIG, 300));
+	fa_close(&a);
+}
+
 static void
 test_replace(void **state)
 {
@@ -339,11 +444,13 @@ test_replace(void **state)
 
 	assert_int_equal(handshake(&f->tc, &a, "same-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "rep-j", 0), 0);
+	assert_int_equal(fa_expect_empty(&a, "rep-j", 5000), 0);
 	assert_int_equal(handshake(&f->tc, &b, "same-node"), 0);
 	expect_error(&a, DYNPROF__V1__ERROR_CODE__ERROR_REPLACED);
 	fa_close(&a);
 	/* The newcomer is served; the old one's subscription went with it. */
 	assert_int_equal(fa_subscribe(&b, "rep-j", 0), 0);
+	assert_int_equal(fa_expect_empty(&b, "rep-j", 5000), 0);
 	assert_int_equal(fa_heartbeat(&b), 0);
 	usleep(100000);
 	r = tc_req(&f->tc, "POST", "/v1/jobs/rep-j/windows",
@@ -382,6 +489,7 @@ test_events_idempotent(void **state)
 
 	assert_int_equal(handshake(&f->tc, &a, "ev-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "ev-j", 0), 0);
+	assert_int_equal(fa_expect_empty(&a, "ev-j", 5000), 0);
 	r = tc_req(&f->tc, "POST", "/v1/jobs/ev-j/windows",
 	    "{\"start_step\": 10, \"stop_step\": 12, \"ranks\": \"0-1\"}", 201);
 	tc_reply_free(&r);
@@ -729,6 +837,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_kind, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_push_subscribers_only,
+		    setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_hello_subscribes, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_subscribe_unscheduled,
 		    setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_replace, setup,
 		    tc_teardown),

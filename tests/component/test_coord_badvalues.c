@@ -100,6 +100,10 @@ test_step_overflow(void **state)
 	    0);
 	assert_int_equal(fa_subscribe(&a, "ov-j", 0), 0);
 	assert_int_equal(fa_subscribe(&a, "ov-probe", 0), 0);
+	/* Nobody scheduled them: each is answered with its empty schedule
+	 * (generation 0, no window); after that nothing is pushed. */
+	assert_int_equal(fa_expect_empty(&a, "ov-j", 5000), 0);
+	assert_int_equal(fa_expect_empty(&a, "ov-probe", 5000), 0);
 
 	/* Absurd steps: above 2^62, or negative other than -1. */
 	assert_int_equal(fa_progress(&a, "ov-j", 0, INT64_MAX - 5,

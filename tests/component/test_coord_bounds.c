@@ -291,30 +291,53 @@ wait_metric(struct tc_coord *tc, const char *name, long long want,
  * default): past it the connection is dropped, and the agent resyncs when it
  * connects again.
  */
+/* Schedules job "big": 16 windows of 4 KB options each, a 64 KB JobConfig. */
 static void
-test_outbuf_not_read(void **state)
+schedule_big(struct tc_coord *tc)
 {
-	struct tc_coord	 tc = { .nofile = 0 };
-	const char	*extra[] = { "-q", NULL };
-	struct fakeagent fa, again;
 	struct tc_reply	 r;
 	char		 body[8192], pad[3900];
-	long long	 before, after, deadline;
-	int		 i, rcvbuf = 4096;
-	fa_msg		*m;
+	int		 i;
 
-	(void)state;
-	start(&tc, extra);
 	memset(pad, 'x', sizeof(pad) - 1);
 	pad[sizeof(pad) - 1] = '\0';
 	for (i = 0; i < 16; i++) {
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
 		    "\"stop_step\": %d, \"options\": {\"pad\": \"%s\"}}",
 		    1000 + 10 * i, 1001 + 10 * i, pad);
-		assert_int_equal(tc_expect(&tc, "POST", "/v1/jobs/big/windows",
+		assert_int_equal(tc_expect(tc, "POST", "/v1/jobs/big/windows",
 		    body, 201, &r), 0);
 		tc_reply_free(&r);
 	}
+}
+
+/* Connects as node, subscribes to "big" and expects its 16 windows. */
+static void
+expect_big(struct tc_coord *tc, const char *node)
+{
+	struct fakeagent fa;
+	fa_msg		*m;
+
+	assert_int_equal(fa_handshake(&fa, tc->agent_port, node, NULL), 0);
+	assert_int_equal(fa_subscribe(&fa, "big", 0), 0);
+	assert_non_null(m = fa_recv_type(&fa, CONFIG, 5000));
+	assert_int_equal(m->config->n_windows, 16);
+	fa_free(m);
+	fa_close(&fa);
+}
+
+static void
+test_outbuf_not_read(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", NULL };
+	struct fakeagent fa;
+	long long	 before, after, deadline;
+	int		 i, rcvbuf = 4096;
+
+	(void)state;
+	start(&tc, extra);
+	schedule_big(&tc);
 	assert_int_equal(fa_handshake(&fa, tc.agent_port, "deaf-node", NULL),
 	    0);
 	setsockopt(fa.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
@@ -336,13 +359,59 @@ test_outbuf_not_read(void **state)
 	fa_close(&fa);
 
 	/* Connecting again, the agent gets the schedule. */
-	assert_int_equal(fa_handshake(&again, tc.agent_port, "deaf-node",
-	    NULL), 0);
-	assert_int_equal(fa_subscribe(&again, "big", 0), 0);
-	assert_non_null(m = fa_recv_type(&again, CONFIG, 5000));
-	assert_int_equal(m->config->n_windows, 16);
-	fa_free(m);
-	fa_close(&again);
+	expect_big(&tc, "deaf-node");
+	finish(&tc);
+}
+
+/*
+ * Each job a hello lists is answered as a Subscribe is: when the answers are
+ * more than may be queued to the agent, it is dropped and the rest of its list
+ * is not taken (no subscription outlives its connection).
+ */
+static void
+test_hello_outbuf(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", "--agent-outbuf-max", "65536", NULL };
+	const char	*jobs[3] = { "big", "big", "after" };
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__Hello		 h = DYNPROF__V1__HELLO__INIT;
+	Dynprof__V1__JobGeneration	 g[3], *gp[3];
+	struct fakeagent fa;
+	struct tc_reply	 r;
+	int		 i;
+
+	(void)state;
+	start(&tc, extra);
+	schedule_big(&tc);
+	for (i = 0; i < 3; i++) {
+		dynprof__v1__job_generation__init(&g[i]);
+		g[i].job = (char *)jobs[i];
+		gp[i] = &g[i];
+	}
+	h.protocol_version = 1;
+	h.node = (char *)"hello-deaf";
+	h.token = (char *)"";
+	h.n_applied = 3;
+	h.applied = gp;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO;
+	m.hello = &h;
+	assert_int_equal(fa_connect(&fa, tc.agent_port), 0);
+	assert_int_equal(fa_send(&fa, &m), 0);
+	assert_true(fa_wait_closed(&fa, 5000));
+	fa_close(&fa);
+	assert_int_equal(wait_metric(&tc, "dynprof_agents_dropped_total", 1,
+	    5000), 1);
+	assert_int_equal(tc_expect(&tc, "GET", "/v1/jobs/after", NULL, 404,
+	    &r), 0);
+	tc_reply_free(&r);
+	/* The coordinator serves on, and pushes a change of "big" to no
+	 * connection gone. */
+	expect_big(&tc, "hello-deaf");
+	assert_int_equal(tc_expect(&tc, "DELETE", "/v1/jobs/big/windows/1",
+	    NULL, 200, &r), 0);
+	tc_reply_free(&r);
+	assert_int_equal(tc_metric(&tc, "dynprof_agents_dropped_total"), 1);
 	finish(&tc);
 }
 
@@ -701,6 +770,7 @@ main(void)
 		cmocka_unit_test_teardown(test_prehello_big_frames, teardown),
 		cmocka_unit_test_teardown(test_prehello_slow_drip, teardown),
 		cmocka_unit_test_teardown(test_outbuf_not_read, teardown),
+		cmocka_unit_test_teardown(test_hello_outbuf, teardown),
 		cmocka_unit_test_teardown(test_job_caps, teardown),
 		cmocka_unit_test_teardown(test_seq_window, teardown),
 		cmocka_unit_test_teardown(test_http_slowloris, teardown),

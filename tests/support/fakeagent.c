@@ -262,6 +262,26 @@ fa_subscribe(struct fakeagent *fa, const char *job, uint64_t applied)
 	return (fa_send(fa, &m));
 }
 
+/*
+ * Waits for the next JobConfig (other messages are dropped) and returns 0 if it
+ * is job's empty schedule (generation 0, no window), the answer to a Subscribe
+ * of a job nobody scheduled; else -1.
+ */
+int
+fa_expect_empty(struct fakeagent *fa, const char *job, int timeout_ms)
+{
+	fa_msg	*m;
+	int	 rc;
+
+	if ((m = fa_recv_type(fa, DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG,
+	    timeout_ms)) == NULL)
+		return (-1);
+	rc = m->config->job != NULL && strcmp(m->config->job, job) == 0 &&
+	    m->config->generation == 0 && m->config->n_windows == 0 ? 0 : -1;
+	fa_free(m);
+	return (rc);
+}
+
 /* Sends Applied(job, generation). */
 int
 fa_applied(struct fakeagent *fa, const char *job, uint64_t gen)

@@ -38,6 +38,7 @@ fa_msg	*fa_recv(struct fakeagent *, int);
 fa_msg	*fa_recv_type(struct fakeagent *, int, int);
 int	 fa_handshake(struct fakeagent *, int, const char *, const char *);
 int	 fa_subscribe(struct fakeagent *, const char *, uint64_t);
+int	 fa_expect_empty(struct fakeagent *, const char *, int);
 int	 fa_applied(struct fakeagent *, const char *, uint64_t);
 int	 fa_heartbeat(struct fakeagent *);
 int	 fa_event(struct fakeagent *, uint64_t, int, const char *, int32_t,
