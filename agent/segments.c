@@ -24,6 +24,10 @@
 #include "jobid.h"
 #include "log.h"
 
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal	424	/* every architecture but alpha */
+#endif
+
 _Static_assert(sizeof(((struct agent_job *)0)->name) > JOBID_MAX,
     "a job's name holds any valid job id");
 

@@ -26,6 +26,10 @@
 #include "dynprof.pb.h"
 #include "libdynprof.h"
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open		434	/* every architecture but alpha */
+#endif
+
 _Static_assert(EVENT_ATTACHED == dynprof_v1_EventKind_EVENT_ATTACHED &&
     EVENT_STARTED == dynprof_v1_EventKind_EVENT_STARTED &&
     EVENT_STOPPED == dynprof_v1_EventKind_EVENT_STOPPED &&
@@ -53,7 +57,6 @@ _Static_assert(sizeof(((dynprof_v1_RankEvent *)0)->output_dir) ==
 int
 report_open(struct dynprof *h, const char *path)
 {
-#ifdef SYS_pidfd_open
 	long	 fd;
 
 	if (h->pidfd == -1 && (fd = syscall(SYS_pidfd_open, h->pid, 0)) >= 0)
@@ -62,7 +65,6 @@ report_open(struct dynprof *h, const char *path)
 		handle_log(h, DYNPROF_LOG_INFO, "%s: no pidfd (%s): an agent in "
 		    "another pid namespace cannot tell when this rank exits",
 		    __func__, strerror(errno));
-#endif
 	memset(&h->agent_addr, 0, sizeof(h->agent_addr));
 	h->agent_addr.sun_family = AF_UNIX;
 	if (path == NULL || *path == '\0' ||
