@@ -196,9 +196,10 @@ segments_keep_pidfd(struct agent *a, struct agent_job *j, int idx,
 }
 
 /*
- * Whether the holder of slot idx of job arg is gone: its pidfd says so, when
- * it sent one for the incarnation the slot holds; else segment_slot_dead()
- * (kill() in this pid namespace, never a holder of another).
+ * Whether the holder of slot idx of job arg is gone: segment_slot_dead() says
+ * so (kill() in this pid namespace, as ever, never for a holder of another),
+ * or the pidfd it sent for the incarnation the slot holds is readable (it
+ * exited, whatever its namespace, and whoever has its pid now).
  */
 static int
 segments_rank_dead(const struct seg_slot *slot, int idx, void *arg)
@@ -207,14 +208,15 @@ segments_rank_dead(const struct seg_slot *slot, int idx, void *arg)
 	struct seg_slot		*s = (struct seg_slot *)slot;
 	struct pollfd		 pfd;
 
-	if (j->pidfd[idx] != -1 && j->pidfd_inc[idx] ==
-	    atomic_load_explicit(&s->incarnation, memory_order_acquire)) {
-		pfd.fd = j->pidfd[idx];
-		pfd.events = POLLIN;
-		pfd.revents = 0;
-		return (poll(&pfd, 1, 0) == 1);
-	}
-	return (segment_slot_dead(slot));
+	if (segment_slot_dead(slot))
+		return (1);
+	if (j->pidfd[idx] == -1 || j->pidfd_inc[idx] !=
+	    atomic_load_explicit(&s->incarnation, memory_order_acquire))
+		return (0);
+	pfd.fd = j->pidfd[idx];
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	return (poll(&pfd, 1, 0) == 1);
 }
 
 /* Unmaps a job's segment (saying it no longer serves it, if touch) and frees it. */
