@@ -92,9 +92,9 @@ report_close(struct dynprof *h)
 /*
  * Sends len bytes of buf to the agent, with this process's pidfd when it has
  * one; never blocks.  When a datagram with the pidfd is refused for any
- * reason but the agent's absence or a full socket (a security module that
- * forbids passing it), the pidfd is dropped and the datagram sent without.
- * Returns what sendmsg() does.
+ * reason but the agent's absence or a full socket, it is sent again without:
+ * if that goes (a security module forbids passing the pidfd, say), the pidfd
+ * is dropped for good.  Returns what sendmsg() does.
  */
 static ssize_t
 report_send(struct dynprof *h, const uint8_t *buf, size_t len)
@@ -107,6 +107,7 @@ report_send(struct dynprof *h, const uint8_t *buf, size_t len)
 	struct iovec	 iov;
 	struct cmsghdr	*c;
 	ssize_t		 n;
+	int		 saved;
 
 	memset(&msg, 0, sizeof(msg));
 	iov.iov_base = (void *)buf;
@@ -129,13 +130,17 @@ report_send(struct dynprof *h, const uint8_t *buf, size_t len)
 	if (n != -1 || h->pidfd == -1 || errno == ENOENT ||
 	    errno == ECONNREFUSED || errno == EAGAIN || errno == EWOULDBLOCK)
 		return (n);
-	handle_log(h, DYNPROF_LOG_WARNING, "%s: the agent does not take this "
-	    "rank's pidfd (%s): sent without it", __func__, strerror(errno));
-	close(h->pidfd);
-	h->pidfd = -1;
+	saved = errno;
 	msg.msg_control = NULL;
 	msg.msg_controllen = 0;
-	return (sendmsg(h->sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL));
+	if ((n = sendmsg(h->sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL)) == -1)
+		return (n);
+	handle_log(h, DYNPROF_LOG_WARNING, "%s: a datagram with this rank's "
+	    "pidfd is refused (%s): sent without it from now on", __func__,
+	    strerror(saved));
+	close(h->pidfd);
+	h->pidfd = -1;
+	return (n);
 }
 
 /* Copies src (NULL: "") into dst, cut to len - 1 bytes. */
