@@ -1,7 +1,9 @@
 # dynprof: the commands a newcomer types.
 #
-#   make demo    install what is missing, build, run a local cluster end to end
-#   make test    install, build, run every test (then again under ASan+UBSan)
+#   make demo    install what the build and the demo need, build, run a local
+#                cluster end to end (no PyTorch, no Node.js)
+#   make test    install the rest, build, run every test (then again under
+#                ASan+UBSan)
 #   make bench   run every benchmark and print its figures
 #
 # BUILD (default build) and ASAN_BUILD (default build-asan) name the build trees.
@@ -14,12 +16,19 @@ CMAKE_FLAGS ?=
 SANITIZE ?= 1
 CTEST_FLAGS ?= --output-on-failure
 
-.PHONY: all deps build test test-fast test-asan demo bench install clean
+.PHONY: all deps deps-demo deps-test build test test-fast test-asan demo bench \
+	install clean
 
 all: build
 
 deps:
 	@sh scripts/deps.sh
+
+deps-demo:
+	@DEPS_EXTRA="" sh scripts/deps.sh
+
+deps-test:
+	@DEPS_EXTRA="test torch node" sh scripts/deps.sh
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DDYNPROF_WERROR=ON $(CMAKE_FLAGS)
@@ -27,7 +36,7 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-test: deps
+test: deps-test
 	@$(MAKE) --no-print-directory test-fast
 	@if [ "$(SANITIZE)" = 1 ]; then $(MAKE) --no-print-directory test-asan; fi
 
@@ -42,7 +51,7 @@ test-asan:
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    DYNPROF_SANITIZED=1 ctest $(CTEST_FLAGS) -j$(JOBS) -LE nosan
 
-demo: deps build
+demo: deps-demo build
 	@sh scripts/demo.sh $(BUILD)
 
 bench: deps build

@@ -123,6 +123,13 @@ struct agent_job {
 	/* Each slot's log: the incarnation read and its last entry queued. */
 	uint32_t	 log_inc[SEG_MAX_SLOTS];
 	uint32_t	 log_read[SEG_MAX_SLOTS];
+	/*
+	 * The pidfd each slot's holder sent with a believed datagram, for the
+	 * incarnation it held then (docs/containers.md); watched for its exit.
+	 */
+	int		 pidfd[SEG_MAX_SLOTS];		/* -1: none */
+	uint32_t	 pidfd_inc[SEG_MAX_SLOTS];
+	struct event	*pidfd_ev[SEG_MAX_SLOTS];
 };
 TAILQ_HEAD(agent_jobs, agent_job);
 
@@ -233,6 +240,8 @@ int	 ranks_decode(const uint8_t *, size_t, pid_t, Dynprof__V1__RankEvent **,
 	    const char **);
 int	 ranks_check_slot(const struct segment *, const Dynprof__V1__RankEvent *,
 	    pid_t);
+int	 ranks_check_sender(const struct segment *,
+	    const Dynprof__V1__RankEvent *, pid_t, uint32_t *);
 
 /* segments.c */
 int	 segments_adopt_all(struct agent *);
@@ -245,6 +254,8 @@ int64_t	 segments_next_due(struct agent *);
 void	 segments_close_all(struct agent *);
 void	 segments_drop(struct agent *, struct agent_job *, const char *);
 void	 segments_drop_faulted(struct agent *);
+void	 segments_keep_pidfd(struct agent *, struct agent_job *, int, uint32_t,
+	    int);
 
 /* events.c */
 int	 events_read_log(struct agent *, struct agent_job *, int);

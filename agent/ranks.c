@@ -4,7 +4,10 @@
  * datagram carries SCM_CREDENTIALS); a datagram is believed only if that pid
  * holds the slot it names, and then it only says "read my slot's log": the
  * events themselves are taken from there (docs/events.md), so a datagram lost
- * on a full socket loses nothing.
+ * on a full socket loses nothing.  A slot held from another pid namespace,
+ * where the kernel's pid means nothing, is proved by its token instead, and
+ * the pidfd the rank sends along is kept to notice its exit
+ * (docs/containers.md).
  */
 
 #include <sys/socket.h>
@@ -29,6 +32,7 @@
 #define RANKS_BATCH	64	/* datagrams read per wakeup */
 #define RANKS_LOG_BURST	32	/* bad datagrams logged per RANKS_LOG_MS */
 #define RANKS_LOG_MS	10000
+#define RANKS_FDS_MAX	4	/* fds read per datagram: a rank sends one */
 
 /*
  * Whether to log one more bad datagram: a process that sends garbage in a loop
@@ -65,23 +69,62 @@ int
 ranks_check_slot(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
     pid_t pid)
 {
+	return (ranks_check_sender(seg, ev, pid, NULL) == 0 ? 0 : -1);
+}
+
+/*
+ * Whether the sender holds the slot: in this pid namespace, the kernel's pid
+ * (pid, 0 when the sender is not visible here) must be the event's and the
+ * holder's; in another, where pids are not comparable, the event must carry
+ * the slot's token and the holder's pid.
+ */
+static int
+ranks_is_holder(const Dynprof__V1__RankEvent *ev, pid_t pid, int32_t holder,
+    uint64_t ns, uint64_t token)
+{
+	if (ns == segment_pidns())
+		return (pid > 0 && ev->pid == pid && holder == pid);
+	return (ns != 0 && ev->slot_token == token && ev->pid == holder);
+}
+
+/*
+ * ranks_check_slot(), which also sets *incp (if not NULL) to the incarnation
+ * the sender holds, 0 for a slot it freed.  Returns 0, -1, or RANKS_FOREIGN
+ * when the slot's holder is in this pid namespace and the event claims a pid
+ * other than the kernel's.
+ */
+int
+ranks_check_sender(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
+    pid_t pid, uint32_t *incp)
+{
 	struct seg_slot	 s;
 	int32_t		 holder;
+	uint64_t	 ns;
 
+	if (incp != NULL)
+		*incp = 0;
 	if (ev->slot >= seg->nslots ||
 	    segment_slot_read(seg, (int)ev->slot, &s) != SEG_OK)
 		return (-1);
 	if (s.rank != ev->rank)
 		return (-1);
 	holder = atomic_load_explicit(&s.pid, memory_order_relaxed);
-	if (holder == pid)
+	ns = atomic_load_explicit(&s.pidns, memory_order_relaxed);
+	if (holder != 0 && ns == segment_pidns() && ev->pid != pid)
+		return (RANKS_FOREIGN);
+	if (holder != 0 && ranks_is_holder(ev, pid, holder, ns, s.token)) {
+		if (incp != NULL)
+			*incp = atomic_load_explicit(&s.incarnation,
+			    memory_order_relaxed);
 		return (0);
+	}
 	/*
 	 * A rank that closes sends its last events (stopped, detached) and frees
 	 * its slot at once: they are read here after the slot is free.  The slot
 	 * keeps the pid that freed it and how many events it had sent.
 	 */
-	if (holder == 0 && s.state == SEG_RANK_GONE && s.last_pid == pid &&
+	if (holder == 0 && s.state == SEG_RANK_GONE &&
+	    ranks_is_holder(ev, pid, s.last_pid, s.last_pidns, s.token) &&
 	    ev->rank_seq <= s.rank_seq)
 		return (0);
 	return (-1);
@@ -90,7 +133,8 @@ ranks_check_slot(const struct segment *seg, const Dynprof__V1__RankEvent *ev,
 /*
  * Decodes one datagram sent by pid and checks what needs no segment: a valid
  * job id and the sender's own pid.  Returns RANKS_OK, RANKS_UNDECODABLE,
- * RANKS_BAD_JOB (*why says why) or RANKS_FOREIGN (it claims another pid).
+ * RANKS_BAD_JOB (*why says why) or RANKS_FOREIGN (it claims another pid: the
+ * pid of another namespace, maybe, which only its slot can tell).
  * *evp is the event for all but RANKS_UNDECODABLE (caller frees it with
  * dynprof__v1__rank_event__free_unpacked()), NULL then.
  */
@@ -114,6 +158,7 @@ struct ranks_check_ctx {
 	const struct segment		*seg;
 	const Dynprof__V1__RankEvent	*ev;
 	pid_t				 pid;
+	uint32_t			 inc;
 };
 
 struct ranks_wake_ctx {
@@ -122,13 +167,13 @@ struct ranks_wake_ctx {
 	int			 slot;
 };
 
-/* ranks_check_slot() under the guard. */
+/* ranks_check_sender() under the guard. */
 static int
 ranks_check_cb(void *arg)
 {
 	struct ranks_check_ctx	*ctx = arg;
 
-	return (ranks_check_slot(ctx->seg, ctx->ev, ctx->pid));
+	return (ranks_check_sender(ctx->seg, ctx->ev, ctx->pid, &ctx->inc));
 }
 
 /* Forwards a slot's new log entries, under the guard. */
@@ -140,19 +185,31 @@ ranks_wake_cb(void *arg)
 	return (events_read_log(ctx->a, ctx->j, ctx->slot));
 }
 
+/* Logs a datagram that claims a pid other than its sender's, and counts it. */
+static void
+ranks_log_foreign(struct agent *a, const Dynprof__V1__RankEvent *ev, pid_t pid)
+{
+	a->stats.foreign_datagrams++;
+	if (ranks_log_ok(a))
+		log_warnx("ranks_handle: datagram from pid %ld claims pid %d: "
+		    "dropped", (long)pid, ev->pid);
+}
+
 /*
  * Decodes and checks one datagram; from a rank that holds the slot it names,
- * it is a wakeup: the new entries of that slot's log are forwarded.
+ * it is a wakeup: the new entries of that slot's log are forwarded, and the
+ * pidfd it came with (pidfd, -1: none; always consumed) is kept.
  */
 static void
-ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
+ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid,
+    int pidfd)
 {
 	struct ranks_check_ctx	 cctx;
 	struct ranks_wake_ctx	 wctx;
 	Dynprof__V1__RankEvent	*ev;
 	struct agent_job	*j;
 	const char		*why;
-	int			 rc;
+	int			 rc, foreign = 0;
 
 	switch (ranks_decode(buf, len, pid, &ev, &why)) {
 	case RANKS_UNDECODABLE:
@@ -160,7 +217,7 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 		if (ranks_log_ok(a))
 			log_warnx("%s: undecodable datagram from pid %ld "
 			    "(%zu bytes)", __func__, (long)pid, len);
-		return;
+		goto out;
 	case RANKS_BAD_JOB:
 		a->stats.bad_datagrams++;
 		if (ranks_log_ok(a))
@@ -168,13 +225,15 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 			    (long)pid, why);
 		goto out;
 	case RANKS_FOREIGN:
-		a->stats.foreign_datagrams++;
-		if (ranks_log_ok(a))
-			log_warnx("%s: datagram from pid %ld claims pid %d: "
-			    "dropped", __func__, (long)pid, ev->pid);
-		goto out;
+		/* Another pid namespace's pid?  Only its slot can say. */
+		foreign = 1;
+		break;
 	}
 	if ((j = segments_get(a, ev->job, 0)) == NULL) {
+		if (foreign) {
+			ranks_log_foreign(a, ev, pid);
+			goto out;
+		}
 		a->stats.foreign_datagrams++;
 		if (ranks_log_ok(a))
 			log_warnx("%s: datagram from pid %ld for job %s, which "
@@ -189,13 +248,22 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 		segments_drop_faulted(a);
 		goto out;
 	}
-	if (rc == -1) {
+	if (rc == RANKS_FOREIGN || (rc == -1 && foreign && pid > 0)) {
+		ranks_log_foreign(a, ev, pid);
+		goto out;
+	}
+	if (rc != 0) {
 		a->stats.foreign_datagrams++;
 		if (ranks_log_ok(a))
-			log_warnx("%s: pid %ld does not hold slot %u of job %s "
-			    "for rank %d: dropped", __func__, (long)pid, ev->slot,
-			    ev->job, ev->rank);
+			log_warnx("%s: pid %ld (%d in the datagram) does not "
+			    "hold slot %u of job %s for rank %d: dropped",
+			    __func__, (long)pid, ev->pid, ev->slot, ev->job,
+			    ev->rank);
 		goto out;
+	}
+	if (cctx.inc != 0 && pidfd != -1) {
+		segments_keep_pidfd(a, j, (int)ev->slot, cctx.inc, pidfd);
+		pidfd = -1;
 	}
 	/* The datagram only wakes us up: the events are in the slot's log. */
 	segments_rank_seen(a, j);
@@ -205,7 +273,31 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid)
 	if (guard_call(ranks_wake_cb, &wctx, NULL) == -1)
 		segments_drop_faulted(a);
 out:
-	dynprof__v1__rank_event__free_unpacked(ev, NULL);
+	if (pidfd != -1)
+		close(pidfd);
+	if (ev != NULL)
+		dynprof__v1__rank_event__free_unpacked(ev, NULL);
+}
+
+/*
+ * The fds of an SCM_RIGHTS message: the first of the datagram is kept as the
+ * sender's pidfd (the one kept so far, kept, else -1), the others closed.
+ * Returns the fd kept.
+ */
+static int
+ranks_take_fds(struct cmsghdr *c, int kept)
+{
+	int	 fd;
+	size_t	 k, nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+	for (k = 0; k < nfd; k++) {
+		memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
+		if (kept == -1)
+			kept = fd;
+		else
+			close(fd);
+	}
+	return (kept);
 }
 
 /* Reads up to RANKS_BATCH datagrams with their senders' credentials. */
@@ -216,14 +308,15 @@ ranks_read_cb(evutil_socket_t fd, short what, void *arg)
 	uint8_t		 buf[AGENT_DGRAM_MAX];
 	union {
 		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(sizeof(struct ucred))];
+		char		buf[CMSG_SPACE(sizeof(struct ucred)) +
+				    CMSG_SPACE(RANKS_FDS_MAX * sizeof(int))];
 	}		 cbuf;
 	struct msghdr	 msg;
 	struct iovec	 iov;
 	struct cmsghdr	*c;
 	struct ucred	 cred;
 	ssize_t		 n;
-	int		 i, have_cred;
+	int		 i, have_cred, pidfd;
 
 	(void)what;
 	for (i = 0; i < RANKS_BATCH; i++) {
@@ -242,6 +335,7 @@ ranks_read_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		have_cred = 0;
+		pidfd = -1;
 		for (c = CMSG_FIRSTHDR(&msg); c != NULL;
 		    c = CMSG_NXTHDR(&msg, c)) {
 			if (c->cmsg_level == SOL_SOCKET &&
@@ -250,16 +344,13 @@ ranks_read_cb(evutil_socket_t fd, short what, void *arg)
 				memcpy(&cred, CMSG_DATA(c), sizeof(cred));
 				have_cred = 1;
 			} else if (c->cmsg_level == SOL_SOCKET &&
-			    c->cmsg_type == SCM_RIGHTS) {
-				/* Nobody should pass fds: close them. */
-				int *fds = (int *)CMSG_DATA(c);
-				size_t k, nfd = (c->cmsg_len - CMSG_LEN(0)) /
-				    sizeof(int);
-				for (k = 0; k < nfd; k++)
-					close(fds[k]);
-			}
+			    c->cmsg_type == SCM_RIGHTS)
+				pidfd = ranks_take_fds(c, pidfd);
 		}
-		if (!have_cred || cred.pid <= 0) {
+		/* pid 0: a sender this agent's pid namespace cannot see. */
+		if (!have_cred || cred.pid < 0) {
+			if (pidfd != -1)
+				close(pidfd);
 			a->stats.bad_datagrams++;
 			if (ranks_log_ok(a))
 				log_warnx("%s: datagram without credentials "
@@ -272,9 +363,11 @@ ranks_read_cb(evutil_socket_t fd, short what, void *arg)
 				log_warnx("%s: oversized datagram (%zd bytes) "
 				    "from pid %ld dropped", __func__, n,
 				    (long)cred.pid);
+			if (pidfd != -1)
+				close(pidfd);
 			continue;
 		}
-		ranks_handle(a, buf, (size_t)n, cred.pid);
+		ranks_handle(a, buf, (size_t)n, cred.pid, pidfd);
 	}
 }
 

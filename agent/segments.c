@@ -6,21 +6,35 @@
  */
 
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "agent.h"
 #include "jobid.h"
 #include "log.h"
 
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal	424	/* every architecture but alpha */
+#endif
+
 _Static_assert(sizeof(((struct agent_job *)0)->name) > JOBID_MAX,
     "a job's name holds any valid job id");
+
+struct segments_dead_ctx {
+	struct agent		*a;
+	struct agent_job	*j;
+};
 
 /* Finds a job already served, or NULL. */
 struct agent_job *
@@ -55,7 +69,7 @@ struct agent_job *
 segments_get(struct agent *a, const char *job, int create)
 {
 	struct agent_job	*j;
-	int			 rc, flags;
+	int			 rc, flags, i;
 
 	if ((j = segments_find(a, job)) != NULL)
 		return (j);
@@ -65,6 +79,8 @@ segments_get(struct agent *a, const char *job, int create)
 		log_warn("%s", __func__);
 		return (NULL);
 	}
+	for (i = 0; i < SEG_MAX_SLOTS; i++)
+		j->pidfd[i] = -1;
 	/*
 	 * The agent serves every user's jobs: any owner will do, never a file
 	 * others may write.  Not root, it can open only what its owner shared
@@ -122,10 +138,95 @@ segments_release(void *arg)
 	return (0);
 }
 
+/* Stops watching the pidfd of slot idx, if any. */
+static void
+segments_forget_pidfd(struct agent_job *j, int idx)
+{
+	if (j->pidfd_ev[idx] != NULL)
+		event_free(j->pidfd_ev[idx]);
+	j->pidfd_ev[idx] = NULL;
+	if (j->pidfd[idx] != -1)
+		close(j->pidfd[idx]);
+	j->pidfd[idx] = -1;
+	j->pidfd_inc[idx] = 0;
+}
+
+/* A rank's pidfd became readable: it exited; the sampler reclaims its slot. */
+static void
+segments_pidfd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	agent_wake_sampler(arg);
+}
+
+/*
+ * Keeps fd (taken over: kept or closed), the pidfd that came with a believed
+ * datagram of the holder of slot idx's incarnation inc, unless one is kept
+ * already for that incarnation.  It must be a pidfd: pidfd_send_signal() with
+ * signal 0 answers 0, ESRCH (gone already) or EINVAL (a process of a pid
+ * namespace that is not ours or a descendant) for one, EBADF for anything
+ * else.
+ */
+void
+segments_keep_pidfd(struct agent *a, struct agent_job *j, int idx,
+    uint32_t inc, int fd)
+{
+	if (idx < 0 || idx >= SEG_MAX_SLOTS || (j->pidfd[idx] != -1 &&
+	    j->pidfd_inc[idx] == inc)) {
+		close(fd);
+		return;
+	}
+	if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == -1 &&
+	    errno != ESRCH && errno != EINVAL) {
+		log_debug("%s: job %s slot %d: not a pidfd: %s", __func__,
+		    j->name, idx, strerror(errno));
+		close(fd);
+		return;
+	}
+	segments_forget_pidfd(j, idx);
+	j->pidfd[idx] = fd;
+	j->pidfd_inc[idx] = inc;
+	/* One-shot: readable for good once the process exits. */
+	j->pidfd_ev[idx] = event_new(a->base, fd, EV_READ, segments_pidfd_cb, a);
+	if (j->pidfd_ev[idx] == NULL ||
+	    event_add(j->pidfd_ev[idx], NULL) == -1)
+		log_warnx("%s: job %s slot %d: cannot watch the pidfd: its "
+		    "exit is noticed at the next sample", __func__, j->name, idx);
+}
+
+/*
+ * Whether the holder of slot idx of job arg is gone: segment_slot_dead() says
+ * so (kill() in this pid namespace, as ever, never for a holder of another),
+ * or the pidfd it sent for the incarnation the slot holds is readable (it
+ * exited, whatever its namespace, and whoever has its pid now).
+ */
+static int
+segments_rank_dead(const struct seg_slot *slot, int idx, void *arg)
+{
+	struct agent_job	*j = ((struct segments_dead_ctx *)arg)->j;
+	struct seg_slot		*s = (struct seg_slot *)slot;
+	struct pollfd		 pfd;
+
+	if (segment_slot_dead(slot))
+		return (1);
+	if (j->pidfd[idx] == -1 || j->pidfd_inc[idx] !=
+	    atomic_load_explicit(&s->incarnation, memory_order_acquire))
+		return (0);
+	pfd.fd = j->pidfd[idx];
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	return (poll(&pfd, 1, 0) == 1);
+}
+
 /* Unmaps a job's segment (saying it no longer serves it, if touch) and frees it. */
 static void
 segments_free(struct agent_job *j, int touch)
 {
+	int	 i;
+
+	for (i = 0; i < SEG_MAX_SLOTS; i++)
+		segments_forget_pidfd(j, i);
 	if (j->seg.hdr != NULL) {
 		if (touch)
 			(void)guard_call(segments_release, j, NULL);
@@ -340,11 +441,6 @@ segments_adopt_all(struct agent *a)
 	return (0);
 }
 
-struct segments_dead_ctx {
-	struct agent		*a;
-	struct agent_job	*j;
-};
-
 /* A rank died: its events, and its detached event, are forwarded. */
 static void
 segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
@@ -352,6 +448,7 @@ segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 	struct segments_dead_ctx	*ctx = arg;
 
 	events_rank_gone(ctx->a, ctx->j, s, idx);
+	segments_forget_pidfd(ctx->j, idx);
 }
 
 /*
@@ -371,10 +468,16 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 	int64_t				 step, lo = 0, hi = 0;
 	int				 moved = 0;
 
-	if (segment_reclaim_dead(&j->seg, segments_dead_cb, &ctx) > 0)
+	if (segment_reclaim_judged(&j->seg, segments_rank_dead, segments_dead_cb,
+	    &ctx) > 0)
 		moved = 1;
 	for (i = 0; i < j->seg.nslots; i++) {
 		s = &j->seg.slots[i];
+		/* The pidfd of a holder that freed its slot is of no more use. */
+		if (j->pidfd[i] != -1 && (atomic_load_explicit(&s->pid,
+		    memory_order_relaxed) == 0 || j->pidfd_inc[i] !=
+		    atomic_load_explicit(&s->incarnation, memory_order_relaxed)))
+			segments_forget_pidfd(j, (int)i);
 		/* Events whose wakeup datagram was lost (a full socket). */
 		if (events_read_log(a, j, (int)i) > 0)
 			moved = 1;

@@ -33,7 +33,7 @@
 #include "jobid.h"
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		4	/* bump when the layout changes */
+#define SEG_VERSION		5	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -155,6 +155,12 @@ struct seg_log_entry {
  * output directory in the log, written at the claim (segment_slot_claim())
  * under the slot seqlock and under its own: root_inc is 0 while it changes,
  * then the incarnation it belongs to (segment_slot_root()).
+ *
+ * pid is the holder's pid in its own pid namespace, pidns that namespace (the
+ * inode of /proc/self/ns/pid), stored right after the claim and cleared before
+ * the release (last_pidns keeps it, as last_pid keeps pid): 0 while a claim is
+ * in progress (docs/containers.md).  token is random, per claim: the holder's
+ * datagrams carry it.
  */
 struct seg_slot {
 	_Atomic int32_t	 pid;			/* 0: free */
@@ -180,7 +186,11 @@ struct seg_slot {
 	_Atomic uint32_t log_lost;		/* overwritten before acked */
 	_Atomic uint64_t log_acked;		/* agent: incarnation << 32 | seq */
 	_Atomic uint32_t root_inc;		/* incarnation of output_root */
-	char		 pad[140];		/* to a multiple of 64 bytes */
+	uint32_t	 pad0;
+	_Atomic uint64_t pidns;			/* holder's pid namespace, 0: claiming */
+	uint64_t	 last_pidns;		/* and last_pid's, when freed */
+	uint64_t	 token;			/* the holder's datagrams carry it */
+	char		 pad[112];		/* to a multiple of 64 bytes */
 	char		 output_root[SEG_PATH_MAX];	/* of the log's dirs */
 	struct seg_log_entry log[SEG_LOG_ENTRIES];
 };
@@ -229,6 +239,7 @@ _Static_assert(sizeof(struct seg_slot) == 1536 + SEG_PATH_MAX +
 _Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
 _Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
 _Static_assert(offsetof(struct seg_slot, step) % 8 == 0, "slot step alignment");
+_Static_assert(offsetof(struct seg_slot, pidns) % 8 == 0, "slot pidns alignment");
 _Static_assert(offsetof(struct seg_header, seq) % 4 == 0, "header seq alignment");
 _Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic int64_t) == 8,
     "lock-free atomics of plain size");
@@ -334,7 +345,11 @@ void	 segment_slot_update_begin(struct seg_slot *);
 void	 segment_slot_update_end(struct seg_slot *);
 int	 segment_reclaim_dead(struct segment *, void (*)(const struct seg_slot *,
 	    int, void *), void *);
+int	 segment_reclaim_judged(struct segment *, int (*)(const struct seg_slot *,
+	    int, void *), void (*)(const struct seg_slot *, int, void *), void *);
+int	 segment_slot_dead(const struct seg_slot *);
 int	 segment_pid_alive(pid_t);
+uint64_t segment_pidns(void);
 
 /* procmaps.c */
 int	 procmaps_in_use(dev_t, ino_t, const char *, int);

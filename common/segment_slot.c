@@ -5,6 +5,8 @@
  * keeps errno for the caller.
  */
 
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -43,6 +45,60 @@ segment_slot_update_end(struct seg_slot *slot)
 }
 
 /*
+ * The pid namespace of this process: the inode of /proc/self/ns/pid, read once
+ * (a process never changes its own).  Without /proc, 1: a namespace of its own
+ * that matches nobody else's, so no other process's pid is judged by kill().
+ */
+uint64_t
+segment_pidns(void)
+{
+	static _Atomic uint64_t	 ns;
+	struct stat		 st;
+	uint64_t		 v;
+
+	if ((v = atomic_load_explicit(&ns, memory_order_relaxed)) != 0)
+		return (v);
+	v = stat("/proc/self/ns/pid", &st) == 0 && st.st_ino > 1 ?
+	    (uint64_t)st.st_ino : 1;
+	atomic_store_explicit(&ns, v, memory_order_relaxed);
+	return (v);
+}
+
+/* A token for a new claim: random, or at worst hard to guess in time. */
+static uint64_t
+segment_slot_token(const struct seg_slot *slot)
+{
+	uint64_t	 t;
+
+	if (getrandom(&t, sizeof(t), GRND_NONBLOCK) == (ssize_t)sizeof(t) &&
+	    t != 0)
+		return (t);
+	t = (uint64_t)clock_wall_ns() ^ ((uint64_t)getpid() << 32) ^
+	    (uint64_t)(uintptr_t)slot;
+	t *= 0x9e3779b97f4a7c15ULL;
+	return (t != 0 ? t : 1);
+}
+
+/*
+ * Whether the process holding slot is known to be gone: it is in this
+ * process's pid namespace (so its pid means something here) and kill() finds
+ * nobody.  A claim in progress (pidns 0) or a holder in another namespace is
+ * never judged dead here.
+ */
+int
+segment_slot_dead(const struct seg_slot *slot)
+{
+	struct seg_slot	*s = (struct seg_slot *)slot;
+	int32_t		 pid;
+
+	pid = atomic_load_explicit(&s->pid, memory_order_acquire);
+	if (pid == 0 || atomic_load_explicit(&s->pidns,
+	    memory_order_acquire) != segment_pidns())
+		return (0);
+	return (!segment_pid_alive(pid));
+}
+
+/*
  * Initialises a slot just claimed for rank, whose output directories are under
  * root, as a new incarnation with an empty log.
  */
@@ -53,6 +109,10 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 	uint32_t	 inc;
 
 	now_ns = clock_wall_ns();
+	/* Who holds it, for whoever judges it (docs/containers.md). */
+	slot->token = segment_slot_token(slot);
+	atomic_store_explicit(&slot->pidns, segment_pidns(),
+	    memory_order_release);
 	segment_slot_update_begin(slot);
 	atomic_store_explicit(&slot->step, -1, memory_order_relaxed);
 	slot->rank = rank;
@@ -119,7 +179,7 @@ segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
 			if (pass == 0 && !slotlog_settled(&seg->slots[i]))
 				continue;
 			if (pass == 2 && (expected == 0 ||
-			    segment_pid_alive(expected)))
+			    !segment_slot_dead(&seg->slots[i])))
 				continue;
 			if (atomic_compare_exchange_strong(&seg->slots[i].pid,
 			    &expected, (int32_t)pid)) {
@@ -146,6 +206,9 @@ segment_slot_release(struct segment *seg, int idx, pid_t pid)
 	segment_slot_update_begin(slot);
 	slot->state = SEG_RANK_GONE;
 	slot->last_pid = (int32_t)pid;
+	slot->last_pidns = atomic_load_explicit(&slot->pidns,
+	    memory_order_relaxed);
+	atomic_store_explicit(&slot->pidns, 0, memory_order_relaxed);
 	segment_slot_update_end(slot);
 	atomic_compare_exchange_strong(&slot->pid, &expected, 0);
 }
@@ -230,22 +293,40 @@ segment_slot_root(const struct seg_slot *slot, uint32_t inc, char *out,
  * holds the slot (its pid in place of the dead one, so that no rank claims it
  * meanwhile) while cb (if not NULL) runs with a copy of the slot's state and its
  * index: cb may read the slot's log and append to it for the dead writer.  Then
- * the slot is left free in state GONE, like a slot its rank released.  Returns
- * the number of slots freed.
+ * the slot is left free in state GONE, like a slot its rank released.  Whether
+ * a holder is gone is segment_slot_dead()'s answer.  Returns the number of
+ * slots freed.
  */
 int
 segment_reclaim_dead(struct segment *seg, void (*cb)(const struct seg_slot *,
     int, void *), void *arg)
 {
+	return (segment_reclaim_judged(seg, NULL, cb, arg));
+}
+
+/*
+ * segment_reclaim_dead(), where dead (if not NULL) says whether the holder of
+ * the slot (with its index and arg) is gone: the agent knows more than pids
+ * (docs/containers.md).
+ */
+int
+segment_reclaim_judged(struct segment *seg, int (*dead)(const struct seg_slot *,
+    int, void *), void (*cb)(const struct seg_slot *, int, void *), void *arg)
+{
 	struct seg_slot	*copy = NULL, *slot;
 	uint32_t	 i;
+	uint64_t	 ns, own = segment_pidns();
 	int32_t		 pid, self = (int32_t)getpid(), held;
 	int		 n = 0;
 
 	for (i = 0; i < seg->nslots; i++) {
 		slot = &seg->slots[i];
 		pid = atomic_load_explicit(&slot->pid, memory_order_acquire);
-		if (pid == 0 || pid == self || segment_pid_alive(pid))
+		ns = atomic_load_explicit(&slot->pidns, memory_order_acquire);
+		if (pid == 0 || ns == 0 || (pid == self && ns == own))
+			continue;
+		if (dead != NULL ? !dead(slot, (int)i, arg) :
+		    !segment_slot_dead(slot))
 			continue;
 		/* Found one: the copy (a whole slot, log included) is needed. */
 		if (copy == NULL && (copy = malloc(sizeof(*copy))) == NULL)
@@ -253,12 +334,15 @@ segment_reclaim_dead(struct segment *seg, void (*cb)(const struct seg_slot *,
 		held = pid;
 		if (!atomic_compare_exchange_strong(&slot->pid, &held, self))
 			continue;
+		/* Ours now, in our namespace, as a rank would see it. */
+		atomic_store_explicit(&slot->pidns, own, memory_order_release);
 		/*
 		 * Nobody writes a dead process's slot: a plain copy is
 		 * consistent, even if it died in the middle of an update.
 		 */
 		memcpy(copy, slot, SEGMENT_SLOT_STATE);
 		atomic_store_explicit(&copy->pid, pid, memory_order_relaxed);
+		atomic_store_explicit(&copy->pidns, ns, memory_order_relaxed);
 		copy->output_dir[sizeof(copy->output_dir) - 1] = '\0';
 		copy->error[sizeof(copy->error) - 1] = '\0';
 		copy->output_root[sizeof(copy->output_root) - 1] = '\0';
@@ -267,6 +351,8 @@ segment_reclaim_dead(struct segment *seg, void (*cb)(const struct seg_slot *,
 		segment_slot_update_begin(slot);
 		slot->state = SEG_RANK_GONE;
 		slot->last_pid = pid;
+		slot->last_pidns = ns;
+		atomic_store_explicit(&slot->pidns, 0, memory_order_relaxed);
 		segment_slot_update_end(slot);
 		held = self;
 		if (atomic_compare_exchange_strong(&slot->pid, &held, 0))

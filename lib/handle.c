@@ -312,6 +312,7 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return (DYNPROF_ENOMEM);
 	h->sock = -1;
+	h->pidfd = -1;
 	h->slot_index = -1;
 	h->pid = getpid();
 	h->on_start = p->on_start;

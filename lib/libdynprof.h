@@ -86,6 +86,7 @@ struct dynprof {
 
 	char			 output_root[SEG_PATH_MAX];
 	int			 sock;		/* -1: none */
+	int			 pidfd;		/* this process's, -1: none */
 	struct sockaddr_un	 agent_addr;
 
 	dynprof_start_fn	 on_start;

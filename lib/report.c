@@ -4,10 +4,13 @@
  * (docs/events.md); the slot also keeps the last state, under the slot's
  * seqlock.  Then one nanopb-encoded RankEvent goes to the node's agent per unix
  * datagram, only to wake it up: sending never blocks, and when no agent takes
- * the datagram the agent finds the event in the log later.
+ * the datagram the agent finds the event in the log later.  Each datagram
+ * carries the slot's token and a pidfd of this process, which name it to an
+ * agent in another pid namespace (docs/containers.md).
  */
 
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 
 #include <errno.h>
@@ -22,6 +25,10 @@
 #include "clock.h"
 #include "dynprof.pb.h"
 #include "libdynprof.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open		434	/* every architecture but alpha */
+#endif
 
 _Static_assert(EVENT_ATTACHED == dynprof_v1_EventKind_EVENT_ATTACHED &&
     EVENT_STARTED == dynprof_v1_EventKind_EVENT_STARTED &&
@@ -41,12 +48,23 @@ _Static_assert(sizeof(((dynprof_v1_RankEvent *)0)->output_dir) ==
     SEG_JOB_MAX + 1, "nanopb sizes match the segment's");
 
 /*
- * Prepares the datagram socket to the agent at path.  Returns DYNPROF_OK,
- * DYNPROF_EPATH when path does not fit a unix socket address, or DYNPROF_ESYS.
+ * Prepares the datagram socket to the agent at path, and a pidfd of this
+ * process to pass along (none on a kernel before 5.3 or when it is refused:
+ * the agent then knows the rank by its pid only, as before).  Returns
+ * DYNPROF_OK, DYNPROF_EPATH when path does not fit a unix socket address, or
+ * DYNPROF_ESYS.
  */
 int
 report_open(struct dynprof *h, const char *path)
 {
+	long	 fd;
+
+	if (h->pidfd == -1 && (fd = syscall(SYS_pidfd_open, h->pid, 0)) >= 0)
+		h->pidfd = (int)fd;
+	else if (h->pidfd == -1)
+		handle_log(h, DYNPROF_LOG_INFO, "%s: no pidfd (%s): an agent in "
+		    "another pid namespace cannot tell when this rank exits",
+		    __func__, strerror(errno));
 	memset(&h->agent_addr, 0, sizeof(h->agent_addr));
 	h->agent_addr.sun_family = AF_UNIX;
 	if (path == NULL || *path == '\0' ||
@@ -66,6 +84,63 @@ report_close(struct dynprof *h)
 	if (h->sock != -1)
 		close(h->sock);
 	h->sock = -1;
+	if (h->pidfd != -1)
+		close(h->pidfd);
+	h->pidfd = -1;
+}
+
+/*
+ * Sends len bytes of buf to the agent, with this process's pidfd when it has
+ * one; never blocks.  When a datagram with the pidfd is refused for any
+ * reason but the agent's absence or a full socket, it is sent again without:
+ * if that goes (a security module forbids passing the pidfd, say), the pidfd
+ * is dropped for good.  Returns what sendmsg() does.
+ */
+static ssize_t
+report_send(struct dynprof *h, const uint8_t *buf, size_t len)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int))];
+	}		 cbuf;
+	struct msghdr	 msg;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	ssize_t		 n;
+	int		 saved;
+
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = (void *)buf;
+	iov.iov_len = len;
+	msg.msg_name = &h->agent_addr;
+	msg.msg_namelen = sizeof(h->agent_addr);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (h->pidfd != -1) {
+		memset(&cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf.buf;
+		msg.msg_controllen = sizeof(cbuf.buf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &h->pidfd, sizeof(int));
+	}
+	n = sendmsg(h->sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n != -1 || h->pidfd == -1 || errno == ENOENT ||
+	    errno == ECONNREFUSED || errno == EAGAIN || errno == EWOULDBLOCK)
+		return (n);
+	saved = errno;
+	msg.msg_control = NULL;
+	msg.msg_controllen = 0;
+	if ((n = sendmsg(h->sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL)) == -1)
+		return (n);
+	handle_log(h, DYNPROF_LOG_WARNING, "%s: a datagram with this rank's "
+	    "pidfd is refused (%s): sent without it from now on", __func__,
+	    strerror(saved));
+	close(h->pidfd);
+	h->pidfd = -1;
+	return (n);
 }
 
 /* Copies src (NULL: "") into dst, cut to len - 1 bytes. */
@@ -167,6 +242,7 @@ report_event(struct dynprof *h, int kind, const struct seg_window *w,
 	ev.rank = h->rank;
 	ev.pid = (int32_t)h->pid;
 	ev.slot = (uint32_t)h->slot_index;
+	ev.slot_token = h->slot->token;
 	if (w != NULL) {
 		ev.window_id = w->id;
 		ev.start_step = w->start_step;
@@ -192,9 +268,8 @@ report_event(struct dynprof *h, int kind, const struct seg_window *w,
 		h->stats.events_dropped++;
 		return;
 	}
-	if (h->sock == -1 || sendto(h->sock, buf, os.bytes_written,
-	    MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&h->agent_addr,
-	    sizeof(h->agent_addr)) != (ssize_t)os.bytes_written) {
+	if (h->sock == -1 || report_send(h, buf, os.bytes_written) !=
+	    (ssize_t)os.bytes_written) {
 		if (h->stats.events_dropped++ == 0)
 			handle_log(h, DYNPROF_LOG_INFO, "%s: no agent at %s (%s): "
 			    "events are kept in the slot only", __func__,

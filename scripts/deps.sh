@@ -3,19 +3,27 @@
 # missing.  Idempotent.  Run as root, or as a user with sudo.
 set -eu
 
+# What the build (every target, the tests' included: cmocka) and scripts/demo.sh
+# need: make demo installs these alone (DEPS_EXTRA="").
 PKGS="build-essential cmake pkg-config
 libevent-dev libprotobuf-c-dev protobuf-c-compiler
 nanopb libnanopb-dev python3-protobuf
-libcmocka-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev
+libcmocka-dev libjansson-dev libsqlite3-dev libssl-dev
 libcurl4-openssl-dev
-python3 python3-pytest python3-pip python3-setuptools python3-wheel
-iproute2 procps psmisc strace curl valgrind"
+python3"
 
-# Sets beyond the build, by name.  make test needs "torch" (the PyTorch hook is
-# tested with real torch) and "node" (the Kubernetes manifests are validated with
-# npm packages); DEPS_EXTRA="" installs only what the build and the C tests need.
-for extra in ${DEPS_EXTRA-torch node}; do
+# Sets beyond the build and the demo, by name; without DEPS_EXTRA, "test torch
+# node", what make test installs.  "test": the tools the tests run (pytest, pip
+# for the binding's install test, ip for network namespaces, strace for the
+# hot path's system calls, valgrind, sqlite3, curl); "torch": the PyTorch hook
+# is tested with real torch; "node": the Kubernetes manifests are validated
+# with npm packages; "clang": the fuzzers (tests/fuzz/README.md).
+for extra in ${DEPS_EXTRA-test torch node}; do
 	case "$extra" in
+	test)
+		PKGS="$PKGS sqlite3 python3-pytest python3-pip python3-setuptools
+		    python3-wheel iproute2 procps psmisc strace curl valgrind"
+		;;
 	torch)	PKGS="$PKGS python3-torch" ;;
 	node)
 		# A node and npm already on the PATH (Debian's or NodeSource's) serve.

@@ -25,6 +25,9 @@ add_dependencies(test_agent dynprof-agent)
 
 dynprof_test(test_agent_apply SOURCES unit/test_agent_apply.c LIBS dpagent
   TIMEOUT 30)
+# Senders and slots across pid namespaces (docs/containers.md).
+dynprof_test(test_agent_sender SOURCES unit/test_agent_sender.c
+  support/unit_util.c LIBS dpagent TIMEOUT 30)
 
 # A segment never kills or misleads a rank or the agent (docs/segments.md).
 dynprof_test(test_segsafe SOURCES component/test_segsafe.c support/linktest.c

@@ -17,7 +17,8 @@ if(DYNPROF_SANITIZE)
   list(APPEND _e2e_env "DYNPROF_E2E_PY_PRELOAD=${_e2e_asan}:${_e2e_ubsan}")
 endif()
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
-  foreach(t alignment targeting late_join faults noblock netns eventlog tls lost_node)
+  foreach(t alignment targeting late_join faults noblock netns pidns eventlog tls
+      lost_node)
     add_test(NAME e2e_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_${t}.py)
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77

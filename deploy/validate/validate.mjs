@@ -337,6 +337,16 @@ function consistency(all, facts, cfiles) {
 			problem(x.where, "socket and segment directory must be on a hostPath or emptyDir volume");
 	}
 
+	// No shared pid namespace: dynprof needs none (docs/containers.md), and
+	// cluster policies forbid both.
+	for (const x of new Set([...agents, ...trainers].map((y) => y.pod))) {
+		const where = [...agents, ...trainers].find((y) => y.pod === x).where;
+		if (x.spec.hostPID)
+			problem(where, "hostPID: true: dynprof needs no shared pid namespace");
+		if (x.spec.shareProcessNamespace)
+			problem(where, "shareProcessNamespace: true: dynprof needs no shared pid namespace");
+	}
+
 	// Each trainer reaches an agent: the sidecar of its pod, else a DaemonSet agent
 	// on its node, by the same socket and segment directory.
 	for (const t of trainers) {
@@ -352,11 +362,6 @@ function consistency(all, facts, cfiles) {
 				problem(t.where, `rank socket ${t.socket.key} is not the agent's ${a.socket.key} (${a.where})`);
 			if (a.shm.key !== t.shm.key)
 				problem(t.where, `segment directory ${t.shm.key} is not the agent's ${a.shm.key} (${a.where})`);
-			// Same pid namespace (see agent-daemonset.yaml).
-			if (side.length && !t.pod.spec.shareProcessNamespace)
-				problem(t.where, "sidecar agent without shareProcessNamespace: true");
-			if (!side.length && !!t.pod.spec.hostPID !== !!a.pod.spec.hostPID)
-				problem(t.where, "trainer and DaemonSet agent in different pid namespaces (hostPID)");
 		}
 		if (!t.env.has("DYNPROF_JOB"))
 			problem(t.where, "trainer without DYNPROF_JOB: every pod would be job 'default'");

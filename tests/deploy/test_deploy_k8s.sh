@@ -2,13 +2,20 @@
 # The Kubernetes manifests (deploy/k8s) validate against the API schemas, with no
 # unknown field, and agree with the binaries: flags from their --help, DYNPROF_* names
 # from the sources, socket and segment paths shared through the same volume, Service
-# ports, probes, Secret keys (deploy/validate/validate.mjs).  Then the validator is
-# shown to catch each kind of mistake on broken copies.
+# ports, probes, Secret keys, no hostPID or shareProcessNamespace
+# (deploy/validate/validate.mjs).  Then the validator is shown to catch each kind of
+# mistake on broken copies.
 #
 # Needs node (>= 18) and npm; `npm ci` fetches the pinned packages of
 # deploy/validate/package-lock.json once per build tree (BUILD/deploy-validate).
 set -eu
 . "$(dirname "$0")/test_deploy_lib.sh"
+
+# Without node too: no manifest shares a pid namespace (docs/containers.md).
+if grep -n -E '^[[:space:]]*(hostPID|shareProcessNamespace):' \
+    "$SRC"/deploy/k8s/*.yaml; then
+	fail "deploy/k8s shares a pid namespace: dynprof needs none"
+fi
 
 command -v node >/dev/null 2>&1 ||
     skip "node is not installed (scripts/deps.sh with DEPS_EXTRA=node)"
@@ -75,7 +82,9 @@ broken env train-job.yaml 's/name: DYNPROF_SHM_DIR/name: DYNPROF_SHMDIR/' 'read 
 broken socket train-job.yaml 's|value: /run/dynprof/agent.sock|value: /run/dynprof/agent2.sock|' 'rank socket'
 broken volume train-job.yaml 's|path: /run/dynprof$|path: /var/run/dynprof-x|' 'segment directory'
 broken memory train-job-sidecar.yaml 's/medium: Memory/medium: ""/' 'medium: Memory'
-broken pidns train-job.yaml 's/hostPID: true/hostPID: false/' 'pid namespaces'
+broken hostpid train-job.yaml 's/^      restartPolicy: Never$/      hostPID: true\n&/' 'hostPID: true'
+broken shareprocess train-job-sidecar.yaml 's/^      restartPolicy: Never$/      shareProcessNamespace: true\n&/' 'shareProcessNamespace: true'
+broken daemonsetpid agent-daemonset.yaml 's/^      tolerations:$/      hostPID: true\n&/' 'hostPID: true'
 broken port coordinator.yaml 's/- 0.0.0.0:7878/- 0.0.0.0:7900/' 'does not reach'
 broken probe coordinator.yaml 's|path: /healthz|path: /health|' 'is not /healthz'
 broken tls agent-daemonset.yaml 's|/etc/dynprof-tls/ca.crt|/etc/dynprof-x/ca.crt|' 'tls-ca /etc/dynprof-x/ca.crt is not on a Secret volume'

@@ -93,9 +93,9 @@ def wait_for(cond, timeout, what, interval=0.05):
 
 
 class Proc:
-    def __init__(self, name, argv, logpath, env=None, netns=None):
+    def __init__(self, name, argv, logpath, env=None, netns=None, wrap=()):
         self.name = name
-        self.argv = argv
+        self.argv = list(wrap) + list(argv)
         self.logpath = logpath
         self.env = env
         self.netns = netns
@@ -173,7 +173,8 @@ class Node:
         for d in (self.dir, self.shm, self.out):
             os.makedirs(d, exist_ok=True)
 
-    def start_agent(self, extra=()):
+    def start_agent(self, extra=(), wrap=()):
+        """wrap: a command line prefix (unshare ...) to run it under."""
         ready = os.path.join(self.dir, "agent.ready")
         if os.path.exists(ready):
             os.unlink(ready)
@@ -183,7 +184,7 @@ class Node:
             "--socket", self.sock, "--shm-dir", self.shm,
             "--sample-interval", "100", "--grace", "600",
             "--ready-file", ready] + list(extra),
-            os.path.join(self.dir, "agent.log"), netns=self.netns)
+            os.path.join(self.dir, "agent.log"), netns=self.netns, wrap=wrap)
         self.cluster.procs.append(self.agent.start())
         wait_for(lambda: self._ready(ready), 20, "agent %s ready" % self.name)
         return self.agent
@@ -195,8 +196,9 @@ class Node:
         return os.path.exists(path) and "socket=" in open(path).read()
 
     def start_rank(self, job, rank, rate=50, first_step=None, max_steps=None,
-                   python=False):
-        """dynprof-train-sim, or with python=True its twin py_rank.py."""
+                   python=False, wrap=()):
+        """dynprof-train-sim, or with python=True its twin py_rank.py; wrap as
+        in start_agent()."""
         env = dict(os.environ)
         env["DYNPROF_SHM_DIR"] = self.shm
         env["DYNPROF_AGENT_SOCKET"] = self.sock
@@ -214,7 +216,7 @@ class Node:
             argv += ["--max-steps", str(max_steps)]
         p = Proc(("pyrank%d" if python else "rank%d") % rank, argv,
                  os.path.join(self.dir, "rank%d.log" % rank), env=env,
-                 netns=self.netns)
+                 netns=self.netns, wrap=wrap)
         self.cluster.procs.append(p.start())
         self.ranks[rank] = p
         return p
