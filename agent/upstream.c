@@ -490,12 +490,20 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct agent	*a = arg;
 	char		 msg[256];
+	SSL		*ssl;
+	int		 resumed;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		a->up.state = UPSTREAM_HELLO;
 		a->up.last_recv_ms = clock_mono_ms();
 		if (frame_socket_tune(bufferevent_getfd(bev)) == -1)
 			log_warn("%s: TCP_NODELAY", __func__);
+		if ((ssl = bufferevent_openssl_get_ssl(bev)) != NULL) {
+			resumed = tls_handshake_done(&a->up.tls, ssl);
+			log_info("%s: %s: %s, %s", __func__,
+			    a->opts.coordinator, SSL_get_version(ssl), resumed ?
+			    "session resumed" : "full handshake");
+		}
 		log_debug("%s: connected to %s, sending hello", __func__,
 		    a->opts.coordinator);
 		upstream_send_hello(a);

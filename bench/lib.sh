@@ -22,11 +22,13 @@ bench_cleanup()
 # coordinator (its own state, ports picked by the kernel), runs the loadgen with
 # AGENTS connections, appends "NAME key=value ..." to $D/results and stops the
 # coordinator; the loadgen's output stays in $D/loadgen-NAME.out.  Exits 1 on
-# failure, after showing why.
+# failure, after showing why.  BENCH_KEEP_STATE=1: the coordinator starts
+# with the state directory the last run left (a restart).
 bench_loadgen()
 {
 	_name=$1 _n=$2 _cflags=$3 _lflags=$4
-	rm -rf "$D/state" "$D/ready"
+	[ -n "${BENCH_KEEP_STATE:-}" ] || rm -rf "$D/state"
+	rm -f "$D/ready"
 	mkdir -p "$D/state"
 	# shellcheck disable=SC2086
 	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$D/state" \

@@ -19,7 +19,10 @@
  * every connection is mutual TLS with a certificate of its own naming its node,
  * issued here by that CA before the clock starts (openssl's command line would
  * take minutes for 10,000): connect_s then times TCP, the TLS handshake, hello,
- * welcome and subscribe.
+ * welcome and subscribe.  With --tls-sessions FILE as well, each connection
+ * offers the session of its line in FILE (if there is one) and the sessions
+ * held at the end are written back: a second run against the coordinator
+ * restarted with the same state directory resumes them (RESULT resumed=N).
  *
  * With --coordinator-pid, the coordinator's RSS (now and peak) and CPU time are
  * read from /proc.  The last line is "RESULT key=value ..." for scripts.
@@ -91,6 +94,7 @@ struct loadgen_conn {
 	int64_t			 t_acked;	/* when its last event was acked */
 	X509			*cert;		/* --tls-dir: its certificate */
 	EVP_PKEY		*key;
+	SSL_SESSION		*session;	/* --tls-sessions: offered */
 };
 
 struct loadgen {
@@ -102,6 +106,8 @@ struct loadgen {
 	const char		*token;
 	const char		*tls_dir;	/* NULL: plaintext */
 	SSL_CTX			*tls_ctx;	/* checks the coordinator's */
+	const char		*tls_sessions;	/* NULL: full handshakes */
+	int			 resumed;	/* handshakes that resumed */
 	int			 n;
 	int			 nsrc;
 	int			 changes;
@@ -433,6 +439,9 @@ loadgen_event_cb(struct bufferevent *bev, short what, void *arg)
 	char			 why[256];
 
 	if (what & BEV_EVENT_CONNECTED) {
+		if (c->lg->tls_dir != NULL &&
+		    SSL_session_reused(bufferevent_openssl_get_ssl(bev)))
+			c->lg->resumed++;
 		loadgen_send_hello(c);
 		return;
 	}
@@ -465,7 +474,8 @@ loadgen_conn_open_tls(struct loadgen *lg, struct loadgen_conn *c, int fd)
 	if ((ssl = SSL_new(lg->tls_ctx)) == NULL ||
 	    SSL_use_certificate(ssl, c->cert) != 1 ||
 	    SSL_use_PrivateKey(ssl, c->key) != 1 ||
-	    tls_client_expect(ssl, "127.0.0.1") == -1) {
+	    tls_client_expect(ssl, "127.0.0.1") == -1 ||
+	    (c->session != NULL && SSL_set_session(ssl, c->session) != 1)) {
 		SSL_free(ssl);
 		close(fd);
 		return (-1);
@@ -528,6 +538,86 @@ loadgen_tls_issue(struct loadgen_conn *c, X509 *ca, EVP_PKEY *cakey)
 	return (0);
 }
 
+/* The value of hex digit ch, -1 if it is none. */
+static int
+loadgen_hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return (ch - '0');
+	if (ch >= 'a' && ch <= 'f')
+		return (ch - 'a' + 10);
+	return (-1);
+}
+
+/*
+ * --tls-sessions: each line "INDEX HEX" is connection INDEX's session, DER in
+ * hex.  Reads the file if there is one.  Returns 0 or -1.
+ */
+static int
+loadgen_sessions_read(struct loadgen *lg)
+{
+	FILE			*f;
+	unsigned char		*der = NULL;
+	const unsigned char	*p;
+	char			*line = NULL, *hex;
+	size_t			 cap = 0, len;
+	long			 idx;
+	int			 hi, lo, rc = 0;
+
+	if ((f = fopen(lg->tls_sessions, "r")) == NULL)
+		return (errno == ENOENT ? 0 : -1);
+	while (rc == 0 && getline(&line, &cap, f) > 0) {
+		idx = strtol(line, &hex, 10);
+		if (idx < 0 || idx >= lg->n || *hex++ != ' ' ||
+		    (der = malloc(strlen(hex) / 2 + 1)) == NULL) {
+			rc = -1;
+			break;
+		}
+		for (len = 0; (hi = loadgen_hexval(hex[0])) != -1 &&
+		    (lo = loadgen_hexval(hex[1])) != -1; hex += 2)
+			der[len++] = (unsigned char)(hi << 4 | lo);
+		p = der;
+		SSL_SESSION_free(lg->conns[idx].session);
+		if ((lg->conns[idx].session = d2i_SSL_SESSION(NULL, &p,
+		    (long)len)) == NULL)
+			rc = -1;
+		free(der);
+	}
+	free(line);
+	fclose(f);
+	return (rc);
+}
+
+/* Writes the session each live TLS connection holds.  Returns 0 or -1. */
+static int
+loadgen_sessions_write(struct loadgen *lg)
+{
+	FILE		*f;
+	SSL_SESSION	*sess;
+	unsigned char	*der, *p;
+	int		 i, j, len;
+
+	if ((f = fopen(lg->tls_sessions, "w")) == NULL)
+		return (-1);
+	for (i = 0; i < lg->n; i++) {
+		if (lg->conns[i].bev == NULL || (sess = SSL_get1_session(
+		    bufferevent_openssl_get_ssl(lg->conns[i].bev))) == NULL)
+			continue;
+		if ((len = i2d_SSL_SESSION(sess, NULL)) > 0 &&
+		    (der = malloc((size_t)len)) != NULL) {
+			p = der;
+			i2d_SSL_SESSION(sess, &p);
+			fprintf(f, "%d ", i);
+			for (j = 0; j < len; j++)
+				fprintf(f, "%02x", der[j]);
+			fputc('\n', f);
+			free(der);
+		}
+		SSL_SESSION_free(sess);
+	}
+	return (fclose(f) == 0 ? 0 : -1);
+}
+
 /* The client context and every connection's certificate, before the clock. */
 static int
 loadgen_tls_load(struct loadgen *lg)
@@ -566,6 +656,11 @@ loadgen_tls_load(struct loadgen *lg)
 			    i);
 			goto out;
 		}
+	if (lg->tls_sessions != NULL && loadgen_sessions_read(lg) == -1) {
+		fprintf(stderr, "loadgen: %s: cannot read the sessions\n",
+		    lg->tls_sessions);
+		goto out;
+	}
 	rc = 0;
 out:
 	X509_free(ca);
@@ -1112,6 +1207,8 @@ loadgen_finish(struct loadgen *lg)
 	if (lg->do_events)
 		loadgen_ack_spread(lg);
 	printf("RESULT agents=%d connect_s=%.2f", lg->n, lg->connect_s);
+	if (lg->tls_dir != NULL)
+		printf(" resumed=%d", lg->resumed);
 	if (lg->do_fanout) {
 		loadgen_stats(lg->fan_ms, (size_t)lg->changes, &fs);
 		loadgen_stats(lg->resp_ms, (size_t)lg->changes, &rs);
@@ -1180,7 +1277,8 @@ loadgen_usage(FILE *f)
 "  --admin-token-file F admin token\n"
 "  --coordinator-pid P  report the coordinator's RSS and CPU\n"
 "  --tls-dir D          mutual TLS, a certificate per connection issued by the\n"
-"                       CA D/ca.crt, D/ca.key (deploy/tls/mkcerts.sh -o D)\n");
+"                       CA D/ca.crt, D/ca.key (deploy/tls/mkcerts.sh -o D)\n"
+"  --tls-sessions F     offer the sessions of F, write those held at the end\n");
 }
 
 static char *
@@ -1236,6 +1334,7 @@ main(int argc, char **argv)
 		{ "admin-token-file",	required_argument, NULL, 'T' },
 		{ "coordinator-pid",	required_argument, NULL, 'P' },
 		{ "tls-dir",		required_argument, NULL, 'L' },
+		{ "tls-sessions",	required_argument, NULL, 'S' },
 		{ "help",		no_argument,	   NULL, 'h' },
 		{ NULL,			0,		   NULL, 0 }
 	};
@@ -1316,6 +1415,9 @@ main(int argc, char **argv)
 		case 'L':
 			lg.tls_dir = optarg;
 			break;
+		case 'S':
+			lg.tls_sessions = optarg;
+			break;
 		case 'h':
 			loadgen_usage(stdout);
 			return (0);
@@ -1386,11 +1488,18 @@ main(int argc, char **argv)
 	event_free(tick);
 	event_free(lg.trial_timer);
 	event_free(lg.hb_ev);
+	if (lg.tls_dir != NULL && lg.tls_sessions != NULL && !lg.failed &&
+	    loadgen_sessions_write(&lg) == -1) {
+		fprintf(stderr, "loadgen: %s: %s\n", lg.tls_sessions,
+		    strerror(errno));
+		lg.failed = 1;
+	}
 	for (i = 0; i < lg.n; i++) {
 		if (lg.conns[i].bev != NULL)
 			bufferevent_free(lg.conns[i].bev);
 		X509_free(lg.conns[i].cert);
 		EVP_PKEY_free(lg.conns[i].key);
+		SSL_SESSION_free(lg.conns[i].session);
 	}
 	SSL_CTX_free(lg.tls_ctx);
 	loadgen_http_free(lg.http);

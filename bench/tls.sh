@@ -13,7 +13,12 @@
 # before the clock starts).  Connect rate: AGENTS / the time until every connection has
 # done TCP, the handshake, hello, welcome and subscribe, dynprof-loadgen's
 # --concurrency (256) at a time.  Then 20 config changes (fan-out) and 20 events
-# per agent, as bench/fanout.sh.  Prints one table.
+# per agent, as bench/fanout.sh.  Then "resumed": the TLS coordinator restarted
+# with its state directory (its session ticket keys), and every agent
+# reconnecting with the session the TLS run gave it (dynprof-loadgen
+# --tls-sessions), then the fan-out again; the "tls" row is the same restart
+# without resumption (a coordinator without the keys makes full handshakes).
+# Prints one table.
 set -eu
 
 BUILD=${1:-build}
@@ -35,21 +40,27 @@ echo "tls: $(nproc) cores, coordinator and loadgen on the same machine"
 C="$D/certs"
 echo "tls: plaintext, $N agents ..."
 bench_loadgen plain "$N" "--heartbeat-ms ${HEARTBEAT_MS:-2000}" ""
+TLSFLAGS="--heartbeat-ms ${HEARTBEAT_MS:-2000} --tls-cert $C/coordinator.crt --tls-key $C/coordinator.key --tls-ca $C/ca.crt"
 echo "tls: mutual TLS, $N agents ..."
-bench_loadgen tls "$N" "--heartbeat-ms ${HEARTBEAT_MS:-2000} --tls-cert $C/coordinator.crt --tls-key $C/coordinator.key --tls-ca $C/ca.crt" "--tls-dir $C"
+bench_loadgen tls "$N" "$TLSFLAGS" "--tls-dir $C --tls-sessions $D/sessions"
+echo "tls: mutual TLS, $N agents resuming their sessions after a coordinator restart ..."
+BENCH_KEEP_STATE=1 bench_loadgen resumed "$N" "$TLSFLAGS" \
+    "--tls-dir $C --tls-sessions $D/sessions --mode fanout"
 
 awk "$BENCH_AWK_V"'
 BEGIN {
-	printf "\n%6s %7s %8s %11s %10s %17s %17s %9s %17s %9s\n", "",
-	    "agents", "connect", "connects/s", "coord CPU", "fan-out ms",
-	    "all applied ms", "events/s", "coord RSS MiB", "coord CPU"
-	printf "%6s %7s %8s %11s %10s %17s %17s %9s %17s %9s\n", "", "", "s",
-	    "(handshakes)", "ms/connect", "median / max", "median / max",
-	    "acked", "idle/after/peak", "s total"
+	printf "\n%7s %7s %7s %8s %11s %10s %17s %17s %9s %17s %9s\n", "",
+	    "agents", "resumed", "connect", "connects/s", "coord CPU",
+	    "fan-out ms", "all applied ms", "events/s", "coord RSS MiB",
+	    "coord CPU"
+	printf "%7s %7s %7s %8s %11s %10s %17s %17s %9s %17s %9s\n", "", "",
+	    "", "s", "(handshakes)", "ms/connect", "median / max",
+	    "median / max", "acked", "idle/after/peak", "s total"
 }
 {
-	printf "%6s %7s %8s %11.0f %10.3f %8s / %6s %8s / %6s %9s %5s/%5s/%5s %9s\n",
-	    $1, v("agents"), v("connect_s"), v("agents") / v("connect_s"),
+	printf "%7s %7s %7s %8s %11.0f %10.3f %8s / %6s %8s / %6s %9s %5s/%5s/%5s %9s\n",
+	    $1, v("agents"), v("resumed"), v("connect_s"),
+	    v("agents") / v("connect_s"),
 	    1000 * v("cpu_connect_s") / v("agents"),
 	    v("fanout_median_ms"), v("fanout_max_ms"), v("applied_median_ms"),
 	    v("applied_max_ms"), v("events_per_s"), v("rss_idle_mib"),

@@ -1,11 +1,18 @@
 /* OpenSSL contexts for AgentLink and the admin API: build, reload, check names. */
 
+#include <sys/random.h>
+#include <sys/stat.h>
+
 #include <arpa/inet.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -20,6 +27,8 @@
 
 /* Session resumption is scoped to this: any constant will do. */
 #define TLS_SESSION_CONTEXT	"dynprof"
+/* How long a server's session ticket may be resumed: TLS 1.3's most. */
+#define TLS_SESSION_SECONDS	(7 * 86400)
 
 /* Says why the last OpenSSL call failed, from its error queue, and empties it. */
 static void
@@ -53,9 +62,52 @@ tls_not_after(SSL_CTX *ctx)
 	return ((int64_t)timegm(&tm));
 }
 
+/*
+ * A client's context: keeps a copy of the last session the server gave (TLS
+ * 1.3 sends its tickets after the handshake), to offer it on the next
+ * connection.  A copy: OpenSSL marks the session of a connection that ends
+ * without close_notify (a coordinator gone) not resumable.
+ */
+static int
+tls_new_session_cb(SSL *ssl, SSL_SESSION *sess)
+{
+	struct tls	*t = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	SSL_SESSION	*copy;
+
+	if (t == NULL || (copy = SSL_SESSION_dup(sess)) == NULL)
+		return (0);
+	SSL_SESSION_free(t->session);
+	t->session = copy;
+	return (0);
+}
+
+/* A server's context resumes with t's ticket keys, for a week.  Returns 0 or
+ * -1. */
+static int
+tls_use_ticket_keys(struct tls *t, SSL_CTX *ctx)
+{
+	SSL_CTX_set_timeout(ctx, TLS_SESSION_SECONDS);
+	return (SSL_CTX_set_tlsext_ticket_keys(ctx, t->ticket_keys,
+	    sizeof(t->ticket_keys)) == 1 ? 0 : -1);
+}
+
+/* Sets up session resumption: tickets for a server (tls_ticket_keys()), a
+ * kept session for a client.  Returns 0 or -1. */
+static int
+tls_build_sessions(struct tls *t, SSL_CTX *ctx)
+{
+	if (!(t->flags & TLS_SERVER)) {
+		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+		    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+		SSL_CTX_sess_set_new_cb(ctx, tls_new_session_cb);
+		return (SSL_CTX_set_app_data(ctx, t) == 1 ? 0 : -1);
+	}
+	return (t->has_ticket_keys ? tls_use_ticket_keys(t, ctx) : 0);
+}
+
 /* Builds a context from t's files, or NULL with the reason in why. */
 static SSL_CTX *
-tls_build(const struct tls *t, char *why, size_t len)
+tls_build(struct tls *t, char *why, size_t len)
 {
 	SSL_CTX			*ctx;
 	STACK_OF(X509_NAME)	*names;
@@ -121,6 +173,8 @@ tls_build(const struct tls *t, char *why, size_t len)
 	if ((t->flags & TLS_SERVER) && SSL_CTX_set_session_id_context(ctx,
 	    (const unsigned char *)TLS_SESSION_CONTEXT,
 	    sizeof(TLS_SESSION_CONTEXT) - 1) != 1)
+		goto fail_ctx;
+	if (tls_build_sessions(t, ctx) == -1)
 		goto fail_ctx;
 	return (ctx);
 
@@ -211,6 +265,9 @@ tls_reload(struct tls *t)
 	SSL_CTX_free(t->ctx);
 	t->ctx = ctx;
 	t->not_after = tls_not_after(ctx);
+	/* A client's session holds its old certificate: not offered again. */
+	SSL_SESSION_free(t->session);
+	t->session = NULL;
 	tls_log_expiry(t, "reloaded");
 	return (0);
 }
@@ -220,23 +277,36 @@ void
 tls_clear(struct tls *t)
 {
 	SSL_CTX_free(t->ctx);
+	SSL_SESSION_free(t->session);
 	free(t->cert);
 	free(t->key);
 	free(t->ca);
 	memset(t, 0, sizeof(*t));
 }
 
-/* Returns a new SSL of the current context, NULL (logged) out of memory. */
+/*
+ * Returns a new SSL of the current context, NULL (logged) out of memory.  A
+ * client's offers the session its last connection was given.
+ */
 SSL *
 tls_ssl_new(struct tls *t)
 {
-	SSL	*ssl;
-	char	 e[256];
+	SSL		*ssl;
+	SSL_SESSION	*copy = NULL;
+	char		 e[256];
 
 	if ((ssl = SSL_new(t->ctx)) == NULL) {
 		tls_queue_why(e, sizeof(e));
 		log_warnx("%s: %s: %s", __func__, t->role, e);
+		return (NULL);
 	}
+	if (t->session != NULL && ((copy = SSL_SESSION_dup(t->session)) ==
+	    NULL || SSL_set_session(ssl, copy) != 1)) {
+		ERR_clear_error();
+		SSL_SESSION_free(t->session);
+		t->session = NULL;
+	}
+	SSL_SESSION_free(copy);
 	return (ssl);
 }
 
@@ -282,6 +352,13 @@ tls_peer_names(SSL *ssl, const char *name, char *why, size_t len)
 	if (v != X509_V_OK) {
 		snprintf(why, len, "client certificate not verified: %s",
 		    X509_verify_cert_error_string(v));
+		return (0);
+	}
+	/* A resumed session's certificate was checked when it began. */
+	if (SSL_session_reused(ssl) &&
+	    X509_cmp_current_time(X509_get0_notAfter(x)) <= 0) {
+		snprintf(why, len, "client certificate of the resumed session "
+		    "has expired");
 		return (0);
 	}
 	/* DNS names compare without case; node names do not. */
@@ -344,4 +421,88 @@ int64_t
 tls_expiry_seconds(const struct tls *t)
 {
 	return (t->not_after - (int64_t)time(NULL));
+}
+
+/*
+ * A server's session ticket keys, kept in the file path (mode 0600, made with
+ * random keys if missing) so that the tickets given before a restart resume
+ * after it; they stay across reloads.  Anyone who reads them can forge a
+ * session, so a file others may read, or of another size, is refused.
+ * Returns 0, or -1 with the reason logged.
+ */
+int
+tls_ticket_keys(struct tls *t, const char *path)
+{
+	unsigned char	 k[TLS_TICKET_KEYS_LEN];
+	struct stat	 st;
+	char		 tmp[PATH_MAX];
+	ssize_t		 n;
+	int		 fd, made = 0;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 &&
+	    errno == ENOENT) {
+		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >=
+		    sizeof(tmp) || getrandom(k, sizeof(k), 0) != sizeof(k))
+			goto fail;
+		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		    O_CLOEXEC, 0600)) == -1)
+			goto fail;
+		if (write(fd, k, sizeof(k)) != sizeof(k) || fsync(fd) == -1) {
+			close(fd);
+			unlink(tmp);
+			goto fail;
+		}
+		if (close(fd) == -1 || rename(tmp, path) == -1) {
+			unlink(tmp);
+			goto fail;
+		}
+		made = 1;
+	} else if (fd == -1)
+		goto fail;
+	else {
+		if (fstat(fd, &st) == -1 || (n = read(fd, k, sizeof(k))) == -1) {
+			close(fd);
+			goto fail;
+		}
+		close(fd);
+		if (!S_ISREG(st.st_mode) || st.st_size != (off_t)sizeof(k) ||
+		    n != (ssize_t)sizeof(k) || (st.st_mode & 077) != 0 ||
+		    st.st_uid != geteuid()) {
+			log_warnx("%s: %s: %s: not a file of %zu bytes of this "
+			    "user, mode 0600 (remove it: a new one is made)",
+			    __func__, t->role, path, sizeof(k));
+			return (-1);
+		}
+	}
+	memcpy(t->ticket_keys, k, sizeof(k));
+	explicit_bzero(k, sizeof(k));
+	t->has_ticket_keys = 1;
+	if (t->ctx != NULL && tls_use_ticket_keys(t, t->ctx) == -1) {
+		ERR_clear_error();
+		log_warnx("%s: %s: OpenSSL refused the ticket keys", __func__,
+		    t->role);
+		return (-1);
+	}
+	log_info("%s: session tickets resume across restarts: keys %s %s",
+	    t->role, made ? "made in" : "read from", path);
+	return (0);
+
+fail:
+	log_warn("%s: %s: %s", __func__, t->role, path);
+	explicit_bzero(k, sizeof(k));
+	return (-1);
+}
+
+/*
+ * Counts a finished handshake of t's, and whether it resumed a session.
+ * Returns 1 if it did, else 0.
+ */
+int
+tls_handshake_done(struct tls *t, SSL *ssl)
+{
+	t->handshakes++;
+	if (!SSL_session_reused(ssl))
+		return (0);
+	t->resumed++;
+	return (1);
 }

@@ -13,10 +13,14 @@
 struct bufferevent;
 struct ssl_st;
 struct ssl_ctx_st;
+struct ssl_session_st;
 
 /* tls_load() flags. */
 #define TLS_SERVER		0x1	/* accepts; else connects */
 #define TLS_VERIFY_PEER		0x2	/* the peer must show a certificate of ca */
+
+/* OpenSSL's session ticket keys: a name, an HMAC key and an AES key. */
+#define TLS_TICKET_KEYS_LEN	80
 
 struct tls {
 	struct ssl_ctx_st	*ctx;
@@ -26,6 +30,12 @@ struct tls {
 	char			*key;
 	char			*ca;		/* NULL: no peer certificate asked */
 	int64_t			 not_after;	/* the certificate's, Unix seconds */
+	/* Session resumption (tls_ticket_keys(), tls_handshake_done()). */
+	int			 has_ticket_keys;	/* a server's, kept */
+	unsigned char		 ticket_keys[TLS_TICKET_KEYS_LEN];
+	struct ssl_session_st	*session;	/* a client's last, offered */
+	uint64_t		 handshakes;	/* done on this side */
+	uint64_t		 resumed;	/* of those, a session resumed */
 };
 
 /* tls.c */
@@ -38,5 +48,7 @@ int		 tls_client_expect(struct ssl_st *, const char *);
 int		 tls_peer_names(struct ssl_st *, const char *, char *, size_t);
 int		 tls_bev_error(struct bufferevent *, char *, size_t);
 int64_t		 tls_expiry_seconds(const struct tls *);
+int		 tls_ticket_keys(struct tls *, const char *);
+int		 tls_handshake_done(struct tls *, struct ssl_st *);
 
 #endif /* DYNPROF_TLS_H */

@@ -319,10 +319,15 @@ static int
 coord_load_tls(struct coord *c)
 {
 	const struct coord_config	*cf = &c->conf;
+	char				 path[PATH_MAX];
 
 	if (cf->tls_cert != NULL && tls_load(&c->agent_tls, "agentlink",
 	    TLS_SERVER | TLS_VERIFY_PEER, cf->tls_cert, cf->tls_key,
 	    cf->tls_ca) == -1)
+		return (-1);
+	/* Agents resume their sessions after a restart: keys in the state. */
+	snprintf(path, sizeof(path), "%s/tls-ticket-keys", cf->state_dir);
+	if (cf->tls_cert != NULL && tls_ticket_keys(&c->agent_tls, path) == -1)
 		return (-1);
 	if (cf->http_tls_cert != NULL && tls_load(&c->http_tls, "http",
 	    TLS_SERVER | (cf->http_tls_ca != NULL ? TLS_VERIFY_PEER : 0),

@@ -364,13 +364,18 @@ static void
 link_conn_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*conn = arg;
+	SSL		*ssl;
+	int		 resumed;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		/* The TLS handshake is over: the hello deadline is the tick's. */
 		conn->tls_up = 1;
 		bufferevent_set_timeouts(bev, NULL, NULL);
-		log_debug("%s: %s: TLS handshake done (%s)", __func__,
-		    conn->peer, SSL_get_version(bufferevent_openssl_get_ssl(bev)));
+		ssl = bufferevent_openssl_get_ssl(bev);
+		resumed = tls_handshake_done(&conn->coord->agent_tls, ssl);
+		log_debug("%s: %s: TLS handshake done (%s%s)", __func__,
+		    conn->peer, SSL_get_version(ssl), resumed ?
+		    ", session resumed" : "");
 		return;
 	}
 	if (link_tls_failed(conn, what))

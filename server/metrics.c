@@ -79,7 +79,8 @@ metrics_render_bounds(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)m->http_evicted);
 }
 
-/* The seconds each loaded certificate has left, by role. */
+/* The seconds each loaded certificate has left, by role; AgentLink's
+ * handshakes, full and resumed. */
 static void
 metrics_render_tls(struct coord *c, struct evbuffer *buf)
 {
@@ -100,6 +101,19 @@ metrics_render_tls(struct coord *c, struct evbuffer *buf)
 		    "dynprof_tls_cert_expiry_seconds{role=\"%s\"} %lld\n",
 		    t[i]->role, (long long)tls_expiry_seconds(t[i]));
 	}
+	if (c->agent_tls.ctx == NULL)
+		return;
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_tls_handshakes_total AgentLink TLS handshakes "
+	    "done.\n"
+	    "# TYPE dynprof_tls_handshakes_total counter\n"
+	    "dynprof_tls_handshakes_total{role=\"agentlink\"} %llu\n"
+	    "# HELP dynprof_tls_resumed_total Of those, how many resumed a "
+	    "session (abbreviated handshakes).\n"
+	    "# TYPE dynprof_tls_resumed_total counter\n"
+	    "dynprof_tls_resumed_total{role=\"agentlink\"} %llu\n",
+	    (unsigned long long)c->agent_tls.handshakes,
+	    (unsigned long long)c->agent_tls.resumed);
 }
 
 /* Appends every metric to buf in the Prometheus text format. */

@@ -97,7 +97,7 @@ dynprof_fuzz(frames fuzz_agent_objs)
 dynprof_fuzz(ranks fuzz_agent_objs)
 dynprof_fuzz(segment fuzz_lib_objs)
 dynprof_fuzz(admin fuzz_coord_objs)
-dynprof_fuzz(standalone fuzz_agent_objs)
+dynprof_fuzz(standalone fuzz_agent_objs ${FUZZ_DIR}/fuzzdir.c)
 dynprof_fuzz(coord_dispatch fuzz_coord_objs ${FUZZ_DIR}/fuzzdir.c)
 if(NOT DYNPROF_FUZZ)
   # A live coordinator answering two admin requests per input: some 25 s

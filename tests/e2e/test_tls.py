@@ -14,6 +14,9 @@ deploy/tls/mkcerts.sh (and `openssl ca` for an expired one):
   certificate; a broken file keeps the old one and says why
 - HTTPS admin API with and without a required client certificate (curl)
 - a non-loopback address without TLS is refused at start unless --insecure
+- session resumption: after a coordinator restart an agent's reconnect resumes
+  its session (the ticket keys kept in the state directory, 0600) and a window
+  still runs; without the keys file it is a full handshake again
 """
 
 import os
@@ -354,14 +357,15 @@ def test_https(c, good):
     p.stop()
 
 
-def start_exit(c, name, args, timeout=10):
-    """Runs the coordinator with args; returns (exit code or None if it is
-    serving, its output)."""
+def start_exit(c, name, args, timeout=10, state=None):
+    """Runs the coordinator with args (and state, else a new state
+    directory); returns (exit code or None if it is serving, its output)."""
     d = os.path.join(c.dir, name)
     os.makedirs(os.path.join(d, "state"))
     ready = os.path.join(d, "ready")
     p = subprocess.Popen([binary(COORDINATOR), "--state-dir",
-                          os.path.join(d, "state"), "--ready-file", ready] + args,
+                          state or os.path.join(d, "state"), "--ready-file",
+                          ready] + args,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          universal_newlines=True)
     deadline = time.monotonic() + timeout
@@ -417,6 +421,80 @@ def test_exposure(c, good):
         log("%s: %s" % (name, "serves" if rc is None else "exit %d" % rc))
 
 
+def window_after_restart(c):
+    """A window 20 steps ahead, once a restarted coordinator has heard the
+    ranks' steps again (until then it answers 409)."""
+    def post():
+        code, w = c.http("POST", "/v1/jobs/%s/windows" % JOB,
+                         {"in_steps": 20, "steps": 20})
+        return w if code == 201 else None
+    return wait_for(post, 20, "a window accepted after the restart",
+                    interval=0.2)
+
+
+def reconnected(c, agent_says, what, resumed):
+    """After a coordinator restart: once agent_says(), n0 is connected, the
+    coordinator counts one handshake (resumed or not), and a window runs."""
+    wait_for(agent_says, 20, what)
+    wait_for(lambda: nodes(c).get("n0", {}).get("state") == "connected", 10,
+             "n0 connected again")
+    hs = metric(c, 'dynprof_tls_handshakes_total{role="agentlink"}')
+    res = metric(c, 'dynprof_tls_resumed_total{role="agentlink"}')
+    check(hs == 1 and res == resumed, "%s: %s handshakes, %s resumed" % (
+        what, hs, res))
+    c.wait_window_done(JOB, window_after_restart(c)["id"], [0], timeout=60)
+
+
+def test_resumption(c, good):
+    """A fresh cluster: the coordinator restarts twice, once keeping its state
+    directory's ticket keys and once without them."""
+    c.start_coordinator(extra=coord_tls(good))
+    keys = os.path.join(c.state, "tls-ticket-keys")
+    st = os.stat(keys)
+    check(st.st_size == 80 and st.st_mode & 0o777 == 0o600,
+          "ticket keys: %d bytes, mode %o" % (st.st_size, st.st_mode & 0o777))
+    wait_log(c.coord, r"agentlink: session tickets resume across restarts: "
+             r"keys made in", 5, "keys made")
+    hs = 'dynprof_tls_handshakes_total{role="agentlink"}'
+    res = 'dynprof_tls_resumed_total{role="agentlink"}'
+    check(metric(c, hs) == 0 and metric(c, res) == 0, "counters not at 0")
+    n0 = c.node("n0")
+    n0.start_agent(agent_tls(good, "n0"))
+    wait_log(n0.agent, r"TLSv1\.3, full handshake", 10, "first handshake")
+    wait_for(lambda: nodes(c).get("n0", {}).get("state") == "connected", 10,
+             "n0 connected")
+    check(metric(c, hs) == 1 and metric(c, res) == 0,
+          "first connection: %s handshakes, %s resumed" % (metric(c, hs),
+                                                           metric(c, res)))
+    n0.start_rank(JOB, 0, rate=50)
+    c.wait_ranks(JOB, 1, min_step=5)
+
+    log("coordinator restart with its ticket keys: the agent resumes")
+    c.coord.stop()
+    c.start_coordinator(extra=coord_tls(good))
+    wait_log(c.coord, r"keys read from", 5, "keys read")
+    check(os.stat(keys).st_ino == st.st_ino, "the keys file was replaced")
+    reconnected(c, lambda: "TLSv1.3, session resumed" in n0.agent.output(),
+                "a resumed reconnect", 1)
+
+    log("coordinator restart without its ticket keys: a full handshake")
+    c.coord.stop()
+    os.unlink(keys)
+    c.start_coordinator(extra=coord_tls(good))
+    wait_log(c.coord, r"keys made in", 5, "new keys made")
+    reconnected(c, lambda: n0.agent.output().count("full handshake") >= 2,
+                "a full handshake after losing the keys", 0)
+
+    log("a keys file others may read stops the coordinator at start")
+    c.coord.stop()
+    os.chmod(keys, 0o644)
+    rc, out = start_exit(c, "loose-keys", ["--listen", "127.0.0.1:0", "--http",
+                                           "127.0.0.1:0"] + coord_tls(good),
+                         state=c.state)
+    check(rc == 2 and "mode 0600" in out,
+          "a loose keys file: exit %s:\n%s" % (rc, out))
+
+
 def test():
     for tool in ("openssl", "curl"):
         if subprocess.run(["sh", "-c", "command -v " + tool],
@@ -428,6 +506,11 @@ def test():
         test_exposure(c, good)
         test_https(c, good)
         test_link(c, good, other)
+    with Cluster("tls-resume") as c:
+        good = os.path.join(c.dir, "certs")
+        run(["sh", MKCERTS, "-o", good, "-c", "localhost", "-c", "127.0.0.1",
+             "n0"])
+        test_resumption(c, good)
 
 
 if __name__ == "__main__":

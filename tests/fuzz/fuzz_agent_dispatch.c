@@ -207,15 +207,15 @@ fuzz_drain(struct evbuffer *buf)
 }
 
 /*
- * A segment is 11 MB: past FUZZ_JOBS_MAX jobs, a config for another valid job
- * id names one already served (by a hash of its id), so that memory and
- * rebuilds stay bounded.  Returns the id to put back before the free.
+ * A segment is 4.6 MB: past FUZZ_JOBS_MAX jobs, a config for another valid job
+ * id names one already served (by a hash of its id), so that memory stays
+ * bounded without a rebuild (which makes every segment again).  Returns the
+ * id to put back before the free.
  */
 static char *
 fuzz_bound_jobs(Dynprof__V1__CoordinatorMessage *m)
 {
-	static const char	*names[FUZZ_JOBS_MAX] = { FUZZ_JOB, "fzj1",
-	    "fzj2", "fzj3" };
+	static char		 served[SEG_JOB_MAX + 1];
 	struct agent_job	*j;
 	char			*job;
 	unsigned		 h = 0, n = 0;
@@ -231,7 +231,12 @@ fuzz_bound_jobs(Dynprof__V1__CoordinatorMessage *m)
 		return (NULL);
 	for (p = job; *p != '\0'; p++)
 		h = h * 31 + (unsigned char)*p;
-	m->config->job = (char *)names[h % FUZZ_JOBS_MAX];
+	h %= n;
+	TAILQ_FOREACH(j, &fa->jobs, entry)
+		if (h-- == 0)
+			break;
+	snprintf(served, sizeof(served), "%s", j->name);
+	m->config->job = served;
 	return (job);
 }
 

@@ -3,8 +3,9 @@
  * it (agent/standalone.c): the bytes are written to a file, parsed by
  * standalone_parse() and, if accepted, turned into the job's schedule by
  * apply_jobconfig() exactly as standalone_load() does before it touches the
- * segment.  The file lives in a private directory made at the first input and
- * removed at exit.
+ * segment.  The file lives in a private directory made at the first input
+ * (under /dev/shm when there is one: a rewrite on a disk file system is
+ * flushed at every close) and removed at exit.
  */
 
 #include <fcntl.h>
@@ -15,13 +16,14 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "fuzzdir.h"
 #include "log.h"
 
 int	 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static struct agent		 fuzz_agent;
 static struct seg_config	 fuzz_config;
-static char			 fuzz_dir[64], fuzz_path[96];
+static char			 fuzz_dir[128], fuzz_path[160];
 
 static void
 fuzz_cleanup(void)
@@ -33,9 +35,8 @@ fuzz_cleanup(void)
 static void
 fuzz_setup(void)
 {
-	snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/dpfuzz.XXXXXX",
-	    getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(fuzz_dir) == NULL) {
+	if (fuzzdir_make(fuzz_dir, sizeof(fuzz_dir), "dpfuzz-standalone") ==
+	    -1) {
 		perror("fuzz_standalone: mkdtemp");
 		abort();
 	}

@@ -11,7 +11,9 @@
 # $WORK/TARGET/corpus (new inputs) and $WORK/TARGET/art (crashes), its output
 # in $WORK/TARGET.log (default WORK=fuzz-work).  $FUZZ_ARGS goes to
 # libFuzzer as well (e.g. "-fork=1 -ignore_crashes=1" to go on after a
-# crash).  Exit status: 1 if a target crashed.
+# crash), $FUZZ_ADMIN_EVERY to coord_dispatch (default here 16; 1 checks
+# the admin API after every input, as make test does).  Exit status: 1 if a
+# target crashed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build-fuzz}
@@ -39,6 +41,9 @@ for t in "$@"; do
 	# refusals; these keep state across inputs, which libFuzzer's leak
 	# check would take for leaks and scan the heap for at every input
 	# (make test's sanitizer run checks their leaks at exit).
+	# coord_dispatch asks the admin API for the status every 16th
+	# input (and before each rebuild and at exit), not after every one:
+	# that costs twenty times the dispatch.
 	case $t in
 	segment) extra="-max_len=131072 -len_control=0" ;;
 	segment_live) extra="-max_len=80000 -len_control=0 -detect_leaks=0" ;;
@@ -47,6 +52,8 @@ for t in "$@"; do
 		extra="-close_fd_mask=2 -detect_leaks=0" ;;
 	*) extra="" ;;
 	esac
+	FUZZ_ADMIN_EVERY=${FUZZ_ADMIN_EVERY:-16}
+	export FUZZ_ADMIN_EVERY
 	mkdir -p "$WORK/$t/corpus" "$WORK/$t/art"
 	echo "== $t: $limit $extra"
 	# shellcheck disable=SC2086

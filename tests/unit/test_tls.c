@@ -1,7 +1,8 @@
 /*
  * common/tls.c: contexts loaded from deploy/tls/mkcerts.sh's files, reloads that
- * keep the old context on a bad file, and the node check of the coordinator
- * (SAN DNS name, else the CN) through real handshakes over memory BIOs.
+ * keep the old context on a bad file, the node check of the coordinator (SAN
+ * DNS name, else the CN) and session resumption with ticket keys kept in a
+ * file, through real handshakes over memory BIOs.
  */
 
 #include <sys/stat.h>
@@ -148,26 +149,20 @@ test_reload(void **state)
 }
 
 /*
- * Handshakes a client of cert (a node's) with the coordinator over a BIO
- * pair; returns the server's SSL (the caller frees it) or NULL.
+ * Handshakes client with server over a BIO pair, the client then reading what
+ * the server sent after it (TLS 1.3's session tickets); returns the server's
+ * SSL (the caller frees it) or NULL.
  */
 static SSL *
-handshake(struct tls *server, const char *cert, const char *host)
+handshake_with(struct tls *server, struct tls *client, const char *host)
 {
-	struct tls	 client;
 	SSL		*c, *s;
 	BIO		*bc, *bs;
-	char		 crt[64], key[64];
+	char		 b;
 	int		 i, rc, rs = 0;
 
-	snprintf(crt, sizeof(crt), "c/%s.crt", cert);
-	snprintf(key, sizeof(key), "c/%s.key", cert);
-	if (load(&client, "agentlink", TLS_VERIFY_PEER, crt, key, "c/ca.crt") ==
-	    -1)
-		return (NULL);
-	c = tls_ssl_new(&client);
+	c = tls_ssl_new(client);
 	s = tls_ssl_new(server);
-	tls_clear(&client);
 	if (c == NULL || s == NULL || BIO_new_bio_pair(&bc, 0, &bs, 0) != 1 ||
 	    tls_client_expect(c, host) == -1)
 		goto fail;
@@ -184,7 +179,7 @@ handshake(struct tls *server, const char *cert, const char *host)
 		    (rs <= 0 && SSL_get_error(s, rs) != SSL_ERROR_WANT_READ))
 			goto fail;
 	}
-	if (rs != 1)
+	if (rs != 1 || SSL_read(c, &b, 1) > 0)
 		goto fail;
 	SSL_free(c);
 	return (s);
@@ -192,6 +187,35 @@ fail:
 	SSL_free(c);
 	SSL_free(s);
 	return (NULL);
+}
+
+/* A node's client context, of certificate cert.  Returns 0 or -1. */
+static int
+client_load(struct tls *client, const char *cert)
+{
+	char	 crt[64], key[64];
+
+	snprintf(crt, sizeof(crt), "c/%s.crt", cert);
+	snprintf(key, sizeof(key), "c/%s.key", cert);
+	return (load(client, "agentlink", TLS_VERIFY_PEER, crt, key,
+	    "c/ca.crt"));
+}
+
+/*
+ * Handshakes a client of cert (a node's) with the coordinator over a BIO
+ * pair; returns the server's SSL (the caller frees it) or NULL.
+ */
+static SSL *
+handshake(struct tls *server, const char *cert, const char *host)
+{
+	struct tls	 client;
+	SSL		*s;
+
+	if (client_load(&client, cert) == -1)
+		return (NULL);
+	s = handshake_with(server, &client, host);
+	tls_clear(&client);
+	return (s);
 }
 
 static void
@@ -233,6 +257,84 @@ test_peer_names(void **state)
 	tls_clear(&server);
 }
 
+/* The coordinator's AgentLink context with the ticket keys of file. */
+static int
+server_load(struct tls *server, const char *file)
+{
+	char	 keys[512];
+
+	path(keys, sizeof(keys), file);
+	if (load(server, "agentlink", TLS_SERVER | TLS_VERIFY_PEER,
+	    "c/coordinator.crt", "c/coordinator.key", "c/ca.crt") == -1)
+		return (-1);
+	return (tls_ticket_keys(server, keys));
+}
+
+static void
+test_ticket_keys(void **state)
+{
+	struct tls	 server, again, client;
+	unsigned char	 first[TLS_TICKET_KEYS_LEN];
+	struct stat	 st;
+	char		 keys[512], why[256];
+	SSL		*s;
+
+	(void)state;
+	/* Made 0600 at the first start, the same keys read at the next. */
+	path(keys, sizeof(keys), "keys");
+	assert_int_equal(server_load(&server, "keys"), 0);
+	assert_int_equal(stat(keys, &st), 0);
+	assert_int_equal(st.st_size, TLS_TICKET_KEYS_LEN);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	memcpy(first, server.ticket_keys, sizeof(first));
+	assert_int_equal(server_load(&again, "keys"), 0);
+	assert_memory_equal(again.ticket_keys, first, sizeof(first));
+
+	/* A client's session from the first resumes with the second (a
+	 * restart); the node check holds on the resumed session. */
+	assert_int_equal(client_load(&client, "n0"), 0);
+	assert_non_null(s = handshake_with(&server, &client, "127.0.0.1"));
+	assert_int_equal(tls_handshake_done(&server, s), 0);
+	SSL_free(s);
+	assert_non_null(client.session);
+	assert_non_null(s = handshake_with(&again, &client, "127.0.0.1"));
+	assert_int_equal(tls_handshake_done(&again, s), 1);
+	assert_true(again.handshakes == 1 && again.resumed == 1);
+	assert_int_equal(tls_peer_names(s, "n0", why, sizeof(why)), 1);
+	assert_int_equal(tls_peer_names(s, "n1", why, sizeof(why)), 0);
+	SSL_free(s);
+	tls_clear(&again);
+
+	/* Other keys (the file lost): a full handshake, which works. */
+	assert_int_equal(server_load(&again, "other-keys"), 0);
+	assert_non_null(s = handshake_with(&again, &client, "127.0.0.1"));
+	assert_int_equal(tls_handshake_done(&again, s), 0);
+	SSL_free(s);
+	tls_clear(&again);
+
+	/* A reload of the client forgets its session (its old certificate);
+	 * one of the server keeps the keys. */
+	assert_int_equal(tls_reload(&client), 0);
+	assert_null(client.session);
+	assert_int_equal(tls_reload(&server), 0);
+	assert_non_null(s = handshake_with(&server, &client, "127.0.0.1"));
+	SSL_free(s);
+	assert_non_null(s = handshake_with(&server, &client, "127.0.0.1"));
+	assert_int_equal(tls_handshake_done(&server, s), 1);
+	SSL_free(s);
+	tls_clear(&client);
+	tls_clear(&server);
+
+	/* Readable by others, or of another size: refused. */
+	assert_int_equal(chmod(keys, 0640), 0);
+	assert_int_equal(server_load(&server, "keys"), -1);
+	tls_clear(&server);
+	assert_int_equal(chmod(keys, 0600), 0);
+	assert_int_equal(truncate(keys, TLS_TICKET_KEYS_LEN - 1), 0);
+	assert_int_equal(server_load(&server, "keys"), -1);
+	tls_clear(&server);
+}
+
 int
 main(void)
 {
@@ -240,6 +342,7 @@ main(void)
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_peer_names),
+		cmocka_unit_test(test_ticket_keys),
 	};
 
 	return (cmocka_run_group_tests(tests, setup, teardown));
