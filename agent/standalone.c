@@ -129,8 +129,8 @@ standalone_read(const char *path)
 	struct stat	 st;
 	json_error_t	 err;
 	json_t		*root = NULL;
-	char		*buf;
-	size_t		 got = 0;
+	char		*buf, *nbuf;
+	size_t		 got = 0, size;
 	ssize_t		 n;
 	int		 fd;
 
@@ -149,13 +149,27 @@ standalone_read(const char *path)
 		close(fd);
 		return (NULL);
 	}
-	if ((buf = malloc(STANDALONE_FILE_MAX + 1)) == NULL) {
+	/* Sized by the file, grown if it grows, never past the bound + 1. */
+	size = st.st_size < STANDALONE_FILE_MAX ? (size_t)st.st_size + 1 :
+	    STANDALONE_FILE_MAX + 1;
+	if (size < 4096)
+		size = 4096;
+	if ((buf = malloc(size)) == NULL) {
 		log_warn("%s", path);
 		close(fd);
 		return (NULL);
 	}
 	while (got < STANDALONE_FILE_MAX + 1) {
-		n = read(fd, buf + got, STANDALONE_FILE_MAX + 1 - got);
+		if (got == size) {
+			size = size > (STANDALONE_FILE_MAX + 1) / 2 ?
+			    STANDALONE_FILE_MAX + 1 : size * 2;
+			if ((nbuf = realloc(buf, size)) == NULL) {
+				log_warn("%s", path);
+				goto out;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + got, size - got);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {

@@ -8,3 +8,5 @@ dynprof_test(test_output SOURCES unit/test_output.c LIBS dynprof_internal
   TIMEOUT 30)
 dynprof_test(test_agent_frame SOURCES unit/test_agent_frame.c LIBS dpagent
   TIMEOUT 30)
+dynprof_test(test_standalone_read SOURCES unit/test_standalone_read.c
+  LIBS dpagent TIMEOUT 30)
