@@ -164,7 +164,7 @@ change_publish(struct coord *c, struct change *ch)
 	if (change_put_job(c, ch, gen) == -1 || store_commit(c->store) == -1)
 		goto fail;
 	change_apply(c, ch, gen);
-	link_push(c, job);
+	link_push_later(c, job);
 	return (0);
 fail:
 	store_rollback(c->store);

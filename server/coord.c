@@ -725,6 +725,8 @@ coord_stop(struct coord *c)
 		event_free(c->reaper);
 	if (c->committer != NULL)
 		event_free(c->committer);
+	if (c->pusher != NULL)
+		event_free(c->pusher);
 	schedule_free_all(c);
 	store_close(c->store);
 	tls_clear(&c->agent_tls);

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "dynprof.pb-c.h"
 #include "jobid.h"
 #include "options.h"
@@ -167,6 +169,7 @@ struct job {
 	struct subq		 subs;
 	uint64_t		 idle_ms;	/* monotonic: subs became empty */
 	int			 ranks_dirty;
+	int			 push_due;	/* link_push_later() */
 	int			 windows_dirty;	/* a window may have ended */
 	TAILQ_ENTRY(job)	 entry;
 };
@@ -290,6 +293,7 @@ struct coord {
 	struct event		*tick;		/* housekeeping */
 	struct event		*reaper;	/* frees dead connections */
 	struct event		*committer;	/* group commit of events */
+	struct event		*pusher;	/* pushes after the answer */
 	struct connq		 conns;
 	struct connq		 dead;
 	struct connq		 acks;
@@ -344,6 +348,8 @@ void	 link_conn_close(struct conn *, int, const char *);
 
 /* link_dispatch.c */
 void	 link_push(struct coord *, struct job *);
+void	 link_push_later(struct coord *, struct job *);
+void	 link_push_due(evutil_socket_t, short, void *);
 void	 link_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
 void	 link_sub_remove(struct sub *);
 

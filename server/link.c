@@ -550,7 +550,8 @@ link_listen(struct coord *c, const char *addr)
 		    ((struct sockaddr_in *)&ss)->sin_port);
 	c->reaper = event_new(c->base, -1, 0, link_reap_cb, c);
 	c->committer = event_new(c->base, -1, 0, link_commit_cb, c);
-	if (c->reaper == NULL || c->committer == NULL)
+	c->pusher = event_new(c->base, -1, 0, link_push_due, c);
+	if (c->reaper == NULL || c->committer == NULL || c->pusher == NULL)
 		return (-1);
 	/*
 	 * At the reads' own priority: activated by the first event of a loop
@@ -559,6 +560,7 @@ link_listen(struct coord *c, const char *addr)
 	 * while agents keep sending, and hold every ack back.
 	 */
 	event_priority_set(c->committer, 1);
+	event_priority_set(c->pusher, 1);
 	return (0);
 }
 

@@ -90,6 +90,40 @@ link_push(struct coord *c, struct job *job)
 }
 
 /*
+ * Pushes job's schedule once the running callback is over: the admin answer
+ * of the change is then queued before the frames to every agent (it does not
+ * wait behind 10,000 of them), and changes made in one callback make one
+ * push.  Without the event loop (link_listen() not run), pushes at once.
+ */
+void
+link_push_later(struct coord *c, struct job *job)
+{
+	if (c->pusher == NULL) {
+		link_push(c, job);
+		return;
+	}
+	job->push_due = 1;
+	event_active(c->pusher, EV_TIMEOUT, 0);
+}
+
+/* Pushes every job whose push link_push_later() left due. */
+void
+link_push_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord	*c = arg;
+	struct job	*job;
+
+	(void)fd;
+	(void)what;
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (!job->push_due)
+			continue;
+		job->push_due = 0;
+		link_push(c, job);
+	}
+}
+
+/*
  * Answers a subscription to job: its schedule if the agent applied an older
  * generation; for a job nobody scheduled (generation 0), its empty schedule,
  * so that the agent knows it is served and nothing is due (not a push: the
