@@ -355,6 +355,7 @@ fuzz_coord_stop(void)
 	event_free(fuzz_guard);
 	event_free(fc->reaper);
 	event_free(fc->committer);
+	event_free(fc->pusher);
 	schedule_free_all(fc);
 	store_close(fc->store);
 	event_base_free(fc->base);
