@@ -2,7 +2,8 @@
  * The coordinator's agent side, through fake agents speaking the real protocol
  * to the real binary: hello checks, bad input, replacement, pushes to
  * subscribers only, idempotent events, relative windows, lost nodes, and
- * persistence across SIGKILL.
+ * persistence across SIGKILL.  What each message is answered with is in
+ * test_coord_protocol.c.
  */
 
 #include <signal.h>
@@ -34,40 +35,14 @@ struct fixture {
 	struct tc_coord	 tc;
 };
 
-/* Starts a coordinator with an agent token and the given heartbeat. */
-static int
-setup_hb(void **state, const char *hb)
-{
-	struct fixture	*f;
-	char		 tok[512];
-	const char	*extra[] = { "-q", "--agent-token-file", tok,
-	    "--heartbeat-ms", hb, NULL };
-
-	if ((f = calloc(1, sizeof(*f))) == NULL)
-		return (-1);
-	if (tc_setup_dir(&f->tc) == -1 ||
-	    tc_write_file(&f->tc, "agent.token", "agent-secret\n", tok,
-	    sizeof(tok)) == -1 || tc_start(&f->tc, extra) == -1) {
-		tc_cleanup(&f->tc);
-		free(f);
-		return (-1);
-	}
-	*state = f;
-	return (0);
-}
-
-static int
-setup(void **state)
-{
-	return (setup_hb(state, "1000"));
-}
-
+/* Starts a coordinator whose agents heartbeat every 100 ms. */
 static int
 setup_fast(void **state)
 {
-	return (setup_hb(state, "100"));
+	return (tc_setup_agents_hb(state, "100"));
 }
 
+/* Handshakes fa as node with the coordinator's agent token. */
 static int
 handshake(struct tc_coord *tc, struct fakeagent *fa, const char *node)
 {
@@ -94,32 +69,6 @@ expect_error(struct fakeagent *fa, int code)
 	assert_true(strlen(m->error->reason) > 0);
 	fa_free(m);
 	assert_true(fa_wait_closed(fa, 5000));
-}
-
-/*
- * A message of a kind this coordinator does not know (a newer agent's: an
- * unknown field number in the oneof) is ignored: the link stays up and what
- * follows is handled.
- */
-static void
-test_unknown_kind(void **state)
-{
-	struct fixture	*f = *state;
-	struct fakeagent a;
-	/* A frame holding field 15, a message with field 1 = 1. */
-	static const uint8_t unknown[] = { 0, 0, 0, 0, 4, 0x7a, 0x02, 0x08,
-	    0x01 };
-
-	assert_int_equal(handshake(&f->tc, &a, "newer-node"), 0);
-	assert_int_equal(fa_subscribe(&a, "uk-j", 0), 0);
-	assert_int_equal(fa_send_raw(&a, unknown, sizeof(unknown)), 0);
-	assert_int_equal(fa_heartbeat(&a), 0);
-	assert_int_equal(fa_event(&a, 0, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED,
-	    "uk-j", 0, 0, 5, NULL), 0);
-	assert_int_equal(fa_wait_ack(&a, 1, 5000), 0);
-	assert_false(fa_wait_closed(&a, 300));
-	tc_wait_str(&f->tc, "/v1/jobs/uk-j", "ranks.0.state", "attached");
-	fa_close(&a);
 }
 
 static void
@@ -330,108 +279,6 @@ test_push_subscribers_only(void **state)
 	fa_close(&b);
 	fa_close(&c);
 	fa_close(&d);
-}
-
-/* Expects a JobConfig of job at generation gen holding n windows. */
-static void
-expect_config(struct fakeagent *fa, const char *job, long long gen, size_t n)
-{
-	fa_msg	*m = fa_recv_type(fa, CONFIG, 5000);
-
-	assert_non_null(m);
-	assert_string_equal(m->config->job, job);
-	assert_int_equal(m->config->generation, gen);
-	assert_int_equal(m->config->n_windows, n);
-	fa_free(m);
-}
-
-/* Adds a window to job at start_step and returns the new generation. */
-static long long
-add_window(struct tc_coord *tc, const char *job, int start)
-{
-	struct tc_reply	 r;
-	char		 path[128], body[128];
-	long long	 gen;
-
-	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
-	snprintf(body, sizeof(body), "{\"start_step\": %d, \"steps\": 2}",
-	    start);
-	r = tc_req(tc, "POST", path, body, 201);
-	gen = tc_int(r.json, "generation");
-	tc_reply_free(&r);
-	return (gen);
-}
-
-/*
- * Each job a hello lists as applied is a subscription, as a Subscribe would
- * make: with no Subscribe, the agent gets the job's later changes.
- */
-static void
-test_hello_subscribes(void **state)
-{
-	struct fixture	*f = *state;
-	struct fakeagent a;
-	fa_msg		*m;
-	long long	 gen;
-
-	gen = add_window(&f->tc, "hs-j", 100);
-	assert_int_equal(fa_connect(&a, f->tc.agent_port), 0);
-	assert_int_equal(fa_hello(&a, "hs-node", "agent-secret", 1, "hs-j",
-	    (uint64_t)gen), 0);
-	m = fa_recv(&a, 5000);
-	assert_non_null(m);
-	assert_int_equal(m->body_case, WELCOME);
-	fa_free(m);
-	/* It has that generation: nothing now; the next change comes. */
-	assert_null(fa_recv_type(&a, CONFIG, 300));
-	gen = add_window(&f->tc, "hs-j", 200);
-	expect_config(&a, "hs-j", gen, 2);
-	gen = add_window(&f->tc, "hs-j", 300);
-	expect_config(&a, "hs-j", gen, 3);
-	/* A Subscribe besides (as the agent sends after its hello) makes no
-	 * second subscription: one push per change. */
-	assert_int_equal(fa_subscribe(&a, "hs-j", (uint64_t)gen), 0);
-	assert_int_equal(fa_heartbeat(&a), 0);
-	assert_null(fa_recv_type(&a, CONFIG, 300));
-	gen = add_window(&f->tc, "hs-j", 400);
-	expect_config(&a, "hs-j", gen, 4);
-	assert_null(fa_recv_type(&a, CONFIG, 300));
-	fa_close(&a);
-
-	/* A job the coordinator does not know yet: its empty schedule, then
-	 * its first change. */
-	assert_int_equal(fa_connect(&a, f->tc.agent_port), 0);
-	assert_int_equal(fa_hello(&a, "hs-node", "agent-secret", 1, "hs-new",
-	    0), 0);
-	assert_int_equal(fa_expect_empty(&a, "hs-new", 5000), 0);
-	gen = add_window(&f->tc, "hs-new", 100);
-	expect_config(&a, "hs-new", gen, 1);
-	fa_close(&a);
-}
-
-/*
- * A Subscribe to a job nobody scheduled is answered with its empty schedule
- * (generation 0, no window), whatever generation the agent says it applied;
- * the job's first change follows as ever.
- */
-static void
-test_subscribe_unscheduled(void **state)
-{
-	struct fixture	*f = *state;
-	struct fakeagent a;
-	long long	 gen;
-
-	assert_int_equal(handshake(&f->tc, &a, "su-node"), 0);
-	assert_int_equal(fa_subscribe(&a, "su-j", 0), 0);
-	assert_int_equal(fa_expect_empty(&a, "su-j", 5000), 0);
-	/* An agent that applied generation 7 before the coordinator lost its
-	 * state is told the same. */
-	assert_int_equal(fa_subscribe(&a, "su-k", 7), 0);
-	assert_int_equal(fa_expect_empty(&a, "su-k", 5000), 0);
-	gen = add_window(&f->tc, "su-j", 100);
-	expect_config(&a, "su-j", gen, 1);
-	assert_null(fa_recv_type(&a, CONFIG, 300));
-	fa_close(&a);
 }
 
 static void
@@ -832,28 +679,22 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_peers, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_kind, setup,
+		cmocka_unit_test_setup_teardown(test_bad_peers, tc_setup_agents,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_push_subscribers_only,
-		    setup, tc_teardown),
-		cmocka_unit_test_setup_teardown(test_hello_subscribes, setup,
+		    tc_setup_agents, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_replace, tc_setup_agents,
 		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_subscribe_unscheduled,
-		    setup, tc_teardown),
-		cmocka_unit_test_setup_teardown(test_replace, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_events_idempotent, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_relative_windows, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_schedule_bound, setup,
-		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_events_idempotent,
+		    tc_setup_agents, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_relative_windows,
+		    tc_setup_agents, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_schedule_bound,
+		    tc_setup_agents, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup_fast,
 		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_persistence, setup,
-		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_persistence,
+		    tc_setup_agents, tc_teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

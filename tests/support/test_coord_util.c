@@ -494,6 +494,39 @@ tc_teardown(void **state)
 	return (rc);
 }
 
+/*
+ * A cmocka setup: starts a coordinator that takes agents with the token
+ * "agent-secret" and heartbeats every hb ms, into *state (a struct tc_coord,
+ * as tc_teardown() frees it).  Returns 0 or -1.
+ */
+int
+tc_setup_agents_hb(void **state, const char *hb)
+{
+	struct tc_coord	*tc;
+	char		 tok[512];
+	const char	*extra[] = { "-q", "--agent-token-file", tok,
+	    "--heartbeat-ms", hb, NULL };
+
+	if ((tc = calloc(1, sizeof(*tc))) == NULL)
+		return (-1);
+	if (tc_setup_dir(tc) == -1 ||
+	    tc_write_file(tc, "agent.token", "agent-secret\n", tok,
+	    sizeof(tok)) == -1 || tc_start(tc, extra) == -1) {
+		tc_cleanup(tc);
+		free(tc);
+		return (-1);
+	}
+	*state = tc;
+	return (0);
+}
+
+/* A cmocka setup: tc_setup_agents_hb() with heartbeats every second. */
+int
+tc_setup_agents(void **state)
+{
+	return (tc_setup_agents_hb(state, "1000"));
+}
+
 /* Sends a request and checks its status; returns the reply (caller frees). */
 struct tc_reply
 tc_req(struct tc_coord *tc, const char *method, const char *path,

@@ -44,6 +44,8 @@ int	 tc_expect(struct tc_coord *, const char *, const char *,
 	    const char *, int, struct tc_reply *);
 int	 tc_finish(struct tc_coord *);
 int	 tc_teardown(void **);
+int	 tc_setup_agents_hb(void **, const char *);
+int	 tc_setup_agents(void **);
 struct tc_reply tc_req(struct tc_coord *, const char *, const char *,
 	    const char *, int);
 void	 tc_wait_str(struct tc_coord *, const char *, const char *,
