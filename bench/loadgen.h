@@ -1,7 +1,8 @@
 /*
  * Helpers shared by the end-to-end benchmarks (loadgen, propagation): an
  * asynchronous admin API client on the benchmark's own event loop, a reader of a
- * process's memory and CPU time, and order statistics.
+ * process's memory and CPU time, and order statistics.  Then dynprof-loadgen's
+ * own state: the run and its connections, shared by its files.
  */
 
 #ifndef DYNPROF_BENCH_LOADGEN_H
@@ -9,8 +10,13 @@
 
 #include <sys/types.h>
 
+#include <netinet/in.h>
+
 #include <stddef.h>
 #include <stdint.h>
+
+#include <event2/util.h>
+#include <openssl/ssl.h>
 
 struct event_base;
 struct loadgen_http;
@@ -42,5 +48,137 @@ struct loadgen_stats {
 };
 void	 loadgen_stats(double *, size_t, struct loadgen_stats *);
 int	 loadgen_raise_nofile(size_t);
+
+
+/* dynprof-loadgen: the heartbeat timer's slice (see loadgen_conn.c). */
+#define LOADGEN_HB_TICK_MS	10
+
+struct event;
+struct bufferevent;
+struct evbuffer;
+
+enum loadgen_conn_state {
+	LOADGEN_CONNECTING,
+	LOADGEN_HELLO_SENT,
+	LOADGEN_READY,
+	LOADGEN_DEAD,
+};
+
+enum loadgen_phase {
+	LOADGEN_PHASE_CONNECT,
+	LOADGEN_PHASE_FANOUT,
+	LOADGEN_PHASE_EVENTS,
+	LOADGEN_PHASE_DONE,
+};
+
+struct loadgen;
+
+struct loadgen_conn {
+	struct loadgen		*lg;
+	struct bufferevent	*bev;
+	int			 idx;
+	enum loadgen_conn_state	 state;
+	uint64_t		 boot_id;
+	uint64_t		 gen;		/* newest JobConfig generation */
+	int			 trial;		/* the trial that saw gen first */
+	uint64_t		 sent;		/* events sent: seq 1..sent */
+	uint64_t		 acked;
+	int64_t			 t_acked;	/* when its last event was acked */
+	X509			*cert;		/* --tls-dir: its certificate */
+	EVP_PKEY		*key;
+	SSL_SESSION		*session;	/* --tls-sessions: offered */
+};
+
+struct loadgen {
+	struct event_base	*base;
+	struct loadgen_http	*http;
+	struct sockaddr_in	 coord;
+	const char		*job;
+	const char		*prefix;
+	const char		*token;
+	const char		*tls_dir;	/* NULL: plaintext */
+	SSL_CTX			*tls_ctx;	/* checks the coordinator's */
+	const char		*tls_sessions;	/* NULL: full handshakes */
+	int			 resumed;	/* handshakes that resumed */
+	int			 n;
+	int			 nsrc;
+	int			 changes;
+	int			 events_per;	/* per connection, even */
+	int			 inflight;
+	int			 concurrency;
+	int			 do_fanout;
+	int			 do_events;
+	pid_t			 coord_pid;
+	struct loadgen_conn	*conns;
+	int			 next_connect;
+	int			 connecting;
+	int			 ready;
+	int			 dead;
+	int			 errors_shown;
+	int			 failed;
+	enum loadgen_phase	 phase;
+	struct event		*hb_ev;
+	struct event		*trial_timer;
+	struct evbuffer		*scratch;	/* one frame, to send directly */
+	unsigned		 hb_ms;
+	int			 hb_next;
+	int64_t			 hb_last;
+	double			 hb_credit;
+	int64_t			 t_start;
+	double			 connect_s;
+	char			 uri[256];
+
+	/* fanout */
+	int			 trial;		/* -1: warm-up */
+	uint64_t		 base_gen;
+	int			 recv_count;
+	int64_t			 t0;
+	int64_t			 t_all;
+	int64_t			 t_resp;
+	uint64_t		 resp_gen;
+	int			 resp_done;
+	int			 applied_ok;	/* the metrics count applied pushes */
+	uint64_t		 applied_base;	/* that count before the change */
+	int			 status_applied; /* nodes the status shows at the
+						    last generation */
+	double			*fan_ms;
+	double			*resp_ms;
+	double			*applied_ms;
+	int			 napplied;
+	struct loadgen_proc	 proc_before;
+	struct loadgen_proc	 proc_fanout;
+	struct loadgen_proc	 self_before;	/* the loadgen's own CPU */
+	struct loadgen_proc	 self_fanout;
+	struct loadgen_proc	 self_events;
+
+	/* events */
+	int64_t			 ev_t0;
+	int64_t			 ev_t_acked;
+	int64_t			 ev_t_status;
+	int			 conns_acked;
+	uint64_t		 ack_msgs;
+	int			 status_polls;
+	struct loadgen_proc	 proc_events;
+};
+
+/* loadgen.c */
+void	 loadgen_fail(struct loadgen *, const char *);
+void	 loadgen_connect_more(struct loadgen *);
+void	 loadgen_events_start(struct loadgen *);
+void	 loadgen_finish(struct loadgen *);
+
+/* loadgen_conn.c */
+int	 loadgen_conn_open(struct loadgen *, struct loadgen_conn *);
+void	 loadgen_events_pump(struct loadgen_conn *);
+void	 loadgen_heartbeat_cb(evutil_socket_t, short, void *);
+
+/* loadgen_fanout.c */
+void	 loadgen_fanout_trial(struct loadgen *);
+void	 loadgen_fanout_check(struct loadgen *);
+void	 loadgen_trial_timeout_cb(evutil_socket_t, short, void *);
+
+/* loadgen_tls.c */
+int	 loadgen_tls_load(struct loadgen *);
+int	 loadgen_sessions_write(struct loadgen *);
 
 #endif /* DYNPROF_BENCH_LOADGEN_H */
