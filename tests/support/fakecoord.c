@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fakecoord.h"
 
 #define FC_STASH_MAX	1024
@@ -34,13 +35,11 @@ static void	 ap_forget(struct agentproc *, pid_t);
 static Dynprof__V1__AgentMessage *fc_stash[FC_STASH_MAX];
 static int fc_nstash;
 
+/* Returns the monotonic clock in milliseconds. */
 int64_t
 ap_now_ms(void)
 {
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	return (clock_mono_ms());
 }
 
 /* Listens on 127.0.0.1 on a port the kernel picks. */
