@@ -68,7 +68,10 @@ agent_usage(FILE *f)
 {
 	fprintf(f,
 "usage: dynprof-agent [options]\n"
-"  --coordinator HOST:PORT  the coordinator (none: standalone, needs --config-file)\n"
+"  --coordinator HOST:PORT[,HOST:PORT...]\n"
+"                           the coordinators (up to 8; a follower's leader is\n"
+"                           followed if listed; none: standalone, needs\n"
+"                           --config-file)\n"
 "  --node NAME              this node's name (default: the hostname)\n"
 "  --token-file F           the agent token sent in hello (default: none)\n"
 "  --tls-cert FILE          connect over mutual TLS with this certificate (PEM,\n"
@@ -131,18 +134,34 @@ agent_number(const char *s, long long lo, long long hi, long long *out,
 	return (0);
 }
 
+/* Writes the flag that sets option opt, "--name", into buf (for messages). */
+static void
+agent_flag_name(int opt, char *buf, size_t len)
+{
+	const struct option	*lo;
+
+	for (lo = agent_longopts; lo->name != NULL; lo++) {
+		if (lo->val == opt) {
+			snprintf(buf, len, "--%s", lo->name);
+			return;
+		}
+	}
+	snprintf(buf, len, "option %d", opt);
+}
+
 /* Sets one option from a flag or a config file key; -1 on a bad value. */
 static int
 agent_set_option(struct agent_options *o, int opt, const char *arg,
     const char *name)
 {
-	long long	 v;
-	const char	*why;
+	struct upstream_addr	 addrs[UPSTREAM_ADDRS_MAX];
+	long long		 v;
+	const char		*why;
 
 	switch (opt) {
 	case OPT_COORDINATOR:
-		if (strrchr(arg, ':') == NULL || strrchr(arg, ':') == arg) {
-			log_warnx("%s: \"%s\" is not HOST:PORT", name, arg);
+		if (upstream_addrs_parse(arg, addrs, &why) == -1) {
+			log_warnx("%s: \"%.300s\": %s", name, arg, why);
 			return (-1);
 		}
 		return (agent_copy(o->coordinator, sizeof(o->coordinator), arg,
@@ -350,7 +369,7 @@ agent_parse_args(struct agent_options *o, int argc, char **argv)
 			agent_usage(stderr);
 			return (-1);
 		default:
-			snprintf(name, sizeof(name), "option %d", ch);
+			agent_flag_name(ch, name, sizeof(name));
 			if (agent_set_option(o, ch, optarg != NULL ? optarg : "",
 			    name) == -1)
 				return (-1);

@@ -40,10 +40,11 @@ struct evbuffer;
 #define AGENT_BACKOFF_MAX_MS	30000
 #define AGENT_DGRAM_MAX		8192	/* a RankEvent is well under 2 KiB */
 #define AGENT_TOKEN_MAX		1024
+#define UPSTREAM_ADDRS_MAX	8	/* coordinators in --coordinator */
 
 /* Everything the flags and the config file set. */
 struct agent_options {
-	char		 coordinator[256];	/* HOST:PORT, "" for none */
+	char		 coordinator[2048];	/* HOST:PORT[,...], "" for none */
 	char		 node[256];
 	char		 token_file[PATH_MAX];
 	char		 tls_cert[PATH_MAX];	/* AgentLink over TLS: all three */
@@ -141,10 +142,20 @@ enum upstream_state {
 	UPSTREAM_READY,
 };
 
-struct upstream {
-	enum upstream_state state;
+/* One coordinator address of --coordinator. */
+struct upstream_addr {
 	char		 host[256];
 	char		 port[16];
+	char		 text[280];		/* as the operator wrote it */
+};
+
+struct upstream {
+	enum upstream_state state;
+	struct upstream_addr addrs[UPSTREAM_ADDRS_MAX];
+	int		 naddrs;
+	int		 cur;			/* the one connected or tried */
+	int		 round_start;		/* where this round of tries began */
+	int		 follow;		/* a follower named the leader */
 	struct bufferevent *bev;
 	int64_t		 retry_at_ms;		/* UPSTREAM_WAIT: next attempt */
 	int		 backoff_ms;
@@ -226,6 +237,13 @@ int	 upstream_dispatch(struct agent *,
 	    const Dynprof__V1__CoordinatorMessage *);
 int	 upstream_frame_event(struct evbuffer *, uint64_t, uint64_t,
 	    const uint8_t *, size_t);
+
+/* upstream_addr.c */
+int	 upstream_addrs_parse(const char *, struct upstream_addr *,
+	    const char **);
+const char *upstream_addr_text(const struct agent *);
+int	 upstream_addr_next(struct agent *);
+int	 upstream_addr_leader(struct agent *, const char *);
 
 /* ranks_decode() results. */
 #define RANKS_OK		0

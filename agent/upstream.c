@@ -35,32 +35,12 @@
 static void	 upstream_connect(struct agent *);
 static void	 upstream_lost(struct agent *, const char *);
 
-/* Splits HOST:PORT (HOST may be [v6]); the caller checked there is a ':'. */
-static int
-upstream_split(struct upstream *up, const char *hostport)
-{
-	const char	*colon = strrchr(hostport, ':');
-	const char	*h = hostport;
-	size_t		 hlen = (size_t)(colon - hostport);
-
-	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-		h++;
-		hlen -= 2;
-	}
-	if (hlen == 0 || hlen >= sizeof(up->host) || strlen(colon + 1) == 0 ||
-	    strlen(colon + 1) >= sizeof(up->port))
-		return (-1);
-	memcpy(up->host, h, hlen);
-	up->host[hlen] = '\0';
-	strcpy(up->port, colon + 1);
-	return (0);
-}
-
 /* Sets up the link; connects at once if a coordinator is configured. */
 int
 upstream_init(struct agent *a)
 {
 	struct upstream	*up = &a->up;
+	const char	*why;
 
 	up->state = UPSTREAM_NONE;
 	up->next_seq = 1;
@@ -70,11 +50,13 @@ upstream_init(struct agent *a)
 	if (getrandom(&up->boot_id, sizeof(up->boot_id), 0) !=
 	    sizeof(up->boot_id) || up->boot_id == 0)
 		up->boot_id = ((uint64_t)clock_wall_ns() << 1) | 1;
-	if (a->opts.coordinator[0] == '\0')
+	if (upstream_addr_text(a)[0] == '\0')
 		return (0);
-	if (upstream_split(up, a->opts.coordinator) == -1) {
-		log_warnx("%s: bad coordinator address \"%s\"", __func__,
-		    a->opts.coordinator);
+	up->naddrs = upstream_addrs_parse(upstream_addr_text(a), up->addrs, &why);
+	if (up->naddrs == -1) {
+		up->naddrs = 0;
+		log_warnx("%s: bad coordinator address \"%s\": %s", __func__,
+		    upstream_addr_text(a), why);
 		return (-1);
 	}
 	if (a->opts.tls_cert[0] != '\0' && tls_load(&up->tls, "agentlink",
@@ -332,9 +314,10 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 		upstream_acked(a, w->acked_seq);
 	up->state = UPSTREAM_READY;
 	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
+	up->round_start = up->cur;
 	up->connects++;
 	log_info("connected to coordinator %s (heartbeat %u ms, %zu events "
-	    "queued)", a->opts.coordinator, up->heartbeat_ms,
+	    "queued)", upstream_addr_text(a), up->heartbeat_ms,
 	    queue_length(&up->queue));
 	TAILQ_FOREACH(j, &a->jobs, entry) {
 		if (j->subscribed)
@@ -361,15 +344,18 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 	if (m->body_case == DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR) {
 		e = m->error;
 		log_warnx("coordinator %s refused: error %d: %.200s",
-		    a->opts.coordinator, (int)e->code,
+		    upstream_addr_text(a), (int)e->code,
 		    e->reason != NULL ? e->reason : "");
+		if (e->code == DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER &&
+		    upstream_addr_leader(a, e->leader))
+			up->follow = 1;
 		return (-1);
 	}
 	if (up->state == UPSTREAM_HELLO) {
 		if (m->body_case != DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME) {
 			a->stats.bad_messages++;
 			log_warnx("%s: first message from %s is not welcome "
-			    "(type %d)", __func__, a->opts.coordinator,
+			    "(type %d)", __func__, upstream_addr_text(a),
 			    (int)m->body_case);
 			return (-1);
 		}
@@ -407,7 +393,7 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 	default:
 		a->stats.unknown_messages++;
 		log_warnx("%s: unknown message type from %s ignored", __func__,
-		    a->opts.coordinator);
+		    upstream_addr_text(a));
 		break;
 	}
 	return (0);
@@ -431,7 +417,7 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 		if (rc == FRAME_BAD) {
 			a->stats.bad_frames++;
 			log_warnx("%s: bad frame from %s: %s", __func__,
-			    a->opts.coordinator, why);
+			    upstream_addr_text(a), why);
 			upstream_lost(a, "bad frame");
 			agent_housekeep(a, 0);
 			return;
@@ -439,7 +425,7 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 		if (rc == FRAME_UNDECODABLE) {
 			a->stats.bad_messages++;
 			log_warnx("%s: undecodable message from %s", __func__,
-			    a->opts.coordinator);
+			    upstream_addr_text(a));
 			upstream_lost(a, "bad message");
 			agent_housekeep(a, 0);
 			return;
@@ -479,7 +465,7 @@ upstream_tls_failed(struct agent *a, struct bufferevent *bev, short what)
 	    "handshake failed" : "error", why, handshaking ? " (is the "
 	    "coordinator serving TLS, with a certificate of --tls-ca naming "
 	    "the --coordinator host?)" : "");
-	log_warnx("%s: %s: %s", __func__, a->opts.coordinator, msg);
+	log_warnx("%s: %s: %s", __func__, upstream_addr_text(a), msg);
 	upstream_lost(a, msg);
 	return (1);
 }
@@ -501,11 +487,11 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		if ((ssl = bufferevent_openssl_get_ssl(bev)) != NULL) {
 			resumed = tls_handshake_done(&a->up.tls, ssl);
 			log_info("%s: %s: %s, %s", __func__,
-			    a->opts.coordinator, SSL_get_version(ssl), resumed ?
+			    upstream_addr_text(a), SSL_get_version(ssl), resumed ?
 			    "session resumed" : "full handshake");
 		}
 		log_debug("%s: connected to %s, sending hello", __func__,
-		    a->opts.coordinator);
+		    upstream_addr_text(a));
 		upstream_send_hello(a);
 	} else if (upstream_tls_failed(a, bev, what))
 		;
@@ -518,7 +504,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		    a->up.tls.ctx == NULL ? "does the coordinator require TLS "
 		    "(--tls-cert, --tls-key, --tls-ca)?" : "was this agent's "
 		    "certificate refused (see the coordinator's log)?");
-		log_warnx("%s: %s: %s", __func__, a->opts.coordinator, msg);
+		log_warnx("%s: %s: %s", __func__, upstream_addr_text(a), msg);
 		upstream_lost(a, msg);
 	} else if (what & BEV_EVENT_EOF)
 		upstream_lost(a, "closed by the coordinator");
@@ -540,9 +526,9 @@ upstream_new_bev(struct agent *a)
 		    BEV_OPT_CLOSE_ON_FREE));
 	if ((ssl = tls_ssl_new(&a->up.tls)) == NULL)
 		return (NULL);
-	if (tls_client_expect(ssl, a->up.host) == -1) {
+	if (tls_client_expect(ssl, a->up.addrs[a->up.cur].host) == -1) {
 		log_warnx("%s: cannot expect the name %s", __func__,
-		    a->up.host);
+		    a->up.addrs[a->up.cur].host);
 		SSL_free(ssl);
 		return (NULL);
 	}
@@ -561,6 +547,7 @@ static void
 upstream_connect(struct agent *a)
 {
 	struct upstream		*up = &a->up;
+	struct upstream_addr	*ad = &up->addrs[up->cur];
 	struct addrinfo		 hints, *res = NULL;
 	int			 rc;
 
@@ -568,14 +555,14 @@ upstream_connect(struct agent *a)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-	rc = getaddrinfo(up->host, up->port, &hints, &res);
+	rc = getaddrinfo(ad->host, ad->port, &hints, &res);
 	if (rc != 0) {
 		/* A name: resolve it (blocking, once per attempt). */
 		hints.ai_flags = 0;
-		rc = getaddrinfo(up->host, up->port, &hints, &res);
+		rc = getaddrinfo(ad->host, ad->port, &hints, &res);
 	}
 	if (rc != 0) {
-		log_warnx("%s: %s: %s", __func__, a->opts.coordinator,
+		log_warnx("%s: %s: %s", __func__, upstream_addr_text(a),
 		    gai_strerror(rc));
 		up->state = UPSTREAM_CONNECTING;
 		upstream_lost(a, "cannot resolve");
@@ -615,20 +602,33 @@ upstream_lost(struct agent *a, const char *why)
 	int		 delay;
 
 	if (up->state == UPSTREAM_READY)
-		log_warnx("lost coordinator %s: %s", a->opts.coordinator, why);
+		log_warnx("lost coordinator %s: %s", upstream_addr_text(a), why);
 	else
-		log_info("connection to coordinator %s failed: %s", a->opts.coordinator,
-		    why);
+		log_info("connection to coordinator %s failed: %s",
+		    upstream_addr_text(a), why);
 	if (up->bev != NULL)
 		bufferevent_free(up->bev);
 	up->bev = NULL;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)clock_wall_ns();
-	delay = up->backoff_ms / 2 + (int)(r % (uint32_t)(up->backoff_ms / 2 + 1));
+	if (up->follow) {
+		/* A follower named the leader: go there at once (the
+		 * jitter of the shortest backoff spreads the nodes). */
+		up->follow = 0;
+		up->backoff_ms = AGENT_BACKOFF_MIN_MS;
+		delay = (int)(r % (uint32_t)(AGENT_BACKOFF_MIN_MS + 1));
+	} else if (!upstream_addr_next(a)) {
+		/* Another coordinator of the list is due: no backoff
+		 * yet, only the jitter. */
+		delay = (int)(r % (uint32_t)(AGENT_BACKOFF_MIN_MS + 1));
+	} else {
+		delay = up->backoff_ms / 2 +
+		    (int)(r % (uint32_t)(up->backoff_ms / 2 + 1));
+		up->backoff_ms *= 2;
+		if (up->backoff_ms > AGENT_BACKOFF_MAX_MS)
+			up->backoff_ms = AGENT_BACKOFF_MAX_MS;
+	}
 	up->retry_at_ms = clock_mono_ms() + delay;
-	up->backoff_ms *= 2;
-	if (up->backoff_ms > AGENT_BACKOFF_MAX_MS)
-		up->backoff_ms = AGENT_BACKOFF_MAX_MS;
 	up->state = UPSTREAM_WAIT;
 	log_debug("%s: next attempt in %d ms", __func__, delay);
 	a->upstream_next_ms = up->retry_at_ms;

@@ -7,6 +7,10 @@ target_link_libraries(dpagenttest PUBLIC dpcommon dpproto_c)
 dynprof_test(test_agent_link SOURCES component/test_agent_link.c
   support/linktest.c LIBS dpagenttest TIMEOUT 120)
 add_dependencies(test_agent_link dynprof-agent)
+# Several coordinators, one the leader: following ERROR_NOT_LEADER.
+dynprof_test(test_agent_leader SOURCES component/test_agent_leader.c
+  support/linktest.c LIBS dpagenttest TIMEOUT 120)
+add_dependencies(test_agent_leader dynprof-agent)
 # Rank events through the agent: slot logs, replays, reclaimed slots.
 dynprof_test(test_agent_events SOURCES component/test_agent_events.c
   support/linktest.c LIBS dpagenttest TIMEOUT 120)

@@ -1,0 +1,141 @@
+/*
+ * The coordinators an agent may talk to: --coordinator A:P[,B:P...], one of
+ * them the leader.  The agent connects to the current one; when it cannot
+ * reach it, it tries the next in turn (backing off once per round); when a
+ * follower answers ERROR_NOT_LEADER naming the leader, the agent goes there,
+ * but only if the leader is one of the addresses it was given: a coordinator
+ * never sends an agent anywhere its operator did not name.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "agent.h"
+#include "log.h"
+
+/* Splits one HOST:PORT (HOST may be [v6]) of len bytes into ad. */
+static int
+upstream_addr_split(struct upstream_addr *ad, const char *s, size_t len)
+{
+	const char	*colon = NULL, *h = s, *p;
+	size_t		 hlen, plen, i;
+
+	for (p = s; p < s + len; p++)
+		if (*p == ':')
+			colon = p;
+	if (colon == NULL || len >= sizeof(ad->text))
+		return (-1);
+	hlen = (size_t)(colon - s);
+	plen = len - hlen - 1;
+	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+		h++;
+		hlen -= 2;
+	}
+	if (hlen == 0 || hlen >= sizeof(ad->host) || plen == 0 ||
+	    plen >= sizeof(ad->port))
+		return (-1);
+	for (i = 0; i < plen; i++)
+		if (colon[1 + i] < '0' || colon[1 + i] > '9')
+			return (-1);
+	memcpy(ad->host, h, hlen);
+	ad->host[hlen] = '\0';
+	memcpy(ad->port, colon + 1, plen);
+	ad->port[plen] = '\0';
+	memcpy(ad->text, s, len);
+	ad->text[len] = '\0';
+	return (0);
+}
+
+/*
+ * Parses a comma-separated list of HOST:PORT into addrs (at most
+ * UPSTREAM_ADDRS_MAX).  Returns how many, or -1 with why set.
+ */
+int
+upstream_addrs_parse(const char *list, struct upstream_addr *addrs,
+    const char **why)
+{
+	const char	*s = list, *comma;
+	size_t		 len;
+	int		 n = 0;
+
+	for (;;) {
+		comma = strchr(s, ',');
+		len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+		if (n == UPSTREAM_ADDRS_MAX) {
+			*why = "more than 8 coordinators";
+			return (-1);
+		}
+		if (upstream_addr_split(&addrs[n], s, len) == -1) {
+			*why = "not HOST:PORT[,HOST:PORT...] (numeric port)";
+			return (-1);
+		}
+		n++;
+		if (comma == NULL)
+			break;
+		s = comma + 1;
+	}
+	return (n);
+}
+
+/* The address the agent connects to now, as the operator wrote it. */
+const char *
+upstream_addr_text(const struct agent *a)
+{
+	if (a->up.naddrs == 0)
+		return (a->opts.coordinator);
+	return (a->up.addrs[a->up.cur].text);
+}
+
+/*
+ * The current coordinator could not be reached or dropped us: moves to the
+ * next address.  Returns 1 when that starts a new round (every address was
+ * tried once: back off longer), else 0.
+ */
+int
+upstream_addr_next(struct agent *a)
+{
+	struct upstream	*up = &a->up;
+
+	if (up->naddrs <= 1)
+		return (1);
+	up->cur = (up->cur + 1) % up->naddrs;
+	return (up->cur == up->round_start);
+}
+
+/*
+ * A follower named the leader (HOST:PORT, "" unknown): makes it the current
+ * address if it is one of ours.  Returns 1 if the agent should go there at
+ * once, 0 if it should try the next address after its backoff.
+ */
+int
+upstream_addr_leader(struct agent *a, const char *leader)
+{
+	struct upstream		*up = &a->up;
+	struct upstream_addr	 l;
+	int			 i;
+
+	if (leader == NULL || leader[0] == '\0') {
+		log_info("coordinator %s is a follower and knows no leader yet",
+		    upstream_addr_text(a));
+		return (0);
+	}
+	if (upstream_addr_split(&l, leader, strlen(leader)) == -1) {
+		log_warnx("coordinator %s named a leader that is no address: "
+		    "\"%.100s\"", upstream_addr_text(a), leader);
+		return (0);
+	}
+	for (i = 0; i < up->naddrs; i++) {
+		if (strcmp(up->addrs[i].host, l.host) == 0 &&
+		    strcmp(up->addrs[i].port, l.port) == 0) {
+			log_info("coordinator %s is a follower: the leader is "
+			    "%s", upstream_addr_text(a), up->addrs[i].text);
+			up->cur = i;
+			up->round_start = i;
+			return (1);
+		}
+	}
+	log_warnx("coordinator %s names the leader %.100s, which is not in "
+	    "--coordinator: add it there for this agent to follow",
+	    upstream_addr_text(a), leader);
+	return (0);
+}
