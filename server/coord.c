@@ -160,6 +160,11 @@ coord_usage(FILE *f)
 	    "  --http-max-conns N       admin connections (default 1024)\n"
 	    "  --http-timeout-ms N      accept to a whole admin request"
 	    " (default 10000)\n"
+	    "  stragglers (a job's rules may set its own):\n"
+	    "  --straggler-lag N        steps behind the job's median step"
+	    " (default 50)\n"
+	    "  --straggler-rate-drop P  percent under the job's median"
+	    " rate (default 50)\n"
 	    "  -v, -q                   more, less logging\n"
 	    "  --help, --version\n");
 }
@@ -353,7 +358,8 @@ coord_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(c->base);
 }
 
-/* The housekeeping timer: heartbeats, finished windows, ranks, reaping. */
+/* The housekeeping timer: heartbeats, finished windows, ranks, reaping,
+ * stragglers. */
 static void
 coord_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -366,6 +372,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	schedule_flush_ranks(c);
 	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);
+	straggler_tick(c);
 }
 
 enum {
@@ -374,6 +381,8 @@ enum {
 	OPT_SEQ_WINDOW,
 	OPT_HTTP_MAX_CONNS,
 	OPT_HTTP_TIMEOUT,
+	OPT_STRAGGLER_LAG,
+	OPT_STRAGGLER_DROP,
 };
 
 /* Sets the bounds on peers to their defaults. */
@@ -385,6 +394,8 @@ coord_bounds_init(struct coord_config *conf)
 	conf->seq_window = COORD_SEQ_WINDOW;
 	conf->http_max_conns = COORD_HTTP_CONNS_MAX;
 	conf->http_timeout_ms = COORD_HTTP_TIMEOUT_MS;
+	conf->straggler_lag = COORD_STRAGGLER_LAG;
+	conf->straggler_rate_drop = COORD_STRAGGLER_RATE_DROP;
 }
 
 /* Parses one flag of the bounds on peers.  Returns 0, or -1 logged. */
@@ -401,6 +412,8 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		{ OPT_SEQ_WINDOW, 1, 1LL << 62 },
 		{ OPT_HTTP_MAX_CONNS, 1, 1000000 },
 		{ OPT_HTTP_TIMEOUT, 100, 3600000 },
+		{ OPT_STRAGGLER_LAG, 1, COORD_WINDOW_STEP_MAX },
+		{ OPT_STRAGGLER_DROP, 1, 100 },
 	};
 	char		*end;
 	long long	 v;
@@ -434,6 +447,12 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		break;
 	case OPT_HTTP_TIMEOUT:
 		conf->http_timeout_ms = (uint32_t)v;
+		break;
+	case OPT_STRAGGLER_LAG:
+		conf->straggler_lag = v;
+		break;
+	case OPT_STRAGGLER_DROP:
+		conf->straggler_rate_drop = (int)v;
 		break;
 	}
 	return (0);
@@ -522,6 +541,10 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		    OPT_HTTP_MAX_CONNS },
 		{ "http-timeout-ms", required_argument, NULL,
 		    OPT_HTTP_TIMEOUT },
+		{ "straggler-lag", required_argument, NULL,
+		    OPT_STRAGGLER_LAG },
+		{ "straggler-rate-drop", required_argument, NULL,
+		    OPT_STRAGGLER_DROP },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -538,7 +561,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	c->conf.heartbeat_ms = 2000;
 	coord_bounds_init(&c->conf);
 	while ((ch = getopt_long(argc, argv, "vqh", longopts, &idx)) != -1) {
-		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_HTTP_TIMEOUT) {
+		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_STRAGGLER_DROP) {
 			if (coord_parse_bound(&c->conf, ch,
 			    longopts[idx].name, optarg) == -1)
 				return (-1);

@@ -7,10 +7,12 @@
  *	schedule.c	jobs, windows, nodes: the model and its rules
  *	schedule_ranks.c the ranks, and the events and progress they report
  *	change.c	the one path of a change: judge, store, apply, push
+ *	straggler.c	each job's step rate, and the ranks and nodes lagging it
  *	load.c		the model rebuilt from the store at start
  *	store.c		SQLite persistence behind store.h
  *	http.c		the admin API's listener, routing and answers
  *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
+ *	http_rules.c	the admin API's stragglers and rules of a job
  *	metrics.c	counters and the /metrics text
  */
 
@@ -73,6 +75,11 @@ struct store;
 #define COORD_SEQ_WINDOW	(2 * 65536ULL)
 #define COORD_HTTP_CONNS_MAX	1024		/* admin connections */
 #define COORD_HTTP_TIMEOUT_MS	10000		/* accept to whole request */
+/* A rank straggles when its step is more than this behind its job's median
+ * step, or its step rate this many percent under the job's median rate
+ * (--straggler-lag, --straggler-rate-drop; a job may set its own). */
+#define COORD_STRAGGLER_LAG	50
+#define COORD_STRAGGLER_RATE_DROP 50
 /* Descriptors kept for agents, the store and logs, out of the HTTP cap. */
 #define COORD_FD_RESERVE	256
 
@@ -118,6 +125,14 @@ struct rank_event {
 	int64_t		 time_ns;
 };
 
+/* A rank's step rate, as straggler.c measures it. */
+struct rank_pace {
+	int64_t			 ref_step;	/* step at ref_ms, -1 none */
+	uint64_t		 ref_ms;	/* monotonic */
+	float			 rate;		/* steps/s, < 0 unknown */
+	int			 straggling;	/* STRAGGLER_* reasons, 0 none */
+};
+
 struct rank {
 	int32_t			 rank;
 	char			 node[COORD_NODE_MAX];
@@ -134,6 +149,7 @@ struct rank {
 	size_t			 events_cap;
 	int			 dirty;		/* step/state not yet stored */
 	int			 in_batch;	/* on coord->batch_ranks */
+	struct rank_pace	 pace;		/* straggler.c */
 	struct job		*job;
 	LIST_ENTRY(rank)	 hentry;
 	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
@@ -171,6 +187,7 @@ struct job {
 	int			 ranks_dirty;
 	int			 push_due;	/* link_push_later() */
 	int			 windows_dirty;	/* a window may have ended */
+	struct straggler	*strag;		/* straggler.c, NULL: none yet */
 	TAILQ_ENTRY(job)	 entry;
 };
 TAILQ_HEAD(jobq, job);
@@ -277,6 +294,9 @@ struct coord_config {
 	uint64_t	 seq_window;
 	size_t		 http_max_conns;
 	uint32_t	 http_timeout_ms;
+	/* stragglers: the defaults of jobs that set none */
+	int64_t		 straggler_lag;
+	int		 straggler_rate_drop;	/* percent */
 };
 
 struct coord {
@@ -430,6 +450,8 @@ void	 http_error(struct coord *, struct evhttp_request *, int, const char *,
 void	 http_refused(struct coord *, struct evhttp_request *,
 	    const struct refusal *);
 struct json_t *http_body(struct coord *, struct evhttp_request *);
+void	 http_method_not_allowed(struct coord *, struct evhttp_request *,
+	    const char *);
 
 /* http_jobs.c */
 void	 http_get_jobs(struct coord *, struct evhttp_request *);
@@ -460,6 +482,33 @@ int	 change_config_set(struct coord *, const char *, char *,
 	    struct refusal *);
 int	 change_windows_finish(struct coord *, struct job *, struct window **,
 	    size_t);
+
+/* straggler.c */
+#define STRAGGLER_LAG		1	/* step behind the median by > lag */
+#define STRAGGLER_SLOW		2	/* rate under the job's by > drop % */
+struct straggler_entry {
+	int32_t		 rank;
+	int		 reasons;		/* STRAGGLER_* */
+	int64_t		 step;
+	int64_t		 lag;			/* median step - step */
+	float		 rate;			/* steps/s, < 0 unknown */
+	char		 node[COORD_NODE_MAX];
+};
+void	 straggler_tick(struct coord *);
+void	 straggler_job_free(struct job *);
+int	 straggler_set_thresholds(struct job *, int64_t, int);
+void	 straggler_own_thresholds(const struct job *, int64_t *, int *);
+void	 straggler_thresholds(const struct coord *, const struct job *,
+	    int64_t *, int *);
+size_t	 straggler_list(const struct job *, const struct straggler_entry **);
+int64_t	 straggler_median_step(const struct job *);
+struct json_t *straggler_json(const struct coord *, const struct job *);
+struct json_t *straggler_json_all(const struct coord *, const struct job *);
+void	 straggler_metrics(struct coord *, struct evbuffer *);
+
+/* http_rules.c */
+void	 http_rules_route(struct coord *, struct evhttp_request *, char **,
+	    int);
 
 /* load.c */
 int	 load_model(struct coord *);

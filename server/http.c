@@ -235,7 +235,7 @@ http_split(char *path, char **seg, int n)
  * Answers a method the path does not take: 405 with the Allow header (allow:
  * the methods it takes) and a JSON body.
  */
-static void
+void
 http_method_not_allowed(struct coord *c, struct evhttp_request *req,
     const char *allow)
 {
@@ -517,7 +517,10 @@ http_route(struct evhttp_request *req, void *arg)
 			if (cmd != EVHTTP_REQ_DELETE)
 				goto method;
 			http_delete_window(c, req, seg[2], seg[4]);
-		} else
+		} else if (strcmp(seg[3], "stragglers") == 0 ||
+		    strcmp(seg[3], "rules") == 0)
+			http_rules_route(c, req, seg, n);
+		else
 			http_error(c, req, 404, NULL, "no such endpoint");
 	} else
 		http_error(c, req, 404, NULL, "no such endpoint");

@@ -195,6 +195,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)m->progress_refused);
 
 	metrics_render_bounds(c, buf);
+	straggler_metrics(c, buf);
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_http_requests_total Admin requests, by status.\n"
 	    "# TYPE dynprof_http_requests_total counter\n");

@@ -696,6 +696,7 @@ schedule_job_free(struct coord *c, struct job *job)
 		free(r);
 	}
 	options_clear(&job->defaults);
+	straggler_job_free(job);
 	free(job->config_json);
 	free(job->rank_hash);
 	free(job);

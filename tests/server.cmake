@@ -47,3 +47,9 @@ dynprof_test(test_coord_bounds SOURCES component/test_coord_bounds.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
 add_dependencies(test_coord_bounds dynprof-coordinator)
+# Stragglers: fake agents report steps, the real coordinator flags the ranks
+# and nodes that lag the job's median or whose rate fell.
+dynprof_test(test_coord_stragglers SOURCES component/test_coord_stragglers.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_stragglers dynprof-coordinator)

@@ -341,36 +341,55 @@ fa_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
 	return (fa_send(fa, &m));
 }
 
-/* Sends Progress for ranks first..first+n-1 of job, all at step (min/max). */
+/* Sends Progress for ranks first..first+n-1 of job: the first at min_step,
+ * the others at max_step. */
 int
 fa_progress(struct fakeagent *fa, const char *job, int32_t first,
     int64_t min_step, int64_t max_step, int n)
 {
+	int64_t	 steps[FA_PROGRESS_MAX];
+	int	 i;
+
+	if (n > FA_PROGRESS_MAX)
+		n = FA_PROGRESS_MAX;
+	for (i = 0; i < n; i++)
+		steps[i] = i == 0 ? min_step : max_step;
+	return (fa_progress_steps(fa, job, first, steps, n));
+}
+
+/* Sends Progress for ranks first..first+n-1 of job at steps[0..n-1]. */
+int
+fa_progress_steps(struct fakeagent *fa, const char *job, int32_t first,
+    const int64_t *steps, int n)
+{
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
-	Dynprof__V1__RankProgress	 rp[64], *rpp[64];
-	int				 i, rc;
+	Dynprof__V1__RankProgress	 rp[FA_PROGRESS_MAX];
+	Dynprof__V1__RankProgress	*rpp[FA_PROGRESS_MAX];
+	int				 i;
 
-	if (n > 64)
-		n = 64;
+	if (n > FA_PROGRESS_MAX)
+		n = FA_PROGRESS_MAX;
+	p.min_step = p.max_step = n > 0 ? steps[0] : -1;
 	for (i = 0; i < n; i++) {
 		dynprof__v1__rank_progress__init(&rp[i]);
 		rp[i].rank = first + i;
-		rp[i].step = i == 0 ? min_step : max_step;
+		rp[i].step = steps[i];
 		rp[i].pid = 1000 + first + i;
 		rp[i].state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 		rpp[i] = &rp[i];
+		if (steps[i] < p.min_step)
+			p.min_step = steps[i];
+		if (steps[i] > p.max_step)
+			p.max_step = steps[i];
 	}
 	p.job = (char *)job;
 	p.ranks_alive = (uint32_t)n;
-	p.min_step = min_step;
-	p.max_step = max_step;
 	p.n_ranks = (size_t)n;
 	p.ranks = rpp;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS;
 	m.progress = &p;
-	rc = fa_send(fa, &m);
-	return (rc);
+	return (fa_send(fa, &m));
 }
 
 /* Waits for an EventAck covering seq.  Returns 0, or -1 after timeout_ms. */

@@ -25,6 +25,8 @@ struct fakeagent {
 
 typedef Dynprof__V1__CoordinatorMessage fa_msg;
 
+#define FA_PROGRESS_MAX	256	/* ranks in one Progress: SEG_MAX_SLOTS */
+
 /* fakeagent.c */
 int	 fa_connect(struct fakeagent *, int);
 void	 fa_close(struct fakeagent *);
@@ -45,6 +47,8 @@ int	 fa_event(struct fakeagent *, uint64_t, int, const char *, int32_t,
 	    uint32_t, int64_t, const char *);
 int	 fa_progress(struct fakeagent *, const char *, int32_t, int64_t,
 	    int64_t, int);
+int	 fa_progress_steps(struct fakeagent *, const char *, int32_t,
+	    const int64_t *, int);
 int	 fa_wait_ack(struct fakeagent *, uint64_t, int);
 int	 fa_wait_closed(struct fakeagent *, int);
 void	 fa_free(fa_msg *);

@@ -502,11 +502,22 @@ tc_teardown(void **state)
 int
 tc_setup_agents_hb(void **state, const char *hb)
 {
+	return (tc_setup_agents_args(state, hb, NULL));
+}
+
+/* tc_setup_agents_hb() with more flags (NULL-terminated, at most 16). */
+int
+tc_setup_agents_args(void **state, const char *hb, const char *const *more)
+{
 	struct tc_coord	*tc;
 	char		 tok[512];
-	const char	*extra[] = { "-q", "--agent-token-file", tok,
+	const char	*extra[24] = { "-q", "--agent-token-file", tok,
 	    "--heartbeat-ms", hb, NULL };
+	int		 n = 5;
 
+	while (more != NULL && *more != NULL && n < 21)
+		extra[n++] = *more++;
+	extra[n] = NULL;
 	if ((tc = calloc(1, sizeof(*tc))) == NULL)
 		return (-1);
 	if (tc_setup_dir(tc) == -1 ||

@@ -1,0 +1,541 @@
+/*
+ * Stragglers: from the steps the agents report, each job's median step and
+ * step rate, and the ranks (and their nodes) that lag the median by more than
+ * a number of steps or whose rate fell under the job's by more than a share.
+ *
+ * The work is done on the housekeeping timer, once per heartbeat interval, in
+ * time linear in the job's ranks (a selection, not a sort, finds the medians;
+ * only the flagged ranks are sorted), never per request: a request reads what
+ * the last tick kept, which is bounded (STRAGGLER_KEEP_MAX ranks,
+ * STRAGGLER_NODES_KEEP nodes) whatever the job's size.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <jansson.h>
+
+#include "coord.h"
+#include "log.h"
+
+/* Stragglers kept per job, worst first, for status and rules. */
+#define STRAGGLER_KEEP_MAX	256
+/* Nodes with stragglers kept per job, most stragglers first. */
+#define STRAGGLER_NODES_KEEP	64
+/* Of those, how many the job summary shows. */
+#define STRAGGLER_SUMMARY_MAX	10
+/* A rank's rate is measured over this many heartbeat intervals. */
+#define STRAGGLER_RATE_TICKS	5
+/* Fewer ranks than this reporting a step: nobody is judged. */
+#define STRAGGLER_MIN_RANKS	2
+
+/* A node with stragglers. */
+struct straggler_node {
+	char		 node[COORD_NODE_MAX];
+	uint32_t	 ranks;			/* its ranks flagged */
+	int64_t		 min_step;
+};
+
+struct straggler {
+	int64_t			 lag;		/* this job's, -1: the default */
+	int			 rate_drop;	/* this job's, -1: the default */
+	int64_t			 median_step;	/* -1 unknown */
+	float			 median_rate;	/* steps/s, < 0 unknown */
+	uint32_t		 judged;	/* ranks with a step */
+	uint32_t		 nflagged;	/* all of them, not only kept */
+	uint32_t		 nlag, nslow;
+	uint32_t		 nnodes;	/* nodes with a straggler */
+	struct straggler_entry	 list[STRAGGLER_KEEP_MAX];
+	size_t			 nlist;
+	struct straggler_node	 nodes[STRAGGLER_NODES_KEEP];
+	size_t			 nnodes_kept;
+	int64_t			 updated_ns;	/* wall clock of the tick */
+	uint64_t		 compute_ns;	/* the tick's cost for this job */
+};
+
+/* Returns the job's straggler state, creating it.  NULL: out of memory. */
+static struct straggler *
+straggler_get(struct job *job)
+{
+	struct straggler	*s;
+
+	if (job->strag != NULL)
+		return (job->strag);
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return (NULL);
+	s->lag = -1;
+	s->rate_drop = -1;
+	s->median_step = -1;
+	s->median_rate = -1;
+	job->strag = s;
+	return (s);
+}
+
+/* Frees a job's straggler state. */
+void
+straggler_job_free(struct job *job)
+{
+	free(job->strag);
+	job->strag = NULL;
+}
+
+/*
+ * Sets a job's own thresholds (-1: the coordinator's default).  Returns 0, or
+ * -1 out of memory.
+ */
+int
+straggler_set_thresholds(struct job *job, int64_t lag, int rate_drop)
+{
+	struct straggler	*s;
+
+	if ((s = straggler_get(job)) == NULL)
+		return (-1);
+	s->lag = lag;
+	s->rate_drop = rate_drop;
+	return (0);
+}
+
+/* Returns the job's own thresholds, -1 for each it does not set. */
+void
+straggler_own_thresholds(const struct job *job, int64_t *lag, int *rate_drop)
+{
+	*lag = job->strag != NULL ? job->strag->lag : -1;
+	*rate_drop = job->strag != NULL ? job->strag->rate_drop : -1;
+}
+
+/* Returns the thresholds that judge the job: its own, else the flags'. */
+void
+straggler_thresholds(const struct coord *c, const struct job *job,
+    int64_t *lag, int *rate_drop)
+{
+	straggler_own_thresholds(job, lag, rate_drop);
+	if (*lag < 0)
+		*lag = c->conf.straggler_lag;
+	if (*rate_drop < 0)
+		*rate_drop = c->conf.straggler_rate_drop;
+}
+
+/* Returns the k-th smallest of v[0..n-1] (reordering v), n > k. */
+static int64_t
+straggler_select(int64_t *v, size_t n, size_t k)
+{
+	size_t	 lo = 0, hi = n - 1, i, j;
+	int64_t	 pivot, t;
+
+	while (lo < hi) {
+		pivot = v[lo + (hi - lo) / 2];
+		i = lo;
+		j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return (v[k]);
+}
+
+/* Returns 1 if the rank is judged: a step reported, alive, its node up. */
+static int
+straggler_judged(struct coord *c, const struct rank *r, const char **last,
+    int *last_up)
+{
+	struct node	*n;
+
+	if (r->step < 0 || r->state == DYNPROF__V1__RANK_STATE__RANK_GONE ||
+	    r->node[0] == '\0')
+		return (0);
+	/* Ranks arrive node by node: the last node looked up is kept. */
+	if (*last == NULL || strcmp(*last, r->node) != 0) {
+		n = schedule_node_find(c, r->node);
+		*last = r->node;
+		*last_up = n != NULL && n->conn != NULL;
+	}
+	return (*last_up);
+}
+
+/* Measures a rank's rate once its period is over. */
+static void
+straggler_pace(struct rank *r, uint64_t now, uint64_t period)
+{
+	struct rank_pace	*p = &r->pace;
+
+	if (p->ref_ms == 0 || r->step < p->ref_step) {
+		/* First sight, or a new process started over. */
+		p->ref_step = r->step;
+		p->ref_ms = now;
+		p->rate = -1;
+		return;
+	}
+	if (now - p->ref_ms < period)
+		return;
+	p->rate = (float)(r->step - p->ref_step) * 1000.0f /
+	    (float)(now - p->ref_ms);
+	p->ref_step = r->step;
+	p->ref_ms = now;
+}
+
+/* Orders flagged ranks worst first: the longest lag, then the slowest. */
+static int
+straggler_cmp(const void *a, const void *b)
+{
+	const struct rank	*x = *(struct rank *const *)a;
+	const struct rank	*y = *(struct rank *const *)b;
+
+	if (x->step != y->step)
+		return (x->step < y->step ? -1 : 1);
+	if (x->pace.rate != y->pace.rate)
+		return (x->pace.rate < y->pace.rate ? -1 : 1);
+	return (x->rank < y->rank ? -1 : x->rank > y->rank);
+}
+
+/* Orders nodes by their flagged ranks, most first, then by name. */
+static int
+straggler_node_cmp(const void *a, const void *b)
+{
+	const struct straggler_node	*x = a, *y = b;
+
+	if (x->ranks != y->ranks)
+		return (x->ranks > y->ranks ? -1 : 1);
+	return (strcmp(x->node, y->node));
+}
+
+/*
+ * Counts the flagged ranks (sorted by node) by node into s->nodes, the nodes
+ * with most kept.
+ */
+static void
+straggler_count_nodes(struct straggler *s, struct rank **flagged, size_t n)
+{
+	struct straggler_node	*all, *cur;
+	size_t			 i, j, nall = 0;
+
+	s->nnodes = 0;
+	s->nnodes_kept = 0;
+	for (i = 0; i < n; i++)
+		if (i == 0 || strcmp(flagged[i]->node, flagged[i - 1]->node))
+			s->nnodes++;
+	if (s->nnodes == 0 || (all = calloc(s->nnodes, sizeof(*all))) == NULL)
+		return;
+	for (i = 0; i < n; i = j) {
+		cur = &all[nall++];
+		memcpy(cur->node, flagged[i]->node, sizeof(cur->node));
+		cur->min_step = flagged[i]->step;
+		for (j = i; j < n && strcmp(flagged[j]->node,
+		    flagged[i]->node) == 0; j++) {
+			cur->ranks++;
+			if (flagged[j]->step < cur->min_step)
+				cur->min_step = flagged[j]->step;
+		}
+	}
+	qsort(all, nall, sizeof(*all), straggler_node_cmp);
+	s->nnodes_kept = nall < STRAGGLER_NODES_KEEP ? nall :
+	    STRAGGLER_NODES_KEEP;
+	memcpy(s->nodes, all, s->nnodes_kept * sizeof(*all));
+	free(all);
+}
+
+/* Orders ranks by node name, for counting them by node. */
+static int
+straggler_by_node(const void *a, const void *b)
+{
+	const struct rank	*x = *(struct rank *const *)a;
+	const struct rank	*y = *(struct rank *const *)b;
+
+	return (strcmp(x->node, y->node));
+}
+
+/* Keeps the worst flagged ranks, and counts them by node. */
+static void
+straggler_keep(struct straggler *s, struct rank **flagged, size_t n)
+{
+	struct straggler_entry	*e;
+	size_t			 i;
+
+	if (n > 1)
+		qsort(flagged, n, sizeof(*flagged), straggler_cmp);
+	s->nlist = n < STRAGGLER_KEEP_MAX ? n : STRAGGLER_KEEP_MAX;
+	for (i = 0; i < s->nlist; i++) {
+		e = &s->list[i];
+		e->rank = flagged[i]->rank;
+		e->reasons = flagged[i]->pace.straggling;
+		e->step = flagged[i]->step;
+		e->lag = s->median_step - flagged[i]->step;
+		e->rate = flagged[i]->pace.rate;
+		memcpy(e->node, flagged[i]->node, sizeof(e->node));
+	}
+	if (n > 1)
+		qsort(flagged, n, sizeof(*flagged), straggler_by_node);
+	straggler_count_nodes(s, flagged, n);
+}
+
+/*
+ * Judges one job: its medians, then each rank against them.  Returns -1 out
+ * of memory (the job keeps what the last tick found).
+ */
+static int
+straggler_job(struct coord *c, struct job *job, uint64_t now,
+    uint64_t period)
+{
+	struct straggler	*s;
+	struct rank		*r, **flagged = NULL;
+	int64_t			*steps = NULL, *rates = NULL, lag, rmed = -1;
+	const char		*last = NULL;
+	size_t			 n = 0, nr = 0, nf = 0;
+	int			 drop, up = 0, rc = -1;
+	uint64_t		 t0 = coord_mono_ns();
+
+	if ((s = straggler_get(job)) == NULL)
+		return (-1);
+	straggler_thresholds(c, job, &lag, &drop);
+	if (job->nranks > 0 &&
+	    ((steps = calloc(job->nranks, sizeof(*steps))) == NULL ||
+	    (rates = calloc(job->nranks, sizeof(*rates))) == NULL))
+		goto out;
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		r->pace.straggling = 0;
+		if (!straggler_judged(c, r, &last, &up)) {
+			r->pace.ref_ms = 0;
+			continue;
+		}
+		straggler_pace(r, now, period);
+		steps[n++] = r->step;
+		if (r->pace.rate >= 0)	/* in milli-steps/s: integers */
+			rates[nr++] = (int64_t)(r->pace.rate * 1000.0f);
+	}
+	s->judged = (uint32_t)n;
+	s->median_step = n > 0 ? straggler_select(steps, n, n / 2) : -1;
+	if (nr > 0)
+		rmed = straggler_select(rates, nr, nr / 2);
+	s->median_rate = rmed >= 0 ? (float)rmed / 1000.0f : -1;
+	s->nlag = s->nslow = 0;
+	if (n >= STRAGGLER_MIN_RANKS && (flagged = calloc(n,
+	    sizeof(*flagged))) == NULL)
+		goto out;
+	last = NULL;
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (n < STRAGGLER_MIN_RANKS || !straggler_judged(c, r, &last,
+		    &up))
+			continue;
+		if (s->median_step - r->step > lag) {
+			r->pace.straggling |= STRAGGLER_LAG;
+			s->nlag++;
+		}
+		if (rmed > 0 && r->pace.rate >= 0 && r->pace.rate * 100.0f <
+		    s->median_rate * (float)(100 - drop)) {
+			r->pace.straggling |= STRAGGLER_SLOW;
+			s->nslow++;
+		}
+		if (r->pace.straggling != 0)
+			flagged[nf++] = r;
+	}
+	s->nflagged = (uint32_t)nf;
+	straggler_keep(s, flagged, nf);
+	s->updated_ns = coord_wall_ns();
+	rc = 0;
+out:
+	free(steps);
+	free(rates);
+	free(flagged);
+	s->compute_ns = coord_mono_ns() - t0;
+	if (rc == -1)
+		log_warnx("%s: job %s: out of memory", __func__, job->name);
+	return (rc);
+}
+
+/* Judges every job with ranks: called by the housekeeping timer. */
+void
+straggler_tick(struct coord *c)
+{
+	struct job	*job;
+	uint64_t	 now = coord_mono_ms();
+	uint64_t	 period = (uint64_t)STRAGGLER_RATE_TICKS *
+			    c->conf.heartbeat_ms;
+
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (job->nranks > 0 || job->strag != NULL)
+			straggler_job(c, job, now, period);
+	}
+}
+
+/* Returns the job's stragglers kept by the last tick, worst first. */
+size_t
+straggler_list(const struct job *job, const struct straggler_entry **list)
+{
+	if (job->strag == NULL) {
+		*list = NULL;
+		return (0);
+	}
+	*list = job->strag->list;
+	return (job->strag->nlist);
+}
+
+/* Returns the job's median step at the last tick, -1 unknown. */
+int64_t
+straggler_median_step(const struct job *job)
+{
+	return (job->strag != NULL ? job->strag->median_step : -1);
+}
+
+/* Returns a rate as JSON: steps/s to three decimals, null unknown. */
+static json_t *
+straggler_rate_json(float rate)
+{
+	if (rate < 0)
+		return (json_null());
+	return (json_real((double)(int64_t)(rate * 1000.0f + 0.5f) / 1000.0));
+}
+
+/* Returns a rank's reasons as a JSON array of words. */
+static json_t *
+straggler_reasons_json(int reasons)
+{
+	json_t	*a = json_array();
+
+	if (reasons & STRAGGLER_LAG)
+		json_array_append_new(a, json_string("lag"));
+	if (reasons & STRAGGLER_SLOW)
+		json_array_append_new(a, json_string("slow"));
+	return (a);
+}
+
+/*
+ * Returns the job's stragglers: the thresholds, the medians, the counts, and
+ * the max worst ranks and nodes.
+ */
+static json_t *
+straggler_json_max(const struct coord *c, const struct job *job, size_t max)
+{
+	const struct straggler	*s = job->strag;
+	json_t			*o = json_object(), *a, *e;
+	int64_t			 lag;
+	int			 drop;
+	size_t			 i;
+	char			 t[40];
+
+	straggler_thresholds(c, job, &lag, &drop);
+	json_object_set_new(o, "lag_steps", json_integer(lag));
+	json_object_set_new(o, "rate_drop_percent", json_integer(drop));
+	json_object_set_new(o, "median_step", json_integer(s != NULL ?
+	    s->median_step : -1));
+	json_object_set_new(o, "median_rate", straggler_rate_json(s != NULL ?
+	    s->median_rate : -1));
+	json_object_set_new(o, "ranks_judged", json_integer(s ? s->judged : 0));
+	json_object_set_new(o, "ranks", json_integer(s ? s->nflagged : 0));
+	json_object_set_new(o, "lagging", json_integer(s ? s->nlag : 0));
+	json_object_set_new(o, "slow", json_integer(s ? s->nslow : 0));
+	json_object_set_new(o, "nodes", json_integer(s ? s->nnodes : 0));
+	a = json_array();
+	for (i = 0; s != NULL && i < s->nlist && i < max;
+	    i++) {
+		e = json_object();
+		json_object_set_new(e, "rank", json_integer(s->list[i].rank));
+		json_object_set_new(e, "node", json_string(s->list[i].node));
+		json_object_set_new(e, "step", json_integer(s->list[i].step));
+		json_object_set_new(e, "lag", json_integer(s->list[i].lag));
+		json_object_set_new(e, "rate",
+		    straggler_rate_json(s->list[i].rate));
+		json_object_set_new(e, "reasons",
+		    straggler_reasons_json(s->list[i].reasons));
+		json_array_append_new(a, e);
+	}
+	json_object_set_new(o, "worst_ranks", a);
+	a = json_array();
+	for (i = 0; s != NULL && i < s->nnodes_kept && i < max; i++)
+		json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "node",
+		    s->nodes[i].node, "ranks", (json_int_t)s->nodes[i].ranks,
+		    "min_step", (json_int_t)s->nodes[i].min_step));
+	json_object_set_new(o, "worst_nodes", a);
+	if (s != NULL && s->updated_ns > 0) {
+		coord_rfc3339(s->updated_ns, t, sizeof(t));
+		json_object_set_new(o, "updated", json_string(t));
+	} else
+		json_object_set_new(o, "updated", json_null());
+	return (o);
+}
+
+/* Returns the job's stragglers for its summary, of constant size: the worst
+ * STRAGGLER_SUMMARY_MAX ranks and nodes. */
+json_t *
+straggler_json(const struct coord *c, const struct job *job)
+{
+	return (straggler_json_max(c, job, STRAGGLER_SUMMARY_MAX));
+}
+
+/* Returns the job's stragglers with every rank and node kept. */
+json_t *
+straggler_json_all(const struct coord *c, const struct job *job)
+{
+	return (straggler_json_max(c, job, STRAGGLER_KEEP_MAX));
+}
+
+/* Appends the straggler metrics of every judged job to buf. */
+void
+straggler_metrics(struct coord *c, struct evbuffer *buf)
+{
+	const struct job	*job;
+	const struct straggler	*s;
+	uint64_t		 cost = 0;
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_job_step_median The median step of a job's ranks.\n"
+	    "# TYPE dynprof_job_step_median gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if ((s = job->strag) != NULL)
+			evbuffer_add_printf(buf,
+			    "dynprof_job_step_median{job=\"%s\"} %lld\n",
+			    job->name, (long long)s->median_step);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_job_step_rate The median step rate of a job's "
+	    "ranks, steps/s.\n"
+	    "# TYPE dynprof_job_step_rate gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if ((s = job->strag) != NULL && s->median_rate >= 0)
+			evbuffer_add_printf(buf,
+			    "dynprof_job_step_rate{job=\"%s\"} %.3f\n",
+			    job->name, (double)s->median_rate);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_stragglers Ranks of a job flagged as stragglers, "
+	    "by reason (a rank may have both).\n"
+	    "# TYPE dynprof_stragglers gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if ((s = job->strag) == NULL)
+			continue;
+		evbuffer_add_printf(buf,
+		    "dynprof_stragglers{job=\"%s\",reason=\"lag\"} %u\n"
+		    "dynprof_stragglers{job=\"%s\",reason=\"slow\"} %u\n",
+		    job->name, s->nlag, job->name, s->nslow);
+		cost += s->compute_ns;
+	}
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_straggler_nodes Nodes with at least one "
+	    "straggler, by job.\n"
+	    "# TYPE dynprof_straggler_nodes gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if ((s = job->strag) != NULL)
+			evbuffer_add_printf(buf,
+			    "dynprof_straggler_nodes{job=\"%s\"} %u\n",
+			    job->name, s->nnodes);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_straggler_tick_seconds What judging every job "
+	    "cost at the last housekeeping tick.\n"
+	    "# TYPE dynprof_straggler_tick_seconds gauge\n"
+	    "dynprof_straggler_tick_seconds %.6f\n", (double)cost / 1e9);
+}

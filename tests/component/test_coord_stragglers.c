@@ -1,0 +1,313 @@
+/*
+ * Stragglers, through fake agents reporting progress to the real
+ * coordinator: a rank lagging the job's median by more than the threshold
+ * (and only by more), a rank whose step rate fell under the job's, the nodes
+ * they run on, ranks of a lost node left out, /metrics, the flags' bounds.
+ */
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakeagent.h"
+#include "test_coord_util.h"
+
+#define HB_MS		"200"	/* the rate is measured over 5 of these */
+#define LAG		"10"
+#define NODE_RANKS	4
+#define WAIT_MS		8000	/* a straggler shows within this */
+
+/* Starts a coordinator with fast heartbeats and a lag threshold of 10. */
+static int
+setup(void **state)
+{
+	const char	*more[] = { "--straggler-lag", LAG, NULL };
+
+	return (tc_setup_agents_args(state, HB_MS, more));
+}
+
+/* Connects n fake agents as nodes sg-0.., each subscribed to job. */
+static void
+agents_up(struct tc_coord *tc, struct fakeagent *fa, int n, const char *job)
+{
+	char	 node[32];
+	int	 i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(node, sizeof(node), "sg-%d", i);
+		assert_int_equal(fa_handshake(&fa[i], tc->agent_port, node,
+		    "agent-secret"), 0);
+		assert_int_equal(fa_subscribe(&fa[i], job, 0), 0);
+	}
+}
+
+/* Sends each agent's ranks' steps: node i has ranks i*NODE_RANKS on. */
+static void
+report(struct fakeagent *fa, int n, const char *job, int64_t steps[][NODE_RANKS])
+{
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(fa_progress_steps(&fa[i], job, i * NODE_RANKS,
+		    steps[i], NODE_RANKS), 0);
+}
+
+/*
+ * Polls GET /v1/jobs/JOB/stragglers until the integer at jpath is want,
+ * heartbeating the n agents meanwhile (they would be lost otherwise).
+ * Returns the last answer (caller frees).
+ */
+static json_t *
+wait_stragglers(struct tc_coord *tc, struct fakeagent *fa, int n,
+    const char *job, const char *jpath, long long want)
+{
+	long long	 deadline = tc_now_ms() + WAIT_MS, got = -999;
+	struct tc_reply	 r;
+	char		 path[128];
+	json_t		*j;
+	int		 i;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/stragglers", job);
+	while (tc_now_ms() < deadline) {
+		for (i = 0; i < n; i++)
+			assert_int_equal(fa_heartbeat(&fa[i]), 0);
+		assert_int_equal(tc_http(tc->http_port, "GET", path, NULL,
+		    NULL, &r), 0);
+		if (r.status == 200 && r.json != NULL &&
+		    (got = tc_int(r.json, jpath)) == want) {
+			j = json_incref(r.json);
+			tc_reply_free(&r);
+			return (j);
+		}
+		tc_reply_free(&r);
+		usleep(50000);
+	}
+	fail_msg("%s: %s is %lld, never %lld", path, jpath, got, want);
+	return (NULL);
+}
+
+/* Returns the reasons of the i-th worst rank joined by ",". */
+static const char *
+reasons(json_t *j, int i, char *buf, size_t len)
+{
+	json_t	*a, *v;
+	size_t	 k, off = 0;
+
+	a = json_array_get(json_object_get(j, "worst_ranks"), (size_t)i);
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(a, "reasons"), k, v) {
+		if (off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s",
+			    k > 0 ? "," : "", json_string_value(v));
+	}
+	return (buf);
+}
+
+/*
+ * Two nodes of four ranks at step 100 but one rank: behind by the threshold
+ * (10) it is not flagged, by 11 it is, with its node; caught up it is not.
+ */
+static void
+test_lag(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[2];
+	int64_t		 steps[2][NODE_RANKS] = {
+		{ 100, 100, 100, 100 }, { 100, 100, 100, 90 } };
+	json_t		*j;
+	char		 buf[64];
+
+	agents_up(tc, fa, 2, "lag-j");
+	report(fa, 2, "lag-j", steps);
+	j = wait_stragglers(tc, fa, 2, "lag-j", "ranks_judged", 8);
+	assert_int_equal(tc_int(j, "median_step"), 100);
+	assert_int_equal(tc_int(j, "lag_steps"), 10);
+	assert_int_equal(tc_int(j, "ranks"), 0);	/* lag 10: not over */
+	json_decref(j);
+
+	steps[1][3] = 89;
+	report(fa, 2, "lag-j", steps);
+	j = wait_stragglers(tc, fa, 2, "lag-j", "ranks", 1);
+	assert_int_equal(tc_int(j, "lagging"), 1);
+	assert_int_equal(tc_int(j, "worst_ranks.0.rank"), 7);
+	assert_string_equal(tc_str(j, "worst_ranks.0.node"), "sg-1");
+	assert_int_equal(tc_int(j, "worst_ranks.0.step"), 89);
+	assert_int_equal(tc_int(j, "worst_ranks.0.lag"), 11);
+	assert_string_equal(reasons(j, 0, buf, sizeof(buf)), "lag");
+	assert_int_equal(tc_int(j, "nodes"), 1);
+	assert_string_equal(tc_str(j, "worst_nodes.0.node"), "sg-1");
+	assert_int_equal(tc_int(j, "worst_nodes.0.ranks"), 1);
+	assert_int_equal(tc_int(j, "worst_nodes.0.min_step"), 89);
+	assert_string_equal(tc_str(j, "job"), "lag-j");
+	json_decref(j);
+	assert_int_equal(tc_metric(tc,
+	    "dynprof_stragglers{job=\"lag-j\",reason=\"lag\"}"), 1);
+	assert_int_equal(tc_metric(tc,
+	    "dynprof_straggler_nodes{job=\"lag-j\"}"), 1);
+	assert_int_equal(tc_metric(tc,
+	    "dynprof_job_step_median{job=\"lag-j\"}"), 100);
+
+	/* Worse on two nodes: the worst first. */
+	steps[0][1] = 50;
+	report(fa, 2, "lag-j", steps);
+	j = wait_stragglers(tc, fa, 2, "lag-j", "ranks", 2);
+	assert_int_equal(tc_int(j, "worst_ranks.0.rank"), 1);
+	assert_int_equal(tc_int(j, "worst_ranks.0.lag"), 50);
+	assert_int_equal(tc_int(j, "worst_ranks.1.rank"), 7);
+	assert_int_equal(tc_int(j, "nodes"), 2);
+	json_decref(j);
+
+	/* Caught up: nobody. */
+	steps[0][1] = steps[1][3] = 100;
+	report(fa, 2, "lag-j", steps);
+	j = wait_stragglers(tc, fa, 2, "lag-j", "ranks", 0);
+	assert_int_equal(tc_int(j, "nodes"), 0);
+	assert_int_equal(json_array_size(json_object_get(j, "worst_ranks")),
+	    0);
+	json_decref(j);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
+/*
+ * Reports every 50 ms until the job's slow ranks are want or WAIT_MS pass:
+ * each rank 10 steps further, rank 6 only inc.  Returns the last answer
+ * (caller frees).
+ */
+static json_t *
+pace_until(struct tc_coord *tc, struct fakeagent *fa,
+    int64_t steps[][NODE_RANKS], int64_t inc, long long want)
+{
+	long long	 deadline = tc_now_ms() + WAIT_MS;
+	struct tc_reply	 r;
+	json_t		*j = NULL;
+	int		 i, k;
+
+	while (tc_now_ms() < deadline) {
+		for (i = 0; i < 2; i++)
+			for (k = 0; k < NODE_RANKS; k++)
+				steps[i][k] += i == 1 && k == 2 ? inc : 10;
+		report(fa, 2, "slow-j", steps);
+		assert_int_equal(tc_http(tc->http_port, "GET",
+		    "/v1/jobs/slow-j/stragglers", NULL, NULL, &r), 0);
+		json_decref(j);
+		j = json_incref(r.json);
+		tc_reply_free(&r);
+		if (tc_int(j, "slow") == want)
+			return (j);
+		usleep(50000);
+	}
+	fail_msg("slow ranks never %lld", want);
+	return (NULL);
+}
+
+/*
+ * Seven ranks make 10 steps a report, one makes 2: it is flagged slow (and
+ * soon lagging too); once it keeps pace again it is not slow, though it
+ * still lags.
+ */
+static void
+test_slow(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[2];
+	int64_t		 steps[2][NODE_RANKS];
+	json_t		*j;
+	char		 buf[64];
+	int		 i, k;
+
+	agents_up(tc, fa, 2, "slow-j");
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < NODE_RANKS; k++)
+			steps[i][k] = 1000;
+	/* About 200 steps/s, rank 6 40 steps/s. */
+	j = pace_until(tc, fa, steps, 2, 1);
+	assert_int_equal(tc_int(j, "worst_ranks.0.rank"), 6);
+	assert_true(strstr(reasons(j, 0, buf, sizeof(buf)), "slow") != NULL);
+	assert_true(json_real_value(json_object_get(j, "median_rate")) > 50);
+	assert_true(json_real_value(json_object_get(json_array_get(
+	    json_object_get(j, "worst_ranks"), 0), "rate")) <
+	    json_real_value(json_object_get(j, "median_rate")) / 2);
+	json_decref(j);
+	assert_int_equal(tc_metric(tc,
+	    "dynprof_stragglers{job=\"slow-j\",reason=\"slow\"}"), 1);
+
+	/* The same pace as the others, over a few rate periods: not slow. */
+	j = pace_until(tc, fa, steps, 10, 0);
+	assert_string_equal(reasons(j, 0, buf, sizeof(buf)), "lag");
+	json_decref(j);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
+/* The ranks of a lost node are not judged: nor flagged, nor in the median. */
+static void
+test_lost_node(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[2];
+	int64_t		 steps[2][NODE_RANKS] = {
+		{ 100, 100, 100, 100 }, { 10, 10, 10, 10 } };
+	json_t		*j;
+
+	agents_up(tc, fa, 2, "lost-j");
+	report(fa, 2, "lost-j", steps);
+	j = wait_stragglers(tc, fa, 2, "lost-j", "ranks", 4);
+	assert_int_equal(tc_int(j, "nodes"), 1);
+	json_decref(j);
+	fa_close(&fa[1]);
+	j = wait_stragglers(tc, fa, 1, "lost-j", "ranks_judged", 4);
+	assert_int_equal(tc_int(j, "ranks"), 0);
+	assert_int_equal(tc_int(j, "median_step"), 100);
+	json_decref(j);
+	fa_close(&fa[0]);
+}
+
+/* Unknown jobs, other methods and bad flags are refused. */
+static void
+test_refused(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct tc_reply	 r;
+	const char	*bad[][3] = {
+		{ "--straggler-lag", "0", NULL },
+		{ "--straggler-lag", "x", NULL },
+		{ "--straggler-rate-drop", "0", NULL },
+		{ "--straggler-rate-drop", "101", NULL },
+	};
+	size_t		 i;
+
+	r = tc_req(tc, "GET", "/v1/jobs/none-j/stragglers", NULL, 404);
+	assert_string_equal(tc_str(r.json, "field"), "job");
+	tc_reply_free(&r);
+	r = tc_req(tc, "POST", "/v1/jobs/none-j/stragglers", "{}", 405);
+	tc_reply_free(&r);
+	r = tc_req(tc, "GET", "/v1/jobs/none-j/stragglers/x", NULL, 404);
+	tc_reply_free(&r);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(tc_run_exit(bad[i], 10000), 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_lag, setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_slow, setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_lost_node, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_refused, setup,
+		    tc_teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
