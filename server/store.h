@@ -4,7 +4,9 @@
  * a caller hands it values already rendered, and store_load() hands the rows
  * back through a struct store_loader.  Every write happens inside
  * store_begin()/store_commit(); a change is answered or pushed only after
- * store_commit() returned 0.
+ * store_commit() returned 0.  Two backends: SQLite (store_sqlite.c, the
+ * embedded default) and etcd (store_etcd.c, for coordinators that share their
+ * state and elect a leader); store.c keeps what they share.
  *
  * The agents' events are written in batches: store_batch_begin() opens one
  * and names the function that finishes it (stores what the batch changed,
@@ -17,6 +19,7 @@
 
 #include <stdint.h>
 
+struct etcd;
 struct rank_event;
 struct store;
 
@@ -74,9 +77,37 @@ struct store_loader {
 	int	(*agent)(void *, const char *, uint64_t, uint64_t);
 };
 
-/* store.c */
+/* What a backend does; store.c calls it, in and around transactions. */
+struct store_backend {
+	const char	*name;
+	void	(*close)(void *);
+	int	(*load)(void *, const struct store_loader *);
+	int	(*begin)(void *);
+	int	(*commit)(void *);
+	void	(*rollback)(void *);
+	int	(*put_generation)(void *, uint64_t);
+	int	(*put_job)(void *, const struct store_job *);
+	int	(*put_window)(void *, const struct store_window *);
+	int	(*put_rank)(void *, const struct store_rank *);
+	int	(*put_event)(void *, const char *, int32_t,
+		    const struct rank_event *, const char *, const char *);
+	int	(*forget_job)(void *, const char *);	/* in a transaction */
+	int	(*put_agent)(void *, const char *, uint64_t, uint64_t);
+	/* NULL, or why writes fail for now (no quorum, not the leader). */
+	const char *(*unavailable)(void *);
+};
+
+/* store_sqlite.c */
 struct store	*store_open(const char *, const char **);	/* caller frees */
+
+/* store_etcd.c */
+struct store	*store_open_etcd(struct etcd *, const char **);	/* caller frees;
+								 * not the etcd */
+
+/* store.c */
+struct store	*store_new(const struct store_backend *, void *);
 void		 store_close(struct store *);
+const char	*store_unavailable(const struct store *);
 int		 store_load(struct store *, const struct store_loader *);
 int		 store_begin(struct store *);
 int		 store_commit(struct store *);

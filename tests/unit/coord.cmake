@@ -4,3 +4,8 @@ dynprof_test(test_schedule SOURCES unit/test_schedule.c support/unit_util.c
   LIBS dpcoord TIMEOUT 60)
 dynprof_test(test_store SOURCES unit/test_store.c support/unit_util.c
   LIBS dpcoord TIMEOUT 60)
+# The same store tests on a real etcd that tests/support/etcd.py starts on
+# loopback (and stops), plus etcd's own: large batches, fencing.
+add_test(NAME test_store_etcd COMMAND /usr/bin/python3
+  ${PROJECT_SOURCE_DIR}/tests/support/etcd.py -- $<TARGET_FILE:test_store> etcd)
+set_tests_properties(test_store_etcd PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

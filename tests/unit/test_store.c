@@ -1,8 +1,12 @@
 /*
- * The SQLite store alone, on a real file in a temporary directory: rows put
- * and committed come back through store_load() after a reopen, a rollback
- * leaves nothing, an event is stored once, the event batch is finished by its
- * own function before any other transaction, and a newer schema is refused.
+ * The store alone, on a real file in a temporary directory (SQLite) or, with
+ * the argument "etcd", on the real etcd DYNPROF_ETCD_ENDPOINTS names
+ * (tests/support/etcd.py starts one), each test under its own prefix: rows
+ * put and committed come back through store_load() after a reopen, a
+ * rollback leaves nothing, an event is stored once, the event batch is
+ * finished by its own function before any other transaction, and a newer
+ * schema is refused.  On etcd also: a batch past etcd's operations per txn
+ * is committed whole, and a deposed leader's writes are refused (fencing).
  */
 
 #include <sys/stat.h>
@@ -19,10 +23,17 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include <jansson.h>
+
 #include "coord.h"
+#include "etcd.h"
 #include "log.h"
 #include "store.h"
 #include "unit_util.h"
+
+/* The backend under test: NULL SQLite, else etcd's endpoints. */
+static const char	*etcd_endpoints;
+static int		 etcd_tests;		/* prefixes handed out */
 
 /* What store_load() handed over, counted and the last row of each kind. */
 struct loaded {
@@ -44,31 +55,72 @@ struct loaded {
 
 struct fixture {
 	char		 dir[64];
+	char		 prefix[64];
+	struct etcd	*e;
 	struct store	*s;
 };
 
-/* Opens a store in a new temporary directory. */
+/* Opens the store again (SQLite: the file; etcd: over the same client). */
+static struct store *
+reopen(struct fixture *f)
+{
+	const char	*why;
+
+	if (f->e != NULL)
+		return (store_open_etcd(f->e, &why));
+	return (store_open(f->dir, &why));
+}
+
+/* Returns a client of the test's etcd under prefix, leading it, or NULL. */
+static struct etcd *
+etcd_leader(const char *prefix)
+{
+	struct etcd	*e;
+	const char	*why;
+	char		 other[256];
+
+	if ((e = etcd_new(etcd_endpoints, prefix, &why)) == NULL)
+		return (NULL);
+	if (etcd_campaign(e, 10, "{\"agent\":\"a\"}", other,
+	    sizeof(other)) != 1) {
+		etcd_free(e);
+		return (NULL);
+	}
+	return (e);
+}
+
+/* Opens a store in a new temporary directory, or under a new etcd prefix. */
 static int
 setup(void **state)
 {
 	struct fixture	*f;
-	const char	*why;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL ||
-	    unit_tmpdir(f->dir, sizeof(f->dir)) == -1 ||
-	    (f->s = store_open(f->dir, &why)) == NULL)
+	    unit_tmpdir(f->dir, sizeof(f->dir)) == -1)
+		return (-1);
+	if (etcd_endpoints != NULL) {
+		snprintf(f->prefix, sizeof(f->prefix), "/dynprof-test-%d-%d/",
+		    (int)getpid(), ++etcd_tests);
+		if ((f->e = etcd_leader(f->prefix)) == NULL)
+			return (-1);
+	}
+	if ((f->s = reopen(f)) == NULL)
 		return (-1);
 	*state = f;
 	return (0);
 }
 
-/* Closes the store and removes its directory. */
+/* Closes the store and removes its directory (and resigns in etcd). */
 static int
 teardown(void **state)
 {
 	struct fixture	*f = *state;
 
 	store_close(f->s);
+	if (f->e != NULL) {
+		etcd_resign(f->e);
+		etcd_free(f->e);
+	}
 	unit_rmstore(f->dir);
 	free(f);
 	return (0);
@@ -204,13 +256,12 @@ test_put_commit_reload(void **state)
 {
 	struct fixture	*f = *state;
 	struct loaded	 l;
-	const char	*why;
 
 	assert_int_equal(store_begin(f->s), 0);
 	put_all(f->s);
 	assert_int_equal(store_commit(f->s), 0);
 	store_close(f->s);
-	assert_non_null(f->s = store_open(f->dir, &why));
+	assert_non_null(f->s = reopen(f));
 	load(f->s, &l);
 	assert_int_equal(l.generation, 7);
 	assert_int_equal(l.jobs, 1);
@@ -348,8 +399,148 @@ test_newer_schema(void **state)
 	assert_non_null(strstr(why, "schema version 2 is newer"));
 }
 
+/* A layout written by a newer coordinator is refused (etcd). */
+static void
+test_etcd_newer_schema(void **state)
+{
+	struct fixture	*f = *state;
+	struct loaded	 l;
+	char		 key[ETCD_KEY_MAX];
+	const char	*v = "{\"generation\":1,\"schema\":2}";
+	json_t		*ans;
+	struct store_loader cb = { .arg = &l, .generation = on_generation };
+
+	assert_int_equal(etcd_key(f->e, key, sizeof(key), "meta/generation"),
+	    0);
+	assert_int_equal(etcd_call(f->e, "/v3/kv/put", json_pack("{s:o,s:o}",
+	    "key", etcd_b64(key, strlen(key)), "value", etcd_b64(v,
+	    strlen(v))), &ans), ETCD_OK);
+	json_decref(ans);
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(store_load(f->s, &cb), -1);
+	assert_int_equal(l.generation, 0);
+}
+
+/*
+ * A batch of more operations than etcd takes in one txn (its default
+ * --max-txn-ops, 128) is committed whole, in several txns; an event twice in
+ * one batch is stored once.
+ */
+static void
+test_etcd_big_batch(void **state)
+{
+	struct fixture		*f = *state;
+	struct loaded		 l;
+	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
+	    NULL };
+	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
+	    1, 10, 11 };
+	uint64_t		 calls;
+	int			 i, n = 300;
+
+	assert_int_equal(store_begin(f->s), 0);
+	for (i = 0; i < n; i++) {
+		r.rank = i;
+		assert_int_equal(store_put_rank(f->s, &r), 0);
+		assert_int_equal(store_put_event(f->s, "J", i, &ev, "n0",
+		    "/out"), 1);
+		assert_int_equal(store_put_event(f->s, "J", i, &ev, "n0",
+		    "/out"), 0);
+	}
+	assert_int_equal(store_put_agent(f->s, "n0", 5, 600), 0);
+	calls = f->e->calls;
+	assert_int_equal(store_commit(f->s), 0);
+	/* 300 ranks, 300 guarded events (two each), an agent: 901 > 7 * 128. */
+	assert_true(f->e->calls - calls >= 8);
+	load(f->s, &l);
+	assert_int_equal(l.ranks, n);
+	assert_int_equal(l.events, n);
+	assert_int_equal(l.agents, 1);
+	assert_int_equal(l.seq, 600);
+}
+
+static int	 deposed_calls;
+
+/* Counts the store telling its owner that it lost the lead. */
+static void
+on_deposed(void *arg)
+{
+	(void)arg;
+	deposed_calls++;
+}
+
+/*
+ * Fencing: once another coordinator leads (the first one's lease gone, as
+ * when it was paused past its TTL), the first one's commit is refused by
+ * etcd, writes nothing, and says so; the new leader's writes go through.
+ */
+static void
+test_etcd_fencing(void **state)
+{
+	struct fixture		*f = *state;
+	struct store_job	 j = { "J", 1, 1, NULL, NULL, 1 };
+	struct loaded		 l;
+	struct etcd		*e2;
+	struct store		*s2;
+	const char		*why;
+	char			 other[256];
+	json_t			*ans;
+	uint64_t		 calls;
+
+	deposed_calls = 0;
+	f->e->deposed = on_deposed;
+	assert_non_null(e2 = etcd_new(etcd_endpoints, f->prefix, &why));
+	assert_int_equal(etcd_campaign(e2, 10, "{\"agent\":\"b\"}", other,
+	    sizeof(other)), 0);
+	assert_string_equal(other, "{\"agent\":\"a\"}");
+	assert_int_equal(e2->fence, 0);
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_put_job(f->s, &j), 0);
+	assert_int_equal(store_commit(f->s), 0);
+
+	/* The first leader's lease goes; the second takes the lead. */
+	assert_int_equal(etcd_call(e2, "/v3/lease/revoke", json_pack("{s:o}",
+	    "ID", etcd_int_json(f->e->lease)), &ans), ETCD_OK);
+	json_decref(ans);
+	assert_int_equal(etcd_campaign(e2, 10, "{\"agent\":\"b\"}", other,
+	    sizeof(other)), 1);
+	assert_true(e2->fence > f->e->fence);
+
+	/* The deposed leader still believes it leads: etcd refuses. */
+	j.name = "K";
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_put_job(f->s, &j), 0);
+	assert_int_equal(store_commit(f->s), -1);
+	assert_int_equal(deposed_calls, 1);
+	assert_int_equal(f->e->fence, 0);
+	assert_non_null(strstr(store_unavailable(f->s), "not the leader"));
+	/* Refused at once from now on, without asking etcd. */
+	calls = f->e->calls;
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_put_job(f->s, &j), 0);
+	assert_int_equal(store_commit(f->s), -1);
+	assert_int_equal(f->e->calls, calls);
+	assert_int_equal(deposed_calls, 1);
+	assert_int_equal(etcd_keepalive(f->e), 0);
+
+	/* The new leader sees J alone, and writes. */
+	assert_non_null(s2 = store_open_etcd(e2, &why));
+	load(s2, &l);
+	assert_int_equal(l.jobs, 1);
+	assert_string_equal(l.job, "J");
+	j.name = "L";
+	assert_int_equal(store_begin(s2), 0);
+	assert_int_equal(store_put_job(s2, &j), 0);
+	assert_int_equal(store_commit(s2), 0);
+	load(s2, &l);
+	assert_int_equal(l.jobs, 2);
+	store_close(s2);
+	etcd_resign(e2);
+	etcd_free(e2);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_put_commit_reload, setup,
@@ -357,10 +548,33 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_rollback_forget, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
+	};
+	const struct CMUnitTest sqlite_tests[] = {
 		cmocka_unit_test_setup_teardown(test_newer_schema, setup,
 		    teardown),
 	};
+	const struct CMUnitTest etcd_only[] = {
+		cmocka_unit_test_setup_teardown(test_etcd_newer_schema, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_big_batch, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_fencing, setup,
+		    teardown),
+	};
+	int	 rc;
 
 	log_init("test_store", LOG_LEVEL_QUIET);
-	return (cmocka_run_group_tests(tests, NULL, NULL));
+	if (argc > 1 && strcmp(argv[1], "etcd") == 0 &&
+	    (etcd_endpoints = getenv("DYNPROF_ETCD_ENDPOINTS")) == NULL) {
+		fprintf(stderr, "test_store etcd: no DYNPROF_ETCD_ENDPOINTS "
+		    "(run under tests/support/etcd.py)\n");
+		return (1);
+	}
+	rc = cmocka_run_group_tests_name(etcd_endpoints != NULL ?
+	    "store_etcd" : "store_sqlite", tests, NULL, NULL);
+	if (etcd_endpoints != NULL)
+		return (rc | cmocka_run_group_tests_name("store_etcd_only",
+		    etcd_only, NULL, NULL));
+	return (rc | cmocka_run_group_tests_name("store_sqlite_only",
+	    sqlite_tests, NULL, NULL));
 }

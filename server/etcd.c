@@ -1,0 +1,420 @@
+/*
+ * etcd v3's JSON gateway from C: a request is a JSON body POSTed to one of
+ * the endpoints, its answer a JSON object; 64-bit integers come as strings,
+ * keys and values as base64, and fields at their zero value are left out.
+ * An endpoint that does not answer, or answers that it has no leader, is
+ * passed for the next one; a request that none answers is ETCD_UNAVAILABLE.
+ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "etcd.h"
+#include "log.h"
+
+/* An answer being read: bounded by ETCD_RESPONSE_MAX. */
+struct etcd_buf {
+	char	*data;
+	size_t	 len;
+	size_t	 cap;
+};
+
+/* Returns 0 if csv is 1 to ETCD_ENDPOINTS_MAX http:// URLs, else -1 and why. */
+int
+etcd_check_endpoints(const char *csv, const char **why)
+{
+	const char	*p = csv, *comma;
+	size_t		 n = 0, len;
+
+	do {
+		comma = strchr(p, ',');
+		len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		if (len <= strlen("http://") || len > 256 ||
+		    (strncmp(p, "http://", 7) != 0 &&
+		    strncmp(p, "https://", 8) != 0)) {
+			*why = "expected http://HOST:PORT[,http://HOST:PORT...]";
+			return (-1);
+		}
+		if (++n > ETCD_ENDPOINTS_MAX) {
+			*why = "more than 16 endpoints";
+			return (-1);
+		}
+		p = comma != NULL ? comma + 1 : NULL;
+	} while (p != NULL);
+	return (0);
+}
+
+/* Returns 0 if prefix can start every key, else -1 and why. */
+int
+etcd_check_prefix(const char *prefix, const char **why)
+{
+	size_t	 len = strlen(prefix);
+
+	if (len == 0 || len >= ETCD_PREFIX_MAX) {
+		*why = "expected 1 to 127 bytes";
+		return (-1);
+	}
+	if (prefix[len - 1] != '/') {
+		*why = "must end with '/'";
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Makes a client of the endpoints in csv (checked), keys under prefix.
+ * Returns NULL with *why set on failure.
+ */
+struct etcd *
+etcd_new(const char *csv, const char *prefix, const char **why)
+{
+	struct etcd	*e;
+	const char	*p = csv, *comma;
+	size_t		 len;
+
+	if (etcd_check_endpoints(csv, why) == -1 ||
+	    etcd_check_prefix(prefix, why) == -1)
+		return (NULL);
+	if ((e = calloc(1, sizeof(*e))) == NULL) {
+		*why = "out of memory";
+		return (NULL);
+	}
+	snprintf(e->prefix, sizeof(e->prefix), "%s", prefix);
+	etcd_key(e, e->leader_key, sizeof(e->leader_key), "leader");
+	e->timeout_ms = ETCD_TIMEOUT_MS;
+	do {
+		comma = strchr(p, ',');
+		len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		/* Without a trailing '/': paths start with one. */
+		while (len > 0 && p[len - 1] == '/')
+			len--;
+		if ((e->endpoints[e->nendpoints++] = strndup(p, len)) == NULL)
+			goto oom;
+		p = comma != NULL ? comma + 1 : NULL;
+	} while (p != NULL);
+	if ((e->curl = curl_easy_init()) == NULL)
+		goto oom;
+	return (e);
+oom:
+	etcd_free(e);
+	*why = "out of memory";
+	return (NULL);
+}
+
+/* Frees the client. */
+void
+etcd_free(struct etcd *e)
+{
+	size_t	 i;
+
+	if (e == NULL)
+		return;
+	for (i = 0; i < e->nendpoints; i++)
+		free(e->endpoints[i]);
+	if (e->curl != NULL)
+		curl_easy_cleanup(e->curl);
+	free(e);
+}
+
+/* Appends what curl read to the answer, refusing one over the bound. */
+static size_t
+etcd_write_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct etcd_buf	*b = arg;
+	size_t		 len = size * n, cap;
+	char		*p;
+
+	if (b->len + len + 1 > ETCD_RESPONSE_MAX)
+		return (0);
+	if (b->len + len + 1 > b->cap) {
+		cap = b->cap == 0 ? 4096 : b->cap;
+		while (cap < b->len + len + 1)
+			cap *= 2;
+		if ((p = realloc(b->data, cap)) == NULL)
+			return (0);
+		b->data = p;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return (len);
+}
+
+/*
+ * Returns 1 if an error answer means this member cannot serve now (no
+ * leader, timed out, unavailable): another member, or later, may.
+ */
+static int
+etcd_error_transient(const json_t *ans)
+{
+	const char	*msg = json_string_value(json_object_get(ans, "error"));
+	int64_t		 code = etcd_int(ans, "code");
+
+	/* gRPC codes: 4 deadline exceeded, 14 unavailable, 10 aborted. */
+	if (code == 4 || code == 14 || code == 10)
+		return (1);
+	return (msg != NULL && (strstr(msg, "no leader") != NULL ||
+	    strstr(msg, "timed out") != NULL ||
+	    strstr(msg, "leader changed") != NULL));
+}
+
+/* POSTs text to one endpoint.  Returns the HTTP status, 0 if no answer. */
+static long
+etcd_post(struct etcd *e, size_t which, const char *path, const char *text,
+    struct etcd_buf *b)
+{
+	CURL		*h = e->curl;
+	char		 url[512];
+	long		 status = 0;
+	CURLcode	 rc;
+
+	snprintf(url, sizeof(url), "%s%s", e->endpoints[which], path);
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, etcd_write_cb);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	b->len = 0;
+	if ((rc = curl_easy_perform(h)) != CURLE_OK) {
+		snprintf(e->error, sizeof(e->error), "%s: %s",
+		    e->endpoints[which], curl_easy_strerror(rc));
+		return (0);
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	return (status);
+}
+
+/*
+ * POSTs body (taken) to path ("/v3/kv/txn") on the endpoints, the one that
+ * answered last first.  Returns ETCD_OK with the answer in *ans (caller
+ * frees), or ETCD_UNAVAILABLE / ETCD_REFUSED with e->error saying why.
+ */
+int
+etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
+{
+	struct etcd_buf	 b = { NULL, 0, 0 };
+	json_t		*j;
+	char		*text;
+	const char	*msg;
+	size_t		 i, which;
+	long		 status;
+	int		 rc = ETCD_UNAVAILABLE;
+
+	*ans = NULL;
+	e->calls++;
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (text == NULL) {
+		snprintf(e->error, sizeof(e->error), "out of memory");
+		e->failures++;
+		return (ETCD_REFUSED);
+	}
+	for (i = 0; i < e->nendpoints; i++) {
+		which = (e->cur + i) % e->nendpoints;
+		if ((status = etcd_post(e, which, path, text, &b)) == 0)
+			continue;
+		j = b.data != NULL ? json_loadb(b.data, b.len, 0, NULL) : NULL;
+		if (status == 200 && json_is_object(j)) {
+			e->cur = which;
+			*ans = j;
+			rc = ETCD_OK;
+			break;
+		}
+		msg = json_string_value(json_object_get(j, "error"));
+		snprintf(e->error, sizeof(e->error), "%s: HTTP %ld: %s",
+		    e->endpoints[which], status, msg != NULL ? msg :
+		    "not a JSON answer");
+		if (j == NULL || !etcd_error_transient(j)) {
+			json_decref(j);
+			rc = ETCD_REFUSED;
+			break;
+		}
+		json_decref(j);
+	}
+	free(text);
+	free(b.data);
+	if (rc != ETCD_OK) {
+		e->failures++;
+		log_debug("%s: %s: %s", __func__, path, e->error);
+	}
+	return (rc);
+}
+
+/* Writes prefix + the formatted rest into buf.  Returns 0, -1 if too long. */
+int
+etcd_key(const struct etcd *e, char *buf, size_t len, const char *fmt, ...)
+{
+	va_list	 ap;
+	size_t	 plen = strlen(e->prefix);
+	int	 n;
+
+	if (plen >= len)
+		return (-1);
+	memcpy(buf, e->prefix, plen);
+	va_start(ap, fmt);
+	n = vsnprintf(buf + plen, len - plen, fmt, ap);
+	va_end(ap);
+	return (n < 0 || (size_t)n >= len - plen ? -1 : 0);
+}
+
+/* Returns bytes as a base64 JSON string, or NULL. */
+json_t *
+etcd_b64(const void *data, size_t len)
+{
+	unsigned char	*out;
+	json_t		*j;
+
+	if ((out = malloc(4 * ((len + 2) / 3) + 1)) == NULL)
+		return (NULL);
+	EVP_EncodeBlock(out, data, (int)len);
+	j = json_string((char *)out);
+	free(out);
+	return (j);
+}
+
+/*
+ * Returns a base64 JSON string's bytes, NUL-terminated (caller frees), their
+ * length in *lenp; NULL if it is not base64.  A missing value is "".
+ */
+char *
+etcd_unb64(const json_t *j, size_t *lenp)
+{
+	const char	*in = json_string_value(j);
+	size_t		 len = in != NULL ? strlen(in) : 0;
+	unsigned char	*out;
+	int		 n;
+
+	if (len % 4 != 0 || (out = malloc(len / 4 * 3 + 1)) == NULL)
+		return (NULL);
+	if (len == 0)
+		n = 0;
+	else if ((n = EVP_DecodeBlock(out, (const unsigned char *)in,
+	    (int)len)) < 0) {
+		free(out);
+		return (NULL);
+	}
+	/* EVP_DecodeBlock() counts the padding as bytes. */
+	if (len > 0 && in[len - 1] == '=')
+		n--;
+	if (len > 1 && in[len - 2] == '=')
+		n--;
+	out[n] = '\0';
+	if (lenp != NULL)
+		*lenp = (size_t)n;
+	return ((char *)out);
+}
+
+/* Returns obj's int64 field (the gateway sends it as a string), 0 if absent. */
+int64_t
+etcd_int(const json_t *obj, const char *key)
+{
+	const json_t	*v = json_object_get(obj, key);
+
+	if (json_is_integer(v))
+		return (json_integer_value(v));
+	if (json_is_string(v))
+		return (strtoll(json_string_value(v), NULL, 10));
+	return (0);
+}
+
+/* Returns an int64 as the gateway takes it: a JSON string. */
+json_t *
+etcd_int_json(int64_t v)
+{
+	char	 buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	return (json_string(buf));
+}
+
+/* Writes the end of the range of keys starting with prefix into buf. */
+void
+etcd_range_end(const char *prefix, char *buf, size_t len)
+{
+	size_t	 n;
+
+	snprintf(buf, len, "%s", prefix);
+	n = strlen(buf);
+	/* Prefixes here end in '/', never in 0xff: one byte up is enough. */
+	if (n > 0)
+		buf[n - 1]++;
+}
+
+/*
+ * Reads every key starting with prefix, in key order, in pages of
+ * ETCD_RANGE_PAGE, all at one revision: *rev if not 0, else the first
+ * page's (stored in *rev).  Hands each key, value and the whole kv to fn,
+ * which returns 0 or -1 (stop).  Returns ETCD_OK or an error.
+ */
+int
+etcd_range(struct etcd *e, const char *prefix, int64_t *rev,
+    int (*fn)(void *, const char *, const char *, size_t, const json_t *),
+    void *arg)
+{
+	char		 end[ETCD_KEY_MAX], *from, *k, *v;
+	json_t		*body, *ans, *kvs, *kv;
+	size_t		 i, vlen, klen, fromlen, pages = 0;
+	int		 rc = ETCD_OK, more = 1;
+
+	etcd_range_end(prefix, end, sizeof(end));
+	if ((from = strdup(prefix)) == NULL)
+		return (ETCD_REFUSED);
+	fromlen = strlen(from);
+	/* Every page moves past its last key: the loop ends with the keys. */
+	while (more && rc == ETCD_OK) {
+		if (++pages > ETCD_RANGE_PAGES_MAX) {
+			snprintf(e->error, sizeof(e->error), "%s: over %d "
+			    "pages of keys", prefix, ETCD_RANGE_PAGES_MAX);
+			rc = ETCD_REFUSED;
+			break;
+		}
+		body = json_pack("{s:o,s:o,s:I}", "key",
+		    etcd_b64(from, fromlen), "range_end",
+		    etcd_b64(end, strlen(end)), "limit",
+		    (json_int_t)ETCD_RANGE_PAGE);
+		if (*rev != 0)
+			json_object_set_new(body, "revision",
+			    etcd_int_json(*rev));
+		if ((rc = etcd_call(e, "/v3/kv/range", body, &ans)) != ETCD_OK)
+			break;
+		if (*rev == 0)
+			*rev = etcd_int(json_object_get(ans, "header"),
+			    "revision");
+		more = json_is_true(json_object_get(ans, "more"));
+		kvs = json_object_get(ans, "kvs");
+		json_array_foreach(kvs, i, kv) {
+			k = etcd_unb64(json_object_get(kv, "key"), &klen);
+			v = etcd_unb64(json_object_get(kv, "value"), &vlen);
+			if (k != NULL && v != NULL &&
+			    fn(arg, k, v, vlen, kv) == -1)
+				more = 0;
+			if (k != NULL && i + 1 == json_array_size(kvs)) {
+				/* The next page starts right after it. */
+				/* k and a 0 byte: the smallest key after k
+				 * (etcd_unb64() ended k with one). */
+				free(from);
+				from = k;
+				fromlen = klen + 1;
+				k = NULL;
+			}
+			free(k);
+			free(v);
+		}
+		if (json_array_size(kvs) == 0)
+			more = 0;
+		json_decref(ans);
+	}
+	free(from);
+	return (rc);
+}

@@ -1,0 +1,89 @@
+/*
+ * A small client of etcd v3's JSON gateway (/v3/kv/range, /v3/kv/txn,
+ * /v3/lease/grant and the rest): one libcurl easy handle, blocking, to a
+ * list of endpoints tried in turn.  Keys and values travel base64 as the gateway wants them.
+ *
+ * Why blocking: the coordinator's store contract is synchronous (a change is
+ * answered or pushed only after store_commit() returned 0), exactly as with
+ * SQLite's fsync; etcd sits on the same network as the coordinator and a
+ * commit takes about a millisecond, bounded here by ETCD_TIMEOUT_MS.  An
+ * asynchronous client on the loop would have to hold every caller of the
+ * store in a state machine for no gain in what the coordinator can answer.
+ */
+
+#ifndef DYNPROF_ETCD_H
+#define DYNPROF_ETCD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_t;
+
+#define ETCD_ENDPOINTS_MAX	16	/* --etcd-endpoints */
+#define ETCD_PREFIX_MAX		128	/* --etcd-prefix, bytes */
+#define ETCD_KEY_MAX		512	/* a whole key, prefix included */
+#define ETCD_TIMEOUT_MS		1000	/* one request to one endpoint */
+#define ETCD_RESPONSE_MAX	(64 * 1024 * 1024)	/* bytes of one answer */
+/* etcd's own default --max-txn-ops: more operations in one txn are
+ * refused.  A guarded put (a nested txn) counts as two. */
+#define ETCD_TXN_OPS_MAX	128
+/* Under etcd's default --max-request-bytes (1.5 MiB), with room for the
+ * base64 and JSON around the values. */
+#define ETCD_TXN_BYTES_MAX	(1024 * 1024)
+#define ETCD_RANGE_PAGE		1000	/* keys per range request */
+#define ETCD_RANGE_PAGES_MAX	100000	/* pages of one range read */
+
+enum etcd_result {
+	ETCD_OK = 0,
+	ETCD_UNAVAILABLE = -1,		/* no answer, or no quorum: retry */
+	ETCD_REFUSED = -2,		/* a definite no (bad request) */
+};
+
+struct etcd {
+	char		*endpoints[ETCD_ENDPOINTS_MAX];
+	size_t		 nendpoints;
+	size_t		 cur;		/* the endpoint that answered last */
+	void		*curl;		/* CURL * */
+	char		 prefix[ETCD_PREFIX_MAX];
+	int		 timeout_ms;
+	char		 error[256];	/* why the last call failed */
+	uint64_t	 calls;
+	uint64_t	 failures;
+	/*
+	 * The session leader.c keeps and store_etcd.c writes under: every
+	 * write is a txn that compares the leader key's create revision with
+	 * fence, so a coordinator that lost the lead can never write.
+	 */
+	char		 leader_key[ETCD_KEY_MAX];
+	int64_t		 lease;		/* ours, 0: none */
+	int64_t		 fence;		/* 0: not the leader, no write */
+	int		 down;		/* no answer: writes fail fast */
+	void		(*deposed)(void *);	/* a guarded write failed */
+	void		*deposed_arg;
+};
+
+/* etcd.c */
+struct etcd	*etcd_new(const char *, const char *, const char **);
+void		 etcd_free(struct etcd *);
+int		 etcd_check_endpoints(const char *, const char **);
+int		 etcd_check_prefix(const char *, const char **);
+int		 etcd_call(struct etcd *, const char *, struct json_t *,
+		    struct json_t **);
+int		 etcd_key(const struct etcd *, char *, size_t, const char *,
+		    ...) __attribute__((format(printf, 4, 5)));
+struct json_t	*etcd_b64(const void *, size_t);
+char		*etcd_unb64(const struct json_t *, size_t *);
+int64_t		 etcd_int(const struct json_t *, const char *);
+struct json_t	*etcd_int_json(int64_t);
+void		 etcd_range_end(const char *, char *, size_t);
+int		 etcd_range(struct etcd *, const char *, int64_t *,
+		    int (*)(void *, const char *, const char *, size_t,
+		    const struct json_t *), void *);
+
+/* etcd_session.c */
+int		 etcd_campaign(struct etcd *, int, const char *, char *,
+		    size_t);
+int		 etcd_keepalive(struct etcd *);
+void		 etcd_resign(struct etcd *);
+
+#endif /* DYNPROF_ETCD_H */

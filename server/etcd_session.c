@@ -1,0 +1,142 @@
+/*
+ * A coordinator's session in etcd: a lease, and the campaign for the leader
+ * key on it.  The key is created only if absent (a txn comparing its create
+ * revision with 0), with the lease, so it goes when the leader stops keeping
+ * the lease alive; its create revision is the leader's fencing token, which
+ * every write of store_etcd.c compares.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "etcd.h"
+#include "log.h"
+
+/* Grants a lease of ttl seconds, ours from now.  Returns ETCD_OK or not. */
+static int
+etcd_lease_grant(struct etcd *e, int ttl)
+{
+	json_t	*ans;
+	int	 rc;
+
+	rc = etcd_call(e, "/v3/lease/grant", json_pack("{s:i}", "TTL", ttl),
+	    &ans);
+	if (rc != ETCD_OK)
+		return (rc);
+	e->lease = etcd_int(ans, "ID");
+	json_decref(ans);
+	if (e->lease == 0) {
+		snprintf(e->error, sizeof(e->error), "lease grant: no ID");
+		return (ETCD_REFUSED);
+	}
+	return (ETCD_OK);
+}
+
+/*
+ * Campaigns for the leader key with value (JSON text), granting a lease of
+ * ttl seconds first if the session has none.  Returns 1 if this session
+ * leads (e->fence set), 0 if another does (its value copied into leader),
+ * -1 if etcd did not answer (e->error says why).
+ */
+int
+etcd_campaign(struct etcd *e, int ttl, const char *value, char *leader,
+    size_t len)
+{
+	json_t		*body, *ans, *kv, *key;
+	char		*v;
+	int		 rc;
+
+	if (e->lease == 0 && (rc = etcd_lease_grant(e, ttl)) != ETCD_OK)
+		goto fail;
+	key = etcd_b64(e->leader_key, strlen(e->leader_key));
+	body = json_pack("{s:[{s:s,s:O,s:s,s:s}],"
+	    "s:[{s:{s:O,s:o,s:o}}],s:[{s:{s:O}}]}",
+	    "compare", "target", "CREATE", "key", key, "create_revision", "0",
+	    "result", "EQUAL",
+	    "success", "request_put", "key", key, "value",
+	    etcd_b64(value, strlen(value)), "lease", etcd_int_json(e->lease),
+	    "failure", "request_range", "key", key);
+	json_decref(key);
+	if ((rc = etcd_call(e, "/v3/kv/txn", body, &ans)) != ETCD_OK)
+		goto fail;
+	e->down = 0;
+	if (json_is_true(json_object_get(ans, "succeeded"))) {
+		/* The put's revision is the key's create revision. */
+		e->fence = etcd_int(json_object_get(ans, "header"), "revision");
+		json_decref(ans);
+		return (1);
+	}
+	kv = json_array_get(json_object_get(json_object_get(json_array_get(
+	    json_object_get(ans, "responses"), 0), "response_range"), "kvs"),
+	    0);
+	if (kv != NULL && etcd_int(kv, "lease") == e->lease) {
+		/* Ours: a campaign whose answer was lost, or the lead kept. */
+		e->fence = etcd_int(kv, "create_revision");
+		json_decref(ans);
+		return (1);
+	}
+	e->fence = 0;
+	v = kv != NULL ? etcd_unb64(json_object_get(kv, "value"), NULL) : NULL;
+	snprintf(leader, len, "%s", v != NULL ? v : "");
+	free(v);
+	json_decref(ans);
+	return (0);
+fail:
+	if (rc == ETCD_UNAVAILABLE)
+		e->down = 1;
+	return (-1);
+}
+
+/*
+ * Keeps the session's lease alive.  Returns its TTL left in seconds, 0 if
+ * the lease is gone (expired or revoked: the lead, if it was ours, is lost
+ * and e->fence cleared), -1 if etcd did not answer.
+ */
+int
+etcd_keepalive(struct etcd *e)
+{
+	json_t	*ans;
+	int64_t	 ttl;
+	int	 rc;
+
+	if (e->lease == 0)
+		return (0);
+	rc = etcd_call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID",
+	    etcd_int_json(e->lease)), &ans);
+	if (rc != ETCD_OK) {
+		if (rc == ETCD_UNAVAILABLE)
+			e->down = 1;
+		return (-1);
+	}
+	/* A lease past its TTL answers without one. */
+	ttl = etcd_int(json_object_get(ans, "result"), "TTL");
+	json_decref(ans);
+	e->down = 0;
+	if (ttl <= 0) {
+		e->lease = 0;
+		e->fence = 0;
+		return (0);
+	}
+	return ((int)ttl);
+}
+
+/* Revokes the session's lease (its leader key goes with it), best effort. */
+void
+etcd_resign(struct etcd *e)
+{
+	json_t	*ans;
+
+	if (e->lease == 0)
+		return;
+	if (etcd_call(e, "/v3/lease/revoke", json_pack("{s:o}", "ID",
+	    etcd_int_json(e->lease)), &ans) == ETCD_OK)
+		json_decref(ans);
+	else
+		log_warnx("%s: lease %lld: %s", __func__,
+		    (long long)e->lease, e->error);
+	e->lease = 0;
+	e->fence = 0;
+}

@@ -1,0 +1,772 @@
+/*
+ * The etcd store: the rows of the SQLite tables as keys under the prefix,
+ * each value a JSON object of the row's fields.
+ *
+ *	PREFIX meta/generation			{"generation": N, "schema": 1}
+ *	PREFIX jobs/JOB				struct store_job
+ *	PREFIX windows/JOB/ID			struct store_window
+ *	PREFIX ranks/JOB/RANK			struct store_rank
+ *	PREFIX events/JOB/RANK/WINDOW/KIND	one event, written once
+ *	PREFIX agents/NODE			a node's committed event seq
+ *
+ * Numbers in keys are zero-padded so that key order is numeric order.  A
+ * transaction is a list of operations kept here until store_commit(), then
+ * sent as txns of at most ETCD_TXN_OPS_MAX operations and ETCD_TXN_BYTES_MAX
+ * bytes, each guarded by the leader's fencing token (etcd.h): a batch of
+ * events may take several txns, and store.c's caller acknowledges the agents
+ * only once all of them committed (a replay of a part already committed is
+ * harmless: an event is put only if its key is absent).
+ */
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "coord.h"
+#include "etcd.h"
+#include "log.h"
+#include "store.h"
+
+/* Bump when the keys or the rows' meaning change; newer is refused. */
+#define STORE_ETCD_SCHEMA	1
+
+/* How a row's field is kept: one line per field in the tables below. */
+enum ef_type { EF_STR, EF_I64, EF_U64, EF_U32, EF_I32, EF_INT };
+
+struct ef {
+	const char	*name;
+	enum ef_type	 type;
+	size_t		 off;
+};
+#define EF(st, f, t)	{ #f, t, offsetof(st, f) }
+#define EF_N(a)		(sizeof(a) / sizeof((a)[0]))
+
+/* An event row, as the events table holds it. */
+struct store_event_row {
+	const char	*job;
+	int32_t		 rank;
+	uint32_t	 window_id;
+	int		 kind;
+	int64_t		 step;
+	int64_t		 time_ns;
+	const char	*node;
+	const char	*detail;
+};
+
+/* An agent row. */
+struct store_agent_row {
+	const char	*node;
+	uint64_t	 boot_id;
+	uint64_t	 seq;
+};
+
+static const struct ef ef_job[] = {
+	EF(struct store_job, name, EF_STR),
+	EF(struct store_job, generation, EF_U64),
+	EF(struct store_job, next_window_id, EF_U32),
+	EF(struct store_job, config, EF_STR),
+	EF(struct store_job, defaults, EF_STR),
+	EF(struct store_job, created_ns, EF_I64),
+};
+
+static const struct ef ef_window[] = {
+	EF(struct store_window, job, EF_STR),
+	EF(struct store_window, id, EF_U32),
+	EF(struct store_window, start_step, EF_I64),
+	EF(struct store_window, stop_step, EF_I64),
+	EF(struct store_window, ranks, EF_STR),
+	EF(struct store_window, options, EF_STR),
+	EF(struct store_window, output_subdir, EF_STR),
+	EF(struct store_window, state, EF_INT),
+	EF(struct store_window, finished, EF_INT),
+	EF(struct store_window, created_ns, EF_I64),
+};
+
+static const struct ef ef_rank[] = {
+	EF(struct store_rank, job, EF_STR),
+	EF(struct store_rank, rank, EF_I32),
+	EF(struct store_rank, node, EF_STR),
+	EF(struct store_rank, pid, EF_I32),
+	EF(struct store_rank, step, EF_I64),
+	EF(struct store_rank, state, EF_INT),
+	EF(struct store_rank, window_id, EF_U32),
+	EF(struct store_rank, output_dir, EF_STR),
+	EF(struct store_rank, last_event, EF_INT),
+	EF(struct store_rank, last_event_ns, EF_I64),
+	EF(struct store_rank, error, EF_STR),
+};
+
+static const struct ef ef_event[] = {
+	EF(struct store_event_row, job, EF_STR),
+	EF(struct store_event_row, rank, EF_I32),
+	EF(struct store_event_row, window_id, EF_U32),
+	EF(struct store_event_row, kind, EF_INT),
+	EF(struct store_event_row, step, EF_I64),
+	EF(struct store_event_row, time_ns, EF_I64),
+	EF(struct store_event_row, node, EF_STR),
+	EF(struct store_event_row, detail, EF_STR),
+};
+
+static const struct ef ef_agent[] = {
+	EF(struct store_agent_row, node, EF_STR),
+	EF(struct store_agent_row, boot_id, EF_U64),
+	EF(struct store_agent_row, seq, EF_U64),
+};
+
+struct etcd_store {
+	struct etcd	*e;
+	json_t		*ops;		/* the open transaction's operations */
+	json_t		*index;		/* key -> its operation's index */
+	char		 why[320];	/* why writes fail, for a 503 */
+};
+
+/* Returns a row (fields f) as a JSON object; NULL strings are left out. */
+static json_t *
+ef_encode(const struct ef *f, size_t n, const void *row)
+{
+	const char	*base = row, *str;
+	json_t		*obj, *v;
+	size_t		 i;
+
+	if ((obj = json_object()) == NULL)
+		return (NULL);
+	for (i = 0; i < n; i++) {
+		const void	*p = base + f[i].off;
+
+		switch (f[i].type) {
+		case EF_STR:
+			if ((str = *(const char * const *)p) == NULL)
+				continue;
+			v = json_string(str);
+			break;
+		case EF_I64:
+			v = json_integer(*(const int64_t *)p);
+			break;
+		case EF_U64:
+			/* Kept as its bits: boot ids use all 64. */
+			v = json_integer((json_int_t)*(const uint64_t *)p);
+			break;
+		case EF_U32:
+			v = json_integer(*(const uint32_t *)p);
+			break;
+		case EF_I32:
+			v = json_integer(*(const int32_t *)p);
+			break;
+		default:
+			v = json_integer(*(const int *)p);
+			break;
+		}
+		if (v == NULL || json_object_set_new(obj, f[i].name, v) == -1) {
+			json_decref(obj);
+			return (NULL);
+		}
+	}
+	return (obj);
+}
+
+/*
+ * Fills a row (fields f) from a JSON object; a field absent (a row written
+ * before it existed) is 0 or NULL.  Strings point into obj.
+ */
+static void
+ef_decode(const struct ef *f, size_t n, const json_t *obj, void *row)
+{
+	char		*base = row;
+	const json_t	*v;
+	json_int_t	 iv;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		void	*p = base + f[i].off;
+
+		v = json_object_get(obj, f[i].name);
+		iv = json_is_integer(v) ? json_integer_value(v) : 0;
+		switch (f[i].type) {
+		case EF_STR:
+			*(const char **)p = json_string_value(v);
+			break;
+		case EF_I64:
+			*(int64_t *)p = iv;
+			break;
+		case EF_U64:
+			*(uint64_t *)p = (uint64_t)iv;
+			break;
+		case EF_U32:
+			*(uint32_t *)p = (uint32_t)iv;
+			break;
+		case EF_I32:
+			*(int32_t *)p = (int32_t)iv;
+			break;
+		default:
+			*(int *)p = (int)iv;
+			break;
+		}
+	}
+}
+
+/* Returns a put of key and value (JSON text of row), or NULL. */
+static json_t *
+es_put_op(const char *key, json_t *row)
+{
+	json_t	*op;
+	char	*text;
+
+	if (row == NULL || (text = json_dumps(row, JSON_COMPACT)) == NULL) {
+		json_decref(row);
+		return (NULL);
+	}
+	json_decref(row);
+	op = json_pack("{s:{s:o,s:o}}", "request_put", "key",
+	    etcd_b64(key, strlen(key)), "value", etcd_b64(text, strlen(text)));
+	free(text);
+	return (op);
+}
+
+/* Returns a compare: key's create revision equal to rev. */
+static json_t *
+es_cmp_created(const char *key, int64_t rev)
+{
+	return (json_pack("{s:s,s:o,s:o,s:s}", "target", "CREATE", "key",
+	    etcd_b64(key, strlen(key)), "create_revision", etcd_int_json(rev),
+	    "result", "EQUAL"));
+}
+
+/*
+ * Adds op (taken) to the transaction under key.  A later op of the same key
+ * replaces the earlier one in place (etcd refuses a txn that names a key
+ * twice), unless keep_first: then it is dropped.  Returns 1 added, 0
+ * dropped, -1 out of memory.
+ */
+static int
+es_add(struct etcd_store *s, const char *key, json_t *op, int keep_first)
+{
+	json_t	*at;
+
+	if (op == NULL)
+		return (-1);
+	if ((at = json_object_get(s->index, key)) != NULL) {
+		if (keep_first) {
+			json_decref(op);
+			return (0);
+		}
+		return (json_array_set_new(s->ops,
+		    (size_t)json_integer_value(at), op) == 0 ? 1 : -1);
+	}
+	if (json_object_set_new(s->index, key,
+	    json_integer((json_int_t)json_array_size(s->ops))) == -1 ||
+	    json_array_append_new(s->ops, op) == -1)
+		return (-1);
+	return (1);
+}
+
+/* Puts a row (fields f) at key into the transaction.  Returns 0 or -1. */
+static int
+es_put(struct etcd_store *s, const char *key, const struct ef *f, size_t n,
+    const void *row)
+{
+	return (es_add(s, key, es_put_op(key, ef_encode(f, n, row)), 0) ==
+	    -1 ? -1 : 0);
+}
+
+/* Empties the open transaction. */
+static void
+es_rollback(void *arg)
+{
+	struct etcd_store	*s = arg;
+
+	json_array_clear(s->ops);
+	json_object_clear(s->index);
+}
+
+/* Starts a transaction: an empty list of operations. */
+static int
+es_begin(void *arg)
+{
+	es_rollback(arg);
+	return (0);
+}
+
+/* Returns how many operations etcd counts in op (a nested txn and its). */
+static size_t
+es_op_weight(const json_t *op)
+{
+	const json_t	*txn = json_object_get(op, "request_txn");
+
+	return (txn == NULL ? 1 :
+	    1 + json_array_size(json_object_get(txn, "success")));
+}
+
+/* Returns roughly how many bytes op takes in a request. */
+static size_t
+es_op_bytes(const json_t *op)
+{
+	const json_t	*put = json_object_get(op, "request_put");
+	const char	*v;
+
+	v = json_string_value(json_object_get(put, "value"));
+	return (256 + (v != NULL ? strlen(v) : 0));
+}
+
+/* Writes why writes fail into s->why. */
+static void
+es_fail(struct etcd_store *s, const char *why)
+{
+	snprintf(s->why, sizeof(s->why), "%s", why);
+	log_warnx("store: etcd: %s", why);
+}
+
+/*
+ * Sends ops [from, to) as one txn guarded by the fencing token.  Returns 0,
+ * or -1 with s->why set (and the leader deposed if the guard failed).
+ */
+static int
+es_send(struct etcd_store *s, size_t from, size_t to)
+{
+	struct etcd	*e = s->e;
+	json_t		*body, *success, *ans;
+	size_t		 i;
+	int		 rc;
+
+	if ((success = json_array()) == NULL)
+		return (-1);
+	for (i = from; i < to; i++)
+		json_array_append(success, json_array_get(s->ops, i));
+	body = json_pack("{s:[o],s:o}", "compare",
+	    es_cmp_created(e->leader_key, e->fence), "success", success);
+	if (body == NULL)
+		return (-1);
+	if ((rc = etcd_call(e, "/v3/kv/txn", body, &ans)) != ETCD_OK) {
+		if (rc == ETCD_UNAVAILABLE)
+			e->down = 1;
+		es_fail(s, e->error);
+		return (-1);
+	}
+	rc = json_is_true(json_object_get(ans, "succeeded"));
+	json_decref(ans);
+	if (!rc) {
+		/* Another coordinator leads: this one must never write again
+		 * under this token. */
+		e->fence = 0;
+		es_fail(s, "this coordinator is not the leader any more: "
+		    "another one took the lead");
+		if (e->deposed != NULL)
+			e->deposed(e->deposed_arg);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Commits the transaction: its operations in txns of at most
+ * ETCD_TXN_OPS_MAX operations and ETCD_TXN_BYTES_MAX bytes, in order (the
+ * agents' rows a batch ends with go in its last txn).  Returns 0 once all
+ * are committed, -1 if one was not.
+ */
+static int
+es_commit(void *arg)
+{
+	struct etcd_store	*s = arg;
+	struct etcd		*e = s->e;
+	size_t			 i, from = 0, ops = 0, bytes = 0, w, b;
+	size_t			 n = json_array_size(s->ops);
+	int			 rc = 0;
+
+	if (e->fence == 0) {
+		if (s->why[0] == '\0')
+			es_fail(s, "this coordinator is not the leader");
+		return (-1);
+	}
+	if (e->down) {
+		snprintf(s->why, sizeof(s->why), "%s", e->error);
+		return (-1);
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		w = es_op_weight(json_array_get(s->ops, i));
+		b = es_op_bytes(json_array_get(s->ops, i));
+		if (i > from && (ops + w > ETCD_TXN_OPS_MAX ||
+		    bytes + b > ETCD_TXN_BYTES_MAX)) {
+			rc = es_send(s, from, i);
+			from = i;
+			ops = bytes = 0;
+		}
+		ops += w;
+		bytes += b;
+	}
+	if (rc == 0 && from < n)
+		rc = es_send(s, from, n);
+	es_rollback(s);
+	if (rc == 0)
+		s->why[0] = '\0';
+	return (rc);
+}
+
+/* Returns why writes fail for now, or NULL. */
+static const char *
+es_unavailable(void *arg)
+{
+	struct etcd_store	*s = arg;
+
+	if (s->e->fence != 0 && !s->e->down)
+		return (NULL);
+	if (s->why[0] == '\0')
+		snprintf(s->why, sizeof(s->why), "%s", s->e->fence == 0 ?
+		    "this coordinator is not the leader" : s->e->error);
+	return (s->why);
+}
+
+/* Stores the generation counter (and the layout's version). */
+static int
+es_put_generation(void *arg, uint64_t gen)
+{
+	struct etcd_store	*s = arg;
+	char			 key[ETCD_KEY_MAX];
+	json_t			*row;
+
+	if (etcd_key(s->e, key, sizeof(key), "meta/generation") == -1)
+		return (-1);
+	row = json_pack("{s:I,s:i}", "generation", (json_int_t)gen, "schema",
+	    STORE_ETCD_SCHEMA);
+	return (es_add(s, key, es_put_op(key, row), 0) == -1 ? -1 : 0);
+}
+
+/* Stores a job's own fields. */
+static int
+es_put_job(void *arg, const struct store_job *j)
+{
+	struct etcd_store	*s = arg;
+	char			 key[ETCD_KEY_MAX];
+
+	if (etcd_key(s->e, key, sizeof(key), "jobs/%s", j->name) == -1)
+		return (-1);
+	return (es_put(s, key, ef_job, EF_N(ef_job), j));
+}
+
+/* Stores one window of a job. */
+static int
+es_put_window(void *arg, const struct store_window *w)
+{
+	struct etcd_store	*s = arg;
+	char			 key[ETCD_KEY_MAX];
+
+	if (etcd_key(s->e, key, sizeof(key), "windows/%s/%010u", w->job,
+	    w->id) == -1)
+		return (-1);
+	return (es_put(s, key, ef_window, EF_N(ef_window), w));
+}
+
+/* Stores a rank's last known state. */
+static int
+es_put_rank(void *arg, const struct store_rank *r)
+{
+	struct etcd_store	*s = arg;
+	char			 key[ETCD_KEY_MAX];
+
+	if (etcd_key(s->e, key, sizeof(key), "ranks/%s/%010d", r->job,
+	    r->rank) == -1)
+		return (-1);
+	return (es_put(s, key, ef_rank, EF_N(ef_rank), r));
+}
+
+/*
+ * Stores an event once: put only if its key is absent (a nested txn), so a
+ * replay never rewrites it.  Returns 1, 0 if the open transaction holds it
+ * already, -1 on error.
+ */
+static int
+es_put_event(void *arg, const char *job, int32_t rank,
+    const struct rank_event *ev, const char *node, const char *detail)
+{
+	struct etcd_store	*s = arg;
+	struct store_event_row	 row = { job, rank, ev->window_id, ev->kind,
+	    ev->step, ev->time_ns, node, detail };
+	char			 key[ETCD_KEY_MAX];
+	json_t			*put, *op;
+
+	if (etcd_key(s->e, key, sizeof(key), "events/%s/%010d/%010u/%d", job,
+	    rank, ev->window_id, ev->kind) == -1)
+		return (-1);
+	if (json_object_get(s->index, key) != NULL)
+		return (0);
+	if ((put = es_put_op(key, ef_encode(ef_event, EF_N(ef_event),
+	    &row))) == NULL)
+		return (-1);
+	op = json_pack("{s:{s:[o],s:[o]}}", "request_txn", "compare",
+	    es_cmp_created(key, 0), "success", put);
+	return (es_add(s, key, op, 1));
+}
+
+/* Stores the highest committed event seq of a node's agent process. */
+static int
+es_put_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
+{
+	struct etcd_store	*s = arg;
+	struct store_agent_row	 row = { node, boot_id, seq };
+	char			 key[ETCD_KEY_MAX];
+
+	if (etcd_key(s->e, key, sizeof(key), "agents/%s", node) == -1)
+		return (-1);
+	return (es_put(s, key, ef_agent, EF_N(ef_agent), &row));
+}
+
+/* Deletes the ranks and events of a job, if no job row names it. */
+static int
+es_forget_job(void *arg, const char *job)
+{
+	struct etcd_store	*s = arg;
+	char			 jkey[ETCD_KEY_MAX], rk[ETCD_KEY_MAX];
+	char			 ek[ETCD_KEY_MAX], rend[ETCD_KEY_MAX];
+	char			 ikey[ETCD_KEY_MAX + 8];
+	char			 eend[ETCD_KEY_MAX];
+	json_t			*op;
+
+	if (etcd_key(s->e, jkey, sizeof(jkey), "jobs/%s", job) == -1 ||
+	    etcd_key(s->e, rk, sizeof(rk), "ranks/%s/", job) == -1 ||
+	    etcd_key(s->e, ek, sizeof(ek), "events/%s/", job) == -1)
+		return (-1);
+	etcd_range_end(rk, rend, sizeof(rend));
+	etcd_range_end(ek, eend, sizeof(eend));
+	op = json_pack("{s:{s:[o],s:[{s:{s:o,s:o}},{s:{s:o,s:o}}]}}",
+	    "request_txn", "compare", es_cmp_created(jkey, 0), "success",
+	    "request_delete_range", "key", etcd_b64(rk, strlen(rk)),
+	    "range_end", etcd_b64(rend, strlen(rend)),
+	    "request_delete_range", "key", etcd_b64(ek, strlen(ek)),
+	    "range_end", etcd_b64(eend, strlen(eend)));
+	/* Indexed apart from the job's own put ("forget:" is no key). */
+	snprintf(ikey, sizeof(ikey), "forget:%s", jkey);
+	return (es_add(s, ikey, op, 1) == -1 ? -1 : 0);
+}
+
+/* An event read back, until all are sorted by job, rank and time. */
+struct es_event {
+	char			*job;
+	int32_t			 rank;
+	struct rank_event	 ev;
+};
+
+/* What store_load() reads with. */
+struct es_load {
+	const struct store_loader	*l;
+	const struct ef			*f;
+	size_t				 nf;
+	int				 table;
+	struct es_event			*evs;
+	size_t				 nev, cap;
+	int				 newer;
+};
+
+enum { ES_META, ES_JOBS, ES_WINDOWS, ES_RANKS, ES_EVENTS, ES_AGENTS };
+
+/* Keeps an event row for sorting.  Returns 0 or -1. */
+static int
+es_load_event(struct es_load *ld, const struct store_event_row *r)
+{
+	struct es_event	*p;
+	size_t		 cap;
+
+	if (ld->nev == ld->cap) {
+		cap = ld->cap == 0 ? 256 : ld->cap * 2;
+		if ((p = reallocarray(ld->evs, cap, sizeof(*p))) == NULL)
+			return (-1);
+		ld->evs = p;
+		ld->cap = cap;
+	}
+	if ((ld->evs[ld->nev].job = strdup(r->job)) == NULL)
+		return (-1);
+	ld->evs[ld->nev].rank = r->rank;
+	ld->evs[ld->nev].ev.kind = r->kind;
+	ld->evs[ld->nev].ev.window_id = r->window_id;
+	ld->evs[ld->nev].ev.step = r->step;
+	ld->evs[ld->nev].ev.time_ns = r->time_ns;
+	ld->nev++;
+	return (0);
+}
+
+/* Takes one key of the table being read: decodes it, hands it over. */
+static int
+es_load_kv(void *arg, const char *key, const char *value, size_t len,
+    const json_t *kv)
+{
+	struct es_load	*ld = arg;
+	const struct store_loader *l = ld->l;
+	union {
+		struct store_job	 job;
+		struct store_window	 window;
+		struct store_rank	 rank;
+		struct store_event_row	 event;
+		struct store_agent_row	 agent;
+	}		 row;
+	json_t		*obj;
+	int		 rc = 0;
+
+	(void)kv;
+	if ((obj = json_loadb(value, len, 0, NULL)) == NULL ||
+	    !json_is_object(obj)) {
+		log_warnx("store: etcd: %s: not a JSON object: skipped", key);
+		json_decref(obj);
+		return (0);
+	}
+	memset(&row, 0, sizeof(row));
+	if (ld->table != ES_META)
+		ef_decode(ld->f, ld->nf, obj, &row);
+	switch (ld->table) {
+	case ES_META:
+		if (etcd_int(obj, "schema") > STORE_ETCD_SCHEMA) {
+			ld->newer = 1;
+			rc = -1;
+		} else
+			l->generation(l->arg, (uint64_t)etcd_int(obj,
+			    "generation"));
+		break;
+	case ES_JOBS:
+		if (row.job.name != NULL)
+			rc = l->job(l->arg, &row.job);
+		break;
+	case ES_WINDOWS:
+		if (row.window.job != NULL)
+			rc = l->window(l->arg, &row.window);
+		break;
+	case ES_RANKS:
+		if (row.rank.job != NULL)
+			rc = l->rank(l->arg, &row.rank);
+		break;
+	case ES_EVENTS:
+		if (row.event.job != NULL)
+			rc = es_load_event(ld, &row.event);
+		break;
+	case ES_AGENTS:
+		if (row.agent.node != NULL)
+			rc = l->agent(l->arg, row.agent.node, row.agent.boot_id,
+			    row.agent.seq);
+		break;
+	}
+	json_decref(obj);
+	return (rc);
+}
+
+/* Orders events by job, rank and time, as the SQLite store hands them. */
+static int
+es_event_cmp(const void *a, const void *b)
+{
+	const struct es_event	*x = a, *y = b;
+	int			 c;
+
+	if ((c = strcmp(x->job, y->job)) != 0)
+		return (c);
+	if (x->rank != y->rank)
+		return (x->rank < y->rank ? -1 : 1);
+	if (x->ev.time_ns != y->ev.time_ns)
+		return (x->ev.time_ns < y->ev.time_ns ? -1 : 1);
+	return (0);
+}
+
+/*
+ * Reads the whole store at one revision: the generation counter, then jobs,
+ * windows, ranks, events (sorted) and agents, each row handed to the loader.
+ */
+static int
+es_load(void *arg, const struct store_loader *l)
+{
+	static const struct {
+		const char	*name;
+		const struct ef	*f;
+		size_t		 nf;
+	} tables[] = {
+		[ES_META] = { "meta/", NULL, 0 },
+		[ES_JOBS] = { "jobs/", ef_job, EF_N(ef_job) },
+		[ES_WINDOWS] = { "windows/", ef_window, EF_N(ef_window) },
+		[ES_RANKS] = { "ranks/", ef_rank, EF_N(ef_rank) },
+		[ES_EVENTS] = { "events/", ef_event, EF_N(ef_event) },
+		[ES_AGENTS] = { "agents/", ef_agent, EF_N(ef_agent) },
+	};
+	struct etcd_store	*s = arg;
+	struct es_load		 ld;
+	char			 prefix[ETCD_KEY_MAX];
+	int64_t			 rev = 0;
+	size_t			 i;
+	int			 rc = 0, t;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.l = l;
+	for (t = ES_META; t <= ES_AGENTS && rc == 0; t++) {
+		ld.table = t;
+		ld.f = tables[t].f;
+		ld.nf = tables[t].nf;
+		if (etcd_key(s->e, prefix, sizeof(prefix), "%s",
+		    tables[t].name) == -1 ||
+		    etcd_range(s->e, prefix, &rev, es_load_kv, &ld) != ETCD_OK)
+			rc = -1;
+	}
+	if (ld.newer) {
+		rc = -1;
+		log_warnx("store: etcd: the layout under %s is newer than this "
+		    "coordinator's (%d)", s->e->prefix, STORE_ETCD_SCHEMA);
+	} else if (rc == -1)
+		log_warnx("store: etcd: cannot load: %s", s->e->error);
+	if (rc == 0)
+		qsort(ld.evs, ld.nev, sizeof(*ld.evs), es_event_cmp);
+	for (i = 0; i < ld.nev; i++) {
+		if (rc == 0 && l->event(l->arg, ld.evs[i].job, ld.evs[i].rank,
+		    &ld.evs[i].ev) == -1)
+			rc = -1;
+		free(ld.evs[i].job);
+	}
+	free(ld.evs);
+	return (rc);
+}
+
+/* Frees the store (not its client). */
+static void
+es_close(void *arg)
+{
+	struct etcd_store	*s = arg;
+
+	if (s == NULL)
+		return;
+	json_decref(s->ops);
+	json_decref(s->index);
+	free(s);
+}
+
+/* What store.c runs etcd with. */
+static const struct store_backend store_etcd = {
+	.name = "etcd",
+	.close = es_close,
+	.load = es_load,
+	.begin = es_begin,
+	.commit = es_commit,
+	.rollback = es_rollback,
+	.put_generation = es_put_generation,
+	.put_job = es_put_job,
+	.put_window = es_put_window,
+	.put_rank = es_put_rank,
+	.put_event = es_put_event,
+	.forget_job = es_forget_job,
+	.put_agent = es_put_agent,
+	.unavailable = es_unavailable,
+};
+
+/*
+ * Opens the store over client e (the caller keeps it, and frees it after
+ * store_close()).  Writes need e->fence: leader.c sets it.  Returns NULL
+ * with *why set on failure.
+ */
+struct store *
+store_open_etcd(struct etcd *e, const char **why)
+{
+	struct etcd_store	*s;
+	struct store		*st;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->ops = json_array()) == NULL ||
+	    (s->index = json_object()) == NULL ||
+	    (st = store_new(&store_etcd, s)) == NULL) {
+		es_close(s);
+		*why = "out of memory";
+		return (NULL);
+	}
+	s->e = e;
+	return (st);
+}

@@ -1,0 +1,567 @@
+/*
+ * The SQLite store, the embedded default: one file, DIR/dynprof.db, in WAL
+ * mode with synchronous=FULL, so a committed change survives the process
+ * being killed (and the machine losing power).  store.c groups the writes
+ * into transactions and batches; this file runs them.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+
+/* Bump when the tables change; store_open() refuses a newer schema. */
+#define STORE_SCHEMA_VERSION	1
+
+static const char *store_schema =
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
+    "CREATE TABLE IF NOT EXISTS jobs (job TEXT PRIMARY KEY,"
+    " generation INTEGER, next_window_id INTEGER, config TEXT,"
+    " defaults TEXT, created INTEGER);"
+    "CREATE TABLE IF NOT EXISTS windows (job TEXT, id INTEGER,"
+    " start_step INTEGER, stop_step INTEGER, ranks TEXT, options TEXT,"
+    " output_subdir TEXT, state INTEGER, finished INTEGER, created INTEGER,"
+    " PRIMARY KEY (job, id));"
+    "CREATE TABLE IF NOT EXISTS ranks (job TEXT, rank INTEGER, node TEXT,"
+    " pid INTEGER, step INTEGER, state INTEGER, window_id INTEGER,"
+    " output_dir TEXT, last_event INTEGER, last_event_time INTEGER,"
+    " error TEXT, PRIMARY KEY (job, rank));"
+    "CREATE TABLE IF NOT EXISTS events (job TEXT, rank INTEGER,"
+    " window_id INTEGER, kind INTEGER, step INTEGER, time INTEGER,"
+    " node TEXT, detail TEXT, PRIMARY KEY (job, rank, window_id, kind));"
+    "CREATE TABLE IF NOT EXISTS agents (node TEXT PRIMARY KEY,"
+    " boot_id INTEGER, acked_seq INTEGER);";
+
+enum store_stmt {
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_GENERATION,
+	ST_JOB,
+	ST_WINDOW,
+	ST_RANK,
+	ST_EVENT,
+	ST_AGENT,
+	ST_COUNT
+};
+
+static const char *store_sql[ST_COUNT] = {
+	"BEGIN IMMEDIATE",
+	"COMMIT",
+	"ROLLBACK",
+	"INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?1)",
+	"INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	"INSERT OR REPLACE INTO windows VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+	" ?8, ?9, ?10)",
+	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+	" ?9, ?10, ?11)",
+	"INSERT OR IGNORE INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	"INSERT OR REPLACE INTO agents VALUES (?1, ?2, ?3)",
+};
+
+struct sqlite_store {
+	sqlite3		*db;
+	sqlite3_stmt	*st[ST_COUNT];
+};
+
+static void	sqlite_close(void *);
+
+/* Runs SQL text with no result rows (the schema, pragmas). */
+static int
+sqlite_exec(struct sqlite_store *s, const char *sql)
+{
+	char	*err = NULL;
+
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		log_warnx("%s: %s: %s", __func__, sql, err ? err : "?");
+		sqlite3_free(err);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Runs a prepared statement with no result rows. */
+static int
+sqlite_step(struct sqlite_store *s, enum store_stmt which)
+{
+	sqlite3_stmt	*st = s->st[which];
+	int		 rc;
+
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("%s: %s: %s", __func__, store_sql[which],
+		    sqlite3_errmsg(s->db));
+		return (-1);
+	}
+	return (0);
+}
+
+/* Binds text, or NULL for a NULL pointer. */
+static void
+sqlite_bind(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v == NULL)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+/*
+ * Opens (creating if needed) DIR/dynprof.db.  Returns NULL with *why set on
+ * failure.
+ */
+static struct sqlite_store *
+sqlite_open(const char *dir, const char **why)
+{
+	static char		 reason[PATH_MAX + 512];
+	struct sqlite_store	*s;
+	char			 path[PATH_MAX];
+	sqlite3_stmt		*st;
+	int			 i, version = 0;
+
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		snprintf(reason, sizeof(reason), "%s: %s", dir,
+		    strerror(errno));
+		*why = reason;
+		return (NULL);
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/dynprof.db", dir) >=
+	    sizeof(path)) {
+		*why = "state directory path too long";
+		return (NULL);
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		*why = "out of memory";
+		return (NULL);
+	}
+	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(reason, sizeof(reason), "%s: %s", path,
+		    s->db ? sqlite3_errmsg(s->db) : "cannot open");
+		goto fail;
+	}
+	sqlite3_busy_timeout(s->db, 5000);
+	if (sqlite_exec(s, "PRAGMA journal_mode=WAL") == -1 ||
+	    sqlite_exec(s, "PRAGMA synchronous=FULL") == -1 ||
+	    sqlite_exec(s, store_schema) == -1) {
+		snprintf(reason, sizeof(reason), "%s: %s", path,
+		    sqlite3_errmsg(s->db));
+		goto fail;
+	}
+	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st,
+	    NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			version = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (version > STORE_SCHEMA_VERSION) {
+		snprintf(reason, sizeof(reason), "%s: schema version %d is "
+		    "newer than this coordinator's %d", path, version,
+		    STORE_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (version < STORE_SCHEMA_VERSION)
+		sqlite_exec(s, "PRAGMA user_version=1");
+	for (i = 0; i < ST_COUNT; i++) {
+		if (sqlite3_prepare_v3(s->db, store_sql[i], -1,
+		    SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) != SQLITE_OK) {
+			snprintf(reason, sizeof(reason), "%s: %s", path,
+			    sqlite3_errmsg(s->db));
+			goto fail;
+		}
+	}
+	return (s);
+fail:
+	*why = reason;
+	sqlite_close(s);
+	return (NULL);
+}
+
+/* Closes the database (store.c rolled back an open transaction). */
+static void
+sqlite_close(void *arg)
+{
+	struct sqlite_store	*s = arg;
+	int			 i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(s->st[i]);
+	sqlite3_close(s->db);
+	free(s);
+}
+
+/* Starts a transaction. */
+static int
+sqlite_begin(void *arg)
+{
+	return (sqlite_step(arg, ST_BEGIN));
+}
+
+/* Commits the open transaction: durable once this returns 0. */
+static int
+sqlite_commit(void *arg)
+{
+	return (sqlite_step(arg, ST_COMMIT));
+}
+
+/* Abandons the open transaction. */
+static void
+sqlite_rollback(void *arg)
+{
+	sqlite_step(arg, ST_ROLLBACK);
+}
+
+/* Deletes the ranks and events of a job nobody scheduled (never one in the
+ * jobs table). */
+static int
+sqlite_forget_job(void *arg, const char *job)
+{
+	static const char	*sql[] = {
+		"DELETE FROM ranks WHERE job = ?1 AND"
+		" ?1 NOT IN (SELECT job FROM jobs)",
+		"DELETE FROM events WHERE job = ?1 AND"
+		" ?1 NOT IN (SELECT job FROM jobs)",
+	};
+	struct sqlite_store	*s = arg;
+	sqlite3_stmt		*st;
+	size_t			 i;
+	int			 rc = 0;
+
+	for (i = 0; i < sizeof(sql) / sizeof(sql[0]) && rc == 0; i++) {
+		if (sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL) !=
+		    SQLITE_OK) {
+			rc = -1;
+			break;
+		}
+		sqlite_bind(st, 1, job);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = -1;
+		sqlite3_finalize(st);
+	}
+	if (rc == -1)
+		log_warnx("%s: %s", __func__, sqlite3_errmsg(s->db));
+	return (rc);
+}
+
+/* Stores the generation counter. */
+static int
+sqlite_put_generation(void *arg, uint64_t gen)
+{
+	struct sqlite_store	*s = arg;
+
+	sqlite3_bind_int64(s->st[ST_GENERATION], 1, (sqlite3_int64)gen);
+	return (sqlite_step(s, ST_GENERATION));
+}
+
+/* Stores a job's own fields (not its windows or ranks). */
+static int
+sqlite_put_job(void *arg, const struct store_job *j)
+{
+	struct sqlite_store	*s = arg;
+	sqlite3_stmt	*st = s->st[ST_JOB];
+
+	sqlite_bind(st, 1, j->name);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)j->generation);
+	sqlite3_bind_int64(st, 3, j->next_window_id);
+	sqlite_bind(st, 4, j->config);
+	sqlite_bind(st, 5, j->defaults);
+	sqlite3_bind_int64(st, 6, j->created_ns);
+	return (sqlite_step(s, ST_JOB));
+}
+
+/* Stores one window of a job. */
+static int
+sqlite_put_window(void *arg, const struct store_window *w)
+{
+	struct sqlite_store	*s = arg;
+	sqlite3_stmt	*st = s->st[ST_WINDOW];
+
+	sqlite_bind(st, 1, w->job);
+	sqlite3_bind_int64(st, 2, w->id);
+	sqlite3_bind_int64(st, 3, w->start_step);
+	sqlite3_bind_int64(st, 4, w->stop_step);
+	sqlite_bind(st, 5, w->ranks);
+	sqlite_bind(st, 6, w->options);
+	sqlite_bind(st, 7, w->output_subdir);
+	sqlite3_bind_int(st, 8, w->state);
+	sqlite3_bind_int(st, 9, w->finished);
+	sqlite3_bind_int64(st, 10, w->created_ns);
+	return (sqlite_step(s, ST_WINDOW));
+}
+
+/* Stores a rank's last known state. */
+static int
+sqlite_put_rank(void *arg, const struct store_rank *r)
+{
+	struct sqlite_store	*s = arg;
+	sqlite3_stmt	*st = s->st[ST_RANK];
+
+	sqlite_bind(st, 1, r->job);
+	sqlite3_bind_int(st, 2, r->rank);
+	sqlite_bind(st, 3, r->node);
+	sqlite3_bind_int(st, 4, r->pid);
+	sqlite3_bind_int64(st, 5, r->step);
+	sqlite3_bind_int(st, 6, r->state);
+	sqlite3_bind_int64(st, 7, r->window_id);
+	sqlite_bind(st, 8, r->output_dir);
+	sqlite3_bind_int(st, 9, r->last_event);
+	sqlite3_bind_int64(st, 10, r->last_event_ns);
+	sqlite_bind(st, 11, r->error);
+	return (sqlite_step(s, ST_RANK));
+}
+
+/*
+ * Stores an event once: a second event with the same (job, rank, window, kind)
+ * is ignored.  Returns 1 if stored, 0 if it was there already, -1 on error.
+ */
+static int
+sqlite_put_event(void *arg, const char *job, int32_t rank,
+    const struct rank_event *ev, const char *node, const char *detail)
+{
+	struct sqlite_store	*s = arg;
+	sqlite3_stmt	*st = s->st[ST_EVENT];
+
+	sqlite_bind(st, 1, job);
+	sqlite3_bind_int(st, 2, rank);
+	sqlite3_bind_int64(st, 3, ev->window_id);
+	sqlite3_bind_int(st, 4, ev->kind);
+	sqlite3_bind_int64(st, 5, ev->step);
+	sqlite3_bind_int64(st, 6, ev->time_ns);
+	sqlite_bind(st, 7, node);
+	sqlite_bind(st, 8, detail);
+	if (sqlite_step(s, ST_EVENT) == -1)
+		return (-1);
+	return (sqlite3_changes(s->db) > 0);
+}
+
+/* Stores the highest committed event seq of a node's agent process. */
+static int
+sqlite_put_agent(void *arg, const char *node, uint64_t boot_id,
+    uint64_t seq)
+{
+	struct sqlite_store	*s = arg;
+	sqlite3_stmt	*st = s->st[ST_AGENT];
+
+	sqlite_bind(st, 1, node);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)boot_id);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)seq);
+	return (sqlite_step(s, ST_AGENT));
+}
+
+/* Returns a text column, NULL for SQL NULL. */
+static const char *
+sqlite_col(sqlite3_stmt *st, int i)
+{
+	const unsigned char	*v = sqlite3_column_text(st, i);
+
+	return (v == NULL ? NULL : (const char *)v);
+}
+
+/* Hands every job row to the loader. */
+static int
+sqlite_load_jobs(struct sqlite_store *s, const struct store_loader *l)
+{
+	sqlite3_stmt		*st;
+	struct store_job	 j;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT job, generation, next_window_id,"
+	    " config, defaults, created FROM jobs", -1, &st, NULL) != SQLITE_OK)
+		return (-1);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if ((j.name = sqlite_col(st, 0)) == NULL)
+			continue;
+		j.generation = (uint64_t)sqlite3_column_int64(st, 1);
+		j.next_window_id = (uint32_t)sqlite3_column_int64(st, 2);
+		j.config = sqlite_col(st, 3);
+		j.defaults = sqlite_col(st, 4);
+		j.created_ns = sqlite3_column_int64(st, 5);
+		if (l->job(l->arg, &j) == -1)
+			break;
+	}
+	sqlite3_finalize(st);
+	return (0);
+}
+
+/* Hands every window row to the loader, by job and start step. */
+static int
+sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
+{
+	sqlite3_stmt		*st;
+	struct store_window	 w;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
+	    " ranks, options, output_subdir, state, finished, created"
+	    " FROM windows ORDER BY job, start_step", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return (-1);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if ((w.job = sqlite_col(st, 0)) == NULL)
+			continue;
+		w.id = (uint32_t)sqlite3_column_int64(st, 1);
+		w.start_step = sqlite3_column_int64(st, 2);
+		w.stop_step = sqlite3_column_int64(st, 3);
+		w.ranks = sqlite_col(st, 4);
+		w.options = sqlite_col(st, 5);
+		w.output_subdir = sqlite_col(st, 6);
+		w.state = sqlite3_column_int(st, 7);
+		w.finished = sqlite3_column_int(st, 8);
+		w.created_ns = sqlite3_column_int64(st, 9);
+		if (l->window(l->arg, &w) == -1)
+			break;
+	}
+	sqlite3_finalize(st);
+	return (0);
+}
+
+/* Hands every rank row to the loader, by job and rank. */
+static int
+sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
+{
+	sqlite3_stmt		*st;
+	struct store_rank	 r;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, node, pid, step,"
+	    " state, window_id, output_dir, last_event, last_event_time, error"
+	    " FROM ranks ORDER BY job, rank", -1, &st, NULL) != SQLITE_OK)
+		return (-1);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if ((r.job = sqlite_col(st, 0)) == NULL)
+			continue;
+		r.rank = sqlite3_column_int(st, 1);
+		r.node = sqlite_col(st, 2);
+		r.pid = sqlite3_column_int(st, 3);
+		r.step = sqlite3_column_int64(st, 4);
+		r.state = sqlite3_column_int(st, 5);
+		r.window_id = (uint32_t)sqlite3_column_int64(st, 6);
+		r.output_dir = sqlite_col(st, 7);
+		r.last_event = sqlite3_column_int(st, 8);
+		r.last_event_ns = sqlite3_column_int64(st, 9);
+		r.error = sqlite_col(st, 10);
+		if (l->rank(l->arg, &r) == -1)
+			break;
+	}
+	sqlite3_finalize(st);
+	return (0);
+}
+
+/* Hands every event row to the loader, by job, rank and time. */
+static int
+sqlite_load_events(struct sqlite_store *s, const struct store_loader *l)
+{
+	sqlite3_stmt		*st;
+	struct rank_event	 ev;
+	const char		*job;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, window_id, kind,"
+	    " step, time FROM events ORDER BY job, rank, time", -1, &st,
+	    NULL) != SQLITE_OK)
+		return (-1);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if ((job = sqlite_col(st, 0)) == NULL)
+			continue;
+		ev.window_id = (uint32_t)sqlite3_column_int64(st, 2);
+		ev.kind = sqlite3_column_int(st, 3);
+		ev.step = sqlite3_column_int64(st, 4);
+		ev.time_ns = sqlite3_column_int64(st, 5);
+		if (l->event(l->arg, job, sqlite3_column_int(st, 1), &ev) == -1)
+			break;
+	}
+	sqlite3_finalize(st);
+	return (0);
+}
+
+/* Hands every agent row (a node's committed event seq) to the loader. */
+static int
+sqlite_load_agents(struct sqlite_store *s, const struct store_loader *l)
+{
+	sqlite3_stmt	*st;
+	const char	*name;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT node, boot_id, acked_seq"
+	    " FROM agents", -1, &st, NULL) != SQLITE_OK)
+		return (-1);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if ((name = sqlite_col(st, 0)) == NULL)
+			continue;
+		if (l->agent(l->arg, name,
+		    (uint64_t)sqlite3_column_int64(st, 1),
+		    (uint64_t)sqlite3_column_int64(st, 2)) == -1)
+			break;
+	}
+	sqlite3_finalize(st);
+	return (0);
+}
+
+/*
+ * Reads the whole store at start: the generation counter, then jobs, windows,
+ * ranks, events and agents, each row handed to the loader.
+ */
+static int
+sqlite_load(void *arg, const struct store_loader *l)
+{
+	struct sqlite_store	*s = arg;
+	sqlite3_stmt		*st;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE"
+	    " key = 'generation'", -1, &st, NULL) != SQLITE_OK)
+		return (-1);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		l->generation(l->arg, (uint64_t)sqlite3_column_int64(st, 0));
+	sqlite3_finalize(st);
+	if (sqlite_load_jobs(s, l) == -1 || sqlite_load_windows(s, l) == -1 ||
+	    sqlite_load_ranks(s, l) == -1 || sqlite_load_events(s, l) == -1 ||
+	    sqlite_load_agents(s, l) == -1) {
+		log_warnx("%s: %s", __func__, sqlite3_errmsg(s->db));
+		return (-1);
+	}
+	return (0);
+}
+
+/* What store.c runs SQLite with. */
+static const struct store_backend store_sqlite = {
+	.name = "sqlite",
+	.close = sqlite_close,
+	.load = sqlite_load,
+	.begin = sqlite_begin,
+	.commit = sqlite_commit,
+	.rollback = sqlite_rollback,
+	.put_generation = sqlite_put_generation,
+	.put_job = sqlite_put_job,
+	.put_window = sqlite_put_window,
+	.put_rank = sqlite_put_rank,
+	.put_event = sqlite_put_event,
+	.forget_job = sqlite_forget_job,
+	.put_agent = sqlite_put_agent,
+};
+
+/*
+ * Opens (creating if needed) DIR/dynprof.db.  Returns NULL with *why set on
+ * failure.
+ */
+struct store *
+store_open(const char *dir, const char **why)
+{
+	struct sqlite_store	*s;
+	struct store		*st;
+
+	if ((s = sqlite_open(dir, why)) == NULL)
+		return (NULL);
+	if ((st = store_new(&store_sqlite, s)) == NULL) {
+		sqlite_close(s);
+		*why = "out of memory";
+	}
+	return (st);
+}

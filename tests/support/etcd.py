@@ -1,0 +1,161 @@
+"""Real etcd members on loopback for the tests, each in its own temporary data
+directory, on free ports picked at start: 1 member for the store's tests, 3 where
+losing one (or two, the quorum) matters.
+
+As a module: EtcdCluster(n).start(), .endpoints (a comma-separated list as
+--etcd-endpoints takes it), .stop_member(i) / .start_member(i), .close().
+
+As a command, it wraps a test so that `make test` starts and stops etcd itself:
+
+    etcd.py [--members N] -- COMMAND [ARGS...]
+
+runs COMMAND with DYNPROF_ETCD_ENDPOINTS set and exits with its status (77, the
+tests' skip code, when etcd is not installed: scripts/deps.sh installs
+etcd-server with the "test" set).  Standard library only.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ETCD = "/usr/bin/etcd"
+SKIP = 77
+START_TIMEOUT = 30      # seconds for every member to answer /health
+
+
+def free_ports(n):
+    """n distinct free TCP ports on 127.0.0.1 (free when asked)."""
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+class EtcdCluster:
+    def __init__(self, members=1, name="dynprof"):
+        self.n = members
+        self.dir = tempfile.mkdtemp(prefix="dynprof-etcd-%s-" % name)
+        ports = free_ports(2 * members)
+        self.client = ports[:members]
+        self.peer = ports[members:]
+        self.procs = [None] * members
+        self.cluster = ",".join("m%d=http://127.0.0.1:%d" % (i, self.peer[i])
+                                for i in range(members))
+
+    @property
+    def endpoints(self):
+        return ",".join(self.urls())
+
+    def urls(self):
+        return ["http://127.0.0.1:%d" % p for p in self.client]
+
+    def start_member(self, i):
+        log = open(os.path.join(self.dir, "m%d.log" % i), "ab")
+        argv = [ETCD, "--name", "m%d" % i,
+                "--data-dir", os.path.join(self.dir, "m%d" % i),
+                "--listen-client-urls", self.urls()[i],
+                "--advertise-client-urls", self.urls()[i],
+                "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
+                "--initial-advertise-peer-urls",
+                "http://127.0.0.1:%d" % self.peer[i],
+                "--initial-cluster", self.cluster,
+                "--initial-cluster-token", os.path.basename(self.dir),
+                # Elections in a fraction of a second, not seconds: the
+                # tests lose members on purpose.
+                "--heartbeat-interval", "50", "--election-timeout", "500",
+                "--log-level", "warn"]
+        self.procs[i] = subprocess.Popen(argv, stdout=log, stderr=log,
+                                         stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        log.close()
+
+    def stop_member(self, i, sig=signal.SIGKILL):
+        p = self.procs[i]
+        if p is not None and p.poll() is None:
+            p.send_signal(sig)
+            p.wait(10)
+        self.procs[i] = None
+
+    def healthy(self, i):
+        try:
+            with urllib.request.urlopen(self.urls()[i] + "/health",
+                                        timeout=2) as r:
+                return b'"true"' in r.read()
+        except OSError:
+            return False
+
+    def wait_healthy(self, members=None, timeout=START_TIMEOUT):
+        members = range(self.n) if members is None else members
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for i in members:
+                p = self.procs[i]
+                if p is not None and p.poll() is not None:
+                    raise RuntimeError("etcd m%d exited %s:\n%s" % (
+                        i, p.returncode, self.log(i)))
+            if all(self.healthy(i) for i in members):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("etcd not healthy after %ds:\n%s" % (
+            timeout, "\n".join(self.log(i) for i in members)))
+
+    def start(self):
+        for i in range(self.n):
+            self.start_member(i)
+        self.wait_healthy()
+        return self
+
+    def log(self, i):
+        try:
+            with open(os.path.join(self.dir, "m%d.log" % i), "r",
+                      errors="replace") as f:
+                return "".join(f.readlines()[-20:])
+        except OSError:
+            return ""
+
+    def close(self):
+        for i in range(self.n):
+            try:
+                self.stop_member(i)
+            except Exception:  # keep cleaning up
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def main(argv):
+    members = 1
+    if argv[:1] == ["--members"]:
+        members = int(argv[1])
+        argv = argv[2:]
+    if argv[:1] != ["--"] or len(argv) < 2:
+        sys.stderr.write("usage: etcd.py [--members N] -- COMMAND [ARGS...]\n")
+        return 2
+    if not os.access(ETCD, os.X_OK):
+        print("SKIP: %s is not installed (scripts/deps.sh: etcd-server)" % ETCD)
+        return SKIP
+    with EtcdCluster(members, name="ctest") as c:
+        env = dict(os.environ)
+        env["DYNPROF_ETCD_ENDPOINTS"] = c.endpoints
+        return subprocess.call(argv[1:], env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
