@@ -12,8 +12,21 @@
 #include "options.h"
 #include "segment.h"
 
-#define OPTIONS_ROW(a, field, type, min, max, def, values, ms24)	\
-	{ #field, type, min, max, def, values, { #field, ms24 } },
+#define OPTIONS_ROW(a, field, type, min, max, def, values, ms24, ms25,	\
+	    ms26, ms27, tnpu, tnpu_names)					\
+	{ #field, type, min, max, def, values,				\
+	    { #field, ms24, ms25, ms26, ms27, tnpu },			\
+	    { values, NULL, NULL, NULL, NULL, tnpu_names } },
+
+/* Each dialect's name, as a job's dynprof.dialect file and status name it. */
+static const char *const options_dialects[OPTIONS_NDIALECTS] = {
+	[OPTIONS_DYNPROF] = "dynprof",
+	[OPTIONS_MS24] = "mindspore-2.4",
+	[OPTIONS_MS25] = "mindspore-2.5",
+	[OPTIONS_MS26] = "mindspore-2.6",
+	[OPTIONS_MS27] = "mindspore-2.7",
+	[OPTIONS_TORCH_NPU] = "torch_npu",
+};
 
 const struct options_row options_table[OPTIONS_N] = {
 	OPTIONS_ROWS(OPTIONS_ROW, _)
@@ -36,6 +49,56 @@ options_find(enum options_dialect d, const char *key)
 			return (&options_table[i]);
 	}
 	return (NULL);
+}
+
+/* Returns dialect d's name ("mindspore-2.4"), or "unknown". */
+const char *
+options_dialect_name(enum options_dialect d)
+{
+	if ((unsigned)d >= OPTIONS_NDIALECTS)
+		return ("unknown");
+	return (options_dialects[d]);
+}
+
+/* Finds the dialect named name.  Returns 0 with *d set, or -1. */
+int
+options_dialect_find(const char *name, enum options_dialect *d)
+{
+	size_t	 i;
+
+	for (i = 0; i < OPTIONS_NDIALECTS; i++) {
+		if (strcmp(options_dialects[i], name) == 0) {
+			*d = (enum options_dialect)i;
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+/*
+ * Copies into buf (size bytes) the name value v of row r is written as in
+ * dialect d.  Returns 0, or -1 when d writes it as a number, or v has no name
+ * there (unset, out of range), or the name does not fit.
+ */
+int
+options_value_name(const struct options_row *r, enum options_dialect d,
+    int64_t v, char *buf, size_t size)
+{
+	const char	*p;
+	size_t		 len;
+	int64_t		 i;
+
+	if ((unsigned)d >= OPTIONS_NDIALECTS || (p = r->forms[d]) == NULL ||
+	    v < 0)
+		return (-1);
+	for (i = 0; i < v && p != NULL; i++)
+		if ((p = strchr(p, ',')) != NULL)
+			p++;
+	if (p == NULL || (len = strcspn(p, ",")) == 0 || len >= size)
+		return (-1);
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	return (0);
 }
 
 /* Returns the index of row r in options_table. */

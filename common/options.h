@@ -19,10 +19,18 @@ enum options_type {
 	OPTIONS_INT,			/* min..max, -1 (unset) included */
 };
 
-/* The configuration formats an option is named in: a column each. */
+/*
+ * The configuration formats an option is named in: a column each.  The
+ * MindSpore and torch_npu ones are the profiler_config.json files those
+ * frameworks poll (docs/legacy.md).
+ */
 enum options_dialect {
 	OPTIONS_DYNPROF,		/* the admin API, dynprofctl, the store */
 	OPTIONS_MS24,			/* MindSpore 2.4's profiler_config.json */
+	OPTIONS_MS25,			/* MindSpore 2.5's */
+	OPTIONS_MS26,			/* MindSpore 2.6's */
+	OPTIONS_MS27,			/* MindSpore 2.7's */
+	OPTIONS_TORCH_NPU,		/* torch_npu's dynamic_profile */
 	OPTIONS_NDIALECTS
 };
 
@@ -31,25 +39,39 @@ enum options_dialect {
  * start_step and stop_step).  Columns: the field (and dynprof's name), type,
  * min, max, default, the names of the values 0.. (comma separated, NULL: plain
  * numbers), then the key in each dialect after OPTIONS_DYNPROF (NULL: the
- * dialect has no such key).  A new dialect is a new column here and in
- * options.c's OPTIONS_ROW.
+ * dialect has no such key; "a.b": key b of the object at key a), and last the
+ * value form of the torch_npu key: NULL for a JSON number or boolean, else the
+ * names its values 0.. are written as (an unset integer is left out, the
+ * framework's own default then).  The MindSpore dialects take numbers and
+ * booleans.  A new dialect is a new column here and in options.c's
+ * OPTIONS_ROW.
  */
 #define OPTIONS_ROWS(X, a)						\
 	X(a, aicore_metrics, OPTIONS_INT, -1, 5, -1, NULL,		\
-	    "aicore_metrics")						\
+	    "aicore_metrics", "aicore_metrics", "aic_metrics",		\
+	    "aic_metrics", "experimental_config.aic_metrics",		\
+	    "ArithmeticUtilization,PipeUtilization,Memory,MemoryL0,"	\
+	    "ResourceConflictRatio,MemoryUB")				\
 	X(a, profiler_level, OPTIONS_INT, -1, 2, -1,			\
-	    "Level0,Level1,Level2", "profiler_level")			\
+	    "Level0,Level1,Level2", "profiler_level", "profiler_level",	\
+	    "profiler_level", "profiler_level",				\
+	    "experimental_config.profiler_level", "Level0,Level1,Level2")\
 	X(a, profile_framework, OPTIONS_INT, -1, 1, -1, "time,all",	\
-	    "profile_framework")					\
+	    "profile_framework", NULL, NULL, NULL, NULL, NULL)		\
 	X(a, analyse_mode, OPTIONS_INT, -1, 1, -1, "sync,async",	\
-	    "analyse_mode")						\
+	    "analyse_mode", "analyse_mode", "analyse_mode",		\
+	    "analyse_mode", NULL, NULL)					\
 	X(a, profile_communication, OPTIONS_BOOL, 0, 1, 0, NULL,	\
-	    "profile_communication")					\
+	    "profile_communication", NULL, NULL, NULL, NULL, NULL)	\
 	X(a, parallel_strategy, OPTIONS_BOOL, 0, 1, 0, NULL,		\
-	    "parallel_strategy")					\
-	X(a, with_stack, OPTIONS_BOOL, 0, 1, 0, NULL, "with_stack")	\
+	    "parallel_strategy", "parallel_strategy",			\
+	    "parallel_strategy", "parallel_strategy", NULL, NULL)	\
+	X(a, with_stack, OPTIONS_BOOL, 0, 1, 0, NULL, "with_stack",	\
+	    "with_stack", "with_stack", "with_stack", "with_stack", NULL)\
 	X(a, data_simplification, OPTIONS_BOOL, 0, 1, 1, NULL,		\
-	    "data_simplification")
+	    "data_simplification", "data_simplification",		\
+	    "data_simplification", "data_simplification",		\
+	    "experimental_config.data_simplification", NULL)
 
 #define OPTIONS_COUNT_ROW(a, ...)	+1
 #define OPTIONS_N	(0 OPTIONS_ROWS(OPTIONS_COUNT_ROW, _))
@@ -63,6 +85,7 @@ struct options_row {
 	int64_t			 def;
 	const char		*values;	/* "time,all", or NULL */
 	const char		*keys[OPTIONS_NDIALECTS];
+	const char		*forms[OPTIONS_NDIALECTS];	/* value names, or NULL */
 };
 
 /*
@@ -89,6 +112,10 @@ extern const struct options_layer	options_seg;	/* struct seg_options */
 extern const struct options_layer	options_lib;	/* struct dynprof_options */
 
 const struct options_row *options_find(enum options_dialect, const char *);
+const char *options_dialect_name(enum options_dialect);
+int	 options_dialect_find(const char *, enum options_dialect *);
+int	 options_value_name(const struct options_row *, enum options_dialect,
+	    int64_t, char *, size_t);
 size_t	 options_index(const struct options_row *);
 int	 options_in_range(const struct options_row *, int64_t);
 int	 options_bool_text(const char *, int *);

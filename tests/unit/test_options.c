@@ -101,6 +101,81 @@ test_table(void **state)
 	assert_null(options_find(OPTIONS_DYNPROF, ""));
 }
 
+/*
+ * The dialects of the frameworks' own files (docs/legacy.md): names round
+ * trip, every key found back, value names only where a dialect writes names.
+ */
+static void
+test_dialects(void **state)
+{
+	static const char *const names[] = { "dynprof", "mindspore-2.4",
+	    "mindspore-2.5", "mindspore-2.6", "mindspore-2.7", "torch_npu" };
+	/* Value v of the row at torch_npu's key, named in dialect d (NULL: no
+	 * name: out of range, unset, or a dialect of numbers). */
+	static const struct {
+		const char		*key;
+		enum options_dialect	 d;
+		int64_t			 v;
+		const char		*name;
+	} names_of[] = {
+		{ "experimental_config.profiler_level", OPTIONS_TORCH_NPU, 0,
+		    "Level0" },
+		{ "experimental_config.profiler_level", OPTIONS_TORCH_NPU, 2,
+		    "Level2" },
+		{ "experimental_config.profiler_level", OPTIONS_TORCH_NPU, 3,
+		    NULL },
+		{ "experimental_config.profiler_level", OPTIONS_TORCH_NPU, -1,
+		    NULL },
+		{ "experimental_config.profiler_level", OPTIONS_MS24, 1, NULL },
+		{ "experimental_config.aic_metrics", OPTIONS_TORCH_NPU, 0,
+		    "ArithmeticUtilization" },
+		{ "experimental_config.aic_metrics", OPTIONS_TORCH_NPU, 5,
+		    "MemoryUB" },
+		{ "experimental_config.aic_metrics", OPTIONS_TORCH_NPU, 6, NULL },
+		{ "with_stack", OPTIONS_TORCH_NPU, 1, NULL },
+	};
+	const struct options_row	*r;
+	enum options_dialect		 d;
+	char				 buf[64], tiny[4];
+	size_t				 i, k;
+
+	(void)state;
+	assert_int_equal(OPTIONS_NDIALECTS, 6);
+	for (k = 0; k < OPTIONS_NDIALECTS; k++) {
+		assert_string_equal(options_dialect_name(k), names[k]);
+		assert_int_equal(options_dialect_find(names[k], &d), 0);
+		assert_int_equal(d, k);
+		for (i = 0; i < OPTIONS_N; i++) {
+			r = &options_table[i];
+			if (r->keys[k] != NULL)
+				assert_ptr_equal(options_find(k, r->keys[k]), r);
+			if (k != OPTIONS_DYNPROF && k != OPTIONS_TORCH_NPU)
+				assert_null(r->forms[k]);
+		}
+	}
+	assert_string_equal(options_dialect_name(OPTIONS_NDIALECTS), "unknown");
+	assert_int_equal(options_dialect_find("mindspore-2.8", &d), -1);
+	assert_int_equal(options_dialect_find("", &d), -1);
+
+	/* Renamed in 2.6, gone after 2.4, nested and named in torch_npu. */
+	assert_non_null(options_find(OPTIONS_MS26, "aic_metrics"));
+	assert_null(options_find(OPTIONS_MS26, "aicore_metrics"));
+	assert_null(options_find(OPTIONS_MS25, "profile_framework"));
+	assert_null(options_find(OPTIONS_MS25, "profile_communication"));
+	for (i = 0; i < sizeof(names_of) / sizeof(names_of[0]); i++) {
+		r = options_find(OPTIONS_TORCH_NPU, names_of[i].key);
+		assert_non_null(r);
+		assert_int_equal(options_value_name(r, names_of[i].d,
+		    names_of[i].v, buf, sizeof(buf)), names_of[i].name != NULL ?
+		    0 : -1);
+		if (names_of[i].name != NULL)
+			assert_string_equal(buf, names_of[i].name);
+	}
+	r = options_find(OPTIONS_TORCH_NPU, "experimental_config.profiler_level");
+	assert_int_equal(options_value_name(r, OPTIONS_TORCH_NPU, 1, tiny,
+	    sizeof(tiny)), -1);
+}
+
 /* Each row's range: min and max in, one past either out. */
 static void
 test_ranges(void **state)
@@ -415,6 +490,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_dialects),
 		cmocka_unit_test(test_ranges),
 		cmocka_unit_test(test_bool_text),
 		cmocka_unit_test(test_layers),
