@@ -16,6 +16,8 @@ static const char *const names_rank_states[] = {
 	[DYNPROF__V1__RANK_STATE__RANK_SKIPPED] = "skipped",
 	[DYNPROF__V1__RANK_STATE__RANK_FAILED] = "failed",
 	[DYNPROF__V1__RANK_STATE__RANK_GONE] = "gone",
+	[DYNPROF__V1__RANK_STATE__RANK_OBSERVED] = "observed",
+	[DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE] = "observed_complete",
 };
 
 /* EventKind. */
@@ -26,6 +28,8 @@ static const char *const names_event_kinds[] = {
 	[DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED] = "skipped",
 	[DYNPROF__V1__EVENT_KIND__EVENT_FAILED] = "failed",
 	[DYNPROF__V1__EVENT_KIND__EVENT_DETACHED] = "detached",
+	[DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED] = "observed",
+	[DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE] = "observed_complete",
 };
 
 /* Entry i of a table of n names, or "unknown" where it has none. */

@@ -668,6 +668,7 @@ coord_init(struct coord *c)
 	TAILQ_INIT(&c->batch_ranks);
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);
+	TAILQ_INIT(&c->legacy);
 	for (i = 0; i < COORD_NODE_BUCKETS; i++)
 		LIST_INIT(&c->node_hash[i]);
 }
@@ -751,6 +752,7 @@ coord_stop(struct coord *c)
 	if (c->pusher != NULL)
 		event_free(c->pusher);
 	schedule_free_all(c);
+	legacy_free_all(c);
 	store_close(c->store);
 	tls_clear(&c->agent_tls);
 	tls_clear(&c->http_tls);

@@ -14,6 +14,7 @@
  *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
  *	http_rules.c	the admin API's stragglers and rules of a job
  *	metrics.c	counters and the /metrics text
+ *	legacy.c	legacy jobs as the agents report them (docs/legacy.md)
  */
 
 #ifndef DYNPROF_COORD_H
@@ -48,6 +49,9 @@ struct store;
 #define COORD_NODE_BUCKETS	4096
 #define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
+#define COORD_LEGACY_MAX	10000	/* legacy job reports (node, job) kept */
+#define COORD_LEGACY_WINDOWS_MAX 64	/* windows per legacy job report */
+#define COORD_LEGACY_TEXT_MAX	512	/* a reason, an error, a path kept */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
 /* A step an agent reports is -1 (before the first) or 0 to this; anything
  * else is absurd (no run makes 2^62 steps) and refused, so that no sum of
@@ -250,7 +254,7 @@ TAILQ_HEAD(connq, conn);
 
 struct metrics {
 	uint64_t	 pushes;
-	uint64_t	 events[8];		/* by EventKind */
+	uint64_t	 events[16];		/* by EventKind */
 	uint64_t	 events_dup;
 	uint64_t	 lat_count;
 	double		 lat_sum;
@@ -259,6 +263,7 @@ struct metrics {
 	uint64_t	 commits;
 	uint64_t	 agents_refused;	/* closed before or at hello */
 	uint64_t	 events_refused;	/* bad strings or steps: dropped */
+	uint64_t	 legacy_refused;	/* bad or too many legacy reports */
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
 	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */
 	uint64_t	 subscribes_refused;	/* over the jobs per agent cap */
@@ -333,6 +338,8 @@ struct coord {
 	uint64_t		 generation;	/* highest handed out */
 	int64_t			 started_ns;	/* wall clock at start */
 	struct metrics		 metrics;
+	TAILQ_HEAD(legacyq, legacy_entry) legacy;	/* legacy.c */
+	size_t			 nlegacy;
 };
 
 /* Exit codes of dynprof-coordinator. */
@@ -512,6 +519,13 @@ void	 http_rules_route(struct coord *, struct evhttp_request *, char **,
 
 /* load.c */
 int	 load_model(struct coord *);
+
+/* legacy.c */
+void	 legacy_status(struct coord *, struct node *,
+	    const Dynprof__V1__LegacyStatus *);
+int	 legacy_known(struct coord *, const char *, const char *);
+void	 legacy_job_json(struct coord *, const char *, struct json_t *);
+void	 legacy_free_all(struct coord *);
 
 /* metrics.c */
 void	 metrics_observe_latency(struct metrics *, double);

@@ -273,6 +273,7 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(body, "nodes", arr);
+	legacy_job_json(c, job->name, body);
 	http_reply_ranks(c, req, body, job);
 }
 

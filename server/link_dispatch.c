@@ -534,6 +534,9 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 		schedule_apply_progress(conn->coord, conn->node,
 		    msg->progress);
 		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_LEGACY:
+		legacy_status(conn->coord, conn->node, msg->legacy);
+		break;
 	default:
 		/*
 		 * A kind this coordinator does not know (a newer agent's)

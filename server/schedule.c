@@ -298,7 +298,7 @@ schedule_rank_has_event(const struct rank *r, uint32_t window_id, int kind)
 }
 
 /* Returns 1 if the rank reported the end of window id: stopped, skipped or
- * failed. */
+ * failed, or (a legacy job's) observed complete. */
 static int
 schedule_rank_ended(const struct rank *r, uint32_t id)
 {
@@ -308,7 +308,9 @@ schedule_rank_ended(const struct rank *r, uint32_t id)
 		if (r->events[i].window_id == id &&
 		    (r->events[i].kind == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED ||
 		    r->events[i].kind == DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED ||
-		    r->events[i].kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED))
+		    r->events[i].kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED ||
+		    r->events[i].kind ==
+		    DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE))
 			return (1);
 	return (0);
 }

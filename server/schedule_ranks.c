@@ -101,9 +101,18 @@ schedule_apply_event(struct coord *c, struct node *node,
 		    ev->rank < 0 ? "negative rank" : why);
 		return (0);
 	}
-	if (kind <= 0 || kind > DYNPROF__V1__EVENT_KIND__EVENT_DETACHED) {
+	if (kind <= 0 || kind > DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE) {
 		log_warnx("%s: event from %s: unknown kind %d", __func__,
 		    node->name, kind);
+		return (0);
+	}
+	/* Only an agent that serves the job as legacy makes these up. */
+	if (kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED &&
+	    !legacy_known(c, node->name, ev->job)) {
+		c->metrics.events_refused++;
+		log_warnx("%s: observed event for job %s from %s, which "
+		    "serves it as no legacy job: dropped", __func__, ev->job,
+		    node->name);
 		return (0);
 	}
 	if ((job = schedule_job_peer(c, ev->job, node->name)) == NULL ||
@@ -136,7 +145,8 @@ schedule_apply_event(struct coord *c, struct node *node,
 			c->metrics.events_dup++;
 			return (0);
 		}
-		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
+		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED ||
+		    kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED)
 			detail = ev->output_dir;
 		else if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
 			detail = ev->error;
@@ -171,6 +181,16 @@ schedule_apply_event(struct coord *c, struct node *node,
 		case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
 			r->state = DYNPROF__V1__RANK_STATE__RANK_FAILED;
 			schedule_set_string(&r->error, ev->error);
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED:
+			if (!schedule_rank_has_event(r, ev->window_id,
+			    DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE))
+				r->state = DYNPROF__V1__RANK_STATE__RANK_OBSERVED;
+			schedule_set_string(&r->output_dir, ev->output_dir);
+			break;
+		case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE:
+			r->state =
+			    DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE;
 			break;
 		}
 		break;
