@@ -34,7 +34,7 @@ enum {
 	OPT_COORDINATOR = 256, OPT_NODE, OPT_TOKEN_FILE, OPT_SOCKET,
 	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
-	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA,
+	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -55,6 +55,7 @@ static const struct option agent_longopts[] = {
 	{ "job",		required_argument, NULL, OPT_JOB },
 	{ "conf",		required_argument, NULL, OPT_CONF },
 	{ "ready-file",		required_argument, NULL, OPT_READY_FILE },
+	{ "legacy-dir",		required_argument, NULL, OPT_LEGACY_DIR },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -94,6 +95,9 @@ agent_usage(FILE *f)
 "                           or \"default\")\n"
 "  --conf FILE              read these options from FILE, \"key = value\" lines,\n"
 "                           keys are the long option names (default: none)\n"
+"  --legacy-dir DIR         serve every DIR/<job> as a job that polls its own\n"
+"                           profiler_config.json (MindSpore 2.4-2.7, torch_npu;\n"
+"                           docs/legacy.md) (default: none)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  -v, --verbose            log more\n"
@@ -224,6 +228,9 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 		return (agent_copy(o->conf, sizeof(o->conf), arg, name));
 	case OPT_READY_FILE:
 		return (agent_copy(o->ready_file, sizeof(o->ready_file), arg,
+		    name));
+	case OPT_LEGACY_DIR:
+		return (agent_copy(o->legacy_dir, sizeof(o->legacy_dir), arg,
 		    name));
 	case OPT_VERBOSE:
 		o->log_level = LOG_LEVEL_DEBUG;
@@ -415,6 +422,10 @@ agent_load_options(struct agent_options *o, int argc, char **argv)
 	if ((o->tls_cert[0] != '\0') != (o->tls_key[0] != '\0') ||
 	    (o->tls_cert[0] != '\0') != (o->tls_ca[0] != '\0')) {
 		log_warnx("--tls-cert, --tls-key and --tls-ca go together");
+		return (-1);
+	}
+	if (o->legacy_dir[0] != '\0' && o->coordinator[0] == '\0') {
+		log_warnx("--legacy-dir needs --coordinator");
 		return (-1);
 	}
 	if (o->tls_cert[0] != '\0' && o->coordinator[0] == '\0') {
@@ -693,6 +704,8 @@ agent_start(struct agent *a)
 		return (-1);
 	if (a->opts.config_file[0] != '\0' && standalone_open(a) == -1)
 		return (-1);
+	if (legacy_open(a) == -1)
+		return (-1);
 	a->next_sample_ms = clock_mono_ms() + a->opts.sample_ms;
 	a->moved = 1;
 	agent_housekeep(a, 0);
@@ -729,6 +742,7 @@ agent_free(struct agent *a)
 	size_t	 i;
 
 	standalone_close(a);
+	legacy_close(a);
 	upstream_free(a);
 	ranks_close(a);
 	segments_close_all(a);

@@ -12,6 +12,8 @@
  *	guard.c		a segment truncated under the agent: SIGBUS caught, job dropped
  *	apply.c		a JobConfig turned into the segment's schedule
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
+ *	legacy*.c	--legacy-dir: jobs served through their own config files
+ *			(legacy.h)
  */
 
 #ifndef DYNPROF_AGENT_H
@@ -60,6 +62,7 @@ struct agent_options {
 	char		 job[SEG_JOB_MAX + 1];	/* standalone */
 	char		 conf[PATH_MAX];
 	char		 ready_file[PATH_MAX];
+	char		 legacy_dir[PATH_MAX];	/* "" none */
 	int		 log_level;
 };
 
@@ -171,6 +174,7 @@ struct upstream {
 };
 
 struct standalone;
+struct legacy;
 
 struct agent {
 	struct event_base	*base;
@@ -182,6 +186,7 @@ struct agent {
 	struct agent_jobs	 jobs;
 	struct upstream		 up;
 	struct standalone	*sa;
+	struct legacy		*lg;		/* --legacy-dir, or NULL */
 	int			 rank_fd;
 	struct event		*rank_ev;
 	int64_t			 rank_log_start;	/* bad datagram log limit */
@@ -232,6 +237,7 @@ void	 upstream_unsubscribe(struct agent *, struct agent_job *);
 void	 upstream_applied(struct agent *, struct agent_job *);
 void	 upstream_progress(struct agent *, struct agent_job *,
 	    const Dynprof__V1__Progress *);
+int	 upstream_send(struct agent *, Dynprof__V1__AgentMessage *);
 int	 upstream_ready(const struct agent *);
 int	 upstream_dispatch(struct agent *,
 	    const Dynprof__V1__CoordinatorMessage *);
@@ -291,5 +297,11 @@ int	 standalone_parse(struct agent *, const char *, Dynprof__V1__Window *,
 int	 standalone_open(struct agent *);
 void	 standalone_reload(struct agent *);
 void	 standalone_close(struct agent *);
+
+/* legacy.c */
+int	 legacy_open(struct agent *);
+void	 legacy_schedule(struct agent *, struct agent_job *);
+void	 legacy_resend(struct agent *);
+void	 legacy_close(struct agent *);
 
 #endif /* DYNPROF_AGENT_H */

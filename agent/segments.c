@@ -335,6 +335,7 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		    __func__, j->name, (unsigned long long)jc->generation,
 		    (unsigned long long)j->applied);
 		upstream_applied(a, j);
+		legacy_schedule(a, j);
 		return (0);
 	}
 	wctx.j = j;
@@ -349,6 +350,7 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 	log_info("applied generation %llu to job %s (%u windows)",
 	    (unsigned long long)j->applied, j->name, a->scratch->nwindows);
 	upstream_applied(a, j);
+	legacy_schedule(a, j);
 	return (0);
 }
 
@@ -510,7 +512,7 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 		if (!j->subscribed)
 			upstream_subscribe(a, j);
 	} else {
-		if (j->subscribed) {
+		if (j->subscribed && !j->keep) {
 			upstream_unsubscribe(a, j);
 			log_info("job %s: no rank left on this node", j->name);
 		}

@@ -121,7 +121,7 @@ upstream_output(struct agent *a)
 }
 
 /* Sends one message as a frame.  Returns 0 or -1. */
-static int
+int
 upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 {
 	struct evbuffer	*out;
@@ -326,6 +326,7 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 			upstream_unsubscribe(a, j);
 		j->progress_dirty = 1;
 	}
+	legacy_resend(a);	/* first: the legacy jobs' observed events follow */
 	upstream_replay(a);
 	agent_wake_sampler(a);
 }
@@ -796,3 +797,4 @@ upstream_progress(struct agent *a, struct agent_job *j,
 	if (upstream_send(a, &m) == 0)
 		j->progress_dirty = 0;
 }
+

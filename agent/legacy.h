@@ -1,0 +1,125 @@
+/*
+ * Legacy jobs (docs/legacy.md): jobs whose code dynprof never touched, served
+ * through the profiler_config.json their own dynamic profiler polls.  Every
+ * subdirectory <legacy-dir>/<job> is one; the agent writes the next window
+ * due into its file in the job's dialect and watches its output directory.
+ *
+ *	legacy.c		--legacy-dir watched with inotify, the jobs, which
+ *				window is due, the status sent to the coordinator
+ *	legacy_dialect.c	a job's dialect and output directory, the window
+ *				rendered in its dialect and written atomically
+ *	legacy_observe.c	trace directories in the output directory turned
+ *				into observed and observed_complete events
+ */
+
+#ifndef DYNPROF_AGENT_LEGACY_H
+#define DYNPROF_AGENT_LEGACY_H
+
+#include <sys/queue.h>
+
+#include <limits.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "options.h"
+#include "segment.h"
+
+struct agent;
+struct agent_job;
+struct event;
+
+#define LEGACY_JOBS_MAX		1024	/* job directories served at once */
+#define LEGACY_CONFIG_MAX	(1024 * 1024)	/* a framework's config, read */
+#define LEGACY_SMALL_FILE_MAX	4096	/* dynprof.dialect, dynprof.output */
+#define LEGACY_WRITE_GAP_MS	1000	/* between two writes of one file */
+#define LEGACY_TICK_MS		500	/* writes due, output scans, retries */
+#define LEGACY_RETRY_MS		5000	/* after a failed write or read */
+#define LEGACY_SETTLE_MS	2000	/* all observed complete: then over */
+#define LEGACY_RANKS_MAX	4096	/* ranks observed per window */
+#define LEGACY_SCAN_MAX		8192	/* entries read per directory scan */
+#define LEGACY_SCAN_DEPTH	3	/* end-of-trace files looked for this deep */
+#define LEGACY_RANK_LIST_MAX	65536	/* torch_npu rank_list entries */
+#define LEGACY_OVER_MAX		64	/* ids of windows over, remembered */
+#define LEGACY_REASON_MAX	256
+
+#define LEGACY_CONFIG_NAME	"profiler_config.json"
+#define LEGACY_DIALECT_NAME	"dynprof.dialect"
+#define LEGACY_OUTPUT_NAME	"dynprof.output"
+#define LEGACY_TMP_NAME		".profiler_config.json.dynprof"
+
+/* What the agent does with one window of the schedule (LegacyWindowState). */
+struct legacy_window {
+	uint32_t	 id;
+	int		 state;
+	char		 reason[LEGACY_REASON_MAX];
+};
+
+/* A rank seen in the output directory for the window written. */
+struct legacy_rank {
+	int32_t		 rank;
+	int		 complete;
+};
+
+struct legacy_job {
+	TAILQ_ENTRY(legacy_job) entry;
+	char		 name[SEG_JOB_MAX + 1];
+	char		 dir[PATH_MAX];		/* <legacy-dir>/<job> */
+	int		 wd;			/* inotify watch of dir, -1 none */
+	struct agent_job *job;			/* its segment: the schedule */
+
+	int		 dialect;		/* enum options_dialect, -1 unknown */
+	int		 from_file;		/* dialect named by dynprof.dialect */
+	int		 framework_seen;	/* the framework wrote its config */
+	int64_t		 framework_mtime;	/* its mtime, whole seconds */
+	void		*base;			/* json_t: its config as first read */
+	char		 output[PATH_MAX];	/* "" unknown */
+	char		 error[LEGACY_REASON_MAX];	/* "" none */
+
+	struct legacy_window windows[SEG_MAX_WINDOWS];
+	size_t		 nwindows;
+	uint32_t	 over[LEGACY_OVER_MAX];	/* ring of ids written and over */
+	size_t		 nover;
+
+	/* The window in the file now (written 0: none). */
+	uint32_t	 written;
+	int64_t		 written_start, written_stop;
+	int		 written_disabled;	/* the file says "no window" */
+	int64_t		 written_at_ms;		/* monotonic */
+	struct timespec	 written_mtime;		/* of our last write */
+	int64_t		 retry_at_ms;		/* a failed write: again then */
+	struct legacy_rank *ranks;		/* seen for the window written */
+	size_t		 nranks;
+	int64_t		 settled_at_ms;		/* last change of ranks */
+
+	int		 status_dirty;
+};
+TAILQ_HEAD(legacy_jobs, legacy_job);
+
+struct legacy {
+	struct agent	*a;
+	char		 dir[PATH_MAX];
+	int		 fd;			/* inotify */
+	int		 dir_wd;
+	struct event	*ev;
+	struct event	*tick;
+	struct legacy_jobs jobs;
+	size_t		 njobs;
+	struct seg_config *cfg;			/* scratch: a schedule read */
+};
+
+/* legacy.c */
+struct legacy_job *legacy_find(struct legacy *, const char *);
+
+/* legacy_dialect.c */
+void	 legacy_detect(struct legacy_job *);
+int	 legacy_write(struct legacy_job *, const struct seg_window *,
+	    const char **);
+int64_t	 legacy_write_due(const struct legacy_job *, int64_t);
+int	 legacy_expressible(const struct legacy_job *, const struct seg_window *,
+	    char *, size_t);
+
+/* legacy_observe.c */
+int	 legacy_observe(struct legacy *, struct legacy_job *, uint64_t);
+void	 legacy_observe_reset(struct legacy_job *);
+
+#endif /* DYNPROF_AGENT_LEGACY_H */

@@ -1,0 +1,578 @@
+/*
+ * A legacy job's dialect and output directory, and a window written in its
+ * dialect (docs/legacy.md).  The dialect comes from dynprof.dialect in the
+ * job's directory, else from the keys of the profiler_config.json the
+ * framework wrote there at start-up.  A window is rendered from the options
+ * table's columns over the framework's own file (its other keys kept) and
+ * written whole: a temporary file, fsync, rename, fsync of the directory, so
+ * the framework never reads half a file.  Every write is at least
+ * LEGACY_WRITE_GAP_MS after the one before, and in a later whole second than
+ * any mtime the framework saw: torch_npu compares seconds.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "legacy.h"
+#include "log.h"
+#include "ranklist.h"
+
+/* The keys a window's steps and targets take: never a framework option's. */
+static const char *const legacy_owned_keys[] = {
+	"start_step", "stop_step", "is_valid", "active", "warmup", "is_rank",
+	"rank_list",
+};
+
+#define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))
+
+/* Returns 1 if dialect d is one of MindSpore's. */
+static int
+legacy_is_mindspore(int d)
+{
+	return (d == OPTIONS_MS24 || d == OPTIONS_MS25 || d == OPTIONS_MS26 ||
+	    d == OPTIONS_MS27);
+}
+
+/* Says what kind of file mode m is, for a status line. */
+static const char *
+legacy_file_kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return ("a directory");
+	if (S_ISFIFO(m))
+		return ("a FIFO");
+	if (S_ISLNK(m))
+		return ("a symbolic link");
+	if (S_ISSOCK(m))
+		return ("a socket");
+	return ("not a regular file");
+}
+
+/*
+ * Reads file name of directory dir, a regular file of at most max bytes, into
+ * a NUL-terminated buffer (caller frees), never following a link nor blocking
+ * on a FIFO.  Returns the buffer, or NULL with *why set ("" when there is no
+ * such file).  st gets its status.
+ */
+static char *
+legacy_read_file(const char *dir, const char *name, size_t max,
+    struct stat *st, char *why, size_t wlen)
+{
+	char	 path[PATH_MAX];
+	char	*buf;
+	ssize_t	 n;
+	size_t	 got = 0;
+	int	 fd;
+
+	why[0] = '\0';
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    sizeof(path)) {
+		snprintf(why, wlen, "%s: path too long", name);
+		return (NULL);
+	}
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno != ENOENT)
+			snprintf(why, wlen, "%s: %s", name, errno == ELOOP ?
+			    "a symbolic link" : strerror(errno));
+		return (NULL);
+	}
+	if (fstat(fd, st) == -1 || !S_ISREG(st->st_mode) ||
+	    (uint64_t)st->st_size > max) {
+		snprintf(why, wlen, "%s: %s", name, !S_ISREG(st->st_mode) ?
+		    legacy_file_kind(st->st_mode) : "too large");
+		close(fd);
+		return (NULL);
+	}
+	if ((buf = malloc((size_t)st->st_size + 1)) == NULL) {
+		snprintf(why, wlen, "%s: out of memory", name);
+		close(fd);
+		return (NULL);
+	}
+	while (got < (size_t)st->st_size && (n = read(fd, buf + got,
+	    (size_t)st->st_size - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = '\0';
+	return (buf);
+}
+
+/* Trims s of surrounding white space, in place; returns it. */
+static char *
+legacy_trim(char *s)
+{
+	char	*e;
+
+	s += strspn(s, " \t\r\n");
+	e = s + strlen(s);
+	while (e > s && strchr(" \t\r\n", e[-1]) != NULL)
+		*--e = '\0';
+	return (s);
+}
+
+/* Returns the dialect the keys of a framework's config say, or -1. */
+static int
+legacy_dialect_of(json_t *o)
+{
+	if (json_object_get(o, "prof_dir") != NULL ||
+	    json_object_get(o, "warmup") != NULL ||
+	    json_object_get(o, "active") != NULL)
+		return (OPTIONS_TORCH_NPU);
+	if (json_object_get(o, "export_type") != NULL ||
+	    json_object_get(o, "mstx") != NULL) {
+		/* 2.7 added these to 2.6's keys. */
+		if (json_object_get(o, "prof_path") != NULL ||
+		    json_object_get(o, "record_shapes") != NULL ||
+		    json_object_get(o, "l2_cache") != NULL)
+			return (OPTIONS_MS27);
+		return (OPTIONS_MS26);
+	}
+	if (json_object_get(o, "activities") != NULL)
+		return (OPTIONS_MS25);
+	if (json_object_get(o, "profile_framework") != NULL ||
+	    json_object_get(o, "profile_communication") != NULL)
+		return (OPTIONS_MS24);
+	return (-1);
+}
+
+/* Reads dynprof.dialect: 0 (none, or *d set), -1 with lj->error set. */
+static int
+legacy_detect_named(struct legacy_job *lj, int *d)
+{
+	struct stat		 st;
+	enum options_dialect	 nd;
+	char			 why[LEGACY_REASON_MAX], *buf, *name;
+
+	buf = legacy_read_file(lj->dir, LEGACY_DIALECT_NAME,
+	    LEGACY_SMALL_FILE_MAX, &st, why, sizeof(why));
+	if (buf == NULL) {
+		if (why[0] != '\0') {
+			snprintf(lj->error, sizeof(lj->error), "%s", why);
+			return (-1);
+		}
+		return (0);
+	}
+	name = legacy_trim(buf);
+	if (options_dialect_find(name, &nd) == -1 || nd == OPTIONS_DYNPROF) {
+		snprintf(lj->error, sizeof(lj->error), "%s: unknown dialect "
+		    "\"%.64s\" (mindspore-2.4, mindspore-2.5, mindspore-2.6, "
+		    "mindspore-2.7 or torch_npu)", LEGACY_DIALECT_NAME, name);
+		free(buf);
+		return (-1);
+	}
+	*d = (int)nd;
+	lj->from_file = 1;
+	free(buf);
+	return (0);
+}
+
+/*
+ * Reads the framework's profiler_config.json, unless it is the one we wrote
+ * last: the first one read is kept as the base every window is written over.
+ * Returns 0, or -1 with lj->error set.
+ */
+static int
+legacy_detect_config(struct legacy_job *lj)
+{
+	struct stat	 st;
+	json_t		*o;
+	json_error_t	 jerr;
+	char		 why[LEGACY_REASON_MAX], *buf;
+
+	buf = legacy_read_file(lj->dir, LEGACY_CONFIG_NAME, LEGACY_CONFIG_MAX,
+	    &st, why, sizeof(why));
+	if (buf == NULL) {
+		if (why[0] == '\0')
+			return (0);
+		snprintf(lj->error, sizeof(lj->error), "%s", why);
+		return (-1);
+	}
+	if (lj->written_mtime.tv_sec != 0 &&
+	    st.st_mtim.tv_sec == lj->written_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == lj->written_mtime.tv_nsec) {
+		free(buf);
+		return (0);		/* ours */
+	}
+	o = json_loads(buf, 0, &jerr);
+	free(buf);
+	if (o == NULL || !json_is_object(o)) {
+		snprintf(lj->error, sizeof(lj->error), "%s: not a JSON object"
+		    " (line %d: %.100s)", LEGACY_CONFIG_NAME, o == NULL ?
+		    jerr.line : 1, o == NULL ? jerr.text : "");
+		json_decref(o);
+		return (-1);
+	}
+	lj->framework_seen = 1;
+	if (st.st_mtim.tv_sec > lj->framework_mtime)
+		lj->framework_mtime = st.st_mtim.tv_sec;
+	if (lj->base == NULL)
+		lj->base = o;
+	else
+		json_decref(o);
+	return (0);
+}
+
+/* Finds the output directory: dynprof.output, else the dialect's key. */
+static void
+legacy_detect_output(struct legacy_job *lj)
+{
+	struct stat	 st;
+	json_t		*v = NULL;
+	char		 why[LEGACY_REASON_MAX], *buf, *p;
+
+	lj->output[0] = '\0';
+	buf = legacy_read_file(lj->dir, LEGACY_OUTPUT_NAME,
+	    LEGACY_SMALL_FILE_MAX, &st, why, sizeof(why));
+	if (buf != NULL) {
+		p = legacy_trim(buf);
+		if (p[0] == '/' && strlen(p) < sizeof(lj->output))
+			strcpy(lj->output, p);
+		else
+			log_warnx("legacy job %s: %s: not an absolute path",
+			    lj->name, LEGACY_OUTPUT_NAME);
+		free(buf);
+		return;
+	}
+	if (lj->base == NULL)
+		return;
+	if (lj->dialect == OPTIONS_TORCH_NPU)
+		v = json_object_get(lj->base, "prof_dir");
+	else if (lj->dialect == OPTIONS_MS27)
+		v = json_object_get(lj->base, "prof_path");
+	if (json_is_string(v) && json_string_value(v)[0] == '/' &&
+	    strlen(json_string_value(v)) < sizeof(lj->output))
+		strcpy(lj->output, json_string_value(v));
+}
+
+/*
+ * Looks at the job's directory again: its dialect (kept once known), the
+ * framework's config, the output directory.  lj->error says what is wrong.
+ */
+void
+legacy_detect(struct legacy_job *lj)
+{
+	int	 d = -1, old = lj->dialect, rn, rc;
+	char	 was[LEGACY_REASON_MAX];
+
+	snprintf(was, sizeof(was), "%s", lj->error);
+	lj->error[0] = '\0';
+	lj->from_file = 0;
+	rn = legacy_detect_named(lj, &d);
+	rc = legacy_detect_config(lj);
+	if (rn == -1)
+		lj->dialect = -1;
+	else if (d != -1)
+		lj->dialect = d;
+	else if (lj->base != NULL &&
+	    (d = legacy_dialect_of(lj->base)) != -1)
+		lj->dialect = d;
+	else if (lj->base != NULL) {
+		lj->dialect = -1;
+		snprintf(lj->error, sizeof(lj->error), "unknown dialect: the "
+		    "keys of %s are none of MindSpore 2.4-2.7's or torch_npu's; "
+		    "name it in %s", LEGACY_CONFIG_NAME, LEGACY_DIALECT_NAME);
+	} else if (rc == 0 && lj->dialect == -1)
+		snprintf(lj->error, sizeof(lj->error), "dialect unknown yet: "
+		    "no %s from the framework and no %s", LEGACY_CONFIG_NAME,
+		    LEGACY_DIALECT_NAME);
+	legacy_detect_output(lj);
+	if (old != lj->dialect || strcmp(was, lj->error) != 0) {
+		lj->status_dirty = 1;
+		log_info("legacy job %s: dialect %s%s%s", lj->name,
+		    options_dialect_name((enum options_dialect)lj->dialect),
+		    lj->error[0] != '\0' ? ": " : "", lj->error);
+	}
+}
+
+/*
+ * Whether window w can be said in lj's dialect.  Returns 0 (reason may say
+ * which options the dialect has no key for: left out), or -1 with reason
+ * saying why it is refused.
+ */
+int
+legacy_expressible(const struct legacy_job *lj, const struct seg_window *w,
+    char *reason, size_t len)
+{
+	struct rank_set	 set;
+	const char	*why;
+	size_t		 i, n = 0, off = 0;
+	int64_t		 v, count = 0;
+	int		 k;
+
+	reason[0] = '\0';
+	if (w->start_step < 1)
+		return (snprintf(reason, len, "start step %lld: %s counts steps "
+		    "from 1", (long long)w->start_step, options_dialect_name(
+		    (enum options_dialect)lj->dialect)), -1);
+	if (legacy_is_mindspore(lj->dialect) && w->ranks[0] != '\0' &&
+	    strcmp(w->ranks, "all") != 0)
+		return (snprintf(reason, len, "ranks \"%.64s\": %s's %s "
+		    "cannot target ranks (every rank reads it)", w->ranks,
+		    options_dialect_name((enum options_dialect)lj->dialect),
+		    LEGACY_CONFIG_NAME), -1);
+	if (lj->dialect == OPTIONS_TORCH_NPU) {
+		if (ranks_parse(w->ranks, &set, &why) == -1)
+			return (snprintf(reason, len, "%s", why), -1);
+		for (k = 0; k < set.nranges; k++)
+			count += (int64_t)set.ranges[k].hi - set.ranges[k].lo + 1;
+		if (count > LEGACY_RANK_LIST_MAX)
+			return (snprintf(reason, len, "ranks \"%.64s\": %lld "
+			    "ranks, over the %d a rank_list is written with",
+			    w->ranks, (long long)count, LEGACY_RANK_LIST_MAX),
+			    -1);
+	}
+	for (i = 0; i < OPTIONS_N; i++) {
+		v = options_get(&options_seg, i, &w->options);
+		if (options_table[i].keys[lj->dialect] != NULL ||
+		    v == options_table[i].def || off >= len)
+			continue;
+		k = snprintf(reason + off, len - off, "%s%s", n++ == 0 ?
+		    "left out (no such key): " : ", ", options_table[i].name);
+		off = k < 0 ? len : off + (size_t)k;
+	}
+	return (0);
+}
+
+/* Sets key ("a" or "a.b") of o to v (taken). */
+static void
+legacy_set(json_t *o, const char *key, json_t *v)
+{
+	char	 top[64];
+	const char *dot;
+	json_t	*sub;
+
+	if ((dot = strchr(key, '.')) == NULL ||
+	    (size_t)(dot - key) >= sizeof(top)) {
+		json_object_set_new(o, key, v);
+		return;
+	}
+	memcpy(top, key, (size_t)(dot - key));
+	top[dot - key] = '\0';
+	if (!json_is_object(sub = json_object_get(o, top))) {
+		sub = json_object();
+		json_object_set_new(o, top, sub);
+	}
+	json_object_set_new(sub, dot + 1, v);
+}
+
+/* Puts the typed options of w into o, each under its key in dialect d. */
+static void
+legacy_render_options(json_t *o, int d, const struct seg_window *w)
+{
+	const struct options_row *r;
+	char		 name[64];
+	size_t		 i;
+	int64_t		 v;
+
+	for (i = 0; i < OPTIONS_N; i++) {
+		r = &options_table[i];
+		if (r->keys[d] == NULL)
+			continue;
+		v = options_get(&options_seg, i, &w->options);
+		if (r->forms[d] != NULL) {
+			/* Written as a name; unset: the framework's default. */
+			if (options_value_name(r, (enum options_dialect)d, v,
+			    name, sizeof(name)) == 0)
+				legacy_set(o, r->keys[d], json_string(name));
+		} else if (r->type == OPTIONS_BOOL)
+			legacy_set(o, r->keys[d], json_boolean(v != 0));
+		else
+			legacy_set(o, r->keys[d], json_integer(v));
+	}
+}
+
+/* Adds the framework options of w that are not a key a window owns. */
+static void
+legacy_render_fwopts(json_t *o, const struct seg_window *w)
+{
+	json_t		*fw, *v;
+	const char	*key;
+	size_t		 i;
+
+	if (w->options.fwopts[0] == '\0' ||
+	    (fw = json_loads(w->options.fwopts, 0, NULL)) == NULL)
+		return;
+	if (json_is_object(fw)) {
+		json_object_foreach(fw, key, v) {
+			for (i = 0; i < NITEMS(legacy_owned_keys); i++)
+				if (strcmp(key, legacy_owned_keys[i]) == 0)
+					break;
+			if (i == NITEMS(legacy_owned_keys))
+				json_object_set(o, key, v);
+		}
+	}
+	json_decref(fw);
+}
+
+/* Puts torch_npu's targets: is_rank and rank_list.  Returns 0 or -1. */
+static int
+legacy_render_ranks(json_t *o, const char *ranks)
+{
+	struct rank_set	 set;
+	json_t		*list;
+	int64_t		 r;
+	int		 k;
+
+	if (ranks_parse(ranks, &set, NULL) == -1)
+		return (-1);
+	json_object_set_new(o, "is_rank", json_boolean(set.nranges > 0));
+	list = json_array();
+	for (k = 0; k < set.nranges; k++)
+		for (r = set.ranges[k].lo; r <= set.ranges[k].hi; r++)
+			json_array_append_new(list, json_integer(r));
+	json_object_set_new(o, "rank_list", list);
+	return (0);
+}
+
+/*
+ * The file that says window w (NULL: no window) in lj's dialect: the
+ * framework's own config with the window's keys over it.  NULL on error.
+ */
+static json_t *
+legacy_render(const struct legacy_job *lj, const struct seg_window *w)
+{
+	json_t	*o;
+
+	o = lj->base != NULL ? json_deep_copy(lj->base) : json_object();
+	if (o == NULL)
+		return (NULL);
+	json_object_del(o, "is_valid");
+	if (w == NULL) {
+		json_object_set_new(o, "start_step", json_integer(-1));
+		json_object_set_new(o, "stop_step", json_integer(-1));
+		return (o);
+	}
+	legacy_render_fwopts(o, w);
+	legacy_render_options(o, lj->dialect, w);
+	json_object_set_new(o, "start_step", json_integer(w->start_step));
+	if (lj->dialect == OPTIONS_TORCH_NPU) {
+		json_object_del(o, "stop_step");
+		json_object_set_new(o, "warmup", json_integer(0));
+		json_object_set_new(o, "active",
+		    json_integer(w->stop_step - w->start_step + 1));
+		if (legacy_render_ranks(o, w->ranks) == -1) {
+			json_decref(o);
+			return (NULL);
+		}
+	} else
+		json_object_set_new(o, "stop_step", json_integer(w->stop_step));
+	return (o);
+}
+
+/* Writes len bytes of text to a new file at tmp, synced.  Returns 0 or -1. */
+static int
+legacy_write_tmp(const struct legacy_job *lj, const char *tmp,
+    const char *text, size_t len)
+{
+	struct stat	 dst;
+	ssize_t		 n;
+	size_t		 off = 0;
+	int		 fd, saved;
+
+	(void)unlink(tmp);		/* left by an agent that died writing */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0644);
+	if (fd == -1)
+		return (-1);
+	/* As root, the file is the job's, as the framework's own would be. */
+	if (geteuid() == 0 && stat(lj->dir, &dst) == 0)
+		(void)fchown(fd, dst.st_uid, dst.st_gid);
+	while (off < len && (n = write(fd, text + off, len - off)) > 0)
+		off += (size_t)n;
+	if (off < len || fsync(fd) == -1) {
+		saved = off < len && errno == 0 ? EIO : errno;
+		close(fd);
+		(void)unlink(tmp);
+		errno = saved;
+		return (-1);
+	}
+	return (close(fd));
+}
+
+/*
+ * Writes window w (NULL: "no window") into lj's profiler_config.json in its
+ * dialect, atomically.  A config that is not a regular file is never
+ * replaced.  Returns 0, or -1 with *why set.
+ */
+int
+legacy_write(struct legacy_job *lj, const struct seg_window *w,
+    const char **why)
+{
+	static char	 buf[LEGACY_REASON_MAX];
+	char		 path[PATH_MAX], tmp[PATH_MAX];
+	struct stat	 st;
+	json_t		*o;
+	char		*text;
+	int		 dfd;
+
+	*why = buf;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", lj->dir,
+	    LEGACY_CONFIG_NAME) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/%s", lj->dir,
+	    LEGACY_TMP_NAME) >= sizeof(tmp))
+		return (snprintf(buf, sizeof(buf), "path too long"), -1);
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return (snprintf(buf, sizeof(buf), "%s is %s: not replaced",
+		    LEGACY_CONFIG_NAME, legacy_file_kind(st.st_mode)), -1);
+	if ((o = legacy_render(lj, w)) == NULL)
+		return (snprintf(buf, sizeof(buf), "cannot render"), -1);
+	text = json_dumps(o, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (text == NULL)
+		return (snprintf(buf, sizeof(buf), "out of memory"), -1);
+	if (legacy_write_tmp(lj, tmp, text, strlen(text)) == -1 ||
+	    rename(tmp, path) == -1) {
+		snprintf(buf, sizeof(buf), "cannot write %s: %s",
+		    LEGACY_CONFIG_NAME, strerror(errno));
+		(void)unlink(tmp);
+		free(text);
+		return (-1);
+	}
+	free(text);
+	if ((dfd = open(lj->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	if (stat(path, &st) == 0)
+		lj->written_mtime = st.st_mtim;
+	lj->written_at_ms = clock_mono_ms();
+	return (0);
+}
+
+/*
+ * When, on the monotonic clock, lj's file may be written next: at least
+ * LEGACY_WRITE_GAP_MS after the last write, and in a later whole second of
+ * the wall clock than the file's last mtime, ours or the framework's.
+ */
+int64_t
+legacy_write_due(const struct legacy_job *lj, int64_t now)
+{
+	struct timespec	 ts;
+	int64_t		 due = now, last;
+
+	if (lj->written_at_ms != 0 &&
+	    lj->written_at_ms + LEGACY_WRITE_GAP_MS > due)
+		due = lj->written_at_ms + LEGACY_WRITE_GAP_MS;
+	last = lj->written_mtime.tv_sec > lj->framework_mtime ?
+	    lj->written_mtime.tv_sec : lj->framework_mtime;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (ts.tv_sec <= last) {
+		/* The next whole second, and a little past it. */
+		if (now + (last - ts.tv_sec) * 1000 +
+		    (1000 - ts.tv_nsec / 1000000) + 5 > due)
+			due = now + (last - ts.tv_sec) * 1000 +
+			    (1000 - ts.tv_nsec / 1000000) + 5;
+	}
+	return (due);
+}

@@ -1,0 +1,235 @@
+/*
+ * What a legacy job did with the window in its file, as far as its output
+ * directory shows it (docs/legacy.md).  Nothing here is a rank's own word:
+ * the events are EVENT_OBSERVED (a rank's trace directory for the window
+ * appeared) and EVENT_OBSERVED_COMPLETE (the framework's end-of-trace files
+ * appeared in it), made by the agent, with pid 0 and no slot.
+ *
+ *	MindSpore	<output>/rank{N}_start{a}_stop{b}/ is rank N's trace of
+ *			window [a, b]; complete once a profiler_info*.json is
+ *			in it (at most LEGACY_SCAN_DEPTH levels down)
+ *	torch_npu	<output>/NAME_ascend_pt/, made after the window was
+ *			written; its rank N from profiler_info_{N}.json, which
+ *			torch_npu writes at the end (profiler_info.json: rank 0),
+ *			so both events come together
+ *
+ * Every scan is bounded: LEGACY_SCAN_MAX entries per directory read.
+ */
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "legacy.h"
+#include "log.h"
+
+/* Forgets the ranks seen: a new window is out, or none. */
+void
+legacy_observe_reset(struct legacy_job *lj)
+{
+	free(lj->ranks);
+	lj->ranks = NULL;
+	lj->nranks = 0;
+	lj->settled_at_ms = 0;
+}
+
+/* Sends an observed event of kind for rank, its trace in dir. */
+static void
+legacy_emit(struct legacy *l, struct legacy_job *lj, int kind, int32_t rank,
+    const char *dir, uint64_t gen)
+{
+	Dynprof__V1__RankEvent	 ev = DYNPROF__V1__RANK_EVENT__INIT;
+
+	ev.kind = kind;
+	ev.job = lj->name;
+	ev.rank = rank;
+	ev.window_id = lj->written;
+	ev.start_step = lj->written_start;
+	ev.stop_step = lj->written_stop;
+	ev.step = kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED ?
+	    lj->written_start : lj->written_stop;
+	ev.output_dir = (char *)dir;
+	ev.generation = gen;
+	ev.time_unix_ns = clock_wall_ns();
+	upstream_event(l->a, &ev, NULL);
+	log_info("legacy job %s: rank %d %s window %u (%s)", lj->name, rank,
+	    kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED ? "observed in" :
+	    "observed complete", lj->written, dir);
+}
+
+/* Returns rank's entry, added if new (NULL: over LEGACY_RANKS_MAX). */
+static struct legacy_rank *
+legacy_rank(struct legacy_job *lj, int32_t rank, int *added)
+{
+	struct legacy_rank	*r;
+	size_t			 i;
+
+	*added = 0;
+	for (i = 0; i < lj->nranks; i++)
+		if (lj->ranks[i].rank == rank)
+			return (&lj->ranks[i]);
+	if (lj->nranks >= LEGACY_RANKS_MAX)
+		return (NULL);
+	if ((r = reallocarray(lj->ranks, lj->nranks + 1, sizeof(*r))) == NULL)
+		return (NULL);
+	lj->ranks = r;
+	r = &lj->ranks[lj->nranks++];
+	r->rank = rank;
+	r->complete = 0;
+	*added = 1;
+	return (r);
+}
+
+/* Parses "profiler_info_{N}.json" (N) or "profiler_info.json" (-1). */
+static int
+legacy_info_name(const char *name, int32_t *rank)
+{
+	int	 n = 0, end = 0;
+
+	if (strcmp(name, "profiler_info.json") == 0) {
+		*rank = -1;
+		return (0);
+	}
+	if (sscanf(name, "profiler_info_%d.json%n", &n, &end) == 1 &&
+	    end > 0 && name[end] == '\0' && n >= 0) {
+		*rank = n;
+		return (0);
+	}
+	return (-1);
+}
+
+/*
+ * Looks for an end-of-trace file under path, depth levels down at most,
+ * reading at most *budget entries.  Returns 1 with *rank set (-1: no rank in
+ * its name) if one is there.
+ */
+static int
+legacy_find_end(const char *path, int depth, int *budget, int32_t *rank)
+{
+	char		 sub[PATH_MAX];
+	struct dirent	*de;
+	DIR		*d;
+	int		 found = 0;
+
+	if (depth <= 0 || (d = opendir(path)) == NULL)
+		return (0);
+	while (!found && *budget > 0 && (de = readdir(d)) != NULL) {
+		(*budget)--;
+		if (de->d_name[0] == '.')
+			continue;
+		if (de->d_type == DT_REG &&
+		    legacy_info_name(de->d_name, rank) == 0)
+			found = 1;
+		else if (de->d_type == DT_DIR && (size_t)snprintf(sub,
+		    sizeof(sub), "%s/%s", path, de->d_name) < sizeof(sub))
+			found = legacy_find_end(sub, depth - 1, budget, rank);
+	}
+	closedir(d);
+	return (found);
+}
+
+/* Rank dir's trace for the written window: observed, then maybe complete. */
+static int
+legacy_see(struct legacy *l, struct legacy_job *lj, int32_t rank,
+    const char *path, int complete, uint64_t gen)
+{
+	struct legacy_rank	*r;
+	int			 added, moved = 0;
+
+	if ((r = legacy_rank(lj, rank, &added)) == NULL)
+		return (0);
+	if (added) {
+		legacy_emit(l, lj, DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED, rank,
+		    path, gen);
+		moved = 1;
+	}
+	if (complete && !r->complete) {
+		r->complete = 1;
+		legacy_emit(l, lj,
+		    DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE, rank, path,
+		    gen);
+		moved = 1;
+	}
+	if (moved)
+		lj->settled_at_ms = clock_mono_ms();
+	return (moved);
+}
+
+/* One entry of a MindSpore job's output directory. */
+static int
+legacy_see_mindspore(struct legacy *l, struct legacy_job *lj,
+    const char *name, const char *path, uint64_t gen)
+{
+	long long	 a, b;
+	int		 n, end = 0, budget = LEGACY_SCAN_MAX, done;
+	int32_t		 info;
+
+	if (sscanf(name, "rank%d_start%lld_stop%lld%n", &n, &a, &b, &end) != 3 ||
+	    name[end] != '\0' || n < 0 || a != lj->written_start ||
+	    b != lj->written_stop)
+		return (0);
+	done = legacy_find_end(path, LEGACY_SCAN_DEPTH, &budget, &info);
+	return (legacy_see(l, lj, n, path, done, gen));
+}
+
+/* One entry of a torch_npu job's output directory. */
+static int
+legacy_see_torch(struct legacy *l, struct legacy_job *lj, const char *name,
+    const char *path, uint64_t gen)
+{
+	struct stat	 st;
+	size_t		 len = strlen(name), sfx = strlen("_ascend_pt");
+	int		 budget = LEGACY_SCAN_MAX;
+	int32_t		 rank;
+
+	if (len <= sfx || strcmp(name + len - sfx, "_ascend_pt") != 0 ||
+	    stat(path, &st) == -1 ||
+	    st.st_mtim.tv_sec < lj->written_mtime.tv_sec)
+		return (0);		/* a trace of an earlier window */
+	if (!legacy_find_end(path, LEGACY_SCAN_DEPTH, &budget, &rank))
+		return (0);
+	return (legacy_see(l, lj, rank < 0 ? 0 : rank, path, 1, gen));
+}
+
+/*
+ * Scans lj's output directory for traces of the window in its file, and
+ * reports what is new.  Returns 1 if anything was.
+ */
+int
+legacy_observe(struct legacy *l, struct legacy_job *lj, uint64_t gen)
+{
+	char		 path[PATH_MAX];
+	struct dirent	*de;
+	DIR		*d;
+	int		 n = 0, moved = 0;
+
+	if (lj->written == 0 || lj->output[0] == '\0')
+		return (0);
+	if ((d = opendir(lj->output)) == NULL) {
+		if (errno != ENOENT)
+			log_debug("legacy job %s: %s: %s", lj->name, lj->output,
+			    strerror(errno));
+		return (0);
+	}
+	while (n++ < LEGACY_SCAN_MAX && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || (de->d_type != DT_DIR &&
+		    de->d_type != DT_UNKNOWN))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", lj->output,
+		    de->d_name) >= sizeof(path))
+			continue;
+		if (lj->dialect == OPTIONS_TORCH_NPU)
+			moved |= legacy_see_torch(l, lj, de->d_name, path, gen);
+		else
+			moved |= legacy_see_mindspore(l, lj, de->d_name, path,
+			    gen);
+	}
+	closedir(d);
+	return (moved);
+}
