@@ -1,0 +1,431 @@
+#!/usr/bin/python3
+"""Legacy jobs (docs/legacy.md) in every dialect: the real coordinator and an
+agent with --legacy-dir.  Job directories appear and go (inotify); each job's
+dialect is found from the keys of the config its framework wrote, or from
+dynprof.dialect; every file the agent writes is checked by a reader written
+here from each framework's documented format (../shared/reference/README.md:
+keys, types, the shared-memory record the framework packs it into, the mtime
+rules), not from dynprof's options table.  Refusals and bad input show in the
+job's status, and nothing is written for them."""
+
+import json
+import os
+import stat
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
+from cluster import Cluster, Failure, check, log, main, wait_for  # noqa: E402
+
+PID = os.getpid()
+
+# --- readers: each framework's side, from its documented format ---------------
+
+MS_AICORE = range(-1, 6)
+MS_LEVEL = range(-1, 3)
+
+
+def need(cond, what):
+    if not cond:
+        raise Failure("format: " + what)
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def read_ms_struct(data, ints, bools, fmt, size):
+    """MindSpore 2.4-2.6: DynamicProfilerArgs(**data) then struct.pack(fmt)
+    of the fields in order plus is_valid; a field of the wrong type would be
+    reset to its default (so a type error here is a lost option)."""
+    for k in data:
+        need(k in ints or k in bools, "key %r is not a field" % k)
+    for k in ints:
+        need(is_int(data.get(k, -1)), "%s is not an int: %r" % (k, data.get(k)))
+    for k in bools:
+        need(isinstance(data.get(k, False), bool), "%s is not a bool" % k)
+    values = [data.get(k, -1) for k in ints] + [data.get(k, False)
+                                                 for k in bools] + [True]
+    rec = struct.pack(fmt, *values)
+    need(len(rec) == size, "record of %d bytes, not %d" % (len(rec), size))
+    back = struct.unpack(fmt, rec)
+    return dict(zip(ints + bools, back))
+
+
+def read_ms24(data):
+    r = read_ms_struct(data, ["start_step", "stop_step", "aicore_metrics",
+                              "profiler_level", "profile_framework",
+                              "analyse_mode"],
+                       ["profile_communication", "parallel_strategy",
+                        "with_stack", "data_simplification"], "iiiiii?????", 29)
+    need(r["aicore_metrics"] in MS_AICORE, "aicore_metrics range")
+    return r
+
+
+def read_ms25(data):
+    return read_ms_struct(data, ["start_step", "stop_step", "aicore_metrics",
+                                 "profiler_level", "analyse_mode",
+                                 "activities"],
+                          ["parallel_strategy", "with_stack",
+                           "data_simplification"], "iiiiii????", 28)
+
+
+def read_ms26(data):
+    return read_ms_struct(data, ["start_step", "stop_step", "aic_metrics",
+                                 "profiler_level", "analyse_mode", "activities",
+                                 "export_type"],
+                          ["profile_memory", "mstx", "parallel_strategy",
+                           "with_stack", "data_simplification"],
+                          "iiiiiii??????", 34)
+
+
+def read_ms27(data):
+    """2.7: the JSON as it is, plus is_valid, NUL-terminated in 1 MiB."""
+    d = dict(data, is_valid=True)
+    raw = json.dumps(d).encode()
+    need(len(raw) < 1024 * 1024 and b"\0" not in raw, "shm JSON size")
+    for k in ("start_step", "stop_step"):
+        need(is_int(d[k]) and d[k] >= 0, "%s must be an int >= 0" % k)
+    for k in ("aic_metrics", "profiler_level", "analyse_mode"):
+        need(k not in d or is_int(d[k]) or isinstance(d[k], str), k)
+    for k in ("parallel_strategy", "with_stack", "data_simplification"):
+        need(isinstance(d.get(k, False), bool), k)
+    return d
+
+
+TORCH_LEVELS = ("Level0", "Level1", "Level2", "Level_none")
+TORCH_AIC = ("AiCoreNone", "PipeUtilization", "ArithmeticUtilization", "Memory",
+             "MemoryL0", "MemoryUB", "ResourceConflictRatio", "L2Cache")
+
+
+def read_torch(data, mtime):
+    """torch_npu: a 4-byte little-endian int mtime, then the JSON with
+    is_valid, space-padded to 1 MiB; ConfigContext's parse rules."""
+    raw = struct.pack("<I", int(mtime)) + json.dumps(
+        dict(data, is_valid=True)).encode()
+    need(len(raw) <= 1024 * 1024, "shm record size")
+    need(struct.unpack("<I", raw[:4])[0] == int(mtime), "header")
+    d = json.loads(raw[4:].decode().lstrip())
+    need(is_int(d["start_step"]) and d["start_step"] >= 0, "start_step")
+    need(is_int(d["active"]) and d["active"] > 0, "active")
+    need(is_int(d.get("warmup", 0)) and d.get("warmup", 0) >= 0, "warmup")
+    exp = d.get("experimental_config") or {}
+    need(exp.get("profiler_level", "Level0") in TORCH_LEVELS, "profiler_level")
+    need(exp.get("aic_metrics", "AiCoreNone") in TORCH_AIC, "aic_metrics")
+    need(isinstance(exp.get("data_simplification", True), bool), "simplify")
+    need(isinstance(d.get("is_rank", False), bool), "is_rank")
+    if d.get("is_rank"):
+        need(isinstance(d["rank_list"], list) and all(
+            is_int(r) and r >= 0 for r in d["rank_list"]), "rank_list")
+    return d
+
+
+# The framework's own defaults, as each writes them at start-up.
+DEFAULTS = {
+    "mindspore-2.5": {"start_step": -1, "stop_step": -1, "aicore_metrics": -1,
+                      "profiler_level": -1, "analyse_mode": -1, "activities": 0,
+                      "parallel_strategy": False, "with_stack": False,
+                      "data_simplification": True},
+    "mindspore-2.6": {"start_step": -1, "stop_step": -1, "aic_metrics": -1,
+                      "profiler_level": -1, "analyse_mode": -1, "activities": 0,
+                      "export_type": 0, "profile_memory": False, "mstx": False,
+                      "parallel_strategy": False, "with_stack": False,
+                      "data_simplification": True},
+    "mindspore-2.7": {"start_step": -1, "stop_step": -1, "aic_metrics": -1,
+                      "profiler_level": -1, "analyse_mode": -1,
+                      "activities": ["CPU", "NPU"], "export_type": ["text"],
+                      "profile_memory": False, "mstx": False,
+                      "parallel_strategy": False, "with_stack": False,
+                      "data_simplification": True, "l2_cache": False,
+                      "analyse": True, "record_shapes": False,
+                      "prof_path": "./", "mstx_domain_include": [],
+                      "mstx_domain_exclude": [], "sys_io": False,
+                      "sys_interconnection": False, "host_sys": []},
+    "torch_npu": {"activities": ["CPU", "NPU"], "prof_dir": None,
+                  "analyse": False, "async_mode": False, "record_shapes": False,
+                  "profile_memory": False, "with_stack": False,
+                  "with_flops": False, "with_modules": False, "active": 1,
+                  "warmup": 0, "start_step": 0, "is_rank": False,
+                  "rank_list": [],
+                  "experimental_config": {
+                      "profiler_level": "Level0", "aic_metrics": "AiCoreNone",
+                      "l2_cache": False, "op_attr": False,
+                      "gc_detect_threshold": None,
+                      "data_simplification": True, "record_op_args": False,
+                      "export_type": ["text"], "msprof_tx": False,
+                      "mstx": False, "host_sys": [], "mstx_domain_include": [],
+                      "mstx_domain_exclude": [], "sys_io": False,
+                      "sys_interconnection": False}},
+}
+
+OPTIONS = {"aicore_metrics": 1, "profiler_level": 1, "with_stack": True,
+           "data_simplification": False, "profile_framework": 1}
+
+
+def check_first(dialect, data, mtime):
+    """The first window, [100, 104] with OPTIONS, read the framework's way."""
+    if dialect == "mindspore-2.4":
+        r = read_ms24(data)
+        check((r["start_step"], r["stop_step"], r["aicore_metrics"],
+               r["profiler_level"], r["profile_framework"], r["with_stack"],
+               r["data_simplification"]) == (100, 104, 1, 1, 1, True, False),
+              "%s: %s" % (dialect, r))
+    elif dialect == "mindspore-2.5":
+        r = read_ms25(data)
+        check((r["start_step"], r["stop_step"], r["aicore_metrics"],
+               r["profiler_level"], r["with_stack"], r["data_simplification"],
+               r["activities"]) == (100, 104, 1, 1, True, False, 0),
+              "%s: %s" % (dialect, r))
+    elif dialect == "mindspore-2.6":
+        r = read_ms26(data)
+        check((r["start_step"], r["stop_step"], r["aic_metrics"],
+               r["profiler_level"], r["with_stack"],
+               r["data_simplification"]) == (100, 104, 1, 1, True, False),
+              "%s: %s" % (dialect, r))
+    elif dialect == "mindspore-2.7":
+        r = read_ms27(data)
+        check((r["start_step"], r["stop_step"], r["aic_metrics"],
+               r["profiler_level"], r["with_stack"], r["data_simplification"],
+               r["activities"]) == (100, 104, 1, 1, True, False,
+                                    ["CPU", "NPU"]), "%s: %s" % (dialect, r))
+    else:
+        r = read_torch(data, mtime)
+        exp = r["experimental_config"]
+        check((r["start_step"], r["active"], r["warmup"], r["is_rank"],
+               r["rank_list"], exp["profiler_level"], exp["aic_metrics"],
+               exp["data_simplification"], r["with_stack"], r["record_shapes"])
+              == (100, 5, 0, True, [0, 1, 2, 5], "Level1", "PipeUtilization",
+                  False, True, True), "%s: %s" % (dialect, r))
+
+
+def read_config(path):
+    st = os.stat(path)
+    with open(path) as f:
+        return json.load(f), st.st_mtime
+
+
+def legacy_of(c, job):
+    code, st = c.http("GET", "/v1/jobs/%s" % job)
+    if code != 200:
+        return None
+    for e in st.get("legacy", []):
+        return e
+    return None
+
+
+def window_state(c, job, wid):
+    e = legacy_of(c, job)
+    for w in (e or {}).get("windows", []):
+        if w["id"] == wid:
+            return w
+    return None
+
+
+def wait_file(path, pred, what, timeout=15):
+    def cond():
+        try:
+            d, m = read_config(path)
+        except (OSError, ValueError):
+            return None
+        return (d, m) if pred(d) else None
+    return wait_for(cond, timeout, what, interval=0.05)
+
+
+def test():
+    with Cluster("legacy") as c:
+        c.start_coordinator()
+        node = c.node("n1")
+        ldir = os.path.join(node.dir, "legacy")
+        os.mkdir(ldir)
+        node.start_agent(["--legacy-dir", ldir])
+
+        dialects = ["mindspore-2.4", "mindspore-2.5", "mindspore-2.6",
+                    "mindspore-2.7", "torch_npu"]
+        jobs, fw_mtime = {}, {}
+        for d in dialects:
+            job = "lg%d-%s" % (PID, d.replace(".", ""))
+            jdir = os.path.join(ldir, job)
+            out = os.path.join(node.dir, "out-" + job)
+            os.mkdir(out)
+            os.mkdir(jdir)
+            if d == "mindspore-2.4":
+                # Named, and the output directory told: no file yet.
+                with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+                    f.write(d + "\n")
+                with open(os.path.join(jdir, "dynprof.output"), "w") as f:
+                    f.write(out + "\n")
+            else:
+                cfg = dict(DEFAULTS[d])
+                if d == "torch_npu":
+                    cfg["prof_dir"] = out
+                with open(os.path.join(jdir, "profiler_config.json"), "w") as f:
+                    json.dump(cfg, f)
+                fw_mtime[d] = os.stat(os.path.join(
+                    jdir, "profiler_config.json")).st_mtime
+            jobs[d] = (job, jdir)
+
+        # Each job appears (inotify) with the dialect its keys say.
+        for d, (job, _) in jobs.items():
+            e = wait_for(lambda: (lambda e: e if e and e["dialect"] == d
+                                  else None)(legacy_of(c, job)), 15,
+                         "%s served as %s" % (job, d))
+            check(e["error"] is None, "%s: error %s" % (job, e["error"]))
+        log("five jobs served, dialects detected")
+        time.sleep(1.1)     # the framework's own file: a whole second older
+
+        first = {}
+        for d, (job, jdir) in jobs.items():
+            body = {"start_step": 100, "stop_step": 104, "options": OPTIONS}
+            if d == "torch_npu":
+                body["ranks"] = "0-2,5"
+                body["options"] = dict(OPTIONS, record_shapes=True)
+            first[d] = c.add_window(job, body)["id"]
+        for d, (job, jdir) in jobs.items():
+            path = os.path.join(jdir, "profiler_config.json")
+            data, mtime = wait_file(path, lambda x: x.get("start_step") == 100,
+                                    "%s: window written" % d)
+            check_first(d, data, mtime)
+            if d != "mindspore-2.4":
+                check(int(mtime) > int(fw_mtime[d]), "%s: mtime %.3f not in a "
+                      "later second than the framework's %.3f" % (
+                          d, mtime, fw_mtime[d]))
+            w = window_state(c, job, first[d])
+            check(w and w["state"] == "written", "%s: %s" % (d, w))
+            if d not in ("mindspore-2.4",):
+                check("profile_framework" in (w["reason"] or ""),
+                      "%s: left-out option not said: %s" % (d, w))
+            jobs[d] = (job, jdir, mtime)
+        log("window 1 written and read back in every dialect")
+
+        # One window at a time; ranks refused on MindSpore.
+        second, refused = {}, {}
+        for d, (job, jdir, _) in jobs.items():
+            second[d] = c.add_window(job, {"start_step": 200,
+                                           "stop_step": 201})["id"]
+            if d.startswith("mindspore"):
+                refused[d] = c.add_window(job, {"start_step": 300,
+                                                "stop_step": 301,
+                                                "ranks": "0-3"})["id"]
+        for d, (job, jdir, _) in jobs.items():
+            w = wait_for(lambda: (lambda w: w if w and w["state"] == "waiting"
+                                  else None)(window_state(c, job, second[d])),
+                         10, "%s: window 2 waiting" % d)
+            check("one window at a time" in w["reason"], "%s: %s" % (d, w))
+            if d in refused:
+                w = wait_for(lambda: window_state(c, job, refused[d]), 10,
+                             "%s: refusal shown" % d)
+                check(w["state"] == "refused" and
+                      "cannot target ranks" in w["reason"], "%s: %s" % (d, w))
+            data, _ = read_config(os.path.join(jdir, "profiler_config.json"))
+            check(data["start_step"] == 100, "%s: rewritten early" % d)
+        log("one window at a time; rank targeting refused on MindSpore")
+
+        # Cancelling the first writes the second: a later whole second.
+        for d, (job, jdir, m1) in jobs.items():
+            code, _ = c.http("DELETE", "/v1/jobs/%s/windows/%d" % (job, first[d]))
+            check(code == 200, "cancel: %s" % code)
+        for d, (job, jdir, m1) in jobs.items():
+            path = os.path.join(jdir, "profiler_config.json")
+            data, m2 = wait_file(path, lambda x: x.get("start_step") == 200,
+                                 "%s: window 2 written" % d)
+            check(int(m2) > int(m1) and m2 - m1 >= 1.0,
+                  "%s: mtimes %.3f then %.3f" % (d, m1, m2))
+            if d == "torch_npu":
+                r = read_torch(data, m2)
+                check(r["active"] == 2 and r["is_rank"] is False and
+                      r["rank_list"] == [], "torch_npu: %s" % r)
+            else:
+                {"mindspore-2.4": read_ms24, "mindspore-2.5": read_ms25,
+                 "mindspore-2.6": read_ms26,
+                 "mindspore-2.7": read_ms27}[d](data)
+                check(data["stop_step"] == 201, "%s: %s" % (d, data))
+        log("after the cancel, window 2 written a whole second later")
+
+        # Relative windows need progress these jobs never report.
+        job = jobs["mindspore-2.5"][0]
+        code, body = c.http("POST", "/v1/jobs/%s/windows" % job,
+                            {"in_steps": 10, "steps": 2})
+        check(code == 409 and body.get("field") == "in_steps",
+              "relative window: %s %s" % (code, body))
+
+        # Unknown dialect: said, nothing written.
+        unk = "lg%d-unknown" % PID
+        udir = os.path.join(ldir, unk)
+        os.mkdir(udir)
+        with open(os.path.join(udir, "profiler_config.json"), "w") as f:
+            json.dump({"sample_rate": 3}, f)
+        e = wait_for(lambda: (lambda e: e if e and e["error"] else None)(
+            legacy_of(c, unk)), 10, "unknown dialect reported")
+        check(e["dialect"] == "unknown" and "unknown dialect" in e["error"],
+              "unknown: %s" % e)
+        c.add_window(unk, {"start_step": 50, "stop_step": 51})
+        time.sleep(1.5)
+        with open(os.path.join(udir, "profiler_config.json")) as f:
+            check(json.load(f) == {"sample_rate": 3}, "unknown: file written")
+        w = window_state(c, unk, 1)
+        check(w and w["state"] == "waiting" and "unknown" in w["reason"],
+              "unknown: window %s" % w)
+
+        # Bad input: a bad name, a directory and a FIFO in place of the file.
+        os.mkdir(os.path.join(ldir, "bad name!"))
+        bad = {}
+        for kind in ("dir", "fifo"):
+            job = "lg%d-bad%s" % (PID, kind)
+            jdir = os.path.join(ldir, job)
+            os.mkdir(jdir)
+            with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+                f.write("mindspore-2.5\n")
+            cfg = os.path.join(jdir, "profiler_config.json")
+            if kind == "dir":
+                os.mkdir(cfg)
+            else:
+                os.mkfifo(cfg)
+            bad[kind] = job
+        for kind, job in bad.items():
+            e = wait_for(lambda: (lambda e: e if e and e["error"] else None)(
+                legacy_of(c, job)), 10, "%s reported" % job)
+            want = "a directory" if kind == "dir" else "a FIFO"
+            check(want in e["error"], "%s: %s" % (kind, e))
+            c.add_window(job, {"start_step": 50, "stop_step": 51})
+        time.sleep(1.5)
+        check(stat.S_ISDIR(os.stat(os.path.join(ldir, bad["dir"],
+                                                "profiler_config.json")).st_mode)
+              and stat.S_ISFIFO(os.stat(os.path.join(
+                  ldir, bad["fifo"], "profiler_config.json")).st_mode),
+              "a directory or FIFO was replaced")
+        if os.geteuid() != 0:
+            job = "lg%d-ro" % PID
+            jdir = os.path.join(ldir, job)
+            os.mkdir(jdir)
+            with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+                f.write("mindspore-2.6\n")
+            os.chmod(jdir, 0o555)
+            c.add_window(job, {"start_step": 50, "stop_step": 51})
+            e = wait_for(lambda: (lambda e: e if e and e["error"] else None)(
+                legacy_of(c, job)), 10, "unwritable directory reported")
+            check("cannot write" in e["error"], "read-only: %s" % e)
+            os.chmod(jdir, 0o755)
+        check(node.agent.alive(), "the agent died on bad input")
+        code, _ = c.http("GET", "/v1/jobs/bad%20name!")
+        check(code != 200, "a bad directory name became a job")
+        log("bad input reported, nothing replaced, the agent alive")
+
+        # The others kept working: a third window for the 2.6 job.
+        job, jdir, _ = jobs["mindspore-2.6"]
+        code, _ = c.http("DELETE", "/v1/jobs/%s/windows/%d" % (job, second[
+            "mindspore-2.6"]))
+        wid = c.add_window(job, {"start_step": 400, "stop_step": 402})["id"]
+        wait_file(os.path.join(jdir, "profiler_config.json"),
+                  lambda x: x.get("start_step") == 400, "2.6: window 3")
+
+        # A directory going: the job's report goes with it.
+        os.rename(jdir, os.path.join(node.dir, "moved-away"))
+        wait_for(lambda: legacy_of(c, job) is None, 10,
+                 "%s forgotten once its directory went" % job)
+        log("a job directory went: its legacy report went too")
+
+
+if __name__ == "__main__":
+    main(test)
