@@ -69,6 +69,27 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --timeout S        with --wait: give up after S seconds (exit 3)\n"
 	  "With --json, prints the coordinator's answer, and with --wait the job's\n"
 	  "final status document after it.\n" },
+	{ "stragglers", ctl_cmd_stragglers,
+	  "stragglers JOB [--lag N|default] [--rate-drop P|default]",
+	  "Show the job's stragglers: its median step, how many ranks and nodes\n"
+	  "lag it, and the worst ranks (step, lag, rate, why).  With a flag, first\n"
+	  "set the job's own threshold (default: the coordinator's):\n"
+	  "  --lag N            a rank more than N steps behind the median\n"
+	  "  --rate-drop P      a rank whose rate is P% under the job's\n" },
+	{ "rule", ctl_cmd_rule,
+	  "rule list JOB | rule delete JOB ID\n"
+	  "        rule add JOB --steps K [--peers N] [--roundup R]\n"
+	  "        [--interval S] [--max-per-hour M] [--option KEY=VALUE ...]\n"
+	  "        [--output-subdir D]",
+	  "A job's rules: when a rank straggles, profile it and N healthy peers\n"
+	  "(the nearest the median step) for K steps from the next multiple of R.\n"
+	  "A job has none until one is added.\n"
+	  "  --steps K          steps to profile (required)\n"
+	  "  --peers N          healthy ranks profiled beside it (default 2)\n"
+	  "  --roundup R        start at the next multiple of R (default 1)\n"
+	  "  --interval S       at most one firing every S seconds (default 600)\n"
+	  "  --max-per-hour M   at most M firings an hour (default 4)\n"
+	  "  --option, --output-subdir  as for trace\n" },
 	{ "local", ctl_cmd_local, "local JOB [--shm-dir DIR]",
 	  "Print this node's shared memory segment of JOB, read directly (no\n"
 	  "coordinator): header, windows and every used rank slot.  DIR defaults\n"

@@ -88,6 +88,12 @@ int	 ctl_cmd_nodes(struct ctl *, int, char **);
 int	 ctl_cmd_status(struct ctl *, int, char **);
 int	 ctl_cmd_config(struct ctl *, int, char **);
 int	 ctl_cmd_cancel(struct ctl *, int, char **);
+int	 ctl_get(struct ctl *, const char *, json_t **);
+int	 ctl_check_job(struct ctl *, const char *);
+
+/* ctl_rule.c */
+int	 ctl_cmd_rule(struct ctl *, int, char **);
+int	 ctl_cmd_stragglers(struct ctl *, int, char **);
 
 /* ctl_http.c */
 int64_t	 ctl_now_ms(void);

@@ -127,7 +127,7 @@ ctl_call(struct ctl *ctl, const char *method, const char *path,
 }
 
 /* GETs path: prints the raw answer with --json, else gives the document. */
-static int
+int
 ctl_get(struct ctl *ctl, const char *path, json_t **doc)
 {
 	struct ctl_response	 res;
@@ -143,7 +143,7 @@ ctl_get(struct ctl *ctl, const char *path, json_t **doc)
 }
 
 /* Checks a job id given on the command line before it goes into a path. */
-static int
+int
 ctl_check_job(struct ctl *ctl, const char *job)
 {
 	const char	*why;

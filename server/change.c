@@ -27,6 +27,7 @@ struct change {
 	size_t		 nfinish;
 	char		*config_json;	/* a new config (taken), or NULL */
 	struct options	*defaults;	/* new defaults (moved), or NULL */
+	const char	*rules;		/* new rules text (rules.c), or NULL */
 };
 
 /* Fills ref with the answer to a refused change.  Returns -1. */
@@ -80,12 +81,13 @@ change_put_job(struct coord *c, const struct change *ch, uint64_t gen)
 {
 	const struct job	*job = ch->job;
 	struct store_job	 row;
-	char			*defaults;
+	char			*defaults, *rules = NULL;
 	int			 rc;
 
 	if ((defaults = options_dump(ch->defaults != NULL ? ch->defaults :
 	    &job->defaults)) == NULL)
 		return (-1);
+	row.rules = ch->rules != NULL ? ch->rules : (rules = rules_dump(job));
 	row.name = job->name;
 	row.generation = gen;
 	row.next_window_id = ch->add != NULL ? ch->add->id + 1 :
@@ -96,6 +98,7 @@ change_put_job(struct coord *c, const struct change *ch, uint64_t gen)
 	row.created_ns = job->created_ns;
 	rc = store_put_job(c->store, &row);
 	free(defaults);
+	free(rules);
 	return (rc);
 }
 
@@ -350,6 +353,32 @@ fail:
 	window_free(w);
 	free(text);
 	return (-1);
+}
+
+/*
+ * Stores text as the rules of job name (creating the job), as a change of its
+ * own: one generation, one push of the schedule unchanged, so that a job with
+ * rules is one somebody scheduled.  The caller applies the rules to memory
+ * once this returns 0 (the job in *jobp); -1 with ref saying why.
+ */
+int
+change_rules_set(struct coord *c, const char *name, const char *text,
+    struct job **jobp, struct refusal *ref)
+{
+	struct change	 ch;
+	struct job	*job;
+
+	if ((job = schedule_job_get(c, name)) == NULL)
+		return (change_refuse(ref, 500, NULL, "out of memory"));
+	change_init(&ch, job);
+	ch.rules = text;
+	if (change_publish(c, &ch) == -1)
+		return (change_refuse(ref, 500, NULL, "cannot store the "
+		    "change"));
+	log_info("%s: job %s rules stored, generation %llu", __func__, name,
+	    (unsigned long long)job->generation);
+	*jobp = job;
+	return (0);
 }
 
 /*

@@ -359,7 +359,7 @@ coord_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /* The housekeeping timer: heartbeats, finished windows, ranks, reaping,
- * stragglers. */
+ * stragglers and the rules they fire. */
 static void
 coord_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -373,6 +373,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);
 	straggler_tick(c);
+	rules_tick(c);
 }
 
 enum {

@@ -8,6 +8,7 @@
  *	schedule_ranks.c the ranks, and the events and progress they report
  *	change.c	the one path of a change: judge, store, apply, push
  *	straggler.c	each job's step rate, and the ranks and nodes lagging it
+ *	rules.c		a job's rules: its stragglers profiled on purpose
  *	load.c		the model rebuilt from the store at start
  *	store.c		SQLite persistence behind store.h
  *	http.c		the admin API's listener, routing and answers
@@ -192,6 +193,7 @@ struct job {
 	int			 push_due;	/* link_push_later() */
 	int			 windows_dirty;	/* a window may have ended */
 	struct straggler	*strag;		/* straggler.c, NULL: none yet */
+	struct rules		*rules;		/* rules.c, NULL: none */
 	TAILQ_ENTRY(job)	 entry;
 };
 TAILQ_HEAD(jobq, job);
@@ -489,6 +491,8 @@ int	 change_config_set(struct coord *, const char *, char *,
 	    struct refusal *);
 int	 change_windows_finish(struct coord *, struct job *, struct window **,
 	    size_t);
+int	 change_rules_set(struct coord *, const char *, const char *,
+	    struct job **, struct refusal *);
 
 /* straggler.c */
 #define STRAGGLER_LAG		1	/* step behind the median by > lag */
@@ -512,6 +516,21 @@ int64_t	 straggler_median_step(const struct job *);
 struct json_t *straggler_json(const struct coord *, const struct job *);
 struct json_t *straggler_json_all(const struct coord *, const struct job *);
 void	 straggler_metrics(struct coord *, struct evbuffer *);
+
+/* rules.c */
+struct rules;
+void	 rules_tick(struct coord *);
+void	 rules_free(struct rules *);
+int	 rules_load(struct job *, const char *);
+char	*rules_dump(const struct job *);
+struct json_t *rules_json(const struct job *);
+int	 rules_add(struct coord *, const char *, struct json_t *,
+	    struct json_t **, struct refusal *);
+int	 rules_delete(struct coord *, const char *, uint32_t,
+	    struct refusal *);
+int	 rules_set_thresholds(struct coord *, const char *, struct json_t *,
+	    struct refusal *);
+void	 rules_metrics(struct coord *, struct evbuffer *);
 
 /* http_rules.c */
 void	 http_rules_route(struct coord *, struct evhttp_request *, char **,

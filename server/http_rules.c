@@ -2,8 +2,15 @@
  * The admin API's stragglers and rules of a job (docs/admin-api.md):
  *
  *	GET /v1/jobs/J/stragglers	the job's stragglers, all kept
+ *	PUT /v1/jobs/J/stragglers	the job's own thresholds
+ *	GET /v1/jobs/J/rules		the job's rules
+ *	POST /v1/jobs/J/rules		adds a rule
+ *	DELETE /v1/jobs/J/rules/ID	deletes one
+ *
+ * What a rule does is rules.c's; a change is stored before it is answered.
  */
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +32,67 @@ http_get_stragglers(struct coord *c, struct evhttp_request *req,
 	http_reply(c, req, 200, body);
 }
 
+/* PUT /v1/jobs/J/stragglers: the job's own thresholds. */
+static void
+http_put_stragglers(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	struct refusal	 ref;
+	struct job	*job;
+	json_t		*body;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	if (rules_set_thresholds(c, name, body, &ref) == -1)
+		http_refused(c, req, &ref);
+	else if ((job = schedule_job_find(c, name)) != NULL)
+		http_get_stragglers(c, req, job);
+	json_decref(body);
+}
+
+/* POST /v1/jobs/J/rules: adds a rule. */
+static void
+http_post_rule(struct coord *c, struct evhttp_request *req, const char *name)
+{
+	struct refusal	 ref;
+	json_t		*body, *out;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	if (rules_add(c, name, body, &out, &ref) == -1)
+		http_refused(c, req, &ref);
+	else {
+		json_object_set_new(out, "job", json_string(name));
+		http_reply(c, req, 201, out);
+	}
+	json_decref(body);
+}
+
+/* DELETE /v1/jobs/J/rules/ID: deletes a rule. */
+static void
+http_delete_rule(struct coord *c, struct evhttp_request *req,
+    const char *name, const char *idstr)
+{
+	struct refusal	 ref;
+	unsigned long	 id;
+	char		*end;
+
+	errno = 0;
+	id = strtoul(idstr, &end, 10);
+	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
+	    id == 0 || id > UINT32_MAX) {
+		http_error(c, req, 400, "id", "rule id must be a positive "
+		    "integer");
+		return;
+	}
+	if (rules_delete(c, name, (uint32_t)id, &ref) == -1) {
+		http_refused(c, req, &ref);
+		return;
+	}
+	http_reply(c, req, 200, json_pack("{s:s,s:I,s:b}", "job", name, "id",
+	    (json_int_t)id, "deleted", 1));
+}
+
 /*
  * Routes /v1/jobs/J/stragglers and /v1/jobs/J/rules[/ID] (seg: the path's
  * n segments, the job id checked).
@@ -34,19 +102,27 @@ http_rules_route(struct coord *c, struct evhttp_request *req, char **seg,
     int n)
 {
 	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
-	struct job		*job;
+	struct job		*job = schedule_job_find(c, seg[2]);
+	int			 rules = strcmp(seg[3], "rules") == 0;
 
-	if (n != 4 || strcmp(seg[3], "stragglers") != 0) {
+	if (n == 4 && cmd == EVHTTP_REQ_GET) {
+		if (job == NULL)
+			http_error(c, req, 404, "job", "no job %s", seg[2]);
+		else if (rules)
+			http_reply(c, req, 200, rules_json(job));
+		else
+			http_get_stragglers(c, req, job);
+	} else if (n == 4 && rules && cmd == EVHTTP_REQ_POST)
+		http_post_rule(c, req, seg[2]);
+	else if (n == 4 && !rules && cmd == EVHTTP_REQ_PUT)
+		http_put_stragglers(c, req, seg[2]);
+	else if (n == 4)
+		http_method_not_allowed(c, req, rules ? "GET, POST" :
+		    "GET, PUT");
+	else if (n == 5 && rules && cmd == EVHTTP_REQ_DELETE)
+		http_delete_rule(c, req, seg[2], seg[4]);
+	else if (n == 5 && rules)
+		http_method_not_allowed(c, req, "DELETE");
+	else
 		http_error(c, req, 404, NULL, "no such endpoint");
-		return;
-	}
-	if (cmd != EVHTTP_REQ_GET) {
-		http_method_not_allowed(c, req, "GET");
-		return;
-	}
-	if ((job = schedule_job_find(c, seg[2])) == NULL) {
-		http_error(c, req, 404, "job", "no job %s", seg[2]);
-		return;
-	}
-	http_get_stragglers(c, req, job);
 }

@@ -38,6 +38,8 @@ load_job(void *arg, const struct store_job *row)
 	if (row->defaults != NULL)
 		options_load(row->defaults, &job->defaults);
 	job->created_ns = row->created_ns;
+	if (row->rules != NULL && rules_load(job, row->rules) == -1)
+		return (-1);
 	return (0);
 }
 

@@ -699,6 +699,7 @@ schedule_job_free(struct coord *c, struct job *job)
 	}
 	options_clear(&job->defaults);
 	straggler_job_free(job);
+	rules_free(job->rules);
 	free(job->config_json);
 	free(job->rank_hash);
 	free(job);

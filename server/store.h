@@ -31,6 +31,7 @@ struct store_job {
 	const char	*config;		/* NULL: none */
 	const char	*defaults;		/* options text, NULL: none */
 	int64_t		 created_ns;
+	const char	*rules;			/* JSON text, NULL: none */
 };
 
 /* One window of a job. */

@@ -70,6 +70,7 @@ static const struct ef ef_job[] = {
 	EF(struct store_job, config, EF_STR),
 	EF(struct store_job, defaults, EF_STR),
 	EF(struct store_job, created_ns, EF_I64),
+	EF(struct store_job, rules, EF_STR),
 };
 
 static const struct ef ef_window[] = {

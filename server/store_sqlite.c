@@ -19,14 +19,15 @@
 #include "log.h"
 #include "store.h"
 
-/* Bump when the tables change; store_open() refuses a newer schema. */
-#define STORE_SCHEMA_VERSION	1
+/* Bump when the tables change; store_open() refuses a newer schema and
+ * migrates an older one (sqlite_migrate()). */
+#define STORE_SCHEMA_VERSION	2
 
 static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
     "CREATE TABLE IF NOT EXISTS jobs (job TEXT PRIMARY KEY,"
     " generation INTEGER, next_window_id INTEGER, config TEXT,"
-    " defaults TEXT, created INTEGER);"
+    " defaults TEXT, created INTEGER, rules TEXT);"
     "CREATE TABLE IF NOT EXISTS windows (job TEXT, id INTEGER,"
     " start_step INTEGER, stop_step INTEGER, ranks TEXT, options TEXT,"
     " output_subdir TEXT, state INTEGER, finished INTEGER, created INTEGER,"
@@ -59,7 +60,7 @@ static const char *store_sql[ST_COUNT] = {
 	"COMMIT",
 	"ROLLBACK",
 	"INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?1)",
-	"INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	"INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	"INSERT OR REPLACE INTO windows VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
 	" ?8, ?9, ?10)",
 	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
@@ -118,6 +119,28 @@ sqlite_bind(sqlite3_stmt *st, int i, const char *v)
 }
 
 /*
+ * Brings a store of an older schema to this one: version 2 added the jobs'
+ * rules column (a new store has it already).  Returns 0 or -1.
+ */
+static int
+sqlite_migrate(struct sqlite_store *s)
+{
+	sqlite3_stmt	*st;
+	int		 has_rules = 0;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM pragma_table_info('jobs')"
+	    " WHERE name = 'rules'", -1, &st, NULL) != SQLITE_OK)
+		return (-1);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		has_rules = 1;
+	sqlite3_finalize(st);
+	if (!has_rules && sqlite_exec(s, "ALTER TABLE jobs ADD COLUMN rules "
+	    "TEXT") == -1)
+		return (-1);
+	return (sqlite_exec(s, "PRAGMA user_version=2"));
+}
+
+/*
  * Opens (creating if needed) DIR/dynprof.db.  Returns NULL with *why set on
  * failure.
  */
@@ -171,8 +194,12 @@ sqlite_open(const char *dir, const char **why)
 		    STORE_SCHEMA_VERSION);
 		goto fail;
 	}
-	if (version < STORE_SCHEMA_VERSION)
-		sqlite_exec(s, "PRAGMA user_version=1");
+	if (version < STORE_SCHEMA_VERSION && sqlite_migrate(s) == -1) {
+		snprintf(reason, sizeof(reason), "%s: cannot migrate schema "
+		    "version %d to %d: %s", path, version, STORE_SCHEMA_VERSION,
+		    sqlite3_errmsg(s->db));
+		goto fail;
+	}
 	for (i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v3(s->db, store_sql[i], -1,
 		    SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) != SQLITE_OK) {
@@ -279,6 +306,7 @@ sqlite_put_job(void *arg, const struct store_job *j)
 	sqlite_bind(st, 4, j->config);
 	sqlite_bind(st, 5, j->defaults);
 	sqlite3_bind_int64(st, 6, j->created_ns);
+	sqlite_bind(st, 7, j->rules);
 	return (sqlite_step(s, ST_JOB));
 }
 
@@ -378,7 +406,8 @@ sqlite_load_jobs(struct sqlite_store *s, const struct store_loader *l)
 	struct store_job	 j;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, generation, next_window_id,"
-	    " config, defaults, created FROM jobs", -1, &st, NULL) != SQLITE_OK)
+	    " config, defaults, created, rules FROM jobs", -1, &st, NULL) !=
+	    SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if ((j.name = sqlite_col(st, 0)) == NULL)
@@ -388,6 +417,7 @@ sqlite_load_jobs(struct sqlite_store *s, const struct store_loader *l)
 		j.config = sqlite_col(st, 3);
 		j.defaults = sqlite_col(st, 4);
 		j.created_ns = sqlite3_column_int64(st, 5);
+		j.rules = sqlite_col(st, 6);
 		if (l->job(l->arg, &j) == -1)
 			break;
 	}

@@ -53,3 +53,14 @@ dynprof_test(test_coord_stragglers SOURCES component/test_coord_stragglers.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_stragglers dynprof-coordinator)
+# A job's rules: fired on a straggler through fake agents, their caps, bad
+# rules refused, rules kept across a restart.
+dynprof_test(test_coord_rules SOURCES component/test_coord_rules.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_rules dynprof-coordinator)
+# dynprofctl rule and stragglers against the real coordinator.
+add_test(NAME test_ctl_rule
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_ctl_rule.sh)
+set_tests_properties(test_ctl_rule PROPERTIES TIMEOUT 60
+  ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")

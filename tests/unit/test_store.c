@@ -39,7 +39,7 @@ static int		 etcd_tests;		/* prefixes handed out */
 struct loaded {
 	uint64_t	 generation;
 	int		 jobs, windows, ranks, events, agents;
-	char		 job[64], config[64], defaults[64];
+	char		 job[64], config[64], defaults[64], rules[64];
 	uint64_t	 job_gen;
 	uint32_t	 next_id;
 	uint32_t	 window_id;
@@ -150,6 +150,7 @@ on_job(void *arg, const struct store_job *j)
 	copy(l->job, sizeof(l->job), j->name);
 	copy(l->config, sizeof(l->config), j->config);
 	copy(l->defaults, sizeof(l->defaults), j->defaults);
+	copy(l->rules, sizeof(l->rules), j->rules);
 	l->job_gen = j->generation;
 	l->next_id = j->next_window_id;
 	return (0);
@@ -233,7 +234,8 @@ load(struct store *s, struct loaded *l)
 static void
 put_all(struct store *s)
 {
-	struct store_job	 j = { "J", 7, 3, "{\"a\":1}", "{}", 11 };
+	struct store_job	 j = { "J", 7, 3, "{\"a\":1}", "{}", 11,
+	    "{\"rules\":[]}" };
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "{}", "sub",
 	    WINDOW_STATE_CANCELLED, 1, 12 };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
@@ -268,6 +270,7 @@ test_put_commit_reload(void **state)
 	assert_string_equal(l.job, "J");
 	assert_string_equal(l.config, "{\"a\":1}");
 	assert_string_equal(l.defaults, "{}");
+	assert_string_equal(l.rules, "{\"rules\":[]}");
 	assert_int_equal(l.job_gen, 7);
 	assert_int_equal(l.next_id, 3);
 	assert_int_equal(l.windows, 1);
@@ -392,11 +395,11 @@ test_newer_schema(void **state)
 	store_close(f->s);
 	snprintf(path, sizeof(path), "%s/dynprof.db", f->dir);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL,
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL,
 	    NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_null(f->s = store_open(f->dir, &why));
-	assert_non_null(strstr(why, "schema version 2 is newer"));
+	assert_non_null(strstr(why, "schema version 99 is newer"));
 }
 
 /* A layout written by a newer coordinator is refused (etcd). */
@@ -478,7 +481,7 @@ static void
 test_etcd_fencing(void **state)
 {
 	struct fixture		*f = *state;
-	struct store_job	 j = { "J", 1, 1, NULL, NULL, 1 };
+	struct store_job	 j = { "J", 1, 1, NULL, NULL, 1, NULL };
 	struct loaded		 l;
 	struct etcd		*e2;
 	struct store		*s2;

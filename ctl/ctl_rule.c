@@ -1,0 +1,337 @@
+/*
+ * dynprofctl rule and stragglers: a job's rules (profile its stragglers on
+ * purpose) and its stragglers, over /v1/jobs/J/rules and /stragglers.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+/* The flags of rule add: each a body key and its bounds (the coordinator
+ * checks them again). */
+static const struct {
+	const char	*flag;
+	const char	*key;
+	int64_t		 min, max;
+} ctl_rule_flags[] = {
+	{ "--peers", "peers", 0, 1000 },
+	{ "--steps", "steps", 1, 1000000000 },
+	{ "--roundup", "roundup", 1, 1000000000 },
+	{ "--interval", "min_interval_s", 1, 86400 },
+	{ "--max-per-hour", "max_per_hour", 1, 1000 },
+};
+
+#define CTL_RULE_NFLAGS	(sizeof(ctl_rule_flags) / sizeof(ctl_rule_flags[0]))
+
+/* Appends "%" to a number in buf. */
+static void
+ctl_rule_pct(char *buf, size_t len)
+{
+	size_t	 n = strlen(buf);
+
+	if (n + 1 < len) {
+		buf[n] = '%';
+		buf[n + 1] = '\0';
+	}
+}
+
+/* Prints the rules of a job as a table, with its own thresholds. */
+static void
+ctl_rule_table(FILE *f, json_t *doc)
+{
+	struct ctl_table	 t;
+	json_t			*rules, *r;
+	const char		*row[CTL_TABLE_COLS];
+	char			 c[8][32];
+	size_t			 i;
+
+	if (!ctl_cell_int(c[0], sizeof(c[0]), doc, "lag_steps", 1)[0])
+		snprintf(c[0], sizeof(c[0]), "the default");
+	if (ctl_cell_int(c[1], sizeof(c[1]), doc, "rate_drop_percent", 1)[0])
+		ctl_rule_pct(c[1], sizeof(c[1]));
+	else
+		snprintf(c[1], sizeof(c[1]), "the default");
+	fprintf(f, "job %s: straggler lag %s, rate drop %s\n",
+	    ctl_json_str(doc, "job", "?"), c[0], c[1]);
+	rules = json_object_get(doc, "rules");
+	if (!json_is_array(rules) || json_array_size(rules) == 0) {
+		fprintf(f, "no rules\n");
+		return;
+	}
+	ctl_table_init(&t, 9);
+	row[0] = "ID"; row[1] = "PEERS"; row[2] = "STEPS"; row[3] = "ROUNDUP";
+	row[4] = "INTERVAL_S"; row[5] = "MAX/HOUR"; row[6] = "FIRED";
+	row[7] = "LAST_WINDOW"; row[8] = "LAST_RANKS";
+	ctl_table_add(&t, row);
+	json_array_foreach(rules, i, r) {
+		row[0] = ctl_cell_int(c[0], sizeof(c[0]), r, "id", 0);
+		row[1] = ctl_cell_int(c[1], sizeof(c[1]), r, "peers", 0);
+		row[2] = ctl_cell_int(c[2], sizeof(c[2]), r, "steps", 0);
+		row[3] = ctl_cell_int(c[3], sizeof(c[3]), r, "roundup", 0);
+		row[4] = ctl_cell_int(c[4], sizeof(c[4]), r, "min_interval_s",
+		    0);
+		row[5] = ctl_cell_int(c[5], sizeof(c[5]), r, "max_per_hour", 0);
+		row[6] = ctl_cell_int(c[6], sizeof(c[6]), r, "fired_total", 0);
+		row[7] = ctl_cell_int(c[7], sizeof(c[7]), r, "last_window", 0);
+		row[8] = ctl_json_str(r, "last_ranks", "");
+		ctl_table_add(&t, row);
+	}
+	ctl_table_print(f, &t, "");
+}
+
+/* Reads rule add's flags after JOB into a POST body (caller decrefs), or
+ * NULL said why. */
+static json_t *
+ctl_rule_body(struct ctl *ctl, int argc, char **argv)
+{
+	json_t		*body, *opts;
+	int64_t		 v;
+	size_t		 k;
+	int		 i;
+	char		 err[256];
+
+	body = json_pack("{s:s}", "when", "straggler");
+	opts = json_object();
+	for (i = 3; i < argc; i += 2) {
+		if (i + 1 == argc) {
+			ctl_errx(ctl, "rule add: %s needs a value", argv[i]);
+			goto fail;
+		}
+		if (strcmp(argv[i], "--option") == 0) {
+			if (ctl_option_parse(opts, argv[i + 1], err,
+			    sizeof(err)) == -1) {
+				ctl_errx(ctl, "rule add: %s", err);
+				goto fail;
+			}
+			continue;
+		}
+		if (strcmp(argv[i], "--output-subdir") == 0) {
+			json_object_set_new(body, "output_subdir",
+			    json_string(argv[i + 1]));
+			continue;
+		}
+		for (k = 0; k < CTL_RULE_NFLAGS; k++)
+			if (strcmp(argv[i], ctl_rule_flags[k].flag) == 0)
+				break;
+		if (k == CTL_RULE_NFLAGS) {
+			ctl_errx(ctl, "rule add: unknown flag %s", argv[i]);
+			goto fail;
+		}
+		if (ctl_parse_int64(argv[i + 1], ctl_rule_flags[k].min,
+		    ctl_rule_flags[k].max, &v) == -1) {
+			ctl_errx(ctl, "rule add: %s must be an integer from "
+			    "%lld to %lld, not \"%s\"", argv[i],
+			    (long long)ctl_rule_flags[k].min,
+			    (long long)ctl_rule_flags[k].max, argv[i + 1]);
+			goto fail;
+		}
+		json_object_set_new(body, ctl_rule_flags[k].key,
+		    json_integer(v));
+	}
+	if (json_object_get(body, "steps") == NULL) {
+		ctl_errx(ctl, "rule add: --steps K is required");
+		goto fail;
+	}
+	if (json_object_size(opts) > 0)
+		json_object_set(body, "options", opts);
+	json_decref(opts);
+	return (body);
+fail:
+	json_decref(opts);
+	json_decref(body);
+	return (NULL);
+}
+
+/* Sends one request of rule or stragglers; prints the answer with print, or
+ * raw with --json. */
+static int
+ctl_rule_send(struct ctl *ctl, const char *method, const char *path,
+    json_t *body, void (*print)(FILE *, json_t *))
+{
+	struct ctl_response	 res;
+	json_t			*doc;
+	char			*text = NULL;
+	int			 rc;
+
+	if (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL)
+		return (CTL_EXIT_REFUSED);
+	rc = ctl_call(ctl, method, path, text, text ? strlen(text) : 0, &doc,
+	    &res);
+	free(text);
+	if (rc != CTL_EXIT_OK)
+		return (rc);
+	if (ctl->json)
+		fprintf(ctl->out, "%.*s%s", (int)res.len, res.body,
+		    res.len > 0 && res.body[res.len - 1] == '\n' ? "" : "\n");
+	else
+		print(ctl->out, doc);
+	ctl_http_free(&res);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}
+
+/* Prints a rule just added. */
+static void
+ctl_rule_added(FILE *f, json_t *doc)
+{
+	fprintf(f, "rule %lld of job %s: on a straggler, profile it and %lld "
+	    "peers for %lld steps from the next multiple of %lld; at most "
+	    "every %lld s, %lld an hour\n",
+	    (long long)ctl_json_int(doc, "id", 0), ctl_json_str(doc, "job", "?"),
+	    (long long)ctl_json_int(doc, "peers", 0),
+	    (long long)ctl_json_int(doc, "steps", 0),
+	    (long long)ctl_json_int(doc, "roundup", 0),
+	    (long long)ctl_json_int(doc, "min_interval_s", 0),
+	    (long long)ctl_json_int(doc, "max_per_hour", 0));
+}
+
+/* Prints a rule just deleted. */
+static void
+ctl_rule_deleted(FILE *f, json_t *doc)
+{
+	fprintf(f, "rule %lld of job %s deleted\n",
+	    (long long)ctl_json_int(doc, "id", 0), ctl_json_str(doc, "job", "?"));
+}
+
+/* dynprofctl rule list|add|delete JOB ... */
+int
+ctl_cmd_rule(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*body;
+	char	 path[160];
+	int64_t	 id;
+	int	 rc;
+
+	if (argc < 3) {
+		ctl_errx(ctl, "rule: say list, add or delete, and JOB");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[2]) == -1)
+		return (CTL_EXIT_REFUSED);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/rules", argv[2]);
+	if (strcmp(argv[1], "list") == 0 && argc == 3)
+		return (ctl_rule_send(ctl, "GET", path, NULL, ctl_rule_table));
+	if (strcmp(argv[1], "add") == 0) {
+		if ((body = ctl_rule_body(ctl, argc, argv)) == NULL)
+			return (CTL_USAGE);
+		rc = ctl_rule_send(ctl, "POST", path, body, ctl_rule_added);
+		json_decref(body);
+		return (rc);
+	}
+	if (strcmp(argv[1], "delete") == 0 && argc == 4) {
+		if (ctl_parse_int64(argv[3], 1, UINT32_MAX, &id) == -1) {
+			ctl_errx(ctl, "rule delete: ID must be a rule id (a "
+			    "positive integer), not \"%s\"", argv[3]);
+			return (CTL_USAGE);
+		}
+		snprintf(path, sizeof(path), "/v1/jobs/%s/rules/%lld", argv[2],
+		    (long long)id);
+		return (ctl_rule_send(ctl, "DELETE", path, NULL,
+		    ctl_rule_deleted));
+	}
+	ctl_errx(ctl, "rule: say list JOB, add JOB --steps K ..., or delete "
+	    "JOB ID");
+	return (CTL_USAGE);
+}
+
+/* Prints a job's stragglers: the medians, then the worst ranks. */
+static void
+ctl_stragglers_table(FILE *f, json_t *doc)
+{
+	struct ctl_table	 t;
+	json_t			*ranks, *r, *reasons, *v;
+	const char		*row[CTL_TABLE_COLS];
+	char			 c[5][32], why[32];
+	size_t			 i, k, off;
+
+	fprintf(f, "job %s: median step %lld, %lld of %lld ranks straggle "
+	    "on %lld nodes (lag over %lld steps or rate %lld%% under the "
+	    "job's)\n", ctl_json_str(doc, "job", "?"),
+	    (long long)ctl_json_int(doc, "median_step", -1),
+	    (long long)ctl_json_int(doc, "ranks", 0),
+	    (long long)ctl_json_int(doc, "ranks_judged", 0),
+	    (long long)ctl_json_int(doc, "nodes", 0),
+	    (long long)ctl_json_int(doc, "lag_steps", 0),
+	    (long long)ctl_json_int(doc, "rate_drop_percent", 0));
+	ranks = json_object_get(doc, "worst_ranks");
+	if (json_array_size(ranks) == 0)
+		return;
+	ctl_table_init(&t, 6);
+	row[0] = "RANK"; row[1] = "NODE"; row[2] = "STEP"; row[3] = "LAG";
+	row[4] = "RATE"; row[5] = "WHY";
+	ctl_table_add(&t, row);
+	json_array_foreach(ranks, i, r) {
+		why[0] = '\0';
+		off = 0;
+		reasons = json_object_get(r, "reasons");
+		json_array_foreach(reasons, k, v)
+			if (off < sizeof(why))
+				off += (size_t)snprintf(why + off, sizeof(why) -
+				    off, "%s%s", k ? "," : "",
+				    json_string_value(v));
+		v = json_object_get(r, "rate");
+		if (json_is_number(v))
+			snprintf(c[4], sizeof(c[4]), "%.2f", json_number_value(v));
+		else
+			snprintf(c[4], sizeof(c[4]), "-");
+		row[0] = ctl_cell_int(c[0], sizeof(c[0]), r, "rank", 0);
+		row[1] = ctl_json_str(r, "node", "");
+		row[2] = ctl_cell_int(c[2], sizeof(c[2]), r, "step", -1);
+		row[3] = ctl_cell_int(c[3], sizeof(c[3]), r, "lag", INT64_MIN);
+		row[4] = c[4];
+		row[5] = why;
+		ctl_table_add(&t, row);
+	}
+	ctl_table_print(f, &t, "");
+}
+
+/* dynprofctl stragglers JOB [--lag N|default] [--rate-drop P|default] */
+int
+ctl_cmd_stragglers(struct ctl *ctl, int argc, char **argv)
+{
+	json_t		*body;
+	char		 path[160];
+	const char	*key;
+	int64_t		 v;
+	int		 i, rc;
+
+	if (argc < 2) {
+		ctl_errx(ctl, "stragglers: missing JOB");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[1]) == -1)
+		return (CTL_EXIT_REFUSED);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/stragglers", argv[1]);
+	if (argc == 2)
+		return (ctl_rule_send(ctl, "GET", path, NULL,
+		    ctl_stragglers_table));
+	body = json_object();
+	for (i = 2; i < argc; i += 2) {
+		key = strcmp(argv[i], "--lag") == 0 ? "lag_steps" :
+		    strcmp(argv[i], "--rate-drop") == 0 ? "rate_drop_percent" :
+		    NULL;
+		if (key == NULL || i + 1 == argc) {
+			ctl_errx(ctl, "stragglers: %s %s", argv[i], key == NULL ?
+			    "is not a flag (--lag, --rate-drop)" :
+			    "needs a value");
+			json_decref(body);
+			return (CTL_USAGE);
+		}
+		if (strcmp(argv[i + 1], "default") == 0)
+			json_object_set_new(body, key, json_null());
+		else if (ctl_parse_int64(argv[i + 1], 1, INT64_MAX, &v) == 0)
+			json_object_set_new(body, key, json_integer(v));
+		else {
+			ctl_errx(ctl, "stragglers: %s must be a positive "
+			    "integer or \"default\", not \"%s\"", argv[i],
+			    argv[i + 1]);
+			json_decref(body);
+			return (CTL_USAGE);
+		}
+	}
+	rc = ctl_rule_send(ctl, "PUT", path, body, ctl_stragglers_table);
+	json_decref(body);
+	return (rc);
+}

@@ -1,0 +1,77 @@
+#!/bin/bash
+# dynprofctl rule and stragglers against the real coordinator (port 0, its own
+# state dir): a rule added, listed (table and --json), refused with the
+# coordinator's reason, deleted; a job's straggler thresholds set and reset.
+set -eu
+
+CTL_TEST=dynprof-ctl-rule
+. "$(dirname "$0")/../support/test_ctl_lib.sh"
+COORD=$B/server/dynprof-coordinator
+
+# json EXPR: evaluates a Python expression over the JSON on stdout (as d).
+json() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+	    "$T/out" "$1" || fail "JSON check failed: $1"
+}
+
+mkdir -p "$T/state"
+"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$T/state" \
+    --ready-file "$T/ready" -q >"$T/coord.log" 2>&1 &
+PIDS+=($!)
+for i in $(seq 1 200); do
+	[ -s "$T/ready" ] && break
+	sleep 0.05
+done
+HTTP_PORT=$(sed -n 's/^http_port=//p' "$T/ready")
+[ -n "$HTTP_PORT" ] || fail "coordinator not ready"
+export DYNPROF_COORDINATOR=http://127.0.0.1:$HTTP_PORT
+
+# --- rules of a job
+run rule add R --steps 5 --peers 1 --roundup 100 --interval 60 \
+    --max-per-hour 2 --option profiler_level=1
+expect_rc 0
+expect_out "rule 1 of job R: on a straggler, profile it and 1 peers for 5 steps from the next multiple of 100; at most every 60 s, 2 an hour"
+run rule list R
+expect_rc 0
+expect_out "job R: straggler lag the default, rate drop the default"
+expect_out_re '^ID +PEERS +STEPS +ROUNDUP +INTERVAL_S +MAX/HOUR +FIRED +LAST_WINDOW +LAST_RANKS'
+expect_out_re '^1 +1 +5 +100 +60 +2 +0 +- +-$'
+run --json rule list R
+expect_rc 0
+json 'd["rules"][0]["steps"] == 5 and d["rules"][0]["options"]["profiler_level"] == 1'
+run rule add R --peers 1
+expect_rc 1; expect_err "--steps K is required"
+run rule add R --steps 0
+expect_rc 1; expect_err "--steps must be an integer from 1"
+run rule add R --steps 5 --peers 17
+expect_rc 1; expect_err "coordinator refused: peers must be an integer from 0 to 16 (field peers)"
+run rule add R --steps 5 --every 3
+expect_rc 1; expect_err "unknown flag --every"
+run rule list 'bad job'
+expect_rc 1; expect_err "invalid job id"
+run rule delete R 1
+expect_rc 0; expect_out "rule 1 of job R deleted"
+run rule delete R 1
+expect_rc 1; expect_err "job R has no rule 1"
+run rule list R
+expect_rc 0; expect_out "no rules"
+
+# --- stragglers and the job's thresholds
+run stragglers R
+expect_rc 0
+expect_out "job R: median step -1, 0 of 0 ranks straggle on 0 nodes (lag over 50 steps or rate 50% under the job's)"
+run stragglers R --lag 20
+expect_rc 0; expect_out "lag over 20 steps or rate 50%"
+run rule list R
+expect_rc 0; expect_out "straggler lag 20, rate drop the default"
+run stragglers R --rate-drop 30 --lag default
+expect_rc 0; expect_out "lag over 50 steps or rate 30%"
+run --json stragglers R
+expect_rc 0; json 'd["rate_drop_percent"] == 30 and d["worst_ranks"] == []'
+run stragglers R --lag x
+expect_rc 1; expect_err "--lag must be a positive integer"
+run stragglers R --lag 0
+expect_rc 1; expect_err "--lag must be a positive integer"
+run stragglers none-j
+expect_rc 1; expect_err "no job none-j"
+echo "ok"

@@ -1,0 +1,185 @@
+/*
+ * The SQLite store opened on a file of an older schema: a version 1 store
+ * (no rules column) is migrated in place, its rows kept, and a job's rules
+ * then go in and come back after a reopen.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "coord.h"
+#include "log.h"
+#include "store.h"
+#include "unit_util.h"
+
+/* The jobs table as schema version 1 made it. */
+static const char *schema_v1 =
+    "CREATE TABLE jobs (job TEXT PRIMARY KEY, generation INTEGER,"
+    " next_window_id INTEGER, config TEXT, defaults TEXT, created INTEGER);"
+    "INSERT INTO jobs VALUES ('old-j', 5, 2, '{\"a\":1}', NULL, 77);"
+    "PRAGMA user_version=1;";
+
+/* The job rows store_load() handed over: the last one's fields. */
+struct loaded {
+	int	 jobs;
+	char	 name[64], config[64], rules[128];
+	uint64_t generation;
+	int64_t	 created;
+};
+
+/* Takes a job row. */
+static int
+on_job(void *arg, const struct store_job *j)
+{
+	struct loaded	*l = arg;
+
+	l->jobs++;
+	snprintf(l->name, sizeof(l->name), "%s", j->name);
+	snprintf(l->config, sizeof(l->config), "%s", j->config ? j->config :
+	    "(null)");
+	snprintf(l->rules, sizeof(l->rules), "%s", j->rules ? j->rules :
+	    "(null)");
+	l->generation = j->generation;
+	l->created = j->created_ns;
+	return (0);
+}
+
+/* Ignores the generation. */
+static void
+on_generation(void *arg, uint64_t gen)
+{
+	(void)arg;
+	(void)gen;
+}
+
+/* Ignores a window row. */
+static int
+on_window(void *arg, const struct store_window *w)
+{
+	(void)arg;
+	(void)w;
+	return (0);
+}
+
+/* Ignores a rank row. */
+static int
+on_rank(void *arg, const struct store_rank *r)
+{
+	(void)arg;
+	(void)r;
+	return (0);
+}
+
+/* Ignores an event row. */
+static int
+on_event(void *arg, const char *job, int32_t rank, const struct rank_event *e)
+{
+	(void)arg;
+	(void)job;
+	(void)rank;
+	(void)e;
+	return (0);
+}
+
+/* Ignores an agent row. */
+static int
+on_agent(void *arg, const char *node, uint64_t boot, uint64_t seq)
+{
+	(void)arg;
+	(void)node;
+	(void)boot;
+	(void)seq;
+	return (0);
+}
+
+/* Loads every row of s into l. */
+static void
+load(struct store *s, struct loaded *l)
+{
+	struct store_loader	 sl = {
+		.arg = l, .generation = on_generation, .job = on_job,
+		.window = on_window, .rank = on_rank, .event = on_event,
+		.agent = on_agent,
+	};
+
+	memset(l, 0, sizeof(*l));
+	assert_int_equal(store_load(s, &sl), 0);
+}
+
+static void
+test_migrate_v1(void **state)
+{
+	struct store		*s;
+	struct store_job	 j = { "new-j", 3, 1, NULL, NULL, 9,
+	    "{\"rules\":[]}" };
+	struct loaded		 l;
+	sqlite3			*db;
+	sqlite3_stmt		*st;
+	const char		*why;
+	char			 dir[64], path[128];
+	int			 version = 0;
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir)), 0);
+	snprintf(path, sizeof(path), "%s/dynprof.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, schema_v1, NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+
+	/* Migrated: the old row is there, without rules. */
+	s = store_open(dir, &why);
+	assert_non_null(s);
+	load(s, &l);
+	assert_int_equal(l.jobs, 1);
+	assert_string_equal(l.name, "old-j");
+	assert_string_equal(l.config, "{\"a\":1}");
+	assert_string_equal(l.rules, "(null)");
+	assert_int_equal(l.generation, 5);
+	assert_int_equal(l.created, 77);
+
+	/* A job with rules goes in and comes back after a reopen. */
+	assert_int_equal(store_begin(s), 0);
+	assert_int_equal(store_put_job(s, &j), 0);
+	assert_int_equal(store_commit(s), 0);
+	store_close(s);
+	s = store_open(dir, &why);
+	assert_non_null(s);
+	load(s, &l);
+	assert_int_equal(l.jobs, 2);
+	store_close(s);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT rules FROM jobs WHERE"
+	    " job = 'new-j'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0),
+	    "{\"rules\":[]}");
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st,
+	    NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	assert_int_equal(version, 2);
+	unit_rmstore(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_migrate_v1),
+	};
+
+	log_init("test_store_migrate", LOG_LEVEL_QUIET);
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
