@@ -24,6 +24,7 @@ trap 'exit 1' INT TERM
 S=$SRC/deploy/slurm
 sh -n "$S/dynprof-task-prolog.sh" || fail "task prolog: syntax"
 sh -n "$S/dynprof-epilog.sh" || fail "epilog: syntax"
+sh -n "$S/dynprof-legacy-dir.sh" || fail "legacy dir prolog/epilog: syntax"
 bash -n "$S/train.sbatch" || fail "train.sbatch: syntax"
 python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read())" "$S/train.py" ||
     fail "train.py: syntax"
@@ -101,6 +102,51 @@ hold "$TMP/dynprof-agent" "$TMP/shm/dynprof.4243"
 epilog 4243
 [ ! -e "$TMP/shm/dynprof.4243" ] || fail "the agent's mapping kept the segment"
 kill "$HOLDER"; wait "$HOLDER" 2>/dev/null || true; HOLDER=""
+echo ok
+
+echo "== legacy job directories (prolog and epilog)"
+# Made with the job's user and the legacy directory's group, 2770; removed by the
+# epilog; nothing for a bad job id, without --legacy-dir, or through a link.
+mkdir -p "$TMP/legacy" "$TMP/elsewhere"
+chmod 0750 "$TMP/legacy"
+printf 'DYNPROF_AGENT_OPTS="--coordinator c:1 --legacy-dir %s"\n' "$TMP/legacy" \
+    > "$TMP/ldef"
+legacy()
+{
+	env SLURM_JOB_ID="$1" SLURM_JOB_UID="$2" DYNPROF_AGENT_DEFAULTS="$3" \
+	    sh "$S/dynprof-legacy-dir.sh" "$4" || fail "legacy $4 exited non-zero ($1)"
+}
+me=$(id -u)
+legacy 4242 "$me" "$TMP/ldef" prolog
+[ -d "$TMP/legacy/4242" ] || fail "prolog made no job directory"
+[ "$(stat -c '%a %u %g' "$TMP/legacy/4242")" = "2770 $me $(stat -c %g "$TMP/legacy")" ] ||
+    fail "job directory: $(stat -c '%a %u %g' "$TMP/legacy/4242")"
+if [ "$me" = 0 ]; then
+	legacy 4244 12345 "$TMP/ldef" prolog
+	[ "$(stat -c %u "$TMP/legacy/4244")" = 12345 ] || fail "not the job's user"
+fi
+env SLURM_JOB_ID=4245 SLURM_JOB_UID="$me" SLURM_SCRIPT_CONTEXT=prolog_slurmd \
+    DYNPROF_AGENT_DEFAULTS="$TMP/ldef" sh "$S/dynprof-legacy-dir.sh"
+[ -d "$TMP/legacy/4245" ] || fail "SLURM_SCRIPT_CONTEXT=prolog_slurmd made nothing"
+for bad in "" "../x" ".hidden" "a/b" "x y" "$(printf '%065d' 1)" "$(printf '4247\nx')"; do
+	legacy "$bad" "$me" "$TMP/ldef" prolog
+done
+want="4242 4245 "
+[ "$me" = 0 ] && want="4242 4244 4245 "
+[ "$(ls -A "$TMP/legacy" | sort | tr '\n' ' ')" = "$want" ] ||
+    fail "prolog made something for a bad job id: $(ls -A "$TMP/legacy")"
+legacy 4243 "$me" "$TMP/def" prolog
+[ ! -e "$TMP/legacy/4243" ] || fail "prolog without --legacy-dir made a directory"
+: > "$TMP/legacy/4242/profiler_config.json"
+legacy 4242 "$me" "$TMP/ldef" epilog
+[ ! -e "$TMP/legacy/4242" ] || fail "epilog left the job directory"
+[ -d "$TMP/legacy/4245" ] || fail "epilog removed another job's directory"
+ln -s "$TMP/elsewhere" "$TMP/legacy/4246"
+: > "$TMP/elsewhere/keep"
+legacy 4246 "$me" "$TMP/ldef" epilog
+legacy 4246 "$me" "$TMP/ldef" prolog
+[ -L "$TMP/legacy/4246" ] && [ -e "$TMP/elsewhere/keep" ] ||
+    fail "prolog or epilog went through a link"
 echo ok
 
 echo "== dynprofctl trace as in the docs"
