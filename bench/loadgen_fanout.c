@@ -121,30 +121,27 @@ loadgen_change_done(void *arg, int code, const char *body, size_t len)
 	loadgen_fanout_check(lg);
 }
 
-/* Counts the nodes of this run that the job's status shows at gen or newer. */
+/*
+ * Counts the nodes the job's summary shows at its current generation, once
+ * that is gen (a later change would count them against a newer one).
+ */
 static int
 loadgen_count_applied(struct loadgen *lg, const char *body, size_t len,
     uint64_t gen)
 {
-	json_t		*root, *nodes, *n, *name, *g;
+	json_t		*root, *v, *g;
 	json_error_t	 err;
-	size_t		 i, plen = strlen(lg->prefix);
-	int		 count = 0;
+	int		 count = -1;
 
+	(void)lg;
 	if ((root = json_loadb(body, len, 0, &err)) == NULL)
 		return (-1);
-	nodes = json_object_get(root, "nodes");
-	json_array_foreach(nodes, i, n) {
-		name = json_object_get(n, "node");
-		g = json_object_get(n, "applied_generation");
-		if (!json_is_string(name) || !json_is_integer(g))
-			continue;
-		if (strncmp(json_string_value(name), lg->prefix, plen) != 0 ||
-		    json_string_value(name)[plen] != '-')
-			continue;
-		if ((uint64_t)json_integer_value(g) >= gen)
-			count++;
-	}
+	g = json_object_get(root, "generation");
+	v = json_object_get(json_object_get(root, "node_counts"),
+	    "applied_current");
+	if (json_is_integer(g) && (uint64_t)json_integer_value(g) == gen &&
+	    json_is_integer(v))
+		count = (int)json_integer_value(v);
 	json_decref(root);
 	return (count);
 }

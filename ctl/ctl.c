@@ -37,9 +37,11 @@ static const struct ctl_command ctl_commands[] = {
 	  "List the agents (one per node): connected or lost, address, last seen,\n"
 	  "and the config generation each applied per job.\n" },
 	{ "status", ctl_cmd_status, "status JOB",
-	  "Show a job: a summary line, then one line per rank (sorted by rank) with\n"
-	  "its node, step, state, window and output directory, then the windows\n"
-	  "and which generation each node applied.\n" },
+	  "Show a job: a summary line, then one line per rank (sorted by rank, read\n"
+	  "page by page) with its node, step, state, window and output directory,\n"
+	  "then the windows with how their targeted ranks are doing, and the nodes\n"
+	  "counted by state and applied generation.  With --json, the job's summary\n"
+	  "(GET /v1/jobs/JOB) as the coordinator gave it.\n" },
 	{ "config", ctl_cmd_config, "config get JOB | config set JOB FILE",
 	  "get: print the job's stored profiler_config.json.\n"
 	  "set: send FILE (MindSpore's profiler_config.json, as it is; '-' reads\n"
@@ -68,7 +70,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "                     the window (it was cancelled or finished first)\n"
 	  "  --timeout S        with --wait: give up after S seconds (exit 3)\n"
 	  "With --json, prints the coordinator's answer, and with --wait the job's\n"
-	  "final status document after it.\n" },
+	  "final summary after it.\n" },
 	{ "stragglers", ctl_cmd_stragglers,
 	  "stragglers JOB [--lag N|default] [--rate-drop P|default]",
 	  "Show the job's stragglers: its median step, how many ranks and nodes\n"

@@ -78,6 +78,7 @@ struct ctl_response {
 };
 
 /* ctl_cmd.c */
+#define CTL_PAGE_LIMIT		10000	/* ranks asked for in one page */
 void	 ctl_errx(struct ctl *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	 ctl_parse_int64(const char *, int64_t, int64_t, int64_t *);
@@ -90,6 +91,8 @@ int	 ctl_cmd_config(struct ctl *, int, char **);
 int	 ctl_cmd_cancel(struct ctl *, int, char **);
 int	 ctl_get(struct ctl *, const char *, json_t **);
 int	 ctl_check_job(struct ctl *, const char *);
+int	 ctl_ranks_pages(struct ctl *, const char *, const char *,
+	    int (*)(void *, json_t *), void *);
 
 /* ctl_rule.c */
 int	 ctl_cmd_rule(struct ctl *, int, char **);
@@ -138,8 +141,7 @@ struct ctl_progress {
 	int	 window_done;	/* the coordinator finished the window */
 	int64_t	 max_step;	/* -1: none reported */
 };
-int	 ctl_progress_count(json_t *, uint32_t, const struct rank_set *,
-	    struct ctl_progress *);
+int	 ctl_progress_count(json_t *, uint32_t, struct ctl_progress *);
 void	 ctl_progress_format(const struct ctl_progress *, uint32_t, char *,
 	    size_t);
 
@@ -156,7 +158,9 @@ struct ctl_table {
 void	 ctl_table_init(struct ctl_table *, int);
 void	 ctl_table_add(struct ctl_table *, const char **);
 void	 ctl_table_print(FILE *, struct ctl_table *, const char *);
-void	 ctl_table_status(FILE *, json_t *);
+void	 ctl_table_clear(struct ctl_table *);
+void	 ctl_table_status(FILE *, json_t *, struct ctl_table *);
+void	 ctl_table_rank_rows(struct ctl_table *, json_t *);
 void	 ctl_table_jobs(FILE *, json_t *);
 void	 ctl_table_nodes(FILE *, json_t *);
 void	 ctl_format_window(char *, size_t, json_t *);

@@ -189,13 +189,58 @@ ctl_cmd_nodes(struct ctl *ctl, int argc, char **argv)
 	return (ctl_list(ctl, argc, argv, "/v1/nodes", ctl_table_nodes));
 }
 
+/*
+ * Reads the ranks of job page by page (GET /v1/jobs/{job}/ranks?query, in
+ * rank order), handing each page to fn(arg, page); fn returns 0, or -1 to
+ * stop.  Returns CTL_EXIT_OK, or the exit code of a request that failed.
+ */
+int
+ctl_ranks_pages(struct ctl *ctl, const char *job, const char *query,
+    int (*fn)(void *, json_t *), void *arg)
+{
+	json_t		*page, *next;
+	char		 path[512];
+	long long	 after = -1;
+	int		 rc;
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/v1/jobs/%s/ranks?limit=%d&"
+		    "after=%lld%s%s", job, CTL_PAGE_LIMIT, after,
+		    *query != '\0' ? "&" : "", query);
+		if ((rc = ctl_call(ctl, "GET", path, NULL, 0, &page, NULL)) !=
+		    CTL_EXIT_OK)
+			return (rc);
+		if (fn(arg, page) == -1) {
+			json_decref(page);
+			return (CTL_EXIT_OK);
+		}
+		next = json_object_get(page, "next");
+		if (!json_is_integer(next) ||
+		    json_integer_value(next) <= after) {
+			json_decref(page);
+			return (CTL_EXIT_OK);
+		}
+		after = json_integer_value(next);
+		json_decref(page);
+	}
+}
+
+/* Adds a page of ranks to the status table. */
+static int
+ctl_status_page(void *arg, json_t *page)
+{
+	ctl_table_rank_rows(arg, page);
+	return (0);
+}
+
 /* dynprofctl status JOB */
 int
 ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
 {
-	json_t	*doc;
-	char	 path[128];
-	int	 rc;
+	struct ctl_table	 t;
+	json_t			*doc;
+	char			 path[128];
+	int			 rc;
 
 	if (argc != 2) {
 		ctl_errx(ctl, argc < 2 ? "status: missing JOB" :
@@ -207,10 +252,15 @@ ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
 	snprintf(path, sizeof(path), "/v1/jobs/%s", argv[1]);
 	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
 		return (rc);
-	if (!ctl->json)
-		ctl_table_status(ctl->out, doc);
+	if (!ctl->json) {
+		ctl_table_init(&t, 6);
+		rc = ctl_ranks_pages(ctl, argv[1], "", ctl_status_page, &t);
+		if (rc == CTL_EXIT_OK)
+			ctl_table_status(ctl->out, doc, &t);
+		ctl_table_clear(&t);
+	}
 	json_decref(doc);
-	return (CTL_EXIT_OK);
+	return (rc);
 }
 
 /* Reads a whole file ("-": standard input), at most CTL_FILE_MAX bytes. */

@@ -133,22 +133,22 @@ ctl_table_print(FILE *f, struct ctl_table *t, const char *indent)
 				fprintf(f, "%s\n", c);
 			else
 				fprintf(f, "%-*s  ", (int)w[i], c);
-			free(c);
 		}
 	}
+	ctl_table_clear(t);
+}
+
+/* Frees the rows of t, printed or not. */
+void
+ctl_table_clear(struct ctl_table *t)
+{
+	size_t	 i;
+
+	for (i = 0; i < t->nrows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
 	free(t->cells);
 	t->cells = NULL;
 	t->nrows = t->cap = 0;
-}
-
-static int
-ctl_rank_cmp(const void *a, const void *b)
-{
-	int64_t	 ra, rb;
-
-	ra = ctl_json_int(*(json_t * const *)a, "rank", -1);
-	rb = ctl_json_int(*(json_t * const *)b, "rank", -1);
-	return (ra < rb ? -1 : ra > rb);
 }
 
 /*
@@ -184,43 +184,33 @@ ctl_current_window(json_t *windows)
 
 static const char *ctl_rank_states[] = {
 	"attached", "armed", "profiling", "done", "skipped", "failed", "gone",
-	"unknown",
+	"observed", "observed_complete", "unknown",
 };
 #define CTL_NSTATES	(sizeof(ctl_rank_states) / sizeof(ctl_rank_states[0]))
 
-/* The summary line of a job status document. */
+/* The summary line of a job's summary (GET /v1/jobs/{job}). */
 static void
-ctl_status_summary(FILE *f, json_t *doc, json_t **sorted, size_t nranks)
+ctl_status_summary(FILE *f, json_t *doc)
 {
-	json_t		*progress, *w;
-	const char	*node, *state;
-	size_t		 i, j, nnodes = 0, counts[CTL_NSTATES + 1] = { 0 };
-	int64_t		 lo, hi;
+	json_t		*progress, *w, *counts, *nodes;
+	int64_t		 lo, hi, nranks, nnodes, n;
+	size_t		 j;
 	int		 first;
 
 	fprintf(f, "job %s generation %lld: ", ctl_json_str(doc, "job", "?"),
 	    (long long)ctl_json_int(doc, "generation", 0));
-	for (i = 0; i < nranks; i++) {
-		node = ctl_json_str(sorted[i], "node", "");
-		for (j = 0; j < i; j++) {
-			if (strcmp(ctl_json_str(sorted[j], "node", ""),
-			    node) == 0)
-				break;
-		}
-		if (j == i)
-			nnodes++;
-		state = ctl_json_str(sorted[i], "state", "");
-		for (j = 0; j < CTL_NSTATES; j++) {
-			if (strcmp(state, ctl_rank_states[j]) == 0)
-				break;
-		}
-		counts[j]++;
-	}
+	counts = json_object_get(doc, "rank_counts");
+	nodes = json_object_get(doc, "node_counts");
+	nranks = ctl_json_int(counts, "total", 0);
+	nnodes = ctl_json_int(nodes, "total", 0);
 	if (nranks == 0)
 		fprintf(f, "no ranks reported yet");
 	else
-		fprintf(f, "%zu rank%s on %zu node%s", nranks,
-		    nranks == 1 ? "" : "s", nnodes, nnodes == 1 ? "" : "s");
+		fprintf(f, "%lld rank%s on %lld node%s", (long long)nranks,
+		    nranks == 1 ? "" : "s", (long long)nnodes,
+		    nnodes == 1 ? "" : "s");
+	if ((n = ctl_json_int(nodes, "lost", 0)) > 0)
+		fprintf(f, " (%lld lost)", (long long)n);
 	progress = json_object_get(doc, "progress");
 	lo = ctl_json_int(progress, "min_step", -1);
 	hi = ctl_json_int(progress, "max_step", -1);
@@ -237,107 +227,131 @@ ctl_status_summary(FILE *f, json_t *doc, json_t **sorted, size_t nranks)
 		    (long long)ctl_json_int(w, "start_step", 0),
 		    (long long)ctl_json_int(w, "stop_step", 0));
 	first = 1;
-	for (j = 0; j <= CTL_NSTATES; j++) {
-		if (counts[j] == 0)
+	for (j = 0; j < CTL_NSTATES; j++) {
+		if ((n = ctl_json_int(counts, ctl_rank_states[j], 0)) <= 0)
 			continue;
-		fprintf(f, "%s %zu %s", first ? ":" : ",", counts[j],
-		    j < CTL_NSTATES ? ctl_rank_states[j] : "other");
+		fprintf(f, "%s %lld %s", first ? ":" : ",", (long long)n,
+		    ctl_rank_states[j]);
 		first = 0;
 	}
 	fputc('\n', f);
 }
 
-/* Prints a job status document (GET /v1/jobs/{job}) for a person. */
+/*
+ * Adds the ranks of one page of GET /v1/jobs/{job}/ranks to t (made with
+ * ctl_table_init(t, 6)), the header first.
+ */
 void
-ctl_table_status(FILE *f, json_t *doc)
+ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 {
-	struct ctl_table	 t;
-	json_t			*ranks, *r, *w, *n, **sorted = NULL;
-	const char		*row[CTL_TABLE_COLS], *err, *out;
-	char			 rank[16], step[24], win[16], id[16];
-	char			 range[64], gen[24], outbuf[1600];
-	size_t			 i, nranks = 0;
+	json_t		*r;
+	const char	*row[CTL_TABLE_COLS], *err, *out;
+	char		 rank[16], step[24], win[16], outbuf[1600];
+	size_t		 i;
 
-	ranks = json_object_get(doc, "ranks");
-	if (json_is_array(ranks) && json_array_size(ranks) > 0) {
-		sorted = calloc(json_array_size(ranks), sizeof(*sorted));
-		if (sorted == NULL)
-			abort();
-		json_array_foreach(ranks, i, r) {
-			if (json_is_object(r))
-				sorted[nranks++] = r;
-		}
-		qsort(sorted, nranks, sizeof(*sorted), ctl_rank_cmp);
-	}
-	ctl_status_summary(f, doc, sorted, nranks);
-
-	if (nranks > 0) {
-		ctl_table_init(&t, 6);
+	if (t->nrows == 0) {
 		row[0] = "RANK"; row[1] = "NODE"; row[2] = "STEP";
 		row[3] = "STATE"; row[4] = "WINDOW"; row[5] = "OUTPUT";
-		ctl_table_add(&t, row);
-		for (i = 0; i < nranks; i++) {
-			r = sorted[i];
-			ctl_cell_int(rank, sizeof(rank), r, "rank", INT64_MIN);
-			ctl_cell_int(step, sizeof(step), r, "step", 0);
-			ctl_cell_int(win, sizeof(win), r, "window", 1);
-			out = ctl_json_str(r, "output_dir", "");
-			err = ctl_json_str(r, "error", "");
-			if (*err != '\0')
-				snprintf(outbuf, sizeof(outbuf), "%s%serror: %s",
-				    out, *out != '\0' ? " " : "", err);
-			else
-				snprintf(outbuf, sizeof(outbuf), "%s", out);
-			row[0] = rank;
-			row[1] = ctl_json_str(r, "node", NULL);
-			row[2] = step;
-			row[3] = ctl_json_str(r, "state", NULL);
-			row[4] = win;
-			row[5] = outbuf;
-			ctl_table_add(&t, row);
-		}
-		ctl_table_print(f, &t, "");
+		ctl_table_add(t, row);
 	}
-	free(sorted);
+	json_array_foreach(json_object_get(page, "ranks"), i, r) {
+		if (!json_is_object(r))
+			continue;
+		ctl_cell_int(rank, sizeof(rank), r, "rank", INT64_MIN);
+		ctl_cell_int(step, sizeof(step), r, "step", 0);
+		ctl_cell_int(win, sizeof(win), r, "window", 1);
+		out = ctl_json_str(r, "output_dir", "");
+		err = ctl_json_str(r, "error", "");
+		if (*err != '\0')
+			snprintf(outbuf, sizeof(outbuf), "%s%serror: %s", out,
+			    *out != '\0' ? " " : "", err);
+		else
+			snprintf(outbuf, sizeof(outbuf), "%s", out);
+		row[0] = rank;
+		row[1] = ctl_json_str(r, "node", NULL);
+		row[2] = step;
+		row[3] = ctl_json_str(r, "state", NULL);
+		row[4] = win;
+		row[5] = outbuf;
+		ctl_table_add(t, row);
+	}
+}
+
+/*
+ * Prints a job for a person: its summary (GET /v1/jobs/{job}) with ranks, the
+ * rows ctl_table_rank_rows() gathered (NULL: none), then its windows and how
+ * their ranks are doing, and its nodes.
+ */
+void
+ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
+{
+	struct ctl_table	 t;
+	json_t			*w, *r, *n, *rc;
+	const char		*row[CTL_TABLE_COLS];
+	char			 id[16], range[64], num[3][24], fin[160];
+	size_t			 i;
+
+	ctl_status_summary(f, doc);
+	if (ranks != NULL && ranks->nrows > 1)
+		ctl_table_print(f, ranks, "");
 
 	w = json_object_get(doc, "windows");
 	if (json_is_array(w) && json_array_size(w) > 0) {
 		fprintf(f, "\nwindows:\n");
-		ctl_table_init(&t, 4);
+		ctl_table_init(&t, 8);
 		row[0] = "ID"; row[1] = "STEPS"; row[2] = "STATE";
-		row[3] = "RANKS";
+		row[3] = "RANKS"; row[4] = "TARGETED"; row[5] = "STARTED";
+		row[6] = "STOPPED"; row[7] = "FINISHED";
 		ctl_table_add(&t, row);
 		json_array_foreach(w, i, r) {
+			rc = json_object_get(r, "rank_counts");
 			ctl_cell_int(id, sizeof(id), r, "id", INT64_MIN);
 			snprintf(range, sizeof(range), "%lld-%lld",
 			    (long long)ctl_json_int(r, "start_step", 0),
 			    (long long)ctl_json_int(r, "stop_step", 0));
+			ctl_cell_int(num[0], sizeof(num[0]), rc, "targeted", 0);
+			ctl_cell_int(num[1], sizeof(num[1]), rc, "started", 0);
+			ctl_cell_int(num[2], sizeof(num[2]), rc, "stopped", 0);
+			ctl_cell_int(fin, sizeof(fin), rc, "finished", 0);
+			if (ctl_json_int(rc, "failed", 0) > 0 ||
+			    ctl_json_int(rc, "skipped", 0) > 0 ||
+			    ctl_json_int(rc, "gone", 0) > 0 ||
+			    ctl_json_int(rc, "missed", 0) > 0)
+				snprintf(fin, sizeof(fin), "%lld (%lld failed, "
+				    "%lld skipped, %lld gone, %lld missed)",
+				    (long long)ctl_json_int(rc, "finished", 0),
+				    (long long)ctl_json_int(rc, "failed", 0),
+				    (long long)ctl_json_int(rc, "skipped", 0),
+				    (long long)ctl_json_int(rc, "gone", 0),
+				    (long long)ctl_json_int(rc, "missed", 0));
 			row[0] = id;
 			row[1] = range;
 			row[2] = ctl_json_str(r, "state", NULL);
 			row[3] = ctl_json_str(r, "ranks", "");
 			if (*row[3] == '\0')
 				row[3] = "all";
+			row[4] = num[0];
+			row[5] = num[1];
+			row[6] = num[2];
+			row[7] = fin;
 			ctl_table_add(&t, row);
 		}
 		ctl_table_print(f, &t, "  ");
 	}
 
-	n = json_object_get(doc, "nodes");
-	if (json_is_array(n) && json_array_size(n) > 0) {
-		fprintf(f, "\nnodes:\n");
-		ctl_table_init(&t, 3);
-		row[0] = "NODE"; row[1] = "STATE"; row[2] = "APPLIED";
-		ctl_table_add(&t, row);
-		json_array_foreach(n, i, r) {
-			ctl_cell_int(gen, sizeof(gen), r,
-			    "applied_generation", INT64_MIN);
-			row[0] = ctl_json_str(r, "node", NULL);
-			row[1] = ctl_json_str(r, "state", NULL);
-			row[2] = gen;
-			ctl_table_add(&t, row);
-		}
-		ctl_table_print(f, &t, "  ");
+	n = json_object_get(doc, "node_counts");
+	if (ctl_json_int(n, "total", 0) > 0) {
+		fprintf(f, "\nnodes: %lld connected, %lld lost; %lld applied "
+		    "generation %lld, %lld behind",
+		    (long long)ctl_json_int(n, "connected", 0),
+		    (long long)ctl_json_int(n, "lost", 0),
+		    (long long)ctl_json_int(n, "applied_current", 0),
+		    (long long)ctl_json_int(doc, "generation", 0),
+		    (long long)ctl_json_int(n, "applied_behind", 0));
+		if (ctl_json_int(n, "applied_behind", 0) > 0)
+			fprintf(f, " (oldest %lld)",
+			    (long long)ctl_json_int(n, "oldest_applied", 0));
+		fputc('\n', f);
 	}
 }
 

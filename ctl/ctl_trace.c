@@ -378,48 +378,41 @@ ctl_rank_outcome(json_t *r, uint32_t window, int ended,
 }
 
 /*
- * Counts how the ranks of a job status document that the window targets are
- * doing.  A rank is finished once it stopped, skipped, failed or is gone; once
- * the window is cancelled or done, a rank that never acted on it is finished
- * too (missed): it never will.
+ * Reads how the ranks the window targets are doing from the job's summary
+ * (its windows' rank_counts, judged by the coordinator as ctl_rank_outcome()
+ * judges one rank).  A rank is finished once it stopped, skipped, failed or
+ * is gone; once the window is cancelled or done, a rank that never acted on
+ * it is finished too (missed): it never will.
  * Returns 1 if the window is in the document, 0 if not.
  */
 int
-ctl_progress_count(json_t *doc, uint32_t window, const struct rank_set *rs,
-    struct ctl_progress *p)
+ctl_progress_count(json_t *doc, uint32_t window, struct ctl_progress *p)
 {
-	struct ctl_outcome	 o;
-	json_t			*w, *r;
-	size_t			 i;
-	int			 found = 0;
+	json_t		*w, *rc;
+	size_t		 i;
 
 	memset(p, 0, sizeof(*p));
+	p->max_step = ctl_json_int(json_object_get(doc, "progress"),
+	    "max_step", -1);
 	json_array_foreach(json_object_get(doc, "windows"), i, w) {
 		if (ctl_json_int(w, "id", 0) != window)
 			continue;
-		found = 1;
 		if (strcmp(ctl_json_str(w, "state", ""), "cancelled") == 0)
 			p->window_cancelled = 1;
 		if (strcmp(ctl_json_str(w, "state", ""), "done") == 0)
 			p->window_done = 1;
+		rc = json_object_get(w, "rank_counts");
+		p->targeted = (int)ctl_json_int(rc, "targeted", 0);
+		p->started = (int)ctl_json_int(rc, "started", 0);
+		p->stopped = (int)ctl_json_int(rc, "stopped", 0);
+		p->skipped = (int)ctl_json_int(rc, "skipped", 0);
+		p->failed = (int)ctl_json_int(rc, "failed", 0);
+		p->gone = (int)ctl_json_int(rc, "gone", 0);
+		p->missed = (int)ctl_json_int(rc, "missed", 0);
+		p->finished = (int)ctl_json_int(rc, "finished", 0);
+		return (1);
 	}
-	p->max_step = ctl_json_int(json_object_get(doc, "progress"),
-	    "max_step", -1);
-	json_array_foreach(json_object_get(doc, "ranks"), i, r) {
-		if (!ctl_rank_outcome(r, window, p->window_cancelled ||
-		    p->window_done, rs, &o))
-			continue;
-		p->targeted++;
-		p->started += o.started;
-		p->stopped += o.stopped;
-		p->skipped += o.skipped;
-		p->failed += o.failed;
-		p->gone += o.gone;
-		p->missed += o.missed;
-		if (o.stopped || o.skipped || o.failed || o.gone || o.missed)
-			p->finished++;
-	}
-	return (found);
+	return (0);
 }
 
 /* One line of progress: "window 3: 12 targeted, 12 started, 8 stopped, ...". */
@@ -458,20 +451,29 @@ ctl_sleep_ms(int ms)
 		;
 }
 
-/* Names the targeted ranks that skipped, failed or went away. */
-static void
-ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
-    const struct rank_set *rs, const struct ctl_progress *p)
+/* What ctl_trace_report() names ranks for. */
+struct ctl_report {
+	struct ctl		*ctl;
+	uint32_t		 window;
+	const struct rank_set	*rs;
+	const struct ctl_progress *p;
+};
+
+/* Names the targeted ranks of one page that skipped, failed or went away. */
+static int
+ctl_trace_report_page(void *arg, json_t *page)
 {
+	struct ctl_report	*rp = arg;
+	struct ctl		*ctl = rp->ctl;
 	struct ctl_outcome	 o;
 	json_t			*r;
 	size_t			 i;
 	int64_t			 rank;
 	const char		*err;
 
-	json_array_foreach(json_object_get(doc, "ranks"), i, r) {
-		if (!ctl_rank_outcome(r, window, p->window_cancelled ||
-		    p->window_done, rs, &o))
+	json_array_foreach(json_object_get(page, "ranks"), i, r) {
+		if (!ctl_rank_outcome(r, rp->window, rp->p->window_cancelled ||
+		    rp->p->window_done, rp->rs, &o))
 			continue;
 		rank = ctl_json_int(r, "rank", -1);
 		err = ctl_json_str(r, "error", "");
@@ -482,7 +484,7 @@ ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
 		else if (o.skipped)
 			ctl_errx(ctl, "rank %lld on %s skipped window %u (its "
 			    "start was behind the rank)", (long long)rank,
-			    ctl_json_str(r, "node", "?"), window);
+			    ctl_json_str(r, "node", "?"), rp->window);
 		else if (o.gone)
 			ctl_errx(ctl, "rank %lld on %s is gone",
 			    (long long)rank, ctl_json_str(r, "node", "?"));
@@ -490,9 +492,25 @@ ctl_trace_report(struct ctl *ctl, json_t *doc, uint32_t window,
 			ctl_errx(ctl, "rank %lld on %s did not run window %u: "
 			    "it was %s before the rank acted on it",
 			    (long long)rank, ctl_json_str(r, "node", "?"),
-			    window, p->window_cancelled ? "cancelled" :
+			    rp->window, rp->p->window_cancelled ? "cancelled" :
 			    "finished");
 	}
+	return (0);
+}
+
+/*
+ * Names the targeted ranks that skipped, failed or went away, reading the
+ * job's ranks page by page (only when the counts say there are some).
+ */
+static void
+ctl_trace_report(struct ctl *ctl, const char *job, uint32_t window,
+    const struct rank_set *rs, const struct ctl_progress *p)
+{
+	struct ctl_report	 rp = { ctl, window, rs, p };
+
+	if (p->failed + p->skipped + p->gone + p->missed == 0)
+		return;
+	ctl_ranks_pages(ctl, job, "", ctl_trace_report_page, &rp);
 }
 
 /* Polls the job until every targeted rank is finished with the window. */
@@ -529,7 +547,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 			    "the coordinator at %s, retrying", window,
 			    ctl->url);
 		} else {
-			ctl_progress_count(doc, window, rs, &p);
+			ctl_progress_count(doc, window, &p);
 			ctl_progress_format(&p, window, line, sizeof(line));
 			if (p.targeted > 0 && p.finished == p.targeted)
 				break;
@@ -570,7 +588,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		ctl->line_open = 0;
 	} else if (strcmp(line, last) != 0)
 		fprintf(ctl->out, "%s\n", line);
-	ctl_trace_report(ctl, doc, window, rs, &p);
+	ctl_trace_report(ctl, job, window, rs, &p);
 	if (p.failed > 0 || p.skipped > 0 || p.gone > 0 || p.missed > 0)
 		rc = CTL_EXIT_REFUSED;
 	else if (p.window_cancelled) {

@@ -14,6 +14,9 @@
  *	http.c		the admin API's listener, routing and answers
  *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
  *	http_rules.c	the admin API's stragglers and rules of a job
+ *	summary.c	a job's summary: counts, steps, nodes, windows' ranks
+ *	http_ranks.c	a job's ranks, listed by rank number, page by page
+ *	stream.c	answers written as they are produced
  *	metrics.c	counters and the /metrics text
  *	legacy.c	legacy jobs as the agents report them (docs/legacy.md)
  */
@@ -42,6 +45,7 @@ struct bufferevent;
 struct evhttp;
 struct evbuffer;
 struct evhttp_request;
+struct evhttp_connection;
 struct json_t;
 struct store;
 
@@ -54,6 +58,8 @@ struct store;
 #define COORD_LEGACY_WINDOWS_MAX 64	/* windows per legacy job report */
 #define COORD_LEGACY_TEXT_MAX	512	/* a reason, an error, a path kept */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
+#define COORD_RANKS_LIMIT_DEFAULT 1000		/* ranks in one page */
+#define COORD_RANKS_LIMIT_MAX	10000
 /* A step an agent reports is -1 (before the first) or 0 to this; anything
  * else is absurd (no run makes 2^62 steps) and refused, so that no sum of
  * steps the coordinator makes can overflow. */
@@ -187,6 +193,9 @@ struct job {
 	struct rankbucket	*rank_hash;	/* COORD_RANK_BUCKETS, at the
 						 * first rank: a job without
 						 * ranks is small */
+	struct rank		**by_rank;	/* sorted by rank number; stale
+						 * once nby_rank != nranks */
+	size_t			 nby_rank;
 	struct subq		 subs;
 	uint64_t		 idle_ms;	/* monotonic: subs became empty */
 	int			 ranks_dirty;
@@ -279,6 +288,29 @@ struct metrics {
 struct http_conn;
 TAILQ_HEAD(http_connq, http_conn);
 
+/* A streamed answer (stream.c). */
+#define STREAM_MORE	1		/* fill: call again once sent */
+#define STREAM_WAIT	2		/* fill: nothing until stream_wake() */
+#define STREAM_DONE	0		/* fill: the answer is complete */
+struct stream {
+	struct coord			*coord;
+	struct evhttp_request		*req;
+	struct evhttp_connection	*evcon;
+	int				(*fill)(struct stream *,
+					    struct evbuffer *);
+	void				(*release)(struct stream *);
+	void				*arg;
+	struct event			*reaper;
+	size_t				 sent;
+	int				 writing;	/* a chunk not sent */
+	int				 waiting;	/* STREAM_WAIT */
+	int				 closed;	/* connection gone */
+	int				 ended;
+	TAILQ_ENTRY(stream)		 entry;		/* coord->streams */
+};
+TAILQ_HEAD(streamq, stream);
+struct journal;
+
 struct coord_config {
 	char		*listen_addr;
 	char		*http_addr;
@@ -333,6 +365,8 @@ struct coord {
 	struct evconnlistener	*http_listener;
 	struct event		*http_adopt;	/* takes new connections in */
 	struct event		*http_sweep;	/* closes them at the deadline */
+	struct streamq		 streams;	/* stream.c */
+	struct journal		*journal;	/* journal.c */
 	struct jobq		 jobs;
 	size_t			 nunscheduled;	/* jobs nobody scheduled */
 	struct nodeq		 nodes;
@@ -461,6 +495,18 @@ void	 http_refused(struct coord *, struct evhttp_request *,
 struct json_t *http_body(struct coord *, struct evhttp_request *);
 void	 http_method_not_allowed(struct coord *, struct evhttp_request *,
 	    const char *);
+void	 http_conn_stream(struct coord *, struct evhttp_connection *,
+	    struct stream *);
+
+/* stream.c */
+struct stream	*stream_start(struct coord *, struct evhttp_request *,
+		    const char *, int (*)(struct stream *, struct evbuffer *),
+		    void (*)(struct stream *), void *);
+void	 stream_wake(struct stream *);
+void	 stream_end(struct stream *);
+void	 stream_conn_closed(struct stream *);
+void	 stream_free(struct stream *);
+void	 stream_free_all(struct coord *);
 
 /* http_jobs.c */
 void	 http_get_jobs(struct coord *, struct evhttp_request *);
@@ -473,10 +519,43 @@ void	 http_delete_window(struct coord *, struct evhttp_request *,
 void	 http_put_config(struct coord *, struct evhttp_request *,
 	    const char *);
 void	 http_get_nodes(struct coord *, struct evhttp_request *);
+struct json_t *http_window_json(const struct job *, const struct window *,
+	    const char *);
 int	 http_window_parse(const void *, const struct options *,
 	    struct window_request *, struct window **, struct refusal *);
 int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,
 	    struct refusal *);
+
+/* summary.c */
+int	 summary_add(struct coord *, struct job *, struct json_t *);
+
+/* http_ranks.c */
+/* Past the RankStates: a rank on a lost node. */
+#define RANKS_STATE_LAST	DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE
+#define RANKS_STATE_UNKNOWN	(RANKS_STATE_LAST + 1)
+/* Which ranks a listing (or a count) takes: 0 or "" for any. */
+struct ranks_filter {
+	uint32_t	 states;		/* bit (1 << state) */
+	char		 node[COORD_NODE_MAX];
+	uint32_t	 window;
+};
+/* The last node whose state ranks_state() looked up. */
+struct ranks_memo {
+	char		 node[COORD_NODE_MAX];
+	int		 lost;
+};
+void	 http_get_ranks(struct coord *, struct evhttp_request *,
+	    const char *);
+struct rank	**ranks_index(struct job *, size_t *);
+size_t	 ranks_index_after(struct rank **, size_t, int64_t);
+int	 ranks_state(struct coord *, const struct rank *, struct ranks_memo *);
+const char	*ranks_state_name(int);
+void	 ranks_json_string(struct evbuffer *, const char *);
+void	 ranks_json_time(struct evbuffer *, int64_t);
+void	 ranks_write(struct evbuffer *, const struct rank *, int);
+int	 ranks_filter_match(const struct ranks_filter *, const struct rank *,
+	    int);
+int	 ranks_parse_int(const char *, long long, long long, long long *);
 
 /* change.c */
 int	 change_refuse(struct refusal *, int, const char *, const char *, ...)

@@ -56,7 +56,9 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 	case 404: reason = "Not Found"; break;
 	case 405: reason = "Method Not Allowed"; break;
 	case 409: reason = "Conflict"; break;
+	case 410: reason = "Gone"; break;
 	case 413: reason = "Payload Too Large"; break;
+	case 503: reason = "Service Unavailable"; break;
 	default: reason = "Error"; break;
 	}
 	evhttp_send_reply(req, code, reason, buf);
@@ -259,6 +261,7 @@ struct http_conn {
 	struct coord			*coord;
 	struct bufferevent		*bev;
 	struct evhttp_connection	*evcon;		/* NULL until adopted */
+	struct stream			*stream;	/* a streamed answer */
 	uint64_t			 since_ms;	/* accept, last request */
 	TAILQ_ENTRY(http_conn)		 entry;
 };
@@ -299,6 +302,8 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 	struct coord		*c = hc->coord;
 
 	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	if (hc->stream != NULL)
+		stream_conn_closed(hc->stream);
 	TAILQ_REMOVE(&c->http_conns, hc, entry);
 	c->nhttp_conns--;
 	free(hc);
@@ -309,11 +314,29 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 	}
 }
 
-/* Returns 1 if the connection is not writing an answer. */
+/* Returns 1 if the connection is not writing an answer (a streamed one
+ * is never idle, even between its chunks). */
 static int
 http_conn_idle(const struct http_conn *hc)
 {
-	return (evbuffer_get_length(bufferevent_get_output(hc->bev)) == 0);
+	return (hc->stream == NULL &&
+	    evbuffer_get_length(bufferevent_get_output(hc->bev)) == 0);
+}
+
+/* Notes (s) or forgets (NULL) the streamed answer evcon is writing. */
+void
+http_conn_stream(struct coord *c, struct evhttp_connection *evcon,
+    struct stream *s)
+{
+	struct http_conn	*hc;
+
+	TAILQ_FOREACH_REVERSE(hc, &c->http_conns, http_connq, entry) {
+		if (hc->evcon == evcon) {
+			hc->stream = s;
+			hc->since_ms = coord_mono_ms();
+			return;
+		}
+	}
 }
 
 /*
@@ -499,6 +522,10 @@ http_route(struct evhttp_request *req, void *arg)
 			if (cmd != EVHTTP_REQ_GET)
 				goto method;
 			http_get_job(c, req, seg[2]);
+		} else if (n == 4 && strcmp(seg[3], "ranks") == 0) {
+			if (cmd != EVHTTP_REQ_GET)
+				goto method;
+			http_get_ranks(c, req, seg[2]);
 		} else if (n == 4 && strcmp(seg[3], "config") == 0) {
 			allow = "GET, PUT";
 			if (cmd == EVHTTP_REQ_GET)
@@ -587,6 +614,7 @@ http_listen(struct coord *c, const char *addr)
 	evhttp_set_bevcb(c->http, http_new_bev, c);
 	TAILQ_INIT(&c->http_conns);
 	TAILQ_INIT(&c->http_pending);
+	TAILQ_INIT(&c->streams);
 	http_cap_fit(c);
 	c->http_adopt = event_new(c->base, -1, 0, http_adopt_cb, c);
 	c->http_sweep = event_new(c->base, -1, EV_PERSIST, http_sweep_cb, c);
@@ -634,6 +662,7 @@ http_close(struct coord *c)
 		TAILQ_REMOVE(&c->http_conns, hc, entry);
 		free(hc);
 	}
+	stream_free_all(c);
 	if (c->http_adopt != NULL)
 		event_free(c->http_adopt);
 	if (c->http_sweep != NULL)

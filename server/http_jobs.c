@@ -33,9 +33,10 @@ http_time(int64_t ns)
 	return (json_string(buf));
 }
 
-/* Returns a window as status shows it. */
-static json_t *
-http_window_json(const struct job *job, const struct window *w)
+/* Returns a window as status shows it, in state (NULL: judged here). */
+json_t *
+http_window_json(const struct job *job, const struct window *w,
+    const char *state)
 {
 	json_t	*o = json_object();
 
@@ -45,8 +46,8 @@ http_window_json(const struct job *job, const struct window *w)
 	json_object_set_new(o, "ranks", json_string(w->ranks));
 	json_object_set_new(o, "options", options_to_json(&w->options));
 	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
-	json_object_set_new(o, "state",
-	    json_string(schedule_window_state(job, w)));
+	json_object_set_new(o, "state", json_string(state != NULL ? state :
+	    schedule_window_state(job, w)));
 	json_object_set_new(o, "created", http_time(w->created_ns));
 	return (o);
 }
@@ -115,128 +116,15 @@ http_get_jobs(struct coord *c, struct evhttp_request *req)
 	http_reply(c, req, 200, body);
 }
 
-/* Returns a rank's state as status shows it: "unknown" on a lost node. */
-static const char *
-http_rank_state(struct coord *c, const struct rank *r)
-{
-	struct node	*n;
-
-	if (r->node[0] != '\0' && ((n = schedule_node_find(c, r->node)) ==
-	    NULL || n->conn == NULL))
-		return ("unknown");
-	return (names_rank_state(r->state));
-}
-
-/* Returns a rank as status shows it, with its recent events. */
-static json_t *
-http_rank_json(struct coord *c, const struct rank *r)
-{
-	json_t	*o, *events, *e;
-	size_t	 i;
-
-	o = json_object();
-	json_object_set_new(o, "rank", json_integer(r->rank));
-	json_object_set_new(o, "node", r->node[0] ? json_string(r->node) :
-	    json_null());
-	json_object_set_new(o, "pid", json_integer(r->pid));
-	json_object_set_new(o, "step", json_integer(r->step));
-	json_object_set_new(o, "state", json_string(http_rank_state(c, r)));
-	json_object_set_new(o, "window", r->window_id ?
-	    json_integer(r->window_id) : json_null());
-	json_object_set_new(o, "output_dir", r->output_dir ?
-	    json_string(r->output_dir) : json_null());
-	json_object_set_new(o, "last_event", r->last_event ?
-	    json_string(names_event_kind(r->last_event)) :
-	    json_null());
-	json_object_set_new(o, "last_event_time", http_time(r->last_event_ns));
-	if (r->error != NULL)
-		json_object_set_new(o, "error", json_string(r->error));
-	events = json_array();
-	i = r->nevents > COORD_RANK_EVENTS_MAX ?
-	    r->nevents - COORD_RANK_EVENTS_MAX : 0;
-	for (; i < r->nevents; i++) {
-		e = json_object();
-		json_object_set_new(e, "kind",
-		    json_string(names_event_kind(r->events[i].kind)));
-		json_object_set_new(e, "window",
-		    json_integer(r->events[i].window_id));
-		json_object_set_new(e, "step", json_integer(r->events[i].step));
-		json_object_set_new(e, "time", http_time(r->events[i].time_ns));
-		json_array_append_new(events, e);
-	}
-	json_object_set_new(o, "events", events);
-	return (o);
-}
-
-/* Orders ranks by number, for qsort(). */
-static int
-http_rank_cmp(const void *a, const void *b)
-{
-	const struct rank	*x = *(struct rank *const *)a;
-	const struct rank	*y = *(struct rank *const *)b;
-
-	return (x->rank < y->rank ? -1 : x->rank > y->rank);
-}
-
 /*
- * Sends body with a "ranks" array added, written one rank at a time, so that
- * a job of many ranks never has its whole status as JSON objects in memory.
+ * GET /v1/jobs/J: the job's summary, of a size that does not grow with its
+ * ranks or nodes (summary.c); its ranks are listed by GET /v1/jobs/J/ranks.
  */
-static void
-http_reply_ranks(struct coord *c, struct evhttp_request *req, json_t *body,
-    struct job *job)
-{
-	struct evbuffer	*buf;
-	struct rank	**sorted = NULL, *r;
-	json_t		*o;
-	char		*text;
-	size_t		 i = 0, n;
-
-	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(body);
-	if (job->nranks > 0)
-		sorted = calloc(job->nranks, sizeof(*sorted));
-	if (text == NULL || (buf = evbuffer_new()) == NULL ||
-	    (job->nranks > 0 && sorted == NULL)) {
-		free(text);
-		free(sorted);
-		http_error(c, req, 500, NULL, "out of memory");
-		return;
-	}
-	/* text is an object: replace its closing brace. */
-	evbuffer_add(buf, text, strlen(text) - 1);
-	free(text);
-	evbuffer_add_printf(buf, ",\"ranks\":[");
-	TAILQ_FOREACH(r, &job->ranks, entry)
-		sorted[i++] = r;
-	if (i > 1)
-		qsort(sorted, i, sizeof(*sorted), http_rank_cmp);
-	for (n = i, i = 0; i < n; i++) {
-		o = http_rank_json(c, sorted[i]);
-		if ((text = json_dumps(o, JSON_COMPACT |
-		    JSON_PRESERVE_ORDER)) != NULL) {
-			if (i > 0)
-				evbuffer_add(buf, ",", 1);
-			evbuffer_add(buf, text, strlen(text));
-			free(text);
-		}
-		json_decref(o);
-	}
-	evbuffer_add_printf(buf, "]}\n");
-	free(sorted);
-	http_send_json(c, req, 200, buf);
-	evbuffer_free(buf);
-}
-
-/* GET /v1/jobs/J: the job's windows, nodes and ranks. */
 void
 http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 {
 	struct job	*job;
-	struct window	*w;
-	struct node	*n;
-	struct node_job	*nj;
-	json_t		*body, *arr, *o, *cfg;
+	json_t		*body, *o, *cfg;
 
 	if ((job = schedule_job_find(c, name)) == NULL) {
 		http_error(c, req, 404, "job", "no job %s", name);
@@ -256,25 +144,13 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 	json_object_set_new(o, "max_step",
 	    json_integer(schedule_job_max_step(c, job)));
 	json_object_set_new(body, "progress", o);
-	arr = json_array();
-	TAILQ_FOREACH(w, &job->windows, entry)
-		json_array_append_new(arr, http_window_json(job, w));
-	json_object_set_new(body, "windows", arr);
-	arr = json_array();
-	TAILQ_FOREACH(n, &c->nodes, entry) {
-		if ((nj = schedule_node_job(n, job->name, 0)) == NULL)
-			continue;
-		o = json_object();
-		json_object_set_new(o, "node", json_string(n->name));
-		json_object_set_new(o, "state",
-		    json_string(link_node_state(n)));
-		json_object_set_new(o, "applied_generation",
-		    json_integer((json_int_t)nj->applied));
-		json_array_append_new(arr, o);
+	if (summary_add(c, job, body) == -1) {
+		json_decref(body);
+		http_error(c, req, 500, NULL, "out of memory");
+		return;
 	}
-	json_object_set_new(body, "nodes", arr);
 	legacy_job_json(c, job->name, body);
-	http_reply_ranks(c, req, body, job);
+	http_reply(c, req, 200, body);
 }
 
 /* GET /v1/jobs/J/config: the last config PUT, as stored. */
@@ -432,7 +308,7 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 		json_decref(body);
 		return;
 	}
-	reply = http_window_json(job, w);
+	reply = http_window_json(job, w, NULL);
 	json_object_set_new(reply, "job", json_string(job->name));
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
@@ -548,7 +424,7 @@ http_put_config(struct coord *c, struct evhttp_request *req,
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
 	if (w != NULL)
-		json_object_set_new(reply, "window", http_window_json(job, w));
+		json_object_set_new(reply, "window", http_window_json(job, w, NULL));
 	else
 		json_object_set_new(reply, "window", json_null());
 	http_reply(c, req, 200, reply);

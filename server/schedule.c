@@ -702,6 +702,7 @@ schedule_job_free(struct coord *c, struct job *job)
 	rules_free(job->rules);
 	free(job->config_json);
 	free(job->rank_hash);
+	free(job->by_rank);
 	free(job);
 }
 

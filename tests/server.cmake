@@ -30,6 +30,12 @@ dynprof_test(test_coord_protocol SOURCES component/test_coord_protocol.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_protocol dynprof-coordinator)
+# A job's summary and its ranks page by page, through the real binary and
+# fake agents.
+dynprof_test(test_coord_view SOURCES component/test_coord_view.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_view dynprof-coordinator)
 # The coordinator's schedule with the real agent and real ranks (rankproc).
 dynprof_test(test_coord_ranks SOURCES e2e/test_coord_ranks.c support/test_coord_util.c
   LIBS dpagenttest PkgConfig::JANSSON TIMEOUT 120)

@@ -224,8 +224,8 @@ test_push_subscribers_only(void **state)
 		long long	 applied = -1;
 
 		while (tc_now_ms() < deadline && applied != gen) {
-			r = tc_req(&f->tc, "GET", "/v1/jobs/push-j", NULL, 200);
-			applied = tc_int(r.json, "nodes.0.applied_generation");
+			r = tc_req(&f->tc, "GET", "/v1/nodes", NULL, 200);
+			applied = tc_int(r.json, "nodes.0.jobs.push-j");
 			if (applied == gen)
 				assert_string_equal(tc_str(r.json,
 				    "nodes.0.node"), "node-a");
@@ -352,7 +352,7 @@ test_events_idempotent(void **state)
 	    "/out/rank1_start10_stop12"), 0);
 	assert_int_equal(fa_event(&a, 5, K_STOPPED, "ev-j", 0, 1, 12, NULL), 0);
 	wait_ack(&a, 5);
-	r = tc_req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ev-j/ranks", NULL, 200);
 	assert_string_equal(tc_str(r.json, "ranks.0.state"), "done");
 	assert_string_equal(tc_str(r.json, "ranks.0.node"), "ev-node");
 	assert_string_equal(tc_str(r.json, "ranks.0.output_dir"),
@@ -362,6 +362,8 @@ test_events_idempotent(void **state)
 	assert_int_equal(json_array_size(json_object_get(json_array_get(
 	    json_object_get(r.json, "ranks"), 0), "events")), 2);
 	assert_string_equal(tc_str(r.json, "ranks.1.state"), "profiling");
+	tc_reply_free(&r);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/ev-j", NULL, 200);
 	assert_string_equal(tc_str(r.json, "windows.0.state"), "running");
 	before = strdup(r.body);
 	tc_reply_free(&r);
@@ -456,6 +458,8 @@ test_relative_windows(void **state)
 	r = tc_req(&f->tc, "GET", "/v1/jobs/rel-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "progress.ranks_alive"), 4);
 	assert_int_equal(tc_int(r.json, "progress.min_step"), 139);
+	tc_reply_free(&r);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/rel-j/ranks", NULL, 200);
 	assert_int_equal(tc_int(r.json, "ranks.3.step"), 141);
 	assert_string_equal(tc_str(r.json, "ranks.3.state"), "attached");
 	tc_reply_free(&r);
@@ -512,7 +516,8 @@ test_schedule_bound(void **state)
 	assert_int_equal(handshake(&f->tc, &a, "bound-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "bound-j", 0), 0);
 	assert_int_equal(fa_progress(&a, "bound-j", 0, 1000, 1000, 1), 0);
-	tc_wait_str(&f->tc, "/v1/jobs/bound-j", "ranks.0.state", "attached");
+	tc_wait_str(&f->tc, "/v1/jobs/bound-j/ranks", "ranks.0.state",
+	    "attached");
 	for (i = 0; i < 16; i++) {
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
 		    "\"stop_step\": %d}", 10 * i + 1, 10 * i + 5);
@@ -576,13 +581,18 @@ test_lost_node(void **state)
 	assert_int_equal(handshake(&f->tc, &a, "quiet-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "lost-j", 0), 0);
 	assert_int_equal(fa_progress(&a, "lost-j", 0, 7, 7, 1), 0);
-	tc_wait_str(&f->tc, "/v1/jobs/lost-j", "ranks.0.state", "attached");
+	tc_wait_str(&f->tc, "/v1/jobs/lost-j/ranks", "ranks.0.state",
+	    "attached");
 	/* Silent from now on: 3 intervals of 100 ms and it is gone. */
 	assert_true(fa_wait_closed(&a, 5000));
-	tc_wait_str(&f->tc, "/v1/jobs/lost-j", "ranks.0.state", "unknown");
-	r = tc_req(&f->tc, "GET", "/v1/jobs/lost-j", NULL, 200);
+	tc_wait_str(&f->tc, "/v1/jobs/lost-j/ranks", "ranks.0.state",
+	    "unknown");
+	r = tc_req(&f->tc, "GET", "/v1/jobs/lost-j/ranks", NULL, 200);
 	assert_int_equal(tc_int(r.json, "ranks.0.step"), 7);
-	assert_string_equal(tc_str(r.json, "nodes.0.state"), "lost");
+	tc_reply_free(&r);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/lost-j", NULL, 200);
+	assert_int_equal(tc_int(r.json, "node_counts.lost"), 1);
+	assert_int_equal(tc_int(r.json, "rank_counts.unknown"), 1);
 	tc_reply_free(&r);
 	fa_close(&a);
 }
@@ -598,7 +608,7 @@ test_persistence(void **state)
 	const char	*extra[] = { "-q", "--agent-token-file", tok,
 	    "--heartbeat-ms", "1000", NULL };
 	long long	 gen, gen2;
-	char		*before, *after;
+	char		*before, *after, *ranks_before;
 	uint64_t	 boot;
 
 	snprintf(tok, sizeof(tok), "%s/agent.token", f->tc.dir);
@@ -625,12 +635,15 @@ test_persistence(void **state)
 	gen = tc_int(r.json, "generation");
 	tc_reply_free(&r);
 	fa_close(&a);
-	tc_wait_str(&f->tc, "/v1/jobs/pers-j", "nodes.0.state", "lost");
+	tc_wait_int(&f->tc, "/v1/jobs/pers-j", "node_counts.lost", 1);
 	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
 	/* Which generation each node applied is not kept across restarts:
 	 * the agents report it again in their hello. */
-	json_object_del(r.json, "nodes");
+	json_object_del(r.json, "node_counts");
 	before = json_dumps(r.json, JSON_SORT_KEYS);
+	tc_reply_free(&r);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j/ranks", NULL, 200);
+	ranks_before = strdup(r.body);
 	tc_reply_free(&r);
 
 	assert_int_equal(tc_stop(&f->tc, SIGKILL), 128 + SIGKILL);
@@ -638,15 +651,19 @@ test_persistence(void **state)
 
 	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "generation"), gen);
-	json_object_del(r.json, "nodes");
+	json_object_del(r.json, "node_counts");
 	after = json_dumps(r.json, JSON_SORT_KEYS);
 	assert_string_equal(after, before);
 	free(after);
 	assert_string_equal(tc_str(r.json, "windows.1.state"), "cancelled");
+	assert_int_equal(tc_int(r.json, "config.profiler_level"), 1);
+	tc_reply_free(&r);
+	r = tc_req(&f->tc, "GET", "/v1/jobs/pers-j/ranks", NULL, 200);
+	assert_string_equal(r.body, ranks_before);
+	free(ranks_before);
 	assert_string_equal(tc_str(r.json, "ranks.0.output_dir"), "/o/r0");
 	assert_string_equal(tc_str(r.json, "ranks.0.last_event"), "stopped");
 	assert_string_equal(tc_str(r.json, "ranks.1.last_event"), "skipped");
-	assert_int_equal(tc_int(r.json, "config.profiler_level"), 1);
 	tc_reply_free(&r);
 	free(before);
 

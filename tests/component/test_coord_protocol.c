@@ -55,7 +55,7 @@ test_unknown_kind(void **state)
 	    "uk-j", 0, 0, 5, NULL), 0);
 	assert_int_equal(fa_wait_ack(&a, 1, 5000), 0);
 	assert_false(fa_wait_closed(&a, 300));
-	tc_wait_str(&f->tc, "/v1/jobs/uk-j", "ranks.0.state", "attached");
+	tc_wait_str(&f->tc, "/v1/jobs/uk-j/ranks", "ranks.0.state", "attached");
 	fa_close(&a);
 }
 

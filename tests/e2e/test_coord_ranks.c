@@ -139,18 +139,20 @@ post_window(struct t *t, const char *job, long long start, long long stop,
 }
 
 /*
- * Polls GET /v1/jobs/{job} until probe(status, arg) is not negative; returns
- * that value, or fails saying what never happened.
+ * Polls GET /v1/jobs/{job}{tail} (its summary, or "/ranks") until
+ * probe(answer, arg) is not negative; returns that value, or fails saying
+ * what never happened.
  */
 static long long
-poll_job(struct t *t, const char *job, long long (*probe)(json_t *,
-    const void *), const void *arg, const char *what)
+poll_job(struct t *t, const char *job, const char *tail,
+    long long (*probe)(json_t *, const void *), const void *arg,
+    const char *what)
 {
 	long long	 deadline = tc_now_ms() + T_WAIT, v = -1;
 	struct tc_reply	 r;
 	char		 path[128];
 
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	snprintf(path, sizeof(path), "/v1/jobs/%s%s", job, tail);
 	while (tc_now_ms() < deadline) {
 		assert_int_equal(tc_http(t->tc.http_port, "GET", path, NULL,
 		    NULL, &r), 0);
@@ -226,7 +228,8 @@ wait_progress(struct t *t, const char *job, int nranks, long long min)
 {
 	struct probe_arg	 p = { nranks, min, NULL, 0 };
 
-	return (poll_job(t, job, probe_progress, &p, "the ranks' progress"));
+	return (poll_job(t, job, "", probe_progress, &p,
+	    "the ranks' progress"));
 }
 
 /* Waits until rank reported an event of kind for window id; its step. */
@@ -235,7 +238,7 @@ wait_event(struct t *t, const char *job, int rank, const char *kind, int id)
 {
 	struct probe_arg	 p = { rank, 0, kind, id };
 
-	return (poll_job(t, job, probe_event, &p, kind));
+	return (poll_job(t, job, "/ranks", probe_event, &p, kind));
 }
 
 /* Waits until window id is in state want. */
@@ -244,7 +247,7 @@ wait_window_state(struct t *t, const char *job, int id, const char *want)
 {
 	struct probe_arg	 p = { 0, 0, want, id };
 
-	poll_job(t, job, probe_window, &p, want);
+	poll_job(t, job, "", probe_window, &p, want);
 }
 
 /* Counts the lines of the rank log that start with prefix. */

@@ -334,6 +334,8 @@ fuzz_check_admin(void)
 	json_t	*j, *ranks;
 
 	j = fuzz_http(EVHTTP_REQ_GET, "/v1/jobs/" FUZZ_JOB, NULL, 200);
+	json_decref(j);
+	j = fuzz_http(EVHTTP_REQ_GET, "/v1/jobs/" FUZZ_JOB "/ranks", NULL, 200);
 	ranks = json_object_get(j, "ranks");
 	if (!json_is_array(ranks) || json_array_size(ranks) < 4)
 		fuzz_fail("the status lost ranks");

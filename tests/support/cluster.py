@@ -338,17 +338,38 @@ class Cluster:
                 return e.code, raw.decode(errors="replace")
 
     def status(self, job):
+        """The job's summary, with its ranks (read page by page) under
+        "ranks" and the nodes serving it under "nodes" as
+        {"node", "state", "applied_generation"}."""
         code, body = self.http("GET", "/v1/jobs/%s" % job)
         if code != 200:
             raise Failure("GET /v1/jobs/%s: %s %s" % (job, code, body))
+        body["ranks"], after = [], -1
+        while True:
+            code, page = self.http("GET", "/v1/jobs/%s/ranks?limit=10000"
+                                   "&after=%d" % (job, after))
+            if code != 200:
+                raise Failure("GET /v1/jobs/%s/ranks: %s %s" % (job, code,
+                                                                page))
+            body["ranks"] += page["ranks"]
+            if page["next"] is None:
+                break
+            after = page["next"]
+        code, nodes = self.http("GET", "/v1/nodes")
+        if code != 200:
+            raise Failure("GET /v1/nodes: %s %s" % (code, nodes))
+        body["nodes"] = [{"node": n["node"], "state": n["state"],
+                          "applied_generation": n["jobs"][job]}
+                         for n in nodes["nodes"] if job in n["jobs"]]
         return body
 
     def wait_ranks(self, job, n, timeout=30, min_step=1):
         """Until the status shows n ranks alive with a step >= min_step."""
         def cond():
             self.check_ranks_running()
-            code, st = self.http("GET", "/v1/jobs/%s" % job)
-            if code != 200:
+            try:
+                st = self.status(job)
+            except Failure:
                 return None
             alive = [r for r in st.get("ranks", [])
                      if r.get("state") not in ("gone", "unknown") and

@@ -340,6 +340,33 @@ tc_run_exit(const char *const *args, int timeout_ms)
 	return (tc_exit_code(status));
 }
 
+/*
+ * Decodes a chunked body in place (the coordinator streams long answers).
+ * Returns 0, or -1 if it is not well formed.
+ */
+static int
+tc_dechunk(char *body)
+{
+	char		*in = body, *out = body, *end;
+	unsigned long	 n;
+
+	for (;;) {
+		n = strtoul(in, &end, 16);
+		if (end == in || strncmp(end, "\r\n", 2) != 0)
+			return (-1);
+		in = end + 2;
+		if (n == 0)
+			break;
+		if (strlen(in) < n + 2 || strncmp(in + n, "\r\n", 2) != 0)
+			return (-1);
+		memmove(out, in, n);
+		out += n;
+		in += n + 2;
+	}
+	*out = '\0';
+	return (0);
+}
+
 /* Sends raw bytes as a request to port and reads the whole answer. */
 int
 tc_http_raw(int port, const char *req, size_t reqlen, struct tc_reply *r)
@@ -402,6 +429,12 @@ tc_http_raw(int port, const char *req, size_t reqlen, struct tc_reply *r)
 	r->head = body != NULL ? strndup(buf, (size_t)(body - buf)) :
 	    strdup(buf);
 	free(buf);
+	if (r->body != NULL && r->head != NULL &&
+	    strcasestr(r->head, "\r\nTransfer-Encoding: chunked") != NULL &&
+	    tc_dechunk(r->body) == -1) {
+		tc_reply_free(r);
+		return (-1);
+	}
 	if (r->body != NULL)
 		r->json = json_loads(r->body, 0, NULL);
 	return (0);

@@ -246,42 +246,89 @@ test_trace_args(void **state)
 	    "--option x: expected KEY=VALUE");
 }
 
-/* A job status document as docs/admin-api.md describes it. */
-static const char *status_doc =
-    "{\"job\": \"J\", \"generation\": 7,"
+/* A job's summary as docs/admin-api.md describes it. */
+static const char *summary_doc =
+    "{\"job\": \"J\", \"generation\": 7, \"revision\": 40,"
     " \"progress\": {\"ranks_alive\": 5, \"min_step\": 140, \"max_step\": 141},"
+    " \"rank_counts\": {\"total\": 6, \"attached\": 0, \"armed\": 1,"
+    "  \"profiling\": 1, \"done\": 1, \"skipped\": 1, \"failed\": 1,"
+    "  \"gone\": 1, \"unknown\": 0},"
+    " \"steps\": {\"ranks\": 5, \"min\": 140, \"median\": 141, \"max\": 141},"
+    " \"node_counts\": {\"total\": 3, \"connected\": 2, \"lost\": 1,"
+    "  \"applied_current\": 2, \"applied_behind\": 1, \"oldest_applied\": 6},"
     " \"windows\": ["
     "  {\"id\": 2, \"start_step\": 100, \"stop_step\": 101, \"ranks\": \"\","
-    "   \"state\": \"done\"},"
+    "   \"state\": \"done\", \"rank_counts\": {\"targeted\": 6, \"started\": 6,"
+    "   \"stopped\": 6, \"skipped\": 0, \"failed\": 0, \"gone\": 0,"
+    "   \"missed\": 0, \"finished\": 6}},"
     "  {\"id\": 3, \"start_step\": 160, \"stop_step\": 164, \"ranks\": \"0-3,9\","
-    "   \"state\": \"running\"},"
+    "   \"state\": \"running\", \"rank_counts\": {\"targeted\": 5,"
+    "   \"started\": 2, \"stopped\": 1, \"skipped\": 1, \"failed\": 1,"
+    "   \"gone\": 1, \"missed\": 0, \"finished\": 4}},"
     "  {\"id\": 4, \"start_step\": 200, \"stop_step\": 200, \"ranks\": \"\","
-    "   \"state\": \"scheduled\"}],"
-    " \"ranks\": ["
-    "  {\"rank\": 9, \"node\": \"n2\", \"step\": 141, \"state\": \"skipped\","
-    "   \"window\": 3, \"events\": [{\"kind\": \"skipped\", \"window\": 3}]},"
-    "  {\"rank\": 1, \"node\": \"n1\", \"step\": 141, \"state\": \"done\","
-    "   \"window\": 3, \"output_dir\": \"/o/rank1_start160_stop164\"},"
+    "   \"state\": \"scheduled\"}]}";
+
+/* A page of GET /v1/jobs/J/ranks. */
+static const char *page_doc =
+    "{\"job\": \"J\", \"limit\": 1000, \"ranks\": ["
     "  {\"rank\": 0, \"node\": \"n1\", \"step\": 140, \"state\": \"profiling\","
     "   \"window\": 3, \"output_dir\": \"/o/rank0_start160_stop164\","
     "   \"events\": [{\"kind\": \"started\", \"window\": 3}]},"
+    "  {\"rank\": 1, \"node\": \"n1\", \"step\": 141, \"state\": \"done\","
+    "   \"window\": 3, \"output_dir\": \"/o/rank1_start160_stop164\"},"
     "  {\"rank\": 2, \"node\": \"node-long-name\", \"step\": 141,"
     "   \"state\": \"failed\", \"window\": 3, \"error\": \"disk full\"},"
-    "  {\"rank\": 12, \"node\": \"n2\", \"step\": 141, \"state\": \"armed\"},"
-    "  {\"rank\": 3, \"node\": \"n2\", \"state\": \"gone\"}],"
-    " \"nodes\": [{\"node\": \"n1\", \"state\": \"connected\","
-    "   \"applied_generation\": 7},"
-    "  {\"node\": \"n2\", \"state\": \"lost\", \"applied_generation\": 6}]}";
+    "  {\"rank\": 3, \"node\": \"n2\", \"state\": \"gone\"},"
+    "  {\"rank\": 9, \"node\": \"n2\", \"step\": 141, \"state\": \"skipped\","
+    "   \"window\": 3, \"events\": [{\"kind\": \"skipped\", \"window\": 3}]},"
+    "  {\"rank\": 12, \"node\": \"n2\", \"step\": 141, \"state\": \"armed\"}],"
+    " \"next\": null}";
+
+/* Renders a summary and a page of ranks (NULL: none) as status does. */
+static char *
+render_status(const char *summary, const char *page)
+{
+	struct ctl_table	 t;
+	json_t			*doc, *pg;
+	char			*buf = NULL;
+	size_t			 len = 0;
+	FILE			*f;
+
+	doc = load(summary);
+	ctl_table_init(&t, 6);
+	if (page != NULL) {
+		pg = load(page);
+		ctl_table_rank_rows(&t, pg);
+		json_decref(pg);
+	}
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	ctl_table_status(f, doc, &t);
+	fclose(f);
+	ctl_table_clear(&t);
+	json_decref(doc);
+	return (buf);
+}
+
+/* Checks status's output for a summary and a page. */
+static void
+expect_status(const char *summary, const char *page, const char *want)
+{
+	char	*out = render_status(summary, page);
+
+	if (strcmp(out, want) != 0)
+		fail_msg("got:\n%s\nwant:\n%s", out, want);
+	free(out);
+}
 
 static void
 test_status_table(void **state)
 {
-	json_t	*doc;
 	char	*out;
 
 	(void)state;
-	expect_render(ctl_table_status, status_doc,
-	    "job J generation 7: 6 ranks on 3 nodes, steps 140-141, "
+	expect_status(summary_doc, page_doc,
+	    "job J generation 7: 6 ranks on 3 nodes (1 lost), steps 140-141, "
 	    "window 3 [160,164]: 1 armed, 1 profiling, 1 done, 1 skipped, "
 	    "1 failed, 1 gone\n"
 	    "RANK  NODE            STEP  STATE      WINDOW  OUTPUT\n"
@@ -295,35 +342,37 @@ test_status_table(void **state)
 	    "12    n2              141   armed      -       -\n"
 	    "\n"
 	    "windows:\n"
-	    "  ID  STEPS    STATE      RANKS\n"
-	    "  2   100-101  done       all\n"
-	    "  3   160-164  running    0-3,9\n"
-	    "  4   200-200  scheduled  all\n"
+	    "  ID  STEPS    STATE      RANKS  TARGETED  STARTED  STOPPED  "
+	    "FINISHED\n"
+	    "  2   100-101  done       all    6         6        6        6\n"
+	    "  3   160-164  running    0-3,9  5         2        1        "
+	    "4 (1 failed, 1 skipped, 1 gone, 0 missed)\n"
+	    "  4   200-200  scheduled  all    -         -        -        -\n"
 	    "\n"
-	    "nodes:\n"
-	    "  NODE  STATE      APPLIED\n"
-	    "  n1    connected  7\n"
-	    "  n2    lost       6\n");
+	    "nodes: 2 connected, 1 lost; 2 applied generation 7, 1 behind "
+	    "(oldest 6)\n");
 
 	/* A job nobody has reported on yet. */
-	expect_render(ctl_table_status,
+	expect_status(
 	    "{\"job\": \"new\", \"generation\": 1, \"progress\": null,"
+	    " \"rank_counts\": {\"total\": 0}, \"node_counts\": {\"total\": 0},"
 	    " \"windows\": [{\"id\": 1, \"start_step\": 5, \"stop_step\": 6,"
-	    " \"state\": \"scheduled\"}], \"ranks\": [], \"nodes\": []}",
+	    " \"state\": \"scheduled\", \"rank_counts\": {\"targeted\": 0}}]}",
+	    "{\"ranks\": [], \"next\": null}",
 	    "job new generation 1: no ranks reported yet, window 1 [5,6]\n"
 	    "\n"
 	    "windows:\n"
-	    "  ID  STEPS  STATE      RANKS\n"
-	    "  1   5-6    scheduled  all\n");
+	    "  ID  STEPS  STATE      RANKS  TARGETED  STARTED  STOPPED  "
+	    "FINISHED\n"
+	    "  1   5-6    scheduled  all    0         -        -        -\n");
 
 	/* Junk where objects should be: no crash, placeholders. */
-	doc = load("{\"job\": 5, \"ranks\": [1, {\"rank\": \"x\"}],"
-	    " \"windows\": {}, \"nodes\": [null]}");
-	out = render(ctl_table_status, doc);
-	assert_non_null(strstr(out, "job ? generation 0: 1 rank on 1 node, "
-	    "no windows: 1 other\n"));
+	out = render_status("{\"job\": 5, \"rank_counts\": [1],"
+	    " \"windows\": {}, \"node_counts\": null}",
+	    "{\"ranks\": [1, {\"rank\": \"x\"}]}");
+	assert_non_null(strstr(out, "job ? generation 0: no ranks reported "
+	    "yet, no windows\n"));
 	free(out);
-	json_decref(doc);
 }
 
 static void
@@ -376,70 +425,48 @@ static void
 test_progress(void **state)
 {
 	struct ctl_progress	 p;
-	struct rank_set		 rs;
 	json_t			*doc;
 	char			 line[256];
 
 	(void)state;
-	doc = load(status_doc);
-
-	/* Window 3 targets 0-3,9: rank 12 is not counted. */
-	assert_int_equal(ranks_parse("0-3,9", &rs, NULL), 0);
-	assert_int_equal(ctl_progress_count(doc, 3, &rs, &p), 1);
+	doc = load(summary_doc);
+	assert_int_equal(ctl_progress_count(doc, 3, &p), 1);
 	assert_int_equal(p.targeted, 5);
-	assert_int_equal(p.started, 2);		/* 0 by event, 1 by state */
+	assert_int_equal(p.started, 2);
 	assert_int_equal(p.stopped, 1);
 	assert_int_equal(p.skipped, 1);
 	assert_int_equal(p.failed, 1);
 	assert_int_equal(p.gone, 1);
-	assert_int_equal(p.finished, 4);	/* rank 0 still profiling */
+	assert_int_equal(p.finished, 4);
 	assert_int_equal(p.max_step, 141);
+	assert_false(p.window_done);
 	ctl_progress_format(&p, 3, line, sizeof(line));
 	assert_string_equal(line, "window 3: 5 targeted, 2 started, 1 stopped, "
 	    "1 skipped, 1 failed, 1 gone (job at step 141)");
+	assert_int_equal(ctl_progress_count(doc, 2, &p), 1);
+	assert_true(p.window_done);
+	assert_int_equal(p.finished, 6);
 
-	/* Every rank: 12 is armed for window 4, not finished with it. */
-	assert_int_equal(ranks_parse("", &rs, NULL), 0);
-	assert_int_equal(ctl_progress_count(doc, 4, &rs, &p), 1);
-	assert_int_equal(p.targeted, 6);
-	assert_int_equal(p.started, 0);
-	assert_int_equal(p.gone, 1);
-	assert_int_equal(p.finished, 1);
-
-	/* A window the document does not have. */
-	assert_int_equal(ctl_progress_count(doc, 99, &rs, &p), 0);
+	/* A window the document does not have, or without counts. */
+	assert_int_equal(ctl_progress_count(doc, 99, &p), 0);
+	assert_int_equal(ctl_progress_count(doc, 4, &p), 1);
+	assert_int_equal(p.targeted, 0);
 	json_decref(doc);
 
-	/* Cancelled: ranks that never started it are finished with it. */
-	doc = load("{\"windows\": [{\"id\": 5, \"state\": \"cancelled\"}],"
-	    " \"ranks\": [{\"rank\": 0, \"state\": \"armed\"},"
-	    " {\"rank\": 1, \"state\": \"profiling\", \"window\": 5}]}");
-	assert_int_equal(ctl_progress_count(doc, 5, &rs, &p), 1);
+	/* Cancelled, with ranks that never acted on it. */
+	doc = load("{\"windows\": [{\"id\": 5, \"state\": \"cancelled\","
+	    " \"rank_counts\": {\"targeted\": 2, \"started\": 1, \"missed\": 1,"
+	    " \"finished\": 1}}]}");
+	assert_int_equal(ctl_progress_count(doc, 5, &p), 1);
 	assert_true(p.window_cancelled);
-	assert_int_equal(p.targeted, 2);
-	assert_int_equal(p.finished, 1);
-	assert_int_equal(p.missed, 1);
 	ctl_progress_format(&p, 5, line, sizeof(line));
 	assert_string_equal(line, "window 5: 2 targeted, 1 started, 0 stopped, "
 	    "0 skipped, 0 failed, 1 missed, window cancelled");
 	json_decref(doc);
 
-	/* Done (every rank past it): a rank that never saw it missed it. */
-	doc = load("{\"windows\": [{\"id\": 6, \"state\": \"done\"}],"
-	    " \"ranks\": [{\"rank\": 0, \"state\": \"attached\"},"
-	    " {\"rank\": 1, \"state\": \"done\", \"window\": 6},"
-	    " {\"rank\": 2, \"state\": \"profiling\", \"window\": 6}]}");
-	assert_int_equal(ctl_progress_count(doc, 6, &rs, &p), 1);
-	assert_true(p.window_done);
-	assert_int_equal(p.targeted, 3);
-	assert_int_equal(p.missed, 1);
-	assert_int_equal(p.stopped, 1);
-	assert_int_equal(p.finished, 2);	/* rank 2 still to stop */
-	json_decref(doc);
-
 	/* Nobody yet. */
-	doc = load("{\"ranks\": []}");
-	assert_int_equal(ctl_progress_count(doc, 1, &rs, &p), 0);
+	doc = load("{\"windows\": []}");
+	assert_int_equal(ctl_progress_count(doc, 1, &p), 0);
 	assert_int_equal(p.targeted, 0);
 	ctl_progress_format(&p, 1, line, sizeof(line));
 	assert_string_equal(line, "window 1: waiting for targeted ranks to "

@@ -1,0 +1,476 @@
+/*
+ * GET /v1/jobs/{job}/ranks (docs/admin-api.md): a job's ranks in rank order,
+ * one page at a time (keyset: the ranks after a rank number, at most limit of
+ * them), filtered by state, node and window, written as they are rendered.
+ * The job's ranks sorted by number are kept beside it and rebuilt when ranks
+ * were added; a page in progress holds only the job's name and the last rank
+ * it wrote, so ranks that come or change meanwhile never make it skip or
+ * repeat one.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "coord.h"
+#include "log.h"
+#include "names.h"
+
+/* Ranks rendered per chunk of a page; scanned (not matching) per chunk. */
+#define RANKS_CHUNK		256
+#define RANKS_SCAN_MAX		65536
+
+/* A page being written. */
+struct ranks_page {
+	char		 job[JOBID_MAX + 1];
+	struct ranks_filter filter;
+	int64_t		 after;		/* last rank written (or asked) */
+	size_t		 left;		/* ranks still to write */
+	size_t		 written;
+	int		 begun;
+	struct ranks_memo memo;
+};
+
+/* Orders ranks by number, for qsort(). */
+static int
+ranks_cmp(const void *a, const void *b)
+{
+	const struct rank	*x = *(struct rank *const *)a;
+	const struct rank	*y = *(struct rank *const *)b;
+
+	return (x->rank < y->rank ? -1 : x->rank > y->rank);
+}
+
+/*
+ * Returns the job's ranks sorted by number (n of them), rebuilt if ranks came
+ * since; NULL with *n 0 when there are none or memory ran out.
+ */
+struct rank **
+ranks_index(struct job *job, size_t *n)
+{
+	struct rank	**v, *r;
+	size_t		 i = 0;
+
+	*n = 0;
+	if (job->nranks == 0)
+		return (NULL);
+	if (job->by_rank == NULL || job->nby_rank != job->nranks) {
+		if ((v = reallocarray(job->by_rank, job->nranks,
+		    sizeof(*v))) == NULL)
+			return (NULL);
+		job->by_rank = v;
+		TAILQ_FOREACH(r, &job->ranks, entry)
+			v[i++] = r;
+		qsort(v, i, sizeof(*v), ranks_cmp);
+		job->nby_rank = i;
+	}
+	*n = job->nby_rank;
+	return (job->by_rank);
+}
+
+/* Returns the index of the first rank above after in v (n: its length). */
+size_t
+ranks_index_after(struct rank **v, size_t n, int64_t after)
+{
+	size_t	 lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((int64_t)v[mid]->rank <= after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo);
+}
+
+/*
+ * Returns the state a rank shows (a RankState, or RANKS_STATE_UNKNOWN on a
+ * lost node), remembering the last node looked up in memo: ranks in order
+ * come node after node.
+ */
+int
+ranks_state(struct coord *c, const struct rank *r, struct ranks_memo *memo)
+{
+	struct node	*n;
+
+	if (r->node[0] != '\0') {
+		if (strcmp(memo->node, r->node) != 0) {
+			snprintf(memo->node, sizeof(memo->node), "%s",
+			    r->node);
+			n = schedule_node_find(c, r->node);
+			memo->lost = n == NULL || n->conn == NULL;
+		}
+		if (memo->lost)
+			return (RANKS_STATE_UNKNOWN);
+	}
+	if (r->state < DYNPROF__V1__RANK_STATE__RANK_ATTACHED ||
+	    r->state > RANKS_STATE_LAST)
+		return (RANKS_STATE_UNKNOWN);
+	return (r->state);
+}
+
+/* Returns the name of a state ranks_state() returned. */
+const char *
+ranks_state_name(int state)
+{
+	return (state == RANKS_STATE_UNKNOWN ? "unknown" :
+	    names_rank_state(state));
+}
+
+/* Adds s to buf as a JSON string (s is valid UTF-8: checked where it came
+ * in), or null for NULL. */
+void
+ranks_json_string(struct evbuffer *buf, const char *s)
+{
+	const char	*p, *run;
+	unsigned char	 ch;
+
+	if (s == NULL) {
+		evbuffer_add(buf, "null", 4);
+		return;
+	}
+	evbuffer_add(buf, "\"", 1);
+	for (p = run = s; *p != '\0'; p++) {
+		ch = (unsigned char)*p;
+		if (ch >= 0x20 && ch != '"' && ch != '\\')
+			continue;
+		evbuffer_add(buf, run, (size_t)(p - run));
+		switch (ch) {
+		case '"': evbuffer_add(buf, "\\\"", 2); break;
+		case '\\': evbuffer_add(buf, "\\\\", 2); break;
+		case '\n': evbuffer_add(buf, "\\n", 2); break;
+		case '\r': evbuffer_add(buf, "\\r", 2); break;
+		case '\t': evbuffer_add(buf, "\\t", 2); break;
+		default: evbuffer_add_printf(buf, "\\u%04x", ch); break;
+		}
+		run = p + 1;
+	}
+	evbuffer_add(buf, run, (size_t)(p - run));
+	evbuffer_add(buf, "\"", 1);
+}
+
+/* Adds a wall clock time to buf as RFC 3339 text, null when unset. */
+void
+ranks_json_time(struct evbuffer *buf, int64_t ns)
+{
+	char	 t[40];
+
+	if (ns <= 0) {
+		evbuffer_add(buf, "null", 4);
+		return;
+	}
+	coord_rfc3339(ns, t, sizeof(t));
+	evbuffer_add_printf(buf, "\"%s\"", t);
+}
+
+/*
+ * Adds a rank to buf as status shows it, state as ranks_state() gave it:
+ * the fields of GET /v1/jobs/{job}'s ranks before they moved here, with
+ * the rank's last COORD_RANK_EVENTS_MAX events.
+ */
+void
+ranks_write(struct evbuffer *buf, const struct rank *r, int state)
+{
+	const struct rank_event	*e;
+	size_t			 i;
+	int			 first = 1;
+
+	evbuffer_add_printf(buf, "{\"rank\":%" PRId32 ",\"node\":", r->rank);
+	ranks_json_string(buf, r->node[0] != '\0' ? r->node : NULL);
+	evbuffer_add_printf(buf, ",\"pid\":%" PRId32 ",\"step\":%" PRId64
+	    ",\"state\":\"%s\",\"window\":", r->pid, r->step,
+	    ranks_state_name(state));
+	if (r->window_id != 0)
+		evbuffer_add_printf(buf, "%" PRIu32, r->window_id);
+	else
+		evbuffer_add(buf, "null", 4);
+	evbuffer_add(buf, ",\"output_dir\":", 14);
+	ranks_json_string(buf, r->output_dir);
+	evbuffer_add(buf, ",\"last_event\":", 14);
+	if (r->last_event != 0)
+		evbuffer_add_printf(buf, "\"%s\"",
+		    names_event_kind(r->last_event));
+	else
+		evbuffer_add(buf, "null", 4);
+	evbuffer_add(buf, ",\"last_event_time\":", 19);
+	ranks_json_time(buf, r->last_event_ns);
+	if (r->error != NULL) {
+		evbuffer_add(buf, ",\"error\":", 9);
+		ranks_json_string(buf, r->error);
+	}
+	evbuffer_add(buf, ",\"events\":[", 11);
+	i = r->nevents > COORD_RANK_EVENTS_MAX ?
+	    r->nevents - COORD_RANK_EVENTS_MAX : 0;
+	for (; i < r->nevents; i++) {
+		e = &r->events[i];
+		evbuffer_add_printf(buf, "%s{\"kind\":\"%s\",\"window\":%" PRIu32
+		    ",\"step\":%" PRId64 ",\"time\":", first ? "" : ",",
+		    names_event_kind(e->kind), e->window_id, e->step);
+		first = 0;
+		ranks_json_time(buf, e->time_ns);
+		evbuffer_add(buf, "}", 1);
+	}
+	evbuffer_add(buf, "]}", 2);
+}
+
+/* Returns 1 if rank r (showing state) passes the filter. */
+int
+ranks_filter_match(const struct ranks_filter *f, const struct rank *r,
+    int state)
+{
+	if (f->states != 0 && (f->states & (1U << state)) == 0)
+		return (0);
+	if (f->node[0] != '\0' && strcmp(f->node, r->node) != 0)
+		return (0);
+	if (f->window != 0 && r->window_id != f->window)
+		return (0);
+	return (1);
+}
+
+/*
+ * Reads a state filter: names of ranks_state_name() separated by commas.
+ * Returns 0, or -1 with why set.
+ */
+static int
+ranks_parse_states(const char *v, uint32_t *mask, char *why, size_t len)
+{
+	char		 name[32];
+	const char	*p = v, *end;
+	size_t		 n;
+	int		 s;
+
+	*mask = 0;
+	for (;;) {
+		end = strchr(p, ',');
+		n = end != NULL ? (size_t)(end - p) : strlen(p);
+		for (s = 1; s <= RANKS_STATE_UNKNOWN; s++) {
+			if (strlen(ranks_state_name(s)) == n &&
+			    strncmp(ranks_state_name(s), p, n) == 0)
+				break;
+		}
+		if (s > RANKS_STATE_UNKNOWN) {
+			snprintf(name, sizeof(name), "%.*s", n > 24 ? 24 :
+			    (int)n, p);
+			snprintf(why, len, "state must be attached, armed, "
+			    "profiling, done, skipped, failed, gone, observed, "
+			    "observed_complete or unknown (several separated by "
+			    "commas), not \"%s\"", name);
+			return (-1);
+		}
+		*mask |= 1U << s;
+		if (end == NULL)
+			return (0);
+		p = end + 1;
+	}
+}
+
+/* Reads a decimal integer within [min, max].  Returns 0 or -1. */
+int
+ranks_parse_int(const char *v, long long min, long long max, long long *out)
+{
+	char		*end;
+	long long	 n;
+
+	if (*v == '\0' || (*v != '-' && (*v < '0' || *v > '9')))
+		return (-1);
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (*end != '\0' || errno != 0 || n < min || n > max)
+		return (-1);
+	*out = n;
+	return (0);
+}
+
+/*
+ * Reads the query of GET .../ranks into p.  Returns 0, or -1 with ref saying
+ * what to answer (400, the parameter at fault).
+ */
+static int
+ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
+    struct refusal *ref)
+{
+	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
+	const char		*query = uri != NULL ? evhttp_uri_get_query(uri) :
+				    NULL;
+	struct evkeyvalq	 q;
+	struct evkeyval		*kv;
+	long long		 v;
+	unsigned		 seen = 0, bit;
+	char			 why[200];
+	int			 rc = -1;
+
+	p->after = -1;
+	p->left = COORD_RANKS_LIMIT_DEFAULT;
+	TAILQ_INIT(&q);
+	if (query != NULL && evhttp_parse_query_str(query, &q) == -1)
+		return (change_refuse(ref, 400, NULL, "malformed query "
+		    "string"));
+	TAILQ_FOREACH(kv, &q, next) {
+		if (strcmp(kv->key, "state") == 0)
+			bit = 1;
+		else if (strcmp(kv->key, "node") == 0)
+			bit = 2;
+		else if (strcmp(kv->key, "window") == 0)
+			bit = 4;
+		else if (strcmp(kv->key, "limit") == 0)
+			bit = 8;
+		else if (strcmp(kv->key, "after") == 0)
+			bit = 16;
+		else {
+			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
+			    kv->key);
+			change_refuse(ref, 400, ref->fieldbuf, "unknown "
+			    "parameter (state, node, window, limit and after "
+			    "are known)");
+			goto out;
+		}
+		if (seen & bit) {
+			change_refuse(ref, 400, NULL, "%s given twice",
+			    kv->key);
+			ref->field = bit == 1 ? "state" : bit == 2 ? "node" :
+			    bit == 4 ? "window" : bit == 8 ? "limit" : "after";
+			goto out;
+		}
+		seen |= bit;
+		switch (bit) {
+		case 1:
+			if (ranks_parse_states(kv->value, &p->filter.states,
+			    why, sizeof(why)) == -1) {
+				change_refuse(ref, 400, "state", "%s", why);
+				goto out;
+			}
+			break;
+		case 2:
+			if (*kv->value == '\0' ||
+			    strlen(kv->value) >= sizeof(p->filter.node)) {
+				change_refuse(ref, 400, "node", "node must be "
+				    "1 to %d bytes", COORD_NODE_MAX - 1);
+				goto out;
+			}
+			snprintf(p->filter.node, sizeof(p->filter.node), "%s",
+			    kv->value);
+			break;
+		case 4:
+			if (ranks_parse_int(kv->value, 1, UINT32_MAX,
+			    &v) == -1) {
+				change_refuse(ref, 400, "window", "window must "
+				    "be a window id (a positive integer)");
+				goto out;
+			}
+			p->filter.window = (uint32_t)v;
+			break;
+		case 8:
+			if (ranks_parse_int(kv->value, 1,
+			    COORD_RANKS_LIMIT_MAX, &v) == -1) {
+				change_refuse(ref, 400, "limit", "limit must be "
+				    "1 to %d", COORD_RANKS_LIMIT_MAX);
+				goto out;
+			}
+			p->left = (size_t)v;
+			break;
+		case 16:
+			if (ranks_parse_int(kv->value, -1, INT32_MAX,
+			    &v) == -1) {
+				change_refuse(ref, 400, "after", "after must be "
+				    "a rank number (-1 to %d): the \"next\" of "
+				    "the previous page", INT32_MAX);
+				goto out;
+			}
+			p->after = v;
+			break;
+		}
+	}
+	rc = 0;
+out:
+	evhttp_clear_headers(&q);
+	return (rc);
+}
+
+/*
+ * Writes the next part of a page: up to RANKS_CHUNK ranks after the last
+ * written, then, once limit ranks are written or none is left, "next" (the
+ * last rank written if a matching rank follows it, else null).
+ */
+static int
+ranks_fill(struct stream *s, struct evbuffer *buf)
+{
+	struct ranks_page	*p = s->arg;
+	struct coord		*c = s->coord;
+	struct job		*job;
+	struct rank		**v = NULL;
+	size_t			 n = 0, i, rendered = 0, scanned = 0;
+	int			 state;
+
+	if ((job = schedule_job_find(c, p->job)) != NULL)
+		v = ranks_index(job, &n);
+	if (!p->begun) {
+		p->begun = 1;
+		evbuffer_add(buf, "{\"job\":", 7);
+		ranks_json_string(buf, p->job);
+		evbuffer_add_printf(buf, ",\"limit\":%zu,\"ranks\":[",
+		    p->left);
+	}
+	for (i = ranks_index_after(v, n, p->after); i < n; i++) {
+		if (rendered == RANKS_CHUNK || scanned == RANKS_SCAN_MAX)
+			return (STREAM_MORE);
+		scanned++;
+		state = ranks_state(c, v[i], &p->memo);
+		if (!ranks_filter_match(&p->filter, v[i], state))
+			continue;
+		if (p->left == 0) {
+			/* One more matches: the next page has it. */
+			evbuffer_add_printf(buf, "],\"next\":%" PRId64 "}\n",
+			    p->after);
+			return (STREAM_DONE);
+		}
+		if (p->written > 0)
+			evbuffer_add(buf, ",", 1);
+		ranks_write(buf, v[i], state);
+		p->after = v[i]->rank;
+		p->written++;
+		p->left--;
+		rendered++;
+	}
+	evbuffer_add(buf, "],\"next\":null}\n", 15);
+	return (STREAM_DONE);
+}
+
+/* Frees a page. */
+static void
+ranks_release(struct stream *s)
+{
+	free(s->arg);
+}
+
+/* GET /v1/jobs/J/ranks: the job's ranks, a page streamed in rank order. */
+void
+http_get_ranks(struct coord *c, struct evhttp_request *req, const char *name)
+{
+	struct ranks_page	*p;
+	struct refusal		 ref;
+
+	if (schedule_job_find(c, name) == NULL) {
+		http_error(c, req, 404, "job", "no job %s", name);
+		return;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		http_error(c, req, 500, NULL, "out of memory");
+		return;
+	}
+	snprintf(p->job, sizeof(p->job), "%s", name);
+	if (ranks_parse_query(req, p, &ref) == -1) {
+		free(p);
+		http_refused(c, req, &ref);
+		return;
+	}
+	if (stream_start(c, req, "application/json", ranks_fill,
+	    ranks_release, p) == NULL)
+		free(p);
+}

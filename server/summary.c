@@ -1,0 +1,321 @@
+/*
+ * A job's summary (GET /v1/jobs/{job}, docs/admin-api.md): of a size that
+ * does not grow with its ranks or nodes.  Ranks counted by state, the steps
+ * they reached (lowest, median, highest), its nodes counted by state and by
+ * what they applied, and for each window how its targeted ranks are doing,
+ * judged rank by rank as dynprofctl trace --wait judges them.  One pass over
+ * the ranks and their events.
+ */
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "coord.h"
+#include "log.h"
+
+/* Distinct windows one rank's flags are kept for in one pass. */
+#define SUMMARY_RANK_WINDOWS	32
+
+/* What one rank did about one window (ctl's outcome of a rank). */
+#define SW_STARTED	0x01
+#define SW_STOPPED	0x02
+#define SW_SKIPPED	0x04
+#define SW_FAILED	0x08
+
+/* How the ranks a window targets are doing. */
+struct summary_window {
+	const struct window	*w;
+	uint64_t		 targeted, started, stopped, skipped, failed;
+	uint64_t		 gone, missed, finished, acted;
+	uint64_t		 gone_idle;	/* gone, never acted on it */
+};
+
+/* Orders windows by id, for bsearch(). */
+static int
+summary_window_cmp(const void *a, const void *b)
+{
+	const struct summary_window	*x = a, *y = b;
+
+	return (x->w->id < y->w->id ? -1 : x->w->id > y->w->id);
+}
+
+/* Orders steps, for qsort(). */
+static int
+summary_step_cmp(const void *a, const void *b)
+{
+	int64_t	 x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+/* Returns the window of id in sw (n, sorted by id), or NULL. */
+static struct summary_window *
+summary_window_find(struct summary_window *sw, size_t n, uint32_t id)
+{
+	struct window		 key;
+	struct summary_window	 k;
+
+	key.id = id;
+	k.w = &key;
+	return (bsearch(&k, sw, n, sizeof(*sw), summary_window_cmp));
+}
+
+/* Counts the ranks of the sorted index v (n) that window w targets. */
+static uint64_t
+summary_targeted(const struct window *w, struct rank **v, size_t n)
+{
+	uint64_t	 count = 0;
+	size_t		 lo, hi;
+	int		 i;
+
+	if (w->rankset.nranges == 0)
+		return (n);
+	for (i = 0; i < w->rankset.nranges; i++) {
+		lo = ranks_index_after(v, n, (int64_t)w->rankset.ranges[i].lo -
+		    1);
+		hi = ranks_index_after(v, n, w->rankset.ranges[i].hi);
+		if (hi > lo)
+			count += hi - lo;
+	}
+	return (count);
+}
+
+/*
+ * Adds what rank r (showing state) did about each window to the counts:
+ * from its events, and its last state for its current window.
+ */
+static void
+summary_rank_windows(const struct rank *r, int state,
+    struct summary_window *sw, size_t nsw)
+{
+	struct summary_window	*seen[SUMMARY_RANK_WINDOWS], *x;
+	int			 flags[SUMMARY_RANK_WINDOWS], f, gone;
+	size_t			 nseen = 0, i, j;
+
+	for (i = 0; i <= r->nevents; i++) {
+		if (i < r->nevents) {
+			switch (r->events[i].kind) {
+			case DYNPROF__V1__EVENT_KIND__EVENT_STARTED:
+				f = SW_STARTED; break;
+			case DYNPROF__V1__EVENT_KIND__EVENT_STOPPED:
+				f = SW_STOPPED; break;
+			case DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED:
+				f = SW_SKIPPED; break;
+			case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
+				f = SW_FAILED; break;
+			default:
+				continue;
+			}
+			x = summary_window_find(sw, nsw,
+			    r->events[i].window_id);
+		} else {
+			/* Its last state speaks for its current window. */
+			switch (r->state) {
+			case DYNPROF__V1__RANK_STATE__RANK_PROFILING:
+				f = SW_STARTED; break;
+			case DYNPROF__V1__RANK_STATE__RANK_DONE:
+				f = SW_STARTED | SW_STOPPED; break;
+			case DYNPROF__V1__RANK_STATE__RANK_SKIPPED:
+				f = SW_SKIPPED; break;
+			case DYNPROF__V1__RANK_STATE__RANK_FAILED:
+				f = SW_FAILED; break;
+			default:
+				continue;
+			}
+			x = r->window_id != 0 ? summary_window_find(sw, nsw,
+			    r->window_id) : NULL;
+		}
+		if (x == NULL || !ranks_contains(&x->w->rankset, r->rank))
+			continue;
+		for (j = 0; j < nseen && seen[j] != x; j++)
+			;
+		if (j == nseen) {
+			if (nseen == SUMMARY_RANK_WINDOWS)
+				continue;
+			seen[nseen] = x;
+			flags[nseen++] = 0;
+		}
+		flags[j] |= f;
+	}
+	for (j = 0; j < nseen; j++) {
+		x = seen[j];
+		f = flags[j];
+		x->acted++;
+		x->started += (f & SW_STARTED) != 0;
+		x->stopped += (f & SW_STOPPED) != 0;
+		x->skipped += (f & SW_SKIPPED) != 0;
+		x->failed += (f & SW_FAILED) != 0;
+		gone = state == DYNPROF__V1__RANK_STATE__RANK_GONE &&
+		    (f & (SW_STOPPED | SW_SKIPPED | SW_FAILED)) == 0;
+		x->gone += gone;
+		if (gone || (f & (SW_STOPPED | SW_SKIPPED | SW_FAILED)))
+			x->finished++;
+	}
+	if (state != DYNPROF__V1__RANK_STATE__RANK_GONE)
+		return;
+	/* Gone before acting on a window it is targeted by: finished. */
+	for (i = 0; i < nsw; i++) {
+		for (j = 0; j < nseen && seen[j] != &sw[i]; j++)
+			;
+		if (j < nseen || !ranks_contains(&sw[i].w->rankset, r->rank))
+			continue;
+		sw[i].gone++;
+		sw[i].gone_idle++;
+		sw[i].finished++;
+	}
+}
+
+/* Returns window w of the summary as status shows it, with its ranks. */
+static json_t *
+summary_window_json(const struct job *job, struct summary_window *x)
+{
+	const struct window	*w = x->w;
+	json_t			*o, *rk;
+	const char		*state;
+	int			 ended;
+
+	ended = w->state == WINDOW_STATE_CANCELLED || w->finished;
+	if (ended && x->targeted > x->acted + x->gone_idle)
+		x->missed = x->targeted - x->acted - x->gone_idle;
+	x->finished += x->missed;
+	if (w->state == WINDOW_STATE_CANCELLED)
+		state = "cancelled";
+	else if (w->finished)
+		state = "done";
+	else
+		state = x->started > 0 ? "running" : "scheduled";
+	o = http_window_json(job, w, state);
+	rk = json_object();
+	json_object_set_new(rk, "targeted", json_integer((json_int_t)x->targeted));
+	json_object_set_new(rk, "started", json_integer((json_int_t)x->started));
+	json_object_set_new(rk, "stopped", json_integer((json_int_t)x->stopped));
+	json_object_set_new(rk, "skipped", json_integer((json_int_t)x->skipped));
+	json_object_set_new(rk, "failed", json_integer((json_int_t)x->failed));
+	json_object_set_new(rk, "gone", json_integer((json_int_t)x->gone));
+	json_object_set_new(rk, "missed", json_integer((json_int_t)x->missed));
+	json_object_set_new(rk, "finished",
+	    json_integer((json_int_t)x->finished));
+	json_object_set_new(o, "rank_counts", rk);
+	return (o);
+}
+
+/* Returns the nodes serving the job, counted by state and applied
+ * generation. */
+static json_t *
+summary_nodes_json(struct coord *c, const struct job *job)
+{
+	struct node	*n;
+	struct node_job	*nj;
+	uint64_t	 total = 0, connected = 0, current = 0;
+	uint64_t	 oldest = UINT64_MAX;
+	json_t		*o;
+
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		if ((nj = schedule_node_job(n, job->name, 0)) == NULL)
+			continue;
+		total++;
+		if (n->conn != NULL)
+			connected++;
+		if (nj->applied >= job->generation)
+			current++;
+		if (nj->applied < oldest)
+			oldest = nj->applied;
+	}
+	o = json_object();
+	json_object_set_new(o, "total", json_integer((json_int_t)total));
+	json_object_set_new(o, "connected",
+	    json_integer((json_int_t)connected));
+	json_object_set_new(o, "lost",
+	    json_integer((json_int_t)(total - connected)));
+	json_object_set_new(o, "applied_current",
+	    json_integer((json_int_t)current));
+	json_object_set_new(o, "applied_behind",
+	    json_integer((json_int_t)(total - current)));
+	json_object_set_new(o, "oldest_applied", total > 0 ?
+	    json_integer((json_int_t)oldest) : json_null());
+	return (o);
+}
+
+/* Returns the lowest, median and highest of n steps (sorted here). */
+static json_t *
+summary_steps_json(int64_t *steps, size_t n)
+{
+	json_t	*o = json_object();
+
+	if (n > 1)
+		qsort(steps, n, sizeof(*steps), summary_step_cmp);
+	json_object_set_new(o, "ranks", json_integer((json_int_t)n));
+	json_object_set_new(o, "min", json_integer(n > 0 ? steps[0] : -1));
+	json_object_set_new(o, "median", json_integer(n > 0 ?
+	    steps[(n - 1) / 2] : -1));
+	json_object_set_new(o, "max", json_integer(n > 0 ? steps[n - 1] :
+	    -1));
+	return (o);
+}
+
+/*
+ * Adds the summary of job to body: "rank_counts" (by state), "steps",
+ * "node_counts" and "windows" (each with its rank_counts).  Returns 0, or -1 out
+ * of memory.
+ */
+int
+summary_add(struct coord *c, struct job *job, json_t *body)
+{
+	struct summary_window	*sw = NULL;
+	struct window		*w;
+	struct ranks_memo	 memo;
+	struct rank		**v, *r;
+	int64_t			*steps = NULL;
+	uint64_t		 counts[RANKS_STATE_UNKNOWN + 1];
+	size_t			 nsw = 0, n, nsteps = 0, i;
+	json_t			*o, *arr;
+	int			 state;
+
+	memset(&memo, 0, sizeof(memo));
+	memset(counts, 0, sizeof(counts));
+	v = ranks_index(job, &n);
+	TAILQ_FOREACH(w, &job->windows, entry)
+		nsw++;
+	if ((nsw > 0 && (sw = calloc(nsw, sizeof(*sw))) == NULL) ||
+	    (n > 0 && (steps = calloc(n, sizeof(*steps))) == NULL)) {
+		free(sw);
+		return (-1);
+	}
+	i = 0;
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		sw[i].w = w;
+		sw[i++].targeted = summary_targeted(w, v, n);
+	}
+	if (nsw > 1)
+		qsort(sw, nsw, sizeof(*sw), summary_window_cmp);
+	for (i = 0; i < n; i++) {
+		r = v[i];
+		state = ranks_state(c, r, &memo);
+		counts[state]++;
+		if (r->step >= 0 && state != RANKS_STATE_UNKNOWN &&
+		    state != DYNPROF__V1__RANK_STATE__RANK_GONE)
+			steps[nsteps++] = r->step;
+		if (nsw > 0)
+			summary_rank_windows(r, state, sw, nsw);
+	}
+	o = json_object();
+	json_object_set_new(o, "total", json_integer((json_int_t)n));
+	for (state = 1; state <= RANKS_STATE_UNKNOWN; state++)
+		json_object_set_new(o, ranks_state_name(state),
+		    json_integer((json_int_t)counts[state]));
+	json_object_set_new(body, "rank_counts", o);
+	json_object_set_new(body, "steps", summary_steps_json(steps, nsteps));
+	json_object_set_new(body, "node_counts", summary_nodes_json(c, job));
+	/* Windows by start step, as the job keeps them. */
+	arr = json_array();
+	TAILQ_FOREACH(w, &job->windows, entry)
+		json_array_append_new(arr, summary_window_json(job,
+		    summary_window_find(sw, nsw, w->id)));
+	json_object_set_new(body, "windows", arr);
+	free(sw);
+	free(steps);
+	return (0);
+}

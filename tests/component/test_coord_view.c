@@ -1,0 +1,419 @@
+/*
+ * A job's view through the real coordinator and fake agents: the summary of
+ * GET /v1/jobs/{job} (counts, steps, nodes, each window's ranks, a size that
+ * does not grow with the ranks), and GET /v1/jobs/{job}/ranks (pages in rank
+ * order, filters, ranks coming and changing between pages, a long page
+ * streamed, bad parameters).
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakeagent.h"
+#include "test_coord_util.h"
+
+#define K_STARTED	DYNPROF__V1__EVENT_KIND__EVENT_STARTED
+#define K_STOPPED	DYNPROF__V1__EVENT_KIND__EVENT_STOPPED
+#define K_SKIPPED	DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED
+#define K_FAILED	DYNPROF__V1__EVENT_KIND__EVENT_FAILED
+#define K_DETACHED	DYNPROF__V1__EVENT_KIND__EVENT_DETACHED
+
+/* Ranks one fake agent reports in the large cases. */
+#define VIEW_MANY	2000
+
+/* Starts a coordinator whose agents heartbeat every 100 ms. */
+static int
+setup_fast(void **state)
+{
+	return (tc_setup_agents_hb(state, "100"));
+}
+
+/* Handshakes fa as node and subscribes it to job. */
+static void
+agent(struct tc_coord *tc, struct fakeagent *fa, const char *node,
+    const char *job)
+{
+	assert_int_equal(fa_handshake(fa, tc->agent_port, node,
+	    "agent-secret"), 0);
+	assert_int_equal(fa_subscribe(fa, job, 0), 0);
+}
+
+/* Reports ranks first..first+n-1 at steps lo (the first) and hi. */
+static void
+progress(struct fakeagent *fa, const char *job, int first, int n, int64_t lo,
+    int64_t hi)
+{
+	int	 i, k;
+
+	for (i = 0; i < n; i += 64) {
+		k = n - i < 64 ? n - i : 64;
+		assert_int_equal(fa_progress(fa, job, first + i, lo, hi, k), 0);
+	}
+}
+
+/* Sends an event and waits for its commit. */
+static void
+event(struct fakeagent *fa, int kind, const char *job, int rank,
+    uint32_t window, int64_t step)
+{
+	uint64_t	 seq = fa->next_seq;
+
+	assert_int_equal(fa_event(fa, 0, kind, job, rank, window, step,
+	    kind == K_STARTED ? "/out/r" : NULL), 0);
+	assert_int_equal(fa_wait_ack(fa, seq, 5000), 0);
+}
+
+/* Waits until the job's summary counts total ranks. */
+static void
+wait_total(struct tc_coord *tc, const char *job, long long total)
+{
+	char	 path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	tc_wait_int(tc, path, "rank_counts.total", total);
+}
+
+/* Returns window id's object in a summary's windows, or NULL. */
+static json_t *
+window_of(json_t *doc, long long id)
+{
+	json_t	*w;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(doc, "windows"), i, w) {
+		if (tc_int(w, "id") == id)
+			return (w);
+	}
+	return (NULL);
+}
+
+static void
+test_summary(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a, b;
+	struct tc_reply	 r;
+	json_t		*w;
+	size_t		 small, large;
+	int		 i;
+
+	agent(tc, &a, "view-a", "sum");
+	agent(tc, &b, "view-b", "sum");
+	r = tc_req(tc, "POST", "/v1/jobs/sum/windows",
+	    "{\"start_step\": 10, \"stop_step\": 12, \"ranks\": \"0-7\"}", 201);
+	tc_reply_free(&r);
+	/* Ranks 0-4 on view-a at steps 5 (rank 0) and 9, 5-9 on view-b at
+	 * steps 7 (rank 5) and 11. */
+	progress(&a, "sum", 0, 5, 5, 9);
+	progress(&b, "sum", 5, 5, 7, 11);
+	wait_total(tc, "sum", 10);
+	for (i = 0; i < 4; i++)
+		event(&a, K_STARTED, "sum", i, 1, 10);
+	for (i = 0; i < 3; i++)
+		event(&a, K_STOPPED, "sum", i, 1, 12);
+	event(&a, K_FAILED, "sum", 4, 1, 10);
+	event(&b, K_SKIPPED, "sum", 5, 1, 11);
+	event(&b, K_DETACHED, "sum", 6, 0, 11);
+
+	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
+	/* The fields of before stay; per-rank detail moved away. */
+	assert_string_equal(tc_str(r.json, "job"), "sum");
+	assert_true(tc_int(r.json, "generation") > 0);
+	assert_int_equal(tc_int(r.json, "progress.max_step"), 11);
+	assert_int_equal(tc_int(r.json, "progress.min_step"), 5);
+	assert_null(json_object_get(r.json, "ranks"));
+	assert_null(json_object_get(r.json, "nodes"));
+	assert_int_equal(tc_int(r.json, "rank_counts.total"), 10);
+	assert_int_equal(tc_int(r.json, "rank_counts.profiling"), 1);
+	assert_int_equal(tc_int(r.json, "rank_counts.done"), 3);
+	assert_int_equal(tc_int(r.json, "rank_counts.failed"), 1);
+	assert_int_equal(tc_int(r.json, "rank_counts.skipped"), 1);
+	assert_int_equal(tc_int(r.json, "rank_counts.gone"), 1);
+	assert_int_equal(tc_int(r.json, "rank_counts.attached"), 3);
+	assert_int_equal(tc_int(r.json, "rank_counts.unknown"), 0);
+	/* Steps of the live ranks (rank 6 is gone), events moving them on:
+	 * 12 12 12 10 10 11 11 11 11. */
+	assert_int_equal(tc_int(r.json, "steps.ranks"), 9);
+	assert_int_equal(tc_int(r.json, "steps.min"), 10);
+	assert_int_equal(tc_int(r.json, "steps.median"), 11);
+	assert_int_equal(tc_int(r.json, "steps.max"), 12);
+	assert_int_equal(tc_int(r.json, "node_counts.total"), 2);
+	assert_int_equal(tc_int(r.json, "node_counts.connected"), 2);
+	assert_int_equal(tc_int(r.json, "node_counts.lost"), 0);
+	assert_int_equal(tc_int(r.json, "node_counts.applied_behind"), 2);
+	w = window_of(r.json, 1);
+	assert_non_null(w);
+	assert_string_equal(tc_str(w, "state"), "running");
+	assert_int_equal(tc_int(w, "rank_counts.targeted"), 8);
+	assert_int_equal(tc_int(w, "rank_counts.started"), 4);
+	assert_int_equal(tc_int(w, "rank_counts.stopped"), 3);
+	assert_int_equal(tc_int(w, "rank_counts.failed"), 1);
+	assert_int_equal(tc_int(w, "rank_counts.skipped"), 1);
+	assert_int_equal(tc_int(w, "rank_counts.gone"), 1);
+	assert_int_equal(tc_int(w, "rank_counts.missed"), 0);
+	/* 0-2 stopped, 4 failed, 5 skipped, 6 gone: 3 and 7 still to go. */
+	assert_int_equal(tc_int(w, "rank_counts.finished"), 6);
+	tc_reply_free(&r);
+
+	/* Cancelled: rank 7 never acted on it, missed; 3 runs it still. */
+	r = tc_req(tc, "DELETE", "/v1/jobs/sum/windows/1", NULL, 200);
+	tc_reply_free(&r);
+	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
+	w = window_of(r.json, 1);
+	assert_string_equal(tc_str(w, "state"), "cancelled");
+	assert_int_equal(tc_int(w, "rank_counts.missed"), 1);
+	assert_int_equal(tc_int(w, "rank_counts.finished"), 7);
+	small = strlen(r.body);
+	tc_reply_free(&r);
+
+	/* A job of many more ranks has a summary of the same size. */
+	progress(&b, "sum", 10000, VIEW_MANY, 7, 11);
+	wait_total(tc, "sum", 10 + VIEW_MANY);
+	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
+	large = strlen(r.body);
+	assert_true(large < small + 32);
+	tc_reply_free(&r);
+
+	/* A lost node: its ranks show unknown. */
+	fa_close(&a);
+	tc_wait_int(tc, "/v1/jobs/sum", "rank_counts.unknown", 5);
+	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
+	assert_int_equal(tc_int(r.json, "node_counts.lost"), 1);
+	assert_int_equal(tc_int(r.json, "node_counts.connected"), 1);
+	tc_reply_free(&r);
+	fa_close(&b);
+	r = tc_req(tc, "GET", "/v1/jobs/nobody", NULL, 404);
+	tc_reply_free(&r);
+}
+
+/*
+ * Reads every page of path (with its query, to which after= is added),
+ * checking that ranks come in increasing order and never twice; returns how
+ * many, their sum in *sum.
+ */
+static long long
+read_pages(struct tc_coord *tc, const char *path, int limit, long long *sum,
+    void (*between)(void *), void *arg)
+{
+	struct tc_reply	 r;
+	char		 url[512];
+	json_t		*rk;
+	long long	 after = -1, last = -1, n = 0, pages = 0, next;
+	size_t		 i;
+
+	*sum = 0;
+	for (;;) {
+		snprintf(url, sizeof(url), "%s%slimit=%d&after=%lld", path,
+		    strchr(path, '?') != NULL ? "&" : "?", limit, after);
+		r = tc_req(tc, "GET", url, NULL, 200);
+		assert_non_null(r.json);
+		assert_true(json_array_size(json_object_get(r.json, "ranks")) <=
+		    (size_t)limit);
+		json_array_foreach(json_object_get(r.json, "ranks"), i, rk) {
+			assert_true(tc_int(rk, "rank") > last);
+			last = tc_int(rk, "rank");
+			*sum += last;
+			n++;
+		}
+		next = json_is_null(json_object_get(r.json, "next")) ? -2 :
+		    tc_int(r.json, "next");
+		if (next != -2)
+			assert_int_equal(next, last);
+		tc_reply_free(&r);
+		pages++;
+		assert_true(pages < 10000);
+		if (next == -2)
+			break;
+		after = next;
+		if (between != NULL)
+			between(arg);
+	}
+	return (n);
+}
+
+struct churn {
+	struct fakeagent	*fa;
+	int			 round;
+};
+
+/* Between two pages: ranks come below and above the cursor, and change. */
+static void
+churn(void *arg)
+{
+	struct churn	*ch = arg;
+
+	if (ch->round++ > 0)
+		return;
+	/* 50 below every cursor, 50 past the last: only the latter show. */
+	progress(ch->fa, "pg", 0, 50, 3, 3);
+	progress(ch->fa, "pg", 90000, 50, 3, 3);
+	event(ch->fa, K_DETACHED, "pg", 20000, 0, 3);
+}
+
+static void
+test_pages(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a, b;
+	struct tc_reply	 r;
+	struct churn	 ch;
+	long long	 sum, n, want;
+	int		 i;
+
+	agent(tc, &a, "page-a", "pg");
+	agent(tc, &b, "page-b", "pg");
+	/* 10000-11999 on page-a, 20000-21999 on page-b. */
+	progress(&a, "pg", 10000, VIEW_MANY, 1, 2);
+	progress(&b, "pg", 20000, VIEW_MANY, 1, 2);
+	wait_total(tc, "pg", 2 * VIEW_MANY);
+	for (i = 0; i < 5; i++)
+		event(&b, K_FAILED, "pg", 20100 + i, 0, 2);
+
+	/* Every rank once, in order, across pages of several sizes. */
+	want = 0;
+	for (i = 0; i < VIEW_MANY; i++)
+		want += 10000 + i + 20000 + i;
+	n = read_pages(tc, "/v1/jobs/pg/ranks", 333, &sum, NULL, NULL);
+	assert_int_equal(n, 2 * VIEW_MANY);
+	assert_int_equal(sum, want);
+	n = read_pages(tc, "/v1/jobs/pg/ranks", 10000, &sum, NULL, NULL);
+	assert_int_equal(n, 2 * VIEW_MANY);
+
+	/* Filters. */
+	n = read_pages(tc, "/v1/jobs/pg/ranks?node=page-a", 500, &sum, NULL,
+	    NULL);
+	assert_int_equal(n, VIEW_MANY);
+	n = read_pages(tc, "/v1/jobs/pg/ranks?state=failed", 2, &sum, NULL,
+	    NULL);
+	assert_int_equal(n, 5);
+	assert_int_equal(sum, 5 * 20100 + 10);
+	n = read_pages(tc, "/v1/jobs/pg/ranks?state=failed,gone&node=page-a",
+	    100, &sum, NULL, NULL);
+	assert_int_equal(n, 0);
+	r = tc_req(tc, "GET", "/v1/jobs/pg/ranks?state=failed&limit=5", NULL,
+	    200);
+	assert_true(json_is_null(json_object_get(r.json, "next")));
+	assert_int_equal(tc_int(r.json, "ranks.0.rank"), 20100);
+	assert_string_equal(tc_str(r.json, "ranks.0.state"), "failed");
+	assert_string_equal(tc_str(r.json, "ranks.0.node"), "page-b");
+	assert_string_equal(tc_str(r.json, "ranks.0.error"),
+	    "start callback failed");
+	assert_string_equal(tc_str(r.json, "ranks.0.events.0.kind"),
+	    "failed");
+	tc_reply_free(&r);
+	r = tc_req(tc, "GET", "/v1/jobs/pg/ranks?limit=1", NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 1);
+	assert_int_equal(tc_int(r.json, "next"), 10000);
+	assert_int_equal(tc_int(r.json, "ranks.0.step"), 1);
+	assert_true(json_is_null(json_object_get(json_array_get(
+	    json_object_get(r.json, "ranks"), 0), "window")));
+	tc_reply_free(&r);
+	/* Default limit. */
+	r = tc_req(tc, "GET", "/v1/jobs/pg/ranks", NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")),
+	    1000);
+	assert_int_equal(tc_int(r.json, "limit"), 1000);
+	assert_int_equal(tc_int(r.json, "next"), 10999);
+	tc_reply_free(&r);
+
+	/* Ranks coming and changing between pages: none twice, none out of
+	 * order, those past the cursor seen. */
+	ch.fa = &a;
+	ch.round = 0;
+	n = read_pages(tc, "/v1/jobs/pg/ranks", 700, &sum, churn, &ch);
+	assert_int_equal(n, 2 * VIEW_MANY + 50);
+	n = read_pages(tc, "/v1/jobs/pg/ranks?state=gone", 700, &sum, NULL,
+	    NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(sum, 20000);
+
+	/* A long page goes out chunked as it is written. */
+	r = tc_req(tc, "GET", "/v1/jobs/pg/ranks?limit=10000", NULL, 200);
+	assert_non_null(strcasestr(r.head, "Transfer-Encoding: chunked"));
+	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")),
+	    2 * VIEW_MANY + 100);
+	tc_reply_free(&r);
+	fa_close(&a);
+	fa_close(&b);
+}
+
+static void
+test_bad_params(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a;
+	struct tc_reply	 r;
+	static const struct {
+		const char	*query;
+		const char	*field;
+	} bad[] = {
+		{ "limit=0", "limit" },
+		{ "limit=10001", "limit" },
+		{ "limit=x", "limit" },
+		{ "limit=", "limit" },
+		{ "limit=5&limit=6", "limit" },
+		{ "after=-2", "after" },
+		{ "after=2147483648", "after" },
+		{ "after=1e3", "after" },
+		{ "window=0", "window" },
+		{ "window=-1", "window" },
+		{ "window=4294967296", "window" },
+		{ "state=sleeping", "state" },
+		{ "state=failed,", "state" },
+		{ "state=", "state" },
+		{ "node=", "node" },
+		{ "colour=red", "colour" },
+	};
+	size_t		 i;
+	char		 url[256];
+
+	agent(tc, &a, "bad-a", "bp");
+	progress(&a, "bp", 0, 3, 1, 1);
+	wait_total(tc, "bp", 3);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(url, sizeof(url), "/v1/jobs/bp/ranks?%s",
+		    bad[i].query);
+		r = tc_req(tc, "GET", url, NULL, 400);
+		if (strcmp(tc_str(r.json, "field"), bad[i].field) != 0)
+			fail_msg("%s: field %s, want %s", url,
+			    tc_str(r.json, "field"), bad[i].field);
+		assert_true(strlen(tc_str(r.json, "error")) > 0);
+		tc_reply_free(&r);
+	}
+	r = tc_req(tc, "GET", "/v1/jobs/nobody/ranks", NULL, 404);
+	tc_reply_free(&r);
+	r = tc_req(tc, "POST", "/v1/jobs/bp/ranks", "{}", 405);
+	tc_reply_free(&r);
+	r = tc_req(tc, "GET", "/v1/jobs/b%20p/ranks", NULL, 400);
+	tc_reply_free(&r);
+	/* A node name percent-encoded, an empty page past the last rank. */
+	r = tc_req(tc, "GET", "/v1/jobs/bp/ranks?node=bad%2Da&after=2", NULL,
+	    200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "ranks")), 0);
+	assert_true(json_is_null(json_object_get(r.json, "next")));
+	tc_reply_free(&r);
+	fa_close(&a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_summary, setup_fast,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_pages, setup_fast,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_params, setup_fast,
+		    tc_teardown),
+	};
+
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
