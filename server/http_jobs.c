@@ -150,6 +150,7 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 		return;
 	}
 	legacy_job_json(c, job->name, body);
+	json_object_set_new(body, "stragglers", straggler_json(c, job));
 	http_reply(c, req, 200, body);
 }
 

@@ -122,6 +122,7 @@ test_lag(void **state)
 	struct fakeagent fa[2];
 	int64_t		 steps[2][NODE_RANKS] = {
 		{ 100, 100, 100, 100 }, { 100, 100, 100, 90 } };
+	struct tc_reply	 r;
 	json_t		*j;
 	char		 buf[64];
 
@@ -148,6 +149,13 @@ test_lag(void **state)
 	assert_int_equal(tc_int(j, "worst_nodes.0.min_step"), 89);
 	assert_string_equal(tc_str(j, "job"), "lag-j");
 	json_decref(j);
+	/* The job's summary carries them too. */
+	r = tc_req(tc, "GET", "/v1/jobs/lag-j", NULL, 200);
+	assert_int_equal(tc_int(r.json, "stragglers.ranks"), 1);
+	assert_int_equal(tc_int(r.json, "stragglers.worst_ranks.0.rank"), 7);
+	assert_string_equal(tc_str(r.json, "stragglers.worst_nodes.0.node"),
+	    "sg-1");
+	tc_reply_free(&r);
 	assert_int_equal(tc_metric(tc,
 	    "dynprof_stragglers{job=\"lag-j\",reason=\"lag\"}"), 1);
 	assert_int_equal(tc_metric(tc,
