@@ -183,16 +183,22 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# TYPE dynprof_events_duplicate_total counter\n"
 	    "dynprof_events_duplicate_total %llu\n"
 	    "# HELP dynprof_events_refused_total Rank events dropped: a "
-	    "string not UTF-8 or a step out of range.\n"
+	    "string not UTF-8, a step out of range, or an observed event from "
+	    "a node not serving the job as legacy.\n"
 	    "# TYPE dynprof_events_refused_total counter\n"
 	    "dynprof_events_refused_total %llu\n"
 	    "# HELP dynprof_progress_refused_total Progress reports of a rank "
 	    "(or a node's range) with a step out of range, ignored.\n"
 	    "# TYPE dynprof_progress_refused_total counter\n"
-	    "dynprof_progress_refused_total %llu\n",
+	    "dynprof_progress_refused_total %llu\n"
+	    "# HELP dynprof_legacy_refused_total Legacy job reports refused: "
+	    "bad strings, or over the bound.\n"
+	    "# TYPE dynprof_legacy_refused_total counter\n"
+	    "dynprof_legacy_refused_total %llu\n",
 	    (unsigned long long)m->events_dup,
 	    (unsigned long long)m->events_refused,
-	    (unsigned long long)m->progress_refused);
+	    (unsigned long long)m->progress_refused,
+	    (unsigned long long)m->legacy_refused);
 
 	metrics_render_bounds(c, buf);
 	straggler_metrics(c, buf);

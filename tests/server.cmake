@@ -70,3 +70,9 @@ add_test(NAME test_ctl_rule
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_ctl_rule.sh)
 set_tests_properties(test_ctl_rule PROPERTIES TIMEOUT 60
   ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
+# Legacy jobs (docs/legacy.md): a node's reports in the job's status, and
+# observed events taken only from a node serving the job as legacy.
+dynprof_test(test_coord_legacy SOURCES component/test_coord_legacy.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_legacy dynprof-coordinator)

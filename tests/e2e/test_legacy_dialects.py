@@ -239,23 +239,27 @@ def test():
         node = c.node("n1")
         ldir = os.path.join(node.dir, "legacy")
         os.mkdir(ldir)
-        node.start_agent(["--legacy-dir", ldir])
+        conf = os.path.join(node.dir, "agent.conf")
+        with open(conf, "w") as f:
+            f.write("# as a site's config file would\nlegacy-dir = %s\n" % ldir)
+        node.start_agent(["--conf", conf])
 
         dialects = ["mindspore-2.4", "mindspore-2.5", "mindspore-2.6",
                     "mindspore-2.7", "torch_npu"]
-        jobs, fw_mtime = {}, {}
+        jobs, fw_mtime, outs = {}, {}, {}
         for d in dialects:
             job = "lg%d-%s" % (PID, d.replace(".", ""))
             jdir = os.path.join(ldir, job)
             out = os.path.join(node.dir, "out-" + job)
             os.mkdir(out)
             os.mkdir(jdir)
-            if d == "mindspore-2.4":
-                # Named, and the output directory told: no file yet.
-                with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
-                    f.write(d + "\n")
+            if d.startswith("mindspore"):
                 with open(os.path.join(jdir, "dynprof.output"), "w") as f:
                     f.write(out + "\n")
+            if d == "mindspore-2.4":
+                # Named: no file yet.
+                with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+                    f.write(d + "\n")
             else:
                 cfg = dict(DEFAULTS[d])
                 if d == "torch_npu":
@@ -265,6 +269,7 @@ def test():
                 fw_mtime[d] = os.stat(os.path.join(
                     jdir, "profiler_config.json")).st_mtime
             jobs[d] = (job, jdir)
+            outs[d] = out
 
         # Each job appears (inotify) with the dialect its keys say.
         for d, (job, _) in jobs.items():
@@ -342,6 +347,45 @@ def test():
                  "mindspore-2.7": read_ms27}[d](data)
                 check(data["stop_step"] == 201, "%s: %s" % (d, data))
         log("after the cancel, window 2 written a whole second later")
+
+        # What the jobs did, seen in their output directories.
+        def rank_state(job, rank):
+            for r in c.status(job).get("ranks", []):
+                if r["rank"] == rank:
+                    return r
+            return None
+
+        job = jobs["mindspore-2.5"][0]
+        tr = os.path.join(outs["mindspore-2.5"], "rank3_start200_stop201")
+        os.mkdir(os.path.join(outs["mindspore-2.5"], "rank3_start100_stop104"))
+        os.makedirs(os.path.join(tr, "x_ascend_ms"))
+        r = wait_for(lambda: (lambda r: r if r and r["state"] == "observed"
+                              else None)(rank_state(job, 3)), 10,
+                     "2.5: rank 3 observed")
+        check(r["output_dir"] == tr and not rank_state(job, 0),
+              "2.5: %s" % r)
+        with open(os.path.join(tr, "x_ascend_ms", "profiler_info_3.json"),
+                  "w") as f:
+            f.write("{}")
+        wait_for(lambda: (lambda r: r if r and r["state"] ==
+                          "observed_complete" else None)(rank_state(job, 3)),
+                 10, "2.5: rank 3 observed complete")
+        job = jobs["torch_npu"][0]
+        tr = os.path.join(outs["torch_npu"], "node1_4242_20261203_ascend_pt")
+        os.makedirs(os.path.join(tr, "FRAMEWORK"))
+        with open(os.path.join(tr, "profiler_info_2.json"), "w") as f:
+            f.write("{}")
+        r = wait_for(lambda: (lambda r: r if r and r["state"] ==
+                              "observed_complete" else None)(
+            rank_state(job, 2)), 10, "torch_npu: rank 2 observed complete")
+        check([e["kind"] for e in r["events"]] == ["observed",
+                                                   "observed_complete"],
+              "torch_npu events %s" % r["events"])
+        for d in ("mindspore-2.5", "torch_npu"):
+            wait_for(lambda: (lambda w: w is None or w["state"] == "over")(
+                window_state(c, jobs[d][0], second[d])),
+                     10, "%s: window 2 over once observed complete" % d)
+        log("traces observed, then observed complete; their windows over")
 
         # Relative windows need progress these jobs never report.
         job = jobs["mindspore-2.5"][0]

@@ -1,0 +1,216 @@
+/*
+ * Legacy jobs at the coordinator (docs/legacy.md), through the real binary and
+ * fake agents speaking the real protocol: a node's LegacyStatus shown in the
+ * job's status, observed events taken only from a node that reported the job
+ * as legacy (never from another, nor after it withdrew it), their own rank
+ * states, bad reports refused.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakeagent.h"
+#include "test_coord_util.h"
+
+#define K_OBSERVED	DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED
+#define K_COMPLETE	DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE
+#define W_WRITTEN	DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WRITTEN
+#define W_REFUSED	DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_REFUSED
+
+#define TOKEN		"agent-secret"	/* tc_setup_agents()'s */
+
+/* Sends a LegacyStatus for job: dialect, a window refused and one written. */
+static int
+send_legacy(struct fakeagent *a, const char *job, const char *dialect,
+    const char *reason, int removed)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__LegacyStatus	 st = DYNPROF__V1__LEGACY_STATUS__INIT;
+	Dynprof__V1__LegacyWindow	 w[2], *wp[2];
+
+	dynprof__v1__legacy_window__init(&w[0]);
+	dynprof__v1__legacy_window__init(&w[1]);
+	w[0].window_id = 1;
+	w[0].state = W_WRITTEN;
+	w[1].window_id = 2;
+	w[1].state = W_REFUSED;
+	w[1].reason = (char *)reason;
+	wp[0] = &w[0];
+	wp[1] = &w[1];
+	st.job = (char *)job;
+	st.dialect = (char *)dialect;
+	st.output_dir = (char *)"/out";
+	st.n_windows = 2;
+	st.windows = wp;
+	st.removed = removed;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_LEGACY;
+	m.legacy = &st;
+	return (fa_send(a, &m));
+}
+
+/* Sends one event and waits for its commit. */
+static void
+event(struct fakeagent *a, uint64_t seq, int kind, const char *job,
+    int32_t rank)
+{
+	assert_int_equal(fa_event(a, seq, kind, job, rank, 1, 10, "/out/r"), 0);
+	assert_int_equal(fa_wait_ack(a, seq, 5000), 0);
+}
+
+/* The job's status: its number of ranks, rank 0's state ("" none). */
+static void
+ranks_are(struct tc_coord *tc, const char *job, size_t n, const char *state)
+{
+	struct tc_reply	 r;
+	char		 path[128];
+	json_t		*ranks;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = tc_req(tc, "GET", path, NULL, 200);
+	ranks = json_object_get(r.json, "ranks");
+	assert_int_equal(json_array_size(ranks), n);
+	if (n > 0)
+		assert_string_equal(json_string_value(json_object_get(
+		    json_array_get(ranks, 0), "state")), state);
+	tc_reply_free(&r);
+}
+
+/*
+ * Observed events count only from the node that serves the job as legacy,
+ * while it does; they make their own states, never started or done.
+ */
+static void
+test_observed_from_legacy_node_only(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a, b;
+	struct tc_reply	 r;
+	json_t		*lg, *e;
+	long long	 refused0;
+
+	assert_int_equal(fa_handshake(&a, tc->agent_port, "lg-a", TOKEN), 0);
+	assert_int_equal(fa_handshake(&b, tc->agent_port, "lg-b", TOKEN), 0);
+	assert_int_equal(fa_subscribe(&a, "lg-j", 0), 0);
+	assert_int_equal(fa_subscribe(&b, "lg-j", 0), 0);
+	assert_int_equal(fa_expect_empty(&a, "lg-j", 5000), 0);
+	assert_int_equal(fa_expect_empty(&b, "lg-j", 5000), 0);
+	refused0 = tc_metric(tc, "dynprof_events_refused_total");
+
+	/* Not reported as legacy yet: dropped. */
+	event(&a, 1, K_OBSERVED, "lg-j", 0);
+	ranks_are(tc, "lg-j", 0, "");
+	assert_int_equal(tc_metric(tc, "dynprof_events_refused_total"),
+	    refused0 + 1);
+
+	/* Reported: taken, with its own state. */
+	assert_int_equal(send_legacy(&a, "lg-j", "mindspore-2.4",
+	    "ranks \"0-3\": cannot target ranks", 0), 0);
+	event(&a, 2, K_OBSERVED, "lg-j", 0);
+	ranks_are(tc, "lg-j", 1, "observed");
+	r = tc_req(tc, "GET", "/v1/jobs/lg-j", NULL, 200);
+	e = json_array_get(json_object_get(json_array_get(json_object_get(
+	    r.json, "ranks"), 0), "events"), 0);
+	assert_string_equal(tc_str(e, "kind"), "observed");
+	lg = json_array_get(json_object_get(r.json, "legacy"), 0);
+	assert_non_null(lg);
+	assert_string_equal(tc_str(lg, "node"), "lg-a");
+	assert_string_equal(tc_str(lg, "dialect"), "mindspore-2.4");
+	assert_string_equal(tc_str(lg, "output_dir"), "/out");
+	e = json_object_get(lg, "windows");
+	assert_int_equal(json_array_size(e), 2);
+	assert_string_equal(tc_str(json_array_get(e, 0), "state"), "written");
+	assert_string_equal(tc_str(json_array_get(e, 1), "state"), "refused");
+	assert_string_equal(tc_str(json_array_get(e, 1), "reason"),
+	    "ranks \"0-3\": cannot target ranks");
+	tc_reply_free(&r);
+
+	/* Another node made nothing up for it: dropped. */
+	event(&b, 1, K_COMPLETE, "lg-j", 0);
+	ranks_are(tc, "lg-j", 1, "observed");
+	assert_int_equal(tc_metric(tc, "dynprof_events_refused_total"),
+	    refused0 + 2);
+	event(&a, 3, K_COMPLETE, "lg-j", 0);
+	ranks_are(tc, "lg-j", 1, "observed_complete");
+	assert_true(tc_metric(tc,
+	    "dynprof_events_total{kind=\"observed_complete\"}") >= 1);
+
+	/* Withdrawn (the directory went): no more status, no more events. */
+	assert_int_equal(send_legacy(&a, "lg-j", "mindspore-2.4", "", 1), 0);
+	event(&a, 4, K_OBSERVED, "lg-j", 1);
+	ranks_are(tc, "lg-j", 1, "observed_complete");
+	r = tc_req(tc, "GET", "/v1/jobs/lg-j", NULL, 200);
+	assert_null(json_object_get(r.json, "legacy"));
+	tc_reply_free(&r);
+	fa_close(&a);
+	fa_close(&b);
+}
+
+/* Waits (5 s at most) for the status at path to have a "legacy" part. */
+static struct tc_reply
+wait_legacy(struct tc_coord *tc, const char *path)
+{
+	struct tc_reply	 r;
+	int		 i;
+
+	for (i = 0; i < 500; i++) {
+		r = tc_req(tc, "GET", path, NULL, 200);
+		if (json_object_get(r.json, "legacy") != NULL)
+			return (r);
+		tc_reply_free(&r);
+		usleep(10000);
+	}
+	fail_msg("%s: no legacy report", path);
+	return (r);
+}
+
+/* Reports that are not what an agent sends: refused, the link goes on. */
+static void
+test_bad_reports(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a;
+	struct tc_reply	 r;
+	json_t		*w;
+	long long	 refused0;
+
+	assert_int_equal(fa_handshake(&a, tc->agent_port, "lg-bad", TOKEN), 0);
+	assert_int_equal(fa_subscribe(&a, "lg-k", 0), 0);
+	assert_int_equal(fa_expect_empty(&a, "lg-k", 5000), 0);
+	refused0 = tc_metric(tc, "dynprof_legacy_refused_total");
+	assert_int_equal(send_legacy(&a, "lg-k", "mindspore-9.9", "", 0), 0);
+	assert_int_equal(send_legacy(&a, "../lg-k", "torch_npu", "", 0), 0);
+	assert_int_equal(send_legacy(&a, "lg-k", "dynprof\xff", "", 0), 0);
+	/* A reason that is not UTF-8: that window left out, the rest kept. */
+	assert_int_equal(send_legacy(&a, "lg-k", "torch_npu", "bad \xe9", 0),
+	    0);
+	/* Messages are taken in order: once the last shows, all were. */
+	r = wait_legacy(tc, "/v1/jobs/lg-k");
+	w = json_array_get(json_object_get(r.json, "legacy"), 0);
+	assert_string_equal(tc_str(w, "dialect"), "torch_npu");
+	assert_int_equal(json_array_size(json_object_get(w, "windows")), 1);
+	tc_reply_free(&r);
+	assert_int_equal(tc_metric(tc, "dynprof_legacy_refused_total"),
+	    refused0 + 3);
+	fa_close(&a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_observed_from_legacy_node_only, tc_setup_agents, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_reports, tc_setup_agents,
+		    tc_teardown),
+	};
+
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
