@@ -174,6 +174,22 @@ fail:
 	return (-1);
 }
 
+/*
+ * Refuses a change the store did not commit: 503 when the store refuses
+ * writes for now (etcd without quorum, a deposed leader), else 500.
+ * Returns -1.
+ */
+static int
+change_store_refused(struct coord *c, struct refusal *ref)
+{
+	const char	*why = store_unavailable(c->store);
+
+	if (why != NULL)
+		return (change_refuse(ref, 503, NULL, "store unavailable: %s",
+		    why));
+	return (change_refuse(ref, 500, NULL, "cannot store the change"));
+}
+
 /* Starts an empty change of job. */
 static void
 change_init(struct change *ch, struct job *job)
@@ -238,7 +254,7 @@ change_window_add(struct coord *c, const char *name,
 	w->created_ns = coord_wall_ns();
 	ch.add = w;
 	if (change_publish(c, &ch) == -1) {
-		change_refuse(ref, 500, NULL, "cannot store the change");
+		change_store_refused(c, ref);
 		goto fail;
 	}
 	log_info("%s: job %s window %u [%" PRId64 ", %" PRId64 "] "
@@ -277,8 +293,7 @@ change_window_cancel(struct coord *c, const char *name, uint32_t id,
 	change_init(&ch, job);
 	ch.cancel = w;
 	if (change_publish(c, &ch) == -1)
-		return (change_refuse(ref, 500, NULL, "cannot store the "
-		    "change"));
+		return (change_store_refused(c, ref));
 	log_info("%s: job %s window %" PRIu32 " cancelled, generation %llu",
 	    __func__, name, id, (unsigned long long)job->generation);
 	return (0);
@@ -341,7 +356,7 @@ change_config_set(struct coord *c, const char *name, char *text,
 	ch.config_json = text;
 	ch.defaults = defaults;
 	if (change_publish(c, &ch) == -1) {
-		change_refuse(ref, 500, NULL, "cannot store the change");
+		change_store_refused(c, ref);
 		goto fail;
 	}
 	log_info("%s: job %s config stored, generation %llu", __func__, name,

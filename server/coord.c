@@ -167,6 +167,7 @@ coord_usage(FILE *f)
 	    " rate (default 50)\n"
 	    "  -v, -q                   more, less logging\n"
 	    "  --help, --version\n");
+	leader_usage(f);
 }
 
 /* Reads a token file (token_read()); logs why it is refused. */
@@ -546,6 +547,15 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		    OPT_STRAGGLER_LAG },
 		{ "straggler-rate-drop", required_argument, NULL,
 		    OPT_STRAGGLER_DROP },
+		{ "etcd-endpoints", required_argument, NULL,
+		    OPT_ETCD_ENDPOINTS },
+		{ "etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX },
+		{ "etcd-lease-ttl", required_argument, NULL,
+		    OPT_ETCD_LEASE_TTL },
+		{ "advertise-agent", required_argument, NULL,
+		    OPT_ADVERTISE_AGENT },
+		{ "advertise-http", required_argument, NULL,
+		    OPT_ADVERTISE_HTTP },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -560,8 +570,16 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	c->conf.http_addr = "127.0.0.1:7879";
 	c->conf.state_dir = "/var/lib/dynprof";
 	c->conf.heartbeat_ms = 2000;
+	c->conf.etcd_prefix = "/dynprof/";
+	c->conf.etcd_lease_ttl = LEADER_TTL_DEFAULT;
 	coord_bounds_init(&c->conf);
 	while ((ch = getopt_long(argc, argv, "vqh", longopts, &idx)) != -1) {
+		if (ch >= OPT_ETCD_ENDPOINTS && ch <= OPT_ADVERTISE_HTTP) {
+			if (leader_parse_flag(&c->conf, ch, longopts[idx].name,
+			    optarg) == -1)
+				return (-1);
+			continue;
+		}
 		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_STRAGGLER_DROP) {
 			if (coord_parse_bound(&c->conf, ch,
 			    longopts[idx].name, optarg) == -1)
@@ -688,12 +706,15 @@ coord_start(struct coord *c)
 		log_warnx("%s: cannot create the event base", __func__);
 		return (-1);
 	}
-	if ((c->store = store_open(c->conf.state_dir, &why)) == NULL) {
+	c->store = c->conf.etcd_endpoints != NULL ? leader_open(c, &why) :
+	    store_open(c->conf.state_dir, &why);
+	if (c->store == NULL) {
 		log_warnx("%s: cannot open the store: %s", __func__, why);
 		return (-1);
 	}
 	c->started_ns = coord_wall_ns();
-	if (load_model(c) == -1)
+	/* Over etcd, the model is loaded when this coordinator leads. */
+	if (c->leader == NULL && load_model(c) == -1)
 		return (-1);
 	if (coord_load_tls(c) == -1)
 		return (-1);
@@ -717,14 +738,15 @@ coord_start(struct coord *c)
 	tv.tv_sec = period / 1000;
 	tv.tv_usec = (period % 1000) * 1000;
 	event_add(c->tick, &tv);
-	if (coord_write_ready(c) == -1)
+	if ((c->leader != NULL && leader_start(c) == -1) ||
+	    coord_write_ready(c) == -1)
 		return (-1);
 	log_info("%s: serving agents on port %d (%s), admin API on port %d "
 	    "(%s), state in %s, generation %llu", __func__, c->agent_port,
 	    c->agent_tls.ctx != NULL ? "mutual TLS" : "plaintext",
 	    c->http_port, c->http_tls.ctx == NULL ? "HTTP" :
 	    c->conf.http_tls_ca != NULL ? "HTTPS, client certificates" :
-	    "HTTPS", c->conf.state_dir,
+	    "HTTPS", c->leader != NULL ? "etcd" : c->conf.state_dir,
 	    (unsigned long long)c->generation);
 	return (0);
 }
@@ -755,6 +777,7 @@ coord_stop(struct coord *c)
 	schedule_free_all(c);
 	legacy_free_all(c);
 	store_close(c->store);
+	leader_stop(c);
 	tls_clear(&c->agent_tls);
 	tls_clear(&c->http_tls);
 	if (c->base != NULL)

@@ -10,7 +10,10 @@
  *	straggler.c	each job's step rate, and the ranks and nodes lagging it
  *	rules.c		a job's rules: its stragglers profiled on purpose
  *	load.c		the model rebuilt from the store at start
- *	store.c		SQLite persistence behind store.h
+ *	store.c		persistence behind store.h: transactions, batches
+ *	store_sqlite.c	the SQLite store, the embedded default
+ *	store_etcd.c	the etcd store (etcd.c, etcd_session.c: its client)
+ *	leader.c	several coordinators over etcd, one of them leading
  *	http.c		the admin API's listener, routing and answers
  *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
  *	http_rules.c	the admin API's stragglers and rules of a job
@@ -28,6 +31,7 @@
 #include <sys/socket.h>
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <event2/util.h>
@@ -48,6 +52,7 @@ struct evhttp_request;
 struct evhttp_connection;
 struct json_t;
 struct store;
+struct leader;
 
 #define COORD_NODE_MAX		128	/* node name length */
 #define COORD_RANK_BUCKETS	4096
@@ -310,8 +315,28 @@ struct stream {
 };
 TAILQ_HEAD(streamq, stream);
 struct journal;
+/* Leadership over etcd (leader.c). */
+#define LEADER_ADDR_MAX		256	/* --advertise-agent, --advertise-http */
+#define LEADER_TTL_DEFAULT	5	/* --etcd-lease-ttl, seconds */
+#define LEADER_TTL_MIN		2	/* etcd's own minimum */
+#define LEADER_TTL_MAX		300
+#define LEADER_TICKS_PER_TTL	4	/* keepalives and campaigns per TTL */
+
+/* The etcd flags' getopt values, parsed by leader_parse_flag(). */
+enum {
+	OPT_ETCD_ENDPOINTS = 300,
+	OPT_ETCD_PREFIX,
+	OPT_ETCD_LEASE_TTL,
+	OPT_ADVERTISE_AGENT,
+	OPT_ADVERTISE_HTTP,
+};
 
 struct coord_config {
+	const char	*etcd_endpoints;	/* NULL: SQLite */
+	const char	*etcd_prefix;
+	int		 etcd_lease_ttl;	/* seconds */
+	const char	*advertise_agent;	/* NULL: the agent listener */
+	const char	*advertise_http;	/* NULL: the admin listener */
 	char		*listen_addr;
 	char		*http_addr;
 	char		*state_dir;
@@ -342,6 +367,9 @@ struct coord {
 	struct event_base	*base;
 	struct coord_config	 conf;
 	struct store		*store;
+	struct leader		*leader;	/* NULL: SQLite, the only one */
+	char			 advertise_agent[LEADER_ADDR_MAX];
+	char			 advertise_http[LEADER_ADDR_MAX];
 	struct evconnlistener	*listener;
 	struct evhttp		*http;
 	int			 agent_port;
@@ -624,6 +652,18 @@ void	 legacy_status(struct coord *, struct node *,
 int	 legacy_known(struct coord *, const char *, const char *);
 void	 legacy_job_json(struct coord *, const char *, struct json_t *);
 void	 legacy_free_all(struct coord *);
+/* leader.c */
+void	 leader_usage(FILE *);
+int	 leader_parse_flag(struct coord_config *, int, const char *,
+	    const char *);
+struct store	*leader_open(struct coord *, const char **);
+int	 leader_start(struct coord *);
+void	 leader_stop(struct coord *);
+int	 leader_is_follower(const struct coord *);
+const char	*leader_role(const struct coord *);
+const char	*leader_agent(const struct coord *);
+void	 leader_redirect(struct coord *, struct evhttp_request *);
+void	 leader_metrics(struct coord *, struct evbuffer *);
 
 /* metrics.c */
 void	 metrics_observe_latency(struct metrics *, double);

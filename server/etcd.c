@@ -87,7 +87,6 @@ etcd_new(const char *csv, const char *prefix, const char **why)
 	}
 	snprintf(e->prefix, sizeof(e->prefix), "%s", prefix);
 	etcd_key(e, e->leader_key, sizeof(e->leader_key), "leader");
-	e->timeout_ms = ETCD_TIMEOUT_MS;
 	do {
 		comma = strchr(p, ',');
 		len = comma != NULL ? (size_t)(comma - p) : strlen(p);
@@ -98,6 +97,9 @@ etcd_new(const char *csv, const char *prefix, const char **why)
 			goto oom;
 		p = comma != NULL ? comma + 1 : NULL;
 	} while (p != NULL);
+	e->timeout_ms = ETCD_TIMEOUT_MS / (int)e->nendpoints;
+	if (e->timeout_ms < ETCD_TIMEOUT_MIN_MS)
+		e->timeout_ms = ETCD_TIMEOUT_MIN_MS;
 	if ((e->curl = curl_easy_init()) == NULL)
 		goto oom;
 	return (e);

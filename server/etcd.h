@@ -22,7 +22,10 @@ struct json_t;
 #define ETCD_ENDPOINTS_MAX	16	/* --etcd-endpoints */
 #define ETCD_PREFIX_MAX		128	/* --etcd-prefix, bytes */
 #define ETCD_KEY_MAX		512	/* a whole key, prefix included */
-#define ETCD_TIMEOUT_MS		1000	/* one request to one endpoint */
+/* One request, over all the endpoints it may try (each gets its share, at
+ * least ETCD_TIMEOUT_MIN_MS). */
+#define ETCD_TIMEOUT_MS		2000
+#define ETCD_TIMEOUT_MIN_MS	250
 #define ETCD_RESPONSE_MAX	(64 * 1024 * 1024)	/* bytes of one answer */
 /* etcd's own default --max-txn-ops: more operations in one txn are
  * refused.  A guarded put (a nested txn) counts as two. */

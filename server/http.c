@@ -473,7 +473,8 @@ http_route(struct evhttp_request *req, void *arg)
 	if (strcmp(path, "/healthz") == 0) {
 		if (cmd != EVHTTP_REQ_GET)
 			goto method;
-		http_reply(c, req, 200, json_pack("{s:s}", "status", "ok"));
+		http_reply(c, req, 200, json_pack("{s:s,s:s}", "status", "ok",
+		    "role", leader_role(c)));
 		return;
 	}
 	if (strcmp(path, "/metrics") == 0) {
@@ -489,6 +490,10 @@ http_route(struct evhttp_request *req, void *arg)
 		    "Content-Type", "text/plain; version=0.0.4");
 		evhttp_send_reply(req, 200, "OK", buf);
 		evbuffer_free(buf);
+		return;
+	}
+	if (leader_is_follower(c)) {
+		leader_redirect(c, req);
 		return;
 	}
 	n = http_split(path, seg, 6);

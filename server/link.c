@@ -102,6 +102,8 @@ link_send_error(struct conn *conn, int code, const char *reason)
 	dynprof__v1__error__init(&err);
 	err.code = code;
 	err.reason = (char *)reason;
+	if (code == DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER)
+		err.leader = (char *)leader_agent(conn->coord);
 	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR;
 	msg.error = &err;
 	link_send(conn, &msg);

@@ -246,6 +246,12 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	char				 reason[128];
 	size_t				 i;
 
+	if (leader_is_follower(c)) {
+		/* The agent goes to the leader the error names. */
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
+		    "this coordinator is a follower");
+		return;
+	}
 	if (hello->protocol_version != PROTOCOL_VERSION) {
 		snprintf(reason, sizeof(reason), "protocol version %u, this "
 		    "coordinator speaks %u", hello->protocol_version,

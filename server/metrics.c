@@ -203,6 +203,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	metrics_render_bounds(c, buf);
 	straggler_metrics(c, buf);
 	rules_metrics(c, buf);
+	leader_metrics(c, buf);
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_http_requests_total Admin requests, by status.\n"
 	    "# TYPE dynprof_http_requests_total counter\n");

@@ -375,6 +375,8 @@ es_commit(void *arg)
 	size_t			 n = json_array_size(s->ops);
 	int			 rc = 0;
 
+	if (n == 0)
+		return (0);		/* nothing to write, nothing to fence */
 	if (e->fence == 0) {
 		if (s->why[0] == '\0')
 			es_fail(s, "this coordinator is not the leader");

@@ -26,6 +26,14 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   endforeach()
   # It measures steps per second, which sanitizers distort.
   set_tests_properties(e2e_noblock PROPERTIES LABELS nosan)
+  # Coordinators over etcd (tests/e2e/test_etcd.py): each scenario starts its
+  # own etcd members on loopback (tests/support/etcd.py) and stops them.
+  foreach(t redirect failover sigstop quorum)
+    add_test(NAME e2e_etcd_${t}
+      COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_etcd.py ${t})
+    set_tests_properties(e2e_etcd_${t} PROPERTIES TIMEOUT 240
+      SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
+  endforeach()
   # Faults at random instants (tests/e2e/test_chaos.py): a new seed each run,
   # printed; DYNPROF_CHAOS_SEED=N in the environment replays one.  Under 90 s,
   # also under sanitizers (which loosen only its RSS bound).

@@ -1,0 +1,482 @@
+/*
+ * Coordinators that share their state in etcd, one of them the leader.
+ *
+ * Each coordinator keeps a lease in etcd and, while it does not lead,
+ * campaigns for the leader key on it (etcd_session.c) every quarter of the
+ * lease's TTL; the leader keeps the lease alive at the same pace.  The
+ * leader key's value names the leader's AgentLink address and admin URL
+ * (--advertise-agent, --advertise-http), and its create revision is the
+ * fencing token every write compares (store_etcd.c).
+ *
+ * The leader loads the whole state from etcd when it takes the lead and
+ * serves as a coordinator with SQLite does.  A follower keeps no model: it
+ * answers an agent's hello with ERROR_NOT_LEADER naming the leader, and an
+ * admin request with a 307 to the leader's URL (/healthz and /metrics it
+ * answers itself).  The leader steps down (closes its agents, drops its
+ * model) as soon as etcd says its lease is gone or a guarded write fails.
+ * When etcd does not answer (no quorum), it stays: writes fail with a 503,
+ * reads are served from memory, agents' events stay unacknowledged; once
+ * etcd answers again it reloads its state (a write that timed out may have
+ * landed) and carries on.
+ */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+
+#include "coord.h"
+#include "etcd.h"
+#include "log.h"
+#include "store.h"
+
+enum leader_role {
+	ROLE_FOLLOWER,
+	ROLE_LEADER,
+};
+
+struct leader {
+	struct etcd		*e;
+	enum leader_role	 role;
+	int			 resync;	/* etcd was away: reload */
+	char			 me[1024];	/* our leader key value */
+	char			 agent[LEADER_ADDR_MAX];	/* the leader's */
+	char			 http[LEADER_ADDR_MAX];
+	struct event		*timer;
+	struct event		*deposed;	/* steps down outside the store */
+	uint64_t		 elections;	/* times this one took the lead */
+	uint64_t		 stepdowns;
+};
+
+/* Prints the etcd flags' usage. */
+void
+leader_usage(FILE *f)
+{
+	fprintf(f,
+	    "  state in etcd, several coordinators, one leader:\n"
+	    "  --etcd-endpoints URLS    http://HOST:PORT[,...]: etcd instead of"
+	    " SQLite\n"
+	    "  --etcd-prefix P          keys under P (default /dynprof/)\n"
+	    "  --etcd-lease-ttl S       the leader's lease, seconds"
+	    " (default 5)\n"
+	    "  --advertise-agent H:P    agents reach this coordinator there"
+	    " (default --listen)\n"
+	    "  --advertise-http URL     the admin API's URL"
+	    " (default http://--http)\n");
+}
+
+/* Parses one etcd flag into conf.  Returns 0, or -1 logged. */
+int
+leader_parse_flag(struct coord_config *conf, int ch, const char *name,
+    const char *arg)
+{
+	const char	*why = NULL;
+	char		*end;
+	long		 v;
+
+	switch (ch) {
+	case OPT_ETCD_ENDPOINTS:
+		if (etcd_check_endpoints(arg, &why) == 0)
+			conf->etcd_endpoints = arg;
+		break;
+	case OPT_ETCD_PREFIX:
+		if (etcd_check_prefix(arg, &why) == 0)
+			conf->etcd_prefix = arg;
+		break;
+	case OPT_ETCD_LEASE_TTL:
+		v = strtol(arg, &end, 10);
+		if (*arg == '\0' || *end != '\0' || v < LEADER_TTL_MIN ||
+		    v > LEADER_TTL_MAX)
+			why = "expected 2 to 300 seconds";
+		else
+			conf->etcd_lease_ttl = (int)v;
+		break;
+	case OPT_ADVERTISE_AGENT:
+		if (strlen(arg) >= LEADER_ADDR_MAX || strchr(arg, ':') == NULL)
+			why = "expected HOST:PORT";
+		else
+			conf->advertise_agent = arg;
+		break;
+	case OPT_ADVERTISE_HTTP:
+		if (strlen(arg) >= LEADER_ADDR_MAX ||
+		    (strncmp(arg, "http://", 7) != 0 &&
+		    strncmp(arg, "https://", 8) != 0))
+			why = "expected http://HOST:PORT or https://HOST:PORT";
+		else
+			conf->advertise_http = arg;
+		break;
+	default:
+		why = "unknown flag";
+		break;
+	}
+	if (why != NULL) {
+		log_warnx("--%s: %s: %s", name, arg, why);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Returns 1 if this coordinator uses etcd and does not lead now. */
+int
+leader_is_follower(const struct coord *c)
+{
+	return (c->leader != NULL && c->leader->role != ROLE_LEADER);
+}
+
+/* Returns this coordinator's role: "leader" or "follower". */
+const char *
+leader_role(const struct coord *c)
+{
+	return (leader_is_follower(c) ? "follower" : "leader");
+}
+
+/* Returns the leader's AgentLink address, "" while none is known. */
+const char *
+leader_agent(const struct coord *c)
+{
+	return (c->leader != NULL ? c->leader->agent : "");
+}
+
+/* Empties the model: no job, node or batch; generation 0. */
+static void
+leader_model_clear(struct coord *c)
+{
+	size_t	 i;
+
+	schedule_free_all(c);
+	TAILQ_INIT(&c->jobs);
+	TAILQ_INIT(&c->nodes);
+	TAILQ_INIT(&c->batch_ranks);
+	for (i = 0; i < COORD_NODE_BUCKETS; i++)
+		LIST_INIT(&c->node_hash[i]);
+	c->generation = 0;
+	c->nunscheduled = 0;
+}
+
+/* Closes every agent connection with ERROR_NOT_LEADER (naming the leader). */
+static void
+leader_close_agents(struct coord *c, const char *why)
+{
+	struct conn	*conn, *next;
+
+	/* Events read and not committed: the commit fails, the agents replay
+	 * them to the leader. */
+	store_flush(c->store);
+	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
+		next = TAILQ_NEXT(conn, entry);
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
+		    why);
+	}
+}
+
+static void	leader_campaign(struct coord *);
+
+/* Stops leading: agents closed, model dropped, lease given up. */
+static void
+leader_step_down(struct coord *c, const char *why)
+{
+	struct leader	*l = c->leader;
+
+	if (l->role != ROLE_LEADER)
+		return;
+	log_warnx("%s: stepping down: %s", __func__, why);
+	l->role = ROLE_FOLLOWER;
+	l->stepdowns++;
+	l->e->fence = 0;
+	l->agent[0] = l->http[0] = '\0';
+	leader_close_agents(c, "this coordinator is not the leader any more");
+	leader_model_clear(c);
+	/* A fresh lease for the next campaign; the old key goes with it. */
+	etcd_resign(l->e);
+}
+
+/*
+ * Takes the lead just won: loads the whole state from etcd, then serves.
+ * Returns 0, or -1 (stepped down) if the state does not load.
+ */
+static int
+leader_take(struct coord *c)
+{
+	struct leader	*l = c->leader;
+
+	leader_close_agents(c, "this coordinator is taking the lead");
+	leader_model_clear(c);
+	l->role = ROLE_LEADER;
+	if (load_model(c) == -1) {
+		leader_step_down(c, "cannot load the state from etcd");
+		return (-1);
+	}
+	l->resync = 0;
+	snprintf(l->agent, sizeof(l->agent), "%s", c->conf.advertise_agent);
+	snprintf(l->http, sizeof(l->http), "%s", c->conf.advertise_http);
+	l->elections++;
+	log_info("%s: leading (fencing token %lld, lease %lld), generation "
+	    "%llu, %s", __func__, (long long)l->e->fence,
+	    (long long)l->e->lease, (unsigned long long)c->generation,
+	    l->agent);
+	return (0);
+}
+
+/* Reads who leads from the leader key's value. */
+static void
+leader_learn(struct leader *l, const char *value)
+{
+	json_t		*j;
+	const char	*agent, *http;
+
+	if ((j = json_loads(value, 0, NULL)) == NULL)
+		return;
+	agent = json_string_value(json_object_get(j, "agent"));
+	http = json_string_value(json_object_get(j, "http"));
+	if (agent != NULL && strcmp(agent, l->agent) != 0)
+		log_info("leader: %s (%s)", agent, http != NULL ? http : "?");
+	snprintf(l->agent, sizeof(l->agent), "%s", agent != NULL ? agent : "");
+	snprintf(l->http, sizeof(l->http), "%s", http != NULL ? http : "");
+	json_decref(j);
+}
+
+/* One campaign: lead if the key is free, else learn who leads. */
+static void
+leader_campaign(struct coord *c)
+{
+	struct leader	*l = c->leader;
+	char		 other[1024];
+
+	/* A follower's lease is kept too: the put of a campaign needs one
+	 * alive (gone: a new one is granted). */
+	if (l->e->lease != 0 && etcd_keepalive(l->e) == -1) {
+		log_debug("%s: %s", __func__, l->e->error);
+		return;
+	}
+	switch (etcd_campaign(l->e, c->conf.etcd_lease_ttl, l->me, other,
+	    sizeof(other))) {
+	case 1:
+		leader_take(c);
+		break;
+	case 0:
+		leader_learn(l, other);
+		break;
+	default:
+		log_debug("%s: %s", __func__, l->e->error);
+		break;
+	}
+}
+
+/*
+ * The leader's turn: keeps the lease alive.  Gone: steps down.  No answer:
+ * stays (writes fail meanwhile), and reloads the state once etcd answers.
+ */
+static void
+leader_renew(struct coord *c)
+{
+	struct leader	*l = c->leader;
+
+	switch (etcd_keepalive(l->e)) {
+	case 0:
+		leader_step_down(c, "the lease expired");
+		leader_campaign(c);	/* who leads now */
+		return;
+	case -1:
+		if (!l->resync)
+			log_warnx("%s: etcd does not answer: %s; writes fail "
+			    "until it does", __func__, l->e->error);
+		l->resync = 1;
+		return;
+	}
+	if (l->resync) {
+		log_info("%s: etcd answers again: reloading the state",
+		    __func__);
+		leader_take(c);
+	}
+}
+
+/* The election timer: every quarter of the TTL. */
+static void
+leader_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord	*c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->leader->role == ROLE_LEADER)
+		leader_renew(c);
+	else
+		leader_campaign(c);
+}
+
+/* A guarded write failed (store_etcd.c): step down, out of the store. */
+static void
+leader_deposed_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	leader_step_down(arg, "another coordinator took the lead");
+	leader_campaign(arg);		/* who leads now */
+}
+
+/* The store's word that a guarded write failed: acted on next. */
+static void
+leader_deposed(void *arg)
+{
+	struct coord	*c = arg;
+
+	event_active(c->leader->deposed, EV_TIMEOUT, 1);
+}
+
+/*
+ * Opens the etcd client and store (--etcd-endpoints).  Returns the store, or
+ * NULL with *why set.
+ */
+struct store *
+leader_open(struct coord *c, const char **why)
+{
+	struct leader	*l;
+	struct store	*s;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL) {
+		*why = "out of memory";
+		return (NULL);
+	}
+	c->leader = l;
+	if ((l->e = etcd_new(c->conf.etcd_endpoints, c->conf.etcd_prefix,
+	    why)) == NULL)
+		return (NULL);
+	l->e->deposed = leader_deposed;
+	l->e->deposed_arg = c;
+	if ((s = store_open_etcd(l->e, why)) == NULL)
+		return (NULL);
+	return (s);
+}
+
+/*
+ * Starts campaigning, once listening (the leader key names the ports): one
+ * campaign now, then the timer.  Returns 0 or -1.
+ */
+int
+leader_start(struct coord *c)
+{
+	struct leader	*l = c->leader;
+	struct timeval	 tv;
+	uint32_t	 ms = (uint32_t)c->conf.etcd_lease_ttl * 1000 /
+			    LEADER_TICKS_PER_TTL;
+	json_t		*me;
+	char		*text;
+
+	if (c->conf.advertise_agent == NULL) {
+		snprintf(c->advertise_agent, sizeof(c->advertise_agent),
+		    "127.0.0.1:%d", c->agent_port);
+		c->conf.advertise_agent = c->advertise_agent;
+	}
+	if (c->conf.advertise_http == NULL) {
+		snprintf(c->advertise_http, sizeof(c->advertise_http),
+		    "%s://127.0.0.1:%d", c->http_tls.ctx != NULL ? "https" :
+		    "http", c->http_port);
+		c->conf.advertise_http = c->advertise_http;
+	}
+	me = json_pack("{s:s,s:s}", "agent", c->conf.advertise_agent, "http",
+	    c->conf.advertise_http);
+	text = me != NULL ? json_dumps(me, JSON_COMPACT) : NULL;
+	json_decref(me);
+	if (text == NULL || strlen(text) >= sizeof(l->me)) {
+		free(text);
+		return (-1);
+	}
+	snprintf(l->me, sizeof(l->me), "%s", text);
+	free(text);
+	l->timer = event_new(c->base, -1, EV_PERSIST, leader_tick, c);
+	l->deposed = event_new(c->base, -1, 0, leader_deposed_cb, c);
+	if (l->timer == NULL || l->deposed == NULL)
+		return (-1);
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	event_add(l->timer, &tv);
+	log_info("%s: etcd %s, prefix %s, lease %d s; advertising %s and %s",
+	    __func__, c->conf.etcd_endpoints, c->conf.etcd_prefix,
+	    c->conf.etcd_lease_ttl, c->conf.advertise_agent,
+	    c->conf.advertise_http);
+	leader_campaign(c);
+	if (l->role != ROLE_LEADER)
+		log_info("%s: following %s", __func__, l->agent[0] != '\0' ?
+		    l->agent : "(no leader known yet)");
+	return (0);
+}
+
+/*
+ * Answers an admin request on a follower: 307 to the same path and query at
+ * the leader's URL, or 503 while no leader is known.
+ */
+void
+leader_redirect(struct coord *c, struct evhttp_request *req)
+{
+	const char	*uri = evhttp_request_get_uri(req);
+	char		 loc[LEADER_ADDR_MAX + 2048];
+
+	if (c->leader->http[0] == '\0') {
+		http_error(c, req, 503, NULL, "this coordinator is a follower "
+		    "and no leader is known yet: retry");
+		return;
+	}
+	if ((size_t)snprintf(loc, sizeof(loc), "%s%s", c->leader->http,
+	    uri != NULL ? uri : "/") >= sizeof(loc)) {
+		http_error(c, req, 414, NULL, "request URI too long");
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Location",
+	    loc);
+	http_error(c, req, 307, NULL, "this coordinator is a follower: the "
+	    "leader is %s", c->leader->http);
+}
+
+/* Renders the leadership's metrics. */
+void
+leader_metrics(struct coord *c, struct evbuffer *buf)
+{
+	struct leader	*l = c->leader;
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_coordinator_leader 1 if this coordinator leads\n"
+	    "# TYPE dynprof_coordinator_leader gauge\n"
+	    "dynprof_coordinator_leader %d\n", !leader_is_follower(c));
+	if (l == NULL)
+		return;
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_coordinator_elections_total times it took the lead\n"
+	    "# TYPE dynprof_coordinator_elections_total counter\n"
+	    "dynprof_coordinator_elections_total %llu\n"
+	    "# HELP dynprof_coordinator_stepdowns_total times it lost the lead\n"
+	    "# TYPE dynprof_coordinator_stepdowns_total counter\n"
+	    "dynprof_coordinator_stepdowns_total %llu\n"
+	    "# HELP dynprof_coordinator_etcd_failures_total etcd requests "
+	    "that failed\n"
+	    "# TYPE dynprof_coordinator_etcd_failures_total counter\n"
+	    "dynprof_coordinator_etcd_failures_total %llu\n",
+	    (unsigned long long)l->elections, (unsigned long long)l->stepdowns,
+	    (unsigned long long)l->e->failures);
+}
+
+/*
+ * Stops: a leader gives up its lease, so that a follower takes the lead
+ * at its next campaign rather than after the TTL.  After store_close().
+ */
+void
+leader_stop(struct coord *c)
+{
+	struct leader	*l = c->leader;
+
+	if (l == NULL)
+		return;
+	if (l->e != NULL && l->e->lease != 0)
+		etcd_resign(l->e);
+	if (l->timer != NULL)
+		event_free(l->timer);
+	if (l->deposed != NULL)
+		event_free(l->deposed);
+	etcd_free(l->e);
+	free(l);
+	c->leader = NULL;
+}

@@ -1,0 +1,308 @@
+#!/usr/bin/python3
+"""Coordinators that share their state in etcd, one of them the leader: real
+etcd members (tests/support/etcd.py) and real coordinators, agents and ranks on
+loopback.  One scenario per run, named by the first argument:
+
+  redirect  a follower answers admin requests with a 307 to the leader (and
+            dynprofctl, given both, follows it; given the follower alone it
+            refuses to), /healthz says each one's role, and an agent given
+            the follower first ends up on the leader (ERROR_NOT_LEADER).
+  failover  three coordinators, two agents with two ranks each: the leader
+            is SIGKILLed during a window; another leads within the lease's
+            TTL + 1 s, the window completes, and the status shows every
+            rank's start and stop exactly once.
+  sigstop   the leader is SIGSTOPped past its lease: another takes the lead;
+            woken up, the old one does not write (its write is refused or
+            redirected, the new leader's state is unchanged) and steps down.
+  quorum    three etcd members: one lost is survived; two lost (no quorum)
+            make writes fail with a 503 "store unavailable" while reads are
+            served from memory; with the members back, writes succeed again.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
+from cluster import (SKIP, Cluster, Failure, Proc, binary, check,  # noqa: E402
+                     events_of, log, main, wait_for, COORDINATOR, CTL)
+import etcd  # noqa: E402
+
+TTL = 2             # --etcd-lease-ttl of every coordinator here
+JOB = "etcd-%d" % os.getpid()
+
+
+class HaCluster(Cluster):
+    """A Cluster of several coordinators over one etcd cluster; url() and
+    http() talk to the one use() chose (the leader, after find_leader())."""
+
+    def __init__(self, name, etcd_members=1):
+        Cluster.__init__(self, name)
+        self.etcd = etcd.EtcdCluster(etcd_members, name=name)
+        self.cleanups.append(self.etcd.close)
+        self.coords = []        # [(Proc, agent_port, http_port)]
+        self.prefix = "/dynprof-%s-%d/" % (name, os.getpid())
+
+    def start_coordinators(self, n):
+        self.etcd.start()
+        for i in range(n):
+            ready = os.path.join(self.dir, "coord%d.ready" % i)
+            p = Proc("coordinator%d" % i, [
+                binary(COORDINATOR), "--listen", "127.0.0.1:0",
+                "--http", "127.0.0.1:0",
+                "--state-dir", os.path.join(self.dir, "state%d" % i),
+                "--heartbeat-ms", "500", "--ready-file", ready,
+                "--etcd-endpoints", self.etcd.endpoints,
+                "--etcd-prefix", self.prefix,
+                "--etcd-lease-ttl", str(TTL)],
+                os.path.join(self.dir, "coordinator%d.log" % i))
+            self.procs.append(p.start())
+            kv = wait_for(lambda: self._ports(p, ready), 20,
+                          "coordinator %d ready" % i)
+            self.coords.append((p, int(kv["agent_port"]),
+                                int(kv["http_port"])))
+        return self.find_leader()
+
+    def _ports(self, p, ready):
+        if not p.alive():
+            raise Failure("%s exited %s:\n%s" % (p.name, p.p.returncode,
+                                                  p.output()[-2000:]))
+        if not os.path.exists(ready):
+            return None
+        kv = dict(line.strip().partition("=")[::2] for line in open(ready))
+        return kv if "http_port" in kv else None
+
+    def use(self, i):
+        self.http_port = self.coords[i][2]
+        self.agent_port = self.coords[i][1]
+
+    def role(self, i):
+        self.use(i)
+        code, body = self.http("GET", "/healthz", timeout=5)
+        return body.get("role") if code == 200 else None
+
+    def find_leader(self, timeout=10, exclude=()):
+        """The index of the one coordinator that says it leads."""
+        def cond():
+            leaders = [i for i, (p, _, _) in enumerate(self.coords)
+                       if i not in exclude and p.alive() and
+                       self.role(i) == "leader"]
+            return leaders if len(leaders) == 1 else None
+        i = wait_for(cond, timeout, "one leader", interval=0.05)[0]
+        self.use(i)
+        return i
+
+    def agent_addrs(self):
+        return ",".join("127.0.0.1:%d" % a for _, a, _ in self.coords)
+
+    def metric(self, i, name):
+        self.use(i)
+        import urllib.request
+        with urllib.request.urlopen(self.url() + "/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        return None
+
+
+def post_window(c, i, start, stop, follow=False):
+    c.use(i)
+    return c.http("POST", "/v1/jobs/%s/windows" % JOB,
+                  {"start_step": start, "stop_step": stop})
+
+
+def ctl(c, coordinators, *args):
+    env = dict(os.environ)
+    env["DYNPROF_COORDINATOR"] = coordinators
+    return subprocess.run([binary(CTL)] + list(args), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=30, universal_newlines=True)
+
+
+def scenario_redirect():
+    with HaCluster("etcd-redirect") as c:
+        lead = c.start_coordinators(2)
+        fol = 1 - lead
+        check(c.role(fol) == "follower", "coordinator %d: role %s" % (
+            fol, c.role(fol)))
+        import urllib.error
+        import urllib.request
+
+        class NoFollow(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *a, **k):
+                return None
+        opener = urllib.request.build_opener(NoFollow)
+        lurl = "http://127.0.0.1:%d" % c.coords[lead][2]
+        furl = "http://127.0.0.1:%d" % c.coords[fol][2]
+        try:
+            opener.open(furl + "/v1/jobs?x=1", timeout=5)
+            raise Failure("the follower answered a read itself")
+        except urllib.error.HTTPError as e:
+            check(e.code == 307 and e.headers["Location"] ==
+                  lurl + "/v1/jobs?x=1", "follower: %s Location %s" % (
+                      e.code, e.headers["Location"]))
+        r = ctl(c, furl + "," + lurl, "trace", JOB, "--start", "100",
+                "--stop", "110")
+        check(r.returncode == 0, "dynprofctl via the follower: %s" % r.stdout)
+        c.use(lead)
+        code, st = c.http("GET", "/v1/jobs/%s" % JOB)
+        check(code == 200 and len(st.get("windows", [])) == 1,
+              "the leader has not the window dynprofctl sent: %s %s" % (code, st))
+        r = ctl(c, furl, "jobs")
+        check(r.returncode != 0 and "not one of the coordinators" in r.stdout,
+              "dynprofctl followed a redirect it was not given: %s" % r.stdout)
+        log("follower redirects; dynprofctl follows to a coordinator it knows")
+        # An agent that lists the follower first ends up on the leader.
+        n = c.node("n0", coord_addr="127.0.0.1:%d,127.0.0.1:%d" % (
+            c.coords[fol][1], c.coords[lead][1]))
+        n.start_agent()
+
+        def on_leader():
+            c.use(lead)
+            code, body = c.http("GET", "/v1/nodes")
+            return [x for x in body.get("nodes", [])
+                    if x.get("node") == "n0" and x.get("state") == "connected"]
+        wait_for(on_leader, 15, "agent n0 connected to the leader")
+        check(c.metric(fol, "dynprof_agents_refused_total") >= 1,
+              "the follower did not refuse the agent")
+        log("agent sent to the leader by the follower's ERROR_NOT_LEADER")
+
+
+def scenario_failover():
+    with HaCluster("etcd-failover") as c:
+        lead = c.start_coordinators(3)
+        addrs = c.agent_addrs()
+        for i in range(2):
+            n = c.node("n%d" % i, coord_addr=addrs)
+            n.start_agent()
+            for k in range(2):
+                n.start_rank(JOB, 2 * i + k, rate=20)
+        st = c.wait_ranks(JOB, 4, min_step=5)
+        top = st["progress"]["max_step"]
+        w = c.add_window(JOB, {"start_step": top + 30, "stop_step": top + 130})
+        wid, a, b = w["id"], w["start_step"], w["stop_step"]
+
+        def started():
+            st = c.status(JOB)
+            return all(events_of(r, "started", wid) for r in st["ranks"]) \
+                and len(st["ranks"]) == 4
+        wait_for(started, 30, "every rank started window %d" % wid,
+                 interval=0.1)
+        p = c.coords[lead][0]
+        log("SIGKILL leader coordinator%d (pid %d) during window %d (%d-%d)"
+            % (lead, p.pid, wid, a, b))
+        t0 = time.monotonic()
+        p.kill9()
+        new = c.find_leader(timeout=TTL + 5, exclude=(lead,))
+        took = time.monotonic() - t0
+        log("coordinator%d leads after %.2f s" % (new, took))
+        check(took <= TTL + 1.0, "new leader after %.2f s, TTL %d s" % (
+            took, TTL))
+        st = c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
+        time.sleep(1.0)         # replays, if any, have landed
+        st = c.status(JOB)
+        for r in st["ranks"]:
+            s, e = events_of(r, "started", wid), events_of(r, "stopped", wid)
+            check(len(s) == 1 and len(e) == 1 and s[0]["step"] == a and
+                  e[0]["step"] == b, "rank %d: started %s stopped %s" % (
+                      r["rank"], s, e))
+        log("window %d completed across the failover, each start and stop "
+            "once" % wid)
+
+
+def scenario_sigstop():
+    with HaCluster("etcd-sigstop") as c:
+        lead = c.start_coordinators(2)
+        fol = 1 - lead
+        code, _ = post_window(c, lead, 100, 110)
+        check(code == 201, "first window: %s" % code)
+        old = c.coords[lead][0]
+        log("SIGSTOP leader coordinator%d" % lead)
+        old.signal(signal.SIGSTOP)
+        try:
+            new = c.find_leader(timeout=TTL + 5, exclude=(lead,))
+            check(new == fol, "leader %d" % new)
+            code, _ = post_window(c, fol, 200, 210)
+            check(code == 201, "the new leader's window: %s" % code)
+        finally:
+            old.signal(signal.SIGCONT)
+        # Woken, it still believes it leads until etcd says otherwise.
+        code, body = post_window(c, lead, 300, 310)
+        log("the old leader, woken, answered a write with %s %s" % (code, body))
+        check(code in (307, 503), "the deposed leader took a write: %s %s" % (
+            code, body))
+        wait_for(lambda: c.role(lead) == "follower", 3,
+                 "the old leader stepped down")
+        check(c.metric(lead, "dynprof_coordinator_stepdowns_total") == 1,
+              "stepdowns: %s" % c.metric(lead,
+                                         "dynprof_coordinator_stepdowns_total"))
+        c.use(fol)
+        st = c.status(JOB)
+        steps = sorted((w["start_step"], w["stop_step"]) for w in st["windows"])
+        check(steps == [(100, 110), (200, 210)], "windows %s" % steps)
+        log("the paused leader wrote nothing and stepped down")
+
+
+def scenario_quorum():
+    with HaCluster("etcd-quorum", etcd_members=3) as c:
+        lead = c.start_coordinators(2)
+        code, _ = post_window(c, lead, 100, 110)
+        check(code == 201, "first window: %s" % code)
+        log("killing etcd member 0")
+        c.etcd.stop_member(0)
+        lead = c.find_leader(timeout=TTL + 5)
+        code, body = post_window(c, lead, 200, 210)
+        check(code == 201, "one member lost: %s %s" % (code, body))
+        log("one member lost: writes go on; killing member 1 (no quorum)")
+        c.etcd.stop_member(1)
+
+        def refused():
+            code, body = post_window(c, lead, 300, 310)
+            return (code, body) if code != 201 else None
+        code, body = wait_for(refused, 10, "a write refused")
+        check(code == 503 and "store unavailable" in body.get("error", ""),
+              "without quorum: %s %s" % (code, body))
+        c.use(lead)
+        code, st = c.http("GET", "/v1/jobs/%s" % JOB)
+        check(code == 200 and len(st["windows"]) == 2,
+              "reads without quorum: %s %s" % (code, st))
+        log("no quorum: 503 %s; reads served" % body["error"])
+        c.etcd.start_member(0)
+        c.etcd.start_member(1)
+        c.etcd.wait_healthy()
+
+        def accepted():
+            i = c.find_leader(timeout=TTL + 5)
+            code, body = post_window(c, i, 400, 410)
+            return (i, body) if code == 201 else None
+        i, body = wait_for(accepted, 30, "a write accepted again", interval=0.3)
+        c.use(i)
+        st = c.status(JOB)
+        steps = sorted(w["start_step"] for w in st["windows"])
+        check(steps == [100, 200, 400], "windows after recovery: %s" % steps)
+        log("quorum back: writes accepted, state whole")
+
+
+SCENARIOS = {
+    "redirect": scenario_redirect,
+    "failover": scenario_failover,
+    "sigstop": scenario_sigstop,
+    "quorum": scenario_quorum,
+}
+
+
+def test():
+    if not os.access(etcd.ETCD, os.X_OK):
+        print("SKIP: %s is not installed (scripts/deps.sh)" % etcd.ETCD)
+        return SKIP
+    return SCENARIOS[sys.argv[1]]()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        sys.stderr.write("usage: test_etcd.py %s\n" % "|".join(SCENARIOS))
+        sys.exit(2)
+    main(test)
