@@ -13,13 +13,16 @@
 # (../shared/anchors/seed_ms24/seed_baseline.py, or $DYNPROF_SEED_BASELINE)
 # measures MindSpore's profiler_config.json polling, and the ratio is printed.
 # With DYNPROF_SEED_OUTPUT=FILE (bench/run.sh's seed run, same session) its
-# figures are taken from FILE instead of running the seed again.
+# figures are taken from FILE instead of running the seed again; with
+# DYNPROF_SEED_OUTPUT=none the seed is not run.  PROP_NODES and PROP_RANKS
+# change the 16 x 8; PROP_COORD_FLAGS are added to the coordinator's flags
+# (bench/etcd.sh: its store in etcd).
 set -eu
 
 BUILD=${1:-build}
 TRIALS=${2:-100}
-NODES=16
-RANKS=8
+NODES=${PROP_NODES:-16}
+RANKS=${PROP_RANKS:-8}
 JOB=prop
 HERE=$(cd "$(dirname "$0")" && pwd)
 SEED=${DYNPROF_SEED_BASELINE:-$HERE/../../shared/anchors/seed_ms24/seed_baseline.py}
@@ -55,8 +58,9 @@ wait_file() {
 }
 
 mkdir -p "$D/state"
+# shellcheck disable=SC2086
 "$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$D/state" \
-    --ready-file "$D/coord.ready" -q >"$D/coord.log" 2>&1 &
+    --ready-file "$D/coord.ready" -q ${PROP_COORD_FLAGS:-} >"$D/coord.log" 2>&1 &
 PIDS="$! $PIDS"
 wait_file "$D/coord.ready" http_port
 AP=$(sed -n 's/^agent_port=//p' "$D/coord.ready")
@@ -93,6 +97,7 @@ echo "propagation: $NODES agents x $RANKS ranks up; $TRIALS changes through the 
 
 # shellcheck disable=SC2086
 "$PROP" --http "127.0.0.1:$HP" --job $JOB --trials "$TRIALS" $SEGS | tee "$D/prop.out"
+[ "${DYNPROF_SEED_OUTPUT:-}" = none ] && exit 0
 
 if [ -n "${DYNPROF_SEED_OUTPUT:-}" ] &&
     grep -q '^propagation_ms' "$DYNPROF_SEED_OUTPUT" 2>/dev/null; then

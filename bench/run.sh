@@ -79,6 +79,11 @@ fi
 echo "== python_step: the Python binding per step, beside MindSpore 2.4 in the same process"; DYNPROF_LIBRARY="$build/lib/libdynprof.so" "${DYNPROF_PYTHON:-/usr/bin/python3}" "$here/python_step.py" --seed-dir "$root/../shared/anchors/seed_ms24" || status=1
 
 echo "== propagation: admin request -> new generation in every segment, 16 agents x 8 ranks (bench/propagation.sh)"; DYNPROF_SEED_OUTPUT="$build/bench/seed_baseline.txt" sh "$here/propagation.sh" "$build" 100 || status=1
+if [ -x /usr/bin/etcd ]; then
+	echo "== etcd: admin commit and propagation, the store in etcd against SQLite in the same run (bench/etcd.sh)"; sh "$here/etcd.sh" "$build" 200 || status=1
+else
+	echo "== etcd: skipped, no /usr/bin/etcd (scripts/deps.sh installs etcd-server)"
+fi
 echo "== fanout: one coordinator, 1,000 to 10,000 agents of dynprof-loadgen: fan-out, events/s, RSS, CPU (bench/fanout.sh)"; sh "$here/fanout.sh" "$build" || status=1
 echo "== agent: push -> visible in the segment (n=1000), idle RSS/CPU/wakeups with 8 ranks over 10 s (bench/agent_bench.c)"; DYNPROF_BUILD_DIR="$build" "$build/bench/dynprof-agent-bench" -n 1000 -t 10 || status=1
 exit $status
