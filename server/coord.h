@@ -62,6 +62,7 @@ struct leader;
 #define COORD_LEGACY_MAX	10000	/* legacy job reports (node, job) kept */
 #define COORD_LEGACY_WINDOWS_MAX 64	/* windows per legacy job report */
 #define COORD_LEGACY_TEXT_MAX	512	/* a reason, an error, a path kept */
+#define COORD_LEGACY_SHOWN	8	/* nodes' errors a legacy job's status shows */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
 #define COORD_RANKS_LIMIT_DEFAULT 1000		/* ranks in one page */
 #define COORD_RANKS_LIMIT_MAX	10000

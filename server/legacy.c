@@ -139,55 +139,115 @@ legacy_status(struct coord *c, struct node *node,
 	}
 }
 
-/* One node's report on a legacy job, as status shows it. */
-static json_t *
-legacy_entry_json(const struct legacy_entry *e)
-{
-	json_t	*o, *arr, *w;
-	size_t	 i;
-	int	 s;
+/* A window's tally across the nodes serving the job. */
+struct legacy_tally {
+	uint32_t	 id;
+	json_int_t	 n[NITEMS(legacy_window_states)];
+	const char	*reason;		/* the first one reported */
+};
 
-	o = json_object();
-	json_object_set_new(o, "node", json_string(e->node));
-	json_object_set_new(o, "dialect", json_string(e->dialect[0] != '\0' ?
-	    e->dialect : "unknown"));
-	json_object_set_new(o, "error", e->error[0] != '\0' ?
-	    json_string(e->error) : json_null());
-	json_object_set_new(o, "output_dir", e->output_dir[0] != '\0' ?
-	    json_string(e->output_dir) : json_null());
-	arr = json_array();
-	for (i = 0; i < e->nwindows; i++) {
-		s = e->windows[i].state;
-		w = json_object();
-		json_object_set_new(w, "id", json_integer(e->windows[i].id));
-		json_object_set_new(w, "state", json_string(s > 0 &&
-		    (size_t)s < NITEMS(legacy_window_states) ?
-		    legacy_window_states[s] : "unknown"));
-		json_object_set_new(w, "reason",
-		    e->windows[i].reason[0] != '\0' ?
-		    json_string(e->windows[i].reason) : json_null());
-		json_array_append_new(arr, w);
+/* Counts window w of one node's report into the tallies (at most max). */
+static void
+legacy_count_window(struct legacy_tally *t, size_t *nt, size_t max,
+    const struct legacy_window_status *w)
+{
+	size_t	 i;
+
+	for (i = 0; i < *nt; i++)
+		if (t[i].id == w->id)
+			break;
+	if (i == *nt) {
+		if (*nt == max)
+			return;
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].id = w->id;
+		(*nt)++;
 	}
-	json_object_set_new(o, "windows", arr);
-	return (o);
+	if (w->state > 0 && (size_t)w->state < NITEMS(legacy_window_states))
+		t[i].n[w->state]++;
+	if (t[i].reason == NULL && w->reason[0] != '\0')
+		t[i].reason = w->reason;
 }
 
-/* Adds "legacy", every node's report on job, to body if there is any. */
+/* The tallies as status shows them, in window id order. */
+static json_t *
+legacy_windows_json(struct legacy_tally *t, size_t nt)
+{
+	struct legacy_tally	 tmp;
+	json_t			*arr, *w, *st;
+	size_t			 i, j;
+
+	for (i = 1; i < nt; i++)
+		for (j = i; j > 0 && t[j - 1].id > t[j].id; j--) {
+			tmp = t[j];
+			t[j] = t[j - 1];
+			t[j - 1] = tmp;
+		}
+	arr = json_array();
+	for (i = 0; i < nt; i++) {
+		w = json_object();
+		st = json_object();
+		for (j = 1; j < NITEMS(legacy_window_states); j++)
+			json_object_set_new(st, legacy_window_states[j],
+			    json_integer(t[i].n[j]));
+		json_object_set_new(w, "id", json_integer(t[i].id));
+		json_object_set_new(w, "nodes", st);
+		json_object_set_new(w, "reason", t[i].reason != NULL ?
+		    json_string(t[i].reason) : json_null());
+		json_array_append_new(arr, w);
+	}
+	return (arr);
+}
+
+/*
+ * Adds "legacy" to body, the job's summary, if some node serves the job as
+ * legacy: how many nodes, by dialect; the first COORD_LEGACY_SHOWN nodes
+ * whose report has an error; per window, how many nodes wrote it, wait, refused
+ * it or are over with it, and the first reason given.  Its size does not grow
+ * with the nodes.
+ */
 void
 legacy_job_json(struct coord *c, const char *job, struct json_t *body)
 {
+	struct legacy_tally	 t[COORD_LEGACY_WINDOWS_MAX];
 	struct legacy_entry	*e;
-	json_t			*arr = NULL;
+	json_t			*o, *dialects, *errors, *x;
+	json_int_t		 nodes = 0, nerrors = 0;
+	size_t			 nt = 0, i;
+	const char		*d;
 
+	dialects = json_object();
+	errors = json_array();
 	TAILQ_FOREACH(e, &c->legacy, entry) {
 		if (strcmp(e->job, job) != 0)
 			continue;
-		if (arr == NULL)
-			arr = json_array();
-		json_array_append_new(arr, legacy_entry_json(e));
+		nodes++;
+		d = e->dialect[0] != '\0' ? e->dialect : "unknown";
+		x = json_object_get(dialects, d);
+		json_object_set_new(dialects, d,
+		    json_integer(x != NULL ? json_integer_value(x) + 1 : 1));
+		if (e->error[0] != '\0' && nerrors++ < COORD_LEGACY_SHOWN) {
+			x = json_object();
+			json_object_set_new(x, "node", json_string(e->node));
+			json_object_set_new(x, "error", json_string(e->error));
+			json_array_append_new(errors, x);
+		}
+		for (i = 0; i < e->nwindows; i++)
+			legacy_count_window(t, &nt, COORD_LEGACY_WINDOWS_MAX,
+			    &e->windows[i]);
 	}
-	if (arr != NULL)
-		json_object_set_new(body, "legacy", arr);
+	if (nodes == 0) {
+		json_decref(dialects);
+		json_decref(errors);
+		return;
+	}
+	o = json_object();
+	json_object_set_new(o, "nodes", json_integer(nodes));
+	json_object_set_new(o, "dialects", dialects);
+	json_object_set_new(o, "nodes_in_error", json_integer(nerrors));
+	json_object_set_new(o, "errors", errors);
+	json_object_set_new(o, "windows", legacy_windows_json(t, nt));
+	json_object_set_new(body, "legacy", o);
 }
 
 /* Forgets every report. */

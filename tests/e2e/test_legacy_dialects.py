@@ -207,12 +207,24 @@ def read_config(path):
 
 
 def legacy_of(c, job):
+    """The job's "legacy" summary, read as one node's report (this test has
+    one node): its dialect, its error, each window's state and reason."""
     code, st = c.http("GET", "/v1/jobs/%s" % job)
-    if code != 200:
+    lg = st.get("legacy") if code == 200 else None
+    if lg is None:
         return None
-    for e in st.get("legacy", []):
-        return e
-    return None
+    check(lg["nodes"] == 1 and sum(lg["dialects"].values()) == 1 and
+          lg["nodes_in_error"] == len(lg["errors"]) <= 1, "legacy: %s" % lg)
+    windows = []
+    for w in lg["windows"]:
+        states = [k for k, n in w["nodes"].items() if n]
+        check(len(states) == 1 and w["nodes"][states[0]] == 1,
+              "window counts %s" % w)
+        windows.append({"id": w["id"], "state": states[0],
+                        "reason": w["reason"]})
+    return {"dialect": list(lg["dialects"])[0],
+            "error": lg["errors"][0]["error"] if lg["errors"] else None,
+            "windows": windows}
 
 
 def error_is(c, job, what):

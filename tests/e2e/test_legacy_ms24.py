@@ -84,8 +84,8 @@ def test():
         # Rank 0 writes MindSpore 2.4's defaults: the agent knows the dialect.
         def dialect():
             code, st = c.http("GET", "/v1/jobs/%s" % JOB)
-            e = (st.get("legacy") or [None])[0] if code == 200 else None
-            return e if e and e["dialect"] == "mindspore-2.4" else None
+            e = st.get("legacy") if code == 200 else None
+            return e if e and e["dialects"] == {"mindspore-2.4": 1} else None
         wait_for(dialect, 20, "job %s served as mindspore-2.4" % JOB)
         wait_for(lambda: current_step(jlog) >= 3, 20, "the job stepping")
 
