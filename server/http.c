@@ -50,6 +50,7 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 	switch (code) {
 	case 200: reason = "OK"; break;
 	case 201: reason = "Created"; break;
+	case 307: reason = "Temporary Redirect"; break;
 	case 400: reason = "Bad Request"; break;
 	case 401: reason = "Unauthorized"; break;
 	case 403: reason = "Forbidden"; break;

@@ -142,13 +142,14 @@ leader_agent(const struct coord *c)
 	return (c->leader != NULL ? c->leader->agent : "");
 }
 
-/* Empties the model: no job, node or batch; generation 0. */
+/* Empties the model: no job, node, legacy report or batch; generation 0. */
 static void
 leader_model_clear(struct coord *c)
 {
 	size_t	 i;
 
 	schedule_free_all(c);
+	legacy_free_all(c);		/* what the agents reported */
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);
 	TAILQ_INIT(&c->batch_ranks);
