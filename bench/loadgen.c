@@ -89,7 +89,9 @@ loadgen_connect_more(struct loadgen *lg)
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_before);
 	loadgen_proc_read(getpid(), &lg->self_before);
-	if (lg->do_fanout) {
+	if (lg->do_failover)
+		loadgen_failover_start(lg);
+	else if (lg->do_fanout) {
 		lg->phase = LOADGEN_PHASE_FANOUT;
 		lg->trial = -1;
 		loadgen_fanout_trial(lg);
@@ -273,10 +275,13 @@ static void
 loadgen_usage(FILE *f)
 {
 	fprintf(f,
-"usage: dynprof-loadgen --coordinator HOST:PORT --http HOST:PORT [options]\n"
+"usage: dynprof-loadgen --coordinator HOST:PORT[,...] --http HOST:PORT [options]\n"
 "  --agents N           connections, each one agent (1000)\n"
 "  --job J              the job every agent subscribes to (loadgen)\n"
-"  --mode M             fanout, events or both (both)\n"
+"  --mode M             fanout, events, both (both) or failover: SIGKILL\n"
+"                       --kill-pid (the leader), time every agent's return\n"
+"                       to a new leader of the --coordinator list\n"
+"  --kill-pid P         --mode failover: the leader's pid\n"
 "  --changes N          measured config changes (20), after one warm-up\n"
 "  --events N           events per connection, even (20)\n"
 "  --inflight N         unacknowledged events per connection (1024)\n"
@@ -345,6 +350,7 @@ main(int argc, char **argv)
 		{ "coordinator-pid",	required_argument, NULL, 'P' },
 		{ "tls-dir",		required_argument, NULL, 'L' },
 		{ "tls-sessions",	required_argument, NULL, 'S' },
+		{ "kill-pid",		required_argument, NULL, 'K' },
 		{ "help",		no_argument,	   NULL, 'h' },
 		{ NULL,			0,		   NULL, 0 }
 	};
@@ -352,8 +358,7 @@ main(int argc, char **argv)
 	struct timeval	 tv;
 	struct event	*tick;
 	const char	*coord = NULL, *http = NULL, *admin_token = NULL;
-	char		 host[256];
-	int		 ch, port, i;
+	int		 ch, i;
 
 	memset(&lg, 0, sizeof(lg));
 	lg.n = 1000;
@@ -385,9 +390,10 @@ main(int argc, char **argv)
 			    strcmp(optarg, "both") == 0;
 			lg.do_events = strcmp(optarg, "events") == 0 ||
 			    strcmp(optarg, "both") == 0;
-			if (!lg.do_fanout && !lg.do_events) {
-				fprintf(stderr, "loadgen: --mode: fanout, events "
-				    "or both\n");
+			lg.do_failover = strcmp(optarg, "failover") == 0;
+			if (!lg.do_fanout && !lg.do_events && !lg.do_failover) {
+				fprintf(stderr, "loadgen: --mode: fanout, events, "
+				    "both or failover\n");
 				return (1);
 			}
 			break;
@@ -428,6 +434,10 @@ main(int argc, char **argv)
 		case 'S':
 			lg.tls_sessions = optarg;
 			break;
+		case 'K':
+			lg.kill_pid = loadgen_int("--kill-pid", optarg, 2,
+			    INT_MAX);
+			break;
 		case 'h':
 			loadgen_usage(stdout);
 			return (0);
@@ -440,14 +450,15 @@ main(int argc, char **argv)
 		loadgen_usage(stderr);
 		return (1);
 	}
-	if (loadgen_parse_hostport(coord, host, sizeof(host), &port) == -1 ||
-	    inet_pton(AF_INET, host, &lg.coord.sin_addr) != 1) {
-		fprintf(stderr, "loadgen: --coordinator: want IPV4:PORT: %s\n",
-		    coord);
+	if (loadgen_parse_coords(&lg, coord) == -1) {
+		fprintf(stderr, "loadgen: --coordinator: want IPV4:PORT[,...], "
+		    "at most %d: %s\n", LOADGEN_COORDS_MAX, coord);
 		return (1);
 	}
-	lg.coord.sin_family = AF_INET;
-	lg.coord.sin_port = htons((uint16_t)port);
+	if (lg.do_failover && lg.kill_pid == 0) {
+		fprintf(stderr, "loadgen: --mode failover needs --kill-pid\n");
+		return (1);
+	}
 	if (loadgen_raise_nofile((size_t)lg.n + 64) == -1) {
 		fprintf(stderr, "loadgen: cannot raise the descriptor limit to "
 		    "%d\n", lg.n + 64);
@@ -495,6 +506,7 @@ main(int argc, char **argv)
 	if (!lg.failed)
 		event_base_dispatch(lg.base);
 
+	loadgen_failover_free(&lg);
 	event_free(tick);
 	event_free(lg.trial_timer);
 	event_free(lg.hb_ev);

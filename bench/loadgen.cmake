@@ -7,6 +7,7 @@ include_guard(GLOBAL)
 add_executable(dynprof-loadgen ${PROJECT_SOURCE_DIR}/bench/loadgen.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_conn.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_fanout.c
+  ${PROJECT_SOURCE_DIR}/bench/loadgen_failover.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_tls.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_http.c)
 target_link_libraries(dynprof-loadgen PRIVATE dptls PkgConfig::JANSSON)

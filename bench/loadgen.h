@@ -52,6 +52,12 @@ int	 loadgen_raise_nofile(size_t);
 
 /* dynprof-loadgen: the heartbeat timer's slice (see loadgen_conn.c). */
 #define LOADGEN_HB_TICK_MS	10
+/* --mode failover: coordinators in --coordinator, the agents' backoff
+ * (as agent/agent.h's), and how long the failover may take. */
+#define LOADGEN_COORDS_MAX	8
+#define LOADGEN_BACKOFF_MIN_MS	100
+#define LOADGEN_BACKOFF_MAX_MS	30000
+#define LOADGEN_FAILOVER_MAX_S	120
 
 struct event;
 struct bufferevent;
@@ -68,6 +74,7 @@ enum loadgen_phase {
 	LOADGEN_PHASE_CONNECT,
 	LOADGEN_PHASE_FANOUT,
 	LOADGEN_PHASE_EVENTS,
+	LOADGEN_PHASE_FAILOVER,
 	LOADGEN_PHASE_DONE,
 };
 
@@ -87,12 +94,20 @@ struct loadgen_conn {
 	X509			*cert;		/* --tls-dir: its certificate */
 	EVP_PKEY		*key;
 	SSL_SESSION		*session;	/* --tls-sessions: offered */
+	/* --mode failover */
+	int			 coord_idx;	/* lg->coords[] it dials */
+	int			 tried;		/* addresses tried this round */
+	int			 follow;	/* a follower named the leader */
+	int			 backoff_ms;
+	int			 back;		/* welcomed since the kill */
+	struct event		*retry;
 };
 
 struct loadgen {
 	struct event_base	*base;
 	struct loadgen_http	*http;
-	struct sockaddr_in	 coord;
+	struct sockaddr_in	 coords[LOADGEN_COORDS_MAX];
+	int			 ncoords;
 	const char		*job;
 	const char		*prefix;
 	const char		*token;
@@ -151,6 +166,15 @@ struct loadgen {
 	struct loadgen_proc	 self_fanout;
 	struct loadgen_proc	 self_events;
 
+	/* failover */
+	int			 do_failover;
+	pid_t			 kill_pid;
+	int64_t			 fo_t0;		/* the kill */
+	int64_t			 fo_t_first;	/* first welcome after it */
+	int			 fo_back;	/* connections welcomed again */
+	int			 fo_refused;	/* ERROR_NOT_LEADER answers */
+	struct event		*fo_timer;
+
 	/* events */
 	int64_t			 ev_t0;
 	int64_t			 ev_t_acked;
@@ -176,6 +200,14 @@ void	 loadgen_heartbeat_cb(evutil_socket_t, short, void *);
 void	 loadgen_fanout_trial(struct loadgen *);
 void	 loadgen_fanout_check(struct loadgen *);
 void	 loadgen_trial_timeout_cb(evutil_socket_t, short, void *);
+
+/* loadgen_failover.c */
+int	 loadgen_parse_coords(struct loadgen *, const char *);
+void	 loadgen_failover_start(struct loadgen *);
+int	 loadgen_failover_lost(struct loadgen_conn *);
+void	 loadgen_failover_error(struct loadgen_conn *, int, const char *);
+void	 loadgen_failover_welcome(struct loadgen_conn *);
+void	 loadgen_failover_free(struct loadgen *);
 
 /* loadgen_tls.c */
 int	 loadgen_tls_load(struct loadgen *);

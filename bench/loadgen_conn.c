@@ -76,6 +76,9 @@ loadgen_conn_dead(struct loadgen_conn *c, const char *why)
 
 	if (c->state == LOADGEN_DEAD)
 		return;
+	/* --mode failover: it dials again, as an agent would. */
+	if (loadgen_failover_lost(c))
+		return;
 	if (c->state == LOADGEN_CONNECTING || c->state == LOADGEN_HELLO_SENT)
 		lg->connecting--;
 	else
@@ -220,6 +223,12 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME:
 		if (c->state != LOADGEN_HELLO_SENT)
 			break;
+		if (lg->phase == LOADGEN_PHASE_FAILOVER) {
+			c->state = LOADGEN_READY;
+			loadgen_send_subscribe(c);
+			loadgen_failover_welcome(c);
+			break;
+		}
 		if (lg->hb_ms == 0 && m->welcome->heartbeat_ms != 0)
 			loadgen_heartbeat_every(lg, m->welcome->heartbeat_ms);
 		c->state = LOADGEN_READY;
@@ -250,6 +259,7 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR:
 		snprintf(why, sizeof(why), "coordinator error %d: %s",
 		    m->error->code, m->error->reason);
+		loadgen_failover_error(c, m->error->code, m->error->leader);
 		loadgen_conn_dead(c, why);
 		break;
 	default:
@@ -314,7 +324,8 @@ loadgen_conn_open_tls(struct loadgen *lg, struct loadgen_conn *c, int fd)
 {
 	SSL	*ssl;
 
-	if (connect(fd, (struct sockaddr *)&lg->coord, sizeof(lg->coord)) ==
+	if (connect(fd, (struct sockaddr *)&lg->coords[c->coord_idx],
+	    sizeof(lg->coords[0])) ==
 	    -1 && errno != EINPROGRESS) {
 		fprintf(stderr, "loadgen: connect: %s\n", strerror(errno));
 		close(fd);
@@ -384,8 +395,9 @@ loadgen_conn_open(struct loadgen *lg, struct loadgen_conn *c)
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->state = LOADGEN_CONNECTING;
 	lg->connecting++;
-	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&lg->coord,
-	    sizeof(lg->coord)) == -1) {
+	if (bufferevent_socket_connect(c->bev,
+	    (struct sockaddr *)&lg->coords[c->coord_idx],
+	    sizeof(lg->coords[0])) == -1) {
 		loadgen_conn_dead(c, "connect failed");
 		return (-1);
 	}
