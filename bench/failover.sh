@@ -23,17 +23,9 @@ LOADGEN=$BUILD/bench/dynprof-loadgen
 for b in "$COORD" "$LOADGEN"; do
 	[ -x "$b" ] || { echo "failover: $b missing: build first" >&2; exit 1; }
 done
-D=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-failover.XXXXXX")
-PIDS=""
-cleanup() {
-	for p in $PIDS; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$D"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+bench_scratch failover
 
 AGENT_ADDRS=""
 LEADER_PID=""

@@ -1,13 +1,15 @@
-# Shared by bench/fanout.sh and bench/tls.sh (sourced): one dynprof-loadgen run
-# against a fresh coordinator, and the awk function that reads its RESULT line.
+# Shared by bench/fanout.sh, bench/tls.sh and bench/failover.sh (sourced): one
+# dynprof-loadgen run against a fresh coordinator, and the awk function that
+# reads its RESULT line.
 # Needs COORD and LOADGEN; CP is the coordinator's pid while it runs.
 
 # bench_scratch NAME: D, a scratch directory removed at exit, with the
-# coordinator of a run that did not finish.
+# coordinator of a run that did not finish (and the processes in PIDS).
 bench_scratch()
 {
 	D=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-$1.XXXXXX")
 	CP=""
+	PIDS=""
 	trap bench_cleanup EXIT
 	trap 'exit 130' INT TERM
 }
@@ -15,6 +17,10 @@ bench_scratch()
 bench_cleanup()
 {
 	[ -n "$CP" ] && kill "$CP" 2>/dev/null && wait "$CP" 2>/dev/null
+	for _p in $PIDS; do
+		kill -TERM "$_p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
 	rm -rf "$D"
 }
 
