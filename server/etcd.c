@@ -150,17 +150,18 @@ etcd_write_cb(char *data, size_t size, size_t n, void *arg)
 }
 
 /*
- * Returns 1 if an error answer means this member cannot serve now (no
- * leader, timed out, unavailable): another member, or later, may.
+ * Returns 1 if an error answer (HTTP status, body) means this member cannot
+ * serve now (no leader, timed out, unavailable): another, or later, may.
  */
 static int
-etcd_error_transient(const json_t *ans)
+etcd_error_transient(long status, const json_t *ans)
 {
 	const char	*msg = json_string_value(json_object_get(ans, "error"));
 	int64_t		 code = etcd_int(ans, "code");
 
-	/* gRPC codes: 4 deadline exceeded, 14 unavailable, 10 aborted. */
-	if (code == 4 || code == 14 || code == 10)
+	/* The gateway's 5xx, and gRPC codes 4 deadline exceeded, 14
+	 * unavailable, 10 aborted. */
+	if (status >= 500 || code == 4 || code == 14 || code == 10)
 		return (1);
 	return (msg != NULL && (strstr(msg, "no leader") != NULL ||
 	    strstr(msg, "timed out") != NULL ||
@@ -237,7 +238,7 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 		snprintf(e->error, sizeof(e->error), "%s: HTTP %ld: %s",
 		    e->endpoints[which], status, msg != NULL ? msg :
 		    "not a JSON answer");
-		if (j == NULL || !etcd_error_transient(j)) {
+		if (!etcd_error_transient(status, j)) {
 			json_decref(j);
 			rc = ETCD_REFUSED;
 			break;
