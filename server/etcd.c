@@ -192,6 +192,10 @@ etcd_post(struct etcd *e, size_t which, const char *path, const char *text,
 	if ((rc = curl_easy_perform(h)) != CURLE_OK) {
 		snprintf(e->error, sizeof(e->error), "%s: %s",
 		    e->endpoints[which], curl_easy_strerror(rc));
+		/* Sent, and no answer: etcd may have applied it. */
+		if (rc != CURLE_COULDNT_CONNECT &&
+		    rc != CURLE_COULDNT_RESOLVE_HOST)
+			e->unsure = 1;
 		return (0);
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -238,6 +242,8 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 		snprintf(e->error, sizeof(e->error), "%s: HTTP %ld: %s",
 		    e->endpoints[which], status, msg != NULL ? msg :
 		    "not a JSON answer");
+		if (msg != NULL && strstr(msg, "timed out") != NULL)
+			e->unsure = 1;	/* etcd may still apply it */
 		if (!etcd_error_transient(status, j)) {
 			json_decref(j);
 			rc = ETCD_REFUSED;

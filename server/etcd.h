@@ -61,6 +61,7 @@ struct etcd {
 	int64_t		 lease;		/* ours, 0: none */
 	int64_t		 fence;		/* 0: not the leader, no write */
 	int		 down;		/* no answer: writes fail fast */
+	int		 unsure;	/* a request may have landed unanswered */
 	void		(*deposed)(void *);	/* a guarded write failed */
 	void		*deposed_arg;
 };

@@ -16,8 +16,8 @@
  * model) as soon as etcd says its lease is gone or a guarded write fails.
  * When etcd does not answer (no quorum), it stays: writes fail with a 503,
  * reads are served from memory, agents' events stay unacknowledged; once
- * etcd answers again it reloads its state (a write that timed out may have
- * landed) and carries on.
+ * etcd answers again it carries on, after reloading its state if a request
+ * went unanswered (a write that timed out may have landed).
  */
 
 #include <getopt.h>
@@ -204,8 +204,10 @@ static int
 leader_take(struct coord *c)
 {
 	struct leader	*l = c->leader;
+	int		 reload = l->role == ROLE_LEADER;
 
-	leader_close_agents(c, "this coordinator is taking the lead");
+	leader_close_agents(c, reload ? "this coordinator reloads its state" :
+	    "this coordinator is taking the lead");
 	leader_model_clear(c);
 	l->role = ROLE_LEADER;
 	if (load_model(c) == -1) {
@@ -213,9 +215,11 @@ leader_take(struct coord *c)
 		return (-1);
 	}
 	l->resync = 0;
+	l->e->unsure = 0;		/* the model is etcd's now */
 	snprintf(l->agent, sizeof(l->agent), "%s", c->conf.advertise_agent);
 	snprintf(l->http, sizeof(l->http), "%s", c->conf.advertise_http);
-	l->elections++;
+	if (!reload)
+		l->elections++;
 	log_info("%s: leading (fencing token %lld, lease %lld), generation "
 	    "%llu, %s", __func__, (long long)l->e->fence,
 	    (long long)l->e->lease, (unsigned long long)c->generation,
@@ -289,10 +293,16 @@ leader_renew(struct coord *c)
 		l->resync = 1;
 		return;
 	}
-	if (l->resync) {
-		log_info("%s: etcd answers again: reloading the state",
-		    __func__);
+	if (l->e->unsure) {
+		/* A write that timed out may have landed: memory may be
+		 * behind etcd. */
+		log_info("%s: etcd answers again: reloading the state (a "
+		    "write may have landed unanswered)", __func__);
+		l->e->unsure = 0;
 		leader_take(c);
+	} else if (l->resync) {
+		log_info("%s: etcd answers again", __func__);
+		l->resync = 0;
 	}
 }
 
