@@ -135,6 +135,23 @@ change_apply(struct coord *c, struct change *ch, uint64_t gen)
 	}
 }
 
+/* Stages the change's windows for the event stream, at generation gen. */
+static void
+change_journal(struct coord *c, const struct change *ch, uint64_t gen)
+{
+	size_t	 i;
+
+	for (i = 0; i < ch->nfinish; i++)
+		journal_stage_window(c, ch->job, ch->finish[i],
+		    JOURNAL_WINDOW_DONE, gen);
+	if (ch->cancel != NULL)
+		journal_stage_window(c, ch->job, ch->cancel,
+		    JOURNAL_WINDOW_CANCELLED, gen);
+	if (ch->add != NULL)
+		journal_stage_window(c, ch->job, ch->add,
+		    JOURNAL_WINDOW_SCHEDULED, gen);
+}
+
 /*
  * Publishes a change: the next generation, the changed rows and the job's
  * stored and committed, then the change applied to memory and the job's
@@ -164,13 +181,16 @@ change_publish(struct coord *c, struct change *ch)
 	if (ch->add != NULL && change_put_window(c, job, ch->add,
 	    ch->add->state, ch->add->finished) == -1)
 		goto fail;
+	change_journal(c, ch, gen);
 	if (change_put_job(c, ch, gen) == -1 || store_commit(c->store) == -1)
 		goto fail;
 	change_apply(c, ch, gen);
+	journal_publish(c);
 	link_push_later(c, job);
 	return (0);
 fail:
 	store_rollback(c->store);
+	journal_discard(c);
 	return (-1);
 }
 

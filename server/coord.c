@@ -160,6 +160,8 @@ coord_usage(FILE *f)
 	    "  --http-max-conns N       admin connections (default 1024)\n"
 	    "  --http-timeout-ms N      accept to a whole admin request"
 	    " (default 10000)\n"
+	    "  --events-journal N       events kept for the event stream"
+	    " (default 262144)\n"
 	    "  stragglers (a job's rules may set its own):\n"
 	    "  --straggler-lag N        steps behind the job's median step"
 	    " (default 50)\n"
@@ -385,6 +387,7 @@ enum {
 	OPT_HTTP_TIMEOUT,
 	OPT_STRAGGLER_LAG,
 	OPT_STRAGGLER_DROP,
+	OPT_EVENTS_JOURNAL,
 };
 
 /* Sets the bounds on peers to their defaults. */
@@ -398,6 +401,7 @@ coord_bounds_init(struct coord_config *conf)
 	conf->http_timeout_ms = COORD_HTTP_TIMEOUT_MS;
 	conf->straggler_lag = COORD_STRAGGLER_LAG;
 	conf->straggler_rate_drop = COORD_STRAGGLER_RATE_DROP;
+	conf->events_journal_max = COORD_JOURNAL_MAX;
 }
 
 /* Parses one flag of the bounds on peers.  Returns 0, or -1 logged. */
@@ -416,6 +420,7 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		{ OPT_HTTP_TIMEOUT, 100, 3600000 },
 		{ OPT_STRAGGLER_LAG, 1, COORD_WINDOW_STEP_MAX },
 		{ OPT_STRAGGLER_DROP, 1, 100 },
+		{ OPT_EVENTS_JOURNAL, 16, 1 << 24 },
 	};
 	char		*end;
 	long long	 v;
@@ -455,6 +460,9 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		break;
 	case OPT_STRAGGLER_DROP:
 		conf->straggler_rate_drop = (int)v;
+		break;
+	case OPT_EVENTS_JOURNAL:
+		conf->events_journal_max = (size_t)v;
 		break;
 	}
 	return (0);
@@ -556,6 +564,8 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		    OPT_ADVERTISE_AGENT },
 		{ "advertise-http", required_argument, NULL,
 		    OPT_ADVERTISE_HTTP },
+		{ "events-journal", required_argument, NULL,
+		    OPT_EVENTS_JOURNAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -580,7 +590,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 				return (-1);
 			continue;
 		}
-		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_STRAGGLER_DROP) {
+		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_EVENTS_JOURNAL) {
 			if (coord_parse_bound(&c->conf, ch,
 			    longopts[idx].name, optarg) == -1)
 				return (-1);
@@ -713,8 +723,11 @@ coord_start(struct coord *c)
 		return (-1);
 	}
 	c->started_ns = coord_wall_ns();
-	/* Over etcd, the model is loaded when this coordinator leads. */
-	if (c->leader == NULL && load_model(c) == -1)
+	/* Revisions of the event stream count on from the wall clock in
+	 * microseconds: past those of any earlier run (journal.c).  Over
+	 * etcd, the model is loaded when this coordinator leads. */
+	if (journal_init(c, (uint64_t)c->started_ns / 1000) == -1 ||
+	    (c->leader == NULL && load_model(c) == -1))
 		return (-1);
 	if (coord_load_tls(c) == -1)
 		return (-1);
@@ -774,6 +787,7 @@ coord_stop(struct coord *c)
 		event_free(c->committer);
 	if (c->pusher != NULL)
 		event_free(c->pusher);
+	journal_free(c);
 	schedule_free_all(c);
 	legacy_free_all(c);
 	store_close(c->store);

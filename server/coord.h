@@ -19,6 +19,8 @@
  *	http_rules.c	the admin API's stragglers and rules of a job
  *	summary.c	a job's summary: counts, steps, nodes, windows' ranks
  *	http_ranks.c	a job's ranks, listed by rank number, page by page
+ *	journal.c	rank and window events, by revision, for followers
+ *	http_events.c	a job's events as they are committed, followed
  *	stream.c	answers written as they are produced
  *	metrics.c	counters and the /metrics text
  *	legacy.c	legacy jobs as the agents report them (docs/legacy.md)
@@ -66,6 +68,15 @@ struct leader;
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
 #define COORD_RANKS_LIMIT_DEFAULT 1000		/* ranks in one page */
 #define COORD_RANKS_LIMIT_MAX	10000
+/* The event stream (journal.c, http_events.c): events kept (a window of
+ * 100,000 ranks is 200,000), bytes of their text (output directories,
+ * errors) and of one event's, followers at once, bytes written to a
+ * follower before the next part waits for them to leave for its socket. */
+#define COORD_JOURNAL_MAX	262144
+#define COORD_JOURNAL_BYTES_MAX	(64 * 1024 * 1024)
+#define COORD_JOURNAL_DETAIL_MAX 4096
+#define COORD_FOLLOWERS_MAX	64
+#define COORD_FOLLOWER_CHUNK	(64 * 1024)
 /* A step an agent reports is -1 (before the first) or 0 to this; anything
  * else is absurd (no run makes 2^62 steps) and refused, so that no sum of
  * steps the coordinator makes can overflow. */
@@ -202,6 +213,7 @@ struct job {
 	struct rank		**by_rank;	/* sorted by rank number; stale
 						 * once nby_rank != nranks */
 	size_t			 nby_rank;
+	size_t			 journal_refs;	/* journal.c entries of it */
 	struct subq		 subs;
 	uint64_t		 idle_ms;	/* monotonic: subs became empty */
 	int			 ranks_dirty;
@@ -289,6 +301,8 @@ struct metrics {
 	uint64_t	 unscheduled_reaped;	/* forgotten: no node serves them */
 	uint64_t	 http_timeouts;		/* closed at the request deadline */
 	uint64_t	 http_evicted;		/* closed to make room at the cap */
+	uint64_t	 followers_refused;	/* event stream, over the cap */
+	uint64_t	 followers_dropped;	/* fell behind the journal */
 };
 
 struct http_conn;
@@ -332,6 +346,40 @@ enum {
 	OPT_ADVERTISE_HTTP,
 };
 
+/* One committed event (journal.c). */
+#define JOURNAL_RANK		1	/* a rank event: what is its kind */
+#define JOURNAL_WINDOW		2	/* a window's change: */
+#define JOURNAL_WINDOW_SCHEDULED 1
+#define JOURNAL_WINDOW_CANCELLED 2
+#define JOURNAL_WINDOW_DONE	3
+struct journal_entry {
+	uint64_t		 rev;
+	struct job		*job;		/* NULL once it is forgotten */
+	struct node		*node;		/* rank: who reported it */
+	char			*detail;	/* output dir or error, or NULL */
+	int64_t			 step;		/* rank: its; window: start */
+	int64_t			 stop;		/* window: stop step */
+	int64_t			 time_ns;
+	uint64_t		 generation;	/* window: the change's */
+	int32_t			 rank;
+	uint32_t		 window;
+	uint8_t			 type;
+	uint8_t			 what;
+};
+struct follower;
+TAILQ_HEAD(followerq, follower);
+struct journal {
+	struct journal_entry	*ring;		/* cap, at the first event */
+	size_t			 cap;
+	uint64_t		 first;		/* oldest revision kept */
+	uint64_t		 published;	/* the last one committed */
+	uint64_t		 staged;	/* the last one applied */
+	size_t			 bytes;		/* of the entries' details */
+	struct followerq	 followers;	/* http_events.c */
+	size_t			 nfollowers;	/* follow=1 */
+	struct event		*heartbeat;
+};
+
 struct coord_config {
 	const char	*etcd_endpoints;	/* NULL: SQLite */
 	const char	*etcd_prefix;
@@ -359,6 +407,7 @@ struct coord_config {
 	uint64_t	 seq_window;
 	size_t		 http_max_conns;
 	uint32_t	 http_timeout_ms;
+	size_t		 events_journal_max;	/* COORD_JOURNAL_MAX */
 	/* stragglers: the defaults of jobs that set none */
 	int64_t		 straggler_lag;
 	int		 straggler_rate_drop;	/* percent */
@@ -532,6 +581,7 @@ struct stream	*stream_start(struct coord *, struct evhttp_request *,
 		    const char *, int (*)(struct stream *, struct evbuffer *),
 		    void (*)(struct stream *), void *);
 void	 stream_wake(struct stream *);
+void	 stream_abort(struct stream *);
 void	 stream_end(struct stream *);
 void	 stream_conn_closed(struct stream *);
 void	 stream_free(struct stream *);
@@ -575,6 +625,11 @@ struct ranks_memo {
 };
 void	 http_get_ranks(struct coord *, struct evhttp_request *,
 	    const char *);
+void	*http_job_stream_new(struct coord *, struct evhttp_request *,
+	    const char *, size_t);
+struct evkeyvalq;
+int	 http_query(struct evhttp_request *, struct evkeyvalq *,
+	    struct refusal *);
 struct rank	**ranks_index(struct job *, size_t *);
 size_t	 ranks_index_after(struct rank **, size_t, int64_t);
 int	 ranks_state(struct coord *, const struct rank *, struct ranks_memo *);
@@ -585,6 +640,27 @@ void	 ranks_write(struct evbuffer *, const struct rank *, int);
 int	 ranks_filter_match(const struct ranks_filter *, const struct rank *,
 	    int);
 int	 ranks_parse_int(const char *, long long, long long, long long *);
+
+/* journal.c */
+int	 journal_init(struct coord *, uint64_t);
+void	 journal_free(struct coord *);
+void	 journal_reset(struct coord *);
+uint64_t journal_revision(const struct coord *);
+uint64_t journal_first(const struct coord *);
+void	 journal_stage_rank(struct coord *, struct job *, const struct rank *,
+	    const struct rank_event *, struct node *, const char *);
+void	 journal_stage_window(struct coord *, struct job *,
+	    const struct window *, int, uint64_t);
+void	 journal_publish(struct coord *);
+void	 journal_discard(struct coord *);
+const struct journal_entry *journal_get(const struct coord *, uint64_t);
+void	 journal_forget_job(struct coord *, struct job *);
+
+/* http_events.c */
+void	 http_get_events(struct coord *, struct evhttp_request *,
+	    const char *);
+void	 events_wake(struct coord *);
+void	 events_metrics(struct coord *, struct evbuffer *);
 
 /* change.c */
 int	 change_refuse(struct refusal *, int, const char *, const char *, ...)

@@ -532,6 +532,10 @@ http_route(struct evhttp_request *req, void *arg)
 			if (cmd != EVHTTP_REQ_GET)
 				goto method;
 			http_get_ranks(c, req, seg[2]);
+		} else if (n == 4 && strcmp(seg[3], "events") == 0) {
+			if (cmd != EVHTTP_REQ_GET)
+				goto method;
+			http_get_events(c, req, seg[2]);
 		} else if (n == 4 && strcmp(seg[3], "config") == 0) {
 			allow = "GET, PUT";
 			if (cmd == EVHTTP_REQ_GET)

@@ -134,6 +134,8 @@ http_get_job(struct coord *c, struct evhttp_request *req, const char *name)
 	json_object_set_new(body, "job", json_string(job->name));
 	json_object_set_new(body, "generation",
 	    json_integer((json_int_t)job->generation));
+	json_object_set_new(body, "revision",
+	    json_integer((json_int_t)journal_revision(c)));
 	cfg = job->config_json ? json_loads(job->config_json, 0, NULL) : NULL;
 	json_object_set_new(body, "config", cfg ? cfg : json_null());
 	o = json_object();

@@ -289,6 +289,25 @@ ranks_parse_int(const char *v, long long min, long long max, long long *out)
 }
 
 /*
+ * Reads the query of req into q (caller clears it).  Returns 0, or -1 with
+ * ref saying what to answer.
+ */
+int
+http_query(struct evhttp_request *req, struct evkeyvalq *q,
+    struct refusal *ref)
+{
+	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
+	const char		*query;
+
+	TAILQ_INIT(q);
+	query = uri != NULL ? evhttp_uri_get_query(uri) : NULL;
+	if (query != NULL && evhttp_parse_query_str(query, q) == -1)
+		return (change_refuse(ref, 400, NULL, "malformed query "
+		    "string"));
+	return (0);
+}
+
+/*
  * Reads the query of GET .../ranks into p.  Returns 0, or -1 with ref saying
  * what to answer (400, the parameter at fault).
  */
@@ -296,9 +315,6 @@ static int
 ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
     struct refusal *ref)
 {
-	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
-	const char		*query = uri != NULL ? evhttp_uri_get_query(uri) :
-				    NULL;
 	struct evkeyvalq	 q;
 	struct evkeyval		*kv;
 	long long		 v;
@@ -308,10 +324,8 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 
 	p->after = -1;
 	p->left = COORD_RANKS_LIMIT_DEFAULT;
-	TAILQ_INIT(&q);
-	if (query != NULL && evhttp_parse_query_str(query, &q) == -1)
-		return (change_refuse(ref, 400, NULL, "malformed query "
-		    "string"));
+	if (http_query(req, &q, ref) == -1)
+		return (-1);
 	TAILQ_FOREACH(kv, &q, next) {
 		if (strcmp(kv->key, "state") == 0)
 			bit = 1;
@@ -414,8 +428,8 @@ ranks_fill(struct stream *s, struct evbuffer *buf)
 		p->begun = 1;
 		evbuffer_add(buf, "{\"job\":", 7);
 		ranks_json_string(buf, p->job);
-		evbuffer_add_printf(buf, ",\"limit\":%zu,\"ranks\":[",
-		    p->left);
+		evbuffer_add_printf(buf, ",\"revision\":%" PRIu64 ",\"limit\":"
+		    "%zu,\"ranks\":[", journal_revision(c), p->left);
 	}
 	for (i = ranks_index_after(v, n, p->after); i < n; i++) {
 		if (rendered == RANKS_CHUNK || scanned == RANKS_SCAN_MAX)
@@ -449,6 +463,25 @@ ranks_release(struct stream *s)
 	free(s->arg);
 }
 
+/*
+ * Returns size zeroed bytes for a streamed answer about job name, or NULL
+ * once it answered 404 (no such job) or 500.
+ */
+void *
+http_job_stream_new(struct coord *c, struct evhttp_request *req,
+    const char *name, size_t size)
+{
+	void	*p;
+
+	if (schedule_job_find(c, name) == NULL) {
+		http_error(c, req, 404, "job", "no job %s", name);
+		return (NULL);
+	}
+	if ((p = calloc(1, size)) == NULL)
+		http_error(c, req, 500, NULL, "out of memory");
+	return (p);
+}
+
 /* GET /v1/jobs/J/ranks: the job's ranks, a page streamed in rank order. */
 void
 http_get_ranks(struct coord *c, struct evhttp_request *req, const char *name)
@@ -456,14 +489,8 @@ http_get_ranks(struct coord *c, struct evhttp_request *req, const char *name)
 	struct ranks_page	*p;
 	struct refusal		 ref;
 
-	if (schedule_job_find(c, name) == NULL) {
-		http_error(c, req, 404, "job", "no job %s", name);
+	if ((p = http_job_stream_new(c, req, name, sizeof(*p))) == NULL)
 		return;
-	}
-	if ((p = calloc(1, sizeof(*p))) == NULL) {
-		http_error(c, req, 500, NULL, "out of memory");
-		return;
-	}
 	snprintf(p->job, sizeof(p->job), "%s", name);
 	if (ranks_parse_query(req, p, &ref) == -1) {
 		free(p);

@@ -381,6 +381,7 @@ link_commit_batch(void *arg)
 	if (failed || store_commit(c->store) == -1) {
 		log_warnx("%s: cannot commit events", __func__);
 		store_rollback(c->store);
+		journal_discard(c);
 		while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
 			conn->node->seen_seq = conn->node->acked_seq;
 			link_conn_close(conn,
@@ -390,6 +391,7 @@ link_commit_batch(void *arg)
 		return;
 	}
 	c->metrics.commits++;
+	journal_publish(c);
 	dynprof__v1__coordinator_message__init(&msg);
 	dynprof__v1__event_ack__init(&ack);
 	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;

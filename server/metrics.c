@@ -77,6 +77,7 @@ metrics_render_bounds(struct coord *c, struct evbuffer *buf)
 	    c->nhttp_conns,
 	    (unsigned long long)m->http_timeouts,
 	    (unsigned long long)m->http_evicted);
+	events_metrics(c, buf);
 }
 
 /* The seconds each loaded certificate has left, by role; AgentLink's

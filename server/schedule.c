@@ -703,6 +703,7 @@ schedule_job_free(struct coord *c, struct job *job)
 	free(job->config_json);
 	free(job->rank_hash);
 	free(job->by_rank);
+	journal_forget_job(c, job);
 	free(job);
 }
 
@@ -714,6 +715,7 @@ schedule_free_all(struct coord *c)
 	struct node	*n;
 	struct node_job	*nj;
 
+	journal_reset(c);		/* its events speak of what goes */
 	while ((job = TAILQ_FIRST(&c->jobs)) != NULL) {
 		TAILQ_REMOVE(&c->jobs, job, entry);
 		schedule_job_free(c, job);

@@ -94,7 +94,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	struct rank		*r;
 	struct rank_event	 re;
 	const char		*why, *detail = NULL;
-	int			 kind = ev->kind, rc;
+	int			 kind = ev->kind, rc, changed = 1;
 
 	if (!jobid_valid(ev->job, &why) || ev->rank < 0) {
 		log_warnx("%s: event from %s: %s", __func__, node->name,
@@ -132,13 +132,15 @@ schedule_apply_event(struct coord *c, struct node *node,
 		    r->state == DYNPROF__V1__RANK_STATE__RANK_GONE) {
 			r->pid = ev->pid;
 			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
-		}
+		} else
+			changed = 0;
 		break;
 	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
 		if (ev->pid == 0 || ev->pid == r->pid) {
 			r->state = DYNPROF__V1__RANK_STATE__RANK_GONE;
 			job->windows_dirty = 1;
-		}
+		} else
+			changed = 0;
 		break;
 	default:
 		if (schedule_rank_has_event(r, ev->window_id, kind)) {
@@ -200,6 +202,9 @@ schedule_apply_event(struct coord *c, struct node *node,
 		r->step = ev->step;
 	r->last_event = kind;
 	r->last_event_ns = re.time_ns;
+	/* For the event stream once the batch is committed. */
+	if (changed)
+		journal_stage_rank(c, job, r, &re, node, detail);
 	/* Stored once per batch, by schedule_store_batch_ranks(). */
 	if (!r->in_batch) {
 		r->in_batch = 1;

@@ -131,6 +131,18 @@ stream_start(struct coord *c, struct evhttp_request *req, const char *ctype,
 	return (s);
 }
 
+/*
+ * Closes the stream's connection at once, without its end: for a client so
+ * slow that what it has yet to read is gone.  Its close frees it.
+ */
+void
+stream_abort(struct stream *s)
+{
+	if (s->closed)
+		return;
+	evhttp_connection_free(s->evcon);	/* stream_conn_closed() */
+}
+
 /* Asks a waiting stream for more: something it waits for happened. */
 void
 stream_wake(struct stream *s)

@@ -41,9 +41,8 @@ static void
 agent(struct tc_coord *tc, struct fakeagent *fa, const char *node,
     const char *job)
 {
-	assert_int_equal(fa_handshake(fa, tc->agent_port, node,
-	    "agent-secret"), 0);
-	assert_int_equal(fa_subscribe(fa, job, 0), 0);
+	assert_int_equal(fa_join(fa, tc->agent_port, node, "agent-secret",
+	    job), 0);
 }
 
 /* Reports ranks first..first+n-1 at steps lo (the first) and hi. */
@@ -59,16 +58,13 @@ progress(struct fakeagent *fa, const char *job, int first, int n, int64_t lo,
 	}
 }
 
-/* Sends an event and waits for its commit. */
+/* Sends an event of job and waits for its commit. */
 static void
 event(struct fakeagent *fa, int kind, const char *job, int rank,
     uint32_t window, int64_t step)
 {
-	uint64_t	 seq = fa->next_seq;
-
-	assert_int_equal(fa_event(fa, 0, kind, job, rank, window, step,
-	    kind == K_STARTED ? "/out/r" : NULL), 0);
-	assert_int_equal(fa_wait_ack(fa, seq, 5000), 0);
+	assert_int_equal(fa_event_commit(fa, kind, job, rank, window, step,
+	    5000), 0);
 }
 
 /* Waits until the job's summary counts total ranks. */

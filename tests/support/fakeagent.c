@@ -434,3 +434,32 @@ fa_free(fa_msg *m)
 	if (m != NULL)
 		dynprof__v1__coordinator_message__free_unpacked(m, NULL);
 }
+
+/* Handshakes fa as node with token on port, then subscribes it to job.
+ * Returns 0 or -1. */
+int
+fa_join(struct fakeagent *fa, int port, const char *node, const char *token,
+    const char *job)
+{
+	if (fa_handshake(fa, port, node, token) == -1)
+		return (-1);
+	return (fa_subscribe(fa, job, 0));
+}
+
+/*
+ * Sends a heartbeat (a silent agent is dropped), then an event of job (its
+ * output directory "/out/r" if it is a start) and waits for its commit.
+ * Returns 0, or -1 after timeout_ms.
+ */
+int
+fa_event_commit(struct fakeagent *fa, int kind, const char *job,
+    int32_t rank, uint32_t window, int64_t step, int timeout_ms)
+{
+	uint64_t	 seq = fa->next_seq;
+
+	if (fa_heartbeat(fa) == -1 || fa_event(fa, 0, kind, job, rank, window,
+	    step, kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED ? "/out/r" :
+	    NULL) == -1)
+		return (-1);
+	return (fa_wait_ack(fa, seq, timeout_ms));
+}

@@ -52,5 +52,9 @@ int	 fa_progress_steps(struct fakeagent *, const char *, int32_t,
 int	 fa_wait_ack(struct fakeagent *, uint64_t, int);
 int	 fa_wait_closed(struct fakeagent *, int);
 void	 fa_free(fa_msg *);
+int	 fa_join(struct fakeagent *, int, const char *, const char *,
+	    const char *);
+int	 fa_event_commit(struct fakeagent *, int, const char *, int32_t,
+	    uint32_t, int64_t, int);
 
 #endif /* DYNPROF_FAKEAGENT_H */

@@ -529,26 +529,20 @@ tc_teardown(void **state)
 
 /*
  * A cmocka setup: starts a coordinator that takes agents with the token
- * "agent-secret" and heartbeats every hb ms, into *state (a struct tc_coord,
- * as tc_teardown() frees it).  Returns 0 or -1.
+ * "agent-secret", heartbeats every hb ms and has the flags of more (NULL:
+ * none; 8 at most), into *state (a struct tc_coord, as tc_teardown() frees
+ * it).  Returns 0 or -1.
  */
-int
-tc_setup_agents_hb(void **state, const char *hb)
-{
-	return (tc_setup_agents_args(state, hb, NULL));
-}
-
-/* tc_setup_agents_hb() with more flags (NULL-terminated, at most 16). */
 int
 tc_setup_agents_args(void **state, const char *hb, const char *const *more)
 {
 	struct tc_coord	*tc;
 	char		 tok[512];
-	const char	*extra[24] = { "-q", "--agent-token-file", tok,
-	    "--heartbeat-ms", hb, NULL };
+	const char	*extra[16] = { "-q", "--agent-token-file", tok,
+	    "--heartbeat-ms", hb };
 	int		 n = 5;
 
-	while (more != NULL && *more != NULL && n < 21)
+	while (more != NULL && *more != NULL && n < 13)
 		extra[n++] = *more++;
 	extra[n] = NULL;
 	if ((tc = calloc(1, sizeof(*tc))) == NULL)
@@ -562,6 +556,13 @@ tc_setup_agents_args(void **state, const char *hb, const char *const *more)
 	}
 	*state = tc;
 	return (0);
+}
+
+/* A cmocka setup: tc_setup_agents_args() with no more flags. */
+int
+tc_setup_agents_hb(void **state, const char *hb)
+{
+	return (tc_setup_agents_args(state, hb, NULL));
 }
 
 /* A cmocka setup: tc_setup_agents_hb() with heartbeats every second. */

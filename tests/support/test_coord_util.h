@@ -44,6 +44,7 @@ int	 tc_expect(struct tc_coord *, const char *, const char *,
 	    const char *, int, struct tc_reply *);
 int	 tc_finish(struct tc_coord *);
 int	 tc_teardown(void **);
+int	 tc_setup_agents_args(void **, const char *, const char *const *);
 int	 tc_setup_agents_hb(void **, const char *);
 int	 tc_setup_agents_args(void **, const char *, const char *const *);
 int	 tc_setup_agents(void **);
