@@ -36,12 +36,15 @@ static const struct ctl_command ctl_commands[] = {
 	{ "nodes", ctl_cmd_nodes, "nodes",
 	  "List the agents (one per node): connected or lost, address, last seen,\n"
 	  "and the config generation each applied per job.\n" },
-	{ "status", ctl_cmd_status, "status JOB",
+	{ "status", ctl_cmd_status, "status JOB [--follow]",
 	  "Show a job: a summary line, then one line per rank (sorted by rank, read\n"
 	  "page by page) with its node, step, state, window and output directory,\n"
 	  "then the windows with how their targeted ranks are doing, and the nodes\n"
 	  "counted by state and applied generation.  With --json, the job's summary\n"
-	  "(GET /v1/jobs/JOB) as the coordinator gave it.\n" },
+	  "(GET /v1/jobs/JOB) as the coordinator gave it.\n"
+	  "  --follow           then print the job's rank and window events as they\n"
+	  "                     are committed, until interrupted (--json: one JSON\n"
+	  "                     object a line, as the event stream has them)\n" },
 	{ "config", ctl_cmd_config, "config get JOB | config set JOB FILE",
 	  "get: print the job's stored profiler_config.json.\n"
 	  "set: send FILE (MindSpore's profiler_config.json, as it is; '-' reads\n"
@@ -64,8 +67,9 @@ static const struct ctl_command ctl_commands[] = {
 	  CTL_HELP_OPTIONS
 	  "                     other keys take a JSON value, else a string\n"
 	  "  --output-subdir D  a relative subdirectory of each rank's output root\n"
-	  "  --wait             follow the targeted ranks until each has stopped,\n"
-	  "                     skipped or failed, showing how many have; exit 1\n"
+	  "  --wait             follow the targeted ranks (from the job's event\n"
+	  "                     stream) until each has stopped, skipped or\n"
+	  "                     failed, showing how many have; exit 1\n"
 	  "                     if any skipped, failed, went away, or never ran\n"
 	  "                     the window (it was cancelled or finished first)\n"
 	  "  --timeout S        with --wait: give up after S seconds (exit 3)\n"

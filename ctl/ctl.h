@@ -168,6 +168,27 @@ const char *ctl_json_str(json_t *, const char *, const char *);
 int64_t	 ctl_json_int(json_t *, const char *, int64_t);
 const char *ctl_cell_int(char *, size_t, json_t *, const char *, int64_t);
 
+/* ctl_follow.c */
+#define CTL_FOLLOW_SPAN_MS	600000	/* one events request at most */
+#define CTL_FOLLOW_RETRIES	20	/* requests failing in a row */
+#define CTL_STALL_S		15	/* no byte for this long: gone (the
+					   stream writes a heartbeat a
+					   heartbeat interval) */
+/* Reading the event stream: each line goes to fn(arg, line), which returns
+ * 0 to go on; since is the revision of the last line seen. */
+struct ctl_follow {
+	int		(*fn)(void *, json_t *);
+	void		*arg;
+	uint64_t	 since;
+	int		 stopped;	/* fn said enough */
+	int		 gone;		/* since is no longer kept */
+	int		 overlong;
+	size_t		 len;
+	char		 line[64 * 1024];
+};
+int	 ctl_follow_once(struct ctl *, const char *, struct ctl_follow *, int);
+int	 ctl_follow_status(struct ctl *, const char *, uint64_t, int);
+
 /* ctl_local.c */
 int	 ctl_cmd_local(struct ctl *, int, char **);
 

@@ -233,18 +233,20 @@ ctl_status_page(void *arg, json_t *page)
 	return (0);
 }
 
-/* dynprofctl status JOB */
+/* dynprofctl status JOB [--follow] */
 int
 ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_table	 t;
 	json_t			*doc;
 	char			 path[128];
-	int			 rc;
+	int			 rc, follow = 0;
 
-	if (argc != 2) {
+	if (argc == 3 && strcmp(argv[2], "--follow") == 0)
+		follow = 1;
+	else if (argc != 2) {
 		ctl_errx(ctl, argc < 2 ? "status: missing JOB" :
-		    "status: too many arguments");
+		    "status: unexpected argument %s", argv[argc - 1]);
 		return (CTL_USAGE);
 	}
 	if (ctl_check_job(ctl, argv[1]) == -1)
@@ -259,6 +261,10 @@ ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
 			ctl_table_status(ctl->out, doc, &t);
 		ctl_table_clear(&t);
 	}
+	fflush(ctl->out);
+	if (rc == CTL_EXIT_OK && follow)
+		rc = ctl_follow_status(ctl, argv[1],
+		    (uint64_t)ctl_json_int(doc, "revision", 0), 0);
 	json_decref(doc);
 	return (rc);
 }

@@ -363,6 +363,10 @@ ctl_http_setup(CURL *curl, const struct ctl_conn *conn, const char *method,
 	*hdrs = NULL;
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	/* A stream that stays open (the events) is gone once quiet past its
+	 * heartbeats. */
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)CTL_STALL_S);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(curl, CURLOPT_USERAGENT,
 	    "dynprofctl/" DYNPROF_VERSION_STRING);

@@ -13,7 +13,8 @@
 #include "ctl.h"
 #include "options.h"
 
-#define CTL_POLL_MS	500	/* how often --wait asks for the job's status */
+#define CTL_POLL_MS	500	/* --wait without an event stream: how often */
+#define CTL_REFRESH_MS	200	/* --wait: the summary at most this often */
 #define CTL_PRINT_MS	1000	/* plain progress lines at most this often */
 
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
@@ -513,7 +514,60 @@ ctl_trace_report(struct ctl *ctl, const char *job, uint32_t window,
 	ctl_ranks_pages(ctl, job, "", ctl_trace_report_page, &rp);
 }
 
-/* Polls the job until every targeted rank is finished with the window. */
+/* What --wait looks for in the event stream. */
+struct ctl_wait {
+	uint32_t	 window;
+	int		 seen;		/* an event of the window came */
+	int64_t		 since_ms;	/* the last look at the summary */
+};
+
+/*
+ * A line of the event stream: an event of the window calls for a look at the
+ * summary, at once if the last was CTL_REFRESH_MS ago, else at the next
+ * heartbeat (or event) after that.
+ */
+static int
+ctl_trace_event(void *arg, json_t *j)
+{
+	struct ctl_wait	*w = arg;
+	const char	*type = ctl_json_str(j, "type", "");
+
+	if ((strcmp(type, "rank") == 0 || strcmp(type, "window") == 0) &&
+	    ctl_json_int(j, "window", 0) == w->window)
+		w->seen = 1;
+	return (w->seen && ctl_now_ms() - w->since_ms >= CTL_REFRESH_MS);
+}
+
+/*
+ * Waits for something to happen to the window after revision since: the
+ * event stream until an event of it (or wait_ms); polling if the coordinator
+ * has no event stream.
+ */
+static void
+ctl_trace_pause(struct ctl *ctl, const char *job, uint32_t window,
+    uint64_t since, int wait_ms)
+{
+	struct ctl_follow	*f;
+	struct ctl_wait		 w = { window, 0, ctl_now_ms() };
+
+	if (since > 0 && (f = calloc(1, sizeof(*f))) != NULL) {
+		f->fn = ctl_trace_event;
+		f->arg = &w;
+		f->since = since;
+		if (ctl_follow_once(ctl, job, f, wait_ms) == CTL_EXIT_OK &&
+		    !f->gone) {
+			free(f);
+			return;
+		}
+		free(f);
+	}
+	ctl_sleep_ms(wait_ms < CTL_POLL_MS ? wait_ms : CTL_POLL_MS);
+}
+
+/*
+ * Follows the job until every targeted rank is finished with the window: the
+ * summary says how they are doing, the event stream when to look again.
+ */
 static int
 ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
     const struct rank_set *rs, const struct ctl_trace_args *a)
@@ -523,6 +577,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 	json_t			*doc = NULL;
 	char			 path[128], line[512], last[512] = "";
 	int64_t			 deadline = 0, last_print = 0, now;
+	uint64_t		 since;
 	int			 rc;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
@@ -540,6 +595,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		}
 		rc = ctl_call(ctl, "GET", path, NULL, 0, &doc, &res);
 		now = ctl_now_ms();
+		since = 0;
 		if (rc == CTL_EXIT_REFUSED)
 			goto out;
 		if (rc != CTL_EXIT_OK) {
@@ -551,6 +607,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 			ctl_progress_format(&p, window, line, sizeof(line));
 			if (p.targeted > 0 && p.finished == p.targeted)
 				break;
+			since = (uint64_t)ctl_json_int(doc, "revision", 0);
 		}
 		if (!ctl->json && strcmp(line, last) != 0) {
 			if (ctl->tty) {
@@ -574,10 +631,8 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 			ctl->quiet = 0;
 			return (CTL_EXIT_TIMEOUT);
 		}
-		if (a->have_timeout && deadline - now < CTL_POLL_MS)
-			ctl_sleep_ms((int)(deadline - now));
-		else
-			ctl_sleep_ms(CTL_POLL_MS);
+		ctl_trace_pause(ctl, job, window, since, a->have_timeout ?
+		    (int)(deadline - now) : CTL_FOLLOW_SPAN_MS);
 	}
 
 	/* Finished: show the last state, then the verdict. */

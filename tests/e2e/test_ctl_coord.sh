@@ -258,11 +258,32 @@ export DYNPROF_COORDINATOR=$AUTH
 wait_status S 'd["rank_counts"]["total"] == 2 and d["steps"]["min"] > 0' \
     "ranks of S never reported steps"
 
+# status --follow beside it: the summary, then the events as they come.
+"$CTL" status S --follow >"$T/follow.out" 2>"$T/follow.err" </dev/null &
+FOLLOW=$!
+PIDS+=($FOLLOW)
 run trace S --in 20 --steps 3 --wait --timeout 30
 expect_rc 0
 expect_out_re '^window 1: steps [0-9]+-[0-9]+ on all ranks$'
 expect_out_re '^window 1: 2 targeted, 2 started, 2 stopped, 0 skipped, 0 failed'
 expect_out "window 1: all 2 targeted ranks stopped"
+for i in $(seq 1 100); do
+	[ "$(grep -c ': stopped window 1 at step' "$T/follow.out")" -eq 2 ] &&
+	    grep -q '^[0-9T:.-]*Z window 1 .*: done,' "$T/follow.out" && break
+	sleep 0.1
+done
+kill "$FOLLOW"
+grep -qE '^job S generation [0-9]+: 2 ranks on 1 node' "$T/follow.out" ||
+    fail "status --follow: no summary"
+grep -qE '^[0-9T:.-]+Z window 1 \[[0-9]+,[0-9]+\]: done, generation [0-9]+$' \
+    "$T/follow.out" || { cat "$T/follow.out" >&2; fail "status --follow: no window event"; }
+for r in 0 1; do
+	grep -qE "^[0-9T:.-]+Z rank $r on n1: started window 1 at step [0-9]+: /.*/rank${r}_start" \
+	    "$T/follow.out" || fail "status --follow: rank $r not started"
+	grep -qE "^[0-9T:.-]+Z rank $r on n1: stopped window 1 at step [0-9]+$" \
+	    "$T/follow.out" || fail "status --follow: rank $r not stopped"
+done
+[ ! -s "$T/follow.err" ] || fail "status --follow: $(cat "$T/follow.err")"
 run status S
 expect_rc 0
 expect_out_re '^job S generation [0-9]+: 2 ranks on 1 node, step'
