@@ -365,6 +365,28 @@ leader_open(struct coord *c, const char **why)
 }
 
 /*
+ * Writes scheme + the host of a listen address ("HOST:PORT", "[V6]:PORT")
+ * and the port it got into buf: what the leader key names by default.
+ * Returns -1 for a wildcard host (0.0.0.0, ::), which nobody can dial.
+ */
+static int
+leader_default_addr(const char *listen, const char *scheme, int port,
+    char *buf, size_t len)
+{
+	const char	*colon = strrchr(listen, ':');
+	int		 hlen = colon != NULL ? (int)(colon - listen) : 0;
+
+	if (hlen == 0 || (hlen == 7 && strncmp(listen, "0.0.0.0", 7) == 0) ||
+	    (hlen == 4 && strncmp(listen, "[::]", 4) == 0) ||
+	    (hlen == 1 && listen[0] == '*'))
+		return (-1);
+	if ((size_t)snprintf(buf, len, "%s%.*s:%d", scheme, hlen, listen,
+	    port) >= len)
+		return (-1);
+	return (0);
+}
+
+/*
  * Starts campaigning, once listening (the leader key names the ports): one
  * campaign now, then the timer.  Returns 0 or -1.
  */
@@ -379,14 +401,24 @@ leader_start(struct coord *c)
 	char		*text;
 
 	if (c->conf.advertise_agent == NULL) {
-		snprintf(c->advertise_agent, sizeof(c->advertise_agent),
-		    "127.0.0.1:%d", c->agent_port);
+		if (leader_default_addr(c->conf.listen_addr, "",
+		    c->agent_port, c->advertise_agent,
+		    sizeof(c->advertise_agent)) == -1) {
+			log_warnx("--listen %s: no address agents can dial: "
+			    "give --advertise-agent", c->conf.listen_addr);
+			return (-1);
+		}
 		c->conf.advertise_agent = c->advertise_agent;
 	}
 	if (c->conf.advertise_http == NULL) {
-		snprintf(c->advertise_http, sizeof(c->advertise_http),
-		    "%s://127.0.0.1:%d", c->http_tls.ctx != NULL ? "https" :
-		    "http", c->http_port);
+		if (leader_default_addr(c->conf.http_addr,
+		    c->http_tls.ctx != NULL ? "https://" : "http://",
+		    c->http_port, c->advertise_http,
+		    sizeof(c->advertise_http)) == -1) {
+			log_warnx("--http %s: no address clients can reach: "
+			    "give --advertise-http", c->conf.http_addr);
+			return (-1);
+		}
 		c->conf.advertise_http = c->advertise_http;
 	}
 	me = json_pack("{s:s,s:s}", "agent", c->conf.advertise_agent, "http",

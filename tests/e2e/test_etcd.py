@@ -325,6 +325,16 @@ def scenario_flags():
             (["--advertise-agent", "nocolon"], "--advertise-agent"),
             (["--advertise-http", "ftp://x:1"], "--advertise-http"),
         ]
+        # A wildcard listener names no address to advertise (exit 2, at
+        # start): --advertise-agent is needed.
+        wild = ["--etcd-endpoints", "http://127.0.0.1:1", "--insecure",
+                "--listen", "0.0.0.0:0"]
+        p, rc = start_flags(c, "wild", wild)
+        check(rc == 2 and "give --advertise-agent" in p.output(),
+              "%s: exit %s:\n%s" % (wild, rc, p.output()[-500:]))
+        p, rc = start_flags(c, "wildok", wild + ["--advertise-agent",
+                                                 "10.0.0.1:7878"])
+        check(rc is None, "refused %s: %s" % (wild, p.output()[-500:]))
         for i, (flags, what) in enumerate(bad):
             p, rc = start_flags(c, "bad%d" % i, flags)
             check(rc == 1 and what in p.output(),
