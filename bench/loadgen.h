@@ -58,6 +58,8 @@ int	 loadgen_raise_nofile(size_t);
 #define LOADGEN_BACKOFF_MIN_MS	100
 #define LOADGEN_BACKOFF_MAX_MS	30000
 #define LOADGEN_FAILOVER_MAX_S	120
+/* --ranks: the ranks of one job a node holds (SEG_MAX_SLOTS). */
+#define LOADGEN_RANKS_MAX	256
 
 struct event;
 struct bufferevent;
@@ -119,6 +121,7 @@ struct loadgen {
 	int			 nsrc;
 	int			 changes;
 	int			 events_per;	/* per connection, even */
+	int			 ranks_per;	/* ranks per connection */
 	int			 inflight;
 	int			 concurrency;
 	int			 do_fanout;

@@ -136,8 +136,9 @@ loadgen_send_applied(struct loadgen_conn *c, const char *job, uint64_t gen)
 }
 
 /*
- * Event e (0-based) of connection c: rank c->idx, window e / 2 + 1, started then
- * stopped, so that every (job, rank, window, kind) key is distinct.
+ * Event e (0-based) of connection c, of R ranks (--ranks): rank c->idx * R +
+ * e / 2 % R, window e / 2R + 1, started then stopped, so that every (job,
+ * rank, window, kind) key is distinct.
  */
 static void
 loadgen_send_event(struct loadgen_conn *c, uint64_t e)
@@ -147,12 +148,13 @@ loadgen_send_event(struct loadgen_conn *c, uint64_t e)
 	Dynprof__V1__RankEvent		 re = DYNPROF__V1__RANK_EVENT__INIT;
 	struct timespec			 now;
 	char				 dir[128];
-	uint32_t			 wid = (uint32_t)(e / 2) + 1;
+	int				 rk = c->lg->ranks_per;
+	uint32_t			 wid = (uint32_t)(e / 2 / rk) + 1;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	re.job = (char *)c->lg->job;
-	re.rank = c->idx;
-	re.pid = 100000 + c->idx;
+	re.rank = c->idx * rk + (int)(e / 2 % rk);
+	re.pid = 100000 + re.rank;
 	re.slot = 0;
 	re.window_id = wid;
 	re.start_step = (int64_t)wid * 100;
@@ -164,7 +166,7 @@ loadgen_send_event(struct loadgen_conn *c, uint64_t e)
 		re.kind = DYNPROF__V1__EVENT_KIND__EVENT_STARTED;
 		re.step = re.start_step;
 		snprintf(dir, sizeof(dir), "/loadgen/rank%d_start%" PRId64
-		    "_stop%" PRId64, c->idx, re.start_step, re.stop_step);
+		    "_stop%" PRId64, re.rank, re.start_step, re.stop_step);
 		re.output_dir = dir;
 	} else {
 		re.kind = DYNPROF__V1__EVENT_KIND__EVENT_STOPPED;
