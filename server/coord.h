@@ -22,6 +22,7 @@
  *	journal.c	rank and window events, by revision, for followers
  *	http_events.c	a job's events as they are committed, followed
  *	stream.c	answers written as they are produced
+ *	http_ui.c	the status page (/ui/) and a job's nodes for its heat map
  *	metrics.c	counters and the /metrics text
  *	legacy.c	legacy jobs as the agents report them (docs/legacy.md)
  */
@@ -715,6 +716,18 @@ int	 rules_delete(struct coord *, const char *, uint32_t,
 int	 rules_set_thresholds(struct coord *, const char *, struct json_t *,
 	    struct refusal *);
 void	 rules_metrics(struct coord *, struct evbuffer *);
+
+/* http_ui.c, and the page's files (server/ui/embed.cmake) */
+struct ui_file {
+	const char		*name;		/* NULL ends ui_files[] */
+	const char		*type;		/* Content-Type */
+	const unsigned char	*data;
+	size_t			 len;
+};
+extern const struct ui_file ui_files[];
+void	 http_ui_route(struct coord *, struct evhttp_request *, const char *);
+void	 http_get_job_nodes(struct coord *, struct evhttp_request *,
+	    const char *);
 
 /* http_rules.c */
 void	 http_rules_route(struct coord *, struct evhttp_request *, char **,

@@ -497,6 +497,11 @@ http_route(struct evhttp_request *req, void *arg)
 		leader_redirect(c, req);
 		return;
 	}
+	if (strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' ||
+	    path[3] == '/')) {
+		http_ui_route(c, req, path);
+		return;
+	}
 	n = http_split(path, seg, 6);
 	if (n < 2 || strcmp(seg[0], "v1") != 0) {
 		http_error(c, req, 404, NULL, "no such endpoint");
@@ -554,6 +559,10 @@ http_route(struct evhttp_request *req, void *arg)
 			if (cmd != EVHTTP_REQ_DELETE)
 				goto method;
 			http_delete_window(c, req, seg[2], seg[4]);
+		} else if (n == 4 && strcmp(seg[3], "nodes") == 0) {
+			if (cmd != EVHTTP_REQ_GET)
+				goto method;
+			http_get_job_nodes(c, req, seg[2]);
 		} else if (strcmp(seg[3], "stragglers") == 0 ||
 		    strcmp(seg[3], "rules") == 0)
 			http_rules_route(c, req, seg, n);

@@ -81,3 +81,10 @@ dynprof_test(test_coord_legacy SOURCES component/test_coord_legacy.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_legacy dynprof-coordinator)
+# The status page in headless Chromium (scripts/deps.sh, "test"): the real
+# coordinator with fake agents; the rendered DOM checked, a screenshot kept
+# in tests/artefacts/.
+dynprof_test(test_ui_browser SOURCES component/test_ui_browser.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 300)
+add_dependencies(test_ui_browser dynprof-coordinator)

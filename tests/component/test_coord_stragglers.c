@@ -279,6 +279,52 @@ test_lost_node(void **state)
 	fa_close(&fa[0]);
 }
 
+/* The job's ranks by node, as the status page's heat map reads them. */
+static void
+test_job_nodes(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[2];
+	int64_t		 steps[2][NODE_RANKS] = {
+		{ 100, 100, 101, 102 }, { 100, 100, 100, 50 } };
+	struct tc_reply	 r;
+	json_t		*j, *n;
+
+	agents_up(tc, fa, 2, "nodes-j");
+	report(fa, 2, "nodes-j", steps);
+	j = wait_stragglers(tc, fa, 2, "nodes-j", "ranks", 1);
+	json_decref(j);
+	r = tc_req(tc, "GET", "/v1/jobs/nodes-j/nodes", NULL, 200);
+	assert_string_equal(tc_str(r.json, "job"), "nodes-j");
+	assert_int_equal(tc_int(r.json, "median_step"), 100);
+	assert_int_equal(tc_int(r.json, "lag_steps"), 10);
+	assert_string_equal(tc_str(r.json, "fields.0"), "node");
+	assert_string_equal(tc_str(r.json, "fields.3"), "ranks");
+	assert_string_equal(tc_str(r.json, "fields.6"), "stragglers");
+	assert_int_equal(json_array_size(json_object_get(r.json, "nodes")), 2);
+	n = json_array_get(json_object_get(r.json, "nodes"), 0);
+	assert_string_equal(json_string_value(json_array_get(n, 0)), "sg-0");
+	assert_string_equal(json_string_value(json_array_get(n, 1)),
+	    "connected");
+	assert_int_equal(json_integer_value(json_array_get(n, 3)), 4);
+	assert_int_equal(json_integer_value(json_array_get(n, 4)), 100);
+	assert_int_equal(json_integer_value(json_array_get(n, 5)), 102);
+	assert_int_equal(json_integer_value(json_array_get(n, 6)), 0);
+	assert_int_equal(json_integer_value(json_array_get(n, 7)), 4);
+	n = json_array_get(json_object_get(r.json, "nodes"), 1);
+	assert_string_equal(json_string_value(json_array_get(n, 0)), "sg-1");
+	assert_int_equal(json_integer_value(json_array_get(n, 4)), 50);
+	assert_int_equal(json_integer_value(json_array_get(n, 6)), 1);
+	tc_reply_free(&r);
+	fa_close(&fa[1]);
+	tc_wait_str(tc, "/v1/jobs/nodes-j/nodes", "nodes.1.1", "lost");
+	r = tc_req(tc, "GET", "/v1/jobs/none-j/nodes", NULL, 404);
+	tc_reply_free(&r);
+	r = tc_req(tc, "POST", "/v1/jobs/nodes-j/nodes", "{}", 405);
+	tc_reply_free(&r);
+	fa_close(&fa[0]);
+}
+
 /* Unknown jobs, other methods and bad flags are refused. */
 static void
 test_refused(void **state)
@@ -311,6 +357,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_lag, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_slow, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_job_nodes, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup,
 		    tc_teardown),

@@ -1,0 +1,635 @@
+/*
+ * dynprof's status page: reads the admin API with the viewer (or operator)
+ * token and draws it.  No library, nothing fetched from anywhere but the
+ * coordinator that served the page.
+ *
+ * The token: given once as #token=T or ?token=T in the address (then taken
+ * out of it) or typed into the form; kept in sessionStorage (this tab only)
+ * and sent as "Authorization: Bearer T" with every request.
+ *
+ * Views: #  the jobs and nodes;  #job=J  one job: its summary, a heat map of
+ * its nodes (one cell per node, nodes grouped past HEAT_CELLS_MAX), its
+ * stragglers, rules, windows on a line of steps, nodes by applied
+ * generation, and a live feed of its events.
+ */
+'use strict';
+
+(function () {
+	const TOKEN_KEY = 'dynprof.token';
+	const SUMMARY_MS = 2000;	/* a job's summary, stragglers */
+	const HEAT_MS = 5000;		/* a job's nodes (heat map) */
+	const LIST_MS = 5000;		/* jobs and nodes */
+	const HEAT_CELLS_MAX = 4096;	/* cells in the heat map */
+	const FEED_MAX = 200;		/* entries kept in the live feed */
+	const NODES_SHOWN = 50;		/* rows of node tables */
+	const WINDOWS_SHOWN = 16;	/* windows on the line */
+	const FEED_RETRY_MS = 2000;
+
+	const $ = (id) => document.getElementById(id);
+	let token = null;
+	let timers = [];
+	let feedAbort = null;
+	let view = null;	/* the job shown, null: the lists */
+	let heat = null;	/* the last nodes answer of the job */
+	let summary = null;
+	let selNode = null;
+
+	/* Makes an element with attributes and children (text, not HTML). */
+	function el(tag, attrs, ...kids) {
+		const e = document.createElement(tag);
+		for (const [k, v] of Object.entries(attrs || {})) {
+			if (v === null || v === undefined)
+				continue;
+			if (k === 'class')
+				e.className = v;
+			else if (k === 'style')
+				e.style.cssText = v;
+			else if (k.startsWith('on'))
+				e.addEventListener(k.slice(2), v);
+			else
+				e.setAttribute(k, v);
+		}
+		for (const c of kids) {
+			if (c === null || c === undefined)
+				continue;
+			e.append(c instanceof Node ? c : String(c));
+		}
+		return e;
+	}
+
+	/* Replaces a table body's rows. */
+	function rows(table, list) {
+		const tb = $(table).tBodies[0];
+		tb.replaceChildren(...list);
+	}
+
+	function num(v) {
+		return v === null || v === undefined || v < 0 ? '-' :
+		    Number(v).toLocaleString('en-US');
+	}
+
+	function showError(msg) {
+		const e = $('error');
+		e.textContent = msg || '';
+		e.hidden = !msg;
+	}
+
+	/* Takes the token out of the address (fragment or query). */
+	function takeToken() {
+		const hash = new URLSearchParams(location.hash.slice(1));
+		const query = new URLSearchParams(location.search);
+		const t = hash.get('token') || query.get('token');
+		if (t) {
+			sessionStorage.setItem(TOKEN_KEY, t);
+			hash.delete('token');
+			query.delete('token');
+			const q = query.toString();
+			const h = hash.toString();
+			history.replaceState(null, '', location.pathname +
+			    (q ? '?' + q : '') + (h ? '#' + h : ''));
+		}
+		token = sessionStorage.getItem(TOKEN_KEY);
+		$('logout').hidden = !token;
+	}
+
+	function headers() {
+		return token ? { Authorization: 'Bearer ' + token } : {};
+	}
+
+	/* GETs an API path as JSON; null (said why) on failure. */
+	async function api(path, signal) {
+		let res;
+		try {
+			res = await fetch(path, { headers: headers(), signal });
+		} catch (e) {
+			if (e.name !== 'AbortError') {
+				$('conn').textContent = 'coordinator unreachable';
+				showError('cannot reach the coordinator: ' + e.message);
+			}
+			return null;
+		}
+		$('conn').textContent = 'connected';
+		if (res.status === 401) {
+			$('login').hidden = false;
+			showError(token ? 'the coordinator refused this token' :
+			    'this coordinator needs a token: the viewer token ' +
+			    'shows everything');
+			return null;
+		}
+		let body = null;
+		try {
+			body = await res.json();
+		} catch (e) {
+			body = null;
+		}
+		if (!res.ok) {
+			if (res.status !== 404)
+				showError(path + ': ' + (body && body.error ||
+				    'HTTP ' + res.status));
+			return null;
+		}
+		$('login').hidden = true;
+		return body;
+	}
+
+	function every(ms, fn) {
+		fn();
+		timers.push(setInterval(fn, ms));
+	}
+
+	function stopAll() {
+		timers.forEach(clearInterval);
+		timers = [];
+		if (feedAbort)
+			feedAbort.abort();
+		feedAbort = null;
+	}
+
+	/* --- The lists: jobs and nodes. --- */
+
+	async function loadJobs() {
+		const d = await api('/v1/jobs');
+		if (!d)
+			return;
+		showError(null);
+		rows('jobs', d.jobs.map((j) => el('tr', {},
+		    el('td', {}, el('a', { href: '#job=' +
+			encodeURIComponent(j.job), class: 'job' }, j.job)),
+		    el('td', { class: 'num' }, num(j.generation)),
+		    el('td', { class: 'num' }, num(j.ranks)),
+		    el('td', { class: 'num' }, num(j.nodes)),
+		    el('td', { class: 'num' }, num(j.max_step)),
+		    el('td', { class: 'num' }, num(j.pending_windows)))));
+		if (d.jobs.length === 0)
+			rows('jobs', [el('tr', {}, el('td', { colspan: 6,
+			    class: 'muted' }, 'no jobs yet'))]);
+	}
+
+	async function loadNodes() {
+		const d = await api('/v1/nodes');
+		if (!d)
+			return;
+		const list = d.nodes.slice().sort((a, b) =>
+		    ((b.state === 'lost') - (a.state === 'lost')) ||
+		    a.node.localeCompare(b.node));
+		$('nodes-note').textContent = d.nodes.length + ' nodes, ' +
+		    d.nodes.filter((n) => n.state !== 'lost').length +
+		    ' connected' + (list.length > NODES_SHOWN ?
+		    ' (lost first, the first ' + NODES_SHOWN + ' shown)' : '');
+		rows('nodes', list.slice(0, NODES_SHOWN).map((n) =>
+		    el('tr', {},
+		    el('td', {}, n.node),
+		    el('td', { class: n.state === 'lost' ? 'bad' : '' },
+			n.state),
+		    el('td', {}, n.last_seen || '-'),
+		    el('td', {}, Object.entries(n.jobs || {}).map(([j, g]) =>
+			j + ': ' + g).join(', ') || '-'))));
+	}
+
+	/* --- One job. --- */
+
+	function card(k, v, bad) {
+		return el('div', { class: 'card' + (bad ? ' bad' : '') },
+		    el('div', { class: 'v' }, v), el('div', { class: 'k' }, k));
+	}
+
+	async function loadSummary(job) {
+		const s = await api('/v1/jobs/' + encodeURIComponent(job));
+		if (!s || view !== job)
+			return;
+		showError(null);
+		summary = s;
+		if (!s.stragglers) {
+			s.stragglers = await api('/v1/jobs/' +
+			    encodeURIComponent(job) + '/stragglers');
+		}
+		$('job-gen').textContent = 'generation ' + s.generation;
+		const rc = s.rank_counts || {};
+		const st = s.steps || {};
+		const nc = s.node_counts || {};
+		const sg = s.stragglers || {};
+		const cards = [
+			card('ranks', num(rc.total !== undefined ? rc.total :
+			    s.progress && s.progress.ranks_alive)),
+			card('profiling', num(rc.profiling || 0)),
+			card('done', num(rc.done || 0)),
+			card('failed', num(rc.failed || 0), rc.failed > 0),
+			card('unknown (node lost)', num(rc.unknown || 0),
+			    rc.unknown > 0),
+			card('steps min / median / max', num(st.min) + ' / ' +
+			    num(st.median) + ' / ' + num(st.max)),
+			card('steps/s (median)', sg.median_rate === null ||
+			    sg.median_rate === undefined ? '-' :
+			    sg.median_rate.toFixed(2)),
+			card('stragglers', num(sg.ranks || 0) + ' on ' +
+			    num(sg.nodes || 0) + ' nodes', sg.ranks > 0),
+			card('nodes connected / lost', num(nc.connected) +
+			    ' / ' + num(nc.lost), nc.lost > 0),
+			card('nodes on generation ' + s.generation,
+			    num(nc.applied_current) + ' of ' + num(nc.total)),
+		];
+		$('cards').replaceChildren(...cards.map((c, i) => {
+			c.id = 'card-' + i;
+			return c;
+		}));
+		drawStragglers(sg);
+		drawTimeline(s);
+	}
+
+	function drawStragglers(sg) {
+		$('strag-note').textContent = sg.updated ?
+		    '(lag over ' + sg.lag_steps + ' steps, or rate ' +
+		    sg.rate_drop_percent + '% under the median; median step ' +
+		    num(sg.median_step) + ')' : '';
+		const list = sg.worst_ranks || [];
+		rows('stragglers', list.length ? list.map((r) =>
+		    el('tr', { class: 'straggler' },
+		    el('td', { class: 'num' }, r.rank),
+		    el('td', {}, r.node),
+		    el('td', { class: 'num' }, num(r.step)),
+		    el('td', { class: 'num' }, num(r.lag)),
+		    el('td', { class: 'num' }, r.rate === null ? '-' :
+			r.rate.toFixed(2)),
+		    el('td', {}, (r.reasons || []).join(', ')))) :
+		    [el('tr', {}, el('td', { colspan: 6, class: 'muted' },
+		    'no straggler'))]);
+		rows('strag-nodes', (sg.worst_nodes || []).map((n) =>
+		    el('tr', {}, el('td', {}, n.node),
+		    el('td', { class: 'num' }, n.ranks),
+		    el('td', { class: 'num' }, num(n.min_step)))));
+	}
+
+	async function loadRules(job) {
+		const d = await api('/v1/jobs/' + encodeURIComponent(job) +
+		    '/rules');
+		if (!d || view !== job)
+			return;
+		$('rules').textContent = d.rules.length === 0 ?
+		    'No rules: stragglers are shown, not profiled.' :
+		    d.rules.map((r) => 'Rule ' + r.id + ': on a straggler, ' +
+		    'profile it and ' + r.peers + ' peers for ' + r.steps +
+		    ' steps from the next multiple of ' + r.roundup +
+		    ' (at most every ' + r.min_interval_s + ' s, ' +
+		    r.max_per_hour + ' an hour); fired ' + r.fired_total +
+		    (r.last_window ? ', last window ' + r.last_window +
+		    ' on ranks ' + r.last_ranks : '') + '.').join(' ');
+	}
+
+	/* The windows as bars on a line of steps, the median step marked. */
+	function drawTimeline(s) {
+		const ws = (s.windows || []).slice(-WINDOWS_SHOWN);
+		const st = s.steps || {};
+		const box = $('timeline');
+		if (ws.length === 0) {
+			box.replaceChildren(el('div', { class: 'muted',
+			    style: 'padding: 0 8px' }, 'no windows'));
+			return;
+		}
+		let lo = Math.min(...ws.map((w) => w.start_step));
+		let hi = Math.max(...ws.map((w) => w.stop_step));
+		if (st.median >= 0) {
+			lo = Math.min(lo, st.min >= 0 ? st.min : st.median);
+			hi = Math.max(hi, st.max >= 0 ? st.max : st.median);
+		}
+		const span = Math.max(hi - lo, 1);
+		const pct = (x) => (100 * (x - lo) / span).toFixed(2) + '%';
+		/* A row: its label, then its track of steps lo..hi. */
+		const row = (id, label, ...track) => {
+			if (st.median >= 0)
+				track.push(el('div', { class: 'now', style: 'left:' +
+				    pct(st.median), title: 'median step ' +
+				    st.median }));
+			return el('div', { class: 'w', id }, el('span',
+			    { class: 'lbl' }, label), el('div', { class: 'track' },
+			    ...track));
+		};
+		const kids = ws.map((w) => {
+			const rcw = w.rank_counts || {};
+			const width = (100 * (w.stop_step - w.start_step + 1) /
+			    (span + 1)).toFixed(2) + '%';
+			return row('window-' + w.id, '#' + w.id + ' [' +
+			    w.start_step + ', ' + w.stop_step + '] ' +
+			    (w.ranks || 'all ranks') + ' \u00b7 ' + w.state +
+			    (rcw.targeted !== undefined ? ' \u00b7 ' +
+			    rcw.finished + '/' + rcw.targeted + ' finished' : ''),
+			    el('div', { class: 'bar st-' + w.state, style: 'left:' +
+			    pct(w.start_step) + ';width:' + width,
+			    title: w.state }));
+		});
+		kids.push(row(null, st.median >= 0 ? 'median step ' +
+		    st.median : '', el('span', { class: 'axis',
+		    style: 'left:0' }, lo), el('span', { class: 'axis',
+		    style: 'right:0' }, hi)));
+		box.replaceChildren(...kids);
+	}
+
+	/* The color of a node: its lowest step against the job's median, or
+	 * its worst state. */
+	function color(n, by, median) {
+		if (n.state === 'lost')
+			return 'var(--lost)';
+		if (by === 'state') {
+			if (n.failed > 0)
+				return 'var(--bad)';
+			if (n.profiling > 0)
+				return 'var(--prof)';
+			if (n.stragglers > 0)
+				return 'var(--warn)';
+			if (n.done > 0)
+				return 'var(--ok)';
+			return '#c9d3e3';
+		}
+		if (n.min_step < 0 || median < 0)
+			return '#c9d3e3';
+		const lag = Math.max(0, median - n.min_step);
+		const lim = heat && heat.lag_steps > 0 ? heat.lag_steps : 50;
+		const f = Math.min(1, lag / lim);
+		if (n.stragglers > 0)
+			return 'hsl(' + Math.round(40 - 40 * f) + ', 80%, 48%)';
+		return 'hsl(' + Math.round(130 - 70 * f) + ', 55%, ' +
+		    Math.round(42 + 10 * f) + '%)';
+	}
+
+	/* Groups the nodes into at most HEAT_CELLS_MAX cells: each the worst
+	 * of its nodes. */
+	function cells(nodes) {
+		const per = Math.ceil(nodes.length / HEAT_CELLS_MAX);
+		if (per <= 1)
+			return nodes.map((n) => Object.assign({ members: [n] }, n));
+		const out = [];
+		for (let i = 0; i < nodes.length; i += per) {
+			const g = nodes.slice(i, i + per);
+			const c = { node: g[0].node + ' \u2026 ' +
+			    g[g.length - 1].node, members: g,
+			    state: g.every((n) => n.state === 'lost') ? 'lost' :
+			    'connected', min_step: Infinity, max_step: -1 };
+			for (const k of ['ranks', 'stragglers', 'profiling',
+			    'done', 'failed'])
+				c[k] = g.reduce((a, n) => a + n[k], 0);
+			for (const n of g) {
+				if (n.min_step >= 0)
+					c.min_step = Math.min(c.min_step, n.min_step);
+				c.max_step = Math.max(c.max_step, n.max_step);
+			}
+			if (c.min_step === Infinity)
+				c.min_step = -1;
+			out.push(c);
+		}
+		return out;
+	}
+
+	function drawHeat() {
+		if (!heat)
+			return;
+		const by = document.querySelector(
+		    'input[name="heat-by"]:checked').value;
+		const nodes = heat.nodes;
+		const cs = cells(nodes);
+		const size = cs.length <= 400 ? 16 : cs.length <= 2000 ? 11 : 8;
+		const box = $('heatmap');
+		box.style.setProperty('--cell', size + 'px');
+		box.replaceChildren(...cs.map((c) => el('div', {
+		    class: 'c' + (c.node === selNode ? ' sel' : ''),
+		    style: 'background:' + color(c, by, heat.median_step),
+		    title: c.node + ': ' + c.ranks + ' ranks, steps ' +
+			num(c.min_step) + '-' + num(c.max_step) +
+			(c.stragglers ? ', ' + c.stragglers + ' straggling' :
+			'') + (c.state === 'lost' ? ', lost' : ''),
+		    'data-node': c.node,
+		    onclick: () => showNode(c) })));
+		const ranks = nodes.reduce((a, n) => a + n.ranks, 0);
+		$('heat-note').textContent = '(' + num(nodes.length) +
+		    ' nodes, ' + num(ranks) + ' ranks' + (cs.length <
+		    nodes.length ? ', ' + Math.ceil(nodes.length / cs.length) +
+		    ' nodes a cell' : ', one cell a node') +
+		    '; click a cell for its ranks)';
+		const leg = by === 'state' ?
+		    [['var(--ok)', 'done'], ['var(--prof)', 'profiling'],
+		    ['var(--warn)', 'straggling'], ['var(--bad)', 'failed'],
+		    ['#c9d3e3', 'attached'], ['var(--lost)', 'lost']] :
+		    [['hsl(130, 55%, 42%)', 'at the median'],
+		    ['hsl(60, 55%, 52%)', 'behind'],
+		    ['hsl(0, 80%, 48%)', 'straggling'],
+		    ['var(--lost)', 'lost']];
+		$('legend').replaceChildren(...leg.map(([c, t]) =>
+		    el('span', {}, el('i', { style: 'background:' + c }), t)));
+		drawGens();
+	}
+
+	/* A node's (or cell's) ranks, from the paginated rank listing. */
+	async function showNode(c) {
+		selNode = c.node;
+		const box = $('node-detail');
+		box.hidden = false;
+		const names = c.members.slice(0, 8).map((n) => n.node);
+		const parts = await Promise.all(names.map((n) =>
+		    api('/v1/jobs/' + encodeURIComponent(view) +
+		    '/ranks?limit=256&node=' + encodeURIComponent(n))));
+		const ranks = parts.flatMap((p) => p && p.ranks || []);
+		box.replaceChildren(el('h4', {}, c.node + ': ' + c.ranks +
+		    ' ranks'), el('table', {}, el('thead', {}, el('tr', {},
+		    ...['rank', 'node', 'step', 'state', 'window', 'output']
+		    .map((h) => el('th', {}, h)))), el('tbody', {},
+		    ...ranks.map((r) => el('tr', {},
+		    el('td', { class: 'num' }, r.rank), el('td', {}, r.node),
+		    el('td', { class: 'num' }, num(r.step)),
+		    el('td', {}, r.state), el('td', {}, r.window || '-'),
+		    el('td', {}, r.output_dir || '-'))))));
+		drawHeat();
+	}
+
+	/* The job's nodes by the generation they applied; those behind or
+	 * lost listed first. */
+	function drawGens() {
+		const gen = summary ? summary.generation : 0;
+		const by = new Map();
+		for (const n of heat.nodes)
+			by.set(n.applied_generation,
+			    (by.get(n.applied_generation) || 0) + 1);
+		$('gens').textContent = [...by.entries()].sort((a, b) =>
+		    b[0] - a[0]).map(([g, k]) => 'generation ' + g + ': ' +
+		    num(k) + (k === 1 ? ' node' : ' nodes')).join('; ') ||
+		    'no node serves this job';
+		const order = heat.nodes.filter((n) => n.state === 'lost' ||
+		    n.applied_generation < gen).sort((a, b) =>
+		    ((b.state === 'lost') - (a.state === 'lost')) ||
+		    (a.applied_generation - b.applied_generation) ||
+		    a.node.localeCompare(b.node));
+		$('job-nodes').hidden = order.length === 0;
+		if (order.length > NODES_SHOWN)
+			$('gens').textContent += ' (the first ' + NODES_SHOWN +
+			    ' of ' + order.length + ' behind or lost below)';
+		else if (order.length === 0 && heat.nodes.length > 0)
+			$('gens').textContent += ': every node is on the ' +
+			    'current generation and connected';
+		rows('job-nodes', order.slice(0, NODES_SHOWN).map((n) =>
+		    el('tr', {}, el('td', {}, n.node), el('td', {}, n.state),
+		    el('td', { class: 'num' + (n.applied_generation < gen ?
+			' bad' : '') }, n.applied_generation),
+		    el('td', { class: 'num' }, n.ranks),
+		    el('td', { class: 'num' }, num(n.min_step) + '-' +
+			num(n.max_step)))));
+	}
+
+	async function loadHeat(job) {
+		const d = await api('/v1/jobs/' + encodeURIComponent(job) +
+		    '/nodes');
+		if (!d || view !== job)
+			return;
+		const f = d.fields;
+		heat = {
+			median_step: d.median_step,
+			lag_steps: d.lag_steps,
+			nodes: d.nodes.map((row) => Object.fromEntries(
+			    f.map((k, i) => [k, row[i]]))),
+		};
+		drawHeat();
+	}
+
+	/* --- The live feed: the job's events as they are committed. --- */
+
+	/* An event of the stream in words: a rank's, or a window's change. */
+	function describe(e) {
+		if (e.type === 'window')
+			return 'window ' + e.window + ' ' + e.change + ' [' +
+			    e.start_step + ', ' + e.stop_step + '], generation ' +
+			    e.generation;
+		if (e.type === 'rank') {
+			let t = 'rank ' + e.rank + (e.node ? ' on ' + e.node : '') +
+			    ' ' + e.kind;
+			if (e.window)
+				t += ' window ' + e.window;
+			if (e.step >= 0)
+				t += ' at step ' + e.step;
+			if (e.error)
+				t += ': ' + e.error;
+			else if (e.output_dir)
+				t += ' \u2192 ' + e.output_dir;
+			return t;
+		}
+		return (e.type || 'note') + (e.reason ? ': ' + e.reason : '');
+	}
+
+	function feedAdd(e) {
+		const t = (e.time || new Date().toISOString()).replace(/^.*T/,
+		    '').replace(/\.\d+/, '').replace('Z', '');
+		const li = el('li', { class: 'ev ev-' + (e.type || 'note') +
+		    (e.kind ? ' ev-' + e.kind : '') },
+		    el('span', { class: 't' }, t), describe(e));
+		const feed = $('feed');
+		feed.prepend(li);
+		while (feed.children.length > FEED_MAX)
+			feed.lastChild.remove();
+	}
+
+	/* Follows /v1/jobs/J/events (NDJSON), resuming from the last
+	 * revision after a break. */
+	async function follow(job, since) {
+		feedAbort = new AbortController();
+		const signal = feedAbort.signal;
+		let rev = since;
+		$('feed-state').textContent = '(following)';
+		try {
+			const q = rev !== null ? '&since=' + rev : '';
+			const res = await fetch('/v1/jobs/' +
+			    encodeURIComponent(job) + '/events?follow=1' + q,
+			    { headers: headers(), signal });
+			if (!res.ok && rev !== null && res.status < 500) {
+				/* Those events are no longer kept: from now. */
+				feedAdd({ type: 'note', reason: 'events missed' });
+				rev = null;
+				throw new Error('resume');
+			}
+			if (!res.ok) {
+				$('feed-state').textContent = '(event stream: HTTP ' +
+				    res.status + ')';
+				return;
+			}
+			const reader = res.body.getReader();
+			const dec = new TextDecoder();
+			let buf = '';
+			for (;;) {
+				const { value, done } = await reader.read();
+				if (done)
+					break;
+				buf += dec.decode(value, { stream: true });
+				let i;
+				while ((i = buf.indexOf('\n')) >= 0) {
+					const line = buf.slice(0, i).trim();
+					buf = buf.slice(i + 1);
+					if (!line)
+						continue;
+					let e;
+					try {
+						e = JSON.parse(line);
+					} catch (x) {
+						continue;
+					}
+					if (e.rev !== undefined)
+						rev = e.rev;
+					if (e.type === 'heartbeat')
+						continue;
+					feedAdd(e);
+				}
+			}
+		} catch (x) {
+			if (x.name === 'AbortError')
+				return;
+		}
+		if (view !== job || signal.aborted)
+			return;
+		$('feed-state').textContent = '(reconnecting)';
+		setTimeout(() => {
+			if (view === job && !signal.aborted)
+				follow(job, rev);
+		}, FEED_RETRY_MS);
+	}
+
+	/* --- Views. --- */
+
+	function route() {
+		stopAll();
+		takeToken();
+		const p = new URLSearchParams(location.hash.slice(1));
+		view = p.get('job');
+		heat = summary = selNode = null;
+		$('jobs-view').hidden = view !== null;
+		$('job-view').hidden = view === null;
+		if (view === null) {
+			document.title = 'dynprof';
+			every(LIST_MS, loadJobs);
+			every(LIST_MS * 2, loadNodes);
+			return;
+		}
+		const job = view;
+		document.title = job + ' - dynprof';
+		$('job-name').textContent = job;
+		$('feed').replaceChildren();
+		$('node-detail').hidden = true;
+		every(SUMMARY_MS, () => loadSummary(job));
+		every(HEAT_MS, () => loadHeat(job));
+		every(LIST_MS * 2, () => loadRules(job));
+		follow(job, null);
+	}
+
+	function init() {
+		$('login').addEventListener('submit', (e) => {
+			e.preventDefault();
+			sessionStorage.setItem(TOKEN_KEY, $('token').value);
+			$('token').value = '';
+			showError(null);
+			route();
+		});
+		$('logout').addEventListener('click', () => {
+			sessionStorage.removeItem(TOKEN_KEY);
+			route();
+		});
+		for (const r of document.querySelectorAll(
+		    'input[name="heat-by"]'))
+			r.addEventListener('change', drawHeat);
+		window.addEventListener('hashchange', route);
+		route();
+	}
+
+	init();
+})();
