@@ -11,3 +11,15 @@ target_link_libraries(dynprof-coord-bench PRIVATE dpdaemon PkgConfig::JANSSON
 set_target_properties(dynprof-coord-bench PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 add_dependencies(dynprof-coord-bench dynprof-coordinator)
+# dynprof-view-bench: a big job's view (stragglers at a tick, the summary,
+# /stragglers, /nodes) through fake agents.  Run: build/bench/dynprof-view-bench
+add_executable(dynprof-view-bench ${PROJECT_SOURCE_DIR}/bench/view_bench.c
+  ${PROJECT_SOURCE_DIR}/tests/support/fakeagent.c
+  ${PROJECT_SOURCE_DIR}/tests/support/test_coord_util.c)
+target_include_directories(dynprof-view-bench PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/support)
+target_link_libraries(dynprof-view-bench PRIVATE dpdaemon PkgConfig::JANSSON
+  PkgConfig::CMOCKA)
+set_target_properties(dynprof-view-bench PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+add_dependencies(dynprof-view-bench dynprof-coordinator)

@@ -1,0 +1,212 @@
+/*
+ * dynprof-view-bench: what a big job's view costs the coordinator.
+ *
+ * usage: dynprof-view-bench [--agents N] [--ranks R] [--rounds K]
+ *
+ * Starts dynprof-coordinator (port 0, a private state directory, heartbeats
+ * every 500 ms), connects N fake agents (default 400) reporting R ranks each
+ * (default 250: 100,000 ranks), one rank in a hundred 200 steps behind, and
+ * moves every rank K times (default 10) so that rates are measured.  Then
+ * reports: the cost of judging the stragglers at a housekeeping tick (the
+ * highest dynprof_straggler_tick_seconds seen over 10 ticks), and the time
+ * and size of GET /v1/jobs/J (the summary, with its stragglers), /stragglers
+ * and /nodes (the status page's heat map), the median of 5 each; and the
+ * coordinator's RSS.  Prints "RESULT ..." last.
+ */
+
+#include <sys/resource.h>
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fakeagent.h"
+#include "test_coord_util.h"
+
+#define JOB		"view-bench"
+#define AGENTS_MAX	10000
+#define SAMPLES		5
+
+static struct fakeagent	 agents[AGENTS_MAX];
+
+/* Returns the monotonic clock in seconds. */
+static double
+now_s(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+}
+
+/* Orders doubles, for qsort(). */
+static int
+cmp(const void *a, const void *b)
+{
+	double	 x = *(const double *)a, y = *(const double *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+/* Sends every agent's ranks at base (one in a hundred 200 behind). */
+static int
+report(int n, int ranks, int64_t base)
+{
+	int64_t	 steps[FA_PROGRESS_MAX];
+	int	 i, k;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < ranks; k++)
+			steps[k] = (i * ranks + k) % 100 == 37 ? base - 200 :
+			    base;
+		if (fa_progress_steps(&agents[i], JOB, i * ranks, steps,
+		    ranks) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
+/* Sends a heartbeat from every agent. */
+static void
+beat(int n)
+{
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		fa_heartbeat(&agents[i]);
+}
+
+/* Times GET path SAMPLES times: the median in ms, the size in bytes. */
+static void
+timed_get(struct tc_coord *tc, int n, const char *path, double *ms,
+    size_t *bytes)
+{
+	struct tc_reply	 r;
+	double		 t[SAMPLES], t0;
+	int		 i;
+
+	*bytes = 0;
+	for (i = 0; i < SAMPLES; i++) {
+		beat(n);
+		t0 = now_s();
+		if (tc_http(tc->http_port, "GET", path, NULL, NULL, &r) == -1 ||
+		    r.status != 200) {
+			fprintf(stderr, "view-bench: GET %s failed\n", path);
+			exit(1);
+		}
+		t[i] = (now_s() - t0) * 1000;
+		*bytes = r.body != NULL ? strlen(r.body) : 0;
+		tc_reply_free(&r);
+	}
+	qsort(t, SAMPLES, sizeof(t[0]), cmp);
+	*ms = t[SAMPLES / 2];
+}
+
+/* Returns the metric's value as a double, -1 if absent. */
+static double
+metric(struct tc_coord *tc, const char *name)
+{
+	struct tc_reply	 r;
+	char		 pat[128];
+	const char	*p;
+	double		 v = -1;
+
+	if (tc_http(tc->http_port, "GET", "/metrics", NULL, NULL, &r) == -1)
+		return (-1);
+	snprintf(pat, sizeof(pat), "\n%s ", name);
+	if (r.body != NULL && (p = strstr(r.body, pat)) != NULL)
+		v = strtod(p + strlen(pat), NULL);
+	tc_reply_free(&r);
+	return (v);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "agents", required_argument, NULL, 'a' },
+		{ "ranks", required_argument, NULL, 'r' },
+		{ "rounds", required_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char	*extra[] = { "-q", "--heartbeat-ms", "500", NULL };
+	struct tc_coord	 tc;
+	struct rlimit	 rl;
+	double		 tick = 0, v, ms[3];
+	size_t		 bytes[3];
+	const char	*paths[3] = { "/v1/jobs/" JOB,
+	    "/v1/jobs/" JOB "/stragglers", "/v1/jobs/" JOB "/nodes" };
+	int		 n = 400, ranks = 250, rounds = 10, ch, i, k;
+	char		 node[32];
+	long long	 rss;
+
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'a': n = atoi(optarg); break;
+		case 'r': ranks = atoi(optarg); break;
+		case 'k': rounds = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: dynprof-view-bench [--agents N] "
+			    "[--ranks R] [--rounds K]\n");
+			return (1);
+		}
+	}
+	if (n < 1 || n > AGENTS_MAX || ranks < 1 || ranks > FA_PROGRESS_MAX ||
+	    rounds < 1 || rounds > 1000) {
+		fprintf(stderr, "view-bench: --agents 1-%d, --ranks 1-%d, "
+		    "--rounds 1-1000\n", AGENTS_MAX, FA_PROGRESS_MAX);
+		return (1);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	memset(&tc, 0, sizeof(tc));
+	if (tc_setup_dir(&tc) == -1 || tc_start(&tc, extra) == -1) {
+		fprintf(stderr, "view-bench: cannot start the coordinator\n");
+		return (1);
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(node, sizeof(node), "vb-%05d", i);
+		if (fa_handshake(&agents[i], tc.agent_port, node, NULL) == -1 ||
+		    fa_subscribe(&agents[i], JOB, 0) == -1) {
+			fprintf(stderr, "view-bench: agent %d failed\n", i);
+			return (1);
+		}
+	}
+	for (k = 0; k < rounds; k++) {
+		if (report(n, ranks, 1000 + 10 * k) == -1)
+			return (1);
+		usleep(250000);
+	}
+	/* The highest tick cost over 10 ticks (5 s). */
+	for (k = 0; k < 10; k++) {
+		beat(n);
+		usleep(500000);
+		if ((v = metric(&tc, "dynprof_straggler_tick_seconds")) > tick)
+			tick = v;
+	}
+	for (i = 0; i < 3; i++)
+		timed_get(&tc, n, paths[i], &ms[i], &bytes[i]);
+	rss = tc_status_kb(tc.pid, "VmRSS");
+	printf("ranks %d on %d nodes; stragglers judged at a tick in %.1f ms "
+	    "(highest of 10)\n", n * ranks, n, tick * 1000);
+	for (i = 0; i < 3; i++)
+		printf("GET %-28s %8.1f ms %9zu bytes (median of %d)\n",
+		    paths[i], ms[i], bytes[i], SAMPLES);
+	printf("coordinator RSS %lld KiB\n", rss);
+	printf("RESULT ranks=%d tick_ms=%.1f summary_ms=%.1f summary_bytes=%zu "
+	    "stragglers_ms=%.1f nodes_ms=%.1f nodes_bytes=%zu rss_kib=%lld\n",
+	    n * ranks, tick * 1000, ms[0], bytes[0], ms[1], ms[2], bytes[2],
+	    rss);
+	for (i = 0; i < n; i++)
+		fa_close(&agents[i]);
+	tc_stop(&tc, SIGTERM);
+	tc_cleanup(&tc);
+	return (0);
+}
