@@ -26,6 +26,8 @@
 	const FEED_RETRY_MS = 2000;
 
 	const $ = (id) => document.getElementById(id);
+	/* Node names in the order a person reads them: n2 before n10. */
+	const byName = new Intl.Collator('en', { numeric: true }).compare;
 	let token = null;
 	let timers = [];
 	let feedAbort = null;
@@ -171,7 +173,7 @@
 			return;
 		const list = d.nodes.slice().sort((a, b) =>
 		    ((b.state === 'lost') - (a.state === 'lost')) ||
-		    a.node.localeCompare(b.node));
+		    byName(a.node, b.node));
 		$('nodes-note').textContent = d.nodes.length + ' nodes, ' +
 		    d.nodes.filter((n) => n.state !== 'lost').length +
 		    ' connected' + (list.length > NODES_SHOWN ?
@@ -454,7 +456,7 @@
 		    n.applied_generation < gen).sort((a, b) =>
 		    ((b.state === 'lost') - (a.state === 'lost')) ||
 		    (a.applied_generation - b.applied_generation) ||
-		    a.node.localeCompare(b.node));
+		    byName(a.node, b.node));
 		$('job-nodes').hidden = order.length === 0;
 		if (order.length > NODES_SHOWN)
 			$('gens').textContent += ' (the first ' + NODES_SHOWN +
@@ -481,7 +483,8 @@
 			median_step: d.median_step,
 			lag_steps: d.lag_steps,
 			nodes: d.nodes.map((row) => Object.fromEntries(
-			    f.map((k, i) => [k, row[i]]))),
+			    f.map((k, i) => [k, row[i]]))).sort((a, b) =>
+			    byName(a.node, b.node)),
 		};
 		drawHeat();
 	}
