@@ -195,7 +195,7 @@ etcd_post(struct etcd *e, size_t which, const char *path, const char *text,
 		/* Sent, and no answer: etcd may have applied it. */
 		if (rc != CURLE_COULDNT_CONNECT &&
 		    rc != CURLE_COULDNT_RESOLVE_HOST)
-			e->unsure = 1;
+			e->unsure = e->last_unsure = 1;
 		return (0);
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -220,6 +220,7 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 
 	*ans = NULL;
 	e->calls++;
+	e->last_unsure = 0;
 	text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (text == NULL) {
@@ -243,7 +244,7 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 		    e->endpoints[which], status, msg != NULL ? msg :
 		    "not a JSON answer");
 		if (msg != NULL && strstr(msg, "timed out") != NULL)
-			e->unsure = 1;	/* etcd may still apply it */
+			e->unsure = e->last_unsure = 1;	/* may apply it */
 		if (!etcd_error_transient(status, j)) {
 			json_decref(j);
 			rc = ETCD_REFUSED;

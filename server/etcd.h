@@ -62,6 +62,7 @@ struct etcd {
 	int64_t		 fence;		/* 0: not the leader, no write */
 	int		 down;		/* no answer: writes fail fast */
 	int		 unsure;	/* a request may have landed unanswered */
+	int		 last_unsure;	/* the last call's may have */
 	void		(*deposed)(void *);	/* a guarded write failed */
 	void		*deposed_arg;
 };
@@ -88,6 +89,7 @@ int		 etcd_range(struct etcd *, const char *, int64_t *,
 int		 etcd_campaign(struct etcd *, int, const char *, char *,
 		    size_t);
 int		 etcd_keepalive(struct etcd *);
+int		 etcd_leader_check(struct etcd *);
 void		 etcd_resign(struct etcd *);
 
 #endif /* DYNPROF_ETCD_H */

@@ -123,6 +123,36 @@ etcd_keepalive(struct etcd *e)
 	return ((int)ttl);
 }
 
+/*
+ * Reads the leader key (a linearizable read: it needs etcd's quorum).
+ * Returns 1 if this session still leads (the key's create revision is
+ * e->fence), 0 if not (e->fence cleared), -1 if etcd did not answer.
+ */
+int
+etcd_leader_check(struct etcd *e)
+{
+	json_t	*ans, *kv;
+	int64_t	 created;
+	int	 rc;
+
+	rc = etcd_call(e, "/v3/kv/range", json_pack("{s:o}", "key",
+	    etcd_b64(e->leader_key, strlen(e->leader_key))), &ans);
+	if (rc != ETCD_OK) {
+		if (rc == ETCD_UNAVAILABLE)
+			e->down = 1;
+		return (-1);
+	}
+	kv = json_array_get(json_object_get(ans, "kvs"), 0);
+	created = kv != NULL ? etcd_int(kv, "create_revision") : 0;
+	json_decref(ans);
+	e->down = 0;
+	if (e->fence == 0 || created != e->fence) {
+		e->fence = 0;
+		return (0);
+	}
+	return (1);
+}
+
 /* Revokes the session's lease (its leader key goes with it), best effort. */
 void
 etcd_resign(struct etcd *e)

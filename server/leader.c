@@ -294,11 +294,23 @@ leader_renew(struct coord *c)
 		return;
 	}
 	if (l->e->unsure) {
-		/* A write that timed out may have landed: memory may be
-		 * behind etcd. */
+		/*
+		 * A write that timed out may have landed: memory may be
+		 * behind etcd.  Reloaded once a quorum read works (a
+		 * keepalive may be answered without one), meanwhile served
+		 * as it is.
+		 */
+		switch (etcd_leader_check(l->e)) {
+		case -1:
+			l->resync = 1;
+			return;
+		case 0:
+			leader_step_down(c, "another coordinator took the lead");
+			leader_campaign(c);
+			return;
+		}
 		log_info("%s: etcd answers again: reloading the state (a "
 		    "write may have landed unanswered)", __func__);
-		l->e->unsure = 0;
 		leader_take(c);
 	} else if (l->resync) {
 		log_info("%s: etcd answers again", __func__);

@@ -328,6 +328,7 @@ es_send(struct etcd_store *s, size_t from, size_t to)
 {
 	struct etcd	*e = s->e;
 	json_t		*body, *success, *ans;
+	char		 why[sizeof(e->error) + 64];
 	size_t		 i;
 	int		 rc;
 
@@ -342,7 +343,9 @@ es_send(struct etcd_store *s, size_t from, size_t to)
 	if ((rc = etcd_call(e, "/v3/kv/txn", body, &ans)) != ETCD_OK) {
 		if (rc == ETCD_UNAVAILABLE)
 			e->down = 1;
-		es_fail(s, e->error);
+		snprintf(why, sizeof(why), "%s%s", e->error, e->last_unsure ?
+		    " (unanswered: it may yet be committed)" : "");
+		es_fail(s, why);
 		return (-1);
 	}
 	rc = json_is_true(json_object_get(ans, "succeeded"));
