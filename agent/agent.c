@@ -34,7 +34,7 @@ enum {
 	OPT_COORDINATOR = 256, OPT_NODE, OPT_TOKEN_FILE, OPT_SOCKET,
 	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
-	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR,
+	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -56,6 +56,7 @@ static const struct option agent_longopts[] = {
 	{ "conf",		required_argument, NULL, OPT_CONF },
 	{ "ready-file",		required_argument, NULL, OPT_READY_FILE },
 	{ "legacy-dir",		required_argument, NULL, OPT_LEGACY_DIR },
+	{ "legacy-shm",		no_argument,	   NULL, OPT_LEGACY_SHM },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -98,6 +99,8 @@ agent_usage(FILE *f)
 "  --legacy-dir DIR         serve every DIR/<job> as a job that polls its own\n"
 "                           profiler_config.json (MindSpore 2.4-2.7, torch_npu;\n"
 "                           docs/legacy.md) (default: none)\n"
+"  --legacy-shm             also write the window into MindSpore 2.4-2.6's shared\n"
+"                           memory record, when the job made one (default: off)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  -v, --verbose            log more\n"
@@ -232,6 +235,9 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 	case OPT_LEGACY_DIR:
 		return (agent_copy(o->legacy_dir, sizeof(o->legacy_dir), arg,
 		    name));
+	case OPT_LEGACY_SHM:
+		o->legacy_shm = 1;
+		return (0);
 	case OPT_VERBOSE:
 		o->log_level = LOG_LEVEL_DEBUG;
 		return (0);

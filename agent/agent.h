@@ -63,6 +63,7 @@ struct agent_options {
 	char		 conf[PATH_MAX];
 	char		 ready_file[PATH_MAX];
 	char		 legacy_dir[PATH_MAX];	/* "" none */
+	int		 legacy_shm;		/* also MindSpore's shm record */
 	int		 log_level;
 };
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -172,14 +173,21 @@ legacy_window_state(struct legacy_window *lw, uint32_t id, int state,
  * otherwise arms a retry.  Returns 1 if written.
  */
 static int
-legacy_try_write(struct legacy_job *lj, const struct seg_window *w,
-    int64_t now)
+legacy_try_write(struct legacy *l, struct legacy_job *lj,
+    const struct seg_window *w, int64_t now)
 {
 	const char	*why;
 
-	if (now < lj->retry_at_ms || legacy_write_due(lj, now) > now)
+	if (now < lj->retry_at_ms)
 		return (0);
-	if (legacy_write(lj, w, &why) == -1) {
+	if (legacy_write_due(lj, now) > now) {
+		if (w != NULL && lj->early != w->id) {
+			lj->early = w->id;
+			legacy_write_record(l->a, lj, w);
+		}
+		return (0);
+	}
+	if (legacy_write(l->a, lj, w, &why) == -1) {
 		log_warnx("legacy job %s: %s", lj->name, why);
 		snprintf(lj->error, sizeof(lj->error), "%s", why);
 		lj->retry_at_ms = now + LEGACY_RETRY_MS;
@@ -234,7 +242,10 @@ legacy_plan(struct legacy_job *lj, const struct seg_config *cfg,
 			snprintf(reason, sizeof(reason), "%s", why);
 		} else if (w->id == lj->written) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WRITTEN;
-			snprintf(reason, sizeof(reason), "%s", why);
+			if (snprintf(reason, sizeof(reason), "%s%s%s", why,
+			    why[0] != '\0' && lj->shm_note[0] != '\0' ? "; " :
+			    "", lj->shm_note) >= (int)sizeof(reason))
+				reason[sizeof(reason) - 1] = '\0';
 		} else if (lj->written != 0 || next != NULL) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WAITING;
 			snprintf(reason, sizeof(reason), "one window at a time: "
@@ -248,9 +259,11 @@ legacy_plan(struct legacy_job *lj, const struct seg_config *cfg,
 				snprintf(reason, sizeof(reason), "waiting for "
 				    "torch_npu's own %s: it ignores a file older "
 				    "than its start", LEGACY_CONFIG_NAME);
-			else
-				snprintf(reason, sizeof(reason), "due: written "
-				    "within %d ms", LEGACY_WRITE_GAP_MS);
+			else if (snprintf(reason, sizeof(reason), "due: written "
+			    "within %d ms%s%s", LEGACY_WRITE_GAP_MS,
+			    lj->early == w->id ? "; " : "", lj->early == w->id ?
+			    lj->shm_note : "") >= (int)sizeof(reason))
+				reason[sizeof(reason) - 1] = '\0';
 		}
 		legacy_window_state(&out[(*nout)++], w->id, st, reason);
 	}
@@ -295,10 +308,10 @@ legacy_eval(struct legacy *l, struct legacy_job *lj)
 	next = legacy_plan(lj, l->cfg, ws, &n);
 	if (lj->dialect >= 0 && !(lj->dialect == OPTIONS_TORCH_NPU &&
 	    !lj->framework_seen)) {
-		if (next != NULL && legacy_try_write(lj, next, now))
+		if (next != NULL && legacy_try_write(l, lj, next, now))
 			next = legacy_plan(lj, l->cfg, ws, &n);
 		else if (next == NULL && disable && !lj->written_disabled)
-			(void)legacy_try_write(lj, NULL, now);
+			(void)legacy_try_write(l, lj, NULL, now);
 	}
 	if (n != lj->nwindows || memcmp(ws, lj->windows, n * sizeof(ws[0])) != 0) {
 		memset(lj->windows, 0, sizeof(lj->windows));
@@ -399,6 +412,7 @@ legacy_add(struct legacy *l, const char *name)
 		return (NULL);
 	}
 	lj->dialect = -1;
+	lj->seen_wall = time(NULL);
 	lj->wd = inotify_add_watch(l->fd, lj->dir, LEGACY_JOB_EVENTS);
 	if (lj->wd == -1)
 		log_warn("%s: cannot watch %s", __func__, lj->dir);

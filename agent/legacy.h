@@ -10,6 +10,8 @@
  *				rendered in its dialect and written atomically
  *	legacy_observe.c	trace directories in the output directory turned
  *				into observed and observed_complete events
+ *	legacy_shm.c		--legacy-shm: the window also written into
+ *				MindSpore 2.4-2.6's shared-memory record
  */
 
 #ifndef DYNPROF_AGENT_LEGACY_H
@@ -46,6 +48,7 @@ struct event;
 #define LEGACY_DIALECT_NAME	"dynprof.dialect"
 #define LEGACY_OUTPUT_NAME	"dynprof.output"
 #define LEGACY_TMP_NAME		".profiler_config.json.dynprof"
+#define LEGACY_SHM_DIR		"/dev/shm"	/* where Python's SharedMemory is */
 
 /* What the agent does with one window of the schedule (LegacyWindowState). */
 struct legacy_window {
@@ -92,6 +95,9 @@ struct legacy_job {
 	int64_t		 settled_at_ms;		/* last change of ranks */
 
 	int		 status_dirty;
+	time_t		 seen_wall;		/* when the directory was first seen */
+	uint32_t	 early;			/* window in the record, not the file */
+	char		 shm_note[LEGACY_REASON_MAX];	/* the last write's */
 };
 TAILQ_HEAD(legacy_jobs, legacy_job);
 
@@ -112,11 +118,17 @@ struct legacy_job *legacy_find(struct legacy *, const char *);
 
 /* legacy_dialect.c */
 void	 legacy_detect(struct legacy_job *);
-int	 legacy_write(struct legacy_job *, const struct seg_window *,
-	    const char **);
+int	 legacy_write(const struct agent *, struct legacy_job *,
+	    const struct seg_window *, const char **);
 int64_t	 legacy_write_due(const struct legacy_job *, int64_t);
+void	 legacy_write_record(const struct agent *, struct legacy_job *,
+	    const struct seg_window *);
 int	 legacy_expressible(const struct legacy_job *, const struct seg_window *,
 	    char *, size_t);
+
+/* legacy_shm.c */
+int	 legacy_shm_write(const struct agent *, const struct legacy_job *,
+	    void *, char *, size_t);
 
 /* legacy_observe.c */
 int	 legacy_observe(struct legacy *, struct legacy_job *, uint64_t);

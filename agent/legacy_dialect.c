@@ -506,8 +506,8 @@ legacy_write_tmp(const struct legacy_job *lj, const char *tmp,
  * replaced.  Returns 0, or -1 with *why set.
  */
 int
-legacy_write(struct legacy_job *lj, const struct seg_window *w,
-    const char **why)
+legacy_write(const struct agent *a, struct legacy_job *lj,
+    const struct seg_window *w, const char **why)
 {
 	static char	 buf[LEGACY_REASON_MAX];
 	char		 path[PATH_MAX], tmp[PATH_MAX];
@@ -528,18 +528,24 @@ legacy_write(struct legacy_job *lj, const struct seg_window *w,
 	if ((o = legacy_render(lj, w)) == NULL)
 		return (snprintf(buf, sizeof(buf), "cannot render"), -1);
 	text = json_dumps(o, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	if (text == NULL)
+	if (text == NULL) {
+		json_decref(o);
 		return (snprintf(buf, sizeof(buf), "out of memory"), -1);
+	}
 	if (legacy_write_tmp(lj, tmp, text, strlen(text)) == -1 ||
 	    rename(tmp, path) == -1) {
 		snprintf(buf, sizeof(buf), "cannot write %s: %s",
 		    LEGACY_CONFIG_NAME, strerror(errno));
 		(void)unlink(tmp);
 		free(text);
+		json_decref(o);
 		return (-1);
 	}
 	free(text);
+	/* The file first: the poller then copies the same window again. */
+	lj->shm_note[0] = '\0';
+	(void)legacy_shm_write(a, lj, o, lj->shm_note, sizeof(lj->shm_note));
+	json_decref(o);
 	if ((dfd = open(lj->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
 		(void)fsync(dfd);
 		close(dfd);
@@ -575,4 +581,22 @@ legacy_write_due(const struct legacy_job *lj, int64_t now)
 			    (1000 - ts.tv_nsec / 1000000) + 5;
 	}
 	return (due);
+}
+
+/*
+ * Writes window w into the job's shared-memory record only (--legacy-shm),
+ * while its file may not be written yet: the poller copies the file only when
+ * its mtime changes, and the file then says the same window.
+ */
+void
+legacy_write_record(const struct agent *a, struct legacy_job *lj,
+    const struct seg_window *w)
+{
+	json_t	*o;
+
+	if (!a->opts.legacy_shm || (o = legacy_render(lj, w)) == NULL)
+		return;
+	lj->shm_note[0] = '\0';
+	(void)legacy_shm_write(a, lj, o, lj->shm_note, sizeof(lj->shm_note));
+	json_decref(o);
 }

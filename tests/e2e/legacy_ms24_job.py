@@ -6,6 +6,10 @@ MindSpore's does: the output directory when it starts, profiler/
 profiler_info_{rank}.json when it finishes.
 
 usage: legacy_ms24_job.py REFERENCE CFG_PATH OUTPUT_PATH LOG STEPS_PER_SEC MAX_STEPS
+    [hourly]
+
+With "hourly" its shared memory has MindSpore's own name (DynamicProfileShm and
+the hour), else one of its own.
 
 Every call the monitor makes, and every change of the window it reads from
 its shared memory, is a JSON line in LOG, with the step and the hook it came
@@ -27,6 +31,7 @@ import mindspore.profiler as msprof  # noqa: E402 (stand-in)
 
 REFERENCE, CFG, OUT, LOG = sys.argv[1:5]
 RATE, MAX_STEPS = float(sys.argv[5]), int(sys.argv[6])
+HOURLY = sys.argv[7:8] == ["hourly"]
 log = open(LOG, "a", buffering=1)
 where = {"step": 0, "hook": None}
 
@@ -80,7 +85,8 @@ spec = importlib.util.spec_from_file_location("ms24_dynamic_profiler",
                                               REFERENCE)
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
-mod.time = HourlessTime("time")
+if not HOURLY:
+    mod.time = HourlessTime("time")
 
 
 class Ctx:

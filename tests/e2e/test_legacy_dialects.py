@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import struct
+import subprocess
 import sys
 import time
 
@@ -251,6 +252,41 @@ def wait_file(path, pred, what, timeout=15):
     return wait_for(cond, timeout, what, interval=0.05)
 
 
+def foreign_record(c, job, wid):
+    """A MindSpore 2.4 shared-memory record of another user's, mapped by a
+    live process, made while the job runs: never written (--legacy-shm)."""
+    path = "/dev/shm/DynamicProfileShm%010d" % PID
+    rec = struct.pack("iiiiii?????", -1, -1, -1, -1, -1, -1, False, False,
+                      False, True, False)
+    with open(path, "wb") as f:
+        f.write(rec)
+    os.chmod(path, 0o600)
+    os.chown(path, 12345, 12345)
+    ready = path + ".held"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import mmap, sys, time\n"
+        "f = open(sys.argv[1], 'r+b'); m = mmap.mmap(f.fileno(), 29)\n"
+        "open(sys.argv[2], 'w').close(); time.sleep(60)"), path, ready])
+    try:
+        wait_for(lambda: os.path.exists(ready), 10, "record mapped")
+        c.http("DELETE", "/v1/jobs/%s/windows/%d" % (job, wid))
+        nw = c.add_window(job, {"start_step": 600, "stop_step": 601})["id"]
+        w = wait_for(lambda: (lambda w: w if w and w["state"] == "written"
+                              else None)(window_state(c, job, nw)), 10,
+                     "2.4: window %d written" % nw)
+        check("is not the job's user's: not written" in (w["reason"] or ""),
+              "foreign record: %s" % w)
+        with open(path, "rb") as f:
+            check(f.read() == rec, "a foreign record was written")
+    finally:
+        holder.kill()
+        holder.wait()
+        for p in (path, ready):
+            if os.path.exists(p):
+                os.unlink(p)
+    log("another user's shared-memory record left alone")
+
+
 def test():
     with Cluster("legacy") as c:
         c.start_coordinator()
@@ -259,7 +295,8 @@ def test():
         os.mkdir(ldir)
         conf = os.path.join(node.dir, "agent.conf")
         with open(conf, "w") as f:
-            f.write("# as a site's config file would\nlegacy-dir = %s\n" % ldir)
+            f.write("# as a site's config file would\nlegacy-dir = %s\n"
+                    "legacy-shm = yes\n" % ldir)
         node.start_agent(["--conf", conf])
 
         dialects = ["mindspore-2.4", "mindspore-2.5", "mindspore-2.6",
@@ -467,6 +504,8 @@ def test():
             wait_for(lambda: error_is(c, job, "cannot write"), 10,
                      "unwritable directory reported")
             os.chmod(jdir, 0o755)
+        if os.geteuid() == 0:
+            foreign_record(c, jobs["mindspore-2.4"][0], second["mindspore-2.4"])
         check(node.agent.alive(), "the agent died on bad input")
         code, _ = c.http("GET", "/v1/jobs/bad%20name!")
         check(code != 200, "a bad directory name became a job")

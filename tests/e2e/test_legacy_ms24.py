@@ -8,8 +8,13 @@ in step_begin(start) and stops in step_end(stop), and the job's status shows
 the rank observed, then observed complete, once the trace is written.  Then
 the same job is driven by hand, its file edited as on a shared filesystem.
 
+Last, a second job with MindSpore's own hourly shared-memory name, and an
+agent with --legacy-shm: each window is also written into the job's record,
+so that it is visible at the next step.
+
 Figures (printed): request -> the window visible in the job's shared memory,
-through dynprof and by hand; both bounded by the monitor's 2 s poll."""
+through dynprof's file, by hand, and through dynprof's direct record.  Runs
+alone: the hourly name is the node's."""
 
 import json
 import os
@@ -182,6 +187,59 @@ def test():
                 len(lat), sum(lat) / len(lat), max(lat), len(hand),
                 sum(hand) / len(hand), max(hand)))
         job.stop()
+
+        # 4. The direct record: a second job, MindSpore's hourly name.
+        direct = direct_record(c, ref, rnd)
+        log("FIGURE request -> visible to MindSpore 2.4 through dynprof's "
+            "direct record (--legacy-shm): %d requests mean %.3f s median "
+            "%.3f s max %.3f s" % (len(direct), sum(direct) / len(direct),
+                                   sorted(direct)[len(direct) // 2],
+                                   max(direct)))
+
+
+def written_direct(c, job, wid):
+    """The window's status once it is written, also into the record."""
+    for w in c.status(job)["legacy"]["windows"]:
+        if w["id"] == wid and w["nodes"]["written"] == 1 and \
+                "also written to DynamicProfileShm" in (w["reason"] or ""):
+            return w
+    return None
+
+
+def direct_record(c, ref, rnd):
+    """Job B on node n2, whose agent has --legacy-shm: each window is in
+    its shared memory at its next step.  Returns the latencies."""
+    node = c.node("n2")
+    ldir = os.path.join(node.dir, "legacy")
+    jdir = os.path.join(ldir, JOB + "b")
+    os.makedirs(jdir)
+    node.start_agent(["--legacy-dir", ldir, "--legacy-shm"])
+    jlog = os.path.join(node.dir, "job.jsonl")
+    job = Proc("ms24-job-b", [PYTHON, os.path.join(HERE, "legacy_ms24_job.py"),
+                              ref, jdir, os.path.join(node.dir, "prof"), jlog,
+                              str(RATE), "100000", "hourly"],
+               os.path.join(node.dir, "job.log"),
+               env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    c.procs.append(job.start())
+    wait_for(lambda: current_step(jlog) >= 3, 20, "job B stepping")
+    lat, prev = [], None
+    for k in range(ROUNDS):
+        time.sleep(rnd.uniform(0, 2.0))
+        a = current_step(jlog) + 8 * RATE
+        nw = c.add_window(JOB + "b", {"start_step": a, "stop_step": a + 1})
+        t0 = time.time()
+        if prev is not None:
+            c.http("DELETE", "/v1/jobs/%sb/windows/%d" % (JOB, prev["id"]))
+        seen = wait_for(lambda: seen_at(jlog, a, a + 1), 10,
+                        "window %d in job B's shared memory" % nw["id"])
+        lat.append(seen["time"] - t0)
+        prev = nw
+        wait_for(lambda: written_direct(c, JOB + "b", nw["id"]), 10,
+                 "window %d written, also to the record" % nw["id"])
+    # At the next step (0.1 s), never a poll (2 s).
+    check(max(lat) < 0.6, "direct record latencies %s" % lat)
+    job.stop()
+    return lat
 
 
 if __name__ == "__main__":

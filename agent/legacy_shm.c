@@ -1,0 +1,247 @@
+/*
+ * --legacy-shm: a window written straight into the shared-memory record
+ * MindSpore 2.4-2.6 read at every step (docs/legacy.md), as well as into the
+ * file, so that it reaches the ranks at their next step instead of up to one
+ * poll later.  The agent never creates such a record: it writes only into one
+ *
+ *	- named DynamicProfileShm + 10 digits (the framework's %Y%m%d%H) in
+ *	  LEGACY_SHM_DIR, a regular file, not a link, writable by nobody but its
+ *	  owner, of exactly the size of the dialect's record;
+ *	- owned by the job's user (the owner of the framework's config, else of
+ *	  the job's directory);
+ *	- created while the agent served the job (ctime no earlier than when the
+ *	  directory was first seen, less LEGACY_SHM_SLACK_S), so never a record
+ *	  left by an earlier job;
+ *	- mapped by a live process;
+ *	- the only one that passes all of the above (the name says only the
+ *	  hour: two jobs of one user on a node in one hour share it, and then
+ *	  the agent keeps to the file).
+ *
+ * The record is the framework's struct, native byte order (little endian on
+ * every platform MindSpore ships for): int32 fields then one-byte booleans,
+ * is_valid last.  Everything but start_step is written first, then
+ * start_step, which is what makes a rank act: a rank that sees the new start
+ * sees the rest of the window too.
+ */
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agent.h"
+#include "legacy.h"
+#include "log.h"
+
+#define LEGACY_SHM_PREFIX	"DynamicProfileShm"
+#define LEGACY_SHM_SLACK_S	5
+#define LEGACY_SHM_RECORD_MAX	64
+
+/* A record's fields in order: "i" int32, "?" bool, by key and default. */
+struct legacy_shm_field {
+	const char	*key;
+	char		 type;
+	int		 def;
+};
+
+static const struct legacy_shm_field legacy_shm_ms24[] = {
+	{ "start_step", 'i', -1 }, { "stop_step", 'i', -1 },
+	{ "aicore_metrics", 'i', -1 }, { "profiler_level", 'i', -1 },
+	{ "profile_framework", 'i', -1 }, { "analyse_mode", 'i', -1 },
+	{ "profile_communication", '?', 0 }, { "parallel_strategy", '?', 0 },
+	{ "with_stack", '?', 0 }, { "data_simplification", '?', 1 },
+	{ NULL, 0, 0 }
+};
+static const struct legacy_shm_field legacy_shm_ms25[] = {
+	{ "start_step", 'i', -1 }, { "stop_step", 'i', -1 },
+	{ "aicore_metrics", 'i', -1 }, { "profiler_level", 'i', -1 },
+	{ "analyse_mode", 'i', -1 }, { "activities", 'i', 0 },
+	{ "parallel_strategy", '?', 0 }, { "with_stack", '?', 0 },
+	{ "data_simplification", '?', 1 },
+	{ NULL, 0, 0 }
+};
+static const struct legacy_shm_field legacy_shm_ms26[] = {
+	{ "start_step", 'i', -1 }, { "stop_step", 'i', -1 },
+	{ "aic_metrics", 'i', -1 }, { "profiler_level", 'i', -1 },
+	{ "analyse_mode", 'i', -1 }, { "activities", 'i', 0 },
+	{ "export_type", 'i', 0 }, { "profile_memory", '?', 0 },
+	{ "mstx", '?', 0 }, { "parallel_strategy", '?', 0 },
+	{ "with_stack", '?', 0 }, { "data_simplification", '?', 1 },
+	{ NULL, 0, 0 }
+};
+
+/* The record layout of dialect d, or NULL when it has none to write. */
+static const struct legacy_shm_field *
+legacy_shm_layout(int d)
+{
+	switch (d) {
+	case OPTIONS_MS24:
+		return (legacy_shm_ms24);
+	case OPTIONS_MS25:
+		return (legacy_shm_ms25);
+	case OPTIONS_MS26:
+		return (legacy_shm_ms26);
+	}
+	return (NULL);
+}
+
+/*
+ * Packs o, the window as written into the file, into rec in layout f, with
+ * is_valid last.  Returns the record's size.  A field of another type than
+ * the framework's would be reset to its default by it: the default here too.
+ */
+static size_t
+legacy_shm_pack(const struct legacy_shm_field *f, json_t *o, uint8_t *rec)
+{
+	json_t	*v;
+	int32_t	 i32;
+	size_t	 n = 0;
+
+	for (; f->key != NULL; f++) {
+		v = json_object_get(o, f->key);
+		if (f->type == 'i') {
+			i32 = json_is_integer(v) ? (int32_t)json_integer_value(v) :
+			    f->def;
+			memcpy(rec + n, &i32, sizeof(i32));
+			n += sizeof(i32);
+		} else
+			rec[n++] = json_is_boolean(v) ? json_is_true(v) : f->def;
+	}
+	rec[n++] = 1;		/* is_valid */
+	return (n);
+}
+
+/* Whether name is DynamicProfileShm followed by 10 digits. */
+static int
+legacy_shm_name(const char *name)
+{
+	size_t	 plen = strlen(LEGACY_SHM_PREFIX), i;
+
+	if (strncmp(name, LEGACY_SHM_PREFIX, plen) != 0 ||
+	    strlen(name) != plen + 10)
+		return (0);
+	for (i = plen; name[i] != '\0'; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return (0);
+	return (1);
+}
+
+/* The uid of the job's user: the framework's config's owner, else the dir's. */
+static int
+legacy_shm_uid(const struct legacy_job *lj, uid_t *uid)
+{
+	char		 path[PATH_MAX];
+	struct stat	 st;
+
+	if (lj->framework_seen && (size_t)snprintf(path, sizeof(path),
+	    "%s/%s", lj->dir, LEGACY_CONFIG_NAME) < sizeof(path) &&
+	    lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid != 0) {
+		*uid = st.st_uid;
+		return (0);
+	}
+	if (lstat(lj->dir, &st) == -1)
+		return (-1);
+	*uid = st.st_uid;
+	return (0);
+}
+
+/*
+ * Finds the job's record of size bytes in dir by the rules above.  Returns an
+ * open descriptor, or -1 with why saying why none is used.
+ */
+static int
+legacy_shm_find(const struct legacy_job *lj, const char *dir, size_t size,
+    char *why, size_t wlen, char *found, size_t flen)
+{
+	char		 path[PATH_MAX];
+	struct dirent	*de;
+	struct stat	 st;
+	uid_t		 uid;
+	DIR		*d;
+	int		 fd = -1, n = 0, seen = 0, nfd;
+
+	snprintf(why, wlen, "no DynamicProfileShm record of the job's");
+	if (legacy_shm_uid(lj, &uid) == -1 || (d = opendir(dir)) == NULL)
+		return (-1);
+	while (n++ < LEGACY_SCAN_MAX && (de = readdir(d)) != NULL) {
+		if (!legacy_shm_name(de->d_name) || (size_t)snprintf(path,
+		    sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		nfd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (nfd == -1)
+			continue;
+		if (fstat(nfd, &st) == -1 || !S_ISREG(st.st_mode) ||
+		    (uint64_t)st.st_size != size ||
+		    (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+			close(nfd);
+			continue;
+		}
+		if (st.st_uid != uid) {
+			snprintf(why, wlen, "%s is not the job's user's: not "
+			    "written", de->d_name);
+			close(nfd);
+			continue;
+		}
+		if (st.st_ctim.tv_sec + LEGACY_SHM_SLACK_S < lj->seen_wall ||
+		    !procmaps_in_use(st.st_dev, st.st_ino, path, 0)) {
+			close(nfd);
+			continue;
+		}
+		if (seen++ > 0) {
+			snprintf(why, wlen, "two DynamicProfileShm records of "
+			    "the job's user this hour: not written");
+			close(nfd);
+			break;
+		}
+		fd = nfd;
+		snprintf(found, flen, "%s", de->d_name);
+	}
+	closedir(d);
+	if (seen > 1 && fd != -1) {
+		close(fd);
+		fd = -1;
+	}
+	return (fd);
+}
+
+/*
+ * Writes window o (as written into the file) into the job's shared-memory
+ * record, if --legacy-shm is on and the dialect has one.  Appends what it did
+ * to note.  Returns 1 if written, else 0.
+ */
+int
+legacy_shm_write(const struct agent *a, const struct legacy_job *lj, void *o,
+    char *note, size_t nlen)
+{
+	const struct legacy_shm_field *f;
+	uint8_t		 rec[LEGACY_SHM_RECORD_MAX];
+	char		 why[LEGACY_REASON_MAX], name[NAME_MAX + 1];
+	size_t		 size, off = strlen(note);
+	int		 fd, ok;
+
+	if (!a->opts.legacy_shm || (f = legacy_shm_layout(lj->dialect)) == NULL)
+		return (0);
+	size = legacy_shm_pack(f, o, rec);
+	if ((fd = legacy_shm_find(lj, LEGACY_SHM_DIR, size, why, sizeof(why),
+	    name, sizeof(name))) == -1) {
+		snprintf(note + off, nlen - off, "%s%s", off > 0 ? "; " : "",
+		    why);
+		return (0);
+	}
+	ok = pwrite(fd, rec + 4, size - 4, 4) == (ssize_t)(size - 4) &&
+	    pwrite(fd, rec, 4, 0) == 4;
+	if (!ok)
+		log_warn("legacy job %s: %s", lj->name, name);
+	close(fd);
+	snprintf(note + off, nlen - off, "%s%s %s", off > 0 ? "; " : "",
+	    ok ? "also written to" : "cannot write", name);
+	return (ok);
+}
