@@ -741,6 +741,7 @@ void	 legacy_status(struct coord *, struct node *,
 	    const Dynprof__V1__LegacyStatus *);
 int	 legacy_known(struct coord *, const char *, const char *);
 void	 legacy_job_json(struct coord *, const char *, struct json_t *);
+void	 legacy_forget_node(struct coord *, const char *);
 void	 legacy_free_all(struct coord *);
 /* leader.c */
 void	 leader_usage(FILE *);

@@ -250,6 +250,25 @@ legacy_job_json(struct coord *c, const char *job, struct json_t *body)
 	json_object_set_new(body, "legacy", o);
 }
 
+/*
+ * Forgets what node reported: it said hello again, and its agent sends the
+ * legacy jobs it serves now after the Welcome, before it replays events.
+ */
+void
+legacy_forget_node(struct coord *c, const char *node)
+{
+	struct legacy_entry	*e, *next;
+
+	for (e = TAILQ_FIRST(&c->legacy); e != NULL; e = next) {
+		next = TAILQ_NEXT(e, entry);
+		if (strcmp(e->node, node) == 0) {
+			TAILQ_REMOVE(&c->legacy, e, entry);
+			c->nlegacy--;
+			free(e);
+		}
+	}
+}
+
 /* Forgets every report. */
 void
 legacy_free_all(struct coord *c)

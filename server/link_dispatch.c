@@ -310,6 +310,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	node->connected_ns = node->last_seen_ns = coord_wall_ns();
 	log_info("%s: node %s connected from %s", __func__, node->name,
 	    conn->peer);
+	legacy_forget_node(c, node->name);	/* its agent says them again */
 
 	dynprof__v1__coordinator_message__init(&msg);
 	dynprof__v1__welcome__init(&welcome);

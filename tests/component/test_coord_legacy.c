@@ -147,10 +147,23 @@ test_observed_from_legacy_node_only(void **state)
 	assert_true(tc_metric(tc,
 	    "dynprof_events_total{kind=\"observed_complete\"}") >= 1);
 
+	/* The node says hello again: what it reported is forgotten until its
+	 * agent reports it again. */
+	fa_close(&a);
+	assert_int_equal(fa_handshake(&a, tc->agent_port, "lg-a", TOKEN), 0);
+	event(&a, 1, K_OBSERVED, "lg-j", 2);
+	ranks_are(tc, "lg-j", 1, "observed_complete");
+	r = tc_req(tc, "GET", "/v1/jobs/lg-j", NULL, 200);
+	assert_null(json_object_get(r.json, "legacy"));
+	tc_reply_free(&r);
+	assert_int_equal(send_legacy(&a, "lg-j", "mindspore-2.4", "", 0), 0);
+	event(&a, 2, K_OBSERVED, "lg-j", 2);
+	ranks_are(tc, "lg-j", 2, "observed_complete");
+
 	/* Withdrawn (the directory went): no more status, no more events. */
 	assert_int_equal(send_legacy(&a, "lg-j", "mindspore-2.4", "", 1), 0);
-	event(&a, 4, K_OBSERVED, "lg-j", 1);
-	ranks_are(tc, "lg-j", 1, "observed_complete");
+	event(&a, 3, K_OBSERVED, "lg-j", 1);
+	ranks_are(tc, "lg-j", 2, "observed_complete");
 	r = tc_req(tc, "GET", "/v1/jobs/lg-j", NULL, 200);
 	assert_null(json_object_get(r.json, "legacy"));
 	tc_reply_free(&r);
