@@ -252,6 +252,17 @@ def wait_file(path, pred, what, timeout=15):
     return wait_for(cond, timeout, what, interval=0.05)
 
 
+def unwritable(path):
+    """Makes directory path unwritable to the agent (chmod for a user, the
+    immutable attribute for root); returns how to undo it, or None."""
+    if os.geteuid() != 0:
+        os.chmod(path, 0o555)
+        return lambda: os.chmod(path, 0o755)
+    if subprocess.call(["chattr", "+i", path], stderr=subprocess.DEVNULL) != 0:
+        return None
+    return lambda: subprocess.call(["chattr", "-i", path])
+
+
 def foreign_record(c, job, wid):
     """A MindSpore 2.4 shared-memory record of another user's, mapped by a
     live process, made while the job runs: never written (--legacy-shm)."""
@@ -493,17 +504,23 @@ def test():
               and stat.S_ISFIFO(os.stat(os.path.join(
                   ldir, bad["fifo"], "profiler_config.json")).st_mode),
               "a directory or FIFO was replaced")
-        if os.geteuid() != 0:
-            job = "lg%d-ro" % PID
-            jdir = os.path.join(ldir, job)
-            os.mkdir(jdir)
-            with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
-                f.write("mindspore-2.6\n")
-            os.chmod(jdir, 0o555)
-            c.add_window(job, {"start_step": 50, "stop_step": 51})
-            wait_for(lambda: error_is(c, job, "cannot write"), 10,
-                     "unwritable directory reported")
-            os.chmod(jdir, 0o755)
+        job = "lg%d-ro" % PID
+        jdir = os.path.join(ldir, job)
+        os.mkdir(jdir)
+        with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+            f.write("mindspore-2.6\n")
+        undo = unwritable(jdir)
+        if undo is None:
+            log("SKIP unwritable directory: neither chmod nor chattr +i works")
+        else:
+            try:
+                c.add_window(job, {"start_step": 50, "stop_step": 51})
+                wait_for(lambda: error_is(c, job, "cannot write"), 10,
+                         "unwritable directory reported")
+                check(not os.path.exists(os.path.join(
+                    jdir, "profiler_config.json")), "written anyway")
+            finally:
+                undo()
         if os.geteuid() == 0:
             foreign_record(c, jobs["mindspore-2.4"][0], second["mindspore-2.4"])
         check(node.agent.alive(), "the agent died on bad input")
