@@ -542,6 +542,26 @@ def test():
                  "%s forgotten once its directory went" % job)
         log("a job directory went: its legacy report went too")
 
+        # The agent restarts: the jobs come back from their directories and
+        # segments, the window in each file stays, and the one that went while
+        # it was away is no longer reported.
+        job, jdir, _ = jobs["mindspore-2.7"]
+        path = os.path.join(jdir, "profiler_config.json")
+        before, _ = read_config(path)
+        check(node.agent.stop() == 0, "agent stop")
+        gone = jobs["torch_npu"][0]
+        os.rename(jobs["torch_npu"][1], os.path.join(node.dir, "moved-too"))
+        node.start_agent(["--conf", conf])
+        w = wait_for(lambda: (lambda w: w if w and w["state"] == "written"
+                              else None)(window_state(c, job, second[
+                                  "mindspore-2.7"])), 15,
+                     "2.7: window 2 written again after the restart")
+        after, _ = read_config(path)
+        check(after == before, "2.7 file changed: %s -> %s" % (before, after))
+        wait_for(lambda: legacy_of(c, gone) is None, 10,
+                 "%s forgotten after the restart" % gone)
+        log("agent restarted: windows kept, a job gone meanwhile forgotten")
+
 
 if __name__ == "__main__":
     main(test)
