@@ -340,21 +340,24 @@ class Cluster:
     def status(self, job):
         """The job's summary, with its ranks (read page by page) under
         "ranks" and the nodes serving it under "nodes" as
-        {"node", "state", "applied_generation"}."""
-        code, body = self.http("GET", "/v1/jobs/%s" % job)
-        if code != 200:
-            raise Failure("GET /v1/jobs/%s: %s %s" % (job, code, body))
-        body["ranks"], after = [], -1
+        {"node", "state", "applied_generation"}.  The ranks are read first:
+        the summary's progress is then at least as new as their steps (a
+        node reports both in one Progress)."""
+        ranks, after = [], -1
         while True:
             code, page = self.http("GET", "/v1/jobs/%s/ranks?limit=10000"
                                    "&after=%d" % (job, after))
             if code != 200:
                 raise Failure("GET /v1/jobs/%s/ranks: %s %s" % (job, code,
                                                                 page))
-            body["ranks"] += page["ranks"]
+            ranks += page["ranks"]
             if page["next"] is None:
                 break
             after = page["next"]
+        code, body = self.http("GET", "/v1/jobs/%s" % job)
+        if code != 200:
+            raise Failure("GET /v1/jobs/%s: %s %s" % (job, code, body))
+        body["ranks"] = ranks
         code, nodes = self.http("GET", "/v1/nodes")
         if code != 200:
             raise Failure("GET /v1/nodes: %s %s" % (code, nodes))
