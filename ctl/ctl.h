@@ -186,6 +186,7 @@ struct ctl_follow {
 	size_t		 len;
 	char		 line[64 * 1024];
 };
+int	 ctl_follow_sink(void *, const char *, size_t);
 int	 ctl_follow_once(struct ctl *, const char *, struct ctl_follow *, int);
 int	 ctl_follow_status(struct ctl *, const char *, uint64_t, int);
 

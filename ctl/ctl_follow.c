@@ -17,8 +17,8 @@
 #include "ctl.h"
 
 /* Cuts the body into lines (one longer than f->line is skipped); each
- * goes to the follower's function. */
-static int
+ * goes to the follower's function.  A ctl_sink_fn. */
+int
 ctl_follow_sink(void *arg, const char *data, size_t len)
 {
 	struct ctl_follow	*f = arg;

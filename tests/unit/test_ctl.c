@@ -474,6 +474,68 @@ test_progress(void **state)
 	json_decref(doc);
 }
 
+/* Keeps the types of the lines it is given; stops at "stop". */
+static int
+follow_seen(void *arg, json_t *j)
+{
+	json_t	*seen = arg;
+
+	json_array_append_new(seen, json_string(ctl_json_str(j, "type", "?")));
+	return (strcmp(ctl_json_str(j, "type", ""), "stop") == 0);
+}
+
+/* Hands text to the event stream's sink. */
+static int
+feed(struct ctl_follow *f, const char *text)
+{
+	return (ctl_follow_sink(f, text, strlen(text)));
+}
+
+static void
+test_follow_lines(void **state)
+{
+	static const char	 text[] =
+	    "{\"type\":\"heartbeat\",\"revision\":5}\n"
+	    "{\"rev\":6,\"type\":\"rank\",\"rank\":1}\n"
+	    "not json\n"
+	    "{\"rev\":7,\"type\":\"window\"}\n";
+	struct ctl_follow	*f;
+	json_t			*seen;
+	char			*big;
+	size_t			 i;
+
+	(void)state;
+	f = calloc(1, sizeof(*f));
+	seen = json_array();
+	f->fn = follow_seen;
+	f->arg = seen;
+	/* Byte by byte: lines are whole whatever the pieces. */
+	for (i = 0; i < sizeof(text) - 1; i++)
+		assert_int_equal(ctl_follow_sink(f, text + i, 1), 0);
+	assert_int_equal(json_array_size(seen), 3);
+	assert_string_equal(json_string_value(json_array_get(seen, 1)),
+	    "rank");
+	assert_int_equal(f->since, 7);
+	assert_false(f->gone);
+	/* A line longer than the buffer is skipped, the next one read. */
+	big = malloc(sizeof(f->line) + 100);
+	memset(big, 'x', sizeof(f->line) + 99);
+	big[sizeof(f->line) + 99] = '\n';
+	assert_int_equal(ctl_follow_sink(f, big, sizeof(f->line) + 100), 0);
+	free(big);
+	assert_int_equal(feed(f, "{\"type\":\"dropped\",\"revision\":9}\n"),
+	    0);
+	assert_int_equal(json_array_size(seen), 4);
+	assert_true(f->gone);
+	assert_int_equal(f->since, 9);
+	/* The function says enough: the transfer stops there. */
+	assert_int_equal(feed(f, "{\"type\":\"stop\"}\n{\"rev\":10}\n"), -1);
+	assert_true(f->stopped);
+	assert_int_equal(json_array_size(seen), 5);
+	json_decref(seen);
+	free(f);
+}
+
 int
 main(void)
 {
@@ -484,6 +546,7 @@ main(void)
 		cmocka_unit_test(test_jobs_nodes_tables),
 		cmocka_unit_test(test_window_line),
 		cmocka_unit_test(test_progress),
+		cmocka_unit_test(test_follow_lines),
 	};
 
 	return (cmocka_run_group_tests_name("ctl", tests, NULL, NULL));
