@@ -2,7 +2,7 @@
  * Coordinators that share their state in etcd, one of them the leader.
  *
  * Each coordinator keeps a lease in etcd and, while it does not lead,
- * campaigns for the leader key on it (etcd_session.c) every quarter of the
+ * campaigns for the leader key on it (etcd_session.c) every eighth of the
  * lease's TTL; the leader keeps the lease alive at the same pace.  The
  * leader key's value names the leader's AgentLink address and admin URL
  * (--advertise-agent, --advertise-http), and its create revision is the
@@ -318,7 +318,7 @@ leader_renew(struct coord *c)
 	}
 }
 
-/* The election timer: every quarter of the TTL. */
+/* The election timer: every eighth of the TTL (LEADER_TICKS_PER_TTL). */
 static void
 leader_tick(evutil_socket_t fd, short what, void *arg)
 {
