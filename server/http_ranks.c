@@ -48,27 +48,44 @@ ranks_cmp(const void *a, const void *b)
 }
 
 /*
- * Returns the job's ranks sorted by number (n of them), rebuilt if ranks came
- * since; NULL with *n 0 when there are none or memory ran out.
+ * Returns the job's ranks sorted by number (n of them), with the ranks that
+ * came since the last call merged in; NULL with *n 0 when there are none or
+ * memory ran out.  Ranks are only ever added, at the tail of job->ranks: the
+ * index holds the first nby_rank of them, so only the new ones are sorted
+ * (a job whose ranks attach while a listing is written is not sorted whole
+ * at every chunk).
  */
 struct rank **
 ranks_index(struct job *job, size_t *n)
 {
-	struct rank	**v, *r;
-	size_t		 i = 0;
+	struct rank	**v, **add, *r;
+	size_t		 old = job->nby_rank, k, i, a, b;
 
 	*n = 0;
 	if (job->nranks == 0)
 		return (NULL);
-	if (job->by_rank == NULL || job->nby_rank != job->nranks) {
-		if ((v = reallocarray(job->by_rank, job->nranks,
-		    sizeof(*v))) == NULL)
+	if (old != job->nranks) {
+		k = job->nranks - old;
+		if ((v = calloc(job->nranks, sizeof(*v))) == NULL ||
+		    (add = calloc(k, sizeof(*add))) == NULL) {
+			free(v);
 			return (NULL);
+		}
+		i = k;
+		TAILQ_FOREACH_REVERSE(r, &job->ranks, rankq, entry) {
+			if (i == 0)
+				break;
+			add[--i] = r;
+		}
+		qsort(add, k, sizeof(*add), ranks_cmp);
+		for (i = a = b = 0; i < job->nranks; i++)
+			v[i] = b == k || (a < old &&
+			    job->by_rank[a]->rank < add[b]->rank) ?
+			    job->by_rank[a++] : add[b++];
+		free(add);
+		free(job->by_rank);
 		job->by_rank = v;
-		TAILQ_FOREACH(r, &job->ranks, entry)
-			v[i++] = r;
-		qsort(v, i, sizeof(*v), ranks_cmp);
-		job->nby_rank = i;
+		job->nby_rank = job->nranks;
 	}
 	*n = job->nby_rank;
 	return (job->by_rank);

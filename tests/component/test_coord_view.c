@@ -330,6 +330,10 @@ test_pages(void **state)
 	    NULL);
 	assert_int_equal(n, 1);
 	assert_int_equal(sum, 20000);
+	/* The ranks that came are in their place, below and above. */
+	n = read_pages(tc, "/v1/jobs/pg/ranks", 333, &sum, NULL, NULL);
+	assert_int_equal(n, 2 * VIEW_MANY + 100);
+	assert_int_equal(sum, want + 49 * 50 / 2 + 50 * 90000 + 49 * 50 / 2);
 
 	/* A long page goes out chunked as it is written. */
 	r = tc_req(tc, "GET", "/v1/jobs/pg/ranks?limit=10000", NULL, 200);
