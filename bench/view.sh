@@ -99,6 +99,8 @@ view_run()
 	fi
 	echo "view $1: $2 agents x $RANKS ranks ..."
 	view_load "$1" "$2"
+	curl -sf "http://127.0.0.1:$HP/metrics" |
+	    sed -n 's/^dynprof_event_commits_total /group_commits=/p'
 	if [ -n "$_fp" ]; then
 		wait "$_fp" || true
 		cat "$D/follow-$1"
