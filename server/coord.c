@@ -555,15 +555,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		    OPT_STRAGGLER_LAG },
 		{ "straggler-rate-drop", required_argument, NULL,
 		    OPT_STRAGGLER_DROP },
-		{ "etcd-endpoints", required_argument, NULL,
-		    OPT_ETCD_ENDPOINTS },
-		{ "etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX },
-		{ "etcd-lease-ttl", required_argument, NULL,
-		    OPT_ETCD_LEASE_TTL },
-		{ "advertise-agent", required_argument, NULL,
-		    OPT_ADVERTISE_AGENT },
-		{ "advertise-http", required_argument, NULL,
-		    OPT_ADVERTISE_HTTP },
+		LEADER_LONGOPTS,
 		{ "events-journal", required_argument, NULL,
 		    OPT_EVENTS_JOURNAL },
 		{ "help", no_argument, NULL, 'h' },
@@ -584,7 +576,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	c->conf.etcd_lease_ttl = LEADER_TTL_DEFAULT;
 	coord_bounds_init(&c->conf);
 	while ((ch = getopt_long(argc, argv, "vqh", longopts, &idx)) != -1) {
-		if (ch >= OPT_ETCD_ENDPOINTS && ch <= OPT_ADVERTISE_HTTP) {
+		if (ch >= OPT_ETCD_ENDPOINTS && ch <= OPT_ETCD_LAST) {
 			if (leader_parse_flag(&c->conf, ch, longopts[idx].name,
 			    optarg) == -1)
 				return (-1);

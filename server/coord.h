@@ -345,7 +345,21 @@ enum {
 	OPT_ETCD_LEASE_TTL,
 	OPT_ADVERTISE_AGENT,
 	OPT_ADVERTISE_HTTP,
+	OPT_ETCD_CACERT,
+	OPT_ETCD_CERT,
+	OPT_ETCD_KEY,
+	OPT_ETCD_LAST = OPT_ETCD_KEY
 };
+/* Their rows of coord_parse_args()'s getopt table. */
+#define LEADER_LONGOPTS							\
+	{ "etcd-endpoints", required_argument, NULL, OPT_ETCD_ENDPOINTS }, \
+	{ "etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX },	\
+	{ "etcd-lease-ttl", required_argument, NULL, OPT_ETCD_LEASE_TTL }, \
+	{ "advertise-agent", required_argument, NULL, OPT_ADVERTISE_AGENT }, \
+	{ "advertise-http", required_argument, NULL, OPT_ADVERTISE_HTTP }, \
+	{ "etcd-cacert", required_argument, NULL, OPT_ETCD_CACERT },	\
+	{ "etcd-cert", required_argument, NULL, OPT_ETCD_CERT },	\
+	{ "etcd-key", required_argument, NULL, OPT_ETCD_KEY }
 
 /* One committed event (journal.c). */
 #define JOURNAL_RANK		1	/* a rank event: what is its kind */
@@ -387,6 +401,9 @@ struct coord_config {
 	int		 etcd_lease_ttl;	/* seconds */
 	const char	*advertise_agent;	/* NULL: the agent listener */
 	const char	*advertise_http;	/* NULL: the admin listener */
+	const char	*etcd_cacert;		/* https endpoints: the CA */
+	const char	*etcd_cert;		/* and a client certificate */
+	const char	*etcd_key;
 	char		*listen_addr;
 	char		*http_addr;
 	char		*state_dir;

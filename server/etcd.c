@@ -186,6 +186,12 @@ etcd_post(struct etcd *e, size_t which, const char *path, const char *text,
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (e->cacert != NULL)
+		curl_easy_setopt(h, CURLOPT_CAINFO, e->cacert);
+	if (e->cert != NULL) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, e->key);
+	}
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, etcd_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
 	b->len = 0;

@@ -49,6 +49,9 @@ struct etcd {
 	void		*curl;		/* CURL * */
 	char		 prefix[ETCD_PREFIX_MAX];
 	int		 timeout_ms;
+	const char	*cacert;	/* https: the CA, NULL the system's */
+	const char	*cert;		/* https: a client certificate, or NULL */
+	const char	*key;
 	char		 error[256];	/* why the last call failed */
 	uint64_t	 calls;
 	uint64_t	 failures;

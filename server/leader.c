@@ -20,10 +20,12 @@
  * went unanswered (a write that timed out may have landed).
  */
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -67,7 +69,10 @@ leader_usage(FILE *f)
 	    "  --advertise-agent H:P    agents reach this coordinator there"
 	    " (default --listen)\n"
 	    "  --advertise-http URL     the admin API's URL"
-	    " (default http://--http)\n");
+	    " (default http://--http)\n"
+	    "  --etcd-cacert F          https endpoints: trust the CAs in F\n"
+	    "  --etcd-cert F            and show this client certificate,\n"
+	    "  --etcd-key F             with this key\n");
 }
 
 /* Parses one etcd flag into conf.  Returns 0, or -1 logged. */
@@ -109,6 +114,18 @@ leader_parse_flag(struct coord_config *conf, int ch, const char *name,
 			why = "expected http://HOST:PORT or https://HOST:PORT";
 		else
 			conf->advertise_http = arg;
+		break;
+	case OPT_ETCD_CACERT:
+	case OPT_ETCD_CERT:
+	case OPT_ETCD_KEY:
+		if (access(arg, R_OK) == -1)
+			why = strerror(errno);
+		else if (ch == OPT_ETCD_CACERT)
+			conf->etcd_cacert = arg;
+		else if (ch == OPT_ETCD_CERT)
+			conf->etcd_cert = arg;
+		else
+			conf->etcd_key = arg;
 		break;
 	default:
 		why = "unknown flag";
@@ -366,9 +383,16 @@ leader_open(struct coord *c, const char **why)
 		return (NULL);
 	}
 	c->leader = l;
+	if ((c->conf.etcd_cert == NULL) != (c->conf.etcd_key == NULL)) {
+		*why = "--etcd-cert and --etcd-key go together";
+		return (NULL);
+	}
 	if ((l->e = etcd_new(c->conf.etcd_endpoints, c->conf.etcd_prefix,
 	    why)) == NULL)
 		return (NULL);
+	l->e->cacert = c->conf.etcd_cacert;
+	l->e->cert = c->conf.etcd_cert;
+	l->e->key = c->conf.etcd_key;
 	l->e->deposed = leader_deposed;
 	l->e->deposed_arg = c;
 	if ((s = store_open_etcd(l->e, why)) == NULL)

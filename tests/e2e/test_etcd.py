@@ -20,6 +20,10 @@ loopback.  One scenario per run, named by the first argument:
   flags     the etcd flags' bounds: each bad value refused at start with the
             flag named, the limits themselves taken; with no etcd answering,
             the coordinator starts, follows nobody, and answers 503.
+  tls       etcd over https with client certificates (deploy/tls/mkcerts.sh):
+            a coordinator with --etcd-cacert, --etcd-cert and --etcd-key
+            leads and writes; one without the client certificate reaches no
+            etcd and follows nobody.
 """
 
 import os
@@ -320,6 +324,19 @@ def start_flags(c, name, flags):
         return p, None
 
 
+def start_serving(c, name, flags):
+    """Starts a coordinator that must keep running; talks to it from now on.
+    Returns its /healthz role."""
+    p, rc = start_flags(c, name, flags)
+    check(rc is None, "refused %s: %s" % (flags, p.output()[-500:]))
+    kv = wait_for(lambda: c._ports(p, os.path.join(c.dir, name + ".ready")),
+                  20, "coordinator %s ready" % name)
+    c.http_port = int(kv["http_port"])
+    code, body = c.http("GET", "/healthz")
+    check(code == 200, "%s: /healthz %s %s" % (name, code, body))
+    return body.get("role")
+
+
 def scenario_flags():
     with HaCluster("etcd-flags") as c:
         many = ",".join("http://127.0.0.1:%d" % (1000 + i) for i in range(17))
@@ -353,14 +370,8 @@ def scenario_flags():
         ok = ["--etcd-endpoints", ",".join(many.split(",")[:16]),
               "--etcd-lease-ttl", "300", "--etcd-prefix",
               "/" + "p" * 125 + "/"]
-        p, rc = start_flags(c, "ok", ok)
-        check(rc is None, "refused %s: %s" % (ok, p.output()[-500:]))
-        kv = wait_for(lambda: c._ports(p, os.path.join(c.dir, "ok.ready")),
-                      20, "coordinator ready")
-        c.http_port = int(kv["http_port"])
-        code, body = c.http("GET", "/healthz")
-        check(code == 200 and body.get("role") == "follower",
-              "no etcd: /healthz %s %s" % (code, body))
+        role = start_serving(c, "ok", ok)
+        check(role == "follower", "no etcd: role %s" % role)
         code, body = c.http("POST", "/v1/jobs/%s/windows" % JOB,
                             {"start_step": 10, "stop_step": 20})
         check(code == 503 and "no leader is known" in body.get("error", ""),
@@ -372,12 +383,47 @@ def scenario_flags():
         log("bad etcd flags refused by name; limits taken; no etcd: 503")
 
 
+def scenario_tls():
+    with HaCluster("etcd-tls") as c:
+        certs = os.path.join(c.dir, "certs")
+        mk = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                          "..", "deploy", "tls", "mkcerts.sh")
+        r = subprocess.run(["sh", mk, "-o", certs, "-c", "127.0.0.1",
+                            "coord"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        check(r.returncode == 0, "mkcerts.sh: %s" % r.stdout)
+        etcd.make_server_cert(certs)
+        c.etcd = etcd.EtcdCluster(1, name="etcd-tls", tls=certs, client="coord")
+        c.cleanups.append(c.etcd.close)
+        c.etcd.start()
+        tls = ["--etcd-endpoints", c.etcd.endpoints, "--etcd-lease-ttl",
+               str(TTL), "--etcd-cacert", os.path.join(certs, "ca.crt")]
+        cert = ["--etcd-cert", os.path.join(certs, "coord.crt"),
+                "--etcd-key", os.path.join(certs, "coord.key")]
+        p, rc = start_flags(c, "half", tls + cert[:2])
+        check(rc == 2 and "--etcd-cert and --etcd-key go together" in
+              p.output(), "--etcd-cert without --etcd-key: exit %s" % rc)
+        role = start_serving(c, "good", tls + cert)
+        check(role == "leader", "over https: role %s" % role)
+        code, body = c.http("POST", "/v1/jobs/%s/windows" % JOB,
+                            {"start_step": 10, "stop_step": 20})
+        check(code == 201, "a write over https: %s %s" % (code, body))
+        role = start_serving(c, "nocert", tls)
+        check(role == "follower", "without a client certificate: role %s"
+              % role)
+        code, body = c.http("GET", "/v1/jobs")
+        check(code == 503, "without a client certificate, no leader known: "
+              "%s %s" % (code, body))
+        log("etcd over https with client certificates; none: no etcd")
+
+
 SCENARIOS = {
     "redirect": scenario_redirect,
     "failover": scenario_failover,
     "sigstop": scenario_sigstop,
     "quorum": scenario_quorum,
     "flags": scenario_flags,
+    "tls": scenario_tls,
 }
 
 

@@ -4,6 +4,12 @@ losing one (or two, the quorum) matters.
 
 As a module: EtcdCluster(n).start(), .endpoints (a comma-separated list as
 --etcd-endpoints takes it), .stop_member(i) / .start_member(i), .close().
+EtcdCluster(n, tls=DIR, client=NAME) serves https only to clients with a
+certificate of DIR/ca.crt, itself showing DIR/etcd.crt and DIR/etcd.key
+(etcd's gateway shows it as a client certificate too: it needs both server
+and client authentication in its extended key usage); /health is asked with
+DIR/NAME.crt.  make_server_cert(DIR) makes etcd.crt with the CA that
+deploy/tls/mkcerts.sh -o DIR made.
 
 As a command, it wraps a test so that `make test` starts and stops etcd itself:
 
@@ -18,6 +24,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -42,12 +49,33 @@ def free_ports(n):
     return ports
 
 
+def make_server_cert(d):
+    """DIR/etcd.crt and .key for 127.0.0.1, server and client auth, signed by
+    DIR/ca.crt and DIR/ca.key."""
+    ext = os.path.join(d, "etcd.ext")
+    with open(ext, "w") as f:
+        f.write("extendedKeyUsage = serverAuth, clientAuth\n"
+                "subjectAltName = IP:127.0.0.1\n")
+    key, csr = os.path.join(d, "etcd.key"), os.path.join(d, "etcd.csr")
+    for argv in (["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt",
+                  "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+                  "-subj", "/CN=etcd", "-out", csr],
+                 ["openssl", "x509", "-req", "-in", csr, "-CA",
+                  os.path.join(d, "ca.crt"), "-CAkey", os.path.join(d, "ca.key"),
+                  "-CAcreateserial", "-days", "1", "-extfile", ext, "-out",
+                  os.path.join(d, "etcd.crt")]):
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+
 class EtcdCluster:
-    def __init__(self, members=1, name="dynprof"):
+    def __init__(self, members=1, name="dynprof", tls=None, client=None):
         self.n = members
+        self.tls = tls          # DIR of mkcerts.sh, or None: http
+        self.client = client    # NAME of the client certificate /health uses
         self.dir = tempfile.mkdtemp(prefix="dynprof-etcd-%s-" % name)
         ports = free_ports(2 * members)
-        self.client = ports[:members]
+        self.ports = ports[:members]
         self.peer = ports[members:]
         self.procs = [None] * members
         self.cluster = ",".join("m%d=http://127.0.0.1:%d" % (i, self.peer[i])
@@ -58,7 +86,8 @@ class EtcdCluster:
         return ",".join(self.urls())
 
     def urls(self):
-        return ["http://127.0.0.1:%d" % p for p in self.client]
+        scheme = "https" if self.tls else "http"
+        return ["%s://127.0.0.1:%d" % (scheme, p) for p in self.ports]
 
     def start_member(self, i):
         log = open(os.path.join(self.dir, "m%d.log" % i), "ab")
@@ -75,6 +104,11 @@ class EtcdCluster:
                 # tests lose members on purpose.
                 "--heartbeat-interval", "50", "--election-timeout", "500",
                 "--log-level", "warn"]
+        if self.tls:
+            argv += ["--cert-file", os.path.join(self.tls, "etcd.crt"),
+                     "--key-file", os.path.join(self.tls, "etcd.key"),
+                     "--trusted-ca-file", os.path.join(self.tls, "ca.crt"),
+                     "--client-cert-auth"]
         self.procs[i] = subprocess.Popen(argv, stdout=log, stderr=log,
                                          stdin=subprocess.DEVNULL,
                                          start_new_session=True)
@@ -88,9 +122,15 @@ class EtcdCluster:
         self.procs[i] = None
 
     def healthy(self, i):
+        ctx = None
+        if self.tls:
+            ctx = ssl.create_default_context(
+                cafile=os.path.join(self.tls, "ca.crt"))
+            ctx.load_cert_chain(os.path.join(self.tls, self.client + ".crt"),
+                                os.path.join(self.tls, self.client + ".key"))
         try:
             with urllib.request.urlopen(self.urls()[i] + "/health",
-                                        timeout=2) as r:
+                                        timeout=2, context=ctx) as r:
                 return b'"true"' in r.read()
         except OSError:
             return False
