@@ -135,7 +135,7 @@ legacy_set_over(struct legacy_job *lj, const char *why)
 	lj->status_dirty = 1;
 }
 
-/* Checks whether the window in the file is over; NULL w: it left the schedule. */
+/* Checks whether the window in the file is over (w NULL: left the schedule). */
 static void
 legacy_check_over(struct legacy_job *lj, const struct seg_window *w,
     int64_t now)
@@ -572,7 +572,7 @@ legacy_open(struct agent *a)
 	return (0);
 }
 
-/* A job's schedule changed in its segment: its file may need the next window. */
+/* A job's schedule changed in its segment: its file may need another window. */
 void
 legacy_schedule(struct agent *a, struct agent_job *j)
 {

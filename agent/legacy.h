@@ -49,6 +49,7 @@ struct event;
 #define LEGACY_OUTPUT_NAME	"dynprof.output"
 #define LEGACY_TMP_NAME		".profiler_config.json.dynprof"
 #define LEGACY_SHM_DIR		"/dev/shm"	/* where Python's SharedMemory is */
+#define LEGACY_SHM_RECORD_MAX	64	/* MindSpore's records: 28 to 34 bytes */
 
 /* What the agent does with one window of the schedule (LegacyWindowState). */
 struct legacy_window {
@@ -97,6 +98,10 @@ struct legacy_job {
 	int		 status_dirty;
 	time_t		 seen_wall;		/* when the directory was first seen */
 	uint32_t	 early;			/* window in the record, not the file */
+	uint8_t		 shm_last[LEGACY_SHM_RECORD_MAX];	/* last written */
+	size_t		 shm_last_len;
+	uint8_t		 file_rec[LEGACY_SHM_RECORD_MAX];	/* the last file's */
+	size_t		 file_rec_len;
 	char		 shm_note[LEGACY_REASON_MAX];	/* the last write's */
 };
 TAILQ_HEAD(legacy_jobs, legacy_job);
@@ -127,8 +132,8 @@ int	 legacy_expressible(const struct legacy_job *, const struct seg_window *,
 	    char *, size_t);
 
 /* legacy_shm.c */
-int	 legacy_shm_write(const struct agent *, const struct legacy_job *,
-	    void *, char *, size_t);
+int	 legacy_shm_write(const struct agent *, struct legacy_job *, void *,
+	    int, char *, size_t);
 
 /* legacy_observe.c */
 int	 legacy_observe(struct legacy *, struct legacy_job *, uint64_t);

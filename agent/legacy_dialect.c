@@ -544,7 +544,8 @@ legacy_write(const struct agent *a, struct legacy_job *lj,
 	free(text);
 	/* The file first: the poller then copies the same window again. */
 	lj->shm_note[0] = '\0';
-	(void)legacy_shm_write(a, lj, o, lj->shm_note, sizeof(lj->shm_note));
+	(void)legacy_shm_write(a, lj, o, 1, lj->shm_note,
+	    sizeof(lj->shm_note));
 	json_decref(o);
 	if ((dfd = open(lj->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
 		(void)fsync(dfd);
@@ -597,6 +598,7 @@ legacy_write_record(const struct agent *a, struct legacy_job *lj,
 	if (!a->opts.legacy_shm || (o = legacy_render(lj, w)) == NULL)
 		return;
 	lj->shm_note[0] = '\0';
-	(void)legacy_shm_write(a, lj, o, lj->shm_note, sizeof(lj->shm_note));
+	(void)legacy_shm_write(a, lj, o, 0, lj->shm_note,
+	    sizeof(lj->shm_note));
 	json_decref(o);
 }

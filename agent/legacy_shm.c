@@ -13,6 +13,10 @@
  *	  directory was first seen, less LEGACY_SHM_SLACK_S), so never a record
  *	  left by an earlier job;
  *	- mapped by a live process;
+ *	- holding what this job's poller copies from its file: all zeros (not
+ *	  polled yet), the framework's own config as first read, the last file
+ *	  or record the agent wrote for the job; a record that holds anything
+ *	  else is another job's, or the file was edited by hand since;
  *	- the only one that passes all of the above (the name says only the
  *	  hour: two jobs of one user on a node in one hour share it, and then
  *	  the agent keeps to the file).
@@ -43,7 +47,6 @@
 
 #define LEGACY_SHM_PREFIX	"DynamicProfileShm"
 #define LEGACY_SHM_SLACK_S	5
-#define LEGACY_SHM_RECORD_MAX	64
 
 /* A record's fields in order: "i" int32, "?" bool, by key and default. */
 struct legacy_shm_field {
@@ -119,6 +122,30 @@ legacy_shm_pack(const struct legacy_shm_field *f, json_t *o, uint8_t *rec)
 	return (n);
 }
 
+/*
+ * Whether the record rec (size bytes) holds what this job's poller would
+ * have copied there: nothing yet, the framework's own config, or the last
+ * record the agent wrote.
+ */
+static int
+legacy_shm_ours(const struct legacy_job *lj, const struct legacy_shm_field *f,
+    const uint8_t *rec, size_t size)
+{
+	uint8_t	 base[LEGACY_SHM_RECORD_MAX];
+	size_t	 i;
+
+	for (i = 0; i < size && rec[i] == 0; i++)
+		;
+	if (i == size)
+		return (1);
+	if ((lj->shm_last_len == size &&
+	    memcmp(rec, lj->shm_last, size) == 0) ||
+	    (lj->file_rec_len == size && memcmp(rec, lj->file_rec, size) == 0))
+		return (1);
+	return (lj->base != NULL && legacy_shm_pack(f, lj->base, base) == size &&
+	    memcmp(rec, base, size) == 0);
+}
+
 /* Whether name is DynamicProfileShm followed by 10 digits. */
 static int
 legacy_shm_name(const char *name)
@@ -158,9 +185,11 @@ legacy_shm_uid(const struct legacy_job *lj, uid_t *uid)
  * open descriptor, or -1 with why saying why none is used.
  */
 static int
-legacy_shm_find(const struct legacy_job *lj, const char *dir, size_t size,
-    char *why, size_t wlen, char *found, size_t flen)
+legacy_shm_find(const struct legacy_job *lj, const struct legacy_shm_field *f,
+    size_t size, char *why, size_t wlen, char *found, size_t flen)
 {
+	const char	*dir = LEGACY_SHM_DIR;
+	uint8_t		 cur[LEGACY_SHM_RECORD_MAX];
 	char		 path[PATH_MAX];
 	struct dirent	*de;
 	struct stat	 st;
@@ -191,7 +220,14 @@ legacy_shm_find(const struct legacy_job *lj, const char *dir, size_t size,
 			continue;
 		}
 		if (st.st_ctim.tv_sec + LEGACY_SHM_SLACK_S < lj->seen_wall ||
+		    pread(nfd, cur, size, 0) != (ssize_t)size ||
 		    !procmaps_in_use(st.st_dev, st.st_ino, path, 0)) {
+			close(nfd);
+			continue;
+		}
+		if (!legacy_shm_ours(lj, f, cur, size)) {
+			snprintf(why, wlen, "%s holds another window than this "
+			    "job's file: not written", de->d_name);
 			close(nfd);
 			continue;
 		}
@@ -213,13 +249,14 @@ legacy_shm_find(const struct legacy_job *lj, const char *dir, size_t size,
 }
 
 /*
- * Writes window o (as written into the file) into the job's shared-memory
- * record, if --legacy-shm is on and the dialect has one.  Appends what it did
- * to note.  Returns 1 if written, else 0.
+ * Writes window o (as rendered for the file) into the job's shared-memory
+ * record, if --legacy-shm is on and the dialect has one; is_file: o was just
+ * written into the file too.  Appends what it did to note.  Returns 1 if
+ * written, else 0.
  */
 int
-legacy_shm_write(const struct agent *a, const struct legacy_job *lj, void *o,
-    char *note, size_t nlen)
+legacy_shm_write(const struct agent *a, struct legacy_job *lj, void *o,
+    int is_file, char *note, size_t nlen)
 {
 	const struct legacy_shm_field *f;
 	uint8_t		 rec[LEGACY_SHM_RECORD_MAX];
@@ -230,8 +267,13 @@ legacy_shm_write(const struct agent *a, const struct legacy_job *lj, void *o,
 	if (!a->opts.legacy_shm || (f = legacy_shm_layout(lj->dialect)) == NULL)
 		return (0);
 	size = legacy_shm_pack(f, o, rec);
-	if ((fd = legacy_shm_find(lj, LEGACY_SHM_DIR, size, why, sizeof(why),
-	    name, sizeof(name))) == -1) {
+	fd = legacy_shm_find(lj, f, size, why, sizeof(why), name, sizeof(name));
+	if (is_file) {
+		/* What the poller copies next: ours too from now on. */
+		memcpy(lj->file_rec, rec, size);
+		lj->file_rec_len = size;
+	}
+	if (fd == -1) {
 		snprintf(note + off, nlen - off, "%s%s", off > 0 ? "; " : "",
 		    why);
 		return (0);
@@ -240,6 +282,10 @@ legacy_shm_write(const struct agent *a, const struct legacy_job *lj, void *o,
 	    pwrite(fd, rec, 4, 0) == 4;
 	if (!ok)
 		log_warn("legacy job %s: %s", lj->name, name);
+	else {
+		memcpy(lj->shm_last, rec, size);
+		lj->shm_last_len = size;
+	}
 	close(fd);
 	snprintf(note + off, nlen - off, "%s%s %s", off > 0 ? "; " : "",
 	    ok ? "also written to" : "cannot write", name);

@@ -252,6 +252,69 @@ def wait_file(path, pred, what, timeout=15):
     return wait_for(cond, timeout, what, interval=0.05)
 
 
+RECORDS = {  # MindSpore's shared-memory record: fields in order, struct
+    "mindspore-2.5": (["start_step", "stop_step", "aicore_metrics",
+                       "profiler_level", "analyse_mode", "activities",
+                       "parallel_strategy", "with_stack",
+                       "data_simplification", "is_valid"], "iiiiii????"),
+    "mindspore-2.6": (["start_step", "stop_step", "aic_metrics",
+                       "profiler_level", "analyse_mode", "activities",
+                       "export_type", "profile_memory", "mstx",
+                       "parallel_strategy", "with_stack",
+                       "data_simplification", "is_valid"], "iiiiiii??????"),
+}
+
+
+def records(c, ldir):
+    """--legacy-shm: a job's own record, made by its framework while it runs
+    (here by a stand-in that maps it), gets each window, in its layout."""
+    holders, paths = [], []
+    try:
+        for k, (d, (fields, fmt)) in enumerate(sorted(RECORDS.items())):
+            job = "lg%d-rec%d" % (PID, k)
+            jdir = os.path.join(ldir, job)
+            os.mkdir(jdir)
+            with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+                f.write(d + "\n")
+            wait_for(lambda: (lambda e: e and e["dialect"] == d)(
+                legacy_of(c, job)), 10, "%s served" % job)
+            path = "/dev/shm/DynamicProfileShm%08d%02d" % (PID, k)
+            paths += [path, path + ".held"]
+            with open(path, "wb") as f:
+                f.write(b"\0" * struct.calcsize(fmt))
+            os.chmod(path, 0o600)
+            holders.append(subprocess.Popen([sys.executable, "-c", (
+                "import mmap, sys, time\n"
+                "f = open(sys.argv[1], 'r+b')\n"
+                "m = mmap.mmap(f.fileno(), %d)\n"
+                "open(sys.argv[2], 'w').close(); time.sleep(60)") %
+                struct.calcsize(fmt), path, path + ".held"]))
+            wait_for(lambda: os.path.exists(path + ".held"), 10, "mapped")
+            c.add_window(job, {"start_step": 700, "stop_step": 702,
+                               "options": {"profiler_level": 2,
+                                           "with_stack": True}})
+            rec = wait_for(lambda: (lambda b: b if b[:4] != b"\0" * 4
+                                    else None)(open(path, "rb").read()), 10,
+                           "%s: record written" % d)
+            r = dict(zip(fields, struct.unpack(fmt, rec)))
+            check(r["start_step"] == 700 and r["stop_step"] == 702 and
+                  r["profiler_level"] == 2 and r["with_stack"] is True and
+                  r["data_simplification"] is True and r["is_valid"] is True
+                  and r["parallel_strategy"] is False, "%s: %s" % (d, r))
+            w = wait_for(lambda: window_state(c, job, 1), 10, "status")
+            wait_for(lambda: (lambda w: w and "also written to " +
+                              os.path.basename(path) in (w["reason"] or ""))(
+                window_state(c, job, 1)), 10, "%s: status %s" % (d, w))
+    finally:
+        for h in holders:
+            h.kill()
+            h.wait()
+        for p in paths:
+            if os.path.exists(p):
+                os.unlink(p)
+    log("MindSpore 2.5 and 2.6 records written, read back in their layouts")
+
+
 def unwritable(path):
     """Makes directory path unwritable to the agent (chmod for a user, the
     immutable attribute for root); returns how to undo it, or None."""
@@ -541,6 +604,8 @@ def test():
         wait_for(lambda: legacy_of(c, job) is None, 10,
                  "%s forgotten once its directory went" % job)
         log("a job directory went: its legacy report went too")
+
+        records(c, ldir)
 
         # The agent restarts: the jobs come back from their directories and
         # segments, the window in each file stays, and the one that went while

@@ -236,8 +236,12 @@ def direct_record(c, ref, rnd):
         prev = nw
         wait_for(lambda: written_direct(c, JOB + "b", nw["id"]), 10,
                  "window %d written, also to the record" % nw["id"])
-    # At the next step (0.1 s), never a poll (2 s).
-    check(max(lat) < 0.6, "direct record latencies %s" % lat)
+    # At the next step (0.1 s), not at the next poll (2 s): a request whose
+    # record the poller overwrote with the file before (it copies the file
+    # the agent wrote last) reaches the ranks once the file is written, at
+    # most a second later.
+    check(sorted(lat)[len(lat) // 2] < 0.3 and max(lat) < 1.5,
+          "direct record latencies %s" % lat)
     job.stop()
     return lat
 
