@@ -337,6 +337,7 @@ struct journal;
 #define LEADER_TTL_MIN		2	/* etcd's own minimum */
 #define LEADER_TTL_MAX		300
 #define LEADER_TICKS_PER_TTL	8	/* keepalives and campaigns per TTL */
+#define LEADER_PROBE_MS		1000	/* etcd away: asked once a second */
 
 /* The etcd flags' getopt values, parsed by leader_parse_flag(). */
 enum {

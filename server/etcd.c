@@ -175,15 +175,16 @@ etcd_post(struct etcd *e, size_t which, const char *path, const char *text,
 {
 	CURL		*h = e->curl;
 	char		 url[512];
-	long		 status = 0;
+	long		 status = 0, timeout;
 	CURLcode	 rc;
 
 	snprintf(url, sizeof(url), "%s%s", e->endpoints[which], path);
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
+	timeout = e->down ? ETCD_PROBE_TIMEOUT_MS : e->timeout_ms;
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (e->cacert != NULL)
@@ -220,7 +221,7 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 	json_t		*j;
 	char		*text;
 	const char	*msg;
-	size_t		 i, which;
+	size_t		 i, n, which;
 	long		 status;
 	int		 rc = ETCD_UNAVAILABLE;
 
@@ -234,7 +235,11 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 		e->failures++;
 		return (ETCD_REFUSED);
 	}
-	for (i = 0; i < e->nendpoints; i++) {
+	/* Down: one endpoint, the next one next time. */
+	n = e->down ? 1 : e->nendpoints;
+	if (e->down)
+		e->cur = (e->cur + 1) % e->nendpoints;
+	for (i = 0; i < n; i++) {
 		which = (e->cur + i) % e->nendpoints;
 		if ((status = etcd_post(e, which, path, text, &b)) == 0)
 			continue;

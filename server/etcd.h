@@ -26,6 +26,9 @@ struct json_t;
  * least ETCD_TIMEOUT_MIN_MS). */
 #define ETCD_TIMEOUT_MS		2000
 #define ETCD_TIMEOUT_MIN_MS	250
+/* While etcd does not answer (down), a request asks one endpoint (the
+ * next each time) for this long: the loop serves what it knows between. */
+#define ETCD_PROBE_TIMEOUT_MS	250
 #define ETCD_RESPONSE_MAX	(64 * 1024 * 1024)	/* bytes of one answer */
 /* etcd's own default --max-txn-ops: more operations in one txn are
  * refused.  A guarded put (a nested txn) counts as two. */

@@ -51,6 +51,7 @@ struct leader {
 	char			 http[LEADER_ADDR_MAX];
 	struct event		*timer;
 	struct event		*deposed;	/* steps down outside the store */
+	uint64_t		 probed_ms;	/* monotonic: last tick that asked */
 	uint64_t		 elections;	/* times this one took the lead */
 	uint64_t		 stepdowns;
 };
@@ -341,9 +342,16 @@ leader_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord	*c = arg;
 
+	struct leader	*l = c->leader;
+	uint64_t	 now = coord_mono_ms();
+
 	(void)fd;
 	(void)what;
-	if (c->leader->role == ROLE_LEADER)
+	/* etcd away: asked once a LEADER_PROBE_MS, the loop serving between. */
+	if (l->e->down && now - l->probed_ms < LEADER_PROBE_MS)
+		return;
+	l->probed_ms = now;
+	if (l->role == ROLE_LEADER)
 		leader_renew(c);
 	else
 		leader_campaign(c);
