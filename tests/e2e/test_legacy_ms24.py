@@ -225,7 +225,11 @@ def direct_record(c, ref, rnd):
     lat, prev = [], None
     for k in range(ROUNDS):
         time.sleep(rnd.uniform(0, 2.0))
+        # Past the previous window even if the job stalled meanwhile (it
+        # is deleted only after this one is added).
         a = current_step(jlog) + 8 * RATE
+        if prev is not None:
+            a = max(a, prev["stop_step"] + 1)
         nw = c.add_window(JOB + "b", {"start_step": a, "stop_step": a + 1})
         t0 = time.time()
         if prev is not None:
