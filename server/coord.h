@@ -12,7 +12,8 @@
  *	load.c		the model rebuilt from the store at start
  *	store.c		persistence behind store.h: transactions, batches
  *	store_sqlite.c	the SQLite store, the embedded default
- *	store_etcd.c	the etcd store (etcd.c, etcd_session.c: its client)
+ *	store_etcd.c	the etcd store (etcd.c, etcd_session.c: its client;
+ *			store_row.c: its rows as JSON)
  *	leader.c	several coordinators over etcd, one of them leading
  *	http.c		the admin API's listener, routing and answers
  *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
@@ -349,7 +350,8 @@ enum {
 	OPT_ETCD_CACERT,
 	OPT_ETCD_CERT,
 	OPT_ETCD_KEY,
-	OPT_ETCD_LAST = OPT_ETCD_KEY
+	OPT_ETCD_MAX_TXN_OPS,
+	OPT_ETCD_LAST = OPT_ETCD_MAX_TXN_OPS
 };
 /* Their rows of coord_parse_args()'s getopt table. */
 #define LEADER_LONGOPTS							\
@@ -360,7 +362,8 @@ enum {
 	{ "advertise-http", required_argument, NULL, OPT_ADVERTISE_HTTP }, \
 	{ "etcd-cacert", required_argument, NULL, OPT_ETCD_CACERT },	\
 	{ "etcd-cert", required_argument, NULL, OPT_ETCD_CERT },	\
-	{ "etcd-key", required_argument, NULL, OPT_ETCD_KEY }
+	{ "etcd-key", required_argument, NULL, OPT_ETCD_KEY },		\
+	{ "etcd-max-txn-ops", required_argument, NULL, OPT_ETCD_MAX_TXN_OPS }
 
 /* One committed event (journal.c). */
 #define JOURNAL_RANK		1	/* a rank event: what is its kind */
@@ -405,6 +408,7 @@ struct coord_config {
 	const char	*etcd_cacert;		/* https endpoints: the CA */
 	const char	*etcd_cert;		/* and a client certificate */
 	const char	*etcd_key;
+	int		 etcd_max_txn_ops;	/* 0: etcd's default, 128 */
 	char		*listen_addr;
 	char		*http_addr;
 	char		*state_dir;

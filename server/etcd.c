@@ -87,6 +87,7 @@ etcd_new(const char *csv, const char *prefix, const char **why)
 	}
 	snprintf(e->prefix, sizeof(e->prefix), "%s", prefix);
 	etcd_key(e, e->leader_key, sizeof(e->leader_key), "leader");
+	e->txn_ops = ETCD_TXN_OPS_MAX;
 	do {
 		comma = strchr(p, ',');
 		len = comma != NULL ? (size_t)(comma - p) : strlen(p);

@@ -31,11 +31,17 @@ struct json_t;
 #define ETCD_PROBE_TIMEOUT_MS	250
 #define ETCD_RESPONSE_MAX	(64 * 1024 * 1024)	/* bytes of one answer */
 /* etcd's own default --max-txn-ops: more operations in one txn are
- * refused.  A guarded put (a nested txn) counts as two. */
+ * refused.  A guarded put (a nested txn) counts as two.  --etcd-max-txn-ops
+ * follows an etcd run with more, up to ETCD_TXN_OPS_LIMIT. */
 #define ETCD_TXN_OPS_MAX	128
+#define ETCD_TXN_OPS_LIMIT	65536
 /* Under etcd's default --max-request-bytes (1.5 MiB), with room for the
  * base64 and JSON around the values. */
 #define ETCD_TXN_BYTES_MAX	(1024 * 1024)
+/* An event batch is committed once it holds this many txns' worth of
+ * operations (each a few milliseconds): the loop, the agents' acks and the
+ * lease's keepalives wait for a commit. */
+#define ETCD_BATCH_TXNS		4
 #define ETCD_RANGE_PAGE		1000	/* keys per range request */
 #define ETCD_RANGE_PAGES_MAX	100000	/* pages of one range read */
 
@@ -52,6 +58,7 @@ struct etcd {
 	void		*curl;		/* CURL * */
 	char		 prefix[ETCD_PREFIX_MAX];
 	int		 timeout_ms;
+	int		 txn_ops;	/* operations per txn, ETCD_TXN_OPS_MAX */
 	const char	*cacert;	/* https: the CA, NULL the system's */
 	const char	*cert;		/* https: a client certificate, or NULL */
 	const char	*key;
@@ -65,6 +72,8 @@ struct etcd {
 	 */
 	char		 leader_key[ETCD_KEY_MAX];
 	int64_t		 lease;		/* ours, 0: none */
+	uint64_t	 renewed_ms;	/* monotonic: its last keepalive */
+	uint64_t	 renew_ms;	/* keepalive in long commits, 0: no */
 	int64_t		 fence;		/* 0: not the leader, no write */
 	int		 down;		/* no answer: writes fail fast */
 	int		 unsure;	/* a request may have landed unanswered */

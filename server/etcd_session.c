@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "etcd.h"
 #include "log.h"
 
@@ -115,6 +116,7 @@ etcd_keepalive(struct etcd *e)
 	ttl = etcd_int(json_object_get(ans, "result"), "TTL");
 	json_decref(ans);
 	e->down = 0;
+	e->renewed_ms = clock_mono_ns() / 1000000;
 	if (ttl <= 0) {
 		e->lease = 0;
 		e->fence = 0;

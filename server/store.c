@@ -123,6 +123,18 @@ store_batch_open(const struct store *s)
 	return (s->batch_done != NULL);
 }
 
+/*
+ * Returns 1 if an event batch is open and the backend would rather commit it
+ * before it takes more (etcd: a commit is a txn per 128 operations, and the
+ * loop waits for all of them).
+ */
+int
+store_batch_full(const struct store *s)
+{
+	return (s->batch_done != NULL && s->be->full != NULL &&
+	    s->be->full(s->impl));
+}
+
 /* Finishes the open event batch, if any: its function commits it.  A NULL
  * store (one that failed to open) has none. */
 void

@@ -96,6 +96,8 @@ struct store_backend {
 	int	(*put_agent)(void *, const char *, uint64_t, uint64_t);
 	/* NULL, or why writes fail for now (no quorum, not the leader). */
 	const char *(*unavailable)(void *);
+	/* NULL, or 1 once the open transaction is as big as it should get. */
+	int	(*full)(void *);
 };
 
 /* store_sqlite.c */
@@ -115,6 +117,7 @@ int		 store_commit(struct store *);
 void		 store_rollback(struct store *);
 int		 store_batch_begin(struct store *, void (*)(void *), void *);
 int		 store_batch_open(const struct store *);
+int		 store_batch_full(const struct store *);
 void		 store_flush(struct store *);
 int		 store_put_generation(struct store *, uint64_t);
 int		 store_put_job(struct store *, const struct store_job *);

@@ -11,7 +11,8 @@
  *
  * Numbers in keys are zero-padded so that key order is numeric order.  A
  * transaction is a list of operations kept here until store_commit(), then
- * sent as txns of at most ETCD_TXN_OPS_MAX operations and ETCD_TXN_BYTES_MAX
+ * sent as txns of at most e->txn_ops operations (etcd's --max-txn-ops: 128
+ * by default, --etcd-max-txn-ops) and ETCD_TXN_BYTES_MAX
  * bytes, each guarded by the leader's fencing token (etcd.h): a batch of
  * events may take several txns, and store.c's caller acknowledges the agents
  * only once all of them committed (a replay of a part already committed is
@@ -25,24 +26,16 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "etcd.h"
 #include "log.h"
 #include "store.h"
+#include "store_row.h"
 
 /* Bump when the keys or the rows' meaning change; newer is refused. */
 #define STORE_ETCD_SCHEMA	1
 
-/* How a row's field is kept: one line per field in the tables below. */
-enum ef_type { EF_STR, EF_I64, EF_U64, EF_U32, EF_I32, EF_INT };
-
-struct ef {
-	const char	*name;
-	enum ef_type	 type;
-	size_t		 off;
-};
-#define EF(st, f, t)	{ #f, t, offsetof(st, f) }
-#define EF_N(a)		(sizeof(a) / sizeof((a)[0]))
 
 /* An event row, as the events table holds it. */
 struct store_event_row {
@@ -123,90 +116,6 @@ struct etcd_store {
 	json_t		*index;		/* key -> its operation's index */
 	char		 why[320];	/* why writes fail, for a 503 */
 };
-
-/* Returns a row (fields f) as a JSON object; NULL strings are left out. */
-static json_t *
-ef_encode(const struct ef *f, size_t n, const void *row)
-{
-	const char	*base = row, *str;
-	json_t		*obj, *v;
-	size_t		 i;
-
-	if ((obj = json_object()) == NULL)
-		return (NULL);
-	for (i = 0; i < n; i++) {
-		const void	*p = base + f[i].off;
-
-		switch (f[i].type) {
-		case EF_STR:
-			if ((str = *(const char * const *)p) == NULL)
-				continue;
-			v = json_string(str);
-			break;
-		case EF_I64:
-			v = json_integer(*(const int64_t *)p);
-			break;
-		case EF_U64:
-			/* Kept as its bits: boot ids use all 64. */
-			v = json_integer((json_int_t)*(const uint64_t *)p);
-			break;
-		case EF_U32:
-			v = json_integer(*(const uint32_t *)p);
-			break;
-		case EF_I32:
-			v = json_integer(*(const int32_t *)p);
-			break;
-		default:
-			v = json_integer(*(const int *)p);
-			break;
-		}
-		if (v == NULL || json_object_set_new(obj, f[i].name, v) == -1) {
-			json_decref(obj);
-			return (NULL);
-		}
-	}
-	return (obj);
-}
-
-/*
- * Fills a row (fields f) from a JSON object; a field absent (a row written
- * before it existed) is 0 or NULL.  Strings point into obj.
- */
-static void
-ef_decode(const struct ef *f, size_t n, const json_t *obj, void *row)
-{
-	char		*base = row;
-	const json_t	*v;
-	json_int_t	 iv;
-	size_t		 i;
-
-	for (i = 0; i < n; i++) {
-		void	*p = base + f[i].off;
-
-		v = json_object_get(obj, f[i].name);
-		iv = json_is_integer(v) ? json_integer_value(v) : 0;
-		switch (f[i].type) {
-		case EF_STR:
-			*(const char **)p = json_string_value(v);
-			break;
-		case EF_I64:
-			*(int64_t *)p = iv;
-			break;
-		case EF_U64:
-			*(uint64_t *)p = (uint64_t)iv;
-			break;
-		case EF_U32:
-			*(uint32_t *)p = (uint32_t)iv;
-			break;
-		case EF_I32:
-			*(int32_t *)p = (int32_t)iv;
-			break;
-		default:
-			*(int *)p = (int)iv;
-			break;
-		}
-	}
-}
 
 /* Returns a put of key and value (JSON text of row), or NULL. */
 static json_t *
@@ -364,8 +273,20 @@ es_send(struct etcd_store *s, size_t from, size_t to)
 }
 
 /*
+ * Keeps the lease alive in a commit of many txns, which holds the loop (and
+ * the leader's keepalive timer) for as long as they take.
+ */
+static void
+es_renew(struct etcd *e)
+{
+	if (e->renew_ms != 0 && clock_mono_ns() / 1000000 - e->renewed_ms >=
+	    e->renew_ms)
+		etcd_keepalive(e);
+}
+
+/*
  * Commits the transaction: its operations in txns of at most
- * ETCD_TXN_OPS_MAX operations and ETCD_TXN_BYTES_MAX bytes, in order (the
+ * e->txn_ops operations and ETCD_TXN_BYTES_MAX bytes, in order (the
  * agents' rows a batch ends with go in its last txn).  Returns 0 once all
  * are committed, -1 if one was not.
  */
@@ -392,8 +313,9 @@ es_commit(void *arg)
 	for (i = 0; i < n && rc == 0; i++) {
 		w = es_op_weight(json_array_get(s->ops, i));
 		b = es_op_bytes(json_array_get(s->ops, i));
-		if (i > from && (ops + w > ETCD_TXN_OPS_MAX ||
+		if (i > from && (ops + w > (size_t)e->txn_ops ||
 		    bytes + b > ETCD_TXN_BYTES_MAX)) {
+			es_renew(e);
 			rc = es_send(s, from, i);
 			from = i;
 			ops = bytes = 0;
@@ -407,6 +329,16 @@ es_commit(void *arg)
 	if (rc == 0)
 		s->why[0] = '\0';
 	return (rc);
+}
+
+/* Returns 1 once the transaction holds ETCD_BATCH_TXNS txns' operations. */
+static int
+es_full(void *arg)
+{
+	struct etcd_store	*s = arg;
+
+	return (json_array_size(s->ops) >=
+	    (size_t)ETCD_BATCH_TXNS * (size_t)s->e->txn_ops);
 }
 
 /* Returns why writes fail for now, or NULL. */
@@ -752,6 +684,7 @@ static const struct store_backend store_etcd = {
 	.forget_job = es_forget_job,
 	.put_agent = es_put_agent,
 	.unavailable = es_unavailable,
+	.full = es_full,
 };
 
 /*

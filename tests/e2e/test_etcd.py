@@ -361,6 +361,9 @@ def scenario_flags():
             (["--etcd-lease-ttl", "301"], "expected 2 to 300 seconds"),
             (["--advertise-agent", "nocolon"], "--advertise-agent"),
             (["--advertise-http", "ftp://x:1"], "--advertise-http"),
+            (["--etcd-max-txn-ops", "127"], "expected 128 to 65536"),
+            (["--etcd-max-txn-ops", "65537"], "expected 128 to 65536"),
+            (["--etcd-cacert", "/nonexistent"], "--etcd-cacert"),
         ]
         # A wildcard listener names no address to advertise (exit 2, at
         # start): --advertise-agent is needed.
@@ -380,7 +383,7 @@ def scenario_flags():
         # The limits are taken; with no etcd answering, it follows nobody.
         ok = ["--etcd-endpoints", ",".join(many.split(",")[:16]),
               "--etcd-lease-ttl", "300", "--etcd-prefix",
-              "/" + "p" * 125 + "/"]
+              "/" + "p" * 125 + "/", "--etcd-max-txn-ops", "65536"]
         role = start_serving(c, "ok", ok)
         check(role == "follower", "no etcd: role %s" % role)
         code, body = c.http("POST", "/v1/jobs/%s/windows" % JOB,

@@ -13,7 +13,7 @@ deploy/tls/mkcerts.sh -o DIR made.
 
 As a command, it wraps a test so that `make test` starts and stops etcd itself:
 
-    etcd.py [--members N] -- COMMAND [ARGS...]
+    etcd.py [--members N] [--max-txn-ops N] -- COMMAND [ARGS...]
 
 runs COMMAND with DYNPROF_ETCD_ENDPOINTS set and exits with its status (77, the
 tests' skip code, when etcd is not installed: scripts/deps.sh installs
@@ -69,8 +69,10 @@ def make_server_cert(d):
 
 
 class EtcdCluster:
-    def __init__(self, members=1, name="dynprof", tls=None, client=None):
+    def __init__(self, members=1, name="dynprof", tls=None, client=None,
+                 max_txn_ops=None):
         self.n = members
+        self.max_txn_ops = max_txn_ops  # etcd's --max-txn-ops, None: 128
         self.tls = tls          # DIR of mkcerts.sh, or None: http
         self.client = client    # NAME of the client certificate /health uses
         self.dir = tempfile.mkdtemp(prefix="dynprof-etcd-%s-" % name)
@@ -104,6 +106,8 @@ class EtcdCluster:
                 # tests lose members on purpose.
                 "--heartbeat-interval", "50", "--election-timeout", "500",
                 "--log-level", "warn"]
+        if self.max_txn_ops:
+            argv += ["--max-txn-ops", str(self.max_txn_ops)]
         if self.tls:
             argv += ["--cert-file", os.path.join(self.tls, "etcd.crt"),
                      "--key-file", os.path.join(self.tls, "etcd.key"),
@@ -181,17 +185,21 @@ class EtcdCluster:
 
 
 def main(argv):
-    members = 1
-    if argv[:1] == ["--members"]:
-        members = int(argv[1])
+    members, ops = 1, None
+    while argv[:1] in (["--members"], ["--max-txn-ops"]):
+        if argv[0] == "--members":
+            members = int(argv[1])
+        else:
+            ops = int(argv[1])
         argv = argv[2:]
     if argv[:1] != ["--"] or len(argv) < 2:
-        sys.stderr.write("usage: etcd.py [--members N] -- COMMAND [ARGS...]\n")
+        sys.stderr.write("usage: etcd.py [--members N] [--max-txn-ops N] -- "
+                         "COMMAND [ARGS...]\n")
         return 2
     if not os.access(ETCD, os.X_OK):
         print("SKIP: %s is not installed (scripts/deps.sh: etcd-server)" % ETCD)
         return SKIP
-    with EtcdCluster(members, name="ctest") as c:
+    with EtcdCluster(members, name="ctest", max_txn_ops=ops) as c:
         env = dict(os.environ)
         env["DYNPROF_ETCD_ENDPOINTS"] = c.endpoints
         return subprocess.call(argv[1:], env=env)
