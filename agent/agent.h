@@ -158,7 +158,7 @@ struct upstream {
 	struct upstream_addr addrs[UPSTREAM_ADDRS_MAX];
 	int		 naddrs;
 	int		 cur;			/* the one connected or tried */
-	int		 round_start;		/* where this round of tries began */
+	int		 tries;			/* addresses tried this round */
 	int		 follow;		/* a follower named the leader */
 	struct bufferevent *bev;
 	int64_t		 retry_at_ms;		/* UPSTREAM_WAIT: next attempt */
@@ -249,7 +249,7 @@ int	 upstream_frame_event(struct evbuffer *, uint64_t, uint64_t,
 int	 upstream_addrs_parse(const char *, struct upstream_addr *,
 	    const char **);
 const char *upstream_addr_text(const struct agent *);
-int	 upstream_addr_next(struct agent *);
+int	 upstream_addr_failed(struct agent *);
 int	 upstream_addr_leader(struct agent *, const char *);
 
 /* ranks_decode() results. */

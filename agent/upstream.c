@@ -314,7 +314,7 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 		upstream_acked(a, w->acked_seq);
 	up->state = UPSTREAM_READY;
 	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
-	up->round_start = up->cur;
+	up->tries = 0;
 	up->connects++;
 	log_info("connected to coordinator %s (heartbeat %u ms, %zu events "
 	    "queued)", upstream_addr_text(a), up->heartbeat_ms,
@@ -612,15 +612,9 @@ upstream_lost(struct agent *a, const char *why)
 	up->bev = NULL;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)clock_wall_ns();
-	if (up->follow) {
-		/* A follower named the leader: go there at once (the
-		 * jitter of the shortest backoff spreads the nodes). */
-		up->follow = 0;
-		up->backoff_ms = AGENT_BACKOFF_MIN_MS;
-		delay = (int)(r % (uint32_t)(AGENT_BACKOFF_MIN_MS + 1));
-	} else if (!upstream_addr_next(a)) {
-		/* Another coordinator of the list is due: no backoff
-		 * yet, only the jitter. */
+	if (!upstream_addr_failed(a)) {
+		/* The next coordinator of the list, or the leader one named,
+		 * is due: no backoff yet, only the jitter. */
 		delay = (int)(r % (uint32_t)(AGENT_BACKOFF_MIN_MS + 1));
 	} else {
 		delay = up->backoff_ms / 2 +

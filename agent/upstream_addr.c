@@ -87,19 +87,26 @@ upstream_addr_text(const struct agent *a)
 }
 
 /*
- * The current coordinator could not be reached or dropped us: moves to the
- * next address.  Returns 1 when that starts a new round (every address was
- * tried once: back off longer), else 0.
+ * The attempt at the current address ended without a welcome.  Moves on: to
+ * the leader a follower just named (upstream_addr_leader() made it current),
+ * else to the next address.  Every attempt, a named leader's included, counts
+ * toward the round: returns 1 when the round is over (the agent backs off),
+ * 0 when the next attempt is due at once.  So followers that still name a
+ * dead leader (until its lease ends) cost backoffs, not a busy loop.
  */
 int
-upstream_addr_next(struct agent *a)
+upstream_addr_failed(struct agent *a)
 {
 	struct upstream	*up = &a->up;
 
-	if (up->naddrs <= 1)
-		return (1);
-	up->cur = (up->cur + 1) % up->naddrs;
-	return (up->cur == up->round_start);
+	if (up->follow)
+		up->follow = 0;
+	else if (up->naddrs > 1)
+		up->cur = (up->cur + 1) % up->naddrs;
+	if (++up->tries < up->naddrs)
+		return (0);
+	up->tries = 0;
+	return (1);
 }
 
 /*
@@ -130,7 +137,6 @@ upstream_addr_leader(struct agent *a, const char *leader)
 			log_info("coordinator %s is a follower: the leader is "
 			    "%s", upstream_addr_text(a), up->addrs[i].text);
 			up->cur = i;
-			up->round_start = i;
 			return (1);
 		}
 	}

@@ -19,19 +19,14 @@
 
 #include "linktest.h"
 
-/* Answers the hello on fc with ERROR_NOT_LEADER naming leader. */
+/* Sends ERROR_NOT_LEADER naming leader on fc's stream, and drops it. */
 static void
-refuse_not_leader(struct fakecoord *fc, const char *leader)
+refuse_after_hello(struct fakecoord *fc, const char *leader)
 {
 	Dynprof__V1__CoordinatorMessage	 m =
 	    DYNPROF__V1__COORDINATOR_MESSAGE__INIT;
 	Dynprof__V1__Error		 e = DYNPROF__V1__ERROR__INIT;
-	Dynprof__V1__AgentMessage	*h;
 
-	assert_int_equal(fc_accept(fc, LT_WAIT), 0);
-	h = fc_expect(fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, LT_WAIT);
-	assert_non_null(h);
-	dynprof__v1__agent_message__free_unpacked(h, NULL);
 	e.code = DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER;
 	e.reason = (char *)"follower";
 	e.leader = (char *)leader;
@@ -39,6 +34,20 @@ refuse_not_leader(struct fakecoord *fc, const char *leader)
 	m.error = &e;
 	assert_int_equal(fc_send(fc, &m), 0);
 	fc_drop(fc);
+}
+
+/* Accepts the agent's stream on fc and answers its hello with
+ * ERROR_NOT_LEADER naming leader. */
+static void
+refuse_not_leader(struct fakecoord *fc, const char *leader)
+{
+	Dynprof__V1__AgentMessage	*h;
+
+	assert_int_equal(fc_accept(fc, LT_WAIT), 0);
+	h = fc_expect(fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO, LT_WAIT);
+	assert_non_null(h);
+	dynprof__v1__agent_message__free_unpacked(h, NULL);
+	refuse_after_hello(fc, leader);
 }
 
 /* Accepts the agent's stream on fc and welcomes it. */
@@ -135,6 +144,45 @@ test_unlisted_leader_ignored(void **state)
 	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
 }
 
+/*
+ * A follower that keeps naming a dead leader (as followers do until the dead
+ * leader's lease ends): the agent backs off once per round of attempts
+ * instead of bouncing between them without pause.
+ */
+static void
+test_stale_leader_backs_off(void **state)
+{
+	struct linktest		*t = *state;
+	Dynprof__V1__AgentMessage *h;
+	char			 list[256], dead[64];
+	const char		*extra[] = { "--coordinator", list, NULL };
+	int64_t			 end;
+	int			 hellos = 0;
+
+	snprintf(dead, sizeof(dead), "127.0.0.1:%d", dead_port());
+	snprintf(list, sizeof(list), "%s,%s", t->coord, dead);
+	assert_int_equal(ap_start(&t->ap, extra), 0);
+	end = ap_now_ms() + 2500;
+	while (ap_now_ms() < end) {
+		if (fc_accept(&t->fc, (int)(end - ap_now_ms())) == -1)
+			break;
+		h = fc_expect(&t->fc, DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO,
+		    LT_WAIT);
+		if (h == NULL)
+			continue;
+		dynprof__v1__agent_message__free_unpacked(h, NULL);
+		hellos++;
+		refuse_after_hello(&t->fc, dead);
+	}
+	/* Rounds of two attempts, backing off 100, 200, 400, 800, 1600 ms
+	 * (each 50-100%): 3 to 7 hellos in 2.5 s, where following at once
+	 * every time makes 25 or more. */
+	assert_true(hellos >= 3);
+	assert_true(hellos <= 8);
+	assert_int_equal(kill(t->ap.pid, 0), 0);
+	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
+}
+
 /* An unreachable first coordinator: the second is tried at once, not after
  * a backoff. */
 static void
@@ -185,6 +233,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_follows_named_leader,
 		    lt_setup, lt_teardown),
 		cmocka_unit_test_setup_teardown(test_unlisted_leader_ignored,
+		    lt_setup, lt_teardown),
+		cmocka_unit_test_setup_teardown(test_stale_leader_backs_off,
 		    lt_setup, lt_teardown),
 		cmocka_unit_test_setup_teardown(test_next_when_unreachable,
 		    lt_setup, lt_teardown),
