@@ -153,8 +153,10 @@ try:
     st = json.load(sys.stdin)
 except ValueError:
     print(0); sys.exit()
-print(len([r for r in st.get("ranks", []) if r.get("state") not in ("gone", "unknown")
-           and (r.get("step") or 0) > 0]))' 2>/dev/null || echo 0)
+# The summary: live ranks that reported a step, and the lowest of them.
+steps = st.get("steps") or {}
+print(steps.get("ranks", 0) if (steps.get("min") or 0) > 0 else 0)' \
+	    2>/dev/null || echo 0)
 	[ "$n" -ge "$NRANKS" ] && break
 	i=$((i + 1))
 	[ $i -gt 150 ] && { echo; fail "only $n of $NRANKS ranks reported in 15 s"; }

@@ -24,6 +24,10 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
       ENVIRONMENT "${_e2e_env}")
   endforeach()
+  # make demo's cluster, as a newcomer runs it: it must keep working.
+  add_test(NAME e2e_demo
+    COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/demo.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(e2e_demo PROPERTIES TIMEOUT 120)
   # MindSpore's shared memory is named after the hour, the node's: alone.
   set_tests_properties(e2e_legacy_ms24 PROPERTIES RUN_SERIAL TRUE)
   # It measures steps per second, which sanitizers distort.
