@@ -481,6 +481,15 @@ http_route(struct evhttp_request *req, void *arg)
 	if (strcmp(path, "/metrics") == 0) {
 		if (cmd != EVHTTP_REQ_GET)
 			goto method;
+		/* It names every job: with tokens, the viewer's at least. */
+		if (http_authorized(c, req) != 0) {
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+			    "WWW-Authenticate", "Bearer");
+			http_error(c, req, 401, NULL, "missing or wrong bearer "
+			    "token: /metrics names jobs, give a scraper the "
+			    "viewer token");
+			return;
+		}
 		c->metrics.http_codes[200]++;
 		if ((buf = evbuffer_new()) == NULL) {
 			evhttp_send_error(req, 500, NULL);

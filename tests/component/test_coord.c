@@ -486,8 +486,13 @@ test_auth(void **state)
 	    &r), 0);
 	assert_int_equal(r.status, 200);
 	tc_reply_free(&r);
+	/* /metrics names every job: it takes the token too. */
 	assert_int_equal(tc_http(ta.http_port, "GET", "/metrics", NULL, NULL,
 	    &r), 0);
+	assert_int_equal(r.status, 401);
+	tc_reply_free(&r);
+	assert_int_equal(tc_http(ta.http_port, "GET", "/metrics", NULL,
+	    "s3cret-token", &r), 0);
 	assert_int_equal(r.status, 200);
 	tc_reply_free(&r);
 	assert_int_equal(tc_stop(&ta, SIGTERM), 0);
@@ -518,7 +523,8 @@ role_status(struct tc_coord *co, const char *method, const char *path,
 /*
  * Token roles: the operator token reads and writes, the viewer token only
  * reads (403 with the reason on a write, which changes nothing), no token or
- * an unknown one is 401; /healthz and /metrics need none.  Then a viewer
+ * an unknown one is 401; /healthz needs none, /metrics (it names every job)
+ * either token.  Then a viewer
  * token alone: a read-only API.  And the same file for both is refused.
  */
 static void
@@ -572,10 +578,14 @@ test_token_roles(void **state)
 	    NULL, NULL), 401);
 	assert_int_equal(role_status(&ta, "GET", "/healthz", NULL, NULL, NULL),
 	    200);
-	assert_int_equal(role_status(&ta, "GET", "/metrics", NULL, NULL, NULL),
-	    200);
+	assert_int_equal(role_status(&ta, "GET", "/metrics", NULL, NULL,
+	    "viewer token"), 401);
+	assert_int_equal(role_status(&ta, "GET", "/metrics", NULL,
+	    "someone-else", NULL), 401);
 	assert_int_equal(role_status(&ta, "GET", "/metrics", NULL,
 	    "viewer-t0ken", NULL), 200);
+	assert_int_equal(role_status(&ta, "GET", "/metrics", NULL,
+	    "operator-t0ken", NULL), 200);
 	assert_int_equal(tc_stop(&ta, SIGTERM), 0);
 
 	/* A viewer token alone: reads with it, no writes for anyone. */
