@@ -140,6 +140,8 @@ struct ctl_progress {
 	int	 window_cancelled;
 	int	 window_done;	/* the coordinator finished the window */
 	int64_t	 max_step;	/* -1: none reported */
+	char	 created[48];	/* the window's times, RFC 3339, "" unknown */
+	char	 ended[48];
 };
 int	 ctl_progress_count(json_t *, uint32_t, struct ctl_progress *);
 void	 ctl_progress_format(const struct ctl_progress *, uint32_t, char *,

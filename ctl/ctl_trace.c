@@ -328,18 +328,38 @@ struct ctl_outcome {
 };
 
 /*
- * Returns 0 if rank r is not one the window targets, else 1 with o filled.
- * ended: the window was cancelled or finished, so a rank that has not acted
- * on it yet never will (missed).
+ * Returns 1 if rank r was not there while the window was (the coordinator's
+ * judgement, from the times it gives): it left before the window was made,
+ * or arrived after it ended.  RFC 3339 times of one form order as text.
  */
 static int
-ctl_rank_outcome(json_t *r, uint32_t window, int ended,
+ctl_rank_absent(json_t *r, const struct ctl_progress *p)
+{
+	const char	*left = ctl_json_str(r, "left", "");
+	const char	*arrived = ctl_json_str(r, "arrived", "");
+
+	if (*left != '\0' && *p->created != '\0' &&
+	    strcmp(left, p->created) < 0)
+		return (1);
+	return (*p->ended != '\0' && *arrived != '\0' &&
+	    strcmp(arrived, p->ended) > 0);
+}
+
+/*
+ * Returns 0 if rank r is not one the window targets (or was not there while
+ * the window was, and did not act on it), else 1 with o filled.  Once the
+ * window was cancelled or finished, a rank that has not acted on it yet
+ * never will (missed).
+ */
+static int
+ctl_rank_outcome(json_t *r, uint32_t window, const struct ctl_progress *p,
     const struct rank_set *rs, struct ctl_outcome *o)
 {
 	json_t		*events, *e;
 	const char	*kind, *state;
 	size_t		 i;
 	int64_t		 rank;
+	int		 ended = p->window_cancelled || p->window_done;
 
 	memset(o, 0, sizeof(*o));
 	rank = ctl_json_int(r, "rank", -1);
@@ -370,6 +390,9 @@ ctl_rank_outcome(json_t *r, uint32_t window, int ended,
 		else if (strcmp(state, "failed") == 0)
 			o->failed = 1;
 	}
+	if (!o->started && !o->stopped && !o->skipped && !o->failed &&
+	    ctl_rank_absent(r, p))
+		return (0);
 	if (strcmp(state, "gone") == 0 && !o->stopped && !o->skipped &&
 	    !o->failed)
 		o->gone = 1;
@@ -402,6 +425,10 @@ ctl_progress_count(json_t *doc, uint32_t window, struct ctl_progress *p)
 			p->window_cancelled = 1;
 		if (strcmp(ctl_json_str(w, "state", ""), "done") == 0)
 			p->window_done = 1;
+		snprintf(p->created, sizeof(p->created), "%s",
+		    ctl_json_str(w, "created", ""));
+		snprintf(p->ended, sizeof(p->ended), "%s",
+		    ctl_json_str(w, "ended", ""));
 		rc = json_object_get(w, "rank_counts");
 		p->targeted = (int)ctl_json_int(rc, "targeted", 0);
 		p->started = (int)ctl_json_int(rc, "started", 0);
@@ -473,8 +500,7 @@ ctl_trace_report_page(void *arg, json_t *page)
 	const char		*err;
 
 	json_array_foreach(json_object_get(page, "ranks"), i, r) {
-		if (!ctl_rank_outcome(r, rp->window, rp->p->window_cancelled ||
-		    rp->p->window_done, rp->rs, &o))
+		if (!ctl_rank_outcome(r, rp->window, rp->p, rp->rs, &o))
 			continue;
 		rank = ctl_json_int(r, "rank", -1);
 		err = ctl_json_str(r, "error", "");

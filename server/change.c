@@ -113,11 +113,16 @@ change_apply(struct coord *c, struct change *ch, uint64_t gen)
 	job->generation = gen;
 	for (i = 0; i < ch->nfinish; i++) {
 		ch->finish[i]->finished = 1;
+		if (ch->finish[i]->ended_ns == 0)
+			ch->finish[i]->ended_ns = coord_wall_ns();
 		log_debug("%s: job %s window %u finished", __func__,
 		    job->name, ch->finish[i]->id);
 	}
-	if (ch->cancel != NULL)
+	if (ch->cancel != NULL) {
 		ch->cancel->state = WINDOW_STATE_CANCELLED;
+		if (ch->cancel->ended_ns == 0)
+			ch->cancel->ended_ns = coord_wall_ns();
+	}
 	if (ch->add != NULL) {
 		job->next_window_id = ch->add->id + 1;
 		schedule_window_insert(job, ch->add);

@@ -141,6 +141,9 @@ struct window {
 	enum window_state	 state;
 	int			 finished;	/* left the pushed schedule */
 	int64_t			 created_ns;
+	int64_t			 ended_ns;	/* cancelled or finished, wall
+						 * clock; 0 not yet, or before
+						 * the coordinator started */
 	TAILQ_ENTRY(window)	 entry;		/* job->windows, by start_step */
 };
 TAILQ_HEAD(windowq, window);
@@ -173,6 +176,10 @@ struct rank {
 	char			*output_dir;
 	int			 last_event;	/* EventKind, 0 none */
 	int64_t			 last_event_ns;
+	/* When the coordinator learned that its process came and went (its
+	 * wall clock, as windows' times: a node's clock may be off). */
+	int64_t			 arrived_ns;	/* 0 unknown */
+	int64_t			 gone_ns;	/* 0 it did not */
 	char			*error;
 	struct rank_event	*events;
 	size_t			 nevents;

@@ -49,6 +49,7 @@ http_window_json(const struct job *job, const struct window *w,
 	json_object_set_new(o, "state", json_string(state != NULL ? state :
 	    schedule_window_state(job, w)));
 	json_object_set_new(o, "created", http_time(w->created_ns));
+	json_object_set_new(o, "ended", http_time(w->ended_ns));
 	return (o);
 }
 

@@ -218,6 +218,10 @@ ranks_write(struct evbuffer *buf, const struct rank *r, int state)
 		evbuffer_add(buf, "null", 4);
 	evbuffer_add(buf, ",\"last_event_time\":", 19);
 	ranks_json_time(buf, r->last_event_ns);
+	evbuffer_add(buf, ",\"arrived\":", 11);
+	ranks_json_time(buf, r->arrived_ns);
+	evbuffer_add(buf, ",\"left\":", 8);
+	ranks_json_time(buf, r->gone_ns);
 	if (r->error != NULL) {
 		evbuffer_add(buf, ",\"error\":", 9);
 		ranks_json_string(buf, r->error);

@@ -105,6 +105,11 @@ load_rank(void *arg, const struct store_rank *row)
 	r->output_dir = load_dup(row->output_dir);
 	r->last_event = row->last_event;
 	r->last_event_ns = row->last_event_ns;
+	/* When it came and went are not stored: a rank gone went before the
+	 * coordinator (re)started, which is all the windows made since need. */
+	r->arrived_ns = 0;
+	if (row->state == DYNPROF__V1__RANK_STATE__RANK_GONE)
+		r->gone_ns = coord_wall_ns();
 	r->error = load_dup(row->error);
 	return (0);
 }

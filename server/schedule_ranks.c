@@ -45,6 +45,7 @@ schedule_rank_get(struct job *job, int32_t rank)
 	r->rank = rank;
 	r->step = -1;
 	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+	r->arrived_ns = coord_wall_ns();
 	r->job = job;
 	LIST_INSERT_HEAD(&job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
 	    r, hentry);
@@ -132,11 +133,15 @@ schedule_apply_event(struct coord *c, struct node *node,
 		    r->state == DYNPROF__V1__RANK_STATE__RANK_GONE) {
 			r->pid = ev->pid;
 			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+			r->arrived_ns = coord_wall_ns();
+			r->gone_ns = 0;
 		} else
 			changed = 0;
 		break;
 	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
 		if (ev->pid == 0 || ev->pid == r->pid) {
+			if (r->state != DYNPROF__V1__RANK_STATE__RANK_GONE)
+				r->gone_ns = coord_wall_ns();
 			r->state = DYNPROF__V1__RANK_STATE__RANK_GONE;
 			job->windows_dirty = 1;
 		} else
@@ -258,6 +263,24 @@ schedule_step_valid(int64_t step)
 }
 
 /*
+ * Sets a rank's state from a progress report, keeping when it went away
+ * or came back.
+ */
+static void
+schedule_rank_set_state(struct rank *r, int state)
+{
+	int	 gone = DYNPROF__V1__RANK_STATE__RANK_GONE;
+
+	if (state == gone && r->state != gone)
+		r->gone_ns = coord_wall_ns();
+	else if (state != gone && r->state == gone) {
+		r->arrived_ns = coord_wall_ns();
+		r->gone_ns = 0;
+	}
+	r->state = state;
+}
+
+/*
  * Takes a node's progress report for one job (kept in memory, stored lazily
  * by schedule_flush_ranks()).  A rank whose step is absurd is logged and
  * left as it was; absurd lowest and highest steps are not taken.
@@ -315,7 +338,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 			r->pid = rp->pid;
 		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
 		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
-			r->state = rp->state;
+			schedule_rank_set_state(r, rp->state);
 		r->dirty = 1;
 		job->ranks_dirty = 1;
 	}

@@ -84,12 +84,28 @@ summary_targeted(const struct window *w, struct rank **v, size_t n)
 }
 
 /*
+ * Returns 1 if rank r was not there while window w was: it went away before
+ * the window was made, or came after it ended (an elastic or restarted
+ * job).  Such a rank is not counted against the window unless it acted on
+ * it.
+ */
+static int
+summary_rank_absent(const struct rank *r, const struct window *w)
+{
+	if (r->gone_ns > 0 && r->gone_ns < w->created_ns)
+		return (1);
+	return (w->ended_ns > 0 && r->arrived_ns > w->ended_ns);
+}
+
+/*
  * Adds what rank r (showing state) did about each window to the counts:
- * from its events, and its last state for its current window.
+ * from its events, and its last state for its current window.  A rank
+ * absent from a window it did not act on leaves its targeted count.
+ * first_end: the earliest end of a window, 0 none.
  */
 static void
 summary_rank_windows(const struct rank *r, int state,
-    struct summary_window *sw, size_t nsw)
+    struct summary_window *sw, size_t nsw, int64_t first_end)
 {
 	struct summary_window	*seen[SUMMARY_RANK_WINDOWS], *x;
 	int			 flags[SUMMARY_RANK_WINDOWS], f, gone;
@@ -154,13 +170,22 @@ summary_rank_windows(const struct rank *r, int state,
 		if (gone || (f & (SW_STOPPED | SW_SKIPPED | SW_FAILED)))
 			x->finished++;
 	}
-	if (state != DYNPROF__V1__RANK_STATE__RANK_GONE)
+	gone = state == DYNPROF__V1__RANK_STATE__RANK_GONE;
+	if (!gone && r->gone_ns == 0 && (first_end == 0 ||
+	    r->arrived_ns <= first_end))
 		return;
-	/* Gone before acting on a window it is targeted by: finished. */
+	/* Absent from a window: not targeted; gone before acting on one it
+	 * is targeted by: finished. */
 	for (i = 0; i < nsw; i++) {
 		for (j = 0; j < nseen && seen[j] != &sw[i]; j++)
 			;
 		if (j < nseen || !ranks_contains(&sw[i].w->rankset, r->rank))
+			continue;
+		if (summary_rank_absent(r, sw[i].w)) {
+			sw[i].targeted--;
+			continue;
+		}
+		if (!gone)
 			continue;
 		sw[i].gone++;
 		sw[i].gone_idle++;
@@ -268,7 +293,7 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 	struct window		*w;
 	struct ranks_memo	 memo;
 	struct rank		**v, *r;
-	int64_t			*steps = NULL;
+	int64_t			*steps = NULL, first_end = 0;
 	uint64_t		 counts[RANKS_STATE_UNKNOWN + 1];
 	size_t			 nsw = 0, n, nsteps = 0, i;
 	json_t			*o, *arr;
@@ -288,6 +313,9 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 	TAILQ_FOREACH(w, &job->windows, entry) {
 		sw[i].w = w;
 		sw[i++].targeted = summary_targeted(w, v, n);
+		if (w->ended_ns > 0 && (first_end == 0 ||
+		    w->ended_ns < first_end))
+			first_end = w->ended_ns;
 	}
 	if (nsw > 1)
 		qsort(sw, nsw, sizeof(*sw), summary_window_cmp);
@@ -299,7 +327,7 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 		    state != DYNPROF__V1__RANK_STATE__RANK_GONE)
 			steps[nsteps++] = r->step;
 		if (nsw > 0)
-			summary_rank_windows(r, state, sw, nsw);
+			summary_rank_windows(r, state, sw, nsw, first_end);
 	}
 	o = json_object();
 	json_object_set_new(o, "total", json_integer((json_int_t)n));

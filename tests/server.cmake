@@ -36,6 +36,12 @@ dynprof_test(test_coord_view SOURCES component/test_coord_view.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_view dynprof-coordinator)
+# A window's counts stay what they were while ranks come and go, and
+# dynprofctl trace --wait judges it as the summary does.
+dynprof_test(test_coord_history SOURCES component/test_coord_history.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_history dynprof-coordinator dynprofctl)
 # The event stream: resumed, followed, its bounds, across a restart.
 dynprof_test(test_coord_events SOURCES component/test_coord_events.c
   support/test_coord_util.c support/fakeagent.c

@@ -77,20 +77,6 @@ wait_total(struct tc_coord *tc, const char *job, long long total)
 	tc_wait_int(tc, path, "rank_counts.total", total);
 }
 
-/* Returns window id's object in a summary's windows, or NULL. */
-static json_t *
-window_of(json_t *doc, long long id)
-{
-	json_t	*w;
-	size_t	 i;
-
-	json_array_foreach(json_object_get(doc, "windows"), i, w) {
-		if (tc_int(w, "id") == id)
-			return (w);
-	}
-	return (NULL);
-}
-
 static void
 test_summary(void **state)
 {
@@ -145,7 +131,7 @@ test_summary(void **state)
 	assert_int_equal(tc_int(r.json, "node_counts.connected"), 2);
 	assert_int_equal(tc_int(r.json, "node_counts.lost"), 0);
 	assert_int_equal(tc_int(r.json, "node_counts.applied_behind"), 2);
-	w = window_of(r.json, 1);
+	w = tc_window(r.json, 1);
 	assert_non_null(w);
 	assert_string_equal(tc_str(w, "state"), "running");
 	assert_int_equal(tc_int(w, "rank_counts.targeted"), 8);
@@ -163,7 +149,7 @@ test_summary(void **state)
 	r = tc_req(tc, "DELETE", "/v1/jobs/sum/windows/1", NULL, 200);
 	tc_reply_free(&r);
 	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
-	w = window_of(r.json, 1);
+	w = tc_window(r.json, 1);
 	assert_string_equal(tc_str(w, "state"), "cancelled");
 	assert_int_equal(tc_int(w, "rank_counts.missed"), 1);
 	assert_int_equal(tc_int(w, "rank_counts.finished"), 7);

@@ -683,6 +683,20 @@ tc_int(json_t *v, const char *path)
 	return (json_is_integer(v) ? json_integer_value(v) : -999);
 }
 
+/* Returns window id's object in a summary's windows, or NULL. */
+json_t *
+tc_window(json_t *doc, long long id)
+{
+	json_t	*w;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(doc, "windows"), i, w) {
+		if (tc_int(w, "id") == id)
+			return (w);
+	}
+	return (NULL);
+}
+
 /* Returns the string at a dotted path, or "" if none. */
 const char *
 tc_str(json_t *v, const char *path)

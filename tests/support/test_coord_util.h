@@ -56,6 +56,7 @@ void	 tc_wait_int(struct tc_coord *, const char *, const char *, long long);
 void	 tc_reply_free(struct tc_reply *);
 long long tc_int(json_t *, const char *);
 const char *tc_str(json_t *, const char *);
+json_t	*tc_window(json_t *, long long);
 long long tc_now_ms(void);
 double	 tc_cpu_seconds(pid_t);
 long long tc_status_kb(pid_t, const char *);

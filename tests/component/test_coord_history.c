@@ -1,0 +1,251 @@
+/*
+ * A window's counts stay what they were, through the real coordinator, fake
+ * agents and the real dynprofctl: a rank that left before a window was made,
+ * or came after it ended (an elastic or restarted job), is not counted
+ * against it, and dynprofctl trace --wait judges a window as the summary
+ * does.
+ */
+
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fakeagent.h"
+#include "test_coord_util.h"
+
+#define K_STARTED	DYNPROF__V1__EVENT_KIND__EVENT_STARTED
+#define K_STOPPED	DYNPROF__V1__EVENT_KIND__EVENT_STOPPED
+#define K_DETACHED	DYNPROF__V1__EVENT_KIND__EVENT_DETACHED
+
+#define HIST_RANKS	8	/* the job's ranks that stay, 0-7 */
+#define HIST_WAIT_MS	20000	/* dynprofctl trace --wait at most */
+
+/* Starts a coordinator whose agents heartbeat every 100 ms. */
+static int
+setup_fast(void **state)
+{
+	return (tc_setup_agents_hb(state, "100"));
+}
+
+/* Sends an event of job and waits for its commit. */
+static void
+event(struct fakeagent *fa, int kind, const char *job, int rank,
+    uint32_t window, int64_t step)
+{
+	assert_int_equal(fa_event_commit(fa, kind, job, rank, window, step,
+	    5000), 0);
+}
+
+/* Ranks 0-7 of job start and stop window id at step. */
+static void
+run_window(struct fakeagent *fa, const char *job, uint32_t id, int64_t step)
+{
+	int	 i;
+
+	for (i = 0; i < HIST_RANKS; i++) {
+		event(fa, K_STARTED, job, i, id, step);
+		event(fa, K_STOPPED, job, i, id, step + 1);
+	}
+}
+
+/* Returns the job's summary (caller frees). */
+static struct tc_reply
+summary(struct tc_coord *tc, const char *job)
+{
+	char	 path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	return (tc_req(tc, "GET", path, NULL, 200));
+}
+
+/* Waits 5 s at most until window id of job is in state. */
+static void
+wait_window(struct tc_coord *tc, const char *job, long long id,
+    const char *state)
+{
+	struct tc_reply	 r;
+	long long	 deadline = tc_now_ms() + 5000;
+	int		 ok = 0;
+
+	while (!ok && tc_now_ms() < deadline) {
+		r = summary(tc, job);
+		ok = tc_window(r.json, id) != NULL &&
+		    strcmp(tc_str(tc_window(r.json, id), "state"), state) == 0;
+		tc_reply_free(&r);
+		if (!ok)
+			usleep(20000);
+	}
+	assert_true(ok);
+}
+
+/* Checks that window id counts exactly ranks 0-7, all stopped. */
+static void
+window_whole(struct tc_coord *tc, const char *job, long long id)
+{
+	struct tc_reply	 r;
+	json_t		*w;
+
+	r = summary(tc, job);
+	w = tc_window(r.json, id);
+	assert_non_null(w);
+	assert_string_equal(tc_str(w, "state"), "done");
+	assert_int_equal(tc_int(w, "rank_counts.targeted"), HIST_RANKS);
+	assert_int_equal(tc_int(w, "rank_counts.stopped"), HIST_RANKS);
+	assert_int_equal(tc_int(w, "rank_counts.gone"), 0);
+	assert_int_equal(tc_int(w, "rank_counts.missed"), 0);
+	assert_int_equal(tc_int(w, "rank_counts.finished"), HIST_RANKS);
+	tc_reply_free(&r);
+}
+
+/*
+ * Starts dynprofctl with args (NULL ended) against tc, its output into
+ * out.  Returns its pid.
+ */
+static pid_t
+ctl_start(struct tc_coord *tc, const char *out, const char *const *args)
+{
+	const char	*argv[24], *b = getenv("DYNPROF_BUILD_DIR");
+	char		 bin[512], url[64];
+	pid_t		 pid;
+	int		 n = 0, fd;
+
+	snprintf(bin, sizeof(bin), "%s/ctl/dynprofctl", b != NULL ? b : ".");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", tc->http_port);
+	argv[n++] = bin;
+	argv[n++] = "--coordinator";
+	argv[n++] = url;
+	while (*args != NULL && n < 23)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = fork();
+	assert_true(pid != -1);
+	if (pid == 0) {
+		if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) ==
+		    -1 || dup2(fd, 1) == -1 || dup2(fd, 2) == -1)
+			_exit(127);
+		unsetenv("DYNPROF_TOKEN");
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	return (pid);
+}
+
+/* Waits HIST_WAIT_MS at most for dynprofctl; returns its exit code. */
+static int
+ctl_wait(pid_t pid)
+{
+	long long	 deadline = tc_now_ms() + HIST_WAIT_MS;
+	int		 status;
+
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (tc_now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return (-1);
+		}
+		usleep(20000);
+	}
+	return (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* Returns the text of file path (caller frees). */
+static char *
+slurp(const char *path)
+{
+	FILE	*f = fopen(path, "r");
+	char	*buf = calloc(1, 65536);
+	size_t	 n;
+
+	assert_non_null(f);
+	assert_non_null(buf);
+	n = fread(buf, 1, 65535, f);
+	buf[n] = '\0';
+	fclose(f);
+	return (buf);
+}
+
+/*
+ * Rank 50 comes after window 1 ended and leaves before window 2 is made;
+ * rank 60 comes after both ended.  Neither is counted against them, and
+ * trace --wait of window 2 exits 0.
+ */
+static void
+test_elastic(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa;
+	struct tc_reply	 r;
+	char		 out[512], *text;
+	const char	*args[] = { "trace", "el", "--start", "20", "--steps",
+	    "2", "--wait", "--timeout", "15", NULL };
+	pid_t		 pid;
+
+	assert_int_equal(fa_join(&fa, tc->agent_port, "n1", "agent-secret",
+	    "el"), 0);
+	assert_int_equal(fa_progress(&fa, "el", 0, 5, 5, HIST_RANKS), 0);
+	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.total", HIST_RANKS);
+	r = tc_req(tc, "POST", "/v1/jobs/el/windows",
+	    "{\"start_step\": 10, \"stop_step\": 11}", 201);
+	tc_reply_free(&r);
+	run_window(&fa, "el", 1, 10);
+	wait_window(tc, "el", 1, "done");
+	window_whole(tc, "el", 1);
+
+	/* Rank 50 attaches for a few steps, then exits. */
+	assert_int_equal(fa_progress(&fa, "el", 50, 12, 12, 1), 0);
+	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.total", HIST_RANKS + 1);
+	event(&fa, K_DETACHED, "el", 50, 0, 13);
+	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.gone", 1);
+	window_whole(tc, "el", 1);
+	r = tc_req(tc, "GET", "/v1/jobs/el/ranks?state=gone", NULL, 200);
+	assert_string_not_equal(tc_str(json_array_get(json_object_get(r.json,
+	    "ranks"), 0), "arrived"), "");
+	assert_string_not_equal(tc_str(json_array_get(json_object_get(r.json,
+	    "ranks"), 0), "left"), "");
+	tc_reply_free(&r);
+	usleep(10000);
+
+	/* A window made after rank 50 left: trace --wait sees it through. */
+	snprintf(out, sizeof(out), "%s/ctl.out", tc->dir);
+	pid = ctl_start(tc, out, args);
+	wait_window(tc, "el", 2, "scheduled");
+	run_window(&fa, "el", 2, 20);
+	assert_int_equal(ctl_wait(pid), 0);
+	text = slurp(out);
+	assert_non_null(strstr(text, "all 8 targeted ranks stopped"));
+	assert_null(strstr(text, "gone"));
+	free(text);
+	wait_window(tc, "el", 2, "done");
+	window_whole(tc, "el", 2);
+
+	/* Rank 60 comes later: the windows over before it stay as they were. */
+	usleep(10000);
+	assert_int_equal(fa_progress(&fa, "el", 60, 30, 30, 1), 0);
+	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.total", HIST_RANKS + 2);
+	window_whole(tc, "el", 1);
+	window_whole(tc, "el", 2);
+	fa_close(&fa);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_elastic, setup_fast,
+		    tc_teardown),
+	};
+
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
