@@ -40,6 +40,7 @@ struct evbuffer;
 #define AGENT_HEARTBEAT_MS	2000	/* until a Welcome says otherwise */
 #define AGENT_BACKOFF_MIN_MS	100
 #define AGENT_BACKOFF_MAX_MS	30000
+#define AGENT_FOLLOWER_BACKOFF_MS 500	/* the most while followers answer */
 #define AGENT_DGRAM_MAX		8192	/* a RankEvent is well under 2 KiB */
 #define AGENT_TOKEN_MAX		1024
 #define UPSTREAM_ADDRS_MAX	8	/* coordinators in --coordinator */
@@ -160,6 +161,7 @@ struct upstream {
 	int		 cur;			/* the one connected or tried */
 	int		 tries;			/* addresses tried this round */
 	int		 follow;		/* a follower named the leader */
+	int		 heard_follower;	/* one answered this round */
 	struct bufferevent *bev;
 	int64_t		 retry_at_ms;		/* UPSTREAM_WAIT: next attempt */
 	int		 backoff_ms;

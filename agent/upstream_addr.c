@@ -92,7 +92,8 @@ upstream_addr_text(const struct agent *a)
  * else to the next address.  Every attempt, a named leader's included, counts
  * toward the round: returns 1 when the round is over (the agent backs off),
  * 0 when the next attempt is due at once.  So followers that still name a
- * dead leader (until its lease ends) cost backoffs, not a busy loop.
+ * dead leader (until its lease ends) cost backoffs, not a busy loop; capped
+ * while followers answer, so the new leader is found soon after it leads.
  */
 int
 upstream_addr_failed(struct agent *a)
@@ -106,6 +107,11 @@ upstream_addr_failed(struct agent *a)
 	if (++up->tries < up->naddrs)
 		return (0);
 	up->tries = 0;
+	/* A follower answered this round: a leader is being elected (within
+	 * a lease), so keep asking at least every AGENT_FOLLOWER_BACKOFF_MS. */
+	if (up->heard_follower && up->backoff_ms > AGENT_FOLLOWER_BACKOFF_MS)
+		up->backoff_ms = AGENT_FOLLOWER_BACKOFF_MS;
+	up->heard_follower = 0;
 	return (1);
 }
 
@@ -121,6 +127,7 @@ upstream_addr_leader(struct agent *a, const char *leader)
 	struct upstream_addr	 l;
 	int			 i;
 
+	up->heard_follower = 1;
 	if (leader == NULL || leader[0] == '\0') {
 		log_info("coordinator %s is a follower and knows no leader yet",
 		    upstream_addr_text(a));

@@ -57,6 +57,7 @@ int	 loadgen_raise_nofile(size_t);
 #define LOADGEN_COORDS_MAX	8
 #define LOADGEN_BACKOFF_MIN_MS	100
 #define LOADGEN_BACKOFF_MAX_MS	30000
+#define LOADGEN_FOLLOWER_BACKOFF_MS 500	/* AGENT_FOLLOWER_BACKOFF_MS */
 #define LOADGEN_FAILOVER_MAX_S	120
 /* --ranks: the ranks of one job a node holds (SEG_MAX_SLOTS). */
 #define LOADGEN_RANKS_MAX	256
@@ -100,6 +101,7 @@ struct loadgen_conn {
 	int			 coord_idx;	/* lg->coords[] it dials */
 	int			 tried;		/* addresses tried this round */
 	int			 follow;	/* a follower named the leader */
+	int			 heard_follower; /* one answered this round */
 	int			 backoff_ms;
 	int			 back;		/* welcomed since the kill */
 	struct event		*retry;

@@ -1,9 +1,10 @@
 /*
  * dynprof-loadgen --mode failover: the N connections up on the leader, the
  * leader is SIGKILLed (--kill-pid), and every connection goes on as a real
- * agent does (agent/upstream.c): the next coordinator of --coordinator at
- * once, the leader a follower names (ERROR_NOT_LEADER) at once, and after a
- * whole round of the list an exponential backoff with jitter.  Measured from
+ * agent does (agent/upstream_addr.c): the next coordinator of --coordinator,
+ * or the leader a follower names (ERROR_NOT_LEADER), at once, and after as
+ * many attempts as coordinators an exponential backoff with jitter, at most
+ * 500 ms while followers answer.  Measured from
  * the kill: the first welcome (a new leader serving) and the last (every
  * agent back).
  */
@@ -114,17 +115,20 @@ loadgen_failover_lost(struct loadgen_conn *c)
 	c->state = LOADGEN_DEAD;
 	if (c->backoff_ms == 0)
 		c->backoff_ms = LOADGEN_BACKOFF_MIN_MS;
-	if (c->follow) {
+	/* As upstream_addr_failed(): the named leader, else the next; every
+	 * attempt counts toward the round, a named leader's included. */
+	if (c->follow)
 		c->follow = 0;
-		c->tried = 0;
-		c->backoff_ms = LOADGEN_BACKOFF_MIN_MS;
-		delay = (int)(random() % (LOADGEN_BACKOFF_MIN_MS + 1));
-	} else if (++c->tried < lg->ncoords) {
+	else
 		c->coord_idx = (c->coord_idx + 1) % lg->ncoords;
+	if (++c->tried < lg->ncoords)
 		delay = (int)(random() % (LOADGEN_BACKOFF_MIN_MS + 1));
-	} else {
+	else {
 		c->tried = 0;
-		c->coord_idx = (c->coord_idx + 1) % lg->ncoords;
+		if (c->heard_follower &&
+		    c->backoff_ms > LOADGEN_FOLLOWER_BACKOFF_MS)
+			c->backoff_ms = LOADGEN_FOLLOWER_BACKOFF_MS;
+		c->heard_follower = 0;
 		delay = c->backoff_ms / 2 +
 		    (int)(random() % (c->backoff_ms / 2 + 1));
 		c->backoff_ms *= 2;
@@ -156,6 +160,7 @@ loadgen_failover_error(struct loadgen_conn *c, int code, const char *leader)
 	    code != DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER)
 		return;
 	lg->fo_refused++;
+	c->heard_follower = 1;
 	if (leader == NULL || leader[0] == '\0' ||
 	    loadgen_parse_hostport(leader, host, sizeof(host), &port) == -1 ||
 	    inet_pton(AF_INET, host, &a) != 1)

@@ -147,7 +147,9 @@ test_unlisted_leader_ignored(void **state)
 /*
  * A follower that keeps naming a dead leader (as followers do until the dead
  * leader's lease ends): the agent backs off once per round of attempts
- * instead of bouncing between them without pause.
+ * instead of bouncing between them without pause, but while followers answer
+ * it asks at least every AGENT_FOLLOWER_BACKOFF_MS (0.5 s), to find the new
+ * leader soon after it leads.
  */
 static void
 test_stale_leader_backs_off(void **state)
@@ -156,13 +158,13 @@ test_stale_leader_backs_off(void **state)
 	Dynprof__V1__AgentMessage *h;
 	char			 list[256], dead[64];
 	const char		*extra[] = { "--coordinator", list, NULL };
-	int64_t			 end;
+	int64_t			 end, now, last = 0, gap = 0;
 	int			 hellos = 0;
 
 	snprintf(dead, sizeof(dead), "127.0.0.1:%d", dead_port());
 	snprintf(list, sizeof(list), "%s,%s", t->coord, dead);
 	assert_int_equal(ap_start(&t->ap, extra), 0);
-	end = ap_now_ms() + 2500;
+	end = ap_now_ms() + 5000;
 	while (ap_now_ms() < end) {
 		if (fc_accept(&t->fc, (int)(end - ap_now_ms())) == -1)
 			break;
@@ -171,14 +173,19 @@ test_stale_leader_backs_off(void **state)
 		if (h == NULL)
 			continue;
 		dynprof__v1__agent_message__free_unpacked(h, NULL);
-		hellos++;
+		now = ap_now_ms();
+		if (hellos++ > 0 && now - last > gap)
+			gap = now - last;
+		last = now;
 		refuse_after_hello(&t->fc, dead);
 	}
-	/* Rounds of two attempts, backing off 100, 200, 400, 800, 1600 ms
-	 * (each 50-100%): 3 to 7 hellos in 2.5 s, where following at once
-	 * every time makes 25 or more. */
-	assert_true(hellos >= 3);
-	assert_true(hellos <= 8);
+	/* Rounds of two attempts, backing off 100, 200, 400, then 500 ms
+	 * (each 50-100%): 10 to 20 hellos in 5 s, where following at once
+	 * every time makes 50 or more, and no gap much over 0.5 s, where an
+	 * uncapped backoff reaches 0.8, 1.6 and 3.2 s. */
+	assert_true(hellos >= 8);
+	assert_true(hellos <= 26);
+	assert_true(gap <= 750);
 	assert_int_equal(kill(t->ap.pid, 0), 0);
 	assert_int_equal(ap_stop(&t->ap, SIGTERM, LT_WAIT), 0);
 }
