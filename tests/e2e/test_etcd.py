@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import (SKIP, Cluster, Failure, Proc, binary, check,  # noqa: E402
+from cluster import (Cluster, Failure, Proc, binary, check,  # noqa: E402
                      events_of, log, main, wait_for, COORDINATOR, CTL)
 import etcd  # noqa: E402
 
@@ -443,8 +443,9 @@ SCENARIOS = {
 
 def test():
     if not os.access(etcd.ETCD, os.X_OK):
-        print("SKIP: %s is not installed (scripts/deps.sh)" % etcd.ETCD)
-        return SKIP
+        print("FAIL: %s is not installed (make deps-test, or scripts/deps.sh: "
+              "etcd-server)" % etcd.ETCD)
+        return 1
     return SCENARIOS[sys.argv[1]]()
 
 

@@ -15,9 +15,9 @@ As a command, it wraps a test so that `make test` starts and stops etcd itself:
 
     etcd.py [--members N] [--max-txn-ops N] -- COMMAND [ARGS...]
 
-runs COMMAND with DYNPROF_ETCD_ENDPOINTS set and exits with its status (77, the
-tests' skip code, when etcd is not installed: scripts/deps.sh installs
-etcd-server with the "test" set).  Standard library only.
+runs COMMAND with DYNPROF_ETCD_ENDPOINTS set and exits with its status (1
+when etcd is not installed: scripts/deps.sh installs etcd-server with the
+"test" set, which make test installs).  Standard library only.
 """
 
 import os
@@ -32,7 +32,6 @@ import time
 import urllib.request
 
 ETCD = "/usr/bin/etcd"
-SKIP = 77
 START_TIMEOUT = 30      # seconds for every member to answer /health
 
 
@@ -197,8 +196,10 @@ def main(argv):
                          "COMMAND [ARGS...]\n")
         return 2
     if not os.access(ETCD, os.X_OK):
-        print("SKIP: %s is not installed (scripts/deps.sh: etcd-server)" % ETCD)
-        return SKIP
+        # make test installs it: missing is a failure, never a pass.
+        print("FAIL: %s is not installed (make deps-test, or scripts/deps.sh: "
+              "etcd-server)" % ETCD)
+        return 1
     with EtcdCluster(members, name="ctest", max_txn_ops=ops) as c:
         env = dict(os.environ)
         env["DYNPROF_ETCD_ENDPOINTS"] = c.endpoints
