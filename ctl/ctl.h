@@ -134,9 +134,12 @@ struct ctl_progress {
 	int	 stopped;
 	int	 skipped;
 	int	 failed;
+	int	 observed;	/* a legacy job's: its trace seen begun */
+	int	 observed_complete; /* and complete, which ends the window */
 	int	 gone;		/* gone before finishing the window */
 	int	 missed;	/* never acted on it: it ended first */
-	int	 finished;	/* stopped, skipped, failed, gone or missed */
+	int	 finished;	/* stopped, skipped, failed, observed complete,
+				 * gone or missed */
 	int	 window_cancelled;
 	int	 window_done;	/* the coordinator finished the window */
 	int64_t	 max_step;	/* -1: none reported */

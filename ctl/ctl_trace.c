@@ -325,6 +325,7 @@ ctl_trace_body(const struct ctl_trace_args *a)
 /* What one rank did about one window, from its events and its last state. */
 struct ctl_outcome {
 	int	 started, stopped, skipped, failed, gone, missed;
+	int	 observed, complete;	/* a legacy job's */
 };
 
 /*
@@ -378,6 +379,10 @@ ctl_rank_outcome(json_t *r, uint32_t window, const struct ctl_progress *p,
 			o->skipped = 1;
 		else if (strcmp(kind, "failed") == 0)
 			o->failed = 1;
+		else if (strcmp(kind, "observed") == 0)
+			o->observed = 1;
+		else if (strcmp(kind, "observed_complete") == 0)
+			o->observed = o->complete = 1;
 	}
 	state = ctl_json_str(r, "state", "");
 	if (ctl_json_int(r, "window", 0) == window) {
@@ -389,14 +394,19 @@ ctl_rank_outcome(json_t *r, uint32_t window, const struct ctl_progress *p,
 			o->skipped = 1;
 		else if (strcmp(state, "failed") == 0)
 			o->failed = 1;
+		else if (strcmp(state, "observed") == 0)
+			o->observed = 1;
+		else if (strcmp(state, "observed_complete") == 0)
+			o->observed = o->complete = 1;
 	}
 	if (!o->started && !o->stopped && !o->skipped && !o->failed &&
-	    ctl_rank_absent(r, p))
+	    !o->observed && ctl_rank_absent(r, p))
 		return (0);
 	if (strcmp(state, "gone") == 0 && !o->stopped && !o->skipped &&
-	    !o->failed)
+	    !o->failed && !o->complete)
 		o->gone = 1;
-	if (ended && !o->started && !o->skipped && !o->failed && !o->gone)
+	if (ended && !o->started && !o->skipped && !o->failed && !o->gone &&
+	    !o->observed)
 		o->missed = 1;
 	return (1);
 }
@@ -435,6 +445,9 @@ ctl_progress_count(json_t *doc, uint32_t window, struct ctl_progress *p)
 		p->stopped = (int)ctl_json_int(rc, "stopped", 0);
 		p->skipped = (int)ctl_json_int(rc, "skipped", 0);
 		p->failed = (int)ctl_json_int(rc, "failed", 0);
+		p->observed = (int)ctl_json_int(rc, "observed", 0);
+		p->observed_complete = (int)ctl_json_int(rc,
+		    "observed_complete", 0);
 		p->gone = (int)ctl_json_int(rc, "gone", 0);
 		p->missed = (int)ctl_json_int(rc, "missed", 0);
 		p->finished = (int)ctl_json_int(rc, "finished", 0);
@@ -457,6 +470,10 @@ ctl_progress_format(const struct ctl_progress *p, uint32_t window, char *buf,
 		n = snprintf(buf, len, "window %u: %d targeted, %d started, "
 		    "%d stopped, %d skipped, %d failed", window, p->targeted,
 		    p->started, p->stopped, p->skipped, p->failed);
+	/* A legacy job's ranks, seen through their trace files. */
+	if (n > 0 && (size_t)n < len && p->observed > 0)
+		n += snprintf(buf + n, len - n, ", %d observed, %d observed "
+		    "complete", p->observed, p->observed_complete);
 	if (n > 0 && (size_t)n < len && p->gone > 0)
 		n += snprintf(buf + n, len - n, ", %d gone", p->gone);
 	if (n > 0 && (size_t)n < len && p->missed > 0)
@@ -676,10 +693,15 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		ctl_errx(ctl, "window %u was cancelled", window);
 		rc = CTL_EXIT_REFUSED;
 	} else {
-		if (!ctl->json)
+		if (!ctl->json && p.observed_complete == 0)
 			fprintf(ctl->out, "window %u: all %d targeted rank%s "
 			    "stopped\n", window, p.targeted,
 			    p.targeted == 1 ? "" : "s");
+		else if (!ctl->json)
+			fprintf(ctl->out, "window %u: all %d targeted rank%s "
+			    "done: %d stopped, %d observed complete\n", window,
+			    p.targeted, p.targeted == 1 ? "" : "s", p.stopped,
+			    p.observed_complete);
 		rc = CTL_EXIT_OK;
 	}
 out:

@@ -24,11 +24,15 @@
 #define SW_STOPPED	0x02
 #define SW_SKIPPED	0x04
 #define SW_FAILED	0x08
+#define SW_OBSERVED	0x10	/* a legacy job's: its trace seen begun */
+#define SW_COMPLETE	0x20	/* and seen complete, which ends it */
+#define SW_ENDED	(SW_STOPPED | SW_SKIPPED | SW_FAILED | SW_COMPLETE)
 
 /* How the ranks a window targets are doing. */
 struct summary_window {
 	const struct window	*w;
 	uint64_t		 targeted, started, stopped, skipped, failed;
+	uint64_t		 observed, observed_complete;
 	uint64_t		 gone, missed, finished, acted;
 	uint64_t		 gone_idle;	/* gone, never acted on it */
 };
@@ -122,6 +126,10 @@ summary_rank_windows(const struct rank *r, int state,
 				f = SW_SKIPPED; break;
 			case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
 				f = SW_FAILED; break;
+			case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED:
+				f = SW_OBSERVED; break;
+			case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE:
+				f = SW_OBSERVED | SW_COMPLETE; break;
 			default:
 				continue;
 			}
@@ -138,6 +146,10 @@ summary_rank_windows(const struct rank *r, int state,
 				f = SW_SKIPPED; break;
 			case DYNPROF__V1__RANK_STATE__RANK_FAILED:
 				f = SW_FAILED; break;
+			case DYNPROF__V1__RANK_STATE__RANK_OBSERVED:
+				f = SW_OBSERVED; break;
+			case DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE:
+				f = SW_OBSERVED | SW_COMPLETE; break;
 			default:
 				continue;
 			}
@@ -164,10 +176,12 @@ summary_rank_windows(const struct rank *r, int state,
 		x->stopped += (f & SW_STOPPED) != 0;
 		x->skipped += (f & SW_SKIPPED) != 0;
 		x->failed += (f & SW_FAILED) != 0;
+		x->observed += (f & SW_OBSERVED) != 0;
+		x->observed_complete += (f & SW_COMPLETE) != 0;
 		gone = state == DYNPROF__V1__RANK_STATE__RANK_GONE &&
-		    (f & (SW_STOPPED | SW_SKIPPED | SW_FAILED)) == 0;
+		    (f & SW_ENDED) == 0;
 		x->gone += gone;
-		if (gone || (f & (SW_STOPPED | SW_SKIPPED | SW_FAILED)))
+		if (gone || (f & SW_ENDED))
 			x->finished++;
 	}
 	gone = state == DYNPROF__V1__RANK_STATE__RANK_GONE;
@@ -211,7 +225,8 @@ summary_window_json(const struct job *job, struct summary_window *x)
 	else if (w->finished)
 		state = "done";
 	else
-		state = x->started > 0 ? "running" : "scheduled";
+		state = x->started > 0 || x->observed > 0 ? "running" :
+		    "scheduled";
 	o = http_window_json(job, w, state);
 	rk = json_object();
 	json_object_set_new(rk, "targeted", json_integer((json_int_t)x->targeted));
@@ -219,6 +234,10 @@ summary_window_json(const struct job *job, struct summary_window *x)
 	json_object_set_new(rk, "stopped", json_integer((json_int_t)x->stopped));
 	json_object_set_new(rk, "skipped", json_integer((json_int_t)x->skipped));
 	json_object_set_new(rk, "failed", json_integer((json_int_t)x->failed));
+	json_object_set_new(rk, "observed",
+	    json_integer((json_int_t)x->observed));
+	json_object_set_new(rk, "observed_complete",
+	    json_integer((json_int_t)x->observed_complete));
 	json_object_set_new(rk, "gone", json_integer((json_int_t)x->gone));
 	json_object_set_new(rk, "missed", json_integer((json_int_t)x->missed));
 	json_object_set_new(rk, "finished",

@@ -86,7 +86,7 @@ set_tests_properties(test_ctl_rule PROPERTIES TIMEOUT 60
 dynprof_test(test_coord_legacy SOURCES component/test_coord_legacy.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_legacy dynprof-coordinator)
+add_dependencies(test_coord_legacy dynprof-coordinator dynprofctl)
 # The status page in headless Chromium (scripts/deps.sh, "test"): the real
 # coordinator with fake agents; the rendered DOM checked, a screenshot kept
 # in tests/artefacts/.

@@ -6,14 +6,9 @@
  * does.
  */
 
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +25,6 @@
 #define K_DETACHED	DYNPROF__V1__EVENT_KIND__EVENT_DETACHED
 
 #define HIST_RANKS	8	/* the job's ranks that stay, 0-7 */
-#define HIST_WAIT_MS	20000	/* dynprofctl trace --wait at most */
 
 /* Starts a coordinator whose agents heartbeat every 100 ms. */
 static int
@@ -110,73 +104,6 @@ window_whole(struct tc_coord *tc, const char *job, long long id)
 }
 
 /*
- * Starts dynprofctl with args (NULL ended) against tc, its output into
- * out.  Returns its pid.
- */
-static pid_t
-ctl_start(struct tc_coord *tc, const char *out, const char *const *args)
-{
-	const char	*argv[24], *b = getenv("DYNPROF_BUILD_DIR");
-	char		 bin[512], url[64];
-	pid_t		 pid;
-	int		 n = 0, fd;
-
-	snprintf(bin, sizeof(bin), "%s/ctl/dynprofctl", b != NULL ? b : ".");
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", tc->http_port);
-	argv[n++] = bin;
-	argv[n++] = "--coordinator";
-	argv[n++] = url;
-	while (*args != NULL && n < 23)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-	pid = fork();
-	assert_true(pid != -1);
-	if (pid == 0) {
-		if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) ==
-		    -1 || dup2(fd, 1) == -1 || dup2(fd, 2) == -1)
-			_exit(127);
-		unsetenv("DYNPROF_TOKEN");
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	return (pid);
-}
-
-/* Waits HIST_WAIT_MS at most for dynprofctl; returns its exit code. */
-static int
-ctl_wait(pid_t pid)
-{
-	long long	 deadline = tc_now_ms() + HIST_WAIT_MS;
-	int		 status;
-
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (tc_now_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return (-1);
-		}
-		usleep(20000);
-	}
-	return (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-}
-
-/* Returns the text of file path (caller frees). */
-static char *
-slurp(const char *path)
-{
-	FILE	*f = fopen(path, "r");
-	char	*buf = calloc(1, 65536);
-	size_t	 n;
-
-	assert_non_null(f);
-	assert_non_null(buf);
-	n = fread(buf, 1, 65535, f);
-	buf[n] = '\0';
-	fclose(f);
-	return (buf);
-}
-
-/*
  * Rank 50 comes after window 1 ended and leaves before window 2 is made;
  * rank 60 comes after both ended.  Neither is counted against them, and
  * trace --wait of window 2 exits 0.
@@ -219,11 +146,11 @@ test_elastic(void **state)
 
 	/* A window made after rank 50 left: trace --wait sees it through. */
 	snprintf(out, sizeof(out), "%s/ctl.out", tc->dir);
-	pid = ctl_start(tc, out, args);
+	pid = tc_ctl_start(tc, out, args);
 	wait_window(tc, "el", 2, "scheduled");
 	run_window(&fa, "el", 2, 20);
-	assert_int_equal(ctl_wait(pid), 0);
-	text = slurp(out);
+	assert_int_equal(tc_ctl_wait(pid), 0);
+	text = tc_slurp(out);
 	assert_non_null(strstr(text, "all 8 targeted ranks stopped"));
 	assert_null(strstr(text, "gone"));
 	free(text);

@@ -189,6 +189,64 @@ wait_legacy(struct tc_coord *tc, const char *path)
 	return (r);
 }
 
+/* Waits for the status at path to have a "legacy" part. */
+static void
+wait_legacy_free(struct tc_coord *tc, const char *path)
+{
+	struct tc_reply	 r = wait_legacy(tc, path);
+
+	tc_reply_free(&r);
+}
+
+/*
+ * A legacy job's window seen through to its end by dynprofctl trace --wait:
+ * its ranks observed complete are counted as such, not missed, and the
+ * window is a success.
+ */
+static void
+test_observed_window_waited(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a;
+	struct tc_reply	 r;
+	json_t		*w;
+	char		 out[512], *text;
+	const char	*args[] = { "trace", "lg-w", "--start", "40", "--steps",
+	    "3", "--wait", "--timeout", "15", NULL };
+	pid_t		 pid;
+
+	assert_int_equal(fa_join(&a, tc->agent_port, "legnode", TOKEN,
+	    "lg-w"), 0);
+	assert_int_equal(send_legacy(&a, "lg-w", "mindspore-2.4", "", 0), 0);
+	wait_legacy_free(tc, "/v1/jobs/lg-w");
+	snprintf(out, sizeof(out), "%s/ctl.out", tc->dir);
+	pid = tc_ctl_start(tc, out, args);
+	tc_wait_str(tc, "/v1/jobs/lg-w", "windows.0.state", "scheduled");
+	event(&a, 1, K_OBSERVED, "lg-w", 0);
+	event(&a, 2, K_OBSERVED, "lg-w", 1);
+	event(&a, 3, K_COMPLETE, "lg-w", 0);
+	event(&a, 4, K_COMPLETE, "lg-w", 1);
+	assert_int_equal(tc_ctl_wait(pid), 0);
+	text = tc_slurp(out);
+	assert_non_null(strstr(text, "2 observed, 2 observed complete"));
+	assert_non_null(strstr(text, "window 1: all 2 targeted ranks done: "
+	    "0 stopped, 2 observed complete"));
+	free(text);
+	tc_wait_str(tc, "/v1/jobs/lg-w", "windows.0.state", "done");
+	r = tc_req(tc, "GET", "/v1/jobs/lg-w", NULL, 200);
+	w = tc_window(r.json, 1);
+	assert_non_null(w);
+	assert_int_equal(tc_int(w, "rank_counts.targeted"), 2);
+	assert_int_equal(tc_int(w, "rank_counts.started"), 0);
+	assert_int_equal(tc_int(w, "rank_counts.observed"), 2);
+	assert_int_equal(tc_int(w, "rank_counts.observed_complete"), 2);
+	assert_int_equal(tc_int(w, "rank_counts.missed"), 0);
+	assert_int_equal(tc_int(w, "rank_counts.finished"), 2);
+	tc_reply_free(&r);
+	ranks_are(tc, "lg-w", 2, "observed_complete");
+	fa_close(&a);
+}
+
 /* Reports that are not what an agent sends: refused, the link goes on. */
 static void
 test_bad_reports(void **state)
@@ -228,6 +286,8 @@ main(void)
 		    test_observed_from_legacy_node_only, tc_setup_agents, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_reports, tc_setup_agents,
 		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_observed_window_waited,
+		    tc_setup_agents, tc_teardown),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));

@@ -704,3 +704,70 @@ tc_str(json_t *v, const char *path)
 	v = tc_path(v, path);
 	return (json_is_string(v) ? json_string_value(v) : "");
 }
+
+/*
+ * Starts dynprofctl with args (NULL ended) against tc, its output into
+ * out.  Returns its pid.
+ */
+pid_t
+tc_ctl_start(struct tc_coord *tc, const char *out, const char *const *args)
+{
+	const char	*argv[24], *b = getenv("DYNPROF_BUILD_DIR");
+	char		 bin[512], url[64];
+	pid_t		 pid;
+	int		 n = 0, fd;
+
+	snprintf(bin, sizeof(bin), "%s/ctl/dynprofctl", b != NULL ? b : ".");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", tc->http_port);
+	argv[n++] = bin;
+	argv[n++] = "--coordinator";
+	argv[n++] = url;
+	while (*args != NULL && n < 23)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	pid = fork();
+	assert_true(pid != -1);
+	if (pid == 0) {
+		if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) ==
+		    -1 || dup2(fd, 1) == -1 || dup2(fd, 2) == -1)
+			_exit(127);
+		unsetenv("DYNPROF_TOKEN");
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	return (pid);
+}
+
+/* Waits TC_CTL_WAIT_MS at most for dynprofctl; returns its exit code. */
+int
+tc_ctl_wait(pid_t pid)
+{
+	long long	 deadline = tc_now_ms() + TC_CTL_WAIT_MS;
+	int		 status;
+
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (tc_now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return (-1);
+		}
+		usleep(20000);
+	}
+	return (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* Returns the text of file path (caller frees). */
+char *
+tc_slurp(const char *path)
+{
+	FILE	*f = fopen(path, "r");
+	char	*buf = calloc(1, 65536);
+	size_t	 n;
+
+	assert_non_null(f);
+	assert_non_null(buf);
+	n = fread(buf, 1, 65535, f);
+	buf[n] = '\0';
+	fclose(f);
+	return (buf);
+}

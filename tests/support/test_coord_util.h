@@ -63,5 +63,10 @@ long long tc_status_kb(pid_t, const char *);
 int	 tc_fd_count(pid_t);
 long long tc_metric(struct tc_coord *, const char *);
 int	 tc_run_exit(const char *const *, int);
+/* dynprofctl run against the coordinator, waited for this long at most. */
+#define TC_CTL_WAIT_MS	20000
+pid_t	 tc_ctl_start(struct tc_coord *, const char *, const char *const *);
+int	 tc_ctl_wait(pid_t);
+char	*tc_slurp(const char *);
 
 #endif /* DYNPROF_TEST_COORD_UTIL_H */
