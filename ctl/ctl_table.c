@@ -153,7 +153,8 @@ ctl_table_clear(struct ctl_table *t)
 
 /*
  * The window the summary speaks of: the running one, else the next scheduled,
- * else the last one.
+ * else the last one, never one refused (no rank was ever given it) unless
+ * every window was.
  */
 static json_t *
 ctl_current_window(json_t *windows)
@@ -175,10 +176,14 @@ ctl_current_window(json_t *windows)
 	if (best != NULL)
 		return (best);
 	json_array_foreach(windows, i, w) {
+		if (strcmp(ctl_json_str(w, "state", ""), "refused") == 0)
+			continue;
 		if (best == NULL || ctl_json_int(w, "id", 0) >
 		    ctl_json_int(best, "id", 0))
 			best = w;
 	}
+	if (best == NULL)
+		best = json_array_get(windows, json_array_size(windows) - 1);
 	return (best);
 }
 

@@ -238,10 +238,18 @@ change_window_add(struct coord *c, const char *name,
 	struct change	 ch;
 	struct job	*job;
 	struct window	*other;
+	const char	*node;
 	int64_t		 start, stop, max = -1;
 
 	/* The job is created only once the window is accepted. */
 	job = schedule_job_find(c, name);
+	if (w->rankset.nranges > 0 && (node = legacy_ranks_refused(c, name)) !=
+	    NULL) {
+		change_refuse(ref, 409, "ranks", "job %s is served as a "
+		    "MindSpore legacy job (node %s), whose profiler cannot "
+		    "target ranks: leave ranks out", name, node);
+		goto fail;
+	}
 	if (r->has_in) {
 		max = job != NULL ? schedule_job_max_step(c, job) : -1;
 		if (max < 0) {

@@ -140,6 +140,8 @@ struct window {
 	char			 output_subdir[SEG_SUBDIR_MAX];
 	enum window_state	 state;
 	int			 finished;	/* left the pushed schedule */
+	int			 refused;	/* left it: every node serving
+						 * the job refused it (legacy) */
 	int64_t			 created_ns;
 	int64_t			 ended_ns;	/* cancelled or finished, wall
 						 * clock; 0 not yet, or before
@@ -772,6 +774,9 @@ int	 legacy_known(struct coord *, const char *, const char *);
 void	 legacy_job_json(struct coord *, const char *, struct json_t *);
 void	 legacy_forget_node(struct coord *, const char *);
 void	 legacy_free_all(struct coord *);
+const char	*legacy_ranks_refused(struct coord *, const char *);
+int	 legacy_refused_everywhere(struct coord *, const struct job *,
+	    uint32_t);
 /* leader.c */
 void	 leader_usage(FILE *);
 int	 leader_parse_flag(struct coord_config *, int, const char *,

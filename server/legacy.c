@@ -79,6 +79,55 @@ legacy_known(struct coord *c, const char *node, const char *job)
 }
 
 /*
+ * Returns the name of a node that serves job as a MindSpore legacy job, whose
+ * profiler every rank reads alike (it cannot target ranks), or NULL.
+ */
+const char *
+legacy_ranks_refused(struct coord *c, const char *job)
+{
+	struct legacy_entry	*e;
+	enum options_dialect	 d;
+
+	TAILQ_FOREACH(e, &c->legacy, entry) {
+		if (strcmp(e->job, job) != 0 ||
+		    options_dialect_find(e->dialect, &d) == -1)
+			continue;
+		if (d == OPTIONS_MS24 || d == OPTIONS_MS25 ||
+		    d == OPTIONS_MS26 || d == OPTIONS_MS27)
+			return (e->node);
+	}
+	return (NULL);
+}
+
+/*
+ * Returns 1 if every node serving job reports it as a legacy job and refused
+ * window id: no rank will ever be given it.
+ */
+int
+legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id)
+{
+	const struct sub		*s;
+	const struct legacy_entry	*e;
+	size_t				 i;
+	int				 any = 0;
+
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (e = legacy_find(c, s->conn->node->name, job->name)) ==
+		    NULL)
+			return (0);
+		for (i = 0; i < e->nwindows; i++)
+			if (e->windows[i].id == id)
+				break;
+		if (i == e->nwindows || e->windows[i].state !=
+		    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_REFUSED)
+			return (0);
+		any = 1;
+	}
+	return (any);
+}
+
+/*
  * Takes a LegacyStatus from node: kept (replacing the last), or forgotten
  * when the job's directory is gone.  Bad strings are refused, and counted.
  */

@@ -469,7 +469,7 @@ schedule_window_state(const struct job *job, const struct window *w)
 	if (w->state == WINDOW_STATE_CANCELLED)
 		return ("cancelled");
 	if (w->finished)
-		return ("done");
+		return (w->refused ? "refused" : "done");
 	TAILQ_FOREACH(r, &job->ranks, entry) {
 		if (schedule_rank_has_event(r, w->id,
 		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED))
@@ -625,7 +625,13 @@ schedule_finish_windows(struct coord *c, int dirty_only)
 		TAILQ_FOREACH(w, &job->windows, entry) {
 			if (w->finished || n == sizeof(done) / sizeof(done[0]))
 				continue;
-			if (schedule_window_over(c, job, w, min))
+			/* Refused by every node serving the job: no rank
+			 * will ever run it. */
+			if (w->state != WINDOW_STATE_CANCELLED &&
+			    legacy_refused_everywhere(c, job, w->id)) {
+				w->refused = 1;
+				done[n++] = w;
+			} else if (schedule_window_over(c, job, w, min))
 				done[n++] = w;
 		}
 		if (n > 0 && change_windows_finish(c, job, done, n) == -1)

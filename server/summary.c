@@ -223,7 +223,7 @@ summary_window_json(const struct job *job, struct summary_window *x)
 	if (w->state == WINDOW_STATE_CANCELLED)
 		state = "cancelled";
 	else if (w->finished)
-		state = "done";
+		state = w->refused ? "refused" : "done";
 	else
 		state = x->started > 0 || x->observed > 0 ? "running" :
 		    "scheduled";

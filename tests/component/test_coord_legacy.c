@@ -247,6 +247,59 @@ test_observed_window_waited(void **state)
 	fa_close(&a);
 }
 
+/*
+ * A MindSpore legacy job cannot target ranks: a window with ranks is refused
+ * at request time; one made before the job was served so, once every node
+ * serving it refused it, leaves the schedule as refused, and dynprofctl
+ * status does not headline it.
+ */
+static void
+test_ranks_refused(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a;
+	struct tc_reply	 r;
+	char		 out[512], *text;
+	const char	*args[] = { "status", "lg-r", NULL };
+
+	r = tc_req(tc, "POST", "/v1/jobs/lg-r/windows",
+	    "{\"start_step\": 10, \"stop_step\": 11}", 201);
+	tc_reply_free(&r);
+	r = tc_req(tc, "POST", "/v1/jobs/lg-r/windows",
+	    "{\"start_step\": 20, \"stop_step\": 21, \"ranks\": \"0-3\"}", 201);
+	tc_reply_free(&r);
+	assert_int_equal(fa_join(&a, tc->agent_port, "lg-rn", TOKEN, "lg-r"),
+	    0);
+	assert_int_equal(send_legacy(&a, "lg-r", "mindspore-2.4",
+	    "ranks \"0-3\": cannot target ranks", 0), 0);
+	tc_wait_str(tc, "/v1/jobs/lg-r", "windows.1.state", "refused");
+	r = tc_req(tc, "GET", "/v1/jobs", NULL, 200);
+	assert_int_equal(tc_int(r.json, "jobs.0.pending_windows"), 1);
+	tc_reply_free(&r);
+
+	/* Now that the job is served so, refused when asked for. */
+	r = tc_req(tc, "POST", "/v1/jobs/lg-r/windows",
+	    "{\"start_step\": 30, \"stop_step\": 31, \"ranks\": \"1\"}", 409);
+	assert_string_equal(tc_str(r.json, "field"), "ranks");
+	assert_non_null(strstr(tc_str(r.json, "error"), "cannot target ranks"));
+	tc_reply_free(&r);
+	r = tc_req(tc, "GET", "/v1/jobs/lg-r", NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "windows")),
+	    2);
+	tc_reply_free(&r);
+
+	/* The headline: window 1, even cancelled, rather than the refused. */
+	r = tc_req(tc, "DELETE", "/v1/jobs/lg-r/windows/1", NULL, 200);
+	tc_reply_free(&r);
+	snprintf(out, sizeof(out), "%s/status.out", tc->dir);
+	assert_int_equal(tc_ctl_wait(tc_ctl_start(tc, out, args)), 0);
+	text = tc_slurp(out);
+	assert_non_null(strstr(text, ", window 1 [10,11]"));
+	assert_null(strstr(text, ", window 2 [20,21]"));
+	free(text);
+	fa_close(&a);
+}
+
 /* Reports that are not what an agent sends: refused, the link goes on. */
 static void
 test_bad_reports(void **state)
@@ -287,6 +340,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bad_reports, tc_setup_agents,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_observed_window_waited,
+		    tc_setup_agents, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_ranks_refused,
 		    tc_setup_agents, tc_teardown),
 	};
 
