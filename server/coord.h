@@ -186,6 +186,8 @@ struct rank {
 	struct rank_event	*events;
 	size_t			 nevents;
 	size_t			 events_cap;
+	int			 native;	/* reported by its own process
+						 * (not only observed) */
 	int			 dirty;		/* step/state not yet stored */
 	int			 in_batch;	/* on coord->batch_ranks */
 	struct rank_pace	 pace;		/* straggler.c */
@@ -771,6 +773,7 @@ int	 load_model(struct coord *);
 void	 legacy_status(struct coord *, struct node *,
 	    const Dynprof__V1__LegacyStatus *);
 int	 legacy_known(struct coord *, const char *, const char *);
+int	 legacy_idle(struct coord *, const char *, const char *);
 void	 legacy_job_json(struct coord *, const char *, struct json_t *);
 void	 legacy_forget_node(struct coord *, const char *);
 void	 legacy_free_all(struct coord *);

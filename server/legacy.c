@@ -78,6 +78,32 @@ legacy_known(struct coord *c, const char *node, const char *job)
 	return (legacy_find(c, node, job) != NULL);
 }
 
+/* Returns 1 if node reports ranks of job through dynprof itself. */
+static int
+legacy_node_native(struct coord *c, const char *node, const char *job)
+{
+	struct node	*n;
+	struct node_job	*nj;
+
+	return ((n = schedule_node_find(c, node)) != NULL &&
+	    (nj = schedule_node_job(n, job, 0)) != NULL &&
+	    (nj->ranks_alive > 0 || nj->max_step >= 0));
+}
+
+/*
+ * Returns 1 if node reported job as a legacy job of a dialect it could not
+ * tell and reports no rank of it: a directory made for every job (a SLURM
+ * prolog), not a job it serves.
+ */
+int
+legacy_idle(struct coord *c, const char *node, const char *job)
+{
+	struct legacy_entry	*e;
+
+	return ((e = legacy_find(c, node, job)) != NULL &&
+	    e->dialect[0] == '\0' && !legacy_node_native(c, node, job));
+}
+
 /*
  * Returns the name of a node that serves job as a MindSpore legacy job, whose
  * profiler every rank reads alike (it cannot target ranks), or NULL.
@@ -269,6 +295,11 @@ legacy_job_json(struct coord *c, const char *job, struct json_t *body)
 	errors = json_array();
 	TAILQ_FOREACH(e, &c->legacy, entry) {
 		if (strcmp(e->job, job) != 0)
+			continue;
+		/* A directory of a dialect nobody wrote, beside ranks that
+		 * report for themselves: a native job, not a legacy one. */
+		if (e->dialect[0] == '\0' &&
+		    legacy_node_native(c, e->node, job))
 			continue;
 		nodes++;
 		d = e->dialect[0] != '\0' ? e->dialect : "unknown";

@@ -99,6 +99,9 @@ load_rank(void *arg, const struct store_rank *row)
 	if (row->node != NULL)
 		snprintf(r->node, sizeof(r->node), "%s", row->node);
 	r->pid = row->pid;
+	r->native = row->pid != 0 ||
+	    (row->state != DYNPROF__V1__RANK_STATE__RANK_OBSERVED &&
+	    row->state != DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE);
 	r->step = row->step;
 	r->state = row->state;
 	r->window_id = row->window_id;

@@ -119,6 +119,16 @@ schedule_apply_event(struct coord *c, struct node *node,
 	if ((job = schedule_job_peer(c, ev->job, node->name)) == NULL ||
 	    (r = schedule_rank_get(job, ev->rank)) == NULL)
 		return (0);
+	/* A rank that reports for itself wins over a directory's word. */
+	if (kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED && r->native) {
+		c->metrics.events_refused++;
+		log_warnx("%s: observed event for job %s rank %d from %s, a "
+		    "rank its own process reports: dropped", __func__,
+		    ev->job, ev->rank, node->name);
+		return (0);
+	}
+	if (kind < DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED)
+		r->native = 1;
 	c->metrics.events[kind]++;
 	re.kind = kind;
 	re.window_id = ev->window_id;
@@ -332,6 +342,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		}
 		if ((r = schedule_rank_get(job, rp->rank)) == NULL)
 			continue;
+		r->native = 1;
 		snprintf(r->node, sizeof(r->node), "%s", node->name);
 		r->step = rp->step;
 		if (rp->pid != 0)

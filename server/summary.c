@@ -258,7 +258,8 @@ summary_nodes_json(struct coord *c, const struct job *job)
 	json_t		*o;
 
 	TAILQ_FOREACH(n, &c->nodes, entry) {
-		if ((nj = schedule_node_job(n, job->name, 0)) == NULL)
+		if ((nj = schedule_node_job(n, job->name, 0)) == NULL ||
+		    legacy_idle(c, n->name, job->name))
 			continue;
 		total++;
 		if (n->conn != NULL)

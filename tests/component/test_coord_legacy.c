@@ -300,6 +300,64 @@ test_ranks_refused(void **state)
 	fa_close(&a);
 }
 
+/*
+ * Legacy nodes never overwrite a rank that reports for itself, and a job
+ * directory of no known dialect (a SLURM prolog makes one for every job)
+ * beside native ranks neither makes the job legacy nor counts a node.
+ */
+static void
+test_native_wins(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent n1, evil, prolog;
+	struct tc_reply	 r;
+	json_t		*rk;
+	long long	 refused0;
+
+	assert_int_equal(fa_join(&n1, tc->agent_port, "lg-n1", TOKEN, "lg-n"),
+	    0);
+	assert_int_equal(fa_progress(&n1, "lg-n", 0, 5, 5, 4), 0);
+	tc_wait_int(tc, "/v1/jobs/lg-n", "rank_counts.total", 4);
+	/* The prolog's directory on the native node. */
+	assert_int_equal(send_legacy(&n1, "lg-n", "", "", 0), 0);
+	assert_int_equal(fa_join(&evil, tc->agent_port, "lg-evil", TOKEN,
+	    "lg-n"), 0);
+	assert_int_equal(send_legacy(&evil, "lg-n", "mindspore-2.4", "", 0), 0);
+	refused0 = tc_metric(tc, "dynprof_events_refused_total");
+	event(&evil, 1, K_OBSERVED, "lg-n", 3);
+	event(&evil, 2, K_COMPLETE, "lg-n", 3);
+	assert_int_equal(tc_metric(tc, "dynprof_events_refused_total"),
+	    refused0 + 2);
+	/* A rank nobody reports natively is taken. */
+	event(&evil, 3, K_OBSERVED, "lg-n", 9);
+	r = tc_req(tc, "GET", "/v1/jobs/lg-n/ranks", NULL, 200);
+	rk = json_object_get(r.json, "ranks");
+	assert_int_equal(json_array_size(rk), 5);
+	assert_string_equal(tc_str(json_array_get(rk, 3), "node"), "lg-n1");
+	assert_string_equal(tc_str(json_array_get(rk, 3), "state"), "attached");
+	assert_true(json_is_null(json_object_get(json_array_get(rk, 3),
+	    "last_event")));
+	assert_true(json_is_null(json_object_get(json_array_get(rk, 3),
+	    "output_dir")));
+	assert_string_equal(tc_str(json_array_get(rk, 4), "state"), "observed");
+	tc_reply_free(&r);
+
+	/* A node with a directory of no dialect and no ranks: not counted. */
+	assert_int_equal(fa_join(&prolog, tc->agent_port, "lg-prolog", TOKEN,
+	    "lg-n"), 0);
+	assert_int_equal(send_legacy(&prolog, "lg-n", "", "", 0), 0);
+	tc_wait_int(tc, "/v1/jobs/lg-n", "legacy.dialects.unknown", 1);
+	r = tc_req(tc, "GET", "/v1/jobs/lg-n", NULL, 200);
+	assert_int_equal(tc_int(r.json, "node_counts.total"), 2);
+	/* lg-evil and lg-prolog; lg-n1's directory beside its ranks is not
+	 * a legacy job. */
+	assert_int_equal(tc_int(r.json, "legacy.nodes"), 2);
+	tc_reply_free(&r);
+	fa_close(&prolog);
+	fa_close(&evil);
+	fa_close(&n1);
+}
+
 /* Reports that are not what an agent sends: refused, the link goes on. */
 static void
 test_bad_reports(void **state)
@@ -342,6 +400,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_observed_window_waited,
 		    tc_setup_agents, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_ranks_refused,
+		    tc_setup_agents, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_native_wins,
 		    tc_setup_agents, tc_teardown),
 	};
 
