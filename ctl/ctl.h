@@ -29,6 +29,12 @@
 #define CTL_FILE_MAX		(16 * 1024 * 1024)
 #define CTL_URLS_MAX		8	/* coordinators in --coordinator */
 #define CTL_REDIRECTS_MAX	4	/* 307/308 hops of one request */
+/* With several coordinators listed, one that cannot be reached or does not
+ * answer is passed over for the next: */
+#define CTL_CONNECT_MS		2000	/* a connection to one of them */
+#define CTL_ANSWER_MS		2500	/* the headers of a GET's answer */
+#define CTL_BACKOFF_MS		100	/* between rounds while a redirect's */
+#define CTL_BACKOFF_MAX_MS	1000	/* target (the old leader) is gone */
 
 /* A coordinator's address, from --coordinator or DYNPROF_COORDINATOR. */
 struct ctl_url {

@@ -232,7 +232,44 @@ struct ctl_http_xfer {
 	int		 status;	/* 0 until the headers are in */
 	int		 too_large;
 	int		 sink_failed;
+	int64_t		 answer_by;	/* no status line by then: give up
+					   (0: the request's deadline) */
+	int		 no_answer;	/* gave up so */
 };
+
+/*
+ * Where a failed attempt leaves the request: done (an answer, or a write the
+ * server may have received, which is never sent twice), to be asked of the
+ * next coordinator listed (nothing reached the server, or a GET got no
+ * answer), or that and every one again after a pause (a redirect's target,
+ * the old leader, is gone: the others will name the new one soon).
+ */
+enum ctl_http_next {
+	CTL_NEXT_NONE,
+	CTL_NEXT_URL,
+	CTL_NEXT_ROUND
+};
+
+/* Gives up a transfer whose status line has not come by x->answer_by. */
+static int
+ctl_http_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+    curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct ctl_http_xfer	*x = arg;
+	long			 code = 0;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (x->answer_by == 0 || ctl_now_ms() < x->answer_by)
+		return (0);
+	curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (code != 0)
+		return (0);
+	x->no_answer = 1;
+	return (1);
+}
 
 /*
  * Takes a piece of the body: a 2xx body goes to the sink if there is one,
@@ -420,26 +457,73 @@ fail:
 }
 
 /*
+ * Says in err why the request failed at url (prefixed with its host and
+ * port when named says so), and where that leaves it in *next.
+ */
+static int
+ctl_http_failed(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
+    const char *method, const char *url, int hop, int timeout_ms,
+    const struct ctl_http_xfer *x, const char *ebuf, int *next, char *err,
+    size_t errlen)
+{
+	struct ctl_url	 u;
+	const char	*why;
+	char		 one[512];
+	long		 sent = 0;
+	int		 rc;
+
+	if (ctl_url_parse(url, &u, &why) == -1)
+		u = conn->urls[0];
+	if (cc == CURLE_ABORTED_BY_CALLBACK && x->no_answer) {
+		snprintf(one, sizeof(one), "no answer within %d.%03d s",
+		    CTL_ANSWER_MS / 1000, CTL_ANSWER_MS % 1000);
+		rc = CTL_EXIT_TIMEOUT;
+	} else
+		rc = ctl_http_error(curl, cc, conn, &u, ebuf, timeout_ms, one,
+		    sizeof(one));
+	/* Nothing of the request went out: any method may go elsewhere. */
+	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
+	if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+	    sent == 0)
+		*next = CTL_NEXT_URL;
+	else if (strcmp(method, "GET") == 0 &&
+	    (rc == CTL_EXIT_TIMEOUT || rc == CTL_EXIT_UNREACHABLE))
+		*next = CTL_NEXT_URL;
+	else
+		*next = CTL_NEXT_NONE;
+	if (*next == CTL_NEXT_URL && hop > 0)
+		*next = CTL_NEXT_ROUND;
+	/* Name the one that failed: a redirect's target, or one of several. */
+	if (hop > 0 || conn->nurls > 1)
+		snprintf(err, errlen, "%s:%s: %s", u.host, u.port, one);
+	else
+		snprintf(err, errlen, "%s", one);
+	return (rc);
+}
+
+/*
  * Sends one request to coordinator u and follows its 307/308 redirects to
- * the coordinators in conn.  Returns as ctl_http_request().
+ * the coordinators in conn, all by deadline.  Returns as ctl_http_request(),
+ * and in *next whether another coordinator may be asked.
  */
 static int
 ctl_http_one(const struct ctl_conn *conn, const struct ctl_url *u,
     const char *method, const char *path, const char *body, size_t bodylen,
-    int timeout_ms, ctl_sink_fn sink, void *arg, struct ctl_response *res,
-    char *err, size_t errlen)
+    int timeout_ms, int64_t deadline, ctl_sink_fn sink, void *arg,
+    struct ctl_response *res, int *next, char *err, size_t errlen)
 {
 	struct ctl_http_xfer	 x;
 	struct curl_slist	*hdrs = NULL;
 	CURL			*curl;
 	CURLcode		 cc;
 	char			 url[2048], ebuf[CURL_ERROR_SIZE];
-	char			*next;
+	char			*to;
 	long			 code;
-	int			 hops, rc;
-	int64_t			 deadline, left;
+	int			 hops, rc, several = conn->nurls > 1;
+	int64_t			 left;
 
 	memset(res, 0, sizeof(*res));
+	*next = CTL_NEXT_NONE;
 	if (ctl_http_url(u, path, url, sizeof(url)) == -1) {
 		snprintf(err, errlen, "URL too long");
 		return (CTL_EXIT_REFUSED);
@@ -454,7 +538,6 @@ ctl_http_one(const struct ctl_conn *conn, const struct ctl_url *u,
 		rc = CTL_EXIT_UNREACHABLE;
 		goto out;
 	}
-	deadline = ctl_now_ms() + timeout_ms;
 	for (hops = 0;; hops++) {
 		memset(&x, 0, sizeof(x));
 		x.curl = curl;
@@ -465,8 +548,21 @@ ctl_http_one(const struct ctl_conn *conn, const struct ctl_url *u,
 		ebuf[0] = '\0';
 		/* Redirects share the one deadline. */
 		left = deadline - ctl_now_ms();
-		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-		    (long)(left > 1 ? left : 1));
+		if (left < 1)
+			left = 1;
+		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)left);
+		/* With others to ask, none is waited for long. */
+		if (several) {
+			curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+			    (long)(left < CTL_CONNECT_MS ? left :
+			    CTL_CONNECT_MS));
+			if (strcmp(method, "GET") == 0 && left > CTL_ANSWER_MS)
+				x.answer_by = ctl_now_ms() + CTL_ANSWER_MS;
+		}
+		curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION,
+		    ctl_http_progress);
+		curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &x);
 		curl_easy_setopt(curl, CURLOPT_URL, url);
 		curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, ebuf);
 		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ctl_http_write);
@@ -484,8 +580,8 @@ ctl_http_one(const struct ctl_conn *conn, const struct ctl_url *u,
 			goto out;
 		}
 		if (cc != CURLE_OK) {
-			rc = ctl_http_error(curl, cc, conn, u, ebuf, timeout_ms,
-			    err, errlen);
+			rc = ctl_http_failed(curl, cc, conn, method, url, hops,
+			    timeout_ms, &x, ebuf, next, err, errlen);
 			goto out;
 		}
 		code = 0;
@@ -493,24 +589,24 @@ ctl_http_one(const struct ctl_conn *conn, const struct ctl_url *u,
 		res->status = (int)code;
 		if (code != 307 && code != 308)
 			break;
-		next = NULL;
-		curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &next);
-		if (next == NULL)
+		to = NULL;
+		curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &to);
+		if (to == NULL)
 			break;	/* no Location: shown as the answer it is */
 		if (hops == CTL_REDIRECTS_MAX) {
 			snprintf(err, errlen, "more than %d redirects, the "
-			    "last to %.300s", CTL_REDIRECTS_MAX, next);
+			    "last to %.300s", CTL_REDIRECTS_MAX, to);
 			rc = CTL_EXIT_REFUSED;
 			goto out;
 		}
-		if (!ctl_http_allowed(conn, next)) {
+		if (!ctl_http_allowed(conn, to)) {
 			snprintf(err, errlen, "redirected to %.300s, which is "
 			    "not one of the coordinators given (--coordinator "
-			    "or DYNPROF_COORDINATOR): not followed", next);
+			    "or DYNPROF_COORDINATOR): not followed", to);
 			rc = CTL_EXIT_REFUSED;
 			goto out;
 		}
-		snprintf(url, sizeof(url), "%s", next);
+		snprintf(url, sizeof(url), "%s", to);
 	}
 	if (res->body == NULL && (res->body = strdup("")) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -537,11 +633,18 @@ ctl_http_free(struct ctl_response *res)
 
 /*
  * Sends one request (method, path under the URL's base, optional body as JSON)
- * to the first coordinator in conn that can be reached, and reads the answer
- * within timeout_ms.  With a sink, a 2xx body goes there as it arrives and
- * res->body stays empty.  Returns CTL_EXIT_OK with res filled (caller frees
- * with ctl_http_free), else CTL_EXIT_UNREACHABLE, CTL_EXIT_TIMEOUT or
- * CTL_EXIT_REFUSED (a redirect not followed) with the reason in err.
+ * to the coordinators in conn, in order, and reads the answer within
+ * timeout_ms in all.  The next one is asked when nothing reached the one
+ * before (refused, no connection within CTL_CONNECT_MS) or, for a GET, when
+ * it gave no answer within CTL_ANSWER_MS; a write that may have reached a
+ * server is never sent again.  While a redirect's target is gone (a leader
+ * that died, its followers still naming it), they are all asked again after
+ * a pause growing from CTL_BACKOFF_MS to CTL_BACKOFF_MAX_MS, until the
+ * deadline.  With a sink, a 2xx body goes there as it arrives and res->body
+ * stays empty.  Returns CTL_EXIT_OK with res filled (caller frees with
+ * ctl_http_free), else CTL_EXIT_UNREACHABLE, CTL_EXIT_TIMEOUT or
+ * CTL_EXIT_REFUSED (a redirect not followed) with the reason in err, naming
+ * the coordinator that failed when several were given or one redirected.
  */
 int
 ctl_http_request(const struct ctl_conn *conn, const char *method,
@@ -549,25 +652,36 @@ ctl_http_request(const struct ctl_conn *conn, const char *method,
     ctl_sink_fn sink, void *arg, struct ctl_response *res, char *err,
     size_t errlen)
 {
-	char	 one[512];
-	size_t	 i;
-	int	 rc = CTL_EXIT_UNREACHABLE;
+	struct timespec	 ts;
+	size_t		 i;
+	int		 rc = CTL_EXIT_UNREACHABLE, next, again;
+	int64_t		 deadline, left, pause = CTL_BACKOFF_MS;
 
 	memset(res, 0, sizeof(*res));
 	snprintf(err, errlen, "no coordinator given");
-	for (i = 0; i < conn->nurls; i++) {
-		rc = ctl_http_one(conn, &conn->urls[i], method, path, body,
-		    bodylen, timeout_ms, sink, arg, res, one, sizeof(one));
-		if (rc == CTL_EXIT_OK)
+	deadline = ctl_now_ms() + timeout_ms;
+	for (;;) {
+		again = 0;
+		for (i = 0; i < conn->nurls; i++) {
+			if (i > 0 && ctl_now_ms() >= deadline)
+				return (rc);
+			rc = ctl_http_one(conn, &conn->urls[i], method, path,
+			    body, bodylen, timeout_ms, deadline, sink, arg, res,
+			    &next, err, errlen);
+			if (rc == CTL_EXIT_OK || next == CTL_NEXT_NONE)
+				return (rc);
+			if (next == CTL_NEXT_ROUND)
+				again = 1;
+		}
+		left = deadline - ctl_now_ms();
+		if (!again || left <= 0)
 			return (rc);
-		/* With several, say which one failed how. */
-		if (conn->nurls > 1)
-			snprintf(err, errlen, "%s:%s: %s",
-			    conn->urls[i].host, conn->urls[i].port, one);
-		else
-			snprintf(err, errlen, "%s", one);
-		if (rc != CTL_EXIT_UNREACHABLE)
-			break;
+		if (pause > left)
+			pause = left;
+		ts.tv_sec = pause / 1000;
+		ts.tv_nsec = (pause % 1000) * 1000000;
+		nanosleep(&ts, NULL);
+		pause = pause * 2 > CTL_BACKOFF_MAX_MS ? CTL_BACKOFF_MAX_MS :
+		    pause * 2;
 	}
-	return (rc);
 }

@@ -180,6 +180,30 @@ expect_err "dynprofctl: cannot reach coordinator at http://127.0.0.1:1: Connecti
 DYNPROF_COORDINATOR=http://127.0.0.1:1 run status J
 expect_rc 2; expect_err "Connection refused"
 
+# --- several coordinators, the first hung (SIGSTOP: connections are accepted
+# by the kernel, nothing answers): a read goes on to the next within 2.5 s
+# and some; a write, which may have reached the hung one, is not sent again.
+MAIN=$DYNPROF_COORDINATOR
+start_coord hung
+HUNG=http://127.0.0.1:$HTTP_PORT
+HUNG_PID=${PIDS[-1]}
+kill -STOP "$HUNG_PID"
+t0=$(date +%s%N)
+run --coordinator "$HUNG,$MAIN" jobs
+took=$((($(date +%s%N) - t0) / 1000000))
+kill -CONT "$HUNG_PID"
+expect_rc 0; expect_out "J"
+[ "$took" -lt 6000 ] || fail "the read took $took ms past a hung coordinator"
+kill -STOP "$HUNG_PID"
+run --coordinator "$HUNG,$MAIN" cancel J 1
+kill -CONT "$HUNG_PID"
+expect_rc 3; expect_err "127.0.0.1:${HUNG#http://127.0.0.1:}: no answer within 10.000 s"
+run --json status J
+expect_rc 0; json '[w for w in d["windows"] if w["id"] == 1 and w["state"] != "cancelled"]'
+# Refused: nothing reached it, so even a write goes on to the next.
+run --coordinator "http://127.0.0.1:1,$MAIN" config set J "$T/same.json"
+expect_rc 0
+
 # --- --wait with no rank to run it: exit 3 after the timeout.
 run trace J --start 5000 --steps 1 --wait --timeout 1
 expect_rc 3

@@ -434,6 +434,153 @@ test_http_redirect(void **state)
 	close(lfd2);
 }
 
+/* Serves every connection on lfd with answer, in a child, until killed. */
+static pid_t
+serve_all(int lfd, const char *answer)
+{
+	char	 buf[8192];
+	pid_t	 pid;
+	int	 c;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid > 0)
+		return (pid);
+	for (;;) {
+		if ((c = accept(lfd, NULL, NULL)) == -1)
+			_exit(1);
+		if (read(c, buf, sizeof(buf)) <= 0 ||
+		    write(c, answer, strlen(answer)) != (ssize_t)strlen(answer))
+			_exit(1);
+		close(c);
+	}
+}
+
+/* Returns 1 if a connection waits on lfd (it is then accepted and closed). */
+static int
+pending(int lfd)
+{
+	int	 fl, c;
+
+	fl = fcntl(lfd, F_GETFL);
+	assert_int_equal(fcntl(lfd, F_SETFL, fl | O_NONBLOCK), 0);
+	c = accept(lfd, NULL, NULL);
+	assert_int_equal(fcntl(lfd, F_SETFL, fl), 0);
+	if (c == -1)
+		return (0);
+	close(c);
+	return (1);
+}
+
+/*
+ * Several coordinators: a hung one (connected, never answering) is passed
+ * over for a GET after CTL_ANSWER_MS, never for a write; a refused one for
+ * any method; while the others redirect to one that is gone, they are all
+ * asked again until one answers, and the error names the one gone.
+ */
+static void
+test_http_failover(void **state)
+{
+	struct ctl_response	 r;
+	struct ctl_conn		 hung, ok, gone, c;
+	char			 err[512], req[8192], answer[256];
+	pid_t			 pid, pid2;
+	int64_t			 t0, took;
+	int			 lhung, lok, lgone, rfd, st, i;
+
+	(void)state;
+	lhung = listener(&hung);
+	lok = listener(&ok);
+	lgone = listener(&gone);
+	close(lgone);		/* nobody listens there any more */
+	memset(&c, 0, sizeof(c));
+	c.urls[0] = hung.urls[0];
+	c.urls[1] = ok.urls[0];
+	c.nurls = 2;
+
+	/* A GET: the hung one first, the other answers in time. */
+	pid = serve_once(lok, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+	    NULL, 0, &rfd);
+	t0 = ctl_now_ms();
+	assert_int_equal(ctl_http_request(&c, "GET", "/v1/jobs", NULL, 0,
+	    10000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_OK);
+	took = ctl_now_ms() - t0;
+	assert_true(took >= CTL_ANSWER_MS - 100 && took < CTL_ANSWER_MS + 2000);
+	assert_string_equal(r.body, "{}");
+	ctl_http_free(&r);
+	served(pid, rfd, req, sizeof(req));
+	assert_true(pending(lhung));
+
+	/* A write that may have reached the hung one is not sent again. */
+	assert_int_equal(ctl_http_request(&c, "POST", "/v1/jobs/J/windows",
+	    "{}", 2, 3000, NULL, NULL, &r, err, sizeof(err)),
+	    CTL_EXIT_TIMEOUT);
+	if (strcmp(err, hung.urls[0].host) == 0 ||
+	    strstr(err, hung.urls[0].port) == NULL ||
+	    strstr(err, "no answer within 3.000 s") == NULL)
+		fail_msg("err: %s", err);
+	assert_true(pending(lhung));
+	assert_false(pending(lok));
+
+	/* Refused: nothing reached it, so a write goes to the next. */
+	c.urls[0] = gone.urls[0];
+	pid = serve_once(lok, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n"
+	    "\r\n{}", NULL, 0, &rfd);
+	assert_int_equal(ctl_http_request(&c, "POST", "/v1/jobs/J/windows",
+	    "{}", 2, 5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_int_equal(r.status, 201);
+	ctl_http_free(&r);
+	served(pid, rfd, req, sizeof(req));
+
+	/*
+	 * The first two redirect to the third, gone (a dead leader): asked
+	 * again after a pause, the first answers itself (it leads now).
+	 */
+	c.urls[0] = hung.urls[0];
+	close(lhung);
+	lhung = listener(&hung);
+	c.urls[0] = hung.urls[0];
+	c.urls[2] = gone.urls[0];
+	c.nurls = 3;
+	snprintf(answer, sizeof(answer), "HTTP/1.1 307 Temporary Redirect\r\n"
+	    "Location: http://127.0.0.1:%s/v1/jobs/J/windows\r\n"
+	    "Content-Length: 0\r\n\r\n", gone.urls[0].port);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (i = 0; i < 3; i++) {
+			pid2 = serve_once(lhung, i < 2 ? answer :
+			    "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n"
+			    "\r\n{}", NULL, 0, &rfd);
+			served(pid2, rfd, req, sizeof(req));
+		}
+		_exit(0);
+	}
+	pid2 = serve_all(lok, answer);
+	assert_int_equal(ctl_http_request(&c, "POST", "/v1/jobs/J/windows",
+	    "{}", 2, 10000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_OK);
+	assert_int_equal(r.status, 201);
+	ctl_http_free(&r);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	/* Never answered: the error names the one that refused. */
+	c.urls[0] = ok.urls[0];
+	c.nurls = 3;
+	t0 = ctl_now_ms();
+	assert_int_equal(ctl_http_request(&c, "GET", "/v1/jobs", NULL, 0,
+	    1500, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
+	took = ctl_now_ms() - t0;
+	assert_true(took >= 1400 && took < 3000);
+	snprintf(answer, sizeof(answer), "127.0.0.1:%s: Connection refused",
+	    gone.urls[0].port);
+	assert_string_equal(err, answer);
+	kill(pid2, SIGKILL);
+	assert_int_equal(waitpid(pid2, &st, 0), pid2);
+	close(lhung);
+	close(lok);
+}
+
 int
 main(void)
 {
@@ -442,6 +589,7 @@ main(void)
 		cmocka_unit_test(test_http_client),
 		cmocka_unit_test(test_http_stream),
 		cmocka_unit_test(test_http_redirect),
+		cmocka_unit_test(test_http_failover),
 	};
 
 	int	 rc;
