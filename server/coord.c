@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "log.h"
+#include "pidlock.h"
 #include "store.h"
 #include "token.h"
 #include "version.h"
@@ -206,81 +207,6 @@ coord_viewer_token(struct coord *c, const char *path)
 	if (c->conf.admin_token == NULL)
 		log_info("a viewer token and no operator token "
 		    "(--admin-token-file): the admin API is read-only");
-	return (0);
-}
-
-/*
- * Parses "HOST:PORT" or "[V6]:PORT" (port 0 allowed, HOST a name or a
- * number) into ss.  Returns 0, or -1 with the reason logged.
- */
-int
-coord_parse_addr(const char *addr, struct sockaddr_storage *ss,
-    socklen_t *sslen)
-{
-	struct addrinfo	 hints, *res;
-	char		 host[256];
-	const char	*colon, *port;
-	char		*end;
-	size_t		 hlen;
-	long		 v;
-	int		 rc;
-
-	if ((colon = strrchr(addr, ':')) == NULL) {
-		log_warnx("%s: %s: expected HOST:PORT", __func__, addr);
-		return (-1);
-	}
-	port = colon + 1;
-	v = strtol(port, &end, 10);
-	if (*port == '\0' || *end != '\0' || v < 0 || v > 65535) {
-		log_warnx("%s: %s: bad port", __func__, addr);
-		return (-1);
-	}
-	hlen = colon - addr;
-	if (hlen >= 2 && addr[0] == '[' && addr[hlen - 1] == ']') {
-		addr++;
-		hlen -= 2;
-	}
-	if (hlen == 0 || hlen >= sizeof(host)) {
-		log_warnx("%s: %s: bad host", __func__, addr);
-		return (-1);
-	}
-	memcpy(host, addr, hlen);
-	host[hlen] = '\0';
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
-		log_warnx("%s: %s: %s", __func__, host, gai_strerror(rc));
-		return (-1);
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*sslen = res->ai_addrlen;
-	freeaddrinfo(res);
-	return (0);
-}
-
-/* Returns 1 if addr ("HOST:PORT") names a loopback address. */
-static int
-coord_is_loopback(const char *addr)
-{
-	struct sockaddr_storage	 ss;
-	socklen_t		 len = sizeof(ss);
-	const uint8_t		*a6;
-
-	memset(&ss, 0, sizeof(ss));
-	if (coord_parse_addr(addr, &ss, &len) == -1)
-		return (0);
-	if (ss.ss_family == AF_INET)
-		return ((ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >>
-		    24) == 127);
-	if (ss.ss_family == AF_INET6) {
-		a6 = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
-		return (IN6_IS_ADDR_LOOPBACK(
-		    &((struct sockaddr_in6 *)&ss)->sin6_addr) ||
-		    (IN6_IS_ADDR_V4MAPPED(
-		    &((struct sockaddr_in6 *)&ss)->sin6_addr) && a6[12] == 127));
-	}
 	return (0);
 }
 
@@ -493,8 +419,12 @@ coord_check_exposure(const struct coord_config *cf)
 		    "(--http-tls-ca needs both)");
 		return (-1);
 	}
-	agent_ok = coord_is_loopback(cf->listen_addr) || agent_tls;
-	http_ok = coord_is_loopback(cf->http_addr) || (http_tls &&
+	/* An address that does not parse is the only error said. */
+	if ((agent_ok = coord_is_loopback(cf->listen_addr)) == -1 ||
+	    (http_ok = coord_is_loopback(cf->http_addr)) == -1)
+		return (-1);
+	agent_ok = agent_ok || agent_tls;
+	http_ok = http_ok || (http_tls &&
 	    (cf->admin_token != NULL || cf->viewer_token != NULL ||
 	    cf->http_tls_ca != NULL));
 	if (cf->insecure) {
@@ -690,6 +620,7 @@ coord_init(struct coord *c)
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);
 	TAILQ_INIT(&c->legacy);
+	c->lock_fd = -1;
 	for (i = 0; i < COORD_NODE_BUCKETS; i++)
 		LIST_INIT(&c->node_hash[i]);
 }
@@ -703,6 +634,10 @@ coord_start(struct coord *c)
 	uint32_t	 period;
 
 	coord_init(c);
+	/* One coordinator per state directory (etcd's keeps TLS keys). */
+	if ((c->lock_fd = pidlock_take("state directory", c->conf.state_dir,
+	    COORD_LOCK_FILE)) == -1)
+		return (-1);
 	if ((c->base = event_base_new()) == NULL ||
 	    event_base_priority_init(c->base, 3) == -1) {
 		log_warnx("%s: cannot create the event base", __func__);
@@ -791,4 +726,6 @@ coord_stop(struct coord *c)
 	free(c->conf.admin_token);
 	free(c->conf.agent_token);
 	free(c->conf.viewer_token);
+	if (c->lock_fd != -1)
+		close(c->lock_fd);
 }

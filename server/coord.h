@@ -59,6 +59,7 @@ struct store;
 struct leader;
 
 #define COORD_NODE_MAX		128	/* node name length */
+#define COORD_PORT_MAX		65535	/* --listen, --http */
 #define COORD_RANK_BUCKETS	4096
 #define COORD_NODE_BUCKETS	4096
 #define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
@@ -452,6 +453,7 @@ struct coord {
 	struct coord_config	 conf;
 	struct store		*store;
 	struct leader		*leader;	/* NULL: SQLite, the only one */
+	int			 lock_fd;	/* state_dir's lock, -1: none */
 	char			 advertise_agent[LEADER_ADDR_MAX];
 	char			 advertise_http[LEADER_ADDR_MAX];
 	struct evconnlistener	*listener;
@@ -495,6 +497,9 @@ struct coord {
 #define COORD_EXIT_USAGE	1
 #define COORD_EXIT_RUNTIME	2
 
+/* The file in --state-dir a coordinator holds locked while it runs. */
+#define COORD_LOCK_FILE		"coordinator.lock"
+
 /* coord.c */
 int		 coord_parse_args(struct coord *, int, char **);
 void		 coord_init(struct coord *);
@@ -503,12 +508,15 @@ void		 coord_stop(struct coord *);
 int		 coord_token_equal(const char *, const char *);
 void		 coord_bounds_init(struct coord_config *);
 void		 coord_accept_error(struct evconnlistener *, void *);
-int		 coord_parse_addr(const char *, struct sockaddr_storage *,
-		    socklen_t *);
 uint64_t	 coord_mono_ms(void);
 uint64_t	 coord_mono_ns(void);
 int64_t		 coord_wall_ns(void);
 void		 coord_rfc3339(int64_t, char *, size_t);
+
+/* coord_addr.c */
+int		 coord_parse_addr(const char *, struct sockaddr_storage *,
+		    socklen_t *);
+int		 coord_is_loopback(const char *);
 
 /* link.c */
 int	 link_listen(struct coord *, const char *);

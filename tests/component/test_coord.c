@@ -678,11 +678,104 @@ test_start_refusals(void **state)
 	tc_cleanup(&ts);
 }
 
+/* Reads the file at path into buf (NUL-terminated); returns buf. */
+static const char *
+slurp(const char *path, char *buf, size_t len)
+{
+	FILE	*f;
+	size_t	 n = 0;
+
+	if ((f = fopen(path, "r")) != NULL) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return (buf);
+}
+
+/*
+ * A second coordinator on a state directory in use refuses to start, naming
+ * the directory and the holder's pid; the first keeps its state, and once it
+ * is killed (SIGKILL: no clean-up) the directory is free again.
+ */
+static void
+test_state_dir_lock(void **state)
+{
+	struct tc_coord	 t;
+	struct tc_reply	 r;
+	char		 log2[400], ready2[400], text[4096], want[600];
+	const char	*quiet[] = { "-q", NULL };
+
+	(void)state;
+	assert_int_equal(tc_setup_dir(&t), 0);
+	assert_int_equal(tc_start(&t, quiet), 0);
+	r = tc_req(&t, "POST", "/v1/jobs/dupjob/windows",
+	    "{\"start_step\": 10, \"steps\": 5}", 201);
+	assert_int_equal(tc_int(r.json, "id"), 1);
+	tc_reply_free(&r);
+	snprintf(log2, sizeof(log2), "%s/second.log", t.dir);
+	snprintf(ready2, sizeof(ready2), "%s/ready2", t.dir);
+	{
+		const char *a[] = { "--listen", "127.0.0.1:0", "--http",
+		    "127.0.0.1:0", "--state-dir", t.state, "--ready-file",
+		    ready2, NULL };
+		assert_int_equal(tc_run_exit_log(a, 10000, log2), 2);
+	}
+	snprintf(want, sizeof(want), "state directory %s is in use by pid %d",
+	    t.state, (int)t.pid);
+	if (strstr(slurp(log2, text, sizeof(text)), want) == NULL)
+		fail_msg("want \"%s\" in:\n%s", want, text);
+	r = tc_req(&t, "POST", "/v1/jobs/dupjob/windows",
+	    "{\"start_step\": 20, \"steps\": 5}", 201);
+	assert_int_equal(tc_int(r.json, "id"), 2);
+	tc_reply_free(&r);
+	assert_int_equal(tc_stop(&t, SIGKILL), 128 + SIGKILL);
+	assert_int_equal(tc_start(&t, quiet), 0);
+	r = tc_req(&t, "GET", "/v1/jobs/dupjob", NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "windows")), 2);
+	tc_reply_free(&r);
+	assert_int_equal(tc_stop(&t, SIGTERM), 0);
+	tc_cleanup(&t);
+}
+
+/* A port out of range is one error about the port, exit 1 (bad flags). */
+static void
+test_bad_port(void **state)
+{
+	static const char *const addrs[][2] = {
+		{ "--listen", "127.0.0.1:99999" },
+		{ "--http", "127.0.0.1:-1" },
+		{ "--listen", "[::1]:+80" },
+		{ "--http", "127.0.0.1:" },
+	};
+	struct tc_coord	 t;
+	char		 log[400], text[4096];
+	size_t		 i;
+
+	(void)state;
+	assert_int_equal(tc_setup_dir(&t), 0);
+	for (i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		const char *a[] = { "--state-dir", t.state, addrs[i][0],
+		    addrs[i][1], NULL };
+
+		snprintf(log, sizeof(log), "%s/port%zu.log", t.dir, i);
+		assert_int_equal(tc_run_exit_log(a, 10000, log), 1);
+		slurp(log, text, sizeof(text));
+		if (strstr(text, "bad port") == NULL ||
+		    strstr(text, "expected 0 to 65535") == NULL ||
+		    strstr(text, "loopback") != NULL)
+			fail_msg("%s %s: %s", addrs[i][0], addrs[i][1], text);
+	}
+	tc_cleanup(&t);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthz_metrics),
+		cmocka_unit_test(test_state_dir_lock),
+		cmocka_unit_test(test_bad_port),
 		cmocka_unit_test(test_window_absolute),
 		cmocka_unit_test(test_window_validation),
 		cmocka_unit_test(test_window_limit),

@@ -322,6 +322,13 @@ tc_cleanup(struct tc_coord *tc)
 int
 tc_run_exit(const char *const *args, int timeout_ms)
 {
+	return (tc_run_exit_log(args, timeout_ms, "/dev/null"));
+}
+
+/* As tc_run_exit(), its output appended to log. */
+int
+tc_run_exit_log(const char *const *args, int timeout_ms, const char *log)
+{
 	const char	*argv[40];
 	pid_t		 pid;
 	int		 n = 0, status;
@@ -330,7 +337,7 @@ tc_run_exit(const char *const *args, int timeout_ms)
 	while (args != NULL && *args != NULL && n < 39)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	if ((pid = tc_spawn(argv, "/dev/null", 0)) == -1)
+	if ((pid = tc_spawn(argv, log, 0)) == -1)
 		return (-1);
 	if (tc_wait(pid, timeout_ms, &status) == -1) {
 		kill(pid, SIGKILL);

@@ -68,5 +68,6 @@ int	 tc_run_exit(const char *const *, int);
 pid_t	 tc_ctl_start(struct tc_coord *, const char *, const char *const *);
 int	 tc_ctl_wait(pid_t);
 char	*tc_slurp(const char *);
+int	 tc_run_exit_log(const char *const *, int, const char *);
 
 #endif /* DYNPROF_TEST_COORD_UTIL_H */
