@@ -79,6 +79,9 @@ struct leader;
 #define COORD_JOURNAL_BYTES_MAX	(64 * 1024 * 1024)
 #define COORD_JOURNAL_DETAIL_MAX 4096
 #define COORD_FOLLOWERS_MAX	64
+/* Of COORD_FOLLOWERS_MAX, those the viewer token may not take: with viewers
+ * at their most, the operator can still follow (dynprofctl, the UI). */
+#define COORD_FOLLOWERS_OPERATOR 8
 #define COORD_FOLLOWER_CHUNK	(64 * 1024)
 /* A step an agent reports is -1 (before the first) or 0 to this; anything
  * else is absurd (no run makes 2^62 steps) and refused, so that no sum of
@@ -408,6 +411,7 @@ struct journal {
 	size_t			 bytes;		/* of the entries' details */
 	struct followerq	 followers;	/* http_events.c */
 	size_t			 nfollowers;	/* follow=1 */
+	size_t			 nfollowers_viewer; /* of them, the viewer's */
 	struct event		*heartbeat;
 };
 
@@ -604,6 +608,7 @@ uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
 /* http.c */
 int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
+int	 http_is_viewer(struct coord *, struct evhttp_request *);
 void	 http_send_json(struct coord *, struct evhttp_request *, int,
 	    struct evbuffer *);
 void	 http_reply(struct coord *, struct evhttp_request *, int,

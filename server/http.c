@@ -178,6 +178,37 @@ http_job_id(struct coord *c, struct evhttp_request *req, const char *id)
 	return (0);
 }
 
+/* Returns the request's bearer token, or NULL if it has none. */
+static const char *
+http_bearer(struct evhttp_request *req)
+{
+	const char	*h;
+
+	h = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+		return (NULL);
+	for (h += 7; *h == ' '; h++)
+		;
+	return (h);
+}
+
+/*
+ * Returns 1 if an operator token is configured and req (let in) does not bear
+ * it: the viewer's request.
+ */
+int
+http_is_viewer(struct coord *c, struct evhttp_request *req)
+{
+	const char	*t;
+
+	if (c->conf.admin_token == NULL)
+		return (0);
+	if ((t = http_bearer(req)) == NULL)
+		return (1);
+	return (!coord_token_equal(t, c->conf.admin_token));
+}
+
 /*
  * Checks the bearer token against the roles (docs/admin-api.md): with no
  * token configured every request passes; otherwise a request needs a known
@@ -188,17 +219,13 @@ static int
 http_authorized(struct coord *c, struct evhttp_request *req)
 {
 	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
-	const char		*h, *t;
+	const char		*t;
 	int			 operator = 0, viewer = 0;
 
 	if (c->conf.admin_token == NULL && c->conf.viewer_token == NULL)
 		return (0);
-	h = evhttp_find_header(evhttp_request_get_input_headers(req),
-	    "Authorization");
-	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+	if ((t = http_bearer(req)) == NULL)
 		return (401);
-	for (t = h + 7; *t == ' '; t++)
-		;
 	if (c->conf.admin_token != NULL)
 		operator = coord_token_equal(t, c->conf.admin_token);
 	if (c->conf.viewer_token != NULL)

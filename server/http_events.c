@@ -6,7 +6,8 @@
  * later is written as it is published, with a heartbeat line each heartbeat
  * interval of quiet so that both ends notice the other is gone.
  *
- * Bounds: at most COORD_FOLLOWERS_MAX followers at once (beyond: 503); a
+ * Bounds: at most COORD_FOLLOWERS_MAX followers at once (beyond: 503), of
+ * which the viewer token holds COORD_FOLLOWERS_OPERATOR fewer at most; a
  * follower has at most COORD_FOLLOWER_CHUNK bytes written ahead of its socket
  * (the next part waits for them to leave), so one that does not read holds
  * back only itself, and is dropped, with a last line saying so, once the
@@ -39,6 +40,7 @@ struct follower {
 	char			 job[JOBID_MAX + 1];
 	uint64_t		 next;		/* revision to write next */
 	int			 follow;
+	int			 viewer;	/* the viewer token's */
 	int			 begun;
 	int			 heartbeat_due;
 	TAILQ_ENTRY(follower)	 entry;		/* journal->followers */
@@ -156,6 +158,8 @@ events_release(struct stream *s)
 	TAILQ_REMOVE(&j->followers, f, entry);
 	if (f->follow)
 		j->nfollowers--;
+	if (f->viewer)
+		j->nfollowers_viewer--;
 	free(f);
 }
 
@@ -317,6 +321,18 @@ http_get_events(struct coord *c, struct evhttp_request *req, const char *name)
 		http_reply(c, req, 410, body);
 		return;
 	}
+	f->viewer = f->follow && http_is_viewer(c, req);
+	if (f->viewer && j->nfollowers_viewer >= COORD_FOLLOWERS_MAX -
+	    COORD_FOLLOWERS_OPERATOR) {
+		free(f);
+		c->metrics.followers_refused++;
+		http_error(c, req, 503, NULL, "%d followers of the event stream "
+		    "with the viewer token already, the most it may hold (%d "
+		    "of %d are kept for the operator token): try again later",
+		    COORD_FOLLOWERS_MAX - COORD_FOLLOWERS_OPERATOR,
+		    COORD_FOLLOWERS_OPERATOR, COORD_FOLLOWERS_MAX);
+		return;
+	}
 	if (f->follow && j->nfollowers >= COORD_FOLLOWERS_MAX) {
 		free(f);
 		c->metrics.followers_refused++;
@@ -336,11 +352,15 @@ http_get_events(struct coord *c, struct evhttp_request *req, const char *name)
 	TAILQ_INSERT_TAIL(&j->followers, f, entry);
 	if (f->follow)
 		j->nfollowers++;
+	if (f->viewer)
+		j->nfollowers_viewer++;
 	if ((f->stream = stream_start(c, req, "application/x-ndjson",
 	    events_fill, events_release, f)) == NULL) {
 		TAILQ_REMOVE(&j->followers, f, entry);
 		if (f->follow)
 			j->nfollowers--;
+		if (f->viewer)
+			j->nfollowers_viewer--;
 		free(f);
 	}
 }

@@ -31,6 +31,7 @@
 #define K_FAILED	DYNPROF__V1__EVENT_KIND__EVENT_FAILED
 
 #define FOLLOWERS_MAX	64	/* COORD_FOLLOWERS_MAX */
+#define FOLLOWERS_OPERATOR 8	/* COORD_FOLLOWERS_OPERATOR */
 #define LINE_MAX_TEST	8192
 
 /* A streamed answer read line by line (HTTP/1.0: no chunks). */
@@ -43,13 +44,14 @@ struct reader {
 	int	 eof;
 };
 
-/* Starts GET path on port as HTTP/1.0; rcvbuf > 0 sets the socket's
- * receive buffer (a slow client). */
+/* Starts GET path on port as HTTP/1.0 with a bearer token (NULL: none);
+ * rcvbuf > 0 sets the socket's receive buffer (a slow client). */
 static void
-reader_open(struct reader *rd, int port, const char *path, int rcvbuf)
+reader_open_as(struct reader *rd, int port, const char *path, int rcvbuf,
+    const char *token)
 {
 	struct sockaddr_in	 sin;
-	char			 req[512];
+	char			 req[512], auth[128] = "";
 	int			 n;
 
 	memset(rd, 0, sizeof(*rd));
@@ -64,9 +66,19 @@ reader_open(struct reader *rd, int port, const char *path, int rcvbuf)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(connect(rd->fd, (struct sockaddr *)&sin,
 	    sizeof(sin)), 0);
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n\r\n",
-	    path);
+	if (token != NULL)
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n",
+		    token);
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n%s\r\n",
+	    path, auth);
 	assert_int_equal(send(rd->fd, req, (size_t)n, MSG_NOSIGNAL), n);
+}
+
+/* Starts GET path on port as HTTP/1.0, no token (see reader_open_as()). */
+static void
+reader_open(struct reader *rd, int port, const char *path, int rcvbuf)
+{
+	reader_open_as(rd, port, path, rcvbuf, NULL);
 }
 
 /* Reads more within timeout_ms.  Returns 1 if bytes came, 0 if none. */
@@ -569,6 +581,89 @@ test_restart_and_bad(void **state)
 	tc_reply_free(&r);
 }
 
+/* Opens a follower of job ro with token and reads its first line: 200. */
+static void
+follow_as(struct tc_coord *tc, struct reader *rd, const char *token)
+{
+	json_t	*j;
+
+	reader_open_as(rd, tc->http_port, "/v1/jobs/ro/events?follow=1", 0,
+	    token);
+	j = reader_line(rd, 5000);
+	assert_non_null(j);
+	assert_int_equal(rd->status, 200);
+	json_decref(j);
+}
+
+/* GET path with token is refused with 503 naming who. */
+static void
+follow_refused(struct tc_coord *tc, const char *token, const char *want)
+{
+	struct tc_reply	 r;
+
+	assert_int_equal(tc_http(tc->http_port, "GET",
+	    "/v1/jobs/ro/events?follow=1", NULL, token, &r), 0);
+	assert_int_equal(r.status, 503);
+	if (strstr(r.body, want) == NULL)
+		fail_msg("want \"%s\" in %s", want, r.body);
+	tc_reply_free(&r);
+}
+
+/*
+ * Viewers following at their most leave room for the operator: the viewer
+ * token holds FOLLOWERS_MAX - FOLLOWERS_OPERATOR followers at most, the
+ * operator's the rest.
+ */
+static void
+test_operator_reserve(void **state)
+{
+	struct tc_coord	 t;
+	struct reader	*rd;
+	struct tc_reply	 r;
+	char		 op[400], view[400];
+	const char	*extra[] = { "-q", "--heartbeat-ms", "300",
+	    "--admin-token-file", op, "--viewer-token-file", view, NULL };
+	int		 i, nviewer = FOLLOWERS_MAX - FOLLOWERS_OPERATOR;
+
+	(void)state;
+	assert_non_null(rd = calloc(FOLLOWERS_MAX, sizeof(*rd)));
+	assert_int_equal(tc_setup_dir(&t), 0);
+	assert_int_equal(tc_write_file(&t, "op.token", "op-secret\n", op,
+	    sizeof(op)), 0);
+	assert_int_equal(tc_write_file(&t, "view.token", "view-secret\n", view,
+	    sizeof(view)), 0);
+	assert_int_equal(tc_start(&t, extra), 0);
+	assert_int_equal(tc_http(t.http_port, "POST", "/v1/jobs/ro/windows",
+	    "{\"start_step\": 10, \"steps\": 2}", "op-secret", &r), 0);
+	assert_int_equal(r.status, 201);
+	tc_reply_free(&r);
+	for (i = 0; i < nviewer; i++)
+		follow_as(&t, &rd[i], "view-secret");
+	follow_refused(&t, "view-secret", "kept for the operator token");
+	for (; i < FOLLOWERS_MAX; i++)
+		follow_as(&t, &rd[i], "op-secret");
+	follow_refused(&t, "op-secret", "the most the coordinator serves");
+	/* A viewer gone (noticed at the next heartbeat), a viewer more. */
+	reader_close(&rd[0]);
+	for (i = 0; i < 100; i++) {
+		reader_open_as(&rd[0], t.http_port,
+		    "/v1/jobs/ro/events?follow=1", 0, "view-secret");
+		json_decref(reader_line(&rd[0], 5000));
+		if (rd[0].status == 200)
+			break;
+		reader_close(&rd[0]);
+		usleep(50000);
+	}
+	assert_int_equal(rd[0].status, 200);
+	follow_refused(&t, "view-secret", "kept for the operator token");
+	reader_close(&rd[0]);
+	for (i = 1; i < FOLLOWERS_MAX; i++)
+		reader_close(&rd[i]);
+	free(rd);
+	assert_int_equal(tc_stop(&t, SIGTERM), 0);
+	tc_cleanup(&t);
+}
+
 int
 main(void)
 {
@@ -581,6 +676,7 @@ main(void)
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_and_bad,
 		    setup_fast, tc_teardown),
+		cmocka_unit_test(test_operator_reserve),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));
