@@ -28,6 +28,7 @@ struct change {
 	char		*config_json;	/* a new config (taken), or NULL */
 	struct options	*defaults;	/* new defaults (moved), or NULL */
 	const char	*rules;		/* new rules text (rules.c), or NULL */
+	int64_t		 now;		/* wall clock when it is published */
 };
 
 /* Fills ref with the answer to a refused change.  Returns -1. */
@@ -49,11 +50,22 @@ change_refuse(struct refusal *ref, int code, const char *field,
 	return (-1);
 }
 
+/* Returns when window w ended once state and finished, now if it ends. */
+static int64_t
+change_window_ended(const struct window *w, int state, int finished,
+    int64_t now)
+{
+	if (w->ended_ns != 0)
+		return (w->ended_ns);
+	return (state == WINDOW_STATE_CANCELLED || finished ? now : 0);
+}
+
 /* Stores window w of the change's job as it will be: state and finished. */
 static int
-change_put_window(struct coord *c, const struct job *job,
+change_put_window(struct coord *c, const struct change *ch,
     const struct window *w, int state, int finished)
 {
+	const struct job	*job = ch->job;
 	struct store_window	 row;
 	char			*opts;
 	int			 rc;
@@ -70,6 +82,7 @@ change_put_window(struct coord *c, const struct job *job,
 	row.state = state;
 	row.finished = finished;
 	row.created_ns = w->created_ns;
+	row.ended_ns = change_window_ended(w, state, finished, ch->now);
 	rc = store_put_window(c->store, &row);
 	free(opts);
 	return (rc);
@@ -112,16 +125,16 @@ change_apply(struct coord *c, struct change *ch, uint64_t gen)
 	c->generation = gen;
 	job->generation = gen;
 	for (i = 0; i < ch->nfinish; i++) {
+		ch->finish[i]->ended_ns = change_window_ended(ch->finish[i],
+		    ch->finish[i]->state, 1, ch->now);
 		ch->finish[i]->finished = 1;
-		if (ch->finish[i]->ended_ns == 0)
-			ch->finish[i]->ended_ns = coord_wall_ns();
 		log_debug("%s: job %s window %u finished", __func__,
 		    job->name, ch->finish[i]->id);
 	}
 	if (ch->cancel != NULL) {
+		ch->cancel->ended_ns = change_window_ended(ch->cancel,
+		    WINDOW_STATE_CANCELLED, ch->cancel->finished, ch->now);
 		ch->cancel->state = WINDOW_STATE_CANCELLED;
-		if (ch->cancel->ended_ns == 0)
-			ch->cancel->ended_ns = coord_wall_ns();
 	}
 	if (ch->add != NULL) {
 		job->next_window_id = ch->add->id + 1;
@@ -172,18 +185,19 @@ change_publish(struct coord *c, struct change *ch)
 	/* Finishes an open batch of events first: they may finish windows. */
 	if (store_begin(c->store) == -1)
 		return (-1);
+	ch->now = coord_wall_ns();
 	gen = c->generation + 1;
 	if (store_put_generation(c->store, gen) == -1)
 		goto fail;
 	for (i = 0; i < ch->nfinish; i++) {
-		if (change_put_window(c, job, ch->finish[i],
+		if (change_put_window(c, ch, ch->finish[i],
 		    ch->finish[i]->state, 1) == -1)
 			goto fail;
 	}
-	if (ch->cancel != NULL && change_put_window(c, job, ch->cancel,
+	if (ch->cancel != NULL && change_put_window(c, ch, ch->cancel,
 	    WINDOW_STATE_CANCELLED, ch->cancel->finished) == -1)
 		goto fail;
-	if (ch->add != NULL && change_put_window(c, job, ch->add,
+	if (ch->add != NULL && change_put_window(c, ch, ch->add,
 	    ch->add->state, ch->add->finished) == -1)
 		goto fail;
 	change_journal(c, ch, gen);

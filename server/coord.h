@@ -249,6 +249,8 @@ struct node_job {
 	uint64_t		 pushed_gen;	/* latest generation pushed */
 	uint64_t		 pushed_ns;	/* monotonic time of that push */
 	uint32_t		 ranks_alive;
+	int			 native;	/* it reported ranks that report
+						 * for themselves */
 	int64_t			 min_step;	/* from its last Progress, -1 */
 	int64_t			 max_step;
 	TAILQ_ENTRY(node_job)	 entry;

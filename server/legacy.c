@@ -86,8 +86,7 @@ legacy_node_native(struct coord *c, const char *node, const char *job)
 	struct node_job	*nj;
 
 	return ((n = schedule_node_find(c, node)) != NULL &&
-	    (nj = schedule_node_job(n, job, 0)) != NULL &&
-	    (nj->ranks_alive > 0 || nj->max_step >= 0));
+	    (nj = schedule_node_job(n, job, 0)) != NULL && nj->native);
 }
 
 /*

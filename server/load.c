@@ -71,6 +71,7 @@ load_window(void *arg, const struct store_window *row)
 	    WINDOW_STATE_CANCELLED : WINDOW_STATE_SCHEDULED;
 	w->finished = row->finished;
 	w->created_ns = row->created_ns;
+	w->ended_ns = row->ended_ns;
 	schedule_window_insert(job, w);
 	if (w->id >= job->next_window_id)
 		job->next_window_id = w->id + 1;
@@ -108,10 +109,12 @@ load_rank(void *arg, const struct store_rank *row)
 	r->output_dir = load_dup(row->output_dir);
 	r->last_event = row->last_event;
 	r->last_event_ns = row->last_event_ns;
-	/* When it came and went are not stored: a rank gone went before the
-	 * coordinator (re)started, which is all the windows made since need. */
-	r->arrived_ns = 0;
-	if (row->state == DYNPROF__V1__RANK_STATE__RANK_GONE)
+	r->arrived_ns = row->arrived_ns;
+	r->gone_ns = row->gone_ns;
+	/* Gone in a store of before these times: it went before now, which
+	 * is all the windows made since need. */
+	if (row->state == DYNPROF__V1__RANK_STATE__RANK_GONE &&
+	    r->gone_ns == 0)
 		r->gone_ns = coord_wall_ns();
 	r->error = load_dup(row->error);
 	return (0);

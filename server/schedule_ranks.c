@@ -93,6 +93,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 {
 	struct job		*job;
 	struct rank		*r;
+	struct node_job		*nj;
 	struct rank_event	 re;
 	const char		*why, *detail = NULL;
 	int			 kind = ev->kind, rc, changed = 1;
@@ -127,8 +128,11 @@ schedule_apply_event(struct coord *c, struct node *node,
 		    ev->job, ev->rank, node->name);
 		return (0);
 	}
-	if (kind < DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED)
+	if (kind < DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED) {
 		r->native = 1;
+		if ((nj = schedule_node_job(node, job->name, 0)) != NULL)
+			nj->native = 1;
+	}
 	c->metrics.events[kind]++;
 	re.kind = kind;
 	re.window_id = ev->window_id;
@@ -245,6 +249,8 @@ schedule_store_rank(struct coord *c, const struct rank *r)
 	row.last_event = r->last_event;
 	row.last_event_ns = r->last_event_ns;
 	row.error = r->error;
+	row.arrived_ns = r->arrived_ns;
+	row.gone_ns = r->gone_ns;
 	return (store_put_rank(c->store, &row));
 }
 
@@ -319,6 +325,8 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		n = COORD_PROGRESS_RANKS_MAX;
 	}
 	nj->ranks_alive = p->ranks_alive;
+	if (n > 0)
+		nj->native = 1;
 	if (schedule_step_valid(p->min_step) &&
 	    schedule_step_valid(p->max_step)) {
 		nj->min_step = p->min_step;

@@ -46,6 +46,7 @@ struct store_window {
 	int		 state;			/* enum window_state */
 	int		 finished;
 	int64_t		 created_ns;
+	int64_t		 ended_ns;		/* 0: not ended */
 };
 
 /* A rank's last known state. */
@@ -61,6 +62,8 @@ struct store_rank {
 	int		 last_event;
 	int64_t		 last_event_ns;
 	const char	*error;
+	int64_t		 arrived_ns;		/* 0: unknown */
+	int64_t		 gone_ns;		/* 0: not gone */
 };
 
 /*

@@ -77,6 +77,7 @@ static const struct ef ef_window[] = {
 	EF(struct store_window, state, EF_INT),
 	EF(struct store_window, finished, EF_INT),
 	EF(struct store_window, created_ns, EF_I64),
+	EF(struct store_window, ended_ns, EF_I64),
 };
 
 static const struct ef ef_rank[] = {
@@ -91,6 +92,8 @@ static const struct ef ef_rank[] = {
 	EF(struct store_rank, last_event, EF_INT),
 	EF(struct store_rank, last_event_ns, EF_I64),
 	EF(struct store_rank, error, EF_STR),
+	EF(struct store_rank, arrived_ns, EF_I64),
+	EF(struct store_rank, gone_ns, EF_I64),
 };
 
 static const struct ef ef_event[] = {

@@ -21,7 +21,7 @@
 
 /* Bump when the tables change; store_open() refuses a newer schema and
  * migrates an older one (sqlite_migrate()). */
-#define STORE_SCHEMA_VERSION	2
+#define STORE_SCHEMA_VERSION	3
 
 static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
@@ -31,11 +31,11 @@ static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS windows (job TEXT, id INTEGER,"
     " start_step INTEGER, stop_step INTEGER, ranks TEXT, options TEXT,"
     " output_subdir TEXT, state INTEGER, finished INTEGER, created INTEGER,"
-    " PRIMARY KEY (job, id));"
+    " ended INTEGER, PRIMARY KEY (job, id));"
     "CREATE TABLE IF NOT EXISTS ranks (job TEXT, rank INTEGER, node TEXT,"
     " pid INTEGER, step INTEGER, state INTEGER, window_id INTEGER,"
     " output_dir TEXT, last_event INTEGER, last_event_time INTEGER,"
-    " error TEXT, PRIMARY KEY (job, rank));"
+    " error TEXT, arrived INTEGER, gone INTEGER, PRIMARY KEY (job, rank));"
     "CREATE TABLE IF NOT EXISTS events (job TEXT, rank INTEGER,"
     " window_id INTEGER, kind INTEGER, step INTEGER, time INTEGER,"
     " node TEXT, detail TEXT, PRIMARY KEY (job, rank, window_id, kind));"
@@ -62,9 +62,9 @@ static const char *store_sql[ST_COUNT] = {
 	"INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?1)",
 	"INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	"INSERT OR REPLACE INTO windows VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
-	" ?8, ?9, ?10)",
+	" ?8, ?9, ?10, ?11)",
 	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-	" ?9, ?10, ?11)",
+	" ?9, ?10, ?11, ?12, ?13)",
 	"INSERT OR IGNORE INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	"INSERT OR REPLACE INTO agents VALUES (?1, ?2, ?3)",
 };
@@ -118,26 +118,45 @@ sqlite_bind(sqlite3_stmt *st, int i, const char *v)
 		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
 }
 
+/* The columns later versions added, in the order they were added. */
+static const struct {
+	const char	*table, *column, *type;
+} store_added[] = {
+	{ "jobs", "rules", "TEXT" },		/* version 2 */
+	{ "windows", "ended", "INTEGER" },	/* version 3 */
+	{ "ranks", "arrived", "INTEGER" },
+	{ "ranks", "gone", "INTEGER" },
+};
+
 /*
- * Brings a store of an older schema to this one: version 2 added the jobs'
- * rules column (a new store has it already).  Returns 0 or -1.
+ * Brings a store of an older schema to this one: adds the columns it lacks
+ * (a new store has them already).  Returns 0 or -1.
  */
 static int
 sqlite_migrate(struct sqlite_store *s)
 {
 	sqlite3_stmt	*st;
-	int		 has_rules = 0;
+	char		 sql[256];
+	size_t		 i;
+	int		 has;
 
-	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM pragma_table_info('jobs')"
-	    " WHERE name = 'rules'", -1, &st, NULL) != SQLITE_OK)
-		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		has_rules = 1;
-	sqlite3_finalize(st);
-	if (!has_rules && sqlite_exec(s, "ALTER TABLE jobs ADD COLUMN rules "
-	    "TEXT") == -1)
-		return (-1);
-	return (sqlite_exec(s, "PRAGMA user_version=2"));
+	for (i = 0; i < sizeof(store_added) / sizeof(store_added[0]); i++) {
+		snprintf(sql, sizeof(sql), "SELECT 1 FROM pragma_table_info("
+		    "'%s') WHERE name = '%s'", store_added[i].table,
+		    store_added[i].column);
+		if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+			return (-1);
+		has = sqlite3_step(st) == SQLITE_ROW;
+		sqlite3_finalize(st);
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s",
+		    store_added[i].table, store_added[i].column,
+		    store_added[i].type);
+		if (!has && sqlite_exec(s, sql) == -1)
+			return (-1);
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA user_version=%d",
+	    STORE_SCHEMA_VERSION);
+	return (sqlite_exec(s, sql));
 }
 
 /*
@@ -327,6 +346,7 @@ sqlite_put_window(void *arg, const struct store_window *w)
 	sqlite3_bind_int(st, 8, w->state);
 	sqlite3_bind_int(st, 9, w->finished);
 	sqlite3_bind_int64(st, 10, w->created_ns);
+	sqlite3_bind_int64(st, 11, w->ended_ns);
 	return (sqlite_step(s, ST_WINDOW));
 }
 
@@ -348,6 +368,8 @@ sqlite_put_rank(void *arg, const struct store_rank *r)
 	sqlite3_bind_int(st, 9, r->last_event);
 	sqlite3_bind_int64(st, 10, r->last_event_ns);
 	sqlite_bind(st, 11, r->error);
+	sqlite3_bind_int64(st, 12, r->arrived_ns);
+	sqlite3_bind_int64(st, 13, r->gone_ns);
 	return (sqlite_step(s, ST_RANK));
 }
 
@@ -433,7 +455,7 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 	struct store_window	 w;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
-	    " ranks, options, output_subdir, state, finished, created"
+	    " ranks, options, output_subdir, state, finished, created, ended"
 	    " FROM windows ORDER BY job, start_step", -1, &st, NULL) !=
 	    SQLITE_OK)
 		return (-1);
@@ -449,6 +471,7 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 		w.state = sqlite3_column_int(st, 7);
 		w.finished = sqlite3_column_int(st, 8);
 		w.created_ns = sqlite3_column_int64(st, 9);
+		w.ended_ns = sqlite3_column_int64(st, 10);
 		if (l->window(l->arg, &w) == -1)
 			break;
 	}
@@ -464,8 +487,8 @@ sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
 	struct store_rank	 r;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, node, pid, step,"
-	    " state, window_id, output_dir, last_event, last_event_time, error"
-	    " FROM ranks ORDER BY job, rank", -1, &st, NULL) != SQLITE_OK)
+	    " state, window_id, output_dir, last_event, last_event_time, error,"
+	    " arrived, gone FROM ranks ORDER BY job, rank", -1, &st, NULL) != SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if ((r.job = sqlite_col(st, 0)) == NULL)
@@ -480,6 +503,8 @@ sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
 		r.last_event = sqlite3_column_int(st, 8);
 		r.last_event_ns = sqlite3_column_int64(st, 9);
 		r.error = sqlite_col(st, 10);
+		r.arrived_ns = sqlite3_column_int64(st, 11);
+		r.gone_ns = sqlite3_column_int64(st, 12);
 		if (l->rank(l->arg, &r) == -1)
 			break;
 	}

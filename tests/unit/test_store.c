@@ -48,6 +48,7 @@ struct loaded {
 	int		 state, finished;
 	int32_t		 rank;
 	int64_t		 rank_step;
+	int64_t		 ended, arrived, gone;
 	char		 error[64];
 	int		 event_kind;
 	uint64_t	 boot_id, seq;
@@ -169,6 +170,7 @@ on_window(void *arg, const struct store_window *w)
 	copy(l->ranks_text, sizeof(l->ranks_text), w->ranks);
 	l->state = w->state;
 	l->finished = w->finished;
+	l->ended = w->ended_ns;
 	return (0);
 }
 
@@ -182,6 +184,8 @@ on_rank(void *arg, const struct store_rank *r)
 	l->rank = r->rank;
 	l->rank_step = r->step;
 	copy(l->error, sizeof(l->error), r->error);
+	l->arrived = r->arrived_ns;
+	l->gone = r->gone_ns;
 	return (0);
 }
 
@@ -237,9 +241,9 @@ put_all(struct store *s)
 	struct store_job	 j = { "J", 7, 3, "{\"a\":1}", "{}", 11,
 	    "{\"rules\":[]}" };
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "{}", "sub",
-	    WINDOW_STATE_CANCELLED, 1, 12 };
+	    WINDOW_STATE_CANCELLED, 1, 12, 15 };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
-	    13, "it broke" };
+	    13, "it broke", 16, 17 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    2, 10, 14 };
 
@@ -284,6 +288,9 @@ test_put_commit_reload(void **state)
 	assert_int_equal(l.rank, 5);
 	assert_int_equal(l.rank_step, 42);
 	assert_string_equal(l.error, "it broke");
+	assert_int_equal(l.ended, 15);
+	assert_int_equal(l.arrived, 16);
+	assert_int_equal(l.gone, 17);
 	assert_int_equal(l.events, 1);
 	assert_int_equal(l.event_kind, DYNPROF__V1__EVENT_KIND__EVENT_STARTED);
 	assert_int_equal(l.agents, 1);
@@ -299,7 +306,7 @@ test_rollback_forget(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "K", 1, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL };
+	    NULL, 0, 0 };
 
 	assert_int_equal(store_begin(f->s), 0);
 	put_all(f->s);
@@ -435,7 +442,7 @@ test_etcd_big_batch(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL };
+	    NULL, 0, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    1, 10, 11 };
 	uint64_t		 calls;

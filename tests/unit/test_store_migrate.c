@@ -168,8 +168,12 @@ test_migrate_v1(void **state)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
+	/* Version 3: when windows ended, when ranks came and went. */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT w.ended, r.arrived,"
+	    " r.gone FROM windows w, ranks r", -1, &st, NULL), SQLITE_OK);
+	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(version, 2);
+	assert_int_equal(version, 3);
 	unit_rmstore(dir);
 }
 
