@@ -37,7 +37,8 @@ static const char *http_ui_headers[][2] = {
 static const char *http_ui_node_fields[] = {
 	"node", "state", "applied_generation", "ranks", "min_step",
 	"max_step", "stragglers", "attached", "armed", "profiling", "done",
-	"skipped", "failed", "gone", NULL
+	"skipped", "failed", "gone", "observed", "observed_complete", "unknown",
+	NULL
 };
 
 /* Rows written per chunk of GET /v1/jobs/J/nodes. */
@@ -47,7 +48,7 @@ static const char *http_ui_node_fields[] = {
 struct http_ui_node {
 	char		 name[COORD_NODE_MAX];
 	uint32_t	 ranks, stragglers;
-	uint32_t	 states[DYNPROF__V1__RANK_STATE__RANK_GONE + 1];
+	uint32_t	 states[RANKS_STATE_UNKNOWN + 1];	/* as shown */
 	int64_t		 min_step, max_step;
 };
 
@@ -121,14 +122,19 @@ http_ui_node_cmp(const void *a, const void *b)
 
 /*
  * Counts the job's ranks by node into *nodesp (caller frees), in one pass
- * with a table of node names.  Returns how many nodes, or -1 out of memory.
+ * with a table of node names, each by the state it shows (ranks_state(): a
+ * lost node's are unknown, as in the summary).  Returns how many nodes, or
+ * -1 out of memory.
  */
 static ssize_t
-http_ui_count_nodes(struct job *job, struct http_ui_node **nodesp)
+http_ui_count_nodes(struct coord *c, struct job *job,
+    struct http_ui_node **nodesp)
 {
 	struct http_ui_node	*nodes;
 	struct rank		*r;
+	struct ranks_memo	 memo;
 	size_t			*slot, cap = 16, n = 0, h, i;
+	int			 state;
 
 	while (cap < job->nranks * 2)
 		cap *= 2;
@@ -139,6 +145,7 @@ http_ui_count_nodes(struct job *job, struct http_ui_node **nodesp)
 		free(slot);
 		return (-1);
 	}
+	memset(&memo, 0, sizeof(memo));
 	TAILQ_FOREACH(r, &job->ranks, entry) {
 		if (r->node[0] == '\0')
 			continue;
@@ -153,13 +160,13 @@ http_ui_count_nodes(struct job *job, struct http_ui_node **nodesp)
 		}
 		i = slot[h] - 1;
 		nodes[i].ranks++;
-		if (r->state >= 0 && r->state <=
-		    DYNPROF__V1__RANK_STATE__RANK_GONE)
-			nodes[i].states[r->state]++;
+		state = ranks_state(c, r, &memo);
+		if (state >= 0 && state <= RANKS_STATE_UNKNOWN)
+			nodes[i].states[state]++;
 		if (r->pace.straggling)
 			nodes[i].stragglers++;
-		if (r->step >= 0 && r->state !=
-		    DYNPROF__V1__RANK_STATE__RANK_GONE) {
+		if (r->step >= 0 && state != RANKS_STATE_UNKNOWN &&
+		    state != DYNPROF__V1__RANK_STATE__RANK_GONE) {
 			if (nodes[i].min_step < 0 || r->step < nodes[i].min_step)
 				nodes[i].min_step = r->step;
 			if (r->step > nodes[i].max_step)
@@ -214,7 +221,7 @@ http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
 		text = js != NULL ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
 		json_decref(js);
 		evbuffer_add_printf(buf, "%s[%s,\"%s\",%llu,%u,%lld,%lld,%u,%u,"
-		    "%u,%u,%u,%u,%u,%u]", a->next > 0 ? "," : "",
+		    "%u,%u,%u,%u,%u,%u,%u,%u,%u]", a->next > 0 ? "," : "",
 		    text ? text : "\"\"", n != NULL && n->conn != NULL ?
 		    "connected" : "lost",
 		    nj != NULL ? (unsigned long long)nj->applied : 0ULL,
@@ -226,7 +233,10 @@ http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_DONE],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_SKIPPED],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_FAILED],
-		    u->states[DYNPROF__V1__RANK_STATE__RANK_GONE]);
+		    u->states[DYNPROF__V1__RANK_STATE__RANK_GONE],
+		    u->states[DYNPROF__V1__RANK_STATE__RANK_OBSERVED],
+		    u->states[DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE],
+		    u->states[RANKS_STATE_UNKNOWN]);
 		free(text);
 	}
 	if (a->next < a->n)
@@ -267,7 +277,7 @@ http_get_job_nodes(struct coord *c, struct evhttp_request *req,
 		return;
 	}
 	if ((a = calloc(1, sizeof(*a))) == NULL ||
-	    (n = http_ui_count_nodes(job, &a->nodes)) == -1) {
+	    (n = http_ui_count_nodes(c, job, &a->nodes)) == -1) {
 		free(a);
 		http_error(c, req, 500, NULL, "out of memory");
 		return;

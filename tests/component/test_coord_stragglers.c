@@ -318,6 +318,17 @@ test_job_nodes(void **state)
 	tc_reply_free(&r);
 	fa_close(&fa[1]);
 	tc_wait_str(tc, "/v1/jobs/nodes-j/nodes", "nodes.1.1", "lost");
+	/* A lost node's ranks are unknown there as in the summary. */
+	r = tc_req(tc, "GET", "/v1/jobs/nodes-j/nodes", NULL, 200);
+	assert_string_equal(tc_str(r.json, "fields.16"), "unknown");
+	n = json_array_get(json_object_get(r.json, "nodes"), 1);
+	assert_int_equal(json_integer_value(json_array_get(n, 7)), 0);
+	assert_int_equal(json_integer_value(json_array_get(n, 16)), NODE_RANKS);
+	assert_int_equal(json_integer_value(json_array_get(n, 4)), -1);
+	tc_reply_free(&r);
+	r = tc_req(tc, "GET", "/v1/jobs/nodes-j", NULL, 200);
+	assert_int_equal(tc_int(r.json, "rank_counts.unknown"), NODE_RANKS);
+	tc_reply_free(&r);
 	r = tc_req(tc, "GET", "/v1/jobs/none-j/nodes", NULL, 404);
 	tc_reply_free(&r);
 	r = tc_req(tc, "POST", "/v1/jobs/nodes-j/nodes", "{}", 405);
