@@ -93,6 +93,7 @@ int	 ctl_call(struct ctl *, const char *, const char *, const char *,
 int	 ctl_cmd_jobs(struct ctl *, int, char **);
 int	 ctl_cmd_nodes(struct ctl *, int, char **);
 int	 ctl_cmd_status(struct ctl *, int, char **);
+int	 ctl_status_show(struct ctl *, const char *, uint64_t *);
 int	 ctl_cmd_config(struct ctl *, int, char **);
 int	 ctl_cmd_cancel(struct ctl *, int, char **);
 int	 ctl_get(struct ctl *, const char *, json_t **);

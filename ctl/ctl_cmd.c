@@ -233,14 +233,41 @@ ctl_status_page(void *arg, json_t *page)
 	return (0);
 }
 
-/* dynprofctl status JOB [--follow] */
+/*
+ * Prints the job's status: the summary and its ranks (--json: the summary
+ * as it came), and gives the summary's revision in *rev.  Returns an exit
+ * code.
+ */
 int
-ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
+ctl_status_show(struct ctl *ctl, const char *job, uint64_t *rev)
 {
 	struct ctl_table	 t;
 	json_t			*doc;
 	char			 path[128];
-	int			 rc, follow = 0;
+	int			 rc;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
+		return (rc);
+	if (!ctl->json) {
+		ctl_table_init(&t, 6);
+		rc = ctl_ranks_pages(ctl, job, "", ctl_status_page, &t);
+		if (rc == CTL_EXIT_OK)
+			ctl_table_status(ctl->out, doc, &t);
+		ctl_table_clear(&t);
+	}
+	fflush(ctl->out);
+	*rev = (uint64_t)ctl_json_int(doc, "revision", 0);
+	json_decref(doc);
+	return (rc);
+}
+
+/* dynprofctl status JOB [--follow] */
+int
+ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
+{
+	uint64_t	 rev;
+	int		 rc, follow = 0;
 
 	if (argc == 3 && strcmp(argv[2], "--follow") == 0)
 		follow = 1;
@@ -251,21 +278,9 @@ ctl_cmd_status(struct ctl *ctl, int argc, char **argv)
 	}
 	if (ctl_check_job(ctl, argv[1]) == -1)
 		return (CTL_EXIT_REFUSED);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", argv[1]);
-	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
-		return (rc);
-	if (!ctl->json) {
-		ctl_table_init(&t, 6);
-		rc = ctl_ranks_pages(ctl, argv[1], "", ctl_status_page, &t);
-		if (rc == CTL_EXIT_OK)
-			ctl_table_status(ctl->out, doc, &t);
-		ctl_table_clear(&t);
-	}
-	fflush(ctl->out);
+	rc = ctl_status_show(ctl, argv[1], &rev);
 	if (rc == CTL_EXIT_OK && follow)
-		rc = ctl_follow_status(ctl, argv[1],
-		    (uint64_t)ctl_json_int(doc, "revision", 0), 0);
-	json_decref(doc);
+		rc = ctl_follow_status(ctl, argv[1], rev, 0);
 	return (rc);
 }
 

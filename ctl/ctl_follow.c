@@ -101,23 +101,6 @@ ctl_follow_once(struct ctl *ctl, const char *job, struct ctl_follow *f,
 	return (rc);
 }
 
-/* Reads the job's summary's revision into *rev.  Returns an exit code. */
-static int
-ctl_follow_revision(struct ctl *ctl, const char *job, uint64_t *rev)
-{
-	json_t	*doc;
-	char	 path[128];
-	int	 rc;
-
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	if ((rc = ctl_call(ctl, "GET", path, NULL, 0, &doc, NULL)) !=
-	    CTL_EXIT_OK)
-		return (rc);
-	*rev = (uint64_t)ctl_json_int(doc, "revision", 0);
-	json_decref(doc);
-	return (CTL_EXIT_OK);
-}
-
 /* Prints one line of the stream for a person (--json: as it came). */
 static int
 ctl_follow_print(void *arg, json_t *j)
@@ -161,7 +144,8 @@ ctl_follow_print(void *arg, json_t *j)
  * status --follow: after the status, the job's events as they are committed,
  * until interrupted (or timeout_ms, when not 0).  A stream that ends is taken
  * up again from the last revision seen; one that fell behind what the
- * coordinator keeps from its current revision, saying so.
+ * coordinator keeps shows the status again, saying so, and goes on from its
+ * revision.
  */
 int
 ctl_follow_status(struct ctl *ctl, const char *job, uint64_t since,
@@ -186,10 +170,16 @@ ctl_follow_status(struct ctl *ctl, const char *job, uint64_t since,
 		rc = ctl_follow_once(ctl, job, &f, (int)left);
 		if (rc == CTL_EXIT_REFUSED)
 			return (rc);
+		/*
+		 * What happened meanwhile is not in the stream any more (the
+		 * coordinator restarted, another leads): the status as it is
+		 * now, then its events from there.
+		 */
 		if (f.gone) {
 			ctl_errx(ctl, "events after revision %" PRIu64 " are no "
-			    "longer kept: following from now", f.since);
-			if ((rc = ctl_follow_revision(ctl, job, &f.since)) !=
+			    "longer kept: the status now, then its events",
+			    f.since);
+			if ((rc = ctl_status_show(ctl, job, &f.since)) !=
 			    CTL_EXIT_OK)
 				return (rc);
 		}

@@ -20,6 +20,13 @@ loopback.  One scenario per run, named by the first argument:
   flags     the etcd flags' bounds: each bad value refused at start with the
             flag named, the limits themselves taken; with no etcd answering,
             the coordinator starts, follows nobody, and answers 503.
+  ctl       dynprofctl given every coordinator, the leader first: SIGSTOPped,
+            a read goes on to the others and is answered; SIGKILLed, its
+            followers still naming it, reads and writes are retried until
+            the new leader answers.  `status --follow`, paused through the
+            kill and the window's end, shows the window done (the events
+            it can no longer have from the new leader: the status again,
+            then its events).
   tls       etcd over https with client certificates (deploy/tls/mkcerts.sh):
             a coordinator with --etcd-cacert, --etcd-cert and --etcd-key
             leads and writes; one without the client certificate reaches no
@@ -178,19 +185,26 @@ def scenario_redirect():
         log("agent sent to the leader by the follower's ERROR_NOT_LEADER")
 
 
+def two_nodes_window(c, steps):
+    """Two agents with two ranks each at 20 steps/s, given every coordinator;
+    a window of steps steps from 30 steps on: its id, start and stop."""
+    addrs = c.agent_addrs()
+    for i in range(2):
+        n = c.node("n%d" % i, coord_addr=addrs)
+        n.start_agent()
+        for k in range(2):
+            n.start_rank(JOB, 2 * i + k, rate=20)
+    st = c.wait_ranks(JOB, 4, min_step=5)
+    top = st["progress"]["max_step"]
+    w = c.add_window(JOB, {"start_step": top + 30,
+                           "stop_step": top + 30 + steps})
+    return w["id"], w["start_step"], w["stop_step"]
+
+
 def scenario_failover():
     with HaCluster("etcd-failover") as c:
         lead = c.start_coordinators(3)
-        addrs = c.agent_addrs()
-        for i in range(2):
-            n = c.node("n%d" % i, coord_addr=addrs)
-            n.start_agent()
-            for k in range(2):
-                n.start_rank(JOB, 2 * i + k, rate=20)
-        st = c.wait_ranks(JOB, 4, min_step=5)
-        top = st["progress"]["max_step"]
-        w = c.add_window(JOB, {"start_step": top + 30, "stop_step": top + 130})
-        wid, a, b = w["id"], w["start_step"], w["stop_step"]
+        wid, a, b = two_nodes_window(c, 100)
 
         def started():
             st = c.status(JOB)
@@ -431,6 +445,68 @@ def scenario_tls():
         log("etcd over https with client certificates; none: no etcd")
 
 
+def scenario_ctl():
+    import re
+    with HaCluster("etcd-ctl") as c:
+        lead = c.start_coordinators(3)
+        urls = lambda first: ",".join(  # noqa: E731
+            ["http://127.0.0.1:%d" % c.coords[first][2]] +
+            ["http://127.0.0.1:%d" % h for i, (_, _, h) in
+             enumerate(c.coords) if i != first])
+        old = c.coords[lead][0]
+        old.signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            r = ctl(c, urls(lead), "jobs")
+            took = time.monotonic() - t0
+        finally:
+            old.signal(signal.SIGCONT)
+        check(r.returncode == 0, "jobs past a hung leader: %s" % r.stdout)
+        log("a read past the hung leader answered in %.2f s" % took)
+        check(took < 9.0, "a read past the hung leader took %.2f s" % took)
+        lead = c.find_leader(timeout=TTL + 5)
+        wid, a, b = two_nodes_window(c, 60)
+        env = dict(os.environ)
+        env["DYNPROF_COORDINATOR"] = urls(lead)
+        outp = os.path.join(c.dir, "follow.out")
+        with open(outp, "w") as out:
+            fol = subprocess.Popen([binary(CTL), "status", JOB, "--follow"],
+                                   env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+        try:
+            def started():
+                st = c.status(JOB)
+                return all(events_of(r, "started", wid) for r in st["ranks"])
+            wait_for(started, 30, "every rank started window %d" % wid,
+                     interval=0.1)
+            # The follower sleeps through the failover and the window's
+            # end: what it missed is no longer in any stream.
+            fol.send_signal(signal.SIGSTOP)
+            p = c.coords[lead][0]
+            log("SIGKILL leader coordinator%d during window %d (%d-%d)" % (
+                lead, wid, a, b))
+            p.kill9()
+            t0 = time.monotonic()
+            r = ctl(c, urls(lead), "jobs")
+            log("dynprofctl jobs, the dead leader first: rc %d after %.2f s"
+                % (r.returncode, time.monotonic() - t0))
+            check(r.returncode == 0, "jobs after the kill: %s" % r.stdout)
+            c.find_leader(timeout=TTL + 5, exclude=(lead,))
+            c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
+            fol.send_signal(signal.SIGCONT)
+            done = re.compile(r"(window %d \[%d,%d\]: done|^ +%d +%d-%d +done)"
+                              % (wid, a, b, wid, a, b), re.M)
+            wait_for(lambda: done.search(open(outp).read()), 20,
+                     "status --follow showing window %d done" % wid)
+            log("status --follow showed window %d done across the failover"
+                % wid)
+        finally:
+            fol.send_signal(signal.SIGCONT)
+            fol.kill()
+            fol.wait()
+            log("status --follow said:\n%s" % open(outp).read()[-3000:])
+
+
 SCENARIOS = {
     "redirect": scenario_redirect,
     "failover": scenario_failover,
@@ -438,6 +514,7 @@ SCENARIOS = {
     "quorum": scenario_quorum,
     "flags": scenario_flags,
     "tls": scenario_tls,
+    "ctl": scenario_ctl,
 }
 
 
