@@ -245,14 +245,16 @@ ctl_stragglers_table(FILE *f, json_t *doc)
 	const char		*row[CTL_TABLE_COLS];
 	char			 c[5][32], why[32];
 	size_t			 i, k, off;
+	int64_t			 judged, nodes;
 
-	fprintf(f, "job %s: median step %lld, %lld of %lld ranks straggle "
-	    "on %lld nodes (lag over %lld steps or rate %lld%% under the "
+	judged = ctl_json_int(doc, "ranks_judged", 0);
+	nodes = ctl_json_int(doc, "nodes", 0);
+	fprintf(f, "job %s: median step %lld, %lld of %lld rank%s straggle "
+	    "on %lld node%s (lag over %lld steps or rate %lld%% under the "
 	    "job's)\n", ctl_json_str(doc, "job", "?"),
 	    (long long)ctl_json_int(doc, "median_step", -1),
-	    (long long)ctl_json_int(doc, "ranks", 0),
-	    (long long)ctl_json_int(doc, "ranks_judged", 0),
-	    (long long)ctl_json_int(doc, "nodes", 0),
+	    (long long)ctl_json_int(doc, "ranks", 0), (long long)judged,
+	    judged == 1 ? "" : "s", (long long)nodes, nodes == 1 ? "" : "s",
 	    (long long)ctl_json_int(doc, "lag_steps", 0),
 	    (long long)ctl_json_int(doc, "rate_drop_percent", 0));
 	ranks = json_object_get(doc, "worst_ranks");

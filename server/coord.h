@@ -69,6 +69,9 @@ struct leader;
 #define COORD_LEGACY_TEXT_MAX	512	/* a reason, an error, a path kept */
 #define COORD_LEGACY_SHOWN	8	/* nodes' errors a legacy job's status shows */
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
+/* Significant digits of a real in an answer (JSON_REAL_PRECISION): enough
+ * for any rate, few enough that 20.8 is written 20.8, not 20.800000000000001. */
+#define COORD_JSON_REAL_DIGITS	15
 #define COORD_RANKS_LIMIT_DEFAULT 1000		/* ranks in one page */
 #define COORD_RANKS_LIMIT_MAX	10000
 /* The event stream (journal.c, http_events.c): events kept (a window of

@@ -77,7 +77,8 @@ http_reply(struct coord *c, struct evhttp_request *req, int code, json_t *body)
 		evhttp_send_error(req, 500, NULL);
 		return;
 	}
-	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_REAL_PRECISION(COORD_JSON_REAL_DIGITS));
 	json_decref(body);
 	if (text != NULL) {
 		evbuffer_add(buf, text, strlen(text));

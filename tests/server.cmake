@@ -69,7 +69,7 @@ add_dependencies(test_coord_bounds dynprof-coordinator)
 dynprof_test(test_coord_stragglers SOURCES component/test_coord_stragglers.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_stragglers dynprof-coordinator)
+add_dependencies(test_coord_stragglers dynprof-coordinator dynprofctl)
 # A job's rules: fired on a straggler through fake agents, their caps, bad
 # rules refused, rules kept across a restart.
 dynprof_test(test_coord_rules SOURCES component/test_coord_rules.c

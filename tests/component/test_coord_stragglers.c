@@ -222,12 +222,37 @@ pace_until(struct tc_coord *tc, struct fakeagent *fa,
  * soon lagging too); once it keeps pace again it is not slow, though it
  * still lags.
  */
+/*
+ * Checks that every rate in an answer's text is written with at most three
+ * decimals (20.8, never 20.800000000000001); returns how many it saw.
+ */
+static int
+rates_short(const char *body)
+{
+	const char	*p = body, *dot;
+	size_t		 n;
+	int		 seen = 0;
+
+	while ((p = strstr(p, "rate\":")) != NULL) {
+		p += 6;
+		n = strspn(p, "0123456789.-e");
+		if (n == 0)
+			continue;
+		seen++;
+		dot = memchr(p, '.', n);
+		if (dot != NULL)
+			assert_true((size_t)(p + n - dot - 1) <= 3);
+	}
+	return (seen);
+}
+
 static void
 test_slow(void **state)
 {
 	struct tc_coord	*tc = *state;
 	struct fakeagent fa[2];
 	int64_t		 steps[2][NODE_RANKS];
+	struct tc_reply	 r;
 	json_t		*j;
 	char		 buf[64];
 	int		 i, k;
@@ -245,6 +270,9 @@ test_slow(void **state)
 	    json_object_get(j, "worst_ranks"), 0), "rate")) <
 	    json_real_value(json_object_get(j, "median_rate")) / 2);
 	json_decref(j);
+	r = tc_req(tc, "GET", "/v1/jobs/slow-j/stragglers", NULL, 200);
+	assert_true(rates_short(r.body) >= 2);
+	tc_reply_free(&r);
 	assert_int_equal(tc_metric(tc,
 	    "dynprof_stragglers{job=\"slow-j\",reason=\"slow\"}"), 1);
 
@@ -289,11 +317,19 @@ test_job_nodes(void **state)
 		{ 100, 100, 101, 102 }, { 100, 100, 100, 50 } };
 	struct tc_reply	 r;
 	json_t		*j, *n;
+	char		 out[512], *text;
+	const char	*args[] = { "stragglers", "nodes-j", NULL };
 
 	agents_up(tc, fa, 2, "nodes-j");
 	report(fa, 2, "nodes-j", steps);
 	j = wait_stragglers(tc, fa, 2, "nodes-j", "ranks", 1);
 	json_decref(j);
+	/* dynprofctl says it in words: one node, not "1 nodes". */
+	snprintf(out, sizeof(out), "%s/stragglers.out", tc->dir);
+	assert_int_equal(tc_ctl_wait(tc_ctl_start(tc, out, args)), 0);
+	text = tc_slurp(out);
+	assert_non_null(strstr(text, "1 of 8 ranks straggle on 1 node ("));
+	free(text);
 	r = tc_req(tc, "GET", "/v1/jobs/nodes-j/nodes", NULL, 200);
 	assert_string_equal(tc_str(r.json, "job"), "nodes-j");
 	assert_int_equal(tc_int(r.json, "median_step"), 100);
