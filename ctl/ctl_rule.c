@@ -9,18 +9,25 @@
 
 #include "ctl.h"
 
-/* The flags of rule add: each a body key and its bounds (the coordinator
- * checks them again). */
+/* A rule's bounds, the coordinator's (server/rules.c), which checks them
+ * again. */
+#define CTL_RULE_PEERS_MAX	16
+#define CTL_RULE_STEPS_MAX	100000
+#define CTL_RULE_ROUNDUP_MAX	1000000000
+#define CTL_RULE_INTERVAL_MAX_S	86400
+#define CTL_RULE_PER_HOUR_MAX	60
+
+/* The flags of rule add: each a body key and its bounds. */
 static const struct {
 	const char	*flag;
 	const char	*key;
 	int64_t		 min, max;
 } ctl_rule_flags[] = {
-	{ "--peers", "peers", 0, 1000 },
-	{ "--steps", "steps", 1, 1000000000 },
-	{ "--roundup", "roundup", 1, 1000000000 },
-	{ "--interval", "min_interval_s", 1, 86400 },
-	{ "--max-per-hour", "max_per_hour", 1, 1000 },
+	{ "--peers", "peers", 0, CTL_RULE_PEERS_MAX },
+	{ "--steps", "steps", 1, CTL_RULE_STEPS_MAX },
+	{ "--roundup", "roundup", 1, CTL_RULE_ROUNDUP_MAX },
+	{ "--interval", "min_interval_s", 1, CTL_RULE_INTERVAL_MAX_S },
+	{ "--max-per-hour", "max_per_hour", 1, CTL_RULE_PER_HOUR_MAX },
 };
 
 #define CTL_RULE_NFLAGS	(sizeof(ctl_rule_flags) / sizeof(ctl_rule_flags[0]))
@@ -87,6 +94,7 @@ static json_t *
 ctl_rule_body(struct ctl *ctl, int argc, char **argv)
 {
 	json_t		*body, *opts;
+	const char	*key;
 	int64_t		 v;
 	size_t		 k;
 	int		 i;
@@ -107,17 +115,24 @@ ctl_rule_body(struct ctl *ctl, int argc, char **argv)
 			}
 			continue;
 		}
-		if (strcmp(argv[i], "--output-subdir") == 0) {
-			json_object_set_new(body, "output_subdir",
-			    json_string(argv[i + 1]));
-			continue;
-		}
 		for (k = 0; k < CTL_RULE_NFLAGS; k++)
 			if (strcmp(argv[i], ctl_rule_flags[k].flag) == 0)
 				break;
-		if (k == CTL_RULE_NFLAGS) {
+		key = k < CTL_RULE_NFLAGS ? ctl_rule_flags[k].key :
+		    strcmp(argv[i], "--output-subdir") == 0 ?
+		    "output_subdir" : NULL;
+		if (key == NULL) {
 			ctl_errx(ctl, "rule add: unknown flag %s", argv[i]);
 			goto fail;
+		}
+		/* Only --option adds up; another flag twice is a mistake. */
+		if (json_object_get(body, key) != NULL) {
+			ctl_errx(ctl, "rule add: %s given twice", argv[i]);
+			goto fail;
+		}
+		if (k == CTL_RULE_NFLAGS) {
+			json_object_set_new(body, key, json_string(argv[i + 1]));
+			continue;
 		}
 		if (ctl_parse_int64(argv[i + 1], ctl_rule_flags[k].min,
 		    ctl_rule_flags[k].max, &v) == -1) {

@@ -43,10 +43,21 @@ run rule add R --peers 1
 expect_rc 1; expect_err "--steps K is required"
 run rule add R --steps 0
 expect_rc 1; expect_err "--steps must be an integer from 1"
-run rule add R --steps 5 --peers 17
-expect_rc 1; expect_err "coordinator refused: peers must be an integer from 0 to 16 (field peers)"
 run rule add R --steps 5 --every 3
 expect_rc 1; expect_err "unknown flag --every"
+# The coordinator's bounds, said before anything is sent; a flag twice refused.
+run rule add R --steps 100001
+expect_rc 1; expect_err "rule add: --steps must be an integer from 1 to 100000, not \"100001\""
+run rule add R --steps 100000 --peers 17
+expect_rc 1; expect_err "rule add: --peers must be an integer from 0 to 16, not \"17\""
+run rule add R --steps 5 --max-per-hour 61
+expect_rc 1; expect_err "from 1 to 60"
+run rule add R --steps 3 --steps 4
+expect_rc 1; expect_err "rule add: --steps given twice"
+run rule add R --steps 3 --output-subdir a --output-subdir b
+expect_rc 1; expect_err "rule add: --output-subdir given twice"
+run --json rule list R
+expect_rc 0; json 'len(d["rules"]) == 1'
 run rule list 'bad job'
 expect_rc 1; expect_err "invalid job id"
 run rule delete R 1
