@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "jobid.h"
 #include "log.h"
+#include "nodename.h"
 #include "token.h"
 #include "version.h"
 
@@ -74,7 +75,8 @@ agent_usage(FILE *f)
 "                           the coordinators (up to 8; a follower's leader is\n"
 "                           followed if listed; none: standalone, needs\n"
 "                           --config-file)\n"
-"  --node NAME              this node's name (default: the hostname)\n"
+"  --node NAME              this node's name (default: the hostname): 1 to 127\n"
+"                           bytes of UTF-8, no space, '\"', '\\' or control byte\n"
 "  --token-file F           the agent token sent in hello (default: none)\n"
 "  --tls-cert FILE          connect over mutual TLS with this certificate (PEM,\n"
 "                           naming --node),\n"
@@ -86,7 +88,8 @@ agent_usage(FILE *f)
 "  --shm-dir DIR            where segments are (default: $DYNPROF_SHM_DIR or "
     SEG_DEFAULT_DIR ")\n"
 "  --shm-mode OCTAL         mode of created segments and of the socket\n"
-"                           (default: $DYNPROF_SHM_MODE or 0600)\n"
+"                           (default: $DYNPROF_SHM_MODE or 0600; segments\n"
+"                           never get o+w)\n"
 "  --sample-interval MS     rank slot sampling while ranks move (default: 500)\n"
 "  --queue-max N            events kept while the coordinator is away (default: 65536)\n"
 "  --grace S                remove a segment S seconds after its last process\n"
@@ -403,6 +406,7 @@ static int
 agent_load_options(struct agent_options *o, int argc, char **argv)
 {
 	struct agent_options	 first;
+	const char		*why;
 	int			 rc;
 
 	agent_default_options(&first);
@@ -434,6 +438,17 @@ agent_load_options(struct agent_options *o, int argc, char **argv)
 		log_warnx("--legacy-dir needs --coordinator");
 		return (-1);
 	}
+	if (!nodename_valid(o->node, &why)) {
+		log_warnx("--node \"%.300s\": %s (the coordinator would refuse "
+		    "every hello)", o->node, why);
+		return (-1);
+	}
+	/* o+w is for the socket (ranks of any uid, deploy/k8s); segments
+	 * never get it (segment.c, docs/segments.md). */
+	if (o->shm_mode & S_IWOTH)
+		log_info("--shm-mode %04o: the socket is writable by others, "
+		    "the segments are created %04o (never writable by others)",
+		    (unsigned)o->shm_mode, (unsigned)(o->shm_mode & 0775));
 	if (o->tls_cert[0] != '\0' && o->coordinator[0] == '\0') {
 		log_warnx("--tls-cert needs --coordinator");
 		return (-1);

@@ -20,6 +20,7 @@
 
 #include "coord.h"
 #include "log.h"
+#include "nodename.h"
 #include "store.h"
 #include "tls.h"
 #include "utf8.h"
@@ -242,7 +243,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	struct node			*node;
 	struct node_job			*nj;
 	Dynprof__V1__JobGeneration	*ga;
-	const char			*p;
+	const char			*why;
 	char				 reason[128];
 	size_t				 i;
 
@@ -266,26 +267,9 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 		    "wrong agent token");
 		return;
 	}
-	p = hello->node;
-	if (p == NULL || *p == '\0' || strlen(p) >= COORD_NODE_MAX) {
+	if (!nodename_valid(hello->node, &why)) {
 		link_conn_close(conn,
-		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
-		    "node name empty or over 127 bytes");
-		return;
-	}
-	for (; *p != '\0'; p++) {
-		if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '"' ||
-		    *p == '\\') {
-			link_conn_close(conn,
-			    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
-			    "node name has a space, quote or control character");
-			return;
-		}
-	}
-	if (!utf8_valid(hello->node, strlen(hello->node))) {
-		link_conn_close(conn,
-		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE,
-		    "node name is not valid UTF-8");
+		    DYNPROF__V1__ERROR_CODE__ERROR_BAD_MESSAGE, why);
 		return;
 	}
 	if (link_tls_check_node(conn, hello->node) == -1)

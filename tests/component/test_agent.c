@@ -96,11 +96,20 @@ test_flags_and_exit_codes(void **state)
 	const char *badcoord[] = { "--coordinator", "nocolon", NULL };
 	const char *badsample[] = { "--coordinator", "h:1",
 	    "--sample-interval", "-5", NULL };
+	const char *badnode[] = { "--coordinator", "127.0.0.1:1", "--node",
+	    "bad\"name", NULL };
+	const char *spacenode[] = { "--coordinator", "127.0.0.1:1", "--node",
+	    "two words", NULL };
+	char longnode[129];
+	const char *longnode_args[] = { "--coordinator", "127.0.0.1:1",
+	    "--node", longnode, NULL };
 	const char *extra[] = { "--conf", conf, NULL };
 	const char *runtime[] = { "--config-file", cfg, "--socket",
 	    "/proc/nonexistent/dir/agent.sock", "--shm-dir", ap->shm, NULL };
 	const char *noshm[] = { "--config-file", cfg, "--socket", sock2,
 	    "--shm-dir", "/nonexistent/shm", NULL };
+	const char *worldsock[] = { "--config-file", cfg, "--socket", sock2,
+	    "--shm-dir", "/nonexistent/shm", "--shm-mode", "0777", NULL };
 	const char *second[] = { "--config-file", cfg, "--socket", sock2,
 	    "--shm-dir", ap->shm, NULL };
 	const char *conf_args[] = { "--conf", conf, "--socket", sock2, NULL };
@@ -126,6 +135,16 @@ test_flags_and_exit_codes(void **state)
 	assert_int_equal(run_agent(ap, badjob), 1);
 	assert_int_equal(run_agent(ap, badcoord), 1);
 	assert_int_equal(run_agent(ap, badsample), 1);
+	/* A node name the coordinator would refuse in every hello. */
+	assert_int_equal(run_agent(ap, badnode), 1);
+	assert_int_equal(run_agent(ap, spacenode), 1);
+	assert_int_equal(ap_log_count(ap, "node name has a space, quote or "
+	    "control character"), 2);
+	memset(longnode, 'n', 128);
+	longnode[128] = '\0';
+	assert_int_equal(run_agent(ap, longnode_args), 1);
+	assert_int_equal(ap_log_count(ap, "node name empty or over 127 bytes"),
+	    1);
 
 	/* The config file: bad key, bad value, then a good one. */
 	snprintf(conf, sizeof(conf), "%s/agent.conf", ap->dir);
@@ -142,6 +161,10 @@ test_flags_and_exit_codes(void **state)
 	/* Runtime failures at start: the socket cannot be made, no shm dir. */
 	assert_int_equal(run_agent(ap, runtime), 2);
 	assert_int_equal(run_agent(ap, noshm), 2);
+	/* o+w is taken for the socket only, and said so. */
+	assert_int_equal(run_agent(ap, worldsock), 2);
+	assert_int_equal(ap_log_count(ap, "--shm-mode 0777: the socket is "
+	    "writable by others, the segments are created 0775"), 1);
 
 	/* A good config file starts a standalone agent; flags still win. */
 	snprintf(conf, sizeof(conf), "%s/agent.conf", ap->dir);
