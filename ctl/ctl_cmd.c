@@ -56,6 +56,25 @@ ctl_print_raw(struct ctl *ctl, const struct ctl_response *res)
 }
 
 /*
+ * Says, after a 401, which tokens the request takes: a read either the
+ * operator's or the viewer's, a write only the operator's.
+ */
+static void
+ctl_token_hint(struct ctl *ctl, const char *method)
+{
+	const char	*which = strcmp(method, "GET") == 0 ?
+			    "the operator (admin) or the viewer token" :
+			    "the operator (admin) token";
+
+	if (ctl->conn.token == NULL)
+		ctl_errx(ctl, "this coordinator wants a token; this request "
+		    "takes %s: --token-file F or DYNPROF_TOKEN", which);
+	else
+		ctl_errx(ctl, "the token given is not one this coordinator "
+		    "knows; this request takes %s", which);
+}
+
+/*
  * Sends one request and checks the answer.  Returns CTL_EXIT_OK with the
  * parsed body in *doc (caller decrefs; doc may be NULL) and, if res is not
  * NULL, the raw answer (caller frees).  Any other code has been reported on
@@ -102,9 +121,8 @@ ctl_call(struct ctl *ctl, const char *method, const char *path,
 		else
 			ctl_errx(ctl, "coordinator answered HTTP %d: %.200s",
 			    r.status, r.len > 0 ? r.body : "(empty body)");
-		if (r.status == 401 && ctl->conn.token == NULL)
-			ctl_errx(ctl, "this coordinator wants an admin token: "
-			    "--token-file F or DYNPROF_TOKEN");
+		if (r.status == 401)
+			ctl_token_hint(ctl, method);
 		json_decref(j);
 		ctl_http_free(&r);
 		return (CTL_EXIT_REFUSED);

@@ -219,7 +219,9 @@ start_coord auth --admin-token-file "$T/admin.token"
 AUTH=http://127.0.0.1:$HTTP_PORT
 run --coordinator "$AUTH" jobs
 expect_rc 1; expect_err "dynprofctl: coordinator refused: "
-expect_err "this coordinator wants an admin token"
+expect_err "this coordinator wants a token; this request takes the operator (admin) or the viewer token: --token-file F or DYNPROF_TOKEN"
+run --coordinator "$AUTH" cancel J 1
+expect_rc 1; expect_err "this request takes the operator (admin) token:"
 run --coordinator "$AUTH" --token-file "$T/admin.token" jobs
 expect_rc 0; expect_out "no jobs"
 DYNPROF_TOKEN=s3cret-token run --coordinator "$AUTH" jobs
@@ -260,8 +262,11 @@ DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" cancel V 1
 expect_rc 1; expect_err "viewer token may only read"
 DYNPROF_TOKEN=other run --coordinator "$ROLES" jobs
 expect_rc 1; expect_err "coordinator refused: missing or wrong bearer token"
+expect_err "the token given is not one this coordinator knows; this request takes the operator (admin) or the viewer token"
 run --coordinator "$ROLES" jobs
-expect_rc 1; expect_err "this coordinator wants an admin token"
+expect_rc 1; expect_err "this request takes the operator (admin) or the viewer token"
+DYNPROF_TOKEN=v1ewer-token run --coordinator "$ROLES" jobs
+expect_rc 0
 AGENT_PORT=$AUTH_AGENT_PORT	# the agent below joins the "auth" one
 
 # --- real ranks: an agent and two simulated ranks of job S.
