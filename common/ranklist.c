@@ -5,7 +5,14 @@
 
 #include "ranklist.h"
 
-/* Reads a decimal rank number at *pp, advancing *pp.  Returns 0 or -1. */
+/* What a rank number over INT32_MAX is told. */
+#define RANKLIST_RANGE_WHY \
+	"ranks: a rank number out of range (0 to 2147483647)"
+
+/*
+ * Reads a decimal rank number at *pp, advancing *pp.  Returns 0, -1 if there
+ * is none, or -2 if it is over INT32_MAX.
+ */
 static int
 ranklist_number(const char **pp, int32_t *out)
 {
@@ -17,7 +24,7 @@ ranklist_number(const char **pp, int32_t *out)
 	while (*p >= '0' && *p <= '9') {
 		v = v * 10 + (*p - '0');
 		if (v > INT32_MAX)
-			return (-1);
+			return (-2);
 		p++;
 	}
 	*out = (int32_t)v;
@@ -35,6 +42,7 @@ ranks_parse(const char *s, struct rank_set *set, const char **why)
 	const char	*p = s;
 	const char	*dummy;
 	struct rank_range r;
+	int		 rc;
 
 	if (why == NULL)
 		why = &dummy;
@@ -44,8 +52,9 @@ ranks_parse(const char *s, struct rank_set *set, const char **why)
 	for (;;) {
 		while (*p == ' ')
 			p++;
-		if (ranklist_number(&p, &r.lo) == -1) {
-			*why = "ranks: expected a rank number";
+		if ((rc = ranklist_number(&p, &r.lo)) != 0) {
+			*why = rc == -2 ? RANKLIST_RANGE_WHY :
+			    "ranks: expected a rank number";
 			return (-1);
 		}
 		r.hi = r.lo;
@@ -55,8 +64,9 @@ ranks_parse(const char *s, struct rank_set *set, const char **why)
 			p++;
 			while (*p == ' ')
 				p++;
-			if (ranklist_number(&p, &r.hi) == -1) {
-				*why = "ranks: expected a rank number after '-'";
+			if ((rc = ranklist_number(&p, &r.hi)) != 0) {
+				*why = rc == -2 ? RANKLIST_RANGE_WHY :
+				    "ranks: expected a rank number after '-'";
 				return (-1);
 			}
 			if (r.hi < r.lo) {

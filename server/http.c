@@ -494,7 +494,13 @@ http_route(struct evhttp_request *req, void *arg)
 
 	p = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 	if (p == NULL || strlen(p) >= sizeof(path)) {
-		http_error(c, req, 404, NULL, "no such endpoint");
+		/* Too long for its job id: the job id is at fault. */
+		if (p != NULL && strncmp(p, "/v1/jobs/", 9) == 0 &&
+		    strcspn(p + 9, "/") > JOBID_MAX)
+			http_error(c, req, 400, "job", "job id is longer than "
+			    "%d characters", JOBID_MAX);
+		else
+			http_error(c, req, 404, NULL, "no such endpoint");
 		return;
 	}
 	snprintf(path, sizeof(path), "%s", p);

@@ -8,6 +8,7 @@
  * repeat one.
  */
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -301,11 +302,47 @@ ranks_parse_int(const char *v, long long min, long long max, long long *out)
 
 	if (*v == '\0' || (*v != '-' && (*v < '0' || *v > '9')))
 		return (-1);
+	/* "-0" is no rank number: not 0 (after=-0 would skip rank 0). */
+	if (v[0] == '-' && v[1] == '0')
+		return (-1);
 	errno = 0;
 	n = strtoll(v, &end, 10);
 	if (*end != '\0' || errno != 0 || n < min || n > max)
 		return (-1);
 	*out = n;
+	return (0);
+}
+
+/*
+ * Refuses a query that evhttp would decode wrong: a '%' without two hex
+ * digits (kept as it is) or %00 (a value cut short there).  Returns 0, or -1
+ * with ref naming the parameter.
+ */
+static int
+http_query_check(const char *query, struct refusal *ref)
+{
+	const char	*p, *key = query, *why;
+	size_t		 klen;
+
+	for (p = query; *p != '\0'; p++) {
+		if (*p == '&')
+			key = p + 1;
+		if (*p != '%')
+			continue;
+		if (!isxdigit((unsigned char)p[1]) ||
+		    !isxdigit((unsigned char)p[2]))
+			why = "bad percent-encoding: '%' takes two hex digits";
+		else if (p[1] == '0' && p[2] == '0')
+			why = "a NUL byte (%00) in a query parameter";
+		else
+			continue;
+		klen = strcspn(key, "=&");
+		if (klen >= sizeof(ref->fieldbuf))
+			klen = sizeof(ref->fieldbuf) - 1;
+		snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%.*s",
+		    (int)klen, key);
+		return (change_refuse(ref, 400, ref->fieldbuf, "%s", why));
+	}
 	return (0);
 }
 
@@ -322,6 +359,8 @@ http_query(struct evhttp_request *req, struct evkeyvalq *q,
 
 	TAILQ_INIT(q);
 	query = uri != NULL ? evhttp_uri_get_query(uri) : NULL;
+	if (query != NULL && http_query_check(query, ref) == -1)
+		return (-1);
 	if (query != NULL && evhttp_parse_query_str(query, q) == -1)
 		return (change_refuse(ref, 400, NULL, "malformed query "
 		    "string"));

@@ -439,6 +439,71 @@ test_token_too_long(void **state)
 	tc_cleanup(&tc);
 }
 
+/* GET path answers 400 naming field, the error holding want. */
+static void
+query_refused(struct tc_coord *tc, const char *path, const char *field,
+    const char *want)
+{
+	struct tc_reply	 r;
+
+	r = tc_req(tc, "GET", path, NULL, 400);
+	assert_non_null(r.json);
+	if (strcmp(tc_str(r.json, "field"), field) != 0 ||
+	    strstr(tc_str(r.json, "error"), want) == NULL)
+		fail_msg("%s: %s", path, r.body);
+	tc_reply_free(&r);
+}
+
+/*
+ * The ranks' query and rank lists: what evhttp decodes wrong (%00, a '%'
+ * without two hex digits), "-0", a job id too long for any path, a range past
+ * INT32_MAX: each a 400 naming the field.
+ */
+static void
+test_ranks_query(void **state)
+{
+	struct fixture	*f = *state;
+	struct tc_reply	 r;
+	char		*req;
+	size_t		 len = 9000;
+	int		 n;
+
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rq-j/windows",
+	    "{\"start_step\": 10, \"steps\": 2}", 201);
+	tc_reply_free(&r);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rq-j/windows", "{\"start_step\": "
+	    "20, \"steps\": 2, \"ranks\": \"0-2147483648\"}", 400);
+	assert_string_equal(tc_str(r.json, "field"), "ranks");
+	assert_non_null(strstr(tc_str(r.json, "error"), "out of range"));
+	tc_reply_free(&r);
+	r = tc_req(&f->tc, "POST", "/v1/jobs/rq-j/windows", "{\"start_step\": "
+	    "20, \"steps\": 2, \"ranks\": \"0-2147483647\"}", 201);
+	tc_reply_free(&r);
+	query_refused(&f->tc, "/v1/jobs/rq-j/ranks?limit=5%00", "limit",
+	    "NUL");
+	query_refused(&f->tc, "/v1/jobs/rq-j/ranks?node=%ZZ", "node",
+	    "percent-encoding");
+	query_refused(&f->tc, "/v1/jobs/rq-j/ranks?node=a%4", "node",
+	    "percent-encoding");
+	query_refused(&f->tc, "/v1/jobs/rq-j/ranks?after=-0", "after",
+	    "rank number");
+	r = tc_req(&f->tc, "GET", "/v1/jobs/rq-j/ranks?node=n%41&after=-1",
+	    NULL, 200);
+	tc_reply_free(&r);
+	/* A job id of 9,000 characters: the job id is at fault. */
+	assert_non_null(req = malloc(len + 256));
+	n = snprintf(req, len + 256, "GET /v1/jobs/");
+	memset(req + n, 'j', len);
+	n += (int)len;
+	n += snprintf(req + n, 256, "/ranks HTTP/1.1\r\nHost: x\r\n"
+	    "Connection: close\r\n\r\n");
+	assert_int_equal(tc_http_raw(f->tc.http_port, req, (size_t)n, &r), 0);
+	free(req);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(tc_str(r.json, "field"), "job");
+	tc_reply_free(&r);
+}
+
 int
 main(void)
 {
@@ -452,6 +517,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_methods, setup,
 		    tc_teardown),
 		cmocka_unit_test(test_token_too_long),
+		cmocka_unit_test_setup_teardown(test_ranks_query, setup,
+		    tc_teardown),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));

@@ -99,11 +99,12 @@ test_overflow(void **state)
 	assert_parsed("2147483647", max, 1);
 	assert_parsed("0-2147483647", up, 1);
 	assert_parsed("002147483647", max, 1);
-	assert_refused("2147483648", "ranks: expected a rank number");
+	assert_refused("2147483648",
+	    "ranks: a rank number out of range (0 to 2147483647)");
 	assert_refused("0-2147483648",
-	    "ranks: expected a rank number after '-'");
+	    "ranks: a rank number out of range (0 to 2147483647)");
 	assert_refused("99999999999999999999999",
-	    "ranks: expected a rank number");
+	    "ranks: a rank number out of range (0 to 2147483647)");
 	assert_int_equal(ranks_parse("0-2147483647", &set, NULL), 0);
 	assert_int_equal(ranks_contains(&set, INT32_MAX), 1);
 }
