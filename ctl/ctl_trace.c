@@ -16,6 +16,8 @@
 #define CTL_POLL_MS	500	/* --wait without an event stream: how often */
 #define CTL_REFRESH_MS	200	/* --wait: the summary at most this often */
 #define CTL_PRINT_MS	1000	/* plain progress lines at most this often */
+#define CTL_REPORT_RANKS 5	/* --wait: ranks named as examples of each
+				   way of not finishing */
 
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -502,6 +504,7 @@ struct ctl_report {
 	uint32_t		 window;
 	const struct rank_set	*rs;
 	const struct ctl_progress *p;
+	int			 named[4];	/* failed, skipped, gone, missed */
 };
 
 /* Names the targeted ranks of one page that skipped, failed or went away. */
@@ -515,12 +518,17 @@ ctl_trace_report_page(void *arg, json_t *page)
 	size_t			 i;
 	int64_t			 rank;
 	const char		*err;
+	int			 kind;
 
 	json_array_foreach(json_object_get(page, "ranks"), i, r) {
 		if (!ctl_rank_outcome(r, rp->window, rp->p, rp->rs, &o))
 			continue;
 		rank = ctl_json_int(r, "rank", -1);
 		err = ctl_json_str(r, "error", "");
+		/* A few of each kind: the counts say how many in all. */
+		kind = o.failed ? 0 : o.skipped ? 1 : o.gone ? 2 : 3;
+		if (rp->named[kind]++ >= CTL_REPORT_RANKS)
+			continue;
 		if (o.failed)
 			ctl_errx(ctl, "rank %lld on %s failed%s%s",
 			    (long long)rank, ctl_json_str(r, "node", "?"),
@@ -550,11 +558,30 @@ static void
 ctl_trace_report(struct ctl *ctl, const char *job, uint32_t window,
     const struct rank_set *rs, const struct ctl_progress *p)
 {
-	struct ctl_report	 rp = { ctl, window, rs, p };
+	struct ctl_report	 rp = { ctl, window, rs, p, { 0, 0, 0, 0 } };
+	const int		 n[4] = { p->failed, p->skipped, p->gone,
+				    p->missed };
+	const char		*what[4] = { "failed", "skipped", "gone",
+				    "did not run it" };
+	char			 line[256];
+	int			 k, len = 0;
 
 	if (p->failed + p->skipped + p->gone + p->missed == 0)
 		return;
+	for (k = 0; k < 4 && len < (int)sizeof(line); k++)
+		if (n[k] > 0)
+			len += snprintf(line + len, sizeof(line) - len, "%s%d "
+			    "%s", len > 0 ? ", " : "", n[k], what[k]);
+	ctl_errx(ctl, "window %u: of %d targeted rank%s, %s%s", window,
+	    p->targeted, p->targeted == 1 ? "" : "s", line,
+	    n[0] + n[1] + n[2] + n[3] > CTL_REPORT_RANKS ? "; some of them:" :
+	    ":");
 	ctl_ranks_pages(ctl, job, "", ctl_trace_report_page, &rp);
+	for (k = 0; k < 4; k++)
+		if (rp.named[k] > CTL_REPORT_RANKS)
+			ctl_errx(ctl, "and %d more %s (dynprofctl status %s "
+			    "lists every rank)", rp.named[k] - CTL_REPORT_RANKS,
+			    what[k], job);
 }
 
 /* What --wait looks for in the event stream. */

@@ -384,6 +384,34 @@ run status S
 expect_rc 0
 expect_out_re '^2 +n1 +[0-9]+ +failed +5 +.*error: .+'
 
+# A window cancelled before 8 ranks ran it: --wait says how many did not,
+# names a few of them, and how many more there are.
+for r in 0 1 2 3 4 5 6 7; do
+	"$SIM" --job M --rank $r --shm-dir "$T/shm" --socket "$T/agent.sock" \
+	    --output-root "$T/traces" --steps-per-sec 10 -q \
+	    >"$T/simm$r.log" 2>&1 &
+	PIDS+=($!)
+done
+wait_status M 'd["rank_counts"]["total"] == 8 and d["steps"]["min"] > 0' \
+    "ranks of M never reported steps"
+"$CTL" trace M --in 10000 --steps 1 --wait --timeout 30 >"$T/m.out" \
+    2>"$T/m.err" </dev/null &
+MWAIT=$!
+wait_status M 'len(d["windows"]) == 1' "trace M made no window"
+run cancel M 1
+expect_rc 0
+set +e
+wait $MWAIT
+RC=$?
+set -e
+cp "$T/m.err" "$T/err"
+expect_rc 1
+expect_err "window 1: of 8 targeted ranks, 8 did not run it; some of them:"
+[ "$(grep -c 'did not run window 1: it was cancelled' "$T/err")" -eq 5 ] ||
+    fail "not 5 ranks named"
+expect_err "and 3 more did not run it (dynprofctl status M lists every rank)"
+[ "$(wc -l <"$T/err")" -eq 7 ] || fail "more lines than the counts and 5 ranks"
+
 run nodes
 expect_rc 0
 expect_out_re '^n1 +connected +'
