@@ -188,14 +188,19 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 		return (0);
 	}
 	if (legacy_write(l->a, lj, w, &why) == -1) {
-		log_warnx("legacy job %s: %s", lj->name, why);
+		/* Retried each LEGACY_RETRY_MS: said when it changes. */
+		if (strcmp(lj->write_error, why) != 0)
+			log_warnx("legacy job %s: %s", lj->name, why);
+		snprintf(lj->write_error, sizeof(lj->write_error), "%s", why);
 		snprintf(lj->error, sizeof(lj->error), "%s", why);
 		lj->retry_at_ms = now + LEGACY_RETRY_MS;
 		lj->status_dirty = 1;
 		return (0);
 	}
-	if (lj->error[0] != '\0' && strncmp(lj->error, "cannot write", 12) == 0)
+	if (lj->error[0] != '\0' && (strncmp(lj->error, "cannot write", 12) ==
+	    0 || strcmp(lj->error, lj->write_error) == 0))
 		lj->error[0] = '\0';
+	lj->write_error[0] = '\0';
 	lj->retry_at_ms = 0;
 	lj->status_dirty = 1;
 	lj->written_disabled = w == NULL;
@@ -259,6 +264,9 @@ legacy_plan(struct legacy_job *lj, const struct seg_config *cfg,
 				snprintf(reason, sizeof(reason), "waiting for "
 				    "torch_npu's own %s: it ignores a file older "
 				    "than its start", LEGACY_CONFIG_NAME);
+			else if (lj->write_error[0] != '\0')
+				snprintf(reason, sizeof(reason), "not written: "
+				    "%.200s", lj->write_error);
 			else if (snprintf(reason, sizeof(reason), "due: written "
 			    "within %d ms%s%s", LEGACY_WRITE_GAP_MS,
 			    lj->early == w->id ? "; " : "", lj->early == w->id ?
@@ -408,6 +416,11 @@ legacy_add(struct legacy *l, const char *name)
 	if ((size_t)snprintf(lj->dir, sizeof(lj->dir), "%s/%s", l->dir,
 	    name) >= sizeof(lj->dir) || lstat(lj->dir, &st) == -1 ||
 	    !S_ISDIR(st.st_mode)) {
+		if (lj->dir[0] != '\0' && lstat(lj->dir, &st) == 0)
+			log_warnx("%s: %s, not a job directory: ignored",
+			    lj->dir, S_ISLNK(st.st_mode) ? "a symbolic link" :
+			    S_ISREG(st.st_mode) ? "a plain file" :
+			    "not a directory");
 		free(lj);
 		return (NULL);
 	}
@@ -466,8 +479,7 @@ legacy_scan(struct legacy *l)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || (de->d_type != DT_DIR &&
-		    de->d_type != DT_UNKNOWN))
+		if (de->d_name[0] == '.')
 			continue;
 		(void)legacy_add(l, de->d_name);
 	}
@@ -489,8 +501,14 @@ legacy_inotify_event(struct legacy *l, const struct inotify_event *ie)
 		if (ie->mask & (IN_DELETE_SELF | IN_MOVE_SELF))
 			log_warnx("%s: removed or moved: no new legacy job is "
 			    "seen until the agent restarts", l->dir);
-		if (ie->len == 0 || !(ie->mask & IN_ISDIR))
+		if (ie->len == 0)
 			return;
+		/* Anything else that comes is said once, by legacy_add(). */
+		if (!(ie->mask & IN_ISDIR)) {
+			if (ie->mask & (IN_CREATE | IN_MOVED_TO))
+				(void)legacy_add(l, ie->name);
+			return;
+		}
 		if (ie->mask & (IN_CREATE | IN_MOVED_TO))
 			(void)legacy_add(l, ie->name);
 		else if ((ie->mask & (IN_DELETE | IN_MOVED_FROM)) &&

@@ -78,6 +78,7 @@ struct legacy_job {
 	void		*base;			/* json_t: its config as first read */
 	char		 output[PATH_MAX];	/* "" unknown */
 	char		 error[LEGACY_REASON_MAX];	/* "" none */
+	char		 write_error[LEGACY_REASON_MAX]; /* last write's, "" */
 
 	struct legacy_window windows[SEG_MAX_WINDOWS];
 	size_t		 nwindows;

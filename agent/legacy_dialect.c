@@ -163,6 +163,12 @@ legacy_detect_named(struct legacy_job *lj, int *d)
 		}
 		return (0);
 	}
+	if (strlen(buf) != (size_t)st.st_size) {
+		snprintf(lj->error, sizeof(lj->error), "%s: holds a NUL byte",
+		    LEGACY_DIALECT_NAME);
+		free(buf);
+		return (-1);
+	}
 	name = legacy_trim(buf);
 	if (options_dialect_find(name, &nd) == -1 || nd == OPTIONS_DYNPROF) {
 		snprintf(lj->error, sizeof(lj->error), "%s: unknown dialect "
@@ -230,17 +236,20 @@ legacy_detect_output(struct legacy_job *lj)
 	struct stat	 st;
 	json_t		*v = NULL;
 	char		 why[LEGACY_REASON_MAX], *buf, *p;
+	int		 nul;
 
 	lj->output[0] = '\0';
 	buf = legacy_read_file(lj->dir, LEGACY_OUTPUT_NAME,
 	    LEGACY_SMALL_FILE_MAX, &st, why, sizeof(why));
 	if (buf != NULL) {
+		nul = strlen(buf) != (size_t)st.st_size;
 		p = legacy_trim(buf);
-		if (p[0] == '/' && strlen(p) < sizeof(lj->output))
+		if (!nul && p[0] == '/' && strlen(p) < sizeof(lj->output))
 			strcpy(lj->output, p);
-		else
-			log_warnx("legacy job %s: %s: not an absolute path",
-			    lj->name, LEGACY_OUTPUT_NAME);
+		else if (lj->error[0] == '\0')	/* the status says it */
+			snprintf(lj->error, sizeof(lj->error), "%s: %s",
+			    LEGACY_OUTPUT_NAME, nul ? "holds a NUL byte" :
+			    p[0] != '/' ? "not an absolute path" : "too long");
 		free(buf);
 		return;
 	}

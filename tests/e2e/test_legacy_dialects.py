@@ -566,6 +566,55 @@ def test():
               and stat.S_ISFIFO(os.stat(os.path.join(
                   ldir, bad["fifo"], "profiler_config.json")).st_mode),
               "a directory or FIFO was replaced")
+        # Not job directories: a symbolic link and a plain file, each
+        # said once in the agent's log, neither served.
+        os.symlink(os.path.join(ldir, bad["dir"]),
+                   os.path.join(ldir, "lg%d-link" % PID))
+        with open(os.path.join(ldir, "lg%d-file" % PID), "w") as f:
+            f.write("x\n")
+        for name, what in (("link", "a symbolic link"),
+                           ("file", "a plain file")):
+            line = "lg%d-%s: %s, not a job directory: ignored" % (PID, name,
+                                                                  what)
+            wait_for(lambda: line in node.agent.output(), 10, line)
+        # A symbolic link for the config is never replaced, and the window
+        # says why it is not written; a relative dynprof.output and a
+        # dialect with a NUL byte are the job's errors.
+        job = "lg%d-cfglink" % PID
+        jdir = os.path.join(ldir, job)
+        os.mkdir(jdir)
+        with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+            f.write("mindspore-2.5\n")
+        target = os.path.join(ldir, "lg%d-target.json" % PID)
+        with open(target, "w") as f:
+            f.write("{}\n")
+        os.symlink(target, os.path.join(jdir, "profiler_config.json"))
+        wid = c.add_window(job, {"start_step": 50, "stop_step": 51})["id"]
+        w = wait_for(lambda: (lambda w: w if w and "not written" in
+                              w["reason"] else None)(window_state(c, job, wid)),
+                     10, "a symlinked config's window says why")
+        check("symbolic link" in w["reason"], "reason %s" % w)
+        with open(target) as f:
+            check(f.read() == "{}\n", "the symlink's target was written")
+        for name, text, what in (("relout", "mindspore-2.5\n",
+                                  "dynprof.output: not an absolute path"),
+                                 ("nul", "torch_npu\0", "dynprof.dialect: "
+                                  "holds a NUL byte")):
+            job = "lg%d-%s" % (PID, name)
+            jdir = os.path.join(ldir, job)
+            os.mkdir(jdir)
+            if name == "relout":
+                with open(os.path.join(jdir, "dynprof.output"), "w") as f:
+                    f.write("relative/dir\n")
+            with open(os.path.join(jdir, "dynprof.dialect"), "w") as f:
+                f.write(text)
+            wait_for(lambda: error_is(c, job, what), 10, what)
+        log_text = node.agent.output()
+        for name in ("link", "file"):
+            check(log_text.count("lg%d-%s: " % (PID, name)) == 1,
+                  "lg%d-%s said more than once" % (PID, name))
+            code, _ = c.http("GET", "/v1/jobs/lg%d-%s" % (PID, name))
+            check(code != 200, "lg%d-%s became a job" % (PID, name))
         job = "lg%d-ro" % PID
         jdir = os.path.join(ldir, job)
         os.mkdir(jdir)
