@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,9 +115,11 @@ test_elastic(void **state)
 	struct tc_coord	*tc = *state;
 	struct fakeagent fa;
 	struct tc_reply	 r;
-	char		 out[512], *text;
+	char		 out[512], *text, tok[512];
 	const char	*args[] = { "trace", "el", "--start", "20", "--steps",
 	    "2", "--wait", "--timeout", "15", NULL };
+	const char	*extra[] = { "-q", "--agent-token-file", tok,
+	    "--heartbeat-ms", "100", NULL };
 	pid_t		 pid;
 
 	assert_int_equal(fa_join(&fa, tc->agent_port, "n1", "agent-secret",
@@ -163,6 +166,25 @@ test_elastic(void **state)
 	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.total", HIST_RANKS + 2);
 	window_whole(tc, "el", 1);
 	window_whole(tc, "el", 2);
+	event(&fa, K_DETACHED, "el", 60, 0, 31);
+	fa_close(&fa);
+
+	/* A restart keeps when windows ended and ranks came and went: ranks
+	 * 50 and 60, gone, count against none of the windows. */
+	snprintf(tok, sizeof(tok), "%s/agent.token", tc->dir);
+	assert_int_equal(tc_stop(tc, SIGTERM), 0);
+	assert_int_equal(tc_start(tc, extra), 0);
+	window_whole(tc, "el", 1);
+	window_whole(tc, "el", 2);
+	assert_int_equal(fa_join(&fa, tc->agent_port, "n1", "agent-secret",
+	    "el"), 0);
+	assert_int_equal(fa_progress(&fa, "el", 0, 40, 40, HIST_RANKS), 0);
+	r = tc_req(tc, "POST", "/v1/jobs/el/windows",
+	    "{\"start_step\": 50, \"stop_step\": 51}", 201);
+	tc_reply_free(&r);
+	run_window(&fa, "el", 3, 50);
+	wait_window(tc, "el", 3, "done");
+	window_whole(tc, "el", 3);
 	fa_close(&fa);
 }
 
