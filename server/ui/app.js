@@ -195,10 +195,11 @@
 		    el('div', { class: 'v' }, v), el('div', { class: 'k' }, k));
 	}
 
+	/* Shows the job's summary; returns it (null if not read). */
 	async function loadSummary(job) {
 		const s = await api('/v1/jobs/' + encodeURIComponent(job));
 		if (!s || view !== job)
-			return;
+			return null;
 		showError(null);
 		summary = s;
 		if (!s.stragglers) {
@@ -236,6 +237,7 @@
 		}));
 		drawStragglers(sg);
 		drawTimeline(s);
+		return s;
 	}
 
 	function drawStragglers(sg) {
@@ -525,22 +527,35 @@
 			feed.lastChild.remove();
 	}
 
-	/* Follows /v1/jobs/J/events (NDJSON), resuming from the last
-	 * revision after a break. */
+	/*
+	 * Follows /v1/jobs/J/events (NDJSON), resuming from the last
+	 * revision after a break.  since: a revision, null for every event
+	 * kept (the first look), or 'summary' for the summary's revision,
+	 * read again first (after a 410 or a dropped stream, as the API
+	 * tells clients: the events missed are no longer kept, and replaying
+	 * what is kept would flood the feed).
+	 */
 	async function follow(job, since) {
 		feedAbort = new AbortController();
 		const signal = feedAbort.signal;
 		let rev = since;
 		$('feed-state').textContent = '(following)';
 		try {
+			if (rev === 'summary') {
+				const s = await loadSummary(job);
+				if (!s || s.revision === undefined)
+					throw new Error('no summary');
+				loadHeat(job);
+				rev = s.revision;
+			}
 			const q = rev !== null ? '&since=' + rev : '';
 			const res = await fetch('/v1/jobs/' +
 			    encodeURIComponent(job) + '/events?follow=1' + q,
 			    { headers: headers(), signal });
-			if (!res.ok && rev !== null && res.status < 500) {
-				/* Those events are no longer kept: from now. */
-				feedAdd({ type: 'note', reason: 'events missed' });
-				rev = null;
+			if (res.status === 410) {
+				feedAdd({ type: 'note', reason: 'events missed: ' +
+				    'the summary read again' });
+				rev = 'summary';
 				throw new Error('resume');
 			}
 			if (!res.ok) {
@@ -573,6 +588,8 @@
 					if (e.type === 'heartbeat')
 						continue;
 					feedAdd(e);
+					if (e.type === 'dropped')
+						rev = 'summary';
 				}
 			}
 		} catch (x) {

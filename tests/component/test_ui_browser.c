@@ -3,7 +3,9 @@
  * (fake agents reporting steps and events, a straggler, a window), loaded by
  * headless Chromium, whose rendered DOM is checked: the job, its counts, the
  * heat map's nodes, the straggler, the window, the feed; without a token the
- * page asks for one and shows nothing.  A screenshot is kept under the build
+ * page asks for one and shows nothing; a stream that falls behind what the
+ * coordinator keeps reads the summary again instead of replaying the events
+ * kept into the feed.  A screenshot is kept under the build
  * directory (tests/artefacts/ui-job.png).
  *
  * DYNPROF_UI_NODES and DYNPROF_UI_NODE_RANKS make the job bigger (the
@@ -36,6 +38,7 @@
 #define CHROME		"/usr/bin/chromium"
 #define CHROME_MS	90000		/* one browser run, at most */
 #define BUDGET		"--virtual-time-budget=6000"
+#define JOURNAL_SMALL	"16"		/* --events-journal of the burst */
 #define STEP		1000
 #define SLOW_STEP	900		/* the straggler's, lag 100 */
 
@@ -46,7 +49,12 @@ struct fixture {
 	int		 node_ranks;
 	int		 straggler;	/* its rank */
 	uint64_t	 seq[NODES_MAX];
+	int		 burst;	/* chrome(): a burst of events once the page
+				   follows (0: none, 1: to come, 2: sent) */
 };
+
+static const char	*journal;	/* setup's --events-journal, NULL: the
+					   default */
 
 /* Returns an integer from the environment within [1, max], else def. */
 static int
@@ -88,6 +96,21 @@ req(struct fixture *f, const char *method, const char *path,
 	return (j);
 }
 
+/* Adds a window (body) and waits until every agent applied it. */
+static void
+add_window(struct fixture *f, const char *body)
+{
+	json_t		*j;
+	uint64_t	 gen;
+	int		 i;
+
+	j = req(f, "POST", "/v1/jobs/" JOB "/windows", body, ADMIN, 201);
+	gen = (uint64_t)tc_int(j, "generation");
+	json_decref(j);
+	for (i = 0; i < f->nodes; i++)
+		assert_int_equal(fa_applied(&f->fa[i], JOB, gen), 0);
+}
+
 /*
  * Starts the coordinator (viewer and operator tokens), connects the agents,
  * reports every rank at STEP but one, and schedules a window on ranks 0-7
@@ -100,10 +123,9 @@ setup(void **state)
 	char		 atok[512], vtok[512], gtok[512], node[32];
 	const char	*extra[] = { "-q", "--agent-token-file", gtok,
 	    "--admin-token-file", atok, "--viewer-token-file", vtok,
-	    "--heartbeat-ms", "500", "--straggler-lag", "10", NULL };
+	    "--heartbeat-ms", "500", "--straggler-lag", "10",
+	    journal != NULL ? "--events-journal" : NULL, journal, NULL };
 	int64_t		 steps[FA_PROGRESS_MAX];
-	uint64_t	 gen;
-	json_t		*j;
 	int		 i, k;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
@@ -135,13 +157,8 @@ setup(void **state)
 		assert_int_equal(fa_progress_steps(&f->fa[i], JOB,
 		    i * f->node_ranks, steps, f->node_ranks), 0);
 	}
-	j = req(f, "POST", "/v1/jobs/" JOB "/windows",
-	    "{\"start_step\": 1010, \"steps\": 5, \"ranks\": \"0-7\"}", ADMIN,
-	    201);
-	gen = (uint64_t)tc_int(j, "generation");
-	json_decref(j);
-	for (i = 0; i < f->nodes; i++)
-		assert_int_equal(fa_applied(&f->fa[i], JOB, gen), 0);
+	add_window(f, "{\"start_step\": 1010, \"steps\": 5, \"ranks\": "
+	    "\"0-7\"}");
 	/* Ranks 0-3 (node ui-000) start it, 0 and 1 finish it. */
 	for (k = 0; k < 4 && k < f->node_ranks; k++)
 		assert_int_equal(fa_event(&f->fa[0], ++f->seq[0],
@@ -192,6 +209,53 @@ wait_judged(struct fixture *f)
 	fail_msg("ranks judged %lld, stragglers %lld", judged, flagged);
 }
 
+/* Returns the value of a metric of the coordinator's, -1 if none. */
+static long long
+metric(struct fixture *f, const char *name)
+{
+	struct tc_reply	 r;
+	char		 key[128];
+	const char	*m;
+	long long	 n = -1;
+
+	snprintf(key, sizeof(key), "\n%s ", name);
+	if (tc_http(f->tc.http_port, "GET", "/metrics", NULL, VIEWER,
+	    &r) == 0 && r.status == 200 && r.body != NULL &&
+	    (m = strstr(r.body, key)) != NULL)
+		n = atoll(m + strlen(key));
+	tc_reply_free(&r);
+	return (n);
+}
+
+/*
+ * Ranks 4-7 start window 1 and ranks 2-7 stop it, ranks 8-23 start window
+ * 2: 26 events committed at once, more than a journal of JOURNAL_SMALL
+ * keeps, so the page's stream falls behind what is kept and is dropped.
+ */
+static void
+burst(struct fixture *f)
+{
+	int	 k, i;
+
+	for (k = 4; k < 8; k++)
+		assert_int_equal(fa_event(&f->fa[0], ++f->seq[0],
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, JOB, k, 1, 1010,
+		    "/out/prof"), 0);
+	for (k = 2; k < 8; k++)
+		assert_int_equal(fa_event(&f->fa[0], ++f->seq[0],
+		    DYNPROF__V1__EVENT_KIND__EVENT_STOPPED, JOB, k, 1, 1014,
+		    NULL), 0);
+	for (k = 8; k < 24; k++) {
+		i = k / f->node_ranks;
+		assert_int_equal(fa_event(&f->fa[i], ++f->seq[i],
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, JOB, k, 2, 1020,
+		    "/out/prof"), 0);
+	}
+	for (i = 0; i < 3; i++)
+		assert_int_equal(fa_wait_ack(&f->fa[i], f->seq[i], 5000), 0);
+	f->burst = 2;
+}
+
 /*
  * Runs Chromium on url with two more flags (the second may be NULL), the
  * agents heartbeating while it runs; its standard output into out (NULL:
@@ -231,6 +295,9 @@ chrome(struct fixture *f, const char *url, const char *flag,
 	while ((r = waitpid(pid, &status, WNOHANG)) == 0 &&
 	    tc_now_ms() < deadline) {
 		beat(f);
+		if (f->burst == 1 &&
+		    metric(f, "dynprof_event_followers") >= 1)
+			burst(f);
 		usleep(100000);
 	}
 	if (r == 0) {
@@ -382,6 +449,52 @@ test_no_token(void **state)
 	free(d);
 }
 
+/*
+ * The page's stream falls behind what the coordinator keeps (a burst of
+ * events past a small journal): dropped, then 410 for its revision.  It
+ * reads the summary again (every rank of window 1 done) and follows from
+ * its revision, without replaying the events kept into the feed.
+ */
+static void
+test_feed_dropped(void **state)
+{
+	struct fixture	*f = *state;
+	char		 url[256], dom[320];
+	char		*d;
+
+	wait_judged(f);
+	add_window(f, "{\"start_step\": 1020, \"steps\": 5, \"ranks\": "
+	    "\"8-23\"}");
+	f->burst = 1;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/ui/#job=" JOB
+	    "&token=" VIEWER, f->tc.http_port);
+	snprintf(dom, sizeof(dom), "%s/dom.html", f->tc.dir);
+	chrome(f, url, "--dump-dom", NULL, dom);
+	if (f->burst != 2)
+		fail_msg("the page never followed the event stream");
+	if (metric(f, "dynprof_event_followers_dropped_total") < 1)
+		fail_msg("the burst did not drop the page's stream");
+	d = slurp(dom);
+	/* The first look's: four starts, two stops. */
+	if (count(d, "<li class=\"ev ev-rank") != 6)
+		fail_msg("%d rank events in the live feed, not 6: the events "
+		    "kept replayed", count(d, "<li class=\"ev ev-rank"));
+	expect(d, "<div class=\"v\">8</div><div class=\"k\">done</div>");
+	free(d);
+}
+
+/* setup, with a journal of JOURNAL_SMALL events. */
+static int
+setup_small_journal(void **state)
+{
+	int	 rc;
+
+	journal = JOURNAL_SMALL;
+	rc = setup(state);
+	journal = NULL;
+	return (rc);
+}
+
 /* A screenshot of the job's page, kept as a test artefact. */
 static void
 test_screenshot(void **state)
@@ -414,6 +527,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_job_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_feed_dropped,
+		    setup_small_journal, teardown),
 		cmocka_unit_test_setup_teardown(test_screenshot, setup,
 		    teardown),
 	};
