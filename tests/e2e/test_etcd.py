@@ -26,7 +26,8 @@ loopback.  One scenario per run, named by the first argument:
             the new leader answers.  `status --follow`, paused through the
             kill and the window's end, shows the window done (the events
             it can no longer have from the new leader: the status again,
-            then its events).
+            then its events); `trace --wait`, paused so too, reads the
+            state again and says every rank stopped.
   tls       etcd over https with client certificates (deploy/tls/mkcerts.sh):
             a coordinator with --etcd-cacert, --etcd-cert and --etcd-key
             leads and writes; one without the client certificate reaches no
@@ -187,7 +188,8 @@ def scenario_redirect():
 
 def two_nodes_window(c, steps):
     """Two agents with two ranks each at 20 steps/s, given every coordinator;
-    a window of steps steps from 30 steps on: its id, start and stop."""
+    a window of steps steps from 30 steps on (none if steps is None): its
+    id, start and stop."""
     addrs = c.agent_addrs()
     for i in range(2):
         n = c.node("n%d" % i, coord_addr=addrs)
@@ -195,6 +197,8 @@ def two_nodes_window(c, steps):
         for k in range(2):
             n.start_rank(JOB, 2 * i + k, rate=20)
     st = c.wait_ranks(JOB, 4, min_step=5)
+    if steps is None:
+        return None
     top = st["progress"]["max_step"]
     w = c.add_window(JOB, {"start_step": top + 30,
                            "stop_step": top + 30 + steps})
@@ -465,15 +469,25 @@ def scenario_ctl():
         log("a read past the hung leader answered in %.2f s" % took)
         check(took < 9.0, "a read past the hung leader took %.2f s" % took)
         lead = c.find_leader(timeout=TTL + 5)
-        wid, a, b = two_nodes_window(c, 60)
+        two_nodes_window(c, None)
         env = dict(os.environ)
         env["DYNPROF_COORDINATOR"] = urls(lead)
         outp = os.path.join(c.dir, "follow.out")
+        tracep = os.path.join(c.dir, "trace.out")
         with open(outp, "w") as out:
             fol = subprocess.Popen([binary(CTL), "status", JOB, "--follow"],
                                    env=env, stdout=out,
                                    stderr=subprocess.STDOUT)
+        with open(tracep, "w") as out:
+            tr = subprocess.Popen([binary(CTL), "trace", JOB, "--in", "30",
+                                   "--steps", "61", "--wait", "--timeout",
+                                   "90"], env=env, stdout=out,
+                                  stderr=subprocess.STDOUT)
         try:
+            m = wait_for(lambda: re.search(r"window (\d+): steps (\d+)-(\d+)",
+                                           open(tracep).read()), 10,
+                         "trace --wait's window")
+            wid, a, b = (int(x) for x in m.groups())
             def started():
                 st = c.status(JOB)
                 return all(events_of(r, "started", wid) for r in st["ranks"])
@@ -482,6 +496,7 @@ def scenario_ctl():
             # The follower sleeps through the failover and the window's
             # end: what it missed is no longer in any stream.
             fol.send_signal(signal.SIGSTOP)
+            tr.send_signal(signal.SIGSTOP)
             p = c.coords[lead][0]
             log("SIGKILL leader coordinator%d during window %d (%d-%d)" % (
                 lead, wid, a, b))
@@ -494,6 +509,13 @@ def scenario_ctl():
             c.find_leader(timeout=TTL + 5, exclude=(lead,))
             c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
             fol.send_signal(signal.SIGCONT)
+            tr.send_signal(signal.SIGCONT)
+            # trace --wait reads the state again and decides on it.
+            rc = tr.wait(60)
+            check(rc == 0 and "window %d: all 4 targeted ranks stopped" % wid
+                  in open(tracep).read(), "trace --wait across the failover:"
+                  " rc %s" % rc)
+            log("trace --wait saw window %d finish across the failover" % wid)
             done = re.compile(r"(window %d \[%d,%d\]: done|^ +%d +%d-%d +done)"
                               % (wid, a, b, wid, a, b), re.M)
             wait_for(lambda: done.search(open(outp).read()), 20,
@@ -501,10 +523,12 @@ def scenario_ctl():
             log("status --follow showed window %d done across the failover"
                 % wid)
         finally:
-            fol.send_signal(signal.SIGCONT)
-            fol.kill()
-            fol.wait()
+            for proc in (fol, tr):
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+                proc.wait()
             log("status --follow said:\n%s" % open(outp).read()[-3000:])
+            log("trace --wait said:\n%s" % open(tracep).read()[-2000:])
 
 
 SCENARIOS = {
