@@ -700,7 +700,7 @@ agent_new(int argc, char **argv, int *rc)
 		return (NULL);
 	}
 	TAILQ_INIT(&a->jobs);
-	a->rank_fd = -1;
+	a->rank_fd = a->shm_lock_fd = -1;
 	if ((a->scratch = malloc(sizeof(*a->scratch))) == NULL)
 		fatal("malloc");
 	if ((a->base = event_base_new()) == NULL)

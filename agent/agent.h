@@ -37,6 +37,7 @@ struct evbuffer;
 #define AGENT_IDLE_SAMPLE_MS	2000	/* when nothing moved at the last sample */
 #define AGENT_QUEUE_MAX		65536
 #define AGENT_GRACE_S		60
+#define AGENT_LOCK_FILE		"dynprof-agent.lock"	/* in --shm-dir */
 #define AGENT_HEARTBEAT_MS	2000	/* until a Welcome says otherwise */
 #define AGENT_BACKOFF_MIN_MS	100
 #define AGENT_BACKOFF_MAX_MS	30000
@@ -191,6 +192,7 @@ struct agent {
 	struct standalone	*sa;
 	struct legacy		*lg;		/* --legacy-dir, or NULL */
 	int			 rank_fd;
+	int			 shm_lock_fd;	/* --shm-dir's lock, -1: none */
 	struct event		*rank_ev;
 	int64_t			 rank_log_start;	/* bad datagram log limit */
 	int			 rank_log_count;

@@ -23,6 +23,7 @@
 #include "agent.h"
 #include "jobid.h"
 #include "log.h"
+#include "pidlock.h"
 
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal	424	/* every architecture but alpha */
@@ -278,6 +279,9 @@ segments_close_all(struct agent *a)
 		TAILQ_REMOVE(&a->jobs, j, entry);
 		segments_free(j, 1);
 	}
+	if (a->shm_lock_fd != -1)
+		close(a->shm_lock_fd);
+	a->shm_lock_fd = -1;
 }
 
 struct segments_write_ctx {
@@ -414,6 +418,25 @@ segments_adopt_cb(void *arg)
 	return (0);
 }
 
+/*
+ * Holds --shm-dir's lock: two agents on one directory would both serve its
+ * segments (each rank's events sent twice, as two nodes; standalone windows
+ * overwritten).  A directory others may write (/dev/shm) is not locked: anyone
+ * could take the lock first and keep the agent from starting.
+ */
+static int
+segments_lock_dir(struct agent *a)
+{
+	struct stat	 st;
+
+	if (a->shm_lock_fd != -1 || stat(a->opts.shm_dir, &st) == -1 ||
+	    (st.st_mode & S_IWOTH))
+		return (0);
+	a->shm_lock_fd = pidlock_take("--shm-dir", a->opts.shm_dir,
+	    AGENT_LOCK_FILE);
+	return (a->shm_lock_fd == -1 ? -1 : 0);
+}
+
 /* Finds the segments already in --shm-dir (ranks outlive agents) and adopts them. */
 int
 segments_adopt_all(struct agent *a)
@@ -424,6 +447,8 @@ segments_adopt_all(struct agent *a)
 	const char	*job;
 	size_t		 plen = strlen(SEG_PREFIX);
 
+	if (segments_lock_dir(a) == -1)
+		return (-1);
 	if ((d = opendir(a->opts.shm_dir)) == NULL) {
 		log_warn("%s: %s", __func__, a->opts.shm_dir);
 		return (-1);

@@ -78,11 +78,10 @@ pidlock_take(const char *what, const char *dir, const char *name)
 		close(fd);
 		return (-1);
 	}
+	/* The pid is for the message only: a full tmpfs keeps the lock. */
 	n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) == -1 || pwrite(fd, text, (size_t)n, 0) != n) {
-		log_warn("%s %s: %s", what, dir, path);
-		close(fd);
-		return (-1);
-	}
+	if (ftruncate(fd, 0) == -1 || pwrite(fd, text, (size_t)n, 0) != n)
+		log_warn("%s %s: cannot write the pid into %s", what, dir,
+		    path);
 	return (fd);
 }

@@ -82,7 +82,7 @@ static void
 test_flags_and_exit_codes(void **state)
 {
 	struct agentproc	*ap = *state;
-	char			 conf[512], cfg[512], sock2[512];
+	char			 conf[512], cfg[512], sock2[512], want[600];
 	const char *help[] = { "--help", NULL };
 	const char *version[] = { "--version", NULL };
 	const char *badflag[] = { "--no-such-flag", NULL };
@@ -197,6 +197,12 @@ test_flags_and_exit_codes(void **state)
 	/* A second agent on the same socket refuses to start. */
 	assert_int_equal(run_agent(ap, second), 2);
 	assert_int_equal(ap_log_count(ap, "another agent serves"), 1);
+	/* So does one on the same --shm-dir with a socket of its own. */
+	snprintf(sock2, sizeof(sock2), "%s/run/agent3.sock", ap->dir);
+	snprintf(want, sizeof(want), "--shm-dir %s is in use by pid %d",
+	    ap->shm, (int)ap->pid);
+	assert_int_equal(run_agent(ap, second), 2);
+	assert_int_equal(ap_log_count(ap, want), 1);
 }
 
 static uint64_t

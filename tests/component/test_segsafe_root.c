@@ -31,6 +31,9 @@
 #include "linktest.h"
 #include "segment.h"
 
+/* The lock the agent holds in its --shm-dir (agent/agent.h). */
+#define AGENT_LOCK_FILE	"dynprof-agent.lock"
+
 #define T_WAIT		10000
 #define T_SKIP		77	/* CTest's SKIP_RETURN_CODE */
 
@@ -159,7 +162,8 @@ fill(const char *dir, size_t room)
 	assert_true((size_t)sv.f_bavail * sv.f_frsize < room + 4096);
 }
 
-/* Whether dir holds exactly one entry besides . and .., named name. */
+/* Whether dir holds exactly one entry besides . and .. and the agent's lock,
+ * named name. */
 static int
 only_file(const char *dir, const char *name)
 {
@@ -169,7 +173,8 @@ only_file(const char *dir, const char *name)
 
 	assert_non_null(d = opendir(dir));
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, AGENT_LOCK_FILE) == 0)
 			continue;
 		n++;
 		if (strcmp(de->d_name, name) != 0) {

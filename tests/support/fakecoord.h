@@ -37,7 +37,7 @@ int	 fc_push(struct fakecoord *, const char *, uint64_t, uint32_t, int64_t,
 int	 fc_closed(struct fakecoord *, int);
 
 /* A dynprof-agent started by a test, with everything under one mkdtemp dir. */
-#define AP_MAX_CHILDREN	16
+#define AP_MAX_CHILDREN	32
 struct agentproc {
 	pid_t		 pid;
 	char		 dir[256];
