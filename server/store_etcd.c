@@ -646,7 +646,7 @@ es_load(void *arg, const struct store_loader *l)
 		    "coordinator's (%d)", s->e->prefix, STORE_ETCD_SCHEMA);
 	} else if (rc == -1)
 		log_warnx("store: etcd: cannot load: %s", s->e->error);
-	if (rc == 0)
+	if (rc == 0 && ld.nev > 1)	/* qsort() takes no NULL, even of 0 */
 		qsort(ld.evs, ld.nev, sizeof(*ld.evs), es_event_cmp);
 	for (i = 0; i < ld.nev; i++) {
 		if (rc == 0 && l->event(l->arg, ld.evs[i].job, ld.evs[i].rank,
