@@ -283,6 +283,46 @@ ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 }
 
 /*
+ * Prints the "legacy" part of a job's summary, if any: its nodes by dialect,
+ * the first nodes in error, and per window how many nodes wrote it, wait,
+ * refused it or are over with it, with the first reason given.
+ */
+static void
+ctl_status_legacy(FILE *f, json_t *doc)
+{
+	json_t		*l = json_object_get(doc, "legacy"), *d, *v, *w, *n;
+	const char	*key, *sep = "";
+	size_t		 i;
+
+	if (!json_is_object(l))
+		return;
+	fprintf(f, "\nlegacy: %lld node%s (", (long long)ctl_json_int(l,
+	    "nodes", 0), ctl_json_int(l, "nodes", 0) == 1 ? "" : "s");
+	d = json_object_get(l, "dialects");
+	json_object_foreach(d, key, v) {
+		fprintf(f, "%s%s: %lld", sep, key,
+		    (long long)json_integer_value(v));
+		sep = ", ";
+	}
+	fprintf(f, "), %lld in error\n", (long long)ctl_json_int(l,
+	    "nodes_in_error", 0));
+	json_array_foreach(json_object_get(l, "errors"), i, v)
+		fprintf(f, "  %s: %s\n", ctl_json_str(v, "node", "?"),
+		    ctl_json_str(v, "error", ""));
+	json_array_foreach(json_object_get(l, "windows"), i, w) {
+		n = json_object_get(w, "nodes");
+		fprintf(f, "  window %lld: written %lld, waiting %lld, refused "
+		    "%lld, over %lld%s%s\n", (long long)ctl_json_int(w, "id", 0),
+		    (long long)ctl_json_int(n, "written", 0),
+		    (long long)ctl_json_int(n, "waiting", 0),
+		    (long long)ctl_json_int(n, "refused", 0),
+		    (long long)ctl_json_int(n, "over", 0),
+		    json_is_string(json_object_get(w, "reason")) ? ": " : "",
+		    ctl_json_str(w, "reason", ""));
+	}
+}
+
+/*
  * Prints a job for a person: its summary (GET /v1/jobs/{job}) with ranks, the
  * rows ctl_table_rank_rows() gathered (NULL: none), then its windows and how
  * their ranks are doing, and its nodes.
@@ -358,6 +398,7 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 			    (long long)ctl_json_int(n, "oldest_applied", 0));
 		fputc('\n', f);
 	}
+	ctl_status_legacy(f, doc);
 }
 
 /* Prints GET /v1/jobs for a person. */

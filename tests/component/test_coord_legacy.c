@@ -296,6 +296,11 @@ test_ranks_refused(void **state)
 	text = tc_slurp(out);
 	assert_non_null(strstr(text, ", window 1 [10,11]"));
 	assert_null(strstr(text, ", window 2 [20,21]"));
+	/* The legacy part, in the table as in --json. */
+	assert_non_null(strstr(text, "legacy: 1 node (mindspore-2.4: 1), "
+	    "0 in error"));
+	assert_non_null(strstr(text, "window 2: written 0, waiting 0, "
+	    "refused 1, over 0: ranks \"0-3\": cannot target ranks"));
 	free(text);
 	fa_close(&a);
 }
