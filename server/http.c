@@ -238,6 +238,28 @@ http_authorized(struct coord *c, struct evhttp_request *req)
 	return (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD ? 0 : 403);
 }
 
+/*
+ * Answers a request the tokens do not allow (http_authorized()): 401 with
+ * why401 and a Bearer challenge, or 403 for a viewer's write.  Returns 1 if
+ * it answered, 0 if the request may go on.
+ */
+static int
+http_deny(struct coord *c, struct evhttp_request *req, const char *why401)
+{
+	switch (http_authorized(c, req)) {
+	case 401:
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "WWW-Authenticate", "Bearer");
+		http_error(c, req, 401, NULL, "%s", why401);
+		return (1);
+	case 403:
+		http_error(c, req, 403, NULL, "the viewer token may only read: "
+		    "this request needs the operator token");
+		return (1);
+	}
+	return (0);
+}
+
 /* Splits path into at most n segments after the leading "/"; returns count. */
 static int
 http_split(char *path, char **seg, int n)
@@ -516,14 +538,9 @@ http_route(struct evhttp_request *req, void *arg)
 		if (cmd != EVHTTP_REQ_GET)
 			goto method;
 		/* It names every job: with tokens, the viewer's at least. */
-		if (http_authorized(c, req) != 0) {
-			evhttp_add_header(evhttp_request_get_output_headers(req),
-			    "WWW-Authenticate", "Bearer");
-			http_error(c, req, 401, NULL, "missing or wrong bearer "
-			    "token: /metrics names jobs, give a scraper the "
-			    "viewer token");
+		if (http_deny(c, req, "missing or wrong bearer token: "
+		    "/metrics names jobs, give a scraper the viewer token"))
 			return;
-		}
 		c->metrics.http_codes[200]++;
 		if ((buf = evbuffer_new()) == NULL) {
 			evhttp_send_error(req, 500, NULL);
@@ -550,17 +567,8 @@ http_route(struct evhttp_request *req, void *arg)
 		http_error(c, req, 404, NULL, "no such endpoint");
 		return;
 	}
-	switch (http_authorized(c, req)) {
-	case 401:
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "WWW-Authenticate", "Bearer");
-		http_error(c, req, 401, NULL, "missing or wrong bearer token");
+	if (http_deny(c, req, "missing or wrong bearer token"))
 		return;
-	case 403:
-		http_error(c, req, 403, NULL, "the viewer token may only read: "
-		    "this request needs the operator token");
-		return;
-	}
 	if (n == 2 && strcmp(seg[1], "jobs") == 0) {
 		if (cmd != EVHTTP_REQ_GET)
 			goto method;
