@@ -14,6 +14,8 @@ static int		 log_level = LOG_LEVEL_INFO;
 
 static void	 log_vwrite(const char *, const char *, va_list, int)
 		    __attribute__((format(printf, 2, 0)));
+static void	 log_write_line(int, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
 
 /* Sets the program name put before every line and the level. */
 void
@@ -107,6 +109,71 @@ log_debug(const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	log_vwrite("debug", fmt, ap, 0);
+	va_end(ap);
+}
+
+/* The limiters' shared budget (log.h). */
+static uint64_t		 log_global_start_ns;
+static unsigned		 log_global_lines;
+static unsigned long	 log_global_dropped;
+
+/*
+ * Logs a line at level (LOG_LEVEL_QUIET for a warning, _INFO, _DEBUG) unless its
+ * source or the process has used up this interval's lines; counts it otherwise.
+ */
+void
+log_limited(struct log_limit *ll, int level, const char *fmt, ...)
+{
+	va_list		 ap;
+	char		 msg[2048];
+	uint64_t	 now = clock_mono_ns();
+
+	if (log_level < level)
+		return;
+	if (ll->start_ns == 0 || now - ll->start_ns >= LOG_LIMIT_INTERVAL_NS) {
+		ll->start_ns = now;
+		ll->lines = 0;
+	}
+	if (log_global_start_ns == 0 ||
+	    now - log_global_start_ns >= LOG_LIMIT_INTERVAL_NS) {
+		log_global_start_ns = now;
+		log_global_lines = 0;
+	}
+	if (ll->lines >= LOG_LIMIT_LINES ||
+	    log_global_lines >= LOG_LIMIT_GLOBAL) {
+		ll->held++;
+		log_global_dropped++;
+		return;
+	}
+	ll->lines++;
+	log_global_lines++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ll->held > 0) {
+		log_write_line(level, "%s (%lu similar lines held back)", msg,
+		    ll->held);
+		ll->held = 0;
+	} else
+		log_write_line(level, "%s", msg);
+}
+
+/* Returns how many limited lines this process has held back in all. */
+unsigned long
+log_limited_dropped(void)
+{
+	return (log_global_dropped);
+}
+
+/* Writes one line at level through log_vwrite(). */
+static void
+log_write_line(int level, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	log_vwrite(level == LOG_LEVEL_QUIET ? "warning" :
+	    level == LOG_LEVEL_INFO ? "info" : "debug", fmt, ap, 0);
 	va_end(ap);
 }
 
