@@ -4,29 +4,36 @@
 
     import dynprof.torch
 
-    with dynprof.torch.profile_steps(optimizer) as ps:
-        for x, y in data:
-            loss = model(x).loss(y)
+    with dynprof.torch.profile_steps(optimizer, model) as ps:
+        for x, y in ps.iterate(data):   # a step begins as its batch comes
+            loss = loss_fn(model(x), y)
             loss.backward()
-            optimizer.step()        # counts the step
+            optimizer.step()            # and ends here
             optimizer.zero_grad()
 
-Without an optimizer, call ps.step() once at the end of every iteration, where
-torch.profiler.profile.step() would go.  Step 1 begins when profile_steps()
-returns; each counted step ends the current step and begins the next.
+A step ends at optimizer.step() (or at ps.step(), where
+torch.profiler.profile.step() would go, without an optimizer).  The next one
+begins when its batch is fetched through ps.iterate(), else at the model's
+next forward when a model is given, else at once.
 
 A window's framework options (a JSON object pushed with the window) choose the
 profiler's arguments: "activities" (a list of "cpu", "cuda"; default torch's),
 "record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules"
 (booleans).  with_stack is also taken from the window's typed options.  At the
 window's stop the trace is exported in Chrome's format to
-OUTPUT_DIR/rank{N}.pt.trace.json (TensorBoard's profiler plugin reads it too).
+OUTPUT_DIR/rank{N}.pt.trace.json (TensorBoard's profiler plugin reads it too):
+each step of the window is a "ProfilerStep#N" span, as torch.profiler's
+schedules name them (tools such as Holistic Trace Analysis split a trace by
+them), and the top-level "dynprof" object says the job, rank, window, its
+steps and why it stopped ("distributedInfo" says the process group's rank).
 
 torch is imported only when a window starts.
 """
 
+import json
 import logging
 import os
+import shutil
 
 from . import Monitor
 
@@ -71,20 +78,29 @@ class ProfileSteps:
     """Drives torch.profiler.profile from a dynprof.Monitor.  See
     profile_steps()."""
 
-    def __init__(self, optimizer=None, **monitor_args):
+    def __init__(self, optimizer=None, model=None, **monitor_args):
         self._prof = None
         self._path = None
+        self._who = None
+        self._span = None       # the ProfilerStep#N record_function open
+        self._traced = None     # [first, last] step traced in this window
         self.traces = []        # the trace files written, in order
         self._steps = 0         # steps ended
+        self._open = False      # step self._steps + 1 has begun
+        self._fetched = 0       # the step the last batch of iterate() is in
+        self._deferred = model is not None
         self._optimizer = None
         self._hook = None
+        self._fwd_hook = None
         self.monitor = Monitor(on_start=self._on_start, on_stop=self._on_stop,
                                **monitor_args)
-        self._begin = self.monitor.step_begin
-        self._end = self.monitor.step_end
         if optimizer is not None:
             self._wrap(optimizer)
-        self._begin(1)
+        if model is not None:
+            self._fwd_hook = model.register_forward_pre_hook(
+                lambda module, args: self._begin())
+        else:
+            self._begin()
 
     def _wrap(self, optimizer):
         register = getattr(optimizer, "register_step_post_hook", None)
@@ -107,6 +123,9 @@ class ProfileSteps:
     def _unwrap(self):
         opt, hook = self._optimizer, self._hook
         self._optimizer = self._hook = None
+        if self._fwd_hook is not None:
+            self._fwd_hook.remove()
+            self._fwd_hook = None
         if opt is None:
             return
         if isinstance(hook, tuple):
@@ -121,13 +140,74 @@ class ProfileSteps:
         else:
             hook.remove()
 
-    def step(self):
-        """Ends the current step and begins the next: once per iteration,
-        after optimizer.step() (done for you when an optimizer was given)."""
+    # A step's span, "ProfilerStep#N" as torch.profiler names the steps of a
+    # schedule (what trace tools split a trace by), is open exactly while the
+    # step is, inside a window.
+
+    def _begin(self):
+        if self._open:
+            return
         n = self._steps + 1
+        self._open = True
+        self.monitor.step_begin(n)      # may start a window (_on_start)
+        if self._prof is not None and self._span is None:
+            self._open_span(n)
+
+    def _end(self):
+        if not self._open:
+            self._begin()
+        n = self._steps + 1
+        self._close_span()
+        self._open = False
         self._steps = n
-        self._end(n)
-        self._begin(n + 1)
+        self.monitor.step_end(n)        # may stop the window (_on_stop)
+
+    def _open_span(self, n):
+        try:
+            import torch.autograd.profiler as autograd_profiler
+            span = autograd_profiler.record_function("ProfilerStep#%d" % n)
+            span.__enter__()
+        except Exception as e:          # never into the training loop
+            log.warning("step %d: no ProfilerStep span: %s", n, e)
+            return
+        self._span = span
+        if self._traced is None:
+            self._traced = [n, n]
+        self._traced[1] = n
+
+    def _close_span(self):
+        span, self._span = self._span, None
+        if span is not None:
+            try:
+                span.__exit__(None, None, None)
+            except Exception as e:
+                log.warning("closing a ProfilerStep span: %s", e)
+
+    def step(self):
+        """Ends the current step: once per iteration, after optimizer.step()
+        (done for you when an optimizer was given).  The next step begins
+        now, or, with a model or iterate(), at its first forward or batch."""
+        self._end()
+        if not self._deferred:
+            self._begin()
+
+    def iterate(self, iterable):
+        """Yields the items of iterable (a DataLoader), beginning a step as
+        each is fetched: the step then holds the loading of its batch, as in
+        torch.profiler's own steps.  A step still open from the previous
+        batch (no optimizer.step() or step() since) is ended first."""
+        self._deferred = True
+        it = iter(iterable)
+        while True:
+            if self._open and self._fetched == self._steps + 1:
+                self._end()
+            self._begin()
+            self._fetched = self._steps + 1
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            yield item
 
     @property
     def steps(self):
@@ -158,28 +238,89 @@ class ProfileSteps:
         prof = torch.profiler.profile(**kw)
         prof.start()
         self._prof = prof
+        self._traced = None
+        # Kept: the monitor's handle is gone when close() stops a window.
+        self._who = (self.monitor.job, self.monitor.rank)
         self._path = os.path.join(output_dir,
-                                  "rank%d.pt.trace.json" % self.monitor.rank)
+                                  "rank%d.pt.trace.json" % self._who[1])
         log.debug("torch.profiler.profile(%s) started", kw)
 
     def _on_stop(self, window, reason, output_dir):
         prof, self._prof = self._prof, None
         if prof is None:
             return
+        self._close_span()              # closed inside a step
+        meta = trace_metadata(self._who, window, reason, self._traced)
+        kineto = _kineto()
+        if kineto:
+            prof.add_metadata_json("dynprof", json.dumps(meta))
         prof.stop()
         prof.export_chrome_trace(self._path)
+        if not kineto:
+            add_trace_metadata(self._path, meta, _distributed_info())
         self.traces.append(self._path)
-        log.info("window %d (%s): trace %s", window.id,
-                 getattr(reason, "name", str(reason)).lower(), self._path)
+        log.info("window %d (%s): trace %s", window.id, meta["reason"],
+                 self._path)
 
 
-def profile_steps(optimizer=None, **monitor_args):
+def _kineto():
+    import torch.autograd
+    return torch.autograd.kineto_available()
+
+
+def _distributed_info():
+    """What torch.profiler writes as "distributedInfo" with Kineto, or None."""
+    try:
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_initialized():
+            return None
+        return {"backend": dist.get_backend(), "rank": dist.get_rank(),
+                "world_size": dist.get_world_size()}
+    except Exception:
+        return None
+
+
+def trace_metadata(who, window, reason, traced):
+    """The "dynprof" object of a trace: which job and rank (who), window and
+    steps (traced: the first and last, or None)."""
+    return {"job": who[0], "rank": who[1], "window": window.id,
+            "start_step": window.start_step, "stop_step": window.stop_step,
+            "steps": traced,
+            "reason": getattr(reason, "name", str(reason)).lower()}
+
+
+def add_trace_metadata(path, meta, dist_info):
+    """Puts meta (and distributedInfo) into a trace torch wrote as a bare
+    JSON array of events (torch without Kineto): the file becomes the object
+    form {"traceEvents": [...], ...} of the same format, which tools expect.
+    The events are copied, not parsed."""
+    head = {"dynprof": meta}
+    if dist_info is not None:
+        head["distributedInfo"] = dist_info
+    with open(path, "rb") as f:
+        start = f.read(64).lstrip()
+        if not start.startswith(b"["):
+            return              # already an object: nothing known to add
+        f.seek(0)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as out:
+            out.write(json.dumps(head)[:-1].encode() + b', "traceEvents": ')
+            shutil.copyfileobj(f, out)
+            out.write(b"}\n")
+    os.replace(tmp, path)
+
+
+def profile_steps(optimizer=None, model=None, **monitor_args):
     """Returns a ProfileSteps: torch.profiler.profile started at the first step
     of each window scheduled for this rank and stopped at its last, the trace
-    written into the window's output directory.  monitor_args go to
-    dynprof.Monitor (job, rank, output_root, shm_dir, agent_socket, ...).
+    written into the window's output directory, each step of the window in it
+    as a "ProfilerStep#N" span, and a "dynprof" object saying the job, rank,
+    window and steps.  monitor_args go to dynprof.Monitor (job, rank,
+    output_root, shm_dir, agent_socket, ...).
 
-    Steps are counted by optimizer.step() when an optimizer is given (a step
-    post-hook where torch has them, else a wrapper removed by close()), or by
-    calls to step().  Use it as a context manager, or call close()."""
-    return ProfileSteps(optimizer, **monitor_args)
+    A step ends at optimizer.step() when an optimizer is given (a step
+    post-hook where torch has them, else a wrapper removed by close()), or at
+    step().  The next step begins then, or, when model is given, at the
+    model's next forward, or, with ps.iterate(loader), when the next batch is
+    fetched.  Use it as a context manager, or call close()."""
+    return ProfileSteps(optimizer, model, **monitor_args)

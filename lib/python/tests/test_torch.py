@@ -1,6 +1,8 @@
 """dynprof.torch with real PyTorch (Debian's python3-torch, CPU): a small model
 trains, a window is written into the real segment, and a Chrome trace appears
-holding exactly the window's steps."""
+holding exactly the window's steps, each a "ProfilerStep#N" span as trace tools
+(Holistic Trace Analysis) split a trace by, and a "dynprof" object naming the
+job, rank, window and steps."""
 
 import json
 import os
@@ -24,23 +26,60 @@ def model_and_data():
     return model, x, y
 
 
-def train_step(model, opt, x, y, n):
-    # The forward pass is labelled with its step: the trace must hold the
-    # labels of the window's steps and no other.
-    with torch.profiler.record_function("fwd_step_%d" % n):
+def train_step(model, opt, x, y, n, label="fwd"):
+    # The forward pass (or the backward) is labelled with its step: the trace
+    # must hold the labels of the window's steps and no other.
+    if label == "fwd":
+        with torch.profiler.record_function("fwd_step_%d" % n):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+    else:
         loss = torch.nn.functional.cross_entropy(model(x), y)
-    loss.backward()
+        with torch.profiler.record_function("%s_step_%d" % (label, n)):
+            loss.backward()
     opt.step()
     opt.zero_grad()
     return loss.item()
 
 
-def labelled_steps(path):
+def labelled_steps(path, label="fwd"):
     with open(path) as f:
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    return sorted({int(e["name"][len("fwd_step_"):]) for e in events
-                   if str(e.get("name", "")).startswith("fwd_step_")}), events
+    prefix = label + "_step_"
+    return sorted({int(e["name"][len(prefix):]) for e in events
+                   if str(e.get("name", "")).startswith(prefix)}), events
+
+
+def load_trace(path):
+    """The trace as tools read it: the object form of Chrome's trace format,
+    ProfilerStep#N spans ("X" events) in order, each once."""
+    with open(path) as f:
+        trace = json.load(f)
+    assert isinstance(trace, dict) and isinstance(trace["traceEvents"], list)
+    spans = sorted((e["ts"], e) for e in trace["traceEvents"]
+                   if str(e.get("name", "")).startswith("ProfilerStep#"))
+    steps = []
+    for _, e in spans:
+        assert e["ph"] == "X" and e["dur"] >= 0
+        steps.append(int(e["name"][len("ProfilerStep#"):]))
+    # HTA's rule: consecutive steps, none twice, one after the other.
+    for (_, a), (_, b) in zip(spans, spans[1:]):
+        assert a["ts"] + a["dur"] <= b["ts"]
+    return trace, steps
+
+
+def spans_hold_labels(trace, label="fwd"):
+    """Every fwd_step_N label lies inside the span ProfilerStep#N."""
+    prefix = label + "_step_"
+    spans = {e["name"]: e for e in trace["traceEvents"]
+             if str(e.get("name", "")).startswith("ProfilerStep#")}
+    for e in trace["traceEvents"]:
+        name = str(e.get("name", ""))
+        if name.startswith(prefix):
+            s = spans["ProfilerStep#" + name[len(prefix):]]
+            assert s["ts"] <= e["ts"] <= e["ts"] + e["dur"] <= \
+                s["ts"] + s["dur"]
 
 
 def test_window_traced_through_optimizer_steps(env):
@@ -64,6 +103,72 @@ def test_window_traced_through_optimizer_steps(env):
     assert ps.traces == [path]
     steps, _ = labelled_steps(path)
     assert steps == [4, 5, 6]
+    trace, steps = load_trace(path)
+    assert steps == [4, 5, 6]
+    spans_hold_labels(trace)
+    assert trace["dynprof"] == {"job": env.job, "rank": 2, "window": 1,
+                                "start_step": 4, "stop_step": 6,
+                                "steps": [4, 6], "reason": "completed"}
+    assert "distributedInfo" not in trace       # no process group
+
+
+def test_steps_begin_at_the_batch(env):
+    """With iterate(), a step begins as its batch is fetched: the loading is
+    inside ProfilerStep#N, the previous step's zero_grad() is not."""
+    model, x, y = model_and_data()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def batches():
+        for n in range(1, 9):
+            with torch.profiler.record_function("load_%d" % n):
+                xb = x * 1.0
+            yield n, xb
+
+    with dynprof.torch.profile_steps(opt, **env.kwargs()) as ps:
+        seg = env.segment()
+        seg.write([W(1, 3, 5)])
+        for n, xb in ps.iterate(batches()):
+            with torch.profiler.record_function("fwd_step_%d" % n):
+                loss = torch.nn.functional.cross_entropy(model(xb), y)
+            loss.backward()
+            opt.step()
+            with torch.profiler.record_function("zero_%d" % n):
+                opt.zero_grad()
+        assert ps.steps == 8
+    seg.close()
+    trace, steps = load_trace(ps.traces[0])
+    assert steps == [3, 4, 5]
+    spans_hold_labels(trace)
+    names = [e["name"] for e in trace["traceEvents"]]
+    # The window's batches were loaded inside their steps; the zero_grad()
+    # of step 2 came before the window, those of 3 and 4 between steps.
+    spans = {e["name"]: e for e in trace["traceEvents"]}
+    for n in (3, 4, 5):
+        s, ld = spans["ProfilerStep#%d" % n], spans["load_%d" % n]
+        assert s["ts"] <= ld["ts"] and ld["ts"] + ld["dur"] <= \
+            s["ts"] + s["dur"]
+    assert "zero_2" not in names and "load_6" not in names
+    assert "zero_3" in names and "zero_5" not in names
+
+
+def test_steps_begin_at_the_forward(env):
+    """With a model, a step begins at its first forward."""
+    model, x, y = model_and_data()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with dynprof.torch.profile_steps(opt, model, **env.kwargs()) as ps:
+        seg = env.segment()
+        seg.write([W(1, 2, 3)])
+        for n in range(1, 6):
+            with torch.profiler.record_function("before_%d" % n):
+                xb = x * 1.0
+            train_step(model, opt, xb, y, n, "bwd")
+    seg.close()
+    assert labelled_steps(ps.traces[0], "bwd")[0] == [2, 3]
+    trace, steps = load_trace(ps.traces[0])
+    assert steps == [2, 3]
+    spans_hold_labels(trace, "bwd")
+    names = {e["name"] for e in trace["traceEvents"]}
+    assert "before_2" not in names and "before_3" in names  # between steps
 
 
 def test_explicit_steps_and_framework_options(env, monkeypatch):
@@ -93,6 +198,8 @@ def test_explicit_steps_and_framework_options(env, monkeypatch):
     assert steps == [2]
     steps, _ = labelled_steps(p2)
     assert steps == [4, 5]
+    assert [load_trace(p)[1] for p in (p1, p2)] == [[2], [4, 5]]
+    assert load_trace(p2)[0]["dynprof"]["window"] == 2
     assert made == [{"record_shapes": True}, {"with_stack": True}]
 
 
@@ -115,15 +222,19 @@ def test_profiler_kwargs():
 def test_closed_inside_a_window_writes_the_trace(env):
     model, x, y = model_and_data()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    ps = dynprof.torch.profile_steps(opt, **env.kwargs())
+    ps = dynprof.torch.profile_steps(opt, model, **env.kwargs())
     seg = env.segment()
     seg.write([W(1, 3, 100)])
     for n in range(1, 6):
-        train_step(model, opt, x, y, n)
+        train_step(model, opt, x, y, n, "bwd")
     ps.close()
     seg.close()
-    steps, _ = labelled_steps(ps.traces[0])
+    steps, _ = labelled_steps(ps.traces[0], "bwd")
     assert steps == [3, 4, 5]
+    trace, steps = load_trace(ps.traces[0])
+    assert steps == [3, 4, 5]
+    assert trace["dynprof"]["steps"] == [3, 5]
+    assert trace["dynprof"]["reason"] == "closed"
 
 
 def test_bad_options_fail_the_window_not_training(env):
