@@ -36,6 +36,13 @@ say() {
 
 D=$(mktemp -d "${TMPDIR:-/tmp}/dynprof-demo.XXXXXX")
 PIDS=""
+LOGS=""
+
+# started LOG: the process just started in the background writes LOG.
+started() {
+	PIDS="$! $PIDS"
+	LOGS="$LOGS $!=$1"
+}
 
 cleanup() {
 	rc=$?
@@ -47,7 +54,7 @@ cleanup() {
 			kill -TERM "$p" 2>/dev/null || true
 		done
 		i=0
-		while [ $i -lt 50 ]; do
+		while [ $i -lt 100 ]; do
 			left=""
 			for p in $PIDS; do
 				kill -0 "$p" 2>/dev/null && left="$left $p"
@@ -60,7 +67,26 @@ cleanup() {
 			echo "    $p did not stop on SIGTERM: SIGKILL"
 			kill -KILL "$p" 2>/dev/null || true
 		done
-		wait 2>/dev/null || true
+		# Each one stops cleanly on SIGTERM: exit 0 and, in a sanitizer
+		# build, no report in its log.  Anything else fails the demo.
+		bad=0
+		for p in $PIDS; do
+			st=0
+			wait "$p" 2>/dev/null || st=$?
+			log=$(printf '%s\n' $LOGS | sed -n "s|^$p=||p")
+			why=""
+			if [ "$st" -ne 0 ]; then
+				why="exited $st on SIGTERM"
+			elif grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' \
+			    "$log" 2>/dev/null; then
+				why="a sanitizer report"
+			fi
+			[ -z "$why" ] && continue
+			echo "demo: FAILED: pid $p ($log): $why" >&2
+			tail -n 30 "$log" >&2 2>/dev/null || true
+			bad=1
+		done
+		[ "$bad" = 1 ] && [ "$rc" = 0 ] && rc=1
 		echo "    all stopped"
 	fi
 	if [ "${DEMO_KEEP:-0}" = 1 ]; then
@@ -103,7 +129,7 @@ mkdir -p "$D/state"
 "$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$D/state" \
     --heartbeat-ms 1000 --ready-file "$D/coord.ready" \
     >"$D/coordinator.log" 2>&1 &
-PIDS="$! $PIDS"
+started "$D/coordinator.log"
 wait_file "$D/coord.ready" 100 http_port || fail "the coordinator did not start"
 AGENT_PORT=$(sed -n 's/^agent_port=//p' "$D/coord.ready")
 HTTP_PORT=$(sed -n 's/^http_port=//p' "$D/coord.ready")
@@ -118,7 +144,7 @@ for n in $NODES; do
 	    --socket "$D/$n/agent.sock" --shm-dir "$D/$n/shm" \
 	    --sample-interval 200 --ready-file "$D/$n/agent.ready" \
 	    >"$D/$n/agent.log" 2>&1 &
-	PIDS="$! $PIDS"
+	started "$D/$n/agent.log"
 done
 for n in $NODES; do
 	wait_file "$D/$n/agent.ready" 100 socket= || fail "agent $n did not start"
@@ -135,7 +161,7 @@ for n in $NODES; do
 		DYNPROF_OUTPUT_ROOT="$D/$n/traces" \
 		    "$SIM" --job $JOB --rank $rank --steps-per-sec $RATE \
 		    >"$D/$n/rank$rank.log" 2>&1 &
-		PIDS="$! $PIDS"
+		started "$D/$n/rank$rank.log"
 		list="$list $rank"
 		rank=$((rank + 1))
 		k=$((k + 1))

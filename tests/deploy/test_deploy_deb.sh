@@ -20,7 +20,7 @@ set -eu
 
 [ "$(id -u)" = 0 ] || skip "not root: dpkg -i needs root"
 for c in dpkg dpkg-deb cpack setpriv flock; do
-	command -v "$c" >/dev/null 2>&1 || skip "$c not found"
+	command -v "$c" >/dev/null 2>&1 || fail "$c not found (Debian's, and cmake's cpack)"
 done
 [ -z "${DYNPROF_SANITIZED:-}" ] ||
     skip "sanitizer build: the packages are tested from the plain build"
@@ -102,7 +102,7 @@ cleanup()
 	if [ "$SYSTEMD" = 1 ]; then
 		systemctl stop dynprof-agent dynprof-coordinator >/dev/null 2>&1
 	fi
-	stop_pids
+	stop_pids || { [ "$rc" = 0 ] && rc=1; }
 	# All at once: dpkg orders them by their dependencies.
 	purge_all $NAMES
 	if [ "$NEW_USER" = 1 ] && getent passwd dynprof >/dev/null; then
@@ -254,6 +254,8 @@ env -i PATH=/usr/bin:/bin DYNPROF_JOB=$JOB RANK=0 DYNPROF_SHM_DIR=/dev/shm/dynpr
     setpriv --reuid=nobody --regid=nogroup --groups=dynprof \
     /usr/bin/python3 "$TMP/train.py" > "$TMP/rank.log" 2>&1 &
 RANK_PID=$!
+# A Python rank without a SIGTERM handler dies of the signal: not judged.
+NOCHECK=$RANK_PID
 PIDS="$PIDS $RANK_PID"
 echo "$PIDS" > "$MARK"
 wait_for "[ -e /dev/shm/dynprof/dynprof.$JOB ]" 10 ||
@@ -292,7 +294,7 @@ kill "$RANK_PID" 2>/dev/null || true
 if [ "$SYSTEMD" = 1 ]; then
 	systemctl stop dynprof-agent dynprof-coordinator
 else
-	stop_pids
+	stop_pids || fail "a daemon did not exit 0 on SIGTERM"
 fi
 PIDS=""
 # shellcheck disable=SC2086

@@ -17,12 +17,14 @@ if grep -n -E '^[[:space:]]*(hostPID|shareProcessNamespace):' \
 	fail "deploy/k8s shares a pid namespace: dynprof needs none"
 fi
 
+# make test installs node and npm (scripts/deps.sh, "node"): without them, a
+# failure, not a skip.
 command -v node >/dev/null 2>&1 ||
-    skip "node is not installed (scripts/deps.sh with DEPS_EXTRA=node)"
+    fail "node is not installed (make deps-test, or scripts/deps.sh with DEPS_EXTRA=node)"
 command -v npm >/dev/null 2>&1 ||
-    skip "npm is not installed (scripts/deps.sh with DEPS_EXTRA=node)"
+    fail "npm is not installed (make deps-test, or scripts/deps.sh with DEPS_EXTRA=node)"
 major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$major" -ge 18 ] || skip "node $major is older than 18"
+[ "$major" -ge 18 ] || fail "node $major is older than 18"
 need_binaries
 
 TMP=$(mktemp -d /tmp/dynprof-k8s.XXXXXX)

@@ -83,14 +83,39 @@ PY
 }
 
 # Stops the daemons whose pids are in $PIDS: SIGTERM to each, then waits for each.
+# A daemon stops cleanly on SIGTERM: any other exit status is printed and makes
+# it return 1 (a pid also in $NOCHECK, not a daemon, is stopped but not judged).
 stop_pids()
 {
 	for _p in $PIDS; do
 		kill "$_p" 2>/dev/null || true
 	done
+	_bad=0
 	for _p in $PIDS; do
-		wait "$_p" 2>/dev/null || true
+		_st=0
+		wait "$_p" 2>/dev/null || _st=$?
+		case " ${NOCHECK:-} " in *" $_p "*) continue ;; esac
+		if [ "$_st" -ne 0 ]; then
+			echo "FAIL: pid $_p exited $_st on SIGTERM" >&2
+			_bad=1
+		fi
 	done
+	return $_bad
+}
+
+# Returns 1, naming it, if a sanitizer wrote a report in one of the files given
+# (daemons' logs).
+sanitizer_clean()
+{
+	_bad=0
+	for _f in "$@"; do
+		if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$_f" \
+		    2>/dev/null; then
+			echo "FAIL: a sanitizer report in $_f" >&2
+			_bad=1
+		fi
+	done
+	return $_bad
 }
 
 # Starts the daemon of unit file $1 in the background as systemd would start it,

@@ -58,6 +58,7 @@ start_coord() {
 	    --state-dir "$T/$name" --ready-file "$T/$name.ready" \
 	    --heartbeat-ms 200 "$@" >"$T/$name.log" 2>&1 &
 	PIDS+=($!)
+	daemon $! "$T/$name.log"
 	wait_file "$T/$name.ready" $!
 	HTTP_PORT=$(sed -n 's/^http_port=//p' "$T/$name.ready")
 	AGENT_PORT=$(sed -n 's/^agent_port=//p' "$T/$name.ready")
@@ -275,12 +276,14 @@ mkdir -p "$T/shm" "$T/traces"
     --socket "$T/agent.sock" --shm-dir "$T/shm" --sample-interval 100 \
     --ready-file "$T/agent.ready" >"$T/agent.log" 2>&1 &
 PIDS+=($!)
+daemon $! "$T/agent.log"
 wait_file "$T/agent.ready" $!
 for r in 0 1; do
 	"$SIM" --job S --rank $r --shm-dir "$T/shm" --socket "$T/agent.sock" \
 	    --output-root "$T/traces" --steps-per-sec 10 -q \
 	    >"$T/sim$r.log" 2>&1 &
 	PIDS+=($!)
+	daemon $! "$T/sim$r.log"
 done
 export DYNPROF_TOKEN=s3cret-token
 export DYNPROF_COORDINATOR=$AUTH
@@ -374,6 +377,7 @@ expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +3 +skipped '
     --output-root "$T/not-a-dir/traces" --steps-per-sec 10 -q \
     >"$T/sim2.log" 2>&1 &
 PIDS+=($!)
+daemon $! "$T/sim2.log"
 wait_status S 'd["rank_counts"]["total"] == 3 and d["steps"]["ranks"] == 3 and d["steps"]["min"] > 0' \
     "rank 2 of S never reported a step"
 run trace S --in 20 --steps 2 --ranks 2 --wait --timeout 30
@@ -391,6 +395,7 @@ for r in 0 1 2 3 4 5 6 7; do
 	    --output-root "$T/traces" --steps-per-sec 10 -q \
 	    >"$T/simm$r.log" 2>&1 &
 	PIDS+=($!)
+	daemon $! "$T/simm$r.log"
 done
 wait_status M 'd["rank_counts"]["total"] == 8 and d["steps"]["min"] > 0' \
     "ranks of M never reported steps"

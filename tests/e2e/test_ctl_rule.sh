@@ -18,6 +18,7 @@ mkdir -p "$T/state"
 "$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$T/state" \
     --ready-file "$T/ready" -q >"$T/coord.log" 2>&1 &
 PIDS+=($!)
+daemon $! "$T/coord.log"
 for i in $(seq 1 200); do
 	[ -s "$T/ready" ] && break
 	sleep 0.05

@@ -15,7 +15,8 @@ in its namespace, so no pid means anything across them.
 Then the same with the agent in the test's namespace, the ranks' parent: the
 kernel gives it their pids as it sees them, not the ones in their slots.
 
-Needs root (unshare --pid); skipped with a message otherwise."""
+Needs root (unshare --pid): skipped (77) with a message when not root; as root,
+an unshare that fails is a failure (cluster.skip())."""
 
 import os
 import socket
@@ -26,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import SKIP, Cluster, check, log, main, wait_for  # noqa: E402
+from cluster import Cluster, check, log, main, skip, wait_for  # noqa: E402
 
 JOB = "pidns-%d" % os.getpid()
 AGENT_NS = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
@@ -109,8 +110,7 @@ def refusals(node):
 def test():
     why = can_unshare()
     if why:
-        print("SKIP: %s" % why)
-        return SKIP
+        return skip(why)
     log("the agent in a pid namespace of its own")
     apart("own", AGENT_NS)
     log("the agent in the parent namespace: it sees the ranks, by other pids")

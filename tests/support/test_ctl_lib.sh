@@ -1,23 +1,53 @@
-# Shared by tests/e2e/test_ctl_coord.sh and tests/component/test_ctl_https.sh
-# (sourced, bash): a private directory T, processes in PIDS stopped at exit, and
-# running dynprofctl with its stdout, stderr and exit code kept for the expect_*
-# checks.
+# Shared by tests/e2e/test_ctl_coord.sh, tests/e2e/test_ctl_rule.sh and
+# tests/component/test_ctl_https.sh (sourced, bash): a private directory T,
+# processes in PIDS stopped at exit, and running dynprofctl with its stdout,
+# stderr and exit code kept for the expect_* checks.  A daemon (the
+# coordinator, the agent, a train-sim rank) registered with `daemon PID LOG`
+# must exit 0 on SIGTERM with no sanitizer report in LOG, or the test fails.
 # The sourcing script names its directory's prefix in CTL_TEST.
 
 B=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
 CTL=$B/ctl/dynprofctl
 T=$(mktemp -d "/tmp/$CTL_TEST.XXXXXX")
 PIDS=()
+declare -A DAEMON_LOG=()
+
+# daemon PID LOG: PID (also in PIDS) is a daemon writing LOG: checked at exit.
+daemon() {
+	DAEMON_LOG[$1]=$2
+}
+
+# sanitizer_report FILE: prints the first line a sanitizer wrote in FILE.
+sanitizer_report() {
+	grep -m1 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$1" 2>/dev/null
+}
 
 cleanup() {
-	local p
+	local rc=$? p st bad=0
 	for p in "${PIDS[@]}"; do
+		kill -CONT "$p" 2>/dev/null || true
 		kill -TERM "$p" 2>/dev/null || true
 	done
 	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null || true
+		st=0
+		wait "$p" 2>/dev/null || st=$?
+		[ -n "${DAEMON_LOG[$p]:-}" ] || continue
+		if [ "$st" -ne 0 ]; then
+			echo "FAIL: ${DAEMON_LOG[$p]##*/} (pid $p) exited $st on SIGTERM" >&2
+			bad=1
+		elif sanitizer_report "${DAEMON_LOG[$p]}" >&2; then
+			echo "FAIL: a sanitizer report in ${DAEMON_LOG[$p]##*/}" >&2
+			bad=1
+		else
+			continue
+		fi
+		tail -40 "${DAEMON_LOG[$p]}" >&2
 	done
 	rm -rf "$T"
+	if [ "$bad" = 1 ] && [ "$rc" = 0 ]; then
+		exit 1
+	fi
+	exit "$rc"
 }
 trap cleanup EXIT
 
