@@ -30,6 +30,7 @@ import enum
 import json
 import logging
 import os
+import warnings
 import weakref
 
 from . import _native
@@ -117,6 +118,22 @@ def _close_at_exit():
             log.debug("closing a monitor at exit", exc_info=True)
 
 
+# The reasons a Monitor ran without dynprof, each logged once per process.
+_warned = set()
+
+
+def _warn_once(key, msg):
+    """Logs msg once per process (per key) on the dynprof logger; where the
+    application configured no logging at all, as a RuntimeWarning too, so
+    that it is seen."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    log.warning("%s", msg)
+    if not logging.getLogger().handlers:
+        warnings.warn("dynprof: " + msg, RuntimeWarning, stacklevel=4)
+
+
 def _put_error(err, errlen, msg):
     """Copies msg, NUL-terminated and cut to errlen, into the C buffer err."""
     if not err or errlen <= 0:
@@ -167,19 +184,38 @@ class Monitor:
     the default checks the shared memory in Python and calls the library only
     when the schedule changed or a window is due.
 
-    Raises DynprofError when the library cannot be loaded or the segment cannot be
-    opened.  Usable as a context manager (close() at exit).
+    When the library cannot be loaded or the segment cannot be opened, the
+    Monitor fails open, as the C API lets a rank run on: a warning on the
+    dynprof logger (once per process and reason), then it is closed from the
+    start (its steps do nothing, error says why).  strict=True raises
+    DynprofError instead.  Usable as a context manager (close() at exit).
     """
 
     def __init__(self, job=None, rank=None, on_start=None, on_stop=None,
                  output_root=None, *, shm_dir=None, agent_socket=None,
-                 shm_mode=None, fast_path=True):
+                 shm_mode=None, fast_path=True, strict=False):
+        self._h = None
+        self._job = job
+        self._rank = None if rank is None else int(rank)
+        self._pending = None
+        self.error = None
+        self._shut = self._counted = lambda: 0
+        try:
+            self._open(job, rank, on_start, on_stop, output_root, shm_dir,
+                       agent_socket, shm_mode, fast_path)
+        except DynprofError as e:
+            if strict:
+                raise
+            self.error = str(e)
+            _warn_once((e.code, str(e) if e.code is None else None),
+                       "running without dynprof: %s" % e)
+
+    def _open(self, job, rank, on_start, on_stop, output_root, shm_dir,
+              agent_socket, shm_mode, fast_path):
         lib = _load()
         self._lib = lib
-        self._h = None
         self._on_start = on_start
         self._on_stop = on_stop
-        self._pending = None
         self._fast = bool(fast_path)
 
         # The C callbacks hold only a weak reference to the Monitor, so that a
@@ -439,25 +475,29 @@ class Monitor:
         except BaseException:
             pass
 
-    def _handle(self):
-        if self._h is None:
-            raise DynprofError(_native.EINVAL, "the monitor is closed")
-        return self._h
+    # Read on a closed Monitor (or one that never opened), the properties
+    # say so (None, -1, zeros) rather than raise into the training loop.
 
     @property
     def job(self):
-        """The job id."""
-        return _native.decode(self._lib.dynprof_job(self._handle()))
+        """The job id (as given, or None, once closed)."""
+        if self._h is None:
+            return self._job
+        return _native.decode(self._lib.dynprof_job(self._h))
 
     @property
     def rank(self):
-        """The rank."""
-        return self._lib.dynprof_rank(self._handle())
+        """The rank (as given, or None, once closed)."""
+        if self._h is None:
+            return self._rank
+        return self._lib.dynprof_rank(self._h)
 
     @property
     def state(self):
-        """The rank's state, a RankState."""
-        s = self._lib.dynprof_state(self._handle())
+        """The rank's state, a RankState; None once closed."""
+        if self._h is None:
+            return None
+        s = self._lib.dynprof_state(self._h)
         try:
             return RankState(s)
         except ValueError:
@@ -465,29 +505,36 @@ class Monitor:
 
     @property
     def current_step(self):
-        """The last step begun, -1 before the first."""
-        return self._lib.dynprof_current_step(self._handle())
+        """The last step begun, -1 before the first (and once closed)."""
+        if self._h is None:
+            return -1
+        return self._lib.dynprof_current_step(self._h)
 
     @property
     def active_window(self):
         """The Window in progress, or None."""
+        if self._h is None:
+            return None
         w = _native.Window()
-        if self._lib.dynprof_active_window(self._handle(), ctypes.byref(w)):
+        if self._lib.dynprof_active_window(self._h, ctypes.byref(w)):
             return Window(int(w.id), int(w.start_step), int(w.stop_step))
         return None
 
     @property
     def stats(self):
-        """The handle's counters, a dict."""
+        """The handle's counters, a dict (zeros once closed)."""
         s = _native.Stats()
-        self._lib.dynprof_get_stats(self._handle(), ctypes.byref(s))
+        if self._h is not None:
+            self._lib.dynprof_get_stats(self._h, ctypes.byref(s))
         return {name: int(getattr(s, name)) for name, _ in s._fields_}
 
     def report_failure(self, message):
         """Reports a failure of the profiler found outside a callback: a failed
-        event for the window in progress (or for none), with message."""
-        rc = self._lib.dynprof_report_failure(self._handle(),
+        event for the window in progress (or for none), with message.  Does
+        nothing on a closed Monitor."""
+        if self._h is None:
+            return
+        rc = self._lib.dynprof_report_failure(self._h,
                                               _native.encode(str(message)))
         if rc != 0:
-            raise DynprofError(rc, "dynprof_report_failure: %s" %
-                               _native.strerror(rc))
+            log.warning("dynprof_report_failure: %s", _native.strerror(rc))

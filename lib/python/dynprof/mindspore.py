@@ -136,7 +136,8 @@ class _DynamicProfilerMonitor:
         try:
             self._monitor = Monitor(output_root=output_path,
                                     on_start=self._on_start,
-                                    on_stop=self._on_stop, **margs)
+                                    on_stop=self._on_stop, strict=True,
+                                    **margs)
         except DynprofError as e:
             # Seen even where logging is not configured.
             warnings.warn("dynprof: dynamic profiling disabled: %s" % e,
