@@ -16,7 +16,9 @@ loopback.  One scenario per run, named by the first argument:
             redirected, the new leader's state is unchanged) and steps down.
   quorum    three etcd members: one lost is survived; two lost (no quorum)
             make writes fail with a 503 "store unavailable" while reads are
-            served from memory; with the members back, writes succeed again.
+            served from memory; with the members back, writes succeed again
+            and the leader holds exactly the windows etcd committed (read
+            from etcd itself), each answered 201 among them.
   flags     the etcd flags' bounds: each bad value refused at start with the
             flag named, the limits themselves taken; with no etcd answering,
             the coordinator starts, follows nobody, and answers 503.
@@ -221,11 +223,11 @@ def scenario_failover():
             % (lead, p.pid, wid, a, b))
         t0 = time.monotonic()
         p.kill9()
-        new = c.find_leader(timeout=TTL + 5, exclude=(lead,))
-        took = time.monotonic() - t0
-        log("coordinator%d leads after %.2f s" % (new, took))
-        check(took <= TTL + 1.0, "new leader after %.2f s, TTL %d s" % (
-            took, TTL))
+        # How soon is bench/failover.sh's figure (TTL plus a campaign period,
+        # bench/README.md); here, that one leads at all, with a deadline
+        # no loaded machine reaches.
+        new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
+        log("coordinator%d leads after %.2f s" % (new, time.monotonic() - t0))
         st = c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
         time.sleep(1.0)         # replays, if any, have landed
         st = c.status(JOB)
@@ -259,7 +261,7 @@ def scenario_sigstop():
         log("the old leader, woken, answered a write with %s %s" % (code, body))
         check(code in (307, 503), "the deposed leader took a write: %s %s" % (
             code, body))
-        wait_for(lambda: c.role(lead) == "follower", 3,
+        wait_for(lambda: c.role(lead) == "follower", 10 * TTL + 10,
                  "the old leader stepped down")
         check(c.metric(lead, "dynprof_coordinator_stepdowns_total") == 1,
               "stepdowns: %s" % c.metric(lead,
@@ -279,10 +281,20 @@ def scenario_quorum():
         log("killing etcd member 0")
         c.etcd.stop_member(0)
         # If it was etcd's raft leader, the other two elect one first
-        # (--election-timeout 500 ms): writes may fail that long, no more.
+        # (--election-timeout 500 ms): writes may fail that long, then go on
+        # (a deadline far past it, for a loaded machine).
+        # Every answer to a POST of the 200, 300 and 400 windows: a 201 must
+        # be in the state after recovery, any other answer may or may not
+        # be (etcd may commit a proposal its client gave up on).
+        answers = {200: [], 300: [], 400: []}
+
+        def post(i, start):
+            code, body = post_window(c, i, start, start + 10)
+            answers[start].append(code)
+            return code, body
         t0 = time.monotonic()
         code, body = wait_for(lambda: (lambda r: r if r[0] != 503 else None)(
-            post_window(c, lead, 200, 210)), 5, "a write with one member lost",
+            post(lead, 200)), 15, "a write with one member lost",
             interval=0.1)
         check(code == 201, "one member lost: %s %s" % (code, body))
         check(c.find_leader(timeout=TTL + 5) == lead, "the leader changed")
@@ -291,49 +303,59 @@ def scenario_quorum():
         c.etcd.stop_member(1)
 
         def refused():
-            code, body = post_window(c, lead, 300, 310)
+            code, body = post(lead, 300)
             return (code, body) if code != 201 else None
         code, body = wait_for(refused, 10, "a write refused")
         check(code == 503 and "store unavailable" in body.get("error", ""),
               "without quorum: %s %s" % (code, body))
-        refusal = body
         c.use(lead)
         code, st = c.http("GET", "/v1/jobs/%s" % JOB)
         check(code == 200 and len(st["windows"]) == 2,
               "reads without quorum: %s %s" % (code, st))
         # Served without waiting on etcd: it is asked once a second, for at
-        # most 250 ms (ETCD_PROBE_TIMEOUT_MS), the loop free between.
-        slowest = 0.0
+        # most 250 ms (ETCD_PROBE_TIMEOUT_MS), the loop free between.  A read
+        # that waited on etcd would wait out its request's timeout: the
+        # median of 10 stays far below 1 s, which a loaded machine may
+        # exceed for one read, not for most.
+        took = []
         for _ in range(10):
             t0 = time.monotonic()
             code, _ = c.http("GET", "/v1/jobs/%s" % JOB)
-            slowest = max(slowest, time.monotonic() - t0)
+            took.append(time.monotonic() - t0)
             check(code == 200, "a read without quorum: %s" % code)
             time.sleep(0.1)
-        check(slowest < 1.0, "a read without quorum took %.2f s" % slowest)
-        log("no quorum: 503 %s; reads served (slowest of 10 %.0f ms)" % (
-            body["error"], slowest * 1000))
+        took.sort()
+        median = (took[4] + took[5]) / 2
+        check(median < 1.0, "reads without quorum took %s s" % ", ".join(
+            "%.2f" % t for t in took))
+        log("no quorum: 503 %s; reads served (median of 10 %.0f ms, slowest "
+            "%.0f ms)" % (body["error"], median * 1000, took[-1] * 1000))
         c.etcd.start_member(0)
         c.etcd.start_member(1)
         c.etcd.wait_healthy()
 
         def accepted():
             i = c.find_leader(timeout=TTL + 5)
-            code, body = post_window(c, i, 400, 410)
+            code, body = post(i, 400)
             return (i, body) if code == 201 else None
         i, body = wait_for(accepted, 30, "a write accepted again", interval=0.3)
         c.use(i)
         st = c.status(JOB)
         steps = sorted(w["start_step"] for w in st["windows"])
-        # A write etcd did not answer may yet be committed once the quorum
-        # is back (its proposal waited in the member): the 503 said so, and
-        # the leader reloaded its state to hold it.
-        maybe = "may yet be committed" in refusal["error"]
-        check(steps == [100, 200, 400] or
-              (maybe and steps == [100, 200, 300, 400]),
-              "windows after recovery: %s (the 503: %s)" % (steps, refusal))
-        gens = [w.get("id") for w in st["windows"]]
-        check(len(set(gens)) == len(gens), "window ids reused: %s" % gens)
+        # What etcd committed decides, not what the coordinator said of it:
+        # the leader holds exactly the windows etcd holds, each once.
+        ids = sorted(w["id"] for w in st["windows"])
+        held = sorted(int(k.rsplit("/", 1)[1]) for k in c.etcd.keys(
+            "%swindows/%s/" % (c.prefix, JOB)))
+        check(ids == held, "the leader's windows %s, etcd holds %s" % (
+            ids, held))
+        check(len(set(ids)) == len(ids), "window ids reused: %s" % ids)
+        check(steps.count(100) == 1 and set(steps) <= {100, 200, 300, 400},
+              "windows after recovery: %s" % steps)
+        for start, got in sorted(answers.items()):
+            check(got.count(201) <= steps.count(start) <= len(got),
+                  "window %d: %d in the state, answers %s" % (
+                      start, steps.count(start), got))
         log("quorum back: writes accepted, state whole (%s)" % steps)
 
 

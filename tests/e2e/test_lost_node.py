@@ -15,7 +15,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
+from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
+                     segment_slots, wait_for)
 
 JOB = "lostnode-%d" % os.getpid()
 
@@ -35,7 +36,9 @@ def test():
         n0.start_agent()
         n1.start_agent()
         n0.start_rank(JOB, 0, first_step=200)
-        n1.start_rank(JOB, 1, first_step=1)
+        # Slower, so that it is still well short of the window when n1's
+        # agent comes back, however slow the machine (checked below).
+        n1.start_rank(JOB, 1, rate=20, first_step=1)
         st = c.wait_ranks(JOB, 2, min_step=5)
         top = st["progress"]["max_step"]
         w = c.add_window(JOB, {"start_step": top + 60, "stop_step": top + 63})
@@ -49,14 +52,20 @@ def test():
             wait_for(lambda: (node_state(c, "n1") or {}).get("state") == "lost",
                      10, "n1 lost", interval=0.1)
             time.sleep(1.0)     # two ticks: time to take the window away
-            r1 = [r for r in c.status(JOB)["ranks"] if r["rank"] == 1][0]
-            check(r1.get("step", 0) < a - 20,
-                  "rank 1 already at step %s, window %d-%d: too late to tell"
-                  % (r1.get("step"), a, b))
+            # Where rank 1 really is: its slot in n1's segment, which the rank
+            # writes (the status only repeats what the stopped agent said).
+            # Past the window's start, the test would not exercise the window
+            # kept across the stall: a failure, not a pass.
+            step = [v["step"] for v in segment_slots(n1.shm, JOB).values()
+                    if v["rank"] == 1 and v["pid"] > 0]
+            check(len(step) == 1 and step[0] < a - 20,
+                  "rank 1 at step %s in its segment, window %d-%d: too late "
+                  "to tell" % (step, a, b))
         finally:
             n1.agent.signal(signal.SIGCONT)
+        log("rank 1 at step %d when n1's agent comes back" % step[0])
         log("SIGCONT agent n1; rank 1 is to run window %d (%d-%d)" % (wid, a, b))
-        c.wait_window_done(JOB, wid, [0, 1], timeout=30)
+        c.wait_window_done(JOB, wid, [0, 1], timeout=90)
         time.sleep(1.0)
         r1 = [r for r in c.status(JOB)["ranks"] if r["rank"] == 1][0]
         started, stopped = events_of(r1, "started", wid), events_of(r1, "stopped", wid)

@@ -27,15 +27,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import Cluster, check, log, main, skip, wait_for  # noqa: E402
+from cluster import (Cluster, check, log, main, segment_slots,  # noqa: E402
+                     skip, wait_for)
 
 JOB = "pidns-%d" % os.getpid()
 AGENT_NS = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
 RANK_NS = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
-# struct seg_header / struct seg_slot (common/segment.h), SEG_VERSION 5.
-HDR_SLOTS_OFFSET, HDR_SLOT_SIZE, HDR_NSLOTS = 32, 36, 40
-SLOT_PID, SLOT_RANK, SLOT_STATE, SLOT_PIDNS = 0, 16, 20, 1400
 STATE_GONE = 7
 
 
@@ -52,18 +50,8 @@ def can_unshare():
 
 def slots(node, job):
     """{slot index: (pid, rank, state, pidns)} of the job's segment."""
-    with open(os.path.join(node.shm, "dynprof." + job), "rb") as f:
-        b = f.read()
-    off, size, n = struct.unpack_from("<III", b, HDR_SLOTS_OFFSET)
-    out = {}
-    for i in range(n):
-        s = off + i * size
-        pid, = struct.unpack_from("<i", b, s + SLOT_PID)
-        rank, state = struct.unpack_from("<iI", b, s + SLOT_RANK)
-        pidns, = struct.unpack_from("<Q", b, s + SLOT_PIDNS)
-        if pid != 0 or state != 0:
-            out[i] = (pid, rank, state, pidns)
-    return out
+    return {i: (v["pid"], v["rank"], v["state"], v["pidns"])
+            for i, v in segment_slots(node.shm, job).items()}
 
 
 def varint(n):

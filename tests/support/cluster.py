@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -486,6 +487,32 @@ class Cluster:
             raise Failure("%s did not exit 0 on SIGTERM, or a sanitizer "
                           "reported" % ", ".join(
                 "%s (%s)" % (p.name, p.p.returncode) for p in bad))
+
+
+# struct seg_header / struct seg_slot (common/segment.h), SEG_VERSION 5: what a
+# test reads of a segment, as the rank wrote it (not as an agent reported it).
+HDR_SLOTS_OFFSET = 32           # slots_offset, slot_size, nslots
+SLOT_PID, SLOT_STEP, SLOT_RANK, SLOT_STATE, SLOT_PIDNS = 0, 8, 16, 20, 1400
+
+
+def segment_slots(shm, job):
+    """{slot index: dict(pid, step, rank, state, pidns)} of the slots of job's
+    segment in directory shm that are held or were (pid or state not 0)."""
+    import struct
+    with open(os.path.join(shm, "dynprof." + job), "rb") as f:
+        b = f.read()
+    off, size, n = struct.unpack_from("<III", b, HDR_SLOTS_OFFSET)
+    out = {}
+    for i in range(n):
+        s = off + i * size
+        pid, = struct.unpack_from("<i", b, s + SLOT_PID)
+        step, = struct.unpack_from("<q", b, s + SLOT_STEP)
+        rank, state = struct.unpack_from("<iI", b, s + SLOT_RANK)
+        pidns, = struct.unpack_from("<Q", b, s + SLOT_PIDNS)
+        if pid != 0 or state != 0:
+            out[i] = dict(pid=pid, step=step, rank=rank, state=state,
+                          pidns=pidns)
+    return out
 
 
 def compact(ranks):

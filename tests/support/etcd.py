@@ -20,6 +20,8 @@ when etcd is not installed: scripts/deps.sh installs etcd-server with the
 "test" set, which make test installs).  Standard library only.
 """
 
+import base64
+import json
 import os
 import shutil
 import signal
@@ -137,6 +139,23 @@ class EtcdCluster:
                 return b'"true"' in r.read()
         except OSError:
             return False
+
+    def keys(self, prefix, i=0):
+        """The keys under prefix, as member i has them (a linearizable read
+        through etcd's JSON gateway, plain http only): what is committed,
+        whatever a client of etcd says of it."""
+        def b64(s):
+            return base64.b64encode(s.encode()).decode()
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        req = urllib.request.Request(
+            self.urls()[i] + "/v3/kv/range",
+            json.dumps({"key": b64(prefix), "range_end": b64(end),
+                        "keys_only": True}).encode(),
+            {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            body = json.load(r)
+        return sorted(base64.b64decode(kv["key"]).decode()
+                      for kv in body.get("kvs", []))
 
     def wait_healthy(self, members=None, timeout=START_TIMEOUT):
         members = range(self.n) if members is None else members
