@@ -10,6 +10,7 @@
  *	straggler.c	each job's step rate, and the ranks and nodes lagging it
  *	rules.c		a job's rules: its stragglers profiled on purpose
  *	load.c		the model rebuilt from the store at start
+ *	valid.c		the rules a window, job, rank or stored row obeys
  *	store.c		persistence behind store.h: transactions, batches
  *	store_sqlite.c	the SQLite store, the embedded default
  *	store_etcd.c	the etcd store (etcd.c, etcd_session.c: its client;
@@ -42,6 +43,7 @@
 
 #include "dynprof.pb-c.h"
 #include "jobid.h"
+#include "log.h"
 #include "options.h"
 #include "segment.h"
 #include "tls.h"
@@ -92,6 +94,10 @@ struct leader;
 #define COORD_STEP_MAX		(1LL << 62)
 /* The highest step an admin request may name: 1e15, far beyond any run. */
 #define COORD_WINDOW_STEP_MAX	1000000000000000LL
+/* The highest generation the counter may hold (2^53: exact in any JSON
+ * reader); one change a microsecond takes 285 years to reach it.  A stored
+ * row past it is refused (valid.c). */
+#define COORD_GENERATION_MAX	(1ULL << 53)
 
 /*
  * Bounds on peers (docs/design.md: every peer is hostile until authenticated, and
@@ -103,6 +109,10 @@ struct leader;
 #define COORD_OUTBUF_MAX	(8 * 1024 * 1024) /* queued to one agent */
 #define COORD_AGENT_JOBS_MAX	1024		/* jobs one agent subscribes */
 #define COORD_PROGRESS_RANKS_MAX SEG_MAX_SLOTS	/* ranks in one Progress */
+/* An event's output directory (no path is longer: PATH_MAX) or error, NUL
+ * included: a longer directory refuses the event, a longer error is cut at
+ * a UTF-8 character (valid.c). */
+#define COORD_EVENT_TEXT_MAX	4096
 #define COORD_UNSCHEDULED_MAX	10000		/* jobs nobody scheduled */
 /* A job nobody scheduled is forgotten once no node has served it for this
  * many heartbeat intervals (an agent reconnecting keeps it). */
@@ -270,6 +280,7 @@ struct node {
 	uint64_t		 acked_seq;	/* committed */
 	uint64_t		 seen_seq;	/* committed or in the open batch */
 	struct node_jobq	 jobs;
+	struct log_limit	 log_bounds;	/* its lines past a budget */
 	LIST_ENTRY(node)	 hentry;
 	TAILQ_ENTRY(node)	 entry;
 };
@@ -314,6 +325,7 @@ struct metrics {
 	uint64_t	 commits;
 	uint64_t	 agents_refused;	/* closed before or at hello */
 	uint64_t	 events_refused;	/* bad strings or steps: dropped */
+	uint64_t	 event_text_cut;	/* errors cut to COORD_EVENT_TEXT_MAX */
 	uint64_t	 legacy_refused;	/* bad or too many legacy reports */
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
 	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */
@@ -325,6 +337,9 @@ struct metrics {
 	uint64_t	 http_evicted;		/* closed to make room at the cap */
 	uint64_t	 followers_refused;	/* event stream, over the cap */
 	uint64_t	 followers_dropped;	/* fell behind the journal */
+	/* Stored rows the last load set aside, by enum row_table
+	 * (store_row.h): meta, jobs, windows, ranks, events, agents. */
+	uint64_t	 rows_quarantined[6];
 };
 
 struct http_conn;
@@ -786,6 +801,25 @@ void	 http_rules_route(struct coord *, struct evhttp_request *, char **,
 
 /* load.c */
 int	 load_model(struct coord *);
+
+/* valid.c */
+struct store_window;
+struct store_job;
+struct store_rank;
+int	 valid_generation(uint64_t);
+int	 valid_window_steps(int64_t, int64_t, struct refusal *);
+int	 valid_window_ranks(struct window *, const char *, struct refusal *);
+int	 valid_window_subdir(struct window *, const char *, struct refusal *);
+int	 valid_window_row(const struct store_window *, struct window *,
+	    struct refusal *);
+int	 valid_job_row(const struct store_job *, struct options *,
+	    struct refusal *);
+const char	*valid_event_text(const char *, const char *);
+size_t	 valid_event_error_len(const char *);
+int	 valid_rank_row(const struct store_rank *, struct refusal *);
+int	 valid_event_row(const char *, int32_t, const struct rank_event *,
+	    struct refusal *);
+int	 valid_agent_row(const char *, struct refusal *);
 
 /* legacy.c */
 void	 legacy_status(struct coord *, struct node *,

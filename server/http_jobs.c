@@ -241,19 +241,8 @@ http_window_parse(const void *jv, const struct options *defaults,
 			    "string such as \"0-7,16\"");
 			goto fail;
 		}
-		if (strlen(json_string_value(v)) >= SEG_RANKS_MAX) {
-			change_refuse(ref, 400, "ranks", "ranks longer than "
-			    "%d bytes", SEG_RANKS_MAX - 1);
+		if (valid_window_ranks(w, json_string_value(v), ref) == -1)
 			goto fail;
-		}
-		if (ranks_parse(json_string_value(v), &w->rankset, &why) ==
-		    -1) {
-			change_refuse(ref, 400, "ranks", "%s", why);
-			goto fail;
-		}
-		if (strcmp(json_string_value(v), "all") != 0)
-			snprintf(w->ranks, sizeof(w->ranks), "%s",
-			    json_string_value(v));
 	}
 	if ((v = json_object_get(body, "output_subdir")) != NULL) {
 		if (!json_is_string(v)) {
@@ -261,12 +250,8 @@ http_window_parse(const void *jv, const struct options *defaults,
 			    "output_subdir must be a string");
 			goto fail;
 		}
-		if (!subdir_valid(json_string_value(v), &why)) {
-			change_refuse(ref, 400, "output_subdir", "%s", why);
+		if (valid_window_subdir(w, json_string_value(v), ref) == -1)
 			goto fail;
-		}
-		snprintf(w->output_subdir, sizeof(w->output_subdir), "%s",
-		    json_string_value(v));
 	}
 	options_clear(&w->options);
 	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {

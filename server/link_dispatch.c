@@ -23,7 +23,6 @@
 #include "nodename.h"
 #include "store.h"
 #include "tls.h"
-#include "utf8.h"
 #include "version.h"
 
 #include <openssl/ssl.h>
@@ -400,11 +399,10 @@ link_commit_batch(void *arg)
 static const char *
 link_event_check(const Dynprof__V1__RankEvent *ev)
 {
-	if (ev->output_dir != NULL &&
-	    !utf8_valid(ev->output_dir, strlen(ev->output_dir)))
-		return ("output_dir is not valid UTF-8");
-	if (ev->error != NULL && !utf8_valid(ev->error, strlen(ev->error)))
-		return ("error is not valid UTF-8");
+	const char	*why;
+
+	if ((why = valid_event_text(ev->output_dir, ev->error)) != NULL)
+		return (why);
 	if (!schedule_step_valid(ev->step))
 		return ("step out of range");
 	return (NULL);

@@ -1,6 +1,12 @@
 /*
  * The model rebuilt from the store at start: store_load() hands each row to
- * one of the functions here, which checks it and puts it in place.
+ * one of the functions here, which checks it with the rules the API and the
+ * agents are held to (valid.c) and puts it in place.  A row that breaks them
+ * was written by something else: it is quarantined, that is logged, counted
+ * (dynprof_store_rows_quarantined) and left in the store, never served nor
+ * weighed against a new window.  The generation counter never goes back:
+ * it starts at least at the highest generation any job row holds, whatever
+ * the counter's own row says or whether it reads at all.
  */
 
 #include <stdio.h>
@@ -10,71 +16,145 @@
 #include "coord.h"
 #include "log.h"
 #include "store.h"
+#include "store_row.h"
+
+/* What one load keeps while the rows come in. */
+struct load {
+	struct coord	*c;
+	uint64_t	 floor;		/* the highest generation of a job row */
+	int		 meta_bad;	/* the counter's row did not read */
+	size_t		 nbad;
+	struct log_limit ll;
+};
+
+/* Returns the index of a table's name in row_table_names. */
+static int
+load_table(const char *table)
+{
+	int	 t;
+
+	for (t = 0; t < ROW_TABLES; t++)
+		if (strcmp(row_table_names[t], table) == 0)
+			return (t);
+	return (ROW_META);
+}
+
+/* Quarantines a row of table named key: logged (limited), counted. */
+static int
+load_bad(void *arg, const char *table, const char *key, const char *why)
+{
+	struct load	*ld = arg;
+	char		 shown[96];
+	size_t		 i;
+	int		 t = load_table(table);
+
+	/* A key from the store may hold anything: shown printable. */
+	for (i = 0; key[i] != '\0' && i < sizeof(shown) - 1; i++)
+		shown[i] = (unsigned char)key[i] < 0x20 ||
+		    (unsigned char)key[i] >= 0x7f ? '?' : key[i];
+	shown[i] = '\0';
+	ld->c->metrics.rows_quarantined[t]++;
+	ld->nbad++;
+	if (t == ROW_META)
+		ld->meta_bad = 1;
+	log_limited(&ld->ll, LOG_LEVEL_QUIET, "load: %s row %s%s quarantined "
+	    "(not served): %s", table, shown, key[i] != '\0' ? "..." : "",
+	    why);
+	return (0);
+}
+
+/* Quarantines a row refused by valid.c. */
+static int
+load_refused(struct load *ld, const char *table, const char *job,
+    long long id, const struct refusal *ref)
+{
+	char	 key[160], why[sizeof(ref->msg) + 64];
+
+	snprintf(key, sizeof(key), "%.*s/%lld", JOBID_MAX + 16,
+	    job != NULL ? job : "", id);
+	snprintf(why, sizeof(why), "%s: %s", ref->field != NULL ? ref->field :
+	    "row", ref->msg);
+	return (load_bad(ld, table, key, why));
+}
 
 /* Takes the generation counter. */
 static void
 load_generation(void *arg, uint64_t gen)
 {
-	struct coord	*c = arg;
+	struct load	*ld = arg;
 
-	c->generation = gen;
+	if (!valid_generation(gen)) {
+		load_bad(ld, "meta", "generation", "generation beyond 2^53");
+		return;
+	}
+	ld->c->generation = gen;
 }
 
-/* Takes a job's own fields; a row with an invalid name is skipped. */
+/* Takes a job's own fields; a row that breaks the rules is quarantined. */
 static int
 load_job(void *arg, const struct store_job *row)
 {
-	struct coord	*c = arg;
+	struct load	*ld = arg;
+	struct coord	*c = ld->c;
 	struct job	*job;
+	struct options	 defaults;
+	struct refusal	 ref;
 
-	if (!jobid_valid(row->name, NULL))
-		return (0);
-	if ((job = schedule_job_get(c, row->name)) == NULL)
+	/* Agents may hold this generation, whatever else the row says. */
+	if (valid_generation(row->generation) && row->generation > ld->floor)
+		ld->floor = row->generation;
+	memset(&ref, 0, sizeof(ref));
+	options_init(&defaults);
+	if (valid_job_row(row, &defaults, &ref) == -1 ||
+	    schedule_job_find(c, row->name) != NULL) {
+		if (ref.code == 0)
+			change_refuse(&ref, 400, "job", "a second row");
+		options_clear(&defaults);
+		return (load_refused(ld, "jobs", row->name, 0, &ref));
+	}
+	if ((job = schedule_job_get(c, row->name)) == NULL) {
+		options_clear(&defaults);
 		return (-1);
+	}
 	job->generation = row->generation;
 	job->next_window_id = row->next_window_id;
 	if (row->config != NULL)
 		job->config_json = strdup(row->config);
-	if (row->defaults != NULL)
-		options_load(row->defaults, &job->defaults);
+	options_clear(&job->defaults);
+	job->defaults = defaults;
 	job->created_ns = row->created_ns;
 	if (row->rules != NULL && rules_load(job, row->rules) == -1)
 		return (-1);
 	return (0);
 }
 
-/* Takes a window of a known job. */
+/* Takes a window of a known job; one that breaks the rules is quarantined. */
 static int
 load_window(void *arg, const struct store_window *row)
 {
-	struct coord	*c = arg;
+	struct load	*ld = arg;
 	struct job	*job;
 	struct window	*w;
+	struct refusal	 ref;
 
-	if ((job = schedule_job_find(c, row->job)) == NULL)
-		return (0);
+	if ((job = schedule_job_find(ld->c, row->job)) == NULL) {
+		change_refuse(&ref, 400, "job", "no job row");
+		return (load_refused(ld, "windows", row->job, row->id, &ref));
+	}
+	/* Its id is not handed out again, whether it is served or not. */
+	if (row->id != UINT32_MAX && row->id >= job->next_window_id)
+		job->next_window_id = row->id + 1;
 	if ((w = window_new()) == NULL)
 		return (-1);
-	w->id = row->id;
-	w->start_step = row->start_step;
-	w->stop_step = row->stop_step;
-	if (row->ranks != NULL)
-		snprintf(w->ranks, sizeof(w->ranks), "%s", row->ranks);
-	if (ranks_parse(w->ranks, &w->rankset, NULL) == -1)
-		w->ranks[0] = '\0';
-	if (row->options != NULL)
-		options_load(row->options, &w->options);
-	if (row->output_subdir != NULL)
-		snprintf(w->output_subdir, sizeof(w->output_subdir), "%s",
-		    row->output_subdir);
-	w->state = row->state == WINDOW_STATE_CANCELLED ?
-	    WINDOW_STATE_CANCELLED : WINDOW_STATE_SCHEDULED;
-	w->finished = row->finished;
-	w->created_ns = row->created_ns;
-	w->ended_ns = row->ended_ns;
+	memset(&ref, 0, sizeof(ref));
+	if (valid_window_row(row, w, &ref) == -1 ||
+	    schedule_window_find(job, row->id) != NULL) {
+		if (ref.code == 0)
+			change_refuse(&ref, 400, "id", "a second row");
+		window_free(w);
+		return (load_refused(ld, "windows", row->job, row->id, &ref));
+	}
 	schedule_window_insert(job, w);
-	if (w->id >= job->next_window_id)
-		job->next_window_id = w->id + 1;
 	return (0);
 }
 
@@ -85,15 +165,19 @@ load_dup(const char *v)
 	return (v == NULL ? NULL : strdup(v));
 }
 
-/* Takes a rank of a known job. */
+/* Takes a rank of a known job; one that breaks the rules is quarantined. */
 static int
 load_rank(void *arg, const struct store_rank *row)
 {
-	struct coord	*c = arg;
+	struct load	*ld = arg;
 	struct job	*job;
 	struct rank	*r;
+	struct refusal	 ref;
 
-	if ((job = schedule_job_find(c, row->job)) == NULL)
+	if (valid_rank_row(row, &ref) == -1)
+		return (load_refused(ld, "ranks", row->job, row->rank, &ref));
+	/* A job nobody scheduled has no row: its agents report it again. */
+	if ((job = schedule_job_find(ld->c, row->job)) == NULL)
 		return (0);
 	if ((r = schedule_rank_get(job, row->rank)) == NULL)
 		return (-1);
@@ -125,11 +209,14 @@ static int
 load_event(void *arg, const char *name, int32_t rank,
     const struct rank_event *ev)
 {
-	struct coord	*c = arg;
+	struct load	*ld = arg;
 	struct job	*job;
 	struct rank	*r;
+	struct refusal	 ref;
 
-	if ((job = schedule_job_find(c, name)) == NULL)
+	if (valid_event_row(name, rank, ev, &ref) == -1)
+		return (load_refused(ld, "events", name, rank, &ref));
+	if ((job = schedule_job_find(ld->c, name)) == NULL)
 		return (0);
 	if ((r = schedule_rank_get(job, rank)) == NULL)
 		return (-1);
@@ -141,10 +228,13 @@ load_event(void *arg, const char *name, int32_t rank,
 static int
 load_agent(void *arg, const char *name, uint64_t boot_id, uint64_t seq)
 {
-	struct coord	*c = arg;
+	struct load	*ld = arg;
 	struct node	*n;
+	struct refusal	 ref;
 
-	if ((n = schedule_node_get(c, name)) == NULL)
+	if (valid_agent_row(name, &ref) == -1)
+		return (load_refused(ld, "agents", name, 0, &ref));
+	if ((n = schedule_node_get(ld->c, name)) == NULL)
 		return (-1);
 	n->boot_id = boot_id;
 	n->acked_seq = n->seen_seq = seq;
@@ -155,8 +245,10 @@ load_agent(void *arg, const char *name, uint64_t boot_id, uint64_t seq)
 int
 load_model(struct coord *c)
 {
+	struct load		 ld;
 	struct store_loader	 l = {
-		.arg = c,
+		.arg = &ld,
+		.bad = load_bad,
 		.generation = load_generation,
 		.job = load_job,
 		.window = load_window,
@@ -164,6 +256,25 @@ load_model(struct coord *c)
 		.event = load_event,
 		.agent = load_agent,
 	};
+	int			 rc;
 
-	return (store_load(c->store, &l));
+	memset(&ld, 0, sizeof(ld));
+	ld.c = c;
+	memset(c->metrics.rows_quarantined, 0,
+	    sizeof(c->metrics.rows_quarantined));
+	rc = store_load(c->store, &l);
+	if (ld.meta_bad || ld.floor > c->generation) {
+		log_warnx("load: the generation counter reads %llu%s; the "
+		    "highest a job holds is %llu: counting on from %llu",
+		    (unsigned long long)c->generation, ld.meta_bad ?
+		    " (its row is quarantined)" : "",
+		    (unsigned long long)ld.floor, (unsigned long long)
+		    (ld.floor > c->generation ? ld.floor : c->generation));
+		if (ld.floor > c->generation)
+			c->generation = ld.floor;
+	}
+	if (ld.nbad > 0)
+		log_warnx("load: %zu stored rows quarantined: not served, left "
+		    "in the store (dynprof_store_rows_quarantined)", ld.nbad);
+	return (rc);
 }

@@ -6,6 +6,7 @@
 
 #include "coord.h"
 #include "names.h"
+#include "store_row.h"
 
 static const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {
 	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
@@ -23,6 +24,27 @@ metrics_observe_latency(struct metrics *m, double seconds)
 	for (i = 0; i < METRICS_LAT_BUCKETS; i++)
 		if (seconds <= metrics_lat_bounds[i])
 			m->lat_buckets[i]++;
+}
+
+_Static_assert(sizeof(((struct metrics *)0)->rows_quarantined) /
+    sizeof(uint64_t) == ROW_TABLES, "a counter per table");
+
+/* Renders the stored rows the last load quarantined, by table. */
+static void
+metrics_render_rows(struct coord *c, struct evbuffer *buf)
+{
+	size_t	 t;
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_store_rows_quarantined Stored rows the last load "
+	    "set aside: they break the rules the API and the agents are held "
+	    "to, and are neither served nor weighed.\n"
+	    "# TYPE dynprof_store_rows_quarantined gauge\n");
+	for (t = 0; t < ROW_TABLES; t++)
+		evbuffer_add_printf(buf,
+		    "dynprof_store_rows_quarantined{table=\"%s\"} %llu\n",
+		    row_table_names[t],
+		    (unsigned long long)c->metrics.rows_quarantined[t]);
 }
 
 /* Renders the counters of the bounds on peers. */
@@ -184,10 +206,15 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# TYPE dynprof_events_duplicate_total counter\n"
 	    "dynprof_events_duplicate_total %llu\n"
 	    "# HELP dynprof_events_refused_total Rank events dropped: a "
-	    "string not UTF-8, a step out of range, or an observed event from "
+	    "string not UTF-8, an output directory of 4096 bytes or more, a "
+	    "step out of range, or an observed event from "
 	    "a node not serving the job as legacy.\n"
 	    "# TYPE dynprof_events_refused_total counter\n"
 	    "dynprof_events_refused_total %llu\n"
+	    "# HELP dynprof_event_text_cut_total Rank events whose error "
+	    "was cut to its budget (4095 bytes, at a UTF-8 character).\n"
+	    "# TYPE dynprof_event_text_cut_total counter\n"
+	    "dynprof_event_text_cut_total %llu\n"
 	    "# HELP dynprof_progress_refused_total Progress reports of a rank "
 	    "(or a node's range) with a step out of range, ignored.\n"
 	    "# TYPE dynprof_progress_refused_total counter\n"
@@ -198,10 +225,12 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "dynprof_legacy_refused_total %llu\n",
 	    (unsigned long long)m->events_dup,
 	    (unsigned long long)m->events_refused,
+	    (unsigned long long)m->event_text_cut,
 	    (unsigned long long)m->progress_refused,
 	    (unsigned long long)m->legacy_refused);
 
 	metrics_render_bounds(c, buf);
+	metrics_render_rows(c, buf);
 	straggler_metrics(c, buf);
 	rules_metrics(c, buf);
 	leader_metrics(c, buf);

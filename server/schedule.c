@@ -517,15 +517,8 @@ schedule_window_resolve(const struct window_request *r, int64_t max,
 		return (change_refuse(ref, 400, "steps", "steps %" PRId64 " from "
 		    "step %" PRId64 " end beyond step %lld", r->steps, start,
 		    COORD_WINDOW_STEP_MAX));
-	if (start < 0 || start > COORD_WINDOW_STEP_MAX)
-		return (change_refuse(ref, 400, "start_step", "start_step must be "
-		    "between 0 and %lld", COORD_WINDOW_STEP_MAX));
-	if (start > stop)
-		return (change_refuse(ref, 400, "stop_step", "start_step %" PRId64
-		    " is after stop_step %" PRId64, start, stop));
-	if (stop > COORD_WINDOW_STEP_MAX)
-		return (change_refuse(ref, 400, "stop_step", "steps beyond %lld",
-		    COORD_WINDOW_STEP_MAX));
+	if (valid_window_steps(start, stop, ref) == -1)
+		return (-1);
 	*startp = start;
 	*stopp = stop;
 	return (0);

@@ -83,6 +83,29 @@ schedule_set_string(char **dst, const char *src)
 }
 
 /*
+ * Returns a failed event's error as it is kept: whole, or cut (in buf, of
+ * COORD_EVENT_TEXT_MAX bytes) at the last UTF-8 character that fits: what
+ * failed is said first, and the rank's state matters more than the rest of
+ * the text.  A cut is counted and logged (limited, per node).
+ */
+static const char *
+schedule_cut_error(struct coord *c, struct node *node,
+    const Dynprof__V1__RankEvent *ev, char *buf)
+{
+	size_t	 n = valid_event_error_len(ev->error);
+
+	if (ev->error[n] == '\0')
+		return (ev->error);
+	memcpy(buf, ev->error, n);
+	buf[n] = '\0';
+	c->metrics.event_text_cut++;
+	log_limited(&node->log_bounds, LOG_LEVEL_QUIET, "%s: error of job %s "
+	    "rank %d from %s: %zu bytes, cut to %zu", __func__, ev->job,
+	    ev->rank, node->name, strlen(ev->error), n);
+	return (buf);
+}
+
+/*
  * Applies one rank event from node, inside the open batch.  Events keyed by
  * (job, rank, window, kind) are applied once: a replay changes nothing.
  * Returns -1 only if the store failed.
@@ -96,6 +119,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	struct node_job		*nj;
 	struct rank_event	 re;
 	const char		*why, *detail = NULL;
+	char			 errbuf[COORD_EVENT_TEXT_MAX];
 	int			 kind = ev->kind, rc, changed = 1;
 
 	if (!jobid_valid(ev->job, &why) || ev->rank < 0) {
@@ -169,8 +193,9 @@ schedule_apply_event(struct coord *c, struct node *node,
 		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED ||
 		    kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED)
 			detail = ev->output_dir;
-		else if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
-			detail = ev->error;
+		else if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED &&
+		    ev->error != NULL)
+			detail = schedule_cut_error(c, node, ev, errbuf);
 		rc = store_put_event(c->store, job->name, r->rank, &re,
 		    node->name, detail);
 		if (rc == -1)
@@ -201,7 +226,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 			break;
 		case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
 			r->state = DYNPROF__V1__RANK_STATE__RANK_FAILED;
-			schedule_set_string(&r->error, ev->error);
+			schedule_set_string(&r->error, detail);
 			break;
 		case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED:
 			if (!schedule_rank_has_event(r, ev->window_id,

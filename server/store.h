@@ -68,10 +68,14 @@ struct store_rank {
 
 /*
  * What store_load() hands each row to.  A function returns 0, or -1 to stop
- * reading its table (out of memory).
+ * reading its table (out of memory).  A row that does not even decode (a
+ * value of the wrong type, a key its fields do not name) goes to bad(), with
+ * its table, its key or what names it, and why; the generation counter's
+ * row too, and then generation() is not called.
  */
 struct store_loader {
 	void	*arg;
+	int	(*bad)(void *, const char *, const char *, const char *);
 	void	(*generation)(void *, uint64_t);
 	int	(*job)(void *, const struct store_job *);
 	int	(*window)(void *, const struct store_window *);

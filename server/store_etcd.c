@@ -33,86 +33,6 @@
 #include "store.h"
 #include "store_row.h"
 
-/* Bump when the keys or the rows' meaning change; newer is refused. */
-#define STORE_ETCD_SCHEMA	1
-
-
-/* An event row, as the events table holds it. */
-struct store_event_row {
-	const char	*job;
-	int32_t		 rank;
-	uint32_t	 window_id;
-	int		 kind;
-	int64_t		 step;
-	int64_t		 time_ns;
-	const char	*node;
-	const char	*detail;
-};
-
-/* An agent row. */
-struct store_agent_row {
-	const char	*node;
-	uint64_t	 boot_id;
-	uint64_t	 seq;
-};
-
-static const struct ef ef_job[] = {
-	EF(struct store_job, name, EF_STR),
-	EF(struct store_job, generation, EF_U64),
-	EF(struct store_job, next_window_id, EF_U32),
-	EF(struct store_job, config, EF_STR),
-	EF(struct store_job, defaults, EF_STR),
-	EF(struct store_job, created_ns, EF_I64),
-	EF(struct store_job, rules, EF_STR),
-};
-
-static const struct ef ef_window[] = {
-	EF(struct store_window, job, EF_STR),
-	EF(struct store_window, id, EF_U32),
-	EF(struct store_window, start_step, EF_I64),
-	EF(struct store_window, stop_step, EF_I64),
-	EF(struct store_window, ranks, EF_STR),
-	EF(struct store_window, options, EF_STR),
-	EF(struct store_window, output_subdir, EF_STR),
-	EF(struct store_window, state, EF_INT),
-	EF(struct store_window, finished, EF_INT),
-	EF(struct store_window, created_ns, EF_I64),
-	EF(struct store_window, ended_ns, EF_I64),
-};
-
-static const struct ef ef_rank[] = {
-	EF(struct store_rank, job, EF_STR),
-	EF(struct store_rank, rank, EF_I32),
-	EF(struct store_rank, node, EF_STR),
-	EF(struct store_rank, pid, EF_I32),
-	EF(struct store_rank, step, EF_I64),
-	EF(struct store_rank, state, EF_INT),
-	EF(struct store_rank, window_id, EF_U32),
-	EF(struct store_rank, output_dir, EF_STR),
-	EF(struct store_rank, last_event, EF_INT),
-	EF(struct store_rank, last_event_ns, EF_I64),
-	EF(struct store_rank, error, EF_STR),
-	EF(struct store_rank, arrived_ns, EF_I64),
-	EF(struct store_rank, gone_ns, EF_I64),
-};
-
-static const struct ef ef_event[] = {
-	EF(struct store_event_row, job, EF_STR),
-	EF(struct store_event_row, rank, EF_I32),
-	EF(struct store_event_row, window_id, EF_U32),
-	EF(struct store_event_row, kind, EF_INT),
-	EF(struct store_event_row, step, EF_I64),
-	EF(struct store_event_row, time_ns, EF_I64),
-	EF(struct store_event_row, node, EF_STR),
-	EF(struct store_event_row, detail, EF_STR),
-};
-
-static const struct ef ef_agent[] = {
-	EF(struct store_agent_row, node, EF_STR),
-	EF(struct store_agent_row, boot_id, EF_U64),
-	EF(struct store_agent_row, seq, EF_U64),
-};
-
 struct etcd_store {
 	struct etcd	*e;
 	json_t		*ops;		/* the open transaction's operations */
@@ -175,12 +95,16 @@ es_add(struct etcd_store *s, const char *key, json_t *op, int keep_first)
 	return (1);
 }
 
-/* Puts a row (fields f) at key into the transaction.  Returns 0 or -1. */
+/* Puts a row of table t into the transaction.  Returns 0 or -1. */
 static int
-es_put(struct etcd_store *s, const char *key, const struct ef *f, size_t n,
-    const void *row)
+es_put(struct etcd_store *s, enum row_table t, const void *row)
 {
-	return (es_add(s, key, es_put_op(key, ef_encode(f, n, row)), 0) ==
+	char	 rel[ETCD_KEY_MAX], key[ETCD_KEY_MAX];
+
+	if (row_key(t, row, rel, sizeof(rel)) == -1 ||
+	    etcd_key(s->e, key, sizeof(key), "%s", rel) == -1)
+		return (-1);
+	return (es_add(s, key, es_put_op(key, row_encode(t, row)), 0) ==
 	    -1 ? -1 : 0);
 }
 
@@ -362,53 +286,30 @@ es_unavailable(void *arg)
 static int
 es_put_generation(void *arg, uint64_t gen)
 {
-	struct etcd_store	*s = arg;
-	char			 key[ETCD_KEY_MAX];
-	json_t			*row;
+	struct store_meta_row	 row = { gen, ROW_SCHEMA };
 
-	if (etcd_key(s->e, key, sizeof(key), "meta/generation") == -1)
-		return (-1);
-	row = json_pack("{s:I,s:i}", "generation", (json_int_t)gen, "schema",
-	    STORE_ETCD_SCHEMA);
-	return (es_add(s, key, es_put_op(key, row), 0) == -1 ? -1 : 0);
+	return (es_put(arg, ROW_META, &row));
 }
 
 /* Stores a job's own fields. */
 static int
 es_put_job(void *arg, const struct store_job *j)
 {
-	struct etcd_store	*s = arg;
-	char			 key[ETCD_KEY_MAX];
-
-	if (etcd_key(s->e, key, sizeof(key), "jobs/%s", j->name) == -1)
-		return (-1);
-	return (es_put(s, key, ef_job, EF_N(ef_job), j));
+	return (es_put(arg, ROW_JOBS, j));
 }
 
 /* Stores one window of a job. */
 static int
 es_put_window(void *arg, const struct store_window *w)
 {
-	struct etcd_store	*s = arg;
-	char			 key[ETCD_KEY_MAX];
-
-	if (etcd_key(s->e, key, sizeof(key), "windows/%s/%010u", w->job,
-	    w->id) == -1)
-		return (-1);
-	return (es_put(s, key, ef_window, EF_N(ef_window), w));
+	return (es_put(arg, ROW_WINDOWS, w));
 }
 
 /* Stores a rank's last known state. */
 static int
 es_put_rank(void *arg, const struct store_rank *r)
 {
-	struct etcd_store	*s = arg;
-	char			 key[ETCD_KEY_MAX];
-
-	if (etcd_key(s->e, key, sizeof(key), "ranks/%s/%010d", r->job,
-	    r->rank) == -1)
-		return (-1);
-	return (es_put(s, key, ef_rank, EF_N(ef_rank), r));
+	return (es_put(arg, ROW_RANKS, r));
 }
 
 /*
@@ -423,16 +324,15 @@ es_put_event(void *arg, const char *job, int32_t rank,
 	struct etcd_store	*s = arg;
 	struct store_event_row	 row = { job, rank, ev->window_id, ev->kind,
 	    ev->step, ev->time_ns, node, detail };
-	char			 key[ETCD_KEY_MAX];
+	char			 rel[ETCD_KEY_MAX], key[ETCD_KEY_MAX];
 	json_t			*put, *op;
 
-	if (etcd_key(s->e, key, sizeof(key), "events/%s/%010d/%010u/%d", job,
-	    rank, ev->window_id, ev->kind) == -1)
+	if (row_key(ROW_EVENTS, &row, rel, sizeof(rel)) == -1 ||
+	    etcd_key(s->e, key, sizeof(key), "%s", rel) == -1)
 		return (-1);
 	if (json_object_get(s->index, key) != NULL)
 		return (0);
-	if ((put = es_put_op(key, ef_encode(ef_event, EF_N(ef_event),
-	    &row))) == NULL)
+	if ((put = es_put_op(key, row_encode(ROW_EVENTS, &row))) == NULL)
 		return (-1);
 	op = json_pack("{s:{s:[o],s:[o]}}", "request_txn", "compare",
 	    es_cmp_created(key, 0), "success", put);
@@ -443,13 +343,9 @@ es_put_event(void *arg, const char *job, int32_t rank,
 static int
 es_put_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 {
-	struct etcd_store	*s = arg;
 	struct store_agent_row	 row = { node, boot_id, seq };
-	char			 key[ETCD_KEY_MAX];
 
-	if (etcd_key(s->e, key, sizeof(key), "agents/%s", node) == -1)
-		return (-1);
-	return (es_put(s, key, ef_agent, EF_N(ef_agent), &row));
+	return (es_put(arg, ROW_AGENTS, &row));
 }
 
 /* Deletes the ranks and events of a job, if no job row names it. */
@@ -490,15 +386,12 @@ struct es_event {
 /* What store_load() reads with. */
 struct es_load {
 	const struct store_loader	*l;
-	const struct ef			*f;
-	size_t				 nf;
-	int				 table;
+	size_t				 prefix_len;
+	enum row_table			 table;
 	struct es_event			*evs;
 	size_t				 nev, cap;
 	int				 newer;
 };
-
-enum { ES_META, ES_JOBS, ES_WINDOWS, ES_RANKS, ES_EVENTS, ES_AGENTS };
 
 /* Keeps an event row for sorting.  Returns 0 or -1. */
 static int
@@ -525,65 +418,51 @@ es_load_event(struct es_load *ld, const struct store_event_row *r)
 	return (0);
 }
 
-/* Takes one key of the table being read: decodes it, hands it over. */
+/*
+ * Takes one key of the table being read: decodes it and hands it over, or
+ * hands it to the loader as bad (row_decode() says why).
+ */
 static int
 es_load_kv(void *arg, const char *key, const char *value, size_t len,
     const json_t *kv)
 {
 	struct es_load	*ld = arg;
 	const struct store_loader *l = ld->l;
-	union {
-		struct store_job	 job;
-		struct store_window	 window;
-		struct store_rank	 rank;
-		struct store_event_row	 event;
-		struct store_agent_row	 agent;
-	}		 row;
-	json_t		*obj;
+	const char	*rel = key + ld->prefix_len, *why;
+	struct row	 row;
 	int		 rc = 0;
 
 	(void)kv;
-	if ((obj = json_loadb(value, len, 0, NULL)) == NULL ||
-	    !json_is_object(obj)) {
-		log_warnx("store: etcd: %s: not a JSON object: skipped", key);
-		json_decref(obj);
-		return (0);
-	}
-	memset(&row, 0, sizeof(row));
-	if (ld->table != ES_META)
-		ef_decode(ld->f, ld->nf, obj, &row);
+	if (row_decode(&row, ld->table, rel, value, len, &why) == -1)
+		return (l->bad(l->arg, row_table_names[ld->table], rel, why));
 	switch (ld->table) {
-	case ES_META:
-		if (etcd_int(obj, "schema") > STORE_ETCD_SCHEMA) {
+	case ROW_META:
+		if (row.u.meta.schema > ROW_SCHEMA) {
 			ld->newer = 1;
 			rc = -1;
 		} else
-			l->generation(l->arg, (uint64_t)etcd_int(obj,
-			    "generation"));
+			l->generation(l->arg, row.u.meta.generation);
 		break;
-	case ES_JOBS:
-		if (row.job.name != NULL)
-			rc = l->job(l->arg, &row.job);
+	case ROW_JOBS:
+		rc = l->job(l->arg, &row.u.job);
 		break;
-	case ES_WINDOWS:
-		if (row.window.job != NULL)
-			rc = l->window(l->arg, &row.window);
+	case ROW_WINDOWS:
+		rc = l->window(l->arg, &row.u.window);
 		break;
-	case ES_RANKS:
-		if (row.rank.job != NULL)
-			rc = l->rank(l->arg, &row.rank);
+	case ROW_RANKS:
+		rc = l->rank(l->arg, &row.u.rank);
 		break;
-	case ES_EVENTS:
-		if (row.event.job != NULL)
-			rc = es_load_event(ld, &row.event);
+	case ROW_EVENTS:
+		rc = es_load_event(ld, &row.u.event);
 		break;
-	case ES_AGENTS:
-		if (row.agent.node != NULL)
-			rc = l->agent(l->arg, row.agent.node, row.agent.boot_id,
-			    row.agent.seq);
+	case ROW_AGENTS:
+		rc = l->agent(l->arg, row.u.agent.node, row.u.agent.boot_id,
+		    row.u.agent.seq);
+		break;
+	case ROW_TABLES:
 		break;
 	}
-	json_decref(obj);
+	row_clear(&row);
 	return (rc);
 }
 
@@ -610,18 +489,6 @@ es_event_cmp(const void *a, const void *b)
 static int
 es_load(void *arg, const struct store_loader *l)
 {
-	static const struct {
-		const char	*name;
-		const struct ef	*f;
-		size_t		 nf;
-	} tables[] = {
-		[ES_META] = { "meta/", NULL, 0 },
-		[ES_JOBS] = { "jobs/", ef_job, EF_N(ef_job) },
-		[ES_WINDOWS] = { "windows/", ef_window, EF_N(ef_window) },
-		[ES_RANKS] = { "ranks/", ef_rank, EF_N(ef_rank) },
-		[ES_EVENTS] = { "events/", ef_event, EF_N(ef_event) },
-		[ES_AGENTS] = { "agents/", ef_agent, EF_N(ef_agent) },
-	};
 	struct etcd_store	*s = arg;
 	struct es_load		 ld;
 	char			 prefix[ETCD_KEY_MAX];
@@ -631,19 +498,18 @@ es_load(void *arg, const struct store_loader *l)
 
 	memset(&ld, 0, sizeof(ld));
 	ld.l = l;
-	for (t = ES_META; t <= ES_AGENTS && rc == 0; t++) {
+	ld.prefix_len = strlen(s->e->prefix);
+	for (t = ROW_META; t < ROW_TABLES && rc == 0; t++) {
 		ld.table = t;
-		ld.f = tables[t].f;
-		ld.nf = tables[t].nf;
-		if (etcd_key(s->e, prefix, sizeof(prefix), "%s",
-		    tables[t].name) == -1 ||
+		if (etcd_key(s->e, prefix, sizeof(prefix), "%s/",
+		    row_table_names[t]) == -1 ||
 		    etcd_range(s->e, prefix, &rev, es_load_kv, &ld) != ETCD_OK)
 			rc = -1;
 	}
 	if (ld.newer) {
 		rc = -1;
 		log_warnx("store: etcd: the layout under %s is newer than this "
-		    "coordinator's (%d)", s->e->prefix, STORE_ETCD_SCHEMA);
+		    "coordinator's (%d)", s->e->prefix, ROW_SCHEMA);
 	} else if (rc == -1)
 		log_warnx("store: etcd: cannot load: %s", s->e->error);
 	if (rc == 0 && ld.nev > 1)	/* qsort() takes no NULL, even of 0 */

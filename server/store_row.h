@@ -1,13 +1,18 @@
 /*
  * A row of the store as a JSON object, field by field from a table: one
- * line per field (store_etcd.c's tables), so that a field added to a row
- * struct is one line more there.
+ * line per field (store_row.c's tables), so that a field added to a row
+ * struct is one line more there.  The etcd store keeps each row as such an
+ * object under a key that names it (row_key()); row_decode() reads one back
+ * and checks that it is what its key says, field by field.
  */
 
 #ifndef DYNPROF_STORE_ROW_H
 #define DYNPROF_STORE_ROW_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
 
 struct json_t;
 
@@ -22,9 +27,65 @@ struct ef {
 #define EF(st, f, t)	{ #f, t, offsetof(st, f) }
 #define EF_N(a)		(sizeof(a) / sizeof((a)[0]))
 
+/* The etcd store's tables, in the order store_load() reads them. */
+enum row_table {
+	ROW_META,
+	ROW_JOBS,
+	ROW_WINDOWS,
+	ROW_RANKS,
+	ROW_EVENTS,
+	ROW_AGENTS,
+	ROW_TABLES
+};
+
+/* Bump when the keys or the rows' meaning change; newer is refused. */
+#define ROW_SCHEMA	1
+
+/* The generation counter's row, PREFIX meta/generation. */
+struct store_meta_row {
+	uint64_t	 generation;
+	int64_t		 schema;
+};
+
+/* An event row, as the events table holds it. */
+struct store_event_row {
+	const char	*job;
+	int32_t		 rank;
+	uint32_t	 window_id;
+	int		 kind;
+	int64_t		 step;
+	int64_t		 time_ns;
+	const char	*node;
+	const char	*detail;
+};
+
+/* An agent row. */
+struct store_agent_row {
+	const char	*node;
+	uint64_t	 boot_id;
+	uint64_t	 seq;
+};
+
+/* A row read back: its strings point into obj, freed by row_clear(). */
+struct row {
+	enum row_table		 table;
+	struct json_t		*obj;
+	union {
+		struct store_meta_row	 meta;
+		struct store_job	 job;
+		struct store_window	 window;
+		struct store_rank	 rank;
+		struct store_event_row	 event;
+		struct store_agent_row	 agent;
+	}			 u;
+};
+
 /* store_row.c */
-struct json_t	*ef_encode(const struct ef *, size_t, const void *);
-void		 ef_decode(const struct ef *, size_t, const struct json_t *,
-		    void *);
+extern const char *const row_table_names[ROW_TABLES];
+struct json_t	*row_encode(enum row_table, const void *);
+int		 row_key(enum row_table, const void *, char *, size_t);
+int		 row_decode(struct row *, enum row_table, const char *,
+		    const char *, size_t, const char **);
+void		 row_clear(struct row *);
 
 #endif /* DYNPROF_STORE_ROW_H */

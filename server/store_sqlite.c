@@ -420,30 +420,98 @@ sqlite_col(sqlite3_stmt *st, int i)
 	return (v == NULL ? NULL : (const char *)v);
 }
 
+/*
+ * What a row read back holds, column by column, checked as the etcd store
+ * checks its values (store_row.c): text columns text (or NULL) without a NUL
+ * inside, integer columns integers (or NULL: 0) that fit their field.
+ */
+struct sqlite_row {
+	sqlite3_stmt	*st;
+	int		 bad;		/* a column was not what it should be */
+};
+
+/* Returns text column i, NULL for SQL NULL; marks the row bad otherwise. */
+static const char *
+sqlite_text(struct sqlite_row *r, int i)
+{
+	const char	*v;
+
+	switch (sqlite3_column_type(r->st, i)) {
+	case SQLITE_NULL:
+		return (NULL);
+	case SQLITE_TEXT:
+		v = sqlite_col(r->st, i);
+		if (v != NULL && strlen(v) == (size_t)sqlite3_column_bytes(r->st,
+		    i))
+			return (v);
+		break;
+	}
+	r->bad = 1;
+	return (NULL);
+}
+
+/* Returns integer column i within [min, max], 0 for SQL NULL; marks the row
+ * bad otherwise. */
+static int64_t
+sqlite_int(struct sqlite_row *r, int i, int64_t min, int64_t max)
+{
+	int64_t	 v;
+
+	switch (sqlite3_column_type(r->st, i)) {
+	case SQLITE_NULL:
+		return (0);
+	case SQLITE_INTEGER:
+		v = sqlite3_column_int64(r->st, i);
+		if (v >= min && v <= max)
+			return (v);
+		break;
+	}
+	r->bad = 1;
+	return (0);
+}
+
+#define SQL_I64		INT64_MIN, INT64_MAX
+#define SQL_I32		INT32_MIN, INT32_MAX
+#define SQL_U32		0, UINT32_MAX
+
+/* Hands a row that does not decode to the loader.  Returns its answer. */
+static int
+sqlite_bad(const struct store_loader *l, const char *table, const char *job,
+    long long id)
+{
+	char	 key[160];
+
+	snprintf(key, sizeof(key), "%.*s/%lld", 128, job != NULL ? job : "",
+	    id);
+	return (l->bad(l->arg, table, key, "a column of the wrong type or out "
+	    "of range"));
+}
+
 /* Hands every job row to the loader. */
 static int
 sqlite_load_jobs(struct sqlite_store *s, const struct store_loader *l)
 {
-	sqlite3_stmt		*st;
+	struct sqlite_row	 r = { NULL, 0 };
 	struct store_job	 j;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, generation, next_window_id,"
-	    " config, defaults, created, rules FROM jobs", -1, &st, NULL) !=
+	    " config, defaults, created, rules FROM jobs", -1, &r.st, NULL) !=
 	    SQLITE_OK)
 		return (-1);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((j.name = sqlite_col(st, 0)) == NULL)
-			continue;
-		j.generation = (uint64_t)sqlite3_column_int64(st, 1);
-		j.next_window_id = (uint32_t)sqlite3_column_int64(st, 2);
-		j.config = sqlite_col(st, 3);
-		j.defaults = sqlite_col(st, 4);
-		j.created_ns = sqlite3_column_int64(st, 5);
-		j.rules = sqlite_col(st, 6);
-		if (l->job(l->arg, &j) == -1)
+	while (sqlite3_step(r.st) == SQLITE_ROW) {
+		r.bad = 0;
+		j.name = sqlite_text(&r, 0);
+		j.generation = (uint64_t)sqlite_int(&r, 1, SQL_I64);
+		j.next_window_id = (uint32_t)sqlite_int(&r, 2, SQL_U32);
+		j.config = sqlite_text(&r, 3);
+		j.defaults = sqlite_text(&r, 4);
+		j.created_ns = sqlite_int(&r, 5, SQL_I64);
+		j.rules = sqlite_text(&r, 6);
+		if (r.bad || j.name == NULL ? sqlite_bad(l, "jobs", j.name,
+		    0) == -1 : l->job(l->arg, &j) == -1)
 			break;
 	}
-	sqlite3_finalize(st);
+	sqlite3_finalize(r.st);
 	return (0);
 }
 
@@ -451,31 +519,32 @@ sqlite_load_jobs(struct sqlite_store *s, const struct store_loader *l)
 static int
 sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 {
-	sqlite3_stmt		*st;
+	struct sqlite_row	 r = { NULL, 0 };
 	struct store_window	 w;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
 	    " ranks, options, output_subdir, state, finished, created, ended"
-	    " FROM windows ORDER BY job, start_step", -1, &st, NULL) !=
+	    " FROM windows ORDER BY job, start_step", -1, &r.st, NULL) !=
 	    SQLITE_OK)
 		return (-1);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((w.job = sqlite_col(st, 0)) == NULL)
-			continue;
-		w.id = (uint32_t)sqlite3_column_int64(st, 1);
-		w.start_step = sqlite3_column_int64(st, 2);
-		w.stop_step = sqlite3_column_int64(st, 3);
-		w.ranks = sqlite_col(st, 4);
-		w.options = sqlite_col(st, 5);
-		w.output_subdir = sqlite_col(st, 6);
-		w.state = sqlite3_column_int(st, 7);
-		w.finished = sqlite3_column_int(st, 8);
-		w.created_ns = sqlite3_column_int64(st, 9);
-		w.ended_ns = sqlite3_column_int64(st, 10);
-		if (l->window(l->arg, &w) == -1)
+	while (sqlite3_step(r.st) == SQLITE_ROW) {
+		r.bad = 0;
+		w.job = sqlite_text(&r, 0);
+		w.id = (uint32_t)sqlite_int(&r, 1, SQL_U32);
+		w.start_step = sqlite_int(&r, 2, SQL_I64);
+		w.stop_step = sqlite_int(&r, 3, SQL_I64);
+		w.ranks = sqlite_text(&r, 4);
+		w.options = sqlite_text(&r, 5);
+		w.output_subdir = sqlite_text(&r, 6);
+		w.state = (int)sqlite_int(&r, 7, SQL_I32);
+		w.finished = (int)sqlite_int(&r, 8, SQL_I32);
+		w.created_ns = sqlite_int(&r, 9, SQL_I64);
+		w.ended_ns = sqlite_int(&r, 10, SQL_I64);
+		if (r.bad || w.job == NULL ? sqlite_bad(l, "windows", w.job,
+		    w.id) == -1 : l->window(l->arg, &w) == -1)
 			break;
 	}
-	sqlite3_finalize(st);
+	sqlite3_finalize(r.st);
 	return (0);
 }
 
@@ -483,32 +552,34 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 static int
 sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
 {
-	sqlite3_stmt		*st;
-	struct store_rank	 r;
+	struct sqlite_row	 r = { NULL, 0 };
+	struct store_rank	 k;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, node, pid, step,"
 	    " state, window_id, output_dir, last_event, last_event_time, error,"
-	    " arrived, gone FROM ranks ORDER BY job, rank", -1, &st, NULL) != SQLITE_OK)
+	    " arrived, gone FROM ranks ORDER BY job, rank", -1, &r.st, NULL) !=
+	    SQLITE_OK)
 		return (-1);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((r.job = sqlite_col(st, 0)) == NULL)
-			continue;
-		r.rank = sqlite3_column_int(st, 1);
-		r.node = sqlite_col(st, 2);
-		r.pid = sqlite3_column_int(st, 3);
-		r.step = sqlite3_column_int64(st, 4);
-		r.state = sqlite3_column_int(st, 5);
-		r.window_id = (uint32_t)sqlite3_column_int64(st, 6);
-		r.output_dir = sqlite_col(st, 7);
-		r.last_event = sqlite3_column_int(st, 8);
-		r.last_event_ns = sqlite3_column_int64(st, 9);
-		r.error = sqlite_col(st, 10);
-		r.arrived_ns = sqlite3_column_int64(st, 11);
-		r.gone_ns = sqlite3_column_int64(st, 12);
-		if (l->rank(l->arg, &r) == -1)
+	while (sqlite3_step(r.st) == SQLITE_ROW) {
+		r.bad = 0;
+		k.job = sqlite_text(&r, 0);
+		k.rank = (int32_t)sqlite_int(&r, 1, SQL_I32);
+		k.node = sqlite_text(&r, 2);
+		k.pid = (int32_t)sqlite_int(&r, 3, SQL_I32);
+		k.step = sqlite_int(&r, 4, SQL_I64);
+		k.state = (int)sqlite_int(&r, 5, SQL_I32);
+		k.window_id = (uint32_t)sqlite_int(&r, 6, SQL_U32);
+		k.output_dir = sqlite_text(&r, 7);
+		k.last_event = (int)sqlite_int(&r, 8, SQL_I32);
+		k.last_event_ns = sqlite_int(&r, 9, SQL_I64);
+		k.error = sqlite_text(&r, 10);
+		k.arrived_ns = sqlite_int(&r, 11, SQL_I64);
+		k.gone_ns = sqlite_int(&r, 12, SQL_I64);
+		if (r.bad || k.job == NULL ? sqlite_bad(l, "ranks", k.job,
+		    k.rank) == -1 : l->rank(l->arg, &k) == -1)
 			break;
 	}
-	sqlite3_finalize(st);
+	sqlite3_finalize(r.st);
 	return (0);
 }
 
@@ -516,25 +587,28 @@ sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
 static int
 sqlite_load_events(struct sqlite_store *s, const struct store_loader *l)
 {
-	sqlite3_stmt		*st;
+	struct sqlite_row	 r = { NULL, 0 };
 	struct rank_event	 ev;
 	const char		*job;
+	int32_t			 rank;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, window_id, kind,"
-	    " step, time FROM events ORDER BY job, rank, time", -1, &st,
+	    " step, time FROM events ORDER BY job, rank, time", -1, &r.st,
 	    NULL) != SQLITE_OK)
 		return (-1);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((job = sqlite_col(st, 0)) == NULL)
-			continue;
-		ev.window_id = (uint32_t)sqlite3_column_int64(st, 2);
-		ev.kind = sqlite3_column_int(st, 3);
-		ev.step = sqlite3_column_int64(st, 4);
-		ev.time_ns = sqlite3_column_int64(st, 5);
-		if (l->event(l->arg, job, sqlite3_column_int(st, 1), &ev) == -1)
+	while (sqlite3_step(r.st) == SQLITE_ROW) {
+		r.bad = 0;
+		job = sqlite_text(&r, 0);
+		rank = (int32_t)sqlite_int(&r, 1, SQL_I32);
+		ev.window_id = (uint32_t)sqlite_int(&r, 2, SQL_U32);
+		ev.kind = (int)sqlite_int(&r, 3, SQL_I32);
+		ev.step = sqlite_int(&r, 4, SQL_I64);
+		ev.time_ns = sqlite_int(&r, 5, SQL_I64);
+		if (r.bad || job == NULL ? sqlite_bad(l, "events", job,
+		    rank) == -1 : l->event(l->arg, job, rank, &ev) == -1)
 			break;
 	}
-	sqlite3_finalize(st);
+	sqlite3_finalize(r.st);
 	return (0);
 }
 
@@ -542,21 +616,23 @@ sqlite_load_events(struct sqlite_store *s, const struct store_loader *l)
 static int
 sqlite_load_agents(struct sqlite_store *s, const struct store_loader *l)
 {
-	sqlite3_stmt	*st;
-	const char	*name;
+	struct sqlite_row	 r = { NULL, 0 };
+	const char		*name;
+	uint64_t		 boot, seq;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT node, boot_id, acked_seq"
-	    " FROM agents", -1, &st, NULL) != SQLITE_OK)
+	    " FROM agents", -1, &r.st, NULL) != SQLITE_OK)
 		return (-1);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if ((name = sqlite_col(st, 0)) == NULL)
-			continue;
-		if (l->agent(l->arg, name,
-		    (uint64_t)sqlite3_column_int64(st, 1),
-		    (uint64_t)sqlite3_column_int64(st, 2)) == -1)
+	while (sqlite3_step(r.st) == SQLITE_ROW) {
+		r.bad = 0;
+		name = sqlite_text(&r, 0);
+		boot = (uint64_t)sqlite_int(&r, 1, SQL_I64);
+		seq = (uint64_t)sqlite_int(&r, 2, SQL_I64);
+		if (r.bad || name == NULL ? sqlite_bad(l, "agents", name,
+		    0) == -1 : l->agent(l->arg, name, boot, seq) == -1)
 			break;
 	}
-	sqlite3_finalize(st);
+	sqlite3_finalize(r.st);
 	return (0);
 }
 
@@ -568,14 +644,20 @@ static int
 sqlite_load(void *arg, const struct store_loader *l)
 {
 	struct sqlite_store	*s = arg;
-	sqlite3_stmt		*st;
+	struct sqlite_row	 r = { NULL, 0 };
+	int64_t			 gen;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE"
-	    " key = 'generation'", -1, &st, NULL) != SQLITE_OK)
+	    " key = 'generation'", -1, &r.st, NULL) != SQLITE_OK)
 		return (-1);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		l->generation(l->arg, (uint64_t)sqlite3_column_int64(st, 0));
-	sqlite3_finalize(st);
+	if (sqlite3_step(r.st) == SQLITE_ROW) {
+		gen = sqlite_int(&r, 0, 0, INT64_MAX);
+		if (r.bad || sqlite3_column_type(r.st, 0) == SQLITE_NULL)
+			l->bad(l->arg, "meta", "generation", "not a generation");
+		else
+			l->generation(l->arg, (uint64_t)gen);
+	}
+	sqlite3_finalize(r.st);
 	if (sqlite_load_jobs(s, l) == -1 || sqlite_load_windows(s, l) == -1 ||
 	    sqlite_load_ranks(s, l) == -1 || sqlite_load_events(s, l) == -1 ||
 	    sqlite_load_agents(s, l) == -1) {

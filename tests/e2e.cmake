@@ -40,6 +40,14 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     set_tests_properties(e2e_etcd_${t} PROPERTIES TIMEOUT 240
       ENVIRONMENT "${_e2e_env}")
   endforeach()
+  # Bad rows written straight into the store (SQLite with sqlite3, etcd
+  # through its JSON gateway), then the coordinator started on it.
+  foreach(t sqlite etcd)
+    add_test(NAME e2e_rows_${t}
+      COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_rows.py ${t})
+    set_tests_properties(e2e_rows_${t} PROPERTIES TIMEOUT 120
+      ENVIRONMENT "${_e2e_env}")
+  endforeach()
   # Faults at random instants (tests/e2e/test_chaos.py): a new seed each run,
   # printed; DYNPROF_CHAOS_SEED=N in the environment replays one.  Under 90 s,
   # also under sanitizers (which loosen only its RSS bound).

@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""Stored rows are checked on load, with the rules the API is held to: bad
+rows written straight into the store (a real SQLite file with sqlite3, or a
+real etcd through its JSON gateway, tests/support/etcd.py), then the real
+coordinator started on it.  One scenario per run, named by the first
+argument: sqlite, etcd.
+
+Written into the store of a job whose generation is 3 (two windows posted,
+one cancelled): the generation counter's row unreadable (etcd: not a JSON
+object; SQLite: text), then lower than the job's; windows [-100, 2^62] with
+ranks "0-99999999999,x" and output_subdir "../../../etc", [2^63-1, -5], and
+one row per broken rule (ranks, output_subdir, state, options, a value of
+the wrong type, a key its fields do not name); a rank whose error is 10,000
+bytes and one whose step is 2^63-1.  After each restart: none of them is
+served, each is counted in dynprof_store_rows_quarantined, a new window
+[100, 110] is accepted (201, not 409) with an id none of them has, and the
+next change's generation is above 3, never below what agents applied.
+"""
+
+import base64
+import json
+import os
+import sqlite3
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
+from cluster import Cluster, check, log, main, wait_for  # noqa: E402
+import etcd  # noqa: E402
+
+JOB = "rows"
+BIG = 2 ** 62
+I64 = 2 ** 63 - 1
+
+# (id, start, stop, ranks, output_subdir, state, options): each breaks a rule.
+BAD_WINDOWS = [
+    (7, -100, BIG, "0-99999999999,x", "../../../etc", 1, None),
+    (8, I64, -5, "", "", 1, None),
+    (9, 200, 210, "0-99999999999,x", "", 1, None),
+    (10, 300, 310, "", "../../../etc", 1, None),
+    (11, 400, 410, "", "", 7, None),
+    (12, 500, 510, "", "", 1, "{not json"),
+]
+
+
+def metric(c, name):
+    import urllib.request
+    with urllib.request.urlopen(c.url() + "/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
+    return None
+
+
+def quarantined(c, table):
+    return metric(c, 'dynprof_store_rows_quarantined{table="%s"}' % table)
+
+
+def leader(c):
+    code, body = c.http("GET", "/healthz", timeout=5)
+    return code == 200 and body.get("role") in (None, "leader", "standalone")
+
+
+def schedule(c):
+    """Job JOB at generation 3: windows 1 and 2 posted, 2 cancelled."""
+    for body in ({"start_step": 10, "stop_step": 20},
+                 {"start_step": 30, "stop_step": 40}):
+        code, r = c.http("POST", "/v1/jobs/%s/windows" % JOB, body)
+        check(code == 201, "POST window: %s %s" % (code, r))
+    code, r = c.http("DELETE", "/v1/jobs/%s/windows/2" % JOB)
+    check(code == 200 and r["generation"] == 3, "cancel: %s %s" % (code, r))
+
+
+CREATED = [1, 2]       # the windows the API made
+
+
+def check_served(c, counts, gen_floor, new_start):
+    """Only the windows the API made served, counts quarantined, a new window
+    taken at a generation above gen_floor with an id none of the bad rows
+    has."""
+    code, job = c.http("GET", "/v1/jobs/%s" % JOB)
+    check(code == 200, "GET job: %s %s" % (code, job))
+    ids = sorted(w["id"] for w in job["windows"])
+    check(ids == CREATED, "windows served: %s" % job["windows"])
+    for w in job["windows"]:
+        check(w["start_step"] >= 0 and w["stop_step"] <= 10 ** 15 and
+              ".." not in w["output_subdir"],
+              "a bad window served: %s" % w)
+    log("served windows %s, generation %d" % (ids, job["generation"]))
+    for table, n in counts.items():
+        got = quarantined(c, table)
+        check(got == n, "quarantined %s rows: %s, not %d" % (table, got, n))
+    code, ranks = c.http("GET", "/v1/jobs/%s/ranks" % JOB)
+    check(code == 200 and [r["rank"] for r in ranks["ranks"]] == [0],
+          "ranks served: %s" % ranks)
+    code, r = c.http("POST", "/v1/jobs/%s/windows" % JOB,
+                     {"start_step": new_start, "stop_step": new_start + 10})
+    check(code == 201, "a new window refused: %s %s" % (code, r))
+    check(r["generation"] > gen_floor, "generation went back: %d after %d" %
+          (r["generation"], gen_floor))
+    check(r["id"] > max(w[0] for w in BAD_WINDOWS),
+          "window id %d handed out again" % r["id"])
+    CREATED.append(r["id"])
+    log("new window %d at generation %d (stored job: %d)" % (
+        r["id"], r["generation"], gen_floor))
+    return r["generation"]
+
+
+def stop(c):
+    c.coord.stop(timeout=10)
+    c.procs.remove(c.coord)
+
+
+def start(c, extra=()):
+    c.start_coordinator(extra=extra)
+    wait_for(lambda: leader(c), 20, "the coordinator leading")
+
+
+def two_loads(c, extra, nwindows, meta_low):
+    """Starts the coordinator on the store with its bad rows (the counter's
+    row unreadable), checks; stops it, makes the counter's row lower than
+    the job's (meta_low()), starts it again, checks."""
+    start(c, extra)
+    gen = check_served(c, {"meta": 1, "windows": nwindows, "ranks": 2}, 3,
+                       100)
+    check(gen == 4, "generation %d, not 4 (the job's 3, plus one)" % gen)
+    stop(c)
+    meta_low()
+    start(c, extra)
+    gen = check_served(c, {"meta": 0, "windows": nwindows, "ranks": 2}, 4,
+                       120)
+    check(gen == 5, "generation %d, not 5" % gen)
+
+
+# --- SQLite ---------------------------------------------------------------
+
+def scenario_sqlite():
+    with Cluster("rows-sqlite") as c:
+        start(c)
+        schedule(c)
+        stop(c)
+        db = sqlite3.connect(os.path.join(c.state, "dynprof.db"))
+        db.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
+        for (wid, a, b, ranks, sub, state, opts) in BAD_WINDOWS:
+            db.execute("INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
+                       " 0, 0, 0)", (JOB, wid, a, b, ranks, opts, sub, state))
+        # A value of the wrong type: the id as text, a step as a real.
+        db.execute("INSERT INTO windows VALUES (?, 'abc', 600, 610, '', NULL,"
+                   " '', 1, 0, 0, 0)", (JOB,))
+        db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
+                   " '', 1, 0, 0, 0)", (JOB,))
+        db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
+                   " 1, 0, NULL, 0, 0)", (JOB,))
+        db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
+                   " 5, 0, ?, 0, 0)", (JOB, "e" * 10000))
+        db.execute("INSERT INTO ranks VALUES (?, 2, 'n0', 12, ?, 1, 0, NULL,"
+                   " 1, 0, NULL, 0, 0)", (JOB, I64))
+        db.commit()
+        db.close()
+
+        def meta_low():
+            db = sqlite3.connect(os.path.join(c.state, "dynprof.db"))
+            db.execute("UPDATE meta SET value = 1 WHERE key = 'generation'")
+            db.commit()
+            db.close()
+        two_loads(c, (), len(BAD_WINDOWS) + 2, meta_low)
+    return 0
+
+
+# --- etcd -----------------------------------------------------------------
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+def etcd_put(cl, key, value):
+    import urllib.request
+    ep = cl.endpoints.split(",")[0]
+    req = urllib.request.Request(
+        ep + "/v3/kv/put", data=json.dumps({"key": b64(key),
+                                            "value": b64(value)}).encode(),
+        method="POST")
+    with urllib.request.urlopen(req, timeout=5) as r:
+        check(r.status == 200, "etcd put %s: %s" % (key, r.status))
+
+
+def window_row(wid, a, b, ranks, sub, state, opts):
+    row = {"job": JOB, "id": wid, "start_step": a, "stop_step": b,
+           "ranks": ranks, "output_subdir": sub, "state": state,
+           "finished": 0, "created_ns": 0, "ended_ns": 0}
+    if opts is not None:
+        row["options"] = opts
+    return json.dumps(row)
+
+
+def scenario_etcd():
+    if not os.access(etcd.ETCD, os.X_OK):
+        print("FAIL: %s is not installed" % etcd.ETCD)
+        return 1
+    with Cluster("rows-etcd") as c:
+        cl = etcd.EtcdCluster(1, name="rows")
+        c.cleanups.append(cl.close)
+        cl.start()
+        prefix = "/dynprof-rows-%d/" % os.getpid()
+        extra = ["--etcd-endpoints", cl.endpoints, "--etcd-prefix", prefix,
+                 "--etcd-lease-ttl", "2"]
+        start(c, extra)
+        schedule(c)
+        stop(c)
+        etcd_put(cl, prefix + "meta/generation", "[1]")
+        for w in BAD_WINDOWS:
+            etcd_put(cl, prefix + "windows/%s/%010u" % (JOB, w[0]),
+                     window_row(*w))
+        # A value of the wrong type, a key its fields do not name, a value
+        # that is no JSON at all.
+        etcd_put(cl, prefix + "windows/%s/%010u" % (JOB, 3),
+                 window_row(3, "600", 610, "", "", 1, None))
+        etcd_put(cl, prefix + "windows/%s/%010u" % (JOB, 5),
+                 window_row(6, 600, 610, "", "", 1, None))
+        etcd_put(cl, prefix + "windows/%s/%010u" % (JOB, 4), "\"x\"")
+        rank = {"job": JOB, "rank": 0, "node": "n0", "pid": 10, "step": 5,
+                "state": 1, "window_id": 0, "last_event": 1}
+        etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 0), json.dumps(rank))
+        rank.update(rank=1, state=6, last_event=5, error="e" * 10000)
+        etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 1), json.dumps(rank))
+        rank.update(rank=2, state=1, last_event=1, step=I64)
+        del rank["error"]
+        etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 2), json.dumps(rank))
+        two_loads(c, extra, len(BAD_WINDOWS) + 3, lambda: etcd_put(
+            cl, prefix + "meta/generation",
+            json.dumps({"generation": 1, "schema": 1})))
+    return 0
+
+
+SCENARIOS = {"sqlite": scenario_sqlite, "etcd": scenario_etcd}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        sys.stderr.write("usage: test_rows.py %s\n" % "|".join(SCENARIOS))
+        sys.exit(2)
+    main(SCENARIOS[sys.argv[1]])
