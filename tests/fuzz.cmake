@@ -14,7 +14,7 @@ option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 set(FUZZ_COMMON_SRC frame.c log.c segment.c segment_slot.c slotlog.c jobid.c
-  ranklist.c options.c)
+  ranklist.c options.c nodename.c utf8.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
 set(FUZZ_COORD_SRC "")
 if(DYNPROF_FUZZ)
@@ -30,7 +30,8 @@ if(DYNPROF_FUZZ)
     events.c standalone.c)
   list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
   set(FUZZ_COORD_SRC coord.c link.c link_dispatch.c schedule.c
-    schedule_ranks.c change.c load.c options.c store.c http.c http_jobs.c metrics.c)
+    schedule_ranks.c change.c load.c options.c store.c http.c http_jobs.c metrics.c
+    store_row.c valid.c)
   set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 else()
@@ -97,6 +98,7 @@ dynprof_fuzz(frames fuzz_agent_objs)
 dynprof_fuzz(ranks fuzz_agent_objs)
 dynprof_fuzz(segment fuzz_lib_objs)
 dynprof_fuzz(admin fuzz_coord_objs)
+dynprof_fuzz(store_row fuzz_coord_objs)
 dynprof_fuzz(standalone fuzz_agent_objs ${FUZZ_DIR}/fuzzdir.c)
 dynprof_fuzz(coord_dispatch fuzz_coord_objs ${FUZZ_DIR}/fuzzdir.c)
 if(NOT DYNPROF_FUZZ)
