@@ -12,7 +12,8 @@ add_test(NAME test_ctl_coord
 set_tests_properties(test_ctl_coord PROPERTIES TIMEOUT 120
   ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 # dynprofctl over HTTPS: local TLS servers (Python, openssl certificates),
-# client certificates, a wrong CA, redirects to named and unnamed hosts.
+# client certificates, a wrong CA, redirects to named and unnamed hosts; then
+# the real coordinator's HTTPS, with and without client certificates.
 add_test(NAME test_ctl_https
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/component/test_ctl_https.sh)
 set_tests_properties(test_ctl_https PROPERTIES TIMEOUT 120

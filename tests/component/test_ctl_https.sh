@@ -1,9 +1,12 @@
 #!/bin/bash
-# dynprofctl over HTTPS against real TLS servers on 127.0.0.1 (Python's
-# http.server in ssl, certificates made here with openssl, canned /v1
-# answers): a trusted server, one that requires a client certificate, a CA
-# that does not match, and 307 redirects to a coordinator in --coordinator
-# (followed, token and body kept) and to one not in it (refused, nothing sent).
+# dynprofctl over HTTPS against TLS servers on 127.0.0.1 (Python's http.server
+# in ssl, certificates made here with openssl, canned /v1 answers): a trusted
+# server, one that requires a client certificate, a CA that does not match,
+# and 307 redirects to a coordinator in --coordinator (followed, token and body
+# kept) and to one not in it (refused, nothing sent).  Then the real
+# coordinator's HTTPS, with and without client certificates required: jobs,
+# trace and status through it, a wrong CA, plain http to it, no client
+# certificate, and one of another CA.
 set -eu
 
 CTL_TEST=dynprof-ctl-https
@@ -196,5 +199,50 @@ run --coordinator "https://127.0.0.1:1,$PLAIN" --cacert ca.pem jobs
 expect_rc 0; expect_out "no jobs"
 run --coordinator "https://127.0.0.1:1,https://127.0.0.1:2" jobs
 expect_rc 2; expect_err "127.0.0.1:2: Connection refused"
+
+# --- The real coordinator's HTTPS (--http-tls-cert, --http-tls-key), with the
+# same certificates: what dynprofctl does against the canned servers above it
+# must do against the coordinator itself.
+start_coord tls --http-tls-cert server.pem --http-tls-key server.key
+TLS=https://127.0.0.1:$HTTP_PORT
+run --coordinator "$TLS" --cacert ca.pem jobs
+expect_rc 0; expect_out "no jobs"
+run --coordinator "$TLS" --cacert ca.pem trace J --start 10 --steps 3
+expect_rc 0; expect_out_re '^window 1: steps 10-12 on all ranks$'
+DYNPROF_CACERT=ca.pem run --coordinator "$TLS" --json status J
+expect_rc 0
+json 'd["windows"][0]["start_step"] == 10 and d["windows"][0]["stop_step"] == 12'
+run --coordinator "$TLS" --cacert other.pem jobs
+expect_rc 2
+expect_err "dynprofctl: cannot reach coordinator at $TLS: TLS: "
+expect_err "certificate"
+run --coordinator "http://127.0.0.1:$HTTP_PORT" jobs
+expect_rc 2; expect_err "(an https:// coordinator?)"
+
+# --- And requiring client certificates of the CA (--http-tls-ca).
+start_coord mtls-coord --http-tls-cert server.pem --http-tls-key server.key \
+    --http-tls-ca ca.pem
+MTLSC=https://127.0.0.1:$HTTP_PORT
+run --coordinator "$MTLSC" --cacert ca.pem jobs
+expect_rc 2
+expect_err "dynprofctl: cannot reach coordinator at $MTLSC: "
+expect_err "the coordinator wants a client certificate: --cert F --key F"
+run --coordinator "$MTLSC" --cacert ca.pem --cert client.pem --key client.key \
+    trace J --start 20 --steps 2
+expect_rc 0; expect_out_re '^window 1: steps 20-21 on all ranks$'
+DYNPROF_CACERT=ca.pem DYNPROF_CERT=client-both.pem run --coordinator "$MTLSC" \
+    --json status J
+expect_rc 0; json 'd["windows"][0]["start_step"] == 20'
+# A client certificate of another CA: refused in the handshake, no window.
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -subj /CN=intruder -keyout intruder.key -out intruder.csr
+ossl x509 -req -in intruder.csr -CA other.pem -CAkey other.key \
+    -CAcreateserial -days 2 -out intruder.pem
+run --coordinator "$MTLSC" --cacert ca.pem --cert intruder.pem \
+    --key intruder.key trace J --start 30 --steps 2
+expect_rc 2; expect_err "cannot reach coordinator at $MTLSC"
+run --coordinator "$MTLSC" --cacert ca.pem --cert client.pem --key client.key \
+    --json status J
+expect_rc 0; json 'len(d["windows"]) == 1'
 
 echo "PASS"

@@ -7,26 +7,8 @@ set -eu
 
 CTL_TEST=dynprof-ctl-coord
 . "$(dirname "$0")/../support/test_ctl_lib.sh"
-COORD=$B/server/dynprof-coordinator
 AGENT=$B/agent/dynprof-agent
 SIM=$B/examples/dynprof-train-sim
-
-# json EXPR: evaluates a Python expression over the JSON on stdout (as d).
-json() {
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
-	    "$T/out" "$1" || fail "JSON check failed: $1"
-}
-
-# wait_file FILE PID: polls (10 s at most) until FILE exists, PID alive.
-wait_file() {
-	local i
-	for i in $(seq 1 200); do
-		[ -s "$1" ] && return 0
-		kill -0 "$2" 2>/dev/null || fail "process $2 died before $1"
-		sleep 0.05
-	done
-	fail "no $1 after 10 s"
-}
 
 # wait_status JOB EXPR WHAT: polls (10 s at most) until the Python EXPR holds
 # over the job's summary (as d); fails saying WHAT if it never does.
@@ -47,22 +29,6 @@ wait_status() {
 wait_done() {
 	wait_status "$1" "[w for w in d['windows'] if w['id'] == $2 and w['state'] in ('done', 'cancelled')]" \
 	    "window $2 of $1 never finished"
-}
-
-# start_coord NAME ARGS...: a coordinator; sets HTTP_PORT and AGENT_PORT.
-start_coord() {
-	local name=$1
-	shift
-	mkdir -p "$T/$name"
-	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
-	    --state-dir "$T/$name" --ready-file "$T/$name.ready" \
-	    --heartbeat-ms 200 "$@" >"$T/$name.log" 2>&1 &
-	PIDS+=($!)
-	daemon $! "$T/$name.log"
-	wait_file "$T/$name.ready" $!
-	HTTP_PORT=$(sed -n 's/^http_port=//p' "$T/$name.ready")
-	AGENT_PORT=$(sed -n 's/^agent_port=//p' "$T/$name.ready")
-	[ -n "$HTTP_PORT" ] && [ -n "$AGENT_PORT" ] || fail "bad ready file"
 }
 
 start_coord coord

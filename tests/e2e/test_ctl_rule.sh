@@ -6,25 +6,8 @@ set -eu
 
 CTL_TEST=dynprof-ctl-rule
 . "$(dirname "$0")/../support/test_ctl_lib.sh"
-COORD=$B/server/dynprof-coordinator
 
-# json EXPR: evaluates a Python expression over the JSON on stdout (as d).
-json() {
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
-	    "$T/out" "$1" || fail "JSON check failed: $1"
-}
-
-mkdir -p "$T/state"
-"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 --state-dir "$T/state" \
-    --ready-file "$T/ready" -q >"$T/coord.log" 2>&1 &
-PIDS+=($!)
-daemon $! "$T/coord.log"
-for i in $(seq 1 200); do
-	[ -s "$T/ready" ] && break
-	sleep 0.05
-done
-HTTP_PORT=$(sed -n 's/^http_port=//p' "$T/ready")
-[ -n "$HTTP_PORT" ] || fail "coordinator not ready"
+start_coord coord -q
 export DYNPROF_COORDINATOR=http://127.0.0.1:$HTTP_PORT
 
 # --- rules of a job

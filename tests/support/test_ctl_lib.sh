@@ -8,6 +8,7 @@
 
 B=${DYNPROF_BUILD_DIR:?DYNPROF_BUILD_DIR not set}
 CTL=$B/ctl/dynprofctl
+COORD=$B/server/dynprof-coordinator
 T=$(mktemp -d "/tmp/$CTL_TEST.XXXXXX")
 PIDS=()
 declare -A DAEMON_LOG=()
@@ -79,3 +80,39 @@ expect_out() { grep -qF -- "$1" "$T/out" || fail "stdout lacks: $1"; }
 expect_out_re() { grep -qE -- "$1" "$T/out" || fail "stdout lacks /$1/"; }
 expect_err() { grep -qF -- "$1" "$T/err" || fail "stderr lacks: $1"; }
 expect_no_err() { [ ! -s "$T/err" ] || fail "unexpected stderr"; }
+
+# json EXPR: evaluates a Python expression over the JSON on stdout (as d).
+json() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+	    "$T/out" "$1" || fail "JSON check failed: $1"
+}
+
+# wait_file FILE PID: polls (60 s at most, for a loaded machine) until FILE
+# exists, PID alive.
+wait_file() {
+	local i
+	for i in $(seq 1 1200); do
+		[ -s "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || fail "process $2 died before $1"
+		sleep 0.05
+	done
+	fail "no $1 after 60 s"
+}
+
+# start_coord NAME ARGS...: the real coordinator on 127.0.0.1, ports the
+# kernel picks, state in $T/NAME, log $T/NAME.log (a daemon: checked at
+# exit); sets HTTP_PORT and AGENT_PORT.
+start_coord() {
+	local name=$1
+	shift
+	mkdir -p "$T/$name"
+	"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
+	    --state-dir "$T/$name" --ready-file "$T/$name.ready" \
+	    --heartbeat-ms 200 "$@" >"$T/$name.log" 2>&1 &
+	PIDS+=($!)
+	daemon $! "$T/$name.log"
+	wait_file "$T/$name.ready" $!
+	HTTP_PORT=$(sed -n 's/^http_port=//p' "$T/$name.ready")
+	AGENT_PORT=$(sed -n 's/^agent_port=//p' "$T/$name.ready")
+	[ -n "$HTTP_PORT" ] && [ -n "$AGENT_PORT" ] || fail "bad ready file"
+}
