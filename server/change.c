@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
 #include "coord.h"
 #include "log.h"
 #include "store.h"
@@ -170,18 +174,129 @@ change_journal(struct coord *c, const struct change *ch, uint64_t gen)
 		    JOURNAL_WINDOW_SCHEDULED, gen);
 }
 
+/* Frees a change's commit record. */
+static void
+change_commit_free(struct change_commit *cc)
+{
+	if (cc->answer != NULL)
+		evbuffer_free(cc->answer);
+	if (cc->expiry != NULL)
+		event_free(cc->expiry);
+	free(cc->job);
+	free(cc);
+}
+
+/*
+ * The store's word on a change.  Committed: its events published, its job
+ * pushed, the held answer sent.  Not (etcd, after memory took it): a 503,
+ * and the leader reloads the state from etcd.
+ */
+static void
+change_committed(void *arg, int rc)
+{
+	struct change_commit	*cc = arg;
+	struct coord		*c = cc->c;
+	struct job		*job;
+	const char		*why;
+
+	TAILQ_REMOVE(&c->commits, cc, entry);
+	if (rc == 0) {
+		journal_publish_to(c, cc->staged);
+		if ((job = schedule_job_find(c, cc->job)) != NULL)
+			link_push_later(c, job);
+	} else {
+		journal_discard(c);
+		leader_model_unsure(c);
+	}
+	if (cc->code != 0 && rc == 0) {
+		c->metrics.http_codes[cc->code]++;
+		evhttp_add_header(evhttp_request_get_output_headers(cc->req),
+		    "Content-Type", "application/json");
+		evhttp_send_reply(cc->req, cc->code, cc->reason, cc->answer);
+	} else if (cc->code != 0) {
+		why = store_unavailable(c->store);
+		http_error(c, cc->req, 503, NULL, "store unavailable: the "
+		    "change was not committed: %s", why != NULL ? why :
+		    "the store refused it");
+	}
+	change_commit_free(cc);
+}
+
+/*
+ * A held answer waited CHANGE_HOLD_MS: etcd does not answer.  A 503 now;
+ * the commit stays queued, and lands once etcd answers (or fails, and the
+ * leader reloads).
+ */
+static void
+change_hold_expired(evutil_socket_t fd, short what, void *arg)
+{
+	struct change_commit	*cc = arg;
+	struct coord		*c = cc->c;
+	const char		*why = store_unavailable(c->store);
+
+	(void)fd;
+	(void)what;
+	if (cc->code == 0)
+		return;
+	http_error(c, cc->req, 503, NULL, "store unavailable: the change is "
+	    "not committed yet (%s): it may yet be committed", why != NULL ?
+	    why : "etcd does not answer");
+	cc->code = 0;
+	cc->req = NULL;
+}
+
+/*
+ * Holds the answer to req if a change it made is not committed yet: sent
+ * by change_committed().  Returns 1 if held.
+ */
+int
+change_hold(struct coord *c, struct evhttp_request *req, int code,
+    const char *reason, struct evbuffer *buf)
+{
+	struct change_commit	*cc;
+	struct timeval		 tv = { CHANGE_HOLD_MS / 1000,
+				    (CHANGE_HOLD_MS % 1000) * 1000 };
+
+	/* The last change the request made: the store commits in order. */
+	TAILQ_FOREACH_REVERSE(cc, &c->commits, change_commitq, entry) {
+		if (cc->req == req && cc->code == 0)
+			break;
+	}
+	if (req == NULL || cc == NULL ||
+	    (cc->answer = evbuffer_new()) == NULL)
+		return (0);
+	if ((cc->expiry = evtimer_new(c->base, change_hold_expired, cc)) ==
+	    NULL) {
+		evbuffer_free(cc->answer);
+		cc->answer = NULL;
+		return (0);
+	}
+	evtimer_add(cc->expiry, &tv);
+	evbuffer_add_buffer(cc->answer, buf);
+	cc->code = code;
+	cc->reason = reason;
+	return (1);
+}
+
 /*
  * Publishes a change: the next generation, the changed rows and the job's
  * stored and committed, then the change applied to memory and the job's
- * schedule pushed to its agents.  Returns 0, or -1 with nothing changed.
+ * schedule pushed to its agents.  Over etcd the commit does not block: the
+ * change is applied to memory once etcd has it, and its push and answer
+ * wait for the commit (change_committed()).  Returns 0, or -1 with nothing
+ * changed.
  */
 static int
 change_publish(struct coord *c, struct change *ch)
 {
-	struct job	*job = ch->job;
-	uint64_t	 gen;
-	size_t		 i;
+	struct job		*job = ch->job;
+	struct change_commit	*cc;
+	uint64_t		 gen;
+	size_t			 i;
 
+	/* etcd away: refused now (a 503), not held until it answers. */
+	if (store_unavailable(c->store) != NULL)
+		return (-1);
 	/* Finishes an open batch of events first: they may finish windows. */
 	if (store_begin(c->store) == -1)
 		return (-1);
@@ -201,11 +316,24 @@ change_publish(struct coord *c, struct change *ch)
 	    ch->add->state, ch->add->finished) == -1)
 		goto fail;
 	change_journal(c, ch, gen);
-	if (change_put_job(c, ch, gen) == -1 || store_commit(c->store) == -1)
+	if (change_put_job(c, ch, gen) == -1 ||
+	    (cc = calloc(1, sizeof(*cc))) == NULL)
 		goto fail;
+	if ((cc->job = strdup(job->name)) == NULL) {
+		free(cc);
+		goto fail;
+	}
+	cc->c = c;
+	cc->staged = journal_staged(c);
+	cc->req = c->http_req;
+	TAILQ_INSERT_TAIL(&c->commits, cc, entry);
+	/* A blocking store calls change_committed() before it returns. */
+	if (store_commit_async(c->store, change_committed, cc) == -1) {
+		TAILQ_REMOVE(&c->commits, cc, entry);
+		change_commit_free(cc);
+		goto fail;
+	}
 	change_apply(c, ch, gen);
-	journal_publish(c);
-	link_push_later(c, job);
 	return (0);
 fail:
 	store_rollback(c->store);

@@ -616,6 +616,7 @@ coord_init(struct coord *c)
 	TAILQ_INIT(&c->conns);
 	TAILQ_INIT(&c->dead);
 	TAILQ_INIT(&c->acks);
+	TAILQ_INIT(&c->commits);
 	TAILQ_INIT(&c->batch_ranks);
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);
@@ -697,6 +698,12 @@ coord_stop(struct coord *c)
 {
 	link_close_all(c);
 	schedule_flush_ranks(c);
+	/* What is committing is answered (or given up) before anything its
+	 * answer touches is freed. */
+	if (c->base != NULL) {
+		store_drain(c->store, c->base, COORD_DRAIN_MS);
+		store_abandon(c->store);
+	}
 	http_close(c);
 	if (c->sigterm != NULL)
 		event_free(c->sigterm);

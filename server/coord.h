@@ -64,7 +64,13 @@ struct leader;
 #define COORD_PORT_MAX		65535	/* --listen, --http */
 #define COORD_RANK_BUCKETS	4096
 #define COORD_NODE_BUCKETS	4096
+/* Batches of events committing at once (etcd); the next one grows while
+ * they are in flight. */
+#define LINK_COMMITS_MAX	2
 #define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
+/* A change's answer waits this long for its commit, then is a 503. */
+#define CHANGE_HOLD_MS		2500
+#define COORD_DRAIN_MS		5000	/* stopping: commits in flight answered */
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
 #define COORD_LEGACY_MAX	10000	/* legacy job reports (node, job) kept */
 #define COORD_LEGACY_WINDOWS_MAX 64	/* windows per legacy job report */
@@ -422,6 +428,24 @@ struct journal_entry {
 };
 struct follower;
 TAILQ_HEAD(followerq, follower);
+
+/*
+ * A change the store commits without waiting (etcd): its events are
+ * published, its job pushed and the answer to its request (held until then,
+ * change_hold()) sent once it is committed.
+ */
+struct change_commit {
+	struct coord			*c;
+	char				*job;
+	uint64_t			 staged;	/* its journal's last */
+	struct evhttp_request		*req;		/* NULL: none waits */
+	int				 code;		/* held answer, 0: none */
+	const char			*reason;
+	struct evbuffer			*answer;
+	struct event			*expiry;	/* CHANGE_HOLD_MS */
+	TAILQ_ENTRY(change_commit)	 entry;		/* coord->commits */
+};
+TAILQ_HEAD(change_commitq, change_commit);
 struct journal {
 	struct journal_entry	*ring;		/* cap, at the first event */
 	size_t			 cap;
@@ -494,6 +518,8 @@ struct coord {
 	struct connq		 conns;
 	struct connq		 dead;
 	struct connq		 acks;
+	struct change_commitq	 commits;	/* changes not committed yet */
+	struct evhttp_request	*http_req;	/* the one being routed */
 	struct rankq		 batch_ranks;	/* changed by the open batch */
 	size_t			 nconns_ready;
 	struct http_connq	 http_conns;	/* http.c, oldest first */
@@ -629,6 +655,8 @@ uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
 int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
 int	 http_is_viewer(struct coord *, struct evhttp_request *);
+int	 change_hold(struct coord *, struct evhttp_request *, int,
+	    const char *, struct evbuffer *);
 void	 http_send_json(struct coord *, struct evhttp_request *, int,
 	    struct evbuffer *);
 void	 http_reply(struct coord *, struct evhttp_request *, int,
@@ -719,6 +747,8 @@ void	 journal_stage_rank(struct coord *, struct job *, const struct rank *,
 void	 journal_stage_window(struct coord *, struct job *,
 	    const struct window *, int, uint64_t);
 void	 journal_publish(struct coord *);
+uint64_t journal_staged(const struct coord *);
+void	 journal_publish_to(struct coord *, uint64_t);
 void	 journal_discard(struct coord *);
 const struct journal_entry *journal_get(const struct coord *, uint64_t);
 void	 journal_forget_job(struct coord *, struct job *);
@@ -844,6 +874,7 @@ const char	*leader_role(const struct coord *);
 const char	*leader_agent(const struct coord *);
 void	 leader_redirect(struct coord *, struct evhttp_request *);
 void	 leader_metrics(struct coord *, struct evbuffer *);
+void	 leader_model_unsure(struct coord *);
 
 /* metrics.c */
 void	 metrics_observe_latency(struct metrics *, double);

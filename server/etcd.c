@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <curl/curl.h>
+#include <event2/event.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 
@@ -122,6 +123,12 @@ etcd_free(struct etcd *e)
 		free(e->endpoints[i]);
 	if (e->curl != NULL)
 		curl_easy_cleanup(e->curl);
+	if (e->multi != NULL) {
+		etcd_cancel_all(e);
+		curl_multi_cleanup(e->multi);
+	}
+	if (e->timer != NULL)
+		event_free(e->timer);
 	free(e);
 }
 
@@ -169,18 +176,15 @@ etcd_error_transient(long status, const json_t *ans)
 	    strstr(msg, "leader changed") != NULL));
 }
 
-/* POSTs text to one endpoint.  Returns the HTTP status, 0 if no answer. */
-static long
-etcd_post(struct etcd *e, size_t which, const char *path, const char *text,
-    struct etcd_buf *b)
+/* Sets h up to POST text to one endpoint, the answer into b. */
+static void
+etcd_setup(struct etcd *e, CURL *h, size_t which, const char *path,
+    const char *text, struct etcd_buf *b)
 {
-	CURL		*h = e->curl;
 	char		 url[512];
-	long		 status = 0, timeout;
-	CURLcode	 rc;
+	long		 timeout;
 
 	snprintf(url, sizeof(url), "%s%s", e->endpoints[which], path);
-	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
 	timeout = e->down ? ETCD_PROBE_TIMEOUT_MS : e->timeout_ms;
@@ -197,34 +201,74 @@ etcd_post(struct etcd *e, size_t which, const char *path, const char *text,
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, etcd_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
 	b->len = 0;
-	if ((rc = curl_easy_perform(h)) != CURLE_OK) {
+}
+
+/*
+ * Judges what one endpoint did with a request: curl's rc, the HTTP status
+ * and the answer read into b.  Returns ETCD_OK with the answer in *ans,
+ * ETCD_REFUSED, or ETCD_UNAVAILABLE if the next endpoint may answer.
+ */
+static int
+etcd_judge(struct etcd *e, size_t which, CURLcode crc, long status,
+    const struct etcd_buf *b, json_t **ans)
+{
+	json_t		*j;
+	const char	*msg;
+
+	*ans = NULL;
+	if (crc != CURLE_OK) {
 		snprintf(e->error, sizeof(e->error), "%s: %s",
-		    e->endpoints[which], curl_easy_strerror(rc));
+		    e->endpoints[which], curl_easy_strerror(crc));
 		/* Sent, and no answer: etcd may have applied it. */
-		if (rc != CURLE_COULDNT_CONNECT &&
-		    rc != CURLE_COULDNT_RESOLVE_HOST)
+		if (crc != CURLE_COULDNT_CONNECT &&
+		    crc != CURLE_COULDNT_RESOLVE_HOST)
 			e->unsure = e->last_unsure = 1;
-		return (0);
+		return (ETCD_UNAVAILABLE);
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	return (status);
+	j = b->data != NULL ? json_loadb(b->data, b->len, 0, NULL) : NULL;
+	if (status == 200 && json_is_object(j)) {
+		e->cur = which;
+		*ans = j;
+		return (ETCD_OK);
+	}
+	msg = json_string_value(json_object_get(j, "error"));
+	snprintf(e->error, sizeof(e->error), "%s: HTTP %ld: %s",
+	    e->endpoints[which], status, msg != NULL ? msg :
+	    "not a JSON answer");
+	if (msg != NULL && strstr(msg, "timed out") != NULL)
+		e->unsure = e->last_unsure = 1;	/* may apply it */
+	if (!etcd_error_transient(status, j)) {
+		json_decref(j);
+		return (ETCD_REFUSED);
+	}
+	json_decref(j);
+	return (ETCD_UNAVAILABLE);
+}
+
+/* Counts a request that failed. */
+static void
+etcd_failed(struct etcd *e, const char *path)
+{
+	e->failures++;
+	log_debug("%s: %s: %s", __func__, path, e->error);
 }
 
 /*
  * POSTs body (taken) to path ("/v3/kv/txn") on the endpoints, the one that
- * answered last first.  Returns ETCD_OK with the answer in *ans (caller
- * frees), or ETCD_UNAVAILABLE / ETCD_REFUSED with e->error saying why.
+ * answered last first, blocking: only where the loop has nothing else to
+ * do (loading the state, resigning).  Returns ETCD_OK with the answer in
+ * *ans (caller frees), or ETCD_UNAVAILABLE / ETCD_REFUSED with e->error
+ * saying why.
  */
 int
 etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 {
 	struct etcd_buf	 b = { NULL, 0, 0 };
-	json_t		*j;
 	char		*text;
-	const char	*msg;
 	size_t		 i, n, which;
 	long		 status;
 	int		 rc = ETCD_UNAVAILABLE;
+	CURLcode	 crc;
 
 	*ans = NULL;
 	e->calls++;
@@ -242,35 +286,265 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 		e->cur = (e->cur + 1) % e->nendpoints;
 	for (i = 0; i < n; i++) {
 		which = (e->cur + i) % e->nendpoints;
-		if ((status = etcd_post(e, which, path, text, &b)) == 0)
-			continue;
-		j = b.data != NULL ? json_loadb(b.data, b.len, 0, NULL) : NULL;
-		if (status == 200 && json_is_object(j)) {
-			e->cur = which;
-			*ans = j;
-			rc = ETCD_OK;
+		curl_easy_reset(e->curl);
+		etcd_setup(e, e->curl, which, path, text, &b);
+		status = 0;
+		if ((crc = curl_easy_perform(e->curl)) == CURLE_OK)
+			curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE,
+			    &status);
+		if ((rc = etcd_judge(e, which, crc, status, &b, ans)) !=
+		    ETCD_UNAVAILABLE)
 			break;
-		}
-		msg = json_string_value(json_object_get(j, "error"));
-		snprintf(e->error, sizeof(e->error), "%s: HTTP %ld: %s",
-		    e->endpoints[which], status, msg != NULL ? msg :
-		    "not a JSON answer");
-		if (msg != NULL && strstr(msg, "timed out") != NULL)
-			e->unsure = e->last_unsure = 1;	/* may apply it */
-		if (!etcd_error_transient(status, j)) {
-			json_decref(j);
-			rc = ETCD_REFUSED;
-			break;
-		}
-		json_decref(j);
 	}
 	free(text);
 	free(b.data);
-	if (rc != ETCD_OK) {
-		e->failures++;
-		log_debug("%s: %s: %s", __func__, path, e->error);
-	}
+	if (rc != ETCD_OK)
+		etcd_failed(e, path);
 	return (rc);
+}
+
+/*
+ * The asynchronous client: libcurl's multi interface on the coordinator's
+ * event loop (curl's multi-socket pattern).  curl names the sockets to watch
+ * (etcd_sock_cb) and the one timeout it wants (etcd_timer_cb); libevent
+ * tells it when either is due (etcd_event_cb, etcd_timeout_cb); a finished
+ * transfer is judged like a blocking one and either tries the next endpoint
+ * or hands its answer to its caller.
+ */
+
+/* A request in flight. */
+struct etcd_req {
+	struct etcd		*e;
+	CURL			*h;
+	const char		*path;
+	char			*text;
+	struct etcd_buf		 b;
+	size_t			 tried, ntry, which;
+	etcd_done_fn		 done;
+	void			*arg;
+	struct etcd_req		*next;		/* e->reqs */
+};
+
+/* Frees a request (not its caller's arg). */
+static void
+etcd_req_free(struct etcd_req *r)
+{
+	struct etcd	*e = r->e;
+	struct etcd_req	**pp;
+
+	for (pp = &e->reqs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	}
+	if (r->h != NULL) {
+		curl_multi_remove_handle(e->multi, r->h);
+		curl_easy_cleanup(r->h);
+	}
+	e->inflight--;
+	free(r->text);
+	free(r->b.data);
+	free(r);
+}
+
+/* Starts the request's next try.  Returns 0 or -1. */
+static int
+etcd_req_try(struct etcd_req *r)
+{
+	struct etcd	*e = r->e;
+
+	r->which = (e->cur + r->tried) % e->nendpoints;
+	r->tried++;
+	if (r->h == NULL && (r->h = curl_easy_init()) == NULL)
+		return (-1);
+	curl_multi_remove_handle(e->multi, r->h);
+	curl_easy_reset(r->h);
+	etcd_setup(e, r->h, r->which, r->path, r->text, &r->b);
+	curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
+	return (curl_multi_add_handle(e->multi, r->h) == CURLM_OK ? 0 : -1);
+}
+
+/* Takes a finished transfer: the next endpoint, or the caller's answer. */
+static void
+etcd_req_finished(struct etcd_req *r, CURLcode crc)
+{
+	struct etcd	*e = r->e;
+	etcd_done_fn	 done = r->done;
+	void		*arg = r->arg;
+	json_t		*ans = NULL;
+	long		 status = 0;
+	int		 rc;
+
+	if (crc == CURLE_OK)
+		curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+	e->last_unsure = 0;
+	rc = etcd_judge(e, r->which, crc, status, &r->b, &ans);
+	if (rc == ETCD_UNAVAILABLE && r->tried < r->ntry &&
+	    etcd_req_try(r) == 0)
+		return;
+	if (rc != ETCD_OK)
+		etcd_failed(e, r->path);
+	e->down = rc == ETCD_UNAVAILABLE;
+	etcd_req_free(r);
+	done(arg, rc, ans);
+}
+
+/* Hands every transfer curl finished to its request. */
+static void
+etcd_multi_done(struct etcd *e)
+{
+	CURLMsg		*m;
+	struct etcd_req	*r;
+	int		 left;
+
+	while ((m = curl_multi_info_read(e->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		r = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
+		    (char **)&r);
+		if (r != NULL)
+			etcd_req_finished(r, m->data.result);
+	}
+}
+
+/* A socket curl watches is ready. */
+static void
+etcd_event_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct etcd	*e = arg;
+	int		 flags = 0, running;
+
+	if (what & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(e->multi, fd, flags, &running);
+	etcd_multi_done(e);
+}
+
+/* curl's timeout is due. */
+static void
+etcd_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct etcd	*e = arg;
+	int		 running;
+
+	(void)fd;
+	(void)what;
+	curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	etcd_multi_done(e);
+}
+
+/* curl says which of a socket's events to watch, or to forget it. */
+static int
+etcd_sock_cb(CURL *h, curl_socket_t fd, int what, void *arg, void *sockp)
+{
+	struct etcd	*e = arg;
+	struct event	*ev = sockp;
+	short		 kind;
+
+	(void)h;
+	if (what == CURL_POLL_REMOVE) {
+		if (ev != NULL)
+			event_free(ev);
+		curl_multi_assign(e->multi, fd, NULL);
+		return (0);
+	}
+	kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+	if (ev == NULL) {
+		if ((ev = event_new(e->base, fd, kind, etcd_event_cb, e)) ==
+		    NULL)
+			return (-1);
+		curl_multi_assign(e->multi, fd, ev);
+	} else {
+		event_del(ev);
+		event_assign(ev, e->base, fd, kind, etcd_event_cb, e);
+	}
+	event_add(ev, NULL);
+	return (0);
+}
+
+/* curl asks to be called in ms milliseconds (-1: not at all). */
+static int
+etcd_timer_cb(CURLM *m, long ms, void *arg)
+{
+	struct etcd	*e = arg;
+	struct timeval	 tv;
+
+	(void)m;
+	if (ms < 0) {
+		evtimer_del(e->timer);
+		return (0);
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(e->timer, &tv);
+	return (0);
+}
+
+/* Puts the client's asynchronous requests on base's loop.  Returns 0 or -1. */
+int
+etcd_attach(struct etcd *e, struct event_base *base)
+{
+	e->base = base;
+	if ((e->multi = curl_multi_init()) == NULL ||
+	    (e->timer = evtimer_new(base, etcd_timeout_cb, e)) == NULL)
+		return (-1);
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, etcd_sock_cb);
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, etcd_timer_cb);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+	return (0);
+}
+
+/*
+ * POSTs body (taken) to path like etcd_call(), without waiting: done(arg,
+ * rc, ans) is called from the loop once it is answered or every endpoint
+ * it may try failed (ans NULL unless ETCD_OK; done frees it).  Returns 0,
+ * or -1 (out of memory, no loop: done is not called).
+ */
+int
+etcd_call_async(struct etcd *e, const char *path, json_t *body,
+    etcd_done_fn done, void *arg)
+{
+	struct etcd_req	*r;
+
+	if (e->multi == NULL || (r = calloc(1, sizeof(*r))) == NULL) {
+		json_decref(body);
+		snprintf(e->error, sizeof(e->error), "out of memory");
+		return (-1);
+	}
+	r->e = e;
+	r->path = path;
+	r->done = done;
+	r->arg = arg;
+	r->text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	r->next = e->reqs;
+	e->reqs = r;
+	e->inflight++;
+	e->calls++;
+	/* Down: one endpoint, the next one next time. */
+	r->ntry = e->down ? 1 : e->nendpoints;
+	if (e->down)
+		e->cur = (e->cur + 1) % e->nendpoints;
+	if (r->text == NULL || etcd_req_try(r) == -1) {
+		snprintf(e->error, sizeof(e->error), "out of memory");
+		etcd_req_free(r);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Drops every request in flight; their callers are not called. */
+void
+etcd_cancel_all(struct etcd *e)
+{
+	while (e->reqs != NULL)
+		etcd_req_free(e->reqs);
 }
 
 /* Writes prefix + the formatted rest into buf.  Returns 0, -1 if too long. */

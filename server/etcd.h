@@ -1,14 +1,13 @@
 /*
  * A small client of etcd v3's JSON gateway (/v3/kv/range, /v3/kv/txn,
- * /v3/lease/grant and the rest): one libcurl easy handle, blocking, to a
- * list of endpoints tried in turn.  Keys and values travel base64 as the gateway wants them.
+ * /v3/lease/grant and the rest) to a list of endpoints tried in turn.  Keys
+ * and values travel base64 as the gateway wants them.
  *
- * Why blocking: the coordinator's store contract is synchronous (a change is
- * answered or pushed only after store_commit() returned 0), exactly as with
- * SQLite's fsync; etcd sits on the same network as the coordinator and a
- * commit takes about a millisecond, bounded here by ETCD_TIMEOUT_MS.  An
- * asynchronous client on the loop would have to hold every caller of the
- * store in a state machine for no gain in what the coordinator can answer.
+ * Two ways to call: etcd_call_async() on the coordinator's loop (libcurl's
+ * multi interface driven by libevent: the loop never waits for etcd), and
+ * etcd_call(), blocking, one easy handle, for what happens while the
+ * coordinator has nothing else to serve (loading the state on taking the
+ * lead, resigning) and for tools and tests without a loop.
  */
 
 #ifndef DYNPROF_ETCD_H
@@ -17,7 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct event;
+struct event_base;
 struct json_t;
+struct etcd_req;
+
+/* What an asynchronous request's caller gets: its arg, an enum etcd_result
+ * and the answer (ETCD_OK only; the callee frees it). */
+typedef void	(*etcd_done_fn)(void *, int, struct json_t *);
 
 #define ETCD_ENDPOINTS_MAX	16	/* --etcd-endpoints */
 #define ETCD_PREFIX_MAX		128	/* --etcd-prefix, bytes */
@@ -29,6 +35,8 @@ struct json_t;
 /* While etcd does not answer (down), a request asks one endpoint (the
  * next each time) for this long: the loop serves what it knows between. */
 #define ETCD_PROBE_TIMEOUT_MS	250
+/* A commit's txn nobody answered is sent again after this. */
+#define ETCD_RETRY_MS		200
 #define ETCD_RESPONSE_MAX	(64 * 1024 * 1024)	/* bytes of one answer */
 /* etcd's own default --max-txn-ops: more operations in one txn are
  * refused.  A guarded put (a nested txn) counts as two.  --etcd-max-txn-ops
@@ -39,8 +47,7 @@ struct json_t;
  * base64 and JSON around the values. */
 #define ETCD_TXN_BYTES_MAX	(1024 * 1024)
 /* An event batch is committed once it holds this many txns' worth of
- * operations (each a few milliseconds): the loop, the agents' acks and the
- * lease's keepalives wait for a commit. */
+ * operations; its txns go out one at a time, the loop serving between. */
 #define ETCD_BATCH_TXNS		4
 #define ETCD_RANGE_PAGE		1000	/* keys per range request */
 #define ETCD_RANGE_PAGES_MAX	100000	/* pages of one range read */
@@ -55,7 +62,12 @@ struct etcd {
 	char		*endpoints[ETCD_ENDPOINTS_MAX];
 	size_t		 nendpoints;
 	size_t		 cur;		/* the endpoint that answered last */
-	void		*curl;		/* CURL * */
+	void		*curl;		/* CURL *, the blocking calls' */
+	void		*multi;		/* CURLM *, on base's loop */
+	struct event_base *base;
+	struct event	*timer;		/* curl's timeout */
+	struct etcd_req	*reqs;		/* in flight */
+	size_t		 inflight;
 	char		 prefix[ETCD_PREFIX_MAX];
 	int		 timeout_ms;
 	int		 txn_ops;	/* operations per txn, ETCD_TXN_OPS_MAX */
@@ -78,6 +90,8 @@ struct etcd {
 	int		 down;		/* no answer: writes fail fast */
 	int		 unsure;	/* a request may have landed unanswered */
 	int		 last_unsure;	/* the last call's may have */
+	int		 stale;		/* the model may hold what etcd does
+					 * not (a commit failed): reload */
 	void		(*deposed)(void *);	/* a guarded write failed */
 	void		*deposed_arg;
 };
@@ -89,6 +103,10 @@ int		 etcd_check_endpoints(const char *, const char **);
 int		 etcd_check_prefix(const char *, const char **);
 int		 etcd_call(struct etcd *, const char *, struct json_t *,
 		    struct json_t **);
+int		 etcd_attach(struct etcd *, struct event_base *);
+int		 etcd_call_async(struct etcd *, const char *, struct json_t *,
+		    etcd_done_fn, void *);
+void		 etcd_cancel_all(struct etcd *);
 int		 etcd_key(const struct etcd *, char *, size_t, const char *,
 		    ...) __attribute__((format(printf, 4, 5)));
 struct json_t	*etcd_b64(const void *, size_t);
@@ -104,6 +122,8 @@ int		 etcd_range(struct etcd *, const char *, int64_t *,
 int		 etcd_campaign(struct etcd *, int, const char *, char *,
 		    size_t);
 int		 etcd_keepalive(struct etcd *);
+int		 etcd_keepalive_async(struct etcd *, etcd_done_fn, void *);
+int		 etcd_keepalive_result(struct etcd *, int, struct json_t *);
 int		 etcd_leader_check(struct etcd *);
 void		 etcd_resign(struct etcd *);
 

@@ -92,24 +92,20 @@ fail:
 }
 
 /*
- * Keeps the session's lease alive.  Returns its TTL left in seconds, 0 if
- * the lease is gone (expired or revoked: the lead, if it was ours, is lost
- * and e->fence cleared), -1 if etcd did not answer.
+ * Takes a keepalive's outcome (rc, the answer taken).  Returns the lease's
+ * TTL left in seconds, 0 if the lease is gone (expired or revoked: the
+ * lead, if it was ours, is lost and e->fence cleared), -1 if etcd did not
+ * answer.
  */
 int
-etcd_keepalive(struct etcd *e)
+etcd_keepalive_result(struct etcd *e, int rc, json_t *ans)
 {
-	json_t	*ans;
 	int64_t	 ttl;
-	int	 rc;
 
-	if (e->lease == 0)
-		return (0);
-	rc = etcd_call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID",
-	    etcd_int_json(e->lease)), &ans);
 	if (rc != ETCD_OK) {
 		if (rc == ETCD_UNAVAILABLE)
 			e->down = 1;
+		json_decref(ans);
 		return (-1);
 	}
 	/* A lease past its TTL answers without one. */
@@ -123,6 +119,43 @@ etcd_keepalive(struct etcd *e)
 		return (0);
 	}
 	return ((int)ttl);
+}
+
+/* Returns a keepalive request of the session's lease. */
+static json_t *
+etcd_keepalive_body(const struct etcd *e)
+{
+	return (json_pack("{s:o}", "ID", etcd_int_json(e->lease)));
+}
+
+/*
+ * Keeps the session's lease alive, blocking.  Returns as
+ * etcd_keepalive_result().
+ */
+int
+etcd_keepalive(struct etcd *e)
+{
+	json_t	*ans;
+	int	 rc;
+
+	if (e->lease == 0)
+		return (0);
+	rc = etcd_call(e, "/v3/lease/keepalive", etcd_keepalive_body(e), &ans);
+	return (etcd_keepalive_result(e, rc, ans));
+}
+
+/*
+ * Keeps the session's lease alive without waiting: done(arg, rc, ans) as
+ * etcd_call_async() says, to hand to etcd_keepalive_result().  Returns 0,
+ * or -1 (done not called).
+ */
+int
+etcd_keepalive_async(struct etcd *e, etcd_done_fn done, void *arg)
+{
+	if (e->lease == 0)
+		return (-1);
+	return (etcd_call_async(e, "/v3/lease/keepalive",
+	    etcd_keepalive_body(e), done, arg));
 }
 
 /*

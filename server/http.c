@@ -43,10 +43,6 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 {
 	const char	*reason;
 
-	if (code >= 100 && code < 600)
-		c->metrics.http_codes[code]++;
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", "application/json");
 	switch (code) {
 	case 200: reason = "OK"; break;
 	case 201: reason = "Created"; break;
@@ -62,6 +58,13 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 	case 503: reason = "Service Unavailable"; break;
 	default: reason = "Error"; break;
 	}
+	/* A change's answer waits for its commit. */
+	if (change_hold(c, req, code, reason, buf))
+		return;
+	if (code >= 100 && code < 600)
+		c->metrics.http_codes[code]++;
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
 	evhttp_send_reply(req, code, reason, buf);
 }
 
@@ -502,9 +505,22 @@ http_cap_fit(struct coord *c)
 	}
 }
 
-/* Routes one admin request: health, metrics, tokens, then the handlers. */
+static void	 http_route_one(struct evhttp_request *, void *);
+
+/* Routes one admin request, known as the one being routed meanwhile. */
 static void
 http_route(struct evhttp_request *req, void *arg)
+{
+	struct coord	*c = arg;
+
+	c->http_req = req;
+	http_route_one(req, arg);
+	c->http_req = NULL;
+}
+
+/* Routes one admin request: health, metrics, tokens, then the handlers. */
+static void
+http_route_one(struct evhttp_request *req, void *arg)
 {
 	struct coord			*c = arg;
 	const struct evhttp_uri		*uri = evhttp_request_get_evhttp_uri(req);

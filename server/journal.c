@@ -211,6 +211,29 @@ journal_publish(struct coord *c)
 	events_wake(c);
 }
 
+/* Returns the revision of the last event staged. */
+uint64_t
+journal_staged(const struct coord *c)
+{
+	return (c->journal != NULL ? c->journal->staged : 0);
+}
+
+/* The store committed what was staged up to rev: followers get it. */
+void
+journal_publish_to(struct coord *c, uint64_t rev)
+{
+	struct journal	*j = c->journal;
+
+	if (j == NULL)
+		return;
+	if (rev > j->staged)
+		rev = j->staged;
+	if (rev <= j->published)
+		return;
+	j->published = rev;
+	events_wake(c);
+}
+
 /* The store did not commit what was staged: forgotten. */
 void
 journal_discard(struct coord *c)

@@ -54,6 +54,8 @@ struct leader {
 	uint64_t		 probed_ms;	/* monotonic: last tick that asked */
 	uint64_t		 elections;	/* times this one took the lead */
 	uint64_t		 stepdowns;
+	int			 renewing;	/* a keepalive in flight */
+	int64_t			 renewed_lease;	/* of that keepalive */
 };
 
 /* Prints the etcd flags' usage. */
@@ -243,7 +245,7 @@ leader_take(struct coord *c)
 		return (-1);
 	}
 	l->resync = 0;
-	l->e->unsure = 0;		/* the model is etcd's now */
+	l->e->unsure = l->e->stale = 0;	/* the model is etcd's now */
 	snprintf(l->agent, sizeof(l->agent), "%s", c->conf.advertise_agent);
 	snprintf(l->http, sizeof(l->http), "%s", c->conf.advertise_http);
 	if (!reload)
@@ -301,32 +303,44 @@ leader_campaign(struct coord *c)
 }
 
 /*
- * The leader's turn: keeps the lease alive.  Gone: steps down.  No answer:
- * stays (writes fail meanwhile), and reloads the state once etcd answers.
+ * The answer to the leader's keepalive.  Gone: steps down.  No answer: stays
+ * (changes are refused and commits wait meanwhile).  A commit that failed
+ * after the model took it: the state reloaded.
  */
 static void
-leader_renew(struct coord *c)
+leader_renewed(void *arg, int rc, json_t *ans)
 {
+	struct coord	*c = arg;
 	struct leader	*l = c->leader;
+	int		 ttl;
 
-	switch (etcd_keepalive(l->e)) {
+	l->renewing = 0;
+	if (l->renewed_lease != l->e->lease) {
+		json_decref(ans);	/* a lease given up meanwhile */
+		return;
+	}
+	ttl = etcd_keepalive_result(l->e, rc, ans);
+	if (l->role != ROLE_LEADER)
+		return;
+	switch (ttl) {
 	case 0:
 		leader_step_down(c, "the lease expired");
 		leader_campaign(c);	/* who leads now */
 		return;
 	case -1:
 		if (!l->resync)
-			log_warnx("%s: etcd does not answer: %s; writes fail "
-			    "until it does", __func__, l->e->error);
+			log_warnx("%s: etcd does not answer: %s; changes fail "
+			    "and events wait until it does", __func__,
+			    l->e->error);
 		l->resync = 1;
 		return;
 	}
-	if (l->e->unsure) {
+	if (l->e->stale && store_inflight(c->store) == 0) {
 		/*
-		 * A write that timed out may have landed: memory may be
-		 * behind etcd.  Reloaded once a quorum read works (a
-		 * keepalive may be answered without one), meanwhile served
-		 * as it is.
+		 * A commit failed after memory took what it changed: memory
+		 * may be ahead of etcd.  Reloaded once a quorum read works (a
+		 * keepalive may be answered without one) and nothing else is
+		 * committing.
 		 */
 		switch (etcd_leader_check(l->e)) {
 		case -1:
@@ -337,13 +351,31 @@ leader_renew(struct coord *c)
 			leader_campaign(c);
 			return;
 		}
-		log_info("%s: etcd answers again: reloading the state (a "
-		    "write may have landed unanswered)", __func__);
+		log_info("%s: reloading the state (a commit failed)",
+		    __func__);
 		leader_take(c);
 	} else if (l->resync) {
 		log_info("%s: etcd answers again", __func__);
 		l->resync = 0;
 	}
+}
+
+/* The leader's turn: keeps the lease alive, without waiting. */
+static void
+leader_renew(struct coord *c)
+{
+	struct leader	*l = c->leader;
+
+	if (l->renewing)
+		return;
+	if (etcd_keepalive_async(l->e, leader_renewed, c) == -1) {
+		leader_step_down(c, l->e->lease == 0 ? "the lease is gone" :
+		    "cannot keep the lease alive: out of memory");
+		leader_campaign(c);
+		return;
+	}
+	l->renewing = 1;
+	l->renewed_lease = l->e->lease;
 }
 
 /* The election timer: every eighth of the TTL (LEADER_TICKS_PER_TTL). */
@@ -417,6 +449,10 @@ leader_open(struct coord *c, const char **why)
 	l->e->key = c->conf.etcd_key;
 	l->e->deposed = leader_deposed;
 	l->e->deposed_arg = c;
+	if (etcd_attach(l->e, c->base) == -1) {
+		*why = "out of memory";
+		return (NULL);
+	}
 	if ((s = store_open_etcd(l->e, why)) == NULL)
 		return (NULL);
 	return (s);
@@ -531,6 +567,17 @@ leader_redirect(struct coord *c, struct evhttp_request *req)
 	    loc);
 	http_error(c, req, 307, NULL, "this coordinator is a follower: the "
 	    "leader is %s", c->leader->http);
+}
+
+/*
+ * The model holds what the store may not (a commit failed after the model
+ * took it): the leader reloads the state from etcd once etcd answers.
+ */
+void
+leader_model_unsure(struct coord *c)
+{
+	if (c->leader != NULL)
+		c->leader->e->stale = 1;
 }
 
 /* Renders the leadership's metrics. */

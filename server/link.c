@@ -146,7 +146,10 @@ link_commit_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	store_flush(c->store);
+	/* With as many commits in flight as it may have, the batch grows
+	 * until one is answered (link_batch_done() comes back here). */
+	if (store_inflight(c->store) < LINK_COMMITS_MAX)
+		store_flush(c->store);
 }
 
 /*

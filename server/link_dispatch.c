@@ -339,33 +339,112 @@ link_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 	}
 }
 
+/* An agent's acknowledgement, sent once its batch is committed. */
+struct link_ack {
+	char		*node;
+	uint64_t	 boot_id;
+	uint64_t	 seq;
+};
+
+/* A batch of events on its way to the store. */
+struct link_batch {
+	struct coord	*c;
+	uint64_t	 staged;	/* the journal's last revision in it */
+	size_t		 n;
+	struct link_ack	 acks[];
+};
+
+/* Frees a batch's record. */
+static void
+link_batch_free(struct link_batch *b)
+{
+	size_t	 i;
+
+	for (i = 0; i < b->n; i++)
+		free(b->acks[i].node);
+	free(b);
+}
+
+/*
+ * The store's word on a batch.  Committed: its events are published and
+ * its agents acknowledged (those still connected, as the same process).
+ * Not: those agents are dropped, and replay to a coordinator that stores
+ * them; the model, which took the events already, is reloaded (etcd).
+ */
+static void
+link_batch_done(void *arg, int rc)
+{
+	Dynprof__V1__CoordinatorMessage	 msg;
+	Dynprof__V1__EventAck		 ack;
+	struct link_batch		*b = arg;
+	struct coord			*c = b->c;
+	struct node			*node;
+	size_t				 i;
+
+	dynprof__v1__coordinator_message__init(&msg);
+	dynprof__v1__event_ack__init(&ack);
+	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
+	msg.ack = &ack;
+	if (rc == -1) {
+		log_warnx("%s: cannot commit events", __func__);
+		journal_discard(c);
+		leader_model_unsure(c);
+	} else {
+		c->metrics.commits++;
+		journal_publish_to(c, b->staged);
+	}
+	for (i = 0; i < b->n; i++) {
+		if ((node = schedule_node_find(c, b->acks[i].node)) == NULL ||
+		    node->boot_id != b->acks[i].boot_id)
+			continue;
+		if (rc == -1) {
+			node->seen_seq = node->acked_seq;
+			if (node->conn != NULL)
+				link_conn_close(node->conn,
+				    DYNPROF__V1__ERROR_CODE__ERROR_UNSPECIFIED,
+				    "coordinator cannot store events");
+			continue;
+		}
+		if (b->acks[i].seq > node->acked_seq)
+			node->acked_seq = b->acks[i].seq;
+		if (node->conn != NULL && node->conn->state == CONN_READY) {
+			ack.seq = b->acks[i].seq;
+			link_send(node->conn, &msg);
+		}
+	}
+	link_batch_free(b);
+	if (rc == 0)
+		/* A window its last rank just ended frees its steps now, not
+		 * at the next tick. */
+		schedule_finish_windows(c, 1);
+	/* What arrived meanwhile goes next. */
+	if (store_batch_open(c->store))
+		event_active(c->committer, EV_TIMEOUT, 1);
+}
+
 /*
  * Finishes the open batch of events (the store calls it, at store_flush() or
  * before the next transaction): stores the ranks it changed and each agent's
- * highest seq in it, commits, then acknowledges those seqs.  If the commit
- * fails, those agents are dropped: they reconnect and replay, and the replays
- * are stored then.
+ * highest seq in it, and commits without waiting; link_batch_done()
+ * acknowledges those seqs once the store committed them.
  */
 static void
 link_commit_batch(void *arg)
 {
-	Dynprof__V1__CoordinatorMessage	 msg;
-	Dynprof__V1__EventAck		 ack;
-	struct coord			*c = arg;
-	struct conn			*conn;
-	int				 failed = 0;
+	struct coord		*c = arg;
+	struct conn		*conn;
+	struct link_batch	*b;
+	size_t			 n = 0;
+	int			 failed = 0;
 
-	if (schedule_store_batch_ranks(c) == -1)
-		failed = 1;
-	TAILQ_FOREACH(conn, &c->acks, ack_entry) {
-		if (store_put_agent(c->store, conn->node->name,
-		    conn->node->boot_id, conn->ack_seq) == -1)
-			failed = 1;
-	}
-	if (failed || store_commit(c->store) == -1) {
-		log_warnx("%s: cannot commit events", __func__);
+	TAILQ_FOREACH(conn, &c->acks, ack_entry)
+		n++;
+	if ((b = calloc(1, sizeof(*b) + n * sizeof(b->acks[0]))) == NULL) {
+		/* Nothing acknowledged: the agents replay to a later batch. */
+		log_warnx("%s: out of memory", __func__);
 		store_rollback(c->store);
 		journal_discard(c);
+		leader_model_unsure(c);
 		while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
 			conn->node->seen_seq = conn->node->acked_seq;
 			link_conn_close(conn,
@@ -374,22 +453,26 @@ link_commit_batch(void *arg)
 		}
 		return;
 	}
-	c->metrics.commits++;
-	journal_publish(c);
-	dynprof__v1__coordinator_message__init(&msg);
-	dynprof__v1__event_ack__init(&ack);
-	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK;
-	msg.ack = &ack;
+	b->c = c;
+	if (schedule_store_batch_ranks(c) == -1)
+		failed = 1;
 	while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
 		TAILQ_REMOVE(&c->acks, conn, ack_entry);
 		conn->ack_queued = 0;
-		conn->node->acked_seq = conn->ack_seq;
-		ack.seq = conn->ack_seq;
-		link_send(conn, &msg);
+		if (store_put_agent(c->store, conn->node->name,
+		    conn->node->boot_id, conn->ack_seq) == -1)
+			failed = 1;
+		if ((b->acks[b->n].node = strdup(conn->node->name)) == NULL)
+			failed = 1;
+		b->acks[b->n].boot_id = conn->node->boot_id;
+		b->acks[b->n++].seq = conn->ack_seq;
 	}
-	/* A window its last rank just ended frees its steps now, not at the
-	 * next tick. */
-	schedule_finish_windows(c, 1);
+	b->staged = journal_staged(c);
+	if (failed) {
+		store_rollback(c->store);
+		link_batch_done(b, -1);
+	} else if (store_commit_async(c->store, link_batch_done, b) == -1)
+		link_batch_done(b, -1);
 }
 
 /*
@@ -443,7 +526,8 @@ link_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 		return;
 	}
 	/* A batch the store finds big enough is committed before this one. */
-	if (store_batch_full(c->store))
+	if (store_batch_full(c->store) &&
+	    store_inflight(c->store) < LINK_COMMITS_MAX)
 		store_flush(c->store);
 	if (!store_batch_open(c->store)) {
 		if (store_batch_begin(c->store, link_commit_batch, c) == -1) {

@@ -474,7 +474,9 @@ schedule_flush_ranks(struct coord *c)
 			}
 		}
 	}
-	if (store_commit(c->store) == -1)
+	/* Over etcd, not waited for: a commit that fails has the leader
+	 * reload the state (store_commit_async()). */
+	if (store_commit_async(c->store, NULL, NULL) == -1)
 		return;
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if (!job->ranks_dirty)

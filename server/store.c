@@ -8,6 +8,9 @@
 
 #include <stdlib.h>
 
+#include <event2/event.h>
+
+#include "clock.h"
 #include "store.h"
 
 struct store {
@@ -89,6 +92,59 @@ store_commit(struct store *s)
 	return (0);
 }
 
+/*
+ * Commits the open transaction without waiting where the backend can:
+ * done(arg, 0) once it is durable, done(arg, -1) if it turned out not to
+ * be (then the model may hold what was not stored: etcd's leader reloads
+ * it).  A backend that blocks commits now and calls done(arg, 0) before
+ * returning.  Returns 0, or -1 if the store refused it now (rolled back,
+ * done not called).
+ */
+int
+store_commit_async(struct store *s, void (*done)(void *, int), void *arg)
+{
+	if (!s->in_tx || s->be->commit_async == NULL) {
+		if (store_commit(s) == -1)
+			return (-1);
+		if (done != NULL)
+			done(arg, 0);
+		return (0);
+	}
+	if (s->be->commit_async(s->impl, done, arg) == -1) {
+		store_rollback(s);
+		return (-1);
+	}
+	s->in_tx = 0;
+	return (0);
+}
+
+/* Returns how many commits are not answered yet. */
+size_t
+store_inflight(const struct store *s)
+{
+	if (s == NULL || s->be->inflight == NULL)
+		return (0);
+	return (s->be->inflight(s->impl));
+}
+
+/* Runs base's loop until every commit is answered, for at most ms. */
+void
+store_drain(struct store *s, struct event_base *base, int ms)
+{
+	uint64_t	 end = clock_mono_ns() + (uint64_t)ms * 1000000;
+
+	while (store_inflight(s) > 0 && clock_mono_ns() < end)
+		event_base_loop(base, EVLOOP_ONCE);
+}
+
+/* Gives up every commit in flight: each done function is told -1. */
+void
+store_abandon(struct store *s)
+{
+	if (s != NULL && s->be->abandon != NULL)
+		s->be->abandon(s->impl);
+}
+
 /* Abandons the open transaction. */
 void
 store_rollback(struct store *s)
@@ -168,7 +224,7 @@ store_forget_job(struct store *s, const char *job)
 			store_rollback(s);
 		return (-1);
 	}
-	return (own ? store_commit(s) : 0);
+	return (own ? store_commit_async(s, NULL, NULL) : 0);
 }
 
 /* Stores the generation counter. */

@@ -8,6 +8,11 @@
  * embedded default) and etcd (store_etcd.c, for coordinators that share their
  * state and elect a leader); store.c keeps what they share.
  *
+ * store_commit_async() commits without waiting where the backend can
+ * (etcd): the caller goes on, and what depends on the commit (an answer,
+ * an acknowledgement, a push) waits for its done function.  Commits land
+ * in the order they were made.
+ *
  * The agents' events are written in batches: store_batch_begin() opens one
  * and names the function that finishes it (stores what the batch changed,
  * commits, acknowledges).  store_flush() finishes an open batch, and
@@ -17,7 +22,10 @@
 #ifndef DYNPROF_STORE_H
 #define DYNPROF_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct event_base;
 
 struct etcd;
 struct rank_event;
@@ -92,6 +100,11 @@ struct store_backend {
 	int	(*load)(void *, const struct store_loader *);
 	int	(*begin)(void *);
 	int	(*commit)(void *);
+	/* NULL: commits block (store.c calls commit).  Else commits without
+	 * waiting, in order: 0 and done called later, or -1 refused now. */
+	int	(*commit_async)(void *, void (*)(void *, int), void *);
+	size_t	(*inflight)(void *);	/* commits not answered yet */
+	void	(*abandon)(void *);	/* fails the commits in flight */
 	void	(*rollback)(void *);
 	int	(*put_generation)(void *, uint64_t);
 	int	(*put_job)(void *, const struct store_job *);
@@ -121,6 +134,11 @@ const char	*store_unavailable(const struct store *);
 int		 store_load(struct store *, const struct store_loader *);
 int		 store_begin(struct store *);
 int		 store_commit(struct store *);
+int		 store_commit_async(struct store *, void (*)(void *, int),
+		    void *);
+size_t		 store_inflight(const struct store *);
+void		 store_drain(struct store *, struct event_base *, int);
+void		 store_abandon(struct store *);
 void		 store_rollback(struct store *);
 int		 store_batch_begin(struct store *, void (*)(void *), void *);
 int		 store_batch_open(const struct store *);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
 #include <jansson.h>
 
 #include "clock.h"
@@ -33,11 +34,30 @@
 #include "store.h"
 #include "store_row.h"
 
+/* A txn nobody answered is sent again after this. */
+static const struct timeval	es_retry_tv = { 0, ETCD_RETRY_MS * 1000 };
+
+/* A transaction committed without waiting: its txns go out one by one. */
+struct es_commit {
+	json_t			*ops;
+	size_t			 next;		/* ops committed so far */
+	size_t			 sent;		/* the end of the txn in flight */
+	void			(*done)(void *, int);
+	void			*arg;
+	struct es_commit	*later;		/* the queue */
+};
+
 struct etcd_store {
 	struct etcd	*e;
 	json_t		*ops;		/* the open transaction's operations */
 	json_t		*index;		/* key -> its operation's index */
 	char		 why[320];	/* why writes fail, for a 503 */
+	/* Commits in flight, oldest first: one txn at a time, in order. */
+	struct es_commit *head, **tailp;
+	size_t		 ncommits;
+	int		 sending;	/* a txn in flight, or waiting to retry */
+	struct event	*retry;
+	uint64_t	 retries;
 };
 
 /* Returns a put of key and value (JSON text of row), or NULL. */
@@ -212,50 +232,282 @@ es_renew(struct etcd *e)
 }
 
 /*
- * Commits the transaction: its operations in txns of at most
+ * Returns the end of the txn that starts at ops[from]: at most e->txn_ops
+ * operations and ETCD_TXN_BYTES_MAX bytes, at least one operation.
+ */
+static size_t
+es_txn_end(const struct etcd *e, const json_t *ops, size_t from)
+{
+	size_t	 i, n = json_array_size(ops), w, b, nops = 0, bytes = 0;
+
+	for (i = from; i < n; i++) {
+		w = es_op_weight(json_array_get(ops, i));
+		b = es_op_bytes(json_array_get(ops, i));
+		if (i > from && (nops + w > (size_t)e->txn_ops ||
+		    bytes + b > ETCD_TXN_BYTES_MAX))
+			break;
+		nops += w;
+		bytes += b;
+	}
+	return (i);
+}
+
+/* Returns why the store cannot write now into s->why, or NULL. */
+static const char *
+es_refused(struct etcd_store *s)
+{
+	struct etcd	*e = s->e;
+
+	if (e->fence == 0) {
+		if (s->why[0] == '\0')
+			es_fail(s, "this coordinator is not the leader");
+		return (s->why);
+	}
+	if (e->down) {
+		snprintf(s->why, sizeof(s->why), "%s", e->error);
+		return (s->why);
+	}
+	return (NULL);
+}
+
+/*
+ * Commits the transaction, blocking: its operations in txns of at most
  * e->txn_ops operations and ETCD_TXN_BYTES_MAX bytes, in order (the
- * agents' rows a batch ends with go in its last txn).  Returns 0 once all
- * are committed, -1 if one was not.
+ * agents' rows a batch ends with go in its last txn).  Never while
+ * commits are in flight (it would overtake them).  Returns 0 once all are
+ * committed, -1 if one was not.
  */
 static int
 es_commit(void *arg)
 {
 	struct etcd_store	*s = arg;
 	struct etcd		*e = s->e;
-	size_t			 i, from = 0, ops = 0, bytes = 0, w, b;
+	size_t			 from = 0, to;
 	size_t			 n = json_array_size(s->ops);
 	int			 rc = 0;
 
 	if (n == 0)
 		return (0);		/* nothing to write, nothing to fence */
-	if (e->fence == 0) {
-		if (s->why[0] == '\0')
-			es_fail(s, "this coordinator is not the leader");
+	if (es_refused(s) != NULL)
+		return (-1);
+	if (s->head != NULL) {
+		es_fail(s, "commits in flight");
 		return (-1);
 	}
-	if (e->down) {
-		snprintf(s->why, sizeof(s->why), "%s", e->error);
-		return (-1);
+	while (rc == 0 && from < n) {
+		to = es_txn_end(e, s->ops, from);
+		es_renew(e);
+		rc = es_send(s, from, to);
+		from = to;
 	}
-	for (i = 0; i < n && rc == 0; i++) {
-		w = es_op_weight(json_array_get(s->ops, i));
-		b = es_op_bytes(json_array_get(s->ops, i));
-		if (i > from && (ops + w > (size_t)e->txn_ops ||
-		    bytes + b > ETCD_TXN_BYTES_MAX)) {
-			es_renew(e);
-			rc = es_send(s, from, i);
-			from = i;
-			ops = bytes = 0;
-		}
-		ops += w;
-		bytes += b;
-	}
-	if (rc == 0 && from < n)
-		rc = es_send(s, from, n);
 	es_rollback(s);
 	if (rc == 0)
 		s->why[0] = '\0';
 	return (rc);
+}
+
+static void	es_pump(struct etcd_store *);
+
+/* Fails every commit in flight, oldest first: none of them is known to be
+ * committed, and a later one must not land before an earlier one. */
+static void
+es_fail_all(struct etcd_store *s)
+{
+	struct es_commit	*q = s->head, *next;
+
+	s->head = NULL;
+	s->tailp = &s->head;
+	s->ncommits = 0;
+	/* Memory already holds what they changed: the leader reloads it. */
+	s->e->stale = 1;
+	if (s->retry != NULL)
+		evtimer_del(s->retry);
+	s->sending = 0;
+	for (; q != NULL; q = next) {
+		next = q->later;
+		if (q->done != NULL)
+			q->done(q->arg, -1);
+		json_decref(q->ops);
+		free(q);
+	}
+}
+
+/* The answer to the oldest commit's txn in flight. */
+static void
+es_txn_done(void *arg, int rc, json_t *ans)
+{
+	struct etcd_store	*s = arg;
+	struct etcd		*e = s->e;
+	struct es_commit	*q = s->head;
+	char			 why[sizeof(e->error) + 64];
+	int			 ok;
+
+	s->sending = 0;
+	if (q == NULL) {		/* dropped meanwhile */
+		json_decref(ans);
+		return;
+	}
+	if (rc == ETCD_UNAVAILABLE && s->retry != NULL) {
+		/*
+		 * No answer (no quorum, etcd stopped): the same txn again in a
+		 * while, for as long as this coordinator leads.  Each of its
+		 * operations is a put of a whole row, a put if absent or a
+		 * delete: landing twice is landing once.
+		 */
+		snprintf(why, sizeof(why), "%s%s", e->error, e->last_unsure ?
+		    " (unanswered: it may yet be committed)" : "");
+		snprintf(s->why, sizeof(s->why), "%s", why);
+		s->retries++;
+		s->sending = 1;		/* nothing else goes first */
+		evtimer_add(s->retry, &es_retry_tv);
+		return;
+	}
+	if (rc != ETCD_OK) {
+		snprintf(why, sizeof(why), "%s%s", e->error, e->last_unsure ?
+		    " (unanswered: it may yet be committed)" : "");
+		es_fail(s, why);
+		es_fail_all(s);
+		return;
+	}
+	ok = json_is_true(json_object_get(ans, "succeeded"));
+	json_decref(ans);
+	if (!ok) {
+		e->fence = 0;
+		es_fail(s, "this coordinator is not the leader any more: "
+		    "another one took the lead");
+		es_fail_all(s);
+		if (e->deposed != NULL)
+			e->deposed(e->deposed_arg);
+		return;
+	}
+	q->next = q->sent;
+	if (q->next >= json_array_size(q->ops)) {
+		if ((s->head = q->later) == NULL)
+			s->tailp = &s->head;
+		s->ncommits--;
+		s->why[0] = '\0';
+		if (q->done != NULL)
+			q->done(q->arg, 0);
+		json_decref(q->ops);
+		free(q);
+	}
+	es_pump(s);
+}
+
+/* Waited after a txn nobody answered: sent again. */
+static void
+es_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct etcd_store	*s = arg;
+
+	(void)fd;
+	(void)what;
+	s->sending = 0;
+	if (s->head != NULL)
+		s->head->sent = s->head->next;
+	es_pump(s);
+}
+
+/* Sends the next txn of the oldest commit, unless one is in flight. */
+static void
+es_pump(struct etcd_store *s)
+{
+	struct etcd		*e = s->e;
+	struct es_commit	*q = s->head;
+	json_t			*body, *success;
+	size_t			 i;
+
+	if (s->sending || q == NULL)
+		return;
+	if (e->fence == 0) {
+		es_fail_all(s);
+		return;
+	}
+	q->sent = es_txn_end(e, q->ops, q->next);
+	if ((success = json_array()) == NULL)
+		goto fail;
+	for (i = q->next; i < q->sent; i++)
+		json_array_append(success, json_array_get(q->ops, i));
+	body = json_pack("{s:[o],s:o}", "compare",
+	    es_cmp_created(e->leader_key, e->fence), "success", success);
+	s->sending = 1;
+	if (body == NULL || etcd_call_async(e, "/v3/kv/txn", body,
+	    es_txn_done, s) == -1) {
+		s->sending = 0;
+		goto fail;
+	}
+	return;
+fail:
+	es_fail(s, "out of memory");
+	es_fail_all(s);
+}
+
+/*
+ * Commits the transaction without waiting: queued behind the commits in
+ * flight, done(arg, 0 or -1) called once all its txns are answered.
+ * Returns 0, or -1 (done not called) if the store refuses writes now.
+ */
+static int
+es_commit_async(void *arg, void (*done)(void *, int), void *cbarg)
+{
+	struct etcd_store	*s = arg;
+	struct es_commit	*q;
+
+	if (json_array_size(s->ops) == 0) {
+		es_rollback(s);
+		if (done != NULL)
+			done(cbarg, 0);
+		return (0);
+	}
+	/* No loop to wait on (a tool, a test): committed now. */
+	if (s->e->multi == NULL) {
+		if (es_commit(s) == -1)
+			return (-1);
+		if (done != NULL)
+			done(cbarg, 0);
+		return (0);
+	}
+	/* etcd away: queued all the same, sent once it answers. */
+	if (s->e->fence == 0 && es_refused(s) != NULL)
+		return (-1);
+	if ((q = calloc(1, sizeof(*q))) == NULL) {
+		es_fail(s, "out of memory");
+		return (-1);
+	}
+	q->ops = s->ops;
+	q->done = done;
+	q->arg = cbarg;
+	if ((s->ops = json_array()) == NULL) {
+		s->ops = q->ops;
+		free(q);
+		es_fail(s, "out of memory");
+		return (-1);
+	}
+	json_object_clear(s->index);
+	*s->tailp = q;
+	s->tailp = &q->later;
+	s->ncommits++;
+	es_pump(s);
+	return (0);
+}
+
+/* Fails every commit in flight (stopping), their requests dropped. */
+static void
+es_abandon(void *arg)
+{
+	struct etcd_store	*s = arg;
+
+	etcd_cancel_all(s->e);
+	es_fail_all(s);
+}
+
+/* Returns how many commits are in flight. */
+static size_t
+es_inflight(void *arg)
+{
+	struct etcd_store	*s = arg;
+
+	return (s->ncommits);
 }
 
 /* Returns 1 once the transaction holds ETCD_BATCH_TXNS txns' operations. */
@@ -529,9 +781,19 @@ static void
 es_close(void *arg)
 {
 	struct etcd_store	*s = arg;
+	struct es_commit	*q;
 
 	if (s == NULL)
 		return;
+	/* Nobody waits for what is still in flight: dropped unanswered. */
+	etcd_cancel_all(s->e);
+	while ((q = s->head) != NULL) {
+		s->head = q->later;
+		json_decref(q->ops);
+		free(q);
+	}
+	if (s->retry != NULL)
+		event_free(s->retry);
 	json_decref(s->ops);
 	json_decref(s->index);
 	free(s);
@@ -544,6 +806,9 @@ static const struct store_backend store_etcd = {
 	.load = es_load,
 	.begin = es_begin,
 	.commit = es_commit,
+	.commit_async = es_commit_async,
+	.inflight = es_inflight,
+	.abandon = es_abandon,
 	.rollback = es_rollback,
 	.put_generation = es_put_generation,
 	.put_job = es_put_job,
@@ -576,5 +841,12 @@ store_open_etcd(struct etcd *e, const char **why)
 		return (NULL);
 	}
 	s->e = e;
+	s->tailp = &s->head;
+	if (e->base != NULL &&
+	    (s->retry = evtimer_new(e->base, es_retry_cb, s)) == NULL) {
+		store_close(st);
+		*why = "out of memory";
+		return (NULL);
+	}
 	return (st);
 }
