@@ -292,11 +292,30 @@ coord_signal(evutil_socket_t sig, short what, void *arg)
 static void
 coord_tick(evutil_socket_t fd, short what, void *arg)
 {
-	struct coord	*c = arg;
+	static struct log_limit	 stall_log;
+	struct coord		*c = arg;
+	uint64_t		 now = coord_mono_ms(), late = 0;
 
 	(void)fd;
 	(void)what;
-	link_heartbeat(c);
+	/*
+	 * Late by half a period or more: the loop was not free (a stopped
+	 * process, a slow disk, a long callback).  Counted, and no peer is
+	 * judged silent this turn: what they sent meanwhile may still be
+	 * waiting in the sockets, read only after this.
+	 */
+	if (c->tick_due_ms != 0 && now > c->tick_due_ms &&
+	    now - c->tick_due_ms >= c->conf.heartbeat_ms / 2) {
+		late = now - c->tick_due_ms;
+		c->stalled_ms += late;
+		c->metrics.loop_stalls++;
+		c->metrics.loop_stalled_ms += late;
+		log_limited(&stall_log, LOG_LEVEL_QUIET, "%s: the loop was "
+		    "%llu ms late: no agent judged silent this turn", __func__,
+		    (unsigned long long)late);
+	}
+	c->tick_due_ms = now + c->conf.heartbeat_ms;
+	link_heartbeat(c, late == 0);
 	schedule_finish_windows(c, 0);
 	schedule_flush_ranks(c);
 	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *

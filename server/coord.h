@@ -307,6 +307,7 @@ struct conn {
 	char			 peer[64];
 	struct node		*node;		/* READY only */
 	uint64_t		 last_rx_ms;	/* monotonic */
+	uint64_t		 stalled_at_rx;	/* coord->stalled_ms then */
 	uint64_t		 accepted_ms;	/* monotonic */
 	size_t			 nsubs;
 	uint64_t		 ack_seq;	/* to send after the next commit */
@@ -346,6 +347,9 @@ struct metrics {
 	/* Stored rows the last load set aside, by enum row_table
 	 * (store_row.h): meta, jobs, windows, ranks, events, agents. */
 	uint64_t	 rows_quarantined[6];
+	uint64_t	 loop_stalls;		/* ticks late by half a period */
+	uint64_t	 loop_stalled_ms;	/* their lateness, summed */
+	uint64_t	 silent_closed;		/* agents closed as silent */
 };
 
 struct http_conn;
@@ -519,6 +523,10 @@ struct coord {
 	struct connq		 dead;
 	struct connq		 acks;
 	struct change_commitq	 commits;	/* changes not committed yet */
+	/* The loop's own lateness (coord_tick()): time it was not free to
+	 * read, which no peer's silence counts. */
+	uint64_t		 tick_due_ms;
+	uint64_t		 stalled_ms;
 	struct evhttp_request	*http_req;	/* the one being routed */
 	struct rankq		 batch_ranks;	/* changed by the open batch */
 	size_t			 nconns_ready;
@@ -571,7 +579,7 @@ int		 coord_is_loopback(const char *);
 /* link.c */
 int	 link_listen(struct coord *, const char *);
 void	 link_close_all(struct coord *);
-void	 link_heartbeat(struct coord *);
+void	 link_heartbeat(struct coord *, int);
 const char *link_node_state(const struct node *);
 void	 link_send(struct conn *, const Dynprof__V1__CoordinatorMessage *);
 void	 link_send_error(struct conn *, int, const char *);

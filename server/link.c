@@ -210,6 +210,7 @@ link_read(struct bufferevent *bev, void *arg)
 	int				 rc;
 
 	conn->last_rx_ms = coord_mono_ms();
+	conn->stalled_at_rx = conn->coord->stalled_ms;
 	if (conn->state == CONN_AWAIT_HELLO && link_tls_on_plain(conn, in))
 		return;
 	while (conn->state != CONN_CLOSING) {
@@ -468,6 +469,7 @@ link_accept(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	conn->last_rx_ms = conn->accepted_ms = coord_mono_ms();
+	conn->stalled_at_rx = c->stalled_ms;
 	bufferevent_setcb(conn->bev, link_read, NULL, link_conn_event,
 	    conn);
 	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
@@ -475,12 +477,28 @@ link_accept(struct evconnlistener *l, evutil_socket_t fd,
 	log_debug("%s: connection from %s", __func__, conn->peer);
 }
 
-/* Sends one connection its heartbeat, or drops it if silent too long. */
+/*
+ * Returns how long conn has been silent while the loop was free to read: the
+ * time since it last sent, less the loop's stalls since.
+ */
+static uint64_t
+link_silence(const struct conn *conn, uint64_t now)
+{
+	uint64_t	 since = now - conn->last_rx_ms;
+	uint64_t	 stalled = conn->coord->stalled_ms - conn->stalled_at_rx;
+
+	return (stalled >= since ? 0 : since - stalled);
+}
+
+/*
+ * Sends one connection its heartbeat, or drops it if silent too long (judge:
+ * 0 on a turn right after the loop stalled).
+ */
 static void
 link_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
-    uint64_t now, uint64_t limit)
+    uint64_t now, uint64_t limit, int judge)
 {
-	if (conn->state == CONN_AWAIT_HELLO &&
+	if (judge && conn->state == CONN_AWAIT_HELLO &&
 	    now - conn->accepted_ms > conn->coord->conf.hello_timeout_ms) {
 		log_warnx("%s: %s: no hello %u ms after accept", __func__,
 		    conn->peer, conn->coord->conf.hello_timeout_ms);
@@ -489,7 +507,9 @@ link_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
 		    "no hello in time");
 		return;
 	}
-	if (now - conn->last_rx_ms > limit) {
+	if (judge && link_silence(conn, now) > limit) {
+		if (conn->state != CONN_AWAIT_HELLO)
+			conn->coord->metrics.silent_closed++;
 		link_conn_close(conn,
 		    conn->state == CONN_AWAIT_HELLO ?
 		    DYNPROF__V1__ERROR_CODE__ERROR_NOT_HELLO :
@@ -503,11 +523,12 @@ link_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
 }
 
 /*
- * Sends a heartbeat to every agent and drops those silent for 3 intervals
- * (their nodes become lost, their ranks unknown).
+ * Sends a heartbeat to every agent and, if judge, drops those silent for 3
+ * intervals while the loop was free (their nodes become lost, their ranks
+ * unknown).
  */
 void
-link_heartbeat(struct coord *c)
+link_heartbeat(struct coord *c, int judge)
 {
 	Dynprof__V1__CoordinatorMessage	 msg;
 	Dynprof__V1__Heartbeat		 hb;
@@ -524,7 +545,7 @@ link_heartbeat(struct coord *c)
 	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
 		next = TAILQ_NEXT(conn, entry);
 		link_heartbeat_conn(conn, frame, now,
-		    3 * (uint64_t)c->conf.heartbeat_ms);
+		    3 * (uint64_t)c->conf.heartbeat_ms, judge);
 	}
 	if (frame != NULL)
 		evbuffer_free(frame);

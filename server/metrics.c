@@ -170,11 +170,25 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "dynprof_agents_refused_total %llu\n"
 	    "# HELP dynprof_event_commits_total Group commits of rank events.\n"
 	    "# TYPE dynprof_event_commits_total counter\n"
-	    "dynprof_event_commits_total %llu\n",
+	    "dynprof_event_commits_total %llu\n"
+	    "# HELP dynprof_loop_stalls_total Heartbeat ticks of the loop late "
+	    "by half an interval or more (no agent is judged silent then).\n"
+	    "# TYPE dynprof_loop_stalls_total counter\n"
+	    "dynprof_loop_stalls_total %llu\n"
+	    "# HELP dynprof_loop_stalled_seconds_total Their lateness, summed.\n"
+	    "# TYPE dynprof_loop_stalled_seconds_total counter\n"
+	    "dynprof_loop_stalled_seconds_total %.3f\n"
+	    "# HELP dynprof_agents_silent_total Agents closed as silent for 3 "
+	    "heartbeat intervals while the loop was free to read them.\n"
+	    "# TYPE dynprof_agents_silent_total counter\n"
+	    "dynprof_agents_silent_total %llu\n",
 	    c->nconns_ready, njobs, (unsigned long long)c->generation,
 	    (unsigned long long)m->pushes,
 	    (unsigned long long)m->agents_refused,
-	    (unsigned long long)m->commits);
+	    (unsigned long long)m->commits,
+	    (unsigned long long)m->loop_stalls,
+	    (double)m->loop_stalled_ms / 1000.0,
+	    (unsigned long long)m->silent_closed);
 
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_push_applied_seconds From a push to the agent's "

@@ -701,6 +701,67 @@ test_persistence(void **state)
 	assert_int_equal(tc_stop(&f->tc, SIGTERM), 0);
 }
 
+#define STALL_AGENTS	300
+
+/* Heartbeats every agent in turn, spread over each 100 ms, for ms; what
+ * they receive is read and checked to be no error.  Returns 0, or -1 if an
+ * agent could not send. */
+static int
+stall_beat(struct fakeagent *fa, int n, int ms)
+{
+	long long	 end = tc_now_ms() + ms;
+	fa_msg		*m;
+	int		 i;
+
+	while (tc_now_ms() < end) {
+		for (i = 0; i < n; i++) {
+			if (fa_heartbeat(&fa[i]) == -1)
+				return (-1);
+			while ((m = fa_recv(&fa[i], 0)) != NULL) {
+				if (m->body_case == ERR)
+					fail_msg("agent %d: error %d: %s", i,
+					    m->error->code, m->error->reason);
+				fa_free(m);
+			}
+			usleep(100000 / n);
+		}
+	}
+	return (0);
+}
+
+/*
+ * The coordinator SIGSTOPped for 5 heartbeat intervals while its agents go on
+ * heartbeating, one at a time (the coordinator never finds many of them
+ * readable at once, until it wakes with all of them): woken, it drops none
+ * as silent, and counts its stall.
+ */
+static void
+test_stall_not_silent(void **state)
+{
+	struct fixture		*f = *state;
+	struct fakeagent	*fa;
+	char			 node[32];
+	int			 i;
+
+	assert_non_null(fa = calloc(STALL_AGENTS, sizeof(*fa)));
+	for (i = 0; i < STALL_AGENTS; i++) {
+		snprintf(node, sizeof(node), "stall-%d", i);
+		assert_int_equal(handshake(&f->tc, &fa[i], node), 0);
+	}
+	assert_int_equal(stall_beat(fa, STALL_AGENTS, 300), 0);
+	assert_int_equal(kill(f->tc.pid, SIGSTOP), 0);
+	assert_int_equal(stall_beat(fa, STALL_AGENTS, 500), 0);
+	assert_int_equal(kill(f->tc.pid, SIGCONT), 0);
+	assert_int_equal(stall_beat(fa, STALL_AGENTS, 600), 0);
+	for (i = 0; i < STALL_AGENTS; i++)
+		assert_false(fa[i].eof);
+	assert_int_equal(tc_metric(&f->tc, "dynprof_agents_silent_total"), 0);
+	assert_true(tc_metric(&f->tc, "dynprof_loop_stalls_total") >= 1);
+	for (i = 0; i < STALL_AGENTS; i++)
+		fa_close(&fa[i]);
+	free(fa);
+}
+
 int
 main(void)
 {
@@ -717,6 +778,8 @@ main(void)
 		    tc_setup_agents, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_schedule_bound,
 		    tc_setup_agents, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_stall_not_silent,
+		    setup_fast, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup_fast,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_persistence,
