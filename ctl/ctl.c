@@ -55,7 +55,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"
-	  "        [--output-subdir D] [--wait [--timeout S]]",
+	  "        [--output-subdir D] [--wait [--timeout S]] [--new] [--force]",
 	  "Schedule a profiling window and print its resolved steps.\n"
 	  "  --start N          start at step N (absolute)\n"
 	  "  --in N             start N steps after the highest step reported\n"
@@ -73,6 +73,11 @@ static const struct ctl_command ctl_commands[] = {
 	  "                     if any skipped, failed, went away, or never ran\n"
 	  "                     the window (it was cancelled or finished first)\n"
 	  "  --timeout S        with --wait: give up after S seconds (exit 3)\n"
+	  "  --new              JOB has not started yet: schedule it ahead (else,\n"
+	  "                     a job the coordinator does not know is refused\n"
+	  "                     with --wait or --in, the jobs there are named)\n"
+	  "  --force            no checks: a job or ranks not known, a start every\n"
+	  "                     live rank has passed (else refused, 409)\n"
 	  "With --json, prints the coordinator's answer, and with --wait the job's\n"
 	  "final summary after it.\n" },
 	{ "stragglers", ctl_cmd_stragglers,

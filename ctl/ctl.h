@@ -101,6 +101,11 @@ int	 ctl_check_job(struct ctl *, const char *);
 int	 ctl_ranks_pages(struct ctl *, const char *, const char *,
 	    int (*)(void *, json_t *), void *);
 
+/* ctl_check.c */
+int	 ctl_check_distance(const char *, const char *);
+void	 ctl_check_jobs_hint(json_t *, const char *, char *, size_t);
+void	 ctl_check_missing_job(struct ctl *, const char *);
+
 /* ctl_rule.c */
 int	 ctl_cmd_rule(struct ctl *, int, char **);
 int	 ctl_cmd_stragglers(struct ctl *, int, char **);
@@ -124,6 +129,8 @@ struct ctl_trace_args {
 	const char	*output_subdir;
 	json_t		*options;	/* owned */
 	int		 wait;
+	int		 new;		/* --new: a job not started yet */
+	int		 force;		/* --force: no checks */
 	int		 have_timeout;
 	double		 timeout;	/* seconds */
 };
@@ -133,6 +140,9 @@ int	 ctl_trace_parse(int, char **, struct ctl_trace_args *, char *,
 void	 ctl_trace_args_free(struct ctl_trace_args *);
 json_t	*ctl_trace_body(const struct ctl_trace_args *);
 int	 ctl_cmd_trace(struct ctl *, int, char **);
+int	 ctl_check_trace(struct ctl *, const struct ctl_trace_args *);
+void	 ctl_check_new_job(struct ctl *, const struct ctl_trace_args *,
+	    json_t *);
 
 /* How the targeted ranks of one window are doing. */
 struct ctl_progress {

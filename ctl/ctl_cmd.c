@@ -265,8 +265,11 @@ ctl_status_show(struct ctl *ctl, const char *job, uint64_t *rev)
 	int			 rc;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
+	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK) {
+		if (rc == CTL_EXIT_REFUSED)
+			ctl_check_missing_job(ctl, job);
 		return (rc);
+	}
 	if (!ctl->json) {
 		ctl_table_init(&t, 6);
 		rc = ctl_ranks_pages(ctl, job, "", ctl_status_page, &t);

@@ -229,6 +229,14 @@ ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
 			a->wait = 1;
 			continue;
 		}
+		if (strcmp(argv[i], "--new") == 0) {
+			a->new = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--force") == 0) {
+			a->force = 1;
+			continue;
+		}
 		if (argv[i][0] != '-' || argv[i][1] == '\0') {
 			if (a->job != NULL) {
 				snprintf(err, errlen, "unexpected argument %s",
@@ -272,6 +280,13 @@ ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
 	if (a->have_start == a->have_in) {
 		snprintf(err, errlen, a->have_start ? "--start and --in "
 		    "exclude each other" : "say when: --start N or --in N");
+		goto fail;
+	}
+	if (a->have_in && a->in == 0 && !a->have_roundup) {
+		snprintf(err, errlen, "--in 0 would start at the step the "
+		    "ranks are in, which they have begun already: --in 1 is "
+		    "the soonest (--in 0 goes with --roundup R: the next "
+		    "multiple of R)");
 		goto fail;
 	}
 	if (a->have_steps == a->have_stop) {
@@ -321,6 +336,8 @@ ctl_trace_body(const struct ctl_trace_args *a)
 	if (a->output_subdir != NULL)
 		json_object_set_new(b, "output_subdir",
 		    json_string(a->output_subdir));
+	if (a->force)
+		json_object_set_new(b, "force", json_true());
 	return (b);
 }
 
@@ -755,6 +772,10 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 		ctl_errx(ctl, "trace: %s", err);
 		return (CTL_USAGE);
 	}
+	if ((rc = ctl_check_trace(ctl, &a)) != CTL_EXIT_OK) {
+		ctl_trace_args_free(&a);
+		return (rc);
+	}
 	body = ctl_trace_body(&a);
 	text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
@@ -767,6 +788,8 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 	rc = ctl_call(ctl, "POST", path, text, strlen(text), &doc, &res);
 	free(text);
 	if (rc != CTL_EXIT_OK) {
+		if (rc == CTL_EXIT_REFUSED && a.have_in)
+			ctl_check_missing_job(ctl, a.job);
 		ctl_trace_args_free(&a);
 		return (rc);
 	}
@@ -784,6 +807,7 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 		fflush(ctl->out);
 	}
 	ctl_http_free(&res);
+	ctl_check_new_job(ctl, &a, w);
 	rc = CTL_EXIT_OK;
 	if (a.wait) {
 		if (id <= 0 || id > UINT32_MAX) {

@@ -366,6 +366,33 @@ change_init(struct change *ch, struct job *job)
 }
 
 /*
+ * Returns 1 with ref saying why when every live rank of job has begun step
+ * start already (a window there would only be skipped), else 0.  The steps
+ * are the coordinator's view, which lags the ranks: a start it judges ahead
+ * may still be passed when the ranks read the schedule.
+ */
+static int
+change_window_behind(struct coord *c, struct job *job, int64_t start,
+    struct refusal *ref)
+{
+	int64_t	 min, max;
+	char	 at[64];
+
+	if (schedule_job_ranks_alive(c, job) == 0 ||
+	    (min = schedule_job_min_step(c, job)) < 0 || start > min)
+		return (0);
+	max = schedule_job_max_step(c, job);
+	if (max > min)
+		snprintf(at, sizeof(at), "steps %" PRId64 "-%" PRId64, min, max);
+	else
+		snprintf(at, sizeof(at), "step %" PRId64, min);
+	change_refuse(ref, 409, "start_step", "job %s is at %s: every live rank "
+	    "has begun step %" PRId64 " already; start after step %" PRId64
+	    " (or force it)", job->name, at, start, max);
+	return (1);
+}
+
+/*
  * Adds window w to job name, creating the job, with the steps r asks for
  * (in_steps and roundup resolved against the job's ranks).  Windows no rank
  * can still run leave a full schedule in the same change.  Takes w: on
@@ -397,11 +424,15 @@ change_window_add(struct coord *c, const char *name,
 		if (max < 0) {
 			change_refuse(ref, 409, "in_steps", "no rank of job %s "
 			    "has reported a step yet (or every node serving it "
-			    "is lost): give start_step", name);
+			    "is lost), and in_steps counts from their steps: "
+			    "check the job's name, or give start_step", name);
 			goto fail;
 		}
 	}
 	if (schedule_window_resolve(r, max, &start, &stop, ref) == -1)
+		goto fail;
+	if (!r->force && job != NULL && change_window_behind(c, job, start,
+	    ref))
 		goto fail;
 	w->start_step = start;
 	w->stop_step = stop;

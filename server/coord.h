@@ -598,6 +598,7 @@ void	 link_sub_remove(struct sub *);
 struct window_request {
 	int64_t		 start, stop, in, steps, roundup;
 	int		 has_start, has_stop, has_in, has_steps, has_round;
+	int		 force;		/* a start every live rank passed */
 };
 
 /* A refused request or change: the status, the field at fault, the message. */

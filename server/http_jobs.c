@@ -179,7 +179,7 @@ http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
 
 static const char *http_window_keys[] = {
 	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
-	"options", "output_subdir", NULL
+	"options", "output_subdir", "force", NULL
 };
 
 /*
@@ -218,6 +218,12 @@ http_window_parse(const void *jv, const struct options *defaults,
 	    (r->has_round = http_int_field(body, "roundup", 1,
 	    HTTP_COUNT_MAX, &r->roundup, ref)) == -1)
 		return (-1);
+	if ((v = json_object_get(body, "force")) != NULL) {
+		if (!json_is_boolean(v))
+			return (change_refuse(ref, 400, "force", "force must "
+			    "be true or false"));
+		r->force = json_is_true(v);
+	}
 	if (r->has_start && r->has_in)
 		return (change_refuse(ref, 400, "in_steps", "give start_step or "
 		    "in_steps, not both"));

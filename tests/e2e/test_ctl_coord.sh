@@ -313,9 +313,40 @@ assert c["targeted"] == 2 and c["stopped"] == 2 and c["finished"] == 2, c
 assert docs[1]["rank_counts"]["done"] == 2, docs[1]["rank_counts"]
 EOF
 
-# A window whose start is already behind the ranks: skipped, exit 1.  (Its
-# stop is far ahead: a window wholly behind every rank is finished at once.)
+# A window whose start every live rank has passed: refused, naming the
+# job's steps.
 run trace S --start 1 --stop 100000 --ranks 1 --wait --timeout 30
+expect_rc 1
+grep -qE "coordinator refused: job S is at steps? [0-9-]+: every live rank has begun step 1 already; start after step [0-9]+ \(or force it\)" \
+    "$T/err" || fail "no refusal of a start behind every rank"
+# A typo of the job's name: refused with --wait, the jobs there named.
+run trace Sx --start 500 --steps 1 --wait --timeout 30
+expect_rc 1
+expect_err "trace: no job Sx on the coordinator (jobs there are: S; did you mean S?); to wait on a window of a job whose ranks have not started yet, give --new"
+run status Sx
+expect_rc 1
+expect_err "coordinator refused: no job Sx (field job)"
+expect_err "jobs there are: S; did you mean S?"
+run trace Sx --in 20 --steps 1
+expect_rc 1
+expect_err "check the job's name, or give start_step"
+expect_err "jobs there are: S; did you mean S?"
+run trace S --in 0 --steps 1
+expect_rc 1
+expect_err "--in 1 is the soonest"
+# Ranks the job does not have: warned, refused with --wait.
+run trace S --in 50 --steps 1 --ranks 0,7 --wait --timeout 30
+expect_rc 1
+expect_err "trace: --ranks 0,7: the highest rank job S has is 1; rank 7 is not one of its ranks (--force waits for it anyway)"
+# Without --wait a new job is made, with a notice; --new says it is meant.
+run trace Sy --start 500 --steps 1
+expect_rc 0
+expect_err "trace: job Sy is new: no rank of it has reported; the window waits for them (jobs there are: S; did you mean S?)"
+run trace Sz --start 500 --steps 1 --new
+expect_rc 0; expect_no_err
+# Forced, it is skipped, exit 1.  (Its stop is far ahead: a window wholly
+# behind every rank is finished at once.)
+run trace S --start 1 --stop 100000 --ranks 1 --wait --timeout 30 --force
 expect_rc 1
 expect_out "window 3: steps 1-100000 on rank 1"
 expect_out_re '^window 3: 1 targeted, 0 started, 0 stopped, 1 skipped, 0 failed'
@@ -323,7 +354,7 @@ expect_err "rank 1 on n1 skipped window 3"
 wait_done S 3
 # Wholly behind every rank: the coordinator may finish it before the rank
 # sees it (missed) or the rank skips it; either way --wait ends, exit 1.
-run trace S --start 1 --steps 1 --ranks 0 --wait --timeout 30
+run trace S --start 1 --steps 1 --ranks 0 --wait --timeout 30 --force
 expect_rc 1
 grep -qE 'rank 0 on n1 (skipped window 4|did not run window 4: it was finished)' \
     "$T/err" || fail "no verdict for rank 0"

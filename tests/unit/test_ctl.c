@@ -195,8 +195,14 @@ test_trace_args(void **state)
 	    "{\"in_steps\": 20, \"steps\": 5, \"roundup\": 100,"
 	    " \"ranks\": \"0-3,9\", \"output_subdir\": \"run1/a\","
 	    " \"options\": {\"profiler_level\": 1, \"activities\": [\"CPU\"]}}");
-	check_body("trace 36199_0 --in 0 --steps 10",
-	    "{\"in_steps\": 0, \"steps\": 10}");
+	check_body("trace 36199_0 --in 0 --roundup 10 --steps 10",
+	    "{\"in_steps\": 0, \"steps\": 10, \"roundup\": 10}");
+	check_refused("trace 36199_0 --in 0 --steps 10", "--in 0 would "
+	    "start at the step the ranks are in, which they have begun "
+	    "already: --in 1 is the soonest (--in 0 goes with --roundup R: "
+	    "the next multiple of R)");
+	check_body("trace J --start 5 --steps 1 --force --new",
+	    "{\"start_step\": 5, \"steps\": 1, \"force\": true}");
 	check_body("trace J --start 0 --stop 0",
 	    "{\"start_step\": 0, \"stop_step\": 0}");
 
