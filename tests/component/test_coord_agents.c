@@ -518,9 +518,10 @@ test_schedule_bound(void **state)
 	assert_int_equal(fa_progress(&a, "bound-j", 0, 1000, 1000, 1), 0);
 	tc_wait_str(&f->tc, "/v1/jobs/bound-j/ranks", "ranks.0.state",
 	    "attached");
-	for (i = 0; i < 16; i++) {
+	for (i = 0; i < 16; i++) {	/* behind the rank: forced */
 		snprintf(body, sizeof(body), "{\"start_step\": %d, "
-		    "\"stop_step\": %d}", 10 * i + 1, 10 * i + 5);
+		    "\"stop_step\": %d, \"force\": true}", 10 * i + 1,
+		    10 * i + 5);
 		r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows", body,
 		    201);
 		assert_int_equal(tc_int(r.json, "id"), i + 1);
