@@ -15,6 +15,11 @@ dynprof_test(test_segment_stress_noseqlock
   TIMEOUT 60)
 target_compile_definitions(test_segment_stress_noseqlock PRIVATE
   SEGMENT_TEST_NO_SEQLOCK)
+# Four processes spinning for seconds: they would starve whatever ran beside
+# them (a timing-sensitive test) on a 2-core machine.  Each holds 4 of
+# CTest's -j slots (all of them under make test's -j2: alone).
+set_tests_properties(test_segment_stress test_segment_stress_noseqlock
+  PROPERTIES PROCESSORS 4)
 target_include_directories(test_segment_stress_noseqlock PRIVATE
   ${PROJECT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/lib/include)
 

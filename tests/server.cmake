@@ -63,7 +63,7 @@ add_dependencies(test_coord_badvalues dynprof-coordinator)
 # descriptors running out.
 dynprof_test(test_coord_bounds SOURCES component/test_coord_bounds.c
   support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 400)
 add_dependencies(test_coord_bounds dynprof-coordinator)
 # Stragglers: fake agents report steps, the real coordinator flags the ranks
 # and nodes that lag the job's median or whose rate fell.

@@ -338,16 +338,27 @@ test_reconnect_backoff(void **state)
 {
 	struct linktest	*t = *state;
 	const char	*extra[] = { "--coordinator", t->coord, NULL };
+	int64_t		 at[5];
 	int		 n;
 
 	fc_close(&t->fc);		/* the port now refuses */
 	assert_int_equal(ap_start(&t->ap, extra), 0);
-	usleep(2500 * 1000);
-	n = ap_log_count(&t->ap, "connection to coordinator");
-	/* 100, 200, 400, 800, 1600 ms (each 50-100%): 3 to 7 attempts, where
-	 * retrying every 100 ms would make 25. */
-	assert_true(n >= 3);
-	assert_true(n <= 8);
+	/*
+	 * 100, 200, 400, 800 ms between attempts (each 50-100%): the gaps in
+	 * the log are at least half of those, however loaded the machine
+	 * (a timer never fires early), where retrying every 100 ms would
+	 * not.  Five attempts come within a deadline far past 1.5 s.
+	 */
+	assert_int_equal(ap_log_wait(&t->ap, "connection to coordinator", 5,
+	    60000), 0);
+	assert_int_equal(ap_log_times(&t->ap, "connection to coordinator", at,
+	    5), 5);
+	for (n = 0; n < 4; n++) {
+		print_message("attempt %d: %lld ms after the last\n", n + 2,
+		    (long long)(at[n + 1] - at[n]));
+		/* The log's times are to the ms: 2 ms of rounding. */
+		assert_true(at[n + 1] - at[n] >= (50 << n) - 2);
+	}
 	assert_int_equal(kill(t->ap.pid, 0), 0);
 }
 

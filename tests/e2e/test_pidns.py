@@ -123,7 +123,9 @@ def apart(name, agent_wrap):
               "the ranks' pid namespaces differ: %s" % sl)
         log("ranks attached from other pid namespaces: slots %s" % sl)
 
-        w = c.add_window(job, {"in_steps": 30, "steps": 5})
+        # 5 s ahead at 50 steps a second: the window reaches the agent before
+        # the ranks reach its start, however loaded the machine.
+        w = c.add_window(job, {"in_steps": 250, "steps": 5})
         wid, a, b = w["id"], w["start_step"], w["stop_step"]
         c.wait_window_done(job, wid, [0, 1], timeout=60)
         check(node.trace(0, a, b) is not None and node.trace(1, a, b) is not None,

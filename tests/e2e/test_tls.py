@@ -99,6 +99,12 @@ def agent_tls(dirname, name, ca=None):
             "--tls-ca", ca or os.path.join(dirname, "ca.crt")]
 
 
+# How far ahead a window starts: 5 s of the ranks' 50 steps a second, so that
+# the window reaches the agent before the ranks reach it on a loaded machine
+# (0.4 s was not: a rank past the start skips the window).
+AHEAD = 250
+
+
 def coord_tls(good):
     return ["--tls-cert", os.path.join(good, "coordinator.crt"),
             "--tls-key", os.path.join(good, "coordinator.key"),
@@ -202,7 +208,7 @@ def test_link(c, good, other):
     for rank in (0, 1):
         n0.start_rank(JOB, rank, rate=50)
     c.wait_ranks(JOB, 2, min_step=5)
-    w = c.add_window(JOB, {"in_steps": 20, "steps": 20})
+    w = c.add_window(JOB, {"in_steps": AHEAD, "steps": 20})
     c.wait_window_done(JOB, w["id"], [0, 1], timeout=60)
     wait_for(lambda: nodes(c)["n0"]["jobs"].get(JOB, 0) >= w["generation"],
              10, "n0 applied generation %d" % w["generation"])
@@ -234,29 +240,33 @@ def test_link(c, good, other):
                  r"certificate has expired",
                  r"TLS (handshake failed|error): |certificate refused")
 
+    # Refused at once, not at the handshake deadline: the reason logged is
+    # the plaintext record itself (a deadline would say "not done in time").
     log("a plaintext agent on the TLS port")
     n4 = c.node("n4")
-    t0 = time.monotonic()
     n4.start_agent()
-    wait_log(n4.agent, r"does the coordinator require TLS", 5,
+    wait_log(n4.agent, r"does the coordinator require TLS", 30,
              "plaintext agent told why")
     wait_log(c.coord, r"TLS handshake with 127\.0\.0\.1:\d+ failed: "
-             r"(wrong version number|.*record|.*packet)", 5,
+             r"(wrong version number|.*record|.*packet)", 30,
              "coordinator closing the plaintext agent")
-    check(time.monotonic() - t0 < 5, "plaintext agent not refused at once")
     check("n4" not in nodes(c), "a plaintext agent got in")
 
-    log("a silent peer on the TLS port: closed within the handshake deadline")
+    # Closed by the handshake deadline (3 heartbeats, 1.5 s here): never
+    # before it, and the reason logged is the deadline's.  Only a generous
+    # bound above, which a loaded machine does not reach.
+    log("a silent peer on the TLS port: closed at the handshake deadline")
     t0 = time.monotonic()
-    with socket.create_connection(("127.0.0.1", c.agent_port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", c.agent_port), timeout=30) as s:
         try:
             data = s.recv(1)
         except ConnectionResetError:
             data = b""
-    check(data == b"" and time.monotonic() - t0 < 3,
-          "silent peer: got %r after %.1f s" % (data, time.monotonic() - t0))
+    took = time.monotonic() - t0
+    check(data == b"" and took >= 1.5,
+          "silent peer: got %r after %.1f s" % (data, took))
     wait_log(c.coord, r"TLS handshake with 127\.0\.0\.1:\d+ failed: not done "
-             r"in time|closing 127\.0\.0\.1:\d+: no hello in time", 5,
+             r"in time|closing 127\.0\.0\.1:\d+: no hello in time", 30,
              "the silent peer's close logged")
     for n in (n1, n2, n3, n4):
         n.agent.stop()
@@ -264,12 +274,11 @@ def test_link(c, good, other):
     log("a TLS agent on a plaintext port")
     plain, pport, _ = start_plain_coordinator(c, "plain")
     n5 = c.node("n5", coord_addr="127.0.0.1:%d" % pport)
-    t0 = time.monotonic()
     n5.start_agent(agent_tls(good, "n4"))
-    wait_log(plain, r"speaks TLS on this plaintext AgentLink port", 5,
+    # At once: the plaintext coordinator recognises the ClientHello.
+    wait_log(plain, r"speaks TLS on this plaintext AgentLink port", 30,
              "plaintext coordinator seeing TLS")
-    wait_log(n5.agent, r"TLS handshake failed: ", 5, "TLS agent told why")
-    check(time.monotonic() - t0 < 5, "TLS agent not refused at once")
+    wait_log(n5.agent, r"TLS handshake failed: ", 30, "TLS agent told why")
     n5.agent.stop()
     plain.stop()
 
@@ -285,7 +294,7 @@ def test_link(c, good, other):
           "a new connection after SIGHUP is not given the new certificate")
     n0.agent.signal(signal.SIGHUP)
     wait_log(n0.agent, r"agentlink: reloaded certificate", 5, "agent reload")
-    w2 = c.add_window(JOB, {"in_steps": 20, "steps": 20})
+    w2 = c.add_window(JOB, {"in_steps": AHEAD, "steps": 20})
     c.wait_window_done(JOB, w2["id"], [0, 1], timeout=60)
 
     log("SIGHUP with a broken certificate file keeps the loaded one")
@@ -339,10 +348,10 @@ def test_https(c, good):
     wait_log(p, r"http: reloaded certificate", 5, "HTTPS certificate reload")
     rc, code, err = curl(url, *ca, *client)
     check(rc == 0 and code == "200", "HTTPS after SIGHUP: rc %d %s" % (rc, err))
-    t0 = time.monotonic()
+    # Refused, not left to time out (curl's exit 28 at its --max-time).
     rc, code, err = curl("http://127.0.0.1:%d/healthz" % hport)
-    check(rc != 0 and time.monotonic() - t0 < 4.5,
-          "plain HTTP on the HTTPS port: rc %d code %s" % (rc, code))
+    check(rc not in (0, 28),
+          "plain HTTP on the HTTPS port: rc %d code %s %s" % (rc, code, err))
     p.stop()
 
     log("HTTPS admin API without client certificates")
@@ -422,11 +431,11 @@ def test_exposure(c, good):
 
 
 def window_after_restart(c):
-    """A window 20 steps ahead, once a restarted coordinator has heard the
+    """A window AHEAD steps ahead, once a restarted coordinator has heard the
     ranks' steps again (until then it answers 409)."""
     def post():
         code, w = c.http("POST", "/v1/jobs/%s/windows" % JOB,
-                         {"in_steps": 20, "steps": 20})
+                         {"in_steps": AHEAD, "steps": 20})
         return w if code == 201 else None
     return wait_for(post, 20, "a window accepted after the restart",
                     interval=0.2)

@@ -450,6 +450,30 @@ ap_log_count(struct agentproc *ap, const char *needle)
 	return (n);
 }
 
+/*
+ * The times of day, in ms, that the first max lines containing needle were
+ * logged at (their "YYYY-MM-DDTHH:MM:SS.mmmZ" prefix).  Returns how many.
+ */
+int
+ap_log_times(struct agentproc *ap, const char *needle, int64_t *ms, int max)
+{
+	FILE	*f;
+	char	 line[8192];
+	int	 h, m, sec, milli, n = 0;
+
+	if ((f = fopen(ap->log, "r")) == NULL)
+		return (0);
+	while (n < max && fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, needle) == NULL ||
+		    sscanf(line, "%*d-%*d-%*dT%d:%d:%d.%dZ", &h, &m, &sec,
+		    &milli) != 4)
+			continue;
+		ms[n++] = ((int64_t)h * 3600 + m * 60 + sec) * 1000 + milli;
+	}
+	fclose(f);
+	return (n);
+}
+
 /* Waits until at least count lines contain needle; 0 or -1 on timeout. */
 int
 ap_log_wait(struct agentproc *ap, const char *needle, int count, int timeout_ms)

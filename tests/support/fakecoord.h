@@ -58,6 +58,7 @@ int	 ap_stop(struct agentproc *, int, int);
 int	 ap_kill_child(struct agentproc *, pid_t, int, int);
 int	 ap_log_count(struct agentproc *, const char *);
 int	 ap_log_wait(struct agentproc *, const char *, int, int);
+int	 ap_log_times(struct agentproc *, const char *, int64_t *, int);
 void	 ap_cleanup(struct agentproc *);
 pid_t	 ap_spawn(struct agentproc *, const char *const *);
 const char *ap_build_dir(void);
