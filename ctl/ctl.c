@@ -73,6 +73,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "                     if any skipped, failed, went away, or never ran\n"
 	  "                     the window (it was cancelled or finished first)\n"
 	  "  --timeout S        with --wait: give up after S seconds (exit 3)\n"
+	  "                     (a node of the job lost meanwhile is said as it\n"
+	  "                     happens, and counted in the progress line)\n"
 	  "  --new              JOB has not started yet: schedule it ahead (else,\n"
 	  "                     a job the coordinator does not know is refused\n"
 	  "                     with --wait or --in, the jobs there are named)\n"

@@ -447,6 +447,8 @@ ctl_progress_count(json_t *doc, uint32_t window, struct ctl_progress *p)
 	memset(p, 0, sizeof(*p));
 	p->max_step = ctl_json_int(json_object_get(doc, "progress"),
 	    "max_step", -1);
+	p->nodes_lost = (int)ctl_json_int(json_object_get(doc, "node_counts"),
+	    "lost", 0);
 	json_array_foreach(json_object_get(doc, "windows"), i, w) {
 		if (ctl_json_int(w, "id", 0) != window)
 			continue;
@@ -497,6 +499,9 @@ ctl_progress_format(const struct ctl_progress *p, uint32_t window, char *buf,
 		n += snprintf(buf + n, len - n, ", %d gone", p->gone);
 	if (n > 0 && (size_t)n < len && p->missed > 0)
 		n += snprintf(buf + n, len - n, ", %d missed", p->missed);
+	if (n > 0 && (size_t)n < len && p->nodes_lost > 0)
+		n += snprintf(buf + n, len - n, ", %d node%s lost",
+		    p->nodes_lost, p->nodes_lost == 1 ? "" : "s");
 	if (n > 0 && (size_t)n < len && p->window_cancelled)
 		n += snprintf(buf + n, len - n, ", window cancelled");
 	if (n > 0 && (size_t)n < len && p->max_step >= 0)
@@ -652,6 +657,48 @@ ctl_trace_pause(struct ctl *ctl, const char *job, uint32_t window,
 }
 
 /*
+ * Says which of the job's nodes are lost (GET /v1/nodes) when their number
+ * changed from *was to now: their ranks' progress is unknown until they come
+ * back.  At most CTL_REPORT_RANKS are named.
+ */
+static void
+ctl_trace_lost(struct ctl *ctl, const char *job, int *was, int now)
+{
+	json_t	*doc, *n;
+	char	 names[512];
+	size_t	 i, off = 0;
+	int	 k = 0;
+
+	if (now == *was)
+		return;
+	if (now < *was && now == 0) {
+		ctl_errx(ctl, "trace: every node of job %s is back", job);
+		*was = now;
+		return;
+	}
+	*was = now;
+	if (now == 0 || ctl_call(ctl, "GET", "/v1/nodes", NULL, 0, &doc,
+	    NULL) != CTL_EXIT_OK)
+		return;
+	names[0] = '\0';
+	json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+		if (strcmp(ctl_json_str(n, "state", ""), "lost") != 0 ||
+		    json_object_get(json_object_get(n, "jobs"), job) == NULL)
+			continue;
+		if (k++ < CTL_REPORT_RANKS && off < sizeof(names))
+			off += (size_t)snprintf(names + off, sizeof(names) - off,
+			    "%s%s", k > 1 ? ", " : "", ctl_json_str(n, "node",
+			    "?"));
+	}
+	json_decref(doc);
+	ctl_errx(ctl, "trace: %d node%s of job %s lost%s%s%s: the progress of "
+	    "%s ranks is unknown until %s back", now, now == 1 ? "" : "s",
+	    job, k > 0 ? " (" : "", names, k > CTL_REPORT_RANKS ? ", ...)" :
+	    k > 0 ? ")" : "", now == 1 ? "its" : "their", now == 1 ?
+	    "it comes" : "they come");
+}
+
+/*
  * Follows the job until every targeted rank is finished with the window: the
  * summary says how they are doing, the event stream when to look again.
  */
@@ -665,7 +712,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 	char			 path[128], line[512], last[512] = "";
 	int64_t			 deadline = 0, last_print = 0, now;
 	uint64_t		 since;
-	int			 rc;
+	int			 rc, lost = 0;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
 	if (a->have_timeout)
@@ -692,6 +739,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		} else {
 			ctl_progress_count(doc, window, &p);
 			ctl_progress_format(&p, window, line, sizeof(line));
+			ctl_trace_lost(ctl, job, &lost, p.nodes_lost);
 			if (p.targeted > 0 && p.finished == p.targeted)
 				break;
 			since = (uint64_t)ctl_json_int(doc, "revision", 0);

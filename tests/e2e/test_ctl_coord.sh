@@ -242,6 +242,7 @@ mkdir -p "$T/shm" "$T/traces"
     --socket "$T/agent.sock" --shm-dir "$T/shm" --sample-interval 100 \
     --ready-file "$T/agent.ready" >"$T/agent.log" 2>&1 &
 PIDS+=($!)
+AGENT_PID=$!
 daemon $! "$T/agent.log"
 wait_file "$T/agent.ready" $!
 for r in 0 1; do
@@ -418,5 +419,25 @@ run nodes
 expect_rc 0
 expect_out_re '^n1 +connected +'
 expect_out_re 'S:[0-9]+'
+
+# The node of S lost while --wait follows it: said as it happens, and in
+# the progress line; a timeout then says what is missing.
+"$CTL" trace S --in 300 --steps 1 --wait --timeout 8 >"$T/l.out" \
+    2>"$T/l.err" </dev/null &
+LWAIT=$!
+wait_status S 'any(w["stop_step"] - w["start_step"] == 0 and w["state"] == "scheduled" for w in d["windows"])' \
+    "trace S made no window"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID"
+unset "DAEMON_LOG[$AGENT_PID]"
+set +e
+wait $LWAIT
+RC=$?
+set -e
+cp "$T/l.err" "$T/err"; cp "$T/l.out" "$T/out"
+expect_rc 3
+expect_err "trace: 1 node of job S lost (n1): the progress of its ranks is unknown until it comes back"
+expect_err_line=$(grep 'timed out after 8 s' "$T/err") || fail "no timeout"
+case $expect_err_line in *", 1 node lost"*) ;; *) fail "timeout line: $expect_err_line" ;; esac
 
 echo "PASS"
