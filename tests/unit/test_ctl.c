@@ -447,8 +447,9 @@ test_progress(void **state)
 	assert_int_equal(p.max_step, 141);
 	assert_false(p.window_done);
 	ctl_progress_format(&p, 3, line, sizeof(line));
+	assert_int_equal(p.nodes_lost, 1);
 	assert_string_equal(line, "window 3: 5 targeted, 2 started, 1 stopped, "
-	    "1 skipped, 1 failed, 1 gone (job at step 141)");
+	    "1 skipped, 1 failed, 1 gone, 1 node lost (job at step 141)");
 	assert_int_equal(ctl_progress_count(doc, 2, &p), 1);
 	assert_true(p.window_done);
 	assert_int_equal(p.finished, 6);
