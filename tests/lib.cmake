@@ -30,6 +30,12 @@ dynprof_test(test_lib_window SOURCES unit/test_lib_window.c
 dynprof_test(test_lib_handle SOURCES unit/test_lib_handle.c
   support/libfixture.c LIBS dynprof_internal TIMEOUT 60)
 
+# "The library never aborts, exits or prints": the public API, linked as a
+# training process links it, with bad input, no agent, directories it cannot
+# write, garbage segments and environment, in children whose output is kept.
+dynprof_test(test_lib_silent SOURCES component/test_lib_silent.c LIBS dynprof
+  TIMEOUT 60)
+
 # Events on a real unix datagram socket, decoded with protobuf-c.
 dynprof_test(test_lib_events SOURCES component/test_lib_events.c
   LIBS dynprof_internal dpproto_c TIMEOUT 60)
