@@ -20,6 +20,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "jobid.h"
+#include "legacy.h"
 #include "log.h"
 #include "nodename.h"
 #include "token.h"
@@ -36,6 +37,7 @@ enum {
 	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
+	OPT_LEGACY_PER_UID, OPT_SHM_BUDGET,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -49,6 +51,7 @@ static const struct option agent_longopts[] = {
 	{ "socket",		required_argument, NULL, OPT_SOCKET },
 	{ "shm-dir",		required_argument, NULL, OPT_SHM_DIR },
 	{ "shm-mode",		required_argument, NULL, OPT_SHM_MODE },
+	{ "shm-budget",		required_argument, NULL, OPT_SHM_BUDGET },
 	{ "sample-interval",	required_argument, NULL, OPT_SAMPLE },
 	{ "queue-max",		required_argument, NULL, OPT_QUEUE_MAX },
 	{ "grace",		required_argument, NULL, OPT_GRACE },
@@ -58,6 +61,7 @@ static const struct option agent_longopts[] = {
 	{ "ready-file",		required_argument, NULL, OPT_READY_FILE },
 	{ "legacy-dir",		required_argument, NULL, OPT_LEGACY_DIR },
 	{ "legacy-shm",		no_argument,	   NULL, OPT_LEGACY_SHM },
+	{ "legacy-per-uid",	required_argument, NULL, OPT_LEGACY_PER_UID },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -90,6 +94,8 @@ agent_usage(FILE *f)
 "  --shm-mode OCTAL         mode of created segments and of the socket\n"
 "                           (default: $DYNPROF_SHM_MODE or 0600; segments\n"
 "                           never get o+w)\n"
+"  --shm-budget MIB         shared memory of the segments the agent creates\n"
+"                           itself, in MiB (default: 16; ranks make their own)\n"
 "  --sample-interval MS     rank slot sampling while ranks move (default: 500)\n"
 "  --queue-max N            events kept while the coordinator is away (default: 65536)\n"
 "  --grace S                remove a segment S seconds after its last process\n"
@@ -104,6 +110,8 @@ agent_usage(FILE *f)
 "                           docs/legacy.md) (default: none)\n"
 "  --legacy-shm             also write the window into MindSpore 2.4-2.6's shared\n"
 "                           memory record, when the job made one (default: off)\n"
+"  --legacy-per-uid N       job directories of one owner served at once\n"
+"                           (default: 64)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  -v, --verbose            log more\n"
@@ -241,6 +249,16 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 	case OPT_LEGACY_SHM:
 		o->legacy_shm = 1;
 		return (0);
+	case OPT_LEGACY_PER_UID:
+		if (agent_number(arg, 1, LEGACY_JOBS_MAX, &v, 10, name) == -1)
+			return (-1);
+		o->legacy_per_uid = (size_t)v;
+		return (0);
+	case OPT_SHM_BUDGET:
+		if (agent_number(arg, 0, 1 << 20, &v, 10, name) == -1)
+			return (-1);
+		o->shm_budget = (uint64_t)v << 20;
+		return (0);
 	case OPT_VERBOSE:
 		o->log_level = LOG_LEVEL_DEBUG;
 		return (0);
@@ -278,6 +296,8 @@ agent_default_options(struct agent_options *o)
 	o->sample_ms = AGENT_SAMPLE_MS;
 	o->queue_max = AGENT_QUEUE_MAX;
 	o->grace_s = AGENT_GRACE_S;
+	o->legacy_per_uid = LEGACY_PER_UID;
+	o->shm_budget = AGENT_SHM_BUDGET;
 	strcpy(o->job, "default");
 	if (((e = getenv("DYNPROF_JOB")) != NULL && *e != '\0') ||
 	    ((e = getenv("SLURM_JOB_ID")) != NULL && *e != '\0'))
@@ -641,7 +661,8 @@ agent_log_stats(const struct agent *a)
 	    "bad_frames=%llu bad_messages=%llu unknown_messages=%llu "
 	    "bad_datagrams=%llu foreign_datagrams=%llu events_forwarded=%llu "
 	    "events_dropped=%llu standalone_errors=%llu samples=%llu "
-	    "segments_dropped=%llu",
+	    "segments_dropped=%llu shm_refused=%llu legacy_refused=%llu "
+	    "(name %llu, type %llu, max %llu, uid %llu) log_lines_held=%lu",
 	    (unsigned long long)s->configs_applied,
 	    (unsigned long long)s->bad_configs,
 	    (unsigned long long)s->bad_frames,
@@ -653,7 +674,14 @@ agent_log_stats(const struct agent *a)
 	    (unsigned long long)a->up.queue.dropped,
 	    (unsigned long long)s->standalone_errors,
 	    (unsigned long long)s->samples,
-	    (unsigned long long)s->segments_dropped);
+	    (unsigned long long)s->segments_dropped,
+	    (unsigned long long)s->shm_refused,
+	    (unsigned long long)s->legacy_refused,
+	    (unsigned long long)s->legacy_refused_name,
+	    (unsigned long long)s->legacy_refused_type,
+	    (unsigned long long)s->legacy_refused_max,
+	    (unsigned long long)s->legacy_refused_uid,
+	    log_limited_dropped());
 }
 
 /* Arms SIGTERM, SIGINT and SIGHUP and the housekeeping timer on a's base. */

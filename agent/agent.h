@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "dynprof.pb-c.h"
+#include "log.h"
 #include "segment.h"
 #include "tls.h"
 
@@ -44,6 +45,7 @@ struct evbuffer;
 #define AGENT_FOLLOWER_BACKOFF_MS 500	/* the most while followers answer */
 #define AGENT_DGRAM_MAX		8192	/* a RankEvent is well under 2 KiB */
 #define AGENT_TOKEN_MAX		1024
+#define AGENT_SHM_BUDGET	(16ULL << 20)	/* --shm-budget: segments made */
 #define UPSTREAM_ADDRS_MAX	8	/* coordinators in --coordinator */
 
 /* Everything the flags and the config file set. */
@@ -66,6 +68,8 @@ struct agent_options {
 	char		 ready_file[PATH_MAX];
 	char		 legacy_dir[PATH_MAX];	/* "" none */
 	int		 legacy_shm;		/* also MindSpore's shm record */
+	size_t		 legacy_per_uid;	/* job directories of one owner */
+	uint64_t	 shm_budget;		/* bytes of segments it creates */
 	int		 log_level;
 };
 
@@ -83,6 +87,12 @@ struct agent_stats {
 	uint64_t	 standalone_errors;	/* invalid profiler_config.json */
 	uint64_t	 samples;
 	uint64_t	 segments_dropped;	/* truncated or shrunk under us */
+	uint64_t	 shm_refused;		/* a segment over --shm-budget */
+	uint64_t	 legacy_refused;	/* legacy directories, all below */
+	uint64_t	 legacy_refused_name;	/* not a job id */
+	uint64_t	 legacy_refused_type;	/* a link, a file, not a dir */
+	uint64_t	 legacy_refused_max;	/* over LEGACY_JOBS_MAX */
+	uint64_t	 legacy_refused_uid;	/* over --legacy-per-uid */
 };
 
 /*
@@ -121,6 +131,7 @@ struct agent_job {
 	struct segment	 seg;
 	uint64_t	 applied;		/* generation in the segment */
 	int		 subscribed;		/* told the coordinator */
+	int		 created;		/* by this agent: in --shm-budget */
 	int		 keep;			/* standalone job: never removed */
 	int		 nlive;
 	int64_t		 empty_since_ms;	/* 0: some rank alive */
@@ -194,6 +205,7 @@ struct agent {
 	int			 rank_fd;
 	int			 shm_lock_fd;	/* --shm-dir's lock, -1: none */
 	struct event		*rank_ev;
+	struct log_limit	 shm_log;	/* segments over --shm-budget */
 	int64_t			 rank_log_start;	/* bad datagram log limit */
 	int			 rank_log_count;
 	uint64_t		 rank_log_suppressed;
@@ -238,8 +250,11 @@ int64_t	 upstream_tick(struct agent *, int64_t, int);
 void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *,
 	    const struct queue_origin *);
 void	 upstream_subscribe(struct agent *, struct agent_job *);
+void	 upstream_subscribe_name(struct agent *, const char *, uint64_t);
 void	 upstream_unsubscribe(struct agent *, struct agent_job *);
+void	 upstream_unsubscribe_name(struct agent *, const char *);
 void	 upstream_applied(struct agent *, struct agent_job *);
+void	 upstream_applied_name(struct agent *, const char *, uint64_t);
 void	 upstream_progress(struct agent *, struct agent_job *,
 	    const Dynprof__V1__Progress *);
 int	 upstream_send(struct agent *, Dynprof__V1__AgentMessage *);
@@ -305,7 +320,8 @@ void	 standalone_close(struct agent *);
 
 /* legacy.c */
 int	 legacy_open(struct agent *);
-void	 legacy_schedule(struct agent *, struct agent_job *);
+int	 legacy_serves(struct agent *, const char *);
+int	 legacy_config(struct agent *, const char *, const struct seg_config *);
 void	 legacy_resend(struct agent *);
 void	 legacy_close(struct agent *);
 

@@ -1,9 +1,12 @@
 /*
  * --legacy-dir: jobs whose code dynprof never touched (docs/legacy.md).  The
- * directory is watched with inotify; each subdirectory named after a valid
- * job id is a job on this node, served as a job with a segment is (the
- * segment holds its schedule, so an agent restart loses nothing) and kept
- * subscribed while the directory is there.  On every change of the schedule,
+ * directory is opened once and watched with inotify; each subdirectory named
+ * after a valid job id is a job on this node, subscribed while the directory
+ * is there, at most --legacy-per-uid of one owner.  Its schedule is held
+ * here, in memory, not in a segment: a directory costs no shared memory
+ * (the job's own ranks, if they report for themselves, make theirs).  Every
+ * file of the job is reached through the directory's descriptor
+ * (legacy_fs.c).  On every change of the schedule,
  * of the job's directory and at each tick while a window is out, the window
  * due is worked out: the file holds one window at a time, the next is written
  * once the one before is over (observed complete on every rank seen, or
@@ -16,6 +19,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,36 +53,6 @@ legacy_find(struct legacy *l, const char *name)
 		if (strcmp(lj->name, name) == 0)
 			return (lj);
 	return (NULL);
-}
-
-/*
- * The job's segment, served and subscribed (opened again if it was dropped
- * under us); NULL when it cannot be opened.
- */
-static struct agent_job *
-legacy_segment(struct legacy *l, struct legacy_job *lj)
-{
-	struct agent_job	*j;
-
-	if ((j = segments_get(l->a, lj->name, 1)) == NULL) {
-		snprintf(lj->error, sizeof(lj->error), "no segment for the "
-		    "job in %.200s", l->a->opts.shm_dir);
-		return (NULL);
-	}
-	j->keep = 1;		/* no rank of ours ever attaches */
-	if (!j->subscribed)
-		upstream_subscribe(l->a, j);
-	return (j);
-}
-
-/* Reads the job's schedule from its segment into l->cfg (guarded). */
-static int
-legacy_read_cfg(void *arg)
-{
-	struct legacy		*l = ((void **)arg)[0];
-	struct agent_job	*j = ((void **)arg)[1];
-
-	return (segment_read_config(&j->seg, l->cfg, NULL) == SEG_OK ? 0 : -1);
 }
 
 /* Sends lj's status (removed: its directory went).  Clears status_dirty. */
@@ -127,8 +101,8 @@ legacy_is_over(const struct legacy_job *lj, uint32_t id)
 static void
 legacy_set_over(struct legacy_job *lj, const char *why)
 {
-	log_info("legacy job %s: window %u over: %s", lj->name, lj->written,
-	    why);
+	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: window %u over: "
+	    "%s", lj->name, lj->written, why);
 	lj->over[lj->nover++ % LEGACY_OVER_MAX] = lj->written;
 	lj->written = 0;
 	legacy_observe_reset(lj);
@@ -183,14 +157,15 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 	if (legacy_write_due(lj, now) > now) {
 		if (w != NULL && lj->early != w->id) {
 			lj->early = w->id;
-			legacy_write_record(l->a, lj, w);
+			legacy_write_record(l, lj, w);
 		}
 		return (0);
 	}
-	if (legacy_write(l->a, lj, w, &why) == -1) {
+	if (legacy_write(l, lj, w, &why) == -1) {
 		/* Retried each LEGACY_RETRY_MS: said when it changes. */
 		if (strcmp(lj->write_error, why) != 0)
-			log_warnx("legacy job %s: %s", lj->name, why);
+			log_limited(&lj->log, LOG_LEVEL_QUIET, "legacy job %s: "
+			    "%s", lj->name, why);
 		snprintf(lj->write_error, sizeof(lj->write_error), "%s", why);
 		snprintf(lj->error, sizeof(lj->error), "%s", why);
 		lj->retry_at_ms = now + LEGACY_RETRY_MS;
@@ -205,32 +180,33 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 	lj->status_dirty = 1;
 	lj->written_disabled = w == NULL;
 	if (w == NULL) {
-		log_info("legacy job %s: wrote no window", lj->name);
+		log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: wrote no "
+		    "window", lj->name);
 		return (1);
 	}
 	lj->written = w->id;
 	lj->written_start = w->start_step;
 	lj->written_stop = w->stop_step;
 	legacy_observe_reset(lj);
-	log_info("legacy job %s: wrote window %u (steps %lld-%lld) as %s",
-	    lj->name, w->id, (long long)w->start_step, (long long)w->stop_step,
+	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: wrote window %u "
+	    "(steps %lld-%lld) as %s", lj->name, w->id, (long long)w->start_step, (long long)w->stop_step,
 	    options_dialect_name((enum options_dialect)lj->dialect));
 	return (1);
 }
 
-/* Works out the state of every window of cfg; returns the next to write. */
+/* Works out the state of every window of ws; returns the next to write. */
 static const struct seg_window *
-legacy_plan(struct legacy_job *lj, const struct seg_config *cfg,
+legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
     struct legacy_window *out, size_t *nout)
 {
 	const struct seg_window	*w, *next = NULL;
 	char			 why[LEGACY_REASON_MAX], reason[LEGACY_REASON_MAX];
-	uint32_t		 i;
+	size_t			 i;
 	int			 st;
 
 	*nout = 0;
-	for (i = 0; i < cfg->nwindows; i++) {
-		w = &cfg->windows[i];
+	for (i = 0; i < nws; i++) {
+		w = &ws[i];
 		reason[0] = '\0';
 		if (legacy_is_over(lj, w->id))
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
@@ -287,37 +263,27 @@ static void
 legacy_eval(struct legacy *l, struct legacy_job *lj)
 {
 	struct legacy_window	 ws[SEG_MAX_WINDOWS];
-	const struct seg_window	*w = NULL, *next;
-	struct agent_job	*j;
-	void			*ctx[2];
-	size_t			 n, i;
+	const struct seg_window	*w = NULL, *next, *sw;
+	size_t			 n, i, nsw;
 	int64_t			 now = clock_mono_ms();
 	int			 disable = 0;
 
-	if ((j = legacy_segment(l, lj)) == NULL) {
-		lj->status_dirty = 1;
-		goto send;
-	}
-	ctx[0] = l;
-	ctx[1] = j;
-	if (guard_call(legacy_read_cfg, ctx, NULL) == -1) {
-		segments_drop_faulted(l->a);
-		return;
-	}
+	sw = lj->sched != NULL ? lj->sched->windows : NULL;
+	nsw = lj->sched != NULL ? lj->sched->nwindows : 0;
 	if (lj->written != 0) {
-		for (i = 0; i < l->cfg->nwindows; i++)
-			if (l->cfg->windows[i].id == lj->written)
-				w = &l->cfg->windows[i];
+		for (i = 0; i < nsw; i++)
+			if (sw[i].id == lj->written)
+				w = &sw[i];
 		/* Cancelled before a rank was seen running it: say so. */
 		disable = w != NULL && (w->flags & SEG_WINDOW_CANCELLED) &&
 		    lj->nranks == 0 && lj->dialect != OPTIONS_TORCH_NPU;
 		legacy_check_over(lj, w, now);
 	}
-	next = legacy_plan(lj, l->cfg, ws, &n);
+	next = legacy_plan(lj, sw, nsw, ws, &n);
 	if (lj->dialect >= 0 && !(lj->dialect == OPTIONS_TORCH_NPU &&
 	    !lj->framework_seen)) {
 		if (next != NULL && legacy_try_write(l, lj, next, now))
-			next = legacy_plan(lj, l->cfg, ws, &n);
+			next = legacy_plan(lj, sw, nsw, ws, &n);
 		else if (next == NULL && disable && !lj->written_disabled)
 			(void)legacy_try_write(l, lj, NULL, now);
 	}
@@ -327,7 +293,6 @@ legacy_eval(struct legacy *l, struct legacy_job *lj)
 		lj->nwindows = n;
 		lj->status_dirty = 1;
 	}
-send:
 	if (lj->status_dirty)
 		legacy_send_status(l, lj, 0);
 	legacy_arm(l);
@@ -339,7 +304,8 @@ legacy_busy(const struct legacy_job *lj)
 {
 	size_t	 i;
 
-	if (lj->written != 0 || lj->status_dirty || lj->retry_at_ms != 0)
+	if (lj->written != 0 || lj->status_dirty || lj->retry_at_ms != 0 ||
+	    lj->check)
 		return (1);
 	if (lj->dialect < 0)
 		return (0);
@@ -350,7 +316,7 @@ legacy_busy(const struct legacy_job *lj)
 	return (0);
 }
 
-/* Arms the tick while some job needs it. */
+/* Arms the tick while some job needs it, or refused names may fit now. */
 static void
 legacy_arm(struct legacy *l)
 {
@@ -359,6 +325,10 @@ legacy_arm(struct legacy *l)
 
 	if (evtimer_pending(l->tick, NULL))
 		return;
+	if (l->rescan) {
+		evtimer_add(l->tick, &tv);
+		return;
+	}
 	TAILQ_FOREACH(lj, &l->jobs, entry) {
 		if (legacy_busy(lj)) {
 			evtimer_add(l->tick, &tv);
@@ -367,73 +337,171 @@ legacy_arm(struct legacy *l)
 	}
 }
 
-/* The tick: output directories scanned, writes that were not allowed yet. */
-static void
-legacy_tick(evutil_socket_t fd, short what, void *arg)
+/*
+ * The entry of owner uid (added when add is set), or NULL.  Entries stay
+ * once made, with their log limiters: a user who makes and removes
+ * directories in a loop keeps the same limiter.  There are as many as uids
+ * that ever owned something in the directory, at most LEGACY_OWNERS_MAX.
+ */
+static struct legacy_owner *
+legacy_owner(struct legacy *l, uid_t uid, int add)
 {
-	struct legacy		*l = arg;
-	struct legacy_job	*lj;
-	struct agent_job	*j;
+	struct legacy_owner	*o;
+	size_t			 i;
 
-	(void)fd;
-	(void)what;
-	TAILQ_FOREACH(lj, &l->jobs, entry) {
-		if (!legacy_busy(lj))
-			continue;
-		if (lj->written != 0 && lj->output[0] != '\0' &&
-		    (j = segments_find(l->a, lj->name)) != NULL)
-			(void)legacy_observe(l, lj, j->applied);
-		legacy_eval(l, lj);
-	}
-	legacy_arm(l);
+	for (i = 0; i < l->nowners; i++)
+		if (l->owners[i].uid == uid)
+			return (&l->owners[i]);
+	if (!add || l->nowners >= LEGACY_OWNERS_MAX ||
+	    (o = reallocarray(l->owners, l->nowners + 1, sizeof(*o))) == NULL)
+		return (NULL);
+	l->owners = o;
+	o = &l->owners[l->nowners++];
+	memset(o, 0, sizeof(*o));
+	o->uid = uid;
+	return (o);
+}
+
+/* The log limiter of what owner uid triggers (the directory's if none). */
+static struct log_limit *
+legacy_owner_log(struct legacy *l, uid_t uid, int refusals)
+{
+	struct legacy_owner	*o;
+
+	if ((o = legacy_owner(l, uid, 1)) == NULL)
+		return (&l->log);
+	return (refusals ? &o->refusals : &o->log);
+}
+
+/* One job directory less for its owner; refused ones may fit now. */
+static void
+legacy_owner_release(struct legacy *l, uid_t uid)
+{
+	struct legacy_owner	*o;
+
+	if ((o = legacy_owner(l, uid, 0)) != NULL && o->njobs > 0)
+		o->njobs--;
+	if (l->refused_budget)
+		l->rescan = 1;
+}
+
+/*
+ * Watches lj's directory, the one open as dfd (not whatever its name leads
+ * to by the time a path is resolved): through /proc/self/fd, else by name
+ * without following a link.
+ */
+static void
+legacy_watch(struct legacy *l, struct legacy_job *lj, int dfd)
+{
+	char	 path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dfd);
+	lj->wd = inotify_add_watch(l->fd, path, LEGACY_JOB_EVENTS);
+	if (lj->wd == -1 && snprintf(path, sizeof(path), "%s/%s", l->dir,
+	    lj->name) < (int)sizeof(path))
+		lj->wd = inotify_add_watch(l->fd, path, LEGACY_JOB_EVENTS |
+		    IN_DONT_FOLLOW);
+	if (lj->wd == -1)
+		log_limited(&lj->log, LOG_LEVEL_QUIET, "%s: cannot watch %s/%s: "
+		    "%s", __func__, l->dir, lj->name, strerror(errno));
+}
+
+/* Tells the coordinator the job is on this node, with what it holds. */
+static void
+legacy_subscribe(struct legacy *l, struct legacy_job *lj)
+{
+	lj->subscribed = 1;
+	upstream_subscribe_name(l->a, lj->name, lj->sched != NULL ?
+	    lj->sched->generation : 0);
+}
+
+/*
+ * Refuses name, owned by uid (-1: unknown): counted, and logged within the
+ * limit of that owner's refusals.
+ */
+static struct legacy_job *
+legacy_refuse(struct legacy *l, uint64_t *counter, const char *name,
+    uid_t uid, const char *why)
+{
+	(*counter)++;
+	l->a->stats.legacy_refused++;
+	log_limited(uid == (uid_t)-1 ? &l->log : legacy_owner_log(l, uid, 1),
+	    LOG_LEVEL_QUIET, "%s/%.100s: %s: ignored", l->dir, name, why);
+	return (NULL);
 }
 
 /* Serves the job directory name, if it is one.  Returns the job or NULL. */
 static struct legacy_job *
 legacy_add(struct legacy *l, const char *name)
 {
+	struct agent_stats	*s = &l->a->stats;
+	struct legacy_owner	*o;
 	struct legacy_job	*lj;
 	struct stat		 st;
 	const char		*why;
+	char			 what[128];
+	int			 dfd;
 
 	if ((lj = legacy_find(l, name)) != NULL)
 		return (lj);
+	if (fstatat(l->root_fd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return (NULL);			/* gone already */
 	if (!jobid_valid(name, &why)) {
-		log_warnx("%s/%.100s: not a job id (%s): ignored", l->dir, name,
-		    why);
-		return (NULL);
+		snprintf(what, sizeof(what), "not a job id (%s)", why);
+		return (legacy_refuse(l, &s->legacy_refused_name, name,
+		    st.st_uid, what));
+	}
+	if ((dfd = legacy_fs_open_name(l, name, &st, what,
+	    sizeof(what))) == -1) {
+		if (errno == ENOENT)
+			return (NULL);		/* gone already */
+		strncat(what, ", not a job directory", sizeof(what) -
+		    strlen(what) - 1);
+		return (legacy_refuse(l, &s->legacy_refused_type, name,
+		    st.st_uid, what));
 	}
 	if (l->njobs >= LEGACY_JOBS_MAX) {
-		log_warnx("%s/%s: already %d jobs: ignored", l->dir, name,
+		close(dfd);
+		snprintf(what, sizeof(what), "already %d jobs",
 		    LEGACY_JOBS_MAX);
-		return (NULL);
+		l->refused_budget = 1;
+		return (legacy_refuse(l, &s->legacy_refused_max, name,
+		    st.st_uid, what));
+	}
+	o = legacy_owner(l, st.st_uid, 1);
+	if (o == NULL || o->njobs >= l->a->opts.legacy_per_uid) {
+		close(dfd);
+		snprintf(what, sizeof(what), "its owner, uid %u, has %zu job "
+		    "directories served already (--legacy-per-uid)",
+		    (unsigned)st.st_uid, o != NULL ? o->njobs : 0);
+		l->refused_budget = 1;
+		return (legacy_refuse(l, &s->legacy_refused_uid, name,
+		    st.st_uid, what));
 	}
 	if ((lj = calloc(1, sizeof(*lj))) == NULL) {
 		log_warn("%s", __func__);
+		close(dfd);
 		return (NULL);
 	}
+	o->njobs++;
 	strcpy(lj->name, name);		/* jobid_valid(): it fits */
-	if ((size_t)snprintf(lj->dir, sizeof(lj->dir), "%s/%s", l->dir,
-	    name) >= sizeof(lj->dir) || lstat(lj->dir, &st) == -1 ||
-	    !S_ISDIR(st.st_mode)) {
-		if (lj->dir[0] != '\0' && lstat(lj->dir, &st) == 0)
-			log_warnx("%s: %s, not a job directory: ignored",
-			    lj->dir, S_ISLNK(st.st_mode) ? "a symbolic link" :
-			    S_ISREG(st.st_mode) ? "a plain file" :
-			    "not a directory");
-		free(lj);
-		return (NULL);
-	}
+	lj->dev = st.st_dev;
+	lj->ino = st.st_ino;
+	lj->uid = st.st_uid;
+	lj->gid = st.st_gid;
 	lj->dialect = -1;
 	lj->seen_wall = time(NULL);
-	lj->wd = inotify_add_watch(l->fd, lj->dir, LEGACY_JOB_EVENTS);
-	if (lj->wd == -1)
-		log_warn("%s: cannot watch %s", __func__, lj->dir);
+	legacy_watch(l, lj, dfd);
+	close(dfd);
 	TAILQ_INSERT_TAIL(&l->jobs, lj, entry);
 	l->njobs++;
-	log_info("legacy job %s: serving %s", name, lj->dir);
 	lj->status_dirty = 1;
-	legacy_detect(lj);
+	legacy_subscribe(l, lj);
+	legacy_detect(l, lj);
+	log_limited(&o->log, LOG_LEVEL_INFO, "legacy job %s: serving %s/%s "
+	    "(uid %u), dialect %s%s%s", name, l->dir, name, (unsigned)lj->uid,
+	    options_dialect_name((enum options_dialect)lj->dialect),
+	    lj->error[0] != '\0' ? ": " : "", lj->error);
 	legacy_eval(l, lj);
 	return (lj);
 }
@@ -444,20 +512,67 @@ legacy_remove(struct legacy *l, struct legacy_job *lj)
 {
 	struct agent_job	*j;
 
-	log_info("legacy job %s: %s is gone", lj->name, lj->dir);
+	log_limited(legacy_owner_log(l, lj->uid, 0), LOG_LEVEL_INFO, "legacy "
+	    "job %s: %s/%s is gone", lj->name, l->dir, lj->name);
 	legacy_send_status(l, lj, 1);
 	if (lj->wd != -1)
 		(void)inotify_rm_watch(l->fd, lj->wd);
-	/* The sampler unsubscribes and, after the grace, removes it. */
-	if ((j = segments_find(l->a, lj->name)) != NULL) {
-		j->keep = 0;
-		agent_wake_sampler(l->a);
-	}
 	TAILQ_REMOVE(&l->jobs, lj, entry);
 	l->njobs--;
+	legacy_owner_release(l, lj->uid);
+	/* Ranks of the job that report for themselves keep it subscribed. */
+	if (lj->subscribed && ((j = segments_find(l->a, lj->name)) == NULL ||
+	    !j->subscribed))
+		upstream_unsubscribe_name(l->a, lj->name);
 	legacy_observe_reset(lj);
 	json_decref(lj->base);
+	free(lj->sched);
 	free(lj);
+}
+
+/*
+ * Whether lj's name still leads to the directory served (a name swapped for
+ * a link or another directory, even for a moment, does not: the new one, if
+ * a directory, is served anew).
+ */
+static int
+legacy_still_there(struct legacy *l, const struct legacy_job *lj)
+{
+	struct stat	 st;
+
+	return (fstatat(l->root_fd, lj->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_dev == lj->dev &&
+	    st.st_ino == lj->ino && st.st_uid == lj->uid);
+}
+
+/*
+ * Looks at the name of every job marked for it: one that no longer leads to
+ * its directory is dropped, and whatever is there now added if it is one.
+ */
+static void
+legacy_check_names(struct legacy *l)
+{
+	struct legacy_job	*lj, *next;
+	char			 name[SEG_JOB_MAX + 1];
+	size_t			 n = l->njobs;
+
+	/* Those there now: one added back goes to the tail, for next time. */
+	for (lj = TAILQ_FIRST(&l->jobs); lj != NULL && n-- > 0; lj = next) {
+		next = TAILQ_NEXT(lj, entry);
+		if (!lj->check)
+			continue;
+		lj->check = 0;
+		if (legacy_still_there(l, lj)) {
+			if (lj->redetect) {
+				legacy_detect(l, lj);
+				legacy_eval(l, lj);
+			}
+			continue;
+		}
+		strcpy(name, lj->name);
+		legacy_remove(l, lj);
+		(void)legacy_add(l, name);
+	}
 }
 
 /* Serves every job directory in l->dir, and drops those that went. */
@@ -466,16 +581,23 @@ legacy_scan(struct legacy *l)
 {
 	struct legacy_job	*lj, *next;
 	struct dirent		*de;
-	struct stat		 st;
 	DIR			*d;
+	int			 fd;
 
 	for (lj = TAILQ_FIRST(&l->jobs); lj != NULL; lj = next) {
 		next = TAILQ_NEXT(lj, entry);
-		if (lstat(lj->dir, &st) == -1 || !S_ISDIR(st.st_mode))
+		if (!legacy_still_there(l, lj))
 			legacy_remove(l, lj);
 	}
-	if ((d = opendir(l->dir)) == NULL) {
-		log_warn("%s: %s", __func__, l->dir);
+	l->rescan = 0;
+	l->refused_budget = 0;
+	l->rescan_at_ms = clock_mono_ms();
+	if ((fd = openat(l->root_fd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(fd)) == NULL) {
+		log_limited(&l->log, LOG_LEVEL_QUIET, "%s: %s: %s", __func__,
+		    l->dir, strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
@@ -486,6 +608,29 @@ legacy_scan(struct legacy *l)
 	closedir(d);
 }
 
+/* The tick: output directories scanned, writes that were not allowed yet. */
+static void
+legacy_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct legacy		*l = arg;
+	struct legacy_job	*lj;
+
+	(void)fd;
+	(void)what;
+	legacy_check_names(l);
+	if (l->rescan && clock_mono_ms() - l->rescan_at_ms >= LEGACY_RETRY_MS)
+		legacy_scan(l);
+	TAILQ_FOREACH(lj, &l->jobs, entry) {
+		if (!legacy_busy(lj))
+			continue;
+		if (lj->written != 0 && lj->output[0] != '\0' &&
+		    lj->sched != NULL)
+			(void)legacy_observe(l, lj, lj->sched->generation);
+		legacy_eval(l, lj);
+	}
+	legacy_arm(l);
+}
+
 /* One inotify event: a job directory came or went, or a job's file changed. */
 static void
 legacy_inotify_event(struct legacy *l, const struct inotify_event *ie)
@@ -493,7 +638,8 @@ legacy_inotify_event(struct legacy *l, const struct inotify_event *ie)
 	struct legacy_job	*lj;
 
 	if (ie->mask & IN_Q_OVERFLOW) {
-		log_warnx("%s: inotify queue overflow: rescanning", l->dir);
+		log_limited(&l->log, LOG_LEVEL_QUIET, "%s: inotify queue "
+		    "overflow: rescanning", l->dir);
 		legacy_scan(l);
 		return;
 	}
@@ -503,17 +649,17 @@ legacy_inotify_event(struct legacy *l, const struct inotify_event *ie)
 			    "seen until the agent restarts", l->dir);
 		if (ie->len == 0)
 			return;
-		/* Anything else that comes is said once, by legacy_add(). */
-		if (!(ie->mask & IN_ISDIR)) {
-			if (ie->mask & (IN_CREATE | IN_MOVED_TO))
-				(void)legacy_add(l, ie->name);
-			return;
-		}
-		if (ie->mask & (IN_CREATE | IN_MOVED_TO))
+		/*
+		 * A name that went, or came over one served: looked at again
+		 * at the tick (a name swapped back and forth is not served
+		 * anew each time).  Anything else that comes is said by
+		 * legacy_add(), within its limit.
+		 */
+		if ((lj = legacy_find(l, ie->name)) != NULL) {
+			lj->check = 1;
+			legacy_arm(l);
+		} else if (ie->mask & (IN_CREATE | IN_MOVED_TO))
 			(void)legacy_add(l, ie->name);
-		else if ((ie->mask & (IN_DELETE | IN_MOVED_FROM)) &&
-		    (lj = legacy_find(l, ie->name)) != NULL)
-			legacy_remove(l, lj);
 		return;
 	}
 	TAILQ_FOREACH(lj, &l->jobs, entry) {
@@ -524,7 +670,7 @@ legacy_inotify_event(struct legacy *l, const struct inotify_event *ie)
 		if (ie->len > 0 && (strcmp(ie->name, LEGACY_CONFIG_NAME) == 0 ||
 		    strcmp(ie->name, LEGACY_DIALECT_NAME) == 0 ||
 		    strcmp(ie->name, LEGACY_OUTPUT_NAME) == 0)) {
-			legacy_detect(lj);
+			legacy_detect(l, lj);
 			legacy_eval(l, lj);
 		}
 		return;
@@ -558,49 +704,93 @@ legacy_read_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Starts serving --legacy-dir, if given: watches it and serves the job
- * directories already there.  Returns 0, or -1 when it cannot be watched.
+ * Starts serving --legacy-dir, if given: opens and watches it and serves the
+ * job directories already there.  Returns 0, or -1 when it cannot be watched.
  */
 int
 legacy_open(struct agent *a)
 {
 	struct legacy	*l;
+	struct stat	 st;
 
 	if (a->opts.legacy_dir[0] == '\0')
 		return (0);
-	if ((l = calloc(1, sizeof(*l))) == NULL ||
-	    (l->cfg = malloc(sizeof(*l->cfg))) == NULL)
+	if ((l = calloc(1, sizeof(*l))) == NULL)
 		fatal("%s", __func__);
 	l->a = a;
+	l->fd = -1;
+	l->root_fd = -1;
 	TAILQ_INIT(&l->jobs);
 	snprintf(l->dir, sizeof(l->dir), "%s", a->opts.legacy_dir);
 	a->lg = l;
-	if ((l->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
+	/* The operator's path: the one place a link is followed. */
+	if ((l->root_fd = open(l->dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK |
+	    O_CLOEXEC)) == -1 || fstat(l->root_fd, &st) == -1 ||
+	    (l->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
 	    (l->dir_wd = inotify_add_watch(l->fd, l->dir,
 	    LEGACY_DIR_EVENTS)) == -1) {
 		log_warn("--legacy-dir %s", l->dir);
 		return (-1);
 	}
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+		log_warnx("--legacy-dir %s: mode %04o: writable by others "
+		    "without the sticky bit, so anyone can move anyone's job "
+		    "directory", l->dir, (unsigned)(st.st_mode & 07777));
 	if ((l->ev = event_new(a->base, l->fd, EV_READ | EV_PERSIST,
 	    legacy_read_cb, l)) == NULL || event_add(l->ev, NULL) == -1 ||
 	    (l->tick = evtimer_new(a->base, legacy_tick, l)) == NULL)
 		fatalx("%s: cannot watch %s", __func__, l->dir);
 	legacy_scan(l);
-	log_info("legacy jobs: watching %s (%zu jobs)", l->dir, l->njobs);
+	log_info("legacy jobs: watching %s (%zu jobs, at most %zu of one "
+	    "owner)", l->dir, l->njobs, a->opts.legacy_per_uid);
 	return (0);
 }
 
-/* A job's schedule changed in its segment: its file may need another window. */
-void
-legacy_schedule(struct agent *a, struct agent_job *j)
+/* Whether a legacy directory serves job name (it keeps it subscribed). */
+int
+legacy_serves(struct agent *a, const char *name)
 {
-	struct legacy_job	*lj;
-
-	if (a->lg != NULL && (lj = legacy_find(a->lg, j->name)) != NULL)
-		legacy_eval(a->lg, lj);
+	return (a->lg != NULL && legacy_find(a->lg, name) != NULL);
 }
 
-/* The coordinator link is up again: every legacy job's status, again. */
+/*
+ * A schedule pushed for job name, checked (cfg; NULL: the coordinator has
+ * none, which never replaces one held).  A legacy job keeps the newest and
+ * answers Applied.  Returns 1 if a legacy directory serves the job, else 0.
+ */
+int
+legacy_config(struct agent *a, const char *name, const struct seg_config *cfg)
+{
+	struct legacy_sched	*s;
+	struct legacy_job	*lj;
+
+	if (a->lg == NULL || (lj = legacy_find(a->lg, name)) == NULL)
+		return (0);
+	if (cfg != NULL && (lj->sched == NULL ||
+	    cfg->generation > lj->sched->generation) &&
+	    cfg->nwindows <= SEG_MAX_WINDOWS) {
+		if ((s = malloc(sizeof(*s) + cfg->nwindows *
+		    sizeof(s->windows[0]))) == NULL) {
+			log_warn("%s", __func__);
+			return (1);
+		}
+		s->generation = cfg->generation;
+		s->nwindows = cfg->nwindows;
+		memcpy(s->windows, cfg->windows, cfg->nwindows *
+		    sizeof(s->windows[0]));
+		free(lj->sched);
+		lj->sched = s;
+		log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: schedule "
+		    "generation %llu (%u windows)", name,
+		    (unsigned long long)s->generation, s->nwindows);
+	}
+	upstream_applied_name(a, name, lj->sched != NULL ?
+	    lj->sched->generation : 0);
+	legacy_eval(a->lg, lj);
+	return (1);
+}
+
+/* The coordinator link is up again: every legacy job's subscription, status. */
 void
 legacy_resend(struct agent *a)
 {
@@ -608,8 +798,10 @@ legacy_resend(struct agent *a)
 
 	if (a->lg == NULL)
 		return;
-	TAILQ_FOREACH(lj, &a->lg->jobs, entry)
+	TAILQ_FOREACH(lj, &a->lg->jobs, entry) {
+		legacy_subscribe(a->lg, lj);
 		legacy_send_status(a->lg, lj, 0);
+	}
 }
 
 /* Stops watching and frees everything (the files stay). */
@@ -625,6 +817,7 @@ legacy_close(struct agent *a)
 		TAILQ_REMOVE(&l->jobs, lj, entry);
 		legacy_observe_reset(lj);
 		json_decref(lj->base);
+		free(lj->sched);
 		free(lj);
 	}
 	if (l->ev != NULL)
@@ -633,7 +826,9 @@ legacy_close(struct agent *a)
 		event_free(l->tick);
 	if (l->fd != -1)
 		close(l->fd);
-	free(l->cfg);
+	if (l->root_fd != -1)
+		close(l->root_fd);
+	free(l->owners);
 	free(l);
 	a->lg = NULL;
 }

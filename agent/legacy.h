@@ -12,25 +12,32 @@
  *				into observed and observed_complete events
  *	legacy_shm.c		--legacy-shm: the window also written into
  *				MindSpore 2.4-2.6's shared-memory record
+ *	legacy_fs.c		the job's directory opened and checked, the
+ *				agent acting in it as its owner
  */
 
 #ifndef DYNPROF_AGENT_LEGACY_H
 #define DYNPROF_AGENT_LEGACY_H
 
 #include <sys/queue.h>
+#include <sys/types.h>
 
 #include <limits.h>
 #include <stdint.h>
 #include <time.h>
 
+#include "log.h"
 #include "options.h"
 #include "segment.h"
 
 struct agent;
 struct agent_job;
 struct event;
+struct stat;
 
 #define LEGACY_JOBS_MAX		1024	/* job directories served at once */
+#define LEGACY_PER_UID		64	/* --legacy-per-uid: of one owner */
+#define LEGACY_OWNERS_MAX	4096	/* owners given their own log limit */
 #define LEGACY_CONFIG_MAX	(1024 * 1024)	/* a framework's config, read */
 #define LEGACY_SMALL_FILE_MAX	4096	/* dynprof.dialect, dynprof.output */
 #define LEGACY_WRITE_GAP_MS	1000	/* between two writes of one file */
@@ -58,6 +65,13 @@ struct legacy_window {
 	char		 reason[LEGACY_REASON_MAX];
 };
 
+/* A job's schedule, as the coordinator last pushed it (nwindows windows). */
+struct legacy_sched {
+	uint64_t	 generation;
+	uint32_t	 nwindows;
+	struct seg_window windows[];
+};
+
 /* A rank seen in the output directory for the window written. */
 struct legacy_rank {
 	int32_t		 rank;
@@ -67,14 +81,23 @@ struct legacy_rank {
 struct legacy_job {
 	TAILQ_ENTRY(legacy_job) entry;
 	char		 name[SEG_JOB_MAX + 1];
-	char		 dir[PATH_MAX];		/* <legacy-dir>/<job> */
+	dev_t		 dev;			/* the directory served */
+	ino_t		 ino;
+	uid_t		 uid;			/* its owner */
+	gid_t		 gid;			/* its group, at the last open */
+	int		 check;			/* is the name still it? */
+	int		 redetect;		/* it was not, at the last detect */
 	int		 wd;			/* inotify watch of dir, -1 none */
-	struct agent_job *job;			/* its segment: the schedule */
+	struct legacy_sched *sched;		/* NULL: nothing pushed yet */
+	int		 subscribed;		/* told the coordinator */
+	struct log_limit log;			/* lines this job triggers */
 
 	int		 dialect;		/* enum options_dialect, -1 unknown */
 	int		 from_file;		/* dialect named by dynprof.dialect */
+	int		 detected;		/* times the directory was read */
 	int		 framework_seen;	/* the framework wrote its config */
 	int64_t		 framework_mtime;	/* its mtime, whole seconds */
+	uid_t		 framework_uid;		/* its owner */
 	void		*base;			/* json_t: its config as first read */
 	char		 output[PATH_MAX];	/* "" unknown */
 	char		 error[LEGACY_REASON_MAX];	/* "" none */
@@ -107,27 +130,51 @@ struct legacy_job {
 };
 TAILQ_HEAD(legacy_jobs, legacy_job);
 
+/* How many job directories one owner has served; the lines it triggers. */
+struct legacy_owner {
+	uid_t		 uid;
+	size_t		 njobs;
+	struct log_limit log;			/* serving, gone */
+	struct log_limit refusals;		/* its names not served */
+};
+
 struct legacy {
 	struct agent	*a;
 	char		 dir[PATH_MAX];
+	int		 root_fd;		/* dir, opened once */
 	int		 fd;			/* inotify */
 	int		 dir_wd;
 	struct event	*ev;
 	struct event	*tick;
 	struct legacy_jobs jobs;
 	size_t		 njobs;
-	struct seg_config *cfg;			/* scratch: a schedule read */
+	struct legacy_owner *owners;		/* those with a job served */
+	size_t		 nowners;
+	int		 refused_budget;	/* over a budget since the scan */
+	int		 rescan;		/* and some may fit now */
+	int64_t		 rescan_at_ms;
+	struct log_limit log;			/* lines of names not served */
 };
 
 /* legacy.c */
 struct legacy_job *legacy_find(struct legacy *, const char *);
 
+/* legacy_fs.c */
+const char *legacy_fs_kind(mode_t);
+int	 legacy_fs_open_name(const struct legacy *, const char *,
+	    struct stat *, char *, size_t);
+int	 legacy_fs_open(struct legacy *, struct legacy_job *, char *, size_t);
+int	 legacy_fs_as(const struct legacy_job *);
+void	 legacy_fs_self(void);
+char	*legacy_fs_read(int, const char *, size_t, struct stat *, char *,
+	    size_t);
+
 /* legacy_dialect.c */
-void	 legacy_detect(struct legacy_job *);
-int	 legacy_write(const struct agent *, struct legacy_job *,
+void	 legacy_detect(struct legacy *, struct legacy_job *);
+int	 legacy_write(struct legacy *, struct legacy_job *,
 	    const struct seg_window *, const char **);
 int64_t	 legacy_write_due(const struct legacy_job *, int64_t);
-void	 legacy_write_record(const struct agent *, struct legacy_job *,
+void	 legacy_write_record(struct legacy *, struct legacy_job *,
 	    const struct seg_window *);
 int	 legacy_expressible(const struct legacy_job *, const struct seg_window *,
 	    char *, size_t);

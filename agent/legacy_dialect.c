@@ -5,7 +5,8 @@
  * framework wrote there at start-up.  A window is rendered from the options
  * table's columns over the framework's own file (its other keys kept) and
  * written whole: a temporary file, fsync, rename, fsync of the directory, so
- * the framework never reads half a file.  Every write is at least
+ * the framework never reads half a file.  All of it in the job's directory
+ * as legacy_fs.c opened it, as its owner.  Every write is at least
  * LEGACY_WRITE_GAP_MS after the one before, and in a later whole second than
  * any mtime the framework saw: torch_npu compares seconds.
  */
@@ -42,70 +43,6 @@ legacy_is_mindspore(int d)
 {
 	return (d == OPTIONS_MS24 || d == OPTIONS_MS25 || d == OPTIONS_MS26 ||
 	    d == OPTIONS_MS27);
-}
-
-/* Says what kind of file mode m is, for a status line. */
-static const char *
-legacy_file_kind(mode_t m)
-{
-	if (S_ISDIR(m))
-		return ("a directory");
-	if (S_ISFIFO(m))
-		return ("a FIFO");
-	if (S_ISLNK(m))
-		return ("a symbolic link");
-	if (S_ISSOCK(m))
-		return ("a socket");
-	return ("not a regular file");
-}
-
-/*
- * Reads file name of directory dir, a regular file of at most max bytes, into
- * a NUL-terminated buffer (caller frees), never following a link nor blocking
- * on a FIFO.  Returns the buffer, or NULL with *why set ("" when there is no
- * such file).  st gets its status.
- */
-static char *
-legacy_read_file(const char *dir, const char *name, size_t max,
-    struct stat *st, char *why, size_t wlen)
-{
-	char	 path[PATH_MAX];
-	char	*buf;
-	ssize_t	 n;
-	size_t	 got = 0;
-	int	 fd;
-
-	why[0] = '\0';
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
-	    sizeof(path)) {
-		snprintf(why, wlen, "%s: path too long", name);
-		return (NULL);
-	}
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1) {
-		if (errno != ENOENT)
-			snprintf(why, wlen, "%s: %s", name, errno == ELOOP ?
-			    "a symbolic link" : strerror(errno));
-		return (NULL);
-	}
-	if (fstat(fd, st) == -1 || !S_ISREG(st->st_mode) ||
-	    (uint64_t)st->st_size > max) {
-		snprintf(why, wlen, "%s: %s", name, !S_ISREG(st->st_mode) ?
-		    legacy_file_kind(st->st_mode) : "too large");
-		close(fd);
-		return (NULL);
-	}
-	if ((buf = malloc((size_t)st->st_size + 1)) == NULL) {
-		snprintf(why, wlen, "%s: out of memory", name);
-		close(fd);
-		return (NULL);
-	}
-	while (got < (size_t)st->st_size && (n = read(fd, buf + got,
-	    (size_t)st->st_size - got)) > 0)
-		got += (size_t)n;
-	close(fd);
-	buf[got] = '\0';
-	return (buf);
 }
 
 /* Trims s of surrounding white space, in place; returns it. */
@@ -148,13 +85,13 @@ legacy_dialect_of(json_t *o)
 
 /* Reads dynprof.dialect: 0 (none, or *d set), -1 with lj->error set. */
 static int
-legacy_detect_named(struct legacy_job *lj, int *d)
+legacy_detect_named(struct legacy_job *lj, int dfd, int *d)
 {
 	struct stat		 st;
 	enum options_dialect	 nd;
 	char			 why[LEGACY_REASON_MAX], *buf, *name;
 
-	buf = legacy_read_file(lj->dir, LEGACY_DIALECT_NAME,
+	buf = legacy_fs_read(dfd, LEGACY_DIALECT_NAME,
 	    LEGACY_SMALL_FILE_MAX, &st, why, sizeof(why));
 	if (buf == NULL) {
 		if (why[0] != '\0') {
@@ -189,14 +126,14 @@ legacy_detect_named(struct legacy_job *lj, int *d)
  * Returns 0, or -1 with lj->error set.
  */
 static int
-legacy_detect_config(struct legacy_job *lj)
+legacy_detect_config(struct legacy_job *lj, int dfd)
 {
 	struct stat	 st;
 	json_t		*o;
 	json_error_t	 jerr;
 	char		 why[LEGACY_REASON_MAX], *buf;
 
-	buf = legacy_read_file(lj->dir, LEGACY_CONFIG_NAME, LEGACY_CONFIG_MAX,
+	buf = legacy_fs_read(dfd, LEGACY_CONFIG_NAME, LEGACY_CONFIG_MAX,
 	    &st, why, sizeof(why));
 	if (buf == NULL) {
 		if (why[0] == '\0')
@@ -220,6 +157,7 @@ legacy_detect_config(struct legacy_job *lj)
 		return (-1);
 	}
 	lj->framework_seen = 1;
+	lj->framework_uid = st.st_uid;
 	if (st.st_mtim.tv_sec > lj->framework_mtime)
 		lj->framework_mtime = st.st_mtim.tv_sec;
 	if (lj->base == NULL)
@@ -231,7 +169,7 @@ legacy_detect_config(struct legacy_job *lj)
 
 /* Finds the output directory: dynprof.output, else the dialect's key. */
 static void
-legacy_detect_output(struct legacy_job *lj)
+legacy_detect_output(struct legacy_job *lj, int dfd)
 {
 	struct stat	 st;
 	json_t		*v = NULL;
@@ -239,7 +177,7 @@ legacy_detect_output(struct legacy_job *lj)
 	int		 nul;
 
 	lj->output[0] = '\0';
-	buf = legacy_read_file(lj->dir, LEGACY_OUTPUT_NAME,
+	buf = legacy_fs_read(dfd, LEGACY_OUTPUT_NAME,
 	    LEGACY_SMALL_FILE_MAX, &st, why, sizeof(why));
 	if (buf != NULL) {
 		nul = strlen(buf) != (size_t)st.st_size;
@@ -265,20 +203,36 @@ legacy_detect_output(struct legacy_job *lj)
 }
 
 /*
- * Looks at the job's directory again: its dialect (kept once known), the
- * framework's config, the output directory.  lj->error says what is wrong.
+ * Looks at the job's directory again, as its owner: its dialect (kept once
+ * known), the framework's config, the output directory.  lj->error says what
+ * is wrong.  A directory that cannot be opened now (gone, replaced) changes
+ * nothing: the tick looks at its name again.
  */
 void
-legacy_detect(struct legacy_job *lj)
+legacy_detect(struct legacy *l, struct legacy_job *lj)
 {
-	int	 d = -1, old = lj->dialect, rn, rc;
-	char	 was[LEGACY_REASON_MAX];
+	int	 d = -1, old = lj->dialect, rn, rc, dfd, first;
+	char	 was[LEGACY_REASON_MAX], why[LEGACY_REASON_MAX];
 
+	if ((dfd = legacy_fs_open(l, lj, why, sizeof(why))) == -1) {
+		lj->redetect = 1;	/* once its name leads to it again */
+		return;
+	}
+	lj->redetect = 0;
+	if (legacy_fs_as(lj) == -1) {
+		legacy_fs_self();
+		close(dfd);
+		snprintf(lj->error, sizeof(lj->error), "cannot act as the "
+		    "directory's owner (uid %u)", (unsigned)lj->uid);
+		lj->status_dirty = 1;
+		return;
+	}
+	first = lj->detected++ == 0;
 	snprintf(was, sizeof(was), "%s", lj->error);
 	lj->error[0] = '\0';
 	lj->from_file = 0;
-	rn = legacy_detect_named(lj, &d);
-	rc = legacy_detect_config(lj);
+	rn = legacy_detect_named(lj, dfd, &d);
+	rc = legacy_detect_config(lj, dfd);
 	if (rn == -1)
 		lj->dialect = -1;
 	else if (d != -1)
@@ -295,10 +249,15 @@ legacy_detect(struct legacy_job *lj)
 		snprintf(lj->error, sizeof(lj->error), "dialect unknown yet: "
 		    "no %s from the framework and no %s", LEGACY_CONFIG_NAME,
 		    LEGACY_DIALECT_NAME);
-	legacy_detect_output(lj);
+	legacy_detect_output(lj, dfd);
+	legacy_fs_self();
+	close(dfd);
 	if (old != lj->dialect || strcmp(was, lj->error) != 0) {
 		lj->status_dirty = 1;
-		log_info("legacy job %s: dialect %s%s%s", lj->name,
+		if (first)
+			return;		/* legacy_add() says it */
+		log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: dialect "
+		    "%s%s%s", lj->name,
 		    options_dialect_name((enum options_dialect)lj->dialect),
 		    lj->error[0] != '\0' ? ": " : "", lj->error);
 	}
@@ -479,61 +438,67 @@ legacy_render(const struct legacy_job *lj, const struct seg_window *w)
 	return (o);
 }
 
-/* Writes len bytes of text to a new file at tmp, synced.  Returns 0 or -1. */
+/*
+ * Writes text into profiler_config.json of directory dfd, atomically: a new
+ * temporary file beside it, synced, renamed over it, the directory synced.
+ * A config that is not a regular file is never replaced.  Returns 0, or -1
+ * with why set.
+ */
 static int
-legacy_write_tmp(const struct legacy_job *lj, const char *tmp,
-    const char *text, size_t len)
+legacy_write_file(int dfd, const char *text, char *why, size_t wlen)
 {
-	struct stat	 dst;
+	struct stat	 st;
 	ssize_t		 n;
-	size_t		 off = 0;
+	size_t		 off = 0, len = strlen(text);
 	int		 fd, saved;
 
-	(void)unlink(tmp);		/* left by an agent that died writing */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0644);
+	if (fstatat(dfd, LEGACY_CONFIG_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISREG(st.st_mode))
+		return (snprintf(why, wlen, "%s is %s: not replaced",
+		    LEGACY_CONFIG_NAME, legacy_fs_kind(st.st_mode)), -1);
+	(void)unlinkat(dfd, LEGACY_TMP_NAME, 0);	/* an agent died writing */
+	fd = openat(dfd, LEGACY_TMP_NAME, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd == -1)
-		return (-1);
-	/* As root, the file is the job's, as the framework's own would be. */
-	if (geteuid() == 0 && stat(lj->dir, &dst) == 0)
-		(void)fchown(fd, dst.st_uid, dst.st_gid);
+		goto fail;
+	errno = 0;
 	while (off < len && (n = write(fd, text + off, len - off)) > 0)
 		off += (size_t)n;
 	if (off < len || fsync(fd) == -1) {
 		saved = off < len && errno == 0 ? EIO : errno;
 		close(fd);
-		(void)unlink(tmp);
 		errno = saved;
-		return (-1);
+		goto fail;
 	}
-	return (close(fd));
+	if (close(fd) == -1 || renameat(dfd, LEGACY_TMP_NAME, dfd,
+	    LEGACY_CONFIG_NAME) == -1)
+		goto fail;
+	(void)fsync(dfd);
+	return (0);
+fail:
+	saved = errno;
+	(void)unlinkat(dfd, LEGACY_TMP_NAME, 0);
+	snprintf(why, wlen, "cannot write %s: %s", LEGACY_CONFIG_NAME,
+	    strerror(saved));
+	return (-1);
 }
 
 /*
  * Writes window w (NULL: "no window") into lj's profiler_config.json in its
- * dialect, atomically.  A config that is not a regular file is never
- * replaced.  Returns 0, or -1 with *why set.
+ * dialect, atomically, in the directory served and as its owner.  Returns
+ * 0, or -1 with *why set.
  */
 int
-legacy_write(const struct agent *a, struct legacy_job *lj,
+legacy_write(struct legacy *l, struct legacy_job *lj,
     const struct seg_window *w, const char **why)
 {
 	static char	 buf[LEGACY_REASON_MAX];
-	char		 path[PATH_MAX], tmp[PATH_MAX];
 	struct stat	 st;
 	json_t		*o;
 	char		*text;
-	int		 dfd;
+	int		 dfd, rc;
 
 	*why = buf;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", lj->dir,
-	    LEGACY_CONFIG_NAME) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/%s", lj->dir,
-	    LEGACY_TMP_NAME) >= sizeof(tmp))
-		return (snprintf(buf, sizeof(buf), "path too long"), -1);
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return (snprintf(buf, sizeof(buf), "%s is %s: not replaced",
-		    LEGACY_CONFIG_NAME, legacy_file_kind(st.st_mode)), -1);
 	if ((o = legacy_render(lj, w)) == NULL)
 		return (snprintf(buf, sizeof(buf), "cannot render"), -1);
 	text = json_dumps(o, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
@@ -541,29 +506,32 @@ legacy_write(const struct agent *a, struct legacy_job *lj,
 		json_decref(o);
 		return (snprintf(buf, sizeof(buf), "out of memory"), -1);
 	}
-	if (legacy_write_tmp(lj, tmp, text, strlen(text)) == -1 ||
-	    rename(tmp, path) == -1) {
-		snprintf(buf, sizeof(buf), "cannot write %s: %s",
-		    LEGACY_CONFIG_NAME, strerror(errno));
-		(void)unlink(tmp);
+	if ((dfd = legacy_fs_open(l, lj, buf, sizeof(buf))) == -1) {
 		free(text);
 		json_decref(o);
 		return (-1);
 	}
+	if (legacy_fs_as(lj) == -1) {
+		snprintf(buf, sizeof(buf), "cannot act as the directory's "
+		    "owner (uid %u)", (unsigned)lj->uid);
+		rc = -1;
+	} else
+		rc = legacy_write_file(dfd, text, buf, sizeof(buf));
+	legacy_fs_self();
 	free(text);
-	/* The file first: the poller then copies the same window again. */
-	lj->shm_note[0] = '\0';
-	(void)legacy_shm_write(a, lj, o, 1, lj->shm_note,
-	    sizeof(lj->shm_note));
-	json_decref(o);
-	if ((dfd = open(lj->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		(void)fsync(dfd);
-		close(dfd);
+	if (rc == 0) {
+		/* The file first: the poller then copies the same window. */
+		lj->shm_note[0] = '\0';
+		(void)legacy_shm_write(l->a, lj, o, 1, lj->shm_note,
+		    sizeof(lj->shm_note));
+		if (fstatat(dfd, LEGACY_CONFIG_NAME, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
+			lj->written_mtime = st.st_mtim;
+		lj->written_at_ms = clock_mono_ms();
 	}
-	if (stat(path, &st) == 0)
-		lj->written_mtime = st.st_mtim;
-	lj->written_at_ms = clock_mono_ms();
-	return (0);
+	json_decref(o);
+	close(dfd);
+	return (rc);
 }
 
 /*
@@ -599,15 +567,15 @@ legacy_write_due(const struct legacy_job *lj, int64_t now)
  * its mtime changes, and the file then says the same window.
  */
 void
-legacy_write_record(const struct agent *a, struct legacy_job *lj,
+legacy_write_record(struct legacy *l, struct legacy_job *lj,
     const struct seg_window *w)
 {
 	json_t	*o;
 
-	if (!a->opts.legacy_shm || (o = legacy_render(lj, w)) == NULL)
+	if (!l->a->opts.legacy_shm || (o = legacy_render(lj, w)) == NULL)
 		return;
 	lj->shm_note[0] = '\0';
-	(void)legacy_shm_write(a, lj, o, 0, lj->shm_note,
+	(void)legacy_shm_write(l->a, lj, o, 0, lj->shm_note,
 	    sizeof(lj->shm_note));
 	json_decref(o);
 }

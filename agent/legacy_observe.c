@@ -13,16 +13,21 @@
  *			torch_npu writes at the end (profiler_info.json: rank 0),
  *			so both events come together
  *
- * Every scan is bounded: LEGACY_SCAN_MAX entries per directory read.
+ * Every scan is bounded: LEGACY_SCAN_MAX entries per directory read.  It
+ * runs as the owner of the job's directory (legacy_fs.c): the output
+ * directory the job names is read with that user's rights, and below it
+ * nothing is opened through a symbolic link, nor anything but a directory.
  */
 
 #include <sys/stat.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "clock.h"
@@ -58,7 +63,8 @@ legacy_emit(struct legacy *l, struct legacy_job *lj, int kind, int32_t rank,
 	ev.generation = gen;
 	ev.time_unix_ns = clock_wall_ns();
 	upstream_event(l->a, &ev, NULL);
-	log_info("legacy job %s: rank %d %s window %u (%s)", lj->name, rank,
+	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: rank %d %s "
+	    "window %u (%s)", lj->name, rank,
 	    kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED ? "observed in" :
 	    "observed complete", lj->written, dir);
 }
@@ -105,30 +111,63 @@ legacy_info_name(const char *name, int32_t *rank)
 }
 
 /*
- * Looks for an end-of-trace file under path, depth levels down at most,
- * reading at most *budget entries.  Returns 1 with *rank set (-1: no rank in
- * its name) if one is there.
+ * Opens directory name of pfd for reading, never through a link, never
+ * blocking.  Returns the stream, or NULL.
+ */
+static DIR *
+legacy_opendir_at(int pfd, const char *name)
+{
+	DIR	*d;
+	int	 fd;
+
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return (NULL);
+	if ((d = fdopendir(fd)) == NULL)
+		close(fd);
+	return (d);
+}
+
+/* The type of entry de of d, from the entry or else from fstatat(). */
+static int
+legacy_entry_type(DIR *d, const struct dirent *de)
+{
+	struct stat	 st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return (de->d_type);
+	if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return (DT_UNKNOWN);
+	return (S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
+	    DT_UNKNOWN);
+}
+
+/*
+ * Looks for an end-of-trace file in directory name of pfd, depth levels
+ * down at most, reading at most *budget entries.  Returns 1 with *rank set
+ * (-1: no rank in its name) if one is there.
  */
 static int
-legacy_find_end(const char *path, int depth, int *budget, int32_t *rank)
+legacy_find_end(int pfd, const char *name, int depth, int *budget,
+    int32_t *rank)
 {
-	char		 sub[PATH_MAX];
 	struct dirent	*de;
 	DIR		*d;
-	int		 found = 0;
+	int		 found = 0, type;
 
-	if (depth <= 0 || (d = opendir(path)) == NULL)
+	if (depth <= 0 || (d = legacy_opendir_at(pfd, name)) == NULL)
 		return (0);
 	while (!found && *budget > 0 && (de = readdir(d)) != NULL) {
 		(*budget)--;
 		if (de->d_name[0] == '.')
 			continue;
-		if (de->d_type == DT_REG &&
-		    legacy_info_name(de->d_name, rank) == 0)
+		type = legacy_entry_type(d, de);
+		if (type == DT_REG && legacy_info_name(de->d_name, rank) == 0)
 			found = 1;
-		else if (de->d_type == DT_DIR && (size_t)snprintf(sub,
-		    sizeof(sub), "%s/%s", path, de->d_name) < sizeof(sub))
-			found = legacy_find_end(sub, depth - 1, budget, rank);
+		else if (type == DT_DIR)
+			found = legacy_find_end(dirfd(d), de->d_name, depth - 1,
+			    budget, rank);
 	}
 	closedir(d);
 	return (found);
@@ -161,9 +200,9 @@ legacy_see(struct legacy *l, struct legacy_job *lj, int32_t rank,
 	return (moved);
 }
 
-/* One entry of a MindSpore job's output directory. */
+/* One entry, name, of a MindSpore job's output directory odfd. */
 static int
-legacy_see_mindspore(struct legacy *l, struct legacy_job *lj,
+legacy_see_mindspore(struct legacy *l, struct legacy_job *lj, int odfd,
     const char *name, const char *path, uint64_t gen)
 {
 	long long	 a, b;
@@ -174,14 +213,14 @@ legacy_see_mindspore(struct legacy *l, struct legacy_job *lj,
 	    name[end] != '\0' || n < 0 || a != lj->written_start ||
 	    b != lj->written_stop)
 		return (0);
-	done = legacy_find_end(path, LEGACY_SCAN_DEPTH, &budget, &info);
+	done = legacy_find_end(odfd, name, LEGACY_SCAN_DEPTH, &budget, &info);
 	return (legacy_see(l, lj, n, path, done, gen));
 }
 
-/* One entry of a torch_npu job's output directory. */
+/* One entry, name, of a torch_npu job's output directory odfd. */
 static int
-legacy_see_torch(struct legacy *l, struct legacy_job *lj, const char *name,
-    const char *path, uint64_t gen)
+legacy_see_torch(struct legacy *l, struct legacy_job *lj, int odfd,
+    const char *name, const char *path, uint64_t gen)
 {
 	struct stat	 st;
 	size_t		 len = strlen(name), sfx = strlen("_ascend_pt");
@@ -189,47 +228,56 @@ legacy_see_torch(struct legacy *l, struct legacy_job *lj, const char *name,
 	int32_t		 rank;
 
 	if (len <= sfx || strcmp(name + len - sfx, "_ascend_pt") != 0 ||
-	    stat(path, &st) == -1 ||
+	    fstatat(odfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISDIR(st.st_mode) ||
 	    st.st_mtim.tv_sec < lj->written_mtime.tv_sec)
 		return (0);		/* a trace of an earlier window */
-	if (!legacy_find_end(path, LEGACY_SCAN_DEPTH, &budget, &rank))
+	if (!legacy_find_end(odfd, name, LEGACY_SCAN_DEPTH, &budget, &rank))
 		return (0);
 	return (legacy_see(l, lj, rank < 0 ? 0 : rank, path, 1, gen));
 }
 
 /*
- * Scans lj's output directory for traces of the window in its file, and
- * reports what is new.  Returns 1 if anything was.
+ * Scans lj's output directory for traces of the window in its file, as the
+ * owner of the job's directory, and reports what is new.  Returns 1 if
+ * anything was.
  */
 int
 legacy_observe(struct legacy *l, struct legacy_job *lj, uint64_t gen)
 {
 	char		 path[PATH_MAX];
 	struct dirent	*de;
-	DIR		*d;
-	int		 n = 0, moved = 0;
+	DIR		*d = NULL;
+	int		 n = 0, moved = 0, fd, type;
 
 	if (lj->written == 0 || lj->output[0] == '\0')
 		return (0);
-	if ((d = opendir(lj->output)) == NULL) {
-		if (errno != ENOENT)
-			log_debug("legacy job %s: %s: %s", lj->name, lj->output,
-			    strerror(errno));
-		return (0);
+	if (legacy_fs_as(lj) == 0) {
+		/* The job's own path: its links are its user's to make. */
+		fd = open(lj->output, O_RDONLY | O_DIRECTORY | O_NONBLOCK |
+		    O_CLOEXEC);
+		if (fd != -1 && (d = fdopendir(fd)) == NULL)
+			close(fd);
+		else if (fd == -1 && errno != ENOENT)
+			log_limited(&lj->log, LOG_LEVEL_DEBUG, "legacy job %s: "
+			    "%s: %s", lj->name, lj->output, strerror(errno));
 	}
-	while (n++ < LEGACY_SCAN_MAX && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || (de->d_type != DT_DIR &&
-		    de->d_type != DT_UNKNOWN))
+	while (d != NULL && n++ < LEGACY_SCAN_MAX && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    (type = legacy_entry_type(d, de)) != DT_DIR)
 			continue;
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", lj->output,
 		    de->d_name) >= sizeof(path))
 			continue;
 		if (lj->dialect == OPTIONS_TORCH_NPU)
-			moved |= legacy_see_torch(l, lj, de->d_name, path, gen);
+			moved |= legacy_see_torch(l, lj, dirfd(d), de->d_name,
+			    path, gen);
 		else
-			moved |= legacy_see_mindspore(l, lj, de->d_name, path,
-			    gen);
+			moved |= legacy_see_mindspore(l, lj, dirfd(d),
+			    de->d_name, path, gen);
 	}
-	closedir(d);
+	if (d != NULL)
+		closedir(d);
+	legacy_fs_self();
 	return (moved);
 }

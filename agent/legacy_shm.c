@@ -5,8 +5,9 @@
  * poll later.  The agent never creates such a record: it writes only into one
  *
  *	- named DynamicProfileShm + 10 digits (the framework's %Y%m%d%H) in
- *	  LEGACY_SHM_DIR, a regular file, not a link, writable by nobody but its
- *	  owner, of exactly the size of the dialect's record;
+ *	  LEGACY_SHM_DIR, a regular file (opened without following a link nor
+ *	  blocking), with one link, writable by nobody but its owner, of
+ *	  exactly the size of the dialect's record;
  *	- owned by the job's user (the owner of the framework's config, else of
  *	  the job's directory);
  *	- created while the agent served the job (ctime no earlier than when the
@@ -162,22 +163,11 @@ legacy_shm_name(const char *name)
 }
 
 /* The uid of the job's user: the framework's config's owner, else the dir's. */
-static int
-legacy_shm_uid(const struct legacy_job *lj, uid_t *uid)
+static uid_t
+legacy_shm_uid(const struct legacy_job *lj)
 {
-	char		 path[PATH_MAX];
-	struct stat	 st;
-
-	if (lj->framework_seen && (size_t)snprintf(path, sizeof(path),
-	    "%s/%s", lj->dir, LEGACY_CONFIG_NAME) < sizeof(path) &&
-	    lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid != 0) {
-		*uid = st.st_uid;
-		return (0);
-	}
-	if (lstat(lj->dir, &st) == -1)
-		return (-1);
-	*uid = st.st_uid;
-	return (0);
+	return (lj->framework_seen && lj->framework_uid != 0 ?
+	    lj->framework_uid : lj->uid);
 }
 
 /*
@@ -193,12 +183,12 @@ legacy_shm_find(const struct legacy_job *lj, const struct legacy_shm_field *f,
 	char		 path[PATH_MAX];
 	struct dirent	*de;
 	struct stat	 st;
-	uid_t		 uid;
+	uid_t		 uid = legacy_shm_uid(lj);
 	DIR		*d;
 	int		 fd = -1, n = 0, seen = 0, nfd;
 
 	snprintf(why, wlen, "no DynamicProfileShm record of the job's");
-	if (legacy_shm_uid(lj, &uid) == -1 || (d = opendir(dir)) == NULL)
+	if ((d = opendir(dir)) == NULL)
 		return (-1);
 	while (n++ < LEGACY_SCAN_MAX && (de = readdir(d)) != NULL) {
 		if (!legacy_shm_name(de->d_name) || (size_t)snprintf(path,
@@ -208,7 +198,7 @@ legacy_shm_find(const struct legacy_job *lj, const struct legacy_shm_field *f,
 		if (nfd == -1)
 			continue;
 		if (fstat(nfd, &st) == -1 || !S_ISREG(st.st_mode) ||
-		    (uint64_t)st.st_size != size ||
+		    st.st_nlink != 1 || (uint64_t)st.st_size != size ||
 		    (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
 			close(nfd);
 			continue;
@@ -281,7 +271,8 @@ legacy_shm_write(const struct agent *a, struct legacy_job *lj, void *o,
 	ok = pwrite(fd, rec + 4, size - 4, 4) == (ssize_t)(size - 4) &&
 	    pwrite(fd, rec, 4, 0) == 4;
 	if (!ok)
-		log_warn("legacy job %s: %s", lj->name, name);
+		log_limited(&lj->log, LOG_LEVEL_QUIET, "legacy job %s: %s: %s",
+		    lj->name, name, strerror(errno));
 	else {
 		memcpy(lj->shm_last, rec, size);
 		lj->shm_last_len = size;

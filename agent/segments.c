@@ -32,6 +32,13 @@
 _Static_assert(sizeof(((struct agent_job *)0)->name) > JOBID_MAX,
     "a job's name holds any valid job id");
 
+/*
+ * At most what a new segment takes (segment.c lays it out: the header, the
+ * schedule, 64-byte aligned, the slots): what --shm-budget checks first.
+ */
+#define SEGMENTS_NEW_MAX	(sizeof(struct seg_header) + \
+	sizeof(struct seg_config) + 64 + SEG_MAX_SLOTS * sizeof(struct seg_slot))
+
 struct segments_dead_ctx {
 	struct agent		*a;
 	struct agent_job	*j;
@@ -47,6 +54,19 @@ segments_find(struct agent *a, const char *job)
 		if (strcmp(j->name, job) == 0)
 			return (j);
 	return (NULL);
+}
+
+/* Bytes of shared memory in the segments this agent created and serves. */
+static uint64_t
+segments_reserved(struct agent *a)
+{
+	struct agent_job	*j;
+	uint64_t		 n = 0;
+
+	TAILQ_FOREACH(j, &a->jobs, entry)
+		if (j->created)
+			n += j->seg.size;
+	return (n);
 }
 
 /* Claims a freshly mapped segment for this agent (guarded: it is mapped). */
@@ -87,9 +107,29 @@ segments_get(struct agent *a, const char *job, int create)
 	 * others may write.  Not root, it can open only what its owner shared
 	 * with the agent's group (--shm-mode 0660).
 	 */
-	flags = (create ? SEG_CREATE : 0) | SEG_KEEPFD | SEG_ANYOWNER;
+	flags = SEG_KEEPFD | SEG_ANYOWNER;
 	rc = segment_open(&j->seg, a->opts.shm_dir, job, flags,
 	    a->opts.shm_mode);
+	if (create && (rc == SEG_ENOENT || rc == SEG_EVERSION ||
+	    rc == SEG_EMAGIC || rc == SEG_ESIZE)) {
+		/* None, or a stale one to replace: a new one, if in budget. */
+		if (segments_reserved(a) + SEGMENTS_NEW_MAX >
+		    a->opts.shm_budget) {
+			a->stats.shm_refused++;
+			log_limited(&a->shm_log, LOG_LEVEL_QUIET, "%s: job %s: "
+			    "no segment made: %llu bytes in this agent's "
+			    "segments already, --shm-budget %llu (%llu refused)",
+			    __func__, job, (unsigned long long)
+			    segments_reserved(a), (unsigned long long)
+			    a->opts.shm_budget, (unsigned long long)
+			    a->stats.shm_refused);
+			free(j);
+			return (NULL);
+		}
+		rc = segment_open(&j->seg, a->opts.shm_dir, job,
+		    flags | SEG_CREATE, a->opts.shm_mode);
+		j->created = rc == SEG_OK && j->seg.uid == geteuid();
+	}
 	if (rc != SEG_OK) {
 		if (rc == SEG_ESYS && errno == ENOSPC)
 			log_warnx("%s: no space left in %s for the segment of "
@@ -319,6 +359,8 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 	    jobid_valid(jc->job, NULL)) {
 		if ((j = segments_find(a, jc->job)) != NULL)
 			upstream_applied(a, j);
+		else
+			(void)legacy_config(a, jc->job, NULL);
 		return (0);
 	}
 	if (apply_jobconfig(jc, a->scratch, &why) == -1) {
@@ -329,6 +371,10 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		    why);
 		return (-1);
 	}
+	/* A legacy job holds its schedule itself: no segment made for it. */
+	if (legacy_config(a, jc->job, a->scratch) &&
+	    segments_find(a, jc->job) == NULL)
+		return (0);
 	if ((j = segments_get(a, jc->job, 1)) == NULL) {
 		a->stats.bad_configs++;
 		return (-1);
@@ -339,7 +385,6 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		    __func__, j->name, (unsigned long long)jc->generation,
 		    (unsigned long long)j->applied);
 		upstream_applied(a, j);
-		legacy_schedule(a, j);
 		return (0);
 	}
 	wctx.j = j;
@@ -354,7 +399,6 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 	log_info("applied generation %llu to job %s (%u windows)",
 	    (unsigned long long)j->applied, j->name, a->scratch->nwindows);
 	upstream_applied(a, j);
-	legacy_schedule(a, j);
 	return (0);
 }
 

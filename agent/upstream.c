@@ -723,56 +723,84 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
 		free(buf);
 }
 
-/* Tells the coordinator a rank of job is on this node. */
+/*
+ * Tells the coordinator job name is on this node (a rank of it, or its
+ * legacy directory), holding generation applied of its schedule.
+ */
 void
-upstream_subscribe(struct agent *a, struct agent_job *j)
+upstream_subscribe_name(struct agent *a, const char *name, uint64_t applied)
 {
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Subscribe		 s = DYNPROF__V1__SUBSCRIBE__INIT;
 
-	j->subscribed = 1;
 	if (a->up.state != UPSTREAM_READY)
 		return;		/* the hello after reconnecting carries it */
-	s.job = j->name;
-	s.applied_generation = j->applied;
+	s.job = (char *)name;
+	s.applied_generation = applied;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE;
 	m.subscribe = &s;
 	upstream_send(a, &m);
-	log_debug("subscribed to job %s (applied %llu)", j->name,
-	    (unsigned long long)j->applied);
+	log_debug("subscribed to job %s (applied %llu)", name,
+	    (unsigned long long)applied);
 }
 
-/* Tells the coordinator the last rank of job on this node is gone. */
+/* Tells the coordinator a rank of job is on this node. */
 void
-upstream_unsubscribe(struct agent *a, struct agent_job *j)
+upstream_subscribe(struct agent *a, struct agent_job *j)
+{
+	j->subscribed = 1;
+	upstream_subscribe_name(a, j->name, j->applied);
+}
+
+/* Tells the coordinator job name is no longer on this node. */
+void
+upstream_unsubscribe_name(struct agent *a, const char *name)
 {
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Unsubscribe	 u = DYNPROF__V1__UNSUBSCRIBE__INIT;
 
-	j->subscribed = 0;
 	if (a->up.state != UPSTREAM_READY)
 		return;
-	u.job = j->name;
+	u.job = (char *)name;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE;
 	m.unsubscribe = &u;
 	upstream_send(a, &m);
-	log_debug("unsubscribed from job %s", j->name);
+	log_debug("unsubscribed from job %s", name);
 }
 
-/* Tells the coordinator which generation of job the segment now holds. */
+/*
+ * Tells the coordinator the last rank of job on this node is gone, unless
+ * its legacy directory keeps the job on this node.
+ */
 void
-upstream_applied(struct agent *a, struct agent_job *j)
+upstream_unsubscribe(struct agent *a, struct agent_job *j)
+{
+	j->subscribed = 0;
+	if (!legacy_serves(a, j->name))
+		upstream_unsubscribe_name(a, j->name);
+}
+
+/* Tells the coordinator which generation of job name this node now holds. */
+void
+upstream_applied_name(struct agent *a, const char *name, uint64_t generation)
 {
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Applied		 ap = DYNPROF__V1__APPLIED__INIT;
 
 	if (a->up.state != UPSTREAM_READY)
 		return;
-	ap.job = j->name;
-	ap.generation = j->applied;
+	ap.job = (char *)name;
+	ap.generation = generation;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED;
 	m.applied = &ap;
 	upstream_send(a, &m);
+}
+
+/* Tells the coordinator which generation of job the segment now holds. */
+void
+upstream_applied(struct agent *a, struct agent_job *j)
+{
+	upstream_applied_name(a, j->name, j->applied);
 }
 
 /* Sends a job's progress if the stream is up; keeps it dirty otherwise. */

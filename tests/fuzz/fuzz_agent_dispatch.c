@@ -104,6 +104,7 @@ fuzz_agent_start(void)
 	fa->opts.sample_ms = 100;
 	fa->opts.queue_max = FUZZ_QUEUE_MAX;
 	fa->opts.grace_s = 60;
+	fa->opts.shm_budget = AGENT_SHM_BUDGET;
 	TAILQ_INIT(&fa->jobs);
 	fa->rank_fd = -1;
 	if ((fa->base = event_base_new()) == NULL ||
