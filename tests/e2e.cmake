@@ -24,6 +24,13 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
       ENVIRONMENT "${_e2e_env}")
   endforeach()
+  # A hostile second uid and a root agent's --legacy-dir: skipped unless root.
+  foreach(t swap budget flood)
+    add_test(NAME e2e_legacy_hostile_${t}
+      COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_legacy_hostile.py ${t})
+    set_tests_properties(e2e_legacy_hostile_${t} PROPERTIES TIMEOUT 240
+      SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
+  endforeach()
   # make demo's cluster, as a newcomer runs it: it must keep working.
   add_test(NAME e2e_demo
     COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/demo.sh ${PROJECT_BINARY_DIR})
