@@ -163,6 +163,11 @@ coord_usage(FILE *f)
 	    " (default 10000)\n"
 	    "  --events-journal N       events kept for the event stream"
 	    " (default 262144)\n"
+	    "  --max-ranks-per-job N    ranks one job may have (131072)\n"
+	    "  --max-ranks-per-agent N  live ranks one agent may report"
+	    " (4096)\n"
+	    "  --rank-memory-max MIB    memory for all ranks' state"
+	    " (default 1024)\n"
 	    "  stragglers (a job's rules may set its own):\n"
 	    "  --straggler-lag N        steps behind the job's median step"
 	    " (default 50)\n"
@@ -333,6 +338,10 @@ enum {
 	OPT_STRAGGLER_LAG,
 	OPT_STRAGGLER_DROP,
 	OPT_EVENTS_JOURNAL,
+	OPT_JOB_RANKS_MAX,
+	OPT_AGENT_RANKS_MAX,
+	OPT_RANK_MEMORY_MAX,
+	OPT_BOUNDS_LAST = OPT_RANK_MEMORY_MAX
 };
 
 /* Sets the bounds on peers to their defaults. */
@@ -347,6 +356,9 @@ coord_bounds_init(struct coord_config *conf)
 	conf->straggler_lag = COORD_STRAGGLER_LAG;
 	conf->straggler_rate_drop = COORD_STRAGGLER_RATE_DROP;
 	conf->events_journal_max = COORD_JOURNAL_MAX;
+	conf->job_ranks_max = COORD_JOB_RANKS_MAX;
+	conf->agent_ranks_max = COORD_AGENT_RANKS_MAX;
+	conf->rank_bytes_max = COORD_RANK_BYTES_MAX;
 }
 
 /* Parses one flag of the bounds on peers.  Returns 0, or -1 logged. */
@@ -366,6 +378,9 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		{ OPT_STRAGGLER_LAG, 1, COORD_WINDOW_STEP_MAX },
 		{ OPT_STRAGGLER_DROP, 1, 100 },
 		{ OPT_EVENTS_JOURNAL, 16, 1 << 24 },
+		{ OPT_JOB_RANKS_MAX, 1, INT32_MAX },
+		{ OPT_AGENT_RANKS_MAX, 1, INT32_MAX },
+		{ OPT_RANK_MEMORY_MAX, 1, 1 << 20 },	/* MiB */
 	};
 	char		*end;
 	long long	 v;
@@ -408,6 +423,15 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		break;
 	case OPT_EVENTS_JOURNAL:
 		conf->events_journal_max = (size_t)v;
+		break;
+	case OPT_JOB_RANKS_MAX:
+		conf->job_ranks_max = (size_t)v;
+		break;
+	case OPT_AGENT_RANKS_MAX:
+		conf->agent_ranks_max = (size_t)v;
+		break;
+	case OPT_RANK_MEMORY_MAX:
+		conf->rank_bytes_max = (size_t)v * 1024 * 1024;
 		break;
 	}
 	return (0);
@@ -507,6 +531,12 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		LEADER_LONGOPTS,
 		{ "events-journal", required_argument, NULL,
 		    OPT_EVENTS_JOURNAL },
+		{ "max-ranks-per-job", required_argument, NULL,
+		    OPT_JOB_RANKS_MAX },
+		{ "max-ranks-per-agent", required_argument, NULL,
+		    OPT_AGENT_RANKS_MAX },
+		{ "rank-memory-max", required_argument, NULL,
+		    OPT_RANK_MEMORY_MAX },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -531,7 +561,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 				return (-1);
 			continue;
 		}
-		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_EVENTS_JOURNAL) {
+		if (ch >= OPT_HELLO_TIMEOUT && ch <= OPT_BOUNDS_LAST) {
 			if (coord_parse_bound(&c->conf, ch,
 			    longopts[idx].name, optarg) == -1)
 				return (-1);

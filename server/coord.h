@@ -119,6 +119,17 @@ struct leader;
  * included: a longer directory refuses the event, a longer error is cut at
  * a UTF-8 character (valid.c). */
 #define COORD_EVENT_TEXT_MAX	4096
+/*
+ * Budgets of rank state (--max-ranks-per-job, --max-ranks-per-agent,
+ * --rank-memory-max): ranks one job may have (the design's 100,000 and
+ * room), ranks one agent may report alive at once (a node runs 8 or 16:
+ * containers and legacy jobs leave plenty), and the bytes all ranks' state
+ * may take (each rank, its strings and event history, each job's rank
+ * table).  Past one, the rank is refused (logged per node, counted).
+ */
+#define COORD_JOB_RANKS_MAX	131072
+#define COORD_AGENT_RANKS_MAX	4096
+#define COORD_RANK_BYTES_MAX	(1024ULL * 1024 * 1024)
 #define COORD_UNSCHEDULED_MAX	10000		/* jobs nobody scheduled */
 /* A job nobody scheduled is forgotten once no node has served it for this
  * many heartbeat intervals (an agent reconnecting keeps it). */
@@ -214,6 +225,8 @@ struct rank {
 	int			 dirty;		/* step/state not yet stored */
 	int			 in_batch;	/* on coord->batch_ranks */
 	struct rank_pace	 pace;		/* straggler.c */
+	struct node		*counted_on;	/* the node it counts against:
+						 * reported by it, not gone */
 	struct job		*job;
 	LIST_ENTRY(rank)	 hentry;
 	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
@@ -287,6 +300,7 @@ struct node {
 	uint64_t		 seen_seq;	/* committed or in the open batch */
 	struct node_jobq	 jobs;
 	struct log_limit	 log_bounds;	/* its lines past a budget */
+	size_t			 nranks;	/* ranks counted_on it */
 	LIST_ENTRY(node)	 hentry;
 	TAILQ_ENTRY(node)	 entry;
 };
@@ -333,6 +347,7 @@ struct metrics {
 	uint64_t	 agents_refused;	/* closed before or at hello */
 	uint64_t	 events_refused;	/* bad strings or steps: dropped */
 	uint64_t	 event_text_cut;	/* errors cut to COORD_EVENT_TEXT_MAX */
+	uint64_t	 ranks_refused[3];	/* by enum rank_budget */
 	uint64_t	 legacy_refused;	/* bad or too many legacy reports */
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
 	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */
@@ -495,6 +510,9 @@ struct coord_config {
 	size_t		 http_max_conns;
 	uint32_t	 http_timeout_ms;
 	size_t		 events_journal_max;	/* COORD_JOURNAL_MAX */
+	size_t		 job_ranks_max;		/* COORD_JOB_RANKS_MAX */
+	size_t		 agent_ranks_max;	/* COORD_AGENT_RANKS_MAX */
+	size_t		 rank_bytes_max;	/* COORD_RANK_BYTES_MAX */
 	/* stragglers: the defaults of jobs that set none */
 	int64_t		 straggler_lag;
 	int		 straggler_rate_drop;	/* percent */
@@ -544,6 +562,8 @@ struct coord {
 	struct nodeq		 nodes;
 	struct nodebucket	 node_hash[COORD_NODE_BUCKETS];
 	uint64_t		 generation;	/* highest handed out */
+	size_t			 rank_bytes;	/* of all ranks' state */
+	struct log_limit	 log_load;	/* the store's rows past a budget */
 	int64_t			 started_ns;	/* wall clock at start */
 	struct metrics		 metrics;
 	TAILQ_HEAD(legacyq, legacy_entry) legacy;	/* legacy.c */
@@ -609,6 +629,13 @@ struct refusal {
 	char		 msg[512];
 };
 
+/* The budgets a rank may be refused by (schedule_ranks.c). */
+enum rank_budget {
+	RANK_BUDGET_JOB,			/* --max-ranks-per-job */
+	RANK_BUDGET_AGENT,			/* --max-ranks-per-agent */
+	RANK_BUDGET_MEMORY,			/* --rank-memory-max */
+};
+
 /* schedule.c */
 struct job	*schedule_job_find(struct coord *, const char *);
 struct job	*schedule_job_get(struct coord *, const char *);
@@ -617,7 +644,11 @@ int	 schedule_job_unscheduled(const struct job *);
 size_t	 schedule_unscheduled_count(struct coord *);
 void	 schedule_reap_jobs(struct coord *, uint64_t);
 struct rank	*schedule_rank_find(struct job *, int32_t);
-struct rank	*schedule_rank_get(struct job *, int32_t);
+struct rank	*schedule_rank_take(struct coord *, struct job *, int32_t,
+		    struct node *);
+void	 schedule_rank_free(struct coord *, struct rank *);
+void	 schedule_rank_set_string(struct coord *, struct rank *, char **,
+	    const char *);
 struct node	*schedule_node_find(struct coord *, const char *);
 struct node	*schedule_node_get(struct coord *, const char *);
 struct node_job	*schedule_node_job(struct node *, const char *, int);
@@ -630,7 +661,8 @@ int	 options_parse(const void *, struct options *, const char **,
 void	*options_to_json(const struct options *);
 char	*options_dump(const struct options *);
 int	 options_load(const char *, struct options *);
-void	 schedule_rank_add_event(struct rank *, const struct rank_event *);
+int	 schedule_rank_add_event(struct coord *, struct rank *,
+	    const struct rank_event *, struct node *);
 struct window	*window_new(void);
 void	 window_free(struct window *);
 void	 schedule_window_insert(struct job *, struct window *);

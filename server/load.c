@@ -158,13 +158,6 @@ load_window(void *arg, const struct store_window *row)
 	return (0);
 }
 
-/* Returns a copy of v, or NULL for NULL. */
-static char *
-load_dup(const char *v)
-{
-	return (v == NULL ? NULL : strdup(v));
-}
-
 /* Takes a rank of a known job; one that breaks the rules is quarantined. */
 static int
 load_rank(void *arg, const struct store_rank *row)
@@ -179,8 +172,9 @@ load_rank(void *arg, const struct store_rank *row)
 	/* A job nobody scheduled has no row: its agents report it again. */
 	if ((job = schedule_job_find(ld->c, row->job)) == NULL)
 		return (0);
-	if ((r = schedule_rank_get(job, row->rank)) == NULL)
-		return (-1);
+	/* Past a budget: refused, counted (schedule_rank_take()). */
+	if ((r = schedule_rank_take(ld->c, job, row->rank, NULL)) == NULL)
+		return (0);
 	if (row->node != NULL)
 		snprintf(r->node, sizeof(r->node), "%s", row->node);
 	r->pid = row->pid;
@@ -190,7 +184,7 @@ load_rank(void *arg, const struct store_rank *row)
 	r->step = row->step;
 	r->state = row->state;
 	r->window_id = row->window_id;
-	r->output_dir = load_dup(row->output_dir);
+	schedule_rank_set_string(ld->c, r, &r->output_dir, row->output_dir);
 	r->last_event = row->last_event;
 	r->last_event_ns = row->last_event_ns;
 	r->arrived_ns = row->arrived_ns;
@@ -200,7 +194,7 @@ load_rank(void *arg, const struct store_rank *row)
 	if (row->state == DYNPROF__V1__RANK_STATE__RANK_GONE &&
 	    r->gone_ns == 0)
 		r->gone_ns = coord_wall_ns();
-	r->error = load_dup(row->error);
+	schedule_rank_set_string(ld->c, r, &r->error, row->error);
 	return (0);
 }
 
@@ -218,9 +212,8 @@ load_event(void *arg, const char *name, int32_t rank,
 		return (load_refused(ld, "events", name, rank, &ref));
 	if ((job = schedule_job_find(ld->c, name)) == NULL)
 		return (0);
-	if ((r = schedule_rank_get(job, rank)) == NULL)
-		return (-1);
-	schedule_rank_add_event(r, ev);
+	if ((r = schedule_rank_take(ld->c, job, rank, NULL)) != NULL)
+		schedule_rank_add_event(ld->c, r, ev, NULL);
 	return (0);
 }
 

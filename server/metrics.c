@@ -47,6 +47,35 @@ metrics_render_rows(struct coord *c, struct evbuffer *buf)
 		    (unsigned long long)c->metrics.rows_quarantined[t]);
 }
 
+/* Renders the budgets of rank state: what they refused, what is held. */
+static void
+metrics_render_budgets(struct coord *c, struct evbuffer *buf)
+{
+	static const char *const names[] = { "job", "agent", "memory" };
+	size_t	 i;
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_ranks_refused_total Ranks refused past a budget: "
+	    "ranks per job, live ranks per agent, memory of all ranks' state "
+	    "(an event or a Progress entry each).\n"
+	    "# TYPE dynprof_ranks_refused_total counter\n");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		evbuffer_add_printf(buf,
+		    "dynprof_ranks_refused_total{budget=\"%s\"} %llu\n",
+		    names[i], (unsigned long long)c->metrics.ranks_refused[i]);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_rank_state_bytes Bytes of all ranks' state: the "
+	    "ranks, their strings and event histories, the jobs' rank "
+	    "tables.\n"
+	    "# TYPE dynprof_rank_state_bytes gauge\n"
+	    "dynprof_rank_state_bytes %zu\n"
+	    "# HELP dynprof_rank_state_bytes_max Their budget "
+	    "(--rank-memory-max).\n"
+	    "# TYPE dynprof_rank_state_bytes_max gauge\n"
+	    "dynprof_rank_state_bytes_max %zu\n",
+	    c->rank_bytes, c->conf.rank_bytes_max);
+}
+
 /* Renders the counters of the bounds on peers. */
 static void
 metrics_render_bounds(struct coord *c, struct evbuffer *buf)
@@ -245,6 +274,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 
 	metrics_render_bounds(c, buf);
 	metrics_render_rows(c, buf);
+	metrics_render_budgets(c, buf);
 	straggler_metrics(c, buf);
 	rules_metrics(c, buf);
 	leader_metrics(c, buf);

@@ -691,11 +691,10 @@ schedule_job_free(struct coord *c, struct job *job)
 		TAILQ_REMOVE(&job->ranks, r, entry);
 		if (r->in_batch)
 			TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
-		free(r->output_dir);
-		free(r->error);
-		free(r->events);
-		free(r);
+		schedule_rank_free(c, r);
 	}
+	if (job->rank_hash != NULL)
+		c->rank_bytes -= COORD_RANK_BUCKETS * sizeof(*job->rank_hash);
 	options_clear(&job->defaults);
 	straggler_job_free(job);
 	rules_free(job->rules);

@@ -27,21 +27,98 @@ schedule_rank_find(struct job *job, int32_t rank)
 	return (NULL);
 }
 
-/* Returns the job's rank, creating it if needed. */
+/* Returns the bytes of rank state r holds: itself, its strings, events. */
+static size_t
+schedule_rank_bytes(const struct rank *r)
+{
+	return (sizeof(*r) + (r->output_dir != NULL ?
+	    strlen(r->output_dir) + 1 : 0) + (r->error != NULL ?
+	    strlen(r->error) + 1 : 0) + r->events_cap * sizeof(*r->events));
+}
+
+static const char *const schedule_budget_names[] = {
+	[RANK_BUDGET_JOB] = "job",
+	[RANK_BUDGET_AGENT] = "agent",
+	[RANK_BUDGET_MEMORY] = "memory",
+};
+
+/* Counts a refusal by budget b, and logs it (limited, per node or for the
+ * store's rows). */
+static void
+schedule_rank_refuse(struct coord *c, const struct job *job, int32_t rank,
+    struct node *node, enum rank_budget b)
+{
+	c->metrics.ranks_refused[b]++;
+	log_limited(node != NULL ? &node->log_bounds : &c->log_load,
+	    LOG_LEVEL_QUIET, "rank %d of job %s from %s refused: over the %s "
+	    "budget (job %zu/%zu ranks, node %zu/%zu, memory %zu/%zu bytes)",
+	    rank, job->name, node != NULL ? node->name : "the store",
+	    schedule_budget_names[b], job->nranks, c->conf.job_ranks_max,
+	    node != NULL ? node->nranks : 0, c->conf.agent_ranks_max,
+	    c->rank_bytes, c->conf.rank_bytes_max);
+}
+
+/* Returns 1 if bytes more of rank state fit the memory budget. */
+static int
+schedule_rank_fits(const struct coord *c, size_t bytes)
+{
+	return (c->rank_bytes <= c->conf.rank_bytes_max &&
+	    bytes <= c->conf.rank_bytes_max - c->rank_bytes);
+}
+
+/* Makes r count against node (NULL: none), if it is not gone. */
+static void
+schedule_rank_count(struct rank *r, struct node *node)
+{
+	if (r->state == DYNPROF__V1__RANK_STATE__RANK_GONE)
+		node = NULL;
+	if (r->counted_on == node)
+		return;
+	if (r->counted_on != NULL)
+		r->counted_on->nranks--;
+	if ((r->counted_on = node) != NULL)
+		node->nranks++;
+}
+
+/*
+ * Returns the job's rank for node to report on (NULL: the store's row),
+ * creating it if needed, within the budgets: the job's ranks, the ranks
+ * node reports alive, the memory of all ranks.  NULL if refused (counted,
+ * logged) or out of memory.
+ */
 struct rank *
-schedule_rank_get(struct job *job, int32_t rank)
+schedule_rank_take(struct coord *c, struct job *job, int32_t rank,
+    struct node *node)
 {
 	struct rank	*r;
+	size_t		 cost;
 
 	if (rank < 0)
 		return (NULL);
-	if ((r = schedule_rank_find(job, rank)) != NULL)
+	r = schedule_rank_find(job, rank);
+	if (node != NULL && (r == NULL || r->counted_on != node) &&
+	    node->nranks >= c->conf.agent_ranks_max) {
+		schedule_rank_refuse(c, job, rank, node, RANK_BUDGET_AGENT);
+		return (NULL);
+	}
+	if (r != NULL)
 		return (r);
+	if (job->nranks >= c->conf.job_ranks_max) {
+		schedule_rank_refuse(c, job, rank, node, RANK_BUDGET_JOB);
+		return (NULL);
+	}
+	cost = sizeof(*r) + (job->rank_hash == NULL ?
+	    COORD_RANK_BUCKETS * sizeof(*job->rank_hash) : 0);
+	if (!schedule_rank_fits(c, cost)) {
+		schedule_rank_refuse(c, job, rank, node, RANK_BUDGET_MEMORY);
+		return (NULL);
+	}
 	if (job->rank_hash == NULL && (job->rank_hash = calloc(
 	    COORD_RANK_BUCKETS, sizeof(*job->rank_hash))) == NULL)
 		return (NULL);	/* LIST_INIT is all zeroes */
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (NULL);
+	c->rank_bytes += cost;
 	r->rank = rank;
 	r->step = -1;
 	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
@@ -55,31 +132,61 @@ schedule_rank_get(struct job *job, int32_t rank)
 	return (r);
 }
 
-/* Appends an event to a rank's history. */
+/* Frees a rank (its job frees its table), giving its bytes back. */
 void
-schedule_rank_add_event(struct rank *r, const struct rank_event *ev)
+schedule_rank_free(struct coord *c, struct rank *r)
+{
+	schedule_rank_count(r, NULL);
+	c->rank_bytes -= schedule_rank_bytes(r);
+	free(r->output_dir);
+	free(r->error);
+	free(r->events);
+	free(r);
+}
+
+/*
+ * Appends an event to a rank's history, if it fits the memory budget (else
+ * refused: counted, logged as node's, NULL the store's).  Returns 0 or -1.
+ */
+int
+schedule_rank_add_event(struct coord *c, struct rank *r,
+    const struct rank_event *ev, struct node *node)
 {
 	struct rank_event	*n;
 	size_t			 cap;
 
 	if (r->nevents == r->events_cap) {
 		cap = r->events_cap == 0 ? 4 : r->events_cap * 2;
+		if (!schedule_rank_fits(c, (cap - r->events_cap) *
+		    sizeof(*n))) {
+			schedule_rank_refuse(c, r->job, r->rank, node,
+			    RANK_BUDGET_MEMORY);
+			return (-1);
+		}
 		if ((n = reallocarray(r->events, cap, sizeof(*n))) == NULL)
-			return;
+			return (-1);
+		c->rank_bytes += (cap - r->events_cap) * sizeof(*n);
 		r->events = n;
 		r->events_cap = cap;
 	}
 	r->events[r->nevents++] = *ev;
+	return (0);
 }
 
-/* Replaces *dst with a copy of src, unless src is empty. */
-static void
-schedule_set_string(char **dst, const char *src)
+/* Replaces *dst (a string of r) with a copy of src, unless src is empty;
+ * the bytes counted.  A string is bounded (COORD_EVENT_TEXT_MAX): counted,
+ * never refused on its own. */
+void
+schedule_rank_set_string(struct coord *c, struct rank *r, char **dst,
+    const char *src)
 {
+	size_t	 before = schedule_rank_bytes(r);
+
 	if (src == NULL || *src == '\0')
 		return;
 	free(*dst);
 	*dst = strdup(src);
+	c->rank_bytes = c->rank_bytes - before + schedule_rank_bytes(r);
 }
 
 /*
@@ -142,7 +249,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 		return (0);
 	}
 	if ((job = schedule_job_peer(c, ev->job, node->name)) == NULL ||
-	    (r = schedule_rank_get(job, ev->rank)) == NULL)
+	    (r = schedule_rank_take(c, job, ev->rank, node)) == NULL)
 		return (0);
 	/* A rank that reports for itself wins over a directory's word. */
 	if (kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED && r->native) {
@@ -190,6 +297,10 @@ schedule_apply_event(struct coord *c, struct node *node,
 			c->metrics.events_dup++;
 			return (0);
 		}
+		/* Kept in memory first: an event stored and not kept would
+		 * count once more after a restart. */
+		if (schedule_rank_add_event(c, r, &re, node) == -1)
+			return (0);
 		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED ||
 		    kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED)
 			detail = ev->output_dir;
@@ -198,9 +309,10 @@ schedule_apply_event(struct coord *c, struct node *node,
 			detail = schedule_cut_error(c, node, ev, errbuf);
 		rc = store_put_event(c->store, job->name, r->rank, &re,
 		    node->name, detail);
-		if (rc == -1)
+		if (rc == -1) {
+			r->nevents--;
 			return (-1);
-		schedule_rank_add_event(r, &re);
+		}
 		if (kind != DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
 			job->windows_dirty = 1;
 		if (rc == 0) {
@@ -214,7 +326,8 @@ schedule_apply_event(struct coord *c, struct node *node,
 		switch (kind) {
 		case DYNPROF__V1__EVENT_KIND__EVENT_STARTED:
 			r->state = DYNPROF__V1__RANK_STATE__RANK_PROFILING;
-			schedule_set_string(&r->output_dir, ev->output_dir);
+			schedule_rank_set_string(c, r, &r->output_dir,
+			    ev->output_dir);
 			break;
 		case DYNPROF__V1__EVENT_KIND__EVENT_STOPPED:
 			if (!schedule_rank_has_event(r, ev->window_id,
@@ -226,13 +339,14 @@ schedule_apply_event(struct coord *c, struct node *node,
 			break;
 		case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
 			r->state = DYNPROF__V1__RANK_STATE__RANK_FAILED;
-			schedule_set_string(&r->error, detail);
+			schedule_rank_set_string(c, r, &r->error, detail);
 			break;
 		case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED:
 			if (!schedule_rank_has_event(r, ev->window_id,
 			    DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE))
 				r->state = DYNPROF__V1__RANK_STATE__RANK_OBSERVED;
-			schedule_set_string(&r->output_dir, ev->output_dir);
+			schedule_rank_set_string(c, r, &r->output_dir,
+			    ev->output_dir);
 			break;
 		case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE:
 			r->state =
@@ -242,6 +356,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 		break;
 	}
 	snprintf(r->node, sizeof(r->node), "%s", node->name);
+	schedule_rank_count(r, node);
 	if (ev->step > r->step)
 		r->step = ev->step;
 	r->last_event = kind;
@@ -373,7 +488,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 			    rp->rank, node->name, (long long)rp->step);
 			continue;
 		}
-		if ((r = schedule_rank_get(job, rp->rank)) == NULL)
+		if ((r = schedule_rank_take(c, job, rp->rank, node)) == NULL)
 			continue;
 		r->native = 1;
 		snprintf(r->node, sizeof(r->node), "%s", node->name);
@@ -383,6 +498,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
 		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
 			schedule_rank_set_state(r, rp->state);
+		schedule_rank_count(r, node);
 		r->dirty = 1;
 		job->ranks_dirty = 1;
 	}

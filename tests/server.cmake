@@ -65,6 +65,12 @@ dynprof_test(test_coord_bounds SOURCES component/test_coord_bounds.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 400)
 add_dependencies(test_coord_bounds dynprof-coordinator)
+# Budgets of rank state: event strings, ranks per job and per agent, the
+# memory of all ranks, each refusal counted and a healthy job unaffected.
+dynprof_test(test_coord_budgets SOURCES component/test_coord_budgets.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
+add_dependencies(test_coord_budgets dynprof-coordinator)
 # Stragglers: fake agents report steps, the real coordinator flags the ranks
 # and nodes that lag the job's median or whose rate fell.
 dynprof_test(test_coord_stragglers SOURCES component/test_coord_stragglers.c

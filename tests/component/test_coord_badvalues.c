@@ -165,34 +165,6 @@ test_step_overflow(void **state)
 	fa_close(&a);
 }
 
-/* Sends a rank event with the given strings (NULL: none). */
-static void
-send_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
-    int32_t rank, const char *output_dir, const char *error)
-{
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
-	Dynprof__V1__RankEvent		 ev = DYNPROF__V1__RANK_EVENT__INIT;
-
-	ev.kind = kind;
-	ev.job = (char *)job;
-	ev.rank = rank;
-	ev.pid = 1000 + rank;
-	ev.window_id = 1;
-	ev.step = 5;
-	ev.time_unix_ns = 1700000000000000000LL;
-	if (output_dir != NULL)
-		ev.output_dir = (char *)output_dir;
-	if (error != NULL)
-		ev.error = (char *)error;
-	ae.seq = seq;
-	ae.event = &ev;
-	ae.agent_boot_id = fa->boot_id;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
-	m.event = &ae;
-	assert_int_equal(fa_send(fa, &m), 0);
-}
-
 /* Expects the hello of node to be refused with an Error, then the close. */
 static void
 hello_refused(struct tc_coord *tc, const char *node)
@@ -240,9 +212,12 @@ test_agent_strings(void **state)
 	    NULL), 0);
 	assert_int_equal(fa_handshake(&a, f->tc.agent_port, "str-node", NULL),
 	    0);
-	send_event(&a, 1, K_STARTED, "str-j", 0, "out/\xe9t\xe9", NULL);
-	send_event(&a, 2, K_FAILED, "str-j", 1, NULL, "bad \xff error");
-	send_event(&a, 3, K_STARTED, "str-j", 2, "out/\xc3\xa9t\xc3\xa9", NULL);
+	assert_int_equal(fa_event_text(&a, 1, K_STARTED, "str-j", 0,
+	    "out/\xe9t\xe9", NULL), 0);
+	assert_int_equal(fa_event_text(&a, 2, K_FAILED, "str-j", 1, NULL,
+	    "bad \xff error"), 0);
+	assert_int_equal(fa_event_text(&a, 3, K_STARTED, "str-j", 2,
+	    "out/\xc3\xa9t\xc3\xa9", NULL), 0);
 	assert_int_equal(fa_wait_ack(&a, 3, 5000), 0);
 	assert_int_equal(tc_metric(&f->tc, "dynprof_events_refused_total"), 2);
 

@@ -168,11 +168,14 @@ setup_fast(void **state)
 	return (tc_setup_agents_hb(state, "300"));
 }
 
-/* A journal of 1024 events: what falls out of it is quick to reach. */
+/* A journal of 1024 events: what falls out of it is quick to reach.  One
+ * agent stands for the ranks of many nodes (41,100 live ranks): past the
+ * default budget of an agent's. */
 static int
 setup_small(void **state)
 {
-	const char	*more[] = { "--events-journal", "1024", NULL };
+	const char	*more[] = { "--events-journal", "1024",
+	    "--max-ranks-per-agent", "65536", NULL };
 
 	return (tc_setup_agents_args(state, "300", more));
 }

@@ -309,13 +309,11 @@ fa_heartbeat(struct fakeagent *fa)
 	return (fa_send(fa, &m));
 }
 
-/*
- * Sends AgentEvent(seq, event) for job/rank: kind, window, step, output_dir
- * (may be NULL).  seq 0 takes the next one.
- */
-int
-fa_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
-    int32_t rank, uint32_t window, int64_t step, const char *output_dir)
+/* Sends a rank event with the given strings (NULL: none).  Returns 0 or -1. */
+static int
+fa_send_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
+    int32_t rank, uint32_t window, int64_t step, const char *output_dir,
+    const char *error)
 {
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
@@ -329,16 +327,43 @@ fa_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
 	ev.pid = 1000 + rank;
 	ev.window_id = window;
 	ev.step = step;
-	ev.output_dir = (char *)(output_dir != NULL ? output_dir : "");
+	if (output_dir != NULL)
+		ev.output_dir = (char *)output_dir;
+	if (error != NULL)
+		ev.error = (char *)error;
 	ev.time_unix_ns = 1700000000000000000LL + (int64_t)seq;
-	if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED)
-		ev.error = (char *)"start callback failed";
 	ae.seq = seq;
 	ae.event = &ev;
 	ae.agent_boot_id = fa->boot_id;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
 	m.event = &ae;
 	return (fa_send(fa, &m));
+}
+
+/*
+ * Sends AgentEvent(seq, event) for job/rank: kind, window, step, output_dir
+ * (may be NULL).  seq 0 takes the next one.
+ */
+int
+fa_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
+    int32_t rank, uint32_t window, int64_t step, const char *output_dir)
+{
+	return (fa_send_event(fa, seq, kind, job, rank, window, step,
+	    output_dir != NULL ? output_dir : "",
+	    kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED ?
+	    "start callback failed" : NULL));
+}
+
+/*
+ * Sends a rank event of job at step 5 of window 1 with the given strings
+ * (NULL: none).  Returns 0 or -1.
+ */
+int
+fa_event_text(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
+    int32_t rank, const char *output_dir, const char *error)
+{
+	return (fa_send_event(fa, seq, kind, job, rank, 1, 5, output_dir,
+	    error));
 }
 
 /* Sends Progress for ranks first..first+n-1 of job: the first at min_step,
