@@ -520,6 +520,8 @@ legacy_remove(struct legacy *l, struct legacy_job *lj)
 	TAILQ_REMOVE(&l->jobs, lj, entry);
 	l->njobs--;
 	legacy_owner_release(l, lj->uid);
+	strcpy(l->gone[l->ngone % LEGACY_GONE_MAX].name, lj->name);
+	l->gone[l->ngone++ % LEGACY_GONE_MAX].at_ms = clock_mono_ms();
 	/* Ranks of the job that report for themselves keep it subscribed. */
 	if (lj->subscribed && ((j = segments_find(l->a, lj->name)) == NULL ||
 	    !j->subscribed))
@@ -754,9 +756,28 @@ legacy_serves(struct agent *a, const char *name)
 }
 
 /*
+ * Whether job name's directory went within LEGACY_GONE_MS: a schedule the
+ * coordinator sent before it heard of that is nobody's to keep (no segment is
+ * made for it).
+ */
+static int
+legacy_was_served(struct legacy *l, const char *name)
+{
+	int64_t	 now = clock_mono_ms();
+	size_t	 i;
+
+	for (i = 0; i < LEGACY_GONE_MAX; i++)
+		if (l->gone[i].at_ms != 0 && now - l->gone[i].at_ms <
+		    LEGACY_GONE_MS && strcmp(l->gone[i].name, name) == 0)
+			return (1);
+	return (0);
+}
+
+/*
  * A schedule pushed for job name, checked (cfg; NULL: the coordinator has
  * none, which never replaces one held).  A legacy job keeps the newest and
- * answers Applied.  Returns 1 if a legacy directory serves the job, else 0.
+ * answers Applied.  Returns 1 if a legacy directory serves the job (or did a
+ * moment ago: then the schedule is dropped), else 0.
  */
 int
 legacy_config(struct agent *a, const char *name, const struct seg_config *cfg)
@@ -764,8 +785,10 @@ legacy_config(struct agent *a, const char *name, const struct seg_config *cfg)
 	struct legacy_sched	*s;
 	struct legacy_job	*lj;
 
-	if (a->lg == NULL || (lj = legacy_find(a->lg, name)) == NULL)
+	if (a->lg == NULL)
 		return (0);
+	if ((lj = legacy_find(a->lg, name)) == NULL)
+		return (legacy_was_served(a->lg, name));
 	if (cfg != NULL && (lj->sched == NULL ||
 	    cfg->generation > lj->sched->generation) &&
 	    cfg->nwindows <= SEG_MAX_WINDOWS) {

@@ -38,6 +38,8 @@ struct stat;
 #define LEGACY_JOBS_MAX		1024	/* job directories served at once */
 #define LEGACY_PER_UID		64	/* --legacy-per-uid: of one owner */
 #define LEGACY_OWNERS_MAX	4096	/* owners given their own log limit */
+#define LEGACY_GONE_MAX		64	/* directories gone, remembered */
+#define LEGACY_GONE_MS		10000	/* for so long: schedules in flight */
 #define LEGACY_CONFIG_MAX	(1024 * 1024)	/* a framework's config, read */
 #define LEGACY_SMALL_FILE_MAX	4096	/* dynprof.dialect, dynprof.output */
 #define LEGACY_WRITE_GAP_MS	1000	/* between two writes of one file */
@@ -150,6 +152,11 @@ struct legacy {
 	size_t		 njobs;
 	struct legacy_owner *owners;		/* those with a job served */
 	size_t		 nowners;
+	struct {
+		char	 name[SEG_JOB_MAX + 1];
+		int64_t	 at_ms;			/* monotonic, 0: none */
+	}		 gone[LEGACY_GONE_MAX];	/* directories that went */
+	size_t		 ngone;
 	int		 refused_budget;	/* over a budget since the scan */
 	int		 rescan;		/* and some may fit now */
 	int64_t		 rescan_at_ms;
