@@ -230,11 +230,13 @@ for k, job in enumerate(sys.argv[3:]):
         check(swapper.returncode == 0, "swapper: %s" % err[-2000:])
         swaps = int(out.strip())
         log("%d swaps while %d windows were posted" % (swaps, posted))
-        check(swaps > 1000 and posted > 40, "too little happened")
+        check(swaps > 1000 and posted >= 20, "too little happened")
         after = snapshot(target)
         check(after == before, "the root-owned directory changed: %s" % sorted(
             set(after.items()) ^ set(before.items())))
         check(node.agent.alive(), "the agent died")
+        check(shm_bytes(node) == 0, "segments made for legacy directories: "
+              "%s" % os.listdir(node.shm))
 
         # Still served, and what it writes is the user's.
         for job in jobs:
@@ -277,7 +279,7 @@ for i in range(n):
                  "a refusal logged")
         time.sleep(2)
         k = wait_for(lambda: (lambda k: k if k == 64 else None)(
-            count_served()), 30, "64 directories served (the default budget)")
+            count_served()), 90, "64 directories served (the default budget)")
         fds, shm = agent_fds(node), shm_bytes(node)
         log("%d of %d directories served; agent fds %d (%d at start), "
             "--shm-dir %d bytes" % (k, n, fds, fds0, shm))
@@ -291,7 +293,7 @@ for i in range(n):
                     *[os.path.join(ldir, job) for job in gone])
         for job in gone:
             wait_for(lambda: not served(c, job), 15, "%s dropped" % job)
-        wait_for(lambda: count_served() == 64, 30,
+        wait_for(lambda: count_served() == 64, 90,
                  "refused directories served once others went")
 
         # A real job: its ranks make and get their segment, and a window.
