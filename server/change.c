@@ -302,6 +302,11 @@ change_publish(struct coord *c, struct change *ch)
 		return (-1);
 	ch->now = coord_wall_ns();
 	gen = c->generation + 1;
+	/* Never reached (2^53 changes); a row past it would not load. */
+	if (!valid_generation(gen)) {
+		log_warnx("%s: the generation counter is used up", __func__);
+		goto fail;
+	}
 	if (store_put_generation(c->store, gen) == -1)
 		goto fail;
 	for (i = 0; i < ch->nfinish; i++) {

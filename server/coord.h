@@ -104,6 +104,9 @@ struct leader;
  * reader); one change a microsecond takes 285 years to reach it.  A stored
  * row past it is refused (valid.c). */
 #define COORD_GENERATION_MAX	(1ULL << 53)
+/* An agent's applied generation above the counter raises it (link_dispatch.c),
+ * up to this: half the range, so that no agent can use up the rest. */
+#define COORD_GENERATION_AGENT_MAX (COORD_GENERATION_MAX / 2)
 
 /*
  * Bounds on peers (docs/design.md: every peer is hostile until authenticated, and
@@ -348,6 +351,8 @@ struct metrics {
 	uint64_t	 events_refused;	/* bad strings or steps: dropped */
 	uint64_t	 event_text_cut;	/* errors cut to COORD_EVENT_TEXT_MAX */
 	uint64_t	 ranks_refused[3];	/* by enum rank_budget */
+	uint64_t	 generations_raised;	/* by an agent's applied one */
+	uint64_t	 generations_refused;	/* agents' absurd ones */
 	uint64_t	 legacy_refused;	/* bad or too many legacy reports */
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
 	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */

@@ -157,6 +157,38 @@ link_sub_find(struct conn *conn, struct job *job)
 	return (NULL);
 }
 
+/*
+ * Takes a generation an agent says it applied: one this coordinator never
+ * handed out, as far as its store knew (a store restored or rewritten), is
+ * where the counter goes on from, so that the next change outranks what the
+ * agents hold.  Beyond COORD_GENERATION_AGENT_MAX it is taken for what it
+ * is: absurd, logged and counted, not taken.
+ */
+static void
+link_generation_seen(struct conn *conn, const char *job, uint64_t applied)
+{
+	struct coord	*c = conn->coord;
+
+	if (applied <= c->generation)
+		return;
+	if (applied > COORD_GENERATION_AGENT_MAX) {
+		c->metrics.generations_refused++;
+		log_limited(&conn->node->log_bounds, LOG_LEVEL_QUIET, "%s: node "
+		    "%s applied generation %llu of job %s: absurd, not taken",
+		    __func__, conn->node->name, (unsigned long long)applied,
+		    job);
+		return;
+	}
+	c->metrics.generations_raised++;
+	log_limited(&conn->node->log_bounds, LOG_LEVEL_QUIET, "%s: node %s "
+	    "applied generation %llu of job %s, beyond the %llu the store "
+	    "held: the next change takes %llu", __func__, conn->node->name,
+	    (unsigned long long)applied, job,
+	    (unsigned long long)c->generation,
+	    (unsigned long long)applied + 1);
+	c->generation = applied;
+}
+
 /* Subscribes a connection to a job (again: no harm) and answers it. */
 static void
 link_subscribe(struct conn *conn, const char *name, uint64_t applied)
@@ -185,6 +217,7 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	}
 	if ((job = schedule_job_peer(c, name, conn->node->name)) == NULL)
 		return;
+	link_generation_seen(conn, job->name, applied);
 	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
 	    applied > nj->applied)
 		nj->applied = applied;
@@ -330,6 +363,7 @@ link_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 	    schedule_job_find(conn->coord, a->job) == NULL ||
 	    (nj = schedule_node_job(conn->node, a->job, 1)) == NULL)
 		return;
+	link_generation_seen(conn, a->job, a->generation);
 	if (a->generation > nj->applied)
 		nj->applied = a->generation;
 	if (nj->pushed_ns != 0 && a->generation >= nj->pushed_gen) {

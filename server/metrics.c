@@ -72,8 +72,19 @@ metrics_render_budgets(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_rank_state_bytes_max Their budget "
 	    "(--rank-memory-max).\n"
 	    "# TYPE dynprof_rank_state_bytes_max gauge\n"
-	    "dynprof_rank_state_bytes_max %zu\n",
-	    c->rank_bytes, c->conf.rank_bytes_max);
+	    "dynprof_rank_state_bytes_max %zu\n"
+	    "# HELP dynprof_generations_raised_total Agents' applied "
+	    "generations above the counter (a store gone back), which it "
+	    "went on from.\n"
+	    "# TYPE dynprof_generations_raised_total counter\n"
+	    "dynprof_generations_raised_total %llu\n"
+	    "# HELP dynprof_generations_refused_total Agents' applied "
+	    "generations beyond 2^52, not taken.\n"
+	    "# TYPE dynprof_generations_refused_total counter\n"
+	    "dynprof_generations_refused_total %llu\n",
+	    c->rank_bytes, c->conf.rank_bytes_max,
+	    (unsigned long long)c->metrics.generations_raised,
+	    (unsigned long long)c->metrics.generations_refused);
 }
 
 /* Renders the counters of the bounds on peers. */

@@ -71,6 +71,12 @@ dynprof_test(test_coord_budgets SOURCES component/test_coord_budgets.c
   support/test_coord_util.c support/fakeagent.c
   LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
 add_dependencies(test_coord_budgets dynprof-coordinator)
+# The generation counter against agents that applied more than the store
+# holds: raised, so that the next change reaches them; an absurd one not.
+dynprof_test(test_coord_generation SOURCES component/test_coord_generation.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
+add_dependencies(test_coord_generation dynprof-coordinator)
 # Stragglers: fake agents report steps, the real coordinator flags the ranks
 # and nodes that lag the job's median or whose rate fell.
 dynprof_test(test_coord_stragglers SOURCES component/test_coord_stragglers.c
