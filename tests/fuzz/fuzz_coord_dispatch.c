@@ -288,7 +288,6 @@ static void
 fuzz_coord_start(void)
 {
 	const char	*why;
-	size_t		 i;
 	json_t		*j;
 
 	if ((fc = calloc(1, sizeof(*fc))) == NULL)
@@ -296,14 +295,8 @@ fuzz_coord_start(void)
 	fc->conf.heartbeat_ms = 500;
 	fc->conf.state_dir = fuzz_state;
 	coord_bounds_init(&fc->conf);
-	TAILQ_INIT(&fc->conns);
-	TAILQ_INIT(&fc->dead);
-	TAILQ_INIT(&fc->acks);
-	TAILQ_INIT(&fc->batch_ranks);
-	TAILQ_INIT(&fc->jobs);
-	TAILQ_INIT(&fc->nodes);
-	for (i = 0; i < COORD_NODE_BUCKETS; i++)
-		LIST_INIT(&fc->node_hash[i]);
+	/* Every list the coordinator keeps, as coord_start() makes them. */
+	coord_init(fc);
 	if ((fc->base = event_base_new()) == NULL ||
 	    event_base_priority_init(fc->base, 3) == -1)
 		fuzz_fail("event base");
