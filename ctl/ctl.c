@@ -58,7 +58,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "        [--output-subdir D] [--wait [--timeout S]] [--new] [--force]",
 	  "Schedule a profiling window and print its resolved steps.\n"
 	  "  --start N          start at step N (absolute)\n"
-	  "  --in N             start N steps after the highest step reported\n"
+	  "  --in N             start N steps after the job's highest step now\n"
+	  "                     (the one reported, moved on by the job's rate)\n"
 	  "  --steps M          run M steps (stop = start + M - 1)\n"
 	  "  --stop N           stop after step N (inclusive)\n"
 	  "  --roundup R        move the start up to the next multiple of R\n"

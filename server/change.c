@@ -425,7 +425,7 @@ change_window_add(struct coord *c, const char *name,
 		goto fail;
 	}
 	if (r->has_in) {
-		max = job != NULL ? schedule_job_max_step(c, job) : -1;
+		max = job != NULL ? schedule_job_step_now(c, job) : -1;
 		if (max < 0) {
 			change_refuse(ref, 409, "in_steps", "no rank of job %s "
 			    "has reported a step yet (or every node serving it "

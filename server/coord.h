@@ -98,6 +98,10 @@ struct leader;
  * else is absurd (no run makes 2^62 steps) and refused, so that no sum of
  * steps the coordinator makes can overflow. */
 #define COORD_STEP_MAX		(1LL << 62)
+/* schedule_job_step_now(): a report's age counted at most this, and the
+ * time a window takes to reach the ranks. */
+#define SCHEDULE_PROJECT_MS	1000
+#define SCHEDULE_PUSH_MS	100
 /* The highest step an admin request may name: 1e15, far beyond any run. */
 #define COORD_WINDOW_STEP_MAX	1000000000000000LL
 /* The highest generation the counter may hold (2^53: exact in any JSON
@@ -288,6 +292,9 @@ struct node_job {
 						 * for themselves */
 	int64_t			 min_step;	/* from its last Progress, -1 */
 	int64_t			 max_step;
+	uint64_t		 max_step_ms;	/* monotonic, when it last rose */
+	double			 rate;		/* steps/s max_step rose at, 0:
+						   not known */
 	TAILQ_ENTRY(node_job)	 entry;
 };
 TAILQ_HEAD(node_jobq, node_job);
@@ -695,6 +702,7 @@ int	 schedule_window_resolve(const struct window_request *, int64_t,
 int	 schedule_rank_has_event(const struct rank *, uint32_t, int);
 int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
 int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
+int64_t	 schedule_job_step_now(const struct coord *, const struct job *);
 uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
 
 /* http.c */

@@ -3,6 +3,7 @@
  * (each event applied once), and storing what changed.
  */
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -437,6 +438,32 @@ schedule_rank_set_state(struct rank *r, int state)
 }
 
 /*
+ * Notes when a node's highest step of a job rose, and how fast: the mean of
+ * the rates between its last rises (one rise after another counts half).
+ * A step going down (a restarted job) forgets the rate.
+ */
+static void
+schedule_note_rate(struct node_job *nj, int64_t max)
+{
+	uint64_t	 now = coord_mono_ms();
+	double		 rate;
+
+	if (max < nj->max_step) {
+		nj->rate = 0;
+		nj->max_step_ms = now;
+		return;
+	}
+	if (max == nj->max_step)
+		return;
+	if (nj->max_step >= 0 && nj->max_step_ms > 0 && now > nj->max_step_ms) {
+		rate = (double)(max - nj->max_step) * 1000.0 /
+		    (double)(now - nj->max_step_ms);
+		nj->rate = nj->rate > 0 ? (nj->rate + rate) / 2 : rate;
+	}
+	nj->max_step_ms = now;
+}
+
+/*
  * Takes a node's progress report for one job (kept in memory, stored lazily
  * by schedule_flush_ranks()).  A rank whose step is absurd is logged and
  * left as it was; absurd lowest and highest steps are not taken.
@@ -470,6 +497,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	if (schedule_step_valid(p->min_step) &&
 	    schedule_step_valid(p->max_step)) {
 		nj->min_step = p->min_step;
+		schedule_note_rate(nj, p->max_step);
 		nj->max_step = p->max_step;
 	} else {
 		c->metrics.progress_refused++;
@@ -523,6 +551,47 @@ schedule_job_max_step(const struct coord *c, const struct job *job)
 			continue;
 		if (nj->max_step > max)
 			max = nj->max_step;
+	}
+	return (max);
+}
+
+/*
+ * Returns the highest step the job's live ranks are at now, as well as the
+ * coordinator can tell: each node's highest reported step moved on by its
+ * rate for the report's age (at most SCHEDULE_PROJECT_MS) and the time a
+ * window takes to reach the ranks (SCHEDULE_PUSH_MS).  A report lags the
+ * ranks by up to the agent's sampling interval (500 ms: two steps of a job
+ * at 4 steps/s), so "in_steps 1" counted from it would start behind them.
+ * -1 when no rank reported a step.
+ */
+int64_t
+schedule_job_step_now(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	uint64_t		 now = coord_mono_ms(), age;
+	int64_t			 max = -1, step;
+	double			 ahead;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
+		    NULL || nj->ranks_alive == 0 || nj->max_step < 0)
+			continue;
+		step = nj->max_step;
+		if (nj->rate > 0 && nj->max_step_ms > 0) {
+			age = now > nj->max_step_ms ? now - nj->max_step_ms : 0;
+			if (age > SCHEDULE_PROJECT_MS)
+				age = SCHEDULE_PROJECT_MS;
+			ahead = ceil(nj->rate * (double)(age +
+			    SCHEDULE_PUSH_MS) / 1000.0);
+			if (!(ahead < (double)(COORD_STEP_MAX - step)))
+				ahead = (double)(COORD_STEP_MAX - step);
+			step += (int64_t)ahead;
+		}
+		if (step > max)
+			max = step;
 	}
 	return (max);
 }

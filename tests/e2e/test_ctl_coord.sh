@@ -420,6 +420,28 @@ expect_rc 0
 expect_out_re '^n1 +connected +'
 expect_out_re 'S:[0-9]+'
 
+# --in 1 lands where the coordinator hears of steps late: an agent sampling
+# every 500 ms (its default) and a rank at 20 steps/s, 10 steps ahead of
+# what was last reported.  The start is counted from the step the rank is
+# at now, as the job's rate tells.
+mkdir -p "$T/shm2"
+"$AGENT" --coordinator "127.0.0.1:$AGENT_PORT" --node n2 \
+    --socket "$T/agent2.sock" --shm-dir "$T/shm2" \
+    --ready-file "$T/agent2.ready" >"$T/agent2.log" 2>&1 &
+PIDS+=($!)
+daemon $! "$T/agent2.log"
+wait_file "$T/agent2.ready" $!
+"$SIM" --job F --rank 0 --shm-dir "$T/shm2" --socket "$T/agent2.sock" \
+    --output-root "$T/traces" --steps-per-sec 20 -q >"$T/simf.log" 2>&1 &
+PIDS+=($!)
+daemon $! "$T/simf.log"
+wait_status F 'd["rank_counts"]["total"] == 1 and d["steps"]["min"] > 40' \
+    "rank of F never reported steps"
+for i in 1 2 3; do
+	run trace F --in 1 --steps 2 --wait --timeout 30
+	expect_rc 0; expect_out "all 1 targeted rank stopped"
+done
+
 # The node of S lost while --wait follows it: said as it happens, and in
 # the progress line; a timeout then says what is missing.
 "$CTL" trace S --in 300 --steps 1 --wait --timeout 8 >"$T/l.out" \
