@@ -3,7 +3,6 @@
  * (each event applied once), and storing what changed.
  */
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,8 +583,9 @@ schedule_job_step_now(const struct coord *c, const struct job *job)
 			age = now > nj->max_step_ms ? now - nj->max_step_ms : 0;
 			if (age > SCHEDULE_PROJECT_MS)
 				age = SCHEDULE_PROJECT_MS;
-			ahead = ceil(nj->rate * (double)(age +
-			    SCHEDULE_PUSH_MS) / 1000.0);
+			/* Rounded up (one more at a whole number). */
+			ahead = nj->rate * (double)(age + SCHEDULE_PUSH_MS) /
+			    1000.0 + 1;
 			if (!(ahead < (double)(COORD_STEP_MAX - step)))
 				ahead = (double)(COORD_STEP_MAX - step);
 			step += (int64_t)ahead;
