@@ -78,6 +78,9 @@ write_file(const char *path, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
+static uint64_t	generation(struct agentproc *, const char *,
+		    struct seg_config *);
+
 static void
 test_flags_and_exit_codes(void **state)
 {
@@ -113,11 +116,16 @@ test_flags_and_exit_codes(void **state)
 	const char *second[] = { "--config-file", cfg, "--socket", sock2,
 	    "--shm-dir", ap->shm, NULL };
 	const char *conf_args[] = { "--conf", conf, "--socket", sock2, NULL };
+	const char *nobudget[] = { "--config-file", cfg, "--socket", sock2,
+	    "--shm-dir", ap->shm, "--job", "nobudget", "--shm-budget", "4",
+	    NULL };
+	const char *badperuid[] = { "--coordinator", "127.0.0.1:1",
+	    "--legacy-per-uid", "0", NULL };
 	static const char *const flags[] = { "--coordinator", "--node",
 	    "--token-file", "--socket", "--shm-dir", "--shm-mode",
 	    "--sample-interval", "--queue-max", "--grace", "--config-file",
 	    "--job", "--conf", "--ready-file", "--verbose", "--quiet", "--help",
-	    "--version" };
+	    "--version", "--shm-budget", "--legacy-per-uid" };
 	size_t			 i;
 
 	assert_int_equal(run_agent(ap, help), 0);
@@ -161,6 +169,16 @@ test_flags_and_exit_codes(void **state)
 	/* Runtime failures at start: the socket cannot be made, no shm dir. */
 	assert_int_equal(run_agent(ap, runtime), 2);
 	assert_int_equal(run_agent(ap, noshm), 2);
+	/*
+	 * A segment the agent would make itself past --shm-budget (4 MiB: not
+	 * one 4.45 MiB segment) is not made, said and counted.
+	 */
+	assert_int_equal(run_agent(ap, badperuid), 1);
+	assert_int_equal(run_agent(ap, nobudget), 2);
+	assert_int_equal(ap_log_count(ap, "job nobudget: no segment made: 0 "
+	    "bytes in this agent's segments already, --shm-budget 4194304 (1 "
+	    "refused)"), 1);
+	assert_int_equal(generation(ap, "nobudget", NULL), UINT64_MAX);
 	/* o+w is taken for the socket only, and said so. */
 	assert_int_equal(run_agent(ap, worldsock), 2);
 	assert_int_equal(ap_log_count(ap, "--shm-mode 0777: the socket is "

@@ -157,6 +157,14 @@ def agent_fds(node):
     return len(os.listdir("/proc/%d/fd" % node.agent.pid))
 
 
+def agent_rss(node):
+    with open("/proc/%d/status" % node.agent.pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def shm_bytes(node):
     """Space the segments (dynprof.JOB) in the node's --shm-dir take."""
     n = 0
@@ -258,7 +266,7 @@ def test_budget():
     c, node, ldir, target = setup("lghbudget")
     with c:
         node.start_agent(["--legacy-dir", ldir])
-        fds0 = agent_fds(node)
+        fds0, rss0 = agent_fds(node), agent_rss(node)
         n = 2000
         run_as_user(r"""
 import os, sys
@@ -280,9 +288,12 @@ for i in range(n):
         time.sleep(2)
         k = wait_for(lambda: (lambda k: k if k == 64 else None)(
             count_served()), 90, "64 directories served (the default budget)")
-        fds, shm = agent_fds(node), shm_bytes(node)
+        fds, shm, rss = agent_fds(node), shm_bytes(node), agent_rss(node)
         log("%d of %d directories served; agent fds %d (%d at start), "
-            "--shm-dir %d bytes" % (k, n, fds, fds0, shm))
+            "RSS %.1f MiB (%.1f at start), --shm-dir %d bytes" % (
+                k, n, fds, fds0, rss / 2**20, rss0 / 2**20, shm))
+        check(rss - rss0 < 16 * 2**20, "the agent's RSS grew by %d bytes" % (
+            rss - rss0))
         check(fds <= fds0 + 4, "the agent holds %d fds (%d at start)" % (
             fds, fds0))
         check(shm == 0, "legacy directories cost %d bytes of shm" % shm)
