@@ -242,31 +242,6 @@ handle_finish(struct dynprof *h)
 }
 
 /*
- * Removes the segment at path (the file dev:ino) when this handle was its last
- * user and no agent served the rank: the agent never took one of its events,
- * the file is this user's own and no process maps it any more.  A rank run
- * where no agent is would otherwise leave 4.45 MiB in /dev/shm for ever.  A
- * rank an agent took events from keeps it: an agent restarting reads the
- * events of the slots' logs it missed.  self_too: this process's own mapping
- * counts (at exit it is still there, and goes).
- */
-static void
-handle_unlink_unserved(const char *path, dev_t dev, ino_t ino,
-    uint64_t events_sent, int self_too)
-{
-	struct stat	 st;
-
-	if (events_sent > 0 || path[0] == '\0')
-		return;
-	if (stat(path, &st) == -1 || st.st_dev != dev || st.st_ino != ino ||
-	    st.st_uid != geteuid())
-		return;
-	if (procmaps_in_use(dev, ino, path, self_too))
-		return;
-	(void)unlink(path);
-}
-
-/*
  * At process exit, stops the windows of this process's open handles.  The
  * handles stay allocated (another thread may still hold one).  The lock is not
  * held while a handle's stop callback runs.
@@ -288,8 +263,6 @@ handle_atexit(void)
 		if (h == NULL)
 			break;
 		handle_finish(h);
-		handle_unlink_unserved(h->seg.path, h->seg.dev, h->seg.ino,
-		    h->stats.events_sent, 0);
 	}
 }
 
@@ -439,11 +412,6 @@ DYNPROF_API void
 dynprof_close(dynprof_t *h)
 {
 	struct dynprof	**pp;
-	char		  path[sizeof(h->seg.path)];
-	dev_t		  dev;
-	ino_t		  ino;
-	uint64_t	  sent;
-	int		  mine;
 
 	if (h == NULL)
 		return;
@@ -455,16 +423,9 @@ dynprof_close(dynprof_t *h)
 		}
 	}
 	pthread_mutex_unlock(&handle_lock);
-	mine = h->pid == getpid();
-	if (mine)
+	if (h->pid == getpid())
 		handle_finish(h);
-	memcpy(path, h->seg.path, sizeof(path));
-	dev = h->seg.dev;
-	ino = h->seg.ino;
-	sent = h->stats.events_sent;
 	handle_free(h);
-	if (mine)
-		handle_unlink_unserved(path, dev, ino, sent, 1);
 }
 
 /* The rank's state, an enum dynprof_rank_state. */
