@@ -13,6 +13,9 @@
 #                     source beside the tree, ../shared/reference): same edits
 #                     of profiler_config.json, same Profiler calls at the same
 #                     steps; skipped (77) when the reference is not there
+#   python_example_torch  README's "Profile your own job" with real torch:
+#                     examples/torch_ddp.py, two DDP ranks over gloo, under
+#                     a real coordinator and agent; label "torch"
 #   python_install    pip install of lib/python into a private directory, and
 #                     cmake --install of this build into a private prefix
 #
@@ -69,3 +72,4 @@ dynprof_pytest(python_agent test_agent.py)
 dynprof_pytest(python_ms24 test_ms24_parity.py
   MAY_SKIP "no MindSpore 2.4 reference")
 dynprof_pytest(python_install test_install.py)
+dynprof_pytest(python_example_torch test_example_torch.py LABELS torch)
