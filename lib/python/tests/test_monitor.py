@@ -550,29 +550,6 @@ def test_random_histories_agree_with_the_library(env, seed):
         assert got[(True, "step")] == got[(True, "c_step")], ops
 
 
-def test_segment_nobody_serves_is_removed_by_its_last_user(env):
-    """Ranks run where no agent is: the last to close removes the segment
-    (4.45 MiB of /dev/shm otherwise left for ever); one an agent took events
-    from is kept for it."""
-    path = os.path.join(env.shm_dir, "dynprof." + env.job)
-    a = dynprof.Monitor(**env.kwargs(rank=0))
-    b = dynprof.Monitor(**env.kwargs(rank=1))
-    a.step()
-    b.step()
-    assert os.path.exists(path)
-    a.close()
-    assert os.path.exists(path)         # b still maps it
-    b.close()
-    assert not os.path.exists(path)
-
-    sink = env.listen()
-    c = dynprof.Monitor(**env.kwargs(rank=0))
-    c.step()
-    c.close()
-    sink.wait_for(lambda e: e.get("kind") == EVENT_DETACHED)
-    assert os.path.exists(path)         # the agent's to remove
-
-
 FAIL_OPEN_SCRIPT = """
 import logging, sys
 sys.path[:0] = [%(pkg)r, %(tests)r]
