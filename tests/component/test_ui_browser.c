@@ -5,17 +5,26 @@
  * heat map's nodes, the straggler, the window, the feed; without a token the
  * page asks for one and shows nothing; a stream that falls behind what the
  * coordinator keeps reads the summary again instead of replaying the events
- * kept into the feed.  A screenshot is kept under the build
- * directory (tests/artefacts/ui-job.png).
+ * kept into the feed; a stream cut plainly (through a proxy that closes it
+ * and holds the page's requests while events are committed) is resumed from
+ * its revision, each event shown once; past 4,096 nodes the heat map groups
+ * them into cells; the page's files carry the security headers the API
+ * documents, and Chromium refuses to frame it.  A screenshot is kept under
+ * the build directory (tests/artefacts/ui-job.png).
  *
  * DYNPROF_UI_NODES and DYNPROF_UI_NODE_RANKS make the job bigger (the
  * screenshot of a 10,000-rank job: 625 and 16).
  */
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <netinet/in.h>
+
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +43,8 @@
 #define JOB		"ui-job"
 #define VIEWER		"viewer-secret"
 #define ADMIN		"admin-secret"
-#define NODES_MAX	1000
+#define NODES_MAX	5000
+#define MANY_NODES	4100	/* past the heat map's 4096 cells */
 #define CHROME		"/usr/bin/chromium"
 #define CHROME_MS	90000		/* one browser run, at most */
 #define BUDGET		"--virtual-time-budget=6000"
@@ -53,10 +63,15 @@ struct fixture {
 	uint64_t	 seq[NODES_MAX];
 	int		 burst;	/* chrome(): a burst of events once the page
 				   follows (0: none, 1: to come, 2: sent) */
+	int		 cut;	/* chrome(): the page's stream cut once it
+				   follows (0: none, 1: to come, 2: done) */
+	pid_t		 proxy;	/* proxy_start()'s, 0: none */
+	int		 proxy_port;
 };
 
 static const char	*journal;	/* setup's --events-journal, NULL: the
 					   default */
+static int		 many;		/* setup: MANY_NODES nodes */
 
 /* Returns an integer from the environment within [1, max], else def. */
 static int
@@ -70,14 +85,21 @@ env_int(const char *name, int def, int max)
 	return (n);
 }
 
+/* Sends a heartbeat from the first n agents. */
+static void
+beat_first(struct fixture *f, int n)
+{
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(fa_heartbeat(&f->fa[i]), 0);
+}
+
 /* Sends a heartbeat from every agent. */
 static void
 beat(struct fixture *f)
 {
-	int	 i;
-
-	for (i = 0; i < f->nodes; i++)
-		assert_int_equal(fa_heartbeat(&f->fa[i]), 0);
+	beat_first(f, f->nodes);
 }
 
 /* A request with a token; fails the test unless the status is want. */
@@ -123,17 +145,21 @@ setup(void **state)
 {
 	struct fixture	*f;
 	char		 atok[512], vtok[512], gtok[512], node[32];
+	/* Thousands of agents are slow to connect one by one: 5 s
+	 * heartbeats, so that the first are not silent meanwhile. */
 	const char	*extra[] = { "-q", "--agent-token-file", gtok,
 	    "--admin-token-file", atok, "--viewer-token-file", vtok,
-	    "--heartbeat-ms", "500", "--straggler-lag", "10",
+	    "--heartbeat-ms", many ? "5000" : "500", "--straggler-lag", "10",
 	    journal != NULL ? "--events-journal" : NULL, journal, NULL };
 	int64_t		 steps[FA_PROGRESS_MAX];
 	int		 i, k;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return (-1);
-	f->nodes = env_int("DYNPROF_UI_NODES", 8, NODES_MAX);
-	f->node_ranks = env_int("DYNPROF_UI_NODE_RANKS", 8, FA_PROGRESS_MAX);
+	f->nodes = many ? MANY_NODES : env_int("DYNPROF_UI_NODES", 8,
+	    NODES_MAX);
+	f->node_ranks = many ? 2 : env_int("DYNPROF_UI_NODE_RANKS", 8,
+	    FA_PROGRESS_MAX);
 	f->straggler = f->node_ranks + 5 < f->nodes * f->node_ranks ?
 	    f->node_ranks + 5 : 0;
 	if (tc_setup_dir(&f->tc) == -1 ||
@@ -158,6 +184,8 @@ setup(void **state)
 			    SLOW_STEP : STEP;
 		assert_int_equal(fa_progress_steps(&f->fa[i], JOB,
 		    i * f->node_ranks, steps, f->node_ranks), 0);
+		if (i % 200 == 199)
+			beat_first(f, i + 1);
 	}
 	add_window(f, "{\"start_step\": 1010, \"steps\": 5, \"ranks\": "
 	    "\"0-7\"}");
@@ -181,6 +209,10 @@ teardown(void **state)
 	struct fixture	*f = *state;
 	int		 i, rc;
 
+	if (f->proxy > 0) {
+		kill(f->proxy, SIGTERM);
+		waitpid(f->proxy, NULL, 0);
+	}
 	for (i = 0; i < f->nodes; i++)
 		fa_close(&f->fa[i]);
 	rc = tc_finish(&f->tc);
@@ -193,7 +225,7 @@ teardown(void **state)
 static void
 wait_judged(struct fixture *f)
 {
-	long long	 deadline = tc_now_ms() + 10000;
+	long long	 deadline = tc_now_ms() + 60000;
 	json_t		*j;
 	long long	 judged = -1, flagged = -1;
 
@@ -259,6 +291,321 @@ burst(struct fixture *f)
 	f->burst = 2;
 }
 
+/* Returns the file's contents (caller frees). */
+static char *
+slurp(const char *path)
+{
+	FILE	*fp;
+	char	*buf;
+	long	 len;
+
+	assert_non_null(fp = fopen(path, "r"));
+	fseek(fp, 0, SEEK_END);
+	len = ftell(fp);
+	rewind(fp);
+	assert_non_null(buf = calloc(1, (size_t)len + 1));
+	assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
+	fclose(fp);
+	return (buf);
+}
+
+/*
+ * A TCP proxy to the coordinator's admin port, in a child process, so that a
+ * test can break the page's event stream the plain way (the connection
+ * closed, no error).  SIGUSR1 arms it: once an event stream carried
+ * PROXY_CUT_AFTER events to the page (what the job had committed), it ends
+ * that answer between two chunks and closes the connection, writes "cut" in
+ * its log, and holds every stream request that comes until SIGUSR2, which
+ * forwards them.  Each request line it sees is appended to proxy.log in the
+ * fixture's directory.
+ */
+#define PROXY_PAIRS	64
+#define PROXY_HELD	8192
+#define PROXY_CUT_AFTER	(FIRST_EVENTS + 1)	/* and "window scheduled" */
+
+static volatile sig_atomic_t	 proxy_armed, proxy_cut, proxy_stop;
+
+static void
+proxy_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		proxy_armed = 1;
+	else if (sig == SIGUSR2)
+		proxy_cut = 0;
+	else
+		proxy_stop = 1;
+}
+
+/* Returns how many times needle is in hay. */
+static int
+count(const char *hay, const char *needle)
+{
+	int	 n = 0;
+
+	while ((hay = strstr(hay, needle)) != NULL) {
+		n++;
+		hay += strlen(needle);
+	}
+	return (n);
+}
+
+struct proxy_pair {
+	int	 c, s;			/* the page's side, the coordinator's */
+	int	 events;		/* carried an event stream request */
+	int	 revs;			/* events it carried to the page */
+	/* Where the coordinator's chunked answer is: its head, then chunks. */
+	int	 body;			/* past the head */
+	unsigned tail;			/* the head's last 4 bytes */
+	long	 left;			/* bytes of the chunk (and CRLF) to go */
+	long	 size;			/* the chunk size line read so far */
+	int	 sizing;		/* in a chunk size line */
+	char	 held[PROXY_HELD];	/* the page's bytes, held while cut */
+	size_t	 nheld;
+};
+
+static void
+proxy_close(struct proxy_pair *p)
+{
+	close(p->c);
+	close(p->s);
+	p->c = p->s = -1;
+	p->nheld = 0;
+}
+
+/* Writes all of buf to fd; -1 on error. */
+static int
+proxy_write(int fd, const char *buf, size_t len)
+{
+	ssize_t	 n;
+
+	while (len > 0) {
+		if ((n = write(fd, buf, len)) <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			return (-1);
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return (0);
+}
+
+/* Follows the coordinator's chunked answer through buf. */
+static void
+proxy_chunks(struct proxy_pair *p, const char *buf, size_t len)
+{
+	size_t	 i;
+	int	 c;
+
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)buf[i];
+		if (!p->body) {
+			p->tail = p->tail << 8 | (unsigned)c;
+			p->body = p->tail == 0x0d0a0d0a;
+		} else if (p->left > 0) {
+			p->left--;
+		} else if (c == '\n') {
+			p->left = p->size + 2;
+			p->size = p->sizing = 0;
+		} else if (c != '\r') {
+			p->sizing = 1;
+			p->size = p->size * 16 + (c <= '9' ? c - '0' :
+			    (c | 0x20) - 'a' + 10);
+		}
+	}
+}
+
+static void
+proxy_main(int lfd, int port, const char *logpath)
+{
+	struct proxy_pair	 pp[PROXY_PAIRS];
+	struct pollfd		 pfd[1 + 2 * PROXY_PAIRS];
+	struct sockaddr_in	 sin;
+	struct sigaction	 sa;
+	char			 buf[16384], *line, *eol;
+	FILE			*log;
+	int			 i, n, fd;
+	ssize_t			 r;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = proxy_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((log = fopen(logpath, "a")) == NULL)
+		_exit(2);
+	for (i = 0; i < PROXY_PAIRS; i++)
+		pp[i].c = pp[i].s = -1;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)port);
+	while (!proxy_stop) {
+		/*
+		 * Cut between two chunks: the answer ended ("0" chunk), the
+		 * connection closed.  The page reads every event it was sent
+		 * (an error instead would discard those it had not read yet).
+		 */
+		for (i = 0; proxy_armed && i < PROXY_PAIRS; i++) {
+			if (pp[i].c == -1 || !pp[i].events ||
+			    pp[i].revs < PROXY_CUT_AFTER || !pp[i].body ||
+			    pp[i].left != 0 || pp[i].sizing)
+				continue;
+			proxy_armed = 0;
+			proxy_cut = 1;
+			proxy_write(pp[i].c, "0\r\n\r\n", 5);
+			fprintf(log, "cut\n");
+			fflush(log);
+			proxy_close(&pp[i]);
+		}
+		for (i = 0; !proxy_cut && i < PROXY_PAIRS; i++) {
+			if (pp[i].c == -1 || pp[i].nheld == 0)
+				continue;
+			if (proxy_write(pp[i].s, pp[i].held, pp[i].nheld) == -1)
+				proxy_close(&pp[i]);
+			pp[i].nheld = 0;
+		}
+		pfd[0].fd = lfd;
+		pfd[0].events = POLLIN;
+		for (i = 0; i < PROXY_PAIRS; i++) {
+			/* Held: the page's side not read until released. */
+			pfd[1 + 2 * i].fd = pp[i].nheld > 0 ? -1 : pp[i].c;
+			pfd[1 + 2 * i].events = POLLIN;
+			pfd[2 + 2 * i].fd = pp[i].s;
+			pfd[2 + 2 * i].events = POLLIN;
+		}
+		if (poll(pfd, 1 + 2 * PROXY_PAIRS, 100) <= 0)
+			continue;
+		if (pfd[0].revents & POLLIN) {
+			for (i = 0; i < PROXY_PAIRS && pp[i].c != -1; i++)
+				;
+			if ((fd = accept(lfd, NULL, NULL)) != -1) {
+				if (i == PROXY_PAIRS) {
+					close(fd);
+				} else {
+					pp[i].c = fd;
+					pp[i].events = pp[i].revs = 0;
+					pp[i].body = pp[i].sizing = 0;
+					pp[i].tail = 0;
+					pp[i].left = pp[i].size = 0;
+					pp[i].nheld = 0;
+					pp[i].s = socket(AF_INET, SOCK_STREAM,
+					    0);
+					if (pp[i].s == -1 || connect(pp[i].s,
+					    (struct sockaddr *)&sin,
+					    sizeof(sin)) == -1)
+						proxy_close(&pp[i]);
+				}
+			}
+		}
+		for (i = 0; i < PROXY_PAIRS; i++) {
+			if (pp[i].c != -1 && pfd[2 + 2 * i].revents != 0) {
+				r = read(pp[i].s, buf, sizeof(buf) - 1);
+				if (r <= 0 || proxy_write(pp[i].c, buf,
+				    (size_t)r) == -1) {
+					proxy_close(&pp[i]);
+					continue;
+				}
+				buf[r] = '\0';
+				if (pp[i].events) {
+					pp[i].revs += count(buf, "\"rev\"");
+					proxy_chunks(&pp[i], buf, (size_t)r);
+				}
+			}
+			if (pp[i].c == -1 || pfd[1 + 2 * i].revents == 0)
+				continue;
+			r = read(pp[i].c, buf, sizeof(buf) - 1);
+			if (r <= 0) {
+				proxy_close(&pp[i]);
+				continue;
+			}
+			buf[r] = '\0';
+			for (line = buf; (eol = strstr(line, "\r\n")) != NULL;
+			    line = eol + 2) {
+				n = (int)(eol - line);
+				if (strncmp(line, "GET ", 4) != 0)
+					continue;
+				fprintf(log, "%.*s\n", n, line);
+				if (strstr(line, "/events?") != NULL &&
+				    strstr(line, "/events?") < eol)
+					pp[i].events = 1;
+			}
+			fflush(log);
+			if (proxy_cut && pp[i].events &&
+			    (size_t)r <= sizeof(pp[i].held)) {
+				memcpy(pp[i].held, buf, (size_t)r);
+				pp[i].nheld = (size_t)r;
+				fprintf(log, "held\n");
+				fflush(log);
+			} else if (proxy_write(pp[i].s, buf, (size_t)r) == -1)
+				proxy_close(&pp[i]);
+		}
+	}
+	fclose(log);
+	_exit(0);
+}
+
+/* Starts the proxy; sets f->proxy and f->proxy_port. */
+static void
+proxy_start(struct fixture *f)
+{
+	struct sockaddr_in	 sin;
+	socklen_t		 len = sizeof(sin);
+	char			 logpath[320];
+	int			 lfd;
+
+	snprintf(logpath, sizeof(logpath), "%s/proxy.log", f->tc.dir);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((lfd = socket(AF_INET, SOCK_STREAM, 0)) != -1);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(lfd, 64), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
+	f->proxy_port = ntohs(sin.sin_port);
+	assert_true((f->proxy = fork()) != -1);
+	if (f->proxy == 0)
+		proxy_main(lfd, f->tc.http_port, logpath);
+	close(lfd);
+}
+
+/*
+ * The page follows the stream through the proxy: once the page has the
+ * job's events, the proxy cuts it and holds the page's requests for it;
+ * ranks 4-7 start window 1 meanwhile; then the proxy lets the page's next
+ * request through.
+ */
+static void
+cut(struct fixture *f)
+{
+	char		 logpath[320];
+	char		*log = NULL;
+	long long	 deadline = tc_now_ms() + 30000;
+	int		 k;
+
+	assert_int_equal(kill(f->proxy, SIGUSR1), 0);
+	snprintf(logpath, sizeof(logpath), "%s/proxy.log", f->tc.dir);
+	for (;;) {
+		free(log);
+		log = slurp(logpath);
+		if (strstr(log, "cut\n") != NULL || tc_now_ms() > deadline)
+			break;
+		beat(f);
+		usleep(50000);
+	}
+	if (strstr(log, "cut\n") == NULL)
+		fail_msg("the proxy never cut the stream:\n%s", log);
+	free(log);
+	for (k = 4; k < 8 && k < f->nodes * f->node_ranks; k++)
+		assert_int_equal(fa_event(&f->fa[0], ++f->seq[0],
+		    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, JOB, k, 1, 1010,
+		    "/out/prof"), 0);
+	assert_int_equal(fa_wait_ack(&f->fa[0], f->seq[0], 30000), 0);
+	assert_int_equal(kill(f->proxy, SIGUSR2), 0);
+	f->cut = 2;
+}
+
 /*
  * Runs Chromium on url with two more flags (the second may be NULL), the
  * agents heartbeating while it runs; its standard output into out (NULL:
@@ -301,6 +648,9 @@ chrome(struct fixture *f, const char *url, const char *flag,
 		if (f->burst == 1 &&
 		    metric(f, "dynprof_event_followers") >= 1)
 			burst(f);
+		if (f->cut == 1 &&
+		    metric(f, "dynprof_event_followers") >= 1)
+			cut(f);
 		usleep(100000);
 	}
 	if (r == 0) {
@@ -310,37 +660,6 @@ chrome(struct fixture *f, const char *url, const char *flag,
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail_msg("chromium failed (status %d): see %s", status, errlog);
-}
-
-/* Returns the file's contents (caller frees). */
-static char *
-slurp(const char *path)
-{
-	FILE	*fp;
-	char	*buf;
-	long	 len;
-
-	assert_non_null(fp = fopen(path, "r"));
-	fseek(fp, 0, SEEK_END);
-	len = ftell(fp);
-	rewind(fp);
-	assert_non_null(buf = calloc(1, (size_t)len + 1));
-	assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
-	fclose(fp);
-	return (buf);
-}
-
-/* Returns how many times needle is in hay. */
-static int
-count(const char *hay, const char *needle)
-{
-	int	 n = 0;
-
-	while ((hay = strstr(hay, needle)) != NULL) {
-		n++;
-		hay += strlen(needle);
-	}
-	return (n);
 }
 
 /* Writes v as the page does: 10,000. */
@@ -368,20 +687,30 @@ expect(const char *dom, const char *s)
 		fail_msg("the page lacks: %s", s);
 }
 
+/* The job's page with the viewer token, from port, as Chromium rendered
+ * it (kept as name in the fixture's directory; caller frees). */
+static char *
+job_dom(struct fixture *f, int port, const char *name)
+{
+	char	 url[256], dom[320];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/ui/#job=" JOB
+	    "&token=" VIEWER, port);
+	snprintf(dom, sizeof(dom), "%s/%s", f->tc.dir, name);
+	chrome(f, url, "--dump-dom", NULL, dom);
+	return (slurp(dom));
+}
+
 /* Loads the job's page with the viewer token: everything is shown. */
 static void
 test_job_page(void **state)
 {
 	struct fixture	*f = *state;
-	char		 url[256], dom[320], buf[256], n[32];
+	char		 buf[256], n[32];
 	char		*d;
 
 	wait_judged(f);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/ui/#job=" JOB
-	    "&token=" VIEWER, f->tc.http_port);
-	snprintf(dom, sizeof(dom), "%s/dom.html", f->tc.dir);
-	chrome(f, url, "--dump-dom", NULL, dom);
-	d = slurp(dom);
+	d = job_dom(f, f->tc.http_port, "dom.html");
 	expect(d, "<span id=\"job-name\">" JOB "</span>");
 	expect(d, "id=\"error\" class=\"error\" hidden=\"\"");
 	expect(d, "<form id=\"login\" hidden=\"\">");
@@ -495,6 +824,142 @@ test_feed_dropped(void **state)
 	free(d);
 }
 
+/*
+ * A plain break of the page's event stream (the connection closed, nothing
+ * said): the page asks again from the revision it had, so the events
+ * committed while it was away come once each, and neither a 410 nor a
+ * dropped stream made it read the summary again.
+ */
+static void
+test_feed_resumed(void **state)
+{
+	struct fixture	*f = *state;
+	char		 logpath[320];
+	char		*d, *log, *since;
+
+	wait_judged(f);
+	proxy_start(f);
+	f->cut = 1;
+	d = job_dom(f, f->proxy_port, "dom.html");
+	if (f->cut != 2)
+		fail_msg("the page never followed the event stream");
+	snprintf(logpath, sizeof(logpath), "%s/proxy.log", f->tc.dir);
+	log = slurp(logpath);
+	print_message("the proxy saw:\n%s", log);
+	if (count(log, "cut\n") < 1)
+		fail_msg("the proxy cut no event stream");
+	/* The page's next stream request names the revision it had. */
+	if ((since = strstr(strstr(log, "cut\n"), "/events?follow=1&since=")) ==
+	    NULL)
+		fail_msg("after the cut, no stream request with since=");
+	/* The first look's four starts and two stops, then the four starts
+	 * committed while the stream was cut: each once. */
+	if (count(d, "<li class=\"ev ev-rank") != FIRST_EVENTS + 4)
+		fail_msg("%d rank events in the live feed, not %d",
+		    count(d, "<li class=\"ev ev-rank"), FIRST_EVENTS + 4);
+	expect(d, "rank 7 on ui-000 started window 1 at step 1010");
+	if (strstr(d, "events missed") != NULL)
+		fail_msg("a plain break was taken for missed events");
+	if (metric(f, "dynprof_event_followers_dropped_total") != 0)
+		fail_msg("the coordinator dropped the page's stream");
+	free(log);
+	free(d);
+}
+
+/* setup, with MANY_NODES nodes. */
+static int
+setup_many(void **state)
+{
+	int	 rc;
+
+	many = 1;
+	rc = setup(state);
+	many = 0;
+	return (rc);
+}
+
+/*
+ * Past 4,096 nodes the heat map groups them: 4,100 nodes of 2 ranks, two
+ * nodes a cell, 2,050 cells, each named by its first and last node and
+ * counting the ranks of both; the straggler's cell says so.
+ */
+static void
+test_heat_grouped(void **state)
+{
+	struct fixture	*f = *state;
+	char		 buf[256], n[32];
+	char		*d;
+	int		 cells = (MANY_NODES + 1) / 2;
+
+	wait_judged(f);
+	d = job_dom(f, f->tc.http_port, "dom-many.html");
+	if (count(d, "data-node=\"ui-") != cells)
+		fail_msg("%d heat map cells, not %d",
+		    count(d, "data-node=\"ui-"), cells);
+	expect(d, "(4,100 nodes, 8,200 ranks, 2 nodes a cell; click a cell "
+	    "for its ranks)");
+	expect(d, "data-node=\"ui-000 \xe2\x80\xa6 ui-001\"");
+	/* The straggler (rank 7) on ui-003, with ui-002 in its cell. */
+	snprintf(buf, sizeof(buf), "title=\"ui-002 \xe2\x80\xa6 ui-003: 4 ranks, "
+	    "steps %d-%s, 1 straggling\"", SLOW_STEP, thousands(STEP, n,
+	    sizeof(n)));
+	expect(d, buf);
+	free(d);
+}
+
+/*
+ * The page's files carry the headers docs/admin-api.md names (a
+ * Content-Security-Policy allowing only this origin and no framing,
+ * Referrer-Policy: no-referrer, nosniff), and Chromium refuses to show
+ * the page in a frame of another page, while it frames /healthz, which
+ * has no such header.
+ */
+static void
+test_headers(void **state)
+{
+	struct fixture	*f = *state;
+	const char	*paths[] = { "/ui/", "/ui/app.js", "/ui/style.css" };
+	const char	*want[] = {
+	    "\r\nContent-Security-Policy: default-src 'none'; ",
+	    "; frame-ancestors 'none'",
+	    "connect-src 'self'", "script-src 'self'",
+	    "\r\nReferrer-Policy: no-referrer\r\n",
+	    "\r\nX-Content-Type-Options: nosniff\r\n" };
+	char		 page[320], url[340], errlog[320], html[400];
+	char		*log;
+	struct tc_reply	 r;
+	size_t		 i, k;
+	FILE		*fp;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		assert_int_equal(tc_expect(&f->tc, "GET", paths[i], NULL, 200,
+		    &r), 0);
+		for (k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+			if (strstr(r.head, want[k]) == NULL)
+				fail_msg("%s: no \"%s\" in:\n%s", paths[i],
+				    want[k], r.head);
+		tc_reply_free(&r);
+	}
+	snprintf(errlog, sizeof(errlog), "%s/chrome.log", f->tc.dir);
+	for (i = 0; i < 2; i++) {
+		snprintf(page, sizeof(page), "%s/frame%zu.html", f->tc.dir, i);
+		snprintf(html, sizeof(html), "<html><body><iframe src=\""
+		    "http://127.0.0.1:%d%s\"></iframe></body></html>\n",
+		    f->tc.http_port, i == 0 ? "/healthz" : "/ui/");
+		assert_non_null(fp = fopen(page, "w"));
+		fputs(html, fp);
+		fclose(fp);
+		truncate(errlog, 0);
+		snprintf(url, sizeof(url), "file://%s", page);
+		chrome(f, url, "--enable-logging=stderr", "--v=0", NULL);
+		log = slurp(errlog);
+		if ((i == 0) != (strstr(log, "frame-ancestors 'none'") == NULL))
+			fail_msg("%s in a frame: %s", i == 0 ? "/healthz" :
+			    "/ui/", i == 0 ? "refused" : "not refused");
+		free(log);
+	}
+}
+
 /* setup, with a journal of JOURNAL_SMALL events. */
 static int
 setup_small_journal(void **state)
@@ -542,6 +1007,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_feed_dropped,
 		    setup_small_journal, teardown),
 		cmocka_unit_test_setup_teardown(test_screenshot, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_feed_resumed, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_headers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_heat_grouped, setup_many,
 		    teardown),
 	};
 
