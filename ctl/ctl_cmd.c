@@ -103,8 +103,10 @@ ctl_call(struct ctl *ctl, const char *method, const char *path,
 		return (rc);
 	}
 	if (rc != CTL_EXIT_OK) {
-		ctl_errx(ctl, "cannot reach coordinator at %s: %s", ctl->url,
-		    err);
+		ctl_errx(ctl, "cannot reach coordinator at %s: %s%s", ctl->url,
+		    err, strcmp(ctl->url, CTL_DEFAULT_URL) == 0 ? " (the "
+		    "default address: give --coordinator URL or set "
+		    "DYNPROF_COORDINATOR)" : "");
 		return (rc);
 	}
 	j = json_loadb(r.body, r.len, JSON_DECODE_ANY, &jerr);

@@ -7,12 +7,17 @@
  * does one thing and exits.
  */
 
+#include <sys/socket.h>
+
 #include <errno.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -35,7 +40,7 @@ ctl_now_ms(void)
 int
 ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
 {
-	const char	*p, *hend, *pstart, *slash;
+	const char	*p, *hend, *pstart, *slash, *q;
 	size_t		 hlen, plen, blen;
 
 	memset(u, 0, sizeof(*u));
@@ -106,13 +111,18 @@ ctl_url_parse(const char *url, struct ctl_url *u, const char **why)
 	} else
 		snprintf(u->port, sizeof(u->port), "%s",
 		    u->https ? "443" : "80");
-	if (*slash == '?' || *slash == '#') {
-		*why = "a query or fragment in the coordinator URL";
+	if ((q = strpbrk(slash, "?#")) != NULL) {
+		*why = *q == '#' ? "a fragment in the coordinator URL "
+		    "(a token goes in --token-file or DYNPROF_TOKEN)" :
+		    "a query in the coordinator URL";
 		return (-1);
 	}
 	blen = strlen(slash);
 	while (blen > 0 && slash[blen - 1] == '/')
 		blen--;
+	/* The status page's address (.../ui/) names its coordinator. */
+	if (blen >= 3 && strncmp(slash + blen - 3, "/ui", 3) == 0)
+		blen -= 3;
 	if (blen >= sizeof(u->base)) {
 		*why = "URL path too long";
 		return (-1);
@@ -316,6 +326,64 @@ ctl_http_write(char *data, size_t size, size_t nmemb, void *arg)
 	return (len);
 }
 
+/* What answers on a port, from the first bytes it sends to an HTTP request. */
+enum ctl_port_kind {
+	CTL_PORT_UNKNOWN,
+	CTL_PORT_HTTP,		/* an HTTP server: the admin API, plain */
+	CTL_PORT_TLS,		/* a TLS alert or handshake */
+	CTL_PORT_AGENTS,	/* a frame: the coordinator's agent port */
+};
+
+/*
+ * Asks u's host and port what speaks there, for a message about a failed
+ * request: connects, sends an HTTP request line, and reads the first bytes
+ * of the answer (a TLS alert, an agent port's frame).  At most a second.
+ */
+static enum ctl_port_kind
+ctl_http_probe(const struct ctl_url *u)
+{
+	static const char	 req[] = "GET / HTTP/1.0\r\n\r\n";
+	struct addrinfo		 hints, *res = NULL, *ai;
+	struct pollfd		 pfd;
+	unsigned char		 head[8];
+	enum ctl_port_kind	 kind = CTL_PORT_UNKNOWN;
+	int64_t			 deadline = ctl_now_ms() + 1000;
+	ssize_t			 n;
+	int			 fd = -1, left;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(u->host, u->port, &hints, &res) != 0)
+		return (kind);
+	for (ai = res; ai != NULL && fd == -1; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd != -1 && connect(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(res);
+	if (fd == -1)
+		return (kind);
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) ==
+	    (ssize_t)sizeof(req) - 1) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		left = (int)(deadline - ctl_now_ms());
+		if (left > 0 && poll(&pfd, 1, left) == 1 &&
+		    (n = recv(fd, head, sizeof(head), 0)) > 0) {
+			if (head[0] == 0x15 || head[0] == 0x16)
+				kind = CTL_PORT_TLS;
+			else if (head[0] == 0x00)
+				kind = CTL_PORT_AGENTS;
+			else if (n >= 5 && memcmp(head, "HTTP/", 5) == 0)
+				kind = CTL_PORT_HTTP;
+		}
+	}
+	close(fd);
+	return (kind);
+}
+
 /* Says why a transfer failed; returns the exit code that goes with it. */
 static int
 ctl_http_error(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
@@ -324,6 +392,7 @@ ctl_http_error(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
 {
 	const char	*detail = ebuf[0] != '\0' ? ebuf :
 			    curl_easy_strerror(cc);
+	enum ctl_port_kind kind;
 	long		 oserr = 0;
 	size_t		 n;
 
@@ -376,8 +445,26 @@ ctl_http_error(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
 	 * try.
 	 */
 	n = strlen(err);
-	if (!u->https)
-		snprintf(err + n, errlen - n, " (an https:// coordinator?)");
+	if (strstr(detail, "wrong version number") != NULL)
+		kind = CTL_PORT_HTTP;
+	else if (cc == CURLE_WEIRD_SERVER_REPLY || cc == CURLE_GOT_NOTHING ||
+	    cc == CURLE_UNSUPPORTED_PROTOCOL ||
+	    cc == CURLE_SSL_CONNECT_ERROR)
+		kind = ctl_http_probe(u);
+	else
+		kind = CTL_PORT_UNKNOWN;
+	if (kind == CTL_PORT_AGENTS)
+		snprintf(err + n, errlen - n, " (port %s is the coordinator's "
+		    "agent port, which speaks framed protobuf; dynprofctl "
+		    "talks to its admin API, the --http port, 7879 by "
+		    "default)", u->port);
+	else if (u->https && kind == CTL_PORT_HTTP)
+		snprintf(err + n, errlen - n, " (port %s speaks plain HTTP: "
+		    "http://%s:%s)", u->port, u->host, u->port);
+	else if (!u->https)
+		snprintf(err + n, errlen - n, kind == CTL_PORT_TLS ?
+		    " (port %s speaks TLS: an https:// coordinator)" :
+		    " (an https:// coordinator?)", u->port);
 	else if (conn->cert == NULL)
 		snprintf(err + n, errlen - n, " (%sthe coordinator wants a "
 		    "client certificate: --cert F --key F)",

@@ -219,6 +219,29 @@ expect_err "certificate"
 run --coordinator "http://127.0.0.1:$HTTP_PORT" jobs
 expect_rc 2; expect_err "(an https:// coordinator?)"
 
+# --- Connection hints: what is on the port named.  The agent port: said so.
+run --coordinator "http://127.0.0.1:$AGENT_PORT" jobs
+expect_rc 2
+expect_err "(port $AGENT_PORT is the coordinator's agent port, which speaks framed protobuf; dynprofctl talks to its admin API, the --http port, 7879 by default)"
+run --coordinator "https://127.0.0.1:$AGENT_PORT" --cacert ca.pem jobs
+expect_rc 2; expect_err "is the coordinator's agent port"
+# https:// to a plain HTTP port: said, no talk of client certificates.
+start_coord plain-hints
+run --coordinator "https://127.0.0.1:$HTTP_PORT" --cacert ca.pem jobs
+expect_rc 2
+expect_err "(port $HTTP_PORT speaks plain HTTP: http://127.0.0.1:$HTTP_PORT)"
+if grep -q "client certificate" "$T/err"; then fail "client certificates hinted"; fi
+# The status page's address works as the coordinator's.
+run --coordinator "http://127.0.0.1:$HTTP_PORT/ui/" jobs
+expect_rc 0; expect_out "no jobs"
+run --coordinator "http://127.0.0.1:$HTTP_PORT/ui/#token=x" jobs
+expect_rc 1; expect_err "(a token goes in --token-file or DYNPROF_TOKEN)"
+# The default address, unreachable here: how to give another.
+DYNPROF_COORDINATOR= run jobs
+if [ "$RC" -eq 2 ]; then
+	expect_err "(the default address: give --coordinator URL or set DYNPROF_COORDINATOR)"
+fi
+
 # --- And requiring client certificates of the CA (--http-tls-ca).
 start_coord mtls-coord --http-tls-cert server.pem --http-tls-key server.key \
     --http-tls-ca ca.pem

@@ -189,9 +189,9 @@ test_http_client(void **state)
 	struct ctl_response	 r;
 	struct ctl_conn		 conn;
 	char			 err[256], req[8192];
-	pid_t			 pid;
+	pid_t			 pid, pid2;
 	int64_t			 t0;
-	int			 lfd, rfd, status;
+	int			 lfd, rfd, rfd2, status;
 
 	(void)state;
 	/* Proxies named in the environment are not used: the token goes
@@ -232,12 +232,15 @@ test_http_client(void **state)
 	    38), 0);
 	assert_null(strcasestr(req, "Content-Type"));
 
-	/* Not HTTP at all. */
+	/* Not HTTP at all; a second connection asks what is there. */
 	pid = serve_once(lfd, "hello\n", NULL, 0, &rfd);
+	pid2 = serve_once(lfd, "hello\n", NULL, 0, &rfd2);
 	assert_int_equal(ctl_http_request(&conn, "GET", "/v1/jobs", NULL, 0,
 	    5000, NULL, NULL, &r, err, sizeof(err)), CTL_EXIT_UNREACHABLE);
 	assert_non_null(strstr(err, "not an HTTP answer"));
 	served(pid, rfd, req, sizeof(req));
+	assert_null(strstr(req, "Authorization"));
+	served(pid2, rfd2, req, sizeof(req));
 	assert_null(strstr(req, "Authorization"));
 
 	/* A body shorter than its Content-Length. */
