@@ -244,25 +244,28 @@ ctl_status_summary(FILE *f, json_t *doc)
 
 /*
  * Adds the ranks of one page of GET /v1/jobs/{job}/ranks to t (made with
- * ctl_table_init(t, 6)), the header first.
+ * ctl_table_init(t, 7)), the header first: UID is the uid the rank's process
+ * runs as, as its agent's kernel says ("-": unknown).
  */
 void
 ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 {
 	json_t		*r;
 	const char	*row[CTL_TABLE_COLS], *err, *out;
-	char		 rank[16], step[24], win[16], outbuf[1600];
+	char		 rank[16], uid[24], step[24], win[16], outbuf[1600];
 	size_t		 i;
 
 	if (t->nrows == 0) {
-		row[0] = "RANK"; row[1] = "NODE"; row[2] = "STEP";
-		row[3] = "STATE"; row[4] = "WINDOW"; row[5] = "OUTPUT";
+		row[0] = "RANK"; row[1] = "NODE"; row[2] = "UID";
+		row[3] = "STEP"; row[4] = "STATE"; row[5] = "WINDOW";
+		row[6] = "OUTPUT";
 		ctl_table_add(t, row);
 	}
 	json_array_foreach(json_object_get(page, "ranks"), i, r) {
 		if (!json_is_object(r))
 			continue;
 		ctl_cell_int(rank, sizeof(rank), r, "rank", INT64_MIN);
+		ctl_cell_int(uid, sizeof(uid), r, "uid", 0);
 		ctl_cell_int(step, sizeof(step), r, "step", 0);
 		ctl_cell_int(win, sizeof(win), r, "window", 1);
 		out = ctl_json_str(r, "output_dir", "");
@@ -274,10 +277,11 @@ ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 			snprintf(outbuf, sizeof(outbuf), "%s", out);
 		row[0] = rank;
 		row[1] = ctl_json_str(r, "node", NULL);
-		row[2] = step;
-		row[3] = ctl_json_str(r, "state", NULL);
-		row[4] = win;
-		row[5] = outbuf;
+		row[2] = uid;
+		row[3] = step;
+		row[4] = ctl_json_str(r, "state", NULL);
+		row[5] = win;
+		row[6] = outbuf;
 		ctl_table_add(t, row);
 	}
 }

@@ -213,6 +213,8 @@ struct rank {
 	int32_t			 rank;
 	char			 node[COORD_NODE_MAX];
 	int32_t			 pid;
+	int64_t			 uid;		/* its process's, as its agent's
+						 * kernel says; -1 unknown */
 	int64_t			 step;		/* -1 before the first */
 	int			 state;		/* Dynprof__V1__RankState */
 	uint32_t		 window_id;

@@ -202,9 +202,13 @@ ranks_write(struct evbuffer *buf, const struct rank *r, int state)
 
 	evbuffer_add_printf(buf, "{\"rank\":%" PRId32 ",\"node\":", r->rank);
 	ranks_json_string(buf, r->node[0] != '\0' ? r->node : NULL);
-	evbuffer_add_printf(buf, ",\"pid\":%" PRId32 ",\"step\":%" PRId64
-	    ",\"state\":\"%s\",\"window\":", r->pid, r->step,
-	    ranks_state_name(state));
+	evbuffer_add_printf(buf, ",\"pid\":%" PRId32, r->pid);
+	if (r->uid >= 0)
+		evbuffer_add_printf(buf, ",\"uid\":%" PRId64, r->uid);
+	else
+		evbuffer_add(buf, ",\"uid\":null", 11);
+	evbuffer_add_printf(buf, ",\"step\":%" PRId64 ",\"state\":\"%s\","
+	    "\"window\":", r->step, ranks_state_name(state));
 	if (r->window_id != 0)
 		evbuffer_add_printf(buf, "%" PRIu32, r->window_id);
 	else

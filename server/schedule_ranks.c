@@ -121,6 +121,7 @@ schedule_rank_take(struct coord *c, struct job *job, int32_t rank,
 	c->rank_bytes += cost;
 	r->rank = rank;
 	r->step = -1;
+	r->uid = -1;
 	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 	r->arrived_ns = coord_wall_ns();
 	r->job = job;
@@ -213,6 +214,33 @@ schedule_cut_error(struct coord *c, struct node *node,
 }
 
 /*
+ * The process pid (0: not said), running as uid (-1: unknown), reports on r:
+ * r shows it from now on.  When it is another user's than the one r shows,
+ * what r holds of that one's reports (output directory, error) is dropped
+ * first: nothing one uid reported is shown under another's (docs/segments.md).
+ */
+static void
+schedule_rank_reporter(struct coord *c, struct rank *r, int32_t pid,
+    int64_t uid)
+{
+	size_t	 before;
+
+	if (uid >= 0 && r->uid >= 0 && uid != r->uid) {
+		before = schedule_rank_bytes(r);
+		free(r->output_dir);
+		r->output_dir = NULL;
+		free(r->error);
+		r->error = NULL;
+		c->rank_bytes = c->rank_bytes - before + schedule_rank_bytes(r);
+	}
+	if (pid != 0 && pid != r->pid) {
+		r->pid = pid;
+		r->uid = uid;
+	} else if (uid >= 0)
+		r->uid = uid;
+}
+
+/*
  * Applies one rank event from node, inside the open batch.  Events keyed by
  * (job, rank, window, kind) are applied once: a replay changes nothing.
  * Returns -1 only if the store failed.
@@ -227,6 +255,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	struct rank_event	 re;
 	const char		*why, *detail = NULL;
 	char			 errbuf[COORD_EVENT_TEXT_MAX];
+	int64_t			 uid = ev->uid_known ? (int64_t)ev->uid : -1;
 	int			 kind = ev->kind, rc, changed = 1;
 
 	if (!jobid_valid(ev->job, &why) || ev->rank < 0) {
@@ -276,7 +305,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 		 * states; a new process starts over. */
 		if (r->pid != ev->pid ||
 		    r->state == DYNPROF__V1__RANK_STATE__RANK_GONE) {
-			r->pid = ev->pid;
+			schedule_rank_reporter(c, r, ev->pid, uid);
 			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 			r->arrived_ns = coord_wall_ns();
 			r->gone_ns = 0;
@@ -301,6 +330,8 @@ schedule_apply_event(struct coord *c, struct node *node,
 		 * count once more after a restart. */
 		if (schedule_rank_add_event(c, r, &re, node) == -1)
 			return (0);
+		if (kind < DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED)
+			schedule_rank_reporter(c, r, ev->pid, uid);
 		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED ||
 		    kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED)
 			detail = ev->output_dir;
@@ -520,8 +551,8 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		r->native = 1;
 		snprintf(r->node, sizeof(r->node), "%s", node->name);
 		r->step = rp->step;
-		if (rp->pid != 0)
-			r->pid = rp->pid;
+		schedule_rank_reporter(c, r, rp->pid, rp->uid_known ?
+		    (int64_t)rp->uid : -1);
 		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
 		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
 			schedule_rank_set_state(r, rp->state);

@@ -286,8 +286,9 @@ done
 run status S
 expect_rc 0
 expect_out_re '^job S generation [0-9]+: 2 ranks on 1 node, step'
-expect_out_re '^0 +n1 +[0-9]+ +done +1 +/.*/rank0_start[0-9]+_stop[0-9]+$'
-expect_out_re '^1 +n1 +[0-9]+ +done +1 +/.*/rank1_start[0-9]+_stop[0-9]+$'
+# UID: the uid the ranks run as (this test's).
+expect_out_re "^0 +n1 +$(id -u) +[0-9]+ +done +1 +/.*/rank0_start[0-9]+_stop[0-9]+\$"
+expect_out_re "^1 +n1 +$(id -u) +[0-9]+ +done +1 +/.*/rank1_start[0-9]+_stop[0-9]+\$"
 ls -d "$T"/traces/rank0_start*_stop* >/dev/null 2>&1 || fail "no rank0 trace dir"
 
 # 20 steps ahead (2 s: a loaded machine samples late), rounded up to a
@@ -384,7 +385,7 @@ expect_out_re '^window 5: 1 targeted, 0 started, 0 stopped, 0 skipped, 1 failed'
 expect_err "rank 2 on n1 failed: "
 run status S
 expect_rc 0
-expect_out_re '^2 +n1 +[0-9]+ +failed +5 +.*error: .+'
+expect_out_re "^2 +n1 +$(id -u) +[0-9]+ +failed +5 +.*error: .+"
 
 # A window cancelled before 8 ranks ran it: --wait says how many did not,
 # names a few of them, and how many more there are.
