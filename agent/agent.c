@@ -662,7 +662,8 @@ agent_log_stats(const struct agent *a)
 	    "bad_datagrams=%llu foreign_datagrams=%llu events_forwarded=%llu "
 	    "events_dropped=%llu standalone_errors=%llu samples=%llu "
 	    "segments_dropped=%llu shm_refused=%llu legacy_refused=%llu "
-	    "(name %llu, type %llu, max %llu, uid %llu) log_lines_held=%lu",
+	    "(name %llu, type %llu, max %llu, uid %llu) dirs_made=%llu "
+	    "dirs_taken_back=%llu log_lines_held=%lu",
 	    (unsigned long long)s->configs_applied,
 	    (unsigned long long)s->bad_configs,
 	    (unsigned long long)s->bad_frames,
@@ -681,6 +682,8 @@ agent_log_stats(const struct agent *a)
 	    (unsigned long long)s->legacy_refused_type,
 	    (unsigned long long)s->legacy_refused_max,
 	    (unsigned long long)s->legacy_refused_uid,
+	    (unsigned long long)s->dirs_made,
+	    (unsigned long long)s->dirs_taken_back,
 	    log_limited_dropped());
 }
 

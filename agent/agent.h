@@ -93,6 +93,8 @@ struct agent_stats {
 	uint64_t	 legacy_refused_type;	/* a link, a file, not a dir */
 	uint64_t	 legacy_refused_max;	/* over LEGACY_JOBS_MAX */
 	uint64_t	 legacy_refused_uid;	/* over --legacy-per-uid */
+	uint64_t	 dirs_made;		/* users' directories made for ranks */
+	uint64_t	 dirs_taken_back;	/* ... from another user's squat */
 };
 
 /*
@@ -101,6 +103,7 @@ struct agent_stats {
  */
 struct queue_origin {
 	char		 job[SEG_JOB_MAX + 1];
+	uid_t		 uid;			/* whose segment */
 	int32_t		 slot;
 	uint32_t	 inc;
 	uint32_t	 seq;
@@ -124,16 +127,32 @@ struct queue {
 	uint64_t	 dropped;
 };
 
-/* A job served on this node: its segment and what was sent about it. */
+/* A rank as last sampled, for the job's Progress. */
+struct agent_rank_sample {
+	int32_t		 rank;
+	int32_t		 pid;
+	int64_t		 step;
+	uint32_t	 state;
+	uid_t		 uid;
+};
+
+/*
+ * A job served on this node, in one user's segment (docs/segments.md): the
+ * jobs of one name (one per uid whose ranks run it) are siblings, with one
+ * subscription and one Progress between them.
+ */
 struct agent_job {
 	TAILQ_ENTRY(agent_job) entry;
 	char		 name[SEG_JOB_MAX + 1];
+	uid_t		 uid;			/* the segment's owner */
 	struct segment	 seg;
 	uint64_t	 applied;		/* generation in the segment */
 	int		 subscribed;		/* told the coordinator */
 	int		 created;		/* by this agent: in --shm-budget */
 	int		 keep;			/* standalone job: never removed */
 	int		 nlive;
+	struct agent_rank_sample sampled[SEG_MAX_SLOTS];	/* nlive of them */
+	uint64_t	 sample_sig;		/* of sampled[] */
 	int64_t		 empty_since_ms;	/* 0: some rank alive */
 	uint64_t	 progress_sig;
 	int		 progress_dirty;	/* send it at the next chance */
@@ -148,6 +167,12 @@ struct agent_job {
 	int		 pidfd[SEG_MAX_SLOTS];		/* -1: none */
 	uint32_t	 pidfd_inc[SEG_MAX_SLOTS];
 	struct event	*pidfd_ev[SEG_MAX_SLOTS];
+	/*
+	 * The uid the kernel gave for the holder of each slot, with a believed
+	 * datagram of the incarnation it held then (0: none yet).
+	 */
+	uid_t		 slot_uid[SEG_MAX_SLOTS];
+	uint32_t	 slot_uid_inc[SEG_MAX_SLOTS];
 };
 TAILQ_HEAD(agent_jobs, agent_job);
 
@@ -209,6 +234,8 @@ struct agent {
 	int64_t			 rank_log_start;	/* bad datagram log limit */
 	int			 rank_log_count;
 	uint64_t		 rank_log_suppressed;
+	struct log_limit	 dir_limit;	/* users' directories made */
+	struct log_limit	 seg_limit;	/* segments a datagram opens */
 	struct event		*tick_ev;
 	struct event		*sig_ev[4];
 	int64_t			 next_sample_ms;
@@ -290,7 +317,13 @@ int	 ranks_check_sender(const struct segment *,
 /* segments.c */
 int	 segments_adopt_all(struct agent *);
 struct agent_job *segments_find(struct agent *, const char *);
+struct agent_job *segments_find_uid(struct agent *, uid_t, const char *);
 struct agent_job *segments_get(struct agent *, const char *, int);
+struct agent_job *segments_get_uid(struct agent *, uid_t, const char *, int);
+int	 segments_sibling_subscribed(struct agent *, const struct agent_job *,
+	    int);
+int	 segments_job_subscribed(struct agent *, const char *);
+uid_t	 segments_rank_uid(const struct agent_job *, int);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);

@@ -34,6 +34,8 @@ events_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 	ev->generation = s->generation;
 	ev->time_unix_ns = s->event_time_ns;
 	ev->rank_seq = s->rank_seq;
+	ev->uid = (uint32_t)segments_rank_uid(j, idx);
+	ev->uid_known = 1;
 }
 
 /*
@@ -137,6 +139,8 @@ events_from_entry(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 	ev->generation = e->generation;
 	ev->time_unix_ns = e->time_ns;
 	ev->rank_seq = e->rank_seq;
+	ev->uid = (uint32_t)segments_rank_uid(j, idx);
+	ev->uid_known = 1;
 }
 
 /* Logs a forwarded event, one line. */
@@ -221,6 +225,7 @@ events_read_log(struct agent *a, struct agent_job *j, int idx)
 	}
 	memset(&o, 0, sizeof(o));
 	strcpy(o.job, j->name);
+	o.uid = j->uid;
 	o.slot = idx;
 	o.inc = inc;
 	for (seq = j->log_read[idx] + 1; seq <= head; seq++) {
@@ -272,7 +277,7 @@ events_log_acked(struct agent *a, const struct queue_origin *o)
 	struct events_ack_ctx	 ctx;
 	struct agent_job	*j;
 
-	if ((j = segments_find(a, o->job)) == NULL || o->slot < 0 ||
+	if ((j = segments_find_uid(a, o->uid, o->job)) == NULL || o->slot < 0 ||
 	    (uint32_t)o->slot >= j->seg.nslots)
 		return;
 	ctx.slot = &j->seg.slots[o->slot];

@@ -510,8 +510,6 @@ legacy_add(struct legacy *l, const char *name)
 static void
 legacy_remove(struct legacy *l, struct legacy_job *lj)
 {
-	struct agent_job	*j;
-
 	log_limited(legacy_owner_log(l, lj->uid, 0), LOG_LEVEL_INFO, "legacy "
 	    "job %s: %s/%s is gone", lj->name, l->dir, lj->name);
 	legacy_send_status(l, lj, 1);
@@ -523,8 +521,7 @@ legacy_remove(struct legacy *l, struct legacy_job *lj)
 	strcpy(l->gone[l->ngone % LEGACY_GONE_MAX].name, lj->name);
 	l->gone[l->ngone++ % LEGACY_GONE_MAX].at_ms = clock_mono_ms();
 	/* Ranks of the job that report for themselves keep it subscribed. */
-	if (lj->subscribed && ((j = segments_find(l->a, lj->name)) == NULL ||
-	    !j->subscribed))
+	if (lj->subscribed && !segments_job_subscribed(l->a, lj->name))
 		upstream_unsubscribe_name(l->a, lj->name);
 	legacy_observe_reset(lj);
 	json_decref(lj->base);

@@ -196,14 +196,43 @@ ranks_log_foreign(struct agent *a, const Dynprof__V1__RankEvent *ev, pid_t pid)
 }
 
 /*
- * Decodes and checks one datagram; from a rank that holds the slot it names,
- * it is a wakeup: the new entries of that slot's log are forwarded, and the
- * pidfd it came with (pidfd, -1: none; always consumed) is kept.
+ * A rank asks for its directory of segments (RankEvent.make_dir): made for
+ * the uid and gid the kernel gave, taken back from whoever holds its name
+ * (docs/segments.md).  Nobody can ask for another uid's.
  */
 static void
-ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid,
-    int pidfd)
+ranks_make_dir(struct agent *a, const struct ucred *cred)
 {
+	uid_t	 holder;
+
+	if (segment_dir_make(a->opts.shm_dir, cred->uid, cred->gid,
+	    a->opts.shm_mode, &holder) != SEG_OK) {
+		log_limited(&a->dir_limit, LOG_LEVEL_QUIET, "%s: directory of "
+		    "uid %u in %s: %s", __func__, (unsigned)cred->uid,
+		    a->opts.shm_dir, strerror(errno));
+		return;
+	}
+	a->stats.dirs_made++;
+	if (holder == SEG_NOUID)
+		return;
+	a->stats.dirs_taken_back++;
+	log_limited(&a->dir_limit, LOG_LEVEL_QUIET, "%s: %s/%s%u was held by "
+	    "uid %u: moved aside, made again for uid %u", __func__,
+	    a->opts.shm_dir, SEG_USERDIR_PREFIX, (unsigned)cred->uid,
+	    (unsigned)holder, (unsigned)cred->uid);
+}
+
+/*
+ * Decodes and checks one datagram of the sender the kernel names in cred;
+ * from a rank that holds the slot it names, in a segment of its uid, it is a
+ * wakeup: the new entries of that slot's log are forwarded, and the pidfd it
+ * came with (pidfd, -1: none; always consumed) is kept.
+ */
+static void
+ranks_handle(struct agent *a, const uint8_t *buf, size_t len,
+    const struct ucred *cred, int pidfd)
+{
+	pid_t			 pid = cred->pid;
 	struct ranks_check_ctx	 cctx;
 	struct ranks_wake_ctx	 wctx;
 	Dynprof__V1__RankEvent	*ev;
@@ -229,7 +258,12 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid,
 		foreign = 1;
 		break;
 	}
-	if ((j = segments_get(a, ev->job, 0)) == NULL) {
+	if (ev->make_dir) {
+		ranks_make_dir(a, cred);
+		goto out;
+	}
+	/* Only the segment of the sender's own uid: nobody speaks for another. */
+	if ((j = segments_get_uid(a, cred->uid, ev->job, 0)) == NULL) {
 		if (foreign) {
 			ranks_log_foreign(a, ev, pid);
 			goto out;
@@ -260,6 +294,10 @@ ranks_handle(struct agent *a, const uint8_t *buf, size_t len, pid_t pid,
 			    __func__, (long)pid, ev->pid, ev->slot, ev->job,
 			    ev->rank);
 		goto out;
+	}
+	if (cctx.inc != 0) {
+		j->slot_uid[ev->slot] = cred->uid;
+		j->slot_uid_inc[ev->slot] = cctx.inc;
 	}
 	if (cctx.inc != 0 && pidfd != -1) {
 		segments_keep_pidfd(a, j, (int)ev->slot, cctx.inc, pidfd);
@@ -367,7 +405,7 @@ ranks_read_cb(evutil_socket_t fd, short what, void *arg)
 				close(pidfd);
 			continue;
 		}
-		ranks_handle(a, buf, (size_t)n, cred.pid, pidfd);
+		ranks_handle(a, buf, (size_t)n, &cred, pidfd);
 	}
 }
 

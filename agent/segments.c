@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,14 +45,14 @@ struct segments_dead_ctx {
 	struct agent_job	*j;
 };
 
-/* Finds a job already served, or NULL. */
+/* Finds the job served in uid's segment, or NULL. */
 struct agent_job *
-segments_find(struct agent *a, const char *job)
+segments_find_uid(struct agent *a, uid_t uid, const char *job)
 {
 	struct agent_job	*j;
 
 	TAILQ_FOREACH(j, &a->jobs, entry)
-		if (strcmp(j->name, job) == 0)
+		if (j->uid == uid && strcmp(j->name, job) == 0)
 			return (j);
 	return (NULL);
 }
@@ -69,6 +70,63 @@ segments_reserved(struct agent *a)
 	return (n);
 }
 
+/* Finds the job served in the agent's own segment, or NULL. */
+struct agent_job *
+segments_find(struct agent *a, const char *job)
+{
+	return (segments_find_uid(a, geteuid(), job));
+}
+
+/* Whether any user's segment of job name is subscribed. */
+int
+segments_job_subscribed(struct agent *a, const char *name)
+{
+	struct agent_job	*s;
+
+	TAILQ_FOREACH(s, &a->jobs, entry)
+		if (s->subscribed && strcmp(s->name, name) == 0)
+			return (1);
+	return (0);
+}
+
+/*
+ * Whether another job of j's name (another user's segment) is subscribed;
+ * with before, only one before j in the list counts.
+ */
+int
+segments_sibling_subscribed(struct agent *a, const struct agent_job *j,
+    int before)
+{
+	struct agent_job	*s;
+
+	TAILQ_FOREACH(s, &a->jobs, entry) {
+		if (s == j && before)
+			break;
+		if (s != j && s->subscribed && strcmp(s->name, j->name) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * The uid the rank in slot idx of j runs as: the kernel's, from a believed
+ * datagram of the incarnation it holds; else the segment's owner, who made
+ * it (only that uid and root may create files in a user's directory).
+ */
+uid_t
+segments_rank_uid(const struct agent_job *j, int idx)
+{
+	uint32_t	 inc;
+
+	if (idx < 0 || idx >= SEG_MAX_SLOTS || (uint32_t)idx >= j->seg.nslots)
+		return (j->uid);
+	inc = atomic_load_explicit(&j->seg.slots[idx].incarnation,
+	    memory_order_relaxed);
+	if (j->slot_uid_inc[idx] != 0 && j->slot_uid_inc[idx] == inc)
+		return (j->slot_uid[idx]);
+	return (j->uid);
+}
+
 /* Claims a freshly mapped segment for this agent (guarded: it is mapped). */
 static int
 segments_claim(void *arg)
@@ -82,17 +140,102 @@ segments_claim(void *arg)
 	return (0);
 }
 
+struct segments_copy_ctx {
+	struct agent_job	*j;
+	struct seg_config	*cfg;
+	int			 rc;
+};
+
+/* Reads a job's schedule (guarded). */
+static int
+segments_read_cb(void *arg)
+{
+	struct segments_copy_ctx	*ctx = arg;
+
+	return (segment_read_config(&ctx->j->seg, ctx->cfg, NULL));
+}
+
+/* Writes a schedule into a job's segment (guarded). */
+static int
+segments_write_cb(void *arg)
+{
+	struct segments_copy_ctx	*ctx = arg;
+
+	segment_write_config(&ctx->j->seg, ctx->cfg);
+	return (0);
+}
+
 /*
- * Returns the job, opening its segment if it is not served yet (creating it when
- * create is set).  NULL, after a log line, when the segment cannot be opened.
+ * A new user's segment of a job served already: it gets the newest schedule
+ * of its siblings (a config that came before its ranks, a standalone file).
+ */
+static void
+segments_sync(struct agent *a, struct agent_job *j)
+{
+	struct segments_copy_ctx	 ctx;
+	struct agent_job	*s, *from = NULL;
+	int			 rc;
+
+	TAILQ_FOREACH(s, &a->jobs, entry)
+		if (s != j && strcmp(s->name, j->name) == 0 &&
+		    s->applied > j->applied &&
+		    (from == NULL || s->applied > from->applied))
+			from = s;
+	if (from == NULL || (ctx.cfg = malloc(sizeof(*ctx.cfg))) == NULL)
+		return;
+	ctx.j = from;
+	if (guard_call(segments_read_cb, &ctx, &rc) == 0 && rc == SEG_OK &&
+	    ctx.cfg->generation == from->applied) {
+		ctx.j = j;
+		if (guard_call(segments_write_cb, &ctx, NULL) == 0)
+			j->applied = from->applied;
+	}
+	free(ctx.cfg);
+}
+
+#define SEGMENTS_OVER_BUDGET	1	/* segments_create(): said, counted */
+
+/*
+ * Creates job's segment for j in the agent's own directory sd (none there,
+ * or a stale one to replace), if --shm-budget has room for it: then
+ * SEGMENTS_OVER_BUDGET, after a log line.  Else what segment_open_at() says.
+ */
+static int
+segments_create(struct agent *a, struct agent_job *j, struct seg_dir *sd,
+    const char *job)
+{
+	int	 rc;
+
+	if (segments_reserved(a) + SEGMENTS_NEW_MAX > a->opts.shm_budget) {
+		a->stats.shm_refused++;
+		log_limited(&a->shm_log, LOG_LEVEL_QUIET, "segments_get: job %s: "
+		    "no segment made: %llu bytes in this agent's segments "
+		    "already, --shm-budget %llu (%llu refused)", job,
+		    (unsigned long long)segments_reserved(a),
+		    (unsigned long long)a->opts.shm_budget,
+		    (unsigned long long)a->stats.shm_refused);
+		return (SEGMENTS_OVER_BUDGET);
+	}
+	rc = segment_open_at(&j->seg, sd->fd, sd->path, job, SEG_KEEPFD |
+	    SEG_ONLYUID | SEG_CREATE, a->opts.shm_mode, geteuid());
+	j->created = rc == SEG_OK;
+	return (rc);
+}
+
+/*
+ * Returns the job served in uid's segment, opening it if it is not served yet
+ * (creating it when create is set, only ever in the agent's own directory).
+ * The segment is taken only from uid's directory and only if uid owns it
+ * (docs/segments.md).  NULL, after a log line, when it cannot be opened.
  */
 struct agent_job *
-segments_get(struct agent *a, const char *job, int create)
+segments_get_uid(struct agent *a, uid_t uid, const char *job, int create)
 {
 	struct agent_job	*j;
+	struct seg_dir		 sd;
 	int			 rc, flags, i;
 
-	if ((j = segments_find(a, job)) != NULL)
+	if ((j = segments_find_uid(a, uid, job)) != NULL)
 		return (j);
 	if (!jobid_valid(job, NULL))
 		return (NULL);
@@ -102,53 +245,62 @@ segments_get(struct agent *a, const char *job, int create)
 	}
 	for (i = 0; i < SEG_MAX_SLOTS; i++)
 		j->pidfd[i] = -1;
-	/*
-	 * The agent serves every user's jobs: any owner will do, never a file
-	 * others may write.  Not root, it can open only what its owner shared
-	 * with the agent's group (--shm-mode 0660).
-	 */
-	flags = SEG_KEEPFD | SEG_ANYOWNER;
-	rc = segment_open(&j->seg, a->opts.shm_dir, job, flags,
+	j->seg.fd = -1;
+	create = create && uid == geteuid();
+	rc = segment_dir_open(&sd, a->opts.shm_dir, uid, create,
 	    a->opts.shm_mode);
-	if (create && (rc == SEG_ENOENT || rc == SEG_EVERSION ||
-	    rc == SEG_EMAGIC || rc == SEG_ESIZE)) {
-		/* None, or a stale one to replace: a new one, if in budget. */
-		if (segments_reserved(a) + SEGMENTS_NEW_MAX >
-		    a->opts.shm_budget) {
-			a->stats.shm_refused++;
-			log_limited(&a->shm_log, LOG_LEVEL_QUIET, "%s: job %s: "
-			    "no segment made: %llu bytes in this agent's "
-			    "segments already, --shm-budget %llu (%llu refused)",
-			    __func__, job, (unsigned long long)
-			    segments_reserved(a), (unsigned long long)
-			    a->opts.shm_budget, (unsigned long long)
-			    a->stats.shm_refused);
-			free(j);
-			return (NULL);
-		}
-		rc = segment_open(&j->seg, a->opts.shm_dir, job,
-		    flags | SEG_CREATE, a->opts.shm_mode);
-		j->created = rc == SEG_OK && j->seg.uid == geteuid();
-	}
-	if (rc != SEG_OK) {
-		if (rc == SEG_ESYS && errno == ENOSPC)
-			log_warnx("%s: no space left in %s for the segment of "
-			    "job %s", __func__, a->opts.shm_dir, job);
-		else if (rc == SEG_ESYS)
-			log_warn("%s: segment of job %s", __func__, job);
-		else if (rc == SEG_ENOENT)
-			log_debug("%s: no segment for job %s", __func__, job);
-		else if (create && (rc == SEG_EVERSION || rc == SEG_EMAGIC ||
-		    rc == SEG_ESIZE))
-			log_warnx("%s: segment of job %s: %s; not replaced: %s",
-			    __func__, job, segment_strerror(rc),
-			    segment_kept_why(errno));
-		else
-			log_warnx("%s: segment of job %s: %s", __func__, job,
-			    segment_strerror(rc));
+	if (rc == SEG_EOWNER) {
+		log_limited(&a->seg_limit, LOG_LEVEL_QUIET, "%s: segment of job "
+		    "%s for uid %u: %s refused: owned by uid %u with mode %04o",
+		    __func__, job, (unsigned)uid, sd.path,
+		    (unsigned)sd.st.st_uid, (unsigned)(sd.st.st_mode & 07777));
 		free(j);
 		return (NULL);
 	}
+	/*
+	 * Only uid's own: whoever else made a file there (root) does not speak
+	 * for uid's ranks.  Not root, the agent opens only what uid shared with
+	 * its group (--shm-mode 0660).
+	 */
+	flags = SEG_KEEPFD | SEG_ONLYUID;
+	if (rc == SEG_OK) {
+		rc = segment_open_at(&j->seg, sd.fd, sd.path, job, flags,
+		    a->opts.shm_mode, uid);
+		if (create && (rc == SEG_ENOENT || rc == SEG_EVERSION ||
+		    rc == SEG_EMAGIC || rc == SEG_ESIZE))
+			rc = segments_create(a, j, &sd, job);
+		close(sd.fd);
+	}
+	if (rc == SEGMENTS_OVER_BUDGET) {
+		free(j);
+		return (NULL);
+	}
+	if (rc != SEG_OK) {
+		/* A rank's datagram can get here: every line is limited. */
+		if (rc == SEG_ESYS && errno == ENOSPC)
+			log_limited(&a->seg_limit, LOG_LEVEL_QUIET, "%s: no space "
+			    "left in %s for the segment of job %s", __func__,
+			    a->opts.shm_dir, job);
+		else if (rc == SEG_ESYS)
+			log_limited(&a->seg_limit, LOG_LEVEL_QUIET, "%s: segment "
+			    "of job %s for uid %u: %s", __func__, job,
+			    (unsigned)uid, strerror(errno));
+		else if (rc == SEG_ENOENT)
+			log_debug("%s: no segment for job %s of uid %u", __func__,
+			    job, (unsigned)uid);
+		else if (create && (rc == SEG_EVERSION || rc == SEG_EMAGIC ||
+		    rc == SEG_ESIZE))
+			log_limited(&a->seg_limit, LOG_LEVEL_QUIET, "%s: segment "
+			    "of job %s: %s; not replaced: %s", __func__, job,
+			    segment_strerror(rc), segment_kept_why(errno));
+		else
+			log_limited(&a->seg_limit, LOG_LEVEL_QUIET, "%s: segment "
+			    "of job %s for uid %u: %s", __func__, job,
+			    (unsigned)uid, segment_strerror(rc));
+		free(j);
+		return (NULL);
+	}
+	j->uid = uid;
 	if (j->seg.replaced != 0)
 		log_warnx("%s: replaced the stale segment %s of job %s (%s)",
 		    __func__, j->seg.path, job, segment_strerror(j->seg.replaced));
@@ -163,10 +315,18 @@ segments_get(struct agent *a, const char *job, int create)
 	}
 	strcpy(j->name, job);		/* jobid_valid(): JOBID_MAX at most */
 	j->progress_dirty = 1;
+	segments_sync(a, j);
 	TAILQ_INSERT_TAIL(&a->jobs, j, entry);
-	log_info("serving job %s (segment %s, generation %llu)", job,
-	    j->seg.path, (unsigned long long)j->applied);
+	log_info("serving job %s (segment %s of uid %u, generation %llu)", job,
+	    j->seg.path, (unsigned)uid, (unsigned long long)j->applied);
 	return (j);
+}
+
+/* segments_get_uid() of the agent's own segment. */
+struct agent_job *
+segments_get(struct agent *a, const char *job, int create)
+{
+	return (segments_get_uid(a, geteuid(), job, create));
 }
 
 /* Says in the segment that no agent serves it any more (guarded). */
@@ -278,6 +438,20 @@ segments_free(struct agent_job *j, int touch)
 }
 
 /*
+ * j leaves the list: the other users' segments of its job send the job's
+ * Progress again, without j's ranks.
+ */
+static void
+segments_siblings_dirty(struct agent *a, const struct agent_job *j)
+{
+	struct agent_job	*s;
+
+	TAILQ_FOREACH(s, &a->jobs, entry)
+		if (s != j && strcmp(s->name, j->name) == 0)
+			s->progress_dirty = 1;
+}
+
+/*
  * Stops serving job j after its segment failed under the agent (truncated,
  * shrunk): the mapping is not touched again.  A rank's datagram or a config
  * opens the job's segment again once a good one is there.
@@ -290,6 +464,7 @@ segments_drop(struct agent *a, struct agent_job *j, const char *why)
 	if (j->subscribed)
 		upstream_unsubscribe(a, j);
 	TAILQ_REMOVE(&a->jobs, j, entry);
+	segments_siblings_dirty(a, j);
 	segments_free(j, 0);
 }
 
@@ -324,42 +499,32 @@ segments_close_all(struct agent *a)
 	a->shm_lock_fd = -1;
 }
 
-struct segments_write_ctx {
-	struct agent_job	*j;
-	const struct seg_config	*cfg;
-};
-
-/* Writes a config into a segment, under the guard. */
-static int
-segments_write(void *arg)
-{
-	struct segments_write_ctx	*ctx = arg;
-
-	segment_write_config(&ctx->j->seg, ctx->cfg);
-	return (0);
-}
-
 /*
- * Writes a pushed config into the job's segment (created if no rank made it yet)
- * if it is newer than what the segment holds, and answers Applied.  A config
- * that fails any check changes nothing.  Generation 0 with no window says the
- * coordinator has nothing scheduled for the job: never newer than a segment,
- * so a job served keeps what its segment holds (its empty schedule, or one of
- * a higher generation applied before the coordinator lost its state) and is
- * answered with that; a job not served gets no segment.  Returns 0 or -1.
+ * Writes a pushed config into every user's segment of the job (the agent's
+ * own created if none is served yet) that holds an older one, and answers
+ * Applied.  A config that fails any check changes nothing.  Generation 0 with
+ * no window says the coordinator has nothing scheduled for the job: never
+ * newer than a segment, so a job served keeps what its segment holds (its
+ * empty schedule, or one of a higher generation applied before the
+ * coordinator lost its state) and is answered with that; a job not served
+ * gets no segment.  Returns 0 or -1.
  */
 int
 segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 {
-	struct segments_write_ctx	 wctx;
-	struct agent_job	*j;
+	struct segments_copy_ctx	 wctx;
+	struct agent_job	*j, *next, *first = NULL;
 	const char		*why = "?";
+	int			 written = 0, failed = 0;
 
 	if (jc->generation == 0 && jc->n_windows == 0 && jc->job != NULL &&
 	    jobid_valid(jc->job, NULL)) {
-		if ((j = segments_find(a, jc->job)) != NULL)
-			upstream_applied(a, j);
-		else
+		TAILQ_FOREACH(j, &a->jobs, entry)
+			if (strcmp(j->name, jc->job) == 0) {
+				upstream_applied(a, j);
+				break;
+			}
+		if (j == NULL)
 			(void)legacy_config(a, jc->job, NULL);
 		return (0);
 	}
@@ -371,34 +536,52 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		    why);
 		return (-1);
 	}
+	TAILQ_FOREACH(j, &a->jobs, entry)
+		if (strcmp(j->name, jc->job) == 0)
+			break;
 	/* A legacy job holds its schedule itself: no segment made for it. */
-	if (legacy_config(a, jc->job, a->scratch) &&
-	    segments_find(a, jc->job) == NULL)
+	if (legacy_config(a, jc->job, a->scratch) && j == NULL)
 		return (0);
-	if ((j = segments_get(a, jc->job, 1)) == NULL) {
+	if (j == NULL && segments_get(a, jc->job, 1) == NULL) {
 		a->stats.bad_configs++;
 		return (-1);
 	}
 	agent_wake_sampler(a);		/* a new job needs its first sample */
-	if (jc->generation <= j->applied) {
-		log_debug("%s: job %s generation %llu is not newer than %llu",
-		    __func__, j->name, (unsigned long long)jc->generation,
-		    (unsigned long long)j->applied);
-		upstream_applied(a, j);
-		return (0);
-	}
-	wctx.j = j;
 	wctx.cfg = a->scratch;
-	if (guard_call(segments_write, &wctx, NULL) == -1) {
+	for (j = TAILQ_FIRST(&a->jobs); j != NULL; j = next) {
+		next = TAILQ_NEXT(j, entry);
+		if (strcmp(j->name, jc->job) != 0)
+			continue;
+		if (jc->generation <= j->applied) {
+			log_debug("%s: job %s of uid %u: generation %llu is not "
+			    "newer than %llu", __func__, j->name,
+			    (unsigned)j->uid, (unsigned long long)jc->generation,
+			    (unsigned long long)j->applied);
+		} else {
+			wctx.j = j;
+			if (guard_call(segments_write_cb, &wctx, NULL) == -1) {
+				failed = 1;
+				segments_drop_faulted(a);
+				continue;
+			}
+			j->applied = jc->generation;
+			written = 1;
+			log_info("applied generation %llu to job %s (uid %u, %u "
+			    "windows)", (unsigned long long)j->applied, j->name,
+			    (unsigned)j->uid, a->scratch->nwindows);
+		}
+		if (first == NULL)
+			first = j;
+	}
+	if (written)
+		a->stats.configs_applied++;
+	if (first == NULL) {
 		a->stats.bad_configs++;
-		segments_drop_faulted(a);
 		return (-1);
 	}
-	j->applied = jc->generation;
-	a->stats.configs_applied++;
-	log_info("applied generation %llu to job %s (%u windows)",
-	    (unsigned long long)j->applied, j->name, a->scratch->nwindows);
-	upstream_applied(a, j);
+	if (failed)
+		a->stats.bad_configs++;
+	upstream_applied(a, first);
 	return (0);
 }
 
@@ -419,13 +602,13 @@ segments_rank_seen(struct agent *a, struct agent_job *j)
  * process in another slot ends up attached, not gone.
  */
 static void
-segments_adopt(struct agent *a, const char *job)
+segments_adopt(struct agent *a, uid_t uid, const char *job)
 {
 	struct agent_job	*j;
 	uint32_t		 i;
 	int			 n = 0, ranks = 0, live = 0, k, pass, held;
 
-	if ((j = segments_get(a, job, 0)) == NULL)
+	if ((j = segments_get_uid(a, uid, job, 0)) == NULL)
 		return;
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < j->seg.nslots; i++) {
@@ -449,6 +632,7 @@ segments_adopt(struct agent *a, const char *job)
 
 struct segments_adopt_ctx {
 	struct agent	*a;
+	uid_t		 uid;
 	const char	*job;
 };
 
@@ -458,7 +642,7 @@ segments_adopt_cb(void *arg)
 {
 	struct segments_adopt_ctx	*ctx = arg;
 
-	segments_adopt(ctx->a, ctx->job);
+	segments_adopt(ctx->a, ctx->uid, ctx->job);
 	return (0);
 }
 
@@ -481,22 +665,15 @@ segments_lock_dir(struct agent *a)
 	return (a->shm_lock_fd == -1 ? -1 : 0);
 }
 
-/* Finds the segments already in --shm-dir (ranks outlive agents) and adopts them. */
-int
-segments_adopt_all(struct agent *a)
+/* Adopts the segments in the directory d of uid's segments. */
+static void
+segments_adopt_dir(struct agent *a, DIR *d, uid_t uid)
 {
 	struct segments_adopt_ctx	 actx;
-	DIR		*d;
 	struct dirent	*de;
 	const char	*job;
 	size_t		 plen = strlen(SEG_PREFIX);
 
-	if (segments_lock_dir(a) == -1)
-		return (-1);
-	if ((d = opendir(a->opts.shm_dir)) == NULL) {
-		log_warn("%s: %s", __func__, a->opts.shm_dir);
-		return (-1);
-	}
 	while ((de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, SEG_PREFIX, plen) != 0)
 			continue;
@@ -504,9 +681,74 @@ segments_adopt_all(struct agent *a)
 		if (!jobid_valid(job, NULL))
 			continue;
 		actx.a = a;
+		actx.uid = uid;
 		actx.job = job;
 		if (guard_call(segments_adopt_cb, &actx, NULL) == -1)
 			segments_drop_faulted(a);
+	}
+}
+
+/*
+ * The uid of a user's directory name "dynprof-u<uid>", or SEG_NOUID when
+ * name is not one.
+ */
+static uid_t
+segments_dir_uid(const char *name)
+{
+	const char	*p = name + strlen(SEG_USERDIR_PREFIX);
+	char		*end;
+	unsigned long	 n;
+
+	if (strncmp(name, SEG_USERDIR_PREFIX, strlen(SEG_USERDIR_PREFIX)) != 0 ||
+	    *p < '0' || *p > '9' || (p[0] == '0' && p[1] != '\0'))
+		return (SEG_NOUID);
+	errno = 0;
+	n = strtoul(p, &end, 10);
+	if (errno != 0 || *end != '\0' || n >= (unsigned long)SEG_NOUID)
+		return (SEG_NOUID);
+	return ((uid_t)n);
+}
+
+/*
+ * Finds the segments already in --shm-dir (ranks outlive agents) and adopts
+ * them: the agent's own, and those in every user's directory (each checked
+ * again when opened: a directory and a segment of its uid's).
+ */
+int
+segments_adopt_all(struct agent *a)
+{
+	struct seg_dir	 sd;
+	DIR		*d, *ud;
+	struct dirent	*de;
+	uid_t		 uid;
+	int		 fd;
+
+	if (segments_lock_dir(a) == -1)
+		return (-1);
+	if ((d = opendir(a->opts.shm_dir)) == NULL) {
+		log_warn("%s: %s", __func__, a->opts.shm_dir);
+		return (-1);
+	}
+	/* Flat in --shm-dir only when the directory is the agent's alone. */
+	if (segment_dir_open(&sd, a->opts.shm_dir, geteuid(), 0,
+	    a->opts.shm_mode) == SEG_OK) {
+		close(sd.fd);
+		if (strcmp(sd.path, a->opts.shm_dir) == 0)
+			segments_adopt_dir(a, d, geteuid());
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		if ((uid = segments_dir_uid(de->d_name)) == SEG_NOUID)
+			continue;
+		if ((fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		if ((ud = fdopendir(fd)) == NULL) {
+			close(fd);
+			continue;
+		}
+		segments_adopt_dir(a, ud, uid);
+		closedir(ud);
 	}
 	closedir(d);
 	return (0);
@@ -530,13 +772,11 @@ static int
 segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 {
 	struct segments_dead_ctx	 ctx = { a, j };
-	Dynprof__V1__RankProgress	 rp[SEG_MAX_SLOTS], *rpp[SEG_MAX_SLOTS];
-	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
+	struct agent_rank_sample	*rs;
 	struct seg_slot			*s;
 	uint64_t			 sig = 1469598103934665603ULL;
 	uint32_t			 i, n = 0;
 	int32_t				 pid;
-	int64_t				 step, lo = 0, hi = 0;
 	int				 moved = 0;
 
 	if (segment_reclaim_judged(&j->seg, segments_rank_dead, segments_dead_cb,
@@ -559,23 +799,19 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 		}
 		if (pid == 0)
 			continue;
-		step = atomic_load_explicit(&s->step, memory_order_relaxed);
-		dynprof__v1__rank_progress__init(&rp[n]);
-		rp[n].rank = s->rank;
-		rp[n].step = step;
-		rp[n].pid = pid;
-		rp[n].state = s->state <= SEG_RANK_GONE ? s->state : 0;
-		rpp[n] = &rp[n];
-		if (n == 0 || step < lo)
-			lo = step;
-		if (n == 0 || step > hi)
-			hi = step;
+		rs = &j->sampled[n++];
+		rs->rank = s->rank;
+		rs->step = atomic_load_explicit(&s->step, memory_order_relaxed);
+		rs->pid = pid;
+		rs->state = s->state <= SEG_RANK_GONE ? s->state : 0;
+		rs->uid = segments_rank_uid(j, (int)i);
 		sig = (sig ^ (uint64_t)pid) * 1099511628211ULL;
-		sig = (sig ^ (uint64_t)step) * 1099511628211ULL;
-		sig = (sig ^ (uint64_t)s->state) * 1099511628211ULL;
-		n++;
+		sig = (sig ^ (uint64_t)rs->step) * 1099511628211ULL;
+		sig = (sig ^ (uint64_t)rs->state) * 1099511628211ULL;
+		sig = (sig ^ (uint64_t)rs->uid) * 1099511628211ULL;
 	}
 	j->nlive = (int)n;
+	j->sample_sig = sig;
 	if (n > 0) {
 		j->empty_since_ms = 0;
 		if (!j->subscribed)
@@ -583,23 +819,78 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 	} else {
 		if (j->subscribed && !j->keep) {
 			upstream_unsubscribe(a, j);
-			log_info("job %s: no rank left on this node", j->name);
+			log_info("job %s: no rank of uid %u left on this node",
+			    j->name, (unsigned)j->uid);
 		}
 		if (j->empty_since_ms == 0)
 			j->empty_since_ms = now;
 	}
-	if (sig != j->progress_sig || j->progress_dirty) {
-		if (sig != j->progress_sig)
-			moved = 1;
-		j->progress_sig = sig;
-		p.job = j->name;
-		p.ranks_alive = n;
-		p.min_step = lo;
-		p.max_step = hi;
-		p.n_ranks = n;
-		p.ranks = rpp;
-		upstream_progress(a, j, &p);
+	return (moved);
+}
+
+/*
+ * Sends the Progress of the jobs named as j, the first of them in the list:
+ * one for all users' segments of the job, as sampled, when it changed.
+ * Returns 1 if it did.
+ */
+static int
+segments_progress(struct agent *a, struct agent_job *j)
+{
+	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
+	Dynprof__V1__RankProgress	*rp, **rpp;
+	struct agent_rank_sample	*rs;
+	struct agent_job		*s;
+	uint64_t			 sig = 1469598103934665603ULL;
+	size_t				 n = 0, k;
+	int				 i, dirty = 0, moved = 0;
+
+	for (s = j; s != NULL; s = TAILQ_NEXT(s, entry)) {
+		if (strcmp(s->name, j->name) != 0)
+			continue;
+		n += (size_t)s->nlive;
+		sig = (sig ^ s->sample_sig) * 1099511628211ULL;
+		dirty |= s->progress_dirty;
 	}
+	if (sig == j->progress_sig && !dirty)
+		return (0);
+	if (sig != j->progress_sig)
+		moved = 1;
+	rp = calloc(n > 0 ? n : 1, sizeof(*rp));
+	rpp = calloc(n > 0 ? n : 1, sizeof(*rpp));
+	if (rp == NULL || rpp == NULL) {
+		log_warn("%s", __func__);
+		goto out;
+	}
+	k = 0;
+	for (s = j; s != NULL; s = TAILQ_NEXT(s, entry)) {
+		if (strcmp(s->name, j->name) != 0)
+			continue;
+		for (i = 0; i < s->nlive && k < n; i++, k++) {
+			rs = &s->sampled[i];
+			dynprof__v1__rank_progress__init(&rp[k]);
+			rp[k].rank = rs->rank;
+			rp[k].step = rs->step;
+			rp[k].pid = rs->pid;
+			rp[k].state = rs->state;
+			rp[k].uid = (uint32_t)rs->uid;
+			rp[k].uid_known = 1;
+			rpp[k] = &rp[k];
+			if (k == 0 || rs->step < p.min_step)
+				p.min_step = rs->step;
+			if (k == 0 || rs->step > p.max_step)
+				p.max_step = rs->step;
+		}
+		s->progress_dirty = 0;
+	}
+	j->progress_sig = sig;
+	p.job = j->name;
+	p.ranks_alive = (uint32_t)k;
+	p.n_ranks = k;
+	p.ranks = rpp;
+	upstream_progress(a, j, &p);
+out:
+	free(rp);
+	free(rpp);
 	return (moved);
 }
 
@@ -638,6 +929,29 @@ segments_shrunk(const struct agent_job *j)
 }
 
 /*
+ * Removes j's segment file from its user's directory, if that name still
+ * names the file served (looked up in the directory, never through a path a
+ * user could turn into a link).
+ */
+static void
+segments_unlink(struct agent *a, struct agent_job *j)
+{
+	struct seg_dir	 sd;
+	struct stat	 st;
+	char		 name[sizeof(SEG_PREFIX) + SEG_JOB_MAX];
+
+	if (segment_dir_open(&sd, a->opts.shm_dir, j->uid, 0,
+	    a->opts.shm_mode) != SEG_OK)
+		return;
+	snprintf(name, sizeof(name), "%s%s", SEG_PREFIX, j->name);
+	if (fstatat(sd.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == j->seg.dev && st.st_ino == j->seg.ino &&
+	    unlinkat(sd.fd, name, 0) == -1)
+		log_warn("%s: %s", __func__, j->seg.path);
+	close(sd.fd);
+}
+
+/*
  * Samples every job, drops those whose segments went bad.  Returns 1 if any
  * moved.
  */
@@ -645,7 +959,7 @@ int
 segments_sample(struct agent *a, int64_t now)
 {
 	struct segments_sample_ctx	 sctx;
-	struct agent_job	*j, *next;
+	struct agent_job	*j, *next, *s;
 	int			 moved = 0, r;
 
 	a->stats.samples++;
@@ -675,11 +989,19 @@ segments_sample(struct agent *a, int64_t now)
 			j->empty_since_ms = now;
 			continue;
 		}
-		log_info("removing the segment of job %s: no process for %d s",
-		    j->name, a->opts.grace_s);
+		log_info("removing the segment of job %s of uid %u: no process "
+		    "for %d s", j->name, (unsigned)j->uid, a->opts.grace_s);
 		TAILQ_REMOVE(&a->jobs, j, entry);
-		segment_unlink(a->opts.shm_dir, j->name);
+		segments_siblings_dirty(a, j);
+		segments_unlink(a, j);
 		segments_free(j, 1);
+	}
+	TAILQ_FOREACH(j, &a->jobs, entry) {
+		TAILQ_FOREACH(s, &a->jobs, entry)
+			if (strcmp(s->name, j->name) == 0)
+				break;
+		if (s == j && segments_progress(a, j))
+			moved = 1;
 	}
 	return (moved);
 }

@@ -749,7 +749,9 @@ void
 upstream_subscribe(struct agent *a, struct agent_job *j)
 {
 	j->subscribed = 1;
-	upstream_subscribe_name(a, j->name, j->applied);
+	/* Once for the job: another user's segment of it may be already. */
+	if (!segments_sibling_subscribed(a, j, 1))
+		upstream_subscribe_name(a, j->name, j->applied);
 }
 
 /* Tells the coordinator job name is no longer on this node. */
@@ -776,7 +778,7 @@ void
 upstream_unsubscribe(struct agent *a, struct agent_job *j)
 {
 	j->subscribed = 0;
-	if (!legacy_serves(a, j->name))
+	if (!legacy_serves(a, j->name) && !segments_sibling_subscribed(a, j, 0))
 		upstream_unsubscribe_name(a, j->name);
 }
 

@@ -159,15 +159,18 @@ segment_validate(const void *buf, size_t len)
 
 /*
  * Whether a segment file owned by owner with permissions mode may be used by
- * this process: never one others may write; for a writer, only one owned by
- * this process's euid, root, trusted (SEG_NOUID: none) or, with SEG_ANYOWNER in
- * flags, anyone.  A reader (SEG_RDONLY) acts on nothing it reads.
+ * this process: never one others may write; with SEG_ONLYUID in flags, only
+ * one owned by trusted; for a writer, only one owned by this process's euid,
+ * root, trusted (SEG_NOUID: none) or, with SEG_ANYOWNER in flags, anyone.  A
+ * reader (SEG_RDONLY) acts on nothing it reads.
  */
 int
 segment_owner_ok(uid_t owner, mode_t mode, uid_t trusted, int flags)
 {
 	if (mode & S_IWOTH)
 		return (0);
+	if (flags & SEG_ONLYUID)
+		return (owner == trusted);
 	if (flags & (SEG_RDONLY | SEG_ANYOWNER))
 		return (1);
 	return (owner == geteuid() || owner == 0 ||
@@ -209,31 +212,30 @@ segment_init(void *base, const char *job)
 }
 
 /*
- * Creates the segment complete under a temporary name in dir, its space reserved
- * before the first touch (a full tmpfs is an error here, never a SIGBUS later),
- * then links it into place, or, with replace, renames it over the stale file at
- * path.  Others never get write permission.  Returns SEG_OK, or SEG_ESYS with
- * errno (EEXIST when another process linked its own first, ENOSPC when the
- * space is not there); the temporary file never stays.
+ * Creates the segment complete under a temporary name in the directory dfd, its
+ * space reserved before the first touch (a full tmpfs is an error here, never
+ * a SIGBUS later), then links it into place as name, or, with replace, renames
+ * it over the stale file there.  Others never get write permission.  Returns
+ * SEG_OK, or SEG_ESYS with errno (EEXIST when another process linked its own
+ * first, ENOSPC when the space is not there); the temporary file never stays.
  */
 static int
-segment_create(const char *dir, const char *path, const char *job, mode_t mode,
+segment_create(int dfd, const char *name, const char *job, mode_t mode,
     int replace)
 {
-	char		 tmp[4096];
+	char		 tmp[256];
 	void		*base;
 	int		 fd, n, saved, rc;
 
-	if (dir == NULL || *dir == '\0')
-		dir = SEG_DEFAULT_DIR;
 	mode &= 0775;
-	n = snprintf(tmp, sizeof(tmp), "%s/.%s%s.%ld.%lx", dir, SEG_PREFIX, job,
+	n = snprintf(tmp, sizeof(tmp), ".%s%s.%ld.%lx", SEG_PREFIX, job,
 	    (long)getpid(), (unsigned long)(clock_mono_ns() % 1000000000));
 	if (n < 0 || (size_t)n >= sizeof(tmp)) {
 		errno = ENAMETOOLONG;
 		return (SEG_ESYS);
 	}
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode);
 	if (fd == -1)
 		return (SEG_ESYS);
 	/* The umask must not narrow a group-shared mode. */
@@ -257,31 +259,48 @@ segment_create(const char *dir, const char *path, const char *job, mode_t mode,
 	fd = -1;
 
 	if (replace) {
-		if (rename(tmp, path) == -1)
+		if (renameat(dfd, tmp, dfd, name) == -1)
 			goto fail;
 		return (SEG_OK);
 	}
-	if (link(tmp, path) == -1)
+	if (linkat(dfd, tmp, dfd, name, 0) == -1)
 		goto fail;
-	unlink(tmp);
+	unlinkat(dfd, tmp, 0);
 	return (SEG_OK);
 
 fail:
 	saved = errno;
 	if (fd != -1)
 		close(fd);
-	unlink(tmp);
+	unlinkat(dfd, tmp, 0);
 	errno = saved;
 	return (SEG_ESYS);
 }
 
 /*
- * Maps the existing segment at path: the file must pass the ownership rule, its
- * header (read with pread(), never through the mapping) must pass the checks,
- * and the checked copy goes into seg.
+ * Whether the file name in dfd, which this process may not open as it asked
+ * (EACCES), is one the ownership rule refuses anyway: then SEG_EOWNER says
+ * so, not the permission.
  */
 static int
-segment_map(struct segment *seg, const char *path, int flags, uid_t trusted)
+segment_refused(int dfd, const char *name, int flags, uid_t trusted)
+{
+	struct stat	 st;
+
+	if (errno == EACCES && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !segment_owner_ok(st.st_uid, st.st_mode, trusted, flags))
+		return (SEG_EOWNER);
+	return (SEG_ESYS);
+}
+
+/*
+ * Maps the existing segment name in the directory dfd: the file must pass the
+ * ownership rule, its header (read with pread(), never through the mapping)
+ * must pass the checks, and the checked copy goes into seg.
+ */
+static int
+segment_map(struct segment *seg, int dfd, const char *name, int flags,
+    uid_t trusted)
 {
 	struct seg_layout	 lay;
 	struct stat		 st;
@@ -291,10 +310,11 @@ segment_map(struct segment *seg, const char *path, int flags, uid_t trusted)
 	int			 fd, rc, saved, rdonly = (flags & SEG_RDONLY) != 0;
 
 	/* O_NONBLOCK: a FIFO planted at the name must not stall the opener. */
-	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
-	    O_NONBLOCK);
+	fd = openat(dfd, name, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW |
+	    O_CLOEXEC | O_NONBLOCK);
 	if (fd == -1)
-		return (errno == ENOENT ? SEG_ENOENT : SEG_ESYS);
+		return (errno == ENOENT ? SEG_ENOENT :
+		    segment_refused(dfd, name, flags, trusted));
 	if (fstat(fd, &st) == -1)
 		goto fail_errno;
 	if (!S_ISREG(st.st_mode)) {
@@ -349,7 +369,7 @@ fail:
 }
 
 /*
- * Replaces the stale segment at path (refused as stale: another layout version,
+ * Replaces the stale segment name in dfd (path for its mappings; refused as stale: another layout version,
  * not a segment, wrong sizes) by a new one, if it is this process's own and no
  * live process maps it.  The stale file is locked while it is judged and
  * replaced, so that of two processes that found it stale only the first
@@ -359,7 +379,7 @@ fail:
  * regular file) or what failed.
  */
 static int
-segment_replace(const char *dir, const char *path, const char *job,
+segment_replace(int dfd, const char *name, const char *path, const char *job,
     mode_t mode)
 {
 	unsigned char	 hbuf[sizeof(struct seg_header)];
@@ -367,7 +387,7 @@ segment_replace(const char *dir, const char *path, const char *job,
 	ssize_t		 n;
 	int		 fd, rc, tries, saved;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
 	    O_NONBLOCK)) == -1)
 		return (errno == ENOENT ? SEG_OK : SEG_ESYS);
 	if (fstat(fd, &st) == -1)
@@ -392,7 +412,8 @@ segment_replace(const char *dir, const char *path, const char *job,
 		goto fail;
 	}
 	/* Someone replaced it while this process waited: theirs is good. */
-	if (stat(path, &now) == -1 || now.st_dev != st.st_dev ||
+	if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    now.st_dev != st.st_dev ||
 	    now.st_ino != st.st_ino) {
 		close(fd);
 		return (SEG_OK);
@@ -409,7 +430,7 @@ segment_replace(const char *dir, const char *path, const char *job,
 		errno = EBUSY;
 		goto fail;
 	}
-	rc = segment_create(dir, path, job, mode, 1);
+	rc = segment_create(dfd, name, job, mode, 1);
 	saved = errno;
 	close(fd);
 	errno = saved;
@@ -436,14 +457,60 @@ segment_open(struct segment *seg, const char *dir, const char *job, int flags,
 
 /*
  * segment_open() that also trusts segments owned by uid (the agent's user).
- * With SEG_CREATE, a stale segment at the job's name (another layout version,
- * not a segment, wrong sizes) that is this process's own and that no live
- * process maps is replaced: seg->replaced says what it was.
+ * The segment is the one of this process's uid: in dir itself when only this
+ * uid may write there, else in its own directory in dir, made with SEG_CREATE
+ * (segment_dir_open()).  With SEG_CREATE, a stale segment at the job's name
+ * (another layout version, not a segment, wrong sizes) that is this process's
+ * own and that no live process maps is replaced: seg->replaced says what it
+ * was.
  */
 int
 segment_open_trusting(struct segment *seg, const char *dir, const char *job,
     int flags, mode_t mode, uid_t trusted)
 {
+	return (segment_open_uid(seg, dir, geteuid(), job, flags, mode,
+	    trusted));
+}
+
+/*
+ * segment_open_trusting() of uid's segment of job (SEG_CREATE makes uid's
+ * directory only when uid is this process's): what a reader (dynprofctl local)
+ * uses to look at another user's.
+ */
+int
+segment_open_uid(struct segment *seg, const char *dir, uid_t uid,
+    const char *job, int flags, mode_t mode, uid_t trusted)
+{
+	struct seg_dir	 sd;
+	int		 rc, saved;
+
+	memset(seg, 0, sizeof(*seg));
+	seg->fd = -1;
+	if (dir == NULL || *dir == '\0')
+		dir = SEG_DEFAULT_DIR;
+	if ((rc = segment_path(seg->path, sizeof(seg->path), dir, job)) != SEG_OK)
+		return (rc);
+	if ((rc = segment_dir_open(&sd, dir, uid, (flags & SEG_CREATE) &&
+	    uid == geteuid(), mode)) != SEG_OK)
+		return (rc == SEG_ENOENT && (flags & SEG_CREATE) ?
+		    (errno = ENOENT, SEG_ESYS) : rc);
+	rc = segment_open_at(seg, sd.fd, sd.path, job, flags, mode, trusted);
+	saved = errno;
+	close(sd.fd);
+	errno = saved;
+	return (rc);
+}
+
+/*
+ * segment_open_trusting() of the segment of job in the directory open as dfd,
+ * whose path is dir (for seg->path, the messages and the mappings' check).
+ * Every name is looked up in dfd: the directory cannot be swapped under it.
+ */
+int
+segment_open_at(struct segment *seg, int dfd, const char *dir, const char *job,
+    int flags, mode_t mode, uid_t trusted)
+{
+	char	 name[sizeof(SEG_PREFIX) + SEG_JOB_MAX];
 	int	 rc, tries, stale = 0;
 
 	memset(seg, 0, sizeof(*seg));
@@ -452,17 +519,18 @@ segment_open_trusting(struct segment *seg, const char *dir, const char *job,
 	if ((rc = segment_path(seg->path, sizeof(seg->path), dir, job)) != SEG_OK)
 		return (rc);
 	snprintf(seg->job, sizeof(seg->job), "%s", job);
+	snprintf(name, sizeof(name), "%s%s", SEG_PREFIX, job);
 
 	if ((flags & SEG_RDONLY) && (flags & SEG_CREATE)) {
 		errno = EINVAL;
 		return (SEG_ESYS);
 	}
 	for (tries = 0; tries < 3; tries++) {
-		rc = segment_map(seg, seg->path, flags, trusted);
+		rc = segment_map(seg, dfd, name, flags, trusted);
 		if (!(flags & SEG_CREATE))
 			break;
 		if (rc == SEG_ENOENT) {
-			rc = segment_create(dir, seg->path, job, mode, 0);
+			rc = segment_create(dfd, name, job, mode, 0);
 			if (rc == SEG_ESYS && errno == EEXIST)
 				continue;	/* someone else won: open theirs */
 			if (rc != SEG_OK)
@@ -473,7 +541,8 @@ segment_open_trusting(struct segment *seg, const char *dir, const char *job,
 		    stale == 0) {
 			stale = rc;
 			/* Not replaced: the stale code stands, errno says why. */
-			if (segment_replace(dir, seg->path, job, mode) != SEG_OK)
+			if (segment_replace(dfd, name, seg->path, job, mode) !=
+			    SEG_OK)
 				break;
 			seg->replaced = stale;
 			continue;
@@ -500,18 +569,25 @@ segment_close(struct segment *seg)
 	seg->size = 0;
 }
 
-/* Removes the segment file of job in dir. */
+/* Removes the segment file of job in dir, this process's uid's. */
 int
 segment_unlink(const char *dir, const char *job)
 {
-	char	 path[4096];
-	int	 rc;
+	struct seg_dir	 sd;
+	char		 name[sizeof(SEG_PREFIX) + SEG_JOB_MAX];
+	int		 rc, saved;
 
-	if ((rc = segment_path(path, sizeof(path), dir, job)) != SEG_OK)
+	if (!jobid_valid(job, NULL))
+		return (SEG_EJOB);
+	if ((rc = segment_dir_open(&sd, dir, geteuid(), 0, 0)) != SEG_OK)
 		return (rc);
-	if (unlink(path) == -1)
-		return (errno == ENOENT ? SEG_ENOENT : SEG_ESYS);
-	return (SEG_OK);
+	snprintf(name, sizeof(name), "%s%s", SEG_PREFIX, job);
+	rc = unlinkat(sd.fd, name, 0) == -1 ? (errno == ENOENT ? SEG_ENOENT :
+	    SEG_ESYS) : SEG_OK;
+	saved = errno;
+	close(sd.fd);
+	errno = saved;
+	return (rc);
 }
 
 /*

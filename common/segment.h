@@ -9,9 +9,11 @@
  *	struct seg_config		the schedule, written under the seqlock
  *	struct seg_slot[nslots]		one per attached rank, claimed by pid
  *
- * The segment is a file: "<dir>/dynprof.<job>", where dir is DYNPROF_SHM_DIR or, by
- * default, /dev/shm (where glibc's shm_open() puts POSIX shared memory objects, so
- * the default segment is the POSIX shm object "dynprof.<job>").  It is created
+ * The segment is a file, "dynprof.<job>", in the directory of its user's segments
+ * under dir, DYNPROF_SHM_DIR or, by default, /dev/shm: dir itself when only that
+ * user may write it, else the user's own "<dir>/dynprof-u<uid>" (segment_dir.c),
+ * where nobody else can take the job's name first.  The directory is not in the
+ * bytes of the segment: SEG_VERSION does not change with it.  It is created
  * complete under a temporary name (its space reserved before the first touch) and
  * linked into place, so nobody ever maps a half-initialised segment.  The sizes
  * and offsets of the header are read once, checked, and kept in struct segment:
@@ -24,6 +26,7 @@
 #ifndef DYNPROF_SEGMENT_H
 #define DYNPROF_SEGMENT_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <stdatomic.h>
@@ -37,6 +40,7 @@
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
+#define SEG_USERDIR_PREFIX	"dynprof-u"	/* a user's directory: "dynprof-u<uid>" */
 #define SEG_DEFAULT_MODE	0600
 
 #define SEG_JOB_MAX		JOBID_MAX	/* job id length, NUL not counted */
@@ -280,6 +284,18 @@ struct segment {
 	char			 path[4096];
 };
 
+/*
+ * The directory of a user's segments (segment_dir_open()): the segment
+ * directory itself, or the user's own in it.
+ */
+struct seg_dir {
+	int			 fd;		/* O_PATH, -1: none */
+	int			 setgid;	/* the segment directory is setgid */
+	char			 path[4096];	/* the user's directory */
+	struct stat		 st;		/* SEG_EOWNER: the lstat() of
+						   what holds its name */
+};
+
 /* Error codes: the same numbers as the DYNPROF_E* codes of dynprof.h. */
 #define SEG_OK		 0
 #define SEG_EJOB	-2	/* invalid job id */
@@ -291,16 +307,18 @@ struct segment {
 #define SEG_ENOENT	-8	/* no such segment (and not asked to create one) */
 #define SEG_ETORN	-9	/* the config kept changing under the reader */
 #define SEG_EOWNER	-12	/* owned by an untrusted user, or writable by
-				   others (docs/segments.md) */
+				   others; or a user's directory held by
+				   another (docs/segments.md) */
 
 /* segment_open() flags. */
 #define SEG_CREATE	0x1	/* create the segment if it does not exist */
 #define SEG_RDONLY	0x2	/* map read-only (readers such as dynprofctl local);
 				   the slot and config writers must not be used */
 #define SEG_KEEPFD	0x4	/* keep the file open in seg->fd (for fstat) */
-#define SEG_ANYOWNER	0x8	/* trust any owner (the agent, serving every
-				   user's jobs); writable by others is still
-				   refused */
+#define SEG_ANYOWNER	0x8	/* trust any owner; writable by others is
+				   still refused */
+#define SEG_ONLYUID	0x10	/* trust only the uid given (the agent,
+				   serving a segment as its owner's) */
 
 /* segment_open_trusting(): no uid trusted besides the caller's and root. */
 #define SEG_NOUID	((uid_t)-1)
@@ -324,6 +342,10 @@ int	 segment_path(char *, size_t, const char *, const char *);
 int	 segment_open(struct segment *, const char *, const char *, int, mode_t);
 int	 segment_open_trusting(struct segment *, const char *, const char *, int,
 	    mode_t, uid_t);
+int	 segment_open_at(struct segment *, int, const char *, const char *, int,
+	    mode_t, uid_t);
+int	 segment_open_uid(struct segment *, const char *, uid_t, const char *,
+	    int, mode_t, uid_t);
 void	 segment_close(struct segment *);
 int	 segment_unlink(const char *, const char *);
 int	 segment_validate(const void *, size_t);
@@ -335,6 +357,10 @@ const char *segment_kept_why(int);
 void	 segment_write_config(struct segment *, const struct seg_config *);
 int	 segment_read_config(const struct segment *, struct seg_config *,
 	    uint32_t *);
+
+/* segment_dir.c */
+int	 segment_dir_open(struct seg_dir *, const char *, uid_t, int, mode_t);
+int	 segment_dir_make(const char *, uid_t, gid_t, mode_t, uid_t *);
 
 /* segment_slot.c */
 int	 segment_slot_claim(struct segment *, pid_t, int32_t, const char *);

@@ -104,7 +104,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --interval S       at most one firing every S seconds (default 600)\n"
 	  "  --max-per-hour M   at most M firings an hour (default 4)\n"
 	  "  --option, --output-subdir  as for trace\n" },
-	{ "local", ctl_cmd_local, "local JOB [--shm-dir DIR]",
+	{ "local", ctl_cmd_local, "local JOB [--shm-dir DIR] [--uid UID]",
 	  "Print this node's shared memory segment of JOB, read directly (no\n"
 	  "coordinator): header, windows and every used rank slot.  DIR defaults\n"
 	  "to $DYNPROF_SHM_DIR, else /dev/shm.\n" },

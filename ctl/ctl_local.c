@@ -3,11 +3,14 @@
  * segment code (no coordinator, no agent needed), for debugging one node.
  */
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "options.h"
@@ -308,19 +311,61 @@ ctl_local_print(FILE *f, json_t *doc)
 	ctl_table_print(f, &t, "  ");
 }
 
-/* dynprofctl local JOB [--shm-dir DIR] */
+/*
+ * Opens the segment of job in dir read-only: uid's (SEG_NOUID: this user's,
+ * else, when it has none, the one of the directory's owner, whose segments
+ * are in dir itself when nobody else may write it).
+ */
+static int
+ctl_local_open(struct segment *seg, const char *dir, uid_t uid,
+    const char *job)
+{
+	struct stat	 st;
+	int		 rc;
+
+	if (uid != SEG_NOUID)
+		return (segment_open_uid(seg, dir, uid, job, SEG_RDONLY, 0,
+		    SEG_NOUID));
+	rc = segment_open_uid(seg, dir, geteuid(), job, SEG_RDONLY, 0,
+	    SEG_NOUID);
+	if (rc != SEG_ENOENT || stat(dir != NULL ? dir : SEG_DEFAULT_DIR,
+	    &st) == -1 || st.st_uid == geteuid())
+		return (rc);
+	return (segment_open_uid(seg, dir, st.st_uid, job, SEG_RDONLY, 0,
+	    SEG_NOUID));
+}
+
+/* dynprofctl local JOB [--shm-dir DIR] [--uid UID] */
 int
 ctl_cmd_local(struct ctl *ctl, int argc, char **argv)
 {
 	struct segment		 seg;
 	struct seg_config	*cfg;
-	const char		*job = NULL, *dir = NULL, *why;
+	const char		*job = NULL, *dir = NULL, *why, *v;
 	json_t			*doc;
-	char			*text;
+	char			*text, *end;
+	unsigned long		 n;
+	uid_t			 uid = SEG_NOUID;
 	int			 i, rc;
 
 	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--shm-dir") == 0) {
+		if (strcmp(argv[i], "--uid") == 0 ||
+		    strncmp(argv[i], "--uid=", 6) == 0) {
+			if (argv[i][5] == '=')
+				v = argv[i] + 6;
+			else if (i + 1 < argc)
+				v = argv[++i];
+			else
+				v = "";
+			errno = 0;
+			n = strtoul(v, &end, 10);
+			if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 ||
+			    n >= (unsigned long)SEG_NOUID) {
+				ctl_errx(ctl, "local: --uid needs a uid");
+				return (CTL_USAGE);
+			}
+			uid = (uid_t)n;
+		} else if (strcmp(argv[i], "--shm-dir") == 0) {
 			if (i + 1 >= argc) {
 				ctl_errx(ctl, "local: --shm-dir needs a value");
 				return (CTL_USAGE);
@@ -351,11 +396,12 @@ ctl_cmd_local(struct ctl *ctl, int argc, char **argv)
 		dir = NULL;
 
 	/* Read-only: an operator who may read a segment but not write it. */
-	rc = segment_open(&seg, dir, job, SEG_RDONLY, 0);
+	rc = ctl_local_open(&seg, dir, uid, job);
 	if (rc == SEG_ENOENT) {
 		ctl_errx(ctl, "local: no segment for job %s in %s (no rank of "
-		    "the job is attached on this node)", job,
-		    dir != NULL ? dir : SEG_DEFAULT_DIR);
+		    "the job%s is attached on this node)", job,
+		    dir != NULL ? dir : SEG_DEFAULT_DIR, uid != SEG_NOUID ?
+		    " of that uid" : " of this user");
 		return (CTL_EXIT_REFUSED);
 	}
 	if (rc == SEG_EJOB) {
@@ -364,6 +410,11 @@ ctl_cmd_local(struct ctl *ctl, int argc, char **argv)
 	}
 	if (rc == SEG_ESYS) {
 		ctl_errx(ctl, "local: %s: %s", seg.path, strerror(errno));
+		return (CTL_EXIT_REFUSED);
+	}
+	if (rc == SEG_EOWNER) {
+		ctl_errx(ctl, "local: %s: a directory of another user's, or "
+		    "writable by others", seg.path);
 		return (CTL_EXIT_REFUSED);
 	}
 	if (rc != SEG_OK) {

@@ -222,6 +222,81 @@ handle_log_segment(const struct dynprof *h, const char *path, int rc,
 	errno = saved;
 }
 
+/* Logs why the directory of this process's segments is not there. */
+static void
+handle_log_dir(const struct dynprof *h, const struct seg_dir *sd, int rc,
+    const char *agent)
+{
+	int	 saved = errno;
+
+	if (rc == SEG_EOWNER)
+		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: directory %s "
+		    "refused: owned by uid %u with mode %03o (%s); this "
+		    "process's segments must be in a directory of its uid %u "
+		    "that nobody else may write, and %s: this rank runs "
+		    "without dynprof", sd->path, (unsigned)sd->st.st_uid,
+		    (unsigned)(sd->st.st_mode & 0777), S_ISDIR(sd->st.st_mode) ?
+		    "a directory" : S_ISLNK(sd->st.st_mode) ? "a symbolic link" :
+		    "not a directory", (unsigned)geteuid(), agent);
+	else
+		handle_log(h, DYNPROF_LOG_ERROR, "dynprof_open: directory %s: "
+		    "%s%s%s: this rank runs without dynprof", sd->path[0] != '\0' ?
+		    sd->path : "of the segments", rc == SEG_ESYS ?
+		    strerror(saved) : segment_strerror(rc), rc == SEG_ESYS ?
+		    "; " : "", rc == SEG_ESYS ? agent : "");
+	errno = saved;
+}
+
+/*
+ * Opens the directory of this process's segments in dir into sd
+ * (segment_dir_open()), making it when it is missing.  When this process may
+ * not make it there, or another user holds its name, the agent is asked to
+ * make it or take it back (it learns our uid from the kernel, so nobody can
+ * ask for another's), and waited for up to LIB_DIR_WAIT_MS, at open only.
+ * Logs why when it fails.
+ */
+static int
+handle_segment_dir(struct dynprof *h, const char *dir, const char *job,
+    mode_t mode, struct seg_dir *sd)
+{
+	char	 agent[300];
+	int	 rc, i;
+
+	rc = segment_dir_open(sd, dir, geteuid(), 1, mode);
+	if (rc == SEG_OK)
+		return (rc);
+	if (rc != SEG_EOWNER &&
+	    !(rc == SEG_ESYS && (errno == EACCES || errno == EPERM))) {
+		handle_log_dir(h, sd, rc, "");
+		return (rc);
+	}
+	if (report_make_dir(h, job) == -1) {
+		snprintf(agent, sizeof(agent), "no agent at %s (%s) could %s it",
+		    h->agent_addr.sun_path, strerror(errno), rc == SEG_EOWNER ?
+		    "take it back" : "make");
+	} else {
+		for (i = 0; i < LIB_DIR_WAIT_MS / 10; i++) {
+			usleep(10 * 1000);
+			if (segment_dir_open(sd, dir, geteuid(), 1, mode) ==
+			    SEG_OK) {
+				handle_log(h, DYNPROF_LOG_INFO, "%s: the agent "
+				    "%s %s", __func__, rc == SEG_EOWNER ?
+				    "took back" : "made", sd->path);
+				return (SEG_OK);
+			}
+		}
+		snprintf(agent, sizeof(agent), "the agent at %s did not %s it "
+		    "within %d ms", h->agent_addr.sun_path, rc == SEG_EOWNER ?
+		    "take it back" : "make", LIB_DIR_WAIT_MS);
+		/* Again, to say what is there now. */
+		if ((rc = segment_dir_open(sd, dir, geteuid(), 1, mode)) ==
+		    SEG_OK)
+			return (SEG_OK);
+	}
+	handle_log_dir(h, sd, rc, agent);
+	return (rc);
+}
+
 /* Stops the window of a handle, reports it detached and frees its slot. */
 static void
 handle_finish(struct dynprof *h)
@@ -300,6 +375,7 @@ DYNPROF_API int
 dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 {
 	struct dynprof	*h;
+	struct seg_dir	 sd;
 	const char	*job, *root, *dir, *sock, *why;
 	mode_t		 mode;
 	uid_t		 agent_uid;
@@ -353,8 +429,19 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 		sock = LIB_SOCKET_DEFAULT;
 
 	agent_uid = handle_agent_uid(h, sock);
-	if ((rc = segment_open_trusting(&h->seg, dir, job, SEG_CREATE, mode,
-	    agent_uid)) != SEG_OK) {
+	if ((rc = report_open(h, sock)) != DYNPROF_OK) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: agent socket \"%s\": %s",
+		    __func__, sock, rc == DYNPROF_EPATH ? "path too long" :
+		    strerror(errno));
+		if (rc == DYNPROF_EPATH)
+			goto fail;
+	}
+	if ((rc = handle_segment_dir(h, dir, job, mode, &sd)) != SEG_OK)
+		goto fail;
+	rc = segment_open_at(&h->seg, sd.fd, sd.path, job, SEG_CREATE, mode,
+	    agent_uid);
+	close(sd.fd);
+	if (rc != SEG_OK) {
 		handle_log_segment(h, h->seg.path[0] != '\0' ? h->seg.path : job,
 		    rc, agent_uid);
 		goto fail;
@@ -376,14 +463,6 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	h->step_addr = &h->slot->step;
 	/* An impossible seq (odd and not the current one): the first read loads. */
 	h->seq_seen = (atomic_load(h->seq_addr) | 1) + 2;
-
-	if ((rc = report_open(h, sock)) != DYNPROF_OK) {
-		handle_log(h, DYNPROF_LOG_ERROR, "%s: agent socket \"%s\": %s",
-		    __func__, sock, rc == DYNPROF_EPATH ? "path too long" :
-		    strerror(errno));
-		if (rc == DYNPROF_EPATH)
-			goto fail;
-	}
 
 	h->state = SEG_RANK_ATTACHED;
 	report_event(h, EVENT_ATTACHED, NULL, -1, 0, NULL);

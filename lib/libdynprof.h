@@ -18,6 +18,7 @@
 #define LIB_SOCKET_DEFAULT	"/run/dynprof/agent.sock"
 #define LIB_OUTPUT_DEFAULT	"./dyn_profile_data"
 #define LIB_JOB_DEFAULT		"default"
+#define LIB_DIR_WAIT_MS		1000	/* for the agent to make our directory */
 
 /* Event kinds: the EventKind numbers of proto/dynprof.proto (report.c checks). */
 #define EVENT_ATTACHED		1
@@ -128,6 +129,7 @@ void	 window_options(const struct seg_options *, struct dynprof_options *);
 /* report.c */
 int	 report_open(struct dynprof *, const char *);
 void	 report_close(struct dynprof *);
+int	 report_make_dir(struct dynprof *, const char *);
 void	 report_event(struct dynprof *, int, const struct seg_window *,
 	    int64_t, uint32_t, const char *);
 

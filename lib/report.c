@@ -143,6 +143,35 @@ report_send(struct dynprof *h, const uint8_t *buf, size_t len)
 	return (n);
 }
 
+/*
+ * Asks the agent to make this process's segment directory, or to take its name
+ * back from another user (RankEvent.make_dir): the agent learns the uid from
+ * the kernel.  Returns 0 when the datagram went, -1 with errno (no agent).
+ */
+int
+report_make_dir(struct dynprof *h, const char *job)
+{
+	dynprof_v1_RankEvent	 ev = dynprof_v1_RankEvent_init_zero;
+	uint8_t			 buf[dynprof_v1_RankEvent_size];
+	pb_ostream_t		 os;
+
+	if (h->sock == -1) {
+		errno = ENOTCONN;
+		return (-1);
+	}
+	snprintf(ev.job, sizeof(ev.job), "%s", job);
+	ev.rank = h->rank;
+	ev.pid = (int32_t)h->pid;
+	ev.make_dir = true;
+	os = pb_ostream_from_buffer(buf, sizeof(buf));
+	if (!pb_encode(&os, dynprof_v1_RankEvent_fields, &ev)) {
+		errno = EINVAL;
+		return (-1);
+	}
+	return (report_send(h, buf, os.bytes_written) ==
+	    (ssize_t)os.bytes_written ? 0 : -1);
+}
+
 /* Copies src (NULL: "") into dst, cut to len - 1 bytes. */
 static void
 report_copy(char *dst, size_t len, const char *src)

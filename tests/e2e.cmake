@@ -17,7 +17,7 @@ if(DYNPROF_SANITIZE)
   list(APPEND _e2e_env "DYNPROF_E2E_PY_PRELOAD=${_e2e_asan}:${_e2e_ubsan}")
 endif()
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
-  foreach(t alignment targeting late_join faults noblock netns pidns eventlog tls
+  foreach(t alignment targeting late_join faults noblock netns pidns squat eventlog tls
       lost_node legacy_dialects legacy_ms24 stragglers)
     add_test(NAME e2e_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_${t}.py)

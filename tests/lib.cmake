@@ -8,6 +8,7 @@ dynprof_test(test_segment_stress SOURCES unit/test_segment_stress.c LIBS dpcommo
 dynprof_test(test_segment_stress_noseqlock
   SOURCES unit/test_segment_stress.c ${PROJECT_SOURCE_DIR}/common/segment.c
           ${PROJECT_SOURCE_DIR}/common/segment_slot.c
+          ${PROJECT_SOURCE_DIR}/common/segment_dir.c
           ${PROJECT_SOURCE_DIR}/common/procmaps.c
           ${PROJECT_SOURCE_DIR}/common/slotlog.c
           ${PROJECT_SOURCE_DIR}/common/jobid.c

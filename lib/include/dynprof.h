@@ -48,7 +48,10 @@ enum dynprof_error {
 	DYNPROF_EPATH = -10,	/**< an output path is too long or invalid */
 	DYNPROF_ENOMEM = -11,	/**< out of memory */
 	DYNPROF_EOWNER = -12,	/**< the segment is owned by an untrusted user or
-				     writable by others (docs/segments.md) */
+				     writable by others, or the directory of
+				     this user's segments is held by another
+				     and no agent took it back
+				     (docs/segments.md) */
 };
 
 /** Profiler options of a window: MindSpore's profiler_config.json fields.

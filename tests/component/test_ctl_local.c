@@ -396,7 +396,7 @@ test_local_refused(void **state)
 
 	assert_int_equal(run_ctl(fx, NULL, "local", NULL), 1);
 	expect_in(fx->err, "dynprofctl: local: missing JOB\n"
-	    "usage: dynprofctl local JOB [--shm-dir DIR]\n");
+	    "usage: dynprofctl local JOB [--shm-dir DIR] [--uid UID]\n");
 	assert_int_equal(run_ctl(fx, NULL, "local", "job-1", "--shm-dir",
 	    NULL), 1);
 	expect_in(fx->err, "--shm-dir needs a value");

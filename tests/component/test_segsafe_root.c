@@ -103,6 +103,8 @@ liblog_has(struct t *t, const char *needle)
 	return (found);
 }
 
+static int	open_in_child_as(struct t *, const char *, uid_t, gid_t);
+
 /*
  * dynprof_open() of job in a child (so that a signal kills the child, not the
  * test).  Returns the child's wait status; its exit code is 100 + -rc, with
@@ -111,16 +113,31 @@ liblog_has(struct t *t, const char *needle)
 static int
 open_in_child(struct t *t, const char *job)
 {
+	return (open_in_child_as(t, job, 0, 0));
+}
+
+/* open_in_child() as uid:gid. */
+static int
+open_in_child_as(struct t *t, const char *job, uid_t uid, gid_t gid)
+{
 	struct dynprof_params	 p;
 	dynprof_t		*h;
 	pid_t			 pid;
-	int			 rc, status;
+	int			 fd, rc, status;
 
 	unlink(t->liblog);
+	if (uid != 0) {		/* its log, where it may not create files */
+		assert_true((fd = open(t->liblog, O_WRONLY | O_CREAT, 0600)) !=
+		    -1);
+		assert_int_equal(fchown(fd, uid, gid), 0);
+		close(fd);
+	}
 	if ((pid = fork()) == 0) {
 		/* cmocka's handlers must not hide a signal. */
 		signal(SIGBUS, SIG_DFL);
 		signal(SIGSEGV, SIG_DFL);
+		if (uid != 0 && (setgid(gid) == -1 || setuid(uid) == -1))
+			_exit(2);
 		dynprof_params_init(&p);
 		p.job = job;
 		p.rank = 0;
@@ -254,113 +271,143 @@ test_full_tmpfs(void **state)
 	assert_int_equal(WEXITSTATUS(open_in_child(t, "jfull")), 100);
 }
 
-/* Creates job's segment as uid:gid, then gives it mode. */
+/*
+ * Creates job's segment in the directory of diruid's segments (as root, who
+ * may), then gives it owner and mode.
+ */
 static void
-create_as(struct t *t, const char *job, uid_t uid, gid_t gid, mode_t mode)
+create_in(struct t *t, uid_t diruid, const char *job, uid_t owner,
+    mode_t mode)
 {
+	struct seg_dir	 sd;
 	struct segment	 seg;
-	char		 path[512];
-	pid_t		 pid;
-	int		 status;
 
-	snprintf(path, sizeof(path), "%s/dynprof.%s", t->lt.ap.shm, job);
+	assert_int_equal(segment_dir_open(&sd, t->lt.ap.shm, diruid, 0, 0),
+	    SEG_OK);
+	assert_int_equal(segment_open_at(&seg, sd.fd, sd.path, job, SEG_CREATE,
+	    0600, SEG_NOUID), SEG_OK);
+	close(sd.fd);
+	assert_int_equal(chown(seg.path, owner, (gid_t)-1), 0);
+	assert_int_equal(chmod(seg.path, mode), 0);
+	segment_close(&seg);
+}
+
+/* Runs cmd with sh -c as uid:gid; returns its exit code. */
+static int
+sh_as(uid_t uid, gid_t gid, const char *cmd)
+{
+	pid_t	 pid;
+	int	 status;
+
 	if ((pid = fork()) == 0) {
 		if (setgid(gid) == -1 || setuid(uid) == -1)
-			_exit(2);
-		if (segment_open(&seg, t->lt.ap.shm, job, SEG_CREATE, 0600) !=
-		    SEG_OK)
-			_exit(3);
-		if (chmod(path, mode) == -1)
-			_exit(4);
-		_exit(0);
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
 	}
 	assert_true(pid > 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
-/* Writes version into the header of job's segment file. */
-static void
-set_version(struct t *t, const char *job, uint32_t version)
-{
-	char	 path[512];
-	int	 fd;
-
-	snprintf(path, sizeof(path), "%s/dynprof.%s", t->lt.ap.shm, job);
-	assert_true((fd = open(path, O_WRONLY)) != -1);
-	assert_int_equal(pwrite(fd, &version, sizeof(version),
-	    offsetof(struct seg_header, version)), sizeof(version));
-	close(fd);
+	return (WEXITSTATUS(status));
 }
 
 /*
- * Segments planted by another user in a world-writable directory: root's
- * ranks refuse them (a clear code and message) unless the owner is the agent's
- * user; nobody's ranks never use one others can write; the agent (root)
- * serves every user's segment but never one others can write.
+ * Names another user takes first in a directory everyone may write (sticky,
+ * as /dev/shm): they deny nobody dynprof (docs/segments.md).  A flat
+ * dynprof.<job> is no segment of anyone's.  A user's directory name held by
+ * another (a directory, a link): refused with the owner message when no
+ * agent is there, taken back by the agent (root) when one is.  A segment in a
+ * user's own directory owned by a third user is refused with the owner
+ * message, not "Permission denied"; the agent serves a user's segment only as
+ * that user's, never one another uid owns, never one others may write.
  */
 static void
 test_foreign_owner(void **state)
 {
 	struct t	*t = *state;
 	struct passwd	*pw;
-	char		 uidbuf[32];
-	int		 status;
+	struct stat	 st;
+	char		 cmd[1024], path[512], aside[512];
+	uid_t		 nobody;
+	gid_t		 nogroup;
 
 	assert_non_null(pw = getpwnam("nobody"));
+	nobody = pw->pw_uid;
+	nogroup = pw->pw_gid;
 	assert_int_equal(chmod(t->lt.ap.dir, 0711), 0);
 	assert_int_equal(chmod(t->lt.ap.shm, 01777), 0);
 
-	create_as(t, "oa", pw->pw_uid, pw->pw_gid, 0666);
-	status = open_in_child(t, "oa");
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 100 - DYNPROF_EOWNER);
-	assert_true(liblog_has(t, "refused: owned by uid"));
-	assert_true(liblog_has(t, "writable by others"));
+	/* The old attack: a flat file of the job's name.  Nobody's, ignored. */
+	snprintf(cmd, sizeof(cmd), "umask 022 && echo x > %s/dynprof.og",
+	    t->lt.ap.shm);
+	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
+	assert_int_equal(WEXITSTATUS(open_in_child(t, "og")), 100);
+	snprintf(path, sizeof(path), "%s/dynprof-u0/dynprof.og", t->lt.ap.shm);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_uid, 0);
 
-	create_as(t, "ob", pw->pw_uid, pw->pw_gid, 0644);
-	status = open_in_child(t, "ob");
-	assert_int_equal(WEXITSTATUS(status), 100 - DYNPROF_EOWNER);
-
-	/* The agent's user is trusted, given by name or by uid. */
-	setenv("DYNPROF_AGENT_USER", "nobody", 1);
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "ob")), 100);
-	snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)pw->pw_uid);
-	setenv("DYNPROF_AGENT_USER", uidbuf, 1);
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "ob")), 100);
-	/* Never one others may write, whoever the agent is. */
+	/* Root's directory name taken by nobody, no agent: refused, said so. */
+	snprintf(path, sizeof(path), "%s/dynprof-u0", t->lt.ap.shm);
+	snprintf(aside, sizeof(aside), "%s/old-u0", t->lt.ap.shm);
+	assert_int_equal(rename(path, aside), 0);
+	snprintf(cmd, sizeof(cmd), "cd %s && mkdir -m 0755 dynprof-u0 && "
+	    "mkdir -m 0777 other", t->lt.ap.shm);
+	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
 	assert_int_equal(WEXITSTATUS(open_in_child(t, "oa")),
 	    100 - DYNPROF_EOWNER);
-	/* A stale one of another user is never replaced, trusted or not. */
-	create_as(t, "oe", pw->pw_uid, pw->pw_gid, 0644);
-	set_version(t, "oe", SEG_VERSION + 7);
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "oe")),
-	    100 - DYNPROF_EVERSION);
-	assert_true(liblog_has(t, "not replaced: it belongs to another user"));
-	unsetenv("DYNPROF_AGENT_USER");
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "oe")),
-	    100 - DYNPROF_EOWNER);
+	assert_true(liblog_has(t, "dynprof-u0 refused: owned by uid"));
+	assert_true(liblog_has(t, "could take it back"));
 
-	/* Root's own, writable by others: refused too. */
-	create_as(t, "oc", 0, 0, 0666);
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "oc")),
+	/* A link in its place: the same. */
+	snprintf(cmd, sizeof(cmd), "cd %s && rmdir dynprof-u0 && "
+	    "ln -s other dynprof-u0", t->lt.ap.shm);
+	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
+	assert_int_equal(WEXITSTATUS(open_in_child(t, "oa")),
 	    100 - DYNPROF_EOWNER);
-	/* Root's own, 0644: good. */
-	create_as(t, "od", 0, 0, 0644);
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "od")), 100);
+	assert_true(liblog_has(t, "a symbolic link"));
 
-	/* The agent, as root, adopts nobody's 0644 one but not the 0666 ones. */
+	/* Nobody's own directory, and in it a segment a third uid owns (root
+	 * put it there) and one others may write: the owner message. */
+	snprintf(cmd, sizeof(cmd), "cd %s && mkdir -m 0700 dynprof-u%u",
+	    t->lt.ap.shm, (unsigned)nobody);
+	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
+	create_in(t, nobody, "ob", 12345, 0644);
+	assert_int_equal(WEXITSTATUS(open_in_child_as(t, "ob", nobody,
+	    nogroup)), 100 - DYNPROF_EOWNER);
+	assert_true(liblog_has(t, "refused: owned by uid 12345 with mode 644"));
+	create_in(t, nobody, "oc", nobody, 0666);
+	assert_int_equal(WEXITSTATUS(open_in_child_as(t, "oc", nobody,
+	    nogroup)), 100 - DYNPROF_EOWNER);
+	assert_true(liblog_has(t, "writable by others"));
+	/* Its own: good. */
+	assert_int_equal(WEXITSTATUS(open_in_child_as(t, "od", nobody,
+	    nogroup)), 100);
+
+	/*
+	 * The agent, as root, serves nobody's own segment as uid nobody, not
+	 * the third uid's nor the one others may write, nor anything in the
+	 * directory nobody made for root; root's rank asks it to take its
+	 * directory back, and gets it.
+	 */
 	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "50", T_WAIT),
 	    0);
-	assert_int_equal(ap_log_wait(&t->lt.ap, "serving job ob", 1, T_WAIT),
-	    0);
-	assert_int_equal(ap_log_wait(&t->lt.ap, "serving job od", 1, T_WAIT),
-	    0);
-	assert_int_equal(ap_log_wait(&t->lt.ap, "segment of job oa: segment "
-	    "owned by an untrusted user or writable by others", 1, T_WAIT), 0);
-	assert_int_equal(ap_log_count(&t->lt.ap, "serving job oa"), 0);
+	snprintf(cmd, sizeof(cmd), "serving job od (segment %s/dynprof-u%u/"
+	    "dynprof.od of uid %u", t->lt.ap.shm, (unsigned)nobody,
+	    (unsigned)nobody);
+	assert_int_equal(ap_log_wait(&t->lt.ap, cmd, 1, T_WAIT), 0);
+	assert_int_equal(ap_log_wait(&t->lt.ap, "segment of job ob for uid",
+	    1, T_WAIT), 0);
+	assert_int_equal(ap_log_count(&t->lt.ap, "serving job ob"), 0);
 	assert_int_equal(ap_log_count(&t->lt.ap, "serving job oc"), 0);
+	assert_int_equal(ap_log_count(&t->lt.ap, "serving job oa"), 0);
+	assert_int_equal(WEXITSTATUS(open_in_child(t, "oa")), 100);
+	assert_true(liblog_has(t, "the agent took back"));
+	assert_int_equal(ap_log_wait(&t->lt.ap, "was held by uid", 1, T_WAIT),
+	    0);
+	snprintf(path, sizeof(path), "%s/dynprof-u0", t->lt.ap.shm);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	    (st.st_mode & 022) == 0);
 }
 
 int

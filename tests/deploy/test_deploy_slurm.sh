@@ -102,6 +102,21 @@ hold "$TMP/dynprof-agent" "$TMP/shm/dynprof.4243"
 epilog 4243
 [ ! -e "$TMP/shm/dynprof.4243" ] || fail "the agent's mapping kept the segment"
 kill "$HOLDER"; wait "$HOLDER" 2>/dev/null || true; HOLDER=""
+# In the job user's own directory (a directory others may write: docs/segments.md),
+# only as a directory of that uid, never through a link.
+mkdir -p "$TMP/shm/dynprof-u4321" "$TMP/elsewhere-seg"
+chown 4321 "$TMP/shm/dynprof-u4321"
+: > "$TMP/shm/dynprof-u4321/dynprof.4244"
+: > "$TMP/elsewhere-seg/dynprof.4245"
+ln -s "$TMP/elsewhere-seg" "$TMP/shm/dynprof-u4322"
+env SLURM_JOB_ID=4244 SLURM_JOB_UID=4321 DYNPROF_AGENT_DEFAULTS="$TMP/def" \
+    sh "$S/dynprof-epilog.sh" || fail "epilog exited non-zero"
+[ ! -e "$TMP/shm/dynprof-u4321/dynprof.4244" ] ||
+    fail "epilog left the segment in the user's directory"
+env SLURM_JOB_ID=4245 SLURM_JOB_UID=4322 DYNPROF_AGENT_DEFAULTS="$TMP/def" \
+    sh "$S/dynprof-epilog.sh" || fail "epilog exited non-zero"
+[ -e "$TMP/elsewhere-seg/dynprof.4245" ] ||
+    fail "epilog removed a segment through a link"
 echo ok
 
 echo "== legacy job directories (prolog and epilog)"

@@ -160,27 +160,35 @@ test_create_open(void **state)
 	assert_int_equal(mkdir(dir, 0700), 0);
 }
 
-/* The default directory is /dev/shm, the POSIX shm object dynprof.<job>. */
+/*
+ * The default directory is /dev/shm, which every user may write: a segment is
+ * in its user's own directory there, /dev/shm/dynprof-u<uid>/dynprof.<job>.
+ */
 static void
 test_default_posix_shm(void **state)
 {
 	struct segment	 seg;
-	char		 job[64], name[80];
-	int		 fd;
+	struct stat	 st;
+	char		 job[64], want[128];
 
 	(void)state;
 	snprintf(job, sizeof(job), "t-posix-%ld-%lld", (long)getpid(),
 	    tl_now_ms());
 	assert_int_equal(segment_open(&seg, NULL, job, SEG_CREATE, 0600),
 	    SEG_OK);
-	assert_int_equal(strncmp(seg.path, "/dev/shm/dynprof.", 17), 0);
-	snprintf(name, sizeof(name), "/dynprof.%s", job);
-	fd = shm_open(name, O_RDONLY, 0);
-	assert_true(fd >= 0);
-	close(fd);
+	snprintf(want, sizeof(want), "/dev/shm/dynprof-u%u/dynprof.%s",
+	    (unsigned)geteuid(), job);
+	assert_string_equal(seg.path, want);
+	assert_int_equal(stat(want, &st), 0);
+	assert_int_equal(st.st_uid, geteuid());
+	snprintf(want, sizeof(want), "/dev/shm/dynprof-u%u",
+	    (unsigned)geteuid());
+	assert_int_equal(lstat(want, &st), 0);
+	assert_true(S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	    (st.st_mode & 022) == 0);
 	segment_close(&seg);
 	assert_int_equal(segment_unlink(NULL, job), SEG_OK);
-	assert_true(shm_open(name, O_RDONLY, 0) == -1 && errno == ENOENT);
+	assert_int_equal(segment_unlink(NULL, job), SEG_ENOENT);
 }
 
 static void
