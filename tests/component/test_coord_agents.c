@@ -42,6 +42,13 @@ setup_fast(void **state)
 	return (tc_setup_agents_hb(state, "100"));
 }
 
+/* Starts a coordinator whose agents heartbeat every 500 ms. */
+static int
+setup_half(void **state)
+{
+	return (tc_setup_agents_hb(state, "500"));
+}
+
 /* Handshakes fa as node with the coordinator's agent token. */
 static int
 handshake(struct tc_coord *tc, struct fakeagent *fa, const char *node)
@@ -731,10 +738,10 @@ stall_beat(struct fakeagent *fa, int n, int ms)
 }
 
 /*
- * The coordinator SIGSTOPped for 5 heartbeat intervals while its agents go on
- * heartbeating, one at a time (the coordinator never finds many of them
- * readable at once, until it wakes with all of them): woken, it drops none
- * as silent, and counts its stall.
+ * The coordinator SIGSTOPped for 5 heartbeat intervals (of 500 ms) while its
+ * agents go on heartbeating, one at a time every 100 ms (the coordinator
+ * never finds many of them readable at once, until it wakes with all of
+ * them): woken, it drops none as silent, and counts its stall.
  */
 static void
 test_stall_not_silent(void **state)
@@ -749,11 +756,11 @@ test_stall_not_silent(void **state)
 		snprintf(node, sizeof(node), "stall-%d", i);
 		assert_int_equal(handshake(&f->tc, &fa[i], node), 0);
 	}
-	assert_int_equal(stall_beat(fa, STALL_AGENTS, 300), 0);
+	assert_int_equal(stall_beat(fa, STALL_AGENTS, 1000), 0);
 	assert_int_equal(kill(f->tc.pid, SIGSTOP), 0);
-	assert_int_equal(stall_beat(fa, STALL_AGENTS, 500), 0);
+	assert_int_equal(stall_beat(fa, STALL_AGENTS, 2500), 0);
 	assert_int_equal(kill(f->tc.pid, SIGCONT), 0);
-	assert_int_equal(stall_beat(fa, STALL_AGENTS, 600), 0);
+	assert_int_equal(stall_beat(fa, STALL_AGENTS, 2000), 0);
 	for (i = 0; i < STALL_AGENTS; i++)
 		assert_false(fa[i].eof);
 	assert_int_equal(tc_metric(&f->tc, "dynprof_agents_silent_total"), 0);
@@ -780,7 +787,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_schedule_bound,
 		    tc_setup_agents, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_stall_not_silent,
-		    setup_fast, tc_teardown),
+		    setup_half, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup_fast,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_persistence,
