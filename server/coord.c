@@ -323,6 +323,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	link_heartbeat(c, late == 0);
 	schedule_finish_windows(c, 0);
 	schedule_flush_ranks(c);
+	schedule_compact_jobs(c);
 	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);
 	straggler_tick(c);

@@ -697,6 +697,7 @@ void	 schedule_apply_progress(struct coord *, struct node *,
 int	 schedule_step_valid(int64_t);
 void	 schedule_finish_windows(struct coord *, int);
 void	 schedule_flush_ranks(struct coord *);
+void	 schedule_compact_jobs(struct coord *);
 int	 schedule_store_batch_ranks(struct coord *);
 void	 schedule_free_all(struct coord *);
 int	 schedule_window_resolve(const struct window_request *, int64_t,

@@ -176,18 +176,19 @@ etcd_error_transient(long status, const json_t *ans)
 	    strstr(msg, "leader changed") != NULL));
 }
 
-/* Sets h up to POST text to one endpoint, the answer into b. */
+/* Sets h up to POST text to one endpoint, the answer into b, within timeout
+ * ms (0: the client's, or the probe's while etcd is down). */
 static void
 etcd_setup(struct etcd *e, CURL *h, size_t which, const char *path,
-    const char *text, struct etcd_buf *b)
+    const char *text, long timeout, struct etcd_buf *b)
 {
 	char		 url[512];
-	long		 timeout;
 
 	snprintf(url, sizeof(url), "%s%s", e->endpoints[which], path);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
-	timeout = e->down ? ETCD_PROBE_TIMEOUT_MS : e->timeout_ms;
+	if (timeout == 0)
+		timeout = e->down ? ETCD_PROBE_TIMEOUT_MS : e->timeout_ms;
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -287,7 +288,7 @@ etcd_call(struct etcd *e, const char *path, json_t *body, json_t **ans)
 	for (i = 0; i < n; i++) {
 		which = (e->cur + i) % e->nendpoints;
 		curl_easy_reset(e->curl);
-		etcd_setup(e, e->curl, which, path, text, &b);
+		etcd_setup(e, e->curl, which, path, text, 0, &b);
 		status = 0;
 		if ((crc = curl_easy_perform(e->curl)) == CURLE_OK)
 			curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE,
@@ -320,6 +321,7 @@ struct etcd_req {
 	char			*text;
 	struct etcd_buf		 b;
 	size_t			 tried, ntry, which;
+	long			 timeout_ms;	/* 0: the client's */
 	etcd_done_fn		 done;
 	void			*arg;
 	struct etcd_req		*next;		/* e->reqs */
@@ -360,7 +362,7 @@ etcd_req_try(struct etcd_req *r)
 		return (-1);
 	curl_multi_remove_handle(e->multi, r->h);
 	curl_easy_reset(r->h);
-	etcd_setup(e, r->h, r->which, r->path, r->text, &r->b);
+	etcd_setup(e, r->h, r->which, r->path, r->text, r->timeout_ms, &r->b);
 	curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
 	return (curl_multi_add_handle(e->multi, r->h) == CURLM_OK ? 0 : -1);
 }
@@ -385,7 +387,11 @@ etcd_req_finished(struct etcd_req *r, CURLcode crc)
 		return;
 	if (rc != ETCD_OK)
 		etcd_failed(e, r->path);
-	e->down = rc == ETCD_UNAVAILABLE;
+	if (r->timeout_ms == 0)
+		e->down = rc == ETCD_UNAVAILABLE;
+	else if (rc == ETCD_UNAVAILABLE)
+		/* Its next try goes to the next endpoint. */
+		e->cur = (r->which + 1) % e->nendpoints;
 	etcd_req_free(r);
 	done(arg, rc, ans);
 }
@@ -503,12 +509,16 @@ etcd_attach(struct etcd *e, struct event_base *base)
 /*
  * POSTs body (taken) to path like etcd_call(), without waiting: done(arg,
  * rc, ans) is called from the loop once it is answered or every endpoint
- * it may try failed (ans NULL unless ETCD_OK; done frees it).  Returns 0,
- * or -1 (out of memory, no loop: done is not called).
+ * it may try failed (ans NULL unless ETCD_OK; done frees it).  timeout_ms
+ * 0: each endpoint in turn within the client's timeout, and an endpoint
+ * that does not answer makes etcd down (a keepalive); else one endpoint
+ * within timeout_ms, the next one at the caller's next try, and etcd's
+ * state left as it is (a big txn may take long on a busy etcd).  Returns
+ * 0, or -1 (out of memory, no loop: done is not called).
  */
 int
 etcd_call_async(struct etcd *e, const char *path, json_t *body,
-    etcd_done_fn done, void *arg)
+    long timeout_ms, etcd_done_fn done, void *arg)
 {
 	struct etcd_req	*r;
 
@@ -521,6 +531,7 @@ etcd_call_async(struct etcd *e, const char *path, json_t *body,
 	r->path = path;
 	r->done = done;
 	r->arg = arg;
+	r->timeout_ms = timeout_ms;
 	r->text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	r->next = e->reqs;
@@ -528,8 +539,8 @@ etcd_call_async(struct etcd *e, const char *path, json_t *body,
 	e->inflight++;
 	e->calls++;
 	/* Down: one endpoint, the next one next time. */
-	r->ntry = e->down ? 1 : e->nendpoints;
-	if (e->down)
+	r->ntry = e->down || timeout_ms != 0 ? 1 : e->nendpoints;
+	if (e->down && timeout_ms == 0)
 		e->cur = (e->cur + 1) % e->nendpoints;
 	if (r->text == NULL || etcd_req_try(r) == -1) {
 		snprintf(e->error, sizeof(e->error), "out of memory");

@@ -35,6 +35,9 @@ typedef void	(*etcd_done_fn)(void *, int, struct json_t *);
 /* While etcd does not answer (down), a request asks one endpoint (the
  * next each time) for this long: the loop serves what it knows between. */
 #define ETCD_PROBE_TIMEOUT_MS	250
+/* A commit's txn (up to ETCD_TXN_BYTES_MAX) is given this long by one
+ * endpoint: a busy etcd takes long to apply a big one. */
+#define ETCD_TXN_TIMEOUT_MS	10000
 /* A commit's txn nobody answered is sent again after this. */
 #define ETCD_RETRY_MS		200
 #define ETCD_RESPONSE_MAX	(64 * 1024 * 1024)	/* bytes of one answer */
@@ -105,7 +108,7 @@ int		 etcd_call(struct etcd *, const char *, struct json_t *,
 		    struct json_t **);
 int		 etcd_attach(struct etcd *, struct event_base *);
 int		 etcd_call_async(struct etcd *, const char *, struct json_t *,
-		    etcd_done_fn, void *);
+		    long, etcd_done_fn, void *);
 void		 etcd_cancel_all(struct etcd *);
 int		 etcd_key(const struct etcd *, char *, size_t, const char *,
 		    ...) __attribute__((format(printf, 4, 5)));

@@ -155,7 +155,7 @@ etcd_keepalive_async(struct etcd *e, etcd_done_fn done, void *arg)
 	if (e->lease == 0)
 		return (-1);
 	return (etcd_call_async(e, "/v3/lease/keepalive",
-	    etcd_keepalive_body(e), done, arg));
+	    etcd_keepalive_body(e), 0, done, arg));
 }
 
 /*

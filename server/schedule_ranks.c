@@ -702,3 +702,45 @@ schedule_flush_ranks(struct coord *c)
 			r->dirty = 0;
 	}
 }
+
+/*
+ * Rewrites the stored history of the first job the store finds worth it
+ * (etcd: its batches many and outweighing its last snapshot): every rank's
+ * row and every event of it in one commit, which drops what was stored of
+ * it before.  One job per call (a tick).
+ */
+void
+schedule_compact_jobs(struct coord *c)
+{
+	struct job	*job;
+	struct rank	*r;
+	size_t		 i, nevents = 0;
+
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (store_compact_due(c->store, job->name))
+			break;
+	}
+	if (job == NULL || store_begin(c->store) == -1)
+		return;
+	if (store_compact_begin(c->store, job->name) == -1)
+		goto fail;
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (schedule_store_rank(c, r) == -1)
+			goto fail;
+		for (i = 0; i < r->nevents; i++, nevents++) {
+			if (store_put_event(c->store, job->name, r->rank,
+			    &r->events[i], r->node, NULL) == -1)
+				goto fail;
+		}
+	}
+	if (store_compact_end(c->store, job->name) == -1 ||
+	    store_commit_async(c->store, NULL, NULL) == -1)
+		goto fail;
+	log_info("%s: job %s: stored history rewritten (%zu events)", __func__,
+	    job->name, nevents);
+	return;
+fail:
+	log_warnx("%s: job %s: cannot rewrite its stored history", __func__,
+	    job->name);
+	store_rollback(c->store);
+}

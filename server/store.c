@@ -145,6 +145,34 @@ store_abandon(struct store *s)
 		s->be->abandon(s->impl);
 }
 
+/*
+ * Returns 1 if the backend would have job's history rewritten whole (its
+ * ranks' rows and events, between store_compact_begin() and
+ * store_compact_end() in one transaction), replacing all it stored of it.
+ */
+int
+store_compact_due(const struct store *s, const char *job)
+{
+	return (s != NULL && s->be->compact_due != NULL &&
+	    s->be->compact_due(s->impl, job));
+}
+
+/* Starts the rewrite of job's history, in the open transaction. */
+int
+store_compact_begin(struct store *s, const char *job)
+{
+	return (s->be->compact_begin != NULL ?
+	    s->be->compact_begin(s->impl, job) : 0);
+}
+
+/* Ends it: what was stored of job before the rewrite goes with it. */
+int
+store_compact_end(struct store *s, const char *job)
+{
+	return (s->be->compact_end != NULL ?
+	    s->be->compact_end(s->impl, job) : 0);
+}
+
 /* Abandons the open transaction. */
 void
 store_rollback(struct store *s)

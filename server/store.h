@@ -105,6 +105,12 @@ struct store_backend {
 	int	(*commit_async)(void *, void (*)(void *, int), void *);
 	size_t	(*inflight)(void *);	/* commits not answered yet */
 	void	(*abandon)(void *);	/* fails the commits in flight */
+	/* NULL: nothing to compact.  Else 1 once a job's stored history is
+	 * worth rewriting whole (compact_begin, its rows, compact_end, in a
+	 * transaction): what was stored of it before is dropped. */
+	int	(*compact_due)(void *, const char *);
+	int	(*compact_begin)(void *, const char *);
+	int	(*compact_end)(void *, const char *);
 	void	(*rollback)(void *);
 	int	(*put_generation)(void *, uint64_t);
 	int	(*put_job)(void *, const struct store_job *);
@@ -139,6 +145,9 @@ int		 store_commit_async(struct store *, void (*)(void *, int),
 size_t		 store_inflight(const struct store *);
 void		 store_drain(struct store *, struct event_base *, int);
 void		 store_abandon(struct store *);
+int		 store_compact_due(const struct store *, const char *);
+int		 store_compact_begin(struct store *, const char *);
+int		 store_compact_end(struct store *, const char *);
 void		 store_rollback(struct store *);
 int		 store_batch_begin(struct store *, void (*)(void *), void *);
 int		 store_batch_open(const struct store *);

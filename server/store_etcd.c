@@ -1,24 +1,29 @@
 /*
  * The etcd store: the rows of the SQLite tables as keys under the prefix,
- * each value a JSON object of the row's fields.
+ * each value a JSON object of the row's fields; ranks' rows and events in
+ * batches, one value per job and commit (store_etcd_batch.h).
  *
- *	PREFIX meta/generation			{"generation": N, "schema": 1}
+ *	PREFIX meta/generation			{"generation": N, "schema": 2}
  *	PREFIX jobs/JOB				struct store_job
  *	PREFIX windows/JOB/ID			struct store_window
- *	PREFIX ranks/JOB/RANK			struct store_rank
- *	PREFIX events/JOB/RANK/WINDOW/KIND	one event, written once
+ *	PREFIX evbatch/JOB/FENCE/SEQ		ranks' rows and events of a commit
  *	PREFIX agents/NODE			a node's committed event seq
+ *	PREFIX ranks/JOB/RANK			struct store_rank (schema 1: read)
+ *	PREFIX events/JOB/RANK/WINDOW/KIND	one event (schema 1: read)
  *
  * Numbers in keys are zero-padded so that key order is numeric order.  A
- * transaction is a list of operations kept here until store_commit(), then
+ * transaction is a list of operations kept here until it is committed, then
  * sent as txns of at most e->txn_ops operations (etcd's --max-txn-ops: 128
- * by default, --etcd-max-txn-ops) and ETCD_TXN_BYTES_MAX
- * bytes, each guarded by the leader's fencing token (etcd.h): a batch of
- * events may take several txns, and store.c's caller acknowledges the agents
- * only once all of them committed (a replay of a part already committed is
- * harmless: an event is put only if its key is absent).
+ * by default, --etcd-max-txn-ops) and ETCD_TXN_BYTES_MAX bytes, each guarded
+ * by the leader's fencing token (etcd.h), one at a time and in order
+ * (es_commit_async()): a batch of events may take several txns, and
+ * store.c's caller acknowledges the agents only once all of them committed.
+ * Each agent's row follows the batches of the events it covers, so a
+ * failover between two txns of a commit leaves events stored that their
+ * agents replay: the model (rebuilt from etcd) and the load drop the repeat.
  */
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +37,38 @@
 #include "etcd.h"
 #include "log.h"
 #include "store.h"
+#include "store_etcd_batch.h"
 #include "store_row.h"
+
+/*
+ * The layout's version in meta/generation: ROW_SCHEMA's rows, with events
+ * and ranks in batches (store_etcd_batch.h) since 2.  Bump when the keys or
+ * the rows' meaning change; newer is refused.
+ */
+#define ES_SCHEMA	2
 
 /* A txn nobody answered is sent again after this. */
 static const struct timeval	es_retry_tv = { 0, ETCD_RETRY_MS * 1000 };
+
+/*
+ * What a job's batches in etcd hold: the bytes of its last snapshot (its
+ * whole history rewritten, store_compact_begin()), and of the batches
+ * since.  A job is compacted once those are many and outweigh the
+ * snapshot twice: what a new leader reads stays within three snapshots.
+ */
+struct es_jobstat {
+	char			*job;
+	uint64_t		 snap;		/* bytes */
+	uint64_t		 since;		/* bytes */
+	uint64_t		 batches;	/* since */
+	int			 compacting;
+	int64_t			 fence;		/* its snapshot's first key */
+	uint64_t		 seq;
+	struct es_jobstat	*next;
+};
+#define ES_COMPACT_BATCHES	32	/* batches since, at least */
+#define ES_COMPACT_BATCHES_MAX	1024	/* ... and at most */
+#define ES_COMPACT_BYTES	(1024 * 1024)	/* bytes since, at least */
 
 /* A transaction committed without waiting: its txns go out one by one. */
 struct es_commit {
@@ -58,6 +91,8 @@ struct etcd_store {
 	int		 sending;	/* a txn in flight, or waiting to retry */
 	struct event	*retry;
 	uint64_t	 retries;
+	struct esb	 evb;		/* the open transaction's batches */
+	struct es_jobstat *stats;	/* what each job's batches hold */
 };
 
 /* Returns a put of key and value (JSON text of row), or NULL. */
@@ -128,14 +163,102 @@ es_put(struct etcd_store *s, enum row_table t, const void *row)
 	    -1 ? -1 : 0);
 }
 
+/* Returns the stats of the job a batch key (relative) names, made if need
+ * be; NULL if none (out of memory, no job in the key). */
+static struct es_jobstat *
+es_jobstat(struct etcd_store *s, const char *rel)
+{
+	struct es_jobstat	*st;
+	const char		*job = rel + strlen("evbatch/"), *end;
+	size_t			 len;
+
+	if (strncmp(rel, "evbatch/", 8) != 0 ||
+	    (end = strchr(job, '/')) == NULL)
+		return (NULL);
+	len = (size_t)(end - job);
+	for (st = s->stats; st != NULL; st = st->next)
+		if (strlen(st->job) == len && strncmp(st->job, job, len) == 0)
+			return (st);
+	if ((st = calloc(1, sizeof(*st))) == NULL ||
+	    (st->job = strndup(job, len)) == NULL) {
+		free(st);
+		return (NULL);
+	}
+	st->next = s->stats;
+	s->stats = st;
+	return (st);
+}
+
+/* Forgets what each job's batches hold. */
+static void
+es_jobstats_free(struct etcd_store *s)
+{
+	struct es_jobstat	*st;
+
+	while ((st = s->stats) != NULL) {
+		s->stats = st->next;
+		free(st->job);
+		free(st);
+	}
+}
+
+/* Counts a batch of len bytes at rel. */
+static void
+es_jobstat_add(struct etcd_store *s, const char *rel, size_t len)
+{
+	struct es_jobstat	*st;
+
+	if ((st = es_jobstat(s, rel)) == NULL)
+		return;
+	if (st->compacting)
+		st->snap += len;
+	else {
+		st->since += len;
+		st->batches++;
+	}
+}
+
+/* Puts a batch value (esb_flush()) at rel into the transaction. */
+static int
+es_batch_put(void *arg, const char *rel, const char *text, size_t len)
+{
+	struct etcd_store	*s = arg;
+	char			 key[ETCD_KEY_MAX];
+	json_t			*op;
+
+	if (etcd_key(s->e, key, sizeof(key), "%s", rel) == -1)
+		return (-1);
+	es_jobstat_add(s, rel, len);
+	op = json_pack("{s:{s:o,s:o}}", "request_put", "key",
+	    etcd_b64(key, strlen(key)), "value", etcd_b64(text, len));
+	return (es_add(s, key, op, 0) == -1 ? -1 : 0);
+}
+
+/* Puts the open batches into the transaction, in order before what
+ * follows.  Returns 0 or -1. */
+static int
+es_batch_flush(struct etcd_store *s)
+{
+	int	 rc;
+
+	rc = esb_flush(&s->evb, s->e->fence, es_batch_put, s);
+	esb_clear(&s->evb);
+	return (rc);
+}
+
 /* Empties the open transaction. */
 static void
 es_rollback(void *arg)
 {
 	struct etcd_store	*s = arg;
 
+	struct es_jobstat	*st;
+
 	json_array_clear(s->ops);
 	json_object_clear(s->index);
+	esb_clear(&s->evb);
+	for (st = s->stats; st != NULL; st = st->next)
+		st->compacting = 0;
 }
 
 /* Starts a transaction: an empty list of operations. */
@@ -283,10 +406,14 @@ es_commit(void *arg)
 	struct etcd_store	*s = arg;
 	struct etcd		*e = s->e;
 	size_t			 from = 0, to;
-	size_t			 n = json_array_size(s->ops);
+	size_t			 n;
 	int			 rc = 0;
 
-	if (n == 0)
+	if (es_batch_flush(s) == -1) {
+		es_rollback(s);
+		return (-1);
+	}
+	if ((n = json_array_size(s->ops)) == 0)
 		return (0);		/* nothing to write, nothing to fence */
 	if (es_refused(s) != NULL)
 		return (-1);
@@ -432,7 +559,7 @@ es_pump(struct etcd_store *s)
 	    es_cmp_created(e->leader_key, e->fence), "success", success);
 	s->sending = 1;
 	if (body == NULL || etcd_call_async(e, "/v3/kv/txn", body,
-	    es_txn_done, s) == -1) {
+	    ETCD_TXN_TIMEOUT_MS, es_txn_done, s) == -1) {
 		s->sending = 0;
 		goto fail;
 	}
@@ -453,6 +580,10 @@ es_commit_async(void *arg, void (*done)(void *, int), void *cbarg)
 	struct etcd_store	*s = arg;
 	struct es_commit	*q;
 
+	if (es_batch_flush(s) == -1) {
+		es_fail(s, "out of memory");
+		return (-1);
+	}
 	if (json_array_size(s->ops) == 0) {
 		es_rollback(s);
 		if (done != NULL)
@@ -538,7 +669,7 @@ es_unavailable(void *arg)
 static int
 es_put_generation(void *arg, uint64_t gen)
 {
-	struct store_meta_row	 row = { gen, ROW_SCHEMA };
+	struct store_meta_row	 row = { gen, ES_SCHEMA };
 
 	return (es_put(arg, ROW_META, &row));
 }
@@ -561,13 +692,14 @@ es_put_window(void *arg, const struct store_window *w)
 static int
 es_put_rank(void *arg, const struct store_rank *r)
 {
-	return (es_put(arg, ROW_RANKS, r));
+	struct etcd_store	*s = arg;
+
+	return (esb_add_rank(&s->evb, r, s->e->fence, es_batch_put, s));
 }
 
 /*
- * Stores an event once: put only if its key is absent (a nested txn), so a
- * replay never rewrites it.  Returns 1, 0 if the open transaction holds it
- * already, -1 on error.
+ * Stores an event in its job's batch.  Returns 1, 0 if the open transaction
+ * holds it already, -1 on error.
  */
 static int
 es_put_event(void *arg, const char *job, int32_t rank,
@@ -576,19 +708,18 @@ es_put_event(void *arg, const char *job, int32_t rank,
 	struct etcd_store	*s = arg;
 	struct store_event_row	 row = { job, rank, ev->window_id, ev->kind,
 	    ev->step, ev->time_ns, node, detail };
-	char			 rel[ETCD_KEY_MAX], key[ETCD_KEY_MAX];
-	json_t			*put, *op;
+	char			 rel[ETCD_KEY_MAX];
 
-	if (row_key(ROW_EVENTS, &row, rel, sizeof(rel)) == -1 ||
-	    etcd_key(s->e, key, sizeof(key), "%s", rel) == -1)
+	/* Indexed by the key it would have of its own, which no op has. */
+	if (row_key(ROW_EVENTS, &row, rel, sizeof(rel)) == -1)
 		return (-1);
-	if (json_object_get(s->index, key) != NULL)
+	if (json_object_get(s->index, rel) != NULL)
 		return (0);
-	if ((put = es_put_op(key, row_encode(ROW_EVENTS, &row))) == NULL)
+	if (json_object_set_new(s->index, rel, json_true()) == -1 ||
+	    esb_add(&s->evb, job, rank, ev, node, detail, s->e->fence,
+	    es_batch_put, s) == -1)
 		return (-1);
-	op = json_pack("{s:{s:[o],s:[o]}}", "request_txn", "compare",
-	    es_cmp_created(key, 0), "success", put);
-	return (es_add(s, key, op, 1));
+	return (1);
 }
 
 /* Stores the highest committed event seq of a node's agent process. */
@@ -597,7 +728,94 @@ es_put_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 {
 	struct store_agent_row	 row = { node, boot_id, seq };
 
+	/* After the events it covers, in this txn or an earlier one. */
+	if (es_batch_flush(arg) == -1)
+		return (-1);
 	return (es_put(arg, ROW_AGENTS, &row));
+}
+
+/* Returns 1 once job's batches are worth compacting. */
+static int
+es_compact_due(void *arg, const char *job)
+{
+	struct etcd_store	*s = arg;
+	struct es_jobstat	*st;
+
+	for (st = s->stats; st != NULL; st = st->next) {
+		if (strcmp(st->job, job) != 0)
+			continue;
+		return (st->batches >= ES_COMPACT_BATCHES_MAX ||
+		    (st->batches >= ES_COMPACT_BATCHES &&
+		    st->since >= ES_COMPACT_BYTES && st->since >= 2 * st->snap));
+	}
+	return (0);
+}
+
+/* Starts a snapshot of job: every batch of it before this one goes. */
+static int
+es_compact_begin(void *arg, const char *job)
+{
+	struct etcd_store	*s = arg;
+	struct es_jobstat	*st;
+	char			 rel[ETCD_KEY_MAX];
+
+	if (es_batch_flush(s) == -1 ||
+	    snprintf(rel, sizeof(rel), "evbatch/%s/", job) >=
+	    (int)sizeof(rel) || (st = es_jobstat(s, rel)) == NULL)
+		return (-1);
+	st->compacting = 1;
+	st->snap = 0;
+	st->fence = s->e->fence;
+	st->seq = s->evb.seq + 1;	/* its first batch's */
+	return (0);
+}
+
+/*
+ * Ends job's snapshot: its batches before it, and its keys of the layout
+ * before, deleted after it (the last txn of the commit).
+ */
+static int
+es_compact_end(void *arg, const char *job)
+{
+	struct etcd_store	*s = arg;
+	struct es_jobstat	*st;
+	char			 rel[ETCD_KEY_MAX], from[ETCD_KEY_MAX];
+	char			 to[ETCD_KEY_MAX], ikey[ETCD_KEY_MAX + 16];
+	const char		*legacy[] = { "ranks", "events" };
+	json_t			*op;
+	size_t			 i;
+
+	if (es_batch_flush(s) == -1 ||
+	    snprintf(rel, sizeof(rel), "evbatch/%s/", job) >=
+	    (int)sizeof(rel) || (st = es_jobstat(s, rel)) == NULL ||
+	    !st->compacting)
+		return (-1);
+	if (etcd_key(s->e, from, sizeof(from), "evbatch/%s/", job) == -1 ||
+	    etcd_key(s->e, to, sizeof(to), "evbatch/%s/%020" PRId64 "/%020"
+	    PRIu64, job, st->fence, st->seq) == -1)
+		return (-1);
+	op = json_pack("{s:{s:o,s:o}}", "request_delete_range", "key",
+	    etcd_b64(from, strlen(from)), "range_end", etcd_b64(to,
+	    strlen(to)));
+	snprintf(ikey, sizeof(ikey), "compact:%s", from);
+	if (es_add(s, ikey, op, 0) == -1)
+		return (-1);
+	for (i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
+		if (etcd_key(s->e, from, sizeof(from), "%s/%s/", legacy[i],
+		    job) == -1)
+			return (-1);
+		etcd_range_end(from, to, sizeof(to));
+		op = json_pack("{s:{s:o,s:o}}", "request_delete_range", "key",
+		    etcd_b64(from, strlen(from)), "range_end", etcd_b64(to,
+		    strlen(to)));
+		snprintf(ikey, sizeof(ikey), "compact:%s", from);
+		if (es_add(s, ikey, op, 0) == -1)
+			return (-1);
+	}
+	st->compacting = 0;
+	st->since = 0;
+	st->batches = 0;
+	return (0);
 }
 
 /* Deletes the ranks and events of a job, if no job row names it. */
@@ -609,20 +827,29 @@ es_forget_job(void *arg, const char *job)
 	char			 ek[ETCD_KEY_MAX], rend[ETCD_KEY_MAX];
 	char			 ikey[ETCD_KEY_MAX + 8];
 	char			 eend[ETCD_KEY_MAX];
+	char			 bk[ETCD_KEY_MAX], bend[ETCD_KEY_MAX];
 	json_t			*op;
 
+	/* What it batched so far goes first, and is deleted with the rest. */
+	if (es_batch_flush(s) == -1)
+		return (-1);
 	if (etcd_key(s->e, jkey, sizeof(jkey), "jobs/%s", job) == -1 ||
 	    etcd_key(s->e, rk, sizeof(rk), "ranks/%s/", job) == -1 ||
-	    etcd_key(s->e, ek, sizeof(ek), "events/%s/", job) == -1)
+	    etcd_key(s->e, ek, sizeof(ek), "events/%s/", job) == -1 ||
+	    etcd_key(s->e, bk, sizeof(bk), "evbatch/%s/", job) == -1)
 		return (-1);
 	etcd_range_end(rk, rend, sizeof(rend));
 	etcd_range_end(ek, eend, sizeof(eend));
-	op = json_pack("{s:{s:[o],s:[{s:{s:o,s:o}},{s:{s:o,s:o}}]}}",
+	etcd_range_end(bk, bend, sizeof(bend));
+	op = json_pack("{s:{s:[o],s:[{s:{s:o,s:o}},{s:{s:o,s:o}},"
+	    "{s:{s:o,s:o}}]}}",
 	    "request_txn", "compare", es_cmp_created(jkey, 0), "success",
 	    "request_delete_range", "key", etcd_b64(rk, strlen(rk)),
 	    "range_end", etcd_b64(rend, strlen(rend)),
 	    "request_delete_range", "key", etcd_b64(ek, strlen(ek)),
-	    "range_end", etcd_b64(eend, strlen(eend)));
+	    "range_end", etcd_b64(eend, strlen(eend)),
+	    "request_delete_range", "key", etcd_b64(bk, strlen(bk)),
+	    "range_end", etcd_b64(bend, strlen(bend)));
 	/* Indexed apart from the job's own put ("forget:" is no key). */
 	snprintf(ikey, sizeof(ikey), "forget:%s", jkey);
 	return (es_add(s, ikey, op, 1) == -1 ? -1 : 0);
@@ -643,6 +870,8 @@ struct es_load {
 	struct es_event			*evs;
 	size_t				 nev, cap;
 	int				 newer;
+	json_t				*ranks;	/* batches': rel key -> row */
+	struct etcd_store		*s;
 };
 
 /* Keeps an event row for sorting.  Returns 0 or -1. */
@@ -685,11 +914,14 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 	int		 rc = 0;
 
 	(void)kv;
+	/* A batch holds a newer row of this rank. */
+	if (ld->table == ROW_RANKS && json_object_get(ld->ranks, rel) != NULL)
+		return (0);
 	if (row_decode(&row, ld->table, rel, value, len, &why) == -1)
 		return (l->bad(l->arg, row_table_names[ld->table], rel, why));
 	switch (ld->table) {
 	case ROW_META:
-		if (row.u.meta.schema > ROW_SCHEMA) {
+		if (row.u.meta.schema > ES_SCHEMA) {
 			ld->newer = 1;
 			rc = -1;
 		} else
@@ -718,25 +950,130 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 	return (rc);
 }
 
-/* Orders events by job, rank and time, as the SQLite store hands them. */
+/* Orders events by job, rank, (if same: window and kind,) then time. */
 static int
-es_event_cmp(const void *a, const void *b)
+es_event_order(const struct es_event *x, const struct es_event *y, int same)
 {
-	const struct es_event	*x = a, *y = b;
-	int			 c;
+	int	 c;
 
 	if ((c = strcmp(x->job, y->job)) != 0)
 		return (c);
 	if (x->rank != y->rank)
 		return (x->rank < y->rank ? -1 : 1);
+	if (same && x->ev.window_id != y->ev.window_id)
+		return (x->ev.window_id < y->ev.window_id ? -1 : 1);
+	if (same && x->ev.kind != y->ev.kind)
+		return (x->ev.kind < y->ev.kind ? -1 : 1);
 	if (x->ev.time_ns != y->ev.time_ns)
 		return (x->ev.time_ns < y->ev.time_ns ? -1 : 1);
 	return (0);
 }
 
+/* Orders events by job, rank and time, as the SQLite store hands them. */
+static int
+es_event_cmp(const void *a, const void *b)
+{
+	return (es_event_order(a, b, 0));
+}
+
+/* Orders events by job, rank, window, kind, then time: repeats together,
+ * the earliest first. */
+static int
+es_event_same_cmp(const void *a, const void *b)
+{
+	return (es_event_order(a, b, 1));
+}
+
+/* Drops the repeats of an event (a batch written again after a failover
+ * in the middle of a commit), keeping the earliest. */
+static void
+es_event_dedupe(struct es_load *ld)
+{
+	size_t	 i, n = 0;
+
+	qsort(ld->evs, ld->nev, sizeof(*ld->evs), es_event_same_cmp);
+	for (i = 0; i < ld->nev; i++) {
+		if (n > 0 && strcmp(ld->evs[n - 1].job, ld->evs[i].job) == 0 &&
+		    ld->evs[n - 1].rank == ld->evs[i].rank &&
+		    ld->evs[n - 1].ev.window_id == ld->evs[i].ev.window_id &&
+		    ld->evs[n - 1].ev.kind == ld->evs[i].ev.kind) {
+			free(ld->evs[i].job);
+			continue;
+		}
+		ld->evs[n++] = ld->evs[i];
+	}
+	ld->nev = n;
+}
+
+/* A batch's event: kept for sorting. */
+static int
+es_load_batch_event(void *arg, const struct store_event_row *r)
+{
+	return (es_load_event(arg, r));
+}
+
+/* A batch's rank row: the latest (batches are read in commit order). */
+static int
+es_load_batch_rank(void *arg, const char *rel, const char *text)
+{
+	struct es_load	*ld = arg;
+
+	return (json_object_set_new(ld->ranks, rel, json_string(text)));
+}
+
+/* Something in a batch that is no event or rank: set aside, said. */
+static int
+es_load_batch_bad(void *arg, const char *rel, const char *why)
+{
+	struct es_load	*ld = arg;
+
+	return (ld->l->bad(ld->l->arg, row_table_names[ROW_EVENTS], rel, why));
+}
+
+/* Takes one batch value. */
+static int
+es_load_batch(void *arg, const char *key, const char *value, size_t len,
+    const json_t *kv)
+{
+	struct es_load	*ld = arg;
+
+	(void)kv;
+	es_jobstat_add(ld->s, key + ld->prefix_len, len);
+	return (esb_decode(key + ld->prefix_len, value, len,
+	    es_load_batch_event, es_load_batch_rank, es_load_batch_bad, ld));
+}
+
+/* Hands the ranks' rows the batches hold to the loader, checked. */
+static int
+es_load_batch_ranks(struct es_load *ld)
+{
+	const struct store_loader	*l = ld->l;
+	const char			*rel, *why, *text;
+	json_t				*v;
+	struct row			 row;
+	int				 rc = 0;
+
+	json_object_foreach(ld->ranks, rel, v) {
+		text = json_string_value(v);
+		if (row_decode(&row, ROW_RANKS, rel, text, strlen(text),
+		    &why) == -1)
+			rc = l->bad(l->arg, row_table_names[ROW_RANKS], rel,
+			    why);
+		else {
+			rc = l->rank(l->arg, &row.u.rank);
+			row_clear(&row);
+		}
+		if (rc == -1)
+			break;
+	}
+	return (rc);
+}
+
 /*
- * Reads the whole store at one revision: the generation counter, then jobs,
- * windows, ranks, events (sorted) and agents, each row handed to the loader.
+ * Reads the whole store at one revision: the batches first (ranks and
+ * events), then the generation counter, jobs, windows, ranks (a batch's
+ * row over a key's own), events (both kinds, a repeat once, sorted) and
+ * agents, each row handed to the loader.
  */
 static int
 es_load(void *arg, const struct store_loader *l)
@@ -750,22 +1087,33 @@ es_load(void *arg, const struct store_loader *l)
 
 	memset(&ld, 0, sizeof(ld));
 	ld.l = l;
+	ld.s = s;
 	ld.prefix_len = strlen(s->e->prefix);
+	es_jobstats_free(s);		/* counted again as they are read */
+	if ((ld.ranks = json_object()) == NULL ||
+	    etcd_key(s->e, prefix, sizeof(prefix), "evbatch/") == -1 ||
+	    etcd_range(s->e, prefix, &rev, es_load_batch, &ld) != ETCD_OK)
+		rc = -1;
 	for (t = ROW_META; t < ROW_TABLES && rc == 0; t++) {
 		ld.table = t;
 		if (etcd_key(s->e, prefix, sizeof(prefix), "%s/",
 		    row_table_names[t]) == -1 ||
 		    etcd_range(s->e, prefix, &rev, es_load_kv, &ld) != ETCD_OK)
 			rc = -1;
+		if (rc == 0 && t == ROW_RANKS)
+			rc = es_load_batch_ranks(&ld);
 	}
+	json_decref(ld.ranks);
 	if (ld.newer) {
 		rc = -1;
 		log_warnx("store: etcd: the layout under %s is newer than this "
-		    "coordinator's (%d)", s->e->prefix, ROW_SCHEMA);
+		    "coordinator's (%d)", s->e->prefix, ES_SCHEMA);
 	} else if (rc == -1)
 		log_warnx("store: etcd: cannot load: %s", s->e->error);
-	if (rc == 0 && ld.nev > 1)	/* qsort() takes no NULL, even of 0 */
+	if (rc == 0 && ld.nev > 1) {	/* qsort() takes no NULL, even of 0 */
+		es_event_dedupe(&ld);
 		qsort(ld.evs, ld.nev, sizeof(*ld.evs), es_event_cmp);
+	}
 	for (i = 0; i < ld.nev; i++) {
 		if (rc == 0 && l->event(l->arg, ld.evs[i].job, ld.evs[i].rank,
 		    &ld.evs[i].ev) == -1)
@@ -794,6 +1142,8 @@ es_close(void *arg)
 	}
 	if (s->retry != NULL)
 		event_free(s->retry);
+	esb_clear(&s->evb);
+	es_jobstats_free(s);
 	json_decref(s->ops);
 	json_decref(s->index);
 	free(s);
@@ -809,6 +1159,9 @@ static const struct store_backend store_etcd = {
 	.commit_async = es_commit_async,
 	.inflight = es_inflight,
 	.abandon = es_abandon,
+	.compact_due = es_compact_due,
+	.compact_begin = es_compact_begin,
+	.compact_end = es_compact_end,
 	.rollback = es_rollback,
 	.put_generation = es_put_generation,
 	.put_job = es_put_job,
@@ -842,6 +1195,9 @@ store_open_etcd(struct etcd *e, const char **why)
 	}
 	s->e = e;
 	s->tailp = &s->head;
+	/* Batch keys count on from the clock: a store opened again under the
+	 * same fence never writes a key it wrote before. */
+	s->evb.seq = (uint64_t)clock_wall_ns() / 1000;
 	if (e->base != NULL &&
 	    (s->retry = evtimer_new(e->base, es_retry_cb, s)) == NULL) {
 		store_close(st);

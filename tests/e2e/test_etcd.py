@@ -11,6 +11,10 @@ loopback.  One scenario per run, named by the first argument:
             is SIGKILLed during a window; another leads within the lease's
             TTL + 1 s, the window completes, and the status shows every
             rank's start and stop exactly once.
+  burst     three coordinators, two agents with six ranks each starting a
+            window one after another: the leader is SIGKILLed once some
+            have started and not all (their events in batches in flight);
+            afterwards every rank's start and stop is there exactly once.
   sigstop   the leader is SIGSTOPped past its lease: another takes the lead;
             woken up, the old one does not write (its write is refused or
             redirected, the new leader's state is unchanged) and steps down.
@@ -253,6 +257,48 @@ def scenario_failover():
         each_once(c, wid, a, b)
         log("window %d completed across the failover, each start and stop "
             "once" % wid)
+
+
+def scenario_burst():
+    with HaCluster("etcd-burst") as c:
+        lead = c.start_coordinators(3)
+        addrs = c.agent_addrs()
+        per = 6
+        for i in range(2):
+            n = c.node("n%d" % i, coord_addr=addrs)
+            n.start_agent()
+            for k in range(per):
+                n.start_rank(JOB, per * i + k, rate=40)
+        ranks = list(range(2 * per))
+        st = c.wait_ranks(JOB, len(ranks), min_step=5)
+        top = st["progress"]["max_step"]
+        w = c.add_window(JOB, {"start_step": top + 40, "stop_step": top + 80})
+        wid, a, b = w["id"], w["start_step"], w["stop_step"]
+
+        def some_started():
+            st = c.status(JOB)
+            n = sum(1 for r in st["ranks"] if events_of(r, "started", wid))
+            return n if 0 < n < len(ranks) else None
+        # The ranks came up one after another: they reach the window so too.
+        n = wait_for(some_started, 60, "some ranks started, not all",
+                     interval=0.01)
+        p = c.coords[lead][0]
+        log("SIGKILL leader coordinator%d with %d of %d ranks started in "
+            "window %d (%d-%d)" % (lead, n, len(ranks), wid, a, b))
+        p.kill9()
+        new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
+        log("coordinator%d leads" % new)
+        c.wait_window_done(JOB, wid, ranks, timeout=90)
+        time.sleep(1.0)         # replays, if any, have landed
+        st = c.status(JOB)
+        check(len(st["ranks"]) == len(ranks), "ranks %d" % len(st["ranks"]))
+        for r in st["ranks"]:
+            s, e = events_of(r, "started", wid), events_of(r, "stopped", wid)
+            check(len(s) == 1 and len(e) == 1 and s[0]["step"] == a and
+                  e[0]["step"] == b, "rank %d: started %s stopped %s" % (
+                      r["rank"], s, e))
+        log("every start and stop of window %d once across the failover" %
+            wid)
 
 
 def scenario_sigstop():
@@ -616,6 +662,7 @@ def scenario_ctl():
 SCENARIOS = {
     "redirect": scenario_redirect,
     "failover": scenario_failover,
+    "burst": scenario_burst,
     "sigstop": scenario_sigstop,
     "etcdstop": scenario_etcdstop,
     "quorum": scenario_quorum,

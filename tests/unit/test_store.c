@@ -416,7 +416,7 @@ test_etcd_newer_schema(void **state)
 	struct fixture	*f = *state;
 	struct loaded	 l;
 	char		 key[ETCD_KEY_MAX];
-	const char	*v = "{\"generation\":1,\"schema\":2}";
+	const char	*v = "{\"generation\":1,\"schema\":3}";
 	json_t		*ans;
 	struct store_loader cb = { .arg = &l, .generation = on_generation };
 
@@ -433,8 +433,8 @@ test_etcd_newer_schema(void **state)
 
 /*
  * A batch of more operations than etcd takes in one txn (its default
- * --max-txn-ops, 128) is committed whole, in several txns; an event twice in
- * one batch is stored once.
+ * --max-txn-ops, 128: here a batch value for each of 200 jobs) is committed
+ * whole, in several txns; an event twice in one batch is stored once.
  */
 static void
 test_etcd_big_batch(void **state)
@@ -446,27 +446,117 @@ test_etcd_big_batch(void **state)
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    1, 10, 11 };
 	uint64_t		 calls;
-	int			 i, n = 300;
+	char			 job[16];
+	int			 i, n = 400;
 
 	assert_int_equal(store_begin(f->s), 0);
 	for (i = 0; i < n; i++) {
+		snprintf(job, sizeof(job), "J%d", i / 2);
+		r.job = job;
 		r.rank = i;
 		assert_int_equal(store_put_rank(f->s, &r), 0);
-		assert_int_equal(store_put_event(f->s, "J", i, &ev, "n0",
+		assert_int_equal(store_put_event(f->s, job, i, &ev, "n0",
 		    "/out"), 1);
-		assert_int_equal(store_put_event(f->s, "J", i, &ev, "n0",
+		assert_int_equal(store_put_event(f->s, job, i, &ev, "n0",
 		    "/out"), 0);
 	}
 	assert_int_equal(store_put_agent(f->s, "n0", 5, 600), 0);
 	calls = f->e->calls;
 	assert_int_equal(store_commit(f->s), 0);
-	/* 300 ranks, 300 guarded events (two each), an agent: 901 > 7 * 128. */
-	assert_true(f->e->calls - calls >= 8);
+	/* 200 batch values and an agent: 201 > 128. */
+	assert_true(f->e->calls - calls >= 2);
 	load(f->s, &l);
 	assert_int_equal(l.ranks, n);
 	assert_int_equal(l.events, n);
 	assert_int_equal(l.agents, 1);
 	assert_int_equal(l.seq, 600);
+}
+
+/* Counts a key. */
+static int
+count_key(void *arg, const char *k, const char *v, size_t len,
+    const json_t *kv)
+{
+	(void)k;
+	(void)v;
+	(void)len;
+	(void)kv;
+	(*(int *)arg)++;
+	return (0);
+}
+
+/* Returns how many keys the store holds under its prefix + rel. */
+static int
+count_keys(struct fixture *f, const char *rel)
+{
+	char	 prefix[ETCD_KEY_MAX];
+	int64_t	 rev = 0;
+	int	 n = 0;
+
+	assert_int_equal(etcd_key(f->e, prefix, sizeof(prefix), "%s", rel), 0);
+	assert_int_equal(etcd_range(f->e, prefix, &rev, count_key, &n),
+	    ETCD_OK);
+	return (n);
+}
+
+/*
+ * A job's batches, many (32: ES_COMPACT_BATCHES) and heavier than twice its
+ * last snapshot (and 1 MiB), are due for compaction; its history rewritten
+ * whole (the ranks' rows, the events) replaces them in etcd, and loads the
+ * same.
+ */
+static void
+test_etcd_compact(void **state)
+{
+	struct fixture		*f = *state;
+	struct loaded		 l;
+	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
+	    NULL, 0, 0 };
+	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
+	    1, 10, 11 };
+	char			 err[64];
+	int			 i, k, n = 2000, commits = 32;
+
+	srandom(7);
+	for (k = 0; k < commits; k++) {
+		assert_false(store_compact_due(f->s, "J"));
+		assert_int_equal(store_begin(f->s), 0);
+		for (i = 0; i < n; i++) {
+			/* An error that deflates little: the batches weigh. */
+			snprintf(err, sizeof(err), "%08lx%08lx%08lx%08lx%08lx%08lx",
+			    random(), random(), random(), random(), random(),
+			    random());
+			r.rank = i;
+			r.step = k;
+			r.error = err;
+			assert_int_equal(store_put_rank(f->s, &r), 0);
+			if (k == 0)
+				assert_int_equal(store_put_event(f->s, "J", i,
+				    &ev, "n0", "/out"), 1);
+		}
+		assert_int_equal(store_commit(f->s), 0);
+	}
+	assert_int_equal(count_keys(f, "evbatch/J/"), commits);
+	assert_true(store_compact_due(f->s, "J"));
+	/* The history, as the model would hold it. */
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_compact_begin(f->s, "J"), 0);
+	r.error = "last";
+	for (i = 0; i < n; i++) {
+		r.rank = i;
+		assert_int_equal(store_put_rank(f->s, &r), 0);
+		assert_int_equal(store_put_event(f->s, "J", i, &ev, "n0",
+		    NULL), 1);
+	}
+	assert_int_equal(store_compact_end(f->s, "J"), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_false(store_compact_due(f->s, "J"));
+	assert_int_equal(count_keys(f, "evbatch/J/"), 1);
+	load(f->s, &l);
+	assert_int_equal(l.ranks, n);
+	assert_int_equal(l.events, n);
+	assert_int_equal(l.rank_step, commits - 1);
+	assert_string_equal(l.error, "last");
 }
 
 static int	 deposed_calls;
@@ -565,6 +655,8 @@ main(int argc, char **argv)
 	};
 	const struct CMUnitTest etcd_only[] = {
 		cmocka_unit_test_setup_teardown(test_etcd_newer_schema, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_compact, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_big_batch, setup,
 		    teardown),

@@ -1,0 +1,429 @@
+/*
+ * The etcd store's event batches (store_etcd_batch.h): a job's events of one
+ * commit written as JSON text as they come, one value per job and commit,
+ * and read back event by event through the same checks as an event row of
+ * its own (row_decode()).
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <zlib.h>
+
+#include "coord.h"
+#include "jobid.h"
+#include "store_etcd_batch.h"
+#include "store_row.h"
+
+/* Makes room for n more bytes of j's text.  Returns 0 or -1. */
+static int
+esb_reserve(struct esb_text *j, size_t n)
+{
+	size_t	 cap = j->cap == 0 ? 4096 : j->cap;
+	char	*p;
+
+	if (j->len + n + 1 <= j->cap)
+		return (0);
+	while (cap < j->len + n + 1)
+		cap *= 2;
+	if ((p = realloc(j->text, cap)) == NULL)
+		return (-1);
+	j->text = p;
+	j->cap = cap;
+	return (0);
+}
+
+/* Appends s to j's text as a JSON string (null for NULL).  Returns 0 or -1. */
+static int
+esb_quote(struct esb_text *j, const char *s)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p;
+
+	if (s == NULL) {
+		if (esb_reserve(j, 4) == -1)
+			return (-1);
+		memcpy(j->text + j->len, "null", 4);
+		j->len += 4;
+		return (0);
+	}
+	/* At most 6 bytes per byte, and the quotes. */
+	if (esb_reserve(j, strlen(s) * 6 + 2) == -1)
+		return (-1);
+	j->text[j->len++] = '"';
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\') {
+			j->text[j->len++] = '\\';
+			j->text[j->len++] = (char)*p;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			memcpy(j->text + j->len, "\\u00", 4);
+			j->len += 4;
+			j->text[j->len++] = hex[*p >> 4];
+			j->text[j->len++] = hex[*p & 15];
+		} else
+			j->text[j->len++] = (char)*p;
+	}
+	j->text[j->len++] = '"';
+	return (0);
+}
+
+/* Returns the bytes of j's batch so far. */
+static size_t
+esb_size(const struct esb_job *j)
+{
+	return (j->events.len + j->ranks.len);
+}
+
+/* Appends list ("[x,y", or nothing: "[") closed, after name. */
+static int
+esb_list(struct esb_text *v, const char *name, const struct esb_text *list)
+{
+	if (esb_reserve(v, strlen(name) + list->len + 8) == -1)
+		return (-1);
+	if (list->n == 0)
+		v->len += (size_t)snprintf(v->text + v->len, v->cap - v->len,
+		    ",\"%s\":[]", name);
+	else
+		v->len += (size_t)snprintf(v->text + v->len, v->cap - v->len,
+		    ",\"%s\":%.*s]", name, (int)list->len, list->text);
+	return (0);
+}
+
+/*
+ * Hands put the value v deflated (zlib, which starts with no '{'): etcd
+ * stores, replicates and syncs a fifth of the bytes or less.  As it is if
+ * that is no smaller.  Returns what put did, or -1.
+ */
+static int
+esb_put_deflated(const char *key, const struct esb_text *v, esb_put_fn put,
+    void *arg)
+{
+	uLongf	 zlen = compressBound((uLong)v->len);
+	Bytef	*z;
+	int	 rc;
+
+	if ((z = malloc(zlen)) == NULL)
+		return (-1);
+	if (compress2(z, &zlen, (const Bytef *)v->text, (uLong)v->len,
+	    ESB_ZLEVEL) == Z_OK && zlen < v->len)
+		rc = put(arg, key, (const char *)z, zlen);
+	else
+		rc = put(arg, key, v->text, v->len);
+	free(z);
+	return (rc);
+}
+
+/*
+ * Returns a deflated value's text (caller frees), its length in *outlen;
+ * NULL if it is not zlib or inflates past ESB_INFLATED_MAX.
+ */
+static char *
+esb_inflate(const char *value, size_t len, size_t *outlen)
+{
+	z_stream	 zs;
+	char		*out = NULL, *p;
+	size_t		 cap = 4 * len + 4096;
+	int		 rc;
+
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit(&zs) != Z_OK)
+		return (NULL);
+	zs.next_in = (Bytef *)(uintptr_t)value;
+	zs.avail_in = (uInt)len;
+	for (;;) {
+		if (cap > ESB_INFLATED_MAX)
+			cap = ESB_INFLATED_MAX;
+		if ((p = realloc(out, cap + 1)) == NULL)
+			break;
+		out = p;
+		zs.next_out = (Bytef *)out + zs.total_out;
+		zs.avail_out = (uInt)(cap - zs.total_out);
+		rc = inflate(&zs, Z_FINISH);
+		if (rc == Z_STREAM_END) {
+			*outlen = zs.total_out;
+			out[*outlen] = '\0';
+			inflateEnd(&zs);
+			return (out);
+		}
+		if ((rc != Z_BUF_ERROR && rc != Z_OK) || zs.avail_in == 0 ||
+		    cap == ESB_INFLATED_MAX)
+			break;
+		cap *= 2;
+	}
+	inflateEnd(&zs);
+	free(out);
+	return (NULL);
+}
+
+/* Hands j's batch to put as one value, and empties it.  Returns 0 or -1. */
+static int
+esb_put_one(struct esb *b, struct esb_job *j, int64_t fence, esb_put_fn put,
+    void *arg)
+{
+	struct esb_text	 v = { NULL, 0, 0, 0 };
+	char		 key[JOBID_MAX + 64];
+	int		 rc = -1;
+
+	if (j->events.n == 0 && j->ranks.n == 0)
+		return (0);
+	if (snprintf(key, sizeof(key), "evbatch/%s/%020" PRId64 "/%020" PRIu64,
+	    j->job, fence, ++b->seq) >= (int)sizeof(key))
+		return (-1);
+	if (esb_reserve(&v, 16) == 0) {
+		v.len = (size_t)snprintf(v.text, v.cap, "{\"job\":");
+		if (esb_quote(&v, j->job) == 0 &&
+		    esb_list(&v, "events", &j->events) == 0 &&
+		    esb_list(&v, "ranks", &j->ranks) == 0 &&
+		    esb_reserve(&v, 2) == 0) {
+			v.text[v.len++] = '}';
+			rc = esb_put_deflated(key, &v, put, arg);
+		}
+	}
+	free(v.text);
+	j->events.len = j->events.n = 0;
+	j->ranks.len = j->ranks.n = 0;
+	return (rc);
+}
+
+/* Returns job's open batch, opened if need be; NULL out of memory. */
+static struct esb_job *
+esb_job(struct esb *b, const char *job, int64_t fence, esb_put_fn put,
+    void *arg)
+{
+	struct esb_job	*j;
+	size_t		 i;
+
+	for (i = 0; i < b->njobs; i++)
+		if (strcmp(b->jobs[i].job, job) == 0)
+			return (&b->jobs[i]);
+	if (b->njobs == ESB_JOBS_MAX) {
+		if (esb_flush(b, fence, put, arg) == -1)
+			return (NULL);
+		esb_clear(b);
+	}
+	j = &b->jobs[b->njobs];
+	memset(j, 0, sizeof(*j));
+	if ((j->job = strdup(job)) == NULL)
+		return (NULL);
+	b->njobs++;
+	return (j);
+}
+
+/* Opens the next element of list t: "[" or ",".  Returns 0 or -1. */
+static int
+esb_next(struct esb_text *t)
+{
+	if (esb_reserve(t, 2) == -1)
+		return (-1);
+	t->text[t->len++] = t->n++ == 0 ? '[' : ',';
+	return (0);
+}
+
+/*
+ * Takes one event of job into its batch; a batch at ESB_VALUE_MAX goes to
+ * put now (under fence), and all do if more jobs than ESB_JOBS_MAX have one
+ * open.  Returns 0 or -1.
+ */
+int
+esb_add(struct esb *b, const char *job, int32_t rank,
+    const struct rank_event *ev, const char *node, const char *detail,
+    int64_t fence, esb_put_fn put, void *arg)
+{
+	struct esb_job	*j;
+	struct esb_text	*t;
+
+	if ((j = esb_job(b, job, fence, put, arg)) == NULL)
+		return (-1);
+	t = &j->events;
+	if (esb_next(t) == -1 || esb_reserve(t, 160) == -1)
+		return (-1);
+	t->len += (size_t)snprintf(t->text + t->len, t->cap - t->len,
+	    "[%" PRId32 ",%" PRIu32 ",%d,%" PRId64 ",%" PRId64 ",", rank,
+	    ev->window_id, ev->kind, ev->step, ev->time_ns);
+	if (esb_quote(t, node) == -1 || esb_reserve(t, 2) == -1)
+		return (-1);
+	t->text[t->len++] = ',';
+	if (esb_quote(t, detail) == -1 || esb_reserve(t, 2) == -1)
+		return (-1);
+	t->text[t->len++] = ']';
+	if (esb_size(j) >= ESB_VALUE_MAX)
+		return (esb_put_one(b, j, fence, put, arg));
+	return (0);
+}
+
+/* Takes a rank's row into its job's batch, as esb_add().  Returns 0 or -1. */
+int
+esb_add_rank(struct esb *b, const struct store_rank *r, int64_t fence,
+    esb_put_fn put, void *arg)
+{
+	struct esb_job	*j;
+	json_t		*row;
+	char		*text;
+	size_t		 len;
+
+	if ((j = esb_job(b, r->job, fence, put, arg)) == NULL ||
+	    (row = row_encode(ROW_RANKS, r)) == NULL)
+		return (-1);
+	text = json_dumps(row, JSON_COMPACT);
+	json_decref(row);
+	if (text == NULL)
+		return (-1);
+	len = strlen(text);
+	if (esb_next(&j->ranks) == -1 || esb_reserve(&j->ranks, len) == -1) {
+		free(text);
+		return (-1);
+	}
+	memcpy(j->ranks.text + j->ranks.len, text, len);
+	j->ranks.len += len;
+	free(text);
+	if (esb_size(j) >= ESB_VALUE_MAX)
+		return (esb_put_one(b, j, fence, put, arg));
+	return (0);
+}
+
+/* Hands every open batch to put (under fence).  Returns 0 or -1. */
+int
+esb_flush(struct esb *b, int64_t fence, esb_put_fn put, void *arg)
+{
+	size_t	 i;
+
+	for (i = 0; i < b->njobs; i++)
+		if (esb_put_one(b, &b->jobs[i], fence, put, arg) == -1)
+			return (-1);
+	return (0);
+}
+
+/* Drops every open batch (the sequence goes on). */
+void
+esb_clear(struct esb *b)
+{
+	size_t	 i;
+
+	for (i = 0; i < b->njobs; i++) {
+		free(b->jobs[i].job);
+		free(b->jobs[i].events.text);
+		free(b->jobs[i].ranks.text);
+	}
+	b->njobs = 0;
+}
+
+/*
+ * Decodes one event of a batch of job: an array of its 7 fields, checked
+ * as an event row of its own would be.  Returns what fn or bad did.
+ */
+static int
+esb_decode_one(const char *key, const char *job, const json_t *a,
+    esb_event_fn fn, esb_bad_fn bad, void *arg)
+{
+	struct store_event_row	 k;
+	struct row		 row;
+	json_t			*obj;
+	char			 rel[JOBID_MAX + 64], *text;
+	const char		*why = "not an array of 7 fields";
+	int			 rc;
+
+	if (!json_is_array(a) || json_array_size(a) != 7)
+		return (bad(arg, key, why));
+	memset(&k, 0, sizeof(k));
+	k.job = job;
+	k.rank = (int32_t)json_integer_value(json_array_get(a, 0));
+	k.window_id = (uint32_t)json_integer_value(json_array_get(a, 1));
+	k.kind = (int)json_integer_value(json_array_get(a, 2));
+	obj = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "job", job,
+	    "rank", json_array_get(a, 0), "window_id", json_array_get(a, 1),
+	    "kind", json_array_get(a, 2), "step", json_array_get(a, 3),
+	    "time_ns", json_array_get(a, 4), "node", json_array_get(a, 5),
+	    "detail", json_array_get(a, 6));
+	text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+	json_decref(obj);
+	if (text == NULL)
+		return (-1);
+	if (row_key(ROW_EVENTS, &k, rel, sizeof(rel)) == -1)
+		rc = bad(arg, key, "its fields name no key");
+	else if (row_decode(&row, ROW_EVENTS, rel, text, strlen(text),
+	    &why) == -1)
+		rc = bad(arg, key, why);
+	else {
+		rc = fn(arg, &row.u.event);
+		row_clear(&row);
+	}
+	free(text);
+	return (rc);
+}
+
+/*
+ * Hands a rank row of a batch of job to fn by the key it would have of its
+ * own, or to bad.  Returns what fn or bad did.
+ */
+static int
+esb_decode_rank(const char *key, const char *job, const json_t *obj,
+    esb_rank_fn fn, esb_bad_fn bad, void *arg)
+{
+	struct store_rank	 k;
+	char			 rel[JOBID_MAX + 64], *text;
+	const json_t		*rank = json_object_get(obj, "rank");
+	int			 rc;
+
+	memset(&k, 0, sizeof(k));
+	k.job = job;
+	k.rank = (int32_t)json_integer_value(rank);
+	if (!json_is_object(obj) || !json_is_integer(rank) ||
+	    json_integer_value(rank) != k.rank ||
+	    row_key(ROW_RANKS, &k, rel, sizeof(rel)) == -1)
+		return (bad(arg, key, "a rank row without its rank"));
+	if ((text = json_dumps(obj, JSON_COMPACT)) == NULL)
+		return (-1);
+	rc = fn(arg, rel, text);
+	free(text);
+	return (rc);
+}
+
+/*
+ * Reads the batch value at key (relative to the prefix): each event handed
+ * to fn, each rank row to rank (checked by whoever decodes it), each that
+ * is not one to bad, and a value that is no batch of the job its key names
+ * to bad once.  Returns 0, or -1 if one of them did.
+ */
+int
+esb_decode(const char *key, const char *value, size_t len, esb_event_fn fn,
+    esb_rank_fn rank, esb_bad_fn bad, void *arg)
+{
+	json_t		*obj, *evs, *rks, *a;
+	const char	*job;
+	char		*text = NULL;
+	size_t		 i, jl;
+	int		 rc = 0;
+
+	if (len > 0 && value[0] != '{') {
+		if ((text = esb_inflate(value, len, &len)) == NULL)
+			return (bad(arg, key, "neither JSON nor zlib"));
+		value = text;
+	}
+	obj = json_loadb(value, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
+	job = json_string_value(json_object_get(obj, "job"));
+	evs = json_object_get(obj, "events");
+	rks = json_object_get(obj, "ranks");
+	jl = job != NULL ? strlen(job) : 0;
+	if (job == NULL || !json_is_array(evs) || !json_is_array(rks) ||
+	    jl == 0 || strncmp(key, "evbatch/", 8) != 0 ||
+	    strncmp(key + 8, job, jl) != 0 || key[8 + jl] != '/' ||
+	    !jobid_valid(job, NULL)) {
+		json_decref(obj);
+		return (bad(arg, key, "not a batch of the job its key names"));
+	}
+	json_array_foreach(evs, i, a) {
+		if ((rc = esb_decode_one(key, job, a, fn, bad, arg)) == -1)
+			break;
+	}
+	json_array_foreach(rks, i, a) {
+		if (rc == 0 &&
+		    (rc = esb_decode_rank(key, job, a, rank, bad, arg)) == -1)
+			break;
+	}
+	json_decref(obj);
+	return (rc);
+}

@@ -1,0 +1,80 @@
+/*
+ * The etcd store's event batches: the events of one job that one commit
+ * stores, as one value under one key, instead of one key (and one guarded
+ * put) per event.
+ *
+ *	PREFIX evbatch/JOB/FENCE/SEQ	{"job": J, "events": [[rank, window,
+ *					 kind, step, time_ns, node, detail],
+ *					 ...]}
+ *
+ * FENCE is the writing leader's fencing token (unique to its leadership),
+ * SEQ counts its batches: a key is never written twice with another value,
+ * so a txn sent again lands once.  The value is stored deflated (zlib)
+ * when that is smaller: etcd then moves a fifth of the bytes or less.  A value stays under ESB_VALUE_MAX bytes
+ * (one txn under etcd's request limit); a job's events past it go to the
+ * next SEQ.  The dedupe by (job, rank, window, kind) is the model's
+ * (schedule_rank_has_event(), rebuilt on load); the load drops a repeat all
+ * the same, keeping the earliest.  A rank's row is the one of the last
+ * batch (in key order: commit order) that holds it.
+ */
+
+#ifndef DYNPROF_STORE_ETCD_BATCH_H
+#define DYNPROF_STORE_ETCD_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rank_event;
+struct store_event_row;
+struct store_rank;
+
+/* Bytes of JSON text in one batch value: base64 and the txn around it stay
+ * under ETCD_TXN_BYTES_MAX. */
+#define ESB_VALUE_MAX	(640 * 1024)
+#define ESB_JOBS_MAX	64	/* jobs with a batch open at once */
+#define ESB_ZLEVEL	1	/* zlib's fastest: most of the gain */
+/* A deflated value is refused past this, inflated. */
+#define ESB_INFLATED_MAX	(4 * ESB_VALUE_MAX)
+
+/* JSON text being written: "[x,y" so far. */
+struct esb_text {
+	char		*text;
+	size_t		 len, cap;
+	size_t		 n;
+};
+
+/* One job's batch being filled. */
+struct esb_job {
+	char		*job;
+	struct esb_text	 events;
+	struct esb_text	 ranks;
+};
+
+/* The open transaction's batches. */
+struct esb {
+	struct esb_job	 jobs[ESB_JOBS_MAX];
+	size_t		 njobs;
+	uint64_t	 seq;		/* batches written under this fence */
+};
+
+/* What esb_flush() hands each finished value to: key (relative to the
+ * prefix) and value text.  Returns 0 or -1. */
+typedef int	(*esb_put_fn)(void *, const char *, const char *, size_t);
+/* What esb_decode() hands each event to, decoded and checked. */
+typedef int	(*esb_event_fn)(void *, const struct store_event_row *);
+/* ... and each rank row: its key (relative) and its JSON text. */
+typedef int	(*esb_rank_fn)(void *, const char *, const char *);
+/* ... and each it refuses: the key and why. */
+typedef int	(*esb_bad_fn)(void *, const char *, const char *);
+
+/* store_etcd_batch.c */
+int	 esb_add(struct esb *, const char *, int32_t, const struct rank_event *,
+	    const char *, const char *, int64_t, esb_put_fn, void *);
+int	 esb_add_rank(struct esb *, const struct store_rank *, int64_t,
+	    esb_put_fn, void *);
+int	 esb_flush(struct esb *, int64_t, esb_put_fn, void *);
+void	 esb_clear(struct esb *);
+int	 esb_decode(const char *, const char *, size_t, esb_event_fn,
+	    esb_rank_fn, esb_bad_fn, void *);
+
+#endif /* DYNPROF_STORE_ETCD_BATCH_H */
