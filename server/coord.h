@@ -68,8 +68,9 @@ struct leader;
  * they are in flight. */
 #define LINK_COMMITS_MAX	2
 #define COORD_LOST_GRACE_HB	10	/* heartbeats a lost node may come back in */
-/* A change's answer waits this long for its commit, then is a 503. */
-#define CHANGE_HOLD_MS		2500
+/* A change's answer waits this long for its commit, then is a 503: past
+ * etcd's election after a member is lost, within dynprofctl's 10 s. */
+#define CHANGE_HOLD_MS		5000
 #define COORD_DRAIN_MS		5000	/* stopping: commits in flight answered */
 #define COORD_RANK_EVENTS_MAX	64	/* events kept per rank for status */
 #define COORD_LEGACY_MAX	10000	/* legacy job reports (node, job) kept */

@@ -35,9 +35,12 @@ typedef void	(*etcd_done_fn)(void *, int, struct json_t *);
 /* While etcd does not answer (down), a request asks one endpoint (the
  * next each time) for this long: the loop serves what it knows between. */
 #define ETCD_PROBE_TIMEOUT_MS	250
-/* A commit's txn (up to ETCD_TXN_BYTES_MAX) is given this long by one
- * endpoint: a busy etcd takes long to apply a big one. */
-#define ETCD_TXN_TIMEOUT_MS	10000
+/* A commit's txn is given this long by one endpoint, and this much more
+ * at ETCD_TXN_BYTES_MAX (a busy etcd takes long to apply a big one); past
+ * it, the next endpoint (one stuck in an election holds a proposal for
+ * seconds). */
+#define ETCD_TXN_TIMEOUT_MS	1000
+#define ETCD_TXN_TIMEOUT_BIG_MS	4000
 /* A commit's txn nobody answered is sent again after this. */
 #define ETCD_RETRY_MS		200
 #define ETCD_RESPONSE_MAX	(64 * 1024 * 1024)	/* bytes of one answer */

@@ -542,7 +542,8 @@ es_pump(struct etcd_store *s)
 	struct etcd		*e = s->e;
 	struct es_commit	*q = s->head;
 	json_t			*body, *success;
-	size_t			 i;
+	size_t			 i, bytes;
+	long			 timeout;
 
 	if (s->sending || q == NULL)
 		return;
@@ -558,8 +559,12 @@ es_pump(struct etcd_store *s)
 	body = json_pack("{s:[o],s:o}", "compare",
 	    es_cmp_created(e->leader_key, e->fence), "success", success);
 	s->sending = 1;
-	if (body == NULL || etcd_call_async(e, "/v3/kv/txn", body,
-	    ETCD_TXN_TIMEOUT_MS, es_txn_done, s) == -1) {
+	for (i = q->next, bytes = 0; i < q->sent; i++)
+		bytes += es_op_bytes(json_array_get(q->ops, i));
+	timeout = ETCD_TXN_TIMEOUT_MS + (long)(bytes *
+	    ETCD_TXN_TIMEOUT_BIG_MS / ETCD_TXN_BYTES_MAX);
+	if (body == NULL || etcd_call_async(e, "/v3/kv/txn", body, timeout,
+	    es_txn_done, s) == -1) {
 		s->sending = 0;
 		goto fail;
 	}
