@@ -235,11 +235,13 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 		} else {
 			next = w;
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WAITING;
-			if (lj->dialect == OPTIONS_TORCH_NPU &&
+			if (legacy_dialect(lj->dialect)->own_config_first &&
 			    !lj->framework_seen)
 				snprintf(reason, sizeof(reason), "waiting for "
-				    "torch_npu's own %s: it ignores a file older "
-				    "than its start", LEGACY_CONFIG_NAME);
+				    "%s's own %s: it ignores a file older than "
+				    "its start", options_dialect_name(
+				    (enum options_dialect)lj->dialect),
+				    LEGACY_CONFIG_NAME);
 			else if (lj->write_error[0] != '\0')
 				snprintf(reason, sizeof(reason), "not written: "
 				    "%.200s", lj->write_error);
@@ -262,6 +264,7 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 static void
 legacy_eval(struct legacy *l, struct legacy_job *lj)
 {
+	const struct legacy_dialect *dl = legacy_dialect(lj->dialect);
 	struct legacy_window	 ws[SEG_MAX_WINDOWS];
 	const struct seg_window	*w = NULL, *next, *sw;
 	size_t			 n, i, nsw;
@@ -276,12 +279,11 @@ legacy_eval(struct legacy *l, struct legacy_job *lj)
 				w = &sw[i];
 		/* Cancelled before a rank was seen running it: say so. */
 		disable = w != NULL && (w->flags & SEG_WINDOW_CANCELLED) &&
-		    lj->nranks == 0 && lj->dialect != OPTIONS_TORCH_NPU;
+		    lj->nranks == 0 && dl != NULL && dl->can_disable;
 		legacy_check_over(lj, w, now);
 	}
 	next = legacy_plan(lj, sw, nsw, ws, &n);
-	if (lj->dialect >= 0 && !(lj->dialect == OPTIONS_TORCH_NPU &&
-	    !lj->framework_seen)) {
+	if (dl != NULL && !(dl->own_config_first && !lj->framework_seen)) {
 		if (next != NULL && legacy_try_write(l, lj, next, now))
 			next = legacy_plan(lj, sw, nsw, ws, &n);
 		else if (next == NULL && disable && !lj->written_disabled)

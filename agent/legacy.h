@@ -52,6 +52,9 @@ struct stat;
 #define LEGACY_RANK_LIST_MAX	65536	/* torch_npu rank_list entries */
 #define LEGACY_OVER_MAX		64	/* ids of windows over, remembered */
 #define LEGACY_REASON_MAX	256
+#define LEGACY_MARKER_NAME	"dynprof_window"	/* in the trace's metadata */
+#define LEGACY_MARKER_MAX	(SEG_JOB_MAX + 32)
+#define LEGACY_METADATA_NAME	"profiler_metadata.json"
 
 #define LEGACY_CONFIG_NAME	"profiler_config.json"
 #define LEGACY_DIALECT_NAME	"dynprof.dialect"
@@ -59,6 +62,30 @@ struct stat;
 #define LEGACY_TMP_NAME		".profiler_config.json.dynprof"
 #define LEGACY_SHM_DIR		"/dev/shm"	/* where Python's SharedMemory is */
 #define LEGACY_SHM_RECORD_MAX	64	/* MindSpore's records: 28 to 34 bytes */
+
+/*
+ * A legacy dialect (legacy_dialect.c): one descriptor each, beside its column
+ * of the options table (common/options.h), which says its option keys and
+ * how their values are written.
+ */
+#define LEGACY_STOP_STEP	0	/* stop_step */
+#define LEGACY_STOP_ACTIVE	1	/* warmup 0, active: how many steps */
+#define LEGACY_TRACE_STEPS	0	/* <output>/rank{N}_start{a}_stop{b}/ */
+#define LEGACY_TRACE_MARKED	1	/* <output>/NAME_ascend_pt/, the marker */
+
+struct legacy_dialect {
+	enum options_dialect	 id;
+	const char *const	*keys;		/* one of them in its config says it */
+	const char *const	*also;		/* NULL, or one of these as well */
+	const char		*output_key;	/* its config's output dir, or NULL */
+	int			 stop;		/* LEGACY_STOP_* */
+	int			 trace;		/* LEGACY_TRACE_* */
+	int			 own_config_first; /* ignores files older than it */
+	int			 can_disable;	/* start_step -1 means "none" */
+	const char		*marker_key;	/* config key it copies into the
+						   trace (LEGACY_TRACE_MARKED) */
+	const char *const	*shm;		/* its record's fields, or NULL */
+};
 
 /* What the agent does with one window of the schedule (LegacyWindowState). */
 struct legacy_window {
@@ -177,6 +204,8 @@ char	*legacy_fs_read(int, const char *, size_t, struct stat *, char *,
 	    size_t);
 
 /* legacy_dialect.c */
+const struct legacy_dialect *legacy_dialect(int);
+void	 legacy_marker(const struct legacy_job *, uint32_t, char *, size_t);
 void	 legacy_detect(struct legacy *, struct legacy_job *);
 int	 legacy_write(struct legacy *, struct legacy_job *,
 	    const struct seg_window *, const char **);

@@ -37,12 +37,79 @@ static const char *const legacy_owned_keys[] = {
 
 #define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))
 
-/* Returns 1 if dialect d is one of MindSpore's. */
-static int
-legacy_is_mindspore(int d)
+/*
+ * The dialects, in the order their keys are tried (2.7 has 2.6's keys and
+ * more).  Their options' keys and value forms are their columns of the
+ * options table; the record fields' types and defaults come from it too
+ * (legacy_shm.c).
+ */
+static const char *const legacy_keys_torch[] = { "prof_dir", "warmup",
+	"active", NULL };
+static const char *const legacy_keys_ms26[] = { "export_type", "mstx", NULL };
+static const char *const legacy_keys_ms27[] = { "prof_path", "record_shapes",
+	"l2_cache", NULL };
+static const char *const legacy_keys_ms25[] = { "activities", NULL };
+static const char *const legacy_keys_ms24[] = { "profile_framework",
+	"profile_communication", NULL };
+static const char *const legacy_shm_ms24[] = { "start_step", "stop_step",
+	"aicore_metrics", "profiler_level", "profile_framework", "analyse_mode",
+	"profile_communication", "parallel_strategy", "with_stack",
+	"data_simplification", NULL };
+static const char *const legacy_shm_ms25[] = { "start_step", "stop_step",
+	"aicore_metrics", "profiler_level", "analyse_mode", "activities",
+	"parallel_strategy", "with_stack", "data_simplification", NULL };
+static const char *const legacy_shm_ms26[] = { "start_step", "stop_step",
+	"aic_metrics", "profiler_level", "analyse_mode", "activities",
+	"export_type", "profile_memory", "mstx", "parallel_strategy",
+	"with_stack", "data_simplification", NULL };
+
+static const struct legacy_dialect legacy_dialects[] = {
+	{ .id = OPTIONS_TORCH_NPU, .keys = legacy_keys_torch,
+	  .output_key = "prof_dir", .stop = LEGACY_STOP_ACTIVE,
+	  .trace = LEGACY_TRACE_MARKED, .own_config_first = 1,
+	  .marker_key = "metadata" },
+	{ .id = OPTIONS_MS27, .keys = legacy_keys_ms26,
+	  .also = legacy_keys_ms27, .output_key = "prof_path",
+	  .stop = LEGACY_STOP_STEP, .trace = LEGACY_TRACE_STEPS,
+	  .can_disable = 1 },
+	{ .id = OPTIONS_MS26, .keys = legacy_keys_ms26, .stop = LEGACY_STOP_STEP,
+	  .trace = LEGACY_TRACE_STEPS, .can_disable = 1,
+	  .shm = legacy_shm_ms26 },
+	{ .id = OPTIONS_MS25, .keys = legacy_keys_ms25, .stop = LEGACY_STOP_STEP,
+	  .trace = LEGACY_TRACE_STEPS, .can_disable = 1,
+	  .shm = legacy_shm_ms25 },
+	{ .id = OPTIONS_MS24, .keys = legacy_keys_ms24, .stop = LEGACY_STOP_STEP,
+	  .trace = LEGACY_TRACE_STEPS, .can_disable = 1,
+	  .shm = legacy_shm_ms24 },
+};
+
+/* The descriptor of dialect d (enum options_dialect), or NULL. */
+const struct legacy_dialect *
+legacy_dialect(int d)
 {
-	return (d == OPTIONS_MS24 || d == OPTIONS_MS25 || d == OPTIONS_MS26 ||
-	    d == OPTIONS_MS27);
+	size_t	 i;
+
+	for (i = 0; i < NITEMS(legacy_dialects); i++)
+		if ((int)legacy_dialects[i].id == d)
+			return (&legacy_dialects[i]);
+	return (NULL);
+}
+
+/* The marker of window id of lj, as its trace holds it. */
+void
+legacy_marker(const struct legacy_job *lj, uint32_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "dynprof:%s:%u", lj->name, id);
+}
+
+/* Returns 1 if o has one of keys (NULL-ended). */
+static int
+legacy_has_key(json_t *o, const char *const *keys)
+{
+	for (; *keys != NULL; keys++)
+		if (json_object_get(o, *keys) != NULL)
+			return (1);
+	return (0);
 }
 
 /* Trims s of surrounding white space, in place; returns it. */
@@ -62,24 +129,13 @@ legacy_trim(char *s)
 static int
 legacy_dialect_of(json_t *o)
 {
-	if (json_object_get(o, "prof_dir") != NULL ||
-	    json_object_get(o, "warmup") != NULL ||
-	    json_object_get(o, "active") != NULL)
-		return (OPTIONS_TORCH_NPU);
-	if (json_object_get(o, "export_type") != NULL ||
-	    json_object_get(o, "mstx") != NULL) {
-		/* 2.7 added these to 2.6's keys. */
-		if (json_object_get(o, "prof_path") != NULL ||
-		    json_object_get(o, "record_shapes") != NULL ||
-		    json_object_get(o, "l2_cache") != NULL)
-			return (OPTIONS_MS27);
-		return (OPTIONS_MS26);
-	}
-	if (json_object_get(o, "activities") != NULL)
-		return (OPTIONS_MS25);
-	if (json_object_get(o, "profile_framework") != NULL ||
-	    json_object_get(o, "profile_communication") != NULL)
-		return (OPTIONS_MS24);
+	size_t	 i;
+
+	for (i = 0; i < NITEMS(legacy_dialects); i++)
+		if (legacy_has_key(o, legacy_dialects[i].keys) &&
+		    (legacy_dialects[i].also == NULL ||
+		    legacy_has_key(o, legacy_dialects[i].also)))
+			return ((int)legacy_dialects[i].id);
 	return (-1);
 }
 
@@ -107,7 +163,8 @@ legacy_detect_named(struct legacy_job *lj, int dfd, int *d)
 		return (-1);
 	}
 	name = legacy_trim(buf);
-	if (options_dialect_find(name, &nd) == -1 || nd == OPTIONS_DYNPROF) {
+	if (options_dialect_find(name, &nd) == -1 ||
+	    legacy_dialect((int)nd) == NULL) {
 		snprintf(lj->error, sizeof(lj->error), "%s: unknown dialect "
 		    "\"%.64s\" (mindspore-2.4, mindspore-2.5, mindspore-2.6, "
 		    "mindspore-2.7 or torch_npu)", LEGACY_DIALECT_NAME, name);
@@ -171,6 +228,7 @@ legacy_detect_config(struct legacy_job *lj, int dfd)
 static void
 legacy_detect_output(struct legacy_job *lj, int dfd)
 {
+	const struct legacy_dialect *dl = legacy_dialect(lj->dialect);
 	struct stat	 st;
 	json_t		*v = NULL;
 	char		 why[LEGACY_REASON_MAX], *buf, *p;
@@ -191,12 +249,9 @@ legacy_detect_output(struct legacy_job *lj, int dfd)
 		free(buf);
 		return;
 	}
-	if (lj->base == NULL)
+	if (lj->base == NULL || dl == NULL || dl->output_key == NULL)
 		return;
-	if (lj->dialect == OPTIONS_TORCH_NPU)
-		v = json_object_get(lj->base, "prof_dir");
-	else if (lj->dialect == OPTIONS_MS27)
-		v = json_object_get(lj->base, "prof_path");
+	v = json_object_get(lj->base, dl->output_key);
 	if (json_is_string(v) && json_string_value(v)[0] == '/' &&
 	    strlen(json_string_value(v)) < sizeof(lj->output))
 		strcpy(lj->output, json_string_value(v));
@@ -272,6 +327,7 @@ int
 legacy_expressible(const struct legacy_job *lj, const struct seg_window *w,
     char *reason, size_t len)
 {
+	const struct legacy_dialect *dl = legacy_dialect(lj->dialect);
 	struct rank_set	 set;
 	const char	*why;
 	size_t		 i, n = 0, off = 0;
@@ -279,17 +335,19 @@ legacy_expressible(const struct legacy_job *lj, const struct seg_window *w,
 	int		 k;
 
 	reason[0] = '\0';
+	if (dl == NULL)
+		return (snprintf(reason, len, "no dialect"), -1);
 	if (w->start_step < 1)
 		return (snprintf(reason, len, "start step %lld: %s counts steps "
 		    "from 1", (long long)w->start_step, options_dialect_name(
 		    (enum options_dialect)lj->dialect)), -1);
-	if (legacy_is_mindspore(lj->dialect) && w->ranks[0] != '\0' &&
+	if (!options_dialect_ranks(dl->id) && w->ranks[0] != '\0' &&
 	    strcmp(w->ranks, "all") != 0)
 		return (snprintf(reason, len, "ranks \"%.64s\": %s's %s "
 		    "cannot target ranks (every rank reads it)", w->ranks,
 		    options_dialect_name((enum options_dialect)lj->dialect),
 		    LEGACY_CONFIG_NAME), -1);
-	if (lj->dialect == OPTIONS_TORCH_NPU) {
+	if (options_dialect_ranks(dl->id)) {
 		if (ranks_parse(w->ranks, &set, &why) == -1)
 			return (snprintf(reason, len, "%s", why), -1);
 		for (k = 0; k < set.nranges; k++)
@@ -341,22 +399,28 @@ legacy_render_options(json_t *o, int d, const struct seg_window *w)
 	const struct options_row *r;
 	char		 name[64];
 	size_t		 i;
-	int64_t		 v;
+	int64_t		 v, num;
 
 	for (i = 0; i < OPTIONS_N; i++) {
 		r = &options_table[i];
 		if (r->keys[d] == NULL)
 			continue;
 		v = options_get(&options_seg, i, &w->options);
-		if (r->forms[d] != NULL) {
-			/* Written as a name; unset: the framework's default. */
-			if (options_value_name(r, (enum options_dialect)d, v,
-			    name, sizeof(name)) == 0)
-				legacy_set(o, r->keys[d], json_string(name));
-		} else if (r->type == OPTIONS_BOOL)
-			legacy_set(o, r->keys[d], json_boolean(v != 0));
-		else
-			legacy_set(o, r->keys[d], json_integer(v));
+		switch (options_value_form(r, (enum options_dialect)d, v, name,
+		    sizeof(name), &num)) {
+		case OPTIONS_FORM_NAME:
+			legacy_set(o, r->keys[d], json_string(name));
+			break;
+		case OPTIONS_FORM_NUMBER:
+			legacy_set(o, r->keys[d], json_integer(num));
+			break;
+		case OPTIONS_FORM_PLAIN:
+			legacy_set(o, r->keys[d], r->type == OPTIONS_BOOL ?
+			    json_boolean(v != 0) : json_integer(v));
+			break;
+		default:
+			break;		/* unset: the framework's own */
+		}
 	}
 }
 
@@ -410,7 +474,9 @@ legacy_render_ranks(json_t *o, const char *ranks)
 static json_t *
 legacy_render(const struct legacy_job *lj, const struct seg_window *w)
 {
-	json_t	*o;
+	const struct legacy_dialect *dl = legacy_dialect(lj->dialect);
+	json_t	*o, *meta;
+	char	 marker[LEGACY_MARKER_MAX];
 
 	o = lj->base != NULL ? json_deep_copy(lj->base) : json_object();
 	if (o == NULL)
@@ -424,12 +490,23 @@ legacy_render(const struct legacy_job *lj, const struct seg_window *w)
 	legacy_render_fwopts(o, w);
 	legacy_render_options(o, lj->dialect, w);
 	json_object_set_new(o, "start_step", json_integer(w->start_step));
-	if (lj->dialect == OPTIONS_TORCH_NPU) {
+	if (dl != NULL && dl->marker_key != NULL) {
+		/* Copied by the framework into the window's trace. */
+		if (!json_is_object(meta = json_object_get(o, dl->marker_key))) {
+			meta = json_object();
+			json_object_set_new(o, dl->marker_key, meta);
+		}
+		legacy_marker(lj, w->id, marker, sizeof(marker));
+		json_object_set_new(meta, LEGACY_MARKER_NAME,
+		    json_string(marker));
+	}
+	if (dl != NULL && dl->stop == LEGACY_STOP_ACTIVE) {
 		json_object_del(o, "stop_step");
 		json_object_set_new(o, "warmup", json_integer(0));
 		json_object_set_new(o, "active",
 		    json_integer(w->stop_step - w->start_step + 1));
-		if (legacy_render_ranks(o, w->ranks) == -1) {
+		if (options_dialect_ranks(dl->id) &&
+		    legacy_render_ranks(o, w->ranks) == -1) {
 			json_decref(o);
 			return (NULL);
 		}

@@ -269,7 +269,7 @@ legacy_observe(struct legacy *l, struct legacy_job *lj, uint64_t gen)
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", lj->output,
 		    de->d_name) >= sizeof(path))
 			continue;
-		if (lj->dialect == OPTIONS_TORCH_NPU)
+		if (legacy_dialect(lj->dialect)->trace == LEGACY_TRACE_MARKED)
 			moved |= legacy_see_torch(l, lj, dirfd(d), de->d_name,
 			    path, gen);
 		else

@@ -49,52 +49,62 @@
 #define LEGACY_SHM_PREFIX	"DynamicProfileShm"
 #define LEGACY_SHM_SLACK_S	5
 
-/* A record's fields in order: "i" int32, "?" bool, by key and default. */
+/* A record's field: "i" int32, "?" bool, with its default. */
 struct legacy_shm_field {
 	const char	*key;
 	char		 type;
 	int		 def;
 };
 
-static const struct legacy_shm_field legacy_shm_ms24[] = {
+/*
+ * The record's fields that are not options (those come from the options
+ * table, in the dialect's column): the window's steps and the framework's
+ * own, as MindSpore 2.4-2.6 default them.
+ */
+static const struct legacy_shm_field legacy_shm_others[] = {
 	{ "start_step", 'i', -1 }, { "stop_step", 'i', -1 },
-	{ "aicore_metrics", 'i', -1 }, { "profiler_level", 'i', -1 },
-	{ "profile_framework", 'i', -1 }, { "analyse_mode", 'i', -1 },
-	{ "profile_communication", '?', 0 }, { "parallel_strategy", '?', 0 },
-	{ "with_stack", '?', 0 }, { "data_simplification", '?', 1 },
-	{ NULL, 0, 0 }
-};
-static const struct legacy_shm_field legacy_shm_ms25[] = {
-	{ "start_step", 'i', -1 }, { "stop_step", 'i', -1 },
-	{ "aicore_metrics", 'i', -1 }, { "profiler_level", 'i', -1 },
-	{ "analyse_mode", 'i', -1 }, { "activities", 'i', 0 },
-	{ "parallel_strategy", '?', 0 }, { "with_stack", '?', 0 },
-	{ "data_simplification", '?', 1 },
-	{ NULL, 0, 0 }
-};
-static const struct legacy_shm_field legacy_shm_ms26[] = {
-	{ "start_step", 'i', -1 }, { "stop_step", 'i', -1 },
-	{ "aic_metrics", 'i', -1 }, { "profiler_level", 'i', -1 },
-	{ "analyse_mode", 'i', -1 }, { "activities", 'i', 0 },
-	{ "export_type", 'i', 0 }, { "profile_memory", '?', 0 },
-	{ "mstx", '?', 0 }, { "parallel_strategy", '?', 0 },
-	{ "with_stack", '?', 0 }, { "data_simplification", '?', 1 },
-	{ NULL, 0, 0 }
+	{ "activities", 'i', 0 }, { "export_type", 'i', 0 },
+	{ "profile_memory", '?', 0 }, { "mstx", '?', 0 },
 };
 
-/* The record layout of dialect d, or NULL when it has none to write. */
-static const struct legacy_shm_field *
-legacy_shm_layout(int d)
+#define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))
+#define LEGACY_SHM_FIELDS_MAX	(LEGACY_SHM_RECORD_MAX / 2)
+
+/*
+ * The record layout of dialect d into f (ending with a NULL key), from its
+ * descriptor's field names: an option's type and default from the options
+ * table, the others from legacy_shm_others.  Returns 0, or -1 when it has
+ * none, or names a field nobody types.
+ */
+static int
+legacy_shm_layout(int d, struct legacy_shm_field *f)
 {
-	switch (d) {
-	case OPTIONS_MS24:
-		return (legacy_shm_ms24);
-	case OPTIONS_MS25:
-		return (legacy_shm_ms25);
-	case OPTIONS_MS26:
-		return (legacy_shm_ms26);
+	const struct legacy_dialect *dl = legacy_dialect(d);
+	const struct options_row *r;
+	const char *const *k;
+	size_t		 n = 0, i;
+
+	if (dl == NULL || dl->shm == NULL)
+		return (-1);
+	for (k = dl->shm; *k != NULL; k++) {
+		if (n + 1 >= LEGACY_SHM_FIELDS_MAX)
+			return (-1);
+		f[n].key = *k;
+		if ((r = options_find((enum options_dialect)d, *k)) != NULL) {
+			f[n].type = r->type == OPTIONS_BOOL ? '?' : 'i';
+			f[n].def = (int)r->def;
+		} else {
+			for (i = 0; i < NITEMS(legacy_shm_others); i++)
+				if (strcmp(legacy_shm_others[i].key, *k) == 0)
+					break;
+			if (i == NITEMS(legacy_shm_others))
+				return (-1);
+			f[n] = legacy_shm_others[i];
+		}
+		n++;
 	}
-	return (NULL);
+	f[n].key = NULL;
+	return (0);
 }
 
 /*
@@ -248,13 +258,13 @@ int
 legacy_shm_write(const struct agent *a, struct legacy_job *lj, void *o,
     int is_file, char *note, size_t nlen)
 {
-	const struct legacy_shm_field *f;
+	struct legacy_shm_field f[LEGACY_SHM_FIELDS_MAX];
 	uint8_t		 rec[LEGACY_SHM_RECORD_MAX];
 	char		 why[LEGACY_REASON_MAX], name[NAME_MAX + 1];
 	size_t		 size, off = strlen(note);
 	int		 fd, ok;
 
-	if (!a->opts.legacy_shm || (f = legacy_shm_layout(lj->dialect)) == NULL)
+	if (!a->opts.legacy_shm || legacy_shm_layout(lj->dialect, f) == -1)
 		return (0);
 	size = legacy_shm_pack(f, o, rec);
 	fd = legacy_shm_find(lj, f, size, why, sizeof(why), name, sizeof(name));

@@ -5,6 +5,7 @@
  * here: the library links this too.
  */
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -12,20 +13,31 @@
 #include "options.h"
 #include "segment.h"
 
+/* A dialect's column (key, form): its key, its form. */
+#define OPTIONS_KEY(key, form)	key
+#define OPTIONS_FORM(key, form)	form
 #define OPTIONS_ROW(a, field, type, min, max, def, values, ms24, ms25,	\
-	    ms26, ms27, tnpu, tnpu_names)					\
+	    ms26, ms27, tnpu)						\
 	{ #field, type, min, max, def, values,				\
-	    { #field, ms24, ms25, ms26, ms27, tnpu },			\
-	    { values, NULL, NULL, NULL, NULL, tnpu_names } },
+	    { #field, OPTIONS_KEY ms24, OPTIONS_KEY ms25, OPTIONS_KEY ms26,	\
+	    OPTIONS_KEY ms27, OPTIONS_KEY tnpu },			\
+	    { values, OPTIONS_FORM ms24, OPTIONS_FORM ms25,		\
+	    OPTIONS_FORM ms26, OPTIONS_FORM ms27, OPTIONS_FORM tnpu } },
 
-/* Each dialect's name, as a job's dynprof.dialect file and status name it. */
-static const char *const options_dialects[OPTIONS_NDIALECTS] = {
-	[OPTIONS_DYNPROF] = "dynprof",
-	[OPTIONS_MS24] = "mindspore-2.4",
-	[OPTIONS_MS25] = "mindspore-2.5",
-	[OPTIONS_MS26] = "mindspore-2.6",
-	[OPTIONS_MS27] = "mindspore-2.7",
-	[OPTIONS_TORCH_NPU] = "torch_npu",
+/*
+ * Each dialect's name, as a job's dynprof.dialect file and status name it,
+ * and whether its file can target ranks (else every rank reads it alike).
+ */
+static const struct {
+	const char	*name;
+	int		 ranks;
+} options_dialects[OPTIONS_NDIALECTS] = {
+	[OPTIONS_DYNPROF] = { "dynprof", 1 },
+	[OPTIONS_MS24] = { "mindspore-2.4", 0 },
+	[OPTIONS_MS25] = { "mindspore-2.5", 0 },
+	[OPTIONS_MS26] = { "mindspore-2.6", 0 },
+	[OPTIONS_MS27] = { "mindspore-2.7", 0 },
+	[OPTIONS_TORCH_NPU] = { "torch_npu", 1 },
 };
 
 const struct options_row options_table[OPTIONS_N] = {
@@ -57,7 +69,14 @@ options_dialect_name(enum options_dialect d)
 {
 	if ((unsigned)d >= OPTIONS_NDIALECTS)
 		return ("unknown");
-	return (options_dialects[d]);
+	return (options_dialects[d].name);
+}
+
+/* Returns 1 if dialect d can target ranks. */
+int
+options_dialect_ranks(enum options_dialect d)
+{
+	return ((unsigned)d < OPTIONS_NDIALECTS && options_dialects[d].ranks);
 }
 
 /* Finds the dialect named name.  Returns 0 with *d set, or -1. */
@@ -67,12 +86,53 @@ options_dialect_find(const char *name, enum options_dialect *d)
 	size_t	 i;
 
 	for (i = 0; i < OPTIONS_NDIALECTS; i++) {
-		if (strcmp(options_dialects[i], name) == 0) {
+		if (strcmp(options_dialects[i].name, name) == 0) {
 			*d = (enum options_dialect)i;
 			return (0);
 		}
 	}
 	return (-1);
+}
+
+/*
+ * How value v of row r is written in dialect d.  Returns OPTIONS_FORM_PLAIN
+ * (the dialect has no form for it: as it is), OPTIONS_FORM_NAME (buf, size
+ * bytes, holds its name), OPTIONS_FORM_NUMBER (*num holds the dialect's
+ * number for it), or OPTIONS_FORM_NONE (the form has no element for v:
+ * unset, out of range, or a name that does not fit).
+ */
+int
+options_value_form(const struct options_row *r, enum options_dialect d,
+    int64_t v, char *buf, size_t size, int64_t *num)
+{
+	const char	*p;
+	char		 el[64], *end;
+	size_t		 len;
+	int64_t		 i;
+	long long	 n;
+
+	if ((unsigned)d >= OPTIONS_NDIALECTS || (p = r->forms[d]) == NULL)
+		return (OPTIONS_FORM_PLAIN);
+	if (v < 0)
+		return (OPTIONS_FORM_NONE);
+	for (i = 0; i < v && p != NULL; i++)
+		if ((p = strchr(p, ',')) != NULL)
+			p++;
+	if (p == NULL || (len = strcspn(p, ",")) == 0 || len >= sizeof(el))
+		return (OPTIONS_FORM_NONE);
+	memcpy(el, p, len);
+	el[len] = '\0';
+	if ((el[0] >= '0' && el[0] <= '9') || el[0] == '-') {
+		n = strtoll(el, &end, 10);
+		if (*end != '\0')
+			return (OPTIONS_FORM_NONE);
+		*num = n;
+		return (OPTIONS_FORM_NUMBER);
+	}
+	if (len >= size)
+		return (OPTIONS_FORM_NONE);
+	memcpy(buf, el, len + 1);
+	return (OPTIONS_FORM_NAME);
 }
 
 /*
@@ -84,21 +144,10 @@ int
 options_value_name(const struct options_row *r, enum options_dialect d,
     int64_t v, char *buf, size_t size)
 {
-	const char	*p;
-	size_t		 len;
-	int64_t		 i;
+	int64_t	 num;
 
-	if ((unsigned)d >= OPTIONS_NDIALECTS || (p = r->forms[d]) == NULL ||
-	    v < 0)
-		return (-1);
-	for (i = 0; i < v && p != NULL; i++)
-		if ((p = strchr(p, ',')) != NULL)
-			p++;
-	if (p == NULL || (len = strcspn(p, ",")) == 0 || len >= size)
-		return (-1);
-	memcpy(buf, p, len);
-	buf[len] = '\0';
-	return (0);
+	return (options_value_form(r, d, v, buf, size, &num) ==
+	    OPTIONS_FORM_NAME ? 0 : -1);
 }
 
 /* Returns the index of row r in options_table. */

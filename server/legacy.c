@@ -117,8 +117,7 @@ legacy_ranks_refused(struct coord *c, const char *job)
 		if (strcmp(e->job, job) != 0 ||
 		    options_dialect_find(e->dialect, &d) == -1)
 			continue;
-		if (d == OPTIONS_MS24 || d == OPTIONS_MS25 ||
-		    d == OPTIONS_MS26 || d == OPTIONS_MS27)
+		if (!options_dialect_ranks(d))
 			return (e->node);
 	}
 	return (NULL);

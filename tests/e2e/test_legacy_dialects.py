@@ -26,6 +26,19 @@ PID = os.getpid()
 
 MS_AICORE = range(-1, 6)
 MS_LEVEL = range(-1, 3)
+# What each framework makes of an aicore metrics number: 2.4 hands it to its
+# Profiler, numbered as below; 2.5-2.7 convert it themselves
+# (_convert_aic_metrics: 0 is PipeUtilization there).
+MS24_AIC = {-1: "AiCoreNone", 0: "ArithmeticUtilization", 1: "PipeUtilization",
+            2: "Memory", 3: "MemoryL0", 4: "ResourceConflictRatio",
+            5: "MemoryUB"}
+MS25_AIC = {-1: "AiCoreNone", 0: "PipeUtilization", 1: "ArithmeticUtilization",
+            2: "Memory", 3: "MemoryL0", 4: "MemoryUB",
+            5: "ResourceConflictRatio", 6: "L2Cache", 7: "MemoryAccess"}
+MS27_AIC = ("PipeUtilization", "ArithmeticUtilization", "Memory", "MemoryL0",
+            "MemoryUB", "ResourceConflictRatio", "L2Cache", "MemoryAccess",
+            "AiCoreNone")
+MS27_LEVELS = ("LevelNone", "Level0", "Level1", "Level2")
 
 
 def need(cond, what):
@@ -91,6 +104,13 @@ def read_ms27(data):
         need(is_int(d[k]) and d[k] >= 0, "%s must be an int >= 0" % k)
     for k in ("aic_metrics", "profiler_level", "analyse_mode"):
         need(k not in d or is_int(d[k]) or isinstance(d[k], str), k)
+    # 2.7 warns that integers here will not be supported: names, or its own
+    # -1 default left as it was.
+    for k, names in (("aic_metrics", MS27_AIC),
+                     ("profiler_level", MS27_LEVELS)):
+        v = d.get(k, -1)
+        need(v == -1 or (isinstance(v, str) and v in names),
+             "%s: %r is not one of 2.7's names" % (k, v))
     for k in ("parallel_strategy", "with_stack", "data_simplification"):
         need(isinstance(d.get(k, False), bool), k)
     return d
@@ -167,30 +187,37 @@ OPTIONS = {"aicore_metrics": 1, "profiler_level": 1, "with_stack": True,
 
 def check_first(dialect, data, mtime):
     """The first window, [100, 104] with OPTIONS, read the framework's way."""
+    # Requested: PipeUtilization (dynprof's 1) and Level1; received: what the
+    # framework's own conversion makes of what was written.
     if dialect == "mindspore-2.4":
         r = read_ms24(data)
+        check(MS24_AIC[r["aicore_metrics"]] == "PipeUtilization",
+              "2.4 receives %s" % MS24_AIC[r["aicore_metrics"]])
+        r["aicore_metrics"] = 1
         check((r["start_step"], r["stop_step"], r["aicore_metrics"],
                r["profiler_level"], r["profile_framework"], r["with_stack"],
                r["data_simplification"]) == (100, 104, 1, 1, 1, True, False),
               "%s: %s" % (dialect, r))
     elif dialect == "mindspore-2.5":
         r = read_ms25(data)
-        check((r["start_step"], r["stop_step"], r["aicore_metrics"],
+        check((r["start_step"], r["stop_step"], MS25_AIC[r["aicore_metrics"]],
                r["profiler_level"], r["with_stack"], r["data_simplification"],
-               r["activities"]) == (100, 104, 1, 1, True, False, 0),
-              "%s: %s" % (dialect, r))
+               r["activities"]) == (100, 104, "PipeUtilization", 1, True,
+                                    False, 0), "%s: %s" % (dialect, r))
     elif dialect == "mindspore-2.6":
         r = read_ms26(data)
-        check((r["start_step"], r["stop_step"], r["aic_metrics"],
+        check((r["start_step"], r["stop_step"], MS25_AIC[r["aic_metrics"]],
                r["profiler_level"], r["with_stack"],
-               r["data_simplification"]) == (100, 104, 1, 1, True, False),
+               r["data_simplification"]) == (100, 104, "PipeUtilization", 1,
+                                             True, False),
               "%s: %s" % (dialect, r))
     elif dialect == "mindspore-2.7":
         r = read_ms27(data)
         check((r["start_step"], r["stop_step"], r["aic_metrics"],
                r["profiler_level"], r["with_stack"], r["data_simplification"],
-               r["activities"]) == (100, 104, 1, 1, True, False,
-                                    ["CPU", "NPU"]), "%s: %s" % (dialect, r))
+               r["activities"]) == (100, 104, "PipeUtilization", "Level1",
+                                    True, False, ["CPU", "NPU"]),
+              "%s: %s" % (dialect, r))
     else:
         r = read_torch(data, mtime)
         exp = r["experimental_config"]

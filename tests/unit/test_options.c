@@ -149,7 +149,7 @@ test_dialects(void **state)
 			r = &options_table[i];
 			if (r->keys[k] != NULL)
 				assert_ptr_equal(options_find(k, r->keys[k]), r);
-			if (k != OPTIONS_DYNPROF && k != OPTIONS_TORCH_NPU)
+			if (r->keys[k] == NULL)
 				assert_null(r->forms[k]);
 		}
 	}
@@ -174,6 +174,76 @@ test_dialects(void **state)
 	r = options_find(OPTIONS_TORCH_NPU, "experimental_config.profiler_level");
 	assert_int_equal(options_value_name(r, OPTIONS_TORCH_NPU, 1, tiny,
 	    sizeof(tiny)), -1);
+}
+
+/*
+ * What each framework receives for each value: its own numbering or names,
+ * as its code converts them (MindSpore 2.4's Profiler numbers the metrics as
+ * dynprof does; 2.5-2.7's _convert_aic_metrics: 0 Pipe, 1 Arithmetic, 2
+ * Memory, 3 MemoryL0, 4 MemoryUB, 5 ResourceConflictRatio; 2.7 and torch_npu
+ * take the names), so that what was requested is what each profiles.
+ */
+static void
+test_dialect_forms(void **state)
+{
+	static const char *const meant[] = { "ArithmeticUtilization",
+	    "PipeUtilization", "Memory", "MemoryL0", "ResourceConflictRatio",
+	    "MemoryUB" };
+	static const char *const ms24[] = { "ArithmeticUtilization",
+	    "PipeUtilization", "Memory", "MemoryL0", "ResourceConflictRatio",
+	    "MemoryUB" };
+	static const char *const ms25[] = { "PipeUtilization",
+	    "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB",
+	    "ResourceConflictRatio" };
+	static const char *const levels[] = { "Level0", "Level1", "Level2" };
+	const struct options_row	*aic, *lvl;
+	enum options_dialect		 d;
+	const char			*got;
+	char				 buf[64];
+	int64_t				 v, num;
+	int				 form;
+
+	(void)state;
+	aic = &options_table[0];
+	lvl = &options_table[1];
+	assert_string_equal(aic->name, "aicore_metrics");
+	assert_string_equal(lvl->name, "profiler_level");
+	for (d = OPTIONS_MS24; d < OPTIONS_NDIALECTS; d++) {
+		for (v = 0; v < 6; v++) {
+			form = options_value_form(aic, d, v, buf, sizeof(buf),
+			    &num);
+			if (d == OPTIONS_MS24) {
+				assert_int_equal(form, OPTIONS_FORM_PLAIN);
+				got = ms24[v];
+			} else if (d == OPTIONS_MS25 || d == OPTIONS_MS26) {
+				assert_int_equal(form, OPTIONS_FORM_NUMBER);
+				assert_true(num >= 0 && num < 6);
+				got = ms25[num];
+			} else {
+				assert_int_equal(form, OPTIONS_FORM_NAME);
+				got = buf;
+			}
+			assert_string_equal(got, meant[v]);
+		}
+		/* Unset: the framework's own (left out where it has a form). */
+		assert_int_equal(options_value_form(aic, d, -1, buf,
+		    sizeof(buf), &num), d == OPTIONS_MS24 ? OPTIONS_FORM_PLAIN :
+		    OPTIONS_FORM_NONE);
+		for (v = 0; v < 3; v++) {
+			form = options_value_form(lvl, d, v, buf, sizeof(buf),
+			    &num);
+			if (d == OPTIONS_MS27 || d == OPTIONS_TORCH_NPU) {
+				/* 2.7 warns that integers will go. */
+				assert_int_equal(form, OPTIONS_FORM_NAME);
+				assert_string_equal(buf, levels[v]);
+			} else
+				assert_int_equal(form, OPTIONS_FORM_PLAIN);
+		}
+	}
+	assert_false(options_dialect_ranks(OPTIONS_MS24));
+	assert_false(options_dialect_ranks(OPTIONS_MS27));
+	assert_true(options_dialect_ranks(OPTIONS_TORCH_NPU));
+	assert_false(options_dialect_ranks(OPTIONS_NDIALECTS));
 }
 
 /* Each row's range: min and max in, one past either out. */
@@ -491,6 +561,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_dialects),
+		cmocka_unit_test(test_dialect_forms),
 		cmocka_unit_test(test_ranges),
 		cmocka_unit_test(test_bool_text),
 		cmocka_unit_test(test_layers),
