@@ -8,9 +8,10 @@
 #   when it is running, else directly as user dynprof with the flags of their
 #   /etc/default files, on ports the kernel picks);
 # - a rank runs as an unprivileged user whose only link to dynprof is the group
-#   (nobody + group dynprof): it creates its segment in /dev/shm/dynprof and reports
-#   to the agent's socket; the installed dynprofctl sees the node, the job and the
-#   rank, schedules a window with trace --wait, and the rank writes its trace;
+#   (nobody + group dynprof): it creates its segment in its own directory
+#   /dev/shm/dynprof/dynprof-u<uid> and reports to the agent's socket; the
+#   installed dynprofctl sees the node, the job and the rank, schedules a window
+#   with trace --wait, and the rank writes its trace;
 # - dpkg --purge removes everything: no file of the packages is left in /usr or /etc,
 #   nor the state directory.
 # Skips (with the reason) when not root, without dpkg/cpack, in sanitizer builds,
@@ -258,10 +259,15 @@ RANK_PID=$!
 NOCHECK=$RANK_PID
 PIDS="$PIDS $RANK_PID"
 echo "$PIDS" > "$MARK"
-wait_for "[ -e /dev/shm/dynprof/dynprof.$JOB ]" 10 ||
-    { cat "$TMP/rank.log"; fail "the rank made no segment in /dev/shm/dynprof"; }
-st=$(stat -c '%a %U %G' "/dev/shm/dynprof/dynprof.$JOB")
+# The group may write /dev/shm/dynprof: the rank's segments are in its own
+# directory there, which the group may enter and never write (docs/segments.md).
+UDIR=/dev/shm/dynprof/dynprof-u$(id -u nobody)
+wait_for "[ -e $UDIR/dynprof.$JOB ]" 10 ||
+    { cat "$TMP/rank.log"; fail "the rank made no segment in $UDIR"; }
+st=$(stat -c '%a %U %G' "$UDIR/dynprof.$JOB")
 [ "$st" = "660 nobody dynprof" ] || fail "segment is $st, want 660 nobody dynprof"
+st=$(stat -c '%a %U %G' "$UDIR")
+[ "$st" = "2750 nobody dynprof" ] || fail "$UDIR is $st, want 2750 nobody dynprof"
 wait_for "$CTL status $JOB 2>/dev/null | grep -q deb-test-node" 15 ||
     { $CTL status $JOB; cat "$TMP/rank.log" "$TMP/agent.log" 2>/dev/null; fail "the rank never showed up"; }
 # Relative windows need the job's progress: wait for its first reported step.
