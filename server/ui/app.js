@@ -214,9 +214,13 @@
 		const cards = [
 			card('ranks', num(rc.total !== undefined ? rc.total :
 			    s.progress && s.progress.ranks_alive)),
+			card('attached', num(rc.attached || 0)),
+			card('armed', num(rc.armed || 0)),
 			card('profiling', num(rc.profiling || 0)),
 			card('done', num(rc.done || 0)),
+			card('skipped', num(rc.skipped || 0), rc.skipped > 0),
 			card('failed', num(rc.failed || 0), rc.failed > 0),
+			card('gone', num(rc.gone || 0)),
 			card('unknown (node lost)', num(rc.unknown || 0),
 			    rc.unknown > 0),
 			card('steps min / median / max', num(st.min) + ' / ' +
@@ -243,8 +247,7 @@
 	function drawStragglers(sg) {
 		$('strag-note').textContent = sg.updated ?
 		    '(lag over ' + sg.lag_steps + ' steps, or rate ' +
-		    sg.rate_drop_percent + '% under the median; median step ' +
-		    num(sg.median_step) + ')' : '';
+		    sg.rate_drop_percent + '% under the median)' : '';
 		const list = sg.worst_ranks || [];
 		rows('stragglers', list.length ? list.map((r) =>
 		    el('tr', { class: 'straggler' },
@@ -279,6 +282,38 @@
 		    ' on ranks ' + r.last_ranks : '') + '.').join(' ');
 	}
 
+	/* "all ranks", "rank 3", "ranks 0-7,16": a window's rank list. */
+	function rankLabel(ranks) {
+		if (!ranks || ranks === 'all')
+			return 'all ranks';
+		return (/^[0-9]+$/.test(ranks) ? 'rank ' : 'ranks ') + ranks;
+	}
+
+	/*
+	 * What a window's bar says and its color: a done window no targeted
+	 * rank ran (every one skipped, failed, went away or missed it) is not
+	 * a success, nor one some ranks did not run.
+	 */
+	function windowOutcome(state, rc) {
+		if (rc.targeted === undefined)
+			return { label: state, cls: state };
+		const not = [['skipped', rc.skipped], ['failed', rc.failed],
+		    ['gone', rc.gone], ['missed', rc.missed]].filter((x) =>
+		    x[1] > 0).map((x) => x[1] + ' ' + x[0]).join(', ');
+		const ran = rc.stopped + (rc.observed_complete || 0);
+		let label = state + ' \u00b7 ' + rc.finished + '/' +
+		    rc.targeted + ' finished: ' + ran + ' stopped' +
+		    (not ? ', ' + not : '');
+		let cls = state;
+		if (state === 'done' && rc.targeted > 0 && ran === 0) {
+			label = 'none ran \u00b7 ' + rc.finished + '/' +
+			    rc.targeted + ' finished: ' + not;
+			cls = 'none';
+		} else if (state === 'done' && not)
+			cls = 'partial';
+		return { label, cls };
+	}
+
 	/* The windows as bars on a line of steps, the median step marked. */
 	function drawTimeline(s) {
 		const ws = (s.windows || []).slice(-WINDOWS_SHOWN);
@@ -311,14 +346,13 @@
 			const rcw = w.rank_counts || {};
 			const width = (100 * (w.stop_step - w.start_step + 1) /
 			    (span + 1)).toFixed(2) + '%';
+			const out = windowOutcome(w.state, rcw);
 			return row('window-' + w.id, '#' + w.id + ' [' +
 			    w.start_step + ', ' + w.stop_step + '] ' +
-			    (w.ranks || 'all ranks') + ' \u00b7 ' + w.state +
-			    (rcw.targeted !== undefined ? ' \u00b7 ' +
-			    rcw.finished + '/' + rcw.targeted + ' finished' : ''),
-			    el('div', { class: 'bar st-' + w.state, style: 'left:' +
+			    rankLabel(w.ranks) + ' \u00b7 ' + out.label,
+			    el('div', { class: 'bar st-' + out.cls, style: 'left:' +
 			    pct(w.start_step) + ';width:' + width,
-			    title: w.state }));
+			    title: out.label }));
 		});
 		kids.push(row(null, st.median >= 0 ? 'median step ' +
 		    st.median : '', el('span', { class: 'axis',

@@ -737,7 +737,7 @@ test_job_page(void **state)
 		    count(d, "data-node=\"ui-"), f->nodes);
 	/* The window on its line, and how its ranks are doing. */
 	expect(d, "id=\"window-1\"");
-	expect(d, "#1 [1010, 1014] 0-7");
+	expect(d, "#1 [1010, 1014] ranks 0-7");
 	/* The nodes by generation. */
 	expect(d, "generation ");
 	/* The live feed: the job's committed events, newest first: the
@@ -749,6 +749,48 @@ test_job_page(void **state)
 	    "/out/prof</li>");
 	expect(d, "rank 1 on ui-000 stopped window 1 at step 1014</li>");
 	expect(d, "window 1 scheduled [1010, 1014], generation 1</li>");
+	free(d);
+}
+
+/*
+ * A window every targeted rank skipped is shown as such, not as a success:
+ * "none ran", red, its skips counted; window 1 says how many stopped; the
+ * cards count every rank state; the rank lists are labelled.
+ */
+static void
+test_window_outcomes(void **state)
+{
+	struct fixture	*f = *state;
+	char		 body[160], buf[256];
+	char		*d, *note, *end, *med;
+	int		 r = f->node_ranks;	/* the first rank of ui-001 */
+
+	snprintf(body, sizeof(body), "{\"start_step\": 1100, \"steps\": 5, "
+	    "\"ranks\": \"%d\"}", r);
+	add_window(f, body);
+	assert_int_equal(fa_event(&f->fa[1], ++f->seq[1],
+	    DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED, JOB, r, 2, 1100, NULL), 0);
+	assert_int_equal(fa_wait_ack(&f->fa[1], f->seq[1], 5000), 0);
+	wait_judged(f);
+	d = job_dom(f, f->tc.http_port, "dom-outcomes.html");
+	snprintf(buf, sizeof(buf), "#2 [1100, 1104] rank %d \xc2\xb7 none ran "
+	    "\xc2\xb7 1/1 finished: 1 skipped", r);
+	expect(d, buf);
+	expect(d, "class=\"bar st-none\"");
+	if (strstr(d, "st-done") != NULL)
+		fail_msg("a window is shown done in green");
+	expect(d, "#1 [1010, 1014] ranks 0-7 \xc2\xb7 running \xc2\xb7 ");
+	expect(d, " finished: 2 stopped");
+	expect(d, "<div class=\"v\">1</div><div class=\"k\">skipped</div>");
+	expect(d, "<div class=\"k\">attached</div>");
+	expect(d, "<div class=\"k\">armed</div>");
+	/* One median, the card's: the stragglers' note gives no second. */
+	note = strstr(d, "id=\"strag-note\">");
+	if (note == NULL || (end = strstr(note, "</span>")) == NULL)
+		fail_msg("no stragglers' note");
+	expect(note, "% under the median)</span>");
+	if ((med = strstr(note, "median step")) != NULL && med < end)
+		fail_msg("a second median in the stragglers' note");
 	free(d);
 }
 
@@ -1004,6 +1046,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_job_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_outcomes, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_feed_dropped,
 		    setup_small_journal, teardown),
 		cmocka_unit_test_setup_teardown(test_screenshot, setup,
