@@ -54,6 +54,23 @@ change_refuse(struct refusal *ref, int code, const char *field,
 	return (-1);
 }
 
+/*
+ * Fills ref with the refusal of a window's options, field and why as
+ * options_parse() set them (field may be a key of the body: copied).
+ * Returns -1.
+ */
+int
+change_refuse_options(struct refusal *ref, const char *field, const char *why)
+{
+	if (field != NULL && strcmp(field, "options") != 0) {
+		snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "options.%s",
+		    field);
+		field = ref->fieldbuf;
+	} else
+		field = "options";
+	return (change_refuse(ref, 400, field, "%s: %s", field, why));
+}
+
 /* Returns when window w ended once state and finished, now if it ends. */
 static int64_t
 change_window_ended(const struct window *w, int state, int finished,
@@ -398,25 +415,66 @@ change_window_behind(struct coord *c, struct job *job, int64_t start,
 }
 
 /*
- * Adds window w to job name, creating the job, with the steps r asks for
- * (in_steps and roundup resolved against the job's ranks).  Windows no rank
- * can still run leave a full schedule in the same change.  Takes w: on
- * success it is the job's (*jobp), else freed.  Returns 0, or -1 with ref
- * saying why.
+ * Makes the window r asks for, steps not resolved yet: its ranks, output
+ * directory and options over defaults (NULL: the table's).  Needs no
+ * coordinator, so that it can be fuzzed alone.  Returns 0 with a new *wp
+ * (caller frees), or -1 with ref saying why (*wp NULL).
+ */
+int
+change_window_make(const struct options *defaults,
+    const struct window_request *r, struct window **wp, struct refusal *ref)
+{
+	struct window	*w;
+	const char	*field, *why;
+
+	*wp = NULL;
+	if ((w = window_new()) == NULL)
+		return (change_refuse(ref, 500, NULL, "out of memory"));
+	if ((r->ranks != NULL &&
+	    valid_window_ranks(w, r->ranks, ref) == -1) ||
+	    (r->output_subdir != NULL &&
+	    valid_window_subdir(w, r->output_subdir, ref) == -1))
+		goto fail;
+	options_clear(&w->options);
+	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
+		change_refuse(ref, 500, NULL, "out of memory");
+		goto fail;
+	}
+	if (r->options != NULL &&
+	    options_over_apply(&w->options, r->options, &field, &why) == -1) {
+		change_refuse_options(ref, field, why);
+		goto fail;
+	}
+	*wp = w;
+	return (0);
+fail:
+	window_free(w);
+	return (-1);
+}
+
+/*
+ * Adds the window r asks for to job name, creating the job, its steps
+ * resolved (in_steps and roundup against the job's ranks) and its options
+ * over the job's defaults.  Windows no rank can still run leave a full
+ * schedule in the same change.  Returns 0 with the window in *wp and the job
+ * in *jobp, or -1 with ref saying why.
  */
 int
 change_window_add(struct coord *c, const char *name,
-    const struct window_request *r, struct window *w, struct job **jobp,
+    const struct window_request *r, struct window **wp, struct job **jobp,
     struct refusal *ref)
 {
 	struct change	 ch;
 	struct job	*job;
-	struct window	*other;
+	struct window	*w, *other;
 	const char	*node;
 	int64_t		 start, stop, max = -1;
 
 	/* The job is created only once the window is accepted. */
 	job = schedule_job_find(c, name);
+	if (change_window_make(job != NULL ? &job->defaults : NULL, r, &w,
+	    ref) == -1)
+		return (-1);
 	if (w->rankset.nranges > 0 && (node = legacy_ranks_refused(c, name)) !=
 	    NULL) {
 		change_refuse(ref, 409, "ranks", "job %s is served as a "
@@ -472,6 +530,7 @@ change_window_add(struct coord *c, const char *name,
 	    "generation %llu", __func__, name, w->id, start, stop,
 	    (unsigned long long)job->generation);
 	*jobp = job;
+	*wp = w;
 	return (0);
 fail:
 	window_free(w);

@@ -167,6 +167,13 @@ struct options {
 	char		*fwopts;		/* JSON object text or NULL */
 };
 
+/* Profiler options laid over others (a job's defaults): the rows given and
+ * the framework options (options.c). */
+struct options_over {
+	struct options	 o;
+	uint32_t	 given;			/* bit (1 << row) */
+};
+
 enum window_state {
 	WINDOW_STATE_SCHEDULED = 1,		/* as the proto's WindowState */
 	WINDOW_STATE_CANCELLED = 2,
@@ -629,11 +636,17 @@ void	 link_push_due(evutil_socket_t, short, void *);
 void	 link_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
 void	 link_sub_remove(struct sub *);
 
-/* What a POST windows body asks for, before the job's steps resolve it. */
+/*
+ * A window asked for (by the admin API, a rule), before the job's steps
+ * resolve it: its steps, ranks, output directory and options.
+ */
 struct window_request {
 	int64_t		 start, stop, in, steps, roundup;
 	int		 has_start, has_stop, has_in, has_steps, has_round;
 	int		 force;		/* a start every live rank passed */
+	const char	*ranks;		/* NULL: every rank */
+	const char	*output_subdir;	/* NULL: none */
+	const struct options_over *options;	/* NULL: the job's defaults */
 };
 
 /* A refused request or change: the status, the field at fault, the message. */
@@ -676,6 +689,13 @@ int	 options_parse(const void *, struct options *, const char **,
 void	*options_to_json(const struct options *);
 char	*options_dump(const struct options *);
 int	 options_load(const char *, struct options *);
+void	 options_over_init(struct options_over *);
+void	 options_over_clear(struct options_over *);
+int	 options_over_copy(struct options_over *, const struct options_over *);
+int	 options_over_parse(const void *, struct options_over *,
+	    const char **, const char **);
+int	 options_over_apply(struct options *, const struct options_over *,
+	    const char **, const char **);
 int	 schedule_rank_add_event(struct coord *, struct rank *,
 	    const struct rank_event *, struct node *);
 struct window	*window_new(void);
@@ -753,8 +773,8 @@ void	 http_put_config(struct coord *, struct evhttp_request *,
 void	 http_get_nodes(struct coord *, struct evhttp_request *);
 struct json_t *http_window_json(const struct job *, const struct window *,
 	    const char *);
-int	 http_window_parse(const void *, const struct options *,
-	    struct window_request *, struct window **, struct refusal *);
+int	 http_window_parse(const void *, struct window_request *,
+	    struct options_over *, struct refusal *);
 int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,
 	    struct refusal *);
 
@@ -820,8 +840,11 @@ void	 events_metrics(struct coord *, struct evbuffer *);
 /* change.c */
 int	 change_refuse(struct refusal *, int, const char *, const char *, ...)
 	    __attribute__((format(printf, 4, 5)));
+int	 change_refuse_options(struct refusal *, const char *, const char *);
+int	 change_window_make(const struct options *,
+	    const struct window_request *, struct window **, struct refusal *);
 int	 change_window_add(struct coord *, const char *,
-	    const struct window_request *, struct window *, struct job **,
+	    const struct window_request *, struct window **, struct job **,
 	    struct refusal *);
 int	 change_window_cancel(struct coord *, const char *, uint32_t,
 	    struct job **, struct refusal *);

@@ -183,22 +183,22 @@ static const char *http_window_keys[] = {
 };
 
 /*
- * Checks a POST windows body and reads it: the steps it asks for into r, the
- * ranks, output directory and options (over defaults, NULL for none) into a new
- * *wp (caller frees).  Needs no coordinator, so that it can be fuzzed alone.
- * Returns 0, or -1 with ref saying what to answer (*wp NULL).
+ * Checks a POST windows body and reads it into r: its steps, and its ranks
+ * and output directory (pointing into the body) and options (into ov, which
+ * the caller clears), for change_window_add() to make.  Needs no coordinator,
+ * so that it can be fuzzed alone.  Returns 0, or -1 with ref saying what to
+ * answer.
  */
 int
-http_window_parse(const void *jv, const struct options *defaults,
-    struct window_request *r, struct window **wp, struct refusal *ref)
+http_window_parse(const void *jv, struct window_request *r,
+    struct options_over *ov, struct refusal *ref)
 {
 	json_t		*body = (json_t *)jv, *v;
-	struct window	*w = NULL;
-	const char	*key, *why, *field;
+	const char	*key, *field, *why;
 	int		 i;
 
-	*wp = NULL;
 	memset(r, 0, sizeof(*r));
+	options_over_init(ov);
 	json_object_foreach(body, key, v) {
 		for (i = 0; http_window_keys[i] != NULL; i++)
 			if (strcmp(key, http_window_keys[i]) == 0)
@@ -239,47 +239,24 @@ http_window_parse(const void *jv, const struct options *defaults,
 	if (r->has_in && r->in == 0 && !r->has_round)
 		return (change_refuse(ref, 400, "in_steps", "in_steps must be at "
 		    "least 1 unless roundup is given"));
-	if ((w = window_new()) == NULL)
-		return (change_refuse(ref, 500, NULL, "out of memory"));
 	if ((v = json_object_get(body, "ranks")) != NULL) {
-		if (!json_is_string(v)) {
-			change_refuse(ref, 400, "ranks", "ranks must be a "
-			    "string such as \"0-7,16\"");
-			goto fail;
-		}
-		if (valid_window_ranks(w, json_string_value(v), ref) == -1)
-			goto fail;
+		if (!json_is_string(v))
+			return (change_refuse(ref, 400, "ranks", "ranks must be "
+			    "a string such as \"0-7,16\""));
+		r->ranks = json_string_value(v);
 	}
 	if ((v = json_object_get(body, "output_subdir")) != NULL) {
-		if (!json_is_string(v)) {
-			change_refuse(ref, 400, "output_subdir",
-			    "output_subdir must be a string");
-			goto fail;
-		}
-		if (valid_window_subdir(w, json_string_value(v), ref) == -1)
-			goto fail;
+		if (!json_is_string(v))
+			return (change_refuse(ref, 400, "output_subdir",
+			    "output_subdir must be a string"));
+		r->output_subdir = json_string_value(v);
 	}
-	options_clear(&w->options);
-	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
-		change_refuse(ref, 500, NULL, "out of memory");
-		goto fail;
+	if ((v = json_object_get(body, "options")) != NULL) {
+		if (options_over_parse(v, ov, &field, &why) == -1)
+			return (change_refuse_options(ref, field, why));
+		r->options = ov;
 	}
-	if ((v = json_object_get(body, "options")) != NULL &&
-	    options_parse(v, &w->options, &field, &why) == -1) {
-		if (field != NULL && strcmp(field, "options") != 0) {
-			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf),
-			    "options.%s", field);
-			field = ref->fieldbuf;
-		} else
-			field = "options";
-		change_refuse(ref, 400, field, "%s: %s", field, why);
-		goto fail;
-	}
-	*wp = w;
 	return (0);
-fail:
-	window_free(w);
-	return (-1);
 }
 
 /* POST /v1/jobs/J/windows: adds a window. */
@@ -291,23 +268,23 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 	struct job		*job;
 	struct window		*w;
 	struct window_request	 r;
+	struct options_over	 ov;
 	struct refusal		 ref;
 
 	if ((body = http_body(c, req)) == NULL)
 		return;
-	job = schedule_job_find(c, name);
-	if (http_window_parse(body, job != NULL ? &job->defaults : NULL, &r,
-	    &w, &ref) == -1 ||
-	    change_window_add(c, name, &r, w, &job, &ref) == -1) {
+	if (http_window_parse(body, &r, &ov, &ref) == -1 ||
+	    change_window_add(c, name, &r, &w, &job, &ref) == -1) {
 		http_refused(c, req, &ref);
-		json_decref(body);
-		return;
+		goto out;
 	}
 	reply = http_window_json(job, w, NULL);
 	json_object_set_new(reply, "job", json_string(job->name));
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
 	http_reply(c, req, 201, reply);
+out:
+	options_over_clear(&ov);
 	json_decref(body);
 }
 

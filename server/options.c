@@ -181,3 +181,85 @@ options_load(const char *text, struct options *o)
 	json_decref(obj);
 	return (rc);
 }
+
+_Static_assert(OPTIONS_N <= 32, "options_over.given has a bit per row");
+
+/* Sets ov to lay nothing over. */
+void
+options_over_init(struct options_over *ov)
+{
+	options_init(&ov->o);
+	ov->given = 0;
+}
+
+/* Frees what ov holds; it lays nothing over then. */
+void
+options_over_clear(struct options_over *ov)
+{
+	options_clear(&ov->o);
+	options_over_init(ov);
+}
+
+/* Copies src into dst (dst must be cleared).  Returns 0 or -1. */
+int
+options_over_copy(struct options_over *dst, const struct options_over *src)
+{
+	dst->given = src->given;
+	return (options_copy(&dst->o, &src->o));
+}
+
+/*
+ * Reads a JSON object of profiler options into ov (cleared): the typed rows
+ * it gives and its framework options, checked as options_parse() checks
+ * them.  Returns 0, or -1 with *field and *why set as options_parse() sets
+ * them.
+ */
+int
+options_over_parse(const void *jv, struct options_over *ov,
+    const char **field, const char **why)
+{
+	const struct options_row *r;
+	const char	*key;
+	json_t		*value;
+
+	options_over_init(ov);
+	if (options_parse(jv, &ov->o, field, why) == -1)
+		return (-1);
+	json_object_foreach((json_t *)jv, key, value) {
+		if ((r = options_find(OPTIONS_DYNPROF, key)) != NULL)
+			ov->given |= 1U << options_index(r);
+	}
+	return (0);
+}
+
+/*
+ * Lays ov over o: the rows ov gives replace o's, its framework options are
+ * merged into o's.  Returns 0, or -1 with *why set (o then partly laid): the
+ * framework options merged are too long (*field "options").
+ */
+int
+options_over_apply(struct options *o, const struct options_over *ov,
+    const char **field, const char **why)
+{
+	json_t		*fw;
+	size_t		 i;
+	int		 rc;
+
+	for (i = 0; i < OPTIONS_N; i++)
+		if (ov->given & (1U << i))
+			options_set(&options_coord, i, o,
+			    options_get(&options_coord, i, &ov->o));
+	if (ov->o.fwopts == NULL)
+		return (0);
+	*field = "options";
+	if ((fw = json_loads(ov->o.fwopts, 0, NULL)) == NULL) {
+		*why = "framework options do not parse";
+		return (-1);
+	}
+	/* Only framework keys, checked already: the merge's length is what
+	 * can fail, named "options" (not a key of fw, freed here). */
+	if ((rc = options_parse(fw, o, field, why)) == -1)
+		*field = "options";
+	json_decref(fw);
+	return (rc);
+}

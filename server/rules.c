@@ -43,6 +43,7 @@ struct rule {
 	int64_t		 interval_s;
 	int		 per_hour;
 	char		*options;		/* JSON object text, or NULL */
+	struct options_over over;		/* options, as laid over */
 	char		 output_subdir[SEG_SUBDIR_MAX];
 	int64_t		 created_ns;
 	/* what it did: wall clock, so that a restart keeps the caps */
@@ -72,6 +73,15 @@ static const char *rule_state_keys[] = {
 	"last_ranks", NULL
 };
 
+/* Frees what rule r holds. */
+static void
+rule_clear(struct rule *r)
+{
+	free(r->options);
+	r->options = NULL;
+	options_over_clear(&r->over);
+}
+
 /* Frees a job's rules. */
 void
 rules_free(struct rules *rs)
@@ -81,7 +91,7 @@ rules_free(struct rules *rs)
 	if (rs == NULL)
 		return;
 	for (i = 0; i < rs->n; i++)
-		free(rs->rule[i].options);
+		rule_clear(&rs->rule[i]);
 	free(rs);
 }
 
@@ -99,10 +109,13 @@ rules_copy(const struct rules *rs)
 		return (n);
 	*n = *rs;
 	for (i = 0; i < n->n; i++) {
-		if (rs->rule[i].options != NULL &&
+		n->rule[i].options = NULL;
+		options_over_init(&n->rule[i].over);
+		if ((rs->rule[i].options != NULL &&
 		    (n->rule[i].options = strdup(rs->rule[i].options)) ==
-		    NULL) {
-			n->n = i;
+		    NULL) || options_over_copy(&n->rule[i].over,
+		    &rs->rule[i].over) == -1) {
+			n->n = i + 1;
 			rules_free(n);
 			return (NULL);
 		}
@@ -140,56 +153,49 @@ rule_int(json_t *o, const char *key, long long min, long long max,
 	return (0);
 }
 
-/*
- * Returns the JSON text of the window body a rule makes for ranks (a
- * NUL-terminated list), with the options of the rule.  Caller frees.
- */
-static char *
-rule_window_body(const struct rule *r, const char *ranks)
+/* Fills req with the window rule r makes on ranks (a rank list). */
+static void
+rule_window_request(const struct rule *r, const char *ranks,
+    struct window_request *req)
 {
-	json_t	*o, *opts;
-	char	*text;
-
-	o = json_pack("{s:i,s:I,s:I,s:s}", "in_steps", 0, "roundup",
-	    (json_int_t)r->roundup, "steps", (json_int_t)r->steps, "ranks",
-	    ranks);
-	if (o == NULL)
-		return (NULL);
-	if (r->options != NULL &&
-	    (opts = json_loads(r->options, 0, NULL)) != NULL)
-		json_object_set_new(o, "options", opts);
-	if (r->output_subdir[0] != '\0')
-		json_object_set_new(o, "output_subdir",
-		    json_string(r->output_subdir));
-	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	return (text);
+	memset(req, 0, sizeof(*req));
+	req->has_in = 1;
+	req->in = 0;
+	req->has_round = 1;
+	req->roundup = r->roundup;
+	req->has_steps = 1;
+	req->steps = r->steps;
+	req->ranks = ranks;
+	req->output_subdir = r->output_subdir[0] != '\0' ? r->output_subdir :
+	    NULL;
+	req->options = r->options != NULL ? &r->over : NULL;
 }
 
 /*
- * Checks the window a rule would make, with its options and output
- * directory over the job's defaults.  Returns 0, or -1 with ref filled.
+ * Checks the window rule r would make, with its output directory and then
+ * its options (opts, a JSON object or NULL: read into r->over), as a
+ * window's are checked.  Returns 0, or -1 with ref filled.
  */
 static int
-rule_check_window(const struct rule *r, struct refusal *ref)
+rule_check_window(struct rule *r, json_t *opts, struct refusal *ref)
 {
 	struct window_request	 req;
 	struct window		*w;
-	json_t			*body;
-	char			*text;
+	const char		*field, *why;
 
-	if ((text = rule_window_body(r, "0")) == NULL ||
-	    (body = json_loads(text, 0, NULL)) == NULL) {
-		free(text);
-		return (change_refuse(ref, 500, NULL, "out of memory"));
-	}
-	free(text);
-	if (http_window_parse(body, NULL, &req, &w, ref) == -1) {
-		json_decref(body);
+	rule_window_request(r, "0", &req);
+	req.options = NULL;
+	if (change_window_make(NULL, &req, &w, ref) == -1)
 		return (-1);
-	}
 	window_free(w);
-	json_decref(body);
+	if (opts == NULL)
+		return (0);
+	if (options_over_parse(opts, &r->over, &field, &why) == -1)
+		return (change_refuse_options(ref, field, why));
+	rule_window_request(r, "0", &req);
+	if (change_window_make(NULL, &req, &w, ref) == -1)
+		return (-1);
+	window_free(w);
 	return (0);
 }
 
@@ -207,6 +213,7 @@ rule_parse(json_t *o, int stored, struct rule *r, struct refusal *ref)
 	size_t		 i;
 
 	memset(r, 0, sizeof(*r));
+	options_over_init(&r->over);
 	r->interval_s = RULE_INTERVAL_DEFAULT_S;
 	r->roundup = 1;
 	json_object_foreach(o, key, v) {
@@ -257,9 +264,8 @@ rule_parse(json_t *o, int stored, struct rule *r, struct refusal *ref)
 		snprintf(r->output_subdir, sizeof(r->output_subdir), "%s",
 		    json_string_value(v));
 	}
-	if (rule_check_window(r, ref) == -1) {
-		free(r->options);
-		r->options = NULL;
+	if (rule_check_window(r, json_object_get(o, "options"), ref) == -1) {
+		rule_clear(r);
 		return (-1);
 	}
 	if (!stored)
@@ -481,12 +487,12 @@ rules_add(struct coord *c, const char *name, json_t *body, json_t **out,
 	if (rule_parse(body, 0, &r, ref) == -1)
 		return (-1);
 	if (job != NULL && job->rules != NULL && job->rules->n == RULES_MAX) {
-		free(r.options);
+		rule_clear(&r);
 		return (change_refuse(ref, 409, NULL, "job %s has %d rules, "
 		    "the most a job holds", name, RULES_MAX));
 	}
 	if ((rs = rules_copy(job != NULL ? job->rules : NULL)) == NULL) {
-		free(r.options);
+		rule_clear(&r);
 		return (change_refuse(ref, 500, NULL, "out of memory"));
 	}
 	r.id = rs->next_id++;
@@ -522,7 +528,7 @@ rules_delete(struct coord *c, const char *name, uint32_t id,
 		    PRIu32, name, id));
 	if ((rs = rules_copy(job->rules)) == NULL)
 		return (change_refuse(ref, 500, NULL, "out of memory"));
-	free(rs->rule[i].options);
+	rule_clear(&rs->rule[i]);
 	memmove(&rs->rule[i], &rs->rule[i + 1], (rs->n - i - 1) *
 	    sizeof(rs->rule[0]));
 	rs->n--;
@@ -641,17 +647,11 @@ rule_fire(struct coord *c, struct job *job, struct rule *r,
 	struct window		*w;
 	struct refusal		 ref;
 	struct rule		 prev;
-	json_t			*body;
-	char			 ranks[SEG_RANKS_MAX], *text;
+	char			 ranks[SEG_RANKS_MAX];
 
 	rule_pick(job, worst, r->peers, ranks, sizeof(ranks));
 	r->attempt_ns = now;
-	if ((text = rule_window_body(r, ranks)) == NULL ||
-	    (body = json_loads(text, 0, NULL)) == NULL) {
-		free(text);
-		return;
-	}
-	free(text);
+	rule_window_request(r, ranks, &req);
 	/* Counted before the change, so that the window's change stores it
 	 * (the window takes the job's next id); taken back if the schedule
 	 * refuses. */
@@ -660,8 +660,7 @@ rule_fire(struct coord *c, struct job *job, struct rule *r,
 	r->fired_total++;
 	r->last_window = job->next_window_id;
 	snprintf(r->last_ranks, sizeof(r->last_ranks), "%s", ranks);
-	if (http_window_parse(body, &job->defaults, &req, &w, &ref) == -1 ||
-	    change_window_add(c, job->name, &req, w, &job, &ref) == -1) {
+	if (change_window_add(c, job->name, &req, &w, &job, &ref) == -1) {
 		r->nfired = prev.nfired;
 		r->fired_total = prev.fired_total;
 		r->last_window = prev.last_window;
@@ -669,10 +668,8 @@ rule_fire(struct coord *c, struct job *job, struct rule *r,
 		job->rules->refused++;
 		log_info("%s: job %s rule %u on rank %d: no window: %s",
 		    __func__, job->name, r->id, worst->rank, ref.msg);
-		json_decref(body);
 		return;
 	}
-	json_decref(body);
 	log_info("%s: job %s rule %u: rank %d on %s straggles (step %" PRId64
 	    ", %" PRId64 " behind): window %u [%" PRId64 ", %" PRId64 "] on "
 	    "ranks %s", __func__, job->name, r->id, worst->rank, worst->node,

@@ -373,14 +373,27 @@ test_restart(void **state)
 	    "{\"lag_steps\": 20}", 200);
 	assert_int_equal(tc_int(r.json, "lag_steps"), 20);
 	tc_reply_free(&r);
+	/* The job's defaults, under the rule's options: a typed one and a
+	 * framework one of each. */
+	r = tc_req(tc, "PUT", "/v1/jobs/rs-j/config", "{\"with_stack\": "
+	    "true, \"profiler_level\": 2, \"fw_a\": 1}", 200);
+	tc_reply_free(&r);
 	r = tc_req(tc, "POST", "/v1/jobs/rs-j/rules", "{\"when\": "
 	    "\"straggler\", \"peers\": 1, \"steps\": 3, \"roundup\": 50, "
 	    "\"min_interval_s\": 1, \"max_per_hour\": 1, \"options\": "
-	    "{\"profiler_level\": 1}}", 201);
+	    "{\"profiler_level\": 1, \"fw_b\": 2}}", 201);
 	tc_reply_free(&r);
 	wait_push(&fa[1], 1, ranks, sizeof(ranks), &start, &stop);
 	assert_string_equal(ranks, "0,7");
 	assert_int_equal(start, 150);
+	r = tc_req(tc, "GET", "/v1/jobs/rs-j", NULL, 200);
+	assert_int_equal(tc_int(r.json, "windows.0.options.profiler_level"), 1);
+	assert_true(json_is_true(json_object_get(json_object_get(
+	    json_array_get(json_object_get(r.json, "windows"), 0), "options"),
+	    "with_stack")));
+	assert_int_equal(tc_int(r.json, "windows.0.options.fw_a"), 1);
+	assert_int_equal(tc_int(r.json, "windows.0.options.fw_b"), 2);
+	tc_reply_free(&r);
 	fa_close(&fa[0]);
 	fa_close(&fa[1]);
 

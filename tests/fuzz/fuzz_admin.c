@@ -2,8 +2,9 @@
  * Fuzz target: the admin API's request bodies (server/http.c), read as the
  * coordinator reads them (json_loadb, duplicates refused), then checked by the
  * two parsers that turn a body into a change or a 4xx answer:
- * http_window_parse() (POST /v1/jobs/J/windows, with and without a job's
- * default options under it) and http_config_parse() (PUT /v1/jobs/J/config).
+ * http_window_parse() (POST /v1/jobs/J/windows) with the window
+ * change_window_make() makes of it (with and without a job's default
+ * options under it) and http_config_parse() (PUT /v1/jobs/J/config).
  * A refusal must name a 4xx or 500 status and give a message that encodes as
  * the JSON string of the answer; accepted options must round-trip through the
  * text the store keeps.
@@ -57,19 +58,23 @@ static void
 fuzz_window(json_t *body, const struct options *defaults)
 {
 	struct window_request	 r;
+	struct options_over	 ov;
 	struct refusal	 ref;
-	struct window		*w;
+	struct window		*w = NULL;
 
-	if (http_window_parse(body, defaults, &r, &w, &ref) == -1) {
+	if (http_window_parse(body, &r, &ov, &ref) == -1 ||
+	    change_window_make(defaults, &r, &w, &ref) == -1) {
 		if (w != NULL)
 			abort();
 		fuzz_check_refusal(&ref);
+		options_over_clear(&ov);
 		return;
 	}
 	if ((!r.has_start && !r.has_in) || (!r.has_stop && !r.has_steps))
 		abort();
 	fuzz_roundtrip(&w->options);
 	window_free(w);
+	options_over_clear(&ov);
 }
 
 static void

@@ -198,8 +198,7 @@ add(struct fixture *f, int64_t start, int64_t stop, struct refusal *ref)
 	r.start = start;
 	r.stop = stop;
 	r.has_start = r.has_stop = 1;
-	assert_non_null(w = window_new());
-	if (change_window_add(f->c, JOB, &r, w, &job, ref) == -1)
+	if (change_window_add(f->c, JOB, &r, &w, &job, ref) == -1)
 		return (-1);
 	return ((int)w->id);
 }
