@@ -633,8 +633,8 @@ segment_strerror(int code)
 	case SEG_ETORN:
 		return ("config kept changing while being read");
 	case SEG_EOWNER:
-		return ("segment owned by an untrusted user or writable by "
-		    "others");
+		return ("segment, or this user's directory of segments, owned "
+		    "by an untrusted user or writable by others");
 	default:
 		return ("unknown error");
 	}
