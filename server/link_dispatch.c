@@ -559,9 +559,9 @@ link_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 		    "event seq beyond the node's window");
 		return;
 	}
-	/* A batch the store finds big enough is committed before this one. */
-	if (store_batch_full(c->store) &&
-	    store_inflight(c->store) < LINK_COMMITS_MAX)
+	/* A batch the store finds big enough is committed before this one,
+	 * however many are in flight: one commit's work stays bounded. */
+	if (store_batch_full(c->store))
 		store_flush(c->store);
 	if (!store_batch_open(c->store)) {
 		if (store_batch_begin(c->store, link_commit_batch, c) == -1) {

@@ -47,6 +47,10 @@
  */
 #define ES_SCHEMA	2
 
+/* An event batch is committed once its batches hold this much JSON (about
+ * 60,000 events), whatever is in flight. */
+#define ES_BATCH_BYTES	(4 * ESB_VALUE_MAX)
+
 /* A txn nobody answered is sent again after this. */
 static const struct timeval	es_retry_tv = { 0, ETCD_RETRY_MS * 1000 };
 
@@ -646,14 +650,19 @@ es_inflight(void *arg)
 	return (s->ncommits);
 }
 
-/* Returns 1 once the transaction holds ETCD_BATCH_TXNS txns' operations. */
+/*
+ * Returns 1 once the transaction holds ETCD_BATCH_TXNS txns' operations or
+ * ES_BATCH_BYTES of batches: what a commit encodes and deflates in one turn
+ * of the loop stays bounded (the lease's keepalive waits for it).
+ */
 static int
 es_full(void *arg)
 {
 	struct etcd_store	*s = arg;
 
 	return (json_array_size(s->ops) >=
-	    (size_t)ETCD_BATCH_TXNS * (size_t)s->e->txn_ops);
+	    (size_t)ETCD_BATCH_TXNS * (size_t)s->e->txn_ops ||
+	    esb_bytes(&s->evb) >= ES_BATCH_BYTES);
 }
 
 /* Returns why writes fail for now, or NULL. */

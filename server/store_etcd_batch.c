@@ -284,6 +284,17 @@ esb_add_rank(struct esb *b, const struct store_rank *r, int64_t fence,
 	return (0);
 }
 
+/* Returns the bytes of JSON the open batches hold. */
+size_t
+esb_bytes(const struct esb *b)
+{
+	size_t	 i, n = 0;
+
+	for (i = 0; i < b->njobs; i++)
+		n += esb_size(&b->jobs[i]);
+	return (n);
+}
+
 /* Hands every open batch to put (under fence).  Returns 0 or -1. */
 int
 esb_flush(struct esb *b, int64_t fence, esb_put_fn put, void *arg)

@@ -73,6 +73,7 @@ int	 esb_add(struct esb *, const char *, int32_t, const struct rank_event *,
 int	 esb_add_rank(struct esb *, const struct store_rank *, int64_t,
 	    esb_put_fn, void *);
 int	 esb_flush(struct esb *, int64_t, esb_put_fn, void *);
+size_t	 esb_bytes(const struct esb *);
 void	 esb_clear(struct esb *);
 int	 esb_decode(const char *, const char *, size_t, esb_event_fn,
 	    esb_rank_fn, esb_bad_fn, void *);
