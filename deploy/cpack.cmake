@@ -6,7 +6,8 @@
 #   libdynprof0          component lib|runtime|Runtime|libdynprof     the shared library
 #   libdynprof-dev       component dev|devel|Development|headers      header, .so, .pc
 #   dynprof-agent        component agent                              daemon, unit, tmpfiles
-#   dynprof-coordinator  component coordinator|server|dynprofctl|ctl  daemon, unit, dynprofctl
+#   dynprof-coordinator  component coordinator|server                 daemon, unit
+#   dynprofctl           component ctl|dynprofctl                     the command line
 #   python3-dynprof      component python|python3                     the Python binding
 # Any other component goes into `dynprof-<component>`.  Every package depends on the
 # others it needs; shared library dependencies come from dpkg-shlibdeps.
@@ -81,8 +82,10 @@ foreach(comp IN LISTS dp_components)
     set(group dev)
   elseif(comp STREQUAL "agent")
     set(group agent)
-  elseif(comp MATCHES "^(coordinator|server|dynprofctl|ctl)$")
+  elseif(comp MATCHES "^(coordinator|server)$")
     set(group coordinator)
+  elseif(comp MATCHES "^(ctl|dynprofctl)$")
+    set(group ctl)
   elseif(comp MATCHES "^(python|python3)$")
     set(group python)
   elseif(comp MATCHES "^(examples|example)$")
@@ -107,6 +110,8 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdynprof-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME dynprof-agent)
 set(CPACK_DEBIAN_COORDINATOR_PACKAGE_NAME dynprof-coordinator)
+set(CPACK_DEBIAN_CTL_PACKAGE_NAME dynprofctl)
+set(CPACK_DEBIAN_CTL_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-dynprof)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
@@ -125,7 +130,9 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION
 set(CPACK_DEBIAN_AGENT_DESCRIPTION
   "The node agent, one per node: applies pushed profiling schedules to the training\nprocesses of the node and reports what they did.  systemd unit included.")
 set(CPACK_DEBIAN_COORDINATOR_DESCRIPTION
-  "The coordinator and dynprofctl.  The coordinator owns the profiling schedule of every job, pushes it to the agents and\nserves the admin API; dynprofctl is its command line.  systemd unit included.")
+  "The coordinator: owns the profiling schedule of every job, pushes it to the agents\nand serves the admin API and the status page.  systemd unit included.")
+set(CPACK_DEBIAN_CTL_DESCRIPTION
+  "dynprofctl, the operator's command line over the coordinator's admin API: schedule\nand follow profiling windows, a job's status, its stragglers and rules.")
 set(CPACK_DEBIAN_PYTHON_DESCRIPTION
   "The Python binding: dynprof.Monitor for training loops, a drop-in for MindSpore's\nDynamicProfilerMonitor and a PyTorch hook.")
 set(CPACK_DEBIAN_MISC_DESCRIPTION "The remaining files of dynprof.")
@@ -152,6 +159,11 @@ dp_depend(examples "libc6 (>= 2.34)" @lib)
 dp_depend(python python3 @lib)
 dp_depend(agent "adduser | passwd")
 dp_depend(coordinator "adduser | passwd")
+# The coordinator's host usually wants its command line too.
+list(FIND dp_groups ctl dp_i)
+if(dp_i GREATER -1)
+  set(CPACK_DEBIAN_COORDINATOR_PACKAGE_RECOMMENDS "dynprofctl (= ${dp_version})")
+endif()
 
 # Maintainer scripts of the daemons (deploy/debian/*.in, made by deploy/CMakeLists.txt).
 foreach(group agent coordinator)

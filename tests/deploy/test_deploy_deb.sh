@@ -35,7 +35,7 @@ flock -w 300 9 || fail "another test_deploy_deb holds /var/lock/dynprof-deb-test
 # next run may then remove what that run installed.  Without it, dynprof files on this
 # machine are someone's: leave them, skip.
 MARK=/var/tmp/dynprof-deb-test.running
-PKGS_ALL="dynprof libdynprof0 libdynprof-dev dynprof-agent dynprof-coordinator python3-dynprof"
+PKGS_ALL="dynprof libdynprof0 libdynprof-dev dynprof-agent dynprof-coordinator dynprofctl python3-dynprof"
 installed()
 {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'ok installed\|config-files'
@@ -137,6 +137,11 @@ done
 grep -qx /usr/bin/dynprof-agent "$TMP/files" || fail "no package has the agent"
 grep -qx /usr/bin/dynprof-coordinator "$TMP/files" || fail "no package has the coordinator"
 grep -qx /usr/bin/dynprofctl "$TMP/files" || fail "no package has dynprofctl"
+# dynprofctl alone, for operators' machines: its own package.
+ctl_deb=$(ls "$TMP"/pkg/dynprofctl_*.deb 2>/dev/null) ||
+    fail "no dynprofctl package"
+[ "$(dpkg-deb -c "$ctl_deb" | awk '$1 !~ /^d/ { print $6 }')" = "./usr/bin/dynprofctl" ] ||
+    fail "dynprofctl's package holds more than dynprofctl"
 grep -qx /usr/lib/systemd/system/dynprof-agent.service "$TMP/files" || fail "no agent unit"
 grep -q '/include/dynprof.h$' "$TMP/files" || fail "no package has dynprof.h"
 grep -q '/pkgconfig/dynprof.pc$' "$TMP/files" || fail "no package has dynprof.pc"
