@@ -728,6 +728,19 @@ int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
 int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
 int64_t	 schedule_job_step_now(const struct coord *, const struct job *);
 uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
+/* Past the RankStates: a rank on a lost node. */
+#define RANKS_STATE_LAST	DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE
+#define RANKS_STATE_UNKNOWN	(RANKS_STATE_LAST + 1)
+/* The last node whose state schedule_rank_state() looked up. */
+struct ranks_memo {
+	char		 node[COORD_NODE_MAX];
+	int		 lost;
+};
+struct rank	**schedule_rank_index(struct job *, size_t *);
+size_t	 schedule_rank_index_after(struct rank **, size_t, int64_t);
+int	 schedule_rank_state(struct coord *, const struct rank *,
+	    struct ranks_memo *);
+const char	*schedule_rank_state_name(int);
 
 /* http.c */
 int	 http_listen(struct coord *, const char *);
@@ -771,8 +784,6 @@ void	 http_delete_window(struct coord *, struct evhttp_request *,
 void	 http_put_config(struct coord *, struct evhttp_request *,
 	    const char *);
 void	 http_get_nodes(struct coord *, struct evhttp_request *);
-struct json_t *http_window_json(const struct job *, const struct window *,
-	    const char *);
 int	 http_window_parse(const void *, struct window_request *,
 	    struct options_over *, struct refusal *);
 int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,
@@ -780,21 +791,16 @@ int	 http_config_parse(const void *, int64_t *, int64_t *, struct options *,
 
 /* summary.c */
 int	 summary_add(struct coord *, struct job *, struct json_t *);
+struct json_t *summary_time(int64_t);
+struct json_t *summary_window_status(const struct job *,
+	    const struct window *, const char *);
 
 /* http_ranks.c */
-/* Past the RankStates: a rank on a lost node. */
-#define RANKS_STATE_LAST	DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE
-#define RANKS_STATE_UNKNOWN	(RANKS_STATE_LAST + 1)
 /* Which ranks a listing (or a count) takes: 0 or "" for any. */
 struct ranks_filter {
 	uint32_t	 states;		/* bit (1 << state) */
 	char		 node[COORD_NODE_MAX];
 	uint32_t	 window;
-};
-/* The last node whose state ranks_state() looked up. */
-struct ranks_memo {
-	char		 node[COORD_NODE_MAX];
-	int		 lost;
 };
 void	 http_get_ranks(struct coord *, struct evhttp_request *,
 	    const char *);
@@ -803,10 +809,6 @@ void	*http_job_stream_new(struct coord *, struct evhttp_request *,
 struct evkeyvalq;
 int	 http_query(struct evhttp_request *, struct evkeyvalq *,
 	    struct refusal *);
-struct rank	**ranks_index(struct job *, size_t *);
-size_t	 ranks_index_after(struct rank **, size_t, int64_t);
-int	 ranks_state(struct coord *, const struct rank *, struct ranks_memo *);
-const char	*ranks_state_name(int);
 void	 ranks_json_string(struct evbuffer *, const char *);
 void	 ranks_json_time(struct evbuffer *, int64_t);
 void	 ranks_write(struct evbuffer *, const struct rank *, int);

@@ -21,38 +21,6 @@
 
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
 
-/* Returns a wall clock time as RFC 3339 text, null when unset. */
-static json_t *
-http_time(int64_t ns)
-{
-	char	 buf[40];
-
-	if (ns <= 0)
-		return (json_null());
-	coord_rfc3339(ns, buf, sizeof(buf));
-	return (json_string(buf));
-}
-
-/* Returns a window as status shows it, in state (NULL: judged here). */
-json_t *
-http_window_json(const struct job *job, const struct window *w,
-    const char *state)
-{
-	json_t	*o = json_object();
-
-	json_object_set_new(o, "id", json_integer(w->id));
-	json_object_set_new(o, "start_step", json_integer(w->start_step));
-	json_object_set_new(o, "stop_step", json_integer(w->stop_step));
-	json_object_set_new(o, "ranks", json_string(w->ranks));
-	json_object_set_new(o, "options", options_to_json(&w->options));
-	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
-	json_object_set_new(o, "state", json_string(state != NULL ? state :
-	    schedule_window_state(job, w)));
-	json_object_set_new(o, "created", http_time(w->created_ns));
-	json_object_set_new(o, "ended", http_time(w->ended_ns));
-	return (o);
-}
-
 /*
  * Reads an optional integer field within [min, max].  Returns 0 if absent,
  * 1 if read, -1 with ref filled (400).
@@ -278,7 +246,7 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 		http_refused(c, req, &ref);
 		goto out;
 	}
-	reply = http_window_json(job, w, NULL);
+	reply = summary_window_status(job, w, NULL);
 	json_object_set_new(reply, "job", json_string(job->name));
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
@@ -396,7 +364,7 @@ http_put_config(struct coord *c, struct evhttp_request *req,
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
 	if (w != NULL)
-		json_object_set_new(reply, "window", http_window_json(job, w, NULL));
+		json_object_set_new(reply, "window", summary_window_status(job, w, NULL));
 	else
 		json_object_set_new(reply, "window", json_null());
 	http_reply(c, req, 200, reply);
@@ -422,8 +390,8 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 		json_object_set_new(o, "address", n->address[0] ?
 		    json_string(n->address) : json_null());
 		json_object_set_new(o, "connected_since",
-		    http_time(n->connected_ns));
-		json_object_set_new(o, "last_seen", http_time(n->last_seen_ns));
+		    summary_time(n->connected_ns));
+		json_object_set_new(o, "last_seen", summary_time(n->last_seen_ns));
 		jobs = json_object();
 		TAILQ_FOREACH(nj, &n->jobs, entry)
 			json_object_set_new(jobs, nj->job,

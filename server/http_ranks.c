@@ -38,110 +38,6 @@ struct ranks_page {
 	struct ranks_memo memo;
 };
 
-/* Orders ranks by number, for qsort(). */
-static int
-ranks_cmp(const void *a, const void *b)
-{
-	const struct rank	*x = *(struct rank *const *)a;
-	const struct rank	*y = *(struct rank *const *)b;
-
-	return (x->rank < y->rank ? -1 : x->rank > y->rank);
-}
-
-/*
- * Returns the job's ranks sorted by number (n of them), with the ranks that
- * came since the last call merged in; NULL with *n 0 when there are none or
- * memory ran out.  Ranks are only ever added, at the tail of job->ranks: the
- * index holds the first nby_rank of them, so only the new ones are sorted
- * (a job whose ranks attach while a listing is written is not sorted whole
- * at every chunk).
- */
-struct rank **
-ranks_index(struct job *job, size_t *n)
-{
-	struct rank	**v, **add, *r;
-	size_t		 old = job->nby_rank, k, i, a, b;
-
-	*n = 0;
-	if (job->nranks == 0)
-		return (NULL);
-	if (old != job->nranks) {
-		k = job->nranks - old;
-		if ((v = calloc(job->nranks, sizeof(*v))) == NULL ||
-		    (add = calloc(k, sizeof(*add))) == NULL) {
-			free(v);
-			return (NULL);
-		}
-		i = k;
-		TAILQ_FOREACH_REVERSE(r, &job->ranks, rankq, entry) {
-			if (i == 0)
-				break;
-			add[--i] = r;
-		}
-		qsort(add, k, sizeof(*add), ranks_cmp);
-		for (i = a = b = 0; i < job->nranks; i++)
-			v[i] = b == k || (a < old &&
-			    job->by_rank[a]->rank < add[b]->rank) ?
-			    job->by_rank[a++] : add[b++];
-		free(add);
-		free(job->by_rank);
-		job->by_rank = v;
-		job->nby_rank = job->nranks;
-	}
-	*n = job->nby_rank;
-	return (job->by_rank);
-}
-
-/* Returns the index of the first rank above after in v (n: its length). */
-size_t
-ranks_index_after(struct rank **v, size_t n, int64_t after)
-{
-	size_t	 lo = 0, hi = n, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if ((int64_t)v[mid]->rank <= after)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo);
-}
-
-/*
- * Returns the state a rank shows (a RankState, or RANKS_STATE_UNKNOWN on a
- * lost node), remembering the last node looked up in memo: ranks in order
- * come node after node.
- */
-int
-ranks_state(struct coord *c, const struct rank *r, struct ranks_memo *memo)
-{
-	struct node	*n;
-
-	if (r->node[0] != '\0') {
-		if (strcmp(memo->node, r->node) != 0) {
-			snprintf(memo->node, sizeof(memo->node), "%s",
-			    r->node);
-			n = schedule_node_find(c, r->node);
-			memo->lost = n == NULL || n->conn == NULL;
-		}
-		if (memo->lost)
-			return (RANKS_STATE_UNKNOWN);
-	}
-	if (r->state < DYNPROF__V1__RANK_STATE__RANK_ATTACHED ||
-	    r->state > RANKS_STATE_LAST)
-		return (RANKS_STATE_UNKNOWN);
-	return (r->state);
-}
-
-/* Returns the name of a state ranks_state() returned. */
-const char *
-ranks_state_name(int state)
-{
-	return (state == RANKS_STATE_UNKNOWN ? "unknown" :
-	    names_rank_state(state));
-}
-
 /* Adds s to buf as a JSON string (s is valid UTF-8: checked where it came
  * in), or null for NULL. */
 void
@@ -189,7 +85,7 @@ ranks_json_time(struct evbuffer *buf, int64_t ns)
 }
 
 /*
- * Adds a rank to buf as status shows it, state as ranks_state() gave it:
+ * Adds a rank to buf as status shows it, state as schedule_rank_state() gave it:
  * the fields of GET /v1/jobs/{job}'s ranks before they moved here, with
  * the rank's last COORD_RANK_EVENTS_MAX events.
  */
@@ -208,7 +104,7 @@ ranks_write(struct evbuffer *buf, const struct rank *r, int state)
 	else
 		evbuffer_add(buf, ",\"uid\":null", 11);
 	evbuffer_add_printf(buf, ",\"step\":%" PRId64 ",\"state\":\"%s\","
-	    "\"window\":", r->step, ranks_state_name(state));
+	    "\"window\":", r->step, schedule_rank_state_name(state));
 	if (r->window_id != 0)
 		evbuffer_add_printf(buf, "%" PRIu32, r->window_id);
 	else
@@ -261,7 +157,7 @@ ranks_filter_match(const struct ranks_filter *f, const struct rank *r,
 }
 
 /*
- * Reads a state filter: names of ranks_state_name() separated by commas.
+ * Reads a state filter: names of schedule_rank_state_name() separated by commas.
  * Returns 0, or -1 with why set.
  */
 static int
@@ -277,8 +173,8 @@ ranks_parse_states(const char *v, uint32_t *mask, char *why, size_t len)
 		end = strchr(p, ',');
 		n = end != NULL ? (size_t)(end - p) : strlen(p);
 		for (s = 1; s <= RANKS_STATE_UNKNOWN; s++) {
-			if (strlen(ranks_state_name(s)) == n &&
-			    strncmp(ranks_state_name(s), p, n) == 0)
+			if (strlen(schedule_rank_state_name(s)) == n &&
+			    strncmp(schedule_rank_state_name(s), p, n) == 0)
 				break;
 		}
 		if (s > RANKS_STATE_UNKNOWN) {
@@ -487,7 +383,7 @@ ranks_fill(struct stream *s, struct evbuffer *buf)
 	int			 state;
 
 	if ((job = schedule_job_find(c, p->job)) != NULL)
-		v = ranks_index(job, &n);
+		v = schedule_rank_index(job, &n);
 	if (!p->begun) {
 		p->begun = 1;
 		evbuffer_add(buf, "{\"job\":", 7);
@@ -495,11 +391,11 @@ ranks_fill(struct stream *s, struct evbuffer *buf)
 		evbuffer_add_printf(buf, ",\"revision\":%" PRIu64 ",\"limit\":"
 		    "%zu,\"ranks\":[", journal_revision(c), p->left);
 	}
-	for (i = ranks_index_after(v, n, p->after); i < n; i++) {
+	for (i = schedule_rank_index_after(v, n, p->after); i < n; i++) {
 		if (rendered == RANKS_CHUNK || scanned == RANKS_SCAN_MAX)
 			return (STREAM_MORE);
 		scanned++;
-		state = ranks_state(c, v[i], &p->memo);
+		state = schedule_rank_state(c, v[i], &p->memo);
 		if (!ranks_filter_match(&p->filter, v[i], state))
 			continue;
 		if (p->left == 0) {

@@ -122,7 +122,7 @@ http_ui_node_cmp(const void *a, const void *b)
 
 /*
  * Counts the job's ranks by node into *nodesp (caller frees), in one pass
- * with a table of node names, each by the state it shows (ranks_state(): a
+ * with a table of node names, each by the state it shows (schedule_rank_state(): a
  * lost node's are unknown, as in the summary).  Returns how many nodes, or
  * -1 out of memory.
  */
@@ -160,7 +160,7 @@ http_ui_count_nodes(struct coord *c, struct job *job,
 		}
 		i = slot[h] - 1;
 		nodes[i].ranks++;
-		state = ranks_state(c, r, &memo);
+		state = schedule_rank_state(c, r, &memo);
 		if (state >= 0 && state <= RANKS_STATE_UNKNOWN)
 			nodes[i].states[state]++;
 		if (r->pace.straggling)

@@ -9,6 +9,7 @@
 
 #include "coord.h"
 #include "log.h"
+#include "names.h"
 #include "store.h"
 
 /* Returns the job's rank, or NULL. */
@@ -743,4 +744,108 @@ fail:
 	log_warnx("%s: job %s: cannot rewrite its stored history", __func__,
 	    job->name);
 	store_rollback(c->store);
+}
+
+/* Orders ranks by number, for qsort(). */
+static int
+schedule_rank_cmp(const void *a, const void *b)
+{
+	const struct rank	*x = *(struct rank *const *)a;
+	const struct rank	*y = *(struct rank *const *)b;
+
+	return (x->rank < y->rank ? -1 : x->rank > y->rank);
+}
+
+/*
+ * Returns the job's ranks sorted by number (n of them), with the ranks that
+ * came since the last call merged in; NULL with *n 0 when there are none or
+ * memory ran out.  Ranks are only ever added, at the tail of job->ranks: the
+ * index holds the first nby_rank of them, so only the new ones are sorted
+ * (a job whose ranks attach while a listing is written is not sorted whole
+ * at every chunk).
+ */
+struct rank **
+schedule_rank_index(struct job *job, size_t *n)
+{
+	struct rank	**v, **add, *r;
+	size_t		 old = job->nby_rank, k, i, a, b;
+
+	*n = 0;
+	if (job->nranks == 0)
+		return (NULL);
+	if (old != job->nranks) {
+		k = job->nranks - old;
+		if ((v = calloc(job->nranks, sizeof(*v))) == NULL ||
+		    (add = calloc(k, sizeof(*add))) == NULL) {
+			free(v);
+			return (NULL);
+		}
+		i = k;
+		TAILQ_FOREACH_REVERSE(r, &job->ranks, rankq, entry) {
+			if (i == 0)
+				break;
+			add[--i] = r;
+		}
+		qsort(add, k, sizeof(*add), schedule_rank_cmp);
+		for (i = a = b = 0; i < job->nranks; i++)
+			v[i] = b == k || (a < old &&
+			    job->by_rank[a]->rank < add[b]->rank) ?
+			    job->by_rank[a++] : add[b++];
+		free(add);
+		free(job->by_rank);
+		job->by_rank = v;
+		job->nby_rank = job->nranks;
+	}
+	*n = job->nby_rank;
+	return (job->by_rank);
+}
+
+/* Returns the index of the first rank above after in v (n: its length). */
+size_t
+schedule_rank_index_after(struct rank **v, size_t n, int64_t after)
+{
+	size_t	 lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((int64_t)v[mid]->rank <= after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo);
+}
+
+/*
+ * Returns the state a rank shows (a RankState, or RANKS_STATE_UNKNOWN on a
+ * lost node), remembering the last node looked up in memo: ranks in order
+ * come node after node.
+ */
+int
+schedule_rank_state(struct coord *c, const struct rank *r, struct ranks_memo *memo)
+{
+	struct node	*n;
+
+	if (r->node[0] != '\0') {
+		if (strcmp(memo->node, r->node) != 0) {
+			snprintf(memo->node, sizeof(memo->node), "%s",
+			    r->node);
+			n = schedule_node_find(c, r->node);
+			memo->lost = n == NULL || n->conn == NULL;
+		}
+		if (memo->lost)
+			return (RANKS_STATE_UNKNOWN);
+	}
+	if (r->state < DYNPROF__V1__RANK_STATE__RANK_ATTACHED ||
+	    r->state > RANKS_STATE_LAST)
+		return (RANKS_STATE_UNKNOWN);
+	return (r->state);
+}
+
+/* Returns the name of a state schedule_rank_state() returned. */
+const char *
+schedule_rank_state_name(int state)
+{
+	return (state == RANKS_STATE_UNKNOWN ? "unknown" :
+	    names_rank_state(state));
 }

@@ -78,9 +78,9 @@ summary_targeted(const struct window *w, struct rank **v, size_t n)
 	if (w->rankset.nranges == 0)
 		return (n);
 	for (i = 0; i < w->rankset.nranges; i++) {
-		lo = ranks_index_after(v, n, (int64_t)w->rankset.ranges[i].lo -
+		lo = schedule_rank_index_after(v, n, (int64_t)w->rankset.ranges[i].lo -
 		    1);
-		hi = ranks_index_after(v, n, w->rankset.ranges[i].hi);
+		hi = schedule_rank_index_after(v, n, w->rankset.ranges[i].hi);
 		if (hi > lo)
 			count += hi - lo;
 	}
@@ -207,6 +207,38 @@ summary_rank_windows(const struct rank *r, int state,
 	}
 }
 
+/* Returns a wall clock time as RFC 3339 text, null when unset. */
+json_t *
+summary_time(int64_t ns)
+{
+	char	 buf[40];
+
+	if (ns <= 0)
+		return (json_null());
+	coord_rfc3339(ns, buf, sizeof(buf));
+	return (json_string(buf));
+}
+
+/* Returns a window as status shows it, in state (NULL: judged here). */
+json_t *
+summary_window_status(const struct job *job, const struct window *w,
+    const char *state)
+{
+	json_t	*o = json_object();
+
+	json_object_set_new(o, "id", json_integer(w->id));
+	json_object_set_new(o, "start_step", json_integer(w->start_step));
+	json_object_set_new(o, "stop_step", json_integer(w->stop_step));
+	json_object_set_new(o, "ranks", json_string(w->ranks));
+	json_object_set_new(o, "options", options_to_json(&w->options));
+	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
+	json_object_set_new(o, "state", json_string(state != NULL ? state :
+	    schedule_window_state(job, w)));
+	json_object_set_new(o, "created", summary_time(w->created_ns));
+	json_object_set_new(o, "ended", summary_time(w->ended_ns));
+	return (o);
+}
+
 /* Returns window w of the summary as status shows it, with its ranks. */
 static json_t *
 summary_window_json(const struct job *job, struct summary_window *x)
@@ -227,7 +259,7 @@ summary_window_json(const struct job *job, struct summary_window *x)
 	else
 		state = x->started > 0 || x->observed > 0 ? "running" :
 		    "scheduled";
-	o = http_window_json(job, w, state);
+	o = summary_window_status(job, w, state);
 	rk = json_object();
 	json_object_set_new(rk, "targeted", json_integer((json_int_t)x->targeted));
 	json_object_set_new(rk, "started", json_integer((json_int_t)x->started));
@@ -321,7 +353,7 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 
 	memset(&memo, 0, sizeof(memo));
 	memset(counts, 0, sizeof(counts));
-	v = ranks_index(job, &n);
+	v = schedule_rank_index(job, &n);
 	TAILQ_FOREACH(w, &job->windows, entry)
 		nsw++;
 	if ((nsw > 0 && (sw = calloc(nsw, sizeof(*sw))) == NULL) ||
@@ -341,7 +373,7 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 		qsort(sw, nsw, sizeof(*sw), summary_window_cmp);
 	for (i = 0; i < n; i++) {
 		r = v[i];
-		state = ranks_state(c, r, &memo);
+		state = schedule_rank_state(c, r, &memo);
 		counts[state]++;
 		if (r->step >= 0 && state != RANKS_STATE_UNKNOWN &&
 		    state != DYNPROF__V1__RANK_STATE__RANK_GONE)
@@ -352,7 +384,7 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 	o = json_object();
 	json_object_set_new(o, "total", json_integer((json_int_t)n));
 	for (state = 1; state <= RANKS_STATE_UNKNOWN; state++)
-		json_object_set_new(o, ranks_state_name(state),
+		json_object_set_new(o, schedule_rank_state_name(state),
 		    json_integer((json_int_t)counts[state]));
 	json_object_set_new(body, "rank_counts", o);
 	json_object_set_new(body, "steps", summary_steps_json(steps, nsteps));
