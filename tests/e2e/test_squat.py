@@ -211,6 +211,23 @@ def root_agent():
         check(head and head[0].split()[:3] == ["RANK", "NODE", "UID"] and
               row and row[0][2] in (str(victim), str(squatter)),
               "dynprofctl status shows rank 0's uid:\n%s" % out)
+
+        # The squatter's rank goes: the job stays subscribed for the
+        # victim's segment (one subscription for every user's segment of
+        # the job), and its next window reaches the victim's rank.
+        sq.stop()
+        wait_for(lambda: "no rank of uid %d left" % squatter in
+                 n.agent.output(), 30, "the squatter's segment left empty")
+        start = vstep[0] + 100
+        w = c.add_window(JOB, {"start_step": start, "stop_step": start + 4,
+                               "ranks": "0"})
+        path = os.path.join(outs[victim], "rank0_start%d_stop%d" %
+                            (start, start + 4), "trace.json")
+        n.ranks = {"victim": vr}
+        t = wait_for(traced, 60, "the victim's trace of window %d after the "
+                     "squatter left" % w["id"], interval=0.1)
+        check(t["pid"] == vr.pid, "the trace is the victim's rank's")
+        log("after the squatter left, the victim's trace: %s" % path)
     return 0
 
 
