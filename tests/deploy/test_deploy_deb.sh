@@ -137,6 +137,9 @@ done
 grep -qx /usr/bin/dynprof-agent "$TMP/files" || fail "no package has the agent"
 grep -qx /usr/bin/dynprof-coordinator "$TMP/files" || fail "no package has the coordinator"
 grep -qx /usr/bin/dynprofctl "$TMP/files" || fail "no package has dynprofctl"
+# The binding where Debian's python3 (any 3.X) looks under /usr.
+grep -qx /usr/lib/python3/dist-packages/dynprof/__init__.py "$TMP/files" ||
+    fail "the Python package is not in /usr/lib/python3/dist-packages"
 # dynprofctl alone, for operators' machines: its own package.
 ctl_deb=$(ls "$TMP"/pkg/dynprofctl_*.deb 2>/dev/null) ||
     fail "no dynprofctl package"
@@ -149,7 +152,11 @@ grep -q '/pkgconfig/dynprof.pc$' "$TMP/files" || fail "no package has dynprof.pc
 # without a COMPONENT are left out of them: deploy/cpack.cmake).
 cmake --install "$BUILD" --prefix "$TMP/all" > "$TMP/install.log" 2>&1 ||
     { cat "$TMP/install.log"; fail "cmake --install"; }
-(cd "$TMP/all" && find . ! -type d) | sed 's|^\./|/usr/|; s|^/usr/etc/|/etc/|' | sort > "$TMP/want"
+# (Under another prefix the binding goes to python3.X; under /usr, packed, to
+# python3: lib/python/CMakeLists.txt.)
+(cd "$TMP/all" && find . ! -type d) | sed 's|^\./|/usr/|; s|^/usr/etc/|/etc/|' |
+    sed 's|^/usr/lib/python3\.[0-9]*/dist-packages/|/usr/lib/python3/dist-packages/|' |
+    sort > "$TMP/want"
 sort "$TMP/files" > "$TMP/have"
 missing=$(comm -23 "$TMP/want" "$TMP/have")
 [ -z "$missing" ] || fail "installed by cmake --install but in no package: $missing"
