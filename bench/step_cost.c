@@ -10,6 +10,11 @@
  *					it under
  *					strace -f -c with STEPS = 0 and 10^6 to
  *					count the hot loop's system calls
+ *	step_cost -m ...		the same with dynprof_mark_comm() in
+ *					every step; timed, it prints beside it
+ *					the floor of an empty library call
+ *					(dynprof_rank()) and the step without
+ *					marks, of the same run
  *
  * The binary links libdynprof.so like a trainer (calls through the PLT), and
  * writes the schedule into the segment as the agent does.  The segment is the
@@ -98,6 +103,93 @@ cmp_double(const void *a, const void *b)
 	return ((x > y) - (x < y));
 }
 
+/* Times runs of steps steps of what (0: begin and end, 1: begin, mark and
+ * end, 2: an empty library call) into ns (thread cpu) and wall, per step. */
+static void
+bench_runs(struct bench *b, int what, int64_t *base, long long steps, int runs,
+    double *ns, double *wall, const char *name)
+{
+	double		 t0, w0;
+	int64_t		 s;
+	int		 r;
+
+	for (r = 0; r < runs; r++) {
+		w0 = now_ns(CLOCK_MONOTONIC);
+		t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		for (s = *base; s < *base + steps; s++) {
+			if (what == 2) {
+				if (dynprof_rank(b->h) != 0)
+					break;
+				continue;
+			}
+			dynprof_step_begin(b->h, s);
+			if (what == 1)
+				dynprof_mark_comm(b->h);
+			dynprof_step_end(b->h, s);
+		}
+		ns[r] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (double)steps;
+		wall[r] = (now_ns(CLOCK_MONOTONIC) - w0) / (double)steps;
+		if (what != 2)
+			*base = s;
+		printf("%s run %2d: %.2f ns cpu, %.2f ns wall\n", name, r + 1,
+		    ns[r], wall[r]);
+	}
+	qsort(ns, (size_t)runs, sizeof(*ns), cmp_double);
+	qsort(wall, (size_t)runs, sizeof(*wall), cmp_double);
+}
+
+/*
+ * The mark's cost: an empty library call, a step without marks, a step with
+ * one, all in one run; the marks must have been counted in the slot.
+ */
+static int
+bench_marks(long long steps, int runs)
+{
+	struct bench	 b;
+	double		*ns[3], *wall[3];
+	const char	*names[3] = { "step", "step+mark", "empty_call" };
+	int64_t		 base = 1;
+	uint64_t	 counted;
+	int		 i, rc = 1;
+
+	for (i = 0; i < 3; i++) {
+		ns[i] = calloc((size_t)runs, sizeof(double));
+		wall[i] = calloc((size_t)runs, sizeof(double));
+	}
+	if (bench_open(&b) == -1)
+		goto out;
+	for (i = 0; i < 3; i++)
+		if (ns[i] == NULL || wall[i] == NULL)
+			goto close;
+	bench_runs(&b, 2, &base, steps, runs, ns[2], wall[2], names[2]);
+	bench_runs(&b, 0, &base, steps, runs, ns[0], wall[0], names[0]);
+	dynprof_mark_comm(b.h);		/* timing on from the next step */
+	bench_runs(&b, 1, &base, steps, runs, ns[1], wall[1], names[1]);
+	counted = atomic_load(&b.agent.slots[0].busy_count);
+	if (counted != (uint64_t)steps * (uint64_t)runs) {
+		fprintf(stderr, "step_cost: %llu marks counted, not %llu\n",
+		    (unsigned long long)counted,
+		    (unsigned long long)steps * (unsigned long long)runs);
+		goto close;
+	}
+	for (i = 0; i < 3; i++)
+		printf("%s_ns median=%.2f min=%.2f max=%.2f wall_median=%.2f "
+		    "runs=%d n=%lld (thread cpu time)\n", names[i],
+		    ns[i][runs / 2], ns[i][0], ns[i][runs - 1],
+		    wall[i][runs / 2], runs, steps);
+	printf("mark_ns median=%.2f (step+mark - step; floor of a call %.2f)\n",
+	    ns[1][runs / 2] - ns[0][runs / 2], ns[2][runs / 2]);
+	rc = 0;
+close:
+	bench_close(&b);
+out:
+	for (i = 0; i < 3; i++) {
+		free(ns[i]);
+		free(wall[i]);
+	}
+	return (rc);
+}
+
 static int
 bench_time(long long steps, int runs)
 {
@@ -157,16 +249,26 @@ bench_time(long long steps, int runs)
 }
 
 static int
-bench_syscalls(long long steps)
+bench_syscalls(long long steps, int marks)
 {
 	struct bench	 b;
 	int64_t		 s;
 
 	if (bench_open(&b) == -1)
 		return (1);
+	if (marks)
+		dynprof_mark_comm(b.h);
 	for (s = 1; s <= steps; s++) {
 		dynprof_step_begin(b.h, s);
+		if (marks)
+			dynprof_mark_comm(b.h);
 		dynprof_step_end(b.h, s);
+	}
+	if (marks && atomic_load(&b.agent.slots[0].busy_count) !=
+	    (uint64_t)steps) {
+		fprintf(stderr, "step_cost: marks not counted\n");
+		bench_close(&b);
+		return (1);
 	}
 	bench_close(&b);
 	return (0);
@@ -191,10 +293,13 @@ int
 main(int argc, char **argv)
 {
 	long long	 steps = 10000000, sys = -1;
-	int		 runs = 11, c;
+	int		 runs = 11, c, marks = 0;
 
-	while ((c = getopt(argc, argv, "n:r:s:")) != -1) {
+	while ((c = getopt(argc, argv, "mn:r:s:")) != -1) {
 		switch (c) {
+		case 'm':
+			marks = 1;
+			break;
 		case 'n':
 			steps = parse_count(optarg);
 			break;
@@ -205,16 +310,16 @@ main(int argc, char **argv)
 			sys = parse_count(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: step_cost [-n steps] [-r runs] "
-			    "| -s steps\n");
+			fprintf(stderr, "usage: step_cost [-m] [-n steps] "
+			    "[-r runs] | [-m] -s steps\n");
 			return (2);
 		}
 	}
 	if (sys >= 0)
-		return (bench_syscalls(sys));
+		return (bench_syscalls(sys, marks));
 	if (steps <= 0 || runs <= 0) {
 		fprintf(stderr, "step_cost: steps and runs must be positive\n");
 		return (2);
 	}
-	return (bench_time(steps, runs));
+	return (marks ? bench_marks(steps, runs) : bench_time(steps, runs));
 }

@@ -36,7 +36,7 @@
 #include "jobid.h"
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		5	/* bump when the layout changes */
+#define SEG_VERSION		6	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -194,7 +194,15 @@ struct seg_slot {
 	_Atomic uint64_t pidns;			/* holder's pid namespace, 0: claiming */
 	uint64_t	 last_pidns;		/* and last_pid's, when freed */
 	uint64_t	 token;			/* the holder's datagrams carry it */
-	char		 pad[112];		/* to a multiple of 64 bytes */
+	/* Busy time (dynprof_mark_comm()), written only by the rank, each
+	 * field one relaxed store, busy_count last (release): */
+	_Atomic int64_t	 busy_begin_ns;		/* CLOCK_MONOTONIC at the step's
+						   begin, once the rank marks */
+	_Atomic int64_t	 busy_last_ns;		/* begin to mark, the last step */
+	_Atomic int64_t	 busy_avg_ns;		/* moving average (1/8 weight) */
+	_Atomic int64_t	 busy_max_ns;		/* highest of the recent marks */
+	_Atomic uint64_t busy_count;		/* steps measured, 0: none */
+	char		 pad[72];		/* to a multiple of 64 bytes */
 	char		 output_root[SEG_PATH_MAX];	/* of the log's dirs */
 	struct seg_log_entry log[SEG_LOG_ENTRIES];
 };
@@ -244,6 +252,8 @@ _Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
 _Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
 _Static_assert(offsetof(struct seg_slot, step) % 8 == 0, "slot step alignment");
 _Static_assert(offsetof(struct seg_slot, pidns) % 8 == 0, "slot pidns alignment");
+_Static_assert(offsetof(struct seg_slot, busy_begin_ns) % 8 == 0,
+    "slot busy alignment");
 _Static_assert(offsetof(struct seg_header, seq) % 4 == 0, "header seq alignment");
 _Static_assert(sizeof(_Atomic uint32_t) == 4 && sizeof(_Atomic int64_t) == 8,
     "lock-free atomics of plain size");

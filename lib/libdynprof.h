@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "dynprof.h"
 #include "segment.h"
@@ -60,13 +61,15 @@ struct window_rank {
 
 struct dynprof {
 	/*
-	 * The hot path reads these four and nothing else: keep them first, in
+	 * The hot path reads these five and nothing else: keep them first, in
 	 * one cache line.
 	 */
 	_Atomic uint32_t	*seq_addr;	/* &hdr->seq */
 	uint32_t		 seq_seen;	/* the seq h->cfg was read at */
 	_Atomic int64_t		*step_addr;	/* &slot->step */
 	int64_t			 next_due;	/* first step needing more work */
+	_Atomic int64_t		*busy_begin;	/* &slot->busy_begin_ns once the
+						   rank marks (busy.c), else NULL */
 
 	struct segment		 seg;
 	struct seg_slot		*slot;
@@ -74,6 +77,7 @@ struct dynprof {
 	pid_t			 pid;
 	int32_t			 rank;
 	int64_t			 counter;	/* dynprof_step()'s last step */
+	int64_t			 mark_ns;	/* the last mark counted (busy.c) */
 
 	struct seg_config	*cfg;		/* last consistent copy */
 	struct seg_config	*cfg_next;	/* where the next one is read */
@@ -105,6 +109,20 @@ struct dynprof {
 /* handle.c */
 void	 handle_log(const struct dynprof *, enum dynprof_log_level,
 	    const char *, ...) __attribute__((format(printf, 3, 4)));
+
+/* busy.c */
+/* CLOCK_MONOTONIC in ns: through the vDSO, no system call. */
+static inline int64_t
+busy_now_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
+void	 busy_begin_slow(struct dynprof *);
+void	 busy_slot_moved(struct dynprof *);
 
 /* step.c */
 int	 step_slow(struct dynprof *, int64_t, enum window_phase);

@@ -1,7 +1,8 @@
 /*
  * The step functions.  The hot path (nothing changed, nothing due) is a load of
  * the segment's seqlock counter, two compares and one relaxed store of the step
- * into the rank's slot.  Everything else is the slow path: reload the schedule if
+ * into the rank's slot (and, for a rank that marks its communication, a clock
+ * read stored beside it: busy.c).  Everything else is the slow path: reload the schedule if
  * it changed, apply the window rules (window.c), run the callbacks, report.
  */
 
@@ -212,6 +213,7 @@ step_reclaim_slot(struct dynprof *h)
 	h->slot_index = idx;
 	h->slot = &h->seg.slots[idx];
 	h->step_addr = &h->slot->step;
+	busy_slot_moved(h);
 	h->state = SEG_RANK_ATTACHED;	/* step_update_state() sets the real one */
 	report_event(h, EVENT_ATTACHED, NULL, -1, 0, NULL);
 }
@@ -233,8 +235,10 @@ step_slow(struct dynprof *h, int64_t step, enum window_phase phase)
 		return (DYNPROF_EINVAL);
 	if (atomic_load_explicit(&h->slot->pid, memory_order_relaxed) != h->pid)
 		step_reclaim_slot(h);
-	if (phase == WINDOW_BEGIN)
+	if (phase == WINDOW_BEGIN) {
 		atomic_store_explicit(h->step_addr, step, memory_order_relaxed);
+		busy_begin_slow(h);
+	}
 	if (atomic_load_explicit(h->seq_addr, memory_order_acquire) !=
 	    h->seq_seen)
 		step_reload(h);
@@ -289,6 +293,9 @@ dynprof_step_begin(dynprof_t *h, int64_t step)
 	if (__builtin_expect(h != NULL && atomic_load_explicit(h->seq_addr,
 	    memory_order_relaxed) == h->seq_seen && step < h->next_due, 1)) {
 		atomic_store_explicit(h->step_addr, step, memory_order_relaxed);
+		if (h->busy_begin != NULL)
+			atomic_store_explicit(h->busy_begin, busy_now_ns(),
+			    memory_order_relaxed);
 		return (DYNPROF_OK);
 	}
 	if (h == NULL)

@@ -191,6 +191,22 @@ DYNPROF_API int		 dynprof_step_end(dynprof_t *h, int64_t step);
  * ends the last one. */
 DYNPROF_API int		 dynprof_step(dynprof_t *h);
 
+/**
+ * Marks that the rank now enters the step's communication (the first
+ * collective, e.g. the first gradient bucket's all-reduce): the time from the
+ * step's beginning to the mark is the rank's busy time, the rest of the step
+ * is waiting for the other ranks.  The agent reports it with the rank's steps,
+ * and the coordinator judges each rank's busy time against its job's: the
+ * straggler that synchronous training hides (every rank waits for it, so all
+ * show the same step) is the one whose busy time is long.
+ *
+ * One clock read (CLOCK_MONOTONIC, no system call) and a few stores into the
+ * rank's slot.  Only the first mark of a step counts; the first mark of all
+ * turns the timing on, and from then on every step_begin reads the clock as
+ * well.  Returns DYNPROF_OK, or DYNPROF_EINVAL for a NULL or closed handle.
+ */
+DYNPROF_API int		 dynprof_mark_comm(dynprof_t *h);
+
 /** The rank's state (enum dynprof_rank_state). */
 DYNPROF_API int		 dynprof_state(const dynprof_t *h);
 
@@ -238,6 +254,15 @@ struct dynprof_fast_state {
 /** Fills f with the handle's fast state. */
 DYNPROF_API void	 dynprof_get_fast_state(const dynprof_t *h,
 			    struct dynprof_fast_state *f);
+
+/**
+ * For the same bindings, once the rank has called dynprof_mark_comm(): the
+ * address of an int64_t in the rank's slot (8 bytes, aligned) where the step's
+ * fast path must also store the clock (CLOCK_MONOTONIC, in ns) when it stores
+ * the step.  0 before the first mark (nothing to store).  Fetch it again
+ * after any library call, with the fast state.
+ */
+DYNPROF_API uintptr_t	 dynprof_get_busy_begin_addr(const dynprof_t *h);
 
 #ifdef __cplusplus
 }

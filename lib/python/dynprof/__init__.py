@@ -30,6 +30,7 @@ import enum
 import json
 import logging
 import os
+import time
 import warnings
 import weakref
 
@@ -282,6 +283,9 @@ class Monitor:
         c_begin = lib.dynprof_step_begin
         c_end = lib.dynprof_step_end
         get_fast = lib.dynprof_get_fast_state
+        c_mark = lib.dynprof_mark_comm
+        get_busy = lib.dynprof_get_busy_begin_addr
+        clock = time.monotonic_ns        # CLOCK_MONOTONIC, as the library's
         fs_ref = ctypes.byref(fs)
         this = weakref.ref(self)
         # State of the fast path: the words it reads and writes, and the
@@ -298,9 +302,12 @@ class Monitor:
         fast = self._fast
         open_ = True
         addrs = (0, 0)
+        # Once the rank marks its communication: where the fast path stores
+        # the clock at each step's beginning (None: nothing to store).
+        busy_begin = None
 
         def refresh():
-            nonlocal seq, slot_step, seen, due, addrs, calls
+            nonlocal seq, slot_step, seen, due, addrs, calls, busy_begin
             calls += 1
             if not fast or not open_:
                 return
@@ -309,6 +316,8 @@ class Monitor:
                 addrs = (fs.seq_addr, fs.step_addr)
                 seq = _view(fs.seq_addr, 4, "I")
                 slot_step = _view(fs.step_addr, 8, "q")
+                if busy_begin is not None:
+                    busy_begin = _view(get_busy(h), 8, "q")
             seen = fs.seq_seen
             due = fs.next_due
 
@@ -332,6 +341,8 @@ class Monitor:
         def step_begin(n):
             if seq[0] == seen and n < due:
                 slot_step[0] = n
+                if busy_begin is not None:
+                    busy_begin[0] = clock()
                 return
             slow(c_begin, n)
 
@@ -346,17 +357,30 @@ class Monitor:
             n = count
             if seq[0] == seen and n < due:
                 slot_step[0] = n
+                if busy_begin is not None:
+                    busy_begin[0] = clock()
                 return
             if n > 1 and open_:
                 call(c_end, n - 1)
             slow(c_begin, n)
 
+        def mark_comm():
+            nonlocal busy_begin
+            if not open_:
+                return
+            c_mark(h)
+            if busy_begin is None and fast:
+                addr = get_busy(h)
+                if addr:
+                    busy_begin = _view(addr, 8, "q")
+
         def shut():
             # After dynprof_close() the mapping is gone: point the fast path
             # at private words and send every step to the closed check.
-            nonlocal seq, slot_step, due, open_
+            nonlocal seq, slot_step, due, open_, busy_begin
             open_ = False
             seq, slot_step = dummy
+            busy_begin = None
             due = -1
 
         def counted():
@@ -369,6 +393,7 @@ class Monitor:
         self.step_begin = step_begin
         self.step_end = step_end
         self.step = step
+        self.mark_comm = mark_comm
         self._shut = shut
         self._counted = counted
         self._slow_calls = slow_calls   # for tests: steps that called C
@@ -383,6 +408,13 @@ class Monitor:
     def step(self):
         """For plain loops, once at the top of every iteration: ends the previous
         step (if any) and begins the next; steps are numbered from 1."""
+
+    def mark_comm(self):
+        """Marks that the rank now enters the step's communication (its first
+        collective): the time since the step began is the rank's busy time,
+        the rest of the step waiting for the others.  One clock read; only
+        the first mark of a step counts.  The coordinator finds by it the
+        straggler that synchronous training hides (docs/design.md)."""
 
     # -- callbacks from the library ----------------------------------------
 

@@ -174,6 +174,8 @@ def _declare(lib):
         ("dynprof_strerror", ctypes.c_char_p, [ctypes.c_int]),
         ("dynprof_version", ctypes.c_char_p, []),
         ("dynprof_get_fast_state", None, [h, p(FastState)]),
+        ("dynprof_mark_comm", ctypes.c_int, [h]),
+        ("dynprof_get_busy_begin_addr", ctypes.c_size_t, [h]),
     )
     for name, restype, argtypes in decl:
         fn = getattr(lib, name)

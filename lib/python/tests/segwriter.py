@@ -12,7 +12,7 @@ import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 5
+SEG_VERSION = 6
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -103,7 +103,13 @@ class SegSlot(ctypes.Structure):
         ("log_lost", ctypes.c_uint32),
         ("log_acked", ctypes.c_uint64),
         ("root_inc", ctypes.c_uint32),
-        ("pad", ctypes.c_char * 140),
+        ("pad0", ctypes.c_char * 28),       # pad0, pidns, last_pidns, token
+        ("busy_begin_ns", ctypes.c_int64),
+        ("busy_last_ns", ctypes.c_int64),
+        ("busy_avg_ns", ctypes.c_int64),
+        ("busy_max_ns", ctypes.c_int64),
+        ("busy_count", ctypes.c_uint64),
+        ("pad", ctypes.c_char * 72),
         ("output_root", ctypes.c_char * SEG_PATH_MAX),
         ("log", SegLogEntry * SEG_LOG_ENTRIES),
     ]

@@ -190,6 +190,38 @@ def test_layout_and_hot_path_store(env):
     seg.close()
 
 
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_mark_comm_busy_time(env, fast_path):
+    """mark_comm(): the time from each step's beginning to its first mark is
+    kept in the rank's slot (last, moving average, recent maximum, count),
+    on the fast path too, without a call into C at the step."""
+    import time
+    mon = dynprof.Monitor(rank=0, fast_path=fast_path, **env.kwargs())
+    seg = env.segment()
+    slot = seg.slot_of(os.getpid())
+    mon.step()
+    mon.mark_comm()                 # the first mark: timing from now on
+    assert slot.busy_count == 0
+    calls = mon._slow_calls()
+    busy = [0.002, 0.002, 0.002, 0.02]
+    for b in busy:
+        mon.step()
+        time.sleep(b)
+        mon.mark_comm()
+        mon.mark_comm()             # a second mark of a step: not counted
+        time.sleep(0.005)
+    assert slot.busy_count == len(busy)
+    assert 0.02e9 <= slot.busy_last_ns < 0.02e9 + 0.5e9
+    assert slot.busy_max_ns == slot.busy_last_ns
+    # 2 ms three times, then 20 ms with a weight of 1/8.
+    assert 0.002e9 + 0.018e9 / 8 <= slot.busy_avg_ns < slot.busy_last_ns
+    if fast_path:
+        assert mon._slow_calls() == calls   # the steps stayed in Python
+    del slot
+    mon.close()
+    seg.close()
+
+
 def test_options_and_output_dir(env):
     rec = Recorder()
     mon = dynprof.Monitor(rank=1, on_start=rec.on_start, on_stop=rec.on_stop,
