@@ -134,6 +134,10 @@ struct agent_rank_sample {
 	int64_t		 step;
 	uint32_t	 state;
 	uid_t		 uid;
+	uint64_t	 busy_count;		/* dynprof_mark_comm(), 0: none */
+	uint32_t	 busy_last_us;
+	uint32_t	 busy_avg_us;
+	uint32_t	 busy_max_us;
 };
 
 /*

@@ -764,6 +764,34 @@ segments_dead_cb(const struct seg_slot *s, int idx, void *arg)
 	segments_forget_pidfd(ctx->j, idx);
 }
 
+/* A busy time in ns, as the rank wrote it, in microseconds for the wire. */
+static uint32_t
+segments_busy_us(int64_t ns)
+{
+	if (ns <= 0)
+		return (0);
+	if (ns / 1000 > UINT32_MAX)
+		return (UINT32_MAX);
+	return ((uint32_t)(ns / 1000));
+}
+
+/* Copies a slot's busy time (dynprof_mark_comm()) into its sample. */
+static void
+segments_busy(const struct seg_slot *s, struct agent_rank_sample *rs)
+{
+	rs->busy_count = atomic_load_explicit(&s->busy_count,
+	    memory_order_acquire);
+	rs->busy_last_us = rs->busy_avg_us = rs->busy_max_us = 0;
+	if (rs->busy_count == 0)
+		return;
+	rs->busy_last_us = segments_busy_us(atomic_load_explicit(
+	    &s->busy_last_ns, memory_order_relaxed));
+	rs->busy_avg_us = segments_busy_us(atomic_load_explicit(
+	    &s->busy_avg_ns, memory_order_relaxed));
+	rs->busy_max_us = segments_busy_us(atomic_load_explicit(
+	    &s->busy_max_ns, memory_order_relaxed));
+}
+
 /*
  * Samples one job: dead ranks reclaimed, progress sent if it moved.  Returns 1
  * if it did.
@@ -809,6 +837,8 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 		sig = (sig ^ (uint64_t)rs->step) * 1099511628211ULL;
 		sig = (sig ^ (uint64_t)rs->state) * 1099511628211ULL;
 		sig = (sig ^ (uint64_t)rs->uid) * 1099511628211ULL;
+		segments_busy(s, rs);
+		sig = (sig ^ rs->busy_count) * 1099511628211ULL;
 	}
 	j->nlive = (int)n;
 	j->sample_sig = sig;
@@ -874,6 +904,10 @@ segments_progress(struct agent *a, struct agent_job *j)
 			rp[k].state = rs->state;
 			rp[k].uid = (uint32_t)rs->uid;
 			rp[k].uid_known = 1;
+			rp[k].busy_count = rs->busy_count;
+			rp[k].busy_last_us = rs->busy_last_us;
+			rp[k].busy_avg_us = rs->busy_avg_us;
+			rp[k].busy_max_us = rs->busy_max_us;
 			rpp[k] = &rp[k];
 			if (k == 0 || rs->step < p.min_step)
 				p.min_step = rs->step;

@@ -173,6 +173,10 @@ coord_usage(FILE *f)
 	    " (default 50)\n"
 	    "  --straggler-rate-drop P  percent under the job's median"
 	    " rate (default 50)\n"
+	    "  --straggler-busy P       busy time (dynprof_mark_comm()) percent"
+	    " over the\n"
+	    "                           job's median, or risen as much"
+	    " against its own (default 30)\n"
 	    "  -v, -q                   more, less logging\n"
 	    "  --help, --version\n");
 	leader_usage(f);
@@ -338,6 +342,7 @@ enum {
 	OPT_HTTP_TIMEOUT,
 	OPT_STRAGGLER_LAG,
 	OPT_STRAGGLER_DROP,
+	OPT_STRAGGLER_BUSY,
 	OPT_EVENTS_JOURNAL,
 	OPT_JOB_RANKS_MAX,
 	OPT_AGENT_RANKS_MAX,
@@ -356,6 +361,7 @@ coord_bounds_init(struct coord_config *conf)
 	conf->http_timeout_ms = COORD_HTTP_TIMEOUT_MS;
 	conf->straggler_lag = COORD_STRAGGLER_LAG;
 	conf->straggler_rate_drop = COORD_STRAGGLER_RATE_DROP;
+	conf->straggler_busy = COORD_STRAGGLER_BUSY;
 	conf->events_journal_max = COORD_JOURNAL_MAX;
 	conf->job_ranks_max = COORD_JOB_RANKS_MAX;
 	conf->agent_ranks_max = COORD_AGENT_RANKS_MAX;
@@ -378,6 +384,7 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		{ OPT_HTTP_TIMEOUT, 100, 3600000 },
 		{ OPT_STRAGGLER_LAG, 1, COORD_WINDOW_STEP_MAX },
 		{ OPT_STRAGGLER_DROP, 1, 100 },
+		{ OPT_STRAGGLER_BUSY, 1, 1000 },
 		{ OPT_EVENTS_JOURNAL, 16, 1 << 24 },
 		{ OPT_JOB_RANKS_MAX, 1, INT32_MAX },
 		{ OPT_AGENT_RANKS_MAX, 1, INT32_MAX },
@@ -421,6 +428,9 @@ coord_parse_bound(struct coord_config *conf, int ch, const char *name,
 		break;
 	case OPT_STRAGGLER_DROP:
 		conf->straggler_rate_drop = (int)v;
+		break;
+	case OPT_STRAGGLER_BUSY:
+		conf->straggler_busy = (int)v;
 		break;
 	case OPT_EVENTS_JOURNAL:
 		conf->events_journal_max = (size_t)v;
@@ -529,6 +539,8 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		    OPT_STRAGGLER_LAG },
 		{ "straggler-rate-drop", required_argument, NULL,
 		    OPT_STRAGGLER_DROP },
+		{ "straggler-busy", required_argument, NULL,
+		    OPT_STRAGGLER_BUSY },
 		LEADER_LONGOPTS,
 		{ "events-journal", required_argument, NULL,
 		    OPT_EVENTS_JOURNAL },

@@ -152,6 +152,10 @@ struct leader;
  * (--straggler-lag, --straggler-rate-drop; a job may set its own). */
 #define COORD_STRAGGLER_LAG	50
 #define COORD_STRAGGLER_RATE_DROP 50
+/* ... or its busy time (dynprof_mark_comm(), server/busy.c) this many percent
+ * over its job's median, or risen as much against its own history
+ * (--straggler-busy). */
+#define COORD_STRAGGLER_BUSY	30
 /* Descriptors kept for agents, the store and logs, out of the HTTP cap. */
 #define COORD_FD_RESERVE	256
 
@@ -217,6 +221,27 @@ struct rank_pace {
 	int			 straggling;	/* STRAGGLER_* reasons, 0 none */
 };
 
+/* A rank's busy time against its own history (busy.c). */
+struct busy_history {
+	float			 base;		/* its relative busy time, learnt */
+	uint32_t		 nbase;		/* ticks learnt, to BUSY_LEARN_TICKS */
+	float			 cusum;
+	float			 rise;		/* ratio to base, -1 unknown */
+	int			 changed;	/* it rose */
+};
+
+/* A rank's busy time as its agent reports it (dynprof_mark_comm()). */
+struct rank_busy {
+	uint64_t		 count;		/* steps measured, 0: none */
+	uint32_t		 last_us;
+	uint32_t		 avg_us;
+	uint32_t		 max_us;
+	uint64_t		 judged;	/* count at the last tick */
+	struct busy_history	 hist;
+	float			 score;		/* the last tick's, -1 unknown */
+	float			 over;		/* over the job's median, -1 */
+};
+
 struct rank {
 	int32_t			 rank;
 	char			 node[COORD_NODE_MAX];
@@ -244,6 +269,7 @@ struct rank {
 	struct rank_pace	 pace;		/* straggler.c */
 	struct node		*counted_on;	/* the node it counts against:
 						 * reported by it, not gone */
+	struct rank_busy	 busy;		/* straggler.c, busy.c */
 	struct job		*job;
 	LIST_ENTRY(rank)	 hentry;
 	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
@@ -538,6 +564,7 @@ struct coord_config {
 	/* stragglers: the defaults of jobs that set none */
 	int64_t		 straggler_lag;
 	int		 straggler_rate_drop;	/* percent */
+	int		 straggler_busy;	/* percent */
 };
 
 struct coord {
@@ -858,21 +885,54 @@ int	 change_windows_finish(struct coord *, struct job *, struct window **,
 int	 change_rules_set(struct coord *, const char *, const char *,
 	    struct job **, struct refusal *);
 
+/* busy.c */
+#define BUSY_OVER		1	/* over the job's median by > P % */
+#define BUSY_CHANGE		2	/* rose against its own history */
+#define BUSY_MIN_RANKS		2	/* ranks with a busy time to judge any */
+/* One rank's busy time for a tick's judgement. */
+struct busy_rank {
+	uint32_t		 busy_us;	/* in: its average, 0 none */
+	int			 fresh;		/* in: measured since last tick */
+	struct busy_history	*hist;		/* in/out: its own history */
+	void			*arg;		/* the caller's */
+	int			 flags;		/* out: BUSY_* */
+	float			 score;		/* out: fastest / its own, 0-1 */
+	float			 over;		/* out: its own / median */
+	float			 rise;		/* out: over its history, -1 */
+};
+struct busy_job {
+	uint32_t		 median_us;	/* 0: not judged */
+	uint32_t		 fastest_us;
+	uint32_t		 nover, nchange;
+};
+void	 busy_history_reset(struct busy_history *);
+int	 busy_history_update(struct busy_history *, float, int);
+int	 busy_judge(struct busy_rank *, size_t, int, struct busy_job *);
+
 /* straggler.c */
 #define STRAGGLER_LAG		1	/* step behind the median by > lag */
 #define STRAGGLER_SLOW		2	/* rate under the job's by > drop % */
+#define STRAGGLER_BUSY		4	/* busy time over the median by > P % */
+#define STRAGGLER_BUSY_CHANGE	8	/* busy time rose against its own */
 struct straggler_entry {
 	int32_t		 rank;
 	int		 reasons;		/* STRAGGLER_* */
 	int64_t		 step;
 	int64_t		 lag;			/* median step - step */
 	float		 rate;			/* steps/s, < 0 unknown */
+	uint32_t	 busy_us;		/* average, 0 none */
+	float		 busy_score;		/* fastest / its own, -1 */
+	float		 busy_over;		/* its own / median, -1 */
+	float		 busy_rise;		/* against its history, -1 */
 	char		 node[COORD_NODE_MAX];
 };
 void	 straggler_tick(struct coord *);
 void	 straggler_job_free(struct job *);
 int	 straggler_set_thresholds(struct job *, int64_t, int);
 void	 straggler_own_thresholds(const struct job *, int64_t *, int *);
+int	 straggler_set_busy(struct job *, int);
+int	 straggler_own_busy(const struct job *);
+int	 straggler_busy(const struct coord *, const struct job *);
 void	 straggler_thresholds(const struct coord *, const struct job *,
 	    int64_t *, int *);
 size_t	 straggler_list(const struct job *, const struct straggler_entry **);

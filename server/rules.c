@@ -334,19 +334,53 @@ rule_json(const struct rule *r, int stored)
 	return (o);
 }
 
-/* Returns the stored document of rules rs and thresholds (-1: unset). */
+/* A job's own straggler thresholds, -1 each it does not set. */
+struct rules_limits {
+	int64_t		 lag;
+	int		 drop;
+	int		 busy;
+};
+
+/* Reads the job's own thresholds into l. */
+static void
+rules_own_limits(const struct job *job, struct rules_limits *l)
+{
+	straggler_own_thresholds(job, &l->lag, &l->drop);
+	l->busy = straggler_own_busy(job);
+}
+
+/* Sets the job's own thresholds.  Returns 0, or -1 out of memory. */
+static int
+rules_set_limits(struct job *job, const struct rules_limits *l)
+{
+	if (straggler_set_thresholds(job, l->lag, l->drop) == -1 ||
+	    straggler_set_busy(job, l->busy) == -1)
+		return (-1);
+	return (0);
+}
+
+/* Adds thresholds l to o, null for each unset. */
+static void
+rules_limits_json(const struct rules_limits *l, json_t *o)
+{
+	json_object_set_new(o, "lag_steps", l->lag >= 0 ?
+	    json_integer(l->lag) : json_null());
+	json_object_set_new(o, "rate_drop_percent", l->drop >= 0 ?
+	    json_integer(l->drop) : json_null());
+	json_object_set_new(o, "busy_percent", l->busy >= 0 ?
+	    json_integer(l->busy) : json_null());
+}
+
+/* Returns the stored document of rules rs and thresholds l. */
 static char *
-rules_render(const struct rules *rs, int64_t lag, int drop)
+rules_render(const struct rules *rs, const struct rules_limits *l)
 {
 	json_t	*o, *a;
 	char	*text;
 	size_t	 i;
 
 	o = json_object();
-	json_object_set_new(o, "lag_steps", lag >= 0 ? json_integer(lag) :
-	    json_null());
-	json_object_set_new(o, "rate_drop_percent", drop >= 0 ?
-	    json_integer(drop) : json_null());
+	rules_limits_json(l, o);
 	json_object_set_new(o, "next_id", json_integer(rs != NULL ?
 	    rs->next_id : 1));
 	a = json_array();
@@ -362,13 +396,12 @@ rules_render(const struct rules *rs, int64_t lag, int drop)
 char *
 rules_dump(const struct job *job)
 {
-	int64_t	 lag;
-	int	 drop;
+	struct rules_limits	 l;
 
-	straggler_own_thresholds(job, &lag, &drop);
-	if (job->rules == NULL && lag < 0 && drop < 0)
+	rules_own_limits(job, &l);
+	if (job->rules == NULL && l.lag < 0 && l.drop < 0 && l.busy < 0)
 		return (NULL);
-	return (rules_render(job->rules, lag, drop));
+	return (rules_render(job->rules, &l));
 }
 
 /*
@@ -381,7 +414,7 @@ rules_load(struct job *job, const char *text)
 	struct rules	*rs;
 	struct refusal	 ref;
 	json_t		*doc, *v;
-	int64_t		 lag = -1, drop = -1;
+	struct rules_limits l = { -1, -1, -1 };
 	size_t		 i;
 
 	if ((doc = json_loads(text, 0, NULL)) == NULL) {
@@ -390,11 +423,13 @@ rules_load(struct job *job, const char *text)
 		return (0);
 	}
 	if (json_is_integer(v = json_object_get(doc, "lag_steps")))
-		lag = json_integer_value(v);
+		l.lag = json_integer_value(v);
 	if (json_is_integer(v = json_object_get(doc, "rate_drop_percent")))
-		drop = json_integer_value(v);
-	if ((lag >= 0 || drop >= 0) &&
-	    straggler_set_thresholds(job, lag, (int)drop) == -1)
+		l.drop = (int)json_integer_value(v);
+	if (json_is_integer(v = json_object_get(doc, "busy_percent")))
+		l.busy = (int)json_integer_value(v);
+	if ((l.lag >= 0 || l.drop >= 0 || l.busy >= 0) &&
+	    rules_set_limits(job, &l) == -1)
 		goto fail;
 	if ((rs = rules_copy(NULL)) == NULL)
 		goto fail;
@@ -424,18 +459,14 @@ fail:
 json_t *
 rules_json(const struct job *job)
 {
-	json_t	*o, *a;
-	int64_t	 lag;
-	int	 drop;
-	size_t	 i;
+	json_t			*o, *a;
+	struct rules_limits	 l;
+	size_t			 i;
 
-	straggler_own_thresholds(job, &lag, &drop);
+	rules_own_limits(job, &l);
 	o = json_object();
 	json_object_set_new(o, "job", json_string(job->name));
-	json_object_set_new(o, "lag_steps", lag >= 0 ? json_integer(lag) :
-	    json_null());
-	json_object_set_new(o, "rate_drop_percent", drop >= 0 ?
-	    json_integer(drop) : json_null());
+	rules_limits_json(&l, o);
 	a = json_array();
 	for (i = 0; job->rules != NULL && i < job->rules->n; i++)
 		json_array_append_new(a, rule_json(&job->rules->rule[i], 0));
@@ -449,18 +480,18 @@ rules_json(const struct job *job)
  */
 static int
 rules_publish(struct coord *c, const char *name, struct rules *rs,
-    int64_t lag, int drop, struct job **jobp, struct refusal *ref)
+    const struct rules_limits *l, struct job **jobp, struct refusal *ref)
 {
 	char	*text;
 	int	 rc;
 
-	if ((text = rules_render(rs, lag, drop)) == NULL) {
+	if ((text = rules_render(rs, l)) == NULL) {
 		rules_free(rs);
 		return (change_refuse(ref, 500, NULL, "out of memory"));
 	}
 	rc = change_rules_set(c, name, text, jobp, ref);
 	free(text);
-	if (rc == -1 || straggler_set_thresholds(*jobp, lag, drop) == -1) {
+	if (rc == -1 || rules_set_limits(*jobp, l) == -1) {
 		rules_free(rs);
 		return (rc == -1 ? -1 : change_refuse(ref, 500, NULL,
 		    "out of memory"));
@@ -481,8 +512,7 @@ rules_add(struct coord *c, const char *name, json_t *body, json_t **out,
 	struct job	*job = schedule_job_find(c, name);
 	struct rules	*rs;
 	struct rule	 r;
-	int64_t		 lag = -1;
-	int		 drop = -1;
+	struct rules_limits l = { -1, -1, -1 };
 
 	if (rule_parse(body, 0, &r, ref) == -1)
 		return (-1);
@@ -499,8 +529,8 @@ rules_add(struct coord *c, const char *name, json_t *body, json_t **out,
 	r.created_ns = coord_wall_ns();
 	rs->rule[rs->n++] = r;
 	if (job != NULL)
-		straggler_own_thresholds(job, &lag, &drop);
-	if (rules_publish(c, name, rs, lag, drop, &job, ref) == -1)
+		rules_own_limits(job, &l);
+	if (rules_publish(c, name, rs, &l, &job, ref) == -1)
 		return (-1);
 	*out = rule_json(&job->rules->rule[job->rules->n - 1], 0);
 	log_info("%s: job %s rule %u added", __func__, name, r.id);
@@ -514,8 +544,7 @@ rules_delete(struct coord *c, const char *name, uint32_t id,
 {
 	struct job	*job = schedule_job_find(c, name);
 	struct rules	*rs;
-	int64_t		 lag;
-	int		 drop;
+	struct rules_limits l;
 	size_t		 i;
 
 	if (job == NULL)
@@ -532,48 +561,63 @@ rules_delete(struct coord *c, const char *name, uint32_t id,
 	memmove(&rs->rule[i], &rs->rule[i + 1], (rs->n - i - 1) *
 	    sizeof(rs->rule[0]));
 	rs->n--;
-	straggler_own_thresholds(job, &lag, &drop);
-	if (rules_publish(c, name, rs, lag, drop, &job, ref) == -1)
+	rules_own_limits(job, &l);
+	if (rules_publish(c, name, rs, &l, &job, ref) == -1)
 		return (-1);
 	log_info("%s: job %s rule %" PRIu32 " deleted", __func__, name, id);
 	return (0);
 }
 
 /*
- * Sets the straggler thresholds of job name from body: lag_steps and
- * rate_drop_percent, null for the coordinator's, absent for as they are.  Returns 0, or -1 with ref
- * filled.
+ * Sets the straggler thresholds of job name from body: lag_steps,
+ * rate_drop_percent and busy_percent, null for the coordinator's, absent for
+ * as they are.  Returns 0, or -1 with ref filled.
  */
 int
 rules_set_thresholds(struct coord *c, const char *name, json_t *body,
     struct refusal *ref)
 {
-	struct job	*job = schedule_job_find(c, name);
-	struct rules	*rs;
-	const char	*key;
-	json_t		*v;
-	int64_t		 lag, drop;
-	int		 own;
+	static const struct {
+		const char	*key;
+		long long	 max;
+	} keys[] = {
+		{ "lag_steps", COORD_WINDOW_STEP_MAX },
+		{ "rate_drop_percent", 100 },
+		{ "busy_percent", 1000 },
+	};
+	struct job		*job = schedule_job_find(c, name);
+	struct rules		*rs;
+	struct rules_limits	 l;
+	const char		*key;
+	json_t			*v;
+	int64_t			 val[3];
+	size_t			 i;
 
 	if (job == NULL)
 		return (change_refuse(ref, 404, "job", "no job %s", name));
-	straggler_own_thresholds(job, &lag, &own);
-	drop = own;
+	rules_own_limits(job, &l);
+	val[0] = l.lag;
+	val[1] = l.drop;
+	val[2] = l.busy;
 	json_object_foreach(body, key, v) {
-		if (strcmp(key, "lag_steps") != 0 &&
-		    strcmp(key, "rate_drop_percent") != 0)
+		for (i = 0; i < 3 && strcmp(key, keys[i].key) != 0; i++)
+			;
+		if (i == 3)
 			return (change_refuse(ref, 400, key, "unknown field %s "
-			    "(lag_steps, rate_drop_percent)", key));
+			    "(lag_steps, rate_drop_percent, busy_percent)",
+			    key));
 		if (json_is_null(v))
-			*(strcmp(key, "lag_steps") == 0 ? &lag : &drop) = -1;
-		else if (strcmp(key, "lag_steps") == 0 ? rule_int(body, key, 1,
-		    COORD_WINDOW_STEP_MAX, &lag, ref) == -1 :
-		    rule_int(body, key, 1, 100, &drop, ref) == -1)
+			val[i] = -1;
+		else if (rule_int(body, key, 1, keys[i].max, &val[i],
+		    ref) == -1)
 			return (-1);
 	}
+	l.lag = val[0];
+	l.drop = (int)val[1];
+	l.busy = (int)val[2];
 	if ((rs = rules_copy(job->rules)) == NULL)
 		return (change_refuse(ref, 500, NULL, "out of memory"));
-	return (rules_publish(c, name, rs, lag, (int)drop, &job, ref));
+	return (rules_publish(c, name, rs, &l, &job, ref));
 }
 
 /* Keeps the firings of the last hour before now. */
@@ -671,10 +715,12 @@ rule_fire(struct coord *c, struct job *job, struct rule *r,
 		return;
 	}
 	log_info("%s: job %s rule %u: rank %d on %s straggles (step %" PRId64
-	    ", %" PRId64 " behind): window %u [%" PRId64 ", %" PRId64 "] on "
-	    "ranks %s", __func__, job->name, r->id, worst->rank, worst->node,
-	    worst->step, worst->lag, w->id, w->start_step, w->stop_step,
-	    ranks);
+	    ", %" PRId64 " behind, busy %.2fx the median%s): window %u [%"
+	    PRId64 ", %" PRId64 "] on ranks %s", __func__, job->name, r->id,
+	    worst->rank, worst->node, worst->step, worst->lag,
+	    (double)worst->busy_over, worst->reasons & STRAGGLER_BUSY_CHANGE ?
+	    ", risen against its own" : "", w->id, w->start_step,
+	    w->stop_step, ranks);
 }
 
 /* Fires the rules of every job that has a straggler, within their caps:

@@ -123,6 +123,9 @@ schedule_rank_take(struct coord *c, struct job *job, int32_t rank,
 	r->rank = rank;
 	r->step = -1;
 	r->uid = -1;
+	busy_history_reset(&r->busy.hist);
+	r->busy.score = -1;
+	r->busy.over = -1;
 	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 	r->arrived_ns = coord_wall_ns();
 	r->job = job;
@@ -495,6 +498,26 @@ schedule_note_rate(struct node_job *nj, int64_t max)
 }
 
 /*
+ * Takes a rank's busy time from its progress (0s from a rank that gives none,
+ * or an older agent).  A count that went back is a new process: its history
+ * starts over.
+ */
+static void
+schedule_rank_busy(struct rank *r, const Dynprof__V1__RankProgress *rp)
+{
+	struct rank_busy	*b = &r->busy;
+
+	if (rp->busy_count < b->count || rp->busy_count == 0) {
+		busy_history_reset(&b->hist);
+		b->judged = 0;
+	}
+	b->count = rp->busy_count;
+	b->last_us = rp->busy_count > 0 ? rp->busy_last_us : 0;
+	b->avg_us = rp->busy_count > 0 ? rp->busy_avg_us : 0;
+	b->max_us = rp->busy_count > 0 ? rp->busy_max_us : 0;
+}
+
+/*
  * Takes a node's progress report for one job (kept in memory, stored lazily
  * by schedule_flush_ranks()).  A rank whose step is absurd is logged and
  * left as it was; absurd lowest and highest steps are not taken.
@@ -554,6 +577,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		r->step = rp->step;
 		schedule_rank_reporter(c, r, rp->pid, rp->uid_known ?
 		    (int64_t)rp->uid : -1);
+		schedule_rank_busy(r, rp);
 		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
 		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
 			schedule_rank_set_state(r, rp->state);

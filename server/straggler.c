@@ -1,7 +1,11 @@
 /*
  * Stragglers: from the steps the agents report, each job's median step and
  * step rate, and the ranks (and their nodes) that lag the median by more than
- * a number of steps or whose rate fell under the job's by more than a share.
+ * a number of steps or whose rate fell under the job's by more than a share;
+ * from the busy times of the ranks that mark their communication, the ranks
+ * that compute longer than the job's median or than they used to (busy.c):
+ * the straggler synchronous training hides, where every rank shows the same
+ * step and rate.
  *
  * The work is done on the housekeeping timer, once per heartbeat interval, in
  * time linear in the job's ranks (a selection, not a sort, finds the medians;
@@ -29,6 +33,8 @@
 #define STRAGGLER_RATE_TICKS	5
 /* Fewer ranks than this reporting a step: nobody is judged. */
 #define STRAGGLER_MIN_RANKS	2
+/* Judged ranks that give no busy time, named in the summary. */
+#define STRAGGLER_NOBUSY_KEEP	16
 
 /* A node with stragglers. */
 struct straggler_node {
@@ -40,11 +46,16 @@ struct straggler_node {
 struct straggler {
 	int64_t			 lag;		/* this job's, -1: the default */
 	int			 rate_drop;	/* this job's, -1: the default */
+	int			 busy;		/* this job's, -1: the default */
 	int64_t			 median_step;	/* -1 unknown */
 	float			 median_rate;	/* steps/s, < 0 unknown */
 	uint32_t		 judged;	/* ranks with a step */
 	uint32_t		 nflagged;	/* all of them, not only kept */
 	uint32_t		 nlag, nslow;
+	struct busy_job		 bj;		/* the busy times' judgement */
+	uint32_t		 nbusy;		/* judged ranks with a busy time */
+	uint32_t		 nnobusy;	/* judged ranks without */
+	int32_t			 nobusy[STRAGGLER_NOBUSY_KEEP];	/* the first */
 	uint32_t		 nnodes;	/* nodes with a straggler */
 	struct straggler_entry	 list[STRAGGLER_KEEP_MAX];
 	size_t			 nlist;
@@ -66,6 +77,7 @@ straggler_get(struct job *job)
 		return (NULL);
 	s->lag = -1;
 	s->rate_drop = -1;
+	s->busy = -1;
 	s->median_step = -1;
 	s->median_rate = -1;
 	job->strag = s;
@@ -102,6 +114,35 @@ straggler_own_thresholds(const struct job *job, int64_t *lag, int *rate_drop)
 {
 	*lag = job->strag != NULL ? job->strag->lag : -1;
 	*rate_drop = job->strag != NULL ? job->strag->rate_drop : -1;
+}
+
+/* Sets a job's own busy threshold (-1: the default).  Returns 0, or -1 out
+ * of memory. */
+int
+straggler_set_busy(struct job *job, int busy)
+{
+	struct straggler	*s;
+
+	if ((s = straggler_get(job)) == NULL)
+		return (-1);
+	s->busy = busy;
+	return (0);
+}
+
+/* Returns the job's own busy threshold, -1 if it sets none. */
+int
+straggler_own_busy(const struct job *job)
+{
+	return (job->strag != NULL ? job->strag->busy : -1);
+}
+
+/* Returns the busy threshold that judges the job: its own, else the flag's. */
+int
+straggler_busy(const struct coord *c, const struct job *job)
+{
+	int	 busy = straggler_own_busy(job);
+
+	return (busy >= 0 ? busy : c->conf.straggler_busy);
 }
 
 /* Returns the thresholds that judge the job: its own, else the flags'. */
@@ -192,13 +233,23 @@ straggler_pace(struct rank *r, uint64_t now, uint64_t period)
 	p->ref_ms = now;
 }
 
-/* Orders flagged ranks worst first: the longest lag, then the slowest. */
+/*
+ * Orders flagged ranks worst first: those that lag, the longest lag first;
+ * then those whose busy time stands out, the longest over the median first;
+ * then the slowest.
+ */
 static int
 straggler_cmp(const void *a, const void *b)
 {
 	const struct rank	*x = *(struct rank *const *)a;
 	const struct rank	*y = *(struct rank *const *)b;
+	int			 xl = x->pace.straggling & STRAGGLER_LAG;
+	int			 yl = y->pace.straggling & STRAGGLER_LAG;
 
+	if (xl != yl)
+		return (xl ? -1 : 1);
+	if (!xl && x->busy.over != y->busy.over)
+		return (x->busy.over > y->busy.over ? -1 : 1);
 	if (x->step != y->step)
 		return (x->step < y->step ? -1 : 1);
 	if (x->pace.rate != y->pace.rate)
@@ -279,11 +330,43 @@ straggler_keep(struct straggler *s, struct rank **flagged, size_t n)
 		e->step = flagged[i]->step;
 		e->lag = s->median_step - flagged[i]->step;
 		e->rate = flagged[i]->pace.rate;
+		e->busy_us = flagged[i]->busy.count > 0 ?
+		    flagged[i]->busy.avg_us : 0;
+		e->busy_score = flagged[i]->busy.score;
+		e->busy_over = flagged[i]->busy.over;
+		e->busy_rise = flagged[i]->busy.hist.rise;
 		memcpy(e->node, flagged[i]->node, sizeof(e->node));
 	}
 	if (n > 1)
 		qsort(flagged, n, sizeof(*flagged), straggler_by_node);
 	straggler_count_nodes(s, flagged, n);
+}
+
+/*
+ * Judges the busy times of the job's nb judged ranks that give one (br, their
+ * rank in arg): flags them, keeps each one's score, and counts them.
+ * Returns 0, or -1 out of memory.
+ */
+static int
+straggler_busy_judge(struct coord *c, struct job *job, struct straggler *s,
+    struct busy_rank *br, size_t nb)
+{
+	struct rank	*r;
+	size_t		 i;
+
+	if (busy_judge(br, nb, straggler_busy(c, job), &s->bj) == -1)
+		return (-1);
+	for (i = 0; i < nb; i++) {
+		r = br[i].arg;
+		r->busy.judged = r->busy.count;
+		r->busy.score = br[i].score;
+		r->busy.over = br[i].over;
+		if (br[i].flags & BUSY_OVER)
+			r->pace.straggling |= STRAGGLER_BUSY;
+		if (br[i].flags & BUSY_CHANGE)
+			r->pace.straggling |= STRAGGLER_BUSY_CHANGE;
+	}
+	return (0);
 }
 
 /*
@@ -296,9 +379,10 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 {
 	struct straggler	*s;
 	struct rank		*r, **flagged = NULL;
+	struct busy_rank	*br = NULL;
 	int64_t			*steps = NULL, *rates = NULL, lag, rmed = -1;
 	const char		*last = NULL;
-	size_t			 n = 0, nr = 0, nf = 0;
+	size_t			 n = 0, nr = 0, nf = 0, nb = 0;
 	int			 drop, up = 0, rc = -1;
 	uint64_t		 t0 = coord_mono_ns();
 
@@ -307,8 +391,10 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	straggler_thresholds(c, job, &lag, &drop);
 	if (job->nranks > 0 &&
 	    ((steps = calloc(job->nranks, sizeof(*steps))) == NULL ||
-	    (rates = calloc(job->nranks, sizeof(*rates))) == NULL))
+	    (rates = calloc(job->nranks, sizeof(*rates))) == NULL ||
+	    (br = calloc(job->nranks, sizeof(*br))) == NULL))
 		goto out;
+	s->nnobusy = 0;
 	TAILQ_FOREACH(r, &job->ranks, entry) {
 		r->pace.straggling = 0;
 		if (!straggler_judged(c, r, &last, &up)) {
@@ -317,6 +403,17 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 		}
 		straggler_pace(r, now, period);
 		steps[n++] = r->step;
+		if (r->busy.count > 0 && r->busy.avg_us > 0) {
+			br[nb].busy_us = r->busy.avg_us;
+			br[nb].fresh = r->busy.count != r->busy.judged;
+			br[nb].hist = &r->busy.hist;
+			br[nb++].arg = r;
+		} else {
+			r->busy.score = r->busy.over = -1;
+			if (s->nnobusy < STRAGGLER_NOBUSY_KEEP)
+				s->nobusy[s->nnobusy] = r->rank;
+			s->nnobusy++;
+		}
 		if (r->pace.rate >= 0)	/* in milli-steps/s: integers */
 			rates[nr++] = (int64_t)(r->pace.rate * 1000.0f);
 	}
@@ -326,14 +423,17 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 		rmed = straggler_select(rates, nr, nr / 2);
 	s->median_rate = rmed >= 0 ? (float)rmed / 1000.0f : -1;
 	s->nlag = s->nslow = 0;
-	if (n >= STRAGGLER_MIN_RANKS && (flagged = calloc(n,
-	    sizeof(*flagged))) == NULL)
+	s->nbusy = (uint32_t)nb;
+	if (straggler_busy_judge(c, job, s, br, nb) == -1)
+		goto out;
+	if (n >= 1 && (flagged = calloc(n, sizeof(*flagged))) == NULL)
 		goto out;
 	last = NULL;
 	TAILQ_FOREACH(r, &job->ranks, entry) {
-		if (n < STRAGGLER_MIN_RANKS || !straggler_judged(c, r, &last,
-		    &up))
+		if (!straggler_judged(c, r, &last, &up))
 			continue;
+		if (n < STRAGGLER_MIN_RANKS)
+			goto flag;
 		if (s->median_step - r->step > lag) {
 			r->pace.straggling |= STRAGGLER_LAG;
 			s->nlag++;
@@ -343,6 +443,7 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 			r->pace.straggling |= STRAGGLER_SLOW;
 			s->nslow++;
 		}
+flag:
 		if (r->pace.straggling != 0)
 			flagged[nf++] = r;
 	}
@@ -353,6 +454,7 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 out:
 	free(steps);
 	free(rates);
+	free(br);
 	free(flagged);
 	s->compute_ns = coord_mono_ns() - t0;
 	if (rc == -1)
@@ -413,7 +515,55 @@ straggler_reasons_json(int reasons)
 		json_array_append_new(a, json_string("lag"));
 	if (reasons & STRAGGLER_SLOW)
 		json_array_append_new(a, json_string("slow"));
+	if (reasons & STRAGGLER_BUSY)
+		json_array_append_new(a, json_string("busy"));
+	if (reasons & STRAGGLER_BUSY_CHANGE)
+		json_array_append_new(a, json_string("busy_change"));
 	return (a);
+}
+
+/* Returns a ratio as JSON, to three decimals, null when unknown (< 0). */
+static json_t *
+straggler_ratio_json(float v)
+{
+	if (v < 0)
+		return (json_null());
+	return (json_real((double)(int64_t)(v * 1000.0f + 0.5f) / 1000.0));
+}
+
+/* Returns microseconds as JSON milliseconds, null for 0 (none). */
+static json_t *
+straggler_ms_json(uint32_t us)
+{
+	if (us == 0)
+		return (json_null());
+	return (json_real((double)us / 1000.0));
+}
+
+/* Adds the job's busy-time judgement to o. */
+static void
+straggler_busy_json(const struct coord *c, const struct job *job, json_t *o)
+{
+	const struct straggler	*s = job->strag;
+	json_t			*a;
+	size_t			 i;
+
+	json_object_set_new(o, "busy_percent",
+	    json_integer(straggler_busy(c, job)));
+	json_object_set_new(o, "busy_ranks", json_integer(s ? s->nbusy : 0));
+	json_object_set_new(o, "busy_median_ms",
+	    straggler_ms_json(s ? s->bj.median_us : 0));
+	json_object_set_new(o, "busy_fastest_ms",
+	    straggler_ms_json(s ? s->bj.fastest_us : 0));
+	json_object_set_new(o, "busy", json_integer(s ? s->bj.nover : 0));
+	json_object_set_new(o, "busy_change",
+	    json_integer(s ? s->bj.nchange : 0));
+	json_object_set_new(o, "no_busy", json_integer(s ? s->nnobusy : 0));
+	a = json_array();
+	for (i = 0; s != NULL && i < s->nnobusy && i < STRAGGLER_NOBUSY_KEEP;
+	    i++)
+		json_array_append_new(a, json_integer(s->nobusy[i]));
+	json_object_set_new(o, "no_busy_ranks", a);
 }
 
 /*
@@ -441,6 +591,7 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 	json_object_set_new(o, "ranks", json_integer(s ? s->nflagged : 0));
 	json_object_set_new(o, "lagging", json_integer(s ? s->nlag : 0));
 	json_object_set_new(o, "slow", json_integer(s ? s->nslow : 0));
+	straggler_busy_json(c, job, o);
 	json_object_set_new(o, "nodes", json_integer(s ? s->nnodes : 0));
 	a = json_array();
 	for (i = 0; s != NULL && i < s->nlist && i < max;
@@ -452,6 +603,14 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 		json_object_set_new(e, "lag", json_integer(s->list[i].lag));
 		json_object_set_new(e, "rate",
 		    straggler_rate_json(s->list[i].rate));
+		json_object_set_new(e, "busy_ms",
+		    straggler_ms_json(s->list[i].busy_us));
+		json_object_set_new(e, "busy_score",
+		    straggler_ratio_json(s->list[i].busy_score));
+		json_object_set_new(e, "busy_over_median",
+		    straggler_ratio_json(s->list[i].busy_over));
+		json_object_set_new(e, "busy_rise",
+		    straggler_ratio_json(s->list[i].busy_rise));
 		json_object_set_new(e, "reasons",
 		    straggler_reasons_json(s->list[i].reasons));
 		json_array_append_new(a, e);
@@ -486,7 +645,54 @@ straggler_json_all(const struct coord *c, const struct job *job)
 	return (straggler_json_max(c, job, STRAGGLER_KEEP_MAX));
 }
 
+/*
+ * Appends the busy-time metrics to buf: each job's median, its ranks with and
+ * without one, and the kept stragglers' busy time over the median (bounded
+ * by STRAGGLER_KEEP_MAX a job).
+ */
+static void
+straggler_busy_metrics(struct coord *c, struct evbuffer *buf)
+{
+	const struct job	*job;
+	const struct straggler	*s;
+	size_t			 i;
+
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_job_busy_median_seconds The median busy time (step "
+	    "begin to the first collective) of a job's ranks that mark it.\n"
+	    "# TYPE dynprof_job_busy_median_seconds gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if ((s = job->strag) != NULL && s->bj.median_us > 0)
+			evbuffer_add_printf(buf,
+			    "dynprof_job_busy_median_seconds{job=\"%s\"} "
+			    "%.6f\n", job->name, (double)s->bj.median_us / 1e6);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_job_busy_ranks A job's judged ranks, by whether "
+	    "they give a busy time.\n"
+	    "# TYPE dynprof_job_busy_ranks gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if ((s = job->strag) != NULL)
+			evbuffer_add_printf(buf,
+			    "dynprof_job_busy_ranks{job=\"%s\",busy=\"yes\"} "
+			    "%u\ndynprof_job_busy_ranks{job=\"%s\","
+			    "busy=\"no\"} %u\n", job->name, s->nbusy,
+			    job->name, s->nnobusy);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_straggler_busy_ratio A straggler's busy time over "
+	    "its job's median.\n"
+	    "# TYPE dynprof_straggler_busy_ratio gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		for (i = 0; (s = job->strag) != NULL && i < s->nlist; i++)
+			if (s->list[i].busy_over >= 0)
+				evbuffer_add_printf(buf,
+				    "dynprof_straggler_busy_ratio{job=\"%s\","
+				    "rank=\"%d\"} %.3f\n", job->name,
+				    s->list[i].rank,
+				    (double)s->list[i].busy_over);
+}
+
 /* Appends the straggler metrics of every judged job to buf. */
+
 void
 straggler_metrics(struct coord *c, struct evbuffer *buf)
 {
@@ -513,17 +719,21 @@ straggler_metrics(struct coord *c, struct evbuffer *buf)
 			    job->name, (double)s->median_rate);
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_stragglers Ranks of a job flagged as stragglers, "
-	    "by reason (a rank may have both).\n"
+	    "by reason (a rank may have several).\n"
 	    "# TYPE dynprof_stragglers gauge\n");
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if ((s = job->strag) == NULL)
 			continue;
 		evbuffer_add_printf(buf,
 		    "dynprof_stragglers{job=\"%s\",reason=\"lag\"} %u\n"
-		    "dynprof_stragglers{job=\"%s\",reason=\"slow\"} %u\n",
-		    job->name, s->nlag, job->name, s->nslow);
+		    "dynprof_stragglers{job=\"%s\",reason=\"slow\"} %u\n"
+		    "dynprof_stragglers{job=\"%s\",reason=\"busy\"} %u\n"
+		    "dynprof_stragglers{job=\"%s\",reason=\"busy_change\"} "
+		    "%u\n", job->name, s->nlag, job->name, s->nslow,
+		    job->name, s->bj.nover, job->name, s->bj.nchange);
 		cost += s->compute_ns;
 	}
+	straggler_busy_metrics(c, buf);
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_straggler_nodes Nodes with at least one "
 	    "straggler, by job.\n"

@@ -1,0 +1,172 @@
+/*
+ * Busy time judged: which ranks of a job compute longer than the others
+ * before they enter the step's communication (dynprof_mark_comm()), and which
+ * became slower than they were.  In synchronous training every rank waits for
+ * the slowest at each collective, so steps and rates are equal everywhere;
+ * only the busy time shows the rank the others wait for.
+ *
+ * Two signals, each against the job's threshold P percent:
+ *
+ *   busy	the rank's busy time over the job's median by more than P%.
+ *		Its score, as NVIDIA's resiliency-ext reports it, is the
+ *		fastest rank's busy time over its own (1: the fastest).
+ *   change	a one-sided CUSUM of the rank's busy time relative to the
+ *		job's median, against the rank's own history: a rank that
+ *		became slower by about P% is found even when it is not the
+ *		slowest, and a job that slows as a whole moves no rank.
+ *
+ * Pure functions over the numbers the agents report: straggler.c gathers
+ * them per tick, tests/unit/test_busy.c feeds recorded ones.
+ */
+
+#include <stdlib.h>
+
+#include "coord.h"
+
+/* Ticks of a rank's relative busy time averaged into its own baseline before
+ * the change test judges it. */
+#define BUSY_LEARN_TICKS	4
+/* While nothing rose, the baseline follows by 1/BUSY_BASE_FOLLOW a tick. */
+#define BUSY_BASE_FOLLOW	16
+/* The CUSUM is kept under BUSY_CUSUM_CAP times its alarm level, so that a
+ * rank that recovers is cleared in a bounded number of ticks. */
+#define BUSY_CUSUM_CAP		4.0f
+
+/* Returns the k-th smallest of v[0..n-1] (reordering v), n > k. */
+static uint32_t
+busy_select(uint32_t *v, size_t n, size_t k)
+{
+	size_t		 lo = 0, hi = n - 1, i, j;
+	uint32_t	 pivot, t;
+
+	while (lo < hi) {
+		pivot = v[lo + (hi - lo) / 2];
+		i = lo;
+		j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return (v[k]);
+}
+
+/* Forgets a rank's history (a new process, or a rank that stopped marking). */
+void
+busy_history_reset(struct busy_history *h)
+{
+	h->base = 0;
+	h->nbase = 0;
+	h->cusum = 0;
+	h->rise = -1;
+	h->changed = 0;
+}
+
+/*
+ * Takes one relative busy time x (the rank's over the job's median) into the
+ * rank's history: h->changed says whether the rank's busy time rose by about
+ * percent against its own baseline, h->rise the ratio to it (-1 while the
+ * baseline is learnt).  Returns h->changed.
+ */
+int
+busy_history_update(struct busy_history *h, float x, int percent)
+{
+	float	 p = (float)percent / 100.0f, k = p / 2, alarm = 2 * p;
+
+	if (h->nbase < BUSY_LEARN_TICKS) {
+		h->base = (h->base * (float)h->nbase + x) / (float)(h->nbase + 1);
+		h->nbase++;
+		h->rise = -1;
+		h->changed = 0;
+		return (0);
+	}
+	if (h->base <= 0)
+		return (0);
+	h->rise = x / h->base;
+	h->cusum += h->rise - 1 - k;
+	if (h->cusum < 0)
+		h->cusum = 0;
+	if (h->cusum > BUSY_CUSUM_CAP * alarm)
+		h->cusum = BUSY_CUSUM_CAP * alarm;
+	if (h->cusum == 0)
+		h->base += (x - h->base) / BUSY_BASE_FOLLOW;
+	h->changed = h->cusum > alarm;
+	return (h->changed);
+}
+
+/*
+ * Judges the busy times of one job's n ranks (those with busy_us 0 give none
+ * and are left alone), with threshold percent: sets each rank's flags
+ * (BUSY_OVER, BUSY_CHANGE), score, over and rise, and the job's median and
+ * fastest in *jb.  A rank's history moves only when fresh is set (a new busy
+ * time since the last tick).  Returns the ranks judged, or -1 out of memory.
+ */
+int
+busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
+{
+	uint32_t	*v;
+	size_t		 i, m = 0;
+	float		 x;
+
+	jb->median_us = 0;
+	jb->fastest_us = 0;
+	jb->nover = jb->nchange = 0;
+	for (i = 0; i < n; i++) {
+		r[i].flags = 0;
+		r[i].score = -1;
+		r[i].over = -1;
+		r[i].rise = -1;
+		if (r[i].busy_us > 0)
+			m++;
+	}
+	if (m < BUSY_MIN_RANKS)
+		return ((int)m);
+	if ((v = calloc(m, sizeof(*v))) == NULL)
+		return (-1);
+	m = 0;
+	for (i = 0; i < n; i++)
+		if (r[i].busy_us > 0) {
+			v[m++] = r[i].busy_us;
+			if (jb->fastest_us == 0 || r[i].busy_us < jb->fastest_us)
+				jb->fastest_us = r[i].busy_us;
+		}
+	/* The lower median: of two ranks, the faster. */
+	jb->median_us = busy_select(v, m, (m - 1) / 2);
+	free(v);
+	for (i = 0; i < n; i++) {
+		if (r[i].busy_us == 0)
+			continue;
+		r[i].score = (float)jb->fastest_us / (float)r[i].busy_us;
+		x = (float)r[i].busy_us / (float)jb->median_us;
+		r[i].over = x;
+		if (x * 100.0f > (float)(100 + percent)) {
+			r[i].flags |= BUSY_OVER;
+			jb->nover++;
+		}
+		if (r[i].fresh)
+			busy_history_update(r[i].hist, x, percent);
+		r[i].rise = r[i].hist->rise;
+		if (r[i].hist->changed) {
+			r[i].flags |= BUSY_CHANGE;
+			jb->nchange++;
+		}
+	}
+	return ((int)m);
+}
