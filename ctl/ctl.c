@@ -84,12 +84,18 @@ static const struct ctl_command ctl_commands[] = {
 	  "With --json, prints the coordinator's answer, and with --wait the job's\n"
 	  "final summary after it.\n" },
 	{ "stragglers", ctl_cmd_stragglers,
-	  "stragglers JOB [--lag N|default] [--rate-drop P|default]",
+	  "stragglers JOB [--lag N|default] [--rate-drop P|default]\n"
+	  "        [--busy P|default]",
 	  "Show the job's stragglers: its median step, how many ranks and nodes\n"
-	  "lag it, and the worst ranks (step, lag, rate, why).  With a flag, first\n"
+	  "lag it, its ranks' busy time (step begin to the first collective, from\n"
+	  "ranks that mark it), and the worst ranks (step, lag, rate, busy time,\n"
+	  "its multiple of the median, its score against the fastest, and which\n"
+	  "signal flagged it: lag, slow, busy, busy_change).  With a flag, first\n"
 	  "set the job's own threshold (default: the coordinator's):\n"
 	  "  --lag N            a rank more than N steps behind the median\n"
-	  "  --rate-drop P      a rank whose rate is P% under the job's\n" },
+	  "  --rate-drop P      a rank whose rate is P% under the job's\n"
+	  "  --busy P           a rank whose busy time is P% over the median,\n"
+	  "                     or rose P% against its own history\n" },
 	{ "rule", ctl_cmd_rule,
 	  "rule list JOB | rule delete JOB ID\n"
 	  "        rule add JOB --steps K [--peers N] [--roundup R]\n"

@@ -251,6 +251,18 @@ ctl_cmd_rule(struct ctl *ctl, int argc, char **argv)
 	return (CTL_USAGE);
 }
 
+/* Writes number v into c to two decimals, "-" when it is not one; returns
+ * c. */
+static const char *
+ctl_cell_num(char *c, size_t len, json_t *v)
+{
+	if (json_is_number(v))
+		snprintf(c, len, "%.2f", json_number_value(v));
+	else
+		snprintf(c, len, "-");
+	return (c);
+}
+
 /* Prints a job's stragglers: the medians, then the worst ranks. */
 static void
 ctl_stragglers_table(FILE *f, json_t *doc)
@@ -258,9 +270,9 @@ ctl_stragglers_table(FILE *f, json_t *doc)
 	struct ctl_table	 t;
 	json_t			*ranks, *r, *reasons, *v;
 	const char		*row[CTL_TABLE_COLS];
-	char			 c[5][32], why[32];
+	char			 c[8][32], why[48];
 	size_t			 i, k, off;
-	int64_t			 judged, nodes;
+	int64_t			 judged, nodes, nobusy;
 
 	judged = ctl_json_int(doc, "ranks_judged", 0);
 	nodes = ctl_json_int(doc, "nodes", 0);
@@ -272,12 +284,32 @@ ctl_stragglers_table(FILE *f, json_t *doc)
 	    judged == 1 ? "" : "s", (long long)nodes, nodes == 1 ? "" : "s",
 	    (long long)ctl_json_int(doc, "lag_steps", 0),
 	    (long long)ctl_json_int(doc, "rate_drop_percent", 0));
+	nobusy = ctl_json_int(doc, "no_busy", 0);
+	fprintf(f, "busy time (step begin to its first collective): %lld "
+	    "rank%s give it, median %s ms; %lld over it by %lld%% (busy), "
+	    "%lld risen as much against their own (busy_change)\n",
+	    (long long)ctl_json_int(doc, "busy_ranks", 0),
+	    ctl_json_int(doc, "busy_ranks", 0) == 1 ? "" : "s",
+	    ctl_cell_num(c[5], sizeof(c[5]), json_object_get(doc,
+	    "busy_median_ms")), (long long)ctl_json_int(doc, "busy", 0),
+	    (long long)ctl_json_int(doc, "busy_percent", 0),
+	    (long long)ctl_json_int(doc, "busy_change", 0));
+	if (nobusy > 0) {
+		fprintf(f, "%lld judged rank%s give no busy time (judged by lag "
+		    "and rate only):", (long long)nobusy, nobusy == 1 ? "" :
+		    "s");
+		json_array_foreach(json_object_get(doc, "no_busy_ranks"), i, v)
+			fprintf(f, " %lld", (long long)json_integer_value(v));
+		fprintf(f, "%s\n", (size_t)nobusy > json_array_size(
+		    json_object_get(doc, "no_busy_ranks")) ? " ..." : "");
+	}
 	ranks = json_object_get(doc, "worst_ranks");
 	if (json_array_size(ranks) == 0)
 		return;
-	ctl_table_init(&t, 6);
+	ctl_table_init(&t, 9);
 	row[0] = "RANK"; row[1] = "NODE"; row[2] = "STEP"; row[3] = "LAG";
-	row[4] = "RATE"; row[5] = "WHY";
+	row[4] = "RATE"; row[5] = "BUSY_MS"; row[6] = "X_MEDIAN";
+	row[7] = "SCORE"; row[8] = "WHY";
 	ctl_table_add(&t, row);
 	json_array_foreach(ranks, i, r) {
 		why[0] = '\0';
@@ -288,23 +320,26 @@ ctl_stragglers_table(FILE *f, json_t *doc)
 				off += (size_t)snprintf(why + off, sizeof(why) -
 				    off, "%s%s", k ? "," : "",
 				    json_string_value(v));
-		v = json_object_get(r, "rate");
-		if (json_is_number(v))
-			snprintf(c[4], sizeof(c[4]), "%.2f", json_number_value(v));
-		else
-			snprintf(c[4], sizeof(c[4]), "-");
+		ctl_cell_num(c[4], sizeof(c[4]), json_object_get(r, "rate"));
 		row[0] = ctl_cell_int(c[0], sizeof(c[0]), r, "rank", 0);
 		row[1] = ctl_json_str(r, "node", "");
 		row[2] = ctl_cell_int(c[2], sizeof(c[2]), r, "step", -1);
 		row[3] = ctl_cell_int(c[3], sizeof(c[3]), r, "lag", INT64_MIN);
 		row[4] = c[4];
-		row[5] = why;
+		row[5] = ctl_cell_num(c[5], sizeof(c[5]),
+		    json_object_get(r, "busy_ms"));
+		row[6] = ctl_cell_num(c[6], sizeof(c[6]),
+		    json_object_get(r, "busy_over_median"));
+		row[7] = ctl_cell_num(c[7], sizeof(c[7]),
+		    json_object_get(r, "busy_score"));
+		row[8] = why;
 		ctl_table_add(&t, row);
 	}
 	ctl_table_print(f, &t, "");
 }
 
-/* dynprofctl stragglers JOB [--lag N|default] [--rate-drop P|default] */
+/* dynprofctl stragglers JOB [--lag N|default] [--rate-drop P|default]
+ * [--busy P|default] */
 int
 ctl_cmd_stragglers(struct ctl *ctl, int argc, char **argv)
 {
@@ -328,10 +363,10 @@ ctl_cmd_stragglers(struct ctl *ctl, int argc, char **argv)
 	for (i = 2; i < argc; i += 2) {
 		key = strcmp(argv[i], "--lag") == 0 ? "lag_steps" :
 		    strcmp(argv[i], "--rate-drop") == 0 ? "rate_drop_percent" :
-		    NULL;
+		    strcmp(argv[i], "--busy") == 0 ? "busy_percent" : NULL;
 		if (key == NULL || i + 1 == argc) {
 			ctl_errx(ctl, "stragglers: %s %s", argv[i], key == NULL ?
-			    "is not a flag (--lag, --rate-drop)" :
+			    "is not a flag (--lag, --rate-drop, --busy)" :
 			    "needs a value");
 			json_decref(body);
 			return (CTL_USAGE);

@@ -10,10 +10,14 @@
  *   busy	the rank's busy time over the job's median by more than P%.
  *		Its score, as NVIDIA's resiliency-ext reports it, is the
  *		fastest rank's busy time over its own (1: the fastest).
- *   change	a one-sided CUSUM of the rank's busy time relative to the
- *		job's median, against the rank's own history: a rank that
- *		became slower by about P% is found even when it is not the
- *		slowest, and a job that slows as a whole moves no rank.
+ *   change	a one-sided CUSUM (Page's) of the rank's busy time relative
+ *		to the job's median, against the rank's own baseline: each
+ *		tick adds its rise over the baseline less 1 + P/3, the sum
+ *		kept at or above 0; over 2P the rank changed.  A rank that
+ *		became slower by about P% is found in a few ticks even when
+ *		it is not the slowest (25% at the default 30: about 5 ticks),
+ *		one tick of noise must rise by 2P + P/3 to alarm, and a job
+ *		that slows as a whole moves no rank.
  *
  * Pure functions over the numbers the agents report: straggler.c gathers
  * them per tick, tests/unit/test_busy.c feeds recorded ones.
@@ -31,42 +35,6 @@
 /* The CUSUM is kept under BUSY_CUSUM_CAP times its alarm level, so that a
  * rank that recovers is cleared in a bounded number of ticks. */
 #define BUSY_CUSUM_CAP		4.0f
-
-/* Returns the k-th smallest of v[0..n-1] (reordering v), n > k. */
-static uint32_t
-busy_select(uint32_t *v, size_t n, size_t k)
-{
-	size_t		 lo = 0, hi = n - 1, i, j;
-	uint32_t	 pivot, t;
-
-	while (lo < hi) {
-		pivot = v[lo + (hi - lo) / 2];
-		i = lo;
-		j = hi;
-		while (i <= j) {
-			while (v[i] < pivot)
-				i++;
-			while (v[j] > pivot)
-				j--;
-			if (i <= j) {
-				t = v[i];
-				v[i] = v[j];
-				v[j] = t;
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			break;
-	}
-	return (v[k]);
-}
 
 /* Forgets a rank's history (a new process, or a rank that stopped marking). */
 void
@@ -88,7 +56,7 @@ busy_history_reset(struct busy_history *h)
 int
 busy_history_update(struct busy_history *h, float x, int percent)
 {
-	float	 p = (float)percent / 100.0f, k = p / 2, alarm = 2 * p;
+	float	 p = (float)percent / 100.0f, k = p / 3, alarm = 2 * p;
 
 	if (h->nbase < BUSY_LEARN_TICKS) {
 		h->base = (h->base * (float)h->nbase + x) / (float)(h->nbase + 1);
@@ -121,7 +89,7 @@ busy_history_update(struct busy_history *h, float x, int percent)
 int
 busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 {
-	uint32_t	*v;
+	int64_t		*v;
 	size_t		 i, m = 0;
 	float		 x;
 
@@ -148,7 +116,7 @@ busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 				jb->fastest_us = r[i].busy_us;
 		}
 	/* The lower median: of two ranks, the faster. */
-	jb->median_us = busy_select(v, m, (m - 1) / 2);
+	jb->median_us = (uint32_t)median_select(v, m, (m - 1) / 2);
 	free(v);
 	for (i = 0; i < n; i++) {
 		if (r[i].busy_us == 0)

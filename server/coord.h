@@ -8,6 +8,8 @@
  *	schedule_ranks.c the ranks, and the events and progress they report
  *	change.c	the one path of a change: judge, store, apply, push
  *	straggler.c	each job's step rate, and the ranks and nodes lagging it
+ *	busy.c		ranks whose busy time stands out, or rose (straggler.c's)
+ *	median.c	the k-th smallest of a set (the medians)
  *	rules.c		a job's rules: its stragglers profiled on purpose
  *	load.c		the model rebuilt from the store at start
  *	valid.c		the rules a window, job, rank or stored row obeys
@@ -884,6 +886,9 @@ int	 change_windows_finish(struct coord *, struct job *, struct window **,
 	    size_t);
 int	 change_rules_set(struct coord *, const char *, const char *,
 	    struct job **, struct refusal *);
+
+/* median.c */
+int64_t	 median_select(int64_t *, size_t, size_t);
 
 /* busy.c */
 #define BUSY_OVER		1	/* over the job's median by > P % */

@@ -157,42 +157,6 @@ straggler_thresholds(const struct coord *c, const struct job *job,
 		*rate_drop = c->conf.straggler_rate_drop;
 }
 
-/* Returns the k-th smallest of v[0..n-1] (reordering v), n > k. */
-static int64_t
-straggler_select(int64_t *v, size_t n, size_t k)
-{
-	size_t	 lo = 0, hi = n - 1, i, j;
-	int64_t	 pivot, t;
-
-	while (lo < hi) {
-		pivot = v[lo + (hi - lo) / 2];
-		i = lo;
-		j = hi;
-		while (i <= j) {
-			while (v[i] < pivot)
-				i++;
-			while (v[j] > pivot)
-				j--;
-			if (i <= j) {
-				t = v[i];
-				v[i] = v[j];
-				v[j] = t;
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			break;
-	}
-	return (v[k]);
-}
-
 /* Returns 1 if the rank is judged: a step reported, alive, its node up. */
 static int
 straggler_judged(struct coord *c, const struct rank *r, const char **last,
@@ -418,9 +382,9 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 			rates[nr++] = (int64_t)(r->pace.rate * 1000.0f);
 	}
 	s->judged = (uint32_t)n;
-	s->median_step = n > 0 ? straggler_select(steps, n, n / 2) : -1;
+	s->median_step = n > 0 ? median_select(steps, n, n / 2) : -1;
 	if (nr > 0)
-		rmed = straggler_select(rates, nr, nr / 2);
+		rmed = median_select(rates, nr, nr / 2);
 	s->median_rate = rmed >= 0 ? (float)rmed / 1000.0f : -1;
 	s->nlag = s->nslow = 0;
 	s->nbusy = (uint32_t)nb;

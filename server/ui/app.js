@@ -244,6 +244,22 @@
 		return s;
 	}
 
+	/* A number to d decimals, '-' when unknown. */
+	function fixed(v, d) {
+		return v === null || v === undefined ? '-' : v.toFixed(d);
+	}
+
+	/* Which signal flagged a straggler, and by how much. */
+	function why(w, r) {
+		if (w === 'busy')
+			return 'busy ' + fixed(r.busy_over_median, 2) + 'x the median';
+		if (w === 'busy_change')
+			return 'busy ' + fixed(r.busy_rise, 2) + 'x its own past';
+		if (w === 'lag')
+			return 'lag ' + num(r.lag) + ' steps';
+		return w;
+	}
+
 	function drawStragglers(sg) {
 		$('strag-note').textContent = sg.updated ?
 		    '(lag over ' + sg.lag_steps + ' steps, or rate ' +
@@ -257,9 +273,23 @@
 		    el('td', { class: 'num' }, num(r.lag)),
 		    el('td', { class: 'num' }, r.rate === null ? '-' :
 			r.rate.toFixed(2)),
-		    el('td', {}, (r.reasons || []).join(', ')))) :
-		    [el('tr', {}, el('td', { colspan: 6, class: 'muted' },
+		    el('td', { class: 'num' }, fixed(r.busy_ms, 1)),
+		    el('td', { class: 'num' }, fixed(r.busy_score, 2)),
+		    el('td', {}, (r.reasons || []).map((w) =>
+			why(w, r)).join(', ')))) :
+		    [el('tr', {}, el('td', { colspan: 8, class: 'muted' },
 		    'no straggler'))]);
+		const nb = sg.no_busy || 0;
+		$('strag-busy').textContent = sg.updated ? 'Busy time (step ' +
+		    'begin to the first collective): ' + num(sg.busy_ranks || 0) +
+		    ' ranks give it, median ' + fixed(sg.busy_median_ms, 1) +
+		    ' ms, fastest ' + fixed(sg.busy_fastest_ms, 1) + ' ms; a ' +
+		    'rank straggles ' + sg.busy_percent + '% over the median ' +
+		    '(busy) or as much over its own past (busy_change). ' +
+		    (nb > 0 ? num(nb) + ' ranks give no busy time (judged by ' +
+		    'lag and rate only): ' + (sg.no_busy_ranks || []).join(', ') +
+		    (nb > (sg.no_busy_ranks || []).length ? ', ...' : '') + '.' :
+		    'Every judged rank gives one.') : '';
 		rows('strag-nodes', (sg.worst_nodes || []).map((n) =>
 		    el('tr', {}, el('td', {}, n.node),
 		    el('td', { class: 'num' }, n.ranks),

@@ -66,11 +66,7 @@ def test():
               s["nodes"] == 1, "straggler nodes: %s" % s["worst_nodes"])
         log("rank 3 on n1 straggles: %s" % worst[0])
 
-        def fired():
-            code, r = c.http("GET", "/v1/jobs/%s/rules" % JOB)
-            rl = r.get("rules", []) if code == 200 else []
-            return rl[0] if rl and rl[0].get("last_window") else None
-        r = wait_for(fired, 60, "the rule fired", interval=0.2)
+        r = c.wait_rule_fired(JOB)
         wid = r["last_window"]
         st = c.status(JOB)
         w = [w for w in st["windows"] if w["id"] == wid][0]

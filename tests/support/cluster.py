@@ -428,6 +428,14 @@ class Cluster:
             w.get("ranks", ""), w.get("generation")))
         return w
 
+    def wait_rule_fired(self, job, timeout=60):
+        """Waits until the job's first rule made a window; returns the rule."""
+        def fired():
+            code, r = self.http("GET", "/v1/jobs/%s/rules" % job)
+            rl = r.get("rules", []) if code == 200 else []
+            return rl[0] if rl and rl[0].get("last_window") else None
+        return wait_for(fired, timeout, "the rule fired", interval=0.2)
+
     def wait_window_done(self, job, wid, ranks, timeout=60):
         """Until every rank in ranks has a stopped event for window wid."""
         def cond():

@@ -12,3 +12,6 @@ set_tests_properties(test_store_etcd PROPERTIES TIMEOUT 120)
 # A store of an older schema, migrated in place.
 dynprof_test(test_store_migrate SOURCES unit/test_store_migrate.c
   support/unit_util.c LIBS dpcoord TIMEOUT 60)
+# The judgement of busy times (server/busy.c) on busy times recorded from
+# real DDP runs.
+dynprof_test(test_busy SOURCES unit/test_busy.c LIBS dpcoord TIMEOUT 30)

@@ -183,6 +183,16 @@ class _DynamicProfilerMonitor:
         previous step and begins the next (steps numbered from 1)."""
         self._step()
 
+    def mark_comm(self):
+        """Marks that this rank now enters the step's communication (its first
+        collective, e.g. before the gradients' all-reduce of a custom loop):
+        the time since the step began is its busy time, which finds the rank
+        every other one waits for (docs/design.md).  Only the first mark of a
+        step counts; a no-op when disabled or closed."""
+        m = self._monitor
+        if m is not None:
+            m.mark_comm()
+
     def close(self):
         """Like on_train_end, for custom loops.  Idempotent."""
         m, self._monitor = self._monitor, None

@@ -11,6 +11,12 @@
             optimizer.step()            # and ends here
             optimizer.zero_grad()
 
+On a DistributedDataParallel model the hook also marks when the rank enters
+the step's communication (a DDP communication hook, the first gradient
+bucket's all-reduce): the time from the step's beginning to it is the rank's
+busy time, which finds the rank every other one waits for (docs/design.md).
+Elsewhere call ps.mark_comm() before the step's first collective.
+
 A step ends at optimizer.step() (or at ps.step(), where
 torch.profiler.profile.step() would go, without an optimizer).  The next one
 begins when its batch is fetched through ps.iterate(), else at the model's
@@ -99,7 +105,9 @@ class ProfileSteps:
         if model is not None:
             self._fwd_hook = model.register_forward_pre_hook(
                 lambda module, args: self._begin())
+            self.marks_comm = _hook_comm(model, self.monitor)
         else:
+            self.marks_comm = False
             self._begin()
 
     def _wrap(self, optimizer):
@@ -209,6 +217,14 @@ class ProfileSteps:
                 return
             yield item
 
+    def mark_comm(self):
+        """Marks that this rank now enters the step's communication (its first
+        collective): the time since the step began is its busy time, which
+        finds the rank every other one waits for.  Placed for you on a
+        DistributedDataParallel model (marks_comm is then True); call it
+        before the first collective of a step otherwise."""
+        self.monitor.mark_comm()
+
     @property
     def steps(self):
         """The number of steps ended so far."""
@@ -261,6 +277,32 @@ class ProfileSteps:
         self.traces.append(self._path)
         log.info("window %d (%s): trace %s", window.id, meta["reason"],
                  self._path)
+
+
+def _hook_comm(model, monitor):
+    """Marks the rank's communication on a DistributedDataParallel model: a
+    communication hook that marks, then all-reduces the bucket as DDP's own
+    does (only the first bucket of a step counts).  Returns True if placed;
+    False for another model, or a DDP that has a hook of its own."""
+    try:
+        from torch.nn.parallel import DistributedDataParallel
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    except Exception:                   # no torch.distributed
+        return False
+    if not isinstance(model, DistributedDataParallel):
+        return False
+    allreduce = default_hooks.allreduce_hook
+
+    def hook(process_group, bucket):
+        monitor.mark_comm()
+        return allreduce(process_group, bucket)
+
+    try:
+        model.register_comm_hook(getattr(model, "process_group", None), hook)
+    except Exception as e:              # a hook of its own: it may mark
+        log.info("no busy time from DDP's communication hook: %s", e)
+        return False
+    return True
 
 
 def _kineto():
