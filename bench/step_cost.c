@@ -21,6 +21,9 @@
  * POSIX shm object of a job name unique to the run, removed at the end.
  */
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,9 +38,38 @@
 struct bench {
 	char		 job[64];
 	char		 root[256];
+	char		 sock[108];
+	int		 sockfd;
 	struct segment	 agent;
 	dynprof_t	*h;
 };
+
+/*
+ * The agent's socket, bound where the library sends its events: a rank an
+ * agent served keeps its segment at close, without looking through every
+ * process's mappings (which would count their number of system calls).
+ */
+static void
+bench_socket(struct bench *b)
+{
+	struct sockaddr_un	 sun;
+
+	snprintf(b->sock, sizeof(b->sock), "/tmp/dynprof-bench-%ld.sock",
+	    (long)getpid());
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", b->sock);
+	(void)unlink(b->sock);
+	if ((b->sockfd = socket(AF_UNIX, SOCK_DGRAM, 0)) == -1 ||
+	    bind(b->sockfd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		fprintf(stderr, "step_cost: socket %s: %s\n", b->sock,
+		    strerror(errno));
+		if (b->sockfd != -1)
+			close(b->sockfd);
+		b->sockfd = -1;
+		snprintf(b->sock, sizeof(b->sock), "/nonexistent/bench.sock");
+	}
+}
 
 static int
 bench_open(struct bench *b)
@@ -68,9 +100,14 @@ bench_open(struct bench *b)
 	p.job = b->job;
 	p.rank = 0;
 	p.output_root = b->root;
-	p.agent_socket = "/nonexistent/dynprof-bench.sock";
+	bench_socket(b);
+	p.agent_socket = b->sock;
 	if ((rc = dynprof_open(&p, &b->h)) != DYNPROF_OK) {
 		fprintf(stderr, "step_cost: open: %s\n", dynprof_strerror(rc));
+		if (b->sockfd != -1) {
+			close(b->sockfd);
+			(void)unlink(b->sock);
+		}
 		segment_close(&b->agent);
 		segment_unlink(NULL, b->job);
 		return (-1);
@@ -82,6 +119,10 @@ static void
 bench_close(struct bench *b)
 {
 	dynprof_close(b->h);
+	if (b->sockfd != -1) {
+		close(b->sockfd);
+		(void)unlink(b->sock);
+	}
 	segment_close(&b->agent);
 	segment_unlink(NULL, b->job);
 }

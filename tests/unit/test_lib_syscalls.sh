@@ -33,8 +33,8 @@ count() {
 	n0=$(awk '$NF == "total" {print $4}' "$tmp/s0")
 	n1=$(awk '$NF == "total" {print $4}' "$tmp/s1")
 	[ -n "$n0" ] && [ -n "$n1" ] || { echo "FAIL: no strace totals"; exit 1; }
-	echo "system calls $*: $n0 with 0 steps, $n1 with 200000 steps"
-	[ "$n0" -eq "$n1" ] || { echo "FAIL: the hot loop $* made $((n1 - n0)) system calls"; exit 1; }
+	echo "system calls${*:+ with $*}: $n0 with 0 steps, $n1 with 200000 steps"
+	[ "$n0" -eq "$n1" ] || { echo "FAIL: the hot loop${*:+ with $*} made $((n1 - n0)) system calls"; exit 1; }
 }
 count
 count -m
