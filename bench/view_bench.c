@@ -1,7 +1,7 @@
 /*
  * dynprof-view-bench: what a big job's view costs the coordinator.
  *
- * usage: dynprof-view-bench [--agents N] [--ranks R] [--rounds K]
+ * usage: dynprof-view-bench [--agents N] [--ranks R] [--rounds K] [--busy]
  *
  * Starts dynprof-coordinator (port 0, a private state directory, heartbeats
  * every 500 ms), connects N fake agents (default 400) reporting R ranks each
@@ -12,6 +12,11 @@
  * and size of GET /v1/jobs/J (the summary, with its stragglers), /stragglers
  * and /nodes (the status page's heat map), the median of 5 each; and the
  * coordinator's RSS.  Prints "RESULT ..." last.
+ *
+ * With --busy every rank also reports a busy time (dynprof_mark_comm()),
+ * 20 ms, one in a hundred others 40 ms, and the agents keep reporting
+ * through the ticks measured, so that every tick judges fresh busy times
+ * too: each rank against the job's median and its own history.
  */
 
 #include <sys/resource.h>
@@ -52,19 +57,23 @@ cmp(const void *a, const void *b)
 	return (x < y ? -1 : x > y);
 }
 
-/* Sends every agent's ranks at base (one in a hundred 200 behind). */
+/* Sends every agent's ranks at base (one in a hundred 200 steps behind),
+ * with busy: their busy times (one in a hundred others twice as long). */
 static int
-report(int n, int ranks, int64_t base)
+report(int n, int ranks, int64_t base, int busy)
 {
-	int64_t	 steps[FA_PROGRESS_MAX];
-	int	 i, k;
+	int64_t		 steps[FA_PROGRESS_MAX];
+	uint32_t	 us[FA_PROGRESS_MAX];
+	int		 i, k;
 
 	for (i = 0; i < n; i++) {
-		for (k = 0; k < ranks; k++)
+		for (k = 0; k < ranks; k++) {
 			steps[k] = (i * ranks + k) % 100 == 37 ? base - 200 :
 			    base;
-		if (fa_progress_steps(&agents[i], JOB, i * ranks, steps,
-		    ranks) == -1)
+			us[k] = (i * ranks + k) % 100 == 61 ? 40000 : 20000;
+		}
+		if (fa_progress_busy(&agents[i], JOB, i * ranks, steps,
+		    busy ? us : NULL, ranks) == -1)
 			return (-1);
 	}
 	return (0);
@@ -131,6 +140,7 @@ main(int argc, char **argv)
 		{ "agents", required_argument, NULL, 'a' },
 		{ "ranks", required_argument, NULL, 'r' },
 		{ "rounds", required_argument, NULL, 'k' },
+		{ "busy", no_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char	*extra[] = { "-q", "--heartbeat-ms", "500", NULL };
@@ -140,7 +150,7 @@ main(int argc, char **argv)
 	size_t		 bytes[3];
 	const char	*paths[3] = { "/v1/jobs/" JOB,
 	    "/v1/jobs/" JOB "/stragglers", "/v1/jobs/" JOB "/nodes" };
-	int		 n = 400, ranks = 250, rounds = 10, ch, i, k;
+	int		 n = 400, ranks = 250, rounds = 10, busy = 0, ch, i, k;
 	char		 node[32];
 	long long	 rss;
 
@@ -149,9 +159,10 @@ main(int argc, char **argv)
 		case 'a': n = atoi(optarg); break;
 		case 'r': ranks = atoi(optarg); break;
 		case 'k': rounds = atoi(optarg); break;
+		case 'b': busy = 1; break;
 		default:
 			fprintf(stderr, "usage: dynprof-view-bench [--agents N] "
-			    "[--ranks R] [--rounds K]\n");
+			    "[--ranks R] [--rounds K] [--busy]\n");
 			return (1);
 		}
 	}
@@ -180,13 +191,16 @@ main(int argc, char **argv)
 		}
 	}
 	for (k = 0; k < rounds; k++) {
-		if (report(n, ranks, 1000 + 10 * k) == -1)
+		if (report(n, ranks, 1000 + 10 * k, busy) == -1)
 			return (1);
 		usleep(250000);
 	}
-	/* The highest tick cost over 10 ticks (5 s). */
+	/* The highest tick cost over 10 ticks (5 s); with busy times, fresh
+	 * ones at every tick. */
 	for (k = 0; k < 10; k++) {
 		beat(n);
+		if (busy && report(n, ranks, 1000 + 10 * (rounds + k), 1) == -1)
+			return (1);
 		usleep(500000);
 		if ((v = metric(&tc, "dynprof_straggler_tick_seconds")) > tick)
 			tick = v;
@@ -194,16 +208,17 @@ main(int argc, char **argv)
 	for (i = 0; i < 3; i++)
 		timed_get(&tc, n, paths[i], &ms[i], &bytes[i]);
 	rss = tc_status_kb(tc.pid, "VmRSS");
-	printf("ranks %d on %d nodes; stragglers judged at a tick in %.1f ms "
-	    "(highest of 10)\n", n * ranks, n, tick * 1000);
+	printf("ranks %d on %d nodes%s; stragglers judged at a tick in %.1f ms "
+	    "(highest of 10)\n", n * ranks, n, busy ? ", with busy times" : "",
+	    tick * 1000);
 	for (i = 0; i < 3; i++)
 		printf("GET %-28s %8.1f ms %9zu bytes (median of %d)\n",
 		    paths[i], ms[i], bytes[i], SAMPLES);
 	printf("coordinator RSS %lld KiB\n", rss);
-	printf("RESULT ranks=%d tick_ms=%.1f summary_ms=%.1f summary_bytes=%zu "
-	    "stragglers_ms=%.1f nodes_ms=%.1f nodes_bytes=%zu rss_kib=%lld\n",
-	    n * ranks, tick * 1000, ms[0], bytes[0], ms[1], ms[2], bytes[2],
-	    rss);
+	printf("RESULT ranks=%d busy=%d tick_ms=%.1f summary_ms=%.1f "
+	    "summary_bytes=%zu stragglers_ms=%.1f nodes_ms=%.1f nodes_bytes=%zu "
+	    "rss_kib=%lld\n", n * ranks, busy, tick * 1000, ms[0], bytes[0],
+	    ms[1], ms[2], bytes[2], rss);
 	for (i = 0; i < n; i++)
 		fa_close(&agents[i]);
 	tc_stop(&tc, SIGTERM);

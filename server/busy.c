@@ -13,11 +13,13 @@
  *   change	a one-sided CUSUM (Page's) of the rank's busy time relative
  *		to the job's median, against the rank's own baseline: each
  *		tick adds its rise over the baseline less 1 + P/3, the sum
- *		kept at or above 0; over 2P the rank changed.  A rank that
+ *		kept at or above 0; over 2P, with the rank now over the
+ *		median by more than P/3, the rank changed.  A rank that
  *		became slower by about P% is found in a few ticks even when
  *		it is not the slowest (25% at the default 30: about 5 ticks),
- *		one tick of noise must rise by 2P + P/3 to alarm, and a job
- *		that slows as a whole moves no rank.
+ *		one tick of noise must rise by 2P + P/3 to alarm, a rank that
+ *		drifts from the fastest to the median is not flagged, and a
+ *		job that slows as a whole moves no rank.
  *
  * Pure functions over the numbers the agents report: straggler.c gathers
  * them per tick, tests/unit/test_busy.c feeds recorded ones.
@@ -50,8 +52,9 @@ busy_history_reset(struct busy_history *h)
 /*
  * Takes one relative busy time x (the rank's over the job's median) into the
  * rank's history: h->changed says whether the rank's busy time rose by about
- * percent against its own baseline, h->rise the ratio to it (-1 while the
- * baseline is learnt).  Returns h->changed.
+ * percent against its own baseline and now stands over the median, h->rise
+ * the ratio to the baseline (-1 while the baseline is learnt).  Returns
+ * h->changed.
  */
 int
 busy_history_update(struct busy_history *h, float x, int percent)
@@ -75,7 +78,9 @@ busy_history_update(struct busy_history *h, float x, int percent)
 		h->cusum = BUSY_CUSUM_CAP * alarm;
 	if (h->cusum == 0)
 		h->base += (x - h->base) / BUSY_BASE_FOLLOW;
-	h->changed = h->cusum > alarm;
+	/* Risen, and now over the job's median by as much: a rank that drifts
+	 * from the fastest to the median holds nobody back. */
+	h->changed = h->cusum > alarm && x > 1 + k;
 	return (h->changed);
 }
 

@@ -387,6 +387,17 @@ int
 fa_progress_steps(struct fakeagent *fa, const char *job, int32_t first,
     const int64_t *steps, int n)
 {
+	return (fa_progress_busy(fa, job, first, steps, NULL, n));
+}
+
+/*
+ * The same with busy times: busy_us[i] (0: none) as rank i's last, average
+ * and recent maximum, counted at its step.  busy_us NULL: none at all.
+ */
+int
+fa_progress_busy(struct fakeagent *fa, const char *job, int32_t first,
+    const int64_t *steps, const uint32_t *busy_us, int n)
+{
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
 	Dynprof__V1__RankProgress	 rp[FA_PROGRESS_MAX];
@@ -402,6 +413,11 @@ fa_progress_steps(struct fakeagent *fa, const char *job, int32_t first,
 		rp[i].step = steps[i];
 		rp[i].pid = 1000 + first + i;
 		rp[i].state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
+		if (busy_us != NULL && busy_us[i] > 0 && steps[i] > 0) {
+			rp[i].busy_count = (uint64_t)steps[i];
+			rp[i].busy_last_us = rp[i].busy_avg_us =
+			    rp[i].busy_max_us = busy_us[i];
+		}
 		rpp[i] = &rp[i];
 		if (steps[i] < p.min_step)
 			p.min_step = steps[i];

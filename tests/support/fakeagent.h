@@ -51,6 +51,8 @@ int	 fa_progress(struct fakeagent *, const char *, int32_t, int64_t,
 	    int64_t, int);
 int	 fa_progress_steps(struct fakeagent *, const char *, int32_t,
 	    const int64_t *, int);
+int	 fa_progress_busy(struct fakeagent *, const char *, int32_t,
+	    const int64_t *, const uint32_t *, int);
 int	 fa_wait_ack(struct fakeagent *, uint64_t, int);
 int	 fa_wait_closed(struct fakeagent *, int);
 void	 fa_free(fa_msg *);

@@ -237,6 +237,29 @@ test_job_wide_change_and_recovery(void **state)
 	assert_true(cleared >= 30 && cleared < 30 + 25);
 }
 
+/* A rank that drifts from the fastest to the median (17% slower than it was,
+ * as a rank under a sanitizer did) holds nobody back: not flagged. */
+static void
+test_drift_to_median(void **state)
+{
+	struct judge	 j;
+	uint32_t	 b[RANKS];
+	int		 t, i;
+
+	(void)state;
+	judge_init(&j);
+	for (t = 0; t < 60; t++) {
+		for (i = 0; i < RANKS; i++)
+			b[i] = balanced[t % NROWS(balanced)][i];
+		b[0] = b[0] * (t < 10 ? 89 : 104) / 100;
+		b[2] *= 2;
+		judge_tick(&j, b, PERCENT);
+		assert_int_equal(j.r[0].flags, 0);
+		assert_int_equal(j.r[2].flags, BUSY_OVER);
+	}
+	assert_true(j.hist[0].cusum > 0.6f);	/* it did rise */
+}
+
 /* Ranks without a busy time are left alone; fewer than two with one: nobody
  * is judged.  Only fresh busy times move a rank's history. */
 static void
@@ -275,6 +298,7 @@ main(void)
 		cmocka_unit_test(test_balanced_flags_nobody),
 		cmocka_unit_test(test_change_halfway),
 		cmocka_unit_test(test_job_wide_change_and_recovery),
+		cmocka_unit_test(test_drift_to_median),
 		cmocka_unit_test(test_no_busy_and_stale),
 	};
 

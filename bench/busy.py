@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""How fast the coordinator finds the straggler synchronous training hides, and
+how often it flags a rank that is not one: real PyTorch DDP over gloo (CPU),
+four ranks on four nodes (an agent each, the real coordinator, heartbeat
+500 ms), the unmodified loop of tests/support/ddp_rank.py under dynprof.torch's
+hook (20 ms of compute a step, held as a sleep).
+
+Each run: rank 2 computes FACTOR times longer from step --slow-from on (1.0: a
+balanced run); the job's stragglers are read every 0.1 s.  Detection: the time
+and the steps from the first reading at or past the slowdown's step to the
+first that flags rank 2 (and by which signal).  A false positive: any other
+rank flagged at any reading, or rank 2 before its slowdown.
+
+usage: DYNPROF_BUILD_DIR=build /usr/bin/python3 bench/busy.py
+           [--factors 1.0,1.2,1.5,2,5] [--repeats 3] [--steps 300]
+           [--slow-from 100] [--json]
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
+from cluster import PYTHON, Cluster, Proc, python_env  # noqa: E402
+
+DDP_RANK = os.path.join(HERE, "..", "tests", "support", "ddp_rank.py")
+WORLD = 4
+SLOW_RANK = 2
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def run(c, nodes, job, factor, steps, slow_from):
+    port = free_port()
+    procs = []
+    for r in range(WORLD):
+        n = nodes[r]
+        env = python_env(dict(os.environ))
+        env["DYNPROF_SHM_DIR"] = n.shm
+        env["DYNPROF_AGENT_SOCKET"] = n.sock
+        env["DYNPROF_OUTPUT_ROOT"] = n.out
+        f = factor if r == SLOW_RANK else 1.0
+        p = Proc("%s-%d" % (job, r), [
+            PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
+            str(WORLD), "--port", str(port), "--steps", str(steps),
+            "--slow", str(f), "--slow-from", str(slow_from)],
+            os.path.join(n.dir, "%s-rank%d.log" % (job, r)), env=env)
+        c.procs.append(p.start())
+        procs.append(p)
+    t0 = found = None
+    fp = set()
+    fp_readings = readings = 0
+    deadline = time.monotonic() + 600
+    while any(p.alive() for p in procs) and time.monotonic() < deadline:
+        code, s = c.http("GET", "/v1/jobs/%s/stragglers" % job)
+        now = time.monotonic()
+        if code == 200 and s.get("busy_ranks") == WORLD:
+            readings += 1
+            step = s["median_step"]
+            if t0 is None and factor != 1.0 and step >= slow_from:
+                t0 = (now, step)
+            bad = False
+            for w in s["worst_ranks"]:
+                if w["rank"] == SLOW_RANK and t0 is not None:
+                    if found is None:
+                        found = dict(seconds=now - t0[0],
+                                     steps=step - t0[1] + 1,
+                                     reasons=w["reasons"],
+                                     over=w["busy_over_median"],
+                                     rise=w["busy_rise"])
+                else:
+                    fp.add(w["rank"])
+                    bad = True
+            fp_readings += bad
+        time.sleep(0.1)
+    for p in procs:
+        p.stop()
+        if p.p.returncode != 0 and "done %d" % steps not in p.output():
+            raise RuntimeError("%s failed:\n%s" % (p.name, p.output()[-2000:]))
+    return dict(factor=factor, found=found, false_ranks=sorted(fp),
+                false_readings=fp_readings, readings=readings)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--factors", default="1.0,1.2,1.5,2,5")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--slow-from", type=int, default=100)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    factors = [float(f) for f in a.factors.split(",")]
+    results = []
+    with Cluster("busy-bench") as c:
+        c.start_coordinator(heartbeat_ms=500)
+        nodes = [c.node("n%d" % i) for i in range(WORLD)]
+        for n in nodes:
+            n.start_agent()
+        for i in range(a.repeats):
+            for f in factors:
+                job = "bb-%s-%d-%d" % (str(f).replace(".", "_"), i,
+                                       os.getpid())
+                r = run(c, nodes, job, f, a.steps, a.slow_from)
+                results.append(r)
+                print("factor %.1f run %d: %s" % (f, i + 1, json.dumps(r)),
+                      flush=True)
+    print()
+    for f in factors:
+        rs = [r for r in results if r["factor"] == f]
+        fp = sum(1 for r in rs if r["false_ranks"])
+        fpr = sum(r["false_readings"] for r in rs)
+        nread = sum(r["readings"] for r in rs)
+        if f == 1.0:
+            print("RESULT factor=1.0 runs=%d runs_with_false_positive=%d "
+                  "false_readings=%d/%d" % (len(rs), fp, fpr, nread))
+            continue
+        got = [r["found"] for r in rs if r["found"]]
+        secs = [g["seconds"] for g in got]
+        steps = [g["steps"] for g in got]
+        how = sorted(set("+".join(g["reasons"]) for g in got))
+        print("RESULT factor=%.1f runs=%d detected=%d seconds_median=%s "
+              "seconds_max=%s steps_median=%s steps_max=%s by=%s "
+              "runs_with_false_positive=%d false_readings=%d/%d" % (
+                  f, len(rs), len(got),
+                  "%.2f" % statistics.median(secs) if secs else "-",
+                  "%.2f" % max(secs) if secs else "-",
+                  "%d" % statistics.median(steps) if steps else "-",
+                  "%d" % max(steps) if steps else "-", ",".join(how) or "-",
+                  fp, fpr, nread))
+    if a.json:
+        print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
