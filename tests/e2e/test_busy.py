@@ -40,8 +40,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_RANK = os.path.join(HERE, "..", "support", "ddp_rank.py")
 WORLD = 4
 STEP_MS = 20
+# The ranks' niceness (as root): a training job owns its node's cores, while
+# this machine runs other tests beside; a rank starved by them for seconds
+# would be, truly, a straggler.
+NICE = -10
 # Steps of each run: the slowed run's rule fires in a few seconds, its window
-# (3 steps, from the next multiple of 10) runs well before the end.
+# (3 steps, from the next multiple of 50: far enough ahead that the ranks are
+# not past it when it reaches them) runs well before the end.
 STEPS = 300
 # The slowed rank is flagged within this many steps of the first: ticks every
 # 0.5 s, about 12 steps a second for the slowed job.
@@ -83,7 +88,7 @@ def start_job(c, nodes, job, slow=None, steps=STEPS):
             PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
             str(WORLD), "--port", str(port), "--steps", str(steps),
             "--step-ms", str(STEP_MS), "--slow", str(f), "--slow-from",
-            str(at)], os.path.join(n.dir, "%s-rank%d.log" % (job, r)),
+            str(at), "--nice", str(NICE)], os.path.join(n.dir, "%s-rank%d.log" % (job, r)),
             env=env)
         c.procs.append(p.start())
         procs.append(p)
@@ -133,7 +138,7 @@ def finish(procs, steps=STEPS):
 def slowed(c, nodes):
     job = "busy-slow-%d" % os.getpid()
     code, rule = c.http("POST", "/v1/jobs/%s/rules" % job, {
-        "when": "straggler", "steps": 3, "peers": 1, "roundup": 10,
+        "when": "straggler", "steps": 3, "peers": 1, "roundup": 50,
         "min_interval_s": 600, "max_per_hour": 1})
     check(code == 201, "rule: %s %s" % (code, rule))
     procs = start_job(c, nodes, job, slow={2: (3.0, 1)})

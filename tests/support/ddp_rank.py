@@ -12,7 +12,9 @@ profile_steps(optimizer, model) on the unmodified loop: nothing in the loop
 calls dynprof.
 
 usage: ddp_rank.py --job J --rank R --world N --port P --steps S
-       [--step-ms 20] [--slow F] [--slow-from STEP]
+       [--step-ms 20] [--slow F] [--slow-from STEP] [--nice N]
+--nice N (root: negative) runs the rank at that niceness, as a training job
+owns its node's cores, away from a shared machine's other work.
 The node's agent, segments and output come from DYNPROF_SHM_DIR,
 DYNPROF_AGENT_SOCKET and DYNPROF_OUTPUT_ROOT.  Prints "marks_comm True" once
 the hook is in place, "done STEPS" at the end.
@@ -20,6 +22,7 @@ the hook is in place, "done STEPS" at the end.
 
 import argparse
 import datetime
+import os
 import sys
 import time
 
@@ -40,8 +43,14 @@ def main():
     ap.add_argument("--step-ms", type=float, default=20.0)
     ap.add_argument("--slow", type=float, default=1.0)
     ap.add_argument("--slow-from", type=int, default=1)
+    ap.add_argument("--nice", type=int, default=0)
     a = ap.parse_args()
 
+    if a.nice:
+        try:                # as a training job owns its node's cores
+            os.nice(a.nice)
+        except OSError:
+            pass
     torch.set_num_threads(1)
     torch.manual_seed(a.rank)
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % a.port,
