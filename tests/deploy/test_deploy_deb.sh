@@ -143,8 +143,13 @@ grep -qx /usr/lib/python3/dist-packages/dynprof/__init__.py "$TMP/files" ||
 # dynprofctl alone, for operators' machines: its own package.
 ctl_deb=$(ls "$TMP"/pkg/dynprofctl_*.deb 2>/dev/null) ||
     fail "no dynprofctl package"
-[ "$(dpkg-deb -c "$ctl_deb" | awk '$1 !~ /^d/ { print $6 }')" = "./usr/bin/dynprofctl" ] ||
-    fail "dynprofctl's package holds more than dynprofctl"
+[ "$(dpkg-deb -c "$ctl_deb" | awk '$1 !~ /^d/ { print $6 }' | sort | tr '\n' ' ')" = \
+    "./usr/bin/dynprofctl ./usr/share/man/man1/dynprofctl.1.gz " ] ||
+    fail "dynprofctl's package holds more than dynprofctl and its man page"
+# A man page for each program, made from its --help.
+for p in dynprofctl dynprof-agent dynprof-coordinator; do
+	grep -qx "/usr/share/man/man1/$p.1.gz" "$TMP/files" || fail "no man page of $p"
+done
 grep -qx /usr/lib/systemd/system/dynprof-agent.service "$TMP/files" || fail "no agent unit"
 grep -q '/include/dynprof.h$' "$TMP/files" || fail "no package has dynprof.h"
 grep -q '/pkgconfig/dynprof.pc$' "$TMP/files" || fail "no package has dynprof.pc"
