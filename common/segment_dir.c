@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "segment.h"
 
 /* Only its owner may write it. */
@@ -239,7 +240,9 @@ segment_dir_make(const char *dir, uid_t uid, gid_t gid, mode_t mode,
 	if (segment_dir_top(dir, uid, &dfd, &own, &sd) != SEG_OK)
 		return (SEG_ESYS);
 	segment_dir_name(name, sizeof(name), uid);
-	(void)getrandom(&r, sizeof(r), GRND_NONBLOCK);
+	/* Unguessable, or at worst not known in advance (early at boot). */
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint64_t)clock_mono_ns() ^ ((uint64_t)getpid() << 40);
 	snprintf(tmp, sizeof(tmp), ".%s.new.%016llx", name,
 	    (unsigned long long)r);
 	if (mkdirat(dfd, tmp, 0700) == -1)
