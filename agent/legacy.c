@@ -85,7 +85,7 @@ legacy_send_status(struct legacy *l, struct legacy_job *lj, int removed)
 		lj->status_dirty = 0;
 }
 
-/* Returns 1 if window id was written and is over. */
+/* Returns how window id ended (LEGACY_OVER_*), or -1 if not over. */
 static int
 legacy_is_over(const struct legacy_job *lj, uint32_t id)
 {
@@ -93,16 +93,17 @@ legacy_is_over(const struct legacy_job *lj, uint32_t id)
 
 	for (i = 0; i < lj->nover && i < LEGACY_OVER_MAX; i++)
 		if (lj->over[i] == id)
-			return (1);
-	return (0);
+			return (lj->over_how[i]);
+	return (-1);
 }
 
-/* The window in the file is over: remembered, and nothing is out. */
+/* The window in the file is over (how: LEGACY_OVER_*): nothing is out. */
 static void
-legacy_set_over(struct legacy_job *lj, const char *why)
+legacy_set_over(struct legacy_job *lj, int how, const char *why)
 {
 	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: window %u over: "
 	    "%s", lj->name, lj->written, why);
+	lj->over_how[lj->nover % LEGACY_OVER_MAX] = (uint8_t)how;
 	lj->over[lj->nover++ % LEGACY_OVER_MAX] = lj->written;
 	lj->written = 0;
 	legacy_observe_reset(lj);
@@ -117,11 +118,16 @@ legacy_check_over(struct legacy_job *lj, const struct seg_window *w,
 	size_t	 i;
 
 	if (w == NULL) {
-		legacy_set_over(lj, "it left the schedule");
+		legacy_set_over(lj, LEGACY_OVER_DONE, "it left the schedule");
 		return;
 	}
 	if (w->flags & SEG_WINDOW_CANCELLED) {
-		legacy_set_over(lj, "cancelled");
+		legacy_set_over(lj, LEGACY_OVER_DONE, "cancelled");
+		return;
+	}
+	if (lj->nranks == 0 && lj->unmarked_at_ms != 0 &&
+	    now - lj->unmarked_at_ms >= LEGACY_UNVERIFIED_MS) {
+		legacy_set_over(lj, LEGACY_OVER_UNVERIFIED, "unverified");
 		return;
 	}
 	if (lj->nranks == 0 || now - lj->settled_at_ms < LEGACY_SETTLE_MS)
@@ -129,7 +135,7 @@ legacy_check_over(struct legacy_job *lj, const struct seg_window *w,
 	for (i = 0; i < lj->nranks; i++)
 		if (!lj->ranks[i].complete)
 			return;
-	legacy_set_over(lj, "every rank seen completed it");
+	legacy_set_over(lj, LEGACY_OVER_DONE, "every rank seen completed it");
 }
 
 /* Sets the status of window w to state with a reason. */
@@ -187,6 +193,8 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 	lj->written = w->id;
 	lj->written_start = w->start_step;
 	lj->written_stop = w->stop_step;
+	if (ranks_parse(w->ranks, &lj->written_ranks, NULL) == -1)
+		lj->written_ranks.nranges = 0;	/* expressible: never */
 	legacy_observe_reset(lj);
 	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: wrote window %u "
 	    "(steps %lld-%lld) as %s", lj->name, w->id, (long long)w->start_step, (long long)w->stop_step,
@@ -202,13 +210,19 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 	const struct seg_window	*w, *next = NULL;
 	char			 why[LEGACY_REASON_MAX], reason[LEGACY_REASON_MAX];
 	size_t			 i;
-	int			 st;
+	int			 st, how;
 
 	*nout = 0;
 	for (i = 0; i < nws; i++) {
 		w = &ws[i];
 		reason[0] = '\0';
-		if (legacy_is_over(lj, w->id))
+		if ((how = legacy_is_over(lj, w->id)) == LEGACY_OVER_UNVERIFIED) {
+			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_UNVERIFIED;
+			snprintf(reason, sizeof(reason), "a trace appeared "
+			    "without this window's marker (%s in its %s): not "
+			    "tied to it", LEGACY_MARKER_NAME,
+			    LEGACY_METADATA_NAME);
+		} else if (how != -1)
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
 		else if (w->flags & SEG_WINDOW_CANCELLED) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;

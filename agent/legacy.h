@@ -28,6 +28,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "ranklist.h"
 #include "segment.h"
 
 struct agent;
@@ -51,6 +52,7 @@ struct stat;
 #define LEGACY_SCAN_DEPTH	3	/* end-of-trace files looked for this deep */
 #define LEGACY_RANK_LIST_MAX	65536	/* torch_npu rank_list entries */
 #define LEGACY_OVER_MAX		64	/* ids of windows over, remembered */
+#define LEGACY_UNVERIFIED_MS	10000	/* an unmarked trace only: then over */
 #define LEGACY_REASON_MAX	256
 #define LEGACY_MARKER_NAME	"dynprof_window"	/* in the trace's metadata */
 #define LEGACY_MARKER_MAX	(SEG_JOB_MAX + 32)
@@ -86,6 +88,10 @@ struct legacy_dialect {
 						   trace (LEGACY_TRACE_MARKED) */
 	const char *const	*shm;		/* its record's fields, or NULL */
 };
+
+/* How a window written ended. */
+#define LEGACY_OVER_DONE	0	/* observed complete, cancelled, gone */
+#define LEGACY_OVER_UNVERIFIED	1	/* only traces it cannot be tied to */
 
 /* What the agent does with one window of the schedule (LegacyWindowState). */
 struct legacy_window {
@@ -135,6 +141,7 @@ struct legacy_job {
 	struct legacy_window windows[SEG_MAX_WINDOWS];
 	size_t		 nwindows;
 	uint32_t	 over[LEGACY_OVER_MAX];	/* ring of ids written and over */
+	uint8_t		 over_how[LEGACY_OVER_MAX];	/* LEGACY_OVER_* */
 	size_t		 nover;
 
 	/* The window in the file now (written 0: none). */
@@ -144,8 +151,11 @@ struct legacy_job {
 	int64_t		 written_at_ms;		/* monotonic */
 	struct timespec	 written_mtime;		/* of our last write */
 	int64_t		 retry_at_ms;		/* a failed write: again then */
+	struct rank_set	 written_ranks;		/* the ranks it targets */
 	struct legacy_rank *ranks;		/* seen for the window written */
 	size_t		 nranks;
+	int64_t		 unmarked_at_ms;	/* a trace without its marker */
+	char		 unmarked[NAME_MAX + 1];	/* its name */
 	int64_t		 settled_at_ms;		/* last change of ranks */
 
 	int		 status_dirty;

@@ -8,10 +8,12 @@
  *	MindSpore	<output>/rank{N}_start{a}_stop{b}/ is rank N's trace of
  *			window [a, b]; complete once a profiler_info*.json is
  *			in it (at most LEGACY_SCAN_DEPTH levels down)
- *	torch_npu	<output>/NAME_ascend_pt/, made after the window was
- *			written; its rank N from profiler_info_{N}.json, which
- *			torch_npu writes at the end (profiler_info.json: rank 0),
- *			so both events come together
+ *	torch_npu	<output>/NAME_ascend_pt/ whose profiler_metadata.json
+ *			holds the marker the window's config gave it (its
+ *			metadata, which torch_npu copies there); its rank N
+ *			from profiler_info_{N}.json, which torch_npu writes at
+ *			the end (profiler_info.json: rank 0), so both events
+ *			come together, and only for a rank the window targets
  *
  * Every scan is bounded: LEGACY_SCAN_MAX entries per directory read.  It
  * runs as the owner of the job's directory (legacy_fs.c): the output
@@ -29,6 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "agent.h"
 #include "clock.h"
 #include "legacy.h"
@@ -42,6 +46,8 @@ legacy_observe_reset(struct legacy_job *lj)
 	lj->ranks = NULL;
 	lj->nranks = 0;
 	lj->settled_at_ms = 0;
+	lj->unmarked_at_ms = 0;
+	lj->unmarked[0] = '\0';
 }
 
 /* Sends an observed event of kind for rank, its trace in dir. */
@@ -217,24 +223,78 @@ legacy_see_mindspore(struct legacy *l, struct legacy_job *lj, int odfd,
 	return (legacy_see(l, lj, n, path, done, gen));
 }
 
-/* One entry, name, of a torch_npu job's output directory odfd. */
+/*
+ * Whether trace directory name of odfd is the trace of the window written:
+ * 1 if the metadata the framework copied into it holds that window's marker,
+ * -1 if another window's, 0 if none (no such file, or no marker in it).
+ */
+static int
+legacy_trace_marker(const struct legacy_job *lj, int odfd, const char *name)
+{
+	struct stat	 st;
+	json_t		*o, *v;
+	char		 want[LEGACY_MARKER_MAX], why[LEGACY_REASON_MAX], *buf;
+	int		 dfd, rc = 0;
+
+	dfd = openat(odfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
+	if (dfd == -1)
+		return (0);
+	buf = legacy_fs_read(dfd, LEGACY_METADATA_NAME, LEGACY_CONFIG_MAX, &st,
+	    why, sizeof(why));
+	close(dfd);
+	if (buf == NULL)
+		return (0);
+	o = json_loads(buf, 0, NULL);
+	free(buf);
+	if (json_is_string(v = json_object_get(o, LEGACY_MARKER_NAME))) {
+		legacy_marker(lj, lj->written, want, sizeof(want));
+		rc = strcmp(json_string_value(v), want) == 0 ? 1 : -1;
+	}
+	json_decref(o);
+	return (rc);
+}
+
+/*
+ * One entry, name, of a torch_npu job's output directory odfd: a finished
+ * trace (its end-of-trace file there) is the written window's only if it
+ * holds that window's marker, and counts only for a rank the window targets.
+ * One without a marker, made since the window was written, is remembered:
+ * if no marked one comes, the window ends unverified.
+ */
 static int
 legacy_see_torch(struct legacy *l, struct legacy_job *lj, int odfd,
     const char *name, const char *path, uint64_t gen)
 {
 	struct stat	 st;
 	size_t		 len = strlen(name), sfx = strlen("_ascend_pt");
-	int		 budget = LEGACY_SCAN_MAX;
+	int		 budget = LEGACY_SCAN_MAX, mark;
 	int32_t		 rank;
 
 	if (len <= sfx || strcmp(name + len - sfx, "_ascend_pt") != 0 ||
 	    fstatat(odfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISDIR(st.st_mode) ||
-	    st.st_mtim.tv_sec < lj->written_mtime.tv_sec)
-		return (0);		/* a trace of an earlier window */
+	    !S_ISDIR(st.st_mode))
+		return (0);
 	if (!legacy_find_end(odfd, name, LEGACY_SCAN_DEPTH, &budget, &rank))
 		return (0);
-	return (legacy_see(l, lj, rank < 0 ? 0 : rank, path, 1, gen));
+	if (rank < 0)
+		rank = 0;		/* profiler_info.json: rank 0's */
+	if ((mark = legacy_trace_marker(lj, odfd, name)) == -1)
+		return (0);		/* another window's */
+	if (mark == 0) {
+		if (st.st_mtim.tv_sec >= lj->written_mtime.tv_sec &&
+		    lj->unmarked_at_ms == 0) {
+			lj->unmarked_at_ms = clock_mono_ms();
+			snprintf(lj->unmarked, sizeof(lj->unmarked), "%s", name);
+			log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: "
+			    "%s has no marker of window %u: not tied to it",
+			    lj->name, path, lj->written);
+		}
+		return (0);
+	}
+	if (!ranks_contains(&lj->written_ranks, rank))
+		return (0);		/* a rank it does not target */
+	return (legacy_see(l, lj, rank, path, 1, gen));
 }
 
 /*

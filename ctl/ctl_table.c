@@ -316,11 +316,16 @@ ctl_status_legacy(FILE *f, json_t *doc)
 	json_array_foreach(json_object_get(l, "windows"), i, w) {
 		n = json_object_get(w, "nodes");
 		fprintf(f, "  window %lld: written %lld, waiting %lld, refused "
-		    "%lld, over %lld%s%s\n", (long long)ctl_json_int(w, "id", 0),
+		    "%lld, over %lld", (long long)ctl_json_int(w, "id", 0),
 		    (long long)ctl_json_int(n, "written", 0),
 		    (long long)ctl_json_int(n, "waiting", 0),
 		    (long long)ctl_json_int(n, "refused", 0),
-		    (long long)ctl_json_int(n, "over", 0),
+		    (long long)ctl_json_int(n, "over", 0));
+		/* Said only when some node has them. */
+		if (ctl_json_int(n, "unverified", 0) != 0)
+			fprintf(f, ", unverified %lld",
+			    (long long)ctl_json_int(n, "unverified", 0));
+		fprintf(f, "%s%s\n",
 		    json_is_string(json_object_get(w, "reason")) ? ": " : "",
 		    ctl_json_str(w, "reason", ""));
 	}

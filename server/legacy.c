@@ -22,6 +22,8 @@ static const char *const legacy_window_states[] = {
 	[DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WAITING] = "waiting",
 	[DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_REFUSED] = "refused",
 	[DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER] = "over",
+	[DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_UNVERIFIED] =
+	    "unverified",
 };
 
 #define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))

@@ -228,6 +228,83 @@ def check_first(dialect, data, mtime):
                   False, True, True), "%s: %s" % (dialect, r))
 
 
+def torch_trace(tr, rank, cfg):
+    """A finished torch_npu trace of rank in directory tr, profiled with
+    config cfg: the config's metadata copied into profiler_metadata.json
+    (add_metadata_json(key, json.dumps(value)), stored json.loads'd), then
+    profiler_info_{rank}.json at the end."""
+    os.makedirs(tr, exist_ok=True)
+    meta = cfg.get("metadata")
+    if isinstance(meta, dict) and meta:
+        with open(os.path.join(tr, "profiler_metadata.json"), "w") as f:
+            json.dump({k: json.loads(json.dumps(v)) for k, v in meta.items()},
+                      f)
+    with open(os.path.join(tr, "profiler_info_%d.json" % rank), "w") as f:
+        f.write("{}")
+
+
+def torch_acks(c, ldir, node):
+    """torch_npu: a trace is credited to the window whose marker it holds,
+    to a rank that window targets only; a trace without a marker leaves the
+    window unverified, never observed complete."""
+    job = "lg%d-tacks" % PID
+    jdir = os.path.join(ldir, job)
+    out = os.path.join(node.dir, "out-" + job)
+    os.mkdir(out)
+    os.mkdir(jdir)
+    cfg = dict(DEFAULTS["torch_npu"], prof_dir=out)
+    with open(os.path.join(jdir, "profiler_config.json"), "w") as f:
+        json.dump(cfg, f)
+    wait_for(lambda: (lambda e: e and e["dialect"] == "torch_npu")(
+        legacy_of(c, job)), 10, "%s served" % job)
+
+    def ranks():
+        return {r["rank"]: r for r in c.status(job).get("ranks", [])}
+
+    wa = c.add_window(job, {"start_step": 100, "stop_step": 104,
+                            "ranks": "1"})["id"]
+    path = os.path.join(jdir, "profiler_config.json")
+    data, _ = wait_file(path, lambda x: x.get("start_step") == 100,
+                        "window A written")
+    check(data["metadata"] == {"dynprof_window": "dynprof:%s:%d" % (job, wa)},
+          "marker: %s" % data.get("metadata"))
+    # Rank 0 is not targeted: its trace of this very window is not credited;
+    # rank 1's trace of another window (the same second) is not either.
+    torch_trace(os.path.join(out, "h_1_0_ascend_pt"), 0, data)
+    torch_trace(os.path.join(out, "h_2_1_ascend_pt"), 1, dict(
+        data, metadata={"dynprof_window": "dynprof:%s:%d" % (job, wa + 50)}))
+    time.sleep(2.5)
+    check(ranks() == {}, "credited: %s" % ranks())
+    w = window_state(c, job, wa)
+    check(w and w["state"] == "written", "window A: %s" % w)
+    torch_trace(os.path.join(out, "h_3_1_ascend_pt"), 1, data)
+    r = wait_for(lambda: (lambda r: r.get(1) if r.get(1) and r[1]["state"] ==
+                          "observed_complete" else None)(ranks()), 10,
+                 "rank 1 observed complete")
+    check(r["output_dir"] == os.path.join(out, "h_3_1_ascend_pt") and
+          set(ranks()) == {1}, "rank 1: %s; %s" % (r, ranks()))
+    wait_for(lambda: (lambda w: w is None or w["state"] == "over")(
+        window_state(c, job, wa)), 10, "window A over")
+
+    # A trace without a marker (an older torch_npu, a run by hand): never
+    # observed complete; the window ends unverified and the next is written.
+    wb = c.add_window(job, {"start_step": 200, "stop_step": 201})["id"]
+    data, _ = wait_file(path, lambda x: x.get("start_step") == 200,
+                        "window B written")
+    torch_trace(os.path.join(out, "h_4_0_ascend_pt"), 0, dict(data,
+                                                              metadata={}))
+    wc = c.add_window(job, {"start_step": 300, "stop_step": 301})["id"]
+    w = wait_for(lambda: (lambda w: w if w and w["state"] == "unverified"
+                          else None)(window_state(c, job, wb)), 30,
+                 "window B unverified")
+    check("marker" in w["reason"], "window B: %s" % w)
+    check(0 not in ranks(), "rank 0 credited: %s" % ranks())
+    wait_file(path, lambda x: x.get("start_step") == 300, "window C written")
+    check(window_state(c, job, wc)["state"] == "written", "window C")
+    log("torch_npu: traces tied to windows by their marker, targeted ranks "
+        "only; an unmarked trace leaves its window unverified")
+
+
 def read_config(path):
     st = os.stat(path)
     with open(path) as f:
@@ -545,8 +622,9 @@ def test():
         job = jobs["torch_npu"][0]
         tr = os.path.join(outs["torch_npu"], "node1_4242_20261203_ascend_pt")
         os.makedirs(os.path.join(tr, "FRAMEWORK"))
-        with open(os.path.join(tr, "profiler_info_2.json"), "w") as f:
-            f.write("{}")
+        data, _ = read_config(os.path.join(jobs["torch_npu"][1],
+                                           "profiler_config.json"))
+        torch_trace(tr, 2, data)
         r = wait_for(lambda: (lambda r: r if r and r["state"] ==
                               "observed_complete" else None)(
             rank_state(job, 2)), 10, "torch_npu: rank 2 observed complete")
@@ -694,6 +772,7 @@ def test():
         log("a job directory went: its legacy report went too")
 
         records(c, ldir)
+        torch_acks(c, ldir, node)
 
         # The agent restarts: the jobs come back from their directories and
         # segments, the window in each file stays, and the one that went while
