@@ -772,6 +772,12 @@ int	 schedule_rank_state(struct coord *, const struct rank *,
 const char	*schedule_rank_state_name(int);
 
 /* http.c */
+/* Who may make a request (docs/admin-api.md), with tokens configured. */
+enum http_role {
+	HTTP_ROLE_NONE,				/* anyone */
+	HTTP_ROLE_VIEWER,			/* the viewer or operator token */
+	HTTP_ROLE_OPERATOR,			/* the operator token */
+};
 int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
 int	 http_is_viewer(struct coord *, struct evhttp_request *);
@@ -974,8 +980,14 @@ void	 http_get_job_nodes(struct coord *, struct evhttp_request *,
 	    const char *);
 
 /* http_rules.c */
-void	 http_rules_route(struct coord *, struct evhttp_request *, char **,
-	    int);
+void	 http_get_stragglers(struct coord *, struct evhttp_request *,
+	    const char *);
+void	 http_put_stragglers(struct coord *, struct evhttp_request *,
+	    const char *);
+void	 http_get_rules(struct coord *, struct evhttp_request *, const char *);
+void	 http_post_rule(struct coord *, struct evhttp_request *, const char *);
+void	 http_delete_rule(struct coord *, struct evhttp_request *,
+	    const char *, const char *);
 
 /* load.c */
 int	 load_model(struct coord *);

@@ -1,7 +1,8 @@
 /*
  * The admin API's listener (docs/admin-api.md), with evhttp: connections and
- * their bounds, bearer tokens, routing to the handlers of http_jobs.c, and
- * the JSON answers they all give.
+ * their bounds, bearer tokens, the route table (method, path, role, handler)
+ * that leads to the handlers of the http_*.c files, and the JSON answers
+ * they all give.
  */
 
 #include <sys/resource.h>
@@ -214,19 +215,21 @@ http_is_viewer(struct coord *c, struct evhttp_request *req)
 }
 
 /*
- * Checks the bearer token against the roles (docs/admin-api.md): with no
- * token configured every request passes; otherwise a request needs a known
- * token, and anything but GET and HEAD the operator token.  Both are always
- * compared, in constant time.  Returns 0 (allowed), 401 or 403.
+ * Checks the bearer token against the role a request needs
+ * (docs/admin-api.md): with no token configured every request passes;
+ * otherwise a viewer's request needs a known token, an operator's the
+ * operator token.  Both are always compared, in constant time.  Returns 0
+ * (allowed), 401 or 403.
  */
 static int
-http_authorized(struct coord *c, struct evhttp_request *req)
+http_authorized(struct coord *c, struct evhttp_request *req,
+    enum http_role role)
 {
-	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
 	const char		*t;
 	int			 operator = 0, viewer = 0;
 
-	if (c->conf.admin_token == NULL && c->conf.viewer_token == NULL)
+	if (role == HTTP_ROLE_NONE ||
+	    (c->conf.admin_token == NULL && c->conf.viewer_token == NULL))
 		return (0);
 	if ((t = http_bearer(req)) == NULL)
 		return (401);
@@ -238,7 +241,7 @@ http_authorized(struct coord *c, struct evhttp_request *req)
 		return (0);
 	if (!viewer)
 		return (401);
-	return (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD ? 0 : 403);
+	return (role == HTTP_ROLE_OPERATOR ? 403 : 0);
 }
 
 /*
@@ -247,9 +250,10 @@ http_authorized(struct coord *c, struct evhttp_request *req)
  * it answered, 0 if the request may go on.
  */
 static int
-http_deny(struct coord *c, struct evhttp_request *req, const char *why401)
+http_deny(struct coord *c, struct evhttp_request *req, enum http_role role,
+    const char *why401)
 {
-	switch (http_authorized(c, req)) {
+	switch (http_authorized(c, req, role)) {
 	case 401:
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "WWW-Authenticate", "Bearer");
@@ -505,6 +509,149 @@ http_cap_fit(struct coord *c)
 	}
 }
 
+/* GET /healthz: alive, and the role it plays. */
+static void
+http_get_healthz(struct coord *c, struct evhttp_request *req)
+{
+	http_reply(c, req, 200, json_pack("{s:s,s:s}", "status", "ok",
+	    "role", leader_role(c)));
+}
+
+/* GET /metrics: the counters, as Prometheus text. */
+static void
+http_get_metrics(struct coord *c, struct evhttp_request *req)
+{
+	struct evbuffer	*buf;
+
+	c->metrics.http_codes[200]++;
+	if ((buf = evbuffer_new()) == NULL) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	metrics_render(c, buf);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; version=0.0.4");
+	evhttp_send_reply(req, 200, "OK", buf);
+	evbuffer_free(buf);
+}
+
+/*
+ * The admin API's routes (docs/admin-api.md), in the order a path's methods
+ * are listed in a 405's Allow.  A pattern's "{job}" and "{id}" take one
+ * segment each ("{job}" checked as a job id first); one ending in "*" takes
+ * any path it begins.  Method 0 takes any (the handler answers 405 itself).  A local
+ * route is answered by a follower too; every other is the leader's.
+ */
+struct http_route {
+	enum evhttp_cmd_type	 method;
+	const char		*pattern;
+	enum http_role		 role;
+	int			 local;
+	const char		*why401;	/* NULL: the usual reason */
+	void	(*h0)(struct coord *, struct evhttp_request *);
+	void	(*h1)(struct coord *, struct evhttp_request *, const char *);
+	void	(*h2)(struct coord *, struct evhttp_request *, const char *,
+		    const char *);
+	void	(*hpath)(struct coord *, struct evhttp_request *,
+		    const char *);		/* given the whole path */
+};
+
+#define GET	EVHTTP_REQ_GET
+#define PUT	EVHTTP_REQ_PUT
+#define POST	EVHTTP_REQ_POST
+#define DELETE	EVHTTP_REQ_DELETE
+#define NONE	HTTP_ROLE_NONE
+#define VIEWER	HTTP_ROLE_VIEWER
+#define OPERATOR HTTP_ROLE_OPERATOR
+static const struct http_route http_routes[] = {
+	{ GET, "/healthz", NONE, 1, NULL, .h0 = http_get_healthz },
+	/* It names every job: with tokens, the viewer's at least. */
+	{ GET, "/metrics", VIEWER, 1, "missing or wrong bearer token: "
+	    "/metrics names jobs, give a scraper the viewer token",
+	    .h0 = http_get_metrics },
+	{ 0, "/ui", NONE, 0, NULL, .hpath = http_ui_route },
+	{ 0, "/ui/*", NONE, 0, NULL, .hpath = http_ui_route },
+	{ GET, "/v1/jobs", VIEWER, 0, NULL, .h0 = http_get_jobs },
+	{ GET, "/v1/nodes", VIEWER, 0, NULL, .h0 = http_get_nodes },
+	{ GET, "/v1/jobs/{job}", VIEWER, 0, NULL, .h1 = http_get_job },
+	{ GET, "/v1/jobs/{job}/ranks", VIEWER, 0, NULL, .h1 = http_get_ranks },
+	{ GET, "/v1/jobs/{job}/events", VIEWER, 0, NULL,
+	    .h1 = http_get_events },
+	{ GET, "/v1/jobs/{job}/config", VIEWER, 0, NULL,
+	    .h1 = http_get_config },
+	{ PUT, "/v1/jobs/{job}/config", OPERATOR, 0, NULL,
+	    .h1 = http_put_config },
+	{ POST, "/v1/jobs/{job}/windows", OPERATOR, 0, NULL,
+	    .h1 = http_post_window },
+	{ DELETE, "/v1/jobs/{job}/windows/{id}", OPERATOR, 0, NULL,
+	    .h2 = http_delete_window },
+	{ GET, "/v1/jobs/{job}/nodes", VIEWER, 0, NULL,
+	    .h1 = http_get_job_nodes },
+	{ GET, "/v1/jobs/{job}/stragglers", VIEWER, 0, NULL,
+	    .h1 = http_get_stragglers },
+	{ PUT, "/v1/jobs/{job}/stragglers", OPERATOR, 0, NULL,
+	    .h1 = http_put_stragglers },
+	{ GET, "/v1/jobs/{job}/rules", VIEWER, 0, NULL, .h1 = http_get_rules },
+	{ POST, "/v1/jobs/{job}/rules", OPERATOR, 0, NULL,
+	    .h1 = http_post_rule },
+	{ DELETE, "/v1/jobs/{job}/rules/{id}", OPERATOR, 0, NULL,
+	    .h2 = http_delete_rule },
+};
+#undef GET
+#undef PUT
+#undef POST
+#undef DELETE
+#undef NONE
+#undef VIEWER
+#undef OPERATOR
+#define HTTP_NROUTES	(sizeof(http_routes) / sizeof(http_routes[0]))
+
+/* Returns the name of a method of the routes. */
+static const char *
+http_method_name(enum evhttp_cmd_type cmd)
+{
+	switch (cmd) {
+	case EVHTTP_REQ_GET: return ("GET");
+	case EVHTTP_REQ_PUT: return ("PUT");
+	case EVHTTP_REQ_POST: return ("POST");
+	case EVHTTP_REQ_DELETE: return ("DELETE");
+	default: return ("?");
+	}
+}
+
+/*
+ * Returns 1 if route rt's pattern takes path (seg: its n segments, NULL
+ * where it is not split; slash: it ended in "/"), with the "{...}"
+ * segments in arg[].
+ */
+static int
+http_route_match(const struct http_route *rt, const char *path, char **seg,
+    int n, int slash, const char **arg)
+{
+	const char	*p = rt->pattern, *e;
+	size_t		 len = strlen(p), k;
+	int		 i, na = 0;
+
+	if (p[len - 1] == '*')
+		return (strncmp(path, p, len - 1) == 0);
+	/* A trailing slash is taken under /v1/ only, as it always was. */
+	if (seg == NULL || (slash && strncmp(p, "/v1/", 4) != 0))
+		return (strcmp(path, p) == 0);
+	for (i = 0, p++; *p != '\0'; i++, p = *e == '/' ? e + 1 : e) {
+		e = strchr(p, '/');
+		if (e == NULL)
+			e = p + strlen(p);
+		k = (size_t)(e - p);
+		if (i == n)
+			return (0);
+		if (*p == '{')
+			arg[na++] = seg[i];
+		else if (strlen(seg[i]) != k || strncmp(seg[i], p, k) != 0)
+			return (0);
+	}
+	return (i == n);
+}
+
 static void	 http_route_one(struct evhttp_request *, void *);
 
 /* Routes one admin request, known as the one being routed meanwhile. */
@@ -518,17 +665,25 @@ http_route(struct evhttp_request *req, void *arg)
 	c->http_req = NULL;
 }
 
-/* Routes one admin request: health, metrics, tokens, then the handlers. */
+/*
+ * Routes one admin request through http_routes[]: a path no route takes is
+ * a 404, a method its routes do not take a 405 with their methods.  Under
+ * /v1/ a request is let in before it is routed at all (the role its method
+ * needs: a stranger learns no path), and a job id checked before the rest.
+ */
 static void
 http_route_one(struct evhttp_request *req, void *arg)
 {
 	struct coord			*c = arg;
 	const struct evhttp_uri		*uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type		 cmd = evhttp_request_get_command(req);
-	struct evbuffer			*buf;
-	const char			*p, *allow = "GET";
-	char				 path[512], *seg[6];
-	int				 n;
+	const struct http_route		*rt, *found = NULL, *any = NULL;
+	const char			*p, *arg2[2] = { NULL, NULL };
+	const char			*targ[2];
+	char				 path[512], split[512], *seg[6];
+	char				 allow[64];
+	size_t				 i, len;
+	int				 n, slash, v1;
 
 	p = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 	if (p == NULL || strlen(p) >= sizeof(path)) {
@@ -543,103 +698,64 @@ http_route_one(struct evhttp_request *req, void *arg)
 	}
 	snprintf(path, sizeof(path), "%s", p);
 	http_conn_active(c, evhttp_request_get_connection(req));
-	if (strcmp(path, "/healthz") == 0) {
-		if (cmd != EVHTTP_REQ_GET)
-			goto method;
-		http_reply(c, req, 200, json_pack("{s:s,s:s}", "status", "ok",
-		    "role", leader_role(c)));
-		return;
+	snprintf(split, sizeof(split), "%s", path);
+	n = http_split(split, seg, 6);
+	len = strlen(path);
+	slash = len > 1 && path[len - 1] == '/';
+	v1 = n >= 2 && strcmp(seg[0], "v1") == 0;
+	for (i = 0; i < HTTP_NROUTES; i++) {
+		rt = &http_routes[i];
+		if (!http_route_match(rt, path, n >= 0 ? seg : NULL, n, slash,
+		    targ))
+			continue;
+		if (any == NULL)
+			any = rt;
+		if (rt->method == 0 || rt->method == cmd) {
+			found = rt;
+			memcpy(arg2, targ, sizeof(arg2));
+			break;
+		}
 	}
-	if (strcmp(path, "/metrics") == 0) {
-		if (cmd != EVHTTP_REQ_GET)
-			goto method;
-		/* It names every job: with tokens, the viewer's at least. */
-		if (http_deny(c, req, "missing or wrong bearer token: "
-		    "/metrics names jobs, give a scraper the viewer token"))
-			return;
-		c->metrics.http_codes[200]++;
-		if ((buf = evbuffer_new()) == NULL) {
-			evhttp_send_error(req, 500, NULL);
+	if (any == NULL || !any->local) {
+		if (leader_is_follower(c)) {
+			leader_redirect(c, req);
 			return;
 		}
-		metrics_render(c, buf);
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "Content-Type", "text/plain; version=0.0.4");
-		evhttp_send_reply(req, 200, "OK", buf);
-		evbuffer_free(buf);
-		return;
-	}
-	if (leader_is_follower(c)) {
-		leader_redirect(c, req);
-		return;
-	}
-	if (strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' ||
-	    path[3] == '/')) {
-		http_ui_route(c, req, path);
-		return;
-	}
-	n = http_split(path, seg, 6);
-	if (n < 2 || strcmp(seg[0], "v1") != 0) {
-		http_error(c, req, 404, NULL, "no such endpoint");
-		return;
-	}
-	if (http_deny(c, req, "missing or wrong bearer token"))
-		return;
-	if (n == 2 && strcmp(seg[1], "jobs") == 0) {
-		if (cmd != EVHTTP_REQ_GET)
-			goto method;
-		http_get_jobs(c, req);
-	} else if (n == 2 && strcmp(seg[1], "nodes") == 0) {
-		if (cmd != EVHTTP_REQ_GET)
-			goto method;
-		http_get_nodes(c, req);
-	} else if (n >= 3 && strcmp(seg[1], "jobs") == 0) {
-		if (http_job_id(c, req, seg[2]) == -1)
+		if (v1 && http_deny(c, req, cmd == EVHTTP_REQ_GET ||
+		    cmd == EVHTTP_REQ_HEAD ? HTTP_ROLE_VIEWER :
+		    HTTP_ROLE_OPERATOR, "missing or wrong bearer token"))
 			return;
-		if (n == 3) {
-			if (cmd != EVHTTP_REQ_GET)
-				goto method;
-			http_get_job(c, req, seg[2]);
-		} else if (n == 4 && strcmp(seg[3], "ranks") == 0) {
-			if (cmd != EVHTTP_REQ_GET)
-				goto method;
-			http_get_ranks(c, req, seg[2]);
-		} else if (n == 4 && strcmp(seg[3], "events") == 0) {
-			if (cmd != EVHTTP_REQ_GET)
-				goto method;
-			http_get_events(c, req, seg[2]);
-		} else if (n == 4 && strcmp(seg[3], "config") == 0) {
-			allow = "GET, PUT";
-			if (cmd == EVHTTP_REQ_GET)
-				http_get_config(c, req, seg[2]);
-			else if (cmd == EVHTTP_REQ_PUT)
-				http_put_config(c, req, seg[2]);
-			else
-				goto method;
-		} else if (n == 4 && strcmp(seg[3], "windows") == 0) {
-			allow = "POST";
-			if (cmd != EVHTTP_REQ_POST)
-				goto method;
-			http_post_window(c, req, seg[2]);
-		} else if (n == 5 && strcmp(seg[3], "windows") == 0) {
-			allow = "DELETE";
-			if (cmd != EVHTTP_REQ_DELETE)
-				goto method;
-			http_delete_window(c, req, seg[2], seg[4]);
-		} else if (n == 4 && strcmp(seg[3], "nodes") == 0) {
-			if (cmd != EVHTTP_REQ_GET)
-				goto method;
-			http_get_job_nodes(c, req, seg[2]);
-		} else if (strcmp(seg[3], "stragglers") == 0 ||
-		    strcmp(seg[3], "rules") == 0)
-			http_rules_route(c, req, seg, n);
-		else
-			http_error(c, req, 404, NULL, "no such endpoint");
-	} else
+		if (v1 && n >= 3 && strcmp(seg[1], "jobs") == 0 &&
+		    http_job_id(c, req, seg[2]) == -1)
+			return;
+	}
+	if (any == NULL) {
 		http_error(c, req, 404, NULL, "no such endpoint");
-	return;
-method:
-	http_method_not_allowed(c, req, allow);
+		return;
+	}
+	if (found == NULL) {
+		allow[0] = '\0';
+		for (i = 0; i < HTTP_NROUTES; i++) {
+			rt = &http_routes[i];
+			if (strcmp(rt->pattern, any->pattern) == 0)
+				snprintf(allow + strlen(allow), sizeof(allow) -
+				    strlen(allow), "%s%s", allow[0] ? ", " : "",
+				    http_method_name(rt->method));
+		}
+		http_method_not_allowed(c, req, allow);
+		return;
+	}
+	if (http_deny(c, req, found->role, found->why401 != NULL ?
+	    found->why401 : "missing or wrong bearer token"))
+		return;
+	if (found->h0 != NULL)
+		found->h0(c, req);
+	else if (found->h1 != NULL)
+		found->h1(c, req, arg2[0]);
+	else if (found->h2 != NULL)
+		found->h2(c, req, arg2[0], arg2[1]);
+	else
+		found->hpath(c, req, path);
 }
 
 /*

@@ -20,9 +20,9 @@
 #include "coord.h"
 #include "log.h"
 
-/* GET /v1/jobs/J/stragglers: the thresholds, medians and every rank kept. */
+/* Answers the job's stragglers: thresholds, medians and every rank kept. */
 static void
-http_get_stragglers(struct coord *c, struct evhttp_request *req,
+http_stragglers_reply(struct coord *c, struct evhttp_request *req,
     struct job *job)
 {
 	json_t	*body;
@@ -32,8 +32,33 @@ http_get_stragglers(struct coord *c, struct evhttp_request *req,
 	http_reply(c, req, 200, body);
 }
 
+/* GET /v1/jobs/J/stragglers: the job's stragglers. */
+void
+http_get_stragglers(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	struct job	*job;
+
+	if ((job = schedule_job_find(c, name)) == NULL)
+		http_error(c, req, 404, "job", "no job %s", name);
+	else
+		http_stragglers_reply(c, req, job);
+}
+
+/* GET /v1/jobs/J/rules: the job's rules and own thresholds. */
+void
+http_get_rules(struct coord *c, struct evhttp_request *req, const char *name)
+{
+	struct job	*job;
+
+	if ((job = schedule_job_find(c, name)) == NULL)
+		http_error(c, req, 404, "job", "no job %s", name);
+	else
+		http_reply(c, req, 200, rules_json(job));
+}
+
 /* PUT /v1/jobs/J/stragglers: the job's own thresholds. */
-static void
+void
 http_put_stragglers(struct coord *c, struct evhttp_request *req,
     const char *name)
 {
@@ -46,12 +71,12 @@ http_put_stragglers(struct coord *c, struct evhttp_request *req,
 	if (rules_set_thresholds(c, name, body, &ref) == -1)
 		http_refused(c, req, &ref);
 	else if ((job = schedule_job_find(c, name)) != NULL)
-		http_get_stragglers(c, req, job);
+		http_stragglers_reply(c, req, job);
 	json_decref(body);
 }
 
 /* POST /v1/jobs/J/rules: adds a rule. */
-static void
+void
 http_post_rule(struct coord *c, struct evhttp_request *req, const char *name)
 {
 	struct refusal	 ref;
@@ -69,7 +94,7 @@ http_post_rule(struct coord *c, struct evhttp_request *req, const char *name)
 }
 
 /* DELETE /v1/jobs/J/rules/ID: deletes a rule. */
-static void
+void
 http_delete_rule(struct coord *c, struct evhttp_request *req,
     const char *name, const char *idstr)
 {
@@ -91,38 +116,4 @@ http_delete_rule(struct coord *c, struct evhttp_request *req,
 	}
 	http_reply(c, req, 200, json_pack("{s:s,s:I,s:b}", "job", name, "id",
 	    (json_int_t)id, "deleted", 1));
-}
-
-/*
- * Routes /v1/jobs/J/stragglers and /v1/jobs/J/rules[/ID] (seg: the path's
- * n segments, the job id checked).
- */
-void
-http_rules_route(struct coord *c, struct evhttp_request *req, char **seg,
-    int n)
-{
-	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
-	struct job		*job = schedule_job_find(c, seg[2]);
-	int			 rules = strcmp(seg[3], "rules") == 0;
-
-	if (n == 4 && cmd == EVHTTP_REQ_GET) {
-		if (job == NULL)
-			http_error(c, req, 404, "job", "no job %s", seg[2]);
-		else if (rules)
-			http_reply(c, req, 200, rules_json(job));
-		else
-			http_get_stragglers(c, req, job);
-	} else if (n == 4 && rules && cmd == EVHTTP_REQ_POST)
-		http_post_rule(c, req, seg[2]);
-	else if (n == 4 && !rules && cmd == EVHTTP_REQ_PUT)
-		http_put_stragglers(c, req, seg[2]);
-	else if (n == 4)
-		http_method_not_allowed(c, req, rules ? "GET, POST" :
-		    "GET, PUT");
-	else if (n == 5 && rules && cmd == EVHTTP_REQ_DELETE)
-		http_delete_rule(c, req, seg[2], seg[4]);
-	else if (n == 5 && rules)
-		http_method_not_allowed(c, req, "DELETE");
-	else
-		http_error(c, req, 404, NULL, "no such endpoint");
 }
