@@ -260,6 +260,13 @@ struct rank {
 	 * wall clock, as windows' times: a node's clock may be off). */
 	int64_t			 arrived_ns;	/* 0 unknown */
 	int64_t			 gone_ns;	/* 0 it did not */
+	/* The time and slot of its current process's attached event and the
+	 * time of its last detached event (times 0: unknown): tell apart a
+	 * process that attaches again from a replay
+	 * (schedule_rank_incarnation()). */
+	int64_t			 attach_ev_ns;
+	int64_t			 detach_ev_ns;
+	uint32_t		 attach_slot;
 	char			*error;
 	struct rank_event	*events;
 	size_t			 nevents;

@@ -244,6 +244,51 @@ schedule_rank_reporter(struct coord *c, struct rank *r, int32_t pid,
 		r->uid = uid;
 }
 
+/* What an attached or detached event is to its rank. */
+enum rank_ev {
+	RANK_EV_APPLY,		/* the rank's state moves */
+	RANK_EV_OLDER,		/* of a process before the current one */
+	RANK_EV_DUP,		/* taken already */
+};
+
+/*
+ * Tells what attached or detached event ev (from node) is to rank r.  A
+ * rank's processes are told apart by pid and, when one pid attaches again
+ * while the rank still looks attached (a process that opens dynprof anew, a
+ * pid reused), by the slot and time of its attached event: the agent forwards
+ * the logs of the rank's slots one slot after the other, so that the new
+ * attach (in another slot: a slot is claimed again only once its log was
+ * committed) may come before the old one's detach, and taken as a replay it
+ * would be lost to the event stream and leave the rank gone while its process
+ * runs.  The same slot is the same process (a replay, or the agent's report
+ * of the slot's last state, timed at the claim).  Times are compared only
+ * within one node (clocks of two nodes may differ) and when both are known.
+ */
+static enum rank_ev
+schedule_rank_incarnation(const struct rank *r, const struct node *node,
+    const Dynprof__V1__RankEvent *ev)
+{
+	int64_t	 t = (int64_t)ev->time_unix_ns;
+	int	 timed = t > 0 && r->attach_ev_ns > 0 &&
+		    strcmp(r->node, node->name) == 0;
+	int	 gone = r->state == DYNPROF__V1__RANK_STATE__RANK_GONE;
+
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
+		if (r->pid == ev->pid && ((timed && t == r->attach_ev_ns) ||
+		    (!gone && (!timed || ev->slot == r->attach_slot))))
+			return (RANK_EV_DUP);
+		return (timed && t < r->attach_ev_ns ? RANK_EV_OLDER :
+		    RANK_EV_APPLY);
+	}
+	if (ev->pid != 0 && ev->pid != r->pid)
+		return (RANK_EV_OLDER);		/* another process's */
+	if (timed && t < r->attach_ev_ns)
+		return (RANK_EV_OLDER);
+	if (gone && t > 0 && t == r->detach_ev_ns)
+		return (RANK_EV_DUP);
+	return (RANK_EV_APPLY);
+}
+
 /*
  * Applies one rank event from node, inside the open batch.  Events keyed by
  * (job, rank, window, kind) are applied once: a replay changes nothing.
@@ -260,7 +305,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	const char		*why, *detail = NULL;
 	char			 errbuf[COORD_EVENT_TEXT_MAX];
 	int64_t			 uid = ev->uid_known ? (int64_t)ev->uid : -1;
-	int			 kind = ev->kind, rc, changed = 1;
+	int			 kind = ev->kind, rc;
 
 	if (!jobid_valid(ev->job, &why) || ev->rank < 0) {
 		log_warnx("%s: event from %s: %s", __func__, node->name,
@@ -305,25 +350,33 @@ schedule_apply_event(struct coord *c, struct node *node,
 
 	switch (kind) {
 	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
-		/* A replayed attach of the same process does not undo later
-		 * states; a new process starts over. */
-		if (r->pid != ev->pid ||
-		    r->state == DYNPROF__V1__RANK_STATE__RANK_GONE) {
+	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
+		switch (schedule_rank_incarnation(r, node, ev)) {
+		case RANK_EV_DUP:
+			c->metrics.events_dup++;
+			return (0);
+		case RANK_EV_OLDER:
+			/* In the stream, as it happened; the rank stays. */
+			journal_stage_rank(c, job, r, &re, node, NULL);
+			return (0);
+		case RANK_EV_APPLY:
+			break;
+		}
+		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
 			schedule_rank_reporter(c, r, ev->pid, uid);
 			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 			r->arrived_ns = coord_wall_ns();
 			r->gone_ns = 0;
-		} else
-			changed = 0;
-		break;
-	case DYNPROF__V1__EVENT_KIND__EVENT_DETACHED:
-		if (ev->pid == 0 || ev->pid == r->pid) {
+			r->attach_ev_ns = (int64_t)ev->time_unix_ns;
+			r->attach_slot = ev->slot;
+			r->detach_ev_ns = 0;
+		} else {
 			if (r->state != DYNPROF__V1__RANK_STATE__RANK_GONE)
 				r->gone_ns = coord_wall_ns();
 			r->state = DYNPROF__V1__RANK_STATE__RANK_GONE;
+			r->detach_ev_ns = (int64_t)ev->time_unix_ns;
 			job->windows_dirty = 1;
-		} else
-			changed = 0;
+		}
 		break;
 	default:
 		if (schedule_rank_has_event(r, ev->window_id, kind)) {
@@ -397,8 +450,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	r->last_event = kind;
 	r->last_event_ns = re.time_ns;
 	/* For the event stream once the batch is committed. */
-	if (changed)
-		journal_stage_rank(c, job, r, &re, node, detail);
+	journal_stage_rank(c, job, r, &re, node, detail);
 	/* Stored once per batch, by schedule_store_batch_ranks(). */
 	if (!r->in_batch) {
 		r->in_batch = 1;

@@ -46,8 +46,8 @@ add_dependencies(test_coord_history dynprof-coordinator dynprofctl)
 # The event stream: resumed, followed, its bounds, across a restart.
 dynprof_test(test_coord_events SOURCES component/test_coord_events.c
   support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
-add_dependencies(test_coord_events dynprof-coordinator)
+  LIBS dpdaemon dpagenttest PkgConfig::JANSSON TIMEOUT 300)
+add_dependencies(test_coord_events dynprof-coordinator dynprof-agent rankproc)
 # The coordinator's schedule with the real agent and real ranks (rankproc).
 dynprof_test(test_coord_ranks SOURCES e2e/test_coord_ranks.c support/test_coord_util.c
   LIBS dpagenttest PkgConfig::JANSSON TIMEOUT 120)
