@@ -146,6 +146,11 @@ ctl_deb=$(ls "$TMP"/pkg/dynprofctl_*.deb 2>/dev/null) ||
 [ "$(dpkg-deb -c "$ctl_deb" | awk '$1 !~ /^d/ { print $6 }' | sort | tr '\n' ' ')" = \
     "./usr/bin/dynprofctl ./usr/share/man/man1/dynprofctl.1.gz " ] ||
     fail "dynprofctl's package holds more than dynprofctl and its man page"
+# The scripts the deployment guide runs.
+for f in tls/mkcerts.sh slurm/dynprof-task-prolog.sh slurm/dynprof-epilog.sh \
+    slurm/dynprof-legacy-dir.sh; do
+	grep -qx "/usr/share/dynprof/$f" "$TMP/files" || fail "no package has $f"
+done
 # A man page for each program, made from its --help.
 for p in dynprofctl dynprof-agent dynprof-coordinator; do
 	grep -qx "/usr/share/man/man1/$p.1.gz" "$TMP/files" || fail "no man page of $p"
