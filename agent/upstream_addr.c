@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "addr.h"
 #include "agent.h"
 #include "log.h"
 
@@ -17,30 +18,9 @@
 static int
 upstream_addr_split(struct upstream_addr *ad, const char *s, size_t len)
 {
-	const char	*colon = NULL, *h = s, *p;
-	size_t		 hlen, plen, i;
-
-	for (p = s; p < s + len; p++)
-		if (*p == ':')
-			colon = p;
-	if (colon == NULL || len >= sizeof(ad->text))
+	if (len >= sizeof(ad->text) || addr_split(s, len, ad->host,
+	    sizeof(ad->host), ad->port, sizeof(ad->port)) != ADDR_OK)
 		return (-1);
-	hlen = (size_t)(colon - s);
-	plen = len - hlen - 1;
-	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-		h++;
-		hlen -= 2;
-	}
-	if (hlen == 0 || hlen >= sizeof(ad->host) || plen == 0 ||
-	    plen >= sizeof(ad->port))
-		return (-1);
-	for (i = 0; i < plen; i++)
-		if (colon[1 + i] < '0' || colon[1 + i] > '9')
-			return (-1);
-	memcpy(ad->host, h, hlen);
-	ad->host[hlen] = '\0';
-	memcpy(ad->port, colon + 1, plen);
-	ad->port[plen] = '\0';
 	memcpy(ad->text, s, len);
 	ad->text[len] = '\0';
 	return (0);

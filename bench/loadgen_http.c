@@ -18,6 +18,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "addr.h"
 #include "loadgen.h"
 
 struct loadgen_http {
@@ -31,28 +32,21 @@ struct loadgen_http_req {
 	void		*arg;
 };
 
-/* Splits "HOST:PORT" (a URL prefix http:// is allowed).  Returns 0 or -1. */
+/* Splits "HOST:PORT" (a URL prefix http:// and a path after are allowed).
+ * Returns 0 or -1. */
 int
 loadgen_parse_hostport(const char *s, char *host, size_t hostlen, int *port)
 {
-	const char	*colon;
-	char		*end;
-	long		 v;
-	size_t		 n;
+	char	 digits[16];
+	long	 v;
 
 	if (strncmp(s, "http://", 7) == 0)
 		s += 7;
-	if ((colon = strrchr(s, ':')) == NULL)
+	if (addr_split(s, strcspn(s, "/"), host, hostlen, digits,
+	    sizeof(digits)) != ADDR_OK)
 		return (-1);
-	n = (size_t)(colon - s);
-	if (n == 0 || n >= hostlen)
-		return (-1);
-	memcpy(host, s, n);
-	host[n] = '\0';
-	errno = 0;
-	v = strtol(colon + 1, &end, 10);
-	if (errno != 0 || end == colon + 1 || (*end != '\0' && *end != '/') ||
-	    v <= 0 || v > 65535)
+	v = strtol(digits, NULL, 10);
+	if (v <= 0 || v > 65535)
 		return (-1);
 	*port = (int)v;
 	return (0);

@@ -7,11 +7,11 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
-#include <errno.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "coord.h"
 #include "log.h"
 
@@ -24,37 +24,29 @@ coord_parse_addr(const char *addr, struct sockaddr_storage *ss,
     socklen_t *sslen)
 {
 	struct addrinfo	 hints, *res;
-	char		 host[256];
-	const char	*colon, *port;
-	char		*end;
-	size_t		 hlen;
-	long		 v;
+	char		 host[256], port[16];
 	int		 rc;
 
-	if ((colon = strrchr(addr, ':')) == NULL) {
+	switch (addr_split(addr, strlen(addr), host, sizeof(host), port,
+	    sizeof(port))) {
+	case ADDR_NO_PORT:
 		log_warnx("%s: %s: expected HOST:PORT", __func__, addr);
 		return (-1);
+	case ADDR_BAD_PORT:
+		log_warnx("%s: bad port %s: expected 0 to %d", addr,
+		    strrchr(addr, ':') + 1, COORD_PORT_MAX);
+		return (-1);
+	case ADDR_BAD_HOST:
+		log_warnx("%s: %s: bad host", __func__, addr);
+		return (-1);
+	case ADDR_OK:
+		break;
 	}
-	port = colon + 1;
-	errno = 0;
-	v = strtol(port, &end, 10);
-	if (*port < '0' || *port > '9' || *end != '\0' || errno != 0 ||
-	    v > COORD_PORT_MAX) {
+	if (strtol(port, NULL, 10) > COORD_PORT_MAX) {
 		log_warnx("%s: bad port %s: expected 0 to %d", addr, port,
 		    COORD_PORT_MAX);
 		return (-1);
 	}
-	hlen = colon - addr;
-	if (hlen >= 2 && addr[0] == '[' && addr[hlen - 1] == ']') {
-		addr++;
-		hlen -= 2;
-	}
-	if (hlen == 0 || hlen >= sizeof(host)) {
-		log_warnx("%s: %s: bad host", __func__, addr);
-		return (-1);
-	}
-	memcpy(host, addr, hlen);
-	host[hlen] = '\0';
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

@@ -32,6 +32,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "addr.h"
 #include "coord.h"
 #include "etcd.h"
 #include "log.h"
@@ -467,15 +468,16 @@ static int
 leader_default_addr(const char *listen, const char *scheme, int port,
     char *buf, size_t len)
 {
-	const char	*colon = strrchr(listen, ':');
-	int		 hlen = colon != NULL ? (int)(colon - listen) : 0;
+	char	 host[256], lport[16];
+	int	 v6;
 
-	if (hlen == 0 || (hlen == 7 && strncmp(listen, "0.0.0.0", 7) == 0) ||
-	    (hlen == 4 && strncmp(listen, "[::]", 4) == 0) ||
-	    (hlen == 1 && listen[0] == '*'))
+	if (addr_split(listen, strlen(listen), host, sizeof(host), lport,
+	    sizeof(lport)) != ADDR_OK || strcmp(host, "0.0.0.0") == 0 ||
+	    strcmp(host, "::") == 0 || strcmp(host, "*") == 0)
 		return (-1);
-	if ((size_t)snprintf(buf, len, "%s%.*s:%d", scheme, hlen, listen,
-	    port) >= len)
+	v6 = strchr(host, ':') != NULL;
+	if ((size_t)snprintf(buf, len, "%s%s%s%s:%d", scheme, v6 ? "[" : "",
+	    host, v6 ? "]" : "", port) >= len)
 		return (-1);
 	return (0);
 }
