@@ -60,7 +60,7 @@ run()
 	    --agents "$AGENTS" --coordinator-pid "$CP" $LFLAGS \
 	    >"$D/loadgen-$1.out" 2>&1; then
 		cat "$D/loadgen-$1.out" >&2
-		tail -n 5 "$D/coord-$1.log" >&2
+		grep -v " info: " "$D/coord-$1.log" | tail -n 20 >&2
 		exit 1
 	fi
 	_m=$(curl -sf "http://127.0.0.1:$_hp/metrics" | awk '

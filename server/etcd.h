@@ -53,7 +53,7 @@ typedef void	(*etcd_done_fn)(void *, int, struct json_t *);
  * base64 and JSON around the values. */
 #define ETCD_TXN_BYTES_MAX	(1024 * 1024)
 /* An event batch is committed once it holds this many txns' worth of
- * operations; its txns go out one at a time, the loop serving between. */
+ * operations; its txns go out without the loop waiting for them. */
 #define ETCD_BATCH_TXNS		4
 #define ETCD_RANGE_PAGE		1000	/* keys per range request */
 #define ETCD_RANGE_PAGES_MAX	100000	/* pages of one range read */

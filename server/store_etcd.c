@@ -15,8 +15,9 @@
  * transaction is a list of operations kept here until it is committed, then
  * sent as txns of at most e->txn_ops operations (etcd's --max-txn-ops: 128
  * by default, --etcd-max-txn-ops) and ETCD_TXN_BYTES_MAX bytes, each guarded
- * by the leader's fencing token (etcd.h), one at a time and in order
- * (es_commit_async()): a batch of events may take several txns, and
+ * by the leader's fencing token (etcd.h), commits in order (es_pump():
+ * txns of batch values up to 4 at once, any other txn alone once all
+ * before it landed): a batch of events may take several txns, and
  * store.c's caller acknowledges the agents only once all of them committed.
  * Each agent's row follows the batches of the events it covers, so a
  * failover between two txns of a commit leaves events stored that their
@@ -77,12 +78,24 @@ struct es_jobstat {
 /* A transaction committed without waiting: its txns go out one by one. */
 struct es_commit {
 	json_t			*ops;
-	size_t			 next;		/* ops committed so far */
-	size_t			 sent;		/* the end of the txn in flight */
+	size_t			 next;		/* ops sent so far */
+	size_t			 ntxns;		/* its txns not answered yet */
 	void			(*done)(void *, int);
 	void			*arg;
 	struct es_commit	*later;		/* the queue */
 };
+
+/* A txn of a commit in flight: its ops [from, to). */
+struct es_txn {
+	struct etcd_store	*s;
+	struct es_commit	*q;		/* NULL: its commit failed */
+	size_t			 from, to;
+	int			 ordered;	/* not only batch values */
+	struct es_txn		*next;		/* s->txns, s->retryq */
+};
+/* Txns of batch values in flight at once: etcd takes their proposals in
+ * one raft round and one fsync. */
+#define ES_TXNS_PARALLEL	4
 
 struct etcd_store {
 	struct etcd	*e;
@@ -92,7 +105,10 @@ struct etcd_store {
 	/* Commits in flight, oldest first: one txn at a time, in order. */
 	struct es_commit *head, **tailp;
 	size_t		 ncommits;
-	int		 sending;	/* a txn in flight, or waiting to retry */
+	struct es_txn	*txns;		/* in flight */
+	struct es_txn	*retryq;	/* waiting to be sent again */
+	size_t		 ninflight;	/* both */
+	int		 blocked;	/* an ordered txn in flight */
 	struct event	*retry;
 	uint64_t	 retries;
 	struct esb	 evb;		/* the open transaction's batches */
@@ -439,12 +455,30 @@ es_commit(void *arg)
 
 static void	es_pump(struct etcd_store *);
 
+/* Frees the txns in flight or waiting to be sent again (their requests
+ * dropped or answered: no callback will come). */
+static void
+es_txns_free(struct etcd_store *s)
+{
+	struct es_txn	*t;
+
+	while ((t = s->txns) != NULL) {
+		s->txns = t->next;
+		free(t);
+	}
+	while ((t = s->retryq) != NULL) {
+		s->retryq = t->next;
+		free(t);
+	}
+}
+
 /* Fails every commit in flight, oldest first: none of them is known to be
  * committed, and a later one must not land before an earlier one. */
 static void
 es_fail_all(struct etcd_store *s)
 {
 	struct es_commit	*q = s->head, *next;
+	struct es_txn		*t;
 
 	s->head = NULL;
 	s->tailp = &s->head;
@@ -453,7 +487,15 @@ es_fail_all(struct etcd_store *s)
 	s->e->stale = 1;
 	if (s->retry != NULL)
 		evtimer_del(s->retry);
-	s->sending = 0;
+	/* Those in flight are answered to nobody. */
+	for (t = s->txns; t != NULL; t = t->next)
+		t->q = NULL;
+	while ((t = s->retryq) != NULL) {
+		s->retryq = t->next;
+		free(t);
+	}
+	s->ninflight = 0;
+	s->blocked = 0;
 	for (; q != NULL; q = next) {
 		next = q->later;
 		if (q->done != NULL)
@@ -463,21 +505,68 @@ es_fail_all(struct etcd_store *s)
 	}
 }
 
-/* The answer to the oldest commit's txn in flight. */
+/* Takes t off the list of txns in flight. */
+static void
+es_txn_unlink(struct etcd_store *s, struct es_txn *t)
+{
+	struct es_txn	**pp;
+
+	for (pp = &s->txns; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == t) {
+			*pp = t->next;
+			return;
+		}
+	}
+}
+
+static void	es_txn_done(void *, int, json_t *);
+
+/* Sends t (ops [from, to) of its commit) as one txn guarded by the fencing
+ * token.  Returns 0 or -1. */
+static int
+es_txn_send(struct etcd_store *s, struct es_txn *t)
+{
+	struct etcd	*e = s->e;
+	json_t		*body, *success;
+	size_t		 i, bytes = 0;
+	long		 timeout;
+
+	if ((success = json_array()) == NULL)
+		return (-1);
+	for (i = t->from; i < t->to; i++) {
+		json_array_append(success, json_array_get(t->q->ops, i));
+		bytes += es_op_bytes(json_array_get(t->q->ops, i));
+	}
+	body = json_pack("{s:[o],s:o}", "compare",
+	    es_cmp_created(e->leader_key, e->fence), "success", success);
+	timeout = ETCD_TXN_TIMEOUT_MS + (long)(bytes *
+	    ETCD_TXN_TIMEOUT_BIG_MS / ETCD_TXN_BYTES_MAX);
+	if (body == NULL || etcd_call_async(e, "/v3/kv/txn", body, timeout,
+	    es_txn_done, t) == -1)
+		return (-1);
+	t->next = s->txns;
+	s->txns = t;
+	return (0);
+}
+
+/* The answer to a txn of the oldest commit. */
 static void
 es_txn_done(void *arg, int rc, json_t *ans)
 {
-	struct etcd_store	*s = arg;
+	struct es_txn		*t = arg;
+	struct etcd_store	*s = t->s;
 	struct etcd		*e = s->e;
-	struct es_commit	*q = s->head;
 	char			 why[sizeof(e->error) + 64];
 	int			 ok;
 
-	s->sending = 0;
-	if (q == NULL) {		/* dropped meanwhile */
+	es_txn_unlink(s, t);
+	if (t->q == NULL) {		/* its commit failed meanwhile */
 		json_decref(ans);
+		free(t);
 		return;
 	}
+	snprintf(why, sizeof(why), "%s%s", e->error, e->last_unsure ?
+	    " (unanswered: it may yet be committed)" : "");
 	if (rc == ETCD_UNAVAILABLE && s->retry != NULL) {
 		/*
 		 * No answer (no quorum, etcd stopped): the same txn again in a
@@ -485,17 +574,20 @@ es_txn_done(void *arg, int rc, json_t *ans)
 		 * operations is a put of a whole row, a put if absent or a
 		 * delete: landing twice is landing once.
 		 */
-		snprintf(why, sizeof(why), "%s%s", e->error, e->last_unsure ?
-		    " (unanswered: it may yet be committed)" : "");
 		snprintf(s->why, sizeof(s->why), "%s", why);
 		s->retries++;
-		s->sending = 1;		/* nothing else goes first */
-		evtimer_add(s->retry, &es_retry_tv);
+		t->next = s->retryq;
+		s->retryq = t;
+		if (!evtimer_pending(s->retry, NULL))
+			evtimer_add(s->retry, &es_retry_tv);
 		return;
 	}
+	s->ninflight--;
+	t->q->ntxns--;
+	if (t->ordered)
+		s->blocked = 0;
+	free(t);
 	if (rc != ETCD_OK) {
-		snprintf(why, sizeof(why), "%s%s", e->error, e->last_unsure ?
-		    " (unanswered: it may yet be committed)" : "");
 		es_fail(s, why);
 		es_fail_all(s);
 		return;
@@ -511,66 +603,111 @@ es_txn_done(void *arg, int rc, json_t *ans)
 			e->deposed(e->deposed_arg);
 		return;
 	}
-	q->next = q->sent;
-	if (q->next >= json_array_size(q->ops)) {
-		if ((s->head = q->later) == NULL)
-			s->tailp = &s->head;
-		s->ncommits--;
-		s->why[0] = '\0';
-		if (q->done != NULL)
-			q->done(q->arg, 0);
-		json_decref(q->ops);
-		free(q);
-	}
 	es_pump(s);
 }
 
-/* Waited after a txn nobody answered: sent again. */
+/* Waited after txns nobody answered: sent again. */
 static void
 es_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct etcd_store	*s = arg;
+	struct es_txn		*t;
 
 	(void)fd;
 	(void)what;
-	s->sending = 0;
-	if (s->head != NULL)
-		s->head->sent = s->head->next;
-	es_pump(s);
+	if (s->e->fence == 0) {
+		es_fail_all(s);
+		return;
+	}
+	while ((t = s->retryq) != NULL) {
+		s->retryq = t->next;
+		if (es_txn_send(s, t) == -1) {
+			free(t);
+			es_fail(s, "out of memory");
+			es_fail_all(s);
+			return;
+		}
+	}
 }
 
-/* Sends the next txn of the oldest commit, unless one is in flight. */
+/* Returns 1 if op is a put of a batch value: one no other op depends on. */
+static int
+es_op_free(const struct etcd_store *s, const json_t *op)
+{
+	const json_t	*put = json_object_get(op, "request_put");
+	char		*key;
+	size_t		 plen = strlen(s->e->prefix);
+	int		 free_op;
+
+	if (put == NULL ||
+	    (key = etcd_unb64(json_object_get(put, "key"), NULL)) == NULL)
+		return (0);
+	free_op = strncmp(key, s->e->prefix, plen) == 0 &&
+	    strncmp(key + plen, "evbatch/", 8) == 0;
+	free(key);
+	return (free_op);
+}
+
+/*
+ * Sends what the oldest commit may send now: its txns of batch values (any
+ * order does) up to ES_TXNS_PARALLEL at once; a txn of any other operation
+ * alone, once all before it landed, and nothing after it until it did.  A
+ * commit is done once all its txns landed; the next starts then.
+ */
 static void
 es_pump(struct etcd_store *s)
 {
 	struct etcd		*e = s->e;
-	struct es_commit	*q = s->head;
-	json_t			*body, *success;
-	size_t			 i, bytes;
-	long			 timeout;
+	struct es_commit	*q;
+	struct es_txn		*t;
+	size_t			 n, to, i;
+	int			 ordered;
 
-	if (s->sending || q == NULL)
-		return;
-	if (e->fence == 0) {
-		es_fail_all(s);
-		return;
-	}
-	q->sent = es_txn_end(e, q->ops, q->next);
-	if ((success = json_array()) == NULL)
-		goto fail;
-	for (i = q->next; i < q->sent; i++)
-		json_array_append(success, json_array_get(q->ops, i));
-	body = json_pack("{s:[o],s:o}", "compare",
-	    es_cmp_created(e->leader_key, e->fence), "success", success);
-	s->sending = 1;
-	for (i = q->next, bytes = 0; i < q->sent; i++)
-		bytes += es_op_bytes(json_array_get(q->ops, i));
-	timeout = ETCD_TXN_TIMEOUT_MS + (long)(bytes *
-	    ETCD_TXN_TIMEOUT_BIG_MS / ETCD_TXN_BYTES_MAX);
-	if (body == NULL || etcd_call_async(e, "/v3/kv/txn", body, timeout,
-	    es_txn_done, s) == -1) {
-		s->sending = 0;
-		goto fail;
+	while ((q = s->head) != NULL && !s->blocked) {
+		n = json_array_size(q->ops);
+		if (q->next >= n) {
+			if (q->ntxns > 0)
+				return;
+			if ((s->head = q->later) == NULL)
+				s->tailp = &s->head;
+			s->ncommits--;
+			s->why[0] = '\0';
+			if (q->done != NULL)
+				q->done(q->arg, 0);
+			json_decref(q->ops);
+			free(q);
+			continue;
+		}
+		if (e->fence == 0) {
+			es_fail_all(s);
+			return;
+		}
+		/* One kind per txn: batch values, or the others. */
+		to = es_txn_end(e, q->ops, q->next);
+		ordered = !es_op_free(s, json_array_get(q->ops, q->next));
+		for (i = q->next + 1; i < to; i++)
+			if (es_op_free(s, json_array_get(q->ops, i)) == ordered)
+				break;
+		to = i;
+		if ((ordered && s->ninflight > 0) ||
+		    s->ninflight >= ES_TXNS_PARALLEL)
+			return;
+		if ((t = calloc(1, sizeof(*t))) == NULL)
+			goto fail;
+		t->s = s;
+		t->q = q;
+		t->from = q->next;
+		t->to = to;
+		t->ordered = ordered;
+		if (es_txn_send(s, t) == -1) {
+			free(t);
+			goto fail;
+		}
+		q->next = to;
+		q->ntxns++;
+		s->ninflight++;
+		if (ordered)
+			s->blocked = 1;
 	}
 	return;
 fail:
@@ -638,6 +775,7 @@ es_abandon(void *arg)
 	struct etcd_store	*s = arg;
 
 	etcd_cancel_all(s->e);
+	es_txns_free(s);
 	es_fail_all(s);
 }
 
@@ -1149,6 +1287,7 @@ es_close(void *arg)
 		return;
 	/* Nobody waits for what is still in flight: dropped unanswered. */
 	etcd_cancel_all(s->e);
+	es_txns_free(s);
 	while ((q = s->head) != NULL) {
 		s->head = q->later;
 		json_decref(q->ops);
