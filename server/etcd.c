@@ -556,6 +556,7 @@ etcd_cancel_all(struct etcd *e)
 {
 	while (e->reqs != NULL)
 		etcd_req_free(e->reqs);
+	e->camp_done = NULL;
 }
 
 /* Writes prefix + the formatted rest into buf.  Returns 0, -1 if too long. */

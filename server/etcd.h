@@ -24,6 +24,9 @@ struct etcd_req;
 /* What an asynchronous request's caller gets: its arg, an enum etcd_result
  * and the answer (ETCD_OK only; the callee frees it). */
 typedef void	(*etcd_done_fn)(void *, int, struct json_t *);
+/* What an asynchronous campaign's caller gets: its arg, 1 (this session
+ * leads), 0 (another does: its value) or -1 (no answer). */
+typedef void	(*etcd_campaign_fn)(void *, int, const char *);
 
 #define ETCD_ENDPOINTS_MAX	16	/* --etcd-endpoints */
 #define ETCD_PREFIX_MAX		128	/* --etcd-prefix, bytes */
@@ -98,6 +101,10 @@ struct etcd {
 	int		 last_unsure;	/* the last call's may have */
 	int		 stale;		/* the model may hold what etcd does
 					 * not (a commit failed): reload */
+	/* The campaign in flight (etcd_campaign_async()), or none. */
+	char		 camp_value[1024];
+	etcd_campaign_fn camp_done;
+	void		*camp_arg;
 	void		(*deposed)(void *);	/* a guarded write failed */
 	void		*deposed_arg;
 };
@@ -127,6 +134,8 @@ int		 etcd_range(struct etcd *, const char *, int64_t *,
 /* etcd_session.c */
 int		 etcd_campaign(struct etcd *, int, const char *, char *,
 		    size_t);
+int		 etcd_campaign_async(struct etcd *, int, const char *,
+		    etcd_campaign_fn, void *);
 int		 etcd_keepalive(struct etcd *);
 int		 etcd_keepalive_async(struct etcd *, etcd_done_fn, void *);
 int		 etcd_keepalive_result(struct etcd *, int, struct json_t *);

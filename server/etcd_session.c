@@ -36,22 +36,13 @@ etcd_lease_grant(struct etcd *e, int ttl)
 	return (ETCD_OK);
 }
 
-/*
- * Campaigns for the leader key with value (JSON text), granting a lease of
- * ttl seconds first if the session has none.  Returns 1 if this session
- * leads (e->fence set), 0 if another does (its value copied into leader),
- * -1 if etcd did not answer (e->error says why).
- */
-int
-etcd_campaign(struct etcd *e, int ttl, const char *value, char *leader,
-    size_t len)
+/* Returns the txn that creates the leader key with value on the lease,
+ * only if absent (its value read back otherwise). */
+static json_t *
+etcd_campaign_body(const struct etcd *e, const char *value)
 {
-	json_t		*body, *ans, *kv, *key;
-	char		*v;
-	int		 rc;
+	json_t	*body, *key;
 
-	if (e->lease == 0 && (rc = etcd_lease_grant(e, ttl)) != ETCD_OK)
-		goto fail;
 	key = etcd_b64(e->leader_key, strlen(e->leader_key));
 	body = json_pack("{s:[{s:s,s:O,s:s,s:s}],"
 	    "s:[{s:{s:O,s:o,s:o}}],s:[{s:{s:O}}]}",
@@ -61,8 +52,19 @@ etcd_campaign(struct etcd *e, int ttl, const char *value, char *leader,
 	    etcd_b64(value, strlen(value)), "lease", etcd_int_json(e->lease),
 	    "failure", "request_range", "key", key);
 	json_decref(key);
-	if ((rc = etcd_call(e, "/v3/kv/txn", body, &ans)) != ETCD_OK)
-		goto fail;
+	return (body);
+}
+
+/*
+ * Reads a campaign's answer (taken).  Returns 1 if this session leads
+ * (e->fence set), 0 if another does (its value copied into leader).
+ */
+static int
+etcd_campaign_result(struct etcd *e, json_t *ans, char *leader, size_t len)
+{
+	json_t		*kv;
+	char		*v;
+
 	e->down = 0;
 	if (json_is_true(json_object_get(ans, "succeeded"))) {
 		/* The put's revision is the key's create revision. */
@@ -85,10 +87,102 @@ etcd_campaign(struct etcd *e, int ttl, const char *value, char *leader,
 	free(v);
 	json_decref(ans);
 	return (0);
+}
+
+/*
+ * Campaigns for the leader key with value (JSON text), granting a lease of
+ * ttl seconds first if the session has none, blocking.  Returns 1 if this
+ * session leads (e->fence set), 0 if another does (its value copied into
+ * leader), -1 if etcd did not answer (e->error says why).
+ */
+int
+etcd_campaign(struct etcd *e, int ttl, const char *value, char *leader,
+    size_t len)
+{
+	json_t		*ans;
+	int		 rc;
+
+	if (e->lease == 0 && (rc = etcd_lease_grant(e, ttl)) != ETCD_OK)
+		goto fail;
+	if ((rc = etcd_call(e, "/v3/kv/txn", etcd_campaign_body(e, value),
+	    &ans)) != ETCD_OK)
+		goto fail;
+	return (etcd_campaign_result(e, ans, leader, len));
 fail:
 	if (rc == ETCD_UNAVAILABLE)
 		e->down = 1;
 	return (-1);
+}
+
+/* Ends an asynchronous campaign: its caller told rc and who leads. */
+static void
+etcd_campaign_end(struct etcd *e, int rc, const char *leader)
+{
+	etcd_campaign_fn	 done = e->camp_done;
+
+	e->camp_done = NULL;
+	done(e->camp_arg, rc, leader);
+}
+
+/* The answer to a campaign's txn. */
+static void
+etcd_campaign_answered(void *arg, int rc, json_t *ans)
+{
+	struct etcd	*e = arg;
+	char		 leader[sizeof(e->camp_value)];
+
+	if (rc != ETCD_OK) {
+		json_decref(ans);
+		etcd_campaign_end(e, -1, "");
+		return;
+	}
+	rc = etcd_campaign_result(e, ans, leader, sizeof(leader));
+	etcd_campaign_end(e, rc, leader);
+}
+
+/* The answer to a campaign's lease grant: then its txn. */
+static void
+etcd_campaign_granted(void *arg, int rc, json_t *ans)
+{
+	struct etcd	*e = arg;
+
+	if (rc == ETCD_OK && (e->lease = etcd_int(ans, "ID")) == 0) {
+		snprintf(e->error, sizeof(e->error), "lease grant: no ID");
+		rc = ETCD_REFUSED;
+	}
+	json_decref(ans);
+	if (rc != ETCD_OK || etcd_call_async(e, "/v3/kv/txn",
+	    etcd_campaign_body(e, e->camp_value), 0, etcd_campaign_answered,
+	    e) == -1)
+		etcd_campaign_end(e, -1, "");
+}
+
+/*
+ * Campaigns as etcd_campaign(), without waiting (one at a time): done(arg,
+ * 1, NULL) if this session leads, (arg, 0, leader's value) if another
+ * does, (arg, -1, "") if etcd did not answer.  Returns 0, or -1 (one is in
+ * flight, value too long, out of memory: done not called).
+ */
+int
+etcd_campaign_async(struct etcd *e, int ttl, const char *value,
+    etcd_campaign_fn done, void *arg)
+{
+	int	 rc;
+
+	if (e->camp_done != NULL || strlen(value) >= sizeof(e->camp_value))
+		return (-1);
+	snprintf(e->camp_value, sizeof(e->camp_value), "%s", value);
+	e->camp_done = done;
+	e->camp_arg = arg;
+	if (e->lease == 0)
+		rc = etcd_call_async(e, "/v3/lease/grant", json_pack("{s:i}",
+		    "TTL", ttl), 0, etcd_campaign_granted, e);
+	else
+		rc = etcd_call_async(e, "/v3/kv/txn",
+		    etcd_campaign_body(e, value), 0, etcd_campaign_answered, e);
+	if (rc == -1)
+		e->camp_done = NULL;
+	return (rc);
 }
 
 /*

@@ -56,6 +56,8 @@ struct leader {
 	uint64_t		 elections;	/* times this one took the lead */
 	uint64_t		 stepdowns;
 	int			 renewing;	/* a keepalive in flight */
+	int			 campaigning;	/* a campaign in flight */
+	int			 following;	/* said whom it follows */
 	int64_t			 renewed_lease;	/* of that keepalive */
 };
 
@@ -276,31 +278,71 @@ leader_learn(struct leader *l, const char *value)
 	json_decref(j);
 }
 
-/* One campaign: lead if the key is free, else learn who leads. */
+/* A campaign's answer: lead, or learn who does. */
 static void
-leader_campaign(struct coord *c)
+leader_campaigned(void *arg, int rc, const char *other)
 {
+	struct coord	*c = arg;
 	struct leader	*l = c->leader;
-	char		 other[1024];
 
-	/* A follower's lease is kept too: the put of a campaign needs one
-	 * alive (gone: a new one is granted). */
-	if (l->e->lease != 0 && etcd_keepalive(l->e) == -1) {
-		log_debug("%s: %s", __func__, l->e->error);
+	l->campaigning = 0;
+	if (l->role == ROLE_LEADER)
 		return;
-	}
-	switch (etcd_campaign(l->e, c->conf.etcd_lease_ttl, l->me, other,
-	    sizeof(other))) {
+	switch (rc) {
 	case 1:
 		leader_take(c);
 		break;
 	case 0:
+		if (l->agent[0] == '\0' && !l->following)
+			log_info("%s: following %s", __func__, other);
+		l->following = 1;
 		leader_learn(l, other);
 		break;
 	default:
 		log_debug("%s: %s", __func__, l->e->error);
 		break;
 	}
+}
+
+/* The answer to a follower's keepalive: then its campaign. */
+static void
+leader_campaign_kept(void *arg, int rc, json_t *ans)
+{
+	struct coord	*c = arg;
+	struct leader	*l = c->leader;
+
+	/* A lease past its TTL is gone: the campaign grants a new one. */
+	if (etcd_keepalive_result(l->e, rc, ans) == -1) {
+		log_debug("%s: %s", __func__, l->e->error);
+		l->campaigning = 0;
+		return;
+	}
+	if (l->role == ROLE_LEADER || etcd_campaign_async(l->e,
+	    c->conf.etcd_lease_ttl, l->me, leader_campaigned, c) == -1)
+		l->campaigning = 0;
+}
+
+/*
+ * One campaign, without waiting: the follower's lease kept alive (a
+ * campaign's put needs one alive; gone, a new one is granted), then lead
+ * if the key is free, else learn who leads.
+ */
+static void
+leader_campaign(struct coord *c)
+{
+	struct leader	*l = c->leader;
+	int		 rc;
+
+	if (l->campaigning)
+		return;
+	l->campaigning = 1;
+	if (l->e->lease != 0)
+		rc = etcd_keepalive_async(l->e, leader_campaign_kept, c);
+	else
+		rc = etcd_campaign_async(l->e, c->conf.etcd_lease_ttl, l->me,
+		    leader_campaigned, c);
+	if (rc == -1)
+		l->campaigning = 0;
 }
 
 /*
@@ -539,9 +581,6 @@ leader_start(struct coord *c)
 	    c->conf.etcd_lease_ttl, c->conf.advertise_agent,
 	    c->conf.advertise_http);
 	leader_campaign(c);
-	if (l->role != ROLE_LEADER)
-		log_info("%s: following %s", __func__, l->agent[0] != '\0' ?
-		    l->agent : "(no leader known yet)");
 	return (0);
 }
 

@@ -19,8 +19,9 @@ loopback.  One scenario per run, named by the first argument:
             woken up, the old one does not write (its write is refused or
             redirected, the new leader's state is unchanged) and steps down.
   etcdstop  etcd SIGSTOPped for 4 heartbeat intervals while two agents'
-            ranks start and stop a window: /healthz is answered within
-            250 ms meanwhile (the loop never waits for etcd), no agent is
+            ranks start and stop a window: /healthz of the leader and of a
+            follower is answered within 250 ms meanwhile (neither loop
+            waits for etcd, a keepalive nor a campaign), no agent is
             closed (as silent or for a commit), and afterwards every
             rank's start and stop is there exactly once.
   quorum    three etcd members: one lost is survived; two lost (no quorum)
@@ -337,7 +338,8 @@ def scenario_sigstop():
 def scenario_etcdstop():
     with HaCluster("etcd-etcdstop") as c:
         # A lease that outlives the pause: the leader stays the leader.
-        lead = c.start_coordinators(1, ttl=10)
+        lead = c.start_coordinators(2, ttl=10)
+        fol = 1 - lead
         wid, a, b = two_nodes_window(c, 30)
         wait_started(c, wid)
         hb = 0.5                # --heartbeat-ms
@@ -349,17 +351,22 @@ def scenario_etcdstop():
         try:
             t_end = time.monotonic() + 4 * hb
             while time.monotonic() < t_end:
-                t0 = time.monotonic()
-                code, body = c.http("GET", "/healthz", timeout=5)
-                slowest = max(slowest, time.monotonic() - t0)
-                asked += 1
-                check(code == 200 and body.get("role") == "leader",
-                      "/healthz with etcd stopped: %s %s" % (code, body))
+                for i, role in ((lead, "leader"), (fol, "follower")):
+                    c.use(i)
+                    t0 = time.monotonic()
+                    code, body = c.http("GET", "/healthz", timeout=5)
+                    slowest = max(slowest, time.monotonic() - t0)
+                    asked += 1
+                    check(code == 200 and body.get("role") == role,
+                          "/healthz of the %s with etcd stopped: %s %s" % (
+                              role, code, body))
                 time.sleep(0.05)
         finally:
             etcd_proc.send_signal(signal.SIGCONT)
-        log("etcd continued; /healthz answered %d times meanwhile, slowest "
-            "%.0f ms" % (asked, slowest * 1000))
+        c.use(lead)
+        log("etcd continued; /healthz of the leader and the follower "
+            "answered %d times meanwhile, slowest %.0f ms" % (
+                asked, slowest * 1000))
         check(slowest < 0.25, "/healthz took %.0f ms with etcd stopped" % (
             slowest * 1000))
         each_once(c, wid, a, b)
