@@ -717,7 +717,7 @@ coord_start(struct coord *c)
 	 * microseconds: past those of any earlier run (journal.c).  Over
 	 * etcd, the model is loaded when this coordinator leads. */
 	if (journal_init(c, (uint64_t)c->started_ns / 1000) == -1 ||
-	    (c->leader == NULL && load_model(c) == -1))
+	    (!leader_is_etcd(c) && load_model(c) == -1))
 		return (-1);
 	if (coord_load_tls(c) == -1)
 		return (-1);
@@ -741,7 +741,7 @@ coord_start(struct coord *c)
 	tv.tv_sec = period / 1000;
 	tv.tv_usec = (period % 1000) * 1000;
 	event_add(c->tick, &tv);
-	if ((c->leader != NULL && leader_start(c) == -1) ||
+	if ((leader_is_etcd(c) && leader_start(c) == -1) ||
 	    coord_write_ready(c) == -1)
 		return (-1);
 	log_info("%s: serving agents on port %d (%s), admin API on port %d "
@@ -749,7 +749,7 @@ coord_start(struct coord *c)
 	    c->agent_tls.ctx != NULL ? "mutual TLS" : "plaintext",
 	    c->http_port, c->http_tls.ctx == NULL ? "HTTP" :
 	    c->conf.http_tls_ca != NULL ? "HTTPS, client certificates" :
-	    "HTTPS", c->leader != NULL ? "etcd" : c->conf.state_dir,
+	    "HTTPS", leader_is_etcd(c) ? "etcd" : c->conf.state_dir,
 	    (unsigned long long)c->generation);
 	return (0);
 }

@@ -1036,6 +1036,7 @@ int	 leader_parse_flag(struct coord_config *, int, const char *,
 struct store	*leader_open(struct coord *, const char **);
 int	 leader_start(struct coord *);
 void	 leader_stop(struct coord *);
+int	 leader_is_etcd(const struct coord *);
 int	 leader_is_follower(const struct coord *);
 const char	*leader_role(const struct coord *);
 const char	*leader_agent(const struct coord *);

@@ -154,11 +154,22 @@ leader_parse_flag(struct coord_config *conf, int ch, const char *name,
 	return (0);
 }
 
+/*
+ * Returns 1 if this coordinator keeps its state in etcd, shared with others
+ * (one of them leading), 0 if in its own SQLite file: the one place that
+ * says which.
+ */
+int
+leader_is_etcd(const struct coord *c)
+{
+	return (c->leader != NULL);
+}
+
 /* Returns 1 if this coordinator uses etcd and does not lead now. */
 int
 leader_is_follower(const struct coord *c)
 {
-	return (c->leader != NULL && c->leader->role != ROLE_LEADER);
+	return (leader_is_etcd(c) && c->leader->role != ROLE_LEADER);
 }
 
 /* Returns this coordinator's role: "leader" or "follower". */
@@ -172,7 +183,7 @@ leader_role(const struct coord *c)
 const char *
 leader_agent(const struct coord *c)
 {
-	return (c->leader != NULL ? c->leader->agent : "");
+	return (leader_is_etcd(c) ? c->leader->agent : "");
 }
 
 /* Empties the model: no job, node, legacy report or batch; generation 0. */
@@ -617,7 +628,7 @@ leader_redirect(struct coord *c, struct evhttp_request *req)
 void
 leader_model_unsure(struct coord *c)
 {
-	if (c->leader != NULL)
+	if (leader_is_etcd(c))
 		c->leader->e->stale = 1;
 }
 
