@@ -606,6 +606,63 @@ ctl_trace_report(struct ctl *ctl, const char *job, uint32_t window,
 			    what[k], job);
 }
 
+/* The targeted ranks not finished with a window, named at a timeout. */
+struct ctl_pending {
+	uint32_t			 window;
+	const struct rank_set		*rs;
+	const struct ctl_progress	*p;
+	char				 names[512];
+	size_t				 off;
+	int				 n;
+};
+
+static int
+ctl_trace_pending_page(void *arg, json_t *page)
+{
+	struct ctl_pending	*pd = arg;
+	struct ctl_outcome	 o;
+	json_t			*r;
+	size_t			 i;
+
+	json_array_foreach(json_object_get(page, "ranks"), i, r) {
+		if (!ctl_rank_outcome(r, pd->window, pd->p, pd->rs, &o) ||
+		    o.stopped || o.skipped || o.failed || o.gone ||
+		    o.missed || o.complete)
+			continue;
+		if (pd->n++ < CTL_REPORT_RANKS && pd->off < sizeof(pd->names))
+			pd->off += (size_t)snprintf(pd->names + pd->off,
+			    sizeof(pd->names) - pd->off, "%srank %lld on %s "
+			    "(%s, step %lld)", pd->n > 1 ? ", " : "",
+			    (long long)ctl_json_int(r, "rank", -1),
+			    ctl_json_str(r, "node", "?"),
+			    ctl_json_str(r, "state", "?"),
+			    (long long)ctl_json_int(r, "step", -1));
+	}
+	return (0);
+}
+
+/*
+ * At a timeout: names the targeted ranks that have not finished the window
+ * (a few; how many in all), with their node, state and step.
+ */
+static void
+ctl_trace_pending(struct ctl *ctl, const char *job, uint32_t window,
+    const struct rank_set *rs, const struct ctl_progress *p)
+{
+	struct ctl_pending	 pd;
+
+	memset(&pd, 0, sizeof(pd));
+	pd.window = window;
+	pd.rs = rs;
+	pd.p = p;
+	if (ctl_ranks_pages(ctl, job, "", ctl_trace_pending_page, &pd) !=
+	    CTL_EXIT_OK || pd.n == 0)
+		return;
+	ctl_errx(ctl, "window %u: %d targeted rank%s not finished: %s%s",
+	    window, pd.n, pd.n == 1 ? "" : "s", pd.names,
+	    pd.n > CTL_REPORT_RANKS ? ", ..." : "");
+}
+
 /* What --wait looks for in the event stream. */
 struct ctl_wait {
 	uint32_t	 window;
@@ -714,6 +771,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 	uint64_t		 since;
 	int			 rc, lost = 0;
 
+	memset(&p, 0, sizeof(p));
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
 	if (a->have_timeout)
 		deadline = ctl_now_ms() + (int64_t)(a->timeout * 1000);
@@ -763,6 +821,8 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		if (a->have_timeout && now >= deadline) {
 			ctl_errx(ctl, "timed out after %g s: %s", a->timeout,
 			    line);
+			if (p.targeted > 0)
+				ctl_trace_pending(ctl, job, window, rs, &p);
 			ctl->quiet = 0;
 			return (CTL_EXIT_TIMEOUT);
 		}

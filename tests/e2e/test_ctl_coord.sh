@@ -462,5 +462,8 @@ expect_rc 3
 expect_err "trace: 1 node of job S lost (n1): the progress of its ranks is unknown until it comes back"
 expect_err_line=$(grep 'timed out after 8 s' "$T/err") || fail "no timeout"
 case $expect_err_line in *", 1 node lost"*) ;; *) fail "timeout line: $expect_err_line" ;; esac
+# and which targeted ranks have not finished, where they were.
+grep -qE "^dynprofctl: window [0-9]+: [0-9]+ targeted ranks? not finished: rank 0 on n1 \(unknown, step [0-9]+\)" \
+    "$T/err" || fail "the ranks not finished are not named"
 
 echo "PASS"
