@@ -105,6 +105,7 @@ struct leader;
  * time a window takes to reach the ranks. */
 #define SCHEDULE_PROJECT_MS	1000
 #define SCHEDULE_PUSH_MS	100
+#define SCHEDULE_RATE_SPAN_MS	1000	/* a rate measured over 1 s at least */
 /* The highest step an admin request may name: 1e15, far beyond any run. */
 #define COORD_WINDOW_STEP_MAX	1000000000000000LL
 /* The highest generation the counter may hold (2^53: exact in any JSON
@@ -340,6 +341,8 @@ struct node_job {
 	uint64_t		 max_step_ms;	/* monotonic, when it last rose */
 	double			 rate;		/* steps/s max_step rose at, 0:
 						   not known */
+	int64_t			 rate_step;	/* where the span measured */
+	uint64_t		 rate_ms;	/* began, 0: none yet */
 	TAILQ_ENTRY(node_job)	 entry;
 };
 TAILQ_HEAD(node_jobq, node_job);

@@ -524,9 +524,12 @@ schedule_rank_set_state(struct rank *r, int state)
 }
 
 /*
- * Notes when a node's highest step of a job rose, and how fast: the mean of
- * the rates between its last rises (one rise after another counts half).
- * A step going down (a restarted job) forgets the rate.
+ * Notes when a node's highest step of a job rose, and how fast: the rate over
+ * spans of at least SCHEDULE_RATE_SPAN_MS (the mean of the last one and those
+ * before, which count half).  Measured over reports' arrivals, a shorter span
+ * would take a burst of reports held up together (a loaded agent or
+ * coordinator, a burst from a test) for a rate hundreds of times the real
+ * one.  A step going down (a restarted job) forgets the rate.
  */
 static void
 schedule_note_rate(struct node_job *nj, int64_t max)
@@ -534,19 +537,23 @@ schedule_note_rate(struct node_job *nj, int64_t max)
 	uint64_t	 now = coord_mono_ms();
 	double		 rate;
 
-	if (max < nj->max_step) {
-		nj->rate = 0;
-		nj->max_step_ms = now;
+	if (max < nj->max_step || nj->rate_ms == 0) {
+		if (max < nj->max_step)
+			nj->rate = 0;
+		nj->max_step_ms = nj->rate_ms = now;
+		nj->rate_step = max;
 		return;
 	}
 	if (max == nj->max_step)
 		return;
-	if (nj->max_step >= 0 && nj->max_step_ms > 0 && now > nj->max_step_ms) {
-		rate = (double)(max - nj->max_step) * 1000.0 /
-		    (double)(now - nj->max_step_ms);
-		nj->rate = nj->rate > 0 ? (nj->rate + rate) / 2 : rate;
-	}
 	nj->max_step_ms = now;
+	if (now - nj->rate_ms < SCHEDULE_RATE_SPAN_MS)
+		return;
+	rate = (double)(max - nj->rate_step) * 1000.0 /
+	    (double)(now - nj->rate_ms);
+	nj->rate = nj->rate > 0 ? (nj->rate + rate) / 2 : rate;
+	nj->rate_ms = now;
+	nj->rate_step = max;
 }
 
 /*
