@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fakecoord.h"
+#include "procstat.h"
 #include "segment.h"
 
 #define NRANKS	8
@@ -47,49 +48,6 @@ bench_cmp(const void *a, const void *b)
 	int64_t	 x = *(const int64_t *)a, y = *(const int64_t *)b;
 
 	return (x < y ? -1 : x > y);
-}
-
-/* One field of /proc/PID/status, in its own unit (kB or a count). */
-static long long
-bench_status(pid_t pid, const char *key)
-{
-	char		 path[64], line[256];
-	FILE		*f;
-	long long	 v = -1;
-	size_t		 klen = strlen(key);
-
-	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (-1);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, key, klen) == 0 && line[klen] == ':')
-			v = atoll(line + klen + 1);
-	fclose(f);
-	return (v);
-}
-
-/* utime + stime of pid, in clock ticks. */
-static long long
-bench_cpu_ticks(pid_t pid)
-{
-	char		 path[64], buf[2048], *p;
-	FILE		*f;
-	unsigned long	 ut, st;
-	size_t		 n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (-1);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL)
-		return (-1);
-	/* After ") ": state(3) ... utime is field 14, stime 15. */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-	    &ut, &st) != 2)
-		return (-1);
-	return ((long long)(ut + st));
 }
 
 static void
@@ -182,17 +140,17 @@ bench_idle(const char *what, pid_t pid, struct fakecoord *fc, int secs)
 
 	/* Let the sampler settle to its idle interval first. */
 	bench_wait(fc, ap_now_ms() + 3000, &next_hb);
-	v0 = bench_status(pid, "voluntary_ctxt_switches");
-	nv0 = bench_status(pid, "nonvoluntary_ctxt_switches");
-	c0 = bench_cpu_ticks(pid);
+	v0 = procstat_status(pid, "voluntary_ctxt_switches");
+	nv0 = procstat_status(pid, "nonvoluntary_ctxt_switches");
+	c0 = procstat_cpu_ticks(pid);
 	bench_wait(fc, ap_now_ms() + secs * 1000, &next_hb);
-	v1 = bench_status(pid, "voluntary_ctxt_switches");
-	nv1 = bench_status(pid, "nonvoluntary_ctxt_switches");
-	c1 = bench_cpu_ticks(pid);
+	v1 = procstat_status(pid, "voluntary_ctxt_switches");
+	nv1 = procstat_status(pid, "nonvoluntary_ctxt_switches");
+	c1 = procstat_cpu_ticks(pid);
 	printf("agent idle, %s, %d ranks, %d s: RSS %lld KiB (peak %lld KiB), "
 	    "CPU %.0f ms, wakeups %.2f/s (%lld voluntary + %lld involuntary "
 	    "switches) (targets < 8 MiB, <= 1/s)\n", what, NRANKS, secs,
-	    bench_status(pid, "VmRSS"), bench_status(pid, "VmHWM"),
+	    procstat_status(pid, "VmRSS"), procstat_status(pid, "VmHWM"),
 	    (double)(c1 - c0) * 1000.0 / tick, (double)(v1 - v0) / secs,
 	    v1 - v0, nv1 - nv0);
 }

@@ -18,7 +18,7 @@ add_executable(dynprof-view-bench ${PROJECT_SOURCE_DIR}/bench/view_bench.c
   ${PROJECT_SOURCE_DIR}/tests/support/test_coord_util.c)
 target_include_directories(dynprof-view-bench PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/support)
-target_link_libraries(dynprof-view-bench PRIVATE dpdaemon PkgConfig::JANSSON
+target_link_libraries(dynprof-view-bench PRIVATE dpdaemon dpprocstat PkgConfig::JANSSON
   PkgConfig::CMOCKA)
 set_target_properties(dynprof-view-bench PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)

@@ -10,13 +10,14 @@ add_executable(dynprof-loadgen ${PROJECT_SOURCE_DIR}/bench/loadgen.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_failover.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_tls.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_http.c)
-target_link_libraries(dynprof-loadgen PRIVATE dptls PkgConfig::JANSSON)
+target_link_libraries(dynprof-loadgen PRIVATE dptls dpprocstat PkgConfig::JANSSON)
 set_target_properties(dynprof-loadgen PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 if(EXISTS ${PROJECT_SOURCE_DIR}/bench/propagation.c)
   add_executable(dynprof-propagation ${PROJECT_SOURCE_DIR}/bench/propagation.c
     ${PROJECT_SOURCE_DIR}/bench/loadgen_http.c)
-  target_link_libraries(dynprof-propagation PRIVATE dpdaemon PkgConfig::JANSSON)
+  target_link_libraries(dynprof-propagation PRIVATE dpdaemon dpprocstat
+    PkgConfig::JANSSON)
   set_target_properties(dynprof-propagation PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 endif()

@@ -20,6 +20,7 @@
 
 #include "addr.h"
 #include "loadgen.h"
+#include "procstat.h"
 
 struct loadgen_http {
 	struct evhttp_connection	*conn;
@@ -174,41 +175,15 @@ loadgen_now_ns(void)
 int
 loadgen_proc_read(pid_t pid, struct loadgen_proc *p)
 {
-	char			 path[64], line[512], *s;
-	FILE			*f;
-	unsigned long long	 ut, st;
-	long			 hz;
-	int			 i;
+	long long	 v;
 
 	memset(p, 0, sizeof(*p));
-	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
-	if ((f = fopen(path, "r")) == NULL)
+	if ((p->cpu_s = procstat_cpu_seconds(pid)) < 0)
 		return (-1);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			p->rss_kib = strtol(line + 6, NULL, 10);
-		else if (strncmp(line, "VmHWM:", 6) == 0)
-			p->hwm_kib = strtol(line + 6, NULL, 10);
-	}
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (-1);
-	if (fgets(line, sizeof(line), f) == NULL) {
-		fclose(f);
-		return (-1);
-	}
-	fclose(f);
-	/* Fields after the command name, which may hold spaces: state is 3rd. */
-	if ((s = strrchr(line, ')')) == NULL)
-		return (-1);
-	s++;
-	for (i = 0; i < 12 && s != NULL; i++)	/* to field 14, utime */
-		s = strchr(s + 1, ' ');
-	if (s == NULL || sscanf(s, " %llu %llu", &ut, &st) != 2)
-		return (-1);
-	hz = sysconf(_SC_CLK_TCK);
-	p->cpu_s = (double)(ut + st) / (double)(hz > 0 ? hz : 100);
+	if ((v = procstat_status(pid, "VmRSS")) > 0)
+		p->rss_kib = (long)v;
+	if ((v = procstat_status(pid, "VmHWM")) > 0)
+		p->hwm_kib = (long)v;
 	return (0);
 }
 

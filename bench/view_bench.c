@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "fakeagent.h"
+#include "procstat.h"
 #include "test_coord_util.h"
 
 #define JOB		"view-bench"
@@ -207,7 +208,7 @@ main(int argc, char **argv)
 	}
 	for (i = 0; i < 3; i++)
 		timed_get(&tc, n, paths[i], &ms[i], &bytes[i]);
-	rss = tc_status_kb(tc.pid, "VmRSS");
+	rss = procstat_status(tc.pid, "VmRSS");
 	printf("ranks %d on %d nodes%s; stragglers judged at a tick in %.1f ms "
 	    "(highest of 10)\n", n * ranks, n, busy ? ", with busy times" : "",
 	    tick * 1000);

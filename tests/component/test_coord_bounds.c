@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "fakeagent.h"
+#include "procstat.h"
 #include "test_coord_util.h"
 
 #define ERR		DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR
@@ -73,7 +74,7 @@ finish(struct tc_coord *tc)
 static long long
 rss(struct tc_coord *tc)
 {
-	long long	 kb = tc_status_kb(tc->pid, "VmRSS");
+	long long	 kb = procstat_status(tc->pid, "VmRSS");
 
 	assert_true(kb > 0);
 	return (kb);
@@ -83,7 +84,7 @@ rss(struct tc_coord *tc)
 static long long
 peak(struct tc_coord *tc)
 {
-	long long	 kb = tc_status_kb(tc->pid, "VmHWM");
+	long long	 kb = procstat_status(tc->pid, "VmHWM");
 
 	assert_true(kb > 0);
 	return (kb);
@@ -751,9 +752,9 @@ test_emfile_pause(void **state)
 	assert_true(welcomed >= 10);
 	assert_true(welcomed < 60);
 	/* Paused, not spinning: little CPU over a second. */
-	cpu0 = tc_cpu_seconds(tc.pid);
+	cpu0 = procstat_cpu_seconds(tc.pid);
 	usleep(1000000);
-	cpu1 = tc_cpu_seconds(tc.pid);
+	cpu1 = procstat_cpu_seconds(tc.pid);
 	assert_true(cpu0 >= 0 && cpu1 - cpu0 < 0.3);
 	/* Free descriptors: the waiting agents are accepted and welcomed. */
 	for (i = 0; i < 25; i++)

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "fakeagent.h"
+#include "procstat.h"
 #include "test_coord_util.h"
 
 #define K_ATTACHED	DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED
@@ -188,7 +189,7 @@ test_event_text(void **state)
 	memset(dir, 'd', 5000);
 	dir[0] = '/';
 	dir[5000] = '\0';
-	rss0 = tc_status_kb(tc->pid, "VmRSS");
+	rss0 = procstat_status(tc->pid, "VmRSS");
 	db0 = store_kb(tc);
 	for (i = 0; i < 300; i++)
 		assert_int_equal(fa_event_text(&fa, 0, K_FAILED, "txt", i,
@@ -197,7 +198,7 @@ test_event_text(void **state)
 	assert_int_equal(fa_event_text(&fa, 0, K_STARTED, "txt", 300, dir,
 	    NULL), 0);
 	acked(&fa, 10000);
-	rss1 = tc_status_kb(tc->pid, "VmHWM");
+	rss1 = procstat_status(tc->pid, "VmHWM");
 	db1 = store_kb(tc);
 	print_message("300 events of 1 MiB errors: coordinator VmRSS %lld KiB, "
 	    "peak %lld KiB; store %lld KiB -> %lld KiB\n", rss0, rss1, db0,
@@ -281,13 +282,13 @@ test_rank_defaults(void **state)
 	struct fakeagent fa;
 	long long	 rss0;
 
-	rss0 = tc_status_kb(tc->pid, "VmRSS");
+	rss0 = procstat_status(tc->pid, "VmRSS");
 	assert_int_equal(fa_handshake(&fa, tc->agent_port, "many", TOKEN), 0);
 	attach_many(&fa, "wide", 0, 10000);
 	acked(&fa, 30000);
 	print_message("10000 ranks from one agent: %lld taken, VmRSS %lld KiB "
 	    "-> %lld KiB\n", job_ranks(tc, "wide"), rss0,
-	    tc_status_kb(tc->pid, "VmHWM"));
+	    procstat_status(tc->pid, "VmHWM"));
 	assert_int_equal(job_ranks(tc, "wide"), 4096);
 	assert_int_equal(tc_metric(tc,
 	    "dynprof_ranks_refused_total{budget=\"agent\"}"), 10000 - 4096);

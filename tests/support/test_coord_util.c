@@ -43,54 +43,6 @@ tc_now_ms(void)
 	return ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
-/* Returns the user + system CPU time of a process, in seconds (-1: none). */
-double
-tc_cpu_seconds(pid_t pid)
-{
-	char		 path[64], buf[1024], *p;
-	FILE		*f;
-	unsigned long	 ut, st;
-	size_t		 n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (-1);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* Fields after the command name, which may hold spaces. */
-	if ((p = strrchr(buf, ')')) == NULL ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-	    &ut, &st) != 2)
-		return (-1);
-	return ((double)(ut + st) / (double)sysconf(_SC_CLK_TCK));
-}
-
-/*
- * Returns a size in KiB from a process's /proc status, by its name ("VmRSS",
- * resident now; "VmHWM", the most it was resident), or -1.
- */
-long long
-tc_status_kb(pid_t pid, const char *field)
-{
-	char		 path[64], line[256];
-	FILE		*f;
-	long long	 kb = -1;
-	size_t		 len = strlen(field);
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (-1);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, field, len) == 0 && line[len] == ':') {
-			kb = strtoll(line + len + 1, NULL, 10);
-			break;
-		}
-	}
-	fclose(f);
-	return (kb);
-}
-
 /* Returns how many descriptors a process has open, or -1. */
 int
 tc_fd_count(pid_t pid)

@@ -58,8 +58,6 @@ long long tc_int(json_t *, const char *);
 const char *tc_str(json_t *, const char *);
 json_t	*tc_window(json_t *, long long);
 long long tc_now_ms(void);
-double	 tc_cpu_seconds(pid_t);
-long long tc_status_kb(pid_t, const char *);
 int	 tc_fd_count(pid_t);
 long long tc_metric(struct tc_coord *, const char *);
 int	 tc_run_exit(const char *const *, int);
