@@ -23,3 +23,10 @@ target_link_libraries(dynprof-view-bench PRIVATE dpdaemon dpprocstat PkgConfig::
 set_target_properties(dynprof-view-bench PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 add_dependencies(dynprof-view-bench dynprof-coordinator)
+# dynprof-busy-judge-bench: the CPU of a tick's judgement of busy times
+# (server/busy.c) at 100,000 ranks, in process.  Run:
+# build/bench/dynprof-busy-judge-bench
+add_executable(dynprof-busy-judge-bench ${PROJECT_SOURCE_DIR}/bench/busy_judge.c)
+target_link_libraries(dynprof-busy-judge-bench PRIVATE dpcoord)
+set_target_properties(dynprof-busy-judge-bench PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)

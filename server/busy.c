@@ -100,6 +100,7 @@ busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 
 	jb->median_us = 0;
 	jb->fastest_us = 0;
+	jb->slowest_us = 0;
 	jb->nover = jb->nchange = 0;
 	for (i = 0; i < n; i++) {
 		r[i].flags = 0;
@@ -119,6 +120,8 @@ busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 			v[m++] = r[i].busy_us;
 			if (jb->fastest_us == 0 || r[i].busy_us < jb->fastest_us)
 				jb->fastest_us = r[i].busy_us;
+			if (r[i].busy_us > jb->slowest_us)
+				jb->slowest_us = r[i].busy_us;
 		}
 	/* The lower median: of two ranks, the faster. */
 	jb->median_us = (uint32_t)median_select(v, m, (m - 1) / 2);

@@ -924,6 +924,7 @@ struct busy_rank {
 struct busy_job {
 	uint32_t		 median_us;	/* 0: not judged */
 	uint32_t		 fastest_us;
+	uint32_t		 slowest_us;
 	uint32_t		 nover, nchange;
 };
 void	 busy_history_reset(struct busy_history *);

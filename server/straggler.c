@@ -611,15 +611,14 @@ straggler_json_all(const struct coord *c, const struct job *job)
 
 /*
  * Appends the busy-time metrics to buf: each job's median, its ranks with and
- * without one, and the kept stragglers' busy time over the median (bounded
- * by STRAGGLER_KEEP_MAX a job).
+ * without one, and its slowest rank's busy time over the median: a few lines
+ * a job, whatever its size.
  */
 static void
 straggler_busy_metrics(struct coord *c, struct evbuffer *buf)
 {
 	const struct job	*job;
 	const struct straggler	*s;
-	size_t			 i;
 
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_job_busy_median_seconds The median busy time (step "
@@ -642,21 +641,18 @@ straggler_busy_metrics(struct coord *c, struct evbuffer *buf)
 			    "busy=\"no\"} %u\n", job->name, s->nbusy,
 			    job->name, s->nnobusy);
 	evbuffer_add_printf(buf,
-	    "# HELP dynprof_straggler_busy_ratio A straggler's busy time over "
-	    "its job's median.\n"
-	    "# TYPE dynprof_straggler_busy_ratio gauge\n");
+	    "# HELP dynprof_job_busy_worst_ratio The busy time of a job's "
+	    "slowest rank over the job's median.\n"
+	    "# TYPE dynprof_job_busy_worst_ratio gauge\n");
 	TAILQ_FOREACH(job, &c->jobs, entry)
-		for (i = 0; (s = job->strag) != NULL && i < s->nlist; i++)
-			if (s->list[i].busy_over >= 0)
-				evbuffer_add_printf(buf,
-				    "dynprof_straggler_busy_ratio{job=\"%s\","
-				    "rank=\"%d\"} %.3f\n", job->name,
-				    s->list[i].rank,
-				    (double)s->list[i].busy_over);
+		if ((s = job->strag) != NULL && s->bj.median_us > 0)
+			evbuffer_add_printf(buf,
+			    "dynprof_job_busy_worst_ratio{job=\"%s\"} %.3f\n",
+			    job->name, (double)s->bj.slowest_us /
+			    (double)s->bj.median_us);
 }
 
 /* Appends the straggler metrics of every judged job to buf. */
-
 void
 straggler_metrics(struct coord *c, struct evbuffer *buf)
 {

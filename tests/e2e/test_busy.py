@@ -30,6 +30,7 @@ import os
 import socket
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
@@ -158,6 +159,19 @@ def slowed(c, nodes):
           "rank 2: %s" % w)
     check(s["lagging"] == 0 and s["busy"] == 1 and s["no_busy"] == 0,
           "stragglers: %s" % s)
+    # dynprofctl and /metrics say it too: the signal, and by how much.
+    out = c.ctl("stragglers", job).stdout
+    row = [ln.split() for ln in out.splitlines() if ln.split()[:2] == ["2",
+                                                                      "n2"]]
+    check(row and row[0][-1] == "busy" and float(row[0][-3]) > 2.0 and
+          "busy time (step begin to its first collective): 4 ranks" in out,
+          "dynprofctl stragglers:\n%s" % out)
+    with urllib.request.urlopen(c.url() + "/metrics", timeout=10) as r:
+        m = r.read().decode()
+    check(('dynprof_stragglers{job="%s",reason="busy"} 1' % job) in m and
+          ('dynprof_job_busy_ranks{job="%s",busy="yes"} 4' % job) in m and
+          ('dynprof_job_busy_worst_ratio{job="%s"} ' % job) in m,
+          "metrics: %s" % [ln for ln in m.splitlines() if job in ln])
 
     r = c.wait_rule_fired(job)
     wid = r["last_window"]
