@@ -13,7 +13,9 @@ rank flagged at any reading, or rank 2 before its slowdown.
 
 usage: DYNPROF_BUILD_DIR=build /usr/bin/python3 bench/busy.py
            [--factors 1.0,1.2,1.5,2,5] [--repeats 3] [--steps 300]
-           [--slow-from 100] [--json]
+           [--slow-from 100] [--nice -10] [--json]
+The ranks run at niceness --nice (as root), as a training job owns its node's
+cores, away from a shared machine's other work.
 """
 
 import argparse
@@ -41,7 +43,7 @@ def free_port():
     return port
 
 
-def run(c, nodes, job, factor, steps, slow_from):
+def run(c, nodes, job, factor, steps, slow_from, nice):
     port = free_port()
     procs = []
     for r in range(WORLD):
@@ -54,7 +56,8 @@ def run(c, nodes, job, factor, steps, slow_from):
         p = Proc("%s-%d" % (job, r), [
             PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
             str(WORLD), "--port", str(port), "--steps", str(steps),
-            "--slow", str(f), "--slow-from", str(slow_from)],
+            "--slow", str(f), "--slow-from", str(slow_from), "--nice",
+            str(nice)],
             os.path.join(n.dir, "%s-rank%d.log" % (job, r)), env=env)
         c.procs.append(p.start())
         procs.append(p)
@@ -98,6 +101,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--slow-from", type=int, default=100)
+    ap.add_argument("--nice", type=int, default=-10)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     factors = [float(f) for f in a.factors.split(",")]
@@ -111,7 +115,7 @@ def main():
             for f in factors:
                 job = "bb-%s-%d-%d" % (str(f).replace(".", "_"), i,
                                        os.getpid())
-                r = run(c, nodes, job, f, a.steps, a.slow_from)
+                r = run(c, nodes, job, f, a.steps, a.slow_from, a.nice)
                 results.append(r)
                 print("factor %.1f run %d: %s" % (f, i + 1, json.dumps(r)),
                       flush=True)

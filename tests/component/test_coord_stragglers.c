@@ -2,7 +2,8 @@
  * Stragglers, through fake agents reporting progress to the real
  * coordinator: a rank lagging the job's median by more than the threshold
  * (and only by more), a rank whose step rate fell under the job's, the nodes
- * they run on, ranks of a lost node left out, /metrics, the flags' bounds.
+ * they run on, ranks of a lost node left out, a rank whose busy time stands
+ * out while every step is the same, /metrics, the flags' bounds.
  */
 
 #include <signal.h>
@@ -284,6 +285,73 @@ test_slow(void **state)
 	fa_close(&fa[1]);
 }
 
+/*
+ * Busy times through the coordinator: two nodes of four ranks all at the same
+ * step (synchronous training: no lag), seven of them marking their busy time,
+ * rank 5 computing 2.5 times longer, rank 3 giving none.  Rank 5 alone is
+ * flagged, "busy", with its score and its multiple of the median; rank 3 is
+ * judged by lag and rate only and named among those giving no busy time; the
+ * job's own busy_percent set over 150 clears rank 5.
+ */
+static void
+test_busy(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[2];
+	int64_t		 steps[NODE_RANKS];
+	uint32_t	 us[2][NODE_RANKS] = {
+		{ 20000, 21000, 20500, 0 }, { 20800, 50000, 19900, 20300 } };
+	struct tc_reply	 r;
+	json_t		*j, *w;
+	char		 buf[64];
+	int		 i, k, round;
+
+	agents_up(tc, fa, 2, "busy-j");
+	for (round = 0; round < 3; round++)
+		for (i = 0; i < 2; i++) {
+			for (k = 0; k < NODE_RANKS; k++)
+				steps[k] = 500 + round;
+			assert_int_equal(fa_progress_busy(&fa[i], "busy-j",
+			    i * NODE_RANKS, steps, us[i], NODE_RANKS), 0);
+		}
+	j = wait_stragglers(tc, fa, 2, "busy-j", "busy", 1);
+	assert_int_equal(tc_int(j, "ranks"), 1);
+	assert_int_equal(tc_int(j, "lagging"), 0);
+	assert_int_equal(tc_int(j, "busy_ranks"), 7);
+	assert_int_equal(tc_int(j, "busy_percent"), 30);
+	assert_int_equal(tc_int(j, "no_busy"), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(j,
+	    "no_busy_ranks"), 0)), 3);
+	assert_true(json_real_value(json_object_get(j, "busy_median_ms")) >
+	    19.8 && json_real_value(json_object_get(j, "busy_median_ms")) <
+	    20.6);
+	w = json_array_get(json_object_get(j, "worst_ranks"), 0);
+	assert_int_equal(json_integer_value(json_object_get(w, "rank")), 5);
+	assert_string_equal(reasons(j, 0, buf, sizeof(buf)), "busy");
+	assert_true(json_real_value(json_object_get(w, "busy_ms")) == 50.0);
+	assert_true(json_real_value(json_object_get(w, "busy_over_median")) >
+	    2.4);
+	/* The fastest (19.9 ms) over its 50 ms. */
+	assert_true(json_real_value(json_object_get(w, "busy_score")) > 0.39 &&
+	    json_real_value(json_object_get(w, "busy_score")) < 0.41);
+	json_decref(j);
+	assert_int_equal(tc_metric(tc,
+	    "dynprof_stragglers{job=\"busy-j\",reason=\"busy\"}"), 1);
+	assert_int_equal(tc_metric(tc,
+	    "dynprof_job_busy_ranks{job=\"busy-j\",busy=\"no\"}"), 1);
+
+	/* The job's own threshold: 150% over the median is not reached. */
+	r = tc_req(tc, "PUT", "/v1/jobs/busy-j/stragglers",
+	    "{\"busy_percent\": 150}", 200);
+	tc_reply_free(&r);
+	j = wait_stragglers(tc, fa, 2, "busy-j", "busy", 0);
+	assert_int_equal(tc_int(j, "busy_percent"), 150);
+	assert_int_equal(tc_int(j, "ranks"), 0);
+	json_decref(j);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
 /* The ranks of a lost node are not judged: nor flagged, nor in the median. */
 static void
 test_lost_node(void **state)
@@ -403,6 +471,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_lag, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_slow, setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_busy, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_job_nodes, setup,
