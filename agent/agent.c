@@ -19,6 +19,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "file.h"
 #include "jobid.h"
 #include "legacy.h"
 #include "log.h"
@@ -308,28 +309,37 @@ agent_default_options(struct agent_options *o)
 
 /*
  * Reads "key = value" lines ('#' starts a comment; keys are long option names,
- * flags such as "verbose" take "yes"/"no").  Returns 0, or -1 after logging the
- * file, the line and the reason.
+ * flags such as "verbose" take "yes"/"no"), the file read whole by
+ * file_read() first: a FIFO there must not hold the agent at start nor its
+ * loop on SIGHUP.  Returns 0, or -1 after logging the file, the line and the
+ * reason.
  */
 static int
 agent_read_conf(struct agent_options *o, const char *path)
 {
-	FILE		*f;
 	char		 line[4096], name[PATH_MAX + 600], *p, *key, *val, *end;
+	char		*buf, *next;
+	const char	*why;
 	const struct option *lo;
+	size_t		 size, n;
 	int		 lineno = 0, rc = 0;
 
-	if ((f = fopen(path, "r")) == NULL) {
-		log_warn("%s: %s", __func__, path);
+	if ((buf = file_read(path, 0, AGENT_CONF_MAX, &size, NULL, &why)) ==
+	    NULL) {
+		log_warnx("%s: %s: %s", __func__, path, why);
 		return (-1);
 	}
-	while (fgets(line, sizeof(line), f) != NULL) {
+	for (next = buf; *next != '\0'; ) {
 		lineno++;
-		if (strchr(line, '\n') == NULL && !feof(f)) {
+		n = strcspn(next, "\n");
+		if (n >= sizeof(line)) {
 			log_warnx("%s:%d: line too long", path, lineno);
 			rc = -1;
 			break;
 		}
+		memcpy(line, next, n);
+		line[n] = '\0';
+		next += n + (next[n] == '\n');
 		if ((p = strchr(line, '#')) != NULL)
 			*p = '\0';
 		key = line + strspn(line, " \t");
@@ -374,11 +384,7 @@ agent_read_conf(struct agent_options *o, const char *path)
 		if (agent_set_option(o, lo->val, val, name) == -1)
 			rc = -1;
 	}
-	if (ferror(f)) {
-		log_warn("%s: %s", __func__, path);
-		rc = -1;
-	}
-	fclose(f);
+	file_free(buf, size);
 	return (rc);
 }
 

@@ -38,6 +38,7 @@ struct evbuffer;
 #define AGENT_IDLE_SAMPLE_MS	2000	/* when nothing moved at the last sample */
 #define AGENT_QUEUE_MAX		65536
 #define AGENT_GRACE_S		60
+#define AGENT_CONF_MAX		(1024 * 1024)	/* bytes of --conf FILE */
 #define AGENT_LOCK_FILE		"dynprof-agent.lock"	/* in --shm-dir */
 #define AGENT_HEARTBEAT_MS	2000	/* until a Welcome says otherwise */
 #define AGENT_BACKOFF_MIN_MS	100

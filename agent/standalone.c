@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "agent.h"
+#include "file.h"
 #include "log.h"
 #include "options.h"
 
@@ -118,81 +119,35 @@ standalone_int(json_t *root, const char *key, int64_t def)
 
 /*
  * Reads the file at path as JSON, in at most STANDALONE_FILE_MAX bytes.  It is
- * opened without blocking and must be a regular file: a FIFO put there would
- * otherwise hold the agent in open() or read() for good.  (Symbolic links are
+ * read by file_read(), without blocking, and must be a regular file: a FIFO
+ * put there would otherwise hold the agent for good.  (Symbolic links are
  * followed: a Kubernetes ConfigMap's file is one.)  Returns the JSON, or NULL
  * after logging why.
  */
 static json_t *
 standalone_read(const char *path)
 {
-	struct stat	 st;
 	json_error_t	 err;
-	json_t		*root = NULL;
-	char		*buf, *nbuf;
-	size_t		 got = 0, size;
-	ssize_t		 n;
-	int		 fd;
+	json_t		*root;
+	const char	*why;
+	char		*buf;
+	size_t		 got;
 
-	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
-		log_warn("%s: invalid, previous config stays: open", path);
+	if ((buf = file_read(path, 0, STANDALONE_FILE_MAX, &got, NULL, &why)) ==
+	    NULL) {
+		if (errno == EFBIG)
+			log_warnx("%s: invalid, previous config stays: over %d "
+			    "bytes", path, STANDALONE_FILE_MAX);
+		else
+			log_warnx("%s: invalid, previous config stays: %s",
+			    path, why);
 		return (NULL);
-	}
-	if (fstat(fd, &st) == -1) {
-		log_warn("%s: invalid, previous config stays: fstat", path);
-		close(fd);
-		return (NULL);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		log_warnx("%s: invalid, previous config stays: not a regular "
-		    "file", path);
-		close(fd);
-		return (NULL);
-	}
-	/* Sized by the file, grown if it grows, never past the bound + 1. */
-	size = st.st_size < STANDALONE_FILE_MAX ? (size_t)st.st_size + 1 :
-	    STANDALONE_FILE_MAX + 1;
-	if (size < 4096)
-		size = 4096;
-	if ((buf = malloc(size)) == NULL) {
-		log_warn("%s", path);
-		close(fd);
-		return (NULL);
-	}
-	while (got < STANDALONE_FILE_MAX + 1) {
-		if (got == size) {
-			size = size > (STANDALONE_FILE_MAX + 1) / 2 ?
-			    STANDALONE_FILE_MAX + 1 : size * 2;
-			if ((nbuf = realloc(buf, size)) == NULL) {
-				log_warn("%s", path);
-				goto out;
-			}
-			buf = nbuf;
-		}
-		n = read(fd, buf + got, size - got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			log_warn("%s: invalid, previous config stays: read",
-			    path);
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	if (got > STANDALONE_FILE_MAX) {
-		log_warnx("%s: invalid, previous config stays: over %d bytes",
-		    path, STANDALONE_FILE_MAX);
-		goto out;
 	}
 	if ((root = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &err)) ==
 	    NULL)
 		log_warnx("%s:%d: invalid, previous config stays: %s", path,
 		    err.line, err.text);
-out:
-	free(buf);
-	close(fd);
+	file_free(buf, got);
 	return (root);
 }
 

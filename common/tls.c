@@ -18,12 +18,17 @@
 #include <event2/bufferevent_ssl.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "file.h"
 #include "log.h"
 #include "tls.h"
+
+/* Bytes of a certificate, key or CA file: a bundle of a few hundred CAs. */
+#define TLS_FILE_MAX		(4 * 1024 * 1024)
 
 /* Session resumption is scoped to this: any constant will do. */
 #define TLS_SESSION_CONTEXT	"dynprof"
@@ -105,14 +110,182 @@ tls_build_sessions(struct tls *t, SSL_CTX *ctx)
 	return (t->has_ticket_keys ? tls_use_ticket_keys(t, ctx) : 0);
 }
 
+/* Keys are not encrypted: no password is asked (never of a terminal). */
+static int
+tls_no_password(char *buf, int size, int rwflag, void *arg)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)arg;
+	return (-1);
+}
+
+/*
+ * Reads the PEM file at path into a memory BIO (file_read(): a FIFO there
+ * would block the loop on SIGHUP).  Returns the BIO (caller frees it and
+ * *data with file_free()), or NULL with the reason in why.
+ */
+static BIO *
+tls_file_bio(const char *what, const char *path, char **data, size_t *len,
+    char *why, size_t whylen)
+{
+	const char	*e;
+	BIO		*bio;
+
+	if ((*data = file_read(path, 0, TLS_FILE_MAX, len, NULL, &e)) ==
+	    NULL) {
+		snprintf(why, whylen, "%s %s: %s", what, path, e);
+		return (NULL);
+	}
+	if ((bio = BIO_new_mem_buf(*data, (int)*len)) == NULL) {
+		file_free(*data, *len);
+		*data = NULL;
+		snprintf(why, whylen, "%s %s: out of memory", what, path);
+	}
+	return (bio);
+}
+
+/* Frees what tls_file_bio() made. */
+static void
+tls_file_bio_free(BIO *bio, char *data, size_t len)
+{
+	BIO_free(bio);
+	file_free(data, len);
+}
+
+/* Says what is wrong with file path (what: "certificate", ...) in why. */
+static void
+tls_file_why(const char *what, const char *path, char *why, size_t len)
+{
+	char	 e[256];
+
+	tls_queue_why(e, sizeof(e));
+	snprintf(why, len, "%s %s: %s", what, path, e);
+}
+
+/* Loads the certificate and its chain from t->cert (as
+ * SSL_CTX_use_certificate_chain_file()).  Returns 0, or -1 with why. */
+static int
+tls_use_cert(struct tls *t, SSL_CTX *ctx, char *why, size_t len)
+{
+	X509	*x;
+	BIO	*bio;
+	char	*data;
+	size_t	 dlen;
+	int	 rc = -1;
+
+	if ((bio = tls_file_bio("certificate", t->cert, &data, &dlen, why,
+	    len)) == NULL)
+		return (-1);
+	if ((x = PEM_read_bio_X509_AUX(bio, NULL, tls_no_password, NULL)) ==
+	    NULL || SSL_CTX_use_certificate(ctx, x) != 1) {
+		tls_file_why("certificate", t->cert, why, len);
+		goto out;
+	}
+	X509_free(x);
+	SSL_CTX_clear_chain_certs(ctx);
+	while ((x = PEM_read_bio_X509(bio, NULL, tls_no_password, NULL)) !=
+	    NULL) {
+		if (SSL_CTX_add0_chain_cert(ctx, x) != 1) {
+			X509_free(x);
+			tls_file_why("certificate", t->cert, why, len);
+			goto out;
+		}
+	}
+	/* The end of the file reads as "no start line": not an error. */
+	if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE) {
+		tls_file_why("certificate", t->cert, why, len);
+		goto out;
+	}
+	ERR_clear_error();
+	rc = 0;
+out:
+	tls_file_bio_free(bio, data, dlen);
+	return (rc);
+}
+
+/* Loads the private key from t->key.  Returns 0, or -1 with why. */
+static int
+tls_use_key(struct tls *t, SSL_CTX *ctx, char *why, size_t len)
+{
+	EVP_PKEY	*k;
+	BIO		*bio;
+	char		*data;
+	size_t		 dlen;
+	int		 rc = 0;
+
+	if ((bio = tls_file_bio("key", t->key, &data, &dlen, why, len)) ==
+	    NULL)
+		return (-1);
+	if ((k = PEM_read_bio_PrivateKey(bio, NULL, tls_no_password,
+	    NULL)) == NULL || SSL_CTX_use_PrivateKey(ctx, k) != 1) {
+		tls_file_why("key", t->key, why, len);
+		rc = -1;
+	}
+	EVP_PKEY_free(k);
+	tls_file_bio_free(bio, data, dlen);
+	return (rc);
+}
+
+/*
+ * Trusts the CAs of t->ca (certificates and CRLs, as
+ * SSL_CTX_load_verify_locations()); a server also names them to its clients
+ * (SSL_load_client_CA_file()).  Returns 0, or -1 with why.
+ */
+static int
+tls_use_ca(struct tls *t, SSL_CTX *ctx, char *why, size_t len)
+{
+	STACK_OF(X509_INFO)	*infos;
+	X509_INFO		*xi;
+	X509_STORE		*store = SSL_CTX_get_cert_store(ctx);
+	BIO			*bio;
+	char			*data;
+	size_t			 dlen;
+	int			 i, certs = 0, rc = -1;
+
+	if ((bio = tls_file_bio("CA", t->ca, &data, &dlen, why, len)) == NULL)
+		return (-1);
+	if ((infos = PEM_X509_INFO_read_bio(bio, NULL, tls_no_password,
+	    NULL)) == NULL) {
+		tls_file_why("CA", t->ca, why, len);
+		goto out;
+	}
+	for (i = 0; i < sk_X509_INFO_num(infos); i++) {
+		xi = sk_X509_INFO_value(infos, i);
+		if (xi->x509 != NULL) {
+			if (X509_STORE_add_cert(store, xi->x509) != 1 ||
+			    ((t->flags & TLS_SERVER) &&
+			    SSL_CTX_add_client_CA(ctx, xi->x509) != 1)) {
+				tls_file_why("CA", t->ca, why, len);
+				goto out;
+			}
+			certs++;
+		}
+		if (xi->crl != NULL && X509_STORE_add_crl(store, xi->crl) != 1) {
+			tls_file_why("CA", t->ca, why, len);
+			goto out;
+		}
+	}
+	if (certs == 0) {
+		snprintf(why, len, "CA %s: no certificate in it", t->ca);
+		goto out;
+	}
+	ERR_clear_error();
+	rc = 0;
+out:
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	tls_file_bio_free(bio, data, dlen);
+	return (rc);
+}
+
 /* Builds a context from t's files, or NULL with the reason in why. */
 static SSL_CTX *
 tls_build(struct tls *t, char *why, size_t len)
 {
-	SSL_CTX			*ctx;
-	STACK_OF(X509_NAME)	*names;
-	char			 e[256];
-	int			 mode;
+	SSL_CTX	*ctx;
+	char	 e[256];
+	int	 mode;
 
 	ERR_clear_error();
 	ctx = SSL_CTX_new((t->flags & TLS_SERVER) ? TLS_server_method() :
@@ -133,37 +306,19 @@ tls_build(struct tls *t, char *why, size_t len)
 #endif
 	/* Thousands of idle agent links: no buffers kept between reads. */
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
-		tls_queue_why(e, sizeof(e));
-		snprintf(why, len, "certificate %s: %s", t->cert, e);
+	/* Each file read into memory first (file_read()), none opened by
+	 * OpenSSL: a FIFO put there must not block the loop. */
+	if (tls_use_cert(t, ctx, why, len) == -1 ||
+	    tls_use_key(t, ctx, why, len) == -1)
 		goto fail;
-	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
-		tls_queue_why(e, sizeof(e));
-		snprintf(why, len, "key %s: %s", t->key, e);
-		goto fail;
-	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
 		tls_queue_why(e, sizeof(e));
 		snprintf(why, len, "key %s does not match certificate %s: %s",
 		    t->key, t->cert, e);
 		goto fail;
 	}
-	if (t->ca != NULL) {
-		if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1) {
-			tls_queue_why(e, sizeof(e));
-			snprintf(why, len, "CA %s: %s", t->ca, e);
-			goto fail;
-		}
-		if (t->flags & TLS_SERVER) {
-			if ((names = SSL_load_client_CA_file(t->ca)) == NULL) {
-				tls_queue_why(e, sizeof(e));
-				snprintf(why, len, "CA %s: %s", t->ca, e);
-				goto fail;
-			}
-			SSL_CTX_set_client_CA_list(ctx, names);
-		}
-	}
+	if (t->ca != NULL && tls_use_ca(t, ctx, why, len) == -1)
+		goto fail;
 	if (t->flags & TLS_VERIFY_PEER) {
 		mode = SSL_VERIFY_PEER;
 		if (t->flags & TLS_SERVER)
@@ -435,17 +590,20 @@ tls_ticket_keys(struct tls *t, const char *path)
 {
 	unsigned char	 k[TLS_TICKET_KEYS_LEN];
 	struct stat	 st;
-	char		 tmp[PATH_MAX];
-	ssize_t		 n;
+	char		 tmp[PATH_MAX], *data;
+	const char	*why;
+	size_t		 len;
 	int		 fd, made = 0;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 &&
-	    errno == ENOENT) {
+	/* Read by file_read(): a FIFO there must not hold the start. */
+	if ((data = file_read(path, FILE_NOFOLLOW, sizeof(k), &len, &st,
+	    &why)) == NULL && errno == ENOENT) {
 		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >=
 		    sizeof(tmp) || getrandom(k, sizeof(k), 0) != sizeof(k))
 			goto fail;
-		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-		    O_CLOEXEC, 0600)) == -1)
+		unlink(tmp);
+		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC, 0600)) == -1)
 			goto fail;
 		if (write(fd, k, sizeof(k)) != sizeof(k) || fsync(fd) == -1) {
 			close(fd);
@@ -457,20 +615,20 @@ tls_ticket_keys(struct tls *t, const char *path)
 			goto fail;
 		}
 		made = 1;
-	} else if (fd == -1)
-		goto fail;
-	else {
-		if (fstat(fd, &st) == -1 || (n = read(fd, k, sizeof(k))) == -1) {
-			close(fd);
-			goto fail;
-		}
-		close(fd);
-		if (!S_ISREG(st.st_mode) || st.st_size != (off_t)sizeof(k) ||
-		    n != (ssize_t)sizeof(k) || (st.st_mode & 077) != 0 ||
-		    st.st_uid != geteuid()) {
+	} else if (data == NULL && errno != EINVAL && errno != EFBIG) {
+		log_warnx("%s: %s: %s: %s", __func__, t->role, path, why);
+		return (-1);
+	} else {
+		if (data != NULL)
+			memcpy(k, data, len);
+		file_free(data, len);
+		if (data == NULL || len != sizeof(k) ||
+		    (st.st_mode & 077) != 0 || st.st_uid != geteuid()) {
 			log_warnx("%s: %s: %s: not a file of %zu bytes of this "
-			    "user, mode 0600 (remove it: a new one is made)",
-			    __func__, t->role, path, sizeof(k));
+			    "user, mode 0600 (remove it: a new one is made)%s%s",
+			    __func__, t->role, path, sizeof(k),
+			    data == NULL ? ": " : "", data == NULL ? why : "");
+			explicit_bzero(k, sizeof(k));
 			return (-1);
 		}
 	}

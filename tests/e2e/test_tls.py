@@ -17,6 +17,10 @@ deploy/tls/mkcerts.sh (and `openssl ca` for an expired one):
 - session resumption: after a coordinator restart an agent's reconnect resumes
   its session (the ticket keys kept in the state directory, 0600) and a window
   still runs; without the keys file it is a full handshake again
+- a FIFO at a configured path never blocks a daemon: the ticket keys or a
+  token file at start (refused, saying why), the coordinator's CA or key and
+  the agent's on SIGHUP (the loaded ones kept: /healthz answers and a window
+  posted meanwhile reaches its ranks)
 """
 
 import os
@@ -507,6 +511,81 @@ def test_resumption(c, good):
           "a loose keys file: exit %s:\n%s" % (rc, out))
 
 
+def swap_fifo(path):
+    """Puts a FIFO at path (no writer ever opens it); returns a function
+    that puts the file back."""
+    os.rename(path, path + ".real")
+    os.mkfifo(path, 0o600)
+
+    def restore():
+        os.unlink(path)
+        os.rename(path + ".real", path)
+    return restore
+
+
+def healthz_in(c, seconds):
+    """Checks that /healthz answers within seconds."""
+    t0 = time.monotonic()
+    code, _ = c.http("GET", "/healthz", timeout=seconds)
+    took = time.monotonic() - t0
+    check(code == 200 and took < seconds, "/healthz: %s after %.1f s" %
+          (code, took))
+
+
+def test_fifo(c, good):
+    log("a FIFO as the ticket keys: the coordinator refuses to start")
+    d = os.path.join(c.dir, "fifo-keys")
+    os.makedirs(d)
+    os.mkfifo(os.path.join(d, "tls-ticket-keys"), 0o600)
+    rc, out = start_exit(c, "fifo-keys", ["--listen", "127.0.0.1:0", "--http",
+                                          "127.0.0.1:0"] + coord_tls(good),
+                         state=d)
+    check(rc == 2 and re.search(r"tls-ticket-keys: .*not a regular file", out),
+          "ticket keys as a FIFO: exit %s:\n%s" % (rc, out))
+
+    log("a FIFO as the agent token file: the coordinator refuses to start")
+    tok = os.path.join(c.dir, "agent-token.fifo")
+    os.mkfifo(tok, 0o600)
+    rc, out = start_exit(c, "fifo-token", ["--listen", "127.0.0.1:0", "--http",
+                                           "127.0.0.1:0",
+                                           "--agent-token-file", tok])
+    check(rc == 1 and re.search(r"agent-token\.fifo: not a regular file", out),
+          "token file as a FIFO: exit %s:\n%s" % (rc, out))
+
+    c.start_coordinator(extra=coord_tls(good))
+    n0 = c.node("n0")
+    n0.start_agent(agent_tls(good, "n0"))
+    for rank in (0, 1):
+        n0.start_rank(JOB, rank, rate=50)
+    c.wait_ranks(JOB, 2, min_step=5)
+    for what, path in (("CA", "ca.crt"), ("key", "coordinator.key")):
+        log("SIGHUP with a FIFO as the coordinator's %s" % what)
+        restore = swap_fifo(os.path.join(good, path))
+        c.coord.signal(signal.SIGHUP)
+        wait_log(c.coord, r"agentlink: keeping the certificate in use: "
+                 r"%s .*%s: not a regular file" % (what, re.escape(path)), 5,
+                 "reload with a FIFO refused")
+        healthz_in(c, 2)
+        w = c.add_window(JOB, {"in_steps": AHEAD, "steps": 20})
+        c.wait_window_done(JOB, w["id"], [0, 1], timeout=60)
+        restore()
+    for what, path in (("CA", "ca.crt"), ("key", "n0.key")):
+        log("SIGHUP with a FIFO as the agent's %s" % what)
+        restore = swap_fifo(os.path.join(good, path))
+        before = n0.agent.output().count("keeping the certificate in use")
+        n0.agent.signal(signal.SIGHUP)
+        wait_for(lambda: n0.agent.output().count(
+            "keeping the certificate in use") > before, 5,
+            "the agent's reload with a FIFO refused")
+        check(re.search(r"%s .*%s: not a regular file" % (what,
+                        re.escape(path)), n0.agent.output()),
+              "the agent does not say the %s is a FIFO" % what)
+        w = c.add_window(JOB, {"in_steps": AHEAD, "steps": 20})
+        c.wait_window_done(JOB, w["id"], [0, 1], timeout=60)
+        restore()
+    check(c.coord.alive() and n0.agent.alive(), "a daemon died on a FIFO")
+
+
 def test():
     for tool in ("openssl", "curl"):
         if subprocess.run(["sh", "-c", "command -v " + tool],
@@ -523,6 +602,11 @@ def test():
         run(["sh", MKCERTS, "-o", good, "-c", "localhost", "-c", "127.0.0.1",
              "n0"])
         test_resumption(c, good)
+    with Cluster("tls-fifo") as c:
+        good = os.path.join(c.dir, "certs")
+        run(["sh", MKCERTS, "-o", good, "-c", "localhost", "-c", "127.0.0.1",
+             "n0"])
+        test_fifo(c, good)
 
 
 if __name__ == "__main__":
