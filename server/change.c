@@ -225,6 +225,8 @@ change_committed(void *arg, int rc)
 		journal_discard(c);
 		leader_model_unsure(c);
 	}
+	if (cc->code != 0)
+		http_conn_hold(c, cc->req, -1);
 	if (cc->code != 0 && rc == 0) {
 		c->metrics.http_codes[cc->code]++;
 		evhttp_add_header(evhttp_request_get_output_headers(cc->req),
@@ -255,6 +257,7 @@ change_hold_expired(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (cc->code == 0)
 		return;
+	http_conn_hold(c, cc->req, -1);
 	http_error(c, cc->req, 503, NULL, "store unavailable: the change is "
 	    "not committed yet (%s): it may yet be committed", why != NULL ?
 	    why : "etcd does not answer");
@@ -292,6 +295,7 @@ change_hold(struct coord *c, struct evhttp_request *req, int code,
 	evbuffer_add_buffer(cc->answer, buf);
 	cc->code = code;
 	cc->reason = reason;
+	http_conn_hold(c, req, 1);
 	return (1);
 }
 

@@ -806,6 +806,7 @@ void	 http_method_not_allowed(struct coord *, struct evhttp_request *,
 	    const char *);
 void	 http_conn_stream(struct coord *, struct evhttp_connection *,
 	    struct stream *);
+void	 http_conn_hold(struct coord *, struct evhttp_request *, int);
 
 /* stream.c */
 struct stream	*stream_start(struct coord *, struct evhttp_request *,

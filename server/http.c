@@ -320,6 +320,7 @@ struct http_conn {
 	struct bufferevent		*bev;
 	struct evhttp_connection	*evcon;		/* NULL until adopted */
 	struct stream			*stream;	/* a streamed answer */
+	int				 held;		/* answers held (change.c) */
 	uint64_t			 since_ms;	/* accept, last request */
 	TAILQ_ENTRY(http_conn)		 entry;
 };
@@ -373,12 +374,30 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 }
 
 /* Returns 1 if the connection is not writing an answer (a streamed one
- * is never idle, even between its chunks). */
+ * is never idle, even between its chunks, nor one whose answer waits for
+ * its commit: closed, it would free the request held). */
 static int
 http_conn_idle(const struct http_conn *hc)
 {
-	return (hc->stream == NULL &&
+	return (hc->stream == NULL && hc->held == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(hc->bev)) == 0);
+}
+
+/* Counts an answer held on req's connection (delta 1), or sent (-1). */
+void
+http_conn_hold(struct coord *c, struct evhttp_request *req, int delta)
+{
+	struct evhttp_connection	*evcon;
+	struct http_conn		*hc;
+
+	if ((evcon = evhttp_request_get_connection(req)) == NULL)
+		return;			/* the client went: nothing to mind */
+	TAILQ_FOREACH_REVERSE(hc, &c->http_conns, http_connq, entry) {
+		if (hc->evcon == evcon) {
+			hc->held += delta;
+			return;
+		}
+	}
 }
 
 /* Notes (s) or forgets (NULL) the streamed answer evcon is writing. */

@@ -46,8 +46,10 @@ loopback.  One scenario per run, named by the first argument:
             etcd and follows nobody.
 """
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -377,6 +379,35 @@ def scenario_etcdstop():
                 bad, "\n".join(line for line in text.splitlines()
                                if bad in line)[:2000]))
         log("no agent closed; every start and stop of window %d once" % wid)
+
+        # A change whose answer waits for its commit, its client gone
+        # before: the commit lands, the answer goes nowhere, the leader
+        # serves on.
+        etcd_proc.send_signal(signal.SIGSTOP)
+        try:
+            body = json.dumps({"start_step": b + 100,
+                               "stop_step": b + 110}).encode()
+            sk = socket.create_connection(("127.0.0.1", c.http_port), 5)
+            sk.sendall(b"POST /v1/jobs/%s/windows HTTP/1.1\r\nHost: x\r\n"
+                       b"Content-Type: application/json\r\n"
+                       b"Content-Length: %d\r\n\r\n%s" % (
+                           JOB.encode(), len(body), body))
+            time.sleep(0.5)
+            sk.close()
+            time.sleep(0.5)
+        finally:
+            etcd_proc.send_signal(signal.SIGCONT)
+
+        def landed():
+            st = c.status(JOB)
+            return st if any(w["start_step"] == b + 100
+                             for w in st["windows"]) else None
+        st = wait_for(landed, 30, "the window of the client gone")
+        check(sum(1 for w in st["windows"] if w["start_step"] == b + 100)
+              == 1, "windows %s" % st["windows"])
+        check(c.coords[lead][0].alive(), "the leader exited")
+        log("a change whose client left before its commit: landed once, "
+            "the leader serves on")
 
 
 def scenario_quorum():
