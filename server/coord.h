@@ -18,7 +18,7 @@
  *	store_etcd.c	the etcd store (etcd.c, etcd_session.c: its client;
  *			store_row.c: its rows as JSON)
  *	leader.c	several coordinators over etcd, one of them leading
- *	http.c		the admin API's listener, routing and answers
+ *	http.c		the admin API's listener, route table and answers
  *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
  *	http_rules.c	the admin API's stragglers and rules of a job
  *	summary.c	a job's summary: counts, steps, nodes, windows' ranks

@@ -4,7 +4,8 @@
  * they reached (lowest, median, highest), its nodes counted by state and by
  * what they applied, and for each window how its targeted ranks are doing,
  * judged rank by rank as dynprofctl trace --wait judges them.  One pass over
- * the ranks and their events.
+ * the ranks and their events.  A window as status shows it is written here
+ * too, for the answers that return one (POST windows, PUT config).
  */
 
 #include <inttypes.h>
