@@ -688,13 +688,17 @@ coord_init(struct coord *c)
 		LIST_INIT(&c->node_hash[i]);
 }
 
-/* Starts the coordinator: store, model, listeners, signals, timer. */
+/*
+ * Opens what serves, without signals, timer or ready file: the lists, the
+ * state directory's lock, the event base, the store, the journal, the model,
+ * TLS and the listeners (coord_start(), and the fuzz target of the agents'
+ * messages, which so runs the coordinator's own start).  Returns 0 or -1
+ * (logged); coord_stop() frees either way.
+ */
 int
-coord_start(struct coord *c)
+coord_open(struct coord *c)
 {
-	struct timeval	 tv;
 	const char	*why;
-	uint32_t	 period;
 
 	coord_init(c);
 	/* One coordinator per state directory (etcd's keeps TLS keys). */
@@ -723,6 +727,19 @@ coord_start(struct coord *c)
 		return (-1);
 	if (link_listen(c, c->conf.listen_addr) == -1 ||
 	    http_listen(c, c->conf.http_addr) == -1)
+		return (-1);
+	return (0);
+}
+
+/* Starts the coordinator: coord_open(), then signals, timer, leader, ready
+ * file. */
+int
+coord_start(struct coord *c)
+{
+	struct timeval	 tv;
+	uint32_t	 period;
+
+	if (coord_open(c) == -1)
 		return (-1);
 	c->sigterm = evsignal_new(c->base, SIGTERM, coord_signal, c);
 	c->sigint = evsignal_new(c->base, SIGINT, coord_signal, c);

@@ -642,6 +642,7 @@ struct coord {
 /* coord.c */
 int		 coord_parse_args(struct coord *, int, char **);
 void		 coord_init(struct coord *);
+int		 coord_open(struct coord *);
 int		 coord_start(struct coord *);
 void		 coord_stop(struct coord *);
 int		 coord_token_equal(const char *, const char *);

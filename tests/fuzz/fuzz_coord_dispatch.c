@@ -1,8 +1,10 @@
 /*
  * Fuzz target: the coordinator's handling of every AgentMessage after a hello
- * (server/link.c), with state.  A real struct coord (SQLite store in a
- * private directory, under /dev/shm when there is one, agent and admin
- * listeners on 127.0.0.1 port 0) holds job "fz" with two windows posted
+ * (server/link.c), LegacyStatus among them, with state.  A real struct coord,
+ * started and stopped by the coordinator's own coord_open() and coord_stop()
+ * (its journal, legacy reports and all; SQLite store in a private
+ * directory, under /dev/shm when there is one, agent and admin listeners on
+ * 127.0.0.1 port 0) holds job "fz" with two windows posted
  * through the admin API and node n0, whose ranks 0-3 started window 1.
  *
  * Each input is a stream of AgentLink frames.  A new connection (a socketpair
@@ -273,7 +275,7 @@ static void
 fuzz_rm_state(void)
 {
 	static const char *const files[] = { "dynprof.db", "dynprof.db-wal",
-	    "dynprof.db-shm", NULL };
+	    "dynprof.db-shm", COORD_LOCK_FILE, NULL };
 	char			 path[256];
 	int			 i;
 
@@ -283,29 +285,23 @@ fuzz_rm_state(void)
 	}
 }
 
-/* As coord_start() does, without signals, timer or ready file. */
+/* The coordinator's own start without signals, timer or ready file
+ * (coord_open()), then the job's two windows and node n0. */
 static void
 fuzz_coord_start(void)
 {
-	const char	*why;
-	json_t		*j;
+	json_t	*j;
 
 	if ((fc = calloc(1, sizeof(*fc))) == NULL)
 		fuzz_fail("calloc");
 	fc->conf.heartbeat_ms = 500;
 	fc->conf.state_dir = fuzz_state;
+	fc->conf.listen_addr = "127.0.0.1:0";
+	fc->conf.http_addr = "127.0.0.1:0";
+	fc->conf.events_journal_max = 4096;
 	coord_bounds_init(&fc->conf);
-	/* Every list the coordinator keeps, as coord_start() makes them. */
-	coord_init(fc);
-	if ((fc->base = event_base_new()) == NULL ||
-	    event_base_priority_init(fc->base, 3) == -1)
-		fuzz_fail("event base");
-	if ((fc->store = store_open(fuzz_state, &why)) == NULL ||
-	    load_model(fc) == -1)
-		fuzz_fail("store");
-	if (link_listen(fc, "127.0.0.1:0") == -1 ||
-	    http_listen(fc, "127.0.0.1:0") == -1)
-		fuzz_fail("listen");
+	if (coord_open(fc) == -1)
+		fuzz_fail("coord_open");
 	if ((fuzz_guard = evtimer_new(fc->base, fuzz_guard_cb, NULL)) == NULL ||
 	    (fuzz_http_conn = evhttp_connection_base_new(fc->base, NULL,
 	    "127.0.0.1", (unsigned short)fc->http_port)) == NULL)
@@ -337,23 +333,15 @@ fuzz_check_admin(void)
 	json_decref(j);
 }
 
-/* As coord_stop() does. */
+/* What this target made, then the coordinator's own stop (coord_stop()). */
 static void
 fuzz_coord_stop(void)
 {
 	close(fuzz_n0.fd);
 	evbuffer_free(fuzz_n0.rx);
-	link_close_all(fc);
-	schedule_flush_ranks(fc);
 	evhttp_connection_free(fuzz_http_conn);
-	http_close(fc);
 	event_free(fuzz_guard);
-	event_free(fc->reaper);
-	event_free(fc->committer);
-	event_free(fc->pusher);
-	schedule_free_all(fc);
-	store_close(fc->store);
-	event_base_free(fc->base);
+	coord_stop(fc);
 	free(fc);
 	fc = NULL;
 	fuzz_rm_state();

@@ -81,6 +81,25 @@ COORD = {
     # Protocol errors: seq 0, a second hello.
     "seq0": ['subscribe { job: "fz" }', event(0, "EVENT_ATTACHED", 3)],
     "hello_again": ['hello { protocol_version: 1 node: "n2" }', "heartbeat { }"],
+    # A legacy job served by this node: its status, the events observed for
+    # it, a status of another job, one of a bad job id, then the job gone.
+    "legacy": [
+        'legacy { job: "fz" dialect: "mindspore-2.4" output_dir: "/out/fz" '
+        'windows { window_id: 1 state: LEGACY_WINDOW_WRITTEN } '
+        'windows { window_id: 2 state: LEGACY_WINDOW_REFUSED '
+        'reason: "the dialect cannot say it" } }',
+        event(1, "EVENT_OBSERVED", 8, WIN1 + ' step: 10 output_dir: "/out/fz/r8"'),
+        event(2, "EVENT_OBSERVED_COMPLETE", 8, WIN1 + " step: 20"),
+        "heartbeat { }",
+        'legacy { job: "fz" dialect: "torch_npu" error: "config unwritable" '
+        'windows { window_id: 2 state: LEGACY_WINDOW_WAITING } '
+        'windows { window_id: 99 state: LEGACY_WINDOW_UNVERIFIED } }',
+        'legacy { job: "other" dialect: "" }',
+        'legacy { job: "../x" }',
+        'legacy { job: "fz" removed: true }',
+        event(3, "EVENT_OBSERVED", 9, WIN2 + ' step: 100'),
+        "heartbeat { }",
+    ],
 }
 
 AGENT = {
