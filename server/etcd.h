@@ -137,7 +137,8 @@ int		 etcd_campaign(struct etcd *, int, const char *, char *,
 int		 etcd_campaign_async(struct etcd *, int, const char *,
 		    etcd_campaign_fn, void *);
 int		 etcd_keepalive(struct etcd *);
-int		 etcd_keepalive_async(struct etcd *, etcd_done_fn, void *);
+int		 etcd_keepalive_async(struct etcd *, long, etcd_done_fn,
+		    void *);
 int		 etcd_keepalive_result(struct etcd *, int, struct json_t *);
 int		 etcd_leader_check(struct etcd *);
 void		 etcd_resign(struct etcd *);

@@ -239,17 +239,19 @@ etcd_keepalive(struct etcd *e)
 }
 
 /*
- * Keeps the session's lease alive without waiting: done(arg, rc, ans) as
+ * Keeps the session's lease alive without waiting, asking one endpoint for
+ * at most timeout_ms (the next one next time): done(arg, rc, ans) as
  * etcd_call_async() says, to hand to etcd_keepalive_result().  Returns 0,
  * or -1 (done not called).
  */
 int
-etcd_keepalive_async(struct etcd *e, etcd_done_fn done, void *arg)
+etcd_keepalive_async(struct etcd *e, long timeout_ms, etcd_done_fn done,
+    void *arg)
 {
 	if (e->lease == 0)
 		return (-1);
 	return (etcd_call_async(e, "/v3/lease/keepalive",
-	    etcd_keepalive_body(e), 0, done, arg));
+	    etcd_keepalive_body(e), timeout_ms, done, arg));
 }
 
 /*

@@ -289,6 +289,19 @@ leader_learn(struct leader *l, const char *value)
 	json_decref(j);
 }
 
+/*
+ * Returns how long one keepalive may take: half the lease's TTL.  A busy
+ * etcd (big txns in flight) answers a keepalive late, not never; given
+ * less (the client's 2 s over all endpoints, the probe's 250 ms once etcd
+ * was called down), the leader gave up on answers on the way and lost a
+ * lease it was keeping.
+ */
+static long
+leader_keepalive_ms(const struct coord *c)
+{
+	return ((long)c->conf.etcd_lease_ttl * 1000 / 2);
+}
+
 /* A campaign's answer: lead, or learn who does. */
 static void
 leader_campaigned(void *arg, int rc, const char *other)
@@ -348,7 +361,8 @@ leader_campaign(struct coord *c)
 		return;
 	l->campaigning = 1;
 	if (l->e->lease != 0)
-		rc = etcd_keepalive_async(l->e, leader_campaign_kept, c);
+		rc = etcd_keepalive_async(l->e, leader_keepalive_ms(c),
+		    leader_campaign_kept, c);
 	else
 		rc = etcd_campaign_async(l->e, c->conf.etcd_lease_ttl, l->me,
 		    leader_campaigned, c);
@@ -422,7 +436,8 @@ leader_renew(struct coord *c)
 
 	if (l->renewing)
 		return;
-	if (etcd_keepalive_async(l->e, leader_renewed, c) == -1) {
+	if (etcd_keepalive_async(l->e, leader_keepalive_ms(c), leader_renewed,
+	    c) == -1) {
 		leader_step_down(c, l->e->lease == 0 ? "the lease is gone" :
 		    "cannot keep the lease alive: out of memory");
 		leader_campaign(c);
