@@ -14,6 +14,8 @@
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
  *	legacy*.c	--legacy-dir: jobs served through their own config files
  *			(legacy.h)
+ *	trace_pack.c	a finished trace directory packed (tar + zstd) into the
+ *			shared-directory trace store, in a child at low priority
  */
 
 #ifndef DYNPROF_AGENT_H
@@ -362,5 +364,38 @@ int	 legacy_serves(struct agent *, const char *);
 int	 legacy_config(struct agent *, const char *, const struct seg_config *);
 void	 legacy_resend(struct agent *);
 void	 legacy_close(struct agent *);
+
+/* trace_pack.c */
+#define TRACE_PACK_MAX_BYTES	(8ULL << 30)	/* files in one rank's trace */
+
+/* What packing one directory gave; crosses from the child through a pipe. */
+struct trace_pack_result {
+	int		 ok;
+	uint64_t	 size;		/* bytes of the archive */
+	char		 sha256[65];	/* of the archive, lowercase hex */
+	uint64_t	 bytes_in;	/* bytes of the files packed */
+	uint64_t	 files;
+	uint64_t	 entries;	/* every name seen */
+	uint64_t	 skipped;	/* links, FIFOs, other owners' files... */
+	char		 first_skipped[256];
+	char		 why[256];	/* when !ok */
+};
+
+/* One packing in progress. */
+struct trace_pack {
+	pid_t		 pid;
+	int		 fd;		/* readable when the child ends; -1: none */
+	int		 dir_fd;	/* <store>/<job>/window-<id> */
+	char		 name[64];	/* rank-<N>.tar.zst */
+	char		 tmp[80];
+	char		 path[256];	/* <job>/window-<id>/rank-<N>.tar.zst */
+};
+
+int	 trace_pack_write(int, int, uid_t, uint64_t,
+	    struct trace_pack_result *);
+int	 trace_pack_start(struct trace_pack *, int, const char *, uint32_t,
+	    uint32_t, int, uid_t, gid_t, uint64_t, char *, size_t);
+int	 trace_pack_finish(struct trace_pack *, struct trace_pack_result *);
+void	 trace_pack_abort(struct trace_pack *);
 
 #endif /* DYNPROF_AGENT_H */

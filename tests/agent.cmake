@@ -44,3 +44,8 @@ dynprof_test(test_segsafe_root SOURCES component/test_segsafe_root.c
   support/linktest.c LIBS dpagenttest dynprof TIMEOUT 120)
 add_dependencies(test_segsafe_root dynprof-agent)
 set_tests_properties(test_segsafe_root PROPERTIES SKIP_RETURN_CODE 77)
+
+# A trace directory packed into the shared-directory store (agent/trace_pack.c):
+# links and names never followed out of it, bounds, the rank user's rights.
+dynprof_test(test_trace_pack SOURCES component/test_trace_pack.c LIBS dpagent
+  TIMEOUT 120)

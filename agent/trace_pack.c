@@ -1,0 +1,525 @@
+/*
+ * A rank's finished trace directory packed into one tar + zstd archive in a
+ * shared-directory trace store (docs/traces.md), as
+ * <store>/<job>/window-<id>/rank-<N>.tar.zst, with its size and sha256.
+ *
+ * The packing runs in a child process, so a slow or large directory never
+ * holds the agent's event loop: trace_pack_start() forks it and hands back a
+ * descriptor that becomes readable when it ends, trace_pack_finish() reads
+ * its result and renames the archive into place.  The child runs at nice 19
+ * and in the idle I/O class, so a training process on the node is served
+ * first, and reads the directory acting as its owner (file-system uid and
+ * gid): what it packs is what that owner could read.  It walks the directory
+ * through descriptors only (openat with O_NOFOLLOW, relative to the directory
+ * it came from), so neither a symbolic link nor a name leads outside it:
+ * links, FIFOs, sockets, devices, hard-linked files and files of another
+ * owner are left out and counted.  Bytes and entries are bounded; what goes
+ * past a bound fails the archive instead of truncating it silently.
+ */
+
+#include <sys/resource.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "agent.h"
+#include "jobid.h"
+
+#define TRACE_PACK_DEPTH	32	/* directories deep */
+#define TRACE_PACK_ENTRIES	65536	/* entries in one archive */
+#define TRACE_PACK_CHUNK	(64 * 1024)
+#define IOPRIO_WHO_PROCESS	1
+#define IOPRIO_CLASS_IDLE	3
+#define IOPRIO_CLASS_SHIFT	13
+
+/* What the child walks and writes with. */
+struct trace_pack_walk {
+	struct archive		*a;
+	EVP_MD_CTX		*md;
+	int			 out_fd;
+	uid_t			 uid;
+	uint64_t		 max_bytes;
+	struct trace_pack_result *r;
+	char			 buf[TRACE_PACK_CHUNK];
+};
+
+/* Sets why; a long path is cut, as it may be. */
+static void __attribute__((format(printf, 3, 4)))
+trace_pack_why(char *why, size_t len, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/* libarchive's writer: the compressed bytes to the file and the digest. */
+static la_ssize_t
+trace_pack_write_cb(struct archive *a, void *arg, const void *buf, size_t len)
+{
+	struct trace_pack_walk	*w = arg;
+	const char		*p = buf;
+	size_t			 done = 0;
+	ssize_t			 n;
+
+	while (done < len) {
+		n = write(w->out_fd, p + done, len - done);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			archive_set_error(a, errno, "write: %s", strerror(errno));
+			return (-1);
+		}
+		done += (size_t)n;
+	}
+	if (EVP_DigestUpdate(w->md, buf, len) != 1) {
+		archive_set_error(a, EIO, "sha256 update failed");
+		return (-1);
+	}
+	w->r->size += len;
+	return ((la_ssize_t)len);
+}
+
+/* Counts an entry left out, and says the first one's name and why. */
+static void
+trace_pack_skip(struct trace_pack_walk *w, const char *path, const char *why)
+{
+	w->r->skipped++;
+	if (w->r->first_skipped[0] == '\0')
+		trace_pack_why(w->r->first_skipped, sizeof(w->r->first_skipped),
+		    "%s: %s", path, why);
+}
+
+/* Writes one header: path, type, permissions (owner's bits kept), mtime. */
+static int
+trace_pack_header(struct trace_pack_walk *w, const char *path,
+    const struct stat *st, unsigned int type, int64_t size)
+{
+	struct archive_entry	*e;
+	int			 rc;
+
+	if ((e = archive_entry_new()) == NULL)
+		return (-1);
+	archive_entry_set_pathname(e, path);
+	archive_entry_set_filetype(e, type);
+	archive_entry_set_perm(e, type == AE_IFDIR ? 0755 :
+	    (st->st_mode & 0100) ? 0755 : 0644);
+	archive_entry_set_size(e, size);
+	archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	rc = archive_write_header(w->a, e);
+	archive_entry_free(e);
+	return (rc == ARCHIVE_OK ? 0 : -1);
+}
+
+/* Copies the regular file fd (st) as path into the archive. */
+static int
+trace_pack_file(struct trace_pack_walk *w, int fd, const char *path,
+    const struct stat *st)
+{
+	uint64_t	 left = (uint64_t)st->st_size;
+	ssize_t		 n;
+
+	if (w->r->bytes_in + left > w->max_bytes) {
+		trace_pack_why(w->r->why, sizeof(w->r->why),
+		    "the trace is over %llu bytes (at %s)",
+		    (unsigned long long)w->max_bytes, path);
+		return (-1);
+	}
+	if (trace_pack_header(w, path, st, AE_IFREG, st->st_size) == -1)
+		goto archive_err;
+	/*
+	 * The size in the header is the one fstat gave: a file still growing
+	 * is cut there, a file shrunk is padded by libarchive.
+	 */
+	while (left > 0) {
+		n = read(fd, w->buf, left < sizeof(w->buf) ? left :
+		    sizeof(w->buf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			trace_pack_why(w->r->why, sizeof(w->r->why), "%s: read: %s",
+			    path, strerror(errno));
+			return (-1);
+		}
+		if (n == 0)
+			break;
+		if (archive_write_data(w->a, w->buf, (size_t)n) != n)
+			goto archive_err;
+		left -= (uint64_t)n;
+		w->r->bytes_in += (uint64_t)n;
+	}
+	w->r->files++;
+	return (0);
+
+archive_err:
+	trace_pack_why(w->r->why, sizeof(w->r->why), "%s: %s", path,
+	    archive_error_string(w->a) ? archive_error_string(w->a) :
+	    "archive error");
+	return (-1);
+}
+
+/*
+ * Packs directory dfd (already checked: a directory of w->uid) as prefix,
+ * recursively; takes ownership of dfd.  Returns 0, or -1 with r->why set.
+ */
+static int
+trace_pack_dir(struct trace_pack_walk *w, int dfd, const char *prefix,
+    int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	char		 path[1024];
+	int		 fd, rc = 0;
+
+	if ((d = fdopendir(dfd)) == NULL) {
+		trace_pack_why(w->r->why, sizeof(w->r->why), "%s: %s",
+		    prefix[0] ? prefix : ".", strerror(errno));
+		close(dfd);
+		return (-1);
+	}
+	while (rc == 0 && (errno = 0, de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%s%s%s", prefix,
+		    prefix[0] ? "/" : "", de->d_name) >= (int)sizeof(path)) {
+			trace_pack_skip(w, de->d_name, "path too long");
+			continue;
+		}
+		if (++w->r->entries > TRACE_PACK_ENTRIES) {
+			trace_pack_why(w->r->why, sizeof(w->r->why),
+			    "the trace has over %d entries", TRACE_PACK_ENTRIES);
+			rc = -1;
+			break;
+		}
+		/*
+		 * O_NOFOLLOW | O_NONBLOCK | O_NOCTTY: a link is refused
+		 * (ELOOP), a FIFO never blocks the open, a tty is not taken;
+		 * fstat on the descriptor then says what was really opened.
+		 */
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd == -1) {
+			trace_pack_skip(w, path, errno == ELOOP ?
+			    "a symbolic link" : strerror(errno));
+			continue;
+		}
+		if (fstat(fd, &st) == -1) {
+			trace_pack_skip(w, path, strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (st.st_uid != w->uid) {
+			trace_pack_skip(w, path, "another user's");
+			close(fd);
+		} else if (S_ISDIR(st.st_mode)) {
+			if (depth + 1 >= TRACE_PACK_DEPTH) {
+				trace_pack_skip(w, path, "too deep");
+				close(fd);
+				continue;
+			}
+			if (trace_pack_header(w, path, &st, AE_IFDIR, 0) == -1) {
+				trace_pack_why(w->r->why, sizeof(w->r->why), "%s: %s",
+				    path, archive_error_string(w->a));
+				close(fd);
+				rc = -1;
+				break;
+			}
+			rc = trace_pack_dir(w, fd, path, depth + 1);
+		} else if (!S_ISREG(st.st_mode)) {
+			trace_pack_skip(w, path, "not a regular file");
+			close(fd);
+		} else if (st.st_nlink != 1) {
+			trace_pack_skip(w, path, "a hard link");
+			close(fd);
+		} else {
+			rc = trace_pack_file(w, fd, path, &st);
+			close(fd);
+		}
+	}
+	if (rc == 0 && de == NULL && errno != 0) {
+		trace_pack_why(w->r->why, sizeof(w->r->why), "%s: readdir: %s",
+		    prefix[0] ? prefix : ".", strerror(errno));
+		rc = -1;
+	}
+	closedir(d);
+	return (rc);
+}
+
+/*
+ * Packs directory src_fd (a directory owned by uid) into out_fd as tar +
+ * zstd, filling r (size and sha256 of what was written).  Takes ownership of
+ * neither descriptor.  Returns 0, or -1 with r->why set.
+ */
+int
+trace_pack_write(int src_fd, int out_fd, uid_t uid, uint64_t max_bytes,
+    struct trace_pack_result *r)
+{
+	struct trace_pack_walk	*w;
+	unsigned char		 md[EVP_MAX_MD_SIZE];
+	unsigned int		 mdlen = 0, i;
+	struct stat		 st;
+	int			 dfd, rc = -1;
+
+	memset(r, 0, sizeof(*r));
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		trace_pack_why(r->why, sizeof(r->why), "out of memory");
+		return (-1);
+	}
+	w->out_fd = out_fd;
+	w->uid = uid;
+	w->max_bytes = max_bytes;
+	w->r = r;
+	if ((w->md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) != 1) {
+		trace_pack_why(r->why, sizeof(r->why), "sha256 unavailable");
+		goto out;
+	}
+	if ((w->a = archive_write_new()) == NULL ||
+	    archive_write_set_format_pax_restricted(w->a) != ARCHIVE_OK ||
+	    archive_write_add_filter_zstd(w->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(w->a, 1) != ARCHIVE_OK ||
+	    archive_write_open2(w->a, w, NULL, trace_pack_write_cb, NULL,
+	    NULL) != ARCHIVE_OK) {
+		trace_pack_why(r->why, sizeof(r->why), "libarchive: %s",
+		    w->a && archive_error_string(w->a) ?
+		    archive_error_string(w->a) : "cannot write tar + zstd");
+		goto out;
+	}
+	/* Its own open file: a dup would share the caller's offset. */
+	if ((dfd = openat(src_fd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		trace_pack_why(r->why, sizeof(r->why), "the trace directory: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if (fstat(dfd, &st) == -1 || st.st_uid != uid) {
+		trace_pack_why(r->why, sizeof(r->why),
+		    "the trace directory is not uid %u's", (unsigned int)uid);
+		close(dfd);
+		goto out;
+	}
+	if (trace_pack_dir(w, dfd, "", 0) == -1)
+		goto out;
+	if (archive_write_close(w->a) != ARCHIVE_OK) {
+		trace_pack_why(r->why, sizeof(r->why), "libarchive: %s",
+		    archive_error_string(w->a));
+		goto out;
+	}
+	if (EVP_DigestFinal_ex(w->md, md, &mdlen) != 1 || mdlen != 32) {
+		trace_pack_why(r->why, sizeof(r->why), "sha256 final failed");
+		goto out;
+	}
+	for (i = 0; i < mdlen; i++)
+		snprintf(r->sha256 + 2 * i, 3, "%02x", md[i]);
+	rc = 0;
+out:
+	if (w->a != NULL)
+		archive_write_free(w->a);	/* closes too, after a failure */
+	EVP_MD_CTX_free(w->md);
+	free(w);
+	return (rc);
+}
+
+/* mkdirat name in dfd unless there, then opens it (no link followed). */
+static int
+trace_pack_mkdir(int dfd, const char *name)
+{
+	if (mkdirat(dfd, name, 0755) == -1 && errno != EEXIST)
+		return (-1);
+	return (openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC));
+}
+
+/* The child: low priority, acting as the owner, packs and reports. */
+static void __attribute__((noreturn))
+trace_pack_child(int src_fd, int out_fd, int res_fd, uid_t uid, gid_t gid,
+    uint64_t max_bytes)
+{
+	struct trace_pack_result	 r;
+	const char			*p;
+	size_t				 left;
+	ssize_t				 n;
+
+	(void)setpriority(PRIO_PROCESS, 0, 19);
+	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+	    IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+	memset(&r, 0, sizeof(r));
+	if (geteuid() == 0 && uid != 0) {
+		(void)setfsgid(gid);
+		(void)setfsuid(uid);
+		if ((uid_t)setfsuid(uid) != uid ||
+		    (gid_t)setfsgid(gid) != gid) {
+			trace_pack_why(r.why, sizeof(r.why),
+			    "cannot act as uid %u", (unsigned int)uid);
+			goto report;
+		}
+	}
+	if (trace_pack_write(src_fd, out_fd, uid, max_bytes, &r) == 0 &&
+	    fsync(out_fd) == -1)
+		trace_pack_why(r.why, sizeof(r.why), "fsync: %s", strerror(errno));
+	else if (r.why[0] == '\0')
+		r.ok = 1;
+report:
+	p = (const char *)&r;
+	left = sizeof(r);
+	while (left > 0 && ((n = write(res_fd, p, left)) > 0 ||
+	    (n == -1 && errno == EINTR)))
+		if (n > 0) {
+			p += n;
+			left -= (size_t)n;
+		}
+	_exit(0);
+}
+
+/*
+ * Starts packing directory src_fd (owned by uid, gid; the caller keeps the
+ * descriptor) into store_fd's <job>/window-<window>/rank-<rank>.tar.zst, at
+ * most max_bytes of files.  The archive is written as a hidden temporary
+ * file beside its final name.  Returns 0 with tp filled (tp->fd becomes
+ * readable when the child ends: then trace_pack_finish()), or -1 with why.
+ */
+int
+trace_pack_start(struct trace_pack *tp, int store_fd, const char *job,
+    uint32_t window, uint32_t rank, int src_fd, uid_t uid, gid_t gid,
+    uint64_t max_bytes, char *why, size_t wlen)
+{
+	char	 name[64];
+	int	 jfd = -1, pipefd[2] = { -1, -1 }, out_fd = -1;
+	pid_t	 pid;
+
+	memset(tp, 0, sizeof(*tp));
+	tp->fd = tp->dir_fd = -1;
+	if (!jobid_valid(job, NULL)) {
+		trace_pack_why(why, wlen, "bad job id");
+		return (-1);
+	}
+	if ((jfd = trace_pack_mkdir(store_fd, job)) == -1) {
+		trace_pack_why(why, wlen, "%s: %s", job, strerror(errno));
+		goto fail;
+	}
+	snprintf(name, sizeof(name), "window-%u", window);
+	if ((tp->dir_fd = trace_pack_mkdir(jfd, name)) == -1) {
+		trace_pack_why(why, wlen, "%s/%s: %s", job, name, strerror(errno));
+		goto fail;
+	}
+	close(jfd);
+	jfd = -1;
+	snprintf(tp->name, sizeof(tp->name), "rank-%u.tar.zst", rank);
+	/* One agent packs a rank: a fixed name, so a crashed try's goes. */
+	snprintf(tp->tmp, sizeof(tp->tmp), ".rank-%u.tar.zst.part", rank);
+	snprintf(tp->path, sizeof(tp->path), "%s/%s/%s", job, name, tp->name);
+	(void)unlinkat(tp->dir_fd, tp->tmp, 0);
+	if ((out_fd = openat(tp->dir_fd, tp->tmp, O_WRONLY | O_CREAT |
+	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) == -1) {
+		trace_pack_why(why, wlen, "%s: %s", tp->tmp, strerror(errno));
+		goto fail;
+	}
+	if (pipe2(pipefd, O_CLOEXEC) == -1) {
+		trace_pack_why(why, wlen, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	if ((pid = fork()) == -1) {
+		trace_pack_why(why, wlen, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		trace_pack_child(src_fd, out_fd, pipefd[1], uid, gid,
+		    max_bytes);
+	}
+	close(pipefd[1]);
+	close(out_fd);
+	tp->pid = pid;
+	tp->fd = pipefd[0];
+	return (0);
+fail:
+	if (out_fd != -1) {
+		close(out_fd);
+		(void)unlinkat(tp->dir_fd, tp->tmp, 0);
+	}
+	if (pipefd[0] != -1) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	if (jfd != -1)
+		close(jfd);
+	if (tp->dir_fd != -1)
+		close(tp->dir_fd);
+	tp->dir_fd = -1;
+	return (-1);
+}
+
+/*
+ * Ends tp once tp->fd is readable (or blocks until it is): reads the child's
+ * result into r, reaps it and renames the archive into place.  Returns 0 with
+ * r filled, or -1 with r->why set and the temporary file removed.
+ */
+int
+trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
+{
+	char	*p = (char *)r;
+	size_t	 got = 0;
+	ssize_t	 n;
+	int	 status;
+
+	memset(r, 0, sizeof(*r));
+	while (got < sizeof(*r) && ((n = read(tp->fd, p + got,
+	    sizeof(*r) - got)) > 0 || (n == -1 && errno == EINTR)))
+		if (n > 0)
+			got += (size_t)n;
+	close(tp->fd);
+	tp->fd = -1;
+	while (waitpid(tp->pid, &status, 0) == -1 && errno == EINTR)
+		;
+	if (got != sizeof(*r)) {
+		memset(r, 0, sizeof(*r));
+		trace_pack_why(r->why, sizeof(r->why), "the packer died%s",
+		    WIFSIGNALED(status) ? " of a signal" : "");
+	} else if (r->ok && renameat(tp->dir_fd, tp->tmp, tp->dir_fd,
+	    tp->name) == -1) {
+		r->ok = 0;
+		trace_pack_why(r->why, sizeof(r->why), "rename: %s", strerror(errno));
+	}
+	r->why[sizeof(r->why) - 1] = '\0';
+	r->first_skipped[sizeof(r->first_skipped) - 1] = '\0';
+	r->sha256[sizeof(r->sha256) - 1] = '\0';
+	if (!r->ok)
+		(void)unlinkat(tp->dir_fd, tp->tmp, 0);
+	close(tp->dir_fd);
+	tp->dir_fd = -1;
+	return (r->ok ? 0 : -1);
+}
+
+/* Stops tp's child (the agent is going away): kills, reaps, cleans up. */
+void
+trace_pack_abort(struct trace_pack *tp)
+{
+	if (tp->fd == -1)
+		return;
+	(void)kill(tp->pid, SIGKILL);
+	while (waitpid(tp->pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	close(tp->fd);
+	tp->fd = -1;
+	(void)unlinkat(tp->dir_fd, tp->tmp, 0);
+	close(tp->dir_fd);
+	tp->dir_fd = -1;
+}
