@@ -371,6 +371,7 @@ void	 legacy_close(struct agent *);
 /* What packing one directory gave; crosses from the child through a pipe. */
 struct trace_pack_result {
 	int		 ok;
+	int		 unsettled;	/* changed within the settle time */
 	uint64_t	 size;		/* bytes of the archive */
 	char		 sha256[65];	/* of the archive, lowercase hex */
 	uint64_t	 bytes_in;	/* bytes of the files packed */
@@ -393,8 +394,9 @@ struct trace_pack {
 
 int	 trace_pack_write(int, int, uid_t, uint64_t,
 	    struct trace_pack_result *);
+int	 trace_pack_settled(int, int, struct trace_pack_result *);
 int	 trace_pack_start(struct trace_pack *, int, const char *, uint32_t,
-	    uint32_t, int, uid_t, gid_t, uint64_t, char *, size_t);
+	    uint32_t, int, uid_t, gid_t, uint64_t, int, char *, size_t);
 int	 trace_pack_finish(struct trace_pack *, struct trace_pack_result *);
 void	 trace_pack_abort(struct trace_pack *);
 

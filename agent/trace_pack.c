@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -338,6 +339,83 @@ out:
 	return (rc);
 }
 
+/* The later of st's change and modification times, in ns. */
+static int64_t
+trace_pack_stamp(const struct stat *st)
+{
+	int64_t	 m, c;
+
+	m = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	c = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	return (m > c ? m : c);
+}
+
+/*
+ * The newest change under directory dfd (its own included), walked as the
+ * packing walks it (no link followed, bounded), into *newest; *seen counts
+ * the entries.  Takes ownership of dfd.
+ */
+static void
+trace_pack_newest(int dfd, int depth, int64_t *newest, uint64_t *seen)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	int		 fd;
+
+	if (fstat(dfd, &st) == 0 && trace_pack_stamp(&st) > *newest)
+		*newest = trace_pack_stamp(&st);
+	if ((d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && ++*seen <= TRACE_PACK_ENTRIES) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if (trace_pack_stamp(&st) > *newest)
+			*newest = trace_pack_stamp(&st);
+		if (S_ISDIR(st.st_mode) && depth + 1 < TRACE_PACK_DEPTH &&
+		    (fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) != -1)
+			trace_pack_newest(fd, depth + 1, newest, seen);
+	}
+	closedir(d);
+}
+
+/*
+ * Says whether directory src_fd has not changed for settle_s seconds (1), or
+ * has (0, with r->why and r->unsettled set): a trace still being written is
+ * not packed; the caller tries again later.
+ */
+int
+trace_pack_settled(int src_fd, int settle_s, struct trace_pack_result *r)
+{
+	struct timespec	 now;
+	int64_t		 newest = 0, age;
+	uint64_t	 seen = 0;
+	int		 dfd;
+
+	if ((dfd = openat(src_fd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1) {
+		trace_pack_why(r->why, sizeof(r->why), "the trace directory: %s",
+		    strerror(errno));
+		return (0);
+	}
+	trace_pack_newest(dfd, 0, &newest, &seen);
+	clock_gettime(CLOCK_REALTIME, &now);
+	age = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec - newest;
+	if (age >= (int64_t)settle_s * 1000000000)
+		return (1);
+	r->unsettled = 1;
+	trace_pack_why(r->why, sizeof(r->why),
+	    "still changing: %lld ms ago, under %d s",
+	    (long long)(age / 1000000), settle_s);
+	return (0);
+}
+
 /* mkdirat name in dfd unless there, then opens it (no link followed). */
 static int
 trace_pack_mkdir(int dfd, const char *name)
@@ -351,7 +429,7 @@ trace_pack_mkdir(int dfd, const char *name)
 /* The child: low priority, acting as the owner, packs and reports. */
 static void __attribute__((noreturn))
 trace_pack_child(int src_fd, int out_fd, int res_fd, uid_t uid, gid_t gid,
-    uint64_t max_bytes)
+    uint64_t max_bytes, int settle_s)
 {
 	struct trace_pack_result	 r;
 	const char			*p;
@@ -372,6 +450,8 @@ trace_pack_child(int src_fd, int out_fd, int res_fd, uid_t uid, gid_t gid,
 			goto report;
 		}
 	}
+	if (settle_s > 0 && !trace_pack_settled(src_fd, settle_s, &r))
+		goto report;
 	if (trace_pack_write(src_fd, out_fd, uid, max_bytes, &r) == 0 &&
 	    fsync(out_fd) == -1)
 		trace_pack_why(r.why, sizeof(r.why), "fsync: %s", strerror(errno));
@@ -392,14 +472,15 @@ report:
 /*
  * Starts packing directory src_fd (owned by uid, gid; the caller keeps the
  * descriptor) into store_fd's <job>/window-<window>/rank-<rank>.tar.zst, at
- * most max_bytes of files.  The archive is written as a hidden temporary
+ * most max_bytes of files, once nothing in it changed for settle_s seconds
+ * (else the result says unsettled, and nothing is written).  The archive is written as a hidden temporary
  * file beside its final name.  Returns 0 with tp filled (tp->fd becomes
  * readable when the child ends: then trace_pack_finish()), or -1 with why.
  */
 int
 trace_pack_start(struct trace_pack *tp, int store_fd, const char *job,
     uint32_t window, uint32_t rank, int src_fd, uid_t uid, gid_t gid,
-    uint64_t max_bytes, char *why, size_t wlen)
+    uint64_t max_bytes, int settle_s, char *why, size_t wlen)
 {
 	char	 name[64];
 	int	 jfd = -1, pipefd[2] = { -1, -1 }, out_fd = -1;
@@ -443,7 +524,7 @@ trace_pack_start(struct trace_pack *tp, int store_fd, const char *job,
 	if (pid == 0) {
 		close(pipefd[0]);
 		trace_pack_child(src_fd, out_fd, pipefd[1], uid, gid,
-		    max_bytes);
+		    max_bytes, settle_s);
 	}
 	close(pipefd[1]);
 	close(out_fd);

@@ -165,9 +165,13 @@ make_trace(struct fixture *fx)
 	}
 }
 
-/* Packs fx->trace as job-1's window 3, rank 7; fills r, returns finish's. */
+/*
+ * Packs fx->trace as job-1's window 3, rank 7, once unchanged for settle
+ * seconds; fills r, returns finish's.
+ */
 static int
-pack(struct fixture *fx, uint64_t max, struct trace_pack_result *r)
+pack_settled(struct fixture *fx, uint64_t max, int settle,
+    struct trace_pack_result *r)
 {
 	struct trace_pack	 tp;
 	struct pollfd		 pfd;
@@ -177,7 +181,7 @@ pack(struct fixture *fx, uint64_t max, struct trace_pack_result *r)
 	assert_true((sfd = open(fx->store, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_true((tfd = open(fx->trace, O_RDONLY | O_DIRECTORY)) != -1);
 	rc = trace_pack_start(&tp, sfd, "job-1", 3, 7, tfd, fx->uid,
-	    fx->gid, max, why, sizeof(why));
+	    fx->gid, max, settle, why, sizeof(why));
 	if (rc != 0)
 		fail_msg("trace_pack_start: %s", why);
 	assert_string_equal(tp.path, "job-1/window-3/rank-7.tar.zst");
@@ -190,6 +194,12 @@ pack(struct fixture *fx, uint64_t max, struct trace_pack_result *r)
 	close(sfd);
 	close(tfd);
 	return (rc);
+}
+
+static int
+pack(struct fixture *fx, uint64_t max, struct trace_pack_result *r)
+{
+	return (pack_settled(fx, max, 0, r));
 }
 
 static void
@@ -264,6 +274,35 @@ test_pack_wrong_owner(void **state)
 	sh("test -z \"$(ls -A '%s/job-1/window-3')\"", fx->store);
 }
 
+/*
+ * A trace changed within the settle time is not packed; once it has been
+ * still that long, it is.  A change deep inside counts.
+ */
+static void
+test_pack_settle(void **state)
+{
+	struct fixture			*fx = *state;
+	struct trace_pack_result	 r;
+	int				 i;
+
+	make_trace(fx);
+	sh("sleep 2.2");
+	sh("echo more >> '%s/plugins/step.json'", fx->trace);
+	assert_int_equal(pack_settled(fx, TRACE_PACK_MAX_BYTES, 2, &r), -1);
+	assert_int_equal(r.unsettled, 1);
+	assert_non_null(strstr(r.why, "still changing"));
+	sh("test -z \"$(ls -A '%s/job-1/window-3')\"", fx->store);
+	/* Still for 2 s: packed (a loaded machine may need a few tries). */
+	for (i = 0; i < 20; i++) {
+		sh("sleep 0.5");
+		if (pack_settled(fx, TRACE_PACK_MAX_BYTES, 2, &r) == 0)
+			break;
+		assert_int_equal(r.unsettled, 1);
+	}
+	assert_int_equal(r.ok, 1);
+	sh("test -s '%s/job-1/window-3/rank-7.tar.zst'", fx->store);
+}
+
 /* A packer killed in the middle leaves nothing under any name. */
 static void
 test_pack_abort(void **state)
@@ -280,13 +319,13 @@ test_pack_abort(void **state)
 	assert_true((sfd = open(fx->store, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_true((tfd = open(fx->trace, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_int_equal(trace_pack_start(&tp, sfd, "job-1", 3, 7, tfd,
-	    fx->uid, fx->gid, TRACE_PACK_MAX_BYTES, why, sizeof(why)), 0);
+	    fx->uid, fx->gid, TRACE_PACK_MAX_BYTES, 0, why, sizeof(why)), 0);
 	trace_pack_abort(&tp);
 	assert_int_equal(tp.fd, -1);
 	sh("test -z \"$(ls -A '%s/job-1/window-3')\"", fx->store);
 	/* A bad job id makes nothing at all. */
 	assert_int_equal(trace_pack_start(&tp, sfd, "../x", 3, 7, tfd,
-	    fx->uid, fx->gid, TRACE_PACK_MAX_BYTES, why, sizeof(why)), -1);
+	    fx->uid, fx->gid, TRACE_PACK_MAX_BYTES, 0, why, sizeof(why)), -1);
 	sh("test ! -e '%s/x'", fx->base);
 	close(sfd);
 	close(tfd);
@@ -301,6 +340,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_over_bound, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_pack_wrong_owner, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_pack_settle, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_pack_abort, setup,
 		    teardown),
