@@ -532,6 +532,25 @@ tls_peer_names(SSL *ssl, const char *name, char *why, size_t len)
 	return (0);
 }
 
+/* Returns 1 if OpenSSL error e says the peer's bytes are no TLS at all (a
+ * plaintext agent, an HTTP request), else 0. */
+static int
+tls_not_tls(unsigned long e)
+{
+	if (ERR_GET_LIB(e) != ERR_LIB_SSL)
+		return (0);
+	switch (ERR_GET_REASON(e)) {
+	case SSL_R_WRONG_VERSION_NUMBER:
+	case SSL_R_HTTP_REQUEST:
+	case SSL_R_HTTPS_PROXY_REQUEST:
+	case SSL_R_PACKET_LENGTH_TOO_LONG:
+	case SSL_R_RECORD_LENGTH_MISMATCH:
+	case SSL_R_UNKNOWN_PROTOCOL:
+		return (1);
+	}
+	return (0);
+}
+
 /*
  * Says why the TLS stream of an OpenSSL bufferevent failed: its OpenSSL error
  * (libevent queues SSL_get_error()'s code beside it: skipped) and the check of
@@ -551,7 +570,13 @@ tls_bev_error(struct bufferevent *bev, char *buf, size_t len)
 		if (best == 0 || ERR_GET_LIB(best) == 0)
 			best = err;
 	e[0] = '\0';
-	if (best != 0 && ERR_GET_LIB(best) != 0) {
+	if (best != 0 && tls_not_tls(best)) {
+		/* Bytes that are no TLS record: say what that means. */
+		snprintf(e, sizeof(e), "%s (%s)", ssl != NULL &&
+		    SSL_is_server(ssl) ? "a plaintext peer on the TLS port: its "
+		    "first bytes are no TLS record" : "the peer answered in "
+		    "plaintext, not TLS", ERR_reason_error_string(best));
+	} else if (best != 0 && ERR_GET_LIB(best) != 0) {
 		if ((r = ERR_reason_error_string(best)) != NULL)
 			snprintf(e, sizeof(e), "%s", r);
 		else

@@ -332,6 +332,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	    c->conf.heartbeat_ms);
 	straggler_tick(c);
 	rules_tick(c);
+	link_trim(c);
 }
 
 enum {

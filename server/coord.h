@@ -606,6 +606,7 @@ struct coord {
 	 * read, which no peer's silence counts. */
 	uint64_t		 tick_due_ms;
 	uint64_t		 stalled_ms;
+	uint64_t		 conns_freed;	/* since link_trim() last ran */
 	struct evhttp_request	*http_req;	/* the one being routed */
 	struct rankq		 batch_ranks;	/* changed by the open batch */
 	size_t			 nconns_ready;
@@ -662,6 +663,7 @@ int		 coord_is_loopback(const char *);
 int	 link_listen(struct coord *, const char *);
 void	 link_close_all(struct coord *);
 void	 link_heartbeat(struct coord *, int);
+void	 link_trim(struct coord *);
 const char *link_node_state(const struct node *);
 void	 link_send(struct conn *, const Dynprof__V1__CoordinatorMessage *);
 void	 link_send_error(struct conn *, int, const char *);
