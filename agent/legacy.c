@@ -19,6 +19,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,22 @@ legacy_send_status(struct legacy *l, struct legacy_job *lj, int removed)
 		lj->status_dirty = 0;
 }
 
+/* Appends "; " (if buf holds something) and the formatted text to buf. */
+static void
+legacy_append(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list	 ap;
+	size_t	 off = strlen(buf);
+
+	if (off > 0 && off + 2 < size) {
+		memcpy(buf + off, "; ", 3);
+		off += 2;
+	}
+	va_start(ap, fmt);
+	(void)vsnprintf(buf + off, size - off, fmt, ap);
+	va_end(ap);
+}
+
 /* Returns how window id ended (LEGACY_OVER_*), or -1 if not over. */
 static int
 legacy_is_over(const struct legacy_job *lj, uint32_t id)
@@ -103,6 +120,16 @@ legacy_set_over(struct legacy_job *lj, int how, const char *why)
 {
 	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: window %u over: "
 	    "%s", lj->name, lj->written, why);
+	size_t	 unserved = legacy_log_unserved(lj);
+
+	lj->over_note[0] = '\0';
+	lj->over_note_id = lj->written;
+	if (how == LEGACY_OVER_MISSED || unserved > 0)
+		snprintf(lj->over_note, sizeof(lj->over_note), "%s%s%.0zu%s",
+		    how == LEGACY_OVER_MISSED ? why : "",
+		    how == LEGACY_OVER_MISSED && unserved > 0 ? "; " : "",
+		    unserved, unserved > 0 ? " targeted ranks never served "
+		    "(their logs show neither a start nor a drop of it)" : "");
 	lj->over_how[lj->nover % LEGACY_OVER_MAX] = (uint8_t)how;
 	lj->over[lj->nover++ % LEGACY_OVER_MAX] = lj->written;
 	lj->written = 0;
@@ -115,6 +142,7 @@ static void
 legacy_check_over(struct legacy_job *lj, const struct seg_window *w,
     int64_t now)
 {
+	char	 why[LEGACY_REASON_MAX];
 	size_t	 i;
 
 	if (w == NULL) {
@@ -123,6 +151,10 @@ legacy_check_over(struct legacy_job *lj, const struct seg_window *w,
 	}
 	if (w->flags & SEG_WINDOW_CANCELLED) {
 		legacy_set_over(lj, LEGACY_OVER_DONE, "cancelled");
+		return;
+	}
+	if (legacy_log_missed(lj, now, why, sizeof(why))) {
+		legacy_set_over(lj, LEGACY_OVER_MISSED, why);
 		return;
 	}
 	if (lj->nranks == 0 && lj->unmarked_at_ms != 0 &&
@@ -196,10 +228,33 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 	if (ranks_parse(w->ranks, &lj->written_ranks, NULL) == -1)
 		lj->written_ranks.nranges = 0;	/* expressible: never */
 	legacy_observe_reset(lj);
+	legacy_log_scan(l, lj, 1);
 	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: wrote window %u "
 	    "(steps %lld-%lld) as %s", lj->name, w->id, (long long)w->start_step, (long long)w->stop_step,
 	    options_dialect_name((enum options_dialect)lj->dialect));
 	return (1);
+}
+
+/*
+ * Writes the window in the file again, the same, once allowed: a rank that
+ * started after it was written ignores a file older than its own start.
+ */
+static void
+legacy_rewrite(struct legacy *l, struct legacy_job *lj,
+    const struct seg_window *w, int64_t now)
+{
+	const char	*why;
+
+	if (now < lj->retry_at_ms || legacy_write_due(lj, now) > now)
+		return;
+	if (legacy_write(l, lj, w, &why) == -1) {
+		lj->retry_at_ms = now + LEGACY_RETRY_MS;
+		return;
+	}
+	lj->rewrite = 0;
+	lj->status_dirty = 1;
+	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: wrote window %u "
+	    "again for %zu late ranks", lj->name, w->id, lj->late_ranks);
 }
 
 /* Works out the state of every window of ws; returns the next to write. */
@@ -222,8 +277,14 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 			    "without this window's marker (%s in its %s): not "
 			    "tied to it", LEGACY_MARKER_NAME,
 			    LEGACY_METADATA_NAME);
-		} else if (how != -1)
-			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
+		} else if (how != -1) {
+			st = how == LEGACY_OVER_MISSED ?
+			    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_MISSED :
+			    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
+			if (w->id == lj->over_note_id)
+				snprintf(reason, sizeof(reason), "%s",
+				    lj->over_note);
+		}
 		else if (w->flags & SEG_WINDOW_CANCELLED) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
 			snprintf(reason, sizeof(reason), "cancelled before it "
@@ -241,6 +302,11 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 			    why[0] != '\0' && lj->shm_note[0] != '\0' ? "; " :
 			    "", lj->shm_note) >= (int)sizeof(reason))
 				reason[sizeof(reason) - 1] = '\0';
+			if (lj->late_ranks > 0)
+				legacy_append(reason, sizeof(reason), "%zu "
+				    "ranks started after it was written: "
+				    "written again%s", lj->late_ranks,
+				    lj->rewrite ? " (due)" : "");
 		} else if (lj->written != 0 || next != NULL) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WAITING;
 			snprintf(reason, sizeof(reason), "one window at a time: "
@@ -296,6 +362,9 @@ legacy_eval(struct legacy *l, struct legacy_job *lj)
 		    lj->nranks == 0 && dl != NULL && dl->can_disable;
 		legacy_check_over(lj, w, now);
 	}
+	if (lj->written != 0 && lj->rewrite && w != NULL &&
+	    !(w->flags & SEG_WINDOW_CANCELLED))
+		legacy_rewrite(l, lj, w, now);
 	next = legacy_plan(lj, sw, nsw, ws, &n);
 	if (dl != NULL && !(dl->own_config_first && !lj->framework_seen)) {
 		if (next != NULL && legacy_try_write(l, lj, next, now))
@@ -321,7 +390,7 @@ legacy_busy(const struct legacy_job *lj)
 	size_t	 i;
 
 	if (lj->written != 0 || lj->status_dirty || lj->retry_at_ms != 0 ||
-	    lj->check)
+	    lj->check || lj->rewrite)
 		return (1);
 	if (lj->dialect < 0)
 		return (0);
@@ -540,6 +609,7 @@ legacy_remove(struct legacy *l, struct legacy_job *lj)
 	if (lj->subscribed && !segments_job_subscribed(l->a, lj->name))
 		upstream_unsubscribe_name(l->a, lj->name);
 	legacy_observe_reset(lj);
+	legacy_log_reset(lj);
 	json_decref(lj->base);
 	free(lj->sched);
 	free(lj);
@@ -641,6 +711,8 @@ legacy_tick(evutil_socket_t fd, short what, void *arg)
 		if (lj->written != 0 && lj->output[0] != '\0' &&
 		    lj->sched != NULL)
 			(void)legacy_observe(l, lj, lj->sched->generation);
+		if (lj->written != 0)
+			legacy_log_scan(l, lj, 0);
 		legacy_eval(l, lj);
 	}
 	legacy_arm(l);
@@ -852,6 +924,7 @@ legacy_close(struct agent *a)
 	while ((lj = TAILQ_FIRST(&l->jobs)) != NULL) {
 		TAILQ_REMOVE(&l->jobs, lj, entry);
 		legacy_observe_reset(lj);
+		legacy_log_reset(lj);
 		json_decref(lj->base);
 		free(lj->sched);
 		free(lj);

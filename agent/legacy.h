@@ -14,6 +14,8 @@
  *				MindSpore 2.4-2.6's shared-memory record
  *	legacy_fs.c		the job's directory opened and checked, the
  *				agent acting in it as its owner
+ *	legacy_log.c		torch_npu's ranks' own logs: a window started,
+ *				dropped (missed), ranks that came after it
  */
 
 #ifndef DYNPROF_AGENT_LEGACY_H
@@ -53,10 +55,12 @@ struct stat;
 #define LEGACY_RANK_LIST_MAX	65536	/* torch_npu rank_list entries */
 #define LEGACY_OVER_MAX		64	/* ids of windows over, remembered */
 #define LEGACY_UNVERIFIED_MS	10000	/* an unmarked trace only: then over */
+#define LEGACY_LOG_READ_MAX	16384	/* of a rank's log, a tick */
 #define LEGACY_REASON_MAX	256
 #define LEGACY_MARKER_NAME	"dynprof_window"	/* in the trace's metadata */
 #define LEGACY_MARKER_MAX	(SEG_JOB_MAX + 32)
 #define LEGACY_METADATA_NAME	"profiler_metadata.json"
+#define LEGACY_LOG_DIR		"log"	/* torch_npu's, in the job's dir */
 
 #define LEGACY_CONFIG_NAME	"profiler_config.json"
 #define LEGACY_DIALECT_NAME	"dynprof.dialect"
@@ -86,12 +90,25 @@ struct legacy_dialect {
 	int			 can_disable;	/* start_step -1 means "none" */
 	const char		*marker_key;	/* config key it copies into the
 						   trace (LEGACY_TRACE_MARKED) */
+	const char		*log_dir;	/* its ranks' logs (legacy_log.c) */
 	const char *const	*shm;		/* its record's fields, or NULL */
 };
 
 /* How a window written ended. */
 #define LEGACY_OVER_DONE	0	/* observed complete, cancelled, gone */
 #define LEGACY_OVER_UNVERIFIED	1	/* only traces it cannot be tied to */
+#define LEGACY_OVER_MISSED	2	/* the framework dropped it */
+
+/* A rank's log (legacy_log.c), read since the window was written. */
+struct legacy_rlog {
+	ino_t		 ino;
+	int32_t		 rank;
+	off_t		 off;			/* read up to */
+	int		 started;		/* it started a window */
+	int		 dropped;		/* it dropped the one written */
+	int64_t		 drop_step;		/* at its step, -1 unknown */
+	int		 late;			/* made since the write */
+};
 
 /* What the agent does with one window of the schedule (LegacyWindowState). */
 struct legacy_window {
@@ -155,6 +172,13 @@ struct legacy_job {
 	struct legacy_rank *ranks;		/* seen for the window written */
 	size_t		 nranks;
 	int64_t		 unmarked_at_ms;	/* a trace without its marker */
+	struct legacy_rlog *rlogs;		/* its ranks' logs */
+	size_t		 nrlogs;
+	int64_t		 dropped_at_ms;		/* a rank dropped it first */
+	size_t		 late_ranks;		/* started since the write */
+	int		 rewrite;		/* write it again: a late rank */
+	uint32_t	 over_note_id;		/* the window over_note is of */
+	char		 over_note[LEGACY_REASON_MAX];
 	char		 unmarked[NAME_MAX + 1];	/* its name */
 	int64_t		 settled_at_ms;		/* last change of ranks */
 
@@ -228,6 +252,12 @@ int	 legacy_expressible(const struct legacy_job *, const struct seg_window *,
 /* legacy_shm.c */
 int	 legacy_shm_write(const struct agent *, struct legacy_job *, void *,
 	    int, char *, size_t);
+
+/* legacy_log.c */
+void	 legacy_log_scan(struct legacy *, struct legacy_job *, int);
+int	 legacy_log_missed(const struct legacy_job *, int64_t, char *, size_t);
+size_t	 legacy_log_unserved(const struct legacy_job *);
+void	 legacy_log_reset(struct legacy_job *);
 
 /* legacy_observe.c */
 int	 legacy_observe(struct legacy *, struct legacy_job *, uint64_t);

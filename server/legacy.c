@@ -24,6 +24,7 @@ static const char *const legacy_window_states[] = {
 	[DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER] = "over",
 	[DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_UNVERIFIED] =
 	    "unverified",
+	[DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_MISSED] = "missed",
 };
 
 #define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))

@@ -305,6 +305,75 @@ def torch_acks(c, ldir, node):
         "only; an unmarked trace leaves its window unverified")
 
 
+RANK_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "legacy_torch_rank.py")
+
+
+def torch_late_missed(c, ldir, node):
+    """torch_npu ranks run as its monitor does: a rank that starts after the
+    window was written ignores the file until it is written again; a window
+    whose start step passed is dropped by every rank, and ends missed with
+    the framework's own words instead of holding the next one."""
+    job = "lg%d-tlate" % PID
+    jdir = os.path.join(ldir, job)
+    out = os.path.join(node.dir, "out-" + job)
+    os.mkdir(out)
+    os.mkdir(jdir)
+    stop = os.path.join(node.dir, "stop-" + job)
+    with open(os.path.join(jdir, "profiler_config.json"), "w") as f:
+        json.dump(dict(DEFAULTS["torch_npu"], prof_dir=out), f)
+    wait_for(lambda: (lambda e: e and e["dialect"] == "torch_npu")(
+        legacy_of(c, job)), 10, "%s served" % job)
+    rate, t0 = 10.0, time.time()
+    procs = [subprocess.Popen([sys.executable, RANK_PY, jdir, "0", str(rate),
+                               str(t0), stop])]
+    try:
+        def ranks():
+            return {r["rank"]: r for r in c.status(job).get("ranks", [])}
+
+        # Window A, 15 s ahead; rank 1 starts once it is in the file.
+        path = os.path.join(jdir, "profiler_config.json")
+        wa = c.add_window(job, {"start_step": 150, "stop_step": 151})["id"]
+        wait_file(path, lambda x: x.get("start_step") == 150,
+                  "window A written")
+        time.sleep(1.1)     # rank 1's start: a later second than the file
+        procs.append(subprocess.Popen([sys.executable, RANK_PY, jdir, "1",
+                                       str(rate), str(t0), stop]))
+        w = wait_for(lambda: (lambda w: w if w and "started after it" in
+                              (w["reason"] or "") else None)(
+            window_state(c, job, wa)), 10, "rank 1 seen late")
+        check(w["state"] == "written", "window A: %s" % w)
+        wait_for(lambda: (lambda r: r if all(
+            k in r and r[k]["state"] == "observed_complete" for k in (0, 1))
+            else None)(ranks()), 40, "ranks 0 and 1 observed complete")
+        log("torch_npu: a rank started after the write served by writing "
+            "it again")
+
+        # Window B's start passed long ago: both ranks drop it, it ends
+        # missed, and window C goes out and is profiled.
+        wb = c.add_window(job, {"start_step": 20, "stop_step": 21})["id"]
+        step_now = int((time.time() - t0) * rate)
+        wc = c.add_window(job, {"start_step": step_now + 200,
+                                "stop_step": step_now + 201})["id"]
+        w = wait_for(lambda: (lambda w: w if w and w["state"] == "missed"
+                              else None)(window_state(c, job, wb)), 30,
+                     "window B missed")
+        check("start step 20 had passed" in (w["reason"] or ""),
+              "window B: %s" % w)
+        wait_file(path, lambda x: x.get("start_step") == step_now + 200,
+                  "window C written")
+        wait_for(lambda: (lambda r: r if all(
+            k in r and r[k]["window"] == wc and r[k]["state"] ==
+            "observed_complete" for k in (0, 1)) else None)(ranks()), 60,
+                 "window C observed complete on ranks 0 and 1")
+        log("torch_npu: a window whose start passed ends missed, the next "
+            "goes")
+    finally:
+        open(stop, "w").close()
+        for p in procs:
+            p.wait(timeout=10)
+
+
 def read_config(path):
     st = os.stat(path)
     with open(path) as f:
@@ -773,6 +842,7 @@ def test():
 
         records(c, ldir)
         torch_acks(c, ldir, node)
+        torch_late_missed(c, ldir, node)
 
         # The agent restarts: the jobs come back from their directories and
         # segments, the window in each file stays, and the one that went while
