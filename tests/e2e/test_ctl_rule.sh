@@ -63,6 +63,14 @@ run stragglers R --rate-drop 30 --lag default
 expect_rc 0; expect_out "lag over 50 steps or rate 30%"
 run --json stragglers R
 expect_rc 0; json 'd["rate_drop_percent"] == 30 and d["worst_ranks"] == []'
+run stragglers R --busy 45
+expect_rc 0; expect_out "busy time (step begin to its first collective): 0 ranks give it, median - ms; 0 over it by 45% (busy)"
+run --json rule list R
+expect_rc 0; json 'd["busy_percent"] == 45'
+run stragglers R --busy default
+expect_rc 0; expect_out "0 over it by 30% (busy)"
+run stragglers R --busy 1001
+expect_rc 1; expect_err "busy_percent must be an integer from 1 to 1000"
 run stragglers R --lag x
 expect_rc 1; expect_err "--lag must be a positive integer"
 run stragglers R --lag 0
