@@ -21,7 +21,6 @@ cores, away from a shared machine's other work.
 import argparse
 import json
 import os
-import socket
 import statistics
 import sys
 import time
@@ -35,16 +34,9 @@ WORLD = 4
 SLOW_RANK = 2
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def run(c, nodes, job, factor, steps, slow_from, nice):
-    port = free_port()
+    store = os.path.join(c.dir, "%s.store" % job)
     procs = []
     for r in range(WORLD):
         n = nodes[r]
@@ -55,7 +47,7 @@ def run(c, nodes, job, factor, steps, slow_from, nice):
         f = factor if r == SLOW_RANK else 1.0
         p = Proc("%s-%d" % (job, r), [
             PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
-            str(WORLD), "--port", str(port), "--steps", str(steps),
+            str(WORLD), "--store", store, "--steps", str(steps),
             "--slow", str(f), "--slow-from", str(slow_from), "--nice",
             str(nice)],
             os.path.join(n.dir, "%s-rank%d.log" % (job, r)), env=env)

@@ -27,7 +27,6 @@ that the four ranks do not fight over the machine's two cores.  Every wait is
 on a condition with a deadline far past what an idle machine needs."""
 
 import os
-import socket
 import sys
 import time
 import urllib.request
@@ -57,13 +56,6 @@ DETECT_STEPS = 100
 HALFWAY_STEPS = 600
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def have_torch():
     try:
@@ -76,7 +68,7 @@ def have_torch():
 def start_job(c, nodes, job, slow=None, steps=STEPS):
     """Starts the WORLD ranks of job for steps steps, rank r on nodes[r];
     slow: {rank: (factor, from step)}.  Returns the Procs."""
-    port = free_port()
+    store = os.path.join(c.dir, "%s.store" % job)
     procs = []
     for r in range(WORLD):
         n = nodes[r]
@@ -87,7 +79,7 @@ def start_job(c, nodes, job, slow=None, steps=STEPS):
         f, at = (slow or {}).get(r, (1.0, 1))
         p = Proc("ddp-%s-%d" % (job, r), [
             PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
-            str(WORLD), "--port", str(port), "--steps", str(steps),
+            str(WORLD), "--store", store, "--steps", str(steps),
             "--step-ms", str(STEP_MS), "--slow", str(f), "--slow-from",
             str(at), "--nice", str(NICE)], os.path.join(n.dir, "%s-rank%d.log" % (job, r)),
             env=env)

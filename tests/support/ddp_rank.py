@@ -11,10 +11,12 @@ times --slow from step --slow-from on (1: never slower).  The dynprof hook is
 profile_steps(optimizer, model) on the unmodified loop: nothing in the loop
 calls dynprof.
 
-usage: ddp_rank.py --job J --rank R --world N --port P --steps S
+usage: ddp_rank.py --job J --rank R --world N --store FILE --steps S
        [--step-ms 20] [--slow F] [--slow-from STEP] [--nice N]
 --nice N (root: negative) runs the rank at that niceness, as a training job
 owns its node's cores, away from a shared machine's other work.
+The ranks meet through FILE (torch's FileStore: a path new to the job, on a
+file system they share), not a TCP port another test could take meanwhile.
 The node's agent, segments and output come from DYNPROF_SHM_DIR,
 DYNPROF_AGENT_SOCKET and DYNPROF_OUTPUT_ROOT.  Prints "marks_comm True" once
 the hook is in place, "done STEPS" at the end.
@@ -38,7 +40,7 @@ def main():
     ap.add_argument("--job", required=True)
     ap.add_argument("--rank", type=int, required=True)
     ap.add_argument("--world", type=int, required=True)
-    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--store", required=True)
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--step-ms", type=float, default=20.0)
     ap.add_argument("--slow", type=float, default=1.0)
@@ -53,7 +55,7 @@ def main():
             pass
     torch.set_num_threads(1)
     torch.manual_seed(a.rank)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % a.port,
+    dist.init_process_group("gloo", init_method="file://" + a.store,
                             rank=a.rank, world_size=a.world,
                             timeout=datetime.timedelta(seconds=180))
     model = DistributedDataParallel(torch.nn.Sequential(
