@@ -19,8 +19,8 @@ deploy/tls/mkcerts.sh (and `openssl ca` for an expired one):
   still runs; without the keys file it is a full handshake again
 - a FIFO at a configured path never blocks a daemon: the ticket keys or a
   token file at start (refused, saying why), the coordinator's CA or key and
-  the agent's on SIGHUP (the loaded ones kept: /healthz answers and a window
-  posted meanwhile reaches its ranks)
+  the agent's, and the agent's --conf, on SIGHUP (the loaded ones kept:
+  /healthz answers and a window posted meanwhile reaches its ranks)
 - 2,000 handshakes stalled after the ClientHello: all closed at the deadline,
   and the coordinator's memory goes back (within 40 MB of what it was)
 """
@@ -557,7 +557,10 @@ def test_fifo(c, good):
 
     c.start_coordinator(extra=coord_tls(good))
     n0 = c.node("n0")
-    n0.start_agent(agent_tls(good, "n0"))
+    conf = os.path.join(n0.dir, "agent.conf")
+    with open(conf, "w") as f:
+        f.write("verbose = no\n")
+    n0.start_agent(agent_tls(good, "n0") + ["--conf", conf])
     for rank in (0, 1):
         n0.start_rank(JOB, rank, rate=50)
     c.wait_ranks(JOB, 2, min_step=5)
@@ -586,6 +589,16 @@ def test_fifo(c, good):
         w = c.add_window(JOB, {"in_steps": AHEAD, "steps": 20})
         c.wait_window_done(JOB, w["id"], [0, 1], timeout=60)
         restore()
+    log("SIGHUP with a FIFO as the agent's --conf")
+    restore = swap_fifo(conf)
+    n0.agent.signal(signal.SIGHUP)
+    wait_log(n0.agent, r"agent\.conf: not a regular file", 5,
+             "the agent's reload of a FIFO --conf refused")
+    wait_log(n0.agent, r"agent\.conf: keeping the running configuration", 5,
+             "the agent keeping its configuration")
+    w = c.add_window(JOB, {"in_steps": AHEAD, "steps": 20})
+    c.wait_window_done(JOB, w["id"], [0, 1], timeout=60)
+    restore()
     check(c.coord.alive() and n0.agent.alive(), "a daemon died on a FIFO")
 
 
