@@ -13,6 +13,8 @@ R rounds of N steps with no window scheduled, of:
   dropin_ms          dynprof.mindspore.DynamicProfilerMonitor in the same harness
   monitor_begin_end  dynprof.Monitor.step_begin(n) + step_end(n)
   monitor_step       dynprof.Monitor.step()
+  monitor_step_mark  dynprof.Monitor.step() + mark_comm() (busy time on: the
+                     step stores the clock too, the mark is a C call)
   ctypes_begin_end   Monitor(fast_path=False): a C call per step_begin/step_end
 
 and prints, per variant, the median and spread (min, max) in microseconds per
@@ -84,6 +86,18 @@ def step_loop(mon):
     return loop
 
 
+def step_mark_loop(mon):
+    step, mark = mon.step, mon.mark_comm
+    step()
+    mark()                              # the first mark: timing from now on
+
+    def loop(steps):
+        for _ in range(steps):
+            step()
+            mark()
+    return loop
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=20000)
@@ -148,10 +162,12 @@ def main():
     m1 = dynprof.Monitor(rank=2)
     m2 = dynprof.Monitor(rank=3)
     m3 = dynprof.Monitor(rank=4, fast_path=False)
-    closers += [m1.close, m2.close, m3.close]
+    m4 = dynprof.Monitor(rank=5)
+    closers += [m1.close, m2.close, m3.close, m4.close]
     variants["monitor_begin_end"] = begin_end_loop(m1)
     variants["monitor_step"] = step_loop(m2)
     variants["ctypes_begin_end"] = begin_end_loop(m3)
+    variants["monitor_step_mark"] = step_mark_loop(m4)
 
     wall = {k: [] for k in variants}
     cpu = {k: [] for k in variants}
