@@ -731,6 +731,13 @@ test_job_page(void **state)
 	    "%d</td><td>ui-%03d</td><td class=\"num\">900</td><td class="
 	    "\"num\">100</td>", f->straggler, f->straggler / f->node_ranks);
 	expect(d, buf);
+	/* Its busy time: these ranks give none, and the page says which. */
+	expect(d, "<td class=\"num\">-</td><td class=\"num\">-</td><td>lag "
+	    "100 steps</td></tr>");
+	expect(d, "Busy time (step begin to the first collective): 0 ranks "
+	    "give it");
+	expect(d, " ranks give no busy time (judged by lag and rate only): 0, "
+	    "1, 2, 3, 4, 5");
 	/* One heat map cell per node, up to the cap. */
 	if (count(d, "data-node=\"ui-") != f->nodes)
 		fail_msg("%d heat map cells, not %d",
