@@ -169,6 +169,29 @@ def test_rank_from_mindspore_and_custom_loop(env, tmp_path):
     assert calls_between(None, None)[0][2]["output_path"] == d
 
 
+def test_mark_comm_keeps_busy_time(env, tmp_path):
+    """The drop-in offers mark_comm(): each step's time from its beginning to
+    the mark lands in the rank's slot; closed, it is a no-op."""
+    import time
+    mindspore.communication.RANK_FOR_TEST = 2
+    cb = dynprof.mindspore.DynamicProfilerMonitor(str(tmp_path / "cfg"),
+                                                  str(tmp_path / "out"))
+    seg = env.segment()
+    slot = seg.slot_of(os.getpid())
+    cb.step()
+    cb.mark_comm()                  # timing from the next step on
+    for n in range(3):
+        cb.step()
+        time.sleep(0.003)
+        cb.mark_comm()
+    assert slot.busy_count == 3
+    assert slot.busy_last_ns >= 3000000
+    del slot
+    cb.close()
+    cb.mark_comm()
+    seg.close()
+
+
 @pytest.mark.parametrize("where", ["init", "start", "stop"])
 def test_profiler_failure_fails_the_window_not_training(env, tmp_path, where):
     sink = env.listen()
