@@ -38,7 +38,7 @@ enum {
 	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
-	OPT_LEGACY_PER_UID, OPT_SHM_BUDGET,
+	OPT_LEGACY_PER_UID, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -63,6 +63,8 @@ static const struct option agent_longopts[] = {
 	{ "legacy-dir",		required_argument, NULL, OPT_LEGACY_DIR },
 	{ "legacy-shm",		no_argument,	   NULL, OPT_LEGACY_SHM },
 	{ "legacy-per-uid",	required_argument, NULL, OPT_LEGACY_PER_UID },
+	{ "trace-store",	required_argument, NULL, OPT_TRACE_STORE },
+	{ "trace-settle",	required_argument, NULL, OPT_TRACE_SETTLE },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -113,6 +115,11 @@ agent_usage(FILE *f)
 "                           memory record, when the job made one (default: off)\n"
 "  --legacy-per-uid N       job directories of one owner served at once\n"
 "                           (default: 64)\n"
+"  --trace-store DIR        pack each rank's trace, once its window stopped,\n"
+"                           into DIR/<job>/window-<id>/rank-<N>.tar.zst\n"
+"                           (a shared directory; docs/traces.md) (default: none)\n"
+"  --trace-settle S         pack a trace once unchanged for S seconds\n"
+"                           (default: 10)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  -v, --verbose            log more\n"
@@ -255,6 +262,14 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 			return (-1);
 		o->legacy_per_uid = (size_t)v;
 		return (0);
+	case OPT_TRACE_STORE:
+		return (agent_copy(o->trace_store, sizeof(o->trace_store), arg,
+		    name));
+	case OPT_TRACE_SETTLE:
+		if (agent_number(arg, 0, 3600, &v, 10, name) == -1)
+			return (-1);
+		o->trace_settle_s = (int)v;
+		return (0);
 	case OPT_SHM_BUDGET:
 		if (agent_number(arg, 0, 1 << 20, &v, 10, name) == -1)
 			return (-1);
@@ -299,6 +314,7 @@ agent_default_options(struct agent_options *o)
 	o->grace_s = AGENT_GRACE_S;
 	o->legacy_per_uid = LEGACY_PER_UID;
 	o->shm_budget = AGENT_SHM_BUDGET;
+	o->trace_settle_s = AGENT_TRACE_SETTLE_S;
 	strcpy(o->job, "default");
 	if (((e = getenv("DYNPROF_JOB")) != NULL && *e != '\0') ||
 	    ((e = getenv("SLURM_JOB_ID")) != NULL && *e != '\0'))
@@ -598,6 +614,7 @@ agent_housekeep(struct agent *a, int early)
 			a->next_sample_ms = due;
 	}
 	a->upstream_next_ms = upstream_tick(a, now, early);
+	collect_tick(a);
 	agent_schedule(a);
 }
 
@@ -622,6 +639,8 @@ agent_schedule(struct agent *a)
 		next += agent_idle_ms(a) / 4;
 	if (a->upstream_next_ms > 0 && a->upstream_next_ms < next)
 		next = a->upstream_next_ms;
+	if (collect_next_ms(a) < next)
+		next = collect_next_ms(a);
 	if (next == INT64_MAX) {
 		evtimer_del(a->tick_ev);	/* nothing to do until woken */
 		return;
@@ -764,6 +783,8 @@ agent_start(struct agent *a)
 		return (-1);
 	if (legacy_open(a) == -1)
 		return (-1);
+	if (collect_open(a) == -1)
+		return (-1);
 	a->next_sample_ms = clock_mono_ms() + a->opts.sample_ms;
 	a->moved = 1;
 	agent_housekeep(a, 0);
@@ -801,6 +822,7 @@ agent_free(struct agent *a)
 
 	standalone_close(a);
 	legacy_close(a);
+	collect_close(a);
 	upstream_free(a);
 	ranks_close(a);
 	segments_close_all(a);

@@ -14,6 +14,7 @@
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
  *	legacy*.c	--legacy-dir: jobs served through their own config files
  *			(legacy.h)
+ *	collect.c	--trace-store: ranks' finished traces queued and packed
  *	trace_pack.c	a finished trace directory packed (tar + zstd) into the
  *			shared-directory trace store, in a child at low priority
  */
@@ -50,6 +51,7 @@ struct evbuffer;
 #define AGENT_TOKEN_MAX		1024
 #define AGENT_SHM_BUDGET	(16ULL << 20)	/* --shm-budget: segments made */
 #define UPSTREAM_ADDRS_MAX	8	/* coordinators in --coordinator */
+#define AGENT_TRACE_SETTLE_S	10	/* --trace-settle */
 
 /* Everything the flags and the config file set. */
 struct agent_options {
@@ -73,6 +75,8 @@ struct agent_options {
 	int		 legacy_shm;		/* also MindSpore's shm record */
 	size_t		 legacy_per_uid;	/* job directories of one owner */
 	uint64_t	 shm_budget;		/* bytes of segments it creates */
+	char		 trace_store[PATH_MAX];	/* "" none */
+	int		 trace_settle_s;
 	int		 log_level;
 };
 
@@ -180,6 +184,10 @@ struct agent_job {
 	 */
 	uid_t		 slot_uid[SEG_MAX_SLOTS];
 	uint32_t	 slot_uid_inc[SEG_MAX_SLOTS];
+	/* The window each slot's incarnation was last noted stopped in
+	 * for --trace-store (collect.c): noted once, not at every sample. */
+	uint32_t	 collect_window[SEG_MAX_SLOTS];
+	uint32_t	 collect_inc[SEG_MAX_SLOTS];
 };
 TAILQ_HEAD(agent_jobs, agent_job);
 
@@ -222,6 +230,7 @@ struct upstream {
 
 struct standalone;
 struct legacy;
+struct collect;
 
 struct agent {
 	struct event_base	*base;
@@ -234,6 +243,7 @@ struct agent {
 	struct upstream		 up;
 	struct standalone	*sa;
 	struct legacy		*lg;		/* --legacy-dir, or NULL */
+	struct collect		*collect;	/* --trace-store, or NULL */
 	int			 rank_fd;
 	int			 shm_lock_fd;	/* --shm-dir's lock, -1: none */
 	struct event		*rank_ev;
@@ -365,6 +375,14 @@ int	 legacy_config(struct agent *, const char *, const struct seg_config *);
 void	 legacy_resend(struct agent *);
 void	 legacy_close(struct agent *);
 
+/* collect.c */
+int	 collect_open(struct agent *);
+void	 collect_close(struct agent *);
+void	 collect_note_slot(struct agent *, struct agent_job *, int,
+	    const struct seg_slot *);
+void	 collect_tick(struct agent *);
+int64_t	 collect_next_ms(const struct agent *);
+
 /* trace_pack.c */
 #define TRACE_PACK_MAX_BYTES	(8ULL << 30)	/* files in one rank's trace */
 
@@ -396,7 +414,7 @@ int	 trace_pack_write(int, int, uid_t, uint64_t,
 	    struct trace_pack_result *);
 int	 trace_pack_settled(int, int, struct trace_pack_result *);
 int	 trace_pack_start(struct trace_pack *, int, const char *, uint32_t,
-	    uint32_t, int, uid_t, gid_t, uint64_t, int, char *, size_t);
+	    uint32_t, int, const char *, uid_t, uint64_t, int, char *, size_t);
 int	 trace_pack_finish(struct trace_pack *, struct trace_pack_result *);
 void	 trace_pack_abort(struct trace_pack *);
 

@@ -801,7 +801,7 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 {
 	struct segments_dead_ctx	 ctx = { a, j };
 	struct agent_rank_sample	*rs;
-	struct seg_slot			*s;
+	struct seg_slot			*s, copy;
 	uint64_t			 sig = 1469598103934665603ULL;
 	uint32_t			 i, n = 0;
 	int32_t				 pid;
@@ -820,6 +820,12 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 		/* Events whose wakeup datagram was lost (a full socket). */
 		if (events_read_log(a, j, (int)i) > 0)
 			moved = 1;
+		/* A stopped rank's trace, for --trace-store (a hint read
+		 * first: the whole slot is copied only then). */
+		if (a->collect != NULL && *(volatile uint32_t *)&s->last_event ==
+		    DYNPROF__V1__EVENT_KIND__EVENT_STOPPED &&
+		    segment_slot_read(&j->seg, (int)i, &copy) == SEG_OK)
+			collect_note_slot(a, j, (int)i, &copy);
 		pid = atomic_load_explicit(&s->pid, memory_order_acquire);
 		if (pid != j->slot_pid[i]) {
 			moved = 1;

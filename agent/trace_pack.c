@@ -17,6 +17,7 @@
  * past a bound fails the archive instead of truncating it silently.
  */
 
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
@@ -428,18 +429,31 @@ trace_pack_mkdir(int dfd, const char *name)
 
 /* The child: low priority, acting as the owner, packs and reports. */
 static void __attribute__((noreturn))
-trace_pack_child(int src_fd, int out_fd, int res_fd, uid_t uid, gid_t gid,
-    uint64_t max_bytes, int settle_s)
+trace_pack_child(int src_fd, const char *src_path, int out_fd, int res_fd,
+    uid_t uid, uint64_t max_bytes, int settle_s)
 {
 	struct trace_pack_result	 r;
+	struct stat			 st;
 	const char			*p;
 	size_t				 left;
 	ssize_t				 n;
+	gid_t				 gid;
 
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlives the agent */
 	(void)setpriority(PRIO_PROCESS, 0, 19);
 	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
 	    IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
 	memset(&r, 0, sizeof(r));
+	/*
+	 * The group to act as: the directory's (its owner checked again
+	 * when opened as that owner, below).
+	 */
+	if ((src_fd != -1 ? fstat(src_fd, &st) : stat(src_path, &st)) == -1) {
+		trace_pack_why(r.why, sizeof(r.why), "%s: %s", src_path,
+		    strerror(errno));
+		goto report;
+	}
+	gid = st.st_gid;
 	if (geteuid() == 0 && uid != 0) {
 		(void)setfsgid(gid);
 		(void)setfsuid(uid);
@@ -449,6 +463,13 @@ trace_pack_child(int src_fd, int out_fd, int res_fd, uid_t uid, gid_t gid,
 			    "cannot act as uid %u", (unsigned int)uid);
 			goto report;
 		}
+	}
+	/* Every component but the last may be a link the owner made. */
+	if (src_fd == -1 && (src_fd = open(src_path, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
+		trace_pack_why(r.why, sizeof(r.why), "%s: %s", src_path,
+		    errno == ELOOP ? "a symbolic link" : strerror(errno));
+		goto report;
 	}
 	if (settle_s > 0 && !trace_pack_settled(src_fd, settle_s, &r))
 		goto report;
@@ -470,8 +491,9 @@ report:
 }
 
 /*
- * Starts packing directory src_fd (owned by uid, gid; the caller keeps the
- * descriptor) into store_fd's <job>/window-<window>/rank-<rank>.tar.zst, at
+ * Starts packing directory src_fd (owned by uid; the caller keeps the
+ * descriptor), or with src_fd -1 the directory src_path opened by the child
+ * acting as uid, into store_fd's <job>/window-<window>/rank-<rank>.tar.zst, at
  * most max_bytes of files, once nothing in it changed for settle_s seconds
  * (else the result says unsettled, and nothing is written).  The archive is written as a hidden temporary
  * file beside its final name.  Returns 0 with tp filled (tp->fd becomes
@@ -479,8 +501,8 @@ report:
  */
 int
 trace_pack_start(struct trace_pack *tp, int store_fd, const char *job,
-    uint32_t window, uint32_t rank, int src_fd, uid_t uid, gid_t gid,
-    uint64_t max_bytes, int settle_s, char *why, size_t wlen)
+    uint32_t window, uint32_t rank, int src_fd, const char *src_path,
+    uid_t uid, uint64_t max_bytes, int settle_s, char *why, size_t wlen)
 {
 	char	 name[64];
 	int	 jfd = -1, pipefd[2] = { -1, -1 }, out_fd = -1;
@@ -523,7 +545,7 @@ trace_pack_start(struct trace_pack *tp, int store_fd, const char *job,
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		trace_pack_child(src_fd, out_fd, pipefd[1], uid, gid,
+		trace_pack_child(src_fd, src_path, out_fd, pipefd[1], uid,
 		    max_bytes, settle_s);
 	}
 	close(pipefd[1]);

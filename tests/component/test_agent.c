@@ -125,7 +125,8 @@ test_flags_and_exit_codes(void **state)
 	    "--token-file", "--socket", "--shm-dir", "--shm-mode",
 	    "--sample-interval", "--queue-max", "--grace", "--config-file",
 	    "--job", "--conf", "--ready-file", "--verbose", "--quiet", "--help",
-	    "--version", "--shm-budget", "--legacy-per-uid" };
+	    "--version", "--shm-budget", "--legacy-per-uid", "--trace-store",
+	    "--trace-settle" };
 	size_t			 i;
 
 	assert_int_equal(run_agent(ap, help), 0);

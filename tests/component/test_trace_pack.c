@@ -34,7 +34,6 @@ struct fixture {
 	char	 store[160];
 	char	 out[160];
 	uid_t	 uid;
-	gid_t	 gid;
 };
 
 static void
@@ -97,7 +96,6 @@ setup(void **state)
 	mkdir(fx->store, 0755);
 	mkdir(fx->out, 0755);
 	fx->uid = getuid();
-	fx->gid = getgid();
 	*state = fx;
 	return (0);
 }
@@ -161,7 +159,6 @@ make_trace(struct fixture *fx)
 		sh("chown %d:%d '%s/no-read' && chmod 0 '%s/no-read'", OWNER,
 		    OWNER, fx->trace, fx->trace);
 		fx->uid = OWNER;
-		fx->gid = OWNER;
 	}
 }
 
@@ -180,8 +177,8 @@ pack_settled(struct fixture *fx, uint64_t max, int settle,
 
 	assert_true((sfd = open(fx->store, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_true((tfd = open(fx->trace, O_RDONLY | O_DIRECTORY)) != -1);
-	rc = trace_pack_start(&tp, sfd, "job-1", 3, 7, tfd, fx->uid,
-	    fx->gid, max, settle, why, sizeof(why));
+	rc = trace_pack_start(&tp, sfd, "job-1", 3, 7, tfd, fx->trace,
+	    fx->uid, max, settle, why, sizeof(why));
 	if (rc != 0)
 		fail_msg("trace_pack_start: %s", why);
 	assert_string_equal(tp.path, "job-1/window-3/rank-7.tar.zst");
@@ -319,13 +316,13 @@ test_pack_abort(void **state)
 	assert_true((sfd = open(fx->store, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_true((tfd = open(fx->trace, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_int_equal(trace_pack_start(&tp, sfd, "job-1", 3, 7, tfd,
-	    fx->uid, fx->gid, TRACE_PACK_MAX_BYTES, 0, why, sizeof(why)), 0);
+	    fx->trace, fx->uid, TRACE_PACK_MAX_BYTES, 0, why, sizeof(why)), 0);
 	trace_pack_abort(&tp);
 	assert_int_equal(tp.fd, -1);
 	sh("test -z \"$(ls -A '%s/job-1/window-3')\"", fx->store);
 	/* A bad job id makes nothing at all. */
 	assert_int_equal(trace_pack_start(&tp, sfd, "../x", 3, 7, tfd,
-	    fx->uid, fx->gid, TRACE_PACK_MAX_BYTES, 0, why, sizeof(why)), -1);
+	    fx->trace, fx->uid, TRACE_PACK_MAX_BYTES, 0, why, sizeof(why)), -1);
 	sh("test ! -e '%s/x'", fx->base);
 	close(sfd);
 	close(tfd);

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""--trace-store: every rank's trace of a window packed into the shared
+directory exactly once, across an agent SIGKILLed while they wait to be
+collected; the archives are what tar and sha256sum read back, and a symbolic
+link in a trace directory, to a file or a directory outside it, is not
+followed (a file whose name starts with ".." is an ordinary file inside)."""
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
+from cluster import Cluster, check, log, main, wait_for  # noqa: E402
+
+JOB = "collect-%d" % os.getpid()
+RANKS = [0, 1, 2, 3]
+SETTLE = 2
+
+
+def collected_lines(text, wid):
+    """rank -> the sha256 of each "collected" line for window wid."""
+    out = {}
+    for m in re.finditer(r"collected job %s window %d rank (\d+): \S+, (\d+) "
+                         r"bytes, sha256 ([0-9a-f]{64})" % (re.escape(JOB), wid),
+                         text):
+        out.setdefault(int(m.group(1)), []).append((int(m.group(2)), m.group(3)))
+    return out
+
+
+def test():
+    with Cluster("collect") as c:
+        c.start_coordinator()
+        n = c.node("n0")
+        store = os.path.join(c.dir, "store")
+        os.makedirs(store)
+        flags = ["--trace-store", store, "--trace-settle", str(SETTLE)]
+        n.start_agent(extra=flags)
+        for rank in RANKS:
+            n.start_rank(JOB, rank, rate=50)
+        c.wait_ranks(JOB, len(RANKS), min_step=5)
+        w = c.add_window(JOB, {"in_steps": 20, "steps": 20})
+        wid, a, b = w["id"], w["start_step"], w["stop_step"]
+        c.wait_window_done(JOB, wid, RANKS, timeout=90)
+
+        # Ways out of rank 0's trace directory, planted as it ends.
+        tdir = os.path.join(n.out, "rank0_start%d_stop%d" % (a, b))
+        check(os.path.isdir(tdir), "no trace directory %s" % tdir)
+        with open(os.path.join(n.dir, "secret"), "w") as f:
+            f.write("SECRET-OUTSIDE\n")
+        os.symlink("../../secret", os.path.join(tdir, "escape"))
+        os.symlink(n.dir, os.path.join(tdir, "up"))
+        with open(os.path.join(tdir, "..data"), "w") as f:
+            f.write("inside all the same\n")
+
+        # Every rank queued, then the agent killed before it could settle.
+        queue = os.path.join(n.shm, "dynprof-agent.collect")
+
+        def queued():
+            try:
+                lines = open(queue).read().splitlines()[1:]
+            except OSError:
+                return None
+            got = {int(x.split()[2]) for x in lines
+                   if x.split()[:2] == [JOB, str(wid)]}
+            return got if got == set(RANKS) else None
+        wait_for(queued, 30, "every rank in the queue file", interval=0.05)
+        wdir = os.path.join(store, JOB, "window-%d" % wid)
+        done_before = [r for r in RANKS if os.path.exists(
+            os.path.join(wdir, "rank-%d.tar.zst" % r))]
+        n.agent.kill9()
+        log("agent SIGKILLed with %d of %d collected" % (len(done_before),
+                                                        len(RANKS)))
+        n.start_agent(extra=flags)
+
+        def all_collected():
+            text = n.agent.output()
+            got = collected_lines(text, wid)
+            return got if set(got) == set(RANKS) else None
+        wait_for(all_collected, 90, "every rank collected", interval=0.2)
+        # Longer than the settle time and a retry: nothing is packed twice.
+        time.sleep(2 * SETTLE + 1)
+        got = collected_lines(n.agent.output(), wid)
+        for r in RANKS:
+            check(len(got[r]) == 1, "rank %d collected %d times: %s" % (
+                r, len(got[r]), got[r]))
+            path = os.path.join(wdir, "rank-%d.tar.zst" % r)
+            data = open(path, "rb").read()
+            size, sha = got[r][0]
+            check(len(data) == size and hashlib.sha256(data).hexdigest() == sha,
+                  "rank %d: archive %d bytes sha256 %s, reported %d %s" % (
+                      r, len(data), hashlib.sha256(data).hexdigest(), size, sha))
+            names = subprocess.run(["tar", "--zstd", "-tf", path], check=True,
+                                   capture_output=True, text=True).stdout.split()
+            check("trace.json" in names, "rank %d: no trace.json in %s" % (r, names))
+            check(not [x for x in names if x.startswith("/") or
+                       ".." in x.split("/")], "rank %d: entries %s" % (r, names))
+        check(sorted(os.listdir(wdir)) == ["rank-%d.tar.zst" % r for r in RANKS],
+              "the store holds %s" % os.listdir(wdir))
+        r0 = os.path.join(wdir, "rank-0.tar.zst")
+        names = subprocess.run(["tar", "--zstd", "-tf", r0], check=True,
+                               capture_output=True, text=True).stdout.split()
+        check("..data" in names, "rank 0: ..data not packed: %s" % names)
+        check("escape" not in names and not [x for x in names if
+                                             x.startswith("up")],
+              "rank 0: a link followed: %s" % names)
+        raw = subprocess.run(["zstd", "-dc", r0], check=True,
+                             capture_output=True).stdout
+        check(b"SECRET-OUTSIDE" not in raw and b"agent.log" not in raw,
+              "rank 0: bytes from outside its directory in the archive")
+        # The queue is empty once all are in.
+        lines = open(queue).read().splitlines()[1:]
+        check(not [x for x in lines if x.split()[:1] == [JOB]],
+              "still queued: %s" % lines)
+
+
+if __name__ == "__main__":
+    main(test)
