@@ -54,6 +54,7 @@ struct collect {
 	size_t			 npending;
 	struct collect_item	*busy;		/* being packed, off the list */
 	struct trace_pack	 tp;
+	int64_t			 started_ms;	/* of the packing in progress */
 	struct event		*ev;
 	uint64_t		 done[COLLECT_DONE_MAX];	/* keys, a ring */
 	size_t			 ndone;
@@ -230,10 +231,12 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 	if (trace_pack_finish(&c->tp, &r) == 0) {
 		c->collected++;
 		log_info("collected job %s window %u rank %d: %s, %llu bytes, "
-		    "sha256 %s, %llu files, %llu left out%s%s", it->job,
-		    it->window, it->rank, c->tp.path,
+		    "sha256 %s, %llu files (%llu bytes) in %lld ms, %llu left "
+		    "out%s%s", it->job, it->window, it->rank, c->tp.path,
 		    (unsigned long long)r.size, r.sha256,
 		    (unsigned long long)r.files,
+		    (unsigned long long)r.bytes_in,
+		    (long long)(now - c->started_ms),
 		    (unsigned long long)r.skipped,
 		    r.skipped ? ": first " : "", r.first_skipped);
 		collect_mark_done(c, collect_key(it->job, it->window,
@@ -293,6 +296,7 @@ collect_run(struct agent *a)
 		return;
 	}
 	c->busy = it;
+	c->started_ms = now;
 	if (c->ev != NULL)
 		event_free(c->ev);
 	c->ev = event_new(a->base, c->tp.fd, EV_READ, collect_packed, a);

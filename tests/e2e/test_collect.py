@@ -19,6 +19,7 @@ from cluster import Cluster, check, log, main, wait_for  # noqa: E402
 JOB = "collect-%d" % os.getpid()
 RANKS = [0, 1, 2, 3]
 SETTLE = 2
+BIG_MB = 64     # rank 1's trace: random, so zstd cannot shrink it
 
 
 def collected_lines(text, wid):
@@ -56,7 +57,14 @@ def test():
         with open(os.path.join(tdir, "..data"), "w") as f:
             f.write("inside all the same\n")
 
-        # Every rank queued, then the agent killed before it could settle.
+        # A large trace on rank 1, so that its packing takes a while.
+        big = os.path.join(n.out, "rank1_start%d_stop%d" % (a, b), "big.bin")
+        with open(big, "wb") as f:
+            for _ in range(BIG_MB):
+                f.write(os.urandom(1 << 20))
+
+        # Every rank queued, then the agent killed in the middle of rank
+        # 1's packing (its temporary file there, no archive yet).
         queue = os.path.join(n.shm, "dynprof-agent.collect")
 
         def queued():
@@ -69,11 +77,16 @@ def test():
             return got if got == set(RANKS) else None
         wait_for(queued, 30, "every rank in the queue file", interval=0.05)
         wdir = os.path.join(store, JOB, "window-%d" % wid)
+        part = os.path.join(wdir, ".rank-1.tar.zst.part")
+        wait_for(lambda: os.path.exists(part) and os.path.getsize(part) > 0,
+                 60, "rank 1 being packed", interval=0.01)
+        n.agent.kill9()
         done_before = [r for r in RANKS if os.path.exists(
             os.path.join(wdir, "rank-%d.tar.zst" % r))]
-        n.agent.kill9()
-        log("agent SIGKILLed with %d of %d collected" % (len(done_before),
-                                                        len(RANKS)))
+        check(1 not in done_before, "rank 1 packed before the kill: make "
+              "its trace larger")
+        log("agent SIGKILLed packing rank 1 (%d bytes written), %d of %d "
+            "collected" % (os.path.getsize(part), len(done_before), len(RANKS)))
         n.start_agent(extra=flags)
 
         def all_collected():
@@ -96,6 +109,8 @@ def test():
             names = subprocess.run(["tar", "--zstd", "-tf", path], check=True,
                                    capture_output=True, text=True).stdout.split()
             check("trace.json" in names, "rank %d: no trace.json in %s" % (r, names))
+            if r == 1:
+                check("big.bin" in names, "rank 1: no big.bin in %s" % names)
             check(not [x for x in names if x.startswith("/") or
                        ".." in x.split("/")], "rank %d: entries %s" % (r, names))
         check(sorted(os.listdir(wdir)) == ["rank-%d.tar.zst" % r for r in RANKS],
