@@ -427,6 +427,34 @@ trace_pack_mkdir(int dfd, const char *name)
 	    O_CLOEXEC));
 }
 
+/*
+ * The child closes every descriptor but stdio and these three (-1: none):
+ * holding the agent's sockets for as long as it packs would keep a closed
+ * coordinator link or a replaced listener open behind the agent's back.
+ */
+static void
+trace_pack_keep_fds(int a, int b, int c)
+{
+	int	 keep[3] = { a, b, c }, t, i, j, from = 3;
+
+	for (i = 0; i < 3; i++)
+		for (j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (i = 0; i < 3; i++) {
+		if (keep[i] < from)
+			continue;
+		if (keep[i] > from)
+			(void)close_range((unsigned int)from,
+			    (unsigned int)keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	(void)close_range((unsigned int)from, ~0U, 0);
+}
+
 /* The child: low priority, acting as the owner, packs and reports. */
 static void __attribute__((noreturn))
 trace_pack_child(int src_fd, const char *src_path, int out_fd, int res_fd,
@@ -545,6 +573,7 @@ trace_pack_start(struct trace_pack *tp, int store_fd, const char *job,
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
+		trace_pack_keep_fds(src_fd, out_fd, pipefd[1]);
 		trace_pack_child(src_fd, src_path, out_fd, pipefd[1], uid,
 		    max_bytes, settle_s);
 	}

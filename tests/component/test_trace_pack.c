@@ -300,6 +300,49 @@ test_pack_settle(void **state)
 	sh("test -s '%s/job-1/window-3/rank-7.tar.zst'", fx->store);
 }
 
+/*
+ * The packer holds none of the caller's descriptors: a pipe's write end the
+ * caller closes while a large trace is packed is closed at once, not when the
+ * packer ends (as a coordinator link the agent closes must be).
+ */
+static void
+test_pack_fds(void **state)
+{
+	struct fixture			*fx = *state;
+	struct trace_pack		 tp;
+	struct trace_pack_result	 r;
+	struct pollfd			 pfd;
+	char				 why[256];
+	int				 sfd, tfd, p[2];
+
+	make_trace(fx);
+	sh("head -c 200000000 /dev/urandom > '%s/big.bin'", fx->trace);
+	if (getuid() == 0)
+		sh("chown %d:%d '%s/big.bin'", OWNER, OWNER, fx->trace);
+	assert_true((sfd = open(fx->store, O_RDONLY | O_DIRECTORY)) != -1);
+	assert_true((tfd = open(fx->trace, O_RDONLY | O_DIRECTORY)) != -1);
+	assert_int_equal(pipe(p), 0);		/* not close-on-exec */
+	assert_int_equal(trace_pack_start(&tp, sfd, "job-1", 3, 7, tfd,
+	    fx->trace, fx->uid, TRACE_PACK_MAX_BYTES, 0, why, sizeof(why)), 0);
+	close(p[1]);
+	/* Closed as soon as the packer has started (it closes them first). */
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 30000), 1);
+	assert_true(pfd.revents & POLLHUP);
+	/*
+	 * ... while it still packs 200 MB at nice 19: its result not sent
+	 * yet.  A packer holding the pipe would close it only at its end,
+	 * its result sent before.
+	 */
+	pfd.fd = tp.fd;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(trace_pack_finish(&tp, &r), 0);
+	close(p[0]);
+	close(sfd);
+	close(tfd);
+}
+
 /* A packer killed in the middle leaves nothing under any name. */
 static void
 test_pack_abort(void **state)
@@ -339,6 +382,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_wrong_owner, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_pack_settle, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_pack_fds, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_pack_abort, setup,
 		    teardown),
