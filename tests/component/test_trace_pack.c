@@ -162,6 +162,15 @@ make_trace(struct fixture *fx)
 	}
 }
 
+/* Adds big.bin, bytes of random, to the trace. */
+static void
+make_big(struct fixture *fx, long bytes)
+{
+	sh("head -c %ld /dev/urandom > '%s/big.bin'", bytes, fx->trace);
+	if (getuid() == 0)
+		sh("chown %d:%d '%s/big.bin'", OWNER, OWNER, fx->trace);
+}
+
 /*
  * Packs fx->trace as job-1's window 3, rank 7, once unchanged for settle
  * seconds; fills r, returns finish's.
@@ -249,9 +258,7 @@ test_pack_over_bound(void **state)
 	struct trace_pack_result	 r;
 
 	make_trace(fx);
-	sh("head -c 100000 /dev/urandom > '%s/big.bin'", fx->trace);
-	if (getuid() == 0)
-		sh("chown %d:%d '%s/big.bin'", OWNER, OWNER, fx->trace);
+	make_big(fx, 100000);
 	assert_int_equal(pack(fx, 50000, &r), -1);
 	assert_non_null(strstr(r.why, "over 50000 bytes"));
 	/* No archive under its name, no temporary one. */
@@ -316,9 +323,7 @@ test_pack_fds(void **state)
 	int				 sfd, tfd, p[2];
 
 	make_trace(fx);
-	sh("head -c 200000000 /dev/urandom > '%s/big.bin'", fx->trace);
-	if (getuid() == 0)
-		sh("chown %d:%d '%s/big.bin'", OWNER, OWNER, fx->trace);
+	make_big(fx, 200000000);
 	assert_true((sfd = open(fx->store, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_true((tfd = open(fx->trace, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_int_equal(pipe(p), 0);		/* not close-on-exec */
@@ -353,9 +358,7 @@ test_pack_abort(void **state)
 	int			 sfd, tfd;
 
 	make_trace(fx);
-	sh("head -c 20000000 /dev/urandom > '%s/big.bin'", fx->trace);
-	if (getuid() == 0)
-		sh("chown %d:%d '%s/big.bin'", OWNER, OWNER, fx->trace);
+	make_big(fx, 20000000);
 	assert_true((sfd = open(fx->store, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_true((tfd = open(fx->trace, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_int_equal(trace_pack_start(&tp, sfd, "job-1", 3, 7, tfd,
