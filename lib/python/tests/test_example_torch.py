@@ -183,7 +183,12 @@ def test_no_agent_trains(workdir):
     ranks = start_ranks(procs, d, "alone", "--steps", "30", "--step-time",
                         "0")
     for r, p in enumerate(ranks):
-        assert p.wait(timeout=120) == 0, procs.log("rank%d" % r)
+        try:
+            rc = p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail("rank %d still running after 120 s:\n%s\n%s" % (
+                r, procs.log("rank0"), procs.log("rank1")))
+        assert rc == 0, procs.log("rank%d" % r)
     assert os.listdir(os.path.join(d, "traces")) == []
     # The segment stays, for an agent started later to adopt the events its
     # slots hold (docs/events.md).
