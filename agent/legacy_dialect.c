@@ -95,6 +95,36 @@ legacy_dialect(int d)
 	return (NULL);
 }
 
+/* Returns 1 if a dialect served comes after d in the enum. */
+static int
+legacy_dialect_later(int d)
+{
+	int	 i;
+
+	for (i = d + 1; i < OPTIONS_NDIALECTS; i++)
+		if (legacy_dialect(i) != NULL)
+			return (1);
+	return (0);
+}
+
+/* The names of the dialects served, "a, b or c", into buf. */
+static void
+legacy_dialect_names(char *buf, size_t len)
+{
+	size_t	 i, off = 0;
+	int	 k;
+
+	buf[0] = '\0';
+	for (i = 0; i < OPTIONS_NDIALECTS; i++) {
+		if (legacy_dialect((int)i) == NULL || off >= len)
+			continue;
+		k = snprintf(buf + off, len - off, "%s%s", off == 0 ? "" :
+		    legacy_dialect_later((int)i) ? ", " : " or ",
+		    options_dialect_name((enum options_dialect)i));
+		off = k < 0 ? len : off + (size_t)k;
+	}
+}
+
 /* The marker of window id of lj, as its trace holds it. */
 void
 legacy_marker(const struct legacy_job *lj, uint32_t id, char *buf, size_t len)
@@ -145,7 +175,7 @@ legacy_detect_named(struct legacy_job *lj, int dfd, int *d)
 {
 	struct stat		 st;
 	enum options_dialect	 nd;
-	char			 why[LEGACY_REASON_MAX], *buf, *name;
+	char			 why[LEGACY_REASON_MAX], *buf, *name, names[160];
 
 	buf = legacy_fs_read(dfd, LEGACY_DIALECT_NAME,
 	    LEGACY_SMALL_FILE_MAX, &st, why, sizeof(why));
@@ -165,9 +195,9 @@ legacy_detect_named(struct legacy_job *lj, int dfd, int *d)
 	name = legacy_trim(buf);
 	if (options_dialect_find(name, &nd) == -1 ||
 	    legacy_dialect((int)nd) == NULL) {
+		legacy_dialect_names(names, sizeof(names));
 		snprintf(lj->error, sizeof(lj->error), "%s: unknown dialect "
-		    "\"%.64s\" (mindspore-2.4, mindspore-2.5, mindspore-2.6, "
-		    "mindspore-2.7 or torch_npu)", LEGACY_DIALECT_NAME, name);
+		    "\"%.64s\" (%.120s)", LEGACY_DIALECT_NAME, name, names);
 		free(buf);
 		return (-1);
 	}
@@ -267,7 +297,7 @@ void
 legacy_detect(struct legacy *l, struct legacy_job *lj)
 {
 	int	 d = -1, old = lj->dialect, rn, rc, dfd, first;
-	char	 was[LEGACY_REASON_MAX], why[LEGACY_REASON_MAX];
+	char	 was[LEGACY_REASON_MAX], why[LEGACY_REASON_MAX], names[160];
 
 	if ((dfd = legacy_fs_open(l, lj, why, sizeof(why))) == -1) {
 		lj->redetect = 1;	/* once its name leads to it again */
@@ -297,9 +327,10 @@ legacy_detect(struct legacy *l, struct legacy_job *lj)
 		lj->dialect = d;
 	else if (lj->base != NULL) {
 		lj->dialect = -1;
+		legacy_dialect_names(names, sizeof(names));
 		snprintf(lj->error, sizeof(lj->error), "unknown dialect: the "
-		    "keys of %s are none of MindSpore 2.4-2.7's or torch_npu's; "
-		    "name it in %s", LEGACY_CONFIG_NAME, LEGACY_DIALECT_NAME);
+		    "keys of %s are none of %.120s's; name it in %s",
+		    LEGACY_CONFIG_NAME, names, LEGACY_DIALECT_NAME);
 	} else if (rc == 0 && lj->dialect == -1)
 		snprintf(lj->error, sizeof(lj->error), "dialect unknown yet: "
 		    "no %s from the framework and no %s", LEGACY_CONFIG_NAME,

@@ -721,8 +721,9 @@ def test():
             json.dump({"sample_rate": 3}, f)
         e = wait_for(lambda: error_is(c, unk, "unknown dialect"), 10,
                      "unknown dialect reported")
-        check(e["dialect"] == "unknown" and "unknown dialect" in e["error"],
-              "unknown: %s" % e)
+        check(e["dialect"] == "unknown" and "unknown dialect" in e["error"]
+              and "none of mindspore-2.4, mindspore-2.5, mindspore-2.6, "
+              "mindspore-2.7 or torch_npu's" in e["error"], "unknown: %s" % e)
         c.add_window(unk, {"start_step": 50, "stop_step": 51})
         time.sleep(1.5)
         with open(os.path.join(udir, "profiler_config.json")) as f:
