@@ -27,32 +27,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
-from cluster import PYTHON, Cluster, Proc, python_env  # noqa: E402
+from cluster import Cluster, start_ddp_ranks  # noqa: E402
 
-DDP_RANK = os.path.join(HERE, "..", "tests", "support", "ddp_rank.py")
 WORLD = 4
 SLOW_RANK = 2
 
 
 
 def run(c, nodes, job, factor, steps, slow_from, nice):
-    store = os.path.join(c.dir, "%s.store" % job)
-    procs = []
-    for r in range(WORLD):
-        n = nodes[r]
-        env = python_env(dict(os.environ))
-        env["DYNPROF_SHM_DIR"] = n.shm
-        env["DYNPROF_AGENT_SOCKET"] = n.sock
-        env["DYNPROF_OUTPUT_ROOT"] = n.out
-        f = factor if r == SLOW_RANK else 1.0
-        p = Proc("%s-%d" % (job, r), [
-            PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
-            str(WORLD), "--store", store, "--steps", str(steps),
-            "--slow", str(f), "--slow-from", str(slow_from), "--nice",
-            str(nice)],
-            os.path.join(n.dir, "%s-rank%d.log" % (job, r)), env=env)
-        c.procs.append(p.start())
-        procs.append(p)
+    procs = start_ddp_ranks(c, nodes, job, steps,
+                            slow={SLOW_RANK: (factor, slow_from)}, nice=nice)
     t0 = found = None
     fp = set()
     fp_readings = readings = 0

@@ -33,11 +33,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import (PYTHON, Cluster, Failure, Proc, check, events_of,  # noqa: E402
-                     log, main, python_env, skip)
+from cluster import (PYTHON, Cluster, Failure, check, events_of,  # noqa: E402
+                     log, main, skip, start_ddp_ranks)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DDP_RANK = os.path.join(HERE, "..", "support", "ddp_rank.py")
 WORLD = 4
 STEP_MS = 20
 # The ranks' niceness (as root): a training job owns its node's cores, while
@@ -68,24 +66,8 @@ def have_torch():
 def start_job(c, nodes, job, slow=None, steps=STEPS):
     """Starts the WORLD ranks of job for steps steps, rank r on nodes[r];
     slow: {rank: (factor, from step)}.  Returns the Procs."""
-    store = os.path.join(c.dir, "%s.store" % job)
-    procs = []
-    for r in range(WORLD):
-        n = nodes[r]
-        env = python_env(dict(os.environ))
-        env["DYNPROF_SHM_DIR"] = n.shm
-        env["DYNPROF_AGENT_SOCKET"] = n.sock
-        env["DYNPROF_OUTPUT_ROOT"] = n.out
-        f, at = (slow or {}).get(r, (1.0, 1))
-        p = Proc("ddp-%s-%d" % (job, r), [
-            PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
-            str(WORLD), "--store", store, "--steps", str(steps),
-            "--step-ms", str(STEP_MS), "--slow", str(f), "--slow-from",
-            str(at), "--nice", str(NICE)], os.path.join(n.dir, "%s-rank%d.log" % (job, r)),
-            env=env)
-        c.procs.append(p.start())
-        procs.append(p)
-    return procs
+    return start_ddp_ranks(c, nodes, job, steps, slow=slow, nice=NICE,
+                           step_ms=STEP_MS)
 
 
 def stragglers(c, job):

@@ -184,6 +184,34 @@ class Proc:
             return ""
 
 
+DDP_RANK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "ddp_rank.py")
+
+
+def start_ddp_ranks(c, nodes, job, steps, slow=None, nice=0, step_ms=20):
+    """Starts len(nodes) ranks of ddp_rank.py (real torch DDP over gloo,
+    meeting through a FileStore in c.dir), rank r on nodes[r] with its
+    agent's segments, socket and output root; slow: {rank: (factor, from
+    step)}.  Returns the Procs, also in c.procs."""
+    store = os.path.join(c.dir, "%s.store" % job)
+    procs = []
+    for r, n in enumerate(nodes):
+        env = python_env(dict(os.environ))
+        env["DYNPROF_SHM_DIR"] = n.shm
+        env["DYNPROF_AGENT_SOCKET"] = n.sock
+        env["DYNPROF_OUTPUT_ROOT"] = n.out
+        f, at = (slow or {}).get(r, (1.0, 1))
+        p = Proc("ddp-%s-%d" % (job, r), [
+            PYTHON, DDP_RANK, "--job", job, "--rank", str(r), "--world",
+            str(len(nodes)), "--store", store, "--steps", str(steps),
+            "--step-ms", str(step_ms), "--slow", str(f), "--slow-from",
+            str(at), "--nice", str(nice)],
+            os.path.join(n.dir, "%s-rank%d.log" % (job, r)), env=env)
+        c.procs.append(p.start())
+        procs.append(p)
+    return procs
+
+
 class Node:
     """One agent's node: its socket, segment directory and output root."""
 
