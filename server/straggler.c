@@ -460,13 +460,16 @@ straggler_median_step(const struct job *job)
 	return (job->strag != NULL ? job->strag->median_step : -1);
 }
 
-/* Returns a rate as JSON: steps/s to three decimals, null unknown. */
+/*
+ * Returns a rate (steps/s) or a ratio as JSON, to three decimals, null when
+ * unknown (< 0).
+ */
 static json_t *
-straggler_rate_json(float rate)
+straggler_real_json(float v)
 {
-	if (rate < 0)
+	if (v < 0)
 		return (json_null());
-	return (json_real((double)(int64_t)(rate * 1000.0f + 0.5f) / 1000.0));
+	return (json_real((double)(int64_t)(v * 1000.0f + 0.5f) / 1000.0));
 }
 
 /* Returns a rank's reasons as a JSON array of words. */
@@ -484,15 +487,6 @@ straggler_reasons_json(int reasons)
 	if (reasons & STRAGGLER_BUSY_CHANGE)
 		json_array_append_new(a, json_string("busy_change"));
 	return (a);
-}
-
-/* Returns a ratio as JSON, to three decimals, null when unknown (< 0). */
-static json_t *
-straggler_ratio_json(float v)
-{
-	if (v < 0)
-		return (json_null());
-	return (json_real((double)(int64_t)(v * 1000.0f + 0.5f) / 1000.0));
 }
 
 /* Returns microseconds as JSON milliseconds, null for 0 (none). */
@@ -549,7 +543,7 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 	json_object_set_new(o, "rate_drop_percent", json_integer(drop));
 	json_object_set_new(o, "median_step", json_integer(s != NULL ?
 	    s->median_step : -1));
-	json_object_set_new(o, "median_rate", straggler_rate_json(s != NULL ?
+	json_object_set_new(o, "median_rate", straggler_real_json(s != NULL ?
 	    s->median_rate : -1));
 	json_object_set_new(o, "ranks_judged", json_integer(s ? s->judged : 0));
 	json_object_set_new(o, "ranks", json_integer(s ? s->nflagged : 0));
@@ -566,15 +560,15 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 		json_object_set_new(e, "step", json_integer(s->list[i].step));
 		json_object_set_new(e, "lag", json_integer(s->list[i].lag));
 		json_object_set_new(e, "rate",
-		    straggler_rate_json(s->list[i].rate));
+		    straggler_real_json(s->list[i].rate));
 		json_object_set_new(e, "busy_ms",
 		    straggler_ms_json(s->list[i].busy_us));
 		json_object_set_new(e, "busy_score",
-		    straggler_ratio_json(s->list[i].busy_score));
+		    straggler_real_json(s->list[i].busy_score));
 		json_object_set_new(e, "busy_over_median",
-		    straggler_ratio_json(s->list[i].busy_over));
+		    straggler_real_json(s->list[i].busy_over));
 		json_object_set_new(e, "busy_rise",
-		    straggler_ratio_json(s->list[i].busy_rise));
+		    straggler_real_json(s->list[i].busy_rise));
 		json_object_set_new(e, "reasons",
 		    straggler_reasons_json(s->list[i].reasons));
 		json_array_append_new(a, e);
