@@ -179,6 +179,7 @@ struct ctl_table {
 	char	**cells;		/* nrows * ncols, each malloc'd */
 };
 void	 ctl_table_init(struct ctl_table *, int);
+void	 ctl_table_head(struct ctl_table *, const char *, ...);
 void	 ctl_table_add(struct ctl_table *, const char **);
 void	 ctl_table_print(FILE *, struct ctl_table *, const char *);
 void	 ctl_table_clear(struct ctl_table *);

@@ -247,10 +247,8 @@ ctl_local_print(FILE *f, json_t *doc)
 		fprintf(f, "\nwindows: none\n");
 	else {
 		fprintf(f, "\nwindows:\n");
-		ctl_table_init(&t, 5);
-		row[0] = "ID"; row[1] = "STEPS"; row[2] = "RANKS";
-		row[3] = "CANCELLED"; row[4] = "OPTIONS";
-		ctl_table_add(&t, row);
+		ctl_table_head(&t, "ID", "STEPS", "RANKS", "CANCELLED",
+		    "OPTIONS", NULL);
 		json_array_foreach(w, i, s) {
 			ctl_cell_int(id, sizeof(id), s, "id", INT64_MIN);
 			snprintf(steps, sizeof(steps), "%lld-%lld",
@@ -276,11 +274,8 @@ ctl_local_print(FILE *f, json_t *doc)
 		return;
 	}
 	fprintf(f, "\nslots:\n");
-	ctl_table_init(&t, 10);
-	row[0] = "SLOT"; row[1] = "PID"; row[2] = "ALIVE"; row[3] = "RANK";
-	row[4] = "STEP"; row[5] = "STATE"; row[6] = "WINDOW";
-	row[7] = "LAST_EVENT"; row[8] = "OUTPUT"; row[9] = "ERROR";
-	ctl_table_add(&t, row);
+	ctl_table_head(&t, "SLOT", "PID", "ALIVE", "RANK", "STEP", "STATE",
+	    "WINDOW", "LAST_EVENT", "OUTPUT", "ERROR", NULL);
 	json_array_foreach(json_object_get(doc, "slots"), i, s) {
 		ctl_cell_int(slot, sizeof(slot), s, "slot", INT64_MIN);
 		ctl_cell_int(pid, sizeof(pid), s, "pid", INT64_MIN);

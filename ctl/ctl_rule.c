@@ -67,11 +67,8 @@ ctl_rule_table(FILE *f, json_t *doc)
 		fprintf(f, "no rules\n");
 		return;
 	}
-	ctl_table_init(&t, 9);
-	row[0] = "ID"; row[1] = "PEERS"; row[2] = "STEPS"; row[3] = "ROUNDUP";
-	row[4] = "INTERVAL_S"; row[5] = "MAX/HOUR"; row[6] = "FIRED";
-	row[7] = "LAST_WINDOW"; row[8] = "LAST_RANKS";
-	ctl_table_add(&t, row);
+	ctl_table_head(&t, "ID", "PEERS", "STEPS", "ROUNDUP", "INTERVAL_S",
+	    "MAX/HOUR", "FIRED", "LAST_WINDOW", "LAST_RANKS", NULL);
 	json_array_foreach(rules, i, r) {
 		row[0] = ctl_cell_int(c[0], sizeof(c[0]), r, "id", 0);
 		row[1] = ctl_cell_int(c[1], sizeof(c[1]), r, "peers", 0);
@@ -306,11 +303,8 @@ ctl_stragglers_table(FILE *f, json_t *doc)
 	ranks = json_object_get(doc, "worst_ranks");
 	if (json_array_size(ranks) == 0)
 		return;
-	ctl_table_init(&t, 9);
-	row[0] = "RANK"; row[1] = "NODE"; row[2] = "STEP"; row[3] = "LAG";
-	row[4] = "RATE"; row[5] = "BUSY_MS"; row[6] = "X_MEDIAN";
-	row[7] = "SCORE"; row[8] = "WHY";
-	ctl_table_add(&t, row);
+	ctl_table_head(&t, "RANK", "NODE", "STEP", "LAG", "RATE", "BUSY_MS",
+	    "X_MEDIAN", "SCORE", "WHY", NULL);
 	json_array_foreach(ranks, i, r) {
 		why[0] = '\0';
 		off = 0;

@@ -3,6 +3,7 @@
  * summary on top.  Pure functions of the document, so tests feed them JSON.
  */
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,28 @@ ctl_table_init(struct ctl_table *t, int ncols)
 {
 	memset(t, 0, sizeof(*t));
 	t->ncols = ncols;
+}
+
+/*
+ * Starts a table with its header: the column names, NULL-terminated, say how
+ * many columns it has.
+ */
+void
+ctl_table_head(struct ctl_table *t, const char *first, ...)
+{
+	const char	*row[CTL_TABLE_COLS];
+	va_list		 ap;
+	int		 n = 0;
+
+	va_start(ap, first);
+	for (row[0] = first; row[n] != NULL; row[n] = va_arg(ap,
+	    const char *)) {
+		if (++n == CTL_TABLE_COLS)
+			break;
+	}
+	va_end(ap);
+	ctl_table_init(t, n);
+	ctl_table_add(t, row);
 }
 
 /* Adds a row of ncols cells (NULL or "" prints as "-"). */
@@ -352,11 +375,8 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 	w = json_object_get(doc, "windows");
 	if (json_is_array(w) && json_array_size(w) > 0) {
 		fprintf(f, "\nwindows:\n");
-		ctl_table_init(&t, 8);
-		row[0] = "ID"; row[1] = "STEPS"; row[2] = "STATE";
-		row[3] = "RANKS"; row[4] = "TARGETED"; row[5] = "STARTED";
-		row[6] = "STOPPED"; row[7] = "FINISHED";
-		ctl_table_add(&t, row);
+		ctl_table_head(&t, "ID", "STEPS", "STATE", "RANKS", "TARGETED",
+		    "STARTED", "STOPPED", "FINISHED", NULL);
 		json_array_foreach(w, i, r) {
 			rc = json_object_get(r, "rank_counts");
 			ctl_cell_int(id, sizeof(id), r, "id", INT64_MIN);
@@ -425,11 +445,8 @@ ctl_table_jobs(FILE *f, json_t *doc)
 		fprintf(f, "no jobs\n");
 		return;
 	}
-	ctl_table_init(&t, 7);
-	row[0] = "JOB"; row[1] = "GENERATION"; row[2] = "WINDOWS";
-	row[3] = "PENDING"; row[4] = "RANKS"; row[5] = "NODES";
-	row[6] = "MAX_STEP";
-	ctl_table_add(&t, row);
+	ctl_table_head(&t, "JOB", "GENERATION", "WINDOWS", "PENDING", "RANKS",
+	    "NODES", "MAX_STEP", NULL);
 	json_array_foreach(jobs, i, j) {
 		ctl_cell_int(num[0], sizeof(num[0]), j, "generation",
 		    INT64_MIN);
@@ -468,11 +485,8 @@ ctl_table_nodes(FILE *f, json_t *doc)
 		fprintf(f, "no nodes\n");
 		return;
 	}
-	ctl_table_init(&t, 6);
-	row[0] = "NODE"; row[1] = "STATE"; row[2] = "ADDRESS";
-	row[3] = "CONNECTED_SINCE"; row[4] = "LAST_SEEN";
-	row[5] = "JOBS (APPLIED GENERATION)";
-	ctl_table_add(&t, row);
+	ctl_table_head(&t, "NODE", "STATE", "ADDRESS", "CONNECTED_SINCE",
+	    "LAST_SEEN", "JOBS (APPLIED GENERATION)", NULL);
 	json_array_foreach(nodes, i, n) {
 		jobsbuf[0] = '\0';
 		off = 0;

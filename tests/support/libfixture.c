@@ -54,6 +54,15 @@ lf_open_rank(struct lib_fixture *f, int rank)
 	assert_int_equal(dynprof_open(&p, &f->h), DYNPROF_OK);
 }
 
+/* The common start of a test: window 1 over [start, stop], rank 0 opened. */
+void
+lf_one_window(struct lib_fixture *f, int64_t start, int64_t stop)
+{
+	tl_window(&f->cfg, 0, 1, start, stop, "");
+	lf_push(f);
+	lf_open_rank(f, 0);
+}
+
 /* Runs step_begin + step_end for steps from..to. */
 void
 lf_steps(struct lib_fixture *f, int64_t from, int64_t to)

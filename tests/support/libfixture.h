@@ -24,6 +24,7 @@ int	 lf_setup(void **);
 int	 lf_teardown(void **);
 void	 lf_push(struct lib_fixture *);
 void	 lf_open_rank(struct lib_fixture *, int);
+void	 lf_one_window(struct lib_fixture *, int64_t, int64_t);
 void	 lf_steps(struct lib_fixture *, int64_t, int64_t);
 struct seg_slot lf_slot_of(struct lib_fixture *);
 void	 lf_assert_call(const struct tl_call *, char, uint32_t, int64_t,

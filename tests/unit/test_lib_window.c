@@ -72,9 +72,7 @@ test_start_after_stop(void **state)
 {
 	struct lib_fixture	*f = *state;
 
-	tl_window(&f->cfg, 0, 1, 8, 5, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	lf_one_window(f, 8, 5);
 	lf_steps(f, 1, 12);
 	assert_int_equal(f->rec.ncalls, 0);
 	assert_true(tl_logged(&f->rec, "start_step is after stop_step"));
@@ -158,9 +156,7 @@ test_same_window_twice(void **state)
 {
 	struct lib_fixture	*f = *state;
 
-	tl_window(&f->cfg, 0, 1, 3, 4, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	lf_one_window(f, 3, 4);
 	lf_steps(f, 1, 5);
 	assert_int_equal(f->rec.ncalls, 2);
 	/* The same config again, then the same id with later steps. */
@@ -187,9 +183,7 @@ test_new_config_while_running(void **state)
 	struct lib_fixture	*f = *state;
 	struct seg_slot	 s;
 
-	tl_window(&f->cfg, 0, 1, 5, 10, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	lf_one_window(f, 5, 10);
 	lf_steps(f, 1, 7);
 	assert_int_equal(f->rec.ncalls, 1);
 	/* The running window shortened and a new one inside it: neither counts. */
@@ -223,9 +217,7 @@ test_stop_beyond_end(void **state)
 	struct seg_slot	 s;
 	int		 idx;
 
-	tl_window(&f->cfg, 0, 1, 5, 1000, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	lf_one_window(f, 5, 1000);
 	idx = f->h->slot_index;
 	lf_steps(f, 1, 10);
 	assert_int_equal(f->rec.ncalls, 1);
@@ -283,9 +275,7 @@ test_cancel_seen_at_begin(void **state)
 {
 	struct lib_fixture	*f = *state;
 
-	tl_window(&f->cfg, 0, 1, 2, 10, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	lf_one_window(f, 2, 10);
 	lf_steps(f, 1, 3);
 	f->cfg.windows[0].flags |= SEG_WINDOW_CANCELLED;
 	lf_push(f);
@@ -384,9 +374,7 @@ test_start_fails(void **state)
 	struct seg_slot	 s;
 
 	f->rec.fail_start = 1;
-	tl_window(&f->cfg, 0, 1, 2, 4, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	lf_one_window(f, 2, 4);
 	lf_steps(f, 1, 6);
 	assert_int_equal(f->rec.ncalls, 1);
 	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_FAILED);
@@ -408,9 +396,7 @@ test_stop_fails(void **state)
 	struct seg_slot	 s;
 
 	f->rec.fail_stop = 1;
-	tl_window(&f->cfg, 0, 1, 2, 3, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	lf_one_window(f, 2, 3);
 	lf_steps(f, 1, 4);
 	assert_int_equal(f->rec.ncalls, 2);
 	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_FAILED);
