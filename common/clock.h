@@ -8,11 +8,13 @@
 #ifndef DYNPROF_CLOCK_H
 #define DYNPROF_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* clock.c */
 int64_t	 clock_mono_ms(void);
 uint64_t clock_mono_ns(void);
 int64_t	 clock_wall_ns(void);
+void	 clock_rfc3339(int64_t, char *, size_t);
 
 #endif /* DYNPROF_CLOCK_H */

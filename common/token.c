@@ -56,3 +56,17 @@ token_read(const char *path, char *buf, size_t len, const char **why)
 	file_free(tmp, size);
 	return (buf[0] != '\0' ? 0 : -1);
 }
+
+/* Compares two tokens in time that does not depend on where they differ. */
+int
+token_equal(const char *a, const char *b)
+{
+	size_t		 la = strlen(a), lb = strlen(b), i;
+	unsigned char	 d = 0;
+
+	if (la != lb)
+		return (0);
+	for (i = 0; i < la; i++)
+		d |= (unsigned char)a[i] ^ (unsigned char)b[i];
+	return (d == 0);
+}

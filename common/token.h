@@ -14,5 +14,6 @@
 
 /* token.c */
 int	 token_read(const char *, char *, size_t, const char **);
+int	 token_equal(const char *, const char *);
 
 #endif /* DYNPROF_TOKEN_H */

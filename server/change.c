@@ -17,6 +17,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "store.h"
@@ -321,7 +322,7 @@ change_publish(struct coord *c, struct change *ch)
 	/* Finishes an open batch of events first: they may finish windows. */
 	if (store_begin(c->store) == -1)
 		return (-1);
-	ch->now = coord_wall_ns();
+	ch->now = clock_wall_ns();
 	gen = c->generation + 1;
 	/* Never reached (2^53 changes); a row past it would not load. */
 	if (!valid_generation(gen)) {
@@ -524,7 +525,7 @@ change_window_add(struct coord *c, const char *name,
 		goto fail;
 	}
 	w->id = job->next_window_id;
-	w->created_ns = coord_wall_ns();
+	w->created_ns = clock_wall_ns();
 	ch.add = w;
 	if (change_publish(c, &ch) == -1) {
 		change_store_refused(c, ref);
@@ -624,7 +625,7 @@ change_config_set(struct coord *c, const char *name, char *text,
 		w->start_step = start;
 		w->stop_step = stop;
 		w->id = job->next_window_id;
-		w->created_ns = coord_wall_ns();
+		w->created_ns = clock_wall_ns();
 		ch.add = w;
 	}
 	ch.config_json = text;

@@ -31,89 +31,6 @@
 #include "version.h"
 
 
-/* Returns a monotonic clock in milliseconds. */
-uint64_t
-coord_mono_ms(void)
-{
-	return (coord_mono_ns() / 1000000);
-}
-
-/* Returns a monotonic clock in nanoseconds. */
-uint64_t
-coord_mono_ns(void)
-{
-	return (clock_mono_ns());
-}
-
-/* Returns the wall clock in nanoseconds since the epoch. */
-int64_t
-coord_wall_ns(void)
-{
-	return (clock_wall_ns());
-}
-
-/* Formats a wall clock time as RFC 3339 UTC with milliseconds. */
-void
-coord_rfc3339(int64_t ns, char *buf, size_t len)
-{
-	struct tm	 tm;
-	time_t		 t = (time_t)(ns / 1000000000LL);
-	char		 stamp[32];
-
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03dZ", stamp,
-	    (int)((ns % 1000000000LL) / 1000000));
-}
-
-/* Compares two tokens in time that does not depend on where they differ. */
-int
-coord_token_equal(const char *a, const char *b)
-{
-	size_t		 la = strlen(a), lb = strlen(b), i;
-	unsigned char	 d = 0;
-
-	if (la != lb)
-		return (0);
-	for (i = 0; i < la; i++)
-		d |= (unsigned char)a[i] ^ (unsigned char)b[i];
-	return (d == 0);
-}
-
-/* Turns a listener paused on EMFILE back on. */
-static void
-coord_accept_resume(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	evconnlistener_enable(arg);
-}
-
-/*
- * A listener's accept failed.  Out of descriptors (or memory): stop accepting
- * for a second rather than spin on a listener that stays readable.
- */
-void
-coord_accept_error(struct evconnlistener *l, void *arg)
-{
-	struct timeval	 tv = { 1, 0 };
-	int		 err = EVUTIL_SOCKET_ERROR();
-
-	(void)arg;
-	if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
-	    err == ENOMEM) {
-		log_warnx("%s: %s: not accepting for a second", __func__,
-		    evutil_socket_error_to_string(err));
-		evconnlistener_disable(l);
-		if (event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT,
-		    coord_accept_resume, l, &tv) == -1)
-			evconnlistener_enable(l);
-		return;
-	}
-	log_warnx("%s: accept: %s", __func__,
-	    evutil_socket_error_to_string(err));
-}
-
 /* Prints the usage. */
 static void
 coord_usage(FILE *f)
@@ -208,7 +125,7 @@ coord_viewer_token(struct coord *c, const char *path)
 	if ((c->conf.viewer_token = coord_read_token(path)) == NULL)
 		return (-1);
 	if (c->conf.admin_token != NULL &&
-	    coord_token_equal(c->conf.viewer_token, c->conf.admin_token)) {
+	    token_equal(c->conf.viewer_token, c->conf.admin_token)) {
 		log_warnx("--viewer-token-file %s holds the operator token "
 		    "(--admin-token-file): give the viewer its own", path);
 		return (-1);
@@ -303,7 +220,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 {
 	static struct log_limit	 stall_log;
 	struct coord		*c = arg;
-	uint64_t		 now = coord_mono_ms(), late = 0;
+	uint64_t		 now = clock_mono_ms(), late = 0;
 
 	(void)fd;
 	(void)what;
@@ -717,7 +634,7 @@ coord_open(struct coord *c)
 		log_warnx("%s: cannot open the store: %s", __func__, why);
 		return (-1);
 	}
-	c->started_ns = coord_wall_ns();
+	c->started_ns = clock_wall_ns();
 	/* Revisions of the event stream count on from the wall clock in
 	 * microseconds: past those of any earlier run (journal.c).  Over
 	 * etcd, the model is loaded when this coordinator leads. */

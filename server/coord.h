@@ -2,6 +2,7 @@
  * dynprof-coordinator: one libevent loop, one thread, one struct coord.
  *
  *	coord.c		start-up, flags, signals, the housekeeping timer
+ *	listener.c	what a listener does when an accept fails
  *	link.c		the AgentLink listener and one struct conn per agent
  *	link_dispatch.c	what an agent's messages do, the pushes back
  *	schedule.c	jobs, windows, nodes: the model and its rules
@@ -646,13 +647,7 @@ void		 coord_init(struct coord *);
 int		 coord_open(struct coord *);
 int		 coord_start(struct coord *);
 void		 coord_stop(struct coord *);
-int		 coord_token_equal(const char *, const char *);
 void		 coord_bounds_init(struct coord_config *);
-void		 coord_accept_error(struct evconnlistener *, void *);
-uint64_t	 coord_mono_ms(void);
-uint64_t	 coord_mono_ns(void);
-int64_t		 coord_wall_ns(void);
-void		 coord_rfc3339(int64_t, char *, size_t);
 
 /* coord_addr.c */
 int		 coord_parse_addr(const char *, struct sockaddr_storage *,

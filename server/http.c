@@ -25,9 +25,12 @@
 #include <event2/util.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
+#include "listener.h"
 #include "log.h"
 #include "store.h"
+#include "token.h"
 #include "utf8.h"
 
 #include <openssl/ssl.h>
@@ -211,7 +214,7 @@ http_is_viewer(struct coord *c, struct evhttp_request *req)
 		return (0);
 	if ((t = http_bearer(req)) == NULL)
 		return (1);
-	return (!coord_token_equal(t, c->conf.admin_token));
+	return (!token_equal(t, c->conf.admin_token));
 }
 
 /*
@@ -234,9 +237,9 @@ http_authorized(struct coord *c, struct evhttp_request *req,
 	if ((t = http_bearer(req)) == NULL)
 		return (401);
 	if (c->conf.admin_token != NULL)
-		operator = coord_token_equal(t, c->conf.admin_token);
+		operator = token_equal(t, c->conf.admin_token);
 	if (c->conf.viewer_token != NULL)
-		viewer = coord_token_equal(t, c->conf.viewer_token);
+		viewer = token_equal(t, c->conf.viewer_token);
 	if (operator)
 		return (0);
 	if (!viewer)
@@ -346,7 +349,7 @@ http_new_bev(struct event_base *base, void *arg)
 	}
 	hc->coord = c;
 	hc->bev = bev;
-	hc->since_ms = coord_mono_ms();
+	hc->since_ms = clock_mono_ms();
 	TAILQ_INSERT_TAIL(&c->http_pending, hc, entry);
 	c->nhttp_conns++;
 	event_active(c->http_adopt, EV_TIMEOUT, 1);
@@ -410,7 +413,7 @@ http_conn_stream(struct coord *c, struct evhttp_connection *evcon,
 	TAILQ_FOREACH_REVERSE(hc, &c->http_conns, http_connq, entry) {
 		if (hc->evcon == evcon) {
 			hc->stream = s;
-			hc->since_ms = coord_mono_ms();
+			hc->since_ms = clock_mono_ms();
 			return;
 		}
 	}
@@ -468,7 +471,7 @@ http_sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord		*c = arg;
 	struct http_conn	*hc, *next;
-	uint64_t		 now = coord_mono_ms();
+	uint64_t		 now = clock_mono_ms();
 
 	(void)fd;
 	(void)what;
@@ -493,7 +496,7 @@ http_conn_active(struct coord *c, struct evhttp_connection *evcon)
 
 	TAILQ_FOREACH_REVERSE(hc, &c->http_conns, http_connq, entry) {
 		if (hc->evcon == evcon) {
-			hc->since_ms = coord_mono_ms();
+			hc->since_ms = clock_mono_ms();
 			TAILQ_REMOVE(&c->http_conns, hc, entry);
 			TAILQ_INSERT_TAIL(&c->http_conns, hc, entry);
 			return;
@@ -851,7 +854,7 @@ http_listen(struct coord *c, const char *addr)
 		log_warn("%s: cannot listen on %s", __func__, addr);
 		return (-1);
 	}
-	evconnlistener_set_error_cb(l, coord_accept_error);
+	evconnlistener_set_error_cb(l, listener_accept_error);
 	if (evhttp_bind_listener(c->http, l) == NULL) {
 		evconnlistener_free(l);
 		return (-1);

@@ -26,6 +26,7 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "names.h"
@@ -91,7 +92,7 @@ events_note(struct coord *c, struct evbuffer *buf, const char *type,
 {
 	evbuffer_add_printf(buf, "{\"type\":\"%s\",\"revision\":%" PRIu64
 	    "%s,\"time\":", type, journal_revision(c), extra);
-	ranks_json_time(buf, coord_wall_ns());
+	ranks_json_time(buf, clock_wall_ns());
 	evbuffer_add(buf, "}\n", 2);
 }
 

@@ -19,6 +19,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "names.h"
@@ -80,7 +81,7 @@ ranks_json_time(struct evbuffer *buf, int64_t ns)
 		evbuffer_add(buf, "null", 4);
 		return;
 	}
-	coord_rfc3339(ns, t, sizeof(t));
+	clock_rfc3339(ns, t, sizeof(t));
 	evbuffer_add_printf(buf, "\"%s\"", t);
 }
 

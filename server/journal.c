@@ -19,6 +19,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "utf8.h"
@@ -92,7 +93,7 @@ journal_reset(struct coord *c)
 	if (j->ring != NULL)
 		for (rev = j->first; rev <= j->staged; rev++)
 			journal_drop(j, JOURNAL_SLOT(j, rev));
-	base = (uint64_t)coord_wall_ns() / 1000;
+	base = (uint64_t)clock_wall_ns() / 1000;
 	if (base <= j->staged)
 		base = j->staged + 1;
 	j->first = base + 1;
@@ -196,7 +197,7 @@ journal_stage_window(struct coord *c, struct job *job, const struct window *w,
 	e->step = w->start_step;
 	e->stop = w->stop_step;
 	e->generation = gen;
-	e->time_ns = coord_wall_ns();
+	e->time_ns = clock_wall_ns();
 }
 
 /* The store committed what was staged: followers get it. */

@@ -33,6 +33,7 @@
 #include <jansson.h>
 
 #include "addr.h"
+#include "clock.h"
 #include "coord.h"
 #include "etcd.h"
 #include "log.h"
@@ -454,7 +455,7 @@ leader_tick(evutil_socket_t fd, short what, void *arg)
 	struct coord	*c = arg;
 
 	struct leader	*l = c->leader;
-	uint64_t	 now = coord_mono_ms();
+	uint64_t	 now = clock_mono_ms();
 
 	(void)fd;
 	(void)what;

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "utf8.h"
@@ -200,7 +201,7 @@ legacy_status(struct coord *c, struct node *node,
 	legacy_copy(e->dialect, sizeof(e->dialect), st->dialect);
 	legacy_copy(e->error, sizeof(e->error), st->error);
 	legacy_copy(e->output_dir, sizeof(e->output_dir), st->output_dir);
-	e->time_ns = coord_wall_ns();
+	e->time_ns = clock_wall_ns();
 	n = st->n_windows < COORD_LEGACY_WINDOWS_MAX ? st->n_windows :
 	    COORD_LEGACY_WINDOWS_MAX;
 	e->nwindows = 0;

@@ -25,8 +25,10 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "frame.h"
+#include "listener.h"
 #include "log.h"
 #include "store.h"
 #include "utf8.h"
@@ -216,7 +218,7 @@ link_read(struct bufferevent *bev, void *arg)
 	const char			*why;
 	int				 rc;
 
-	conn->last_rx_ms = coord_mono_ms();
+	conn->last_rx_ms = clock_mono_ms();
 	conn->stalled_at_rx = conn->coord->stalled_ms;
 	if (conn->state == CONN_AWAIT_HELLO && link_tls_on_plain(conn, in))
 		return;
@@ -333,7 +335,7 @@ link_conn_close(struct conn *conn, int code, const char *reason)
 		c->nconns_ready--;
 		if (conn->node->conn == conn) {
 			conn->node->conn = NULL;
-			conn->node->last_seen_ns = coord_wall_ns();
+			conn->node->last_seen_ns = clock_wall_ns();
 		}
 	}
 	while ((s = TAILQ_FIRST(&conn->subs)) != NULL)
@@ -502,7 +504,7 @@ link_accept(struct evconnlistener *l, evutil_socket_t fd,
 		free(conn);
 		return;
 	}
-	conn->last_rx_ms = conn->accepted_ms = coord_mono_ms();
+	conn->last_rx_ms = conn->accepted_ms = clock_mono_ms();
 	conn->stalled_at_rx = c->stalled_ms;
 	bufferevent_setcb(conn->bev, link_read, NULL, link_conn_event,
 	    conn);
@@ -568,11 +570,11 @@ link_heartbeat(struct coord *c, int judge)
 	Dynprof__V1__Heartbeat		 hb;
 	struct evbuffer			*frame;
 	struct conn			*conn, *next;
-	uint64_t			 now = coord_mono_ms();
+	uint64_t			 now = clock_mono_ms();
 
 	dynprof__v1__coordinator_message__init(&msg);
 	dynprof__v1__heartbeat__init(&hb);
-	hb.time_unix_ns = coord_wall_ns();
+	hb.time_unix_ns = clock_wall_ns();
 	msg.body_case = DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT;
 	msg.heartbeat = &hb;
 	frame = link_frame(&msg);
@@ -602,7 +604,7 @@ link_listen(struct coord *c, const char *addr)
 		log_warn("%s: cannot listen on %s", __func__, addr);
 		return (-1);
 	}
-	evconnlistener_set_error_cb(c->listener, coord_accept_error);
+	evconnlistener_set_error_cb(c->listener, listener_accept_error);
 	if (getsockname(evconnlistener_get_fd(c->listener),
 	    (struct sockaddr *)&ss, &slen) == 0)
 		c->agent_port = ntohs(ss.ss_family == AF_INET6 ?

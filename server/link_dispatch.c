@@ -18,11 +18,13 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "nodename.h"
 #include "store.h"
 #include "tls.h"
+#include "token.h"
 #include "version.h"
 
 #include <openssl/ssl.h>
@@ -67,7 +69,7 @@ link_push(struct coord *c, struct job *job)
 	struct evbuffer	*frame;
 	struct sub	*s, *next;
 	struct conn	*conn;
-	uint64_t	 now = coord_mono_ns();
+	uint64_t	 now = clock_mono_ns();
 
 	if (TAILQ_EMPTY(&job->subs))
 		return;
@@ -139,7 +141,7 @@ link_answer_subscribe(struct conn *conn, struct job *job, uint64_t applied)
 	if ((frame = link_config_frame(job)) == NULL)
 		return;
 	if (job->generation != 0)
-		link_note_push(conn->coord, conn, job, coord_mono_ns());
+		link_note_push(conn->coord, conn, job, clock_mono_ns());
 	link_send_frame(conn, frame);
 	evbuffer_free(frame);
 }
@@ -294,7 +296,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 		return;
 	}
 	if (c->conf.agent_token != NULL && (hello->token == NULL ||
-	    !coord_token_equal(hello->token, c->conf.agent_token))) {
+	    !token_equal(hello->token, c->conf.agent_token))) {
 		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_BAD_TOKEN,
 		    "wrong agent token");
 		return;
@@ -323,7 +325,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	conn->state = CONN_READY;
 	c->nconns_ready++;
 	snprintf(node->address, sizeof(node->address), "%s", conn->peer);
-	node->connected_ns = node->last_seen_ns = coord_wall_ns();
+	node->connected_ns = node->last_seen_ns = clock_wall_ns();
 	log_info("%s: node %s connected from %s", __func__, node->name,
 	    conn->peer);
 	legacy_forget_node(c, node->name);	/* its agent says them again */
@@ -368,7 +370,7 @@ link_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 		nj->applied = a->generation;
 	if (nj->pushed_ns != 0 && a->generation >= nj->pushed_gen) {
 		metrics_observe_latency(&conn->coord->metrics,
-		    (double)(coord_mono_ns() - nj->pushed_ns) / 1e9);
+		    (double)(clock_mono_ns() - nj->pushed_ns) / 1e9);
 		nj->pushed_ns = 0;
 	}
 }
@@ -622,7 +624,7 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 		link_hello(conn, msg->hello);
 		return;
 	}
-	conn->node->last_seen_ns = coord_wall_ns();
+	conn->node->last_seen_ns = clock_wall_ns();
 	switch (msg->body_case) {
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
 		break;

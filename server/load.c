@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "store.h"
@@ -193,7 +194,7 @@ load_rank(void *arg, const struct store_rank *row)
 	 * is all the windows made since need. */
 	if (row->state == DYNPROF__V1__RANK_STATE__RANK_GONE &&
 	    r->gone_ns == 0)
-		r->gone_ns = coord_wall_ns();
+		r->gone_ns = clock_wall_ns();
 	schedule_rank_set_string(ld->c, r, &r->error, row->error);
 	return (0);
 }

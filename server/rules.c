@@ -19,6 +19,7 @@
 #include <event2/buffer.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 
@@ -313,7 +314,7 @@ rule_json(const struct rule *r, int stored)
 		if (stored)
 			json_array_append_new(a, json_integer(r->fired[i]));
 		else {
-			coord_rfc3339(r->fired[i], t, sizeof(t));
+			clock_rfc3339(r->fired[i], t, sizeof(t));
 			json_array_append_new(a, json_string(t));
 		}
 	}
@@ -328,7 +329,7 @@ rule_json(const struct rule *r, int stored)
 		json_object_set_new(o, "created", json_integer(r->created_ns));
 		json_object_set_new(o, "attempt", json_integer(r->attempt_ns));
 	} else if (r->created_ns > 0) {
-		coord_rfc3339(r->created_ns, t, sizeof(t));
+		clock_rfc3339(r->created_ns, t, sizeof(t));
 		json_object_set_new(o, "created", json_string(t));
 	}
 	return (o);
@@ -526,7 +527,7 @@ rules_add(struct coord *c, const char *name, json_t *body, json_t **out,
 		return (change_refuse(ref, 500, NULL, "out of memory"));
 	}
 	r.id = rs->next_id++;
-	r.created_ns = coord_wall_ns();
+	r.created_ns = clock_wall_ns();
 	rs->rule[rs->n++] = r;
 	if (job != NULL)
 		rules_own_limits(job, &l);
@@ -731,7 +732,7 @@ rules_tick(struct coord *c)
 	struct job			*job;
 	struct rule			*r;
 	const struct straggler_entry	*list;
-	int64_t				 now = coord_wall_ns();
+	int64_t				 now = clock_wall_ns();
 	size_t				 i;
 
 	TAILQ_FOREACH(job, &c->jobs, entry) {

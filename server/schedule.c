@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "store.h"
@@ -54,7 +55,7 @@ schedule_job_get(struct coord *c, const char *name)
 		return (NULL);
 	snprintf(job->name, sizeof(job->name), "%s", name);
 	job->next_window_id = 1;
-	job->created_ns = coord_wall_ns();
+	job->created_ns = clock_wall_ns();
 	options_init(&job->defaults);
 	TAILQ_INIT(&job->windows);
 	TAILQ_INIT(&job->ranks);
@@ -127,7 +128,7 @@ schedule_reap_jobs(struct coord *c, uint64_t linger_ms)
 	struct rank	*r;
 	struct node	*n;
 	struct node_job	*nj;
-	uint64_t	 now = coord_mono_ms();
+	uint64_t	 now = clock_mono_ms();
 
 	for (job = TAILQ_FIRST(&c->jobs); job != NULL; job = next) {
 		next = TAILQ_NEXT(job, entry);
@@ -343,7 +344,7 @@ schedule_rank_may_return(struct coord *c, const struct rank *r)
 	since = n->last_seen_ns > c->started_ns ? n->last_seen_ns :
 	    c->started_ns;
 	grace = (int64_t)COORD_LOST_GRACE_HB * c->conf.heartbeat_ms * 1000000;
-	return (coord_wall_ns() - since < grace);
+	return (clock_wall_ns() - since < grace);
 }
 
 /* Returns 1 if a live rank started window w and has not ended it. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "names.h"
@@ -127,7 +128,7 @@ schedule_rank_take(struct coord *c, struct job *job, int32_t rank,
 	r->busy.score = -1;
 	r->busy.over = -1;
 	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
-	r->arrived_ns = coord_wall_ns();
+	r->arrived_ns = clock_wall_ns();
 	r->job = job;
 	LIST_INSERT_HEAD(&job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
 	    r, hentry);
@@ -346,7 +347,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	re.kind = kind;
 	re.window_id = ev->window_id;
 	re.step = ev->step;
-	re.time_ns = ev->time_unix_ns != 0 ? ev->time_unix_ns : coord_wall_ns();
+	re.time_ns = ev->time_unix_ns != 0 ? ev->time_unix_ns : clock_wall_ns();
 
 	switch (kind) {
 	case DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED:
@@ -365,14 +366,14 @@ schedule_apply_event(struct coord *c, struct node *node,
 		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
 			schedule_rank_reporter(c, r, ev->pid, uid);
 			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
-			r->arrived_ns = coord_wall_ns();
+			r->arrived_ns = clock_wall_ns();
 			r->gone_ns = 0;
 			r->attach_ev_ns = (int64_t)ev->time_unix_ns;
 			r->attach_slot = ev->slot;
 			r->detach_ev_ns = 0;
 		} else {
 			if (r->state != DYNPROF__V1__RANK_STATE__RANK_GONE)
-				r->gone_ns = coord_wall_ns();
+				r->gone_ns = clock_wall_ns();
 			r->state = DYNPROF__V1__RANK_STATE__RANK_GONE;
 			r->detach_ev_ns = (int64_t)ev->time_unix_ns;
 			job->windows_dirty = 1;
@@ -515,9 +516,9 @@ schedule_rank_set_state(struct rank *r, int state)
 	int	 gone = DYNPROF__V1__RANK_STATE__RANK_GONE;
 
 	if (state == gone && r->state != gone)
-		r->gone_ns = coord_wall_ns();
+		r->gone_ns = clock_wall_ns();
 	else if (state != gone && r->state == gone) {
-		r->arrived_ns = coord_wall_ns();
+		r->arrived_ns = clock_wall_ns();
 		r->gone_ns = 0;
 	}
 	r->state = state;
@@ -534,7 +535,7 @@ schedule_rank_set_state(struct rank *r, int state)
 static void
 schedule_note_rate(struct node_job *nj, int64_t max)
 {
-	uint64_t	 now = coord_mono_ms();
+	uint64_t	 now = clock_mono_ms();
 	double		 rate;
 
 	if (max < nj->max_step || nj->rate_ms == 0) {
@@ -683,7 +684,7 @@ schedule_job_step_now(const struct coord *c, const struct job *job)
 {
 	const struct sub	*s;
 	const struct node_job	*nj;
-	uint64_t		 now = coord_mono_ms(), age;
+	uint64_t		 now = clock_mono_ms(), age;
 	int64_t			 max = -1, step;
 	double			 ahead;
 

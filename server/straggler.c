@@ -20,6 +20,7 @@
 #include <event2/buffer.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 
@@ -348,7 +349,7 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	const char		*last = NULL;
 	size_t			 n = 0, nr = 0, nf = 0, nb = 0;
 	int			 drop, up = 0, rc = -1;
-	uint64_t		 t0 = coord_mono_ns();
+	uint64_t		 t0 = clock_mono_ns();
 
 	if ((s = straggler_get(job)) == NULL)
 		return (-1);
@@ -413,14 +414,14 @@ flag:
 	}
 	s->nflagged = (uint32_t)nf;
 	straggler_keep(s, flagged, nf);
-	s->updated_ns = coord_wall_ns();
+	s->updated_ns = clock_wall_ns();
 	rc = 0;
 out:
 	free(steps);
 	free(rates);
 	free(br);
 	free(flagged);
-	s->compute_ns = coord_mono_ns() - t0;
+	s->compute_ns = clock_mono_ns() - t0;
 	if (rc == -1)
 		log_warnx("%s: job %s: out of memory", __func__, job->name);
 	return (rc);
@@ -431,7 +432,7 @@ void
 straggler_tick(struct coord *c)
 {
 	struct job	*job;
-	uint64_t	 now = coord_mono_ms();
+	uint64_t	 now = clock_mono_ms();
 	uint64_t	 period = (uint64_t)STRAGGLER_RATE_TICKS *
 			    c->conf.heartbeat_ms;
 
@@ -581,7 +582,7 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 		    "min_step", (json_int_t)s->nodes[i].min_step));
 	json_object_set_new(o, "worst_nodes", a);
 	if (s != NULL && s->updated_ns > 0) {
-		coord_rfc3339(s->updated_ns, t, sizeof(t));
+		clock_rfc3339(s->updated_ns, t, sizeof(t));
 		json_object_set_new(o, "updated", json_string(t));
 	} else
 		json_object_set_new(o, "updated", json_null());

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 
@@ -216,7 +217,7 @@ summary_time(int64_t ns)
 
 	if (ns <= 0)
 		return (json_null());
-	coord_rfc3339(ns, buf, sizeof(buf));
+	clock_rfc3339(ns, buf, sizeof(buf));
 	return (json_string(buf));
 }
 

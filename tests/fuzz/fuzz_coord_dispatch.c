@@ -44,6 +44,7 @@
 #include <jansson.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "frame.h"
 #include "fuzzdir.h"
@@ -194,7 +195,7 @@ fuzz_connect(struct fuzz_peer *p)
 	if ((conn->bev = bufferevent_socket_new(fc->base, sv[0],
 	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
 		fuzz_fail("bufferevent_socket_new");
-	conn->last_rx_ms = coord_mono_ms();
+	conn->last_rx_ms = clock_mono_ms();
 	bufferevent_enable(conn->bev, EV_WRITE);
 	TAILQ_INSERT_TAIL(&fc->conns, conn, entry);
 	p->conn = conn;

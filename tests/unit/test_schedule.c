@@ -24,6 +24,7 @@
 #include <event2/event.h>
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "frame.h"
 #include "log.h"
@@ -57,7 +58,7 @@ setup(void **state)
 	c->conf.heartbeat_ms = 1000;
 	coord_bounds_init(&c->conf);
 	coord_init(c);
-	c->started_ns = coord_wall_ns();
+	c->started_ns = clock_wall_ns();
 	if ((c->base = event_base_new()) == NULL ||
 	    (c->store = store_open(f->dir, &why)) == NULL)
 		return (-1);
