@@ -21,6 +21,7 @@
 #include <event2/event.h>
 
 #include "agent.h"
+#include "agentmsg.h"
 #include "clock.h"
 #include "frame.h"
 #include "log.h"
@@ -141,8 +142,7 @@ upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 static void
 upstream_send_hello(struct agent *a)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Hello		 h = DYNPROF__V1__HELLO__INIT;
+	struct agentmsg			 am;
 	Dynprof__V1__JobGeneration	*gens = NULL, **gp = NULL;
 	struct agent_job		*j;
 	size_t				 n = 0;
@@ -170,15 +170,8 @@ upstream_send_hello(struct agent *a)
 			n++;
 		}
 	}
-	h.protocol_version = PROTOCOL_VERSION;
-	h.node = a->opts.node;
-	h.token = a->token;
-	h.agent_version = (char *)DYNPROF_VERSION_STRING;
-	h.n_applied = n;
-	h.applied = gp;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO;
-	m.hello = &h;
-	upstream_send(a, &m);
+	upstream_send(a, agentmsg_hello(&am, a->opts.node, a->token,
+	    DYNPROF_VERSION_STRING, gp, n));
 	free(gens);
 	free(gp);
 }
@@ -640,11 +633,10 @@ upstream_lost(struct agent *a, const char *why)
 int64_t
 upstream_tick(struct agent *a, int64_t now, int early)
 {
-	struct upstream				*up = &a->up;
-	Dynprof__V1__AgentMessage		 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Heartbeat			 hb = DYNPROF__V1__HEARTBEAT__INIT;
-	int64_t					 hb_ms = up->heartbeat_ms;
-	int64_t					 dead_at, next, slack;
+	struct upstream	*up = &a->up;
+	struct agentmsg	 am;
+	int64_t		 hb_ms = up->heartbeat_ms;
+	int64_t		 dead_at, next, slack;
 
 	switch (up->state) {
 	case UPSTREAM_NONE:
@@ -673,10 +665,7 @@ upstream_tick(struct agent *a, int64_t now, int early)
 	}
 	slack = early ? hb_ms / 2 : 0;
 	if (now + slack >= up->last_sent_ms + hb_ms) {
-		hb.time_unix_ns = clock_wall_ns();
-		m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
-		m.heartbeat = &hb;
-		upstream_send(a, &m);
+		upstream_send(a, agentmsg_heartbeat(&am, clock_wall_ns()));
 	}
 	next = up->last_sent_ms + hb_ms + hb_ms / 8;
 	return (next < dead_at ? next : dead_at);
@@ -730,16 +719,11 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
 void
 upstream_subscribe_name(struct agent *a, const char *name, uint64_t applied)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Subscribe		 s = DYNPROF__V1__SUBSCRIBE__INIT;
+	struct agentmsg	 am;
 
 	if (a->up.state != UPSTREAM_READY)
 		return;		/* the hello after reconnecting carries it */
-	s.job = (char *)name;
-	s.applied_generation = applied;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE;
-	m.subscribe = &s;
-	upstream_send(a, &m);
+	upstream_send(a, agentmsg_subscribe(&am, name, applied));
 	log_debug("subscribed to job %s (applied %llu)", name,
 	    (unsigned long long)applied);
 }
@@ -758,15 +742,11 @@ upstream_subscribe(struct agent *a, struct agent_job *j)
 void
 upstream_unsubscribe_name(struct agent *a, const char *name)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Unsubscribe	 u = DYNPROF__V1__UNSUBSCRIBE__INIT;
+	struct agentmsg	 am;
 
 	if (a->up.state != UPSTREAM_READY)
 		return;
-	u.job = (char *)name;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_UNSUBSCRIBE;
-	m.unsubscribe = &u;
-	upstream_send(a, &m);
+	upstream_send(a, agentmsg_unsubscribe(&am, name));
 	log_debug("unsubscribed from job %s", name);
 }
 
@@ -786,16 +766,11 @@ upstream_unsubscribe(struct agent *a, struct agent_job *j)
 void
 upstream_applied_name(struct agent *a, const char *name, uint64_t generation)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Applied		 ap = DYNPROF__V1__APPLIED__INIT;
+	struct agentmsg	 am;
 
 	if (a->up.state != UPSTREAM_READY)
 		return;
-	ap.job = (char *)name;
-	ap.generation = generation;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED;
-	m.applied = &ap;
-	upstream_send(a, &m);
+	upstream_send(a, agentmsg_applied(&am, name, generation));
 }
 
 /* Tells the coordinator which generation of job the segment now holds. */

@@ -28,6 +28,7 @@
 
 #include <openssl/ssl.h>
 
+#include "agentmsg.h"
 #include "dynprof.pb-c.h"
 #include "frame.h"
 #include "loadgen.h"
@@ -94,45 +95,29 @@ loadgen_conn_dead(struct loadgen_conn *c, const char *why)
 static void
 loadgen_send_hello(struct loadgen_conn *c)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Hello		 h = DYNPROF__V1__HELLO__INIT;
-	char				 node[128];
+	struct agentmsg	 am;
+	char		 node[128];
 
 	snprintf(node, sizeof(node), "%s-%d", c->lg->prefix, c->idx);
-	h.protocol_version = PROTOCOL_VERSION;
-	h.node = node;
-	h.token = (char *)(c->lg->token != NULL ? c->lg->token : "");
-	h.agent_version = (char *)"loadgen-" DYNPROF_VERSION_STRING;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO;
-	m.hello = &h;
-	loadgen_send(c, &m);
+	loadgen_send(c, agentmsg_hello(&am, node, c->lg->token,
+	    "loadgen-" DYNPROF_VERSION_STRING, NULL, 0));
 	c->state = LOADGEN_HELLO_SENT;
 }
 
 static void
 loadgen_send_subscribe(struct loadgen_conn *c)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Subscribe		 s = DYNPROF__V1__SUBSCRIBE__INIT;
+	struct agentmsg	 am;
 
-	s.job = (char *)c->lg->job;
-	s.applied_generation = c->gen;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE;
-	m.subscribe = &s;
-	loadgen_send(c, &m);
+	loadgen_send(c, agentmsg_subscribe(&am, c->lg->job, c->gen));
 }
 
 static void
 loadgen_send_applied(struct loadgen_conn *c, const char *job, uint64_t gen)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Applied		 a = DYNPROF__V1__APPLIED__INIT;
+	struct agentmsg	 am;
 
-	a.job = (char *)job;
-	a.generation = gen;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED;
-	m.applied = &a;
-	loadgen_send(c, &m);
+	loadgen_send(c, agentmsg_applied(&am, job, gen));
 }
 
 /*
@@ -422,8 +407,8 @@ void
 loadgen_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct loadgen			*lg = arg;
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Heartbeat		 hb = DYNPROF__V1__HEARTBEAT__INIT;
+	struct agentmsg			 am;
+	Dynprof__V1__AgentMessage	*m;
 	struct timespec			 now;
 	unsigned			 hb_ms = lg->hb_ms ? lg->hb_ms : 2000;
 	int64_t				 t;
@@ -432,9 +417,8 @@ loadgen_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	clock_gettime(CLOCK_REALTIME, &now);
-	hb.time_unix_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
-	m.heartbeat = &hb;
+	m = agentmsg_heartbeat(&am, (int64_t)now.tv_sec * 1000000000 +
+	    now.tv_nsec);
 	/*
 	 * Every connection once per 0.8 heartbeat_ms, by the time that
 	 * passed (a busy loop runs this tick late: it then sends more).
@@ -449,7 +433,7 @@ loadgen_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 	lg->hb_credit -= count;
 	for (i = 0; i < count && i < lg->n; i++) {
 		if (lg->conns[lg->hb_next].state == LOADGEN_READY)
-			loadgen_send(&lg->conns[lg->hb_next], &m);
+			loadgen_send(&lg->conns[lg->hb_next], m);
 		lg->hb_next = (lg->hb_next + 1) % lg->n;
 	}
 }

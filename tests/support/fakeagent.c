@@ -14,6 +14,7 @@
 
 #include <event2/buffer.h>
 
+#include "agentmsg.h"
 #include "fakeagent.h"
 #include "frame.h"
 
@@ -142,24 +143,16 @@ int
 fa_hello(struct fakeagent *fa, const char *node, const char *token,
     uint32_t version, const char *job, uint64_t applied)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Hello		 h = DYNPROF__V1__HELLO__INIT;
+	struct agentmsg			 am;
 	Dynprof__V1__JobGeneration	 g = DYNPROF__V1__JOB_GENERATION__INIT;
 	Dynprof__V1__JobGeneration	*gp = &g;
+	Dynprof__V1__AgentMessage	*m;
 
-	h.protocol_version = version;
-	h.node = (char *)node;
-	h.token = (char *)(token != NULL ? token : "");
-	h.agent_version = (char *)"fakeagent";
-	if (job != NULL) {
-		g.job = (char *)job;
-		g.generation = applied;
-		h.n_applied = 1;
-		h.applied = &gp;
-	}
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HELLO;
-	m.hello = &h;
-	return (fa_send(fa, &m));
+	g.job = (char *)job;
+	g.generation = applied;
+	m = agentmsg_hello(&am, node, token, "fakeagent", &gp, job != NULL);
+	am.u.hello.protocol_version = version;
+	return (fa_send(fa, m));
 }
 
 static fa_msg *
@@ -252,14 +245,9 @@ fa_handshake(struct fakeagent *fa, int port, const char *node,
 int
 fa_subscribe(struct fakeagent *fa, const char *job, uint64_t applied)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Subscribe		 s = DYNPROF__V1__SUBSCRIBE__INIT;
+	struct agentmsg	 am;
 
-	s.job = (char *)job;
-	s.applied_generation = applied;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE;
-	m.subscribe = &s;
-	return (fa_send(fa, &m));
+	return (fa_send(fa, agentmsg_subscribe(&am, job, applied)));
 }
 
 /*
@@ -286,27 +274,18 @@ fa_expect_empty(struct fakeagent *fa, const char *job, int timeout_ms)
 int
 fa_applied(struct fakeagent *fa, const char *job, uint64_t gen)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Applied		 a = DYNPROF__V1__APPLIED__INIT;
+	struct agentmsg	 am;
 
-	a.job = (char *)job;
-	a.generation = gen;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_APPLIED;
-	m.applied = &a;
-	return (fa_send(fa, &m));
+	return (fa_send(fa, agentmsg_applied(&am, job, gen)));
 }
 
 /* Sends a heartbeat. */
 int
 fa_heartbeat(struct fakeagent *fa)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__Heartbeat		 h = DYNPROF__V1__HEARTBEAT__INIT;
+	struct agentmsg	 am;
 
-	h.time_unix_ns = 1;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT;
-	m.heartbeat = &h;
-	return (fa_send(fa, &m));
+	return (fa_send(fa, agentmsg_heartbeat(&am, 1)));
 }
 
 /* Sends a rank event with the given strings (NULL: none).  Returns 0 or -1. */
