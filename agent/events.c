@@ -10,8 +10,29 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "labels.h"
 #include "log.h"
 #include "names.h"
+
+/*
+ * Copies the labels of slot (its rank's to write) into out (len bytes,
+ * LABELS_MAX at least), checked: "" if they do not pass.
+ */
+static const char *
+events_labels(const struct agent_job *j, const struct seg_slot *slot,
+    char *out, size_t len)
+{
+	static struct log_limit	 limit;
+	char			 raw[SEG_LABELS_MAX];
+	const char		*why;
+
+	memcpy(raw, slot->labels, sizeof(raw));
+	raw[sizeof(raw) - 1] = '\0';
+	if (labels_canon(raw, out, len, &why) == -1)
+		log_limited(&limit, LOG_LEVEL_QUIET, "job %s rank %d: labels "
+		    "dropped: %s", j->name, slot->rank, why);
+	return (out);
+}
 
 /* Builds the RankEvent kind of slot idx of j from its last state s. */
 static void
@@ -53,6 +74,7 @@ events_report_slot(struct agent *a, const struct agent_job *j,
     const struct seg_slot *s, int idx)
 {
 	Dynprof__V1__RankEvent	 ev;
+	char			 labels[LABELS_MAX];
 	int			 kinds[4], n = 0, i;
 	uint32_t		 last = s->last_event;
 
@@ -99,8 +121,11 @@ events_report_slot(struct agent *a, const struct agent_job *j,
 			ev.reason = 0;
 			ev.error = (char *)"";
 		}
-		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED)
+		if (kinds[i] == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
 			ev.time_unix_ns = s->attach_time_ns;
+			ev.labels = (char *)events_labels(j, s, labels,
+			    sizeof(labels));
+		}
 		upstream_event(a, &ev, NULL);
 	}
 }
@@ -196,6 +221,7 @@ events_read_log(struct agent *a, struct agent_job *j, int idx)
 	struct queue_origin	 o;
 	Dynprof__V1__RankEvent	 ev;
 	char			 root[SEG_PATH_MAX], dir[SEG_PATH_MAX];
+	char			 labels[LABELS_MAX];
 	uint32_t		 inc, head, seq, lost = 0;
 	int			 n = 0, rc;
 
@@ -246,6 +272,9 @@ events_read_log(struct agent *a, struct agent_job *j, int idx)
 		}
 		events_from_entry(&ev, j, slot->rank, idx, &e, root,
 		    dir, sizeof(dir));
+		if (ev.kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED)
+			ev.labels = (char *)events_labels(j, slot, labels,
+			    sizeof(labels));
 		events_log(&ev);
 		o.seq = seq;
 		upstream_event(a, &ev, &o);

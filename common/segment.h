@@ -34,9 +34,10 @@
 #include <stdint.h>
 
 #include "jobid.h"
+#include "labels.h"
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		6	/* bump when the layout changes */
+#define SEG_VERSION		7	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -51,6 +52,7 @@
 #define SEG_FWOPTS_MAX		4096	/* framework options JSON, NUL included */
 #define SEG_PATH_MAX		1024	/* an output directory, NUL included */
 #define SEG_ERROR_MAX		256	/* a callback's error message, NUL included */
+#define SEG_LABELS_MAX		256	/* the rank's labels, NUL included */
 /*
  * The text of a log entry, NUL included: an error, or an output directory
  * relative to its slot's output_root: at most a subdir, "/" and
@@ -184,6 +186,7 @@ struct seg_slot {
 	uint32_t	 rank_seq;		/* events sent so far */
 	char		 output_dir[SEG_PATH_MAX];
 	char		 error[SEG_ERROR_MAX];
+	char		 labels[SEG_LABELS_MAX];	/* canonical (labels.h), at open */
 	int32_t		 last_pid;		/* who held the slot when freed */
 	_Atomic uint32_t incarnation;		/* claims of this slot so far */
 	_Atomic uint32_t log_head;		/* seq of the newest entry */
@@ -240,13 +243,14 @@ _Static_assert(sizeof(struct seg_log_entry) % 64 == 0, "seg_log_entry alignment"
 _Static_assert(SEG_LOG_DIR_MAX <= SEG_LOG_TEXT_MAX,
     "the longest relative output directory fits a log entry");
 _Static_assert(SEG_ERROR_MAX <= SEG_LOG_TEXT_MAX, "an error fits a log entry");
-_Static_assert(offsetof(struct seg_slot, output_root) == 1536,
+_Static_assert(SEG_LABELS_MAX == LABELS_MAX, "a rank's labels fit its slot");
+_Static_assert(offsetof(struct seg_slot, output_root) == 1792,
     "seg_slot output_root offset");
-_Static_assert(offsetof(struct seg_slot, log) == 1536 + SEG_PATH_MAX,
+_Static_assert(offsetof(struct seg_slot, log) == 1792 + SEG_PATH_MAX,
     "seg_slot log offset");
 _Static_assert(offsetof(struct seg_slot, log_acked) % 8 == 0,
     "slot log_acked alignment");
-_Static_assert(sizeof(struct seg_slot) == 1536 + SEG_PATH_MAX +
+_Static_assert(sizeof(struct seg_slot) == 1792 + SEG_PATH_MAX +
     SEG_LOG_ENTRIES * (64 + SEG_LOG_TEXT_MAX), "seg_slot size");
 _Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
 _Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
@@ -374,6 +378,7 @@ int	 segment_dir_make(const char *, uid_t, gid_t, mode_t, uid_t *);
 
 /* segment_slot.c */
 int	 segment_slot_claim(struct segment *, pid_t, int32_t, const char *);
+void	 segment_slot_set_labels(struct segment *, int, const char *);
 void	 segment_slot_release(struct segment *, int, pid_t);
 int	 segment_slot_read(const struct segment *, int, struct seg_slot *);
 int	 segment_slot_root(const struct seg_slot *, uint32_t, char *, size_t);

@@ -134,6 +134,7 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 	slot->rank_seq = 0;
 	memset(slot->output_dir, 0, sizeof(slot->output_dir));
 	memset(slot->error, 0, sizeof(slot->error));
+	memset(slot->labels, 0, sizeof(slot->labels));
 	/*
 	 * The root, under its own seqlock as well: the log's reader needs it
 	 * even when a dead writer left the slot seqlock odd.  It belongs to the
@@ -196,6 +197,23 @@ segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
 	return (SEG_ENOSLOT);
 }
 
+/*
+ * Writes the labels of the rank holding slot idx (canonical, checked by the
+ * caller; cut to SEG_LABELS_MAX - 1 bytes) under the slot's seqlock.
+ */
+void
+segment_slot_set_labels(struct segment *seg, int idx, const char *labels)
+{
+	struct seg_slot	*slot;
+
+	if (idx < 0 || (uint32_t)idx >= seg->nslots)
+		return;
+	slot = &seg->slots[idx];
+	segment_slot_update_begin(slot);
+	snprintf(slot->labels, sizeof(slot->labels), "%s", labels);
+	segment_slot_update_end(slot);
+}
+
 /* Frees slot idx if pid still holds it, leaving its state GONE. */
 void
 segment_slot_release(struct segment *seg, int idx, pid_t pid)
@@ -254,6 +272,7 @@ segment_slot_read(const struct segment *seg, int idx, struct seg_slot *out)
 			    memory_order_relaxed);
 			out->output_dir[sizeof(out->output_dir) - 1] = '\0';
 			out->error[sizeof(out->error) - 1] = '\0';
+			out->labels[sizeof(out->labels) - 1] = '\0';
 			out->output_root[sizeof(out->output_root) - 1] = '\0';
 			return (SEG_OK);
 		}

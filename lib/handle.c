@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "jobid.h"
+#include "labels.h"
 #include "libdynprof.h"
 #include "version.h"
 
@@ -376,14 +377,16 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 {
 	struct dynprof	*h;
 	struct seg_dir	 sd;
-	const char	*job, *root, *dir, *sock, *why;
+	const char	*job, *root, *dir, *sock, *why, *text;
+	char		 labels[LABELS_MAX];
 	mode_t		 mode;
 	uid_t		 agent_uid;
 	int		 rc, idx;
 
 	if (out != NULL)
 		*out = NULL;
-	if (p == NULL || out == NULL || p->version != DYNPROF_PARAMS_VERSION)
+	if (p == NULL || out == NULL || p->version < 1 ||
+	    p->version > DYNPROF_PARAMS_VERSION)
 		return (DYNPROF_EINVAL);
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return (DYNPROF_ENOMEM);
@@ -408,6 +411,14 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	if (!jobid_valid(job, &why)) {
 		handle_log(h, DYNPROF_LOG_ERROR, "%s: %s", __func__, why);
 		rc = DYNPROF_EJOB;
+		goto fail;
+	}
+	if ((text = p->version >= 2 ? p->labels : NULL) == NULL)
+		text = handle_env("DYNPROF_LABELS");
+	if (labels_canon(text, labels, sizeof(labels), &why) == -1) {
+		handle_log(h, DYNPROF_LOG_ERROR, "%s: %s (\"%s\")", __func__,
+		    why, text);
+		rc = DYNPROF_EINVAL;
 		goto fail;
 	}
 	if ((rc = handle_resolve_rank(h, p->rank)) != DYNPROF_OK ||
@@ -459,6 +470,7 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	}
 	h->slot_index = idx;
 	h->slot = &h->seg.slots[idx];
+	segment_slot_set_labels(&h->seg, idx, labels);
 	h->seq_addr = &h->seg.hdr->seq;
 	h->step_addr = &h->slot->step;
 	/* An impossible seq (odd and not the current one): the first read loads. */

@@ -132,7 +132,7 @@ typedef void (*dynprof_log_fn)(void *arg, enum dynprof_log_level level,
     const char *message);
 
 /** Set to DYNPROF_PARAMS_VERSION by dynprof_params_init(). */
-#define DYNPROF_PARAMS_VERSION 1
+#define DYNPROF_PARAMS_VERSION 2
 
 /** What dynprof_open() takes.  Fill with dynprof_params_init() first: every field
  * left as it sets it means "the environment, else the default". */
@@ -152,6 +152,10 @@ struct dynprof_params {
 	dynprof_stop_fn	 on_stop;	/**< may be NULL */
 	dynprof_log_fn	 on_log;	/**< may be NULL: no logging */
 	void		*arg;		/**< passed to the three callbacks */
+	/* Since version 2 (a version 1 caller's struct ends above): */
+	const char	*labels;	/**< NULL: DYNPROF_LABELS, else none: the
+					     rank's place in the job, such as
+					     "pp=3,tp=1,dp=12" (docs/labels.md) */
 };
 
 /** Opaque handle. */

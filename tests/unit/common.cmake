@@ -6,6 +6,7 @@ dynprof_test(test_addr SOURCES unit/test_addr.c LIBS dpcommon TIMEOUT 30)
 dynprof_test(test_log SOURCES unit/test_log.c LIBS dpdaemon TIMEOUT 30)
 dynprof_test(test_ranklist SOURCES unit/test_ranklist.c LIBS dpcommon
   TIMEOUT 30)
+dynprof_test(test_labels SOURCES unit/test_labels.c LIBS dpcommon TIMEOUT 30)
 dynprof_test(test_output SOURCES unit/test_output.c LIBS dynprof_internal
   TIMEOUT 30)
 dynprof_test(test_agent_frame SOURCES unit/test_agent_frame.c LIBS dpagent

@@ -257,6 +257,59 @@ test_environment(void **state)
 	unsetenv("DYNPROF_OUTPUT_ROOT");
 }
 
+/*
+ * Labels: given in the params or DYNPROF_LABELS (the params win), written to
+ * the rank's slot in canonical form; bad ones fail the open and take no slot;
+ * a version 1 caller's params (no labels field) still open.
+ */
+static void
+test_labels(void **state)
+{
+	struct lib_fixture	*f = *state;
+	struct dynprof_params	 p;
+	struct {
+		struct dynprof_params	 p;	/* labels past version 1's end */
+	} v1;
+	dynprof_t		*h;
+	int			 i;
+
+	tl_params(&p, f->dir, "job", 0, &f->rec);
+	p.labels = " tp=1, pp=3,dp=12";
+	assert_int_equal(dynprof_open(&p, &h), DYNPROF_OK);
+	assert_string_equal(f->agent.slots[h->slot_index].labels,
+	    "dp=12,pp=3,tp=1");
+	dynprof_close(h);
+
+	setenv("DYNPROF_LABELS", "node=n-117", 1);
+	tl_params(&p, f->dir, "job", 1, &f->rec);
+	assert_int_equal(dynprof_open(&p, &h), DYNPROF_OK);
+	assert_string_equal(f->agent.slots[h->slot_index].labels,
+	    "node=n-117");
+	dynprof_close(h);
+	p.labels = "pp=0";
+	assert_int_equal(dynprof_open(&p, &h), DYNPROF_OK);
+	assert_string_equal(f->agent.slots[h->slot_index].labels, "pp=0");
+	dynprof_close(h);
+
+	setenv("DYNPROF_LABELS", "pp=3;tp=1", 1);
+	tl_params(&p, f->dir, "job", 2, &f->rec);
+	assert_int_equal(dynprof_open(&p, &h), DYNPROF_EINVAL);
+	assert_null(h);
+	unsetenv("DYNPROF_LABELS");
+	p.labels = "pp=3,pp=4";
+	assert_int_equal(dynprof_open(&p, &h), DYNPROF_EINVAL);
+	for (i = 0; i < SEG_MAX_SLOTS; i++)
+		assert_int_equal(atomic_load(&f->agent.slots[i].pid), 0);
+
+	/* Version 1: labels is not read even if garbage follows. */
+	tl_params(&v1.p, f->dir, "job", 3, &f->rec);
+	v1.p.version = 1;
+	v1.p.labels = "not=,valid";
+	assert_int_equal(dynprof_open(&v1.p, &h), DYNPROF_OK);
+	assert_string_equal(f->agent.slots[h->slot_index].labels, "");
+	dynprof_close(h);
+}
+
 static void
 test_bad_arguments(void **state)
 {
@@ -319,6 +372,7 @@ main(void)
 		T(test_slot_taken),
 		T(test_slot_taken_close),
 		T(test_environment),
+		T(test_labels),
 		T(test_bad_arguments),
 	};
 #undef T

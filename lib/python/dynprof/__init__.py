@@ -166,6 +166,9 @@ class Monitor:
     SLURM_PROCID; DYNPROF_OUTPUT_ROOT), else "default", 0, "./dyn_profile_data".
     shm_dir, agent_socket, shm_mode: likewise (DYNPROF_SHM_DIR,
     DYNPROF_AGENT_SOCKET, DYNPROF_SHM_MODE).
+    labels: the rank's place in the job, "pp=3,tp=1" or a dict {"pp": 3}
+    (None: DYNPROF_LABELS, else none); bad labels fail the open as a bad
+    argument does (docs/labels.md).
 
     on_start(window, options, framework_options, output_dir) starts the profiler:
     window is a Window, options an Options, framework_options the window's
@@ -194,7 +197,7 @@ class Monitor:
 
     def __init__(self, job=None, rank=None, on_start=None, on_stop=None,
                  output_root=None, *, shm_dir=None, agent_socket=None,
-                 shm_mode=None, fast_path=True, strict=False):
+                 shm_mode=None, fast_path=True, strict=False, labels=None):
         self._h = None
         self._job = job
         self._rank = None if rank is None else int(rank)
@@ -203,7 +206,7 @@ class Monitor:
         self._shut = self._counted = lambda: 0
         try:
             self._open(job, rank, on_start, on_stop, output_root, shm_dir,
-                       agent_socket, shm_mode, fast_path)
+                       agent_socket, shm_mode, fast_path, labels)
         except DynprofError as e:
             if strict:
                 raise
@@ -212,7 +215,7 @@ class Monitor:
                        "running without dynprof: %s" % e)
 
     def _open(self, job, rank, on_start, on_stop, output_root, shm_dir,
-              agent_socket, shm_mode, fast_path):
+              agent_socket, shm_mode, fast_path, labels):
         lib = _load()
         self._lib = lib
         self._on_start = on_start
@@ -250,9 +253,13 @@ class Monitor:
         p = _native.Params()
         lib.dynprof_params_init(ctypes.byref(p))
         # Keep the encoded strings alive while dynprof_open() reads them.
+        if isinstance(labels, dict):
+            labels = ",".join("%s=%s" % kv for kv in labels.items())
         self._strings = [_native.encode(job), _native.encode(output_root),
-                         _native.encode(shm_dir), _native.encode(agent_socket)]
-        p.job, p.output_root, p.shm_dir, p.agent_socket = self._strings
+                         _native.encode(shm_dir), _native.encode(agent_socket),
+                         _native.encode(labels)]
+        (p.job, p.output_root, p.shm_dir, p.agent_socket,
+         p.labels) = self._strings
         if rank is not None:
             p.rank = int(rank)
         if shm_mode is not None:

@@ -45,7 +45,7 @@ LOG_WARNING = 1
 LOG_INFO = 2
 LOG_DEBUG = 3
 
-PARAMS_VERSION = 1
+PARAMS_VERSION = 2
 INT64_MAX = (1 << 63) - 1
 
 
@@ -125,6 +125,7 @@ class Params(ctypes.Structure):
         ("on_stop", STOP_FN),
         ("on_log", LOG_FN),
         ("arg", ctypes.c_void_p),
+        ("labels", ctypes.c_char_p),
     ]
 
 

@@ -39,7 +39,10 @@ torch is imported only when a window starts.
 import json
 import logging
 import os
+import re
 import shutil
+import socket
+import sys
 
 from . import Monitor
 
@@ -98,6 +101,7 @@ class ProfileSteps:
         self._optimizer = None
         self._hook = None
         self._fwd_hook = None
+        monitor_args["labels"] = rank_labels(monitor_args.get("labels"))
         self.monitor = Monitor(on_start=self._on_start, on_stop=self._on_stop,
                                **monitor_args)
         if optimizer is not None:
@@ -308,6 +312,51 @@ def _hook_comm(model, monitor):
 def _kineto():
     import torch.autograd
     return torch.autograd.kineto_available()
+
+
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")
+
+
+def framework_labels():
+    """The labels torch tells for free: node, local_rank, world_size, and
+    Megatron's parallel ranks (pp, tp, dp, cp, ep) when megatron.core is
+    importable and its parallel state is initialized.  A value that would
+    not pass as a label is left out, never refused."""
+    found = {"node": socket.gethostname().split(".")[0],
+             "local_rank": os.environ.get("LOCAL_RANK")}
+    # Nothing imported here: a module the script has not loaded tells nothing.
+    info = _distributed_info() if "torch.distributed" in sys.modules else None
+    found["world_size"] = (info or {}).get("world_size",
+                                           os.environ.get("WORLD_SIZE"))
+    ps = sys.modules.get("megatron.core.parallel_state")
+    try:
+        if ps is not None and ps.model_parallel_is_initialized():
+            found.update(pp=ps.get_pipeline_model_parallel_rank(),
+                         tp=ps.get_tensor_model_parallel_rank(),
+                         dp=ps.get_data_parallel_rank(),
+                         cp=ps.get_context_parallel_rank(),
+                         ep=ps.get_expert_model_parallel_rank())
+    except Exception:
+        pass
+    return {k: str(v) for k, v in found.items()
+            if v is not None and _LABEL_VALUE.match(str(v))}
+
+
+def rank_labels(given=None):
+    """The labels a rank opens with: framework_labels(), then what is given
+    (a dict, or "k=v,..."; None: DYNPROF_LABELS) over them.  A given text
+    that is not k=v pairs goes as it is, for the library to refuse it with
+    its reason."""
+    if given is None:
+        given = os.environ.get("DYNPROF_LABELS", "")
+    if isinstance(given, str):
+        pairs = [p.split("=", 1) for p in given.split(",") if p.strip()]
+        if any(len(p) != 2 for p in pairs):
+            return given
+        given = {k.strip(): v.strip() for k, v in pairs}
+    merged = framework_labels()
+    merged.update({str(k): str(v) for k, v in given.items()})
+    return merged
 
 
 def _distributed_info():

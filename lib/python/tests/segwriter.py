@@ -12,7 +12,7 @@ import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 6
+SEG_VERSION = 7
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -97,6 +97,7 @@ class SegSlot(ctypes.Structure):
         ("rank_seq", ctypes.c_uint32),
         ("output_dir", ctypes.c_char * SEG_PATH_MAX),
         ("error", ctypes.c_char * SEG_ERROR_MAX),
+        ("labels", ctypes.c_char * 256),
         ("last_pid", ctypes.c_int32),
         ("incarnation", ctypes.c_uint32),
         ("log_head", ctypes.c_uint32),

@@ -372,6 +372,25 @@ def test_dropped_monitor_frees_its_slot(env):
     seg.close()
 
 
+def test_labels_reach_the_slot(env, caplog):
+    """Labels given as a dict or a text reach the rank's slot in canonical
+    form; bad ones fail the open (open failing open: the library's reason
+    is logged, the steps do nothing)."""
+    mon = dynprof.Monitor(labels={"tp": 1, "pp": 3}, **env.kwargs())
+    seg = env.segment()
+    assert seg.slot_of(os.getpid()).labels == b"pp=3,tp=1"
+    mon.close()
+    mon = dynprof.Monitor(labels="dp=12", **env.kwargs())
+    assert seg.slot_of(os.getpid()).labels == b"dp=12"
+    mon.close()
+    caplog.set_level("ERROR", logger="dynprof")
+    mon = dynprof.Monitor(labels="pp=3,pp=4", **env.kwargs())
+    assert mon.closed and "invalid argument" in mon.error.lower()
+    assert any("a key given twice" in r.getMessage() for r in caplog.records)
+    assert seg.slot_of(os.getpid()) is None
+    seg.close()
+
+
 def test_bad_job_is_refused(env):
     with pytest.raises(dynprof.DynprofError) as ei:
         dynprof.Monitor(strict=True, **env.kwargs(job="../etc"))
@@ -620,3 +639,18 @@ def test_missing_library_fails_open(tmp_path, configured):
         assert said[0].startswith("LOG running without dynprof")
     else:                       # seen where logging is not configured
         assert "RuntimeWarning: dynprof: running without dynprof" in said[0]
+
+
+def test_torch_hook_labels(monkeypatch):
+    """The PyTorch hook's labels: what the framework tells (node,
+    local_rank), under what is given; a text that is no k=v list goes as it
+    is, for the library to refuse with its reason."""
+    import dynprof.torch as dt
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.delenv("DYNPROF_LABELS", raising=False)
+    got = dt.rank_labels({"pp": 1})
+    assert got["local_rank"] == "3" and got["pp"] == "1" and got["node"]
+    assert dt.rank_labels("pp=2, local_rank=9")["local_rank"] == "9"
+    monkeypatch.setenv("DYNPROF_LABELS", "tp=5")
+    assert dt.rank_labels()["tp"] == "5"
+    assert dt.rank_labels("garbage") == "garbage"

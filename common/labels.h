@@ -1,0 +1,32 @@
+/*
+ * Rank labels: "pp=3,tp=1,dp=12", what a rank says it is in its job's
+ * parallel layout (docs/labels.md).  Checked by the library at open, again by
+ * the agent (the segment is the rank's to write) and by the coordinator (the
+ * network's): at most LABELS_COUNT_MAX labels, a key of 1-32 bytes of
+ * [a-z0-9_.-] starting with a letter, a value of 1-64 bytes of
+ * [A-Za-z0-9_.:-], no key twice.  The canonical text has the labels sorted by
+ * key, separated by commas, without spaces.
+ *
+ * A selector picks ranks by their labels: terms joined by commas, each
+ * "key=value", "key!=value", "key in (v1,v2)", "key notin (v1,v2)" or a bare
+ * "key" (the label is there); a rank matches when every term holds.
+ */
+
+#ifndef DYNPROF_LABELS_H
+#define DYNPROF_LABELS_H
+
+#include <stddef.h>
+
+#define LABELS_MAX		256	/* the canonical text, NUL included */
+#define LABELS_COUNT_MAX	16
+#define LABELS_KEY_MAX		32
+#define LABELS_VALUE_MAX	64
+#define LABELS_SELECTOR_MAX	512	/* a selector's text, NUL included */
+
+/* labels.c */
+int	 labels_canon(const char *, char *, size_t, const char **);
+int	 labels_value(const char *, const char *, char *, size_t);
+int	 labels_selector_check(const char *, const char **);
+int	 labels_match(const char *, const char *);
+
+#endif /* DYNPROF_LABELS_H */
