@@ -27,7 +27,7 @@
 
 #include <stdlib.h>
 
-#include "coord.h"
+#include "model.h"
 
 /* Ticks of a rank's relative busy time averaged into its own baseline before
  * the change test judges it. */

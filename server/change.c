@@ -18,8 +18,10 @@
 #include <event2/http.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "http.h"
+#include "leader.h"
 #include "log.h"
+#include "model.h"
 #include "store.h"
 #include "utf8.h"
 

@@ -24,7 +24,11 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "http.h"
+#include "leader.h"
+#include "link.h"
 #include "log.h"
+#include "model.h"
 #include "pidlock.h"
 #include "store.h"
 #include "token.h"

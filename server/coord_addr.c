@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "addr.h"
-#include "coord.h"
+#include "coord_addr.h"
 #include "log.h"
 
 /*

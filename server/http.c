@@ -26,9 +26,13 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "coord_addr.h"
+#include "http.h"
+#include "leader.h"
 #include "listener.h"
 #include "log.h"
+#include "metrics.h"
+#include "model.h"
 #include "store.h"
 #include "token.h"
 #include "utf8.h"

@@ -27,8 +27,9 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "http.h"
 #include "log.h"
+#include "model.h"
 #include "names.h"
 
 /* Journal entries looked at per part written. */

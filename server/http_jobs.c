@@ -15,8 +15,10 @@
 #include <event2/http.h>
 #include <jansson.h>
 
-#include "coord.h"
+#include "http.h"
+#include "link.h"
 #include "log.h"
+#include "model.h"
 #include "names.h"
 
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */

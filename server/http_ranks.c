@@ -20,8 +20,9 @@
 #include <event2/keyvalq_struct.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "http.h"
 #include "log.h"
+#include "model.h"
 #include "names.h"
 
 /* Ranks rendered per chunk of a page; scanned (not matching) per chunk. */

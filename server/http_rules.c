@@ -17,8 +17,9 @@
 #include <event2/http.h>
 #include <jansson.h>
 
-#include "coord.h"
+#include "http.h"
 #include "log.h"
+#include "model.h"
 
 /* Answers the job's stragglers: thresholds, medians and every rank kept. */
 static void

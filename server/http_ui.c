@@ -18,8 +18,9 @@
 #include <event2/http.h>
 #include <jansson.h>
 
-#include "coord.h"
+#include "http.h"
 #include "log.h"
+#include "model.h"
 
 /* What every file of the page is sent with: nothing but this coordinator
  * may feed it scripts, styles or data, nor frame it; no Referer leaves it. */

@@ -20,8 +20,9 @@
 #include <event2/event.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "http.h"
 #include "log.h"
+#include "model.h"
 #include "utf8.h"
 
 /* The revision an entry of rev has in the ring. */

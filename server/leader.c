@@ -34,9 +34,12 @@
 
 #include "addr.h"
 #include "clock.h"
-#include "coord.h"
 #include "etcd.h"
+#include "http.h"
+#include "leader.h"
+#include "link.h"
 #include "log.h"
+#include "model.h"
 #include "store.h"
 
 enum leader_role {

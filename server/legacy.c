@@ -13,8 +13,8 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 #include "utf8.h"
 
 /* LegacyWindowState, as status shows it. */

@@ -26,10 +26,13 @@
 #include <event2/util.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "coord_addr.h"
 #include "frame.h"
+#include "leader.h"
+#include "link.h"
 #include "listener.h"
 #include "log.h"
+#include "model.h"
 #include "store.h"
 #include "utf8.h"
 #include "version.h"

@@ -19,8 +19,11 @@
 #include <event2/event.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "leader.h"
+#include "link.h"
 #include "log.h"
+#include "metrics.h"
+#include "model.h"
 #include "nodename.h"
 #include "store.h"
 #include "tls.h"

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 #include "store.h"
 #include "store_row.h"
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coord.h"
+#include "model.h"
 
 /* Returns the k-th smallest of v[0..n-1] (reordering v), n > k. */
 int64_t

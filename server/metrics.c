@@ -4,7 +4,10 @@
 
 #include <event2/buffer.h>
 
-#include "coord.h"
+#include "http.h"
+#include "leader.h"
+#include "metrics.h"
+#include "model.h"
 #include "names.h"
 #include "store_row.h"
 

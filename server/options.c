@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 
 /* Sets options to the table's defaults (nothing set, MindSpore's). */
 void

@@ -20,8 +20,8 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 
 #define RULES_MAX		8	/* rules of one job */
 #define RULE_PEERS_MAX		16	/* healthy peers profiled beside */

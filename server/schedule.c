@@ -11,8 +11,8 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 #include "store.h"
 
 /* Returns the FNV-1a hash of a name. */

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 #include "names.h"
 #include "store.h"
 

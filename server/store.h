@@ -28,8 +28,15 @@
 struct event_base;
 
 struct etcd;
-struct rank_event;
 struct store;
+
+/* One event of a rank, as kept for status. */
+struct rank_event {
+	int		 kind;			/* Dynprof__V1__EventKind */
+	uint32_t	 window_id;
+	int64_t		 step;
+	int64_t		 time_ns;
+};
 
 /* A job's own fields (not its windows or ranks). */
 struct store_job {

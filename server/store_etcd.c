@@ -34,7 +34,6 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "etcd.h"
 #include "log.h"
 #include "store.h"

@@ -13,8 +13,8 @@
 #include <jansson.h>
 #include <zlib.h>
 
-#include "coord.h"
 #include "jobid.h"
+#include "store.h"
 #include "store_etcd_batch.h"
 #include "store_row.h"
 

@@ -15,7 +15,6 @@
 
 #include <sqlite3.h>
 
-#include "coord.h"
 #include "log.h"
 #include "store.h"
 

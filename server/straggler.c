@@ -21,8 +21,8 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 
 /* Stragglers kept per job, worst first, for status and rules. */
 #define STRAGGLER_KEEP_MAX	256

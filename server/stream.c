@@ -18,7 +18,7 @@
 #include <event2/http.h>
 #include <event2/http_struct.h>
 
-#include "coord.h"
+#include "http.h"
 #include "log.h"
 
 static void	 stream_pump(struct stream *);

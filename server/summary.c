@@ -15,8 +15,8 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "coord.h"
 #include "log.h"
+#include "model.h"
 
 /* Distinct windows one rank's flags are kept for in one pass. */
 #define SUMMARY_RANK_WINDOWS	32

@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "coord.h"
+#include "model.h"
 #include "nodename.h"
 #include "store.h"
 #include "utf8.h"

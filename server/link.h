@@ -1,0 +1,20 @@
+/* AgentLink: the agents' connections and what their messages do. */
+
+#ifndef DYNPROF_LINK_H
+#define DYNPROF_LINK_H
+
+#include "model.h"
+
+/* link.c */
+int	 link_listen(struct coord *, const char *);
+void	 link_close_all(struct coord *);
+void	 link_heartbeat(struct coord *, int);
+void	 link_trim(struct coord *);
+const char *link_node_state(const struct node *);
+void	 link_send(struct conn *, const Dynprof__V1__CoordinatorMessage *);
+void	 link_send_error(struct conn *, int, const char *);
+struct evbuffer *link_frame(const Dynprof__V1__CoordinatorMessage *);
+void	 link_send_frame(struct conn *, struct evbuffer *);
+void	 link_conn_close(struct conn *, int, const char *);
+
+#endif /* DYNPROF_LINK_H */

@@ -1,0 +1,276 @@
+/*
+ * The model: jobs, windows, ranks, changes, rules, stragglers, the journal
+ * and legacy jobs.  It depends on the store (store.h) and common/ only, and
+ * knows no protocol: neither HTTP nor AgentLink.
+ */
+
+#ifndef DYNPROF_MODEL_H
+#define DYNPROF_MODEL_H
+
+#include "state.h"
+
+/* link_dispatch.c */
+void	 link_push(struct coord *, struct job *);
+void	 link_push_later(struct coord *, struct job *);
+void	 link_push_due(evutil_socket_t, short, void *);
+void	 link_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
+void	 link_sub_remove(struct sub *);
+
+/*
+ * A window asked for (by the admin API, a rule), before the job's steps
+ * resolve it: its steps, ranks, output directory and options.
+ */
+struct window_request {
+	int64_t		 start, stop, in, steps, roundup;
+	int		 has_start, has_stop, has_in, has_steps, has_round;
+	int		 force;		/* a start every live rank passed */
+	const char	*ranks;		/* NULL: every rank */
+	const char	*output_subdir;	/* NULL: none */
+	const struct options_over *options;	/* NULL: the job's defaults */
+};
+
+/* A refused request or change: the status, the field at fault, the message. */
+struct refusal {
+	int		 code;
+	const char	*field;		/* NULL, a key of the body or fieldbuf */
+	char		 fieldbuf[128];
+	char		 msg[512];
+};
+
+/* The budgets a rank may be refused by (schedule_ranks.c). */
+enum rank_budget {
+	RANK_BUDGET_JOB,			/* --max-ranks-per-job */
+	RANK_BUDGET_AGENT,			/* --max-ranks-per-agent */
+	RANK_BUDGET_MEMORY,			/* --rank-memory-max */
+};
+
+/* schedule.c */
+struct job	*schedule_job_find(struct coord *, const char *);
+struct job	*schedule_job_get(struct coord *, const char *);
+struct job	*schedule_job_peer(struct coord *, const char *, const char *);
+int	 schedule_job_unscheduled(const struct job *);
+size_t	 schedule_unscheduled_count(struct coord *);
+void	 schedule_reap_jobs(struct coord *, uint64_t);
+struct rank	*schedule_rank_find(struct job *, int32_t);
+struct rank	*schedule_rank_take(struct coord *, struct job *, int32_t,
+		    struct node *);
+void	 schedule_rank_free(struct coord *, struct rank *);
+void	 schedule_rank_set_string(struct coord *, struct rank *, char **,
+	    const char *);
+struct node	*schedule_node_find(struct coord *, const char *);
+struct node	*schedule_node_get(struct coord *, const char *);
+struct node_job	*schedule_node_job(struct node *, const char *, int);
+extern const struct options_layer options_coord;
+void	 options_init(struct options *);
+void	 options_clear(struct options *);
+int	 options_copy(struct options *, const struct options *);
+int	 options_parse(const void *, struct options *, const char **,
+	    const char **);
+void	*options_to_json(const struct options *);
+char	*options_dump(const struct options *);
+int	 options_load(const char *, struct options *);
+void	 options_over_init(struct options_over *);
+void	 options_over_clear(struct options_over *);
+int	 options_over_copy(struct options_over *, const struct options_over *);
+int	 options_over_parse(const void *, struct options_over *,
+	    const char **, const char **);
+int	 options_over_apply(struct options *, const struct options_over *,
+	    const char **, const char **);
+int	 schedule_rank_add_event(struct coord *, struct rank *,
+	    const struct rank_event *, struct node *);
+struct window	*window_new(void);
+void	 window_free(struct window *);
+void	 schedule_window_insert(struct job *, struct window *);
+struct window	*schedule_window_find(struct job *, uint32_t);
+int	 schedule_pending_count(const struct job *);
+struct window	*schedule_overlap(struct coord *, const struct job *, int64_t,
+		    int64_t);
+int	 schedule_make_room(struct coord *, struct job *, struct window **,
+	    size_t *);
+const char	*schedule_window_state(const struct job *,
+		    const struct window *);
+Dynprof__V1__JobConfig	*schedule_build_config(struct job *);
+void	 schedule_free_config(Dynprof__V1__JobConfig *);
+int	 schedule_apply_event(struct coord *, struct node *,
+	    const Dynprof__V1__RankEvent *);
+void	 schedule_apply_progress(struct coord *, struct node *,
+	    const Dynprof__V1__Progress *);
+int	 schedule_step_valid(int64_t);
+void	 schedule_finish_windows(struct coord *, int);
+void	 schedule_flush_ranks(struct coord *);
+void	 schedule_compact_jobs(struct coord *);
+int	 schedule_store_batch_ranks(struct coord *);
+void	 schedule_free_all(struct coord *);
+int	 schedule_window_resolve(const struct window_request *, int64_t,
+	    int64_t *, int64_t *, struct refusal *);
+int	 schedule_rank_has_event(const struct rank *, uint32_t, int);
+int64_t	 schedule_job_max_step(const struct coord *, const struct job *);
+int64_t	 schedule_job_min_step(const struct coord *, const struct job *);
+int64_t	 schedule_job_step_now(const struct coord *, const struct job *);
+uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
+/* Past the RankStates: a rank on a lost node. */
+#define RANKS_STATE_LAST	DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE
+#define RANKS_STATE_UNKNOWN	(RANKS_STATE_LAST + 1)
+/* The last node whose state schedule_rank_state() looked up. */
+struct ranks_memo {
+	char		 node[COORD_NODE_MAX];
+	int		 lost;
+};
+struct rank	**schedule_rank_index(struct job *, size_t *);
+size_t	 schedule_rank_index_after(struct rank **, size_t, int64_t);
+int	 schedule_rank_state(struct coord *, const struct rank *,
+	    struct ranks_memo *);
+const char	*schedule_rank_state_name(int);
+
+/* summary.c */
+int	 summary_add(struct coord *, struct job *, struct json_t *);
+struct json_t *summary_time(int64_t);
+struct json_t *summary_window_status(const struct job *,
+	    const struct window *, const char *);
+
+/* journal.c */
+int	 journal_init(struct coord *, uint64_t);
+void	 journal_free(struct coord *);
+void	 journal_reset(struct coord *);
+uint64_t journal_revision(const struct coord *);
+uint64_t journal_first(const struct coord *);
+void	 journal_stage_rank(struct coord *, struct job *, const struct rank *,
+	    const struct rank_event *, struct node *, const char *);
+void	 journal_stage_window(struct coord *, struct job *,
+	    const struct window *, int, uint64_t);
+void	 journal_publish(struct coord *);
+uint64_t journal_staged(const struct coord *);
+void	 journal_publish_to(struct coord *, uint64_t);
+void	 journal_discard(struct coord *);
+const struct journal_entry *journal_get(const struct coord *, uint64_t);
+void	 journal_forget_job(struct coord *, struct job *);
+
+/* change.c */
+int	 change_refuse(struct refusal *, int, const char *, const char *, ...)
+	    __attribute__((format(printf, 4, 5)));
+int	 change_refuse_options(struct refusal *, const char *, const char *);
+int	 change_window_make(const struct options *,
+	    const struct window_request *, struct window **, struct refusal *);
+int	 change_window_add(struct coord *, const char *,
+	    const struct window_request *, struct window **, struct job **,
+	    struct refusal *);
+int	 change_window_cancel(struct coord *, const char *, uint32_t,
+	    struct job **, struct refusal *);
+int	 change_config_set(struct coord *, const char *, char *,
+	    struct options *, int64_t, int64_t, struct job **, struct window **,
+	    struct refusal *);
+int	 change_windows_finish(struct coord *, struct job *, struct window **,
+	    size_t);
+int	 change_rules_set(struct coord *, const char *, const char *,
+	    struct job **, struct refusal *);
+
+/* median.c */
+int64_t	 median_select(int64_t *, size_t, size_t);
+
+/* busy.c */
+#define BUSY_OVER		1	/* over the job's median by > P % */
+#define BUSY_CHANGE		2	/* rose against its own history */
+#define BUSY_MIN_RANKS		2	/* ranks with a busy time to judge any */
+/* One rank's busy time for a tick's judgement. */
+struct busy_rank {
+	uint32_t		 busy_us;	/* in: its average, 0 none */
+	int			 fresh;		/* in: measured since last tick */
+	struct busy_history	*hist;		/* in/out: its own history */
+	void			*arg;		/* the caller's */
+	int			 flags;		/* out: BUSY_* */
+	float			 score;		/* out: fastest / its own, 0-1 */
+	float			 over;		/* out: its own / median */
+	float			 rise;		/* out: over its history, -1 */
+};
+struct busy_job {
+	uint32_t		 median_us;	/* 0: not judged */
+	uint32_t		 fastest_us;
+	uint32_t		 slowest_us;
+	uint32_t		 nover, nchange;
+};
+void	 busy_history_reset(struct busy_history *);
+int	 busy_history_update(struct busy_history *, float, int);
+int	 busy_judge(struct busy_rank *, size_t, int, struct busy_job *);
+
+/* straggler.c */
+#define STRAGGLER_LAG		1	/* step behind the median by > lag */
+#define STRAGGLER_SLOW		2	/* rate under the job's by > drop % */
+#define STRAGGLER_BUSY		4	/* busy time over the median by > P % */
+#define STRAGGLER_BUSY_CHANGE	8	/* busy time rose against its own */
+struct straggler_entry {
+	int32_t		 rank;
+	int		 reasons;		/* STRAGGLER_* */
+	int64_t		 step;
+	int64_t		 lag;			/* median step - step */
+	float		 rate;			/* steps/s, < 0 unknown */
+	uint32_t	 busy_us;		/* average, 0 none */
+	float		 busy_score;		/* fastest / its own, -1 */
+	float		 busy_over;		/* its own / median, -1 */
+	float		 busy_rise;		/* against its history, -1 */
+	char		 node[COORD_NODE_MAX];
+};
+void	 straggler_tick(struct coord *);
+void	 straggler_job_free(struct job *);
+int	 straggler_set_thresholds(struct job *, int64_t, int);
+void	 straggler_own_thresholds(const struct job *, int64_t *, int *);
+int	 straggler_set_busy(struct job *, int);
+int	 straggler_own_busy(const struct job *);
+int	 straggler_busy(const struct coord *, const struct job *);
+void	 straggler_thresholds(const struct coord *, const struct job *,
+	    int64_t *, int *);
+size_t	 straggler_list(const struct job *, const struct straggler_entry **);
+int64_t	 straggler_median_step(const struct job *);
+struct json_t *straggler_json(const struct coord *, const struct job *);
+struct json_t *straggler_json_all(const struct coord *, const struct job *);
+void	 straggler_metrics(struct coord *, struct evbuffer *);
+
+/* rules.c */
+struct rules;
+void	 rules_tick(struct coord *);
+void	 rules_free(struct rules *);
+int	 rules_load(struct job *, const char *);
+char	*rules_dump(const struct job *);
+struct json_t *rules_json(const struct job *);
+int	 rules_add(struct coord *, const char *, struct json_t *,
+	    struct json_t **, struct refusal *);
+int	 rules_delete(struct coord *, const char *, uint32_t,
+	    struct refusal *);
+int	 rules_set_thresholds(struct coord *, const char *, struct json_t *,
+	    struct refusal *);
+void	 rules_metrics(struct coord *, struct evbuffer *);
+
+/* load.c */
+int	 load_model(struct coord *);
+
+/* valid.c */
+struct store_window;
+struct store_job;
+struct store_rank;
+int	 valid_generation(uint64_t);
+int	 valid_window_steps(int64_t, int64_t, struct refusal *);
+int	 valid_window_ranks(struct window *, const char *, struct refusal *);
+int	 valid_window_subdir(struct window *, const char *, struct refusal *);
+int	 valid_window_row(const struct store_window *, struct window *,
+	    struct refusal *);
+int	 valid_job_row(const struct store_job *, struct options *,
+	    struct refusal *);
+const char	*valid_event_text(const char *, const char *);
+size_t	 valid_event_error_len(const char *);
+int	 valid_rank_row(const struct store_rank *, struct refusal *);
+int	 valid_event_row(const char *, int32_t, const struct rank_event *,
+	    struct refusal *);
+int	 valid_agent_row(const char *, struct refusal *);
+
+/* legacy.c */
+void	 legacy_status(struct coord *, struct node *,
+	    const Dynprof__V1__LegacyStatus *);
+int	 legacy_known(struct coord *, const char *, const char *);
+int	 legacy_idle(struct coord *, const char *, const char *);
+void	 legacy_job_json(struct coord *, const char *, struct json_t *);
+void	 legacy_forget_node(struct coord *, const char *);
+void	 legacy_free_all(struct coord *);
+const char	*legacy_ranks_refused(struct coord *, const char *);
+int	 legacy_refused_everywhere(struct coord *, const struct job *,
+	    uint32_t);
+
+#endif /* DYNPROF_MODEL_H */
