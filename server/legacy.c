@@ -127,12 +127,29 @@ legacy_ranks_refused(struct coord *c, const char *job)
 	return (NULL);
 }
 
+/* Returns 1 if a node's window in state is over for it (refused: refused). */
+static int
+legacy_state_ended(int state, int refused)
+{
+	switch (state) {
+	case DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_REFUSED:
+		return (1);
+	case DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER:
+	case DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_UNVERIFIED:
+	case DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_MISSED:
+		return (!refused);
+	default:
+		return (0);
+	}
+}
+
 /*
- * Returns 1 if every node serving job reports it as a legacy job and refused
- * window id: no rank will ever be given it.
+ * Returns 1 if every node serving job reports it as a legacy job and window
+ * id ended there (refused: refused there).
  */
-int
-legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id)
+static int
+legacy_everywhere(struct coord *c, const struct job *job, uint32_t id,
+    int refused)
 {
 	const struct sub		*s;
 	const struct legacy_entry	*e;
@@ -147,12 +164,35 @@ legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id)
 		for (i = 0; i < e->nwindows; i++)
 			if (e->windows[i].id == id)
 				break;
-		if (i == e->nwindows || e->windows[i].state !=
-		    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_REFUSED)
+		if (i == e->nwindows ||
+		    !legacy_state_ended(e->windows[i].state, refused))
 			return (0);
 		any = 1;
 	}
 	return (any);
+}
+
+/*
+ * Returns 1 if every node serving job reports it as a legacy job and refused
+ * window id: no rank will ever be given it.
+ */
+int
+legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id)
+{
+	return (legacy_everywhere(c, job, id, 1));
+}
+
+/*
+ * Returns 1 if every node serving job reports it as a legacy job and is done
+ * with window id: refused it, or wrote it and saw it end (observed complete,
+ * cancelled, missed by the framework, unverified, or not seen to end within
+ * the agent's bound).  No node will write it again: it leaves the schedule,
+ * whatever ranks were seen to begin it and never to finish.
+ */
+int
+legacy_ended_everywhere(struct coord *c, const struct job *job, uint32_t id)
+{
+	return (legacy_everywhere(c, job, id, 0));
 }
 
 /*

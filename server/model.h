@@ -272,5 +272,7 @@ void	 legacy_free_all(struct coord *);
 const char	*legacy_ranks_refused(struct coord *, const char *);
 int	 legacy_refused_everywhere(struct coord *, const struct job *,
 	    uint32_t);
+int	 legacy_ended_everywhere(struct coord *, const struct job *,
+	    uint32_t);
 
 #endif /* DYNPROF_MODEL_H */

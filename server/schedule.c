@@ -625,7 +625,8 @@ schedule_finish_windows(struct coord *c, int dirty_only)
 			    legacy_refused_everywhere(c, job, w->id)) {
 				w->refused = 1;
 				done[n++] = w;
-			} else if (schedule_window_over(c, job, w, min))
+			} else if (legacy_ended_everywhere(c, job, w->id) ||
+			    schedule_window_over(c, job, w, min))
 				done[n++] = w;
 		}
 		if (n > 0 && change_windows_finish(c, job, done, n) == -1)
