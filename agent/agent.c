@@ -38,7 +38,7 @@ enum {
 	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
-	OPT_LEGACY_PER_UID, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
+	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -63,6 +63,7 @@ static const struct option agent_longopts[] = {
 	{ "legacy-dir",		required_argument, NULL, OPT_LEGACY_DIR },
 	{ "legacy-shm",		no_argument,	   NULL, OPT_LEGACY_SHM },
 	{ "legacy-per-uid",	required_argument, NULL, OPT_LEGACY_PER_UID },
+	{ "legacy-window-max",	required_argument, NULL, OPT_LEGACY_WINDOW_MAX },
 	{ "trace-store",	required_argument, NULL, OPT_TRACE_STORE },
 	{ "trace-settle",	required_argument, NULL, OPT_TRACE_SETTLE },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
@@ -115,6 +116,9 @@ agent_usage(FILE *f)
 "                           memory record, when the job made one (default: off)\n"
 "  --legacy-per-uid N       job directories of one owner served at once\n"
 "                           (default: 64)\n"
+"  --legacy-window-max S    a legacy window none of whose ranks is seen to\n"
+"                           finish it within S seconds of its write ends\n"
+"                           unverified, and the next is written (default: 1800)\n"
 "  --trace-store DIR        pack each rank's trace, once its window stopped,\n"
 "                           into DIR/<job>/window-<id>/rank-<N>.tar.zst\n"
 "                           (a shared directory; docs/traces.md) (default: none)\n"
@@ -262,6 +266,11 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 			return (-1);
 		o->legacy_per_uid = (size_t)v;
 		return (0);
+	case OPT_LEGACY_WINDOW_MAX:
+		if (agent_number(arg, 1, 86400, &v, 10, name) == -1)
+			return (-1);
+		o->legacy_window_max_s = (int)v;
+		return (0);
 	case OPT_TRACE_STORE:
 		return (agent_copy(o->trace_store, sizeof(o->trace_store), arg,
 		    name));
@@ -313,6 +322,7 @@ agent_default_options(struct agent_options *o)
 	o->queue_max = AGENT_QUEUE_MAX;
 	o->grace_s = AGENT_GRACE_S;
 	o->legacy_per_uid = LEGACY_PER_UID;
+	o->legacy_window_max_s = LEGACY_WINDOW_MAX_S;
 	o->shm_budget = AGENT_SHM_BUDGET;
 	o->trace_settle_s = AGENT_TRACE_SETTLE_S;
 	strcpy(o->job, "default");

@@ -74,6 +74,7 @@ struct agent_options {
 	char		 legacy_dir[PATH_MAX];	/* "" none */
 	int		 legacy_shm;		/* also MindSpore's shm record */
 	size_t		 legacy_per_uid;	/* job directories of one owner */
+	int		 legacy_window_max_s;	/* a window seen to end by then */
 	uint64_t	 shm_budget;		/* bytes of segments it creates */
 	char		 trace_store[PATH_MAX];	/* "" none */
 	int		 trace_settle_s;

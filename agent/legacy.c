@@ -62,7 +62,7 @@ legacy_send_status(struct legacy *l, struct legacy_job *lj, int removed)
 {
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__LegacyStatus	 st = DYNPROF__V1__LEGACY_STATUS__INIT;
-	Dynprof__V1__LegacyWindow	 w[SEG_MAX_WINDOWS], *wp[SEG_MAX_WINDOWS];
+	Dynprof__V1__LegacyWindow	 w[LEGACY_STATUS_MAX], *wp[LEGACY_STATUS_MAX];
 	size_t				 i;
 
 	st.job = lj->name;
@@ -114,22 +114,26 @@ legacy_is_over(const struct legacy_job *lj, uint32_t id)
 	return (-1);
 }
 
-/* The window in the file is over (how: LEGACY_OVER_*): nothing is out. */
+/*
+ * The window in the file is over (how: LEGACY_OVER_*; why for the log; note,
+ * or NULL, for its status): nothing is out.
+ */
 static void
-legacy_set_over(struct legacy_job *lj, int how, const char *why)
+legacy_set_over(struct legacy_job *lj, int how, const char *why,
+    const char *note)
 {
-	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: window %u over: "
-	    "%s", lj->name, lj->written, why);
 	size_t	 unserved = legacy_log_unserved(lj);
 
+	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: window %u over: "
+	    "%s", lj->name, lj->written, why);
 	lj->over_note[0] = '\0';
 	lj->over_note_id = lj->written;
-	if (how == LEGACY_OVER_MISSED || unserved > 0)
-		snprintf(lj->over_note, sizeof(lj->over_note), "%s%s%.0zu%s",
-		    how == LEGACY_OVER_MISSED ? why : "",
-		    how == LEGACY_OVER_MISSED && unserved > 0 ? "; " : "",
-		    unserved, unserved > 0 ? " targeted ranks never served "
-		    "(their logs show neither a start nor a drop of it)" : "");
+	if (note != NULL)
+		snprintf(lj->over_note, sizeof(lj->over_note), "%s", note);
+	if (unserved > 0)
+		legacy_append(lj->over_note, sizeof(lj->over_note), "%zu "
+		    "targeted ranks never served (their logs show neither a "
+		    "start nor a drop of it)", unserved);
 	lj->over_how[lj->nover % LEGACY_OVER_MAX] = (uint8_t)how;
 	lj->over[lj->nover++ % LEGACY_OVER_MAX] = lj->written;
 	lj->written = 0;
@@ -137,37 +141,63 @@ legacy_set_over(struct legacy_job *lj, int how, const char *why)
 	lj->status_dirty = 1;
 }
 
-/* Checks whether the window in the file is over (w NULL: left the schedule). */
+/*
+ * Checks whether the window in the file is over (w NULL: left the schedule);
+ * max_ms: how long after its first write it may go unseen to end.
+ */
 static void
 legacy_check_over(struct legacy_job *lj, const struct seg_window *w,
-    int64_t now)
+    int64_t now, int64_t max_ms)
 {
 	char	 why[LEGACY_REASON_MAX];
-	size_t	 i;
+	size_t	 i, open = 0;
 
 	if (w == NULL) {
-		legacy_set_over(lj, LEGACY_OVER_DONE, "it left the schedule");
+		legacy_set_over(lj, LEGACY_OVER_DONE, "it left the schedule",
+		    NULL);
 		return;
 	}
 	if (w->flags & SEG_WINDOW_CANCELLED) {
-		legacy_set_over(lj, LEGACY_OVER_DONE, "cancelled");
+		lj->shown_until_ms = 0;	/* the next may replace it at once */
+		legacy_set_over(lj, LEGACY_OVER_DONE, "cancelled", NULL);
 		return;
 	}
 	if (legacy_log_missed(lj, now, why, sizeof(why))) {
-		legacy_set_over(lj, LEGACY_OVER_MISSED, why);
+		legacy_set_over(lj, LEGACY_OVER_MISSED, why, why);
 		return;
 	}
 	if (lj->nranks == 0 && lj->unmarked_at_ms != 0 &&
 	    now - lj->unmarked_at_ms >= LEGACY_UNVERIFIED_MS) {
-		legacy_set_over(lj, LEGACY_OVER_UNVERIFIED, "unverified");
+		snprintf(why, sizeof(why), "a trace appeared without this "
+		    "window's marker (%s in its %s): not tied to it",
+		    LEGACY_MARKER_NAME, LEGACY_METADATA_NAME);
+		legacy_set_over(lj, LEGACY_OVER_UNVERIFIED, "unverified", why);
 		return;
 	}
-	if (lj->nranks == 0 || now - lj->settled_at_ms < LEGACY_SETTLE_MS)
-		return;
 	for (i = 0; i < lj->nranks; i++)
 		if (!lj->ranks[i].complete)
-			return;
-	legacy_set_over(lj, LEGACY_OVER_DONE, "every rank seen completed it");
+			open++;
+	if (lj->first_at_ms != 0 && now - lj->first_at_ms >= max_ms &&
+	    (lj->nranks == 0 || open > 0)) {
+		/* Nothing says it ended: the queue does not wait for ever. */
+		if (lj->nranks == 0)
+			snprintf(why, sizeof(why), "no rank seen to run it "
+			    "within %lld s of its write (no trace, no log line "
+			    "of it; --legacy-window-max)",
+			    (long long)(max_ms / 1000));
+		else
+			snprintf(why, sizeof(why), "%zu of %zu ranks seen "
+			    "to begin it not seen to finish it within %lld s "
+			    "of its write (--legacy-window-max)", open,
+			    lj->nranks, (long long)(max_ms / 1000));
+		legacy_set_over(lj, LEGACY_OVER_UNVERIFIED, why, why);
+		return;
+	}
+	if (lj->nranks == 0 || now - lj->settled_at_ms < LEGACY_SETTLE_MS ||
+	    open > 0)
+		return;
+	legacy_set_over(lj, LEGACY_OVER_DONE, "every rank seen completed it",
+	    NULL);
 }
 
 /* Sets the status of window w to state with a reason. */
@@ -191,6 +221,9 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 	const char	*why;
 
 	if (now < lj->retry_at_ms)
+		return (0);
+	/* The window before had a poll to see it: never rewritten unseen. */
+	if (w != NULL && now < lj->shown_until_ms)
 		return (0);
 	if (legacy_write_due(lj, now) > now) {
 		if (w != NULL && lj->early != w->id) {
@@ -223,6 +256,8 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 		return (1);
 	}
 	lj->written = w->id;
+	lj->first_at_ms = now;
+	lj->shown_until_ms = now + LEGACY_POLL_MS + LEGACY_TICK_MS;
 	lj->written_start = w->start_step;
 	lj->written_stop = w->stop_step;
 	if (ranks_parse(w->ranks, &lj->written_ranks, NULL) == -1)
@@ -257,33 +292,53 @@ legacy_rewrite(struct legacy *l, struct legacy_job *lj,
 	    "again for %zu late ranks", lj->name, w->id, lj->late_ranks);
 }
 
-/* Works out the state of every window of ws; returns the next to write. */
+/* Keeps what the status says of a window over, for once it left the schedule. */
+static void
+legacy_keep_ended(struct legacy_job *lj, const struct legacy_window *lw)
+{
+	lj->ended[lj->nended++ % LEGACY_ENDED_MAX] = *lw;
+}
+
+/* What the status said of window id when it was over, or NULL. */
+static const struct legacy_window *
+legacy_ended(const struct legacy_job *lj, uint32_t id)
+{
+	size_t	 i;
+
+	for (i = 0; i < LEGACY_ENDED_MAX && i < lj->nended; i++)
+		if (lj->ended[i].id == id)
+			return (&lj->ended[i]);
+	return (NULL);
+}
+
+/*
+ * Works out the state of every window of ws, and of the last ones over that
+ * left it; returns the next to write.
+ */
 static const struct seg_window *
 legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
     struct legacy_window *out, size_t *nout)
 {
 	const struct seg_window	*w, *next = NULL;
 	char			 why[LEGACY_REASON_MAX], reason[LEGACY_REASON_MAX];
-	size_t			 i;
+	size_t			 i, j;
 	int			 st, how;
 
 	*nout = 0;
 	for (i = 0; i < nws; i++) {
 		w = &ws[i];
 		reason[0] = '\0';
-		if ((how = legacy_is_over(lj, w->id)) == LEGACY_OVER_UNVERIFIED) {
-			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_UNVERIFIED;
-			snprintf(reason, sizeof(reason), "a trace appeared "
-			    "without this window's marker (%s in its %s): not "
-			    "tied to it", LEGACY_MARKER_NAME,
-			    LEGACY_METADATA_NAME);
-		} else if (how != -1) {
+		if ((how = legacy_is_over(lj, w->id)) != -1) {
 			st = how == LEGACY_OVER_MISSED ?
 			    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_MISSED :
+			    how == LEGACY_OVER_UNVERIFIED ?
+			    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_UNVERIFIED :
 			    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
 			if (w->id == lj->over_note_id)
 				snprintf(reason, sizeof(reason), "%s",
 				    lj->over_note);
+			else if (how == LEGACY_OVER_UNVERIFIED)
+				snprintf(reason, sizeof(reason), "unverified");
 		}
 		else if (w->flags & SEG_WINDOW_CANCELLED) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
@@ -322,6 +377,13 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 				    "its start", options_dialect_name(
 				    (enum options_dialect)lj->dialect),
 				    LEGACY_CONFIG_NAME);
+			else if (clock_mono_ms() < lj->shown_until_ms)
+				snprintf(reason, sizeof(reason), "due: written "
+				    "once the window before was %d ms in the "
+				    "file (the frameworks poll it every %d s, "
+				    "and would never see a window replaced "
+				    "sooner)", LEGACY_POLL_MS + LEGACY_TICK_MS,
+				    LEGACY_POLL_MS / 1000);
 			else if (lj->write_error[0] != '\0')
 				snprintf(reason, sizeof(reason), "not written: "
 				    "%.200s", lj->write_error);
@@ -331,7 +393,20 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 			    lj->shm_note : "") >= (int)sizeof(reason))
 				reason[sizeof(reason) - 1] = '\0';
 		}
+		if (how != -1 && legacy_ended(lj, w->id) != NULL) {
+			out[(*nout)++] = *legacy_ended(lj, w->id);
+			continue;
+		}
 		legacy_window_state(&out[(*nout)++], w->id, st, reason);
+		if (how != -1)
+			legacy_keep_ended(lj, &out[*nout - 1]);
+	}
+	/* Those over that left the schedule: said a while yet. */
+	for (i = 0; i < LEGACY_ENDED_MAX && i < lj->nended; i++) {
+		for (j = 0; j < nws && ws[j].id != lj->ended[i].id; j++)
+			;
+		if (j == nws)
+			out[(*nout)++] = lj->ended[i];
 	}
 	return (next);
 }
@@ -345,7 +420,7 @@ static void
 legacy_eval(struct legacy *l, struct legacy_job *lj)
 {
 	const struct legacy_dialect *dl = legacy_dialect(lj->dialect);
-	struct legacy_window	 ws[SEG_MAX_WINDOWS];
+	struct legacy_window	 ws[LEGACY_STATUS_MAX];
 	const struct seg_window	*w = NULL, *next, *sw;
 	size_t			 n, i, nsw;
 	int64_t			 now = clock_mono_ms();
@@ -360,7 +435,8 @@ legacy_eval(struct legacy *l, struct legacy_job *lj)
 		/* Cancelled before a rank was seen running it: say so. */
 		disable = w != NULL && (w->flags & SEG_WINDOW_CANCELLED) &&
 		    lj->nranks == 0 && dl != NULL && dl->can_disable;
-		legacy_check_over(lj, w, now);
+		legacy_check_over(lj, w, now,
+		    (int64_t)l->a->opts.legacy_window_max_s * 1000);
 	}
 	if (lj->written != 0 && lj->rewrite && w != NULL &&
 	    !(w->flags & SEG_WINDOW_CANCELLED))
@@ -756,7 +832,8 @@ legacy_inotify_event(struct legacy *l, const struct inotify_event *ie)
 			lj->wd = -1;
 		if (ie->len > 0 && (strcmp(ie->name, LEGACY_CONFIG_NAME) == 0 ||
 		    strcmp(ie->name, LEGACY_DIALECT_NAME) == 0 ||
-		    strcmp(ie->name, LEGACY_OUTPUT_NAME) == 0)) {
+		    strcmp(ie->name, LEGACY_OUTPUT_NAME) == 0 ||
+		    strcmp(ie->name, LEGACY_LOGS_NAME) == 0)) {
 			legacy_detect(l, lj);
 			legacy_eval(l, lj);
 		}

@@ -14,8 +14,10 @@
  *				MindSpore 2.4-2.6's shared-memory record
  *	legacy_fs.c		the job's directory opened and checked, the
  *				agent acting in it as its owner
- *	legacy_log.c		torch_npu's ranks' own logs: a window started,
- *				dropped (missed), ranks that came after it
+ *	legacy_log.c		the ranks' own logs (torch_npu's in the job's
+ *				directory, MindSpore's where dynprof.logs
+ *				says): a window started, dropped (missed),
+ *				torch_npu ranks that came after it
  */
 
 #ifndef DYNPROF_AGENT_LEGACY_H
@@ -54,8 +56,13 @@ struct stat;
 #define LEGACY_SCAN_DEPTH	3	/* end-of-trace files looked for this deep */
 #define LEGACY_RANK_LIST_MAX	65536	/* torch_npu rank_list entries */
 #define LEGACY_OVER_MAX		64	/* ids of windows over, remembered */
+#define LEGACY_ENDED_MAX	8	/* over and out of the schedule: still
+					   in the status, with their reason */
+#define LEGACY_STATUS_MAX	(SEG_MAX_WINDOWS + LEGACY_ENDED_MAX)
 #define LEGACY_UNVERIFIED_MS	10000	/* an unmarked trace only: then over */
 #define LEGACY_LOG_READ_MAX	16384	/* of a rank's log, a tick */
+#define LEGACY_WINDOW_MAX_S	1800	/* --legacy-window-max: not seen to end */
+#define LEGACY_POLL_MS		2000	/* the frameworks' default poll */
 #define LEGACY_REASON_MAX	256
 #define LEGACY_MARKER_NAME	"dynprof_window"	/* in the trace's metadata */
 #define LEGACY_MARKER_MAX	(SEG_JOB_MAX + 32)
@@ -65,6 +72,7 @@ struct stat;
 #define LEGACY_CONFIG_NAME	"profiler_config.json"
 #define LEGACY_DIALECT_NAME	"dynprof.dialect"
 #define LEGACY_OUTPUT_NAME	"dynprof.output"
+#define LEGACY_LOGS_NAME	"dynprof.logs"
 #define LEGACY_TMP_NAME		".profiler_config.json.dynprof"
 #define LEGACY_SHM_DIR		"/dev/shm"	/* where Python's SharedMemory is */
 #define LEGACY_SHM_RECORD_MAX	64	/* MindSpore's records: 28 to 34 bytes */
@@ -78,6 +86,9 @@ struct stat;
 #define LEGACY_STOP_ACTIVE	1	/* warmup 0, active: how many steps */
 #define LEGACY_TRACE_STEPS	0	/* <output>/rank{N}_start{a}_stop{b}/ */
 #define LEGACY_TRACE_MARKED	1	/* <output>/NAME_ascend_pt/, the marker */
+#define LEGACY_LOG_NONE		0	/* its ranks say nothing dynprof reads */
+#define LEGACY_LOG_TORCH	1	/* <job>/log/dp_{host}_{pid}_rank_{N}.log */
+#define LEGACY_LOG_MINDSPORE	2	/* its lines, in dynprof.logs' directory */
 
 struct legacy_dialect {
 	enum options_dialect	 id;
@@ -90,7 +101,8 @@ struct legacy_dialect {
 	int			 can_disable;	/* start_step -1 means "none" */
 	const char		*marker_key;	/* config key it copies into the
 						   trace (LEGACY_TRACE_MARKED) */
-	const char		*log_dir;	/* its ranks' logs (legacy_log.c) */
+	int			 log;		/* LEGACY_LOG_*: its ranks' logs
+						   (legacy_log.c) */
 	const char *const	*shm;		/* its record's fields, or NULL */
 };
 
@@ -99,6 +111,10 @@ struct legacy_dialect {
 #define LEGACY_OVER_UNVERIFIED	1	/* only traces it cannot be tied to */
 #define LEGACY_OVER_MISSED	2	/* the framework dropped it */
 
+/* Why a rank dropped the window written, in its framework's words. */
+#define LEGACY_DROP_START	0	/* its start step had passed */
+#define LEGACY_DROP_STOP	1	/* its stop step had passed */
+
 /* A rank's log (legacy_log.c), read since the window was written. */
 struct legacy_rlog {
 	ino_t		 ino;
@@ -106,6 +122,7 @@ struct legacy_rlog {
 	off_t		 off;			/* read up to */
 	int		 started;		/* it started a window */
 	int		 dropped;		/* it dropped the one written */
+	int		 drop_why;		/* LEGACY_DROP_* */
 	int64_t		 drop_step;		/* at its step, -1 unknown */
 	int		 late;			/* made since the write */
 };
@@ -152,10 +169,14 @@ struct legacy_job {
 	uid_t		 framework_uid;		/* its owner */
 	void		*base;			/* json_t: its config as first read */
 	char		 output[PATH_MAX];	/* "" unknown */
+	char		 logs[PATH_MAX];	/* dynprof.logs, "" none */
 	char		 error[LEGACY_REASON_MAX];	/* "" none */
 	char		 write_error[LEGACY_REASON_MAX]; /* last write's, "" */
 
-	struct legacy_window windows[SEG_MAX_WINDOWS];
+	struct legacy_window windows[LEGACY_STATUS_MAX];
+	struct legacy_window ended[LEGACY_ENDED_MAX];	/* ring, as planned
+							   last */
+	size_t		 nended;
 	size_t		 nwindows;
 	uint32_t	 over[LEGACY_OVER_MAX];	/* ring of ids written and over */
 	uint8_t		 over_how[LEGACY_OVER_MAX];	/* LEGACY_OVER_* */
@@ -165,7 +186,9 @@ struct legacy_job {
 	uint32_t	 written;
 	int64_t		 written_start, written_stop;
 	int		 written_disabled;	/* the file says "no window" */
-	int64_t		 written_at_ms;		/* monotonic */
+	int64_t		 written_at_ms;		/* monotonic, the last write */
+	int64_t		 first_at_ms;		/* its first write */
+	int64_t		 shown_until_ms;	/* polled at least once by then */
 	struct timespec	 written_mtime;		/* of our last write */
 	int64_t		 retry_at_ms;		/* a failed write: again then */
 	struct rank_set	 written_ranks;		/* the ranks it targets */

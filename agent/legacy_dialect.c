@@ -67,20 +67,20 @@ static const struct legacy_dialect legacy_dialects[] = {
 	{ .id = OPTIONS_TORCH_NPU, .keys = legacy_keys_torch,
 	  .output_key = "prof_dir", .stop = LEGACY_STOP_ACTIVE,
 	  .trace = LEGACY_TRACE_MARKED, .own_config_first = 1,
-	  .marker_key = "metadata", .log_dir = LEGACY_LOG_DIR },
+	  .marker_key = "metadata", .log = LEGACY_LOG_TORCH },
 	{ .id = OPTIONS_MS27, .keys = legacy_keys_ms26,
 	  .also = legacy_keys_ms27, .output_key = "prof_path",
 	  .stop = LEGACY_STOP_STEP, .trace = LEGACY_TRACE_STEPS,
-	  .can_disable = 1 },
+	  .can_disable = 1, .log = LEGACY_LOG_MINDSPORE },
 	{ .id = OPTIONS_MS26, .keys = legacy_keys_ms26, .stop = LEGACY_STOP_STEP,
 	  .trace = LEGACY_TRACE_STEPS, .can_disable = 1,
-	  .shm = legacy_shm_ms26 },
+	  .log = LEGACY_LOG_MINDSPORE, .shm = legacy_shm_ms26 },
 	{ .id = OPTIONS_MS25, .keys = legacy_keys_ms25, .stop = LEGACY_STOP_STEP,
 	  .trace = LEGACY_TRACE_STEPS, .can_disable = 1,
-	  .shm = legacy_shm_ms25 },
+	  .log = LEGACY_LOG_MINDSPORE, .shm = legacy_shm_ms25 },
 	{ .id = OPTIONS_MS24, .keys = legacy_keys_ms24, .stop = LEGACY_STOP_STEP,
 	  .trace = LEGACY_TRACE_STEPS, .can_disable = 1,
-	  .shm = legacy_shm_ms24 },
+	  .log = LEGACY_LOG_MINDSPORE, .shm = legacy_shm_ms24 },
 };
 
 /* The descriptor of dialect d (enum options_dialect), or NULL. */
@@ -254,31 +254,48 @@ legacy_detect_config(struct legacy_job *lj, int dfd)
 	return (0);
 }
 
-/* Finds the output directory: dynprof.output, else the dialect's key. */
+/*
+ * Reads the absolute path in file name of the job's directory into dst
+ * (PATH_MAX bytes; "" none).  Returns 1 if the file is there, else 0; a bad
+ * one is the job's error.
+ */
+static int
+legacy_detect_path(struct legacy_job *lj, int dfd, const char *name,
+    char *dst)
+{
+	struct stat	 st;
+	char		 why[LEGACY_REASON_MAX], *buf, *p;
+	int		 nul;
+
+	dst[0] = '\0';
+	if ((buf = legacy_fs_read(dfd, name, LEGACY_SMALL_FILE_MAX, &st, why,
+	    sizeof(why))) == NULL)
+		return (0);
+	nul = strlen(buf) != (size_t)st.st_size;
+	p = legacy_trim(buf);
+	if (!nul && p[0] == '/' && strlen(p) < PATH_MAX)
+		strcpy(dst, p);
+	else if (lj->error[0] == '\0')	/* the status says it */
+		snprintf(lj->error, sizeof(lj->error), "%s: %s", name,
+		    nul ? "holds a NUL byte" : p[0] != '/' ?
+		    "not an absolute path" : "too long");
+	free(buf);
+	return (1);
+}
+
+/*
+ * Finds the output directory: dynprof.output, else the dialect's key; and
+ * where the ranks' logs are, dynprof.logs.
+ */
 static void
 legacy_detect_output(struct legacy_job *lj, int dfd)
 {
 	const struct legacy_dialect *dl = legacy_dialect(lj->dialect);
-	struct stat	 st;
 	json_t		*v = NULL;
-	char		 why[LEGACY_REASON_MAX], *buf, *p;
-	int		 nul;
 
-	lj->output[0] = '\0';
-	buf = legacy_fs_read(dfd, LEGACY_OUTPUT_NAME,
-	    LEGACY_SMALL_FILE_MAX, &st, why, sizeof(why));
-	if (buf != NULL) {
-		nul = strlen(buf) != (size_t)st.st_size;
-		p = legacy_trim(buf);
-		if (!nul && p[0] == '/' && strlen(p) < sizeof(lj->output))
-			strcpy(lj->output, p);
-		else if (lj->error[0] == '\0')	/* the status says it */
-			snprintf(lj->error, sizeof(lj->error), "%s: %s",
-			    LEGACY_OUTPUT_NAME, nul ? "holds a NUL byte" :
-			    p[0] != '/' ? "not an absolute path" : "too long");
-		free(buf);
+	(void)legacy_detect_path(lj, dfd, LEGACY_LOGS_NAME, lj->logs);
+	if (legacy_detect_path(lj, dfd, LEGACY_OUTPUT_NAME, lj->output))
 		return;
-	}
 	if (lj->base == NULL || dl == NULL || dl->output_key == NULL)
 		return;
 	v = json_object_get(lj->base, dl->output_key);
