@@ -3,11 +3,12 @@
 (docs/legacy.md): the real coordinator and agents with --legacy-dir, and
 MindSpore ranks run as their monitor behaves (legacy_ms_rank.py).
 
-- A window whose start (or stop) step a MindSpore rank has already passed is
-  dropped by it, in its own words, in the output dynprof.logs names: the
-  window ends missed with those words, and the next one is written and
-  profiled (the callback path on 2.6, msrun's worker logs; 2.7's step(),
-  GLOG_log_dir's rank_N/logs).
+- Back-to-back windows: the file holds one at a time, so the second is
+  written once the first is over; its start (or stop) step has passed by the
+  time a MindSpore rank polls it, and it drops it in its own words, in the
+  output dynprof.logs names: the window ends missed with those words, and
+  the next one is written and profiled (the callback path on 2.6, msrun's
+  worker logs; 2.7's step(), GLOG_log_dir's rank_N/logs).
 - A window nothing is seen of (no trace, no log line), or whose ranks began
   a trace and never finished it, ends unverified after --legacy-window-max;
   the next is written, and the coordinator takes the window out of the
@@ -106,33 +107,35 @@ class MsJob:
             p.wait(timeout=10)
 
 
-def missed_then_next(jobs):
-    """Per job: window A ahead is profiled; window B, its steps behind the
-    ranks, ends missed in MindSpore's words; window C, posted with it, is
-    written and profiled."""
+def back_to_back(jobs):
+    """Per job, three windows posted at once: A ahead, B two steps after A's
+    stop, C well after.  The file holds one window at a time, so B is
+    written once A is over, and only then polled: its steps have passed,
+    MindSpore drops it in its own words and it ends missed; C is written
+    next and profiled."""
     c = jobs[0].c
-    wa = {}
+    wa, wb, wc = {}, {}, {}
     for j in jobs:
         s = j.step_now() + 80
         wa[j] = (c.add_window(j.job, {"start_step": s,
                                       "stop_step": s + 1})["id"], s)
+        wb[j] = (c.add_window(j.job, {"start_step": s + 3,
+                                      "stop_step": s + 4})["id"], s + 3)
+        wc[j] = (c.add_window(j.job, {"start_step": s + 300,
+                                      "stop_step": s + 301})["id"], s + 300)
     for j in jobs:
         wait_for(lambda: complete_for(c, j.job, wa[j][0], (0, 1)), 60,
                  "%s: window A observed complete on ranks 0 and 1" % j.job)
-    wb, wc = {}, {}
     for j in jobs:
-        wb[j] = c.add_window(j.job, {"start_step": 20, "stop_step": 21})["id"]
-        s = j.step_now() + 250
-        wc[j] = (c.add_window(j.job, {"start_step": s,
-                                      "stop_step": s + 1})["id"], s)
-    for j in jobs:
-        w = wait_state(c, j.job, wb[j], "missed", 40)
-        words = ("its start step 20 had passed (\"start_step must be "
-                 "greater than step_num\"" if j.path == "callback" else
-                 "its stop step 21 had passed (\"stop_step must be greater "
-                 "than step_num\"")
+        w = wait_state(c, j.job, wb[j][0], "missed", 40)
+        s = wb[j][1]
+        words = ("its start step %d had passed (\"start_step must be "
+                 "greater than step_num\"" % s if j.path == "callback" else
+                 "its stop step %d had passed (\"stop_step must be greater "
+                 "than step_num\"" % (s + 1))
         check(words in (w["reason"] or "") and
-              "missed: %s dropped it" % j.dialect in w["reason"],
+              "missed: %s dropped it" % j.dialect in w["reason"] and
+              "2 ranks said so" in w["reason"],
               "%s: window B: %s" % (j.job, w))
         log("%s: window B missed: %s" % (j.job, w["reason"]))
     for j in jobs:
@@ -142,14 +145,17 @@ def missed_then_next(jobs):
         wait_for(lambda: complete_for(c, j.job, wc[j][0], (0, 1)), 60,
                  "%s: window C observed complete on ranks 0 and 1" % j.job)
         got = j.profiled()
-        for wid, s in (wa[j], wc[j]):
+        for wid, s in (wa[j], wb[j], wc[j]):
             log("%s (%s, %s): window %d requested %d-%d, profiled %s" % (
                 j.job, j.dialect, j.path, wid, s, s + 1, got.get((s, s + 1))))
+        for wid, s in (wa[j], wc[j]):
             check(len(got.get((s, s + 1), [])) == 2,
                   "%s: window %d profiled by %s" % (j.job, wid, got))
-        check((20, 21) not in got, "%s: window B profiled: %s" % (j.job, got))
-    log("MindSpore: a window whose steps passed ends missed in the "
-        "framework's words; the next is written and profiled")
+        check((wb[j][1], wb[j][1] + 1) not in got,
+              "%s: window B profiled: %s" % (j.job, got))
+    log("MindSpore: back-to-back windows each written in turn; the one whose "
+        "steps passed meanwhile ends missed in the framework's words, the "
+        "next is written and profiled")
 
 
 def bound(c, ldir, node, max_s):
@@ -206,7 +212,7 @@ def test():
                               "msrun"))
             jobs.append(MsJob(c, ldir, node, "mindspore-2.7", "step",
                               "glog"))
-            missed_then_next(jobs)
+            back_to_back(jobs)
         finally:
             for j in jobs:
                 j.close()
