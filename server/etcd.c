@@ -19,6 +19,8 @@
 #include "etcd.h"
 #include "log.h"
 
+static void	etcd_req_free(struct etcd_req *);
+
 /* An answer being read: bounded by ETCD_RESPONSE_MAX. */
 struct etcd_buf {
 	char	*data;
@@ -124,7 +126,8 @@ etcd_free(struct etcd *e)
 	if (e->curl != NULL)
 		curl_easy_cleanup(e->curl);
 	if (e->multi != NULL) {
-		etcd_cancel_all(e);
+		while (e->reqs != NULL)
+			etcd_req_free(e->reqs);
 		curl_multi_cleanup(e->multi);
 	}
 	if (e->timer != NULL)
@@ -323,6 +326,7 @@ struct etcd_req {
 	size_t			 tried, ntry, which;
 	long			 timeout_ms;	/* 0: the client's */
 	etcd_done_fn		 done;
+	etcd_chunk_fn		 chunk;		/* a stream: its bytes */
 	void			*arg;
 	struct etcd_req		*next;		/* e->reqs */
 };
@@ -380,6 +384,15 @@ etcd_req_finished(struct etcd_req *r, CURLcode crc)
 
 	if (crc == CURLE_OK)
 		curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+	if (r->chunk != NULL) {
+		/* A stream has no answer to judge: it ended. */
+		snprintf(e->error, sizeof(e->error), "%s: stream ended: %s, "
+		    "HTTP %ld", e->endpoints[r->which], curl_easy_strerror(crc),
+		    status);
+		etcd_req_free(r);
+		done(arg, ETCD_UNAVAILABLE, NULL);
+		return;
+	}
 	e->last_unsure = 0;
 	rc = etcd_judge(e, r->which, crc, status, &r->b, &ans);
 	if (rc == ETCD_UNAVAILABLE && r->tried < r->ntry &&
@@ -507,6 +520,34 @@ etcd_attach(struct etcd *e, struct event_base *base)
 }
 
 /*
+ * Makes a request of body (taken; r->text NULL if it does not dump) to path,
+ * in flight from now (etcd_req_free() ends it).  Returns it, or NULL (no
+ * loop, out of memory).
+ */
+static struct etcd_req *
+etcd_req_new(struct etcd *e, const char *path, json_t *body,
+    etcd_done_fn done, void *arg)
+{
+	struct etcd_req	*r;
+
+	if (e->multi == NULL || (r = calloc(1, sizeof(*r))) == NULL) {
+		json_decref(body);
+		return (NULL);
+	}
+	r->e = e;
+	r->path = path;
+	r->done = done;
+	r->arg = arg;
+	r->text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	r->next = e->reqs;
+	e->reqs = r;
+	e->inflight++;
+	e->calls++;
+	return (r);
+}
+
+/*
  * POSTs body (taken) to path like etcd_call(), without waiting: done(arg,
  * rc, ans) is called from the loop once it is answered or every endpoint
  * it may try failed (ans NULL unless ETCD_OK; done frees it).  timeout_ms
@@ -522,22 +563,11 @@ etcd_call_async(struct etcd *e, const char *path, json_t *body,
 {
 	struct etcd_req	*r;
 
-	if (e->multi == NULL || (r = calloc(1, sizeof(*r))) == NULL) {
-		json_decref(body);
+	if ((r = etcd_req_new(e, path, body, done, arg)) == NULL) {
 		snprintf(e->error, sizeof(e->error), "out of memory");
 		return (-1);
 	}
-	r->e = e;
-	r->path = path;
-	r->done = done;
-	r->arg = arg;
 	r->timeout_ms = timeout_ms;
-	r->text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	r->next = e->reqs;
-	e->reqs = r;
-	e->inflight++;
-	e->calls++;
 	/* Down: one endpoint, the next one next time. */
 	r->ntry = e->down || timeout_ms != 0 ? 1 : e->nendpoints;
 	if (e->down && timeout_ms == 0)
@@ -550,12 +580,82 @@ etcd_call_async(struct etcd *e, const char *path, json_t *body,
 	return (0);
 }
 
-/* Drops every request in flight; their callers are not called. */
+/* Hands what a stream read to its caller; 0 (refused) ends the stream. */
+static size_t
+etcd_stream_write_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct etcd_req	*r = arg;
+
+	if (r->chunk(r->arg, data, size * n) == -1)
+		return (0);
+	return (size * n);
+}
+
+/*
+ * POSTs body (taken) to path on endpoint which and keeps reading the answer
+ * as a stream (etcd's /v3/watch): chunk(arg, bytes, len) for what arrives,
+ * from inside curl (it must not cancel the stream: it returns -1 to end
+ * it), then done(arg, ETCD_UNAVAILABLE, NULL) from the loop once the stream
+ * ended, whatever ended it.  No timeout but the connect's; TCP keepalives
+ * notice a member gone silent.  Returns the request, to cancel with
+ * etcd_stream_cancel(), or NULL (done not called).
+ */
+struct etcd_req *
+etcd_stream_async(struct etcd *e, size_t which, const char *path,
+    json_t *body, etcd_chunk_fn chunk, etcd_done_fn done, void *arg)
+{
+	struct etcd_req	*r;
+
+	if (which >= e->nendpoints) {
+		json_decref(body);
+		return (NULL);
+	}
+	if ((r = etcd_req_new(e, path, body, done, arg)) == NULL)
+		return (NULL);
+	r->chunk = chunk;
+	r->which = which;
+	r->tried = r->ntry = 1;
+	if (r->text == NULL || (r->h = curl_easy_init()) == NULL) {
+		etcd_req_free(r);
+		return (NULL);
+	}
+	etcd_setup(e, r->h, which, path, r->text, e->timeout_ms, &r->b);
+	curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, etcd_stream_write_cb);
+	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(r->h, CURLOPT_TCP_KEEPIDLE, 2L);
+	curl_easy_setopt(r->h, CURLOPT_TCP_KEEPINTVL, 1L);
+	curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
+	if (curl_multi_add_handle(e->multi, r->h) != CURLM_OK) {
+		etcd_req_free(r);
+		return (NULL);
+	}
+	return (r);
+}
+
+/* Ends a stream; its done is not called.  Not from inside its chunk. */
+void
+etcd_stream_cancel(struct etcd_req *r)
+{
+	if (r != NULL)
+		etcd_req_free(r);
+}
+
+/*
+ * Drops every request in flight but the streams (their owners cancel them,
+ * or etcd_free() does); their callers are not called.
+ */
 void
 etcd_cancel_all(struct etcd *e)
 {
-	while (e->reqs != NULL)
-		etcd_req_free(e->reqs);
+	struct etcd_req	*r, *next;
+
+	for (r = e->reqs; r != NULL; r = next) {
+		next = r->next;
+		if (r->chunk == NULL)
+			etcd_req_free(r);
+	}
 	e->camp_done = NULL;
 }
 

@@ -27,6 +27,9 @@ typedef void	(*etcd_done_fn)(void *, int, struct json_t *);
 /* What an asynchronous campaign's caller gets: its arg, 1 (this session
  * leads), 0 (another does: its value) or -1 (no answer). */
 typedef void	(*etcd_campaign_fn)(void *, int, const char *);
+/* What a stream's caller gets as it arrives: its arg and the bytes; it
+ * returns 0, or -1 to end the stream. */
+typedef int	(*etcd_chunk_fn)(void *, const char *, size_t);
 
 #define ETCD_ENDPOINTS_MAX	16	/* --etcd-endpoints */
 #define ETCD_PREFIX_MAX		128	/* --etcd-prefix, bytes */
@@ -105,6 +108,7 @@ struct etcd {
 	char		 camp_value[1024];
 	etcd_campaign_fn camp_done;
 	void		*camp_arg;
+	int64_t		 camp_rev;	/* the revision its answer reflects */
 	void		(*deposed)(void *);	/* a guarded write failed */
 	void		*deposed_arg;
 };
@@ -120,6 +124,9 @@ int		 etcd_attach(struct etcd *, struct event_base *);
 int		 etcd_call_async(struct etcd *, const char *, struct json_t *,
 		    long, etcd_done_fn, void *);
 void		 etcd_cancel_all(struct etcd *);
+struct etcd_req	*etcd_stream_async(struct etcd *, size_t, const char *,
+		    struct json_t *, etcd_chunk_fn, etcd_done_fn, void *);
+void		 etcd_stream_cancel(struct etcd_req *);
 int		 etcd_key(const struct etcd *, char *, size_t, const char *,
 		    ...) __attribute__((format(printf, 4, 5)));
 struct json_t	*etcd_b64(const void *, size_t);
@@ -130,6 +137,21 @@ void		 etcd_range_end(const char *, char *, size_t);
 int		 etcd_range(struct etcd *, const char *, int64_t *,
 		    int (*)(void *, const char *, const char *, size_t,
 		    const struct json_t *), void *);
+
+/* etcd_watch.c: what a watcher is told (etcd_watch_fn's type). */
+enum etcd_watch_type {
+	ETCD_WATCH_PUT,			/* key, value, kv */
+	ETCD_WATCH_DELETE,		/* key, kv */
+	ETCD_WATCH_CREATED,		/* etcd has the watch: events follow */
+	ETCD_WATCH_ENDED,		/* the stream is gone: make another */
+};
+struct etcd_watch;
+typedef void	(*etcd_watch_fn)(void *, int, const char *, const char *,
+		    size_t, const struct json_t *);
+struct etcd_watch *etcd_watch_new(struct etcd *, const char *, const char *,
+		    int64_t, etcd_watch_fn, void *);
+int64_t		 etcd_watch_revision(const struct etcd_watch *);
+void		 etcd_watch_free(struct etcd_watch *);
 
 /* etcd_session.c */
 int		 etcd_campaign(struct etcd *, int, const char *, char *,

@@ -66,6 +66,7 @@ etcd_campaign_result(struct etcd *e, json_t *ans, char *leader, size_t len)
 	char		*v;
 
 	e->down = 0;
+	e->camp_rev = etcd_int(json_object_get(ans, "header"), "revision");
 	if (json_is_true(json_object_get(ans, "succeeded"))) {
 		/* The put's revision is the key's create revision. */
 		e->fence = etcd_int(json_object_get(ans, "header"), "revision");
