@@ -184,13 +184,13 @@ static int
 agent_set_option(struct agent_options *o, int opt, const char *arg,
     const char *name)
 {
-	struct upstream_addr	 addrs[UPSTREAM_ADDRS_MAX];
+	struct failover_addr	 addrs[FAILOVER_ADDRS_MAX];
 	long long		 v;
 	const char		*why;
 
 	switch (opt) {
 	case OPT_COORDINATOR:
-		if (upstream_addrs_parse(arg, addrs, &why) == -1) {
+		if (failover_parse(addrs, arg, &why) == -1) {
 			log_warnx("%s: \"%.300s\": %s", name, arg, why);
 			return (-1);
 		}

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "dynprof.pb-c.h"
+#include "failover.h"
 #include "log.h"
 #include "segment.h"
 #include "tls.h"
@@ -44,13 +45,9 @@ struct evbuffer;
 #define AGENT_CONF_MAX		(1024 * 1024)	/* bytes of --conf FILE */
 #define AGENT_LOCK_FILE		"dynprof-agent.lock"	/* in --shm-dir */
 #define AGENT_HEARTBEAT_MS	2000	/* until a Welcome says otherwise */
-#define AGENT_BACKOFF_MIN_MS	100
-#define AGENT_BACKOFF_MAX_MS	30000
-#define AGENT_FOLLOWER_BACKOFF_MS 500	/* the most while followers answer */
 #define AGENT_DGRAM_MAX		8192	/* a RankEvent is well under 2 KiB */
 #define AGENT_TOKEN_MAX		1024
 #define AGENT_SHM_BUDGET	(16ULL << 20)	/* --shm-budget: segments made */
-#define UPSTREAM_ADDRS_MAX	8	/* coordinators in --coordinator */
 #define AGENT_TRACE_SETTLE_S	10	/* --trace-settle */
 
 /* Everything the flags and the config file set. */
@@ -200,24 +197,12 @@ enum upstream_state {
 	UPSTREAM_READY,
 };
 
-/* One coordinator address of --coordinator. */
-struct upstream_addr {
-	char		 host[256];
-	char		 port[16];
-	char		 text[280];		/* as the operator wrote it */
-};
-
 struct upstream {
 	enum upstream_state state;
-	struct upstream_addr addrs[UPSTREAM_ADDRS_MAX];
-	int		 naddrs;
-	int		 cur;			/* the one connected or tried */
-	int		 tries;			/* addresses tried this round */
-	int		 follow;		/* a follower named the leader */
-	int		 heard_follower;	/* one answered this round */
+	struct failover_addr addrs[FAILOVER_ADDRS_MAX];	/* --coordinator */
+	struct failover	 fo;			/* whom next, when */
 	struct bufferevent *bev;
 	int64_t		 retry_at_ms;		/* UPSTREAM_WAIT: next attempt */
-	int		 backoff_ms;
 	uint32_t	 heartbeat_ms;
 	int64_t		 last_recv_ms;
 	int64_t		 last_sent_ms;
@@ -310,11 +295,8 @@ int	 upstream_frame_event(struct evbuffer *, uint64_t, uint64_t,
 	    const uint8_t *, size_t);
 
 /* upstream_addr.c */
-int	 upstream_addrs_parse(const char *, struct upstream_addr *,
-	    const char **);
 const char *upstream_addr_text(const struct agent *);
-int	 upstream_addr_failed(struct agent *);
-int	 upstream_addr_leader(struct agent *, const char *);
+void	 upstream_addr_not_leader(struct agent *, const char *);
 
 /* ranks_decode() results. */
 #define RANKS_OK		0

@@ -40,26 +40,27 @@ static void	 upstream_lost(struct agent *, const char *);
 int
 upstream_init(struct agent *a)
 {
-	struct upstream	*up = &a->up;
-	const char	*why;
+	struct upstream		*up = &a->up;
+	const char		*why;
+	int			 n;
 
 	up->state = UPSTREAM_NONE;
 	up->next_seq = 1;
 	up->heartbeat_ms = AGENT_HEARTBEAT_MS;
-	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
+	failover_init(&up->fo, up->addrs, 0);
 	queue_init(&up->queue, a->opts.queue_max);
 	if (getrandom(&up->boot_id, sizeof(up->boot_id), 0) !=
 	    sizeof(up->boot_id) || up->boot_id == 0)
 		up->boot_id = ((uint64_t)clock_wall_ns() << 1) | 1;
 	if (upstream_addr_text(a)[0] == '\0')
 		return (0);
-	up->naddrs = upstream_addrs_parse(upstream_addr_text(a), up->addrs, &why);
-	if (up->naddrs == -1) {
-		up->naddrs = 0;
+	if ((n = failover_parse(up->addrs, upstream_addr_text(a), &why)) ==
+	    -1) {
 		log_warnx("%s: bad coordinator address \"%s\": %s", __func__,
 		    upstream_addr_text(a), why);
 		return (-1);
 	}
+	failover_init(&up->fo, up->addrs, n);
 	if (a->opts.tls_cert[0] != '\0' && tls_load(&up->tls, "agentlink",
 	    TLS_VERIFY_PEER, a->opts.tls_cert, a->opts.tls_key,
 	    a->opts.tls_ca) == -1)
@@ -170,8 +171,10 @@ upstream_send_hello(struct agent *a)
 			n++;
 		}
 	}
-	upstream_send(a, agentmsg_hello(&am, a->opts.node, a->token,
-	    DYNPROF_VERSION_STRING, gp, n));
+	agentmsg_hello(&am, a->opts.node, a->token, DYNPROF_VERSION_STRING,
+	    gp, n);
+	am.u.hello.failed_leader = (char *)failover_lost_leader(&a->up.fo);
+	upstream_send(a, &am.m);
 	free(gens);
 	free(gp);
 }
@@ -306,8 +309,10 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 	    w->acked_seq < up->next_seq)
 		upstream_acked(a, w->acked_seq);
 	up->state = UPSTREAM_READY;
-	up->backoff_ms = AGENT_BACKOFF_MIN_MS;
-	up->tries = 0;
+	if (up->fo.lost >= 0)
+		log_info("failover over: %u ERROR_NOT_LEADER answers on the way",
+		    up->fo.not_leader);
+	failover_welcomed(&up->fo);
 	up->connects++;
 	log_info("connected to coordinator %s (heartbeat %u ms, %zu events "
 	    "queued)", upstream_addr_text(a), up->heartbeat_ms,
@@ -340,12 +345,17 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 		log_warnx("coordinator %s refused: error %d: %.200s",
 		    upstream_addr_text(a), (int)e->code,
 		    e->reason != NULL ? e->reason : "");
-		if (e->code == DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER &&
-		    upstream_addr_leader(a, e->leader))
-			up->follow = 1;
+		if (e->code == DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER)
+			upstream_addr_not_leader(a, e->leader);
 		return (-1);
 	}
 	if (up->state == UPSTREAM_HELLO) {
+		/* A follower holds the hello until the next leader is known
+		 * (the hello said which one was lost): alive, keep waiting. */
+		if (m->body_case ==
+		    DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT &&
+		    up->fo.lost >= 0)
+			return (0);
 		if (m->body_case != DYNPROF__V1__COORDINATOR_MESSAGE__BODY_WELCOME) {
 			a->stats.bad_messages++;
 			log_warnx("%s: first message from %s is not welcome "
@@ -520,9 +530,9 @@ upstream_new_bev(struct agent *a)
 		    BEV_OPT_CLOSE_ON_FREE));
 	if ((ssl = tls_ssl_new(&a->up.tls)) == NULL)
 		return (NULL);
-	if (tls_client_expect(ssl, a->up.addrs[a->up.cur].host) == -1) {
+	if (tls_client_expect(ssl, a->up.fo.addrs[a->up.fo.cur].host) == -1) {
 		log_warnx("%s: cannot expect the name %s", __func__,
-		    a->up.addrs[a->up.cur].host);
+		    a->up.fo.addrs[a->up.fo.cur].host);
 		SSL_free(ssl);
 		return (NULL);
 	}
@@ -541,7 +551,7 @@ static void
 upstream_connect(struct agent *a)
 {
 	struct upstream		*up = &a->up;
-	struct upstream_addr	*ad = &up->addrs[up->cur];
+	const struct failover_addr *ad = &up->fo.addrs[up->fo.cur];
 	struct addrinfo		 hints, *res = NULL;
 	int			 rc;
 
@@ -584,9 +594,9 @@ upstream_connect(struct agent *a)
 
 /*
  * Ends the current stream (the bufferevent is freed: libevent defers the free
- * while one of its callbacks runs) and schedules the next attempt: exponential
- * backoff, capped, with jitter so a coordinator restart is not met by every
- * node at the same millisecond.
+ * while one of its callbacks runs) and schedules the next attempt where and
+ * when common/failover.c says: the next coordinator or the leader a follower
+ * named, with jitter, and after a round of them an exponential backoff.
  */
 static void
 upstream_lost(struct agent *a, const char *why)
@@ -605,20 +615,11 @@ upstream_lost(struct agent *a, const char *why)
 	up->bev = NULL;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)clock_wall_ns();
-	if (!upstream_addr_failed(a)) {
-		/* The next coordinator of the list, or the leader one named,
-		 * is due: no backoff yet, only the jitter. */
-		delay = (int)(r % (uint32_t)(AGENT_BACKOFF_MIN_MS + 1));
-	} else {
-		delay = up->backoff_ms / 2 +
-		    (int)(r % (uint32_t)(up->backoff_ms / 2 + 1));
-		up->backoff_ms *= 2;
-		if (up->backoff_ms > AGENT_BACKOFF_MAX_MS)
-			up->backoff_ms = AGENT_BACKOFF_MAX_MS;
-	}
+	delay = failover_ended(&up->fo, up->state == UPSTREAM_READY, r);
 	up->retry_at_ms = clock_mono_ms() + delay;
 	up->state = UPSTREAM_WAIT;
-	log_debug("%s: next attempt in %d ms", __func__, delay);
+	log_debug("%s: next attempt at %s in %d ms", __func__,
+	    upstream_addr_text(a), delay);
 	a->upstream_next_ms = up->retry_at_ms;
 	agent_schedule(a);
 }

@@ -286,9 +286,10 @@ loadgen_usage(FILE *f)
 "usage: dynprof-loadgen --coordinator HOST:PORT[,...] --http HOST:PORT [options]\n"
 "  --agents N           connections, each one agent (1000)\n"
 "  --job J              the job every agent subscribes to (loadgen)\n"
-"  --mode M             fanout, events, both (both) or failover: SIGKILL\n"
-"                       --kill-pid (the leader), time every agent's return\n"
-"                       to a new leader of the --coordinator list\n"
+"  --mode M             fanout, events, both (both) or failover: send the\n"
+"                       events, SIGKILL --kill-pid (the leader) once half\n"
+"                       are acknowledged, time every agent's return to a\n"
+"                       new leader of the --coordinator list and its replay\n"
 "  --kill-pid P         --mode failover: the leader's pid\n"
 "  --changes N          measured config changes (20), after one warm-up\n"
 "  --events N           events per connection, even (20)\n"
@@ -495,6 +496,7 @@ main(int argc, char **argv)
 		lg.conns[i].trial = -2;
 		lg.conns[i].boot_id = ((uint64_t)random() << 32) ^
 		    (uint64_t)random() ^ (uint64_t)i;
+		failover_init(&lg.conns[i].fo, lg.coord_addrs, lg.ncoords);
 	}
 	if (lg.tls_dir != NULL && loadgen_tls_load(&lg) == -1)
 		return (1);

@@ -18,6 +18,9 @@
 #include <event2/util.h>
 #include <openssl/ssl.h>
 
+#include "dynprof.pb-c.h"
+#include "failover.h"
+
 struct event_base;
 struct loadgen_http;
 
@@ -52,12 +55,10 @@ int	 loadgen_raise_nofile(size_t);
 
 /* dynprof-loadgen: the heartbeat timer's slice (see loadgen_conn.c). */
 #define LOADGEN_HB_TICK_MS	10
-/* --mode failover: coordinators in --coordinator, the agents' backoff
- * (as agent/agent.h's), and how long the failover may take. */
-#define LOADGEN_COORDS_MAX	8
-#define LOADGEN_BACKOFF_MIN_MS	100
-#define LOADGEN_BACKOFF_MAX_MS	30000
-#define LOADGEN_FOLLOWER_BACKOFF_MS 500	/* AGENT_FOLLOWER_BACKOFF_MS */
+/* --mode failover: coordinators in --coordinator (whom each connection
+ * dials next is common/failover.c's, as for agents), and how long the
+ * failover may take. */
+#define LOADGEN_COORDS_MAX	FAILOVER_ADDRS_MAX
 #define LOADGEN_FAILOVER_MAX_S	120
 /* --ranks: the ranks of one job a node holds (SEG_MAX_SLOTS). */
 #define LOADGEN_RANKS_MAX	256
@@ -98,12 +99,9 @@ struct loadgen_conn {
 	EVP_PKEY		*key;
 	SSL_SESSION		*session;	/* --tls-sessions: offered */
 	/* --mode failover */
-	int			 coord_idx;	/* lg->coords[] it dials */
-	int			 tried;		/* addresses tried this round */
-	int			 follow;	/* a follower named the leader */
-	int			 heard_follower; /* one answered this round */
-	int			 backoff_ms;
+	struct failover		 fo;		/* whom it dials (fo.cur), when */
 	int			 back;		/* welcomed since the kill */
+	int			 replayed;	/* every event acked since */
 	struct event		*retry;
 };
 
@@ -111,6 +109,7 @@ struct loadgen {
 	struct event_base	*base;
 	struct loadgen_http	*http;
 	struct sockaddr_in	 coords[LOADGEN_COORDS_MAX];
+	struct failover_addr	 coord_addrs[LOADGEN_COORDS_MAX];
 	int			 ncoords;
 	const char		*job;
 	const char		*prefix;
@@ -176,8 +175,13 @@ struct loadgen {
 	pid_t			 kill_pid;
 	int64_t			 fo_t0;		/* the kill */
 	int64_t			 fo_t_first;	/* first welcome after it */
+	int64_t			 fo_t_back;	/* the last welcome */
 	int			 fo_back;	/* connections welcomed again */
+	int			 fo_replayed;	/* with every event acked */
 	int			 fo_refused;	/* ERROR_NOT_LEADER answers */
+	uint64_t		 fo_acked;	/* events acked before the kill */
+	uint64_t		 fo_resent;	/* events sent again after it */
+	int			 fo_killed;
 	struct event		*fo_timer;
 
 	/* events */
@@ -211,7 +215,10 @@ int	 loadgen_parse_coords(struct loadgen *, const char *);
 void	 loadgen_failover_start(struct loadgen *);
 int	 loadgen_failover_lost(struct loadgen_conn *);
 void	 loadgen_failover_error(struct loadgen_conn *, int, const char *);
-void	 loadgen_failover_welcome(struct loadgen_conn *);
+void	 loadgen_failover_welcome(struct loadgen_conn *,
+	    const Dynprof__V1__Welcome *);
+void	 loadgen_failover_acked(struct loadgen_conn *, uint64_t);
+void	 loadgen_failover_hello(struct loadgen_conn *, Dynprof__V1__Hello *);
 void	 loadgen_failover_free(struct loadgen *);
 
 /* loadgen_tls.c */

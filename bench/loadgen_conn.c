@@ -99,8 +99,10 @@ loadgen_send_hello(struct loadgen_conn *c)
 	char		 node[128];
 
 	snprintf(node, sizeof(node), "%s-%d", c->lg->prefix, c->idx);
-	loadgen_send(c, agentmsg_hello(&am, node, c->lg->token,
-	    "loadgen-" DYNPROF_VERSION_STRING, NULL, 0));
+	agentmsg_hello(&am, node, c->lg->token, "loadgen-" DYNPROF_VERSION_STRING,
+	    NULL, 0);
+	loadgen_failover_hello(c, &am.u.hello);
+	loadgen_send(c, &am.m);
 	c->state = LOADGEN_HELLO_SENT;
 }
 
@@ -213,7 +215,7 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 		if (lg->phase == LOADGEN_PHASE_FAILOVER) {
 			c->state = LOADGEN_READY;
 			loadgen_send_subscribe(c);
-			loadgen_failover_welcome(c);
+			loadgen_failover_welcome(c, m->welcome);
 			break;
 		}
 		if (lg->hb_ms == 0 && m->welcome->heartbeat_ms != 0)
@@ -232,6 +234,10 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK:
 		if (m->ack->seq <= c->acked)
 			break;
+		if (lg->phase == LOADGEN_PHASE_FAILOVER) {
+			loadgen_failover_acked(c, m->ack->seq);
+			break;
+		}
 		c->acked = m->ack->seq;
 		if (lg->phase != LOADGEN_PHASE_EVENTS)
 			break;
@@ -311,7 +317,7 @@ loadgen_conn_open_tls(struct loadgen *lg, struct loadgen_conn *c, int fd)
 {
 	SSL	*ssl;
 
-	if (connect(fd, (struct sockaddr *)&lg->coords[c->coord_idx],
+	if (connect(fd, (struct sockaddr *)&lg->coords[c->fo.cur],
 	    sizeof(lg->coords[0])) ==
 	    -1 && errno != EINPROGRESS) {
 		fprintf(stderr, "loadgen: connect: %s\n", strerror(errno));
@@ -383,7 +389,7 @@ loadgen_conn_open(struct loadgen *lg, struct loadgen_conn *c)
 	c->state = LOADGEN_CONNECTING;
 	lg->connecting++;
 	if (bufferevent_socket_connect(c->bev,
-	    (struct sockaddr *)&lg->coords[c->coord_idx],
+	    (struct sockaddr *)&lg->coords[c->fo.cur],
 	    sizeof(lg->coords[0])) == -1) {
 		loadgen_conn_dead(c, "connect failed");
 		return (-1);

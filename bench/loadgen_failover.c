@@ -1,12 +1,14 @@
 /*
- * dynprof-loadgen --mode failover: the N connections up on the leader, the
- * leader is SIGKILLed (--kill-pid), and every connection goes on as a real
- * agent does (agent/upstream_addr.c): the next coordinator of --coordinator,
- * or the leader a follower names (ERROR_NOT_LEADER), at once, and after as
- * many attempts as coordinators an exponential backoff with jitter, at most
- * 500 ms while followers answer.  Measured from
- * the kill: the first welcome (a new leader serving) and the last (every
- * agent back).
+ * dynprof-loadgen --mode failover: the N connections up on the leader, each
+ * sends its events (--events over its --ranks); once half of all of them
+ * are acknowledged the leader is SIGKILLed (--kill-pid), and every
+ * connection goes on as a real agent does, by common/failover.c's rule (the
+ * agent's own): the next coordinator, the leader a follower names, the
+ * leader it lost said in its hello, jitter, backoff.  Welcomed again, it
+ * replays every event not acknowledged (the new leader's Welcome may say
+ * more were committed).  Measured from the kill: the first welcome (a new
+ * leader serving), the last (every agent back), every event acknowledged
+ * again, and each connection's ERROR_NOT_LEADER answers (max and mean).
  */
 
 #include <arpa/inet.h>
@@ -26,24 +28,20 @@
 int
 loadgen_parse_coords(struct loadgen *lg, const char *list)
 {
-	char	 buf[512], host[256], *p, *next;
-	int	 port;
+	const char	*why;
+	int		 i, n;
 
-	if (strlen(list) >= sizeof(buf))
+	if ((n = failover_parse(lg->coord_addrs, list, &why)) == -1)
 		return (-1);
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (p = buf; p != NULL; p = next) {
-		if ((next = strchr(p, ',')) != NULL)
-			*next++ = '\0';
-		if (lg->ncoords == LOADGEN_COORDS_MAX ||
-		    loadgen_parse_hostport(p, host, sizeof(host), &port) == -1 ||
-		    inet_pton(AF_INET, host,
-		    &lg->coords[lg->ncoords].sin_addr) != 1)
+	for (i = 0; i < n; i++) {
+		if (inet_pton(AF_INET, lg->coord_addrs[i].host,
+		    &lg->coords[i].sin_addr) != 1)
 			return (-1);
-		lg->coords[lg->ncoords].sin_family = AF_INET;
-		lg->coords[lg->ncoords].sin_port = htons((uint16_t)port);
-		lg->ncoords++;
+		lg->coords[i].sin_family = AF_INET;
+		lg->coords[i].sin_port = htons((uint16_t)atoi(
+		    lg->coord_addrs[i].port));
 	}
+	lg->ncoords = n;
 	return (0);
 }
 
@@ -52,20 +50,39 @@ static void
 loadgen_failover_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct loadgen	*lg = arg;
-	char		 msg[128];
+	char		 msg[160];
 
 	(void)fd;
 	(void)what;
-	snprintf(msg, sizeof(msg), "failover: %d of %d agents back after %d s",
-	    lg->fo_back, lg->n, LOADGEN_FAILOVER_MAX_S);
+	snprintf(msg, sizeof(msg), "failover: %d of %d agents back, %d with "
+	    "every event acknowledged, after %d s", lg->fo_back, lg->n,
+	    lg->fo_replayed, LOADGEN_FAILOVER_MAX_S);
 	loadgen_fail(lg, msg);
 }
 
-/* Every connection is up on the leader: kill it, start the clock. */
+/* Half the events acknowledged: kill the leader, start the clock. */
+static void
+loadgen_failover_kill(struct loadgen *lg)
+{
+	lg->fo_killed = 1;
+	lg->fo_t0 = loadgen_now_ns();
+	if (kill(lg->kill_pid, SIGKILL) == -1) {
+		loadgen_fail(lg, "failover: cannot kill --kill-pid");
+		return;
+	}
+	printf("failover: SIGKILL to the leader (pid %d), %d agents on it, "
+	    "%llu of %llu events acknowledged\n", (int)lg->kill_pid, lg->n,
+	    (unsigned long long)lg->fo_acked,
+	    (unsigned long long)lg->n * (unsigned long long)lg->events_per);
+	fflush(stdout);
+}
+
+/* Every connection is up on the leader: its events go, then the kill. */
 void
 loadgen_failover_start(struct loadgen *lg)
 {
 	struct timeval	 tv = { LOADGEN_FAILOVER_MAX_S, 0 };
+	int		 i;
 
 	lg->phase = LOADGEN_PHASE_FAILOVER;
 	if ((lg->fo_timer = evtimer_new(lg->base, loadgen_failover_timeout,
@@ -74,14 +91,8 @@ loadgen_failover_start(struct loadgen *lg)
 		return;
 	}
 	evtimer_add(lg->fo_timer, &tv);
-	lg->fo_t0 = loadgen_now_ns();
-	if (kill(lg->kill_pid, SIGKILL) == -1) {
-		loadgen_fail(lg, "failover: cannot kill --kill-pid");
-		return;
-	}
-	printf("failover: SIGKILL to the leader (pid %d), %d agents on it\n",
-	    (int)lg->kill_pid, lg->n);
-	fflush(stdout);
+	for (i = 0; i < lg->n; i++)
+		loadgen_events_pump(&lg->conns[i]);
 }
 
 /* The retry timer of a connection: dials its coordinator again. */
@@ -105,36 +116,17 @@ loadgen_failover_lost(struct loadgen_conn *c)
 {
 	struct loadgen	*lg = c->lg;
 	struct timeval	 tv;
-	int		 delay;
+	int		 delay, ready = c->state == LOADGEN_READY;
 
-	if (lg->phase != LOADGEN_PHASE_FAILOVER)
+	if (lg->phase != LOADGEN_PHASE_FAILOVER || !lg->fo_killed)
 		return (0);
 	if (c->bev != NULL)
 		bufferevent_free(c->bev);
 	c->bev = NULL;
 	c->state = LOADGEN_DEAD;
-	if (c->backoff_ms == 0)
-		c->backoff_ms = LOADGEN_BACKOFF_MIN_MS;
-	/* As upstream_addr_failed(): the named leader, else the next; every
-	 * attempt counts toward the round, a named leader's included. */
-	if (c->follow)
-		c->follow = 0;
-	else
-		c->coord_idx = (c->coord_idx + 1) % lg->ncoords;
-	if (++c->tried < lg->ncoords)
-		delay = (int)(random() % (LOADGEN_BACKOFF_MIN_MS + 1));
-	else {
-		c->tried = 0;
-		if (c->heard_follower &&
-		    c->backoff_ms > LOADGEN_FOLLOWER_BACKOFF_MS)
-			c->backoff_ms = LOADGEN_FOLLOWER_BACKOFF_MS;
-		c->heard_follower = 0;
-		delay = c->backoff_ms / 2 +
-		    (int)(random() % (c->backoff_ms / 2 + 1));
-		c->backoff_ms *= 2;
-		if (c->backoff_ms > LOADGEN_BACKOFF_MAX_MS)
-			c->backoff_ms = LOADGEN_BACKOFF_MAX_MS;
-	}
+	if (ready)
+		c->back = c->replayed = 0;
+	delay = failover_ended(&c->fo, ready, (uint32_t)random());
 	if (c->retry == NULL &&
 	    (c->retry = evtimer_new(lg->base, loadgen_failover_retry, c)) ==
 	    NULL) {
@@ -147,60 +139,125 @@ loadgen_failover_lost(struct loadgen_conn *c)
 	return (1);
 }
 
+/* What a hello says of the failover: the leader this connection lost. */
+void
+loadgen_failover_hello(struct loadgen_conn *c, Dynprof__V1__Hello *h)
+{
+	if (c->lg->ncoords > 0)
+		h->failed_leader = (char *)failover_lost_leader(&c->fo);
+}
+
 /* An Error frame: a follower naming the leader sends the agent there. */
 void
 loadgen_failover_error(struct loadgen_conn *c, int code, const char *leader)
 {
 	struct loadgen	*lg = c->lg;
-	char		 host[256];
-	struct in_addr	 a;
-	int		 port, i;
 
 	if (lg->phase != LOADGEN_PHASE_FAILOVER ||
 	    code != DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER)
 		return;
 	lg->fo_refused++;
-	c->heard_follower = 1;
-	if (leader == NULL || leader[0] == '\0' ||
-	    loadgen_parse_hostport(leader, host, sizeof(host), &port) == -1 ||
-	    inet_pton(AF_INET, host, &a) != 1)
-		return;
-	for (i = 0; i < lg->ncoords; i++) {
-		if (lg->coords[i].sin_addr.s_addr == a.s_addr &&
-		    lg->coords[i].sin_port == htons((uint16_t)port)) {
-			c->coord_idx = i;
-			c->follow = 1;
-		}
-	}
+	failover_not_leader(&c->fo, leader);
 }
 
-/* A welcome during the failover: one more agent back; all back: done. */
+/* Prints the failover's figures and ends the run. */
+static void
+loadgen_failover_done(struct loadgen *lg)
+{
+	uint32_t	 max = 0;
+	uint64_t	 sum = 0;
+	int64_t		 now = loadgen_now_ns();
+	int		 i;
+
+	for (i = 0; i < lg->n; i++) {
+		sum += lg->conns[i].fo.not_leader;
+		if (lg->conns[i].fo.not_leader > max)
+			max = lg->conns[i].fo.not_leader;
+	}
+	printf("failover: first agent welcomed by the new leader after %.0f ms, "
+	    "all %d after %.0f ms, every event acknowledged after %.0f ms "
+	    "(%llu sent again); ERROR_NOT_LEADER answers %d (per agent max "
+	    "%u, mean %.2f)\n", (lg->fo_t_first - lg->fo_t0) / 1e6, lg->n,
+	    (lg->fo_t_back - lg->fo_t0) / 1e6, (now - lg->fo_t0) / 1e6,
+	    (unsigned long long)lg->fo_resent, lg->fo_refused, max,
+	    (double)sum / lg->n);
+	printf("RESULT agents=%d ranks=%d events=%llu acked_at_kill=%llu "
+	    "failover_first_ms=%.0f failover_all_ms=%.0f "
+	    "failover_replayed_ms=%.0f replayed=%llu not_leader=%d "
+	    "not_leader_max=%u not_leader_mean=%.2f\n", lg->n,
+	    lg->n * lg->ranks_per,
+	    (unsigned long long)lg->n * (unsigned long long)lg->events_per,
+	    (unsigned long long)lg->fo_acked,
+	    (lg->fo_t_first - lg->fo_t0) / 1e6,
+	    (lg->fo_t_back - lg->fo_t0) / 1e6, (now - lg->fo_t0) / 1e6,
+	    (unsigned long long)lg->fo_resent, lg->fo_refused, max,
+	    (double)sum / lg->n);
+	fflush(stdout);
+	lg->phase = LOADGEN_PHASE_DONE;
+	event_base_loopbreak(lg->base);
+}
+
+/*
+ * Events up to seq acknowledged: before the kill, half of all of them
+ * acknowledged is the moment to kill; after, every one of a connection's
+ * acknowledged again is its end.
+ */
 void
-loadgen_failover_welcome(struct loadgen_conn *c)
+loadgen_failover_acked(struct loadgen_conn *c, uint64_t seq)
+{
+	struct loadgen	*lg = c->lg;
+
+	if (!lg->fo_killed) {
+		lg->fo_acked += seq - c->acked;
+		c->acked = seq;
+		loadgen_events_pump(c);
+		if (2 * lg->fo_acked >= (uint64_t)lg->n *
+		    (uint64_t)lg->events_per)
+			loadgen_failover_kill(lg);
+		return;
+	}
+	c->acked = seq;
+	if (c->back && !c->replayed &&
+	    c->acked >= (uint64_t)lg->events_per) {
+		c->replayed = 1;
+		if (++lg->fo_replayed == lg->n && lg->fo_back == lg->n)
+			loadgen_failover_done(lg);
+		return;
+	}
+	loadgen_events_pump(c);
+}
+
+/*
+ * A welcome during the failover: one more agent back, its events not
+ * acknowledged sent again (from what the Welcome says committed).
+ */
+void
+loadgen_failover_welcome(struct loadgen_conn *c, const Dynprof__V1__Welcome *w)
 {
 	struct loadgen	*lg = c->lg;
 	int64_t		 now;
 
-	if (lg->phase != LOADGEN_PHASE_FAILOVER || c->back)
+	if (lg->phase != LOADGEN_PHASE_FAILOVER || !lg->fo_killed || c->back)
 		return;
 	c->back = 1;
-	c->tried = 0;
-	c->backoff_ms = LOADGEN_BACKOFF_MIN_MS;
+	failover_welcomed(&c->fo);
+	if (w->agent_boot_id == c->boot_id && w->acked_seq > c->acked &&
+	    w->acked_seq <= c->sent)
+		c->acked = w->acked_seq;
+	c->sent = c->acked;	/* the rest again, as an agent replays */
+	lg->fo_resent += (uint64_t)lg->events_per - c->acked;
 	now = loadgen_now_ns();
 	if (lg->fo_back++ == 0)
 		lg->fo_t_first = now;
-	if (lg->fo_back < lg->n)
+	if (lg->fo_back == lg->n)
+		lg->fo_t_back = now;
+	if (c->acked >= (uint64_t)lg->events_per) {
+		c->replayed = 1;
+		if (++lg->fo_replayed == lg->n && lg->fo_back == lg->n)
+			loadgen_failover_done(lg);
 		return;
-	printf("failover: first agent welcomed by the new leader after %.0f ms, "
-	    "all %d after %.0f ms (%d ERROR_NOT_LEADER answers)\n",
-	    (lg->fo_t_first - lg->fo_t0) / 1e6, lg->n, (now - lg->fo_t0) / 1e6,
-	    lg->fo_refused);
-	printf("RESULT agents=%d failover_first_ms=%.0f failover_all_ms=%.0f "
-	    "not_leader=%d\n", lg->n, (lg->fo_t_first - lg->fo_t0) / 1e6,
-	    (now - lg->fo_t0) / 1e6, lg->fo_refused);
-	fflush(stdout);
-	lg->phase = LOADGEN_PHASE_DONE;
-	event_base_loopbreak(lg->base);
+	}
+	loadgen_events_pump(c);
 }
 
 /* Frees the failover's timers. */

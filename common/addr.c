@@ -45,3 +45,20 @@ addr_split(const char *s, size_t len, char *host, size_t hostlen, char *port,
 	port[plen] = '\0';
 	return (ADDR_OK);
 }
+
+/*
+ * Returns 1 if the NUL-terminated addresses a and b name the same host and
+ * port as written ("[::1]:80" and "::1:80" alike), 0 if not or if either
+ * does not split.
+ */
+int
+addr_same(const char *a, const char *b)
+{
+	char	 ha[256], pa[16], hb[256], pb[16];
+
+	if (addr_split(a, strlen(a), ha, sizeof(ha), pa, sizeof(pa)) !=
+	    ADDR_OK || addr_split(b, strlen(b), hb, sizeof(hb), pb,
+	    sizeof(pb)) != ADDR_OK)
+		return (0);
+	return (strcmp(ha, hb) == 0 && strcmp(pa, pb) == 0);
+}

@@ -19,5 +19,6 @@ enum addr_fault {
 
 enum addr_fault addr_split(const char *, size_t, char *, size_t, char *,
 	    size_t);
+int		addr_same(const char *, const char *);
 
 #endif /* DYNPROF_ADDR_H */

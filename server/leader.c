@@ -1,9 +1,12 @@
 /*
  * Coordinators that share their state in etcd, one of them the leader.
  *
- * Each coordinator keeps a lease in etcd and, while it does not lead,
- * campaigns for the leader key on it (etcd_session.c) every eighth of the
- * lease's TTL; the leader keeps the lease alive at the same pace.  The
+ * Each coordinator keeps a lease in etcd (alive every eighth of the lease's
+ * TTL) and campaigns for the leader key on it (etcd_session.c).  A
+ * follower watches the key (etcd_watch.c) and campaigns again the moment it
+ * goes (the leader's lease expired or was revoked), not on a timer; only
+ * while it has no watch (etcd away) does it campaign every eighth of the
+ * TTL, which also learns who leads and starts the watch again.  The
  * leader key's value names the leader's AgentLink address and admin URL
  * (--advertise-agent, --advertise-http), and its create revision is the
  * fencing token every write compares (store_etcd.c).
@@ -12,7 +15,11 @@
  * serves as a coordinator with SQLite does.  A follower keeps no model: it
  * answers an agent's hello with ERROR_NOT_LEADER naming the leader, and an
  * admin request with a 307 to the leader's URL (/healthz and /metrics it
- * answers itself).  The leader steps down (closes its agents, drops its
+ * answers itself).  A hello from an agent that lost the leader this
+ * follower still names (Hello.failed_leader), or while it knows none, is
+ * held instead until the watch names the next leader (at most the TTL and
+ * 2 s, heartbeats sent meanwhile): so an agent learns the new leader from
+ * one answer, not from one every backoff for the lease's TTL.  The leader steps down (closes its agents, drops its
  * model) as soon as etcd says its lease is gone or a guarded write fails.
  * When etcd does not answer (no quorum), it stays: writes fail with a 503,
  * reads are served from memory, agents' events stay unacknowledged; once
@@ -62,7 +69,15 @@ struct leader {
 	int			 renewing;	/* a keepalive in flight */
 	int			 campaigning;	/* a campaign in flight */
 	int			 following;	/* said whom it follows */
+	int			 again;		/* campaign once this one ends */
 	int64_t			 renewed_lease;	/* of that keepalive */
+	struct etcd_watch	*watch;		/* a follower's, of the key */
+	int			 watching;	/* etcd has it: no timed
+						 * campaign */
+	int			 keeping;	/* a follower's keepalive */
+	uint64_t		 held;		/* hellos held now */
+	uint64_t		 held_total;
+	uint64_t		 campaigns;	/* txns sent */
 };
 
 /* Prints the etcd flags' usage. */
@@ -207,9 +222,12 @@ leader_model_clear(struct coord *c)
 	c->nunscheduled = 0;
 }
 
-/* Closes every agent connection with ERROR_NOT_LEADER (naming the leader). */
+/*
+ * Closes every agent connection with ERROR_NOT_LEADER (naming the leader),
+ * but the held hellos if keep_held.
+ */
 static void
-leader_close_agents(struct coord *c, const char *why)
+leader_close_agents(struct coord *c, const char *why, int keep_held)
 {
 	struct conn	*conn, *next;
 
@@ -218,12 +236,16 @@ leader_close_agents(struct coord *c, const char *why)
 	store_flush(c->store);
 	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
 		next = TAILQ_NEXT(conn, entry);
+		if (keep_held && conn->held_ms != 0)
+			continue;
 		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
 		    why);
 	}
 }
 
 static void	leader_campaign(struct coord *);
+static void	leader_watch_stop(struct leader *);
+static void	leader_hold_release(struct coord *, int);
 
 /* Stops leading: agents closed, model dropped, lease given up. */
 static void
@@ -238,7 +260,8 @@ leader_step_down(struct coord *c, const char *why)
 	l->stepdowns++;
 	l->e->fence = 0;
 	l->agent[0] = l->http[0] = '\0';
-	leader_close_agents(c, "this coordinator is not the leader any more");
+	leader_close_agents(c, "this coordinator is not the leader any more",
+	    0);
 	leader_model_clear(c);
 	/* A fresh lease for the next campaign; the old key goes with it. */
 	etcd_resign(l->e);
@@ -254,8 +277,12 @@ leader_take(struct coord *c)
 	struct leader	*l = c->leader;
 	int		 reload = l->role == ROLE_LEADER;
 
+	leader_watch_stop(l);
+	snprintf(l->agent, sizeof(l->agent), "%s", c->conf.advertise_agent);
+	snprintf(l->http, sizeof(l->http), "%s", c->conf.advertise_http);
+	/* Held hellos wait for the load, then are told to come back here. */
 	leader_close_agents(c, reload ? "this coordinator reloads its state" :
-	    "this coordinator is taking the lead");
+	    "this coordinator is taking the lead", 1);
 	leader_model_clear(c);
 	l->role = ROLE_LEADER;
 	if (load_model(c) == -1) {
@@ -264,33 +291,40 @@ leader_take(struct coord *c)
 	}
 	l->resync = 0;
 	l->e->unsure = l->e->stale = 0;	/* the model is etcd's now */
-	snprintf(l->agent, sizeof(l->agent), "%s", c->conf.advertise_agent);
-	snprintf(l->http, sizeof(l->http), "%s", c->conf.advertise_http);
 	if (!reload)
 		l->elections++;
 	log_info("%s: leading (fencing token %lld, lease %lld), generation "
 	    "%llu, %s", __func__, (long long)l->e->fence,
 	    (long long)l->e->lease, (unsigned long long)c->generation,
 	    l->agent);
+	leader_hold_release(c, 0);
 	return (0);
 }
 
-/* Reads who leads from the leader key's value. */
+/*
+ * Reads who leads from the leader key's value; a new one known: the hellos
+ * held for it are answered.
+ */
 static void
-leader_learn(struct leader *l, const char *value)
+leader_learn(struct coord *c, const char *value)
 {
+	struct leader	*l = c->leader;
 	json_t		*j;
 	const char	*agent, *http;
+	int		 changed;
 
 	if ((j = json_loads(value, 0, NULL)) == NULL)
 		return;
 	agent = json_string_value(json_object_get(j, "agent"));
 	http = json_string_value(json_object_get(j, "http"));
-	if (agent != NULL && strcmp(agent, l->agent) != 0)
+	changed = agent != NULL && strcmp(agent, l->agent) != 0;
+	if (changed)
 		log_info("leader: %s (%s)", agent, http != NULL ? http : "?");
 	snprintf(l->agent, sizeof(l->agent), "%s", agent != NULL ? agent : "");
 	snprintf(l->http, sizeof(l->http), "%s", http != NULL ? http : "");
 	json_decref(j);
+	if (changed && l->agent[0] != '\0')
+		leader_hold_release(c, 0);
 }
 
 /*
@@ -306,6 +340,102 @@ leader_keepalive_ms(const struct coord *c)
 	return ((long)c->conf.etcd_lease_ttl * 1000 / 2);
 }
 
+static void	leader_watch_start(struct coord *, int64_t);
+
+/* What the watch of the leader key says. */
+static void
+leader_watched(void *arg, int type, const char *key, const char *value,
+    size_t len, const json_t *kv)
+{
+	struct coord	*c = arg;
+	struct leader	*l = c->leader;
+
+	(void)key;
+	(void)len;
+	(void)kv;
+	switch (type) {
+	case ETCD_WATCH_CREATED:
+		l->watching = 1;
+		log_debug("%s: watching %s", __func__, l->e->leader_key);
+		break;
+	case ETCD_WATCH_PUT:
+		leader_learn(c, value);
+		break;
+	case ETCD_WATCH_DELETE:
+		if (l->role == ROLE_LEADER)
+			break;
+		log_info("%s: the leader's key is gone: campaigning", __func__);
+		l->agent[0] = l->http[0] = '\0';
+		leader_campaign(c);
+		break;
+	case ETCD_WATCH_ENDED:
+		/* Campaigns on the timer until a campaign starts another. */
+		log_info("%s: the watch of %s ended: %s", __func__,
+		    l->e->leader_key, l->e->error);
+		leader_watch_stop(l);
+		break;
+	}
+}
+
+/* Watches the leader key from revision rev on, unless watching already. */
+static void
+leader_watch_start(struct coord *c, int64_t rev)
+{
+	struct leader	*l = c->leader;
+
+	if (l->watch != NULL || l->role == ROLE_LEADER)
+		return;
+	if ((l->watch = etcd_watch_new(l->e, l->e->leader_key, NULL, rev,
+	    leader_watched, c)) == NULL)
+		log_warnx("%s: cannot watch %s: out of memory", __func__,
+		    l->e->leader_key);
+}
+
+/* Stops watching: the timer campaigns instead. */
+static void
+leader_watch_stop(struct leader *l)
+{
+	etcd_watch_free(l->watch);
+	l->watch = NULL;
+	l->watching = 0;
+}
+
+/*
+ * The answer to a watching follower's keepalive.  No answer: the watch's
+ * member may be cut off from the others too, so the watch starts again
+ * (after a campaign, on the endpoint that answers).
+ */
+static void
+leader_follower_kept(void *arg, int rc, json_t *ans)
+{
+	struct coord	*c = arg;
+	struct leader	*l = c->leader;
+
+	l->keeping = 0;
+	if (etcd_keepalive_result(l->e, rc, ans) == -1 &&
+	    l->role != ROLE_LEADER) {
+		log_debug("%s: %s", __func__, l->e->error);
+		leader_watch_stop(l);
+	}
+}
+
+/* A watching follower's turn: its lease kept alive, ready to campaign. */
+static void
+leader_follower_keep(struct coord *c)
+{
+	struct leader	*l = c->leader;
+
+	if (l->keeping || l->campaigning)
+		return;
+	if (l->e->lease == 0) {
+		leader_campaign(c);	/* grants one (and learns who leads) */
+		return;
+	}
+	if (etcd_keepalive_async(l->e, leader_keepalive_ms(c),
+	    leader_follower_kept, c) == 0)
+		l->keeping = 1;
+}
+
 /* A campaign's answer: lead, or learn who does. */
 static void
 leader_campaigned(void *arg, int rc, const char *other)
@@ -318,17 +448,25 @@ leader_campaigned(void *arg, int rc, const char *other)
 		return;
 	switch (rc) {
 	case 1:
+		l->again = 0;
 		leader_take(c);
-		break;
+		return;
 	case 0:
 		if (l->agent[0] == '\0' && !l->following)
 			log_info("%s: following %s", __func__, other);
 		l->following = 1;
-		leader_learn(l, other);
+		leader_learn(c, other);
+		/* From right after what this answer saw: nothing missed. */
+		leader_watch_start(c, l->e->camp_rev + 1);
 		break;
 	default:
 		log_debug("%s: %s", __func__, l->e->error);
 		break;
+	}
+	if (l->again) {
+		/* The key went while this campaign was on its way. */
+		l->again = 0;
+		leader_campaign(c);
 	}
 }
 
@@ -361,9 +499,12 @@ leader_campaign(struct coord *c)
 	struct leader	*l = c->leader;
 	int		 rc;
 
-	if (l->campaigning)
+	if (l->campaigning) {
+		l->again = 1;
 		return;
+	}
 	l->campaigning = 1;
+	l->campaigns++;
 	if (l->e->lease != 0)
 		rc = etcd_keepalive_async(l->e, leader_keepalive_ms(c),
 		    leader_campaign_kept, c);
@@ -468,8 +609,11 @@ leader_tick(evutil_socket_t fd, short what, void *arg)
 	l->probed_ms = now;
 	if (l->role == ROLE_LEADER)
 		leader_renew(c);
+	else if (l->watching)
+		leader_follower_keep(c);
 	else
 		leader_campaign(c);
+	leader_hold_release(c, 1);
 }
 
 /* A guarded write failed (store_etcd.c): step down, out of the store. */
@@ -641,6 +785,79 @@ leader_redirect(struct coord *c, struct evhttp_request *req)
 }
 
 /*
+ * Returns how long a follower holds a hello: the lease's TTL and 2 s, by
+ * when a dead leader's key is gone (etcd checks leases every 500 ms) and
+ * the next leader known.  The agent is sent heartbeats meanwhile.
+ */
+static uint64_t
+leader_hold_ms(const struct coord *c)
+{
+	return (((uint64_t)c->conf.etcd_lease_ttl + 2) * 1000);
+}
+
+/*
+ * A follower's answer to an agent's hello: held (returns 1) if the agent
+ * says it lost a leader (failed, HOST:PORT: an agent that says so takes
+ * heartbeats before its welcome) and this follower names that one still,
+ * or none; else 0 (ERROR_NOT_LEADER at once, naming the leader).
+ */
+int
+leader_hold(struct coord *c, struct conn *conn, const char *failed)
+{
+	struct leader	*l = c->leader;
+
+	if (!leader_is_follower(c) || failed == NULL || failed[0] == '\0')
+		return (0);
+	if (l->agent[0] != '\0' && !addr_same(failed, l->agent))
+		return (0);
+	if (conn->held_ms == 0) {
+		l->held++;
+		l->held_total++;
+	}
+	conn->held_ms = clock_mono_ms();
+	log_debug("%s: %s: hello held until a leader other than \"%s\" is "
+	    "known", __func__, conn->peer, l->agent);
+	return (1);
+}
+
+/*
+ * Answers the held hellos (expired: only those held leader_hold_ms()) with
+ * ERROR_NOT_LEADER naming the leader known now.
+ */
+static void
+leader_hold_release(struct coord *c, int expired)
+{
+	struct leader	*l = c->leader;
+	struct conn	*conn, *next;
+	uint64_t	 now = clock_mono_ms(), limit = leader_hold_ms(c);
+
+	if (l->held == 0)
+		return;
+	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
+		next = TAILQ_NEXT(conn, entry);
+		if (conn->held_ms == 0 || conn->state != CONN_AWAIT_HELLO ||
+		    (expired && now - conn->held_ms < limit))
+			continue;
+		conn->held_ms = 0;
+		l->held--;
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
+		    l->role == ROLE_LEADER ? "this coordinator leads now: say "
+		    "hello again" : l->agent[0] != '\0' ? "this coordinator is "
+		    "a follower" : "this coordinator is a follower and knows "
+		    "no leader yet");
+	}
+}
+
+/* A held connection is gone (closed): no longer counted. */
+void
+leader_hold_forget(struct coord *c, struct conn *conn)
+{
+	if (conn->held_ms != 0 && leader_is_etcd(c) && c->leader->held > 0)
+		c->leader->held--;
+	conn->held_ms = 0;
+}
+
+/*
  * The model holds what the store may not (a commit failed after the model
  * took it): the leader reloads the state from etcd once etcd answers.
  */
@@ -673,9 +890,26 @@ leader_metrics(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_coordinator_etcd_failures_total etcd requests "
 	    "that failed\n"
 	    "# TYPE dynprof_coordinator_etcd_failures_total counter\n"
-	    "dynprof_coordinator_etcd_failures_total %llu\n",
+	    "dynprof_coordinator_etcd_failures_total %llu\n"
+	    "# HELP dynprof_coordinator_campaigns_total campaigns for the "
+	    "leader key sent\n"
+	    "# TYPE dynprof_coordinator_campaigns_total counter\n"
+	    "dynprof_coordinator_campaigns_total %llu\n"
+	    "# HELP dynprof_coordinator_leader_watched 1 if a follower "
+	    "watches the leader key\n"
+	    "# TYPE dynprof_coordinator_leader_watched gauge\n"
+	    "dynprof_coordinator_leader_watched %d\n"
+	    "# HELP dynprof_coordinator_hellos_held agents' hellos a follower "
+	    "holds until the next leader is known\n"
+	    "# TYPE dynprof_coordinator_hellos_held gauge\n"
+	    "dynprof_coordinator_hellos_held %llu\n"
+	    "# HELP dynprof_coordinator_hellos_held_total hellos held\n"
+	    "# TYPE dynprof_coordinator_hellos_held_total counter\n"
+	    "dynprof_coordinator_hellos_held_total %llu\n",
 	    (unsigned long long)l->elections, (unsigned long long)l->stepdowns,
-	    (unsigned long long)l->e->failures);
+	    (unsigned long long)l->e->failures,
+	    (unsigned long long)l->campaigns, l->watching,
+	    (unsigned long long)l->held, (unsigned long long)l->held_total);
 }
 
 /*
@@ -689,6 +923,7 @@ leader_stop(struct coord *c)
 
 	if (l == NULL)
 		return;
+	leader_watch_stop(l);
 	if (l->e != NULL && l->e->lease != 0)
 		etcd_resign(l->e);
 	if (l->timer != NULL)

@@ -8,7 +8,8 @@
 #define LEADER_TTL_DEFAULT	5	/* --etcd-lease-ttl, seconds */
 #define LEADER_TTL_MIN		2	/* etcd's own minimum */
 #define LEADER_TTL_MAX		300
-#define LEADER_TICKS_PER_TTL	8	/* keepalives and campaigns per TTL */
+#define LEADER_TICKS_PER_TTL	8	/* keepalives per TTL (and campaigns
+					 * while a follower has no watch) */
 #define LEADER_PROBE_MS		1000	/* etcd away: asked once a second */
 
 /* The etcd flags' getopt values, parsed by leader_parse_flag(). */
@@ -50,5 +51,7 @@ const char	*leader_agent(const struct coord *);
 void	 leader_redirect(struct coord *, struct evhttp_request *);
 void	 leader_metrics(struct coord *, struct evbuffer *);
 void	 leader_model_unsure(struct coord *);
+int	 leader_hold(struct coord *, struct conn *, const char *);
+void	 leader_hold_forget(struct coord *, struct conn *);
 
 #endif /* DYNPROF_LEADER_H */

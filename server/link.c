@@ -142,7 +142,8 @@ link_send_frame(struct conn *conn, struct evbuffer *frame)
 {
 	size_t	 len = evbuffer_get_length(frame);
 
-	if (conn->state != CONN_READY || link_outbuf_room(conn, len) == -1)
+	if ((conn->state != CONN_READY && conn->held_ms == 0) ||
+	    link_outbuf_room(conn, len) == -1)
 		return;
 	if (evbuffer_add(bufferevent_get_output(conn->bev),
 	    evbuffer_pullup(frame, (ev_ssize_t)len), len) == -1)
@@ -328,6 +329,7 @@ link_conn_close(struct conn *conn, int code, const char *reason)
 
 	if (conn->state == CONN_CLOSING)
 		return;
+	leader_hold_forget(c, conn);
 	if (conn->state == CONN_AWAIT_HELLO && code != -1)
 		c->metrics.agents_refused++;
 	if (code != -1)
@@ -537,6 +539,13 @@ static void
 link_heartbeat_conn(struct conn *conn, struct evbuffer *frame,
     uint64_t now, uint64_t limit, int judge)
 {
+	if (conn->held_ms != 0) {
+		/* A follower holds its hello (leader_hold()), for a bounded
+		 * time: the agent is told it is alive, nothing judged. */
+		if (frame != NULL)
+			link_send_frame(conn, frame);
+		return;
+	}
 	if (judge && conn->state == CONN_AWAIT_HELLO &&
 	    now - conn->accepted_ms > conn->coord->conf.hello_timeout_ms) {
 		log_warnx("%s: %s: no hello %u ms after accept", __func__,

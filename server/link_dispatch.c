@@ -285,7 +285,10 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	size_t				 i;
 
 	if (leader_is_follower(c)) {
-		/* The agent goes to the leader the error names. */
+		/* Held until the next leader is known, or the agent goes to
+		 * the leader the error names. */
+		if (leader_hold(c, conn, hello->failed_leader))
+			return;
 		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
 		    "this coordinator is a follower");
 		return;

@@ -351,6 +351,8 @@ struct conn {
 	uint64_t		 ack_seq;	/* to send after the next commit */
 	int			 ack_queued;
 	int			 tls_up;	/* TLS handshake done */
+	uint64_t		 held_ms;	/* a follower holds its hello
+						 * since (leader_hold()), 0 */
 	struct subq		 subs;
 	TAILQ_ENTRY(conn)	 entry;		/* coord->conns or coord->dead */
 	TAILQ_ENTRY(conn)	 ack_entry;	/* coord->acks */

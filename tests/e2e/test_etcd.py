@@ -11,6 +11,12 @@ loopback.  One scenario per run, named by the first argument:
             is SIGKILLed during a window; another leads within the lease's
             TTL + 1 s, the window completes, and the status shows every
             rank's start and stop exactly once.
+  notleader three coordinators, four agents with a rank each: a follower
+            watches the leader key (campaigns only a few times in a few
+            TTLs, not every eighth of one); the leader is SIGKILLed;
+            another leads within the TTL and a wide margin, every agent is
+            back on it, and each one got at most 3 ERROR_NOT_LEADER answers
+            on the way (counted in its log, exact).
   burst     three coordinators, two agents with six ranks each starting a
             window one after another: the leader is SIGKILLed once some
             have started and not all (their events in batches in flight);
@@ -260,6 +266,58 @@ def scenario_failover():
         each_once(c, wid, a, b)
         log("window %d completed across the failover, each start and stop "
             "once" % wid)
+
+
+def not_leader_answers(n, since):
+    """The ERROR_NOT_LEADER answers node n's agent logged after byte since."""
+    with open(n.agent.logpath, "rb") as f:
+        f.seek(since)
+        return f.read().decode(errors="replace").count("refused: error 7:")
+
+
+def scenario_notleader():
+    with HaCluster("etcd-notleader") as c:
+        lead = c.start_coordinators(3)
+        addrs = c.agent_addrs()
+        nodes = []
+        for i in range(4):
+            n = c.node("n%d" % i, coord_addr=addrs)
+            n.start_agent()
+            n.start_rank(JOB, i, rate=20)
+            nodes.append(n)
+        c.wait_ranks(JOB, 4, min_step=5)
+        wait_for(lambda: c.metric(lead, "dynprof_agents_connected") == 4, 30,
+                 "every agent on the leader")
+        # Followers watch the leader key instead of campaigning every
+        # eighth of the TTL: over 3 TTLs, a campaign at start and perhaps
+        # one more (old code: 24 each).
+        fol = [i for i in range(3) if i != lead]
+        wait_for(lambda: all(c.metric(i, "dynprof_coordinator_leader_watched")
+                             == 1 for i in fol), 30, "followers watching")
+        before = [c.metric(i, "dynprof_coordinator_campaigns_total")
+                  for i in fol]
+        time.sleep(3 * TTL)
+        after = [c.metric(i, "dynprof_coordinator_campaigns_total")
+                 for i in fol]
+        check(all(b - a <= 2 for a, b in zip(before, after)),
+              "followers campaigned %s times in %d s" % (
+                  [b - a for a, b in zip(before, after)], 3 * TTL))
+        marks = [os.path.getsize(n.agent.logpath) for n in nodes]
+        p = c.coords[lead][0]
+        log("SIGKILL leader coordinator%d (pid %d), 4 agents on it"
+            % (lead, p.pid))
+        t0 = time.monotonic()
+        p.kill9()
+        new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
+        log("coordinator%d leads after %.2f s (TTL %d s)"
+            % (new, time.monotonic() - t0, TTL))
+        wait_for(lambda: c.metric(new, "dynprof_agents_connected") == 4, 60,
+                 "every agent back on the new leader")
+        log("every agent back after %.2f s" % (time.monotonic() - t0))
+        counts = [not_leader_answers(n, m) for n, m in zip(nodes, marks)]
+        log("ERROR_NOT_LEADER answers per agent: %s" % counts)
+        check(max(counts) <= 3, "an agent got more than 3 ERROR_NOT_LEADER "
+              "answers in one failover: %s" % counts)
 
 
 def scenario_burst():
@@ -700,6 +758,7 @@ def scenario_ctl():
 SCENARIOS = {
     "redirect": scenario_redirect,
     "failover": scenario_failover,
+    "notleader": scenario_notleader,
     "burst": scenario_burst,
     "sigstop": scenario_sigstop,
     "etcdstop": scenario_etcdstop,

@@ -3,6 +3,7 @@
 # segment.
 dynprof_test(test_jobid SOURCES unit/test_jobid.c LIBS dpcommon TIMEOUT 30)
 dynprof_test(test_addr SOURCES unit/test_addr.c LIBS dpcommon TIMEOUT 30)
+dynprof_test(test_failover SOURCES unit/test_failover.c LIBS dpcommon TIMEOUT 30)
 dynprof_test(test_log SOURCES unit/test_log.c LIBS dpdaemon TIMEOUT 30)
 dynprof_test(test_ranklist SOURCES unit/test_ranklist.c LIBS dpcommon
   TIMEOUT 30)

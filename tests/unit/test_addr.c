@@ -1,7 +1,8 @@
 /*
  * Addresses (common/addr.c): HOST:PORT and [V6]:PORT split at the last
  * colon, the brackets taken off, and what is refused: no port, a port that is
- * not digits, no host, a host or a port past its buffer.
+ * not digits, no host, a host or a port past its buffer; two addresses the
+ * same.
  */
 
 #include <setjmp.h>
@@ -85,12 +86,26 @@ test_refused(void **state)
 	assert_int_equal(strlen(h), 63);
 }
 
+/* addr_same(): host and port as split, brackets or not; bad ones never. */
+static void
+test_same(void **state)
+{
+	(void)state;
+	assert_true(addr_same("127.0.0.1:80", "127.0.0.1:80"));
+	assert_true(addr_same("[::1]:80", "::1:80"));
+	assert_false(addr_same("127.0.0.1:80", "127.0.0.1:81"));
+	assert_false(addr_same("127.0.0.1:80", "localhost:80"));
+	assert_false(addr_same("127.0.0.1", "127.0.0.1"));
+	assert_false(addr_same("", ""));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_same),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));
