@@ -242,6 +242,7 @@ struct ctl_http_xfer {
 	int		 status;	/* 0 until the headers are in */
 	int		 too_large;
 	int		 sink_failed;
+	int		 sank;		/* part of the body went to the sink */
 	int64_t		 answer_by;	/* no status line by then: give up
 					   (0: the request's deadline) */
 	int		 no_answer;	/* gave up so */
@@ -299,6 +300,7 @@ ctl_http_write(char *data, size_t size, size_t nmemb, void *arg)
 		x->status = (int)code;
 	}
 	if (x->sink != NULL && x->status >= 200 && x->status <= 299) {
+		x->sank = 1;
 		if (x->sink(x->arg, data, len) == -1) {
 			x->sink_failed = 1;
 			return (0);
@@ -570,8 +572,13 @@ ctl_http_failed(CURL *curl, CURLcode cc, const struct ctl_conn *conn,
 		    sizeof(one));
 	/* Nothing of the request went out: any method may go elsewhere. */
 	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
-	if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-	    sent == 0)
+	if (x->sank)
+		/* The sink has part of this answer: its caller resumes it (an
+		 * event stream from the last revision), never the same request
+		 * again. */
+		*next = CTL_NEXT_NONE;
+	else if (cc == CURLE_COULDNT_CONNECT ||
+	    cc == CURLE_COULDNT_RESOLVE_HOST || sent == 0)
 		*next = CTL_NEXT_URL;
 	else if (strcmp(method, "GET") == 0 &&
 	    (rc == CTL_EXIT_TIMEOUT || rc == CTL_EXIT_UNREACHABLE))
