@@ -122,10 +122,11 @@ events_fill(struct stream *s, struct evbuffer *buf)
 		    "forgotten\"");
 		return (STREAM_DONE);
 	}
-	if (f->next < journal_first(c)) {
+	if (f->next < journal_job_first(c, job)) {
 		snprintf(extra, sizeof(extra), ",\"reason\":\"fell behind: "
 		    "events before %" PRIu64 " are no longer kept\",\"first\":"
-		    "%" PRIu64, journal_first(c), journal_first(c));
+		    "%" PRIu64, journal_job_first(c, job),
+		    journal_job_first(c, job));
 		events_note(c, buf, "dropped", extra);
 		c->metrics.followers_dropped++;
 		log_debug("%s: a follower of job %s fell behind: dropped",
@@ -136,8 +137,13 @@ events_fill(struct stream *s, struct evbuffer *buf)
 		if (evbuffer_get_length(buf) >= COORD_FOLLOWER_CHUNK ||
 		    scanned++ == EVENTS_SCAN_MAX)
 			return (STREAM_MORE);
-		e = journal_get(c, f->next++);
-		if (e != NULL && e->job == job)
+		/* Revisions need not follow each other: the next one kept. */
+		if ((e = journal_next(c, f->next)) == NULL) {
+			f->next = journal_revision(c) + 1;
+			break;
+		}
+		f->next = e->rev + 1;
+		if (e->job == job)
 			events_write(buf, e);
 	}
 	if (!f->follow) {
@@ -288,12 +294,15 @@ http_get_events(struct coord *c, struct evhttp_request *req, const char *name)
 	struct journal	*j = c->journal;
 	struct follower	*f;
 	struct refusal	 ref;
-	uint64_t	 since = 0, first = journal_first(c);
+	struct job	*job;
+	uint64_t	 since = 0, first;
 	int		 given;
 	json_t		*body;
 
 	if ((f = http_job_stream_new(c, req, name, sizeof(*f))) == NULL)
 		return;
+	job = schedule_job_find(c, name);	/* there: just checked */
+	first = journal_job_first(c, job);
 	if (events_parse_query(req, f, &since, &given, &ref) == -1) {
 		free(f);
 		http_refused(c, req, &ref);
@@ -311,10 +320,9 @@ http_get_events(struct coord *c, struct evhttp_request *req, const char *name)
 		body = json_object();
 		json_object_set_new(body, "error", json_sprintf("events after "
 		    "revision %" PRIu64 " are no longer kept (the oldest kept "
-		    "is %" PRIu64 "; the coordinator keeps %zu, and none from "
-		    "before it started): read the job's summary and ranks, then "
-		    "follow from the summary's revision", since, first,
-		    j->cap));
+		    "is %" PRIu64 "; the coordinator keeps %zu): read the job's "
+		    "summary and ranks, then follow from the summary's revision",
+		    since, first, j->cap));
 		json_object_set_new(body, "field", json_string("since"));
 		json_object_set_new(body, "first",
 		    json_integer((json_int_t)first));

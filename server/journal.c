@@ -2,15 +2,22 @@
  * The journal of committed events (docs/admin-api.md, events): every rank
  * event that changed something and every change of a window, each with a
  * revision, kept in memory for the event stream (http_events.c) in a ring of
- * COORD_JOURNAL_MAX entries and COORD_JOURNAL_BYTES_MAX bytes of text.
+ * COORD_JOURNAL_MAX entries and COORD_JOURNAL_BYTES_MAX bytes of text, in
+ * the order of their revisions (which need not follow each other).
  *
- * Revisions count events one by one, from a base taken at start: the wall
- * clock in microseconds.  A revision of an earlier run is so below every
+ * Revisions count events one by one, from a base taken when the model is
+ * made: the wall clock in microseconds, or the highest revision the store
+ * holds if that is higher.  A revision of an earlier run is so below every
  * revision of a later one (a coordinator takes far fewer than a million
- * events a second), and a client resuming from it is told that what it asks
- * for is no longer kept.  Events are staged as they are applied (in the open
- * batch of the store, or in a change) and published once the store committed
- * them: a follower never sees an event that a crash could undo.
+ * events a second).  Where the store keeps the journal (etcd: each event's
+ * revision stored with it, store.h), a coordinator that loads the model
+ * loads its events at their revisions (journal_load.c), so that a client
+ * resumes on any coordinator after any failover; else (SQLite) a client
+ * resuming from an earlier run is told that what it asks for is no longer
+ * kept.  Events are staged as they are applied (in the open batch of the
+ * store, or in a change) and published once the store committed them: a
+ * follower never sees an event that a crash could undo.  A revision staged
+ * and not committed is never handed out again (the store may hold it yet).
  */
 
 #include <inttypes.h>
@@ -23,10 +30,14 @@
 #include "http.h"
 #include "log.h"
 #include "model.h"
+#include "store.h"
 #include "utf8.h"
 
-/* The revision an entry of rev has in the ring. */
-#define JOURNAL_SLOT(j, rev)	(&(j)->ring[(rev) % (j)->cap])
+/* The i-th entry kept, from the oldest. */
+#define JOURNAL_AT(j, i)	(&(j)->ring[((j)->head + (i)) % (j)->cap])
+
+_Static_assert(STORE_JOURNAL_RANK == JOURNAL_RANK &&
+    STORE_JOURNAL_WINDOW == JOURNAL_WINDOW, "journal entry types");
 
 /* Frees what entry e holds, and forgets it. */
 static void
@@ -39,6 +50,40 @@ journal_drop(struct journal *j, struct journal_entry *e)
 	if (e->job != NULL)
 		e->job->journal_refs--;
 	memset(e, 0, sizeof(*e));
+}
+
+/* Forgets the oldest entry: every event from the one after it is kept. */
+static void
+journal_drop_oldest(struct journal *j)
+{
+	struct journal_entry	*e = JOURNAL_AT(j, 0);
+
+	if (e->rev + 1 > j->first)
+		j->first = e->rev + 1;
+	journal_drop(j, e);
+	j->head = (j->head + 1) % j->cap;
+	j->n--;
+}
+
+/* Forgets every entry. */
+static void
+journal_drop_all(struct journal *j)
+{
+	size_t	 i;
+
+	if (j->ring != NULL)
+		for (i = 0; i < j->n; i++)
+			journal_drop(j, JOURNAL_AT(j, i));
+	j->head = j->n = 0;
+}
+
+/* Returns the ring, made at the first entry; NULL out of memory. */
+static struct journal_entry *
+journal_ring(struct journal *j)
+{
+	if (j->ring == NULL)
+		j->ring = calloc(j->cap, sizeof(*j->ring));
+	return (j->ring);
 }
 
 /* Makes the journal of c, its revisions starting past base.  Returns 0 or
@@ -64,15 +109,13 @@ void
 journal_free(struct coord *c)
 {
 	struct journal	*j = c->journal;
-	uint64_t	 rev;
 
 	if (j == NULL)
 		return;
+	journal_load_free(c);
 	if (j->heartbeat != NULL)
 		event_free(j->heartbeat);
-	if (j->ring != NULL)
-		for (rev = j->first; rev <= j->staged; rev++)
-			journal_drop(j, JOURNAL_SLOT(j, rev));
+	journal_drop_all(j);
 	free(j->ring);
 	free(j);
 	c->journal = NULL;
@@ -80,20 +123,18 @@ journal_free(struct coord *c)
 
 /*
  * Forgets every event, as the model they speak of goes (a coordinator that
- * stops leading): revisions go on from the wall clock now, above any handed
- * out, and a follower's job is gone.
+ * stops leading, or loads again): revisions go on from the wall clock now,
+ * above any handed out, and a follower's job is gone.
  */
 void
 journal_reset(struct coord *c)
 {
 	struct journal	*j = c->journal;
-	uint64_t	 rev, base;
+	uint64_t	 base;
 
 	if (j == NULL)
 		return;
-	if (j->ring != NULL)
-		for (rev = j->first; rev <= j->staged; rev++)
-			journal_drop(j, JOURNAL_SLOT(j, rev));
+	journal_drop_all(j);
 	base = (uint64_t)clock_wall_ns() / 1000;
 	if (base <= j->staged)
 		base = j->staged + 1;
@@ -108,35 +149,62 @@ journal_revision(const struct coord *c)
 	return (c->journal != NULL ? c->journal->published : 0);
 }
 
-/* Returns the oldest revision kept (past the last one when none is). */
+/* Returns the oldest revision from which every event is kept. */
 uint64_t
 journal_first(const struct coord *c)
 {
 	return (c->journal != NULL ? c->journal->first : 1);
 }
 
+/* Returns the oldest revision from which every event of job is kept: a
+ * loaded job whose stored history was rewritten keeps none from before. */
+uint64_t
+journal_job_first(const struct coord *c, const struct job *job)
+{
+	uint64_t	 first = journal_first(c);
+
+	return (job->journal_floor >= first ? job->journal_floor + 1 : first);
+}
+
+/* Returns a new entry of job at rev, the newest, making room by forgetting
+ * the oldest; NULL out of memory. */
+static struct journal_entry *
+journal_append(struct journal *j, struct job *job, uint64_t rev)
+{
+	struct journal_entry	*e;
+
+	if (journal_ring(j) == NULL)
+		return (NULL);
+	if (j->n == j->cap)
+		journal_drop_oldest(j);
+	e = JOURNAL_AT(j, j->n++);
+	e->rev = rev;
+	e->job = job;
+	job->journal_refs++;
+	if (rev > job->journal_last)
+		job->journal_last = rev;
+	return (e);
+}
+
 /*
- * Returns a new staged entry of job (its revision the next), making room by
- * forgetting the oldest; NULL out of memory.
+ * Returns a new staged entry of job (its revision the next, taken even
+ * out of memory); NULL out of memory.
  */
 static struct journal_entry *
 journal_stage(struct coord *c, struct job *job)
 {
-	struct journal		*j = c->journal;
-	struct journal_entry	*e;
+	struct journal	*j = c->journal;
 
 	if (j == NULL)
 		return (NULL);
-	if (j->ring == NULL &&
-	    (j->ring = calloc(j->cap, sizeof(*j->ring))) == NULL)
-		return (NULL);
-	while (j->staged + 1 - j->first >= j->cap)
-		journal_drop(j, JOURNAL_SLOT(j, j->first++));
-	e = JOURNAL_SLOT(j, j->staged + 1);
-	e->rev = ++j->staged;
-	e->job = job;
-	job->journal_refs++;
-	return (e);
+	return (journal_append(j, job, ++j->staged));
+}
+
+/* Returns the revision the next event staged gets. */
+uint64_t
+journal_next_revision(const struct coord *c)
+{
+	return (c->journal != NULL ? c->journal->staged + 1 : 0);
 }
 
 /* Keeps a copy of text (at most COORD_JOURNAL_DETAIL_MAX bytes) in e,
@@ -158,8 +226,36 @@ journal_detail(struct coord *c, struct journal_entry *e, const char *text)
 	e->detail[len] = '\0';
 	utf8_cut_partial(e->detail);
 	j->bytes += strlen(e->detail) + 1;
-	while (j->bytes > COORD_JOURNAL_BYTES_MAX && j->first < e->rev)
-		journal_drop(j, JOURNAL_SLOT(j, j->first++));
+	while (j->bytes > COORD_JOURNAL_BYTES_MAX && JOURNAL_AT(j, 0) != e)
+		journal_drop_oldest(j);
+}
+
+/* Stores entry e, which is no stored event, in the open transaction (where
+ * the store keeps the journal). */
+static void
+journal_store(struct coord *c, const struct journal_entry *e)
+{
+	struct store_journal	 sj;
+
+	if (c->store == NULL || !store_keeps_journal(c->store))
+		return;
+	memset(&sj, 0, sizeof(sj));
+	sj.rev = e->rev;
+	sj.job = e->job->name;
+	sj.type = e->type;
+	sj.what = e->what;
+	sj.rank = e->rank;
+	sj.window = e->window;
+	sj.step = e->step;
+	sj.stop = e->stop;
+	sj.time_ns = e->time_ns;
+	sj.generation = e->generation;
+	sj.node = e->node != NULL ? e->node->name : NULL;
+	sj.detail = e->detail;
+	if (store_put_journal(c->store, &sj) == -1)
+		log_warnx("%s: job %s: cannot store the revision of event %"
+		    PRIu64 ": a coordinator that loads the store will not "
+		    "serve it", __func__, e->job->name, e->rev);
 }
 
 /* Stages rank r's event ev, reported by node (detail: its output directory
@@ -180,6 +276,10 @@ journal_stage_rank(struct coord *c, struct job *job, const struct rank *r,
 	e->time_ns = ev->time_ns;
 	e->node = node;
 	journal_detail(c, e, detail);
+	/* Any other kind is stored as an event, with its revision. */
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED ||
+	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_DETACHED)
+		journal_store(c, e);
 }
 
 /* Stages a change of window w of job to what (a JOURNAL_WINDOW_*), at
@@ -199,6 +299,7 @@ journal_stage_window(struct coord *c, struct job *job, const struct window *w,
 	e->stop = w->stop_step;
 	e->generation = gen;
 	e->time_ns = clock_wall_ns();
+	journal_store(c, e);
 }
 
 /* The store committed what was staged: followers get it. */
@@ -236,7 +337,8 @@ journal_publish_to(struct coord *c, uint64_t rev)
 	events_wake(c);
 }
 
-/* The store did not commit what was staged: forgotten. */
+/* The store did not commit what was staged: forgotten, its revisions not
+ * handed out again. */
 void
 journal_discard(struct coord *c)
 {
@@ -244,24 +346,32 @@ journal_discard(struct coord *c)
 
 	if (j == NULL)
 		return;
-	for (; j->staged > j->published; j->staged--)
-		if (j->staged >= j->first)
-			journal_drop(j, JOURNAL_SLOT(j, j->staged));
-	if (j->first > j->staged + 1)
-		j->first = j->staged + 1;
+	while (j->n > 0 && JOURNAL_AT(j, j->n - 1)->rev > j->published)
+		journal_drop(j, JOURNAL_AT(j, --j->n));
 }
 
-/* Returns the entry of revision rev, or NULL when it is not kept or not
- * published. */
+/* Returns the first entry published from revision rev on, or NULL when
+ * there is none (yet). */
 const struct journal_entry *
-journal_get(const struct coord *c, uint64_t rev)
+journal_next(const struct coord *c, uint64_t rev)
 {
-	const struct journal	*j = c->journal;
+	const struct journal		*j = c->journal;
+	const struct journal_entry	*e;
+	size_t				 lo = 0, hi, mid;
 
-	if (j == NULL || j->ring == NULL || rev < j->first ||
-	    rev > j->published)
+	if (j == NULL || j->n == 0)
 		return (NULL);
-	return (JOURNAL_SLOT(j, rev));
+	hi = j->n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (JOURNAL_AT(j, mid)->rev < rev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == j->n || (e = JOURNAL_AT(j, lo))->rev > j->published)
+		return (NULL);
+	return (e);
 }
 
 /* A job is freed: its entries stay (the revisions count) but name no job. */
@@ -269,12 +379,73 @@ void
 journal_forget_job(struct coord *c, struct job *job)
 {
 	struct journal	*j = c->journal;
-	uint64_t	 rev;
+	size_t		 i;
 
 	if (j == NULL || j->ring == NULL || job->journal_refs == 0)
 		return;
-	for (rev = j->first; rev <= j->staged; rev++)
-		if (JOURNAL_SLOT(j, rev)->job == job)
-			JOURNAL_SLOT(j, rev)->job = NULL;
+	for (i = 0; i < j->n; i++)
+		if (JOURNAL_AT(j, i)->job == job)
+			JOURNAL_AT(j, i)->job = NULL;
 	job->journal_refs = 0;
+}
+
+/* A load restores entries (journal_restore()): none kept yet, so that the
+ * first one forgotten meanwhile says where what is kept starts. */
+void
+journal_restore_begin(struct coord *c)
+{
+	if (c->journal != NULL) {
+		journal_drop_all(c->journal);
+		c->journal->first = 0;
+	}
+}
+
+/*
+ * Keeps an entry loaded from the store, as committed (journal_load.c hands
+ * them in the order of their revisions); one of a job not loaded is
+ * skipped.  Returns 0 or -1.
+ */
+int
+journal_restore(struct coord *c, const struct store_journal *sj)
+{
+	struct journal		*j = c->journal;
+	struct journal_entry	*e;
+	struct job		*job;
+
+	if (j == NULL)
+		return (-1);
+	if ((job = schedule_job_find(c, sj->job)) == NULL)
+		return (0);
+	if ((e = journal_append(j, job, sj->rev)) == NULL)
+		return (-1);
+	e->type = (uint8_t)sj->type;
+	e->what = (uint8_t)sj->what;
+	e->rank = sj->rank;
+	e->window = sj->window;
+	e->step = sj->step;
+	e->stop = sj->stop;
+	e->time_ns = sj->time_ns;
+	e->generation = sj->generation;
+	e->node = sj->node != NULL ? schedule_node_find(c, sj->node) : NULL;
+	journal_detail(c, e, sj->detail);
+	return (0);
+}
+
+/*
+ * The load is over: every event above floor that the store holds was
+ * restored; revisions go on above the highest of them and above base.
+ */
+void
+journal_restored(struct coord *c, uint64_t floor, uint64_t base)
+{
+	struct journal	*j = c->journal;
+	uint64_t	 last;
+
+	if (j == NULL)
+		return;
+	if (floor + 1 > j->first)
+		j->first = floor + 1;
+	last = j->n > 0 ? JOURNAL_AT(j, j->n - 1)->rev : 0;
+	j->staged = last > base ? last : base;
+	j->published = j->staged;
 }

@@ -235,6 +235,15 @@ load_agent(void *arg, const char *name, uint64_t boot_id, uint64_t seq)
 	return (0);
 }
 
+/* Takes a journal entry the store keeps (journal_load.c checks it). */
+static int
+load_journal(void *arg, const struct store_journal *sj)
+{
+	struct load	*ld = arg;
+
+	return (journal_load_take(ld->c, sj));
+}
+
 /* Rebuilds the coordinator's model from its store, at start. */
 int
 load_model(struct coord *c)
@@ -249,6 +258,7 @@ load_model(struct coord *c)
 		.rank = load_rank,
 		.event = load_event,
 		.agent = load_agent,
+		.journal = load_journal,
 	};
 	int			 rc;
 
@@ -257,6 +267,10 @@ load_model(struct coord *c)
 	memset(c->metrics.rows_quarantined, 0,
 	    sizeof(c->metrics.rows_quarantined));
 	rc = store_load(c->store, &l);
+	if (rc == 0)
+		journal_load_end(c);
+	else
+		journal_load_free(c);
 	if (ld.meta_bad || ld.floor > c->generation) {
 		log_warnx("load: the generation counter reads %llu%s; the "
 		    "highest a job holds is %llu: counting on from %llu",

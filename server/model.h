@@ -142,8 +142,18 @@ void	 journal_publish(struct coord *);
 uint64_t journal_staged(const struct coord *);
 void	 journal_publish_to(struct coord *, uint64_t);
 void	 journal_discard(struct coord *);
-const struct journal_entry *journal_get(const struct coord *, uint64_t);
+const struct journal_entry *journal_next(const struct coord *, uint64_t);
+uint64_t journal_job_first(const struct coord *, const struct job *);
 void	 journal_forget_job(struct coord *, struct job *);
+uint64_t journal_next_revision(const struct coord *);
+void	 journal_restore_begin(struct coord *);
+int	 journal_restore(struct coord *, const struct store_journal *);
+void	 journal_restored(struct coord *, uint64_t, uint64_t);
+
+/* journal_load.c */
+int	 journal_load_take(struct coord *, const struct store_journal *);
+void	 journal_load_end(struct coord *);
+void	 journal_load_free(struct coord *);
 
 /* change.c */
 int	 change_refuse(struct refusal *, int, const char *, const char *, ...)

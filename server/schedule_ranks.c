@@ -397,7 +397,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 		    ev->error != NULL)
 			detail = schedule_cut_error(c, node, ev, errbuf);
 		rc = store_put_event(c->store, job->name, r->rank, &re,
-		    node->name, detail);
+		    node->name, detail, journal_next_revision(c));
 		if (rc == -1) {
 			r->nevents--;
 			return (-1);
@@ -799,6 +799,7 @@ schedule_compact_jobs(struct coord *c)
 {
 	struct job	*job;
 	struct rank	*r;
+	struct store_journal floor;
 	size_t		 i, nevents = 0;
 
 	TAILQ_FOREACH(job, &c->jobs, entry) {
@@ -814,10 +815,19 @@ schedule_compact_jobs(struct coord *c)
 			goto fail;
 		for (i = 0; i < r->nevents; i++, nevents++) {
 			if (store_put_event(c->store, job->name, r->rank,
-			    &r->events[i], r->node, NULL) == -1)
+			    &r->events[i], r->node, NULL, 0) == -1)
 				goto fail;
 		}
 	}
+	/* The events are rewritten without their revisions: a client
+	 * resuming from before the last one reads the job again. */
+	memset(&floor, 0, sizeof(floor));
+	floor.type = STORE_JOURNAL_FLOOR;
+	floor.job = job->name;
+	floor.rev = job->journal_last > job->journal_floor ?
+	    job->journal_last : job->journal_floor;
+	if (floor.rev != 0 && store_put_journal(c->store, &floor) == -1)
+		goto fail;
 	if (store_compact_end(c->store, job->name) == -1 ||
 	    store_commit_async(c->store, NULL, NULL) == -1)
 		goto fail;

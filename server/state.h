@@ -35,6 +35,8 @@ struct evhttp_request;
 struct evhttp_connection;
 struct json_t;
 struct store;
+struct store_journal;
+struct journal_loading;
 struct leader;
 
 #define COORD_NODE_MAX		128	/* node name length */
@@ -282,6 +284,9 @@ struct job {
 						 * once nby_rank != nranks */
 	size_t			 nby_rank;
 	size_t			 journal_refs;	/* journal.c entries of it */
+	uint64_t		 journal_last;	/* the last revision staged of it */
+	uint64_t		 journal_floor;	/* loaded: its events up to this
+						 * revision are not kept */
 	struct subq		 subs;
 	uint64_t		 idle_ms;	/* monotonic: subs became empty */
 	int			 ranks_dirty;
@@ -464,12 +469,15 @@ struct change_commit {
 };
 TAILQ_HEAD(change_commitq, change_commit);
 struct journal {
-	struct journal_entry	*ring;		/* cap, at the first event */
+	struct journal_entry	*ring;		/* cap, by revision from head */
 	size_t			 cap;
-	uint64_t		 first;		/* oldest revision kept */
+	size_t			 head;		/* the oldest entry's slot */
+	size_t			 n;		/* entries kept */
+	uint64_t		 first;		/* every event from it is kept */
 	uint64_t		 published;	/* the last one committed */
 	uint64_t		 staged;	/* the last one applied */
 	size_t			 bytes;		/* of the entries' details */
+	struct journal_loading	*loading;	/* journal_load.c, at a load */
 	struct followerq	 followers;	/* http_events.c */
 	size_t			 nfollowers;	/* follow=1 */
 	size_t			 nfollowers_viewer; /* of them, the viewer's */

@@ -285,13 +285,33 @@ store_put_rank(struct store *s, const struct store_rank *r)
 
 /*
  * Stores an event once: a second event with the same (job, rank, window, kind)
- * is ignored.  Returns 1 if stored, 0 if it was there already, -1 on error.
+ * is ignored.  rev is its revision in the event stream (0: none), kept where
+ * the backend keeps the journal.  Returns 1 if stored, 0 if it was there
+ * already, -1 on error.
  */
 int
 store_put_event(struct store *s, const char *job, int32_t rank,
-    const struct rank_event *ev, const char *node, const char *detail)
+    const struct rank_event *ev, const char *node, const char *detail,
+    uint64_t rev)
 {
-	return (s->be->put_event(s->impl, job, rank, ev, node, detail));
+	return (s->be->put_event(s->impl, job, rank, ev, node, detail, rev));
+}
+
+/* Returns 1 if the store keeps the event stream's revisions. */
+int
+store_keeps_journal(const struct store *s)
+{
+	return (s->be->put_journal != NULL);
+}
+
+/* Stores a journal entry that is no stored event (store.h); nothing where
+ * the journal is not kept.  Returns 0 or -1. */
+int
+store_put_journal(struct store *s, const struct store_journal *j)
+{
+	if (s->be->put_journal == NULL)
+		return (0);
+	return (s->be->put_journal(s->impl, j));
 }
 
 /* Stores the highest committed event seq of a node's agent process. */

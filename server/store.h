@@ -82,6 +82,34 @@ struct store_rank {
 };
 
 /*
+ * One entry of the event stream's journal (journal.c) as stored, so that a
+ * coordinator that loads the store serves the same events at the same
+ * revisions.  A rank event the store keeps as an event carries its
+ * revision there (store_put_event()); the others (a process's attach or
+ * detach, a window's change) are put with store_put_journal(), in the same
+ * value as the rows they speak of where the backend can.  A floor says that
+ * the job's events up to rev are stored without their revisions (its history
+ * was rewritten): a client resuming from before it reads the job again.
+ */
+#define STORE_JOURNAL_FLOOR	0
+#define STORE_JOURNAL_RANK	1	/* what: the event's kind */
+#define STORE_JOURNAL_WINDOW	2	/* what: scheduled, cancelled, done */
+struct store_journal {
+	uint64_t	 rev;
+	const char	*job;
+	int		 type;
+	int		 what;
+	int32_t		 rank;
+	uint32_t	 window;
+	int64_t		 step;			/* rank: its; window: start */
+	int64_t		 stop;			/* window: stop step */
+	int64_t		 time_ns;
+	uint64_t	 generation;		/* window: the change's */
+	const char	*node;			/* NULL: none */
+	const char	*detail;		/* NULL: none */
+};
+
+/*
  * What store_load() hands each row to.  A function returns 0, or -1 to stop
  * reading its table (out of memory).  A row that does not even decode (a
  * value of the wrong type, a key its fields do not name) goes to bad(), with
@@ -98,6 +126,8 @@ struct store_loader {
 	int	(*event)(void *, const char *, int32_t,
 		    const struct rank_event *);
 	int	(*agent)(void *, const char *, uint64_t, uint64_t);
+	/* NULL, or each journal entry the store keeps (in no order). */
+	int	(*journal)(void *, const struct store_journal *);
 };
 
 /* What a backend does; store.c calls it, in and around transactions. */
@@ -124,7 +154,10 @@ struct store_backend {
 	int	(*put_window)(void *, const struct store_window *);
 	int	(*put_rank)(void *, const struct store_rank *);
 	int	(*put_event)(void *, const char *, int32_t,
-		    const struct rank_event *, const char *, const char *);
+		    const struct rank_event *, const char *, const char *,
+		    uint64_t);
+	/* NULL: the journal is not kept (revisions start again at a load). */
+	int	(*put_journal)(void *, const struct store_journal *);
 	int	(*forget_job)(void *, const char *);	/* in a transaction */
 	int	(*put_agent)(void *, const char *, uint64_t, uint64_t);
 	/* NULL, or why writes fail for now (no quorum, not the leader). */
@@ -165,7 +198,10 @@ int		 store_put_job(struct store *, const struct store_job *);
 int		 store_put_window(struct store *, const struct store_window *);
 int		 store_put_rank(struct store *, const struct store_rank *);
 int		 store_put_event(struct store *, const char *, int32_t,
-		    const struct rank_event *, const char *, const char *);
+		    const struct rank_event *, const char *, const char *,
+		    uint64_t);
+int		 store_keeps_journal(const struct store *);
+int		 store_put_journal(struct store *, const struct store_journal *);
 int		 store_forget_job(struct store *, const char *);
 int		 store_put_agent(struct store *, const char *, uint64_t,
 		    uint64_t);

@@ -854,11 +854,12 @@ es_put_rank(void *arg, const struct store_rank *r)
  */
 static int
 es_put_event(void *arg, const char *job, int32_t rank,
-    const struct rank_event *ev, const char *node, const char *detail)
+    const struct rank_event *ev, const char *node, const char *detail,
+    uint64_t rev)
 {
 	struct etcd_store	*s = arg;
 	struct store_event_row	 row = { job, rank, ev->window_id, ev->kind,
-	    ev->step, ev->time_ns, node, detail };
+	    ev->step, ev->time_ns, node, detail, rev };
 	char			 rel[ETCD_KEY_MAX];
 
 	/* Indexed by the key it would have of its own, which no op has. */
@@ -867,10 +868,20 @@ es_put_event(void *arg, const char *job, int32_t rank,
 	if (json_object_get(s->index, rel) != NULL)
 		return (0);
 	if (json_object_set_new(s->index, rel, json_true()) == -1 ||
-	    esb_add(&s->evb, job, rank, ev, node, detail, s->e->fence,
+	    esb_add(&s->evb, job, rank, ev, node, detail, rev, s->e->fence,
 	    es_batch_put, s) == -1)
 		return (-1);
 	return (1);
+}
+
+/* Stores a journal entry that is no event in its job's batch, beside the
+ * rows it speaks of. */
+static int
+es_put_journal(void *arg, const struct store_journal *sj)
+{
+	struct etcd_store	*s = arg;
+
+	return (esb_add_journal(&s->evb, sj, s->e->fence, es_batch_put, s));
 }
 
 /* Stores the highest committed event seq of a node's agent process. */
@@ -1156,11 +1167,39 @@ es_event_dedupe(struct es_load *ld)
 	ld->nev = n;
 }
 
-/* A batch's event: kept for sorting. */
+/* A batch's event: kept for sorting; with its revision, to the journal
+ * too. */
 static int
 es_load_batch_event(void *arg, const struct store_event_row *r)
 {
+	struct es_load		*ld = arg;
+	struct store_journal	 sj;
+
+	if (r->rev != 0 && ld->l->journal != NULL) {
+		memset(&sj, 0, sizeof(sj));
+		sj.rev = r->rev;
+		sj.job = r->job;
+		sj.type = STORE_JOURNAL_RANK;
+		sj.what = r->kind;
+		sj.rank = r->rank;
+		sj.window = r->window_id;
+		sj.step = r->step;
+		sj.time_ns = r->time_ns;
+		sj.node = r->node;
+		sj.detail = r->detail;
+		if (ld->l->journal(ld->l->arg, &sj) == -1)
+			return (-1);
+	}
 	return (es_load_event(arg, r));
+}
+
+/* A batch's journal entry that is no event: to the loader. */
+static int
+es_load_batch_journal(void *arg, const struct store_journal *sj)
+{
+	struct es_load	*ld = arg;
+
+	return (ld->l->journal != NULL ? ld->l->journal(ld->l->arg, sj) : 0);
 }
 
 /* A batch's rank row: the latest (batches are read in commit order). */
@@ -1191,7 +1230,8 @@ es_load_batch(void *arg, const char *key, const char *value, size_t len,
 	(void)kv;
 	es_jobstat_add(ld->s, key + ld->prefix_len, len);
 	return (esb_decode(key + ld->prefix_len, value, len,
-	    es_load_batch_event, es_load_batch_rank, es_load_batch_bad, ld));
+	    es_load_batch_event, es_load_batch_rank, es_load_batch_journal,
+	    es_load_batch_bad, ld));
 }
 
 /* Hands the ranks' rows the batches hold to the loader, checked. */
@@ -1320,6 +1360,7 @@ static const struct store_backend store_etcd = {
 	.put_window = es_put_window,
 	.put_rank = es_put_rank,
 	.put_event = es_put_event,
+	.put_journal = es_put_journal,
 	.forget_job = es_forget_job,
 	.put_agent = es_put_agent,
 	.unavailable = es_unavailable,

@@ -74,7 +74,7 @@ esb_quote(struct esb_text *j, const char *s)
 static size_t
 esb_size(const struct esb_job *j)
 {
-	return (j->events.len + j->ranks.len);
+	return (j->events.len + j->ranks.len + j->revs.len + j->journal.len);
 }
 
 /* Appends list ("[x,y", or nothing: "[") closed, after name. */
@@ -167,7 +167,7 @@ esb_put_one(struct esb *b, struct esb_job *j, int64_t fence, esb_put_fn put,
 	char		 key[JOBID_MAX + 64];
 	int		 rc = -1;
 
-	if (j->events.n == 0 && j->ranks.n == 0)
+	if (j->events.n == 0 && j->ranks.n == 0 && j->journal.n == 0)
 		return (0);
 	if (snprintf(key, sizeof(key), "evbatch/%s/%020" PRId64 "/%020" PRIu64,
 	    j->job, fence, ++b->seq) >= (int)sizeof(key))
@@ -177,6 +177,9 @@ esb_put_one(struct esb *b, struct esb_job *j, int64_t fence, esb_put_fn put,
 		if (esb_quote(&v, j->job) == 0 &&
 		    esb_list(&v, "events", &j->events) == 0 &&
 		    esb_list(&v, "ranks", &j->ranks) == 0 &&
+		    (!j->has_revs || esb_list(&v, "revs", &j->revs) == 0) &&
+		    (j->journal.n == 0 ||
+		    esb_list(&v, "journal", &j->journal) == 0) &&
 		    esb_reserve(&v, 2) == 0) {
 			v.text[v.len++] = '}';
 			rc = esb_put_deflated(key, &v, put, arg);
@@ -185,6 +188,9 @@ esb_put_one(struct esb *b, struct esb_job *j, int64_t fence, esb_put_fn put,
 	free(v.text);
 	j->events.len = j->events.n = 0;
 	j->ranks.len = j->ranks.n = 0;
+	j->revs.len = j->revs.n = 0;
+	j->journal.len = j->journal.n = 0;
+	j->has_revs = 0;
 	return (rc);
 }
 
@@ -223,14 +229,15 @@ esb_next(struct esb_text *t)
 }
 
 /*
- * Takes one event of job into its batch; a batch at ESB_VALUE_MAX goes to
- * put now (under fence), and all do if more jobs than ESB_JOBS_MAX have one
- * open.  Returns 0 or -1.
+ * Takes one event of job, of revision rev in the event stream (0: none),
+ * into its batch; a batch at ESB_VALUE_MAX goes to put now (under fence),
+ * and all do if more jobs than ESB_JOBS_MAX have one open.  Returns 0 or
+ * -1.
  */
 int
 esb_add(struct esb *b, const char *job, int32_t rank,
     const struct rank_event *ev, const char *node, const char *detail,
-    int64_t fence, esb_put_fn put, void *arg)
+    uint64_t rev, int64_t fence, esb_put_fn put, void *arg)
 {
 	struct esb_job	*j;
 	struct esb_text	*t;
@@ -247,6 +254,41 @@ esb_add(struct esb *b, const char *job, int32_t rank,
 		return (-1);
 	t->text[t->len++] = ',';
 	if (esb_quote(t, detail) == -1 || esb_reserve(t, 2) == -1)
+		return (-1);
+	t->text[t->len++] = ']';
+	t = &j->revs;
+	if (esb_next(t) == -1 || esb_reserve(t, 24) == -1)
+		return (-1);
+	t->len += (size_t)snprintf(t->text + t->len, t->cap - t->len,
+	    "%" PRIu64, rev);
+	j->has_revs |= rev != 0;
+	if (esb_size(j) >= ESB_VALUE_MAX)
+		return (esb_put_one(b, j, fence, put, arg));
+	return (0);
+}
+
+/* Takes a journal entry that is no event into its job's batch, as
+ * esb_add().  Returns 0 or -1. */
+int
+esb_add_journal(struct esb *b, const struct store_journal *sj, int64_t fence,
+    esb_put_fn put, void *arg)
+{
+	struct esb_job	*j;
+	struct esb_text	*t;
+
+	if ((j = esb_job(b, sj->job, fence, put, arg)) == NULL)
+		return (-1);
+	t = &j->journal;
+	if (esb_next(t) == -1 || esb_reserve(t, 200) == -1)
+		return (-1);
+	t->len += (size_t)snprintf(t->text + t->len, t->cap - t->len,
+	    "[%" PRIu64 ",%d,%d,%" PRId32 ",%" PRIu32 ",%" PRId64 ",%" PRId64
+	    ",%" PRId64 ",%" PRIu64 ",", sj->rev, sj->type, sj->what, sj->rank,
+	    sj->window, sj->step, sj->stop, sj->time_ns, sj->generation);
+	if (esb_quote(t, sj->node) == -1 || esb_reserve(t, 2) == -1)
+		return (-1);
+	t->text[t->len++] = ',';
+	if (esb_quote(t, sj->detail) == -1 || esb_reserve(t, 2) == -1)
 		return (-1);
 	t->text[t->len++] = ']';
 	if (esb_size(j) >= ESB_VALUE_MAX)
@@ -317,6 +359,8 @@ esb_clear(struct esb *b)
 		free(b->jobs[i].job);
 		free(b->jobs[i].events.text);
 		free(b->jobs[i].ranks.text);
+		free(b->jobs[i].revs.text);
+		free(b->jobs[i].journal.text);
 	}
 	b->njobs = 0;
 }
@@ -327,7 +371,7 @@ esb_clear(struct esb *b)
  */
 static int
 esb_decode_one(const char *key, const char *job, const json_t *a,
-    esb_event_fn fn, esb_bad_fn bad, void *arg)
+    uint64_t rev, esb_event_fn fn, esb_bad_fn bad, void *arg)
 {
 	struct store_event_row	 k;
 	struct row		 row;
@@ -358,6 +402,7 @@ esb_decode_one(const char *key, const char *job, const json_t *a,
 	    &why) == -1)
 		rc = bad(arg, key, why);
 	else {
+		row.u.event.rev = rev;
 		rc = fn(arg, &row.u.event);
 		row_clear(&row);
 	}
@@ -392,17 +437,99 @@ esb_decode_rank(const char *key, const char *job, const json_t *obj,
 	return (rc);
 }
 
+/* Returns the integer at index i of a in *v.  Returns 0, or -1 if it is
+ * none. */
+static int
+esb_int(const json_t *a, size_t i, json_int_t *v)
+{
+	const json_t	*x = json_array_get(a, i);
+
+	if (!json_is_integer(x))
+		return (-1);
+	*v = json_integer_value(x);
+	return (0);
+}
+
+/* Returns the string (or null: NULL) at index i of a in *s.  Returns 0, or
+ * -1 if it is neither. */
+static int
+esb_string(const json_t *a, size_t i, const char **s)
+{
+	const json_t	*x = json_array_get(a, i);
+
+	if (!json_is_string(x) && !json_is_null(x))
+		return (-1);
+	*s = json_string_value(x);
+	return (0);
+}
+
+/*
+ * Decodes one journal entry of a batch of job: an array of its 11 fields,
+ * their types checked (the journal checks what they say).  Returns what fn
+ * or bad did.
+ */
+static int
+esb_decode_journal(const char *key, const char *job, const json_t *a,
+    esb_journal_fn fn, esb_bad_fn bad, void *arg)
+{
+	struct store_journal	 sj;
+	json_int_t		 v[9];
+	size_t			 i;
+
+	if (!json_is_array(a) || json_array_size(a) != 11)
+		return (bad(arg, key, "a journal entry not of 11 fields"));
+	for (i = 0; i < 9; i++)
+		if (esb_int(a, i, &v[i]) == -1 || v[i] < INT32_MIN ||
+		    (i != 3 && v[i] < 0))
+			return (bad(arg, key, "a journal entry's number is not "
+			    "one"));
+	memset(&sj, 0, sizeof(sj));
+	sj.job = job;
+	sj.rev = (uint64_t)v[0];
+	sj.type = v[1] > INT32_MAX ? -1 : (int)v[1];
+	sj.what = v[2] > INT32_MAX ? -1 : (int)v[2];
+	if (v[3] > INT32_MAX || v[4] > UINT32_MAX)
+		return (bad(arg, key, "a journal entry's rank or window out of "
+		    "range"));
+	sj.rank = (int32_t)v[3];
+	sj.window = (uint32_t)v[4];
+	sj.step = v[5];
+	sj.stop = v[6];
+	sj.time_ns = v[7];
+	sj.generation = (uint64_t)v[8];
+	if (esb_string(a, 9, &sj.node) == -1 ||
+	    esb_string(a, 10, &sj.detail) == -1)
+		return (bad(arg, key, "a journal entry's node or detail is no "
+		    "string"));
+	return (fn(arg, &sj));
+}
+
+/*
+ * Returns the revision of event i of a batch (its "revs", or NULL: none),
+ * 0 if it has none.
+ */
+static uint64_t
+esb_rev(const json_t *revs, size_t i)
+{
+	const json_t	*x = json_array_get(revs, i);
+
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		return (0);
+	return ((uint64_t)json_integer_value(x));
+}
+
 /*
  * Reads the batch value at key (relative to the prefix): each event handed
- * to fn, each rank row to rank (checked by whoever decodes it), each that
- * is not one to bad, and a value that is no batch of the job its key names
- * to bad once.  Returns 0, or -1 if one of them did.
+ * to fn (with its revision), each rank row to rank (checked by whoever
+ * decodes it), each journal entry to journal (NULL: skipped), each that is
+ * not one to bad, and a value that is no batch of the job its key names to
+ * bad once.  Returns 0, or -1 if one of them did.
  */
 int
 esb_decode(const char *key, const char *value, size_t len, esb_event_fn fn,
-    esb_rank_fn rank, esb_bad_fn bad, void *arg)
+    esb_rank_fn rank, esb_journal_fn journal, esb_bad_fn bad, void *arg)
 {
-	json_t		*obj, *evs, *rks, *a;
+	json_t		*obj, *evs, *rks, *revs, *jnl, *a;
 	const char	*job;
 	char		*text = NULL;
 	size_t		 i, jl;
@@ -426,10 +553,24 @@ esb_decode(const char *key, const char *value, size_t len, esb_event_fn fn,
 		json_decref(obj);
 		return (bad(arg, key, "not a batch of the job its key names"));
 	}
+	revs = json_object_get(obj, "revs");
+	if (revs != NULL && (!json_is_array(revs) ||
+	    json_array_size(revs) != json_array_size(evs))) {
+		revs = NULL;
+		rc = bad(arg, key, "revs is not one revision per event");
+	}
 	json_array_foreach(evs, i, a) {
-		if ((rc = esb_decode_one(key, job, a, fn, bad, arg)) == -1)
+		if (rc == -1 || (rc = esb_decode_one(key, job, a,
+		    esb_rev(revs, i), fn, bad, arg)) == -1)
 			break;
 	}
+	jnl = json_object_get(obj, "journal");
+	if (journal != NULL && json_is_array(jnl))
+		json_array_foreach(jnl, i, a) {
+			if (rc == -1 || (rc = esb_decode_journal(key, job, a,
+			    journal, bad, arg)) == -1)
+				break;
+		}
 	json_array_foreach(rks, i, a) {
 		if (rc == 0 &&
 		    (rc = esb_decode_rank(key, job, a, rank, bad, arg)) == -1)

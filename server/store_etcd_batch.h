@@ -5,7 +5,11 @@
  *
  *	PREFIX evbatch/JOB/FENCE/SEQ	{"job": J, "events": [[rank, window,
  *					 kind, step, time_ns, node, detail],
- *					 ...]}
+ *					 ...], "ranks": [row, ...],
+ *					 "revs": [rev, ...],
+ *					 "journal": [[rev, type, what, rank,
+ *					 window, step, stop, time_ns,
+ *					 generation, node, detail], ...]}
  *
  * FENCE is the writing leader's fencing token (unique to its leadership),
  * SEQ counts its batches: a key is never written twice with another value,
@@ -16,6 +20,13 @@
  * (schedule_rank_has_event(), rebuilt on load); the load drops a repeat all
  * the same, keeping the earliest.  A rank's row is the one of the last
  * batch (in key order: commit order) that holds it.
+ *
+ * The event stream's revisions (store.h, struct store_journal) ride in the
+ * same value as what they speak of, so that both land or neither: "revs"
+ * gives each event's (absent in a rewritten history), "journal" the entries
+ * that are no stored event (a process's attach or detach, a window's
+ * change, a job's floor).  A coordinator of before them reads the events
+ * and ignores both.
  */
 
 #ifndef DYNPROF_STORE_ETCD_BATCH_H
@@ -26,6 +37,7 @@
 
 struct rank_event;
 struct store_event_row;
+struct store_journal;
 struct store_rank;
 
 /* Bytes of JSON text in one batch value: base64 and the txn around it stay
@@ -48,6 +60,9 @@ struct esb_job {
 	char		*job;
 	struct esb_text	 events;
 	struct esb_text	 ranks;
+	struct esb_text	 revs;		/* one per event */
+	int		 has_revs;	/* one of them is not 0 */
+	struct esb_text	 journal;
 };
 
 /* The open transaction's batches. */
@@ -62,6 +77,8 @@ struct esb {
 typedef int	(*esb_put_fn)(void *, const char *, const char *, size_t);
 /* What esb_decode() hands each event to, decoded and checked. */
 typedef int	(*esb_event_fn)(void *, const struct store_event_row *);
+/* ... and each journal entry that is no event (its strings the value's). */
+typedef int	(*esb_journal_fn)(void *, const struct store_journal *);
 /* ... and each rank row: its key (relative) and its JSON text. */
 typedef int	(*esb_rank_fn)(void *, const char *, const char *);
 /* ... and each it refuses: the key and why. */
@@ -69,13 +86,15 @@ typedef int	(*esb_bad_fn)(void *, const char *, const char *);
 
 /* store_etcd_batch.c */
 int	 esb_add(struct esb *, const char *, int32_t, const struct rank_event *,
-	    const char *, const char *, int64_t, esb_put_fn, void *);
+	    const char *, const char *, uint64_t, int64_t, esb_put_fn, void *);
+int	 esb_add_journal(struct esb *, const struct store_journal *, int64_t,
+	    esb_put_fn, void *);
 int	 esb_add_rank(struct esb *, const struct store_rank *, int64_t,
 	    esb_put_fn, void *);
 int	 esb_flush(struct esb *, int64_t, esb_put_fn, void *);
 size_t	 esb_bytes(const struct esb *);
 void	 esb_clear(struct esb *);
 int	 esb_decode(const char *, const char *, size_t, esb_event_fn,
-	    esb_rank_fn, esb_bad_fn, void *);
+	    esb_rank_fn, esb_journal_fn, esb_bad_fn, void *);
 
 #endif /* DYNPROF_STORE_ETCD_BATCH_H */

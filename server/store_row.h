@@ -57,6 +57,8 @@ struct store_event_row {
 	int64_t		 time_ns;
 	const char	*node;
 	const char	*detail;
+	uint64_t	 rev;		/* in the event stream, 0: none (not
+					 * a field of its own row) */
 };
 
 /* An agent row. */

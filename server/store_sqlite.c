@@ -374,15 +374,19 @@ sqlite_put_rank(void *arg, const struct store_rank *r)
 
 /*
  * Stores an event once: a second event with the same (job, rank, window, kind)
- * is ignored.  Returns 1 if stored, 0 if it was there already, -1 on error.
+ * is ignored.  Its revision is not kept: one coordinator's event stream
+ * starts again when it does.  Returns 1 if stored, 0 if it was there
+ * already, -1 on error.
  */
 static int
 sqlite_put_event(void *arg, const char *job, int32_t rank,
-    const struct rank_event *ev, const char *node, const char *detail)
+    const struct rank_event *ev, const char *node, const char *detail,
+    uint64_t rev)
 {
 	struct sqlite_store	*s = arg;
 	sqlite3_stmt	*st = s->st[ST_EVENT];
 
+	(void)rev;
 	sqlite_bind(st, 1, job);
 	sqlite3_bind_int(st, 2, rank);
 	sqlite3_bind_int64(st, 3, ev->window_id);

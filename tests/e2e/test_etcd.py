@@ -21,6 +21,15 @@ loopback.  One scenario per run, named by the first argument:
             window one after another: the leader is SIGKILLed once some
             have started and not all (their events in batches in flight);
             afterwards every rank's start and stop is there exactly once.
+  stream    three coordinators, two agents with two ranks each: a client
+            follows the job's event stream (/events?since=R&follow=1)
+            from the summary's revision while the leader is SIGKILLed
+            during one window and the next leader during the next; the
+            client resumes on whichever coordinator answers, from the last
+            revision it saw: never a 410 nor a `dropped` line, no revision
+            seen twice, every rank's start and stop and every window's
+            change once, and what it saw is exactly what the last leader
+            lists from the same revision.
   sigstop   the leader is SIGSTOPped past its lease: another takes the lead;
             woken up, the old one does not write (its write is refused or
             redirected, the new leader's state is unchanged) and steps down.
@@ -42,23 +51,28 @@ loopback.  One scenario per run, named by the first argument:
             a read goes on to the others and is answered; SIGKILLed, its
             followers still naming it, reads and writes are retried until
             the new leader answers.  `status --follow`, paused through the
-            kill and the window's end, shows the window done (the events
-            it can no longer have from the new leader: the status again,
-            then its events); `trace --wait`, paused so too, reads the
-            state again and says every rank stopped.
+            kill and the window's end, resumes on the new leader from the
+            last revision it saw: it shows the window done and each rank's
+            start and stop of it once, never the status again; `trace
+            --wait`, paused so too, reads the state again and says every
+            rank stopped.
   tls       etcd over https with client certificates (deploy/tls/mkcerts.sh):
             a coordinator with --etcd-cacert, --etcd-cert and --etcd-key
             leads and writes; one without the client certificate reaches no
             etcd and follows nobody.
 """
 
+import http.client
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
@@ -360,6 +374,160 @@ def scenario_burst():
                       r["rank"], s, e))
         log("every start and stop of window %d once across the failover" %
             wid)
+
+
+class StreamClient(threading.Thread):
+    """Follows JOB's event stream from a revision as a client would: on
+    whichever live coordinator answers (a 307 followed), resumed from the
+    last revision seen after a break or 3 heartbeat intervals of silence.
+    Keeps every event line; a 410, a `dropped` or `end` line, or a revision
+    not above the last one is an error."""
+
+    def __init__(self, c, since):
+        threading.Thread.__init__(self, daemon=True)
+        self.c, self.since = c, since
+        self.events, self.errors = [], []
+        self.resumes = 0
+        self.done = threading.Event()
+
+    def _open(self, port, path, hops=0):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3)
+        conn.request("GET", path)
+        r = conn.getresponse()
+        if r.status == 307 and hops < 3:
+            loc = urllib.parse.urlsplit(r.getheader("Location"))
+            conn.close()
+            return self._open(loc.port, loc.path + "?" + loc.query, hops + 1)
+        return conn, r
+
+    def _follow(self, port):
+        path = "/v1/jobs/%s/events?since=%d&follow=1" % (JOB, self.since)
+        conn, r = self._open(port, path)
+        try:
+            if r.status == 410:
+                self.errors.append("410 resuming from %d: %s" % (
+                    self.since, r.read()[:300]))
+                return
+            if r.status != 200:
+                return          # a coordinator not serving yet
+            self.resumes += 1
+            while not self.done.is_set():
+                line = r.readline()
+                if not line:
+                    return
+                ev = json.loads(line)
+                if ev["type"] in ("dropped", "end"):
+                    self.errors.append("%s line: %s" % (ev["type"], ev))
+                    return
+                if ev["type"] == "heartbeat":
+                    continue
+                if ev["rev"] <= self.since:
+                    self.errors.append("revision %d after %d" % (
+                        ev["rev"], self.since))
+                self.since = ev["rev"]
+                self.events.append(ev)
+        finally:
+            conn.close()
+
+    def run(self):
+        while not self.done.is_set() and not self.errors:
+            for p, _, port in self.c.coords:
+                if self.done.is_set() or self.errors:
+                    break
+                if not p.alive():
+                    continue
+                try:
+                    self._follow(port)
+                except (OSError, http.client.HTTPException, ValueError):
+                    pass        # gone or silent: the next one
+            time.sleep(0.05)
+
+
+def stream_window(c, steps):
+    """A window of steps steps from 30 steps past the ranks' on the leader:
+    its id once every rank started it."""
+    st = c.status(JOB)
+    top = st["progress"]["max_step"]
+    w = c.add_window(JOB, {"start_step": top + 30,
+                           "stop_step": top + 30 + steps})
+    wait_started(c, w["id"])
+    return w["id"]
+
+
+def stream_key(ev):
+    """What an event says, without its time."""
+    return tuple(ev.get(k) for k in ("rev", "type", "rank", "node", "kind",
+                                     "window", "step", "change",
+                                     "start_step", "stop_step", "generation"))
+
+
+def scenario_stream():
+    with HaCluster("etcd-stream") as c:
+        lead = c.start_coordinators(3)
+        two_nodes_window(c, None)
+        code, summ = c.http("GET", "/v1/jobs/%s" % JOB)
+        check(code == 200, "summary: %s %s" % (code, summ))
+        since0 = summ["revision"]
+        client = StreamClient(c, since0)
+        client.start()
+        killed, wids = [], []
+        for _ in range(2):
+            wid = stream_window(c, 60)
+            wids.append(wid)
+            p = c.coords[lead][0]
+            log("SIGKILL leader coordinator%d during window %d, the client "
+                "at revision %d" % (lead, wid, client.since))
+            p.kill9()
+            killed.append(lead)
+            lead = c.find_leader(timeout=10 * TTL + 10, exclude=killed)
+            log("coordinator%d leads" % lead)
+            c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
+
+        def seen_done():
+            check(not client.errors, "the client: %s" % client.errors)
+            return [e for e in client.events if e["type"] == "window" and
+                    e["change"] == "done" and e["window"] == wids[-1]]
+        wait_for(seen_done, 60, "the client saw window %d done" % wids[-1])
+        time.sleep(1.0)         # replays, if any, have landed
+        client.done.set()
+        client.join(10)
+        check(not client.errors, "the client: %s" % client.errors)
+        revs = [e["rev"] for e in client.events]
+        check(len(revs) == len(set(revs)), "a revision seen twice")
+        # Each rank's start and stop, each window's change: once.
+        for wid in wids:
+            for rk in range(4):
+                for kind in ("started", "stopped"):
+                    n = [e for e in client.events if e["type"] == "rank" and
+                         e["rank"] == rk and e["window"] == wid and
+                         e["kind"] == kind]
+                    check(len(n) == 1, "rank %d %s window %d: %d times: %s"
+                          % (rk, kind, wid, len(n), n))
+            for change in ("scheduled", "done"):
+                n = [e for e in client.events if e["type"] == "window" and
+                     e["window"] == wid and e.get("change") == change]
+                check(len(n) == 1, "window %d %s %d times" % (wid, change,
+                                                             len(n)))
+        attached = [e["rank"] for e in client.events
+                    if e["type"] == "rank" and e["kind"] == "attached"]
+        check(len(attached) == len(set(attached)),
+              "a rank attached twice: %s" % attached)
+        # What the client saw is what the last leader holds, no more, no
+        # fewer: no gap.
+        c.use(lead)
+        with urllib.request.urlopen("%s/v1/jobs/%s/events?since=%d" % (
+                c.url(), JOB, since0), timeout=10) as r:
+            listed = [json.loads(x) for x in r.read().decode().splitlines()]
+        listed = [e for e in listed if "rev" in e]
+        seen = [stream_key(e) for e in client.events]
+        held = [stream_key(e) for e in listed]
+        check(seen == held, "the client saw %d events, the leader lists %d:"
+              " only seen %s, only listed %s" % (
+                  len(seen), len(held), sorted(set(seen) - set(held))[:5],
+                  sorted(set(held) - set(seen))[:5]))
+        log("%d events followed from revision %d through 2 failovers (%d "
+            "connections): no 410, none twice, none missing" % (
+                len(seen), since0, client.resumes))
 
 
 def scenario_sigstop():
@@ -718,7 +886,7 @@ def scenario_ctl():
             wait_for(started, 30, "every rank started window %d" % wid,
                      interval=0.1)
             # The follower sleeps through the failover and the window's
-            # end: what it missed is no longer in any stream.
+            # end: the new leader's stream has what it missed.
             fol.send_signal(signal.SIGSTOP)
             tr.send_signal(signal.SIGSTOP)
             p = c.coords[lead][0]
@@ -744,8 +912,17 @@ def scenario_ctl():
                               % (wid, a, b, wid, a, b), re.M)
             wait_for(lambda: done.search(open(outp).read()), 20,
                      "status --follow showing window %d done" % wid)
-            log("status --follow showed window %d done across the failover"
-                % wid)
+            said = open(outp).read()
+            check("no longer kept" not in said, "status --follow lost "
+                  "events across the failover")
+            for rk in range(4):
+                for kind in ("started", "stopped"):
+                    n = len(re.findall(r"rank %d on n\d: %s window %d at step"
+                                       % (rk, kind, wid), said))
+                    check(n == 1, "status --follow: rank %d %s window %d "
+                          "%d times" % (rk, kind, wid, n))
+            log("status --follow showed window %d done across the failover,"
+                " each start and stop once" % wid)
         finally:
             for proc in (fol, tr):
                 proc.send_signal(signal.SIGCONT)
@@ -760,6 +937,7 @@ SCENARIOS = {
     "failover": scenario_failover,
     "notleader": scenario_notleader,
     "burst": scenario_burst,
+    "stream": scenario_stream,
     "sigstop": scenario_sigstop,
     "etcdstop": scenario_etcdstop,
     "quorum": scenario_quorum,

@@ -6,7 +6,9 @@
  * rollback leaves nothing, an event is stored once, the event batch is
  * finished by its own function before any other transaction, and a newer
  * schema is refused.  On etcd also: a batch past etcd's operations per txn
- * is committed whole, and a deposed leader's writes are refused (fencing).
+ * is committed whole, a deposed leader's writes are refused (fencing), and
+ * the event stream's revisions (an event's, the journal's other entries, a
+ * job's floor) come back with what they speak of.
  */
 
 #include <sys/stat.h>
@@ -109,6 +111,128 @@ setup(void **state)
 		return (-1);
 	*state = f;
 	return (0);
+}
+
+/* The journal entries a load handed over. */
+struct journal_seen {
+	struct store_journal	 e[8];
+	char			 node[8][16], detail[8][16];
+	size_t			 n;
+};
+
+/* Takes a journal entry (its strings copied). */
+static int
+on_journal(void *arg, const struct store_journal *sj)
+{
+	struct journal_seen	*js = arg;
+
+	assert_true(js->n < 8);
+	js->e[js->n] = *sj;
+	snprintf(js->node[js->n], 16, "%s", sj->node != NULL ? sj->node : "-");
+	snprintf(js->detail[js->n], 16, "%s", sj->detail != NULL ?
+	    sj->detail : "-");
+	js->e[js->n].job = NULL;
+	js->n++;
+	return (0);
+}
+
+/* Ignores a row. */
+static int
+on_any_event(void *arg, const char *job, int32_t rank,
+    const struct rank_event *ev)
+{
+	(void)arg;
+	(void)job;
+	(void)rank;
+	(void)ev;
+	return (0);
+}
+
+/* Returns the entry of revision rev that js holds, failing if none. */
+static const struct store_journal *
+journal_seen_rev(const struct journal_seen *js, uint64_t rev, size_t *i)
+{
+	for (*i = 0; *i < js->n; (*i)++)
+		if (js->e[*i].rev == rev)
+			return (&js->e[*i]);
+	fail_msg("no journal entry of revision %llu", (unsigned long long)rev);
+	return (NULL);
+}
+
+/*
+ * The event stream's revisions over etcd: an event's comes back with it, an
+ * attach and a window's change (entries that are no stored event) come
+ * back whole, a rewritten history's events come back without one, and its
+ * floor says so.
+ */
+static void
+test_etcd_journal(void **state)
+{
+	struct fixture			*f = *state;
+	struct rank_event		 ev = {
+	    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 2, 10, 14 };
+	struct store_journal		 att = { 1000, "J", STORE_JOURNAL_RANK,
+	    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, 5, 0, 3, 0, 13, 0, "n0",
+	    NULL };
+	struct store_journal		 win = { 1001, "J", STORE_JOURNAL_WINDOW,
+	    3, 0, 2, 10, 20, 12, 9, NULL, NULL };
+	struct store_journal		 floor = { 1002, "J",
+	    STORE_JOURNAL_FLOOR, 0, 0, 0, 0, 0, 0, 0, NULL, NULL };
+	struct journal_seen		 js;
+	struct store_loader		 cb = {
+		.arg = &js,
+		.event = on_any_event,
+		.journal = on_journal,
+	};
+	const struct store_journal	*e;
+	size_t				 i;
+
+	assert_true(store_keeps_journal(f->s));
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_put_journal(f->s, &att), 0);
+	assert_int_equal(store_put_event(f->s, "J", 5, &ev, "n0", "/out",
+	    1003), 1);
+	assert_int_equal(store_put_journal(f->s, &win), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	memset(&js, 0, sizeof(js));
+	assert_int_equal(store_load(f->s, &cb), 0);
+	assert_int_equal(js.n, 3);
+	e = journal_seen_rev(&js, 1000, &i);
+	assert_int_equal(e->type, STORE_JOURNAL_RANK);
+	assert_int_equal(e->what, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED);
+	assert_int_equal(e->rank, 5);
+	assert_int_equal(e->step, 3);
+	assert_int_equal(e->time_ns, 13);
+	assert_string_equal(js.node[i], "n0");
+	e = journal_seen_rev(&js, 1001, &i);
+	assert_int_equal(e->type, STORE_JOURNAL_WINDOW);
+	assert_int_equal(e->what, 3);
+	assert_int_equal(e->window, 2);
+	assert_int_equal(e->step, 10);
+	assert_int_equal(e->stop, 20);
+	assert_int_equal(e->time_ns, 12);
+	assert_int_equal(e->generation, 9);
+	e = journal_seen_rev(&js, 1003, &i);
+	assert_int_equal(e->type, STORE_JOURNAL_RANK);
+	assert_int_equal(e->what, DYNPROF__V1__EVENT_KIND__EVENT_STARTED);
+	assert_int_equal(e->rank, 5);
+	assert_int_equal(e->window, 2);
+	assert_int_equal(e->step, 10);
+	assert_int_equal(e->time_ns, 14);
+	assert_string_equal(js.node[i], "n0");
+	assert_string_equal(js.detail[i], "/out");
+	/* Rewritten without revisions: only the floor comes back. */
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_compact_begin(f->s, "J"), 0);
+	assert_int_equal(store_put_event(f->s, "J", 5, &ev, "n0", NULL, 0), 1);
+	assert_int_equal(store_put_journal(f->s, &floor), 0);
+	assert_int_equal(store_compact_end(f->s, "J"), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	memset(&js, 0, sizeof(js));
+	assert_int_equal(store_load(f->s, &cb), 0);
+	assert_int_equal(js.n, 1);
+	assert_int_equal(js.e[0].type, STORE_JOURNAL_FLOOR);
+	assert_int_equal(js.e[0].rev, 1002);
 }
 
 /* Closes the store and removes its directory (and resigns in etcd). */
@@ -251,8 +375,8 @@ put_all(struct store *s)
 	assert_int_equal(store_put_job(s, &j), 0);
 	assert_int_equal(store_put_window(s, &w), 0);
 	assert_int_equal(store_put_rank(s, &r), 0);
-	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out"), 1);
-	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out"), 0);
+	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out", 0), 1);
+	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out", 0), 0);
 	assert_int_equal(store_put_agent(s, "n0", 99, 17), 0);
 }
 
@@ -365,7 +489,7 @@ test_batch(void **state)
 	assert_int_equal(batch_done_calls, 0);
 	assert_int_equal(store_batch_begin(f->s, batch_done, f->s), 0);
 	assert_true(store_batch_open(f->s));
-	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL), 1);
+	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL, 0), 1);
 	/* A second begin joins the open batch. */
 	assert_int_equal(store_batch_begin(f->s, batch_done, f->s), 0);
 	/* A change's transaction finishes the batch first. */
@@ -381,7 +505,7 @@ test_batch(void **state)
 	/* Not committed by its function: rolled back. */
 	ev.window_id = 2;
 	assert_int_equal(store_batch_begin(f->s, batch_dropped, f->s), 0);
-	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL), 1);
+	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL, 0), 1);
 	store_flush(f->s);
 	assert_int_equal(batch_done_calls, 2);
 	store_flush(f->s);
@@ -456,9 +580,9 @@ test_etcd_big_batch(void **state)
 		r.rank = i;
 		assert_int_equal(store_put_rank(f->s, &r), 0);
 		assert_int_equal(store_put_event(f->s, job, i, &ev, "n0",
-		    "/out"), 1);
+		    "/out", 0), 1);
 		assert_int_equal(store_put_event(f->s, job, i, &ev, "n0",
-		    "/out"), 0);
+		    "/out", 0), 0);
 	}
 	assert_int_equal(store_put_agent(f->s, "n0", 5, 600), 0);
 	calls = f->e->calls;
@@ -532,7 +656,7 @@ test_etcd_compact(void **state)
 			assert_int_equal(store_put_rank(f->s, &r), 0);
 			if (k == 0)
 				assert_int_equal(store_put_event(f->s, "J", i,
-				    &ev, "n0", "/out"), 1);
+				    &ev, "n0", "/out", 0), 1);
 		}
 		assert_int_equal(store_commit(f->s), 0);
 	}
@@ -546,7 +670,7 @@ test_etcd_compact(void **state)
 		r.rank = i;
 		assert_int_equal(store_put_rank(f->s, &r), 0);
 		assert_int_equal(store_put_event(f->s, "J", i, &ev, "n0",
-		    NULL), 1);
+		    NULL, 0), 1);
 	}
 	assert_int_equal(store_compact_end(f->s, "J"), 0);
 	assert_int_equal(store_commit(f->s), 0);
@@ -661,6 +785,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_etcd_big_batch, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_fencing, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_journal, setup,
 		    teardown),
 	};
 	int	 rc;
