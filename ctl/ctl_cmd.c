@@ -273,7 +273,7 @@ ctl_status_show(struct ctl *ctl, const char *job, uint64_t *rev)
 		return (rc);
 	}
 	if (!ctl->json) {
-		ctl_table_init(&t, 7);
+		ctl_table_init(&t, 8);
 		rc = ctl_ranks_pages(ctl, job, "", ctl_status_page, &t);
 		if (rc == CTL_EXIT_OK)
 			ctl_table_status(ctl->out, doc, &t);

@@ -267,21 +267,23 @@ ctl_status_summary(FILE *f, json_t *doc)
 
 /*
  * Adds the ranks of one page of GET /v1/jobs/{job}/ranks to t (made with
- * ctl_table_init(t, 7)), the header first: UID is the uid the rank's process
- * runs as, as its agent's kernel says ("-": unknown).
+ * ctl_table_init(t, 8)), the header first: UID is the uid the rank's process
+ * runs as, as its agent's kernel says ("-": unknown); LABELS its labels,
+ * key=value by key (docs/labels.md).
  */
 void
 ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 {
-	json_t		*r;
-	const char	*row[CTL_TABLE_COLS], *err, *out;
+	json_t		*r, *v;
+	const char	*row[CTL_TABLE_COLS], *err, *out, *key;
 	char		 rank[16], uid[24], step[24], win[16], outbuf[1600];
-	size_t		 i;
+	char		 labels[512];
+	size_t		 i, off;
 
 	if (t->nrows == 0) {
 		row[0] = "RANK"; row[1] = "NODE"; row[2] = "UID";
 		row[3] = "STEP"; row[4] = "STATE"; row[5] = "WINDOW";
-		row[6] = "OUTPUT";
+		row[6] = "LABELS"; row[7] = "OUTPUT";
 		ctl_table_add(t, row);
 	}
 	json_array_foreach(json_object_get(page, "ranks"), i, r) {
@@ -303,8 +305,19 @@ ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 		row[2] = uid;
 		row[3] = step;
 		row[4] = ctl_json_str(r, "state", NULL);
+		off = 0;
+		labels[0] = '\0';
+		json_object_foreach(json_object_get(r, "labels"), key, v) {
+			if (off < sizeof(labels))
+				off += (size_t)snprintf(labels + off,
+				    sizeof(labels) - off, "%s%s=%s",
+				    off > 0 ? "," : "", key,
+				    json_string_value(v) != NULL ?
+				    json_string_value(v) : "?");
+		}
 		row[5] = win;
-		row[6] = outbuf;
+		row[6] = labels;
+		row[7] = outbuf;
 		ctl_table_add(t, row);
 	}
 }

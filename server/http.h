@@ -3,6 +3,7 @@
 #ifndef DYNPROF_HTTP_H
 #define DYNPROF_HTTP_H
 
+#include "labels.h"
 #include "model.h"
 
 /* http.c */
@@ -65,6 +66,7 @@ struct ranks_filter {
 	uint32_t	 states;		/* bit (1 << state) */
 	char		 node[COORD_NODE_MAX];
 	uint32_t	 window;
+	char		 select[LABELS_SELECTOR_MAX];	/* "": any labels */
 };
 void	 http_get_ranks(struct coord *, struct evhttp_request *,
 	    const char *);

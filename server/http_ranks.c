@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "clock.h"
+#include "labels.h"
 #include "http.h"
 #include "log.h"
 #include "model.h"
@@ -87,6 +89,26 @@ ranks_json_time(struct evbuffer *buf, int64_t ns)
 }
 
 /*
+ * Adds ,"labels":{...} to buf for canonical labels (NULL: {}): their bytes
+ * need no escaping (common/labels.h).
+ */
+static void
+ranks_write_labels(struct evbuffer *buf, const char *labels)
+{
+	const char	*p = labels, *eq, *end;
+
+	evbuffer_add(buf, ",\"labels\":{", 11);
+	while (p != NULL && *p != '\0' && (eq = strchr(p, '=')) != NULL) {
+		end = strchr(eq, ',');
+		evbuffer_add_printf(buf, "%s\"%.*s\":\"%.*s\"", p != labels ?
+		    "," : "", (int)(eq - p), p, (int)(end != NULL ?
+		    end - eq - 1 : (ptrdiff_t)strlen(eq + 1)), eq + 1);
+		p = end != NULL ? end + 1 : NULL;
+	}
+	evbuffer_add(buf, "}", 1);
+}
+
+/*
  * Adds a rank to buf as status shows it, state as schedule_rank_state() gave it:
  * the fields of GET /v1/jobs/{job}'s ranks before they moved here, with
  * the rank's last COORD_RANK_EVENTS_MAX events.
@@ -105,6 +127,7 @@ ranks_write(struct evbuffer *buf, const struct rank *r, int state)
 		evbuffer_add_printf(buf, ",\"uid\":%" PRId64, r->uid);
 	else
 		evbuffer_add(buf, ",\"uid\":null", 11);
+	ranks_write_labels(buf, r->labels);
 	evbuffer_add_printf(buf, ",\"step\":%" PRId64 ",\"state\":\"%s\","
 	    "\"window\":", r->step, schedule_rank_state_name(state));
 	if (r->window_id != 0)
@@ -154,6 +177,8 @@ ranks_filter_match(const struct ranks_filter *f, const struct rank *r,
 	if (f->node[0] != '\0' && strcmp(f->node, r->node) != 0)
 		return (0);
 	if (f->window != 0 && r->window_id != f->window)
+		return (0);
+	if (f->select[0] != '\0' && labels_match(r->labels, f->select) != 1)
 		return (0);
 	return (1);
 }
@@ -282,6 +307,7 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 	long long		 v;
 	unsigned		 seen = 0, bit;
 	char			 why[200];
+	const char		*lwhy;
 	int			 rc = -1;
 
 	p->after = -1;
@@ -299,19 +325,22 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 			bit = 8;
 		else if (strcmp(kv->key, "after") == 0)
 			bit = 16;
+		else if (strcmp(kv->key, "label") == 0)
+			bit = 32;
 		else {
 			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
 			    kv->key);
 			change_refuse(ref, 400, ref->fieldbuf, "unknown "
-			    "parameter (state, node, window, limit and after "
-			    "are known)");
+			    "parameter (state, node, window, label, limit and "
+			    "after are known)");
 			goto out;
 		}
 		if (seen & bit) {
 			change_refuse(ref, 400, NULL, "%s given twice",
 			    kv->key);
 			ref->field = bit == 1 ? "state" : bit == 2 ? "node" :
-			    bit == 4 ? "window" : bit == 8 ? "limit" : "after";
+			    bit == 4 ? "window" : bit == 8 ? "limit" :
+			    bit == 16 ? "after" : "label";
 			goto out;
 		}
 		seen |= bit;
@@ -360,6 +389,16 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 				goto out;
 			}
 			p->after = v;
+			break;
+		case 32:
+			if (labels_selector_check(kv->value, &lwhy) == -1) {
+				change_refuse(ref, 400, "label", "%s (a "
+				    "selector such as pp=3,tp in (0,1): "
+				    "docs/labels.md)", lwhy);
+				goto out;
+			}
+			snprintf(p->filter.select, sizeof(p->filter.select),
+			    "%s", kv->value);
 			break;
 		}
 	}

@@ -196,6 +196,7 @@ load_rank(void *arg, const struct store_rank *row)
 	    r->gone_ns == 0)
 		r->gone_ns = clock_wall_ns();
 	schedule_rank_set_string(ld->c, r, &r->error, row->error);
+	schedule_rank_set_labels(ld->c, r, NULL, row->labels);
 	return (0);
 }
 

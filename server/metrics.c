@@ -279,12 +279,17 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_legacy_refused_total Legacy job reports refused: "
 	    "bad strings, or over the bound.\n"
 	    "# TYPE dynprof_legacy_refused_total counter\n"
-	    "dynprof_legacy_refused_total %llu\n",
+	    "dynprof_legacy_refused_total %llu\n"
+	    "# HELP dynprof_labels_refused_total Ranks' labels that did not "
+	    "pass (docs/labels.md), dropped: the rank kept none.\n"
+	    "# TYPE dynprof_labels_refused_total counter\n"
+	    "dynprof_labels_refused_total %llu\n",
 	    (unsigned long long)m->events_dup,
 	    (unsigned long long)m->events_refused,
 	    (unsigned long long)m->event_text_cut,
 	    (unsigned long long)m->progress_refused,
-	    (unsigned long long)m->legacy_refused);
+	    (unsigned long long)m->legacy_refused,
+	    (unsigned long long)m->labels_refused);
 
 	metrics_render_bounds(c, buf);
 	metrics_render_rows(c, buf);

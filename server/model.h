@@ -55,6 +55,8 @@ struct rank	*schedule_rank_find(struct job *, int32_t);
 struct rank	*schedule_rank_take(struct coord *, struct job *, int32_t,
 		    struct node *);
 void	 schedule_rank_free(struct coord *, struct rank *);
+void	 schedule_rank_set_labels(struct coord *, struct rank *,
+	    struct node *, const char *);
 void	 schedule_rank_set_string(struct coord *, struct rank *, char **,
 	    const char *);
 struct node	*schedule_node_find(struct coord *, const char *);

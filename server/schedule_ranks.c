@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "labels.h"
 #include "log.h"
 #include "model.h"
 #include "names.h"
@@ -35,7 +36,8 @@ schedule_rank_bytes(const struct rank *r)
 {
 	return (sizeof(*r) + (r->output_dir != NULL ?
 	    strlen(r->output_dir) + 1 : 0) + (r->error != NULL ?
-	    strlen(r->error) + 1 : 0) + r->events_cap * sizeof(*r->events));
+	    strlen(r->error) + 1 : 0) + (r->labels != NULL ?
+	    strlen(r->labels) + 1 : 0) + r->events_cap * sizeof(*r->events));
 }
 
 static const char *const schedule_budget_names[] = {
@@ -146,6 +148,7 @@ schedule_rank_free(struct coord *c, struct rank *r)
 	c->rank_bytes -= schedule_rank_bytes(r);
 	free(r->output_dir);
 	free(r->error);
+	free(r->labels);
 	free(r->events);
 	free(r);
 }
@@ -192,6 +195,31 @@ schedule_rank_set_string(struct coord *c, struct rank *r, char **dst,
 		return;
 	free(*dst);
 	*dst = strdup(src);
+	c->rank_bytes = c->rank_bytes - before + schedule_rank_bytes(r);
+}
+
+/*
+ * Sets the labels r attached with (from node, NULL: the store), checked again:
+ * labels that do not pass are dropped, counted and logged (limited), and the
+ * rank keeps none.  An attach without labels clears them.
+ */
+void
+schedule_rank_set_labels(struct coord *c, struct rank *r, struct node *node,
+    const char *labels)
+{
+	char		 canon[LABELS_MAX];
+	const char	*why;
+	size_t		 before = schedule_rank_bytes(r);
+
+	if (labels_canon(labels, canon, sizeof(canon), &why) == -1) {
+		c->metrics.labels_refused++;
+		log_limited(node != NULL ? &node->log_bounds : &c->log_load,
+		    LOG_LEVEL_QUIET, "job %s rank %d: labels from %s dropped: "
+		    "%s", r->job->name, r->rank, node != NULL ? node->name :
+		    "the store", why);
+	}
+	free(r->labels);
+	r->labels = canon[0] != '\0' ? strdup(canon) : NULL;
 	c->rank_bytes = c->rank_bytes - before + schedule_rank_bytes(r);
 }
 
@@ -371,6 +399,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 			r->attach_ev_ns = (int64_t)ev->time_unix_ns;
 			r->attach_slot = ev->slot;
 			r->detach_ev_ns = 0;
+			schedule_rank_set_labels(c, r, node, ev->labels);
 		} else {
 			if (r->state != DYNPROF__V1__RANK_STATE__RANK_GONE)
 				r->gone_ns = clock_wall_ns();
@@ -477,6 +506,7 @@ schedule_store_rank(struct coord *c, const struct rank *r)
 	row.last_event = r->last_event;
 	row.last_event_ns = r->last_event_ns;
 	row.error = r->error;
+	row.labels = r->labels;
 	row.arrived_ns = r->arrived_ns;
 	row.gone_ns = r->gone_ns;
 	return (store_put_rank(c->store, &row));

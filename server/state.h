@@ -237,6 +237,8 @@ struct rank {
 	int64_t			 detach_ev_ns;
 	uint32_t		 attach_slot;
 	char			*error;
+	char			*labels;	/* canonical (common/labels.h),
+						 * NULL: none */
 	struct rank_event	*events;
 	size_t			 nevents;
 	size_t			 events_cap;
@@ -383,6 +385,7 @@ struct metrics {
 	uint64_t	 generations_refused;	/* agents' absurd ones */
 	uint64_t	 legacy_refused;	/* bad or too many legacy reports */
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
+	uint64_t	 labels_refused;	/* ranks' labels that did not pass */
 	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */
 	uint64_t	 subscribes_refused;	/* over the jobs per agent cap */
 	uint64_t	 progress_ranks_refused; /* ranks past the cap */

@@ -77,6 +77,7 @@ struct store_rank {
 	int		 last_event;
 	int64_t		 last_event_ns;
 	const char	*error;
+	const char	*labels;		/* NULL or "": none */
 	int64_t		 arrived_ns;		/* 0: unknown */
 	int64_t		 gone_ns;		/* 0: not gone */
 };

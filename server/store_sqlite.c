@@ -20,7 +20,7 @@
 
 /* Bump when the tables change; store_open() refuses a newer schema and
  * migrates an older one (sqlite_migrate()). */
-#define STORE_SCHEMA_VERSION	3
+#define STORE_SCHEMA_VERSION	4
 
 static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
@@ -34,7 +34,8 @@ static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS ranks (job TEXT, rank INTEGER, node TEXT,"
     " pid INTEGER, step INTEGER, state INTEGER, window_id INTEGER,"
     " output_dir TEXT, last_event INTEGER, last_event_time INTEGER,"
-    " error TEXT, arrived INTEGER, gone INTEGER, PRIMARY KEY (job, rank));"
+    " error TEXT, arrived INTEGER, gone INTEGER, labels TEXT,"
+    " PRIMARY KEY (job, rank));"
     "CREATE TABLE IF NOT EXISTS events (job TEXT, rank INTEGER,"
     " window_id INTEGER, kind INTEGER, step INTEGER, time INTEGER,"
     " node TEXT, detail TEXT, PRIMARY KEY (job, rank, window_id, kind));"
@@ -63,7 +64,7 @@ static const char *store_sql[ST_COUNT] = {
 	"INSERT OR REPLACE INTO windows VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
 	" ?8, ?9, ?10, ?11)",
 	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-	" ?9, ?10, ?11, ?12, ?13)",
+	" ?9, ?10, ?11, ?12, ?13, ?14)",
 	"INSERT OR IGNORE INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	"INSERT OR REPLACE INTO agents VALUES (?1, ?2, ?3)",
 };
@@ -125,6 +126,7 @@ static const struct {
 	{ "windows", "ended", "INTEGER" },	/* version 3 */
 	{ "ranks", "arrived", "INTEGER" },
 	{ "ranks", "gone", "INTEGER" },
+	{ "ranks", "labels", "TEXT" },		/* version 4 */
 };
 
 /*
@@ -369,6 +371,7 @@ sqlite_put_rank(void *arg, const struct store_rank *r)
 	sqlite_bind(st, 11, r->error);
 	sqlite3_bind_int64(st, 12, r->arrived_ns);
 	sqlite3_bind_int64(st, 13, r->gone_ns);
+	sqlite_bind(st, 14, r->labels);
 	return (sqlite_step(s, ST_RANK));
 }
 
@@ -560,7 +563,8 @@ sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, node, pid, step,"
 	    " state, window_id, output_dir, last_event, last_event_time, error,"
-	    " arrived, gone FROM ranks ORDER BY job, rank", -1, &r.st, NULL) !=
+	    " arrived, gone, labels FROM ranks ORDER BY job, rank", -1, &r.st,
+	    NULL) !=
 	    SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(r.st) == SQLITE_ROW) {
@@ -578,6 +582,7 @@ sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
 		k.error = sqlite_text(&r, 10);
 		k.arrived_ns = sqlite_int(&r, 11, SQL_I64);
 		k.gone_ns = sqlite_int(&r, 12, SQL_I64);
+		k.labels = sqlite_text(&r, 13);
 		if (r.bad || k.job == NULL ? sqlite_bad(l, "ranks", k.job,
 		    k.rank) == -1 : l->rank(l->arg, &k) == -1)
 			break;

@@ -287,8 +287,8 @@ run status S
 expect_rc 0
 expect_out_re '^job S generation [0-9]+: 2 ranks on 1 node, step'
 # UID: the uid the ranks run as (this test's).
-expect_out_re "^0 +n1 +$(id -u) +[0-9]+ +done +1 +/.*/rank0_start[0-9]+_stop[0-9]+\$"
-expect_out_re "^1 +n1 +$(id -u) +[0-9]+ +done +1 +/.*/rank1_start[0-9]+_stop[0-9]+\$"
+expect_out_re "^0 +n1 +$(id -u) +[0-9]+ +done +1 +- +/.*/rank0_start[0-9]+_stop[0-9]+\$"
+expect_out_re "^1 +n1 +$(id -u) +[0-9]+ +done +1 +- +/.*/rank1_start[0-9]+_stop[0-9]+\$"
 ls -d "$T"/traces/rank0_start*_stop* >/dev/null 2>&1 || fail "no rank0 trace dir"
 
 # 20 steps ahead (2 s: a loaded machine samples late), rounded up to a

@@ -92,8 +92,13 @@ def check_served(c, counts, gen_floor, new_start):
         got = quarantined(c, table)
         check(got == n, "quarantined %s rows: %s, not %d" % (table, got, n))
     code, ranks = c.http("GET", "/v1/jobs/%s/ranks" % JOB)
-    check(code == 200 and [r["rank"] for r in ranks["ranks"]] == [0],
+    check(code == 200 and [r["rank"] for r in ranks["ranks"]] == [0, 3],
           "ranks served: %s" % ranks)
+    # Rank 3's stored labels do not pass: it is served without them.
+    check(all(r["labels"] == {} for r in ranks["ranks"]) and
+          metric(c, "dynprof_labels_refused_total") == 1,
+          "labels: %s, refused %s" % ([r["labels"] for r in ranks["ranks"]],
+                                      metric(c, "dynprof_labels_refused_total")))
     code, r = c.http("POST", "/v1/jobs/%s/windows" % JOB,
                      {"start_step": new_start, "stop_step": new_start + 10})
     check(code == 201, "a new window refused: %s %s" % (code, r))
@@ -151,11 +156,14 @@ def scenario_sqlite():
         db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
                    " '', 1, 0, 0, 0)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
-                   " 1, 0, NULL, 0, 0)", (JOB,))
+                   " 1, 0, NULL, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
-                   " 5, 0, ?, 0, 0)", (JOB, "e" * 10000))
+                   " 5, 0, ?, 0, 0, NULL)", (JOB, "e" * 10000))
         db.execute("INSERT INTO ranks VALUES (?, 2, 'n0', 12, ?, 1, 0, NULL,"
-                   " 1, 0, NULL, 0, 0)", (JOB, I64))
+                   " 1, 0, NULL, 0, 0, NULL)", (JOB, I64))
+        # Labels that do not pass: the rank loads, without them.
+        db.execute("INSERT INTO ranks VALUES (?, 3, 'n0', 13, 5, 1, 0, NULL,"
+                   " 1, 0, NULL, 0, 0, ?)", (JOB, 'PP=3;"x' + "y" * 5000))
         db.commit()
         db.close()
 
@@ -227,6 +235,8 @@ def scenario_etcd():
         rank.update(rank=2, state=1, last_event=1, step=I64)
         del rank["error"]
         etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 2), json.dumps(rank))
+        rank.update(rank=3, step=5, labels='PP=3;"x' + "y" * 5000)
+        etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 3), json.dumps(rank))
         two_loads(c, extra, len(BAD_WINDOWS) + 3, lambda: etcd_put(
             cl, prefix + "meta/generation",
             json.dumps({"generation": 1, "schema": 1})))

@@ -252,10 +252,12 @@ class Node:
         return os.path.exists(path) and "socket=" in open(path).read()
 
     def start_rank(self, job, rank, rate=50, first_step=None, max_steps=None,
-                   python=False, wrap=()):
+                   python=False, wrap=(), labels=None):
         """dynprof-train-sim, or with python=True its twin py_rank.py; wrap as
-        in start_agent()."""
+        in start_agent(); labels (a text) as DYNPROF_LABELS."""
         env = dict(os.environ)
+        if labels is not None:
+            env["DYNPROF_LABELS"] = labels
         env["DYNPROF_SHM_DIR"] = self.shm
         env["DYNPROF_AGENT_SOCKET"] = self.sock
         env["DYNPROF_OUTPUT_ROOT"] = self.out

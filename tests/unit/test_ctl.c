@@ -278,7 +278,7 @@ static const char *summary_doc =
 static const char *page_doc =
     "{\"job\": \"J\", \"limit\": 1000, \"ranks\": ["
     "  {\"rank\": 0, \"node\": \"n1\", \"uid\": 1001, \"step\": 140,"
-    "   \"state\": \"profiling\","
+    "   \"state\": \"profiling\", \"labels\": {\"pp\": \"0\", \"tp\": \"1\"},"
     "   \"window\": 3, \"output_dir\": \"/o/rank0_start160_stop164\","
     "   \"events\": [{\"kind\": \"started\", \"window\": 3}]},"
     "  {\"rank\": 1, \"node\": \"n1\", \"uid\": 0, \"step\": 141,"
@@ -303,7 +303,7 @@ render_status(const char *summary, const char *page)
 	FILE			*f;
 
 	doc = load(summary);
-	ctl_table_init(&t, 7);
+	ctl_table_init(&t, 8);
 	if (page != NULL) {
 		pg = load(page);
 		ctl_table_rank_rows(&t, pg);
@@ -339,16 +339,17 @@ test_status_table(void **state)
 	    "job J generation 7: 6 ranks on 3 nodes (1 lost), steps 140-141, "
 	    "window 3 [160,164]: 1 armed, 1 profiling, 1 done, 1 skipped, "
 	    "1 failed, 1 gone\n"
-	    "RANK  NODE            UID   STEP  STATE      WINDOW  OUTPUT\n"
-	    "0     n1              1001  140   profiling  3       "
+	    "RANK  NODE            UID   STEP  STATE      WINDOW  LABELS     "
+	    "OUTPUT\n"
+	    "0     n1              1001  140   profiling  3       pp=0,tp=1  "
 	    "/o/rank0_start160_stop164\n"
-	    "1     n1              0     141   done       3       "
+	    "1     n1              0     141   done       3       -          "
 	    "/o/rank1_start160_stop164\n"
-	    "2     node-long-name  -     141   failed     3       "
+	    "2     node-long-name  -     141   failed     3       -          "
 	    "error: disk full\n"
-	    "3     n2              -     -     gone       -       -\n"
-	    "9     n2              -     141   skipped    3       -\n"
-	    "12    n2              -     141   armed      -       -\n"
+	    "3     n2              -     -     gone       -       -          -\n"
+	    "9     n2              -     141   skipped    3       -          -\n"
+	    "12    n2              -     141   armed      -       -          -\n"
 	    "\n"
 	    "windows:\n"
 	    "  ID  STEPS    STATE      RANKS  TARGETED  STARTED  STOPPED  "

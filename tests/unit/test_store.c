@@ -367,7 +367,7 @@ put_all(struct store *s)
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "{}", "sub",
 	    WINDOW_STATE_CANCELLED, 1, 12, 15 };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
-	    13, "it broke", 16, 17 };
+	    13, "it broke", "pp=3,tp=1", 16, 17 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    2, 10, 14 };
 
@@ -430,7 +430,7 @@ test_rollback_forget(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "K", 1, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, 0, 0 };
+	    NULL, NULL, 0, 0 };
 
 	assert_int_equal(store_begin(f->s), 0);
 	put_all(f->s);
@@ -566,7 +566,7 @@ test_etcd_big_batch(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, 0, 0 };
+	    NULL, NULL, 0, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    1, 10, 11 };
 	uint64_t		 calls;
@@ -635,7 +635,7 @@ test_etcd_compact(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, 0, 0 };
+	    NULL, NULL, 0, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    1, 10, 11 };
 	char			 err[64];
