@@ -8,6 +8,7 @@
  *	queue.c		rank events kept until the coordinator commits them
  *	ranks.c		the unix datagram socket the ranks report on
  *	segments.c	the jobs served: adopt, apply, sample, reclaim, remove
+ *	arrive.c	a rank's arrivals at its steps' communication, read
  *	events.c	a rank's slot log read and forwarded as RankEvents
  *	guard.c		a segment truncated under the agent: SIGBUS caught, job dropped
  *	apply.c		a JobConfig turned into the segment's schedule
@@ -143,6 +144,7 @@ struct agent_rank_sample {
 	uint32_t	 busy_last_us;
 	uint32_t	 busy_avg_us;
 	uint32_t	 busy_max_us;
+	int		 slot;			/* its index in the segment */
 };
 
 /*
@@ -186,6 +188,9 @@ struct agent_job {
 	 * for --trace-store (collect.c): noted once, not at every sample. */
 	uint32_t	 collect_window[SEG_MAX_SLOTS];
 	uint32_t	 collect_inc[SEG_MAX_SLOTS];
+	/* The newest arrival each slot's incarnation sent (arrive.c). */
+	int64_t		 arrive_sent[SEG_MAX_SLOTS];	/* step, -1 none */
+	uint32_t	 arrive_inc[SEG_MAX_SLOTS];
 };
 TAILQ_HEAD(agent_jobs, agent_job);
 
@@ -333,6 +338,9 @@ void	 segments_drop(struct agent *, struct agent_job *, const char *);
 void	 segments_drop_faulted(struct agent *);
 void	 segments_keep_pidfd(struct agent *, struct agent_job *, int, uint32_t,
 	    int);
+
+/* arrive.c */
+size_t	 arrive_read(struct agent_job *, int, int64_t *, int64_t *);
 
 /* events.c */
 int	 events_read_log(struct agent *, struct agent_job *, int);

@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "jobid.h"
 #include "log.h"
 #include "pidlock.h"
@@ -835,6 +836,7 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 			continue;
 		rs = &j->sampled[n++];
 		rs->rank = s->rank;
+		rs->slot = (int)i;
 		rs->step = atomic_load_explicit(&s->step, memory_order_relaxed);
 		rs->pid = pid;
 		rs->state = s->state <= SEG_RANK_GONE ? s->state : 0;
@@ -877,7 +879,8 @@ segments_progress(struct agent *a, struct agent_job *j)
 	struct agent_rank_sample	*rs;
 	struct agent_job		*s;
 	uint64_t			 sig = 1469598103934665603ULL;
-	size_t				 n = 0, k;
+	int64_t				*arr = NULL;
+	size_t				 n = 0, k, na;
 	int				 i, dirty = 0, moved = 0;
 
 	for (s = j; s != NULL; s = TAILQ_NEXT(s, entry)) {
@@ -893,7 +896,9 @@ segments_progress(struct agent *a, struct agent_job *j)
 		moved = 1;
 	rp = calloc(n > 0 ? n : 1, sizeof(*rp));
 	rpp = calloc(n > 0 ? n : 1, sizeof(*rpp));
-	if (rp == NULL || rpp == NULL) {
+	/* Each rank's arrivals: steps, then times, SEG_ARRIVE_ENTRIES each. */
+	arr = calloc((n > 0 ? n : 1) * 2 * SEG_ARRIVE_ENTRIES, sizeof(*arr));
+	if (rp == NULL || rpp == NULL || arr == NULL) {
 		log_warn("%s", __func__);
 		goto out;
 	}
@@ -914,6 +919,12 @@ segments_progress(struct agent *a, struct agent_job *j)
 			rp[k].busy_last_us = rs->busy_last_us;
 			rp[k].busy_avg_us = rs->busy_avg_us;
 			rp[k].busy_max_us = rs->busy_max_us;
+			rp[k].arrive_step = &arr[k * 2 * SEG_ARRIVE_ENTRIES];
+			rp[k].arrive_unix_us = rp[k].arrive_step +
+			    SEG_ARRIVE_ENTRIES;
+			na = rs->busy_count > 0 ? arrive_read(s, rs->slot,
+			    rp[k].arrive_step, rp[k].arrive_unix_us) : 0;
+			rp[k].n_arrive_step = rp[k].n_arrive_unix_us = na;
 			rpp[k] = &rp[k];
 			if (k == 0 || rs->step < p.min_step)
 				p.min_step = rs->step;
@@ -927,8 +938,10 @@ segments_progress(struct agent *a, struct agent_job *j)
 	p.ranks_alive = (uint32_t)k;
 	p.n_ranks = k;
 	p.ranks = rpp;
+	p.sent_unix_us = clock_wall_ns() / 1000;
 	upstream_progress(a, j, &p);
 out:
+	free(arr);
 	free(rp);
 	free(rpp);
 	return (moved);

@@ -37,7 +37,7 @@
 #include "labels.h"
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		7	/* bump when the layout changes */
+#define SEG_VERSION		8	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -68,6 +68,21 @@
  * writes at most 2 * 16 + 2 = 34, so 40 lose none.
  */
 #define SEG_LOG_ENTRIES		40
+/*
+ * Arrivals kept per slot: when the rank entered a step's communication, for
+ * the steps it records (a power-of-two stride of them, lib/busy.c), the newest
+ * at (its count - 1) % SEG_ARRIVE_ENTRIES.
+ */
+#define SEG_ARRIVE_ENTRIES	32
+
+/*
+ * One arrival: step is -1 while the rank writes the entry (a seqlock of its
+ * own: the reader takes the time only if step read the same before and after).
+ */
+struct seg_arrival {
+	_Atomic int64_t	 step;
+	_Atomic int64_t	 mark_ns;		/* CLOCK_MONOTONIC of the mark */
+};
 
 /* The EventKind of a failed event, whose log text is an error, not a dir. */
 #define SEG_EVENT_FAILED	5
@@ -208,6 +223,11 @@ struct seg_slot {
 	char		 pad[72];		/* to a multiple of 64 bytes */
 	char		 output_root[SEG_PATH_MAX];	/* of the log's dirs */
 	struct seg_log_entry log[SEG_LOG_ENTRIES];
+	/* The rank's arrivals at its steps' communication (lib/busy.c),
+	 * written only by the rank; arrive_count (release) after the entry. */
+	_Atomic uint64_t arrive_count;		/* entries written so far */
+	char		 pad3[56];		/* to a multiple of 64 bytes */
+	struct seg_arrival arrive[SEG_ARRIVE_ENTRIES];
 };
 
 struct seg_header {
@@ -251,7 +271,8 @@ _Static_assert(offsetof(struct seg_slot, log) == 1792 + SEG_PATH_MAX,
 _Static_assert(offsetof(struct seg_slot, log_acked) % 8 == 0,
     "slot log_acked alignment");
 _Static_assert(sizeof(struct seg_slot) == 1792 + SEG_PATH_MAX +
-    SEG_LOG_ENTRIES * (64 + SEG_LOG_TEXT_MAX), "seg_slot size");
+    SEG_LOG_ENTRIES * (64 + SEG_LOG_TEXT_MAX) + 64 + SEG_ARRIVE_ENTRIES * 16,
+    "seg_slot size");
 _Static_assert(sizeof(struct seg_slot) % 64 == 0, "seg_slot alignment");
 _Static_assert(sizeof(struct seg_config) % 8 == 0, "seg_config alignment");
 _Static_assert(offsetof(struct seg_slot, step) % 8 == 0, "slot step alignment");

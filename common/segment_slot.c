@@ -120,6 +120,7 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 	atomic_store_explicit(&slot->busy_last_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->busy_avg_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->busy_max_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->arrive_count, 0, memory_order_relaxed);
 	slot->rank = rank;
 	slot->state = SEG_RANK_ATTACHED;
 	slot->window_id = 0;

@@ -300,6 +300,16 @@ ctl_stragglers_table(FILE *f, json_t *doc)
 		fprintf(f, "%s\n", (size_t)nobusy > json_array_size(
 		    json_object_get(doc, "no_busy_ranks")) ? " ..." : "");
 	}
+	if (json_is_object(v = json_object_get(doc, "last_arriver")))
+		fprintf(f, "last to arrive at the collective: rank %lld, at "
+		    "%lld of the last %lld steps judged (%.0f%%), %s ms after "
+		    "the median%s\n", (long long)ctl_json_int(v, "rank", -1),
+		    (long long)ctl_json_int(v, "steps", 0),
+		    (long long)ctl_json_int(v, "of", 0),
+		    100.0 * json_number_value(json_object_get(v, "share")),
+		    ctl_cell_num(c[7], sizeof(c[7]), json_object_get(v,
+		    "late_ms")), json_is_true(json_object_get(v, "flagged")) ?
+		    " (last)" : ", under half: not flagged");
 	ranks = json_object_get(doc, "worst_ranks");
 	if (json_array_size(ranks) == 0)
 		return;

@@ -10,6 +10,15 @@
  * every step_begin reads the clock too (the beginning of the busy time); a
  * rank that never marks pays nothing.  Only the first mark of a step counts:
  * a hook called per gradient bucket marks the first one.
+ *
+ * The mark's time itself (the rank's arrival at the step's communication) is
+ * kept too, in the slot's ring of SEG_ARRIVE_ENTRIES, for the steps that are
+ * multiples of a power of two: the coordinator compares the ranks' arrivals
+ * at the same step to find the one that arrives last (server/arrive.c).  The
+ * agent reads the ring every sample, so the stride grows while the ring holds
+ * less than ARRIVE_SPAN_MIN_NS of steps (a fast job) and shrinks while it
+ * holds more than ARRIVE_SPAN_MAX_NS; strides of powers of two nest, so ranks
+ * that chose different ones still keep the steps of the larger.
  */
 
 #include <time.h>
@@ -20,6 +29,41 @@
 #define BUSY_AVG_SHIFT		3	/* 1/8 */
 /* The recent maximum loses 1/2^BUSY_MAX_DECAY of itself at every mark. */
 #define BUSY_MAX_DECAY		4	/* 1/16 */
+/* The arrivals in the ring span this much time at least, at most. */
+#define ARRIVE_SPAN_MIN_NS	2000000000LL
+#define ARRIVE_SPAN_MAX_NS	16000000000LL
+/* The stride is at most 2^ARRIVE_SHIFT_MAX steps. */
+#define ARRIVE_SHIFT_MAX	20
+
+/*
+ * Keeps the rank's arrival at step's communication (now) in the slot's ring,
+ * if the step is one of the stride's.
+ */
+static void
+busy_arrive(struct dynprof *h, struct seg_slot *s, int64_t step, int64_t now)
+{
+	struct seg_arrival	*e;
+	uint64_t		 n;
+	int64_t			 old;
+
+	if (step < 0 || (step & ((INT64_C(1) << h->arrive_shift) - 1)) != 0)
+		return;
+	n = atomic_load_explicit(&s->arrive_count, memory_order_relaxed);
+	e = &s->arrive[n % SEG_ARRIVE_ENTRIES];
+	if (n >= SEG_ARRIVE_ENTRIES) {
+		old = atomic_load_explicit(&e->mark_ns, memory_order_relaxed);
+		if (now - old < ARRIVE_SPAN_MIN_NS &&
+		    h->arrive_shift < ARRIVE_SHIFT_MAX)
+			h->arrive_shift++;
+		else if (now - old > ARRIVE_SPAN_MAX_NS && h->arrive_shift > 0)
+			h->arrive_shift--;
+	}
+	atomic_store_explicit(&e->step, -1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&e->mark_ns, now, memory_order_relaxed);
+	atomic_store_explicit(&e->step, step, memory_order_release);
+	atomic_store_explicit(&s->arrive_count, n + 1, memory_order_release);
+}
 
 /* The slot moved (claimed again): the begin time is written to the new one. */
 void
@@ -76,6 +120,8 @@ dynprof_mark_comm(dynprof_t *h)
 	atomic_store_explicit(&s->busy_avg_ns, avg, memory_order_relaxed);
 	atomic_store_explicit(&s->busy_max_ns, max, memory_order_relaxed);
 	atomic_store_explicit(&s->busy_count, n + 1, memory_order_release);
+	busy_arrive(h, s, atomic_load_explicit(h->step_addr,
+	    memory_order_relaxed), now);
 	return (DYNPROF_OK);
 }
 

@@ -78,6 +78,8 @@ struct dynprof {
 	int32_t			 rank;
 	int64_t			 counter;	/* dynprof_step()'s last step */
 	int64_t			 mark_ns;	/* the last mark counted (busy.c) */
+	uint32_t		 arrive_shift;	/* arrivals kept every 2^this
+						   steps (busy.c) */
 
 	struct seg_config	*cfg;		/* last consistent copy */
 	struct seg_config	*cfg_next;	/* where the next one is read */

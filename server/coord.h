@@ -10,6 +10,7 @@
  *	change.c	the one path of a change: judge, store, apply, push
  *	straggler.c	each job's step rate, and the ranks and nodes lagging it
  *	busy.c		ranks whose busy time stands out, or rose (straggler.c's)
+ *	arrive.c	the rank last to arrive at the collective most often
  *	median.c	the k-th smallest of a set (the medians)
  *	rules.c		a job's rules: its stragglers profiled on purpose
  *	load.c		the model rebuilt from the store at start

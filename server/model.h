@@ -204,11 +204,42 @@ void	 busy_history_reset(struct busy_history *);
 int	 busy_history_update(struct busy_history *, float, int);
 int	 busy_judge(struct busy_rank *, size_t, int, struct busy_job *);
 
+/* arrive.c */
+#define ARRIVE_WINDOW		64	/* steps judged, per job */
+#define ARRIVE_MIN_STEPS	16	/* judged before any is flagged */
+#define ARRIVE_MIN_RANKS	2
+/* One rank's arrivals for a tick's judgement. */
+struct arrive_rank {
+	const struct rank_arrive *ra;		/* NULL: none */
+	int32_t			 rank;
+};
+/* A job's judged steps: the last rank at each (-1: nobody late enough). */
+struct arrive_job {
+	int64_t			 judged_step;	/* the newest judged, -1 none */
+	uint64_t		 steps;		/* judged so far */
+	int32_t			 last[ARRIVE_WINDOW];
+	int64_t			 late_us[ARRIVE_WINDOW];	/* after the median */
+	uint32_t		 head, n;
+	int32_t			 rank;		/* out: last most often, -1 */
+	uint32_t		 count;		/* out: steps it was last */
+	float			 share;		/* out: count / n */
+	int64_t			 late_avg_us;	/* out: its mean lateness */
+	int			 flagged;	/* out: last at over half */
+};
+int64_t	 arrive_clock_note(struct arrive_clock *, int64_t, int64_t);
+void	 arrive_rank_reset(struct rank_arrive *);
+size_t	 arrive_rank_take(struct rank_arrive *, const int64_t *,
+	    const int64_t *, size_t, int64_t, int64_t, int64_t);
+void	 arrive_job_reset(struct arrive_job *);
+int	 arrive_judge(struct arrive_job *, const struct arrive_rank *, size_t,
+	    int, uint32_t);
+
 /* straggler.c */
 #define STRAGGLER_LAG		1	/* step behind the median by > lag */
 #define STRAGGLER_SLOW		2	/* rate under the job's by > drop % */
 #define STRAGGLER_BUSY		4	/* busy time over the median by > P % */
 #define STRAGGLER_BUSY_CHANGE	8	/* busy time rose against its own */
+#define STRAGGLER_LAST		16	/* last at the collective most often */
 struct straggler_entry {
 	int32_t		 rank;
 	int		 reasons;		/* STRAGGLER_* */
@@ -219,6 +250,8 @@ struct straggler_entry {
 	float		 busy_score;		/* fastest / its own, -1 */
 	float		 busy_over;		/* its own / median, -1 */
 	float		 busy_rise;		/* against its history, -1 */
+	float		 last_share;		/* steps it arrived last, -1 */
+	int64_t		 last_late_us;		/* then after the median */
 	char		 node[COORD_NODE_MAX];
 };
 void	 straggler_tick(struct coord *);
@@ -232,6 +265,7 @@ void	 straggler_thresholds(const struct coord *, const struct job *,
 	    int64_t *, int *);
 size_t	 straggler_list(const struct job *, const struct straggler_entry **);
 int64_t	 straggler_median_step(const struct job *);
+uint32_t straggler_busy_median_us(const struct job *);
 struct json_t *straggler_json(const struct coord *, const struct job *);
 struct json_t *straggler_json_all(const struct coord *, const struct job *);
 void	 straggler_metrics(struct coord *, struct evbuffer *);

@@ -37,7 +37,8 @@ schedule_rank_bytes(const struct rank *r)
 	return (sizeof(*r) + (r->output_dir != NULL ?
 	    strlen(r->output_dir) + 1 : 0) + (r->error != NULL ?
 	    strlen(r->error) + 1 : 0) + (r->labels != NULL ?
-	    strlen(r->labels) + 1 : 0) + r->events_cap * sizeof(*r->events));
+	    strlen(r->labels) + 1 : 0) + r->events_cap * sizeof(*r->events) +
+	    (r->arrive != NULL ? sizeof(*r->arrive) : 0));
 }
 
 static const char *const schedule_budget_names[] = {
@@ -150,6 +151,7 @@ schedule_rank_free(struct coord *c, struct rank *r)
 	free(r->error);
 	free(r->labels);
 	free(r->events);
+	free(r->arrive);
 	free(r);
 }
 
@@ -608,6 +610,35 @@ schedule_rank_busy(struct rank *r, const Dynprof__V1__RankProgress *rp)
 }
 
 /*
+ * Takes a rank's arrivals from its progress, on the coordinator's clock by
+ * its node's offset off_us, if they fit the memory budget (else the rank
+ * gives none).  A rank whose busy time started over starts its arrivals over.
+ */
+static void
+schedule_rank_arrive(struct coord *c, struct rank *r,
+    const Dynprof__V1__RankProgress *rp, int64_t off_us, int64_t now_us)
+{
+	size_t	 n = rp->n_arrive_step;
+
+	if (rp->busy_count < r->busy.count || rp->busy_count == 0) {
+		if (r->arrive != NULL)
+			arrive_rank_reset(r->arrive);
+	}
+	if (n == 0 || rp->n_arrive_unix_us != n)
+		return;
+	if (r->arrive == NULL) {
+		if (!schedule_rank_fits(c, sizeof(*r->arrive)) ||
+		    (r->arrive = calloc(1, sizeof(*r->arrive))) == NULL)
+			return;
+		c->rank_bytes += sizeof(*r->arrive);
+	}
+	if (n > SEG_ARRIVE_ENTRIES)
+		n = SEG_ARRIVE_ENTRIES;
+	arrive_rank_take(r->arrive, rp->arrive_step, rp->arrive_unix_us, n,
+	    off_us, now_us, COORD_STEP_MAX);
+}
+
+/*
  * Takes a node's progress report for one job (kept in memory, stored lazily
  * by schedule_flush_ranks()).  A rank whose step is absurd is logged and
  * left as it was; absurd lowest and highest steps are not taken.
@@ -621,6 +652,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	struct node_job		*nj;
 	Dynprof__V1__RankProgress *rp;
 	size_t			 i, n;
+	int64_t			 off_us, now_us = clock_wall_ns() / 1000;
 
 	if (!jobid_valid(p->job, NULL) ||
 	    (job = schedule_job_peer(c, p->job, node->name)) == NULL ||
@@ -638,6 +670,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	nj->ranks_alive = p->ranks_alive;
 	if (n > 0)
 		nj->native = 1;
+	off_us = arrive_clock_note(&node->clock, p->sent_unix_us, now_us);
 	if (schedule_step_valid(p->min_step) &&
 	    schedule_step_valid(p->max_step)) {
 		nj->min_step = p->min_step;
@@ -667,6 +700,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		r->step = rp->step;
 		schedule_rank_reporter(c, r, rp->pid, rp->uid_known ?
 		    (int64_t)rp->uid : -1);
+		schedule_rank_arrive(c, r, rp, off_us, now_us);
 		schedule_rank_busy(r, rp);
 		if (rp->state >= DYNPROF__V1__RANK_STATE__RANK_ATTACHED &&
 		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)

@@ -201,6 +201,25 @@ struct busy_history {
 	int			 changed;	/* it rose */
 };
 
+/* Arrivals kept per rank (arrive.c). */
+#define ARRIVE_KEEP		16
+/* A rank's last arrivals at its steps' communication, steps ascending from
+ * head, times on the coordinator's clock (arrive.c). */
+struct rank_arrive {
+	int64_t			 step[ARRIVE_KEEP];
+	int64_t			 us[ARRIVE_KEEP];
+	uint32_t		 head, n;
+};
+
+/* Reports of a node's clock kept to estimate its offset (arrive.c). */
+#define ARRIVE_CLOCK_KEEP	16
+/* A node's clock against the coordinator's (arrive.c). */
+struct arrive_clock {
+	int64_t			 d[ARRIVE_CLOCK_KEEP];	/* received - sent, us */
+	uint32_t		 head, n;
+	int64_t			 offset_us;	/* the lowest: ours - its */
+};
+
 /* A rank's busy time as its agent reports it (dynprof_mark_comm()). */
 struct rank_busy {
 	uint64_t		 count;		/* steps measured, 0: none */
@@ -250,6 +269,7 @@ struct rank {
 	struct node		*counted_on;	/* the node it counts against:
 						 * reported by it, not gone */
 	struct rank_busy	 busy;		/* straggler.c, busy.c */
+	struct rank_arrive	*arrive;	/* NULL: none (arrive.c) */
 	struct job		*job;
 	LIST_ENTRY(rank)	 hentry;
 	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
@@ -332,6 +352,7 @@ struct node {
 	struct node_jobq	 jobs;
 	struct log_limit	 log_bounds;	/* its lines past a budget */
 	size_t			 nranks;	/* ranks counted_on it */
+	struct arrive_clock	 clock;		/* its offset (arrive.c) */
 	LIST_ENTRY(node)	 hentry;
 	TAILQ_ENTRY(node)	 entry;
 };

@@ -5,7 +5,8 @@
  * from the busy times of the ranks that mark their communication, the ranks
  * that compute longer than the job's median or than they used to (busy.c):
  * the straggler synchronous training hides, where every rank shows the same
- * step and rate.
+ * step and rate; from when they enter it, the rank last to arrive most often
+ * (arrive.c).
  *
  * The work is done on the housekeeping timer, once per heartbeat interval, in
  * time linear in the job's ranks (a selection, not a sort, finds the medians;
@@ -54,6 +55,8 @@ struct straggler {
 	uint32_t		 nflagged;	/* all of them, not only kept */
 	uint32_t		 nlag, nslow;
 	struct busy_job		 bj;		/* the busy times' judgement */
+	struct arrive_job	 aj;		/* the arrivals' */
+	uint32_t		 narrive;	/* judged ranks with arrivals */
 	uint32_t		 nbusy;		/* judged ranks with a busy time */
 	uint32_t		 nnobusy;	/* judged ranks without */
 	int32_t			 nobusy[STRAGGLER_NOBUSY_KEEP];	/* the first */
@@ -81,6 +84,7 @@ straggler_get(struct job *job)
 	s->busy = -1;
 	s->median_step = -1;
 	s->median_rate = -1;
+	arrive_job_reset(&s->aj);
 	job->strag = s;
 	return (s);
 }
@@ -300,6 +304,12 @@ straggler_keep(struct straggler *s, struct rank **flagged, size_t n)
 		e->busy_score = flagged[i]->busy.score;
 		e->busy_over = flagged[i]->busy.over;
 		e->busy_rise = flagged[i]->busy.hist.rise;
+		e->last_share = -1;
+		e->last_late_us = 0;
+		if (s->aj.rank == flagged[i]->rank && s->aj.n > 0) {
+			e->last_share = s->aj.share;
+			e->last_late_us = s->aj.late_avg_us;
+		}
 		memcpy(e->node, flagged[i]->node, sizeof(e->node));
 	}
 	if (n > 1)
@@ -345,9 +355,10 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	struct straggler	*s;
 	struct rank		*r, **flagged = NULL;
 	struct busy_rank	*br = NULL;
+	struct arrive_rank	*ar = NULL;
 	int64_t			*steps = NULL, *rates = NULL, lag, rmed = -1;
 	const char		*last = NULL;
-	size_t			 n = 0, nr = 0, nf = 0, nb = 0;
+	size_t			 n = 0, nr = 0, nf = 0, nb = 0, na = 0;
 	int			 drop, up = 0, rc = -1;
 	uint64_t		 t0 = clock_mono_ns();
 
@@ -357,7 +368,8 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	if (job->nranks > 0 &&
 	    ((steps = calloc(job->nranks, sizeof(*steps))) == NULL ||
 	    (rates = calloc(job->nranks, sizeof(*rates))) == NULL ||
-	    (br = calloc(job->nranks, sizeof(*br))) == NULL))
+	    (br = calloc(job->nranks, sizeof(*br))) == NULL ||
+	    (ar = calloc(job->nranks, sizeof(*ar))) == NULL))
 		goto out;
 	s->nnobusy = 0;
 	TAILQ_FOREACH(r, &job->ranks, entry) {
@@ -379,6 +391,10 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 				s->nobusy[s->nnobusy] = r->rank;
 			s->nnobusy++;
 		}
+		if (r->arrive != NULL && r->arrive->n > 0) {
+			ar[na].ra = r->arrive;
+			ar[na++].rank = r->rank;
+		}
 		if (r->pace.rate >= 0)	/* in milli-steps/s: integers */
 			rates[nr++] = (int64_t)(r->pace.rate * 1000.0f);
 	}
@@ -390,6 +406,10 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	s->nlag = s->nslow = 0;
 	s->nbusy = (uint32_t)nb;
 	if (straggler_busy_judge(c, job, s, br, nb) == -1)
+		goto out;
+	s->narrive = (uint32_t)na;
+	if (arrive_judge(&s->aj, ar, na, straggler_busy(c, job),
+	    s->bj.median_us) == -1)
 		goto out;
 	if (n >= 1 && (flagged = calloc(n, sizeof(*flagged))) == NULL)
 		goto out;
@@ -408,6 +428,9 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 			r->pace.straggling |= STRAGGLER_SLOW;
 			s->nslow++;
 		}
+		if (s->aj.flagged && r->rank == s->aj.rank &&
+		    r->arrive != NULL && r->arrive->n > 0)
+			r->pace.straggling |= STRAGGLER_LAST;
 flag:
 		if (r->pace.straggling != 0)
 			flagged[nf++] = r;
@@ -420,6 +443,7 @@ out:
 	free(steps);
 	free(rates);
 	free(br);
+	free(ar);
 	free(flagged);
 	s->compute_ns = clock_mono_ns() - t0;
 	if (rc == -1)
@@ -487,6 +511,8 @@ straggler_reasons_json(int reasons)
 		json_array_append_new(a, json_string("busy"));
 	if (reasons & STRAGGLER_BUSY_CHANGE)
 		json_array_append_new(a, json_string("busy_change"));
+	if (reasons & STRAGGLER_LAST)
+		json_array_append_new(a, json_string("last"));
 	return (a);
 }
 
@@ -525,6 +551,33 @@ straggler_busy_json(const struct coord *c, const struct job *job, json_t *o)
 	json_object_set_new(o, "no_busy_ranks", a);
 }
 
+/* Adds the job's arrivals' judgement to o: the rank last most often. */
+static void
+straggler_arrive_json(const struct job *job, json_t *o)
+{
+	const struct straggler	*s = job->strag;
+	const struct arrive_job	*aj = s != NULL ? &s->aj : NULL;
+	json_t			*l;
+
+	json_object_set_new(o, "arrive_ranks", json_integer(s ? s->narrive :
+	    0));
+	json_object_set_new(o, "arrive_steps_judged", json_integer(aj ?
+	    (json_int_t)aj->steps : 0));
+	if (aj == NULL || aj->rank < 0) {
+		json_object_set_new(o, "last_arriver", json_null());
+		return;
+	}
+	l = json_object();
+	json_object_set_new(l, "rank", json_integer(aj->rank));
+	json_object_set_new(l, "steps", json_integer(aj->count));
+	json_object_set_new(l, "of", json_integer(aj->n));
+	json_object_set_new(l, "share", straggler_real_json(aj->share));
+	json_object_set_new(l, "late_ms", json_real((double)aj->late_avg_us /
+	    1000.0));
+	json_object_set_new(l, "flagged", json_boolean(aj->flagged));
+	json_object_set_new(o, "last_arriver", l);
+}
+
 /*
  * Returns the job's stragglers: the thresholds, the medians, the counts, and
  * the max worst ranks and nodes.
@@ -551,6 +604,7 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 	json_object_set_new(o, "lagging", json_integer(s ? s->nlag : 0));
 	json_object_set_new(o, "slow", json_integer(s ? s->nslow : 0));
 	straggler_busy_json(c, job, o);
+	straggler_arrive_json(job, o);
 	json_object_set_new(o, "nodes", json_integer(s ? s->nnodes : 0));
 	a = json_array();
 	for (i = 0; s != NULL && i < s->nlist && i < max;
@@ -570,6 +624,11 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 		    straggler_real_json(s->list[i].busy_over));
 		json_object_set_new(e, "busy_rise",
 		    straggler_real_json(s->list[i].busy_rise));
+		json_object_set_new(e, "last_share",
+		    straggler_real_json(s->list[i].last_share));
+		json_object_set_new(e, "last_late_ms",
+		    s->list[i].last_share < 0 ? json_null() :
+		    json_real((double)s->list[i].last_late_us / 1000.0));
 		json_object_set_new(e, "reasons",
 		    straggler_reasons_json(s->list[i].reasons));
 		json_array_append_new(a, e);
@@ -645,6 +704,17 @@ straggler_busy_metrics(struct coord *c, struct evbuffer *buf)
 			    "dynprof_job_busy_worst_ratio{job=\"%s\"} %.3f\n",
 			    job->name, (double)s->bj.slowest_us /
 			    (double)s->bj.median_us);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_job_last_arrival_share The share of a job's last "
+	    "judged steps at whose collective its most often last rank "
+	    "arrived last.\n"
+	    "# TYPE dynprof_job_last_arrival_share gauge\n");
+	TAILQ_FOREACH(job, &c->jobs, entry)
+		if ((s = job->strag) != NULL && s->aj.rank >= 0)
+			evbuffer_add_printf(buf,
+			    "dynprof_job_last_arrival_share{job=\"%s\","
+			    "rank=\"%d\"} %.3f\n", job->name, s->aj.rank,
+			    (double)s->aj.share);
 }
 
 /* Appends the straggler metrics of every judged job to buf. */
@@ -684,8 +754,11 @@ straggler_metrics(struct coord *c, struct evbuffer *buf)
 		    "dynprof_stragglers{job=\"%s\",reason=\"slow\"} %u\n"
 		    "dynprof_stragglers{job=\"%s\",reason=\"busy\"} %u\n"
 		    "dynprof_stragglers{job=\"%s\",reason=\"busy_change\"} "
-		    "%u\n", job->name, s->nlag, job->name, s->nslow,
-		    job->name, s->bj.nover, job->name, s->bj.nchange);
+		    "%u\n"
+		    "dynprof_stragglers{job=\"%s\",reason=\"last\"} %u\n",
+		    job->name, s->nlag, job->name, s->nslow,
+		    job->name, s->bj.nover, job->name, s->bj.nchange,
+		    job->name, s->aj.flagged ? 1u : 0u);
 		cost += s->compute_ns;
 	}
 	straggler_busy_metrics(c, buf);

@@ -9,7 +9,9 @@ to that mark) tells the straggler.
 
   slowed    rank 2 computes 3 times longer from the first step: it alone is
             flagged ("busy", its busy time over the job's median) within a
-            bounded number of steps, with its score against the fastest; no
+            bounded number of steps, with its score against the fastest, and
+            as the rank last to arrive at the all-reduce at most steps
+            ("last", from the marks' times, four agents' clocks); no
             rank lags; a rule fires on it and profiles it and one peer (both
             write a trace of the window's steps, the others nothing).
   balanced  the same run, nobody slowed, as many steps: nobody is flagged at
@@ -133,18 +135,36 @@ def slowed(c, nodes):
           "rank 2: %s" % w)
     check(s["lagging"] == 0 and s["busy"] == 1 and s["no_busy"] == 0,
           "stragglers: %s" % s)
-    # dynprofctl and /metrics say it too: the signal, and by how much.
+    # The same rank arrives last at the gradients' all-reduce at most steps:
+    # found by that signal too, within as many steps.
+    s = watch(c, job, procs, seen, until=lambda s: any(
+        w["rank"] == 2 and "last" in w["reasons"] for w in s["worst_ranks"]))
+    w = [w for w in s["worst_ranks"] if w["rank"] == 2][0]
+    la = s["last_arriver"]
+    log("rank 2 last to arrive at median step %d: %s" % (s["median_step"],
+                                                         la))
+    check(s["median_step"] <= DETECT_STEPS,
+          "last arriver at step %d, not within %d" % (s["median_step"],
+                                                      DETECT_STEPS))
+    check(la["rank"] == 2 and la["flagged"] and la["share"] > 0.5 and
+          la["steps"] * 2 > la["of"] >= 16 and la["late_ms"] > 10 and
+          w["last_share"] == la["share"] and s["arrive_ranks"] == WORLD,
+          "last arriver: %s, rank 2: %s" % (la, w))
+    # dynprofctl and /metrics say it too: the signals, and by how much.
     out = c.ctl("stragglers", job).stdout
     row = [ln.split() for ln in out.splitlines() if ln.split()[:2] == ["2",
                                                                       "n2"]]
-    check(row and row[0][-1] == "busy" and float(row[0][-3]) > 2.0 and
-          "busy time (step begin to its first collective): 4 ranks" in out,
+    check(row and row[0][-1] == "busy,last" and float(row[0][-3]) > 2.0 and
+          "busy time (step begin to its first collective): 4 ranks" in out
+          and "last to arrive at the collective: rank 2, at " in out,
           "dynprofctl stragglers:\n%s" % out)
     with urllib.request.urlopen(c.url() + "/metrics", timeout=10) as r:
         m = r.read().decode()
     check(('dynprof_stragglers{job="%s",reason="busy"} 1' % job) in m and
-          ('dynprof_job_busy_ranks{job="%s",busy="yes"} 4' % job) in m and
-          ('dynprof_job_busy_worst_ratio{job="%s"} ' % job) in m,
+          ('dynprof_stragglers{job="%s",reason="last"} 1' % job) in m and
+          ('dynprof_job_last_arrival_share{job="%s",rank="2"} ' % job) in m
+          and ('dynprof_job_busy_ranks{job="%s",busy="yes"} 4' % job) in m
+          and ('dynprof_job_busy_worst_ratio{job="%s"} ' % job) in m,
           "metrics: %s" % [ln for ln in m.splitlines() if job in ln])
 
     r = c.wait_rule_fired(job)

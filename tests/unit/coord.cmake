@@ -15,3 +15,4 @@ dynprof_test(test_store_migrate SOURCES unit/test_store_migrate.c
 # The judgement of busy times (server/busy.c) on busy times recorded from
 # real DDP runs.
 dynprof_test(test_busy SOURCES unit/test_busy.c LIBS dpcoord TIMEOUT 30)
+dynprof_test(test_arrive SOURCES unit/test_arrive.c LIBS dpcoord TIMEOUT 30)

@@ -12,7 +12,7 @@ import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 7
+SEG_VERSION = 8
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -22,6 +22,7 @@ SEG_PATH_MAX = 1024
 SEG_ERROR_MAX = 256
 SEG_LOG_TEXT_MAX = 320
 SEG_LOG_ENTRIES = 40
+SEG_ARRIVE_ENTRIES = 32
 SEG_WINDOW_CANCELLED = 0x1
 
 
@@ -113,6 +114,9 @@ class SegSlot(ctypes.Structure):
         ("pad", ctypes.c_char * 72),
         ("output_root", ctypes.c_char * SEG_PATH_MAX),
         ("log", SegLogEntry * SEG_LOG_ENTRIES),
+        ("arrive_count", ctypes.c_uint64),
+        ("pad3", ctypes.c_char * 56),
+        ("arrive", ctypes.c_int64 * (2 * SEG_ARRIVE_ENTRIES)),  # step, mark_ns
     ]
 
 
