@@ -39,7 +39,7 @@ static const char *http_ui_node_fields[] = {
 	"node", "state", "applied_generation", "ranks", "min_step",
 	"max_step", "stragglers", "attached", "armed", "profiling", "done",
 	"skipped", "failed", "gone", "observed", "observed_complete", "unknown",
-	NULL
+	"busy_ranks", "busy_max_us", NULL
 };
 
 /* Rows written per chunk of GET /v1/jobs/J/nodes. */
@@ -51,6 +51,8 @@ struct http_ui_node {
 	uint32_t	 ranks, stragglers;
 	uint32_t	 states[RANKS_STATE_UNKNOWN + 1];	/* as shown */
 	int64_t		 min_step, max_step;
+	uint32_t	 busy_ranks;		/* live ranks giving a busy time */
+	uint32_t	 busy_max_us;		/* the longest of theirs */
 };
 
 /*
@@ -172,6 +174,11 @@ http_ui_count_nodes(struct coord *c, struct job *job,
 				nodes[i].min_step = r->step;
 			if (r->step > nodes[i].max_step)
 				nodes[i].max_step = r->step;
+			if (r->busy.count > 0 && r->busy.avg_us > 0) {
+				nodes[i].busy_ranks++;
+				if (r->busy.avg_us > nodes[i].busy_max_us)
+					nodes[i].busy_max_us = r->busy.avg_us;
+			}
 		}
 	}
 	free(slot);
@@ -222,7 +229,7 @@ http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
 		text = js != NULL ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
 		json_decref(js);
 		evbuffer_add_printf(buf, "%s[%s,\"%s\",%llu,%u,%lld,%lld,%u,%u,"
-		    "%u,%u,%u,%u,%u,%u,%u,%u,%u]", a->next > 0 ? "," : "",
+		    "%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u]", a->next > 0 ? "," : "",
 		    text ? text : "\"\"", n != NULL && n->conn != NULL ?
 		    "connected" : "lost",
 		    nj != NULL ? (unsigned long long)nj->applied : 0ULL,
@@ -237,7 +244,8 @@ http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_GONE],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_OBSERVED],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE],
-		    u->states[RANKS_STATE_UNKNOWN]);
+		    u->states[RANKS_STATE_UNKNOWN], u->busy_ranks,
+		    u->busy_max_us);
 		free(text);
 	}
 	if (a->next < a->n)
@@ -290,9 +298,11 @@ http_get_job_nodes(struct coord *c, struct evhttp_request *req,
 	for (k = 0; http_ui_node_fields[k] != NULL; k++)
 		json_array_append_new(fields,
 		    json_string(http_ui_node_fields[k]));
-	head = json_pack("{s:s,s:I,s:I,s:o}", "job", job->name, "median_step",
-	    (json_int_t)straggler_median_step(job), "lag_steps",
-	    (json_int_t)lag, "fields", fields);
+	head = json_pack("{s:s,s:I,s:I,s:I,s:i,s:o}", "job", job->name,
+	    "median_step", (json_int_t)straggler_median_step(job), "lag_steps",
+	    (json_int_t)lag, "busy_median_us",
+	    (json_int_t)straggler_busy_median_us(job), "busy_percent",
+	    straggler_busy(c, job), "fields", fields);
 	a->head = json_dumps(head, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(head);
 	if (a->head == NULL) {

@@ -692,7 +692,7 @@ rule_fire(struct coord *c, struct job *job, struct rule *r,
 	struct window		*w;
 	struct refusal		 ref;
 	struct rule		 prev;
-	char			 ranks[SEG_RANKS_MAX];
+	char			 ranks[SEG_RANKS_MAX], last[48];
 
 	rule_pick(job, worst, r->peers, ranks, sizeof(ranks));
 	r->attempt_ns = now;
@@ -715,12 +715,16 @@ rule_fire(struct coord *c, struct job *job, struct rule *r,
 		    __func__, job->name, r->id, worst->rank, ref.msg);
 		return;
 	}
+	last[0] = '\0';
+	if (worst->reasons & STRAGGLER_LAST)
+		snprintf(last, sizeof(last), ", last to arrive at %.0f%% of "
+		    "steps", (double)worst->last_share * 100.0);
 	log_info("%s: job %s rule %u: rank %d on %s straggles (step %" PRId64
-	    ", %" PRId64 " behind, busy %.2fx the median%s): window %u [%"
+	    ", %" PRId64 " behind, busy %.2fx the median%s%s): window %u [%"
 	    PRId64 ", %" PRId64 "] on ranks %s", __func__, job->name, r->id,
 	    worst->rank, worst->node, worst->step, worst->lag,
 	    (double)worst->busy_over, worst->reasons & STRAGGLER_BUSY_CHANGE ?
-	    ", risen against its own" : "", w->id, w->start_step,
+	    ", risen against its own" : "", last, w->id, w->start_step,
 	    w->stop_step, ranks);
 }
 

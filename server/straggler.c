@@ -485,6 +485,13 @@ straggler_median_step(const struct job *job)
 	return (job->strag != NULL ? job->strag->median_step : -1);
 }
 
+/* Returns the job's median busy time at the last tick in us, 0 unknown. */
+uint32_t
+straggler_busy_median_us(const struct job *job)
+{
+	return (job->strag != NULL ? job->strag->bj.median_us : 0);
+}
+
 /*
  * Returns a rate (steps/s) or a ratio as JSON, to three decimals, null when
  * unknown (< 0).

@@ -20,6 +20,8 @@
 	const HEAT_MS = 5000;		/* a job's nodes (heat map) */
 	const LIST_MS = 5000;		/* jobs and nodes */
 	const HEAT_CELLS_MAX = 4096;	/* cells in the heat map */
+	const NO_BUSY = 'repeating-linear-gradient(45deg, #c9d3e3 0 3px, ' +
+	    '#eef2f8 3px 6px)';		/* a node whose ranks give no busy time */
 	const FEED_MAX = 200;		/* entries kept in the live feed */
 	const NODES_SHOWN = 50;		/* rows of node tables */
 	const WINDOWS_SHOWN = 16;	/* windows on the line */
@@ -257,7 +259,23 @@
 			return 'busy ' + fixed(r.busy_rise, 2) + 'x its own past';
 		if (w === 'lag')
 			return 'lag ' + num(r.lag) + ' steps';
+		if (w === 'last')
+			return 'last to arrive at ' + Math.round(100 *
+			    r.last_share) + '% of steps, ' +
+			    fixed(r.last_late_ms, 1) + ' ms after the median';
 		return w;
+	}
+
+	/* The rank last to arrive at the collective most often, in words. */
+	function lastArriver(sg) {
+		const l = sg.last_arriver;
+		if (!l)
+			return '';
+		return ' Last to arrive at the collective: rank ' + l.rank +
+		    ', at ' + l.steps + ' of the last ' + l.of + ' steps (' +
+		    Math.round(100 * l.share) + '%), ' + fixed(l.late_ms, 1) +
+		    ' ms after the median' + (l.flagged ? ' (last).' :
+		    ': under half, not flagged.');
 	}
 
 	function drawStragglers(sg) {
@@ -289,7 +307,7 @@
 		    (nb > 0 ? num(nb) + ' ranks give no busy time (judged by ' +
 		    'lag and rate only): ' + (sg.no_busy_ranks || []).join(', ') +
 		    (nb > (sg.no_busy_ranks || []).length ? ', ...' : '') + '.' :
-		    'Every judged rank gives one.') : '';
+		    'Every judged rank gives one.') + lastArriver(sg) : '';
 		rows('strag-nodes', (sg.worst_nodes || []).map((n) =>
 		    el('tr', {}, el('td', {}, n.node),
 		    el('td', { class: 'num' }, n.ranks),
@@ -407,6 +425,16 @@
 				return 'var(--ok)';
 			return '#c9d3e3';
 		}
+		if (by === 'busy') {
+			if (!(n.busy_ranks > 0) || !(heat.busy_median_us > 0))
+				return NO_BUSY;
+			const over = n.busy_max_us / heat.busy_median_us - 1;
+			const fb = Math.min(1, Math.max(0, over) * 100 /
+			    Math.max(1, heat.busy_percent));
+			return 'hsl(' + Math.round(130 - 130 * fb) + ', ' +
+			    Math.round(55 + 25 * fb) + '%, ' +
+			    Math.round(42 + 6 * fb) + '%)';
+		}
 		if (n.min_step < 0 || median < 0)
 			return '#c9d3e3';
 		const lag = Math.max(0, median - n.min_step);
@@ -416,6 +444,18 @@
 			return 'hsl(' + Math.round(40 - 40 * f) + ', 80%, 48%)';
 		return 'hsl(' + Math.round(130 - 70 * f) + ', 55%, ' +
 		    Math.round(42 + 10 * f) + '%)';
+	}
+
+	/* A cell's busy time for its title: its longest against the job's
+	 * median, or that its ranks give none. */
+	function busyTitle(c) {
+		if (!(c.busy_ranks > 0))
+			return c.ranks > 0 ? ', no busy time' : '';
+		return ', busy ' + fixed(c.busy_max_us / 1000, 1) + ' ms' +
+		    (heat.busy_median_us > 0 ? ' (' + fixed(c.busy_max_us /
+		    heat.busy_median_us, 2) + 'x the median)' : '') +
+		    (c.busy_ranks < c.ranks ? ', ' + (c.ranks - c.busy_ranks) +
+		    ' of its ranks give none' : '');
 	}
 
 	/* Groups the nodes into at most HEAT_CELLS_MAX cells: each the worst
@@ -432,8 +472,10 @@
 			    state: g.every((n) => n.state === 'lost') ? 'lost' :
 			    'connected', min_step: Infinity, max_step: -1 };
 			for (const k of ['ranks', 'stragglers', 'profiling',
-			    'done', 'failed'])
+			    'done', 'failed', 'busy_ranks'])
 				c[k] = g.reduce((a, n) => a + n[k], 0);
+			c.busy_max_us = g.reduce((a, n) =>
+			    Math.max(a, n.busy_max_us), 0);
 			for (const n of g) {
 				if (n.min_step >= 0)
 					c.min_step = Math.min(c.min_step, n.min_step);
@@ -462,7 +504,8 @@
 		    title: c.node + ': ' + c.ranks + ' ranks, steps ' +
 			num(c.min_step) + '-' + num(c.max_step) +
 			(c.stragglers ? ', ' + c.stragglers + ' straggling' :
-			'') + (c.state === 'lost' ? ', lost' : ''),
+			'') + (by === 'busy' ? busyTitle(c) : '') +
+			(c.state === 'lost' ? ', lost' : ''),
 		    'data-node': c.node,
 		    onclick: () => showNode(c) })));
 		const ranks = nodes.reduce((a, n) => a + n.ranks, 0);
@@ -475,6 +518,12 @@
 		    [['var(--ok)', 'done'], ['var(--prof)', 'profiling'],
 		    ['var(--warn)', 'straggling'], ['var(--bad)', 'failed'],
 		    ['#c9d3e3', 'attached'], ['var(--lost)', 'lost']] :
+		    by === 'busy' ?
+		    [['hsl(130, 55%, 42%)', 'busy time at the median'],
+		    ['hsl(65, 68%, 45%)', 'over it'],
+		    ['hsl(0, 80%, 48%)', heat.busy_percent + '% over it ' +
+		    'or more'], [NO_BUSY, 'no busy time'],
+		    ['var(--lost)', 'lost']] :
 		    [['hsl(130, 55%, 42%)', 'at the median'],
 		    ['hsl(60, 55%, 52%)', 'behind'],
 		    ['hsl(0, 80%, 48%)', 'straggling'],
@@ -548,6 +597,8 @@
 		heat = {
 			median_step: d.median_step,
 			lag_steps: d.lag_steps,
+			busy_median_us: d.busy_median_us || 0,
+			busy_percent: d.busy_percent || 0,
 			nodes: d.nodes.map((row) => Object.fromEntries(
 			    f.map((k, i) => [k, row[i]]))).sort((a, b) =>
 			    byName(a.node, b.node)),
@@ -676,6 +727,11 @@
 		takeToken();
 		const p = new URLSearchParams(location.hash.slice(1));
 		view = p.get('job');
+		/* #heat=step|state|busy: the heat map's view. */
+		const hb = document.querySelector('input[name="heat-by"][value="' +
+		    (p.get('heat') || '').replace(/[^a-z]/g, '') + '"]');
+		if (hb)
+			hb.checked = true;
 		heat = summary = selNode = null;
 		$('jobs-view').hidden = view !== null;
 		$('job-view').hidden = view === null;

@@ -8,7 +8,8 @@
  * kept into the feed; a stream cut plainly (through a proxy that closes it
  * and holds the page's requests while events are committed) is resumed from
  * its revision, each event shown once; past 4,096 nodes the heat map groups
- * them into cells; the page's files carry the security headers the API
+ * them into cells; the heat map shows each node's busy time, and which
+ * nodes' ranks give none; the page's files carry the security headers the API
  * documents, and Chromium refuses to frame it.  A screenshot is kept under
  * the build directory (tests/artefacts/ui-job.png).
  *
@@ -957,6 +958,78 @@ test_heat_grouped(void **state)
 }
 
 /*
+ * Busy time on the heat map (#heat=busy: that view chosen): the ranks of
+ * ui-000 to ui-005 give a busy time of 20 ms, rank 16 (on ui-002) 60 ms, those
+ * of ui-006 and ui-007 none.  Each cell's title says its longest busy time
+ * against the job's median, or that its ranks give none (hatched, as the
+ * legend says); the stragglers' text names the ranks that give none.
+ */
+static void
+test_heat_busy(void **state)
+{
+	struct fixture	*f = *state;
+	long long	 deadline = tc_now_ms() + 60000, busy = -1;
+	int64_t		 steps[FA_PROGRESS_MAX];
+	uint32_t	 us[FA_PROGRESS_MAX];
+	char		 url[256], dom[320];
+	char		*d, *cell, *end, *hatch;
+	json_t		*j;
+	int		 i, k;
+
+	if (f->nodes != 8 || f->node_ranks != 8)
+		skip();
+	for (i = 0; i < 6; i++) {
+		for (k = 0; k < f->node_ranks; k++) {
+			steps[k] = i * f->node_ranks + k == f->straggler ?
+			    SLOW_STEP : STEP;
+			us[k] = i * f->node_ranks + k == 16 ? 60000 : 20000;
+		}
+		assert_int_equal(fa_progress_busy(&f->fa[i], JOB,
+		    i * f->node_ranks, steps, us, f->node_ranks), 0);
+	}
+	while (tc_now_ms() < deadline && busy != 48) {
+		beat(f);
+		j = req(f, "GET", "/v1/jobs/" JOB "/stragglers", NULL, VIEWER,
+		    200);
+		busy = tc_int(j, "busy_ranks");
+		json_decref(j);
+		usleep(100000);
+	}
+	if (busy != 48)
+		fail_msg("%lld ranks judged with a busy time, not 48", busy);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/ui/#job=" JOB
+	    "&heat=busy&token=" VIEWER, f->tc.http_port);
+	snprintf(dom, sizeof(dom), "%s/dom-busy.html", f->tc.dir);
+	chrome(f, url, "--dump-dom", NULL, dom);
+	d = slurp(dom);
+	expect(d, "title=\"ui-002: 8 ranks, steps 1,000-1,000, 1 straggling, "
+	    "busy 60.0 ms (3.00x the median)\"");
+	expect(d, "title=\"ui-003: 8 ranks, steps 1,000-1,000, busy 20.0 ms "
+	    "(1.00x the median)\"");
+	expect(d, "title=\"ui-006: 8 ranks, steps 1,000-1,000, no busy "
+	    "time\"");
+	expect(d, "</i>no busy time</span>");
+	expect(d, "</i>30% over it or more</span>");
+	/* The cells of nodes with no busy time are hatched, the others not. */
+	for (i = 0; i < 8; i++) {
+		snprintf(url, sizeof(url), "data-node=\"ui-%03d\"", i);
+		if ((cell = strstr(d, url)) == NULL)
+			fail_msg("no cell for ui-%03d", i);
+		while (cell > d && strncmp(cell, "<div", 4) != 0)
+			cell--;
+		if ((end = strchr(cell, '>')) == NULL)
+			fail_msg("ui-%03d: no end to its cell", i);
+		hatch = strstr(cell, "repeating-linear-gradient");
+		if ((hatch != NULL && hatch < end) != (i >= 6))
+			fail_msg("ui-%03d: hatched or not wrongly: %.*s", i,
+			    (int)(end - cell), cell);
+	}
+	expect(d, "16 ranks give no busy time (judged by lag and rate only): "
+	    "48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63.");
+	free(d);
+}
+
+/*
  * The page's files carry the headers docs/admin-api.md names (a
  * Content-Security-Policy allowing only this origin and no framing,
  * Referrer-Policy: no-referrer, nosniff), and Chromium refuses to show
@@ -1063,6 +1136,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_headers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_heat_grouped, setup_many,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_heat_busy, setup,
 		    teardown),
 	};
 
