@@ -55,6 +55,8 @@ static const struct ctl_command ctl_commands[] = {
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"
+	  "        [--select SEL] [--nodes N1,N2] [--one-per KEY]\n"
+	  "        [--group-of RANK:KEY]\n"
 	  "        [--output-subdir D] [--wait [--timeout S]] [--new] [--force]",
 	  "Schedule a profiling window and print its resolved steps.\n"
 	  "  --start N          start at step N (absolute)\n"
@@ -64,6 +66,13 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --stop N           stop after step N (inclusive)\n"
 	  "  --roundup R        move the start up to the next multiple of R\n"
 	  "  --ranks LIST       only these ranks, e.g. 0-7,16 (default: all)\n"
+	  "  --select SEL       the live ranks whose labels match SEL, such as\n"
+	  "                     'pp=3,tp in (0,1)' (docs/labels.md)\n"
+	  "  --nodes N1,N2      the live ranks on these nodes\n"
+	  "  --one-per KEY      one rank (the lowest) per value of label KEY\n"
+	  "  --group-of RANK:KEY the ranks sharing every label of RANK but KEY,\n"
+	  "                     e.g. 13:tp: rank 13's tensor-parallel group\n"
+	  "                     (these four combine; not with --ranks)\n"
 	  "  --option KEY=VALUE a profiler option, repeatable: MindSpore fields are\n"
 	  CTL_HELP_OPTIONS
 	  "                     other keys take a JSON value, else a string\n"

@@ -126,6 +126,10 @@ struct ctl_trace_args {
 	int		 have_roundup;
 	int64_t		 start, in, steps, stop, roundup;
 	const char	*ranks;
+	const char	*named[3];	/* --select, --nodes, --one-per */
+	int		 have_group;	/* --group-of RANK:KEY */
+	int64_t		 group_rank;
+	const char	*group_vary;
 	const char	*output_subdir;
 	json_t		*options;	/* owned */
 	int		 wait;

@@ -105,7 +105,11 @@ ctl_trace_args_free(struct ctl_trace_args *a)
 enum ctl_trace_flag {
 	CTL_F_START, CTL_F_IN, CTL_F_STEPS, CTL_F_STOP, CTL_F_ROUNDUP,
 	CTL_F_RANKS, CTL_F_OPTION, CTL_F_SUBDIR, CTL_F_TIMEOUT,
+	CTL_F_SELECT, CTL_F_NODES, CTL_F_ONE_PER, CTL_F_GROUP_OF,
 };
+
+/* The window's keys of the flags naming ranks by what they are. */
+static const char *ctl_trace_named_keys[] = { "select", "nodes", "one_per" };
 
 static const struct {
 	const char		*name;
@@ -120,6 +124,10 @@ static const struct {
 	{ "--option", CTL_F_OPTION },
 	{ "--output-subdir", CTL_F_SUBDIR },
 	{ "--timeout", CTL_F_TIMEOUT },
+	{ "--select", CTL_F_SELECT },
+	{ "--nodes", CTL_F_NODES },
+	{ "--one-per", CTL_F_ONE_PER },
+	{ "--group-of", CTL_F_GROUP_OF },
 };
 
 /* A step count flag: given once, an integer >= min. */
@@ -147,7 +155,7 @@ ctl_trace_flag(struct ctl_trace_args *a, const char *name,
 {
 	struct rank_set	 rs;
 	const char	*why;
-	char		*end;
+	char		*end, num[16];
 
 	switch (flag) {
 	case CTL_F_START:
@@ -176,6 +184,35 @@ ctl_trace_flag(struct ctl_trace_args *a, const char *name,
 			return (-1);
 		}
 		a->ranks = v;
+		return (0);
+	case CTL_F_SELECT:
+	case CTL_F_NODES:
+	case CTL_F_ONE_PER:
+		/* What they name is the coordinator's to judge. */
+		if (a->named[flag - CTL_F_SELECT] != NULL || *v == '\0') {
+			snprintf(err, errlen, "%s %s", name,
+			    *v == '\0' ? "is empty" : "given twice");
+			return (-1);
+		}
+		a->named[flag - CTL_F_SELECT] = v;
+		return (0);
+	case CTL_F_GROUP_OF:
+		if (a->have_group || (end = strchr(v, ':')) == NULL ||
+		    end[1] == '\0') {
+			snprintf(err, errlen, "%s %s: expected RANK:KEY, such "
+			    "as 13:tp (rank 13's group, its tp varying)", name,
+			    v);
+			return (-1);
+		}
+		snprintf(num, sizeof(num), "%.*s", (int)(end - v), v);
+		if ((size_t)(end - v) >= sizeof(num) ||
+		    ctl_parse_int64(num, 0, INT32_MAX, &a->group_rank) == -1) {
+			snprintf(err, errlen, "%s: rank %s: expected a rank "
+			    "number", name, num);
+			return (-1);
+		}
+		a->group_vary = end + 1;
+		a->have_group = 1;
 		return (0);
 	case CTL_F_OPTION:
 		return (ctl_option_parse(a->options, v, err, errlen));
@@ -316,6 +353,7 @@ json_t *
 ctl_trace_body(const struct ctl_trace_args *a)
 {
 	json_t	*b;
+	int	 i;
 
 	if ((b = json_object()) == NULL)
 		return (NULL);
@@ -331,6 +369,13 @@ ctl_trace_body(const struct ctl_trace_args *a)
 		json_object_set_new(b, "roundup", json_integer(a->roundup));
 	if (a->ranks != NULL)
 		json_object_set_new(b, "ranks", json_string(a->ranks));
+	for (i = 0; i < 3; i++)
+		if (a->named[i] != NULL)
+			json_object_set_new(b, ctl_trace_named_keys[i],
+			    json_string(a->named[i]));
+	if (a->have_group)
+		json_object_set_new(b, "group_of", json_pack("{s:I,s:s}",
+		    "rank", (json_int_t)a->group_rank, "vary", a->group_vary));
 	if (json_object_size(a->options) > 0)
 		json_object_set(b, "options", a->options);
 	if (a->output_subdir != NULL)

@@ -471,12 +471,22 @@ change_window_add(struct coord *c, const char *name,
     const struct window_request *r, struct window **wp, struct job **jobp,
     struct refusal *ref)
 {
-	struct change	 ch;
-	struct job	*job;
-	struct window	*w, *other;
-	const char	*node;
-	int64_t		 start, stop, max = -1;
+	struct change		 ch;
+	struct window_request	 sel;
+	struct job		*job;
+	struct window		*w, *other;
+	const char		*node;
+	char			 ranks[SEG_RANKS_MAX];
+	int64_t			 start, stop, max = -1;
 
+	/* Ranks named by what they are: as the rank list they resolve to. */
+	if (select_window_ranks(c, name, r, ranks, sizeof(ranks), ref) == -1)
+		return (-1);
+	if (ranks[0] != '\0') {
+		sel = *r;
+		sel.ranks = ranks;
+		r = &sel;
+	}
 	/* The job is created only once the window is accepted. */
 	job = schedule_job_find(c, name);
 	if (change_window_make(job != NULL ? &job->defaults : NULL, r, &w,

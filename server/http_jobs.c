@@ -149,8 +149,47 @@ http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
 
 static const char *http_window_keys[] = {
 	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
-	"options", "output_subdir", "force", NULL
+	"select", "nodes", "one_per", "group_of", "options", "output_subdir",
+	"force", NULL
 };
+
+/*
+ * Reads what names a window's ranks by what they are (docs/labels.md):
+ * "select", "nodes", "one_per" (strings) and "group_of" ({"rank": N, "vary":
+ * "tp"}).  select.c judges their values.  Returns 0, or -1 with ref.
+ */
+static int
+http_window_named(json_t *body, struct window_request *r,
+    struct refusal *ref)
+{
+	static const char	*keys[] = { "select", "nodes", "one_per" };
+	const char		**dst[] = { &r->select, &r->nodes, &r->one_per };
+	json_t			*v, *rank, *vary;
+	size_t			 i;
+
+	for (i = 0; i < 3; i++) {
+		if ((v = json_object_get(body, keys[i])) == NULL)
+			continue;
+		if (!json_is_string(v))
+			return (change_refuse(ref, 400, keys[i], "%s must be a "
+			    "string", keys[i]));
+		*dst[i] = json_string_value(v);
+	}
+	if ((v = json_object_get(body, "group_of")) == NULL)
+		return (0);
+	rank = json_object_get(v, "rank");
+	vary = json_object_get(v, "vary");
+	if (!json_is_object(v) || json_object_size(v) != 2 ||
+	    !json_is_integer(rank) || json_integer_value(rank) < 0 ||
+	    json_integer_value(rank) > INT32_MAX || !json_is_string(vary))
+		return (change_refuse(ref, 400, "group_of", "group_of is "
+		    "{\"rank\": N, \"vary\": \"tp\"}: the ranks that share "
+		    "every label of rank N but vary"));
+	r->has_group = 1;
+	r->group_rank = (int32_t)json_integer_value(rank);
+	r->group_vary = json_string_value(vary);
+	return (0);
+}
 
 /*
  * Checks a POST windows body and reads it into r: its steps, and its ranks
@@ -215,6 +254,8 @@ http_window_parse(const void *jv, struct window_request *r,
 			    "a string such as \"0-7,16\""));
 		r->ranks = json_string_value(v);
 	}
+	if (http_window_named(body, r, ref) == -1)
+		return (-1);
 	if ((v = json_object_get(body, "output_subdir")) != NULL) {
 		if (!json_is_string(v))
 			return (change_refuse(ref, 400, "output_subdir",

@@ -25,6 +25,13 @@ struct window_request {
 	int		 has_start, has_stop, has_in, has_steps, has_round;
 	int		 force;		/* a start every live rank passed */
 	const char	*ranks;		/* NULL: every rank */
+	/* Ranks by what they are (select.c), instead of ranks: */
+	const char	*select;	/* a label selector, NULL: any */
+	const char	*nodes;		/* node names, commas, NULL: any */
+	const char	*one_per;	/* a label key, NULL: every match */
+	int		 has_group;	/* group_of given: */
+	int32_t		 group_rank;	/* the ranks sharing this one's */
+	const char	*group_vary;	/* labels but this key */
 	const char	*output_subdir;	/* NULL: none */
 	const struct options_over *options;	/* NULL: the job's defaults */
 };
@@ -43,6 +50,10 @@ enum rank_budget {
 	RANK_BUDGET_AGENT,			/* --max-ranks-per-agent */
 	RANK_BUDGET_MEMORY,			/* --rank-memory-max */
 };
+
+/* select.c */
+int	 select_window_ranks(struct coord *, const char *,
+	    const struct window_request *, char *, size_t, struct refusal *);
 
 /* schedule.c */
 struct job	*schedule_job_find(struct coord *, const char *);

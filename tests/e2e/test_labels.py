@@ -2,8 +2,9 @@
 """Rank labels through the real library, agent and coordinator: eight ranks
 laid out as pp=2 x tp=2 x dp=2 on two nodes say their labels in
 DYNPROF_LABELS; GET /ranks shows each rank's labels and filters by a
-selector; a bad selector is a 400 that says why; the labels survive a
-restart of the coordinator (its SQLite store)."""
+selector; a bad selector is a 400 that says why; windows naming ranks by
+select, nodes, one_per and group_of profile exactly those ranks; the labels
+survive a restart of the coordinator (its SQLite store)."""
 
 import os
 import sys
@@ -12,7 +13,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import Cluster, check, log, main, wait_for  # noqa: E402
+from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
+                     wait_for)
 
 JOB = "labels-%d" % os.getpid()
 
@@ -58,9 +60,47 @@ def test():
                     lab["tp"], lab["dp"], lab["pp"]))
         c.wait_ranks(JOB, 8)
         check_labels(c)
-        # A window: the job is stored (its rows outlive the coordinator).
-        w = c.add_window(JOB, {"in_steps": 20, "steps": 2})
-        c.wait_window_done(JOB, w["id"], list(range(8)), timeout=60)
+        # Windows naming ranks by what they are, one after the other (the
+        # first also stores the job: its rows outlive the coordinator).
+        for named, want in (({"select": "pp=1,tp in (0)"}, [4, 5]),
+                            ({"one_per": "pp"}, [0, 4]),
+                            ({"group_of": {"rank": 5, "vary": "tp"}}, [5, 7]),
+                            ({"nodes": "n0", "select": "dp=1"}, [1, 3])):
+            body = {"in_steps": 20, "steps": 2}
+            body.update(named)
+            w = c.add_window(JOB, body)
+            st = c.wait_window_done(JOB, w["id"], want, timeout=60)
+            got = sorted(r["rank"] for r in st["ranks"]
+                         if events_of(r, "started", w["id"]))
+            check(got == want, "%s: ranks %s profiled, want %s" % (
+                named, got, want))
+        # The same through dynprofctl, as an operator types it.
+        p = c.ctl("trace", JOB, "--in", "20", "--steps", "2", "--select",
+                  "dp=0", "--group-of", "6:pp", "--wait", "--timeout", "60")
+        check(p.returncode == 0 and "ranks 2,6" in p.stdout,
+              "dynprofctl trace --group-of 6:pp: %d %s" % (p.returncode,
+                                                           p.stdout))
+        p = c.ctl("status", JOB)
+        check(p.returncode == 0 and "LABELS" in p.stdout and
+              "dp=1,pp=1,tp=1" in p.stdout,
+              "dynprofctl status: %d %s" % (p.returncode, p.stdout))
+        p = c.ctl("trace", JOB, "--in", "20", "--steps", "2",
+                  "--group-of", "6")
+        check(p.returncode != 0 and "RANK:KEY" in p.stdout,
+              "--group-of 6: %d %s" % (p.returncode, p.stdout))
+        for body, code_want, why in (
+                ({"select": "pp=9"}, 409, "no live rank"),
+                ({"select": "pp>1"}, 400, "a term is"),
+                ({"ranks": "0", "select": "pp=1"}, 400, "not both"),
+                ({"one_per": "pp=1"}, 400, "a label's key"),
+                ({"group_of": {"rank": 99, "vary": "tp"}}, 409, "not known"),
+                ({"group_of": {"rank": 1}}, 400, "group_of is"),
+                ({"nodes": "n0,,n1"}, 400, "node names")):
+            body.update({"in_steps": 20, "steps": 2})
+            code, ans = c.http("POST", "/v1/jobs/%s/windows" % JOB, body)
+            check(code == code_want and why in str(ans.get("error")),
+                  "%s: %s %s, want %d saying %r" % (body, code, ans,
+                                                   code_want, why))
 
         for sel, why in (("pp>1", "a term is"), ("pp in 1", "takes a list"),
                          ("", "empty")):
