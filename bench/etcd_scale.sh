@@ -6,13 +6,17 @@
 # SQLite, then one over etcd (tests/support/etcd.py --members 3: its own
 # temporary data directories, fsync on).  From the coordinator's /metrics
 # after each run: agents closed as silent or for a bound, the loop's stalls,
-# commits; the load average before each run.
+# commits; the load average before each run.  CPU per event over the events
+# phase: the coordinator's, and etcd's (its 3 members' utime + stime from
+# /proc, summed).  RUNS pairs (SQLite then etcd, default 3), then each
+# figure's median and range over them.
 #
-#   sh bench/etcd_scale.sh BUILD_DIR [AGENTS]		(default 10000)
+#   sh bench/etcd_scale.sh BUILD_DIR [AGENTS [RUNS]]	(default 10000 3)
 set -eu
 
 BUILD=${1:-build}
 AGENTS=${2:-10000}
+RUNS=${3:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 COORD=$BUILD/server/dynprof-coordinator
 LOADGEN=$BUILD/bench/dynprof-loadgen
@@ -21,7 +25,7 @@ for b in "$COORD" "$LOADGEN"; do
 done
 if [ -z "${DYNPROF_ETCD_ENDPOINTS:-}" ]; then
 	exec python3 "$HERE/../tests/support/etcd.py" --members 3 -- \
-	    sh "$0" "$BUILD" "$AGENTS"
+	    sh "$0" "$BUILD" "$AGENTS" "$RUNS"
 fi
 
 . "$HERE/lib.sh"
@@ -29,11 +33,12 @@ bench_scratch etcdscale
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 LFLAGS="--ranks 10 --sources 4 --mode both"
 
-# run NAME "COORDINATOR FLAGS": one loadgen run, its RESULT line and the
-# coordinator's metrics appended to $D/results.
+# run STORE "COORDINATOR FLAGS" "LOADGEN FLAGS": one loadgen run, its
+# RESULT line and the coordinator's metrics appended to $D/results.
 run()
 {
-	echo "etcd_scale: $1, $AGENTS agents, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	_load=$(cut -d' ' -f1 /proc/loadavg)
+	echo "etcd_scale: run $R, $1, $AGENTS agents, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	rm -rf "$D/state" "$D/ready"
 	mkdir -p "$D/state"
 	# shellcheck disable=SC2086
@@ -57,7 +62,7 @@ run()
 	done
 	# shellcheck disable=SC2086
 	if ! "$LOADGEN" --coordinator "127.0.0.1:$_ap" --http "127.0.0.1:$_hp" \
-	    --agents "$AGENTS" --coordinator-pid "$CP" $LFLAGS \
+	    --agents "$AGENTS" --coordinator-pid "$CP" $LFLAGS $3 \
 	    >"$D/loadgen-$1.out" 2>&1; then
 		cat "$D/loadgen-$1.out" >&2
 		grep -v " info: " "$D/coord-$1.log" | tail -n 20 >&2
@@ -71,29 +76,85 @@ run()
 	    /^dynprof_event_commits_total / { c = $2 }
 	    END { printf "silent=%s dropped=%s stalls=%s stalled_s=%s commits=%s",
 	        s, d, st, ss, c }')
-	echo "$1 $(sed -n 's/^RESULT //p' "$D/loadgen-$1.out") $_m" >>"$D/results"
+	echo "$1 run=$R load=$_load $(sed -n 's/^RESULT //p' "$D/loadgen-$1.out") $_m" >>"$D/results"
 	grep '^events:' "$D/loadgen-$1.out" | sed "s/^/  $1 /"
 	kill "$CP" 2>/dev/null || true
 	wait "$CP" 2>/dev/null || true
 	CP=""
 }
 
-run sqlite ""
-run etcd "--etcd-endpoints $DYNPROF_ETCD_ENDPOINTS --etcd-prefix /bench-$$/"
+R=1
+while [ "$R" -le "$RUNS" ]; do
+	run sqlite "" ""
+	run etcd "--etcd-endpoints $DYNPROF_ETCD_ENDPOINTS --etcd-prefix /bench-$$-$R/" \
+	    "${DYNPROF_ETCD_PIDS:+--store-pids $DYNPROF_ETCD_PIDS}"
+	# The next run starts with etcd as empty as this one did.
+	_ep=${DYNPROF_ETCD_ENDPOINTS%%,*}
+	curl -sf -o /dev/null "$_ep/v3/kv/deleterange" -d "{\"key\":\"$(printf \
+	    '/bench-%s-%s/' $$ "$R" | base64)\",\"range_end\":\"$(printf \
+	    '/bench-%s-%s0' $$ "$R" | base64)\"}" || true
+	R=$((R + 1))
+done
 
 awk "$BENCH_AWK_V"'
 BEGIN {
-	printf "\n%-6s %7s %7s %15s %9s %10s %9s %13s %7s\n", "store", "agents",
-	    "closed", "fan-out ms", "events/s", "200k ack s", "RSS MiB",
-	    "loop stalls", "commits"
-	printf "%-6s %7s %7s %15s %9s %10s %9s %13s %7s\n", "", "", "",
-	    "median / max", "acked", "", "peak", "n / s", ""
+	printf "\n%-6s %3s %5s %6s %7s %15s %8s %7s %7s %7s %6s %9s %7s\n",
+	    "store", "run", "load", "agents", "closed", "fan-out ms",
+	    "events/s", "200k", "coord", "etcd", "RSS", "stalls", "commits"
+	printf "%-6s %3s %5s %6s %7s %15s %8s %7s %7s %7s %6s %9s %7s\n",
+	    "", "", "", "", "", "median / max", "acked", "ack s",
+	    "us/ev", "us/ev", "MiB", "n / s", ""
 }
 {
-	printf "%-6s %7d %7d %7s / %5s %9s %10s %9s %6s / %4s %7s\n", $1,
-	    v("agents"), v("silent") + v("dropped"), v("fanout_median_ms"),
-	    v("fanout_max_ms"), v("events_per_s"), v("events_acked_s"),
-	    v("rss_peak_mib"), v("stalls"), v("stalled_s"), v("commits")
+	printf "%-6s %3s %5s %6d %7d %7s / %5s %8s %7s %7s %7s %6s %3s / %3s %7s\n",
+	    $1, v("run"), v("load"), v("agents"), v("silent") + v("dropped"),
+	    v("fanout_median_ms"), v("fanout_max_ms"), v("events_per_s"),
+	    v("events_acked_s"), v("cpu_us_per_event"),
+	    v("store_us_per_event"), v("rss_peak_mib"), v("stalls"),
+	    v("stalled_s"), v("commits")
+}' "$D/results"
+
+# Each figure's median [min - max] over the runs, per store.
+awk "$BENCH_AWK_V"'
+function put(k,   x) {
+	x = v(k)
+	if (x == "na")
+		return
+	n[$1 SUBSEP k]++
+	a[$1 SUBSEP k SUBSEP n[$1 SUBSEP k]] = x + 0
+}
+function med(s, k,   m, i, j, t, x) {
+	m = n[s SUBSEP k]
+	if (m == 0)
+		return "na"
+	for (i = 1; i <= m; i++)
+		x[i] = a[s SUBSEP k SUBSEP i]
+	for (i = 2; i <= m; i++)
+		for (j = i; j > 1 && x[j - 1] > x[j]; j--) {
+			t = x[j]; x[j] = x[j - 1]; x[j - 1] = t
+		}
+	t = (m % 2) ? x[(m + 1) / 2] : (x[m / 2] + x[m / 2 + 1]) / 2
+	return sprintf("%g [%g - %g]", t, x[1], x[m])
+}
+{
+	stores[$1] = 1
+	put("events_per_s"); put("events_acked_s"); put("fanout_median_ms")
+	put("fanout_max_ms"); put("cpu_us_per_event")
+	put("store_us_per_event"); put("rss_peak_mib")
+}
+END {
+	printf "\nmedian [min - max] over the runs\n"
+	for (s in stores) {
+		printf "%s: events/s %s; 200k acked in %s s; fan-out median %s ms," \
+		    " max %s ms; coordinator %s us/event", s,
+		    med(s, "events_per_s"), med(s, "events_acked_s"),
+		    med(s, "fanout_median_ms"), med(s, "fanout_max_ms"),
+		    med(s, "cpu_us_per_event")
+		if (s == "etcd")
+			printf ", etcd (3 members) %s us/event",
+			    med(s, "store_us_per_event")
+		printf "; RSS peak %s MiB\n", med(s, "rss_peak_mib")
+	}
 }' "$D/results"
 echo "raw:"
 cat "$D/results"

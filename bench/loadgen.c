@@ -25,7 +25,8 @@
  * restarted with the same state directory resumes them (RESULT resumed=N).
  *
  * With --coordinator-pid, the coordinator's RSS (now and peak) and CPU time are
- * read from /proc.  The last line is "RESULT key=value ..." for scripts.
+ * read from /proc; with --store-pids, the CPU time of the store's processes
+ * (etcd's members) over the events phase, summed.  The last line is "RESULT key=value ..." for scripts.
  */
 
 #include <sys/socket.h>
@@ -88,6 +89,7 @@ loadgen_connect_more(struct loadgen *lg)
 	fflush(stdout);
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_before);
+	lg->store_before = loadgen_store_cpu(lg);
 	loadgen_proc_read(getpid(), &lg->self_before);
 	if (lg->do_failover)
 		loadgen_failover_start(lg);
@@ -187,6 +189,7 @@ loadgen_events_start(struct loadgen *lg)
 	/* Every event acknowledged: does the status show them all? */
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_events);
+	lg->store_events = loadgen_store_cpu(lg);
 	loadgen_proc_read(getpid(), &lg->self_events);
 	lg->status_polls = 1;
 	loadgen_http_request(lg->http, "GET", lg->uri, NULL,
@@ -215,13 +218,30 @@ loadgen_ack_spread(struct loadgen *lg)
 	free(ms);
 }
 
+/* Prints the store's processes' CPU in the events phase, in all and per
+ * event (of total), on the RESULT line. */
+static void
+loadgen_store_report(const struct loadgen *lg, double total)
+{
+	double	 from = lg->do_fanout ? lg->store_fanout : lg->store_before;
+
+	if (lg->nstore_pids == 0 || !lg->do_events)
+		return;
+	if (from < 0 || lg->store_events < 0 || total <= 0) {
+		printf(" store_cpu_events_s=na store_us_per_event=na");
+		return;
+	}
+	printf(" store_cpu_events_s=%.2f store_us_per_event=%.2f",
+	    lg->store_events - from, (lg->store_events - from) * 1e6 / total);
+}
+
 /* Prints the summary and the RESULT line, and stops the loop. */
 void
 loadgen_finish(struct loadgen *lg)
 {
 	struct loadgen_stats	 fs, rs, as;
 	struct loadgen_proc	 now;
-	double			 total, ack_s, status_s;
+	double			 total = 0, ack_s, status_s;
 
 	lg->phase = LOADGEN_PHASE_DONE;
 	if (lg->do_events)
@@ -266,7 +286,12 @@ loadgen_finish(struct loadgen *lg)
 			    (lg->do_fanout ? lg->proc_fanout.cpu_s :
 			    lg->proc_before.cpu_s));
 		printf(" cpu_total_s=%.2f", now.cpu_s);
+		if (lg->do_events && total > 0)
+			printf(" cpu_us_per_event=%.2f", (lg->proc_events.cpu_s -
+			    (lg->do_fanout ? lg->proc_fanout.cpu_s :
+			    lg->proc_before.cpu_s)) * 1e6 / total);
 	}
+	loadgen_store_report(lg, total);
 	if (lg->do_fanout)
 		printf(" loadgen_cpu_fanout_s=%.2f", lg->self_fanout.cpu_s -
 		    lg->self_before.cpu_s);
@@ -302,6 +327,8 @@ loadgen_usage(FILE *f)
 "  --token-file F       agent token\n"
 "  --admin-token-file F admin token\n"
 "  --coordinator-pid P  report the coordinator's RSS and CPU\n"
+"  --store-pids P,...   report the CPU of the store's processes (etcd's\n"
+"                       members) over the events phase, summed\n"
 "  --tls-dir D          mutual TLS, a certificate per connection issued by the\n"
 "                       CA D/ca.crt, D/ca.key (deploy/tls/mkcerts.sh -o D)\n"
 "  --tls-sessions F     offer the sessions of F, write those held at the end\n");
@@ -341,6 +368,27 @@ loadgen_int(const char *name, const char *s, int lo, int hi)
 	return ((int)v);
 }
 
+/* Takes --store-pids P[,P...]: exits on a bad one. */
+static void
+loadgen_store_pids(struct loadgen *lg, const char *csv)
+{
+	char	*copy, *p, *save = NULL;
+
+	if ((copy = strdup(csv)) == NULL)
+		exit(1);
+	for (p = strtok_r(copy, ",", &save); p != NULL;
+	    p = strtok_r(NULL, ",", &save)) {
+		if (lg->nstore_pids == LOADGEN_STORE_PIDS_MAX) {
+			fprintf(stderr, "loadgen: --store-pids: more than "
+			    "%d\n", LOADGEN_STORE_PIDS_MAX);
+			exit(1);
+		}
+		lg->store_pids[lg->nstore_pids++] = loadgen_int("--store-pids",
+		    p, 1, INT_MAX);
+	}
+	free(copy);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -360,6 +408,7 @@ main(int argc, char **argv)
 		{ "token-file",		required_argument, NULL, 't' },
 		{ "admin-token-file",	required_argument, NULL, 'T' },
 		{ "coordinator-pid",	required_argument, NULL, 'P' },
+		{ "store-pids",		required_argument, NULL, 'Q' },
 		{ "tls-dir",		required_argument, NULL, 'L' },
 		{ "tls-sessions",	required_argument, NULL, 'S' },
 		{ "kill-pid",		required_argument, NULL, 'K' },
@@ -444,6 +493,9 @@ main(int argc, char **argv)
 		case 'P':
 			lg.coord_pid = loadgen_int("--coordinator-pid", optarg, 1,
 			    INT_MAX);
+			break;
+		case 'Q':
+			loadgen_store_pids(&lg, optarg);
 			break;
 		case 'L':
 			lg.tls_dir = optarg;

@@ -36,12 +36,17 @@ int	 loadgen_http_request(struct loadgen_http *, const char *, const char *,
 int	 loadgen_parse_hostport(const char *, char *, size_t, int *);
 int64_t	 loadgen_now_ns(void);
 
+/* Processes of the store --store-pids may name. */
+#define LOADGEN_STORE_PIDS_MAX	16
+
 struct loadgen_proc {
 	long	 rss_kib;	/* VmRSS */
 	long	 hwm_kib;	/* VmHWM: peak RSS */
 	double	 cpu_s;		/* utime + stime */
 };
 int	 loadgen_proc_read(pid_t, struct loadgen_proc *);
+struct loadgen;
+double	 loadgen_store_cpu(const struct loadgen *);
 
 struct loadgen_stats {
 	double	 min;
@@ -128,6 +133,13 @@ struct loadgen {
 	int			 do_fanout;
 	int			 do_events;
 	pid_t			 coord_pid;
+	/* --store-pids: the store's processes (etcd's members), their CPU
+	 * summed at the same moments as the coordinator's. */
+	pid_t			 store_pids[LOADGEN_STORE_PIDS_MAX];
+	int			 nstore_pids;
+	double			 store_before;	/* CPU seconds, summed */
+	double			 store_fanout;
+	double			 store_events;
 	struct loadgen_conn	*conns;
 	int			 next_connect;
 	int			 connecting;

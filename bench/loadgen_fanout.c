@@ -48,6 +48,7 @@ loadgen_fanout_next_cb(evutil_socket_t fd, short what, void *arg)
 	if (lg->trial >= lg->changes) {
 		if (lg->coord_pid > 0)
 			loadgen_proc_read(lg->coord_pid, &lg->proc_fanout);
+		lg->store_fanout = loadgen_store_cpu(lg);
 		loadgen_proc_read(getpid(), &lg->self_fanout);
 		snprintf(lg->uri, sizeof(lg->uri), "/v1/jobs/%s", lg->job);
 		if (loadgen_http_request(lg->http, "GET", lg->uri, NULL,

@@ -187,6 +187,22 @@ loadgen_proc_read(pid_t pid, struct loadgen_proc *p)
 	return (0);
 }
 
+/* Returns the CPU seconds of the store's processes, summed; -1 if one of
+ * them cannot be read (gone). */
+double
+loadgen_store_cpu(const struct loadgen *lg)
+{
+	double	 sum = 0, v;
+	int	 i;
+
+	for (i = 0; i < lg->nstore_pids; i++) {
+		if ((v = procstat_cpu_seconds(lg->store_pids[i])) < 0)
+			return (-1);
+		sum += v;
+	}
+	return (sum);
+}
+
 static int
 loadgen_cmp_double(const void *a, const void *b)
 {

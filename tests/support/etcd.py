@@ -15,7 +15,8 @@ As a command, it wraps a test so that `make test` starts and stops etcd itself:
 
     etcd.py [--members N] [--max-txn-ops N] -- COMMAND [ARGS...]
 
-runs COMMAND with DYNPROF_ETCD_ENDPOINTS set and exits with its status (1
+runs COMMAND with DYNPROF_ETCD_ENDPOINTS set (and DYNPROF_ETCD_PIDS, the
+members' pids, comma-separated, for benchmarks that read their CPU) and exits with its status (1
 when etcd is not installed: scripts/deps.sh installs etcd-server with the
 "test" set, which make test installs).  Standard library only.
 """
@@ -222,6 +223,7 @@ def main(argv):
     with EtcdCluster(members, name="ctest", max_txn_ops=ops) as c:
         env = dict(os.environ)
         env["DYNPROF_ETCD_ENDPOINTS"] = c.endpoints
+        env["DYNPROF_ETCD_PIDS"] = ",".join(str(p.pid) for p in c.procs)
         return subprocess.call(argv[1:], env=env)
 
 
