@@ -73,6 +73,13 @@ struct es_jobstat {
 #define ES_COMPACT_BATCHES	32	/* batches since, at least */
 #define ES_COMPACT_BATCHES_MAX	1024	/* ... and at most */
 #define ES_COMPACT_BYTES	(1024 * 1024)	/* bytes since, at least */
+/*
+ * On the loop, not while events come in: a job is compacted once no batch
+ * of events was written for this long and no commit is in flight, so that
+ * rewriting its history never competes with a burst of its events for the
+ * loop and for etcd (unless ES_COMPACT_BATCHES_MAX batches wait).
+ */
+#define ES_COMPACT_QUIET_MS	2000
 
 /* A transaction committed without waiting: its txns go out one by one. */
 struct es_commit {
@@ -112,6 +119,8 @@ struct etcd_store {
 	uint64_t	 retries;
 	struct esb	 evb;		/* the open transaction's batches */
 	struct es_jobstat *stats;	/* what each job's batches hold */
+	uint64_t	 events_ms;	/* monotonic: the last batch of events
+					 * (not of a snapshot) written */
 };
 
 /* Returns a put of key and value (JSON text of row), or NULL. */
@@ -234,6 +243,7 @@ es_jobstat_add(struct etcd_store *s, const char *rel, size_t len)
 	else {
 		st->since += len;
 		st->batches++;
+		s->events_ms = clock_mono_ns() / 1000000;
 	}
 }
 
@@ -276,6 +286,7 @@ es_rollback(void *arg)
 	json_array_clear(s->ops);
 	json_object_clear(s->index);
 	esb_clear(&s->evb);
+	esb_seen_clear(&s->evb);
 	for (st = s->stats; st != NULL; st = st->next)
 		st->compacting = 0;
 }
@@ -760,6 +771,7 @@ es_commit_async(void *arg, void (*done)(void *, int), void *cbarg)
 		return (-1);
 	}
 	json_object_clear(s->index);
+	esb_seen_clear(&s->evb);
 	*s->tailp = q;
 	s->tailp = &q->later;
 	s->ncommits++;
@@ -858,17 +870,11 @@ es_put_event(void *arg, const char *job, int32_t rank,
     uint64_t rev)
 {
 	struct etcd_store	*s = arg;
-	struct store_event_row	 row = { job, rank, ev->window_id, ev->kind,
-	    ev->step, ev->time_ns, node, detail, rev };
-	char			 rel[ETCD_KEY_MAX];
+	int			 rc;
 
-	/* Indexed by the key it would have of its own, which no op has. */
-	if (row_key(ROW_EVENTS, &row, rel, sizeof(rel)) == -1)
-		return (-1);
-	if (json_object_get(s->index, rel) != NULL)
-		return (0);
-	if (json_object_set_new(s->index, rel, json_true()) == -1 ||
-	    esb_add(&s->evb, job, rank, ev, node, detail, rev, s->e->fence,
+	if ((rc = esb_seen(&s->evb, job, rank, ev->window_id, ev->kind)) != 0)
+		return (rc == 1 ? 0 : -1);
+	if (esb_add(&s->evb, job, rank, ev, node, detail, rev, s->e->fence,
 	    es_batch_put, s) == -1)
 		return (-1);
 	return (1);
@@ -896,18 +902,22 @@ es_put_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 	return (es_put(arg, ROW_AGENTS, &row));
 }
 
-/* Returns 1 once job's batches are worth compacting. */
+/* Returns 1 once job's batches are worth compacting, and now is the time
+ * (ES_COMPACT_QUIET_MS). */
 static int
 es_compact_due(void *arg, const char *job)
 {
 	struct etcd_store	*s = arg;
 	struct es_jobstat	*st;
+	int			 quiet;
 
+	quiet = s->e->multi == NULL || (s->ncommits == 0 &&
+	    clock_mono_ns() / 1000000 - s->events_ms >= ES_COMPACT_QUIET_MS);
 	for (st = s->stats; st != NULL; st = st->next) {
 		if (strcmp(st->job, job) != 0)
 			continue;
 		return (st->batches >= ES_COMPACT_BATCHES_MAX ||
-		    (st->batches >= ES_COMPACT_BATCHES &&
+		    (quiet && st->batches >= ES_COMPACT_BATCHES &&
 		    st->since >= ES_COMPACT_BYTES && st->since >= 2 * st->snap));
 	}
 	return (0);
@@ -1335,6 +1345,7 @@ es_close(void *arg)
 	if (s->retry != NULL)
 		event_free(s->retry);
 	esb_clear(&s->evb);
+	esb_seen_clear(&s->evb);
 	es_jobstats_free(s);
 	json_decref(s->ops);
 	json_decref(s->index);

@@ -17,6 +17,7 @@
 #include "store.h"
 #include "store_etcd_batch.h"
 #include "store_row.h"
+#include "utf8.h"
 
 /* Makes room for n more bytes of j's text.  Returns 0 or -1. */
 static int
@@ -36,12 +37,16 @@ esb_reserve(struct esb_text *j, size_t n)
 	return (0);
 }
 
-/* Appends s to j's text as a JSON string (null for NULL).  Returns 0 or -1. */
+/*
+ * Appends s to j's text as a JSON string (null for NULL).  Returns 0, or -1
+ * (out of memory, or s is not UTF-8, which no JSON string holds).
+ */
 static int
 esb_quote(struct esb_text *j, const char *s)
 {
 	static const char	 hex[] = "0123456789abcdef";
 	const unsigned char	*p;
+	size_t			 len;
 
 	if (s == NULL) {
 		if (esb_reserve(j, 4) == -1)
@@ -51,7 +56,8 @@ esb_quote(struct esb_text *j, const char *s)
 		return (0);
 	}
 	/* At most 6 bytes per byte, and the quotes. */
-	if (esb_reserve(j, strlen(s) * 6 + 2) == -1)
+	len = strlen(s);
+	if (!utf8_valid(s, len) || esb_reserve(j, len * 6 + 2) == -1)
 		return (-1);
 	j->text[j->len++] = '"';
 	for (p = (const unsigned char *)s; *p != '\0'; p++) {
@@ -241,30 +247,41 @@ esb_add(struct esb *b, const char *job, int32_t rank,
 {
 	struct esb_job	*j;
 	struct esb_text	*t;
+	size_t		 len, n, rlen, rn;
 
 	if ((j = esb_job(b, job, fence, put, arg)) == NULL)
 		return (-1);
 	t = &j->events;
+	len = t->len;
+	n = t->n;
+	rlen = j->revs.len;
+	rn = j->revs.n;
 	if (esb_next(t) == -1 || esb_reserve(t, 160) == -1)
-		return (-1);
+		goto fail;
 	t->len += (size_t)snprintf(t->text + t->len, t->cap - t->len,
 	    "[%" PRId32 ",%" PRIu32 ",%d,%" PRId64 ",%" PRId64 ",", rank,
 	    ev->window_id, ev->kind, ev->step, ev->time_ns);
 	if (esb_quote(t, node) == -1 || esb_reserve(t, 2) == -1)
-		return (-1);
+		goto fail;
 	t->text[t->len++] = ',';
 	if (esb_quote(t, detail) == -1 || esb_reserve(t, 2) == -1)
-		return (-1);
+		goto fail;
 	t->text[t->len++] = ']';
-	t = &j->revs;
-	if (esb_next(t) == -1 || esb_reserve(t, 24) == -1)
-		return (-1);
-	t->len += (size_t)snprintf(t->text + t->len, t->cap - t->len,
-	    "%" PRIu64, rev);
+	if (esb_next(&j->revs) == -1 || esb_reserve(&j->revs, 24) == -1)
+		goto fail;
+	j->revs.len += (size_t)snprintf(j->revs.text + j->revs.len,
+	    j->revs.cap - j->revs.len, "%" PRIu64, rev);
 	j->has_revs |= rev != 0;
 	if (esb_size(j) >= ESB_VALUE_MAX)
 		return (esb_put_one(b, j, fence, put, arg));
 	return (0);
+fail:
+	/* Not half an event: its fields and its revision, or neither. */
+	t->len = len;
+	t->n = n;
+	j->revs.len = rlen;
+	j->revs.n = rn;
+	return (-1);
 }
 
 /* Takes a journal entry that is no event into its job's batch, as
@@ -296,31 +313,94 @@ esb_add_journal(struct esb *b, const struct store_journal *sj, int64_t fence,
 	return (0);
 }
 
+/*
+ * Appends a row of table t as a JSON object, its fields in the table's
+ * order (row_encode()'s object, NULL strings left out), written straight
+ * into t's text: a batch holds a row per rank it changed, 100,000 at once.
+ * Returns 0 or -1.
+ */
+static int
+esb_row(struct esb_text *out, enum row_table t, const void *row)
+{
+	const struct ef	*f;
+	const char	*base = row, *str = NULL;
+	size_t		 i, n;
+	int		 first = 1;
+
+	f = row_fields_of(t, &n);
+	if (esb_reserve(out, 2) == -1)
+		return (-1);
+	out->text[out->len++] = '{';
+	for (i = 0; i < n; i++) {
+		const void	*p = base + f[i].off;
+
+		if (f[i].type == EF_STR &&
+		    (str = *(const char * const *)p) == NULL)
+			continue;
+		/* The name, its quotes, a comma, a colon and a number. */
+		if (esb_reserve(out, strlen(f[i].name) + 32) == -1)
+			return (-1);
+		out->len += (size_t)snprintf(out->text + out->len,
+		    out->cap - out->len, "%s\"%s\":", first ? "" : ",",
+		    f[i].name);
+		first = 0;
+		switch (f[i].type) {
+		case EF_STR:
+			if (esb_quote(out, str) == -1)
+				return (-1);
+			continue;
+		case EF_I64:
+			out->len += (size_t)snprintf(out->text + out->len,
+			    out->cap - out->len, "%" PRId64,
+			    *(const int64_t *)p);
+			break;
+		case EF_U64:
+			/* Kept as its bits, as row_encode() keeps them. */
+			out->len += (size_t)snprintf(out->text + out->len,
+			    out->cap - out->len, "%" PRId64,
+			    (int64_t)*(const uint64_t *)p);
+			break;
+		case EF_U32:
+			out->len += (size_t)snprintf(out->text + out->len,
+			    out->cap - out->len, "%" PRIu32,
+			    *(const uint32_t *)p);
+			break;
+		case EF_I32:
+			out->len += (size_t)snprintf(out->text + out->len,
+			    out->cap - out->len, "%" PRId32,
+			    *(const int32_t *)p);
+			break;
+		default:
+			out->len += (size_t)snprintf(out->text + out->len,
+			    out->cap - out->len, "%d", *(const int *)p);
+			break;
+		}
+	}
+	if (esb_reserve(out, 2) == -1)
+		return (-1);
+	out->text[out->len++] = '}';
+	return (0);
+}
+
 /* Takes a rank's row into its job's batch, as esb_add().  Returns 0 or -1. */
 int
 esb_add_rank(struct esb *b, const struct store_rank *r, int64_t fence,
     esb_put_fn put, void *arg)
 {
 	struct esb_job	*j;
-	json_t		*row;
-	char		*text;
-	size_t		 len;
+	size_t		 len, n;
 
-	if ((j = esb_job(b, r->job, fence, put, arg)) == NULL ||
-	    (row = row_encode(ROW_RANKS, r)) == NULL)
+	if ((j = esb_job(b, r->job, fence, put, arg)) == NULL)
 		return (-1);
-	text = json_dumps(row, JSON_COMPACT);
-	json_decref(row);
-	if (text == NULL)
-		return (-1);
-	len = strlen(text);
-	if (esb_next(&j->ranks) == -1 || esb_reserve(&j->ranks, len) == -1) {
-		free(text);
+	len = j->ranks.len;
+	n = j->ranks.n;
+	if (esb_next(&j->ranks) == -1 ||
+	    esb_row(&j->ranks, ROW_RANKS, r) == -1) {
+		/* Not half a row. */
+		j->ranks.len = len;
+		j->ranks.n = n;
 		return (-1);
 	}
-	memcpy(j->ranks.text + j->ranks.len, text, len);
-	j->ranks.len += len;
-	free(text);
 	if (esb_size(j) >= ESB_VALUE_MAX)
 		return (esb_put_one(b, j, fence, put, arg));
 	return (0);
@@ -363,6 +443,113 @@ esb_clear(struct esb *b)
 		free(b->jobs[i].journal.text);
 	}
 	b->njobs = 0;
+}
+
+/* Returns the index of job among the transaction's job names, added if
+ * need be; -1 out of memory. */
+static int64_t
+esb_seen_job(struct esb_seen *sn, const char *job)
+{
+	char	**p;
+	size_t	  i;
+
+	if (sn->last < sn->njobs && strcmp(sn->jobs[sn->last], job) == 0)
+		return ((int64_t)sn->last);
+	for (i = 0; i < sn->njobs; i++) {
+		if (strcmp(sn->jobs[i], job) == 0)
+			return ((int64_t)(sn->last = i));
+	}
+	if ((p = realloc(sn->jobs, (sn->njobs + 1) * sizeof(*p))) == NULL)
+		return (-1);
+	sn->jobs = p;
+	if ((sn->jobs[sn->njobs] = strdup(job)) == NULL)
+		return (-1);
+	return ((int64_t)(sn->last = sn->njobs++));
+}
+
+/* Returns k's slot in keys (cap of them): its own, or the empty one where
+ * it would go. */
+static size_t
+esb_seen_slot(const struct esb_key *keys, size_t cap, const struct esb_key *k)
+{
+	uint64_t	 h;
+	size_t		 i;
+
+	h = ((uint64_t)k->job * 0x9e3779b97f4a7c15ULL) ^
+	    ((uint64_t)(uint32_t)k->rank * 0xc2b2ae3d27d4eb4fULL) ^
+	    ((uint64_t)k->window_id * 0x165667b19e3779f9ULL) ^
+	    (uint64_t)(uint32_t)k->kind;
+	h ^= h >> 29;
+	for (i = (size_t)h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+		if (keys[i].job == 0 || (keys[i].job == k->job &&
+		    keys[i].rank == k->rank &&
+		    keys[i].window_id == k->window_id &&
+		    keys[i].kind == k->kind))
+			return (i);
+	}
+}
+
+/* Doubles the table of keys (or makes it).  Returns 0 or -1. */
+static int
+esb_seen_grow(struct esb_seen *sn)
+{
+	struct esb_key	*keys;
+	size_t		 cap = sn->cap == 0 ? 1024 : 2 * sn->cap, i;
+
+	if ((keys = calloc(cap, sizeof(*keys))) == NULL)
+		return (-1);
+	for (i = 0; i < sn->cap; i++)
+		if (sn->keys[i].job != 0)
+			keys[esb_seen_slot(keys, cap, &sn->keys[i])] =
+			    sn->keys[i];
+	free(sn->keys);
+	sn->keys = keys;
+	sn->cap = cap;
+	return (0);
+}
+
+/*
+ * Notes that the open transaction holds the event (job, rank, window,
+ * kind).  Returns 1 if it held it already, 0 if not, -1 out of memory.
+ */
+int
+esb_seen(struct esb *b, const char *job, int32_t rank, uint32_t window_id,
+    int kind)
+{
+	struct esb_seen	*sn = &b->seen;
+	struct esb_key	 k;
+	int64_t		 ji;
+	size_t		 i;
+
+	if ((ji = esb_seen_job(sn, job)) == -1)
+		return (-1);
+	k.job = (uint32_t)ji + 1;
+	k.rank = rank;
+	k.window_id = window_id;
+	k.kind = kind;
+	/* At most half full: probes stay short. */
+	if (2 * (sn->n + 1) > sn->cap && esb_seen_grow(sn) == -1)
+		return (-1);
+	i = esb_seen_slot(sn->keys, sn->cap, &k);
+	if (sn->keys[i].job != 0)
+		return (1);
+	sn->keys[i] = k;
+	sn->n++;
+	return (0);
+}
+
+/* Forgets the events the transaction held (it ended). */
+void
+esb_seen_clear(struct esb *b)
+{
+	struct esb_seen	*sn = &b->seen;
+	size_t		 i;
+
+	for (i = 0; i < sn->njobs; i++)
+		free(sn->jobs[i]);
+	free(sn->jobs);
+	free(sn->keys);
+	memset(sn, 0, sizeof(*sn));
 }
 
 /*

@@ -65,11 +65,30 @@ struct esb_job {
 	struct esb_text	 journal;
 };
 
+/* An event the open transaction holds: (job, rank, window, kind), its job
+ * an index into the transaction's job names; job 0 is an empty slot. */
+struct esb_key {
+	uint32_t	 job;		/* 1 + index, 0: empty */
+	int32_t		 rank;
+	uint32_t	 window_id;
+	int32_t		 kind;
+};
+
+/* The events the open transaction holds, whatever batch took them. */
+struct esb_seen {
+	char		**jobs;
+	size_t		 njobs;
+	size_t		 last;		/* the job named last */
+	struct esb_key	*keys;		/* open addressing, a power of 2 */
+	size_t		 cap, n;
+};
+
 /* The open transaction's batches. */
 struct esb {
 	struct esb_job	 jobs[ESB_JOBS_MAX];
 	size_t		 njobs;
 	uint64_t	 seq;		/* batches written under this fence */
+	struct esb_seen	 seen;
 };
 
 /* What esb_flush() hands each finished value to: key (relative to the
@@ -94,6 +113,8 @@ int	 esb_add_rank(struct esb *, const struct store_rank *, int64_t,
 int	 esb_flush(struct esb *, int64_t, esb_put_fn, void *);
 size_t	 esb_bytes(const struct esb *);
 void	 esb_clear(struct esb *);
+int	 esb_seen(struct esb *, const char *, int32_t, uint32_t, int);
+void	 esb_seen_clear(struct esb *);
 int	 esb_decode(const char *, const char *, size_t, esb_event_fn,
 	    esb_rank_fn, esb_journal_fn, esb_bad_fn, void *);
 

@@ -142,6 +142,14 @@ ef_encode(const struct ef *f, size_t n, const void *row)
 	return (obj);
 }
 
+/* Returns table t's fields, n of them in *n. */
+const struct ef *
+row_fields_of(enum row_table t, size_t *n)
+{
+	*n = row_fields[t].n;
+	return (row_fields[t].f);
+}
+
 /* Returns a row of table t as a JSON object, or NULL. */
 json_t *
 row_encode(enum row_table t, const void *row)

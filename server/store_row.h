@@ -85,6 +85,7 @@ struct row {
 /* store_row.c */
 extern const char *const row_table_names[ROW_TABLES];
 struct json_t	*row_encode(enum row_table, const void *);
+const struct ef	*row_fields_of(enum row_table, size_t *);
 int		 row_key(enum row_table, const void *, char *, size_t);
 int		 row_decode(struct row *, enum row_table, const char *,
 		    const char *, size_t, const char **);
