@@ -696,7 +696,7 @@ schedule_job_free(struct coord *c, struct job *job)
 		schedule_rank_free(c, r);
 	}
 	if (job->rank_hash != NULL)
-		c->rank_bytes -= COORD_RANK_BUCKETS * sizeof(*job->rank_hash);
+		c->rank_bytes -= job->rank_nbuckets * sizeof(*job->rank_hash);
 	options_clear(&job->defaults);
 	straggler_job_free(job);
 	rules_free(job->rules);

@@ -22,8 +22,8 @@ schedule_rank_find(struct job *job, int32_t rank)
 
 	if (job->rank_hash == NULL)
 		return (NULL);
-	LIST_FOREACH(r, &job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
-	    hentry) {
+	LIST_FOREACH(r, &job->rank_hash[(uint32_t)rank &
+	    (job->rank_nbuckets - 1)], hentry) {
 		if (r->rank == rank)
 			return (r);
 	}
@@ -86,6 +86,32 @@ schedule_rank_count(struct rank *r, struct node *node)
 }
 
 /*
+ * Grows the job's rank table 4 times once it holds twice as many ranks as
+ * buckets (up to COORD_RANK_BUCKETS_MAX, and as memory allows): a rank is
+ * found at every event, 100,000 of them in a table of 4,096 would be
+ * chains of 25.
+ */
+static void
+schedule_rank_hash_grow(struct coord *c, struct job *job)
+{
+	struct rankbucket	*h;
+	struct rank		*r;
+	size_t			 n = job->rank_nbuckets * 4;
+
+	if (job->nranks < 2 * job->rank_nbuckets ||
+	    n > COORD_RANK_BUCKETS_MAX ||
+	    !schedule_rank_fits(c, (n - job->rank_nbuckets) * sizeof(*h)) ||
+	    (h = calloc(n, sizeof(*h))) == NULL)
+		return;
+	TAILQ_FOREACH(r, &job->ranks, entry)
+		LIST_INSERT_HEAD(&h[(uint32_t)r->rank & (n - 1)], r, hentry);
+	c->rank_bytes += (n - job->rank_nbuckets) * sizeof(*h);
+	free(job->rank_hash);
+	job->rank_hash = h;
+	job->rank_nbuckets = n;
+}
+
+/*
  * Returns the job's rank for node to report on (NULL: the store's row),
  * creating it if needed, within the budgets: the job's ranks, the ranks
  * node reports alive, the memory of all ranks.  NULL if refused (counted,
@@ -118,9 +144,12 @@ schedule_rank_take(struct coord *c, struct job *job, int32_t rank,
 		schedule_rank_refuse(c, job, rank, node, RANK_BUDGET_MEMORY);
 		return (NULL);
 	}
-	if (job->rank_hash == NULL && (job->rank_hash = calloc(
-	    COORD_RANK_BUCKETS, sizeof(*job->rank_hash))) == NULL)
-		return (NULL);	/* LIST_INIT is all zeroes */
+	if (job->rank_hash == NULL) {
+		if ((job->rank_hash = calloc(COORD_RANK_BUCKETS,
+		    sizeof(*job->rank_hash))) == NULL)
+			return (NULL);	/* LIST_INIT is all zeroes */
+		job->rank_nbuckets = COORD_RANK_BUCKETS;
+	}
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (NULL);
 	c->rank_bytes += cost;
@@ -133,11 +162,12 @@ schedule_rank_take(struct coord *c, struct job *job, int32_t rank,
 	r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 	r->arrived_ns = clock_wall_ns();
 	r->job = job;
-	LIST_INSERT_HEAD(&job->rank_hash[(uint32_t)rank % COORD_RANK_BUCKETS],
-	    r, hentry);
+	LIST_INSERT_HEAD(&job->rank_hash[(uint32_t)rank &
+	    (job->rank_nbuckets - 1)], r, hentry);
 	/* In arrival order: status sorts them. */
 	TAILQ_INSERT_TAIL(&job->ranks, r, entry);
 	job->nranks++;
+	schedule_rank_hash_grow(c, job);
 	return (r);
 }
 

@@ -40,7 +40,8 @@ struct journal_loading;
 struct leader;
 
 #define COORD_NODE_MAX		128	/* node name length */
-#define COORD_RANK_BUCKETS	4096
+#define COORD_RANK_BUCKETS	4096	/* a job's rank table at first, */
+#define COORD_RANK_BUCKETS_MAX	(1 << 20)	/* grown 4 times up to this */
 #define COORD_NODE_BUCKETS	4096
 /* Batches of events committing at once (etcd); the next one grows while
  * they are in flight. */
@@ -302,6 +303,8 @@ struct job {
 	struct rankbucket	*rank_hash;	/* COORD_RANK_BUCKETS, at the
 						 * first rank: a job without
 						 * ranks is small */
+	size_t			 rank_nbuckets;	/* a power of 2, grown with
+						 * the ranks */
 	struct rank		**by_rank;	/* sorted by rank number; stale
 						 * once nby_rank != nranks */
 	size_t			 nby_rank;
