@@ -7,7 +7,8 @@
  *	PREFIX jobs/JOB				struct store_job
  *	PREFIX windows/JOB/ID			struct store_window
  *	PREFIX evbatch/JOB/FENCE/SEQ		ranks' rows and events of a commit
- *	PREFIX agents/NODE			a node's committed event seq
+ *	PREFIX agbatch/FENCE/SEQ		nodes' committed event seqs
+ *	PREFIX agents/NODE			a node's seq (before: read)
  *	PREFIX ranks/JOB/RANK			struct store_rank (schema 1: read)
  *	PREFIX events/JOB/RANK/WINDOW/KIND	one event (schema 1: read)
  *
@@ -37,6 +38,7 @@
 #include "etcd.h"
 #include "log.h"
 #include "store.h"
+#include "store_etcd_agents.h"
 #include "store_etcd_batch.h"
 #include "store_row.h"
 
@@ -89,6 +91,7 @@ struct es_commit {
 	void			(*done)(void *, int);
 	void			*arg;
 	struct es_commit	*later;		/* the queue */
+	struct esa_rows		 landing;	/* its agent rows */
 };
 
 /* A txn of a commit in flight: its ops [from, to). */
@@ -121,6 +124,7 @@ struct etcd_store {
 	struct es_jobstat *stats;	/* what each job's batches hold */
 	uint64_t	 events_ms;	/* monotonic: the last batch of events
 					 * (not of a snapshot) written */
+	struct esa	 agents;	/* agent rows (store_etcd_agents.h) */
 };
 
 /* Returns a put of key and value (JSON text of row), or NULL. */
@@ -275,6 +279,60 @@ es_batch_flush(struct etcd_store *s)
 	return (rc);
 }
 
+/* Deletes the keys [from, to) (whole keys) in the transaction, after what
+ * it holds so far.  Returns 0 or -1. */
+static int
+es_delete_range(struct etcd_store *s, const char *from, const char *to)
+{
+	char	 ikey[ETCD_KEY_MAX + 16];
+	json_t	*op;
+
+	op = json_pack("{s:{s:o,s:o}}", "request_delete_range", "key",
+	    etcd_b64(from, strlen(from)), "range_end", etcd_b64(to,
+	    strlen(to)));
+	snprintf(ikey, sizeof(ikey), "compact:%s", from);
+	return (es_add(s, ikey, op, 0) == -1 ? -1 : 0);
+}
+
+/*
+ * Puts the open transaction's agent rows into it as values of their own
+ * (store_etcd_agents.h), after everything else, and moves them to landing.
+ * Every ESA_SNAP_VALUES values, with no commit in flight (what the store
+ * knows committed is then what etcd holds), a snapshot: every node's row,
+ * then the values before it and the keys of the layout before deleted.
+ * Returns 0 or -1.
+ */
+static int
+es_agents_flush(struct etcd_store *s, struct esa_rows *landing)
+{
+	char		 from[ETCD_KEY_MAX], to[ETCD_KEY_MAX];
+	const char	*ranges[] = { "agbatch/", "agents/" };
+	uint64_t	 first = s->evb.seq + 1;
+	size_t		 i;
+	int		 snapshot;
+
+	memset(landing, 0, sizeof(*landing));
+	if (s->agents.open.n == 0)
+		return (0);
+	snapshot = s->agents.values >= ESA_SNAP_VALUES && s->ncommits == 0;
+	if (esa_flush(&s->agents, landing, snapshot, &s->evb.seq,
+	    s->e->fence, es_batch_put, s) == -1)
+		return (-1);
+	for (i = 0; snapshot && i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		if (etcd_key(s->e, from, sizeof(from), "%s", ranges[i]) == -1)
+			return (-1);
+		if (i == 0) {
+			if (etcd_key(s->e, to, sizeof(to), "agbatch/%020"
+			    PRId64 "/%020" PRIu64, s->e->fence, first) == -1)
+				return (-1);
+		} else
+			etcd_range_end(from, to, sizeof(to));
+		if (es_delete_range(s, from, to) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
 /* Empties the open transaction. */
 static void
 es_rollback(void *arg)
@@ -287,6 +345,7 @@ es_rollback(void *arg)
 	json_object_clear(s->index);
 	esb_clear(&s->evb);
 	esb_seen_clear(&s->evb);
+	esa_rows_clear(&s->agents.open);
 	for (st = s->stats; st != NULL; st = st->next)
 		st->compacting = 0;
 }
@@ -435,21 +494,25 @@ es_commit(void *arg)
 {
 	struct etcd_store	*s = arg;
 	struct etcd		*e = s->e;
+	struct esa_rows		 landing = { NULL, 0, 0 };
 	size_t			 from = 0, to;
 	size_t			 n;
 	int			 rc = 0;
 
-	if (es_batch_flush(s) == -1) {
+	if (es_batch_flush(s) == -1 || es_agents_flush(s, &landing) == -1) {
 		es_rollback(s);
+		esa_rows_clear(&landing);
 		return (-1);
 	}
-	if ((n = json_array_size(s->ops)) == 0)
+	if ((n = json_array_size(s->ops)) == 0) {
+		es_rollback(s);
 		return (0);		/* nothing to write, nothing to fence */
+	}
 	if (es_refused(s) != NULL)
-		return (-1);
-	if (s->head != NULL) {
+		rc = -1;
+	else if (s->head != NULL) {
 		es_fail(s, "commits in flight");
-		return (-1);
+		rc = -1;
 	}
 	while (rc == 0 && from < n) {
 		to = es_txn_end(e, s->ops, from);
@@ -458,8 +521,11 @@ es_commit(void *arg)
 		from = to;
 	}
 	es_rollback(s);
-	if (rc == 0)
+	if (rc == 0) {
 		s->why[0] = '\0';
+		esa_landed(&s->agents, &landing);
+	}
+	esa_rows_clear(&landing);
 	return (rc);
 }
 
@@ -510,6 +576,7 @@ es_fail_all(struct etcd_store *s)
 		next = q->later;
 		if (q->done != NULL)
 			q->done(q->arg, -1);
+		esa_rows_clear(&q->landing);
 		json_decref(q->ops);
 		free(q);
 	}
@@ -682,6 +749,8 @@ es_pump(struct etcd_store *s)
 				s->tailp = &s->head;
 			s->ncommits--;
 			s->why[0] = '\0';
+			esa_landed(&s->agents, &q->landing);
+			esa_rows_clear(&q->landing);
 			if (q->done != NULL)
 				q->done(q->arg, 0);
 			json_decref(q->ops);
@@ -735,17 +804,8 @@ es_commit_async(void *arg, void (*done)(void *, int), void *cbarg)
 {
 	struct etcd_store	*s = arg;
 	struct es_commit	*q;
+	struct esa_rows		 landing = { NULL, 0, 0 };
 
-	if (es_batch_flush(s) == -1) {
-		es_fail(s, "out of memory");
-		return (-1);
-	}
-	if (json_array_size(s->ops) == 0) {
-		es_rollback(s);
-		if (done != NULL)
-			done(cbarg, 0);
-		return (0);
-	}
 	/* No loop to wait on (a tool, a test): committed now. */
 	if (s->e->multi == NULL) {
 		if (es_commit(s) == -1)
@@ -754,18 +814,35 @@ es_commit_async(void *arg, void (*done)(void *, int), void *cbarg)
 			done(cbarg, 0);
 		return (0);
 	}
-	/* etcd away: queued all the same, sent once it answers. */
-	if (s->e->fence == 0 && es_refused(s) != NULL)
-		return (-1);
-	if ((q = calloc(1, sizeof(*q))) == NULL) {
+	if (es_batch_flush(s) == -1 || es_agents_flush(s, &landing) == -1) {
+		esa_rows_clear(&landing);
 		es_fail(s, "out of memory");
 		return (-1);
 	}
+	if (json_array_size(s->ops) == 0) {
+		es_rollback(s);
+		esa_rows_clear(&landing);
+		if (done != NULL)
+			done(cbarg, 0);
+		return (0);
+	}
+	/* etcd away: queued all the same, sent once it answers. */
+	if (s->e->fence == 0 && es_refused(s) != NULL) {
+		esa_rows_clear(&landing);
+		return (-1);
+	}
+	if ((q = calloc(1, sizeof(*q))) == NULL) {
+		esa_rows_clear(&landing);
+		es_fail(s, "out of memory");
+		return (-1);
+	}
+	q->landing = landing;
 	q->ops = s->ops;
 	q->done = done;
 	q->arg = cbarg;
 	if ((s->ops = json_array()) == NULL) {
 		s->ops = q->ops;
+		esa_rows_clear(&q->landing);
 		free(q);
 		es_fail(s, "out of memory");
 		return (-1);
@@ -894,12 +971,11 @@ es_put_journal(void *arg, const struct store_journal *sj)
 static int
 es_put_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 {
-	struct store_agent_row	 row = { node, boot_id, seq };
+	struct etcd_store	*s = arg;
 
-	/* After the events it covers, in this txn or an earlier one. */
-	if (es_batch_flush(arg) == -1)
-		return (-1);
-	return (es_put(arg, ROW_AGENTS, &row));
+	/* After the events it covers, in this txn or an earlier one: the
+	 * commit writes it last (es_agents_flush()). */
+	return (esa_add(&s->agents, node, boot_id, seq));
 }
 
 /* Returns 1 once job's batches are worth compacting, and now is the time
@@ -952,9 +1028,8 @@ es_compact_end(void *arg, const char *job)
 	struct etcd_store	*s = arg;
 	struct es_jobstat	*st;
 	char			 rel[ETCD_KEY_MAX], from[ETCD_KEY_MAX];
-	char			 to[ETCD_KEY_MAX], ikey[ETCD_KEY_MAX + 16];
+	char			 to[ETCD_KEY_MAX];
 	const char		*legacy[] = { "ranks", "events" };
-	json_t			*op;
 	size_t			 i;
 
 	if (es_batch_flush(s) == -1 ||
@@ -966,22 +1041,14 @@ es_compact_end(void *arg, const char *job)
 	    etcd_key(s->e, to, sizeof(to), "evbatch/%s/%020" PRId64 "/%020"
 	    PRIu64, job, st->fence, st->seq) == -1)
 		return (-1);
-	op = json_pack("{s:{s:o,s:o}}", "request_delete_range", "key",
-	    etcd_b64(from, strlen(from)), "range_end", etcd_b64(to,
-	    strlen(to)));
-	snprintf(ikey, sizeof(ikey), "compact:%s", from);
-	if (es_add(s, ikey, op, 0) == -1)
+	if (es_delete_range(s, from, to) == -1)
 		return (-1);
 	for (i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
 		if (etcd_key(s->e, from, sizeof(from), "%s/%s/", legacy[i],
 		    job) == -1)
 			return (-1);
 		etcd_range_end(from, to, sizeof(to));
-		op = json_pack("{s:{s:o,s:o}}", "request_delete_range", "key",
-		    etcd_b64(from, strlen(from)), "range_end", etcd_b64(to,
-		    strlen(to)));
-		snprintf(ikey, sizeof(ikey), "compact:%s", from);
-		if (es_add(s, ikey, op, 0) == -1)
+		if (es_delete_range(s, from, to) == -1)
 			return (-1);
 	}
 	st->compacting = 0;
@@ -1044,6 +1111,7 @@ struct es_load {
 	int				 newer;
 	json_t				*ranks;	/* batches': rel key -> row */
 	struct etcd_store		*s;
+	int64_t				 rev;	/* the agent value's */
 };
 
 /* Keeps an event row for sorting.  Returns 0 or -1. */
@@ -1085,7 +1153,6 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 	struct row	 row;
 	int		 rc = 0;
 
-	(void)kv;
 	/* A batch holds a newer row of this rank. */
 	if (ld->table == ROW_RANKS && json_object_get(ld->ranks, rel) != NULL)
 		return (0);
@@ -1112,8 +1179,10 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 		rc = es_load_event(ld, &row.u.event);
 		break;
 	case ROW_AGENTS:
-		rc = l->agent(l->arg, row.u.agent.node, row.u.agent.boot_id,
-		    row.u.agent.seq);
+		/* Against the agent values, by revision: es_load_agents(). */
+		rc = esa_known(&ld->s->agents, row.u.agent.node,
+		    row.u.agent.boot_id, row.u.agent.seq,
+		    etcd_int(kv, "mod_revision"));
 		break;
 	case ROW_TABLES:
 		break;
@@ -1244,6 +1313,62 @@ es_load_batch(void *arg, const char *key, const char *value, size_t len,
 	    es_load_batch_bad, ld));
 }
 
+/* A row of an agent value read at ld->rev: kept if the latest. */
+static int
+es_load_agent_row(void *arg, const char *node, uint64_t boot_id,
+    uint64_t seq)
+{
+	struct es_load	*ld = arg;
+
+	return (esa_known(&ld->s->agents, node, boot_id, seq, ld->rev));
+}
+
+/* Something in an agent value that is no agent row: set aside, said. */
+static int
+es_load_agent_bad(void *arg, const char *rel, const char *why)
+{
+	struct es_load	*ld = arg;
+
+	return (ld->l->bad(ld->l->arg, row_table_names[ROW_AGENTS], rel, why));
+}
+
+/* Takes one agent value (store_etcd_agents.h). */
+static int
+es_load_agent_value(void *arg, const char *key, const char *value,
+    size_t len, const json_t *kv)
+{
+	struct es_load	*ld = arg;
+
+	ld->rev = etcd_int(kv, "mod_revision");
+	ld->s->agents.values++;
+	return (esa_decode(key + ld->prefix_len, value, len,
+	    es_load_agent_row, es_load_agent_bad, ld));
+}
+
+/*
+ * Reads the agent values (after the keys of the layout before, table
+ * ROW_AGENTS) and hands each node's latest row to the loader.
+ */
+static int
+es_load_agents(struct es_load *ld, int64_t *rev)
+{
+	struct etcd_store	*s = ld->s;
+	const struct store_loader *l = ld->l;
+	char			 prefix[ETCD_KEY_MAX];
+	size_t			 i;
+
+	if (etcd_key(s->e, prefix, sizeof(prefix), "agbatch/") == -1 ||
+	    etcd_range(s->e, prefix, rev, es_load_agent_value, ld) != ETCD_OK)
+		return (-1);
+	for (i = 0; i < s->agents.cap; i++) {
+		if (s->agents.known[i].node != NULL &&
+		    l->agent(l->arg, s->agents.known[i].node,
+		    s->agents.known[i].boot_id, s->agents.known[i].seq) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
 /* Hands the ranks' rows the batches hold to the loader, checked. */
 static int
 es_load_batch_ranks(struct es_load *ld)
@@ -1291,6 +1416,7 @@ es_load(void *arg, const struct store_loader *l)
 	ld.s = s;
 	ld.prefix_len = strlen(s->e->prefix);
 	es_jobstats_free(s);		/* counted again as they are read */
+	esa_forget(&s->agents);		/* known again as they are read */
 	if ((ld.ranks = json_object()) == NULL ||
 	    etcd_key(s->e, prefix, sizeof(prefix), "evbatch/") == -1 ||
 	    etcd_range(s->e, prefix, &rev, es_load_batch, &ld) != ETCD_OK)
@@ -1303,6 +1429,8 @@ es_load(void *arg, const struct store_loader *l)
 			rc = -1;
 		if (rc == 0 && t == ROW_RANKS)
 			rc = es_load_batch_ranks(&ld);
+		if (rc == 0 && t == ROW_AGENTS)
+			rc = es_load_agents(&ld, &rev);
 	}
 	json_decref(ld.ranks);
 	if (ld.newer) {
@@ -1339,11 +1467,13 @@ es_close(void *arg)
 	es_txns_free(s);
 	while ((q = s->head) != NULL) {
 		s->head = q->later;
+		esa_rows_clear(&q->landing);
 		json_decref(q->ops);
 		free(q);
 	}
 	if (s->retry != NULL)
 		event_free(s->retry);
+	esa_forget(&s->agents);
 	esb_clear(&s->evb);
 	esb_seen_clear(&s->evb);
 	es_jobstats_free(s);

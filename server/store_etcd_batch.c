@@ -20,7 +20,7 @@
 #include "utf8.h"
 
 /* Makes room for n more bytes of j's text.  Returns 0 or -1. */
-static int
+int
 esb_reserve(struct esb_text *j, size_t n)
 {
 	size_t	 cap = j->cap == 0 ? 4096 : j->cap;
@@ -41,7 +41,7 @@ esb_reserve(struct esb_text *j, size_t n)
  * Appends s to j's text as a JSON string (null for NULL).  Returns 0, or -1
  * (out of memory, or s is not UTF-8, which no JSON string holds).
  */
-static int
+int
 esb_quote(struct esb_text *j, const char *s)
 {
 	static const char	 hex[] = "0123456789abcdef";
@@ -79,7 +79,7 @@ esb_quote(struct esb_text *j, const char *s)
 /* Appends v in decimal, then the character after (0: none): what snprintf()
  * would write, without its cost at 300,000 numbers a batch.  Returns 0 or
  * -1. */
-static int
+int
 esb_num(struct esb_text *t, int64_t v, char after)
 {
 	char		 buf[24];
@@ -128,7 +128,7 @@ esb_list(struct esb_text *v, const char *name, const struct esb_text *list)
  * stores, replicates and syncs a fifth of the bytes or less.  As it is if
  * that is no smaller.  Returns what put did, or -1.
  */
-static int
+int
 esb_put_deflated(const char *key, const struct esb_text *v, esb_put_fn put,
     void *arg)
 {
@@ -187,6 +187,29 @@ esb_inflate(const char *value, size_t len, size_t *outlen)
 	inflateEnd(&zs);
 	free(out);
 	return (NULL);
+}
+
+/*
+ * Returns a value (JSON, or deflated JSON) parsed, NULL if it is not JSON;
+ * *nozlib 1 if it is neither JSON nor zlib.
+ */
+json_t *
+esb_parse(const char *value, size_t len, int *nozlib)
+{
+	json_t	*obj;
+	char	*text = NULL;
+
+	*nozlib = 0;
+	if (len > 0 && value[0] != '{') {
+		if ((text = esb_inflate(value, len, &len)) == NULL) {
+			*nozlib = 1;
+			return (NULL);
+		}
+		value = text;
+	}
+	obj = json_loadb(value, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
+	return (obj);
 }
 
 /* Hands j's batch to put as one value, and empties it.  Returns 0 or -1. */
@@ -735,17 +758,11 @@ esb_decode(const char *key, const char *value, size_t len, esb_event_fn fn,
 {
 	json_t		*obj, *evs, *rks, *revs, *jnl, *a;
 	const char	*job;
-	char		*text = NULL;
 	size_t		 i, jl;
-	int		 rc = 0;
+	int		 rc = 0, nozlib;
 
-	if (len > 0 && value[0] != '{') {
-		if ((text = esb_inflate(value, len, &len)) == NULL)
-			return (bad(arg, key, "neither JSON nor zlib"));
-		value = text;
-	}
-	obj = json_loadb(value, len, JSON_REJECT_DUPLICATES, NULL);
-	free(text);
+	if ((obj = esb_parse(value, len, &nozlib)) == NULL && nozlib)
+		return (bad(arg, key, "neither JSON nor zlib"));
 	job = json_string_value(json_object_get(obj, "job"));
 	evs = json_object_get(obj, "events");
 	rks = json_object_get(obj, "ranks");

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct json_t;
 struct rank_event;
 struct store_event_row;
 struct store_journal;
@@ -104,6 +105,12 @@ typedef int	(*esb_rank_fn)(void *, const char *, const char *);
 typedef int	(*esb_bad_fn)(void *, const char *, const char *);
 
 /* store_etcd_batch.c */
+int	 esb_reserve(struct esb_text *, size_t);
+int	 esb_quote(struct esb_text *, const char *);
+int	 esb_num(struct esb_text *, int64_t, char);
+int	 esb_put_deflated(const char *, const struct esb_text *, esb_put_fn,
+	    void *);
+struct json_t	*esb_parse(const char *, size_t, int *);
 int	 esb_add(struct esb *, const char *, int32_t, const struct rank_event *,
 	    const char *, const char *, uint64_t, int64_t, esb_put_fn, void *);
 int	 esb_add_journal(struct esb *, const struct store_journal *, int64_t,

@@ -31,6 +31,7 @@
 #include "etcd.h"
 #include "log.h"
 #include "store.h"
+#include "store_etcd_agents.h"
 #include "unit_util.h"
 
 /* The backend under test: NULL SQLite, else etcd's endpoints. */
@@ -683,6 +684,115 @@ test_etcd_compact(void **state)
 	assert_string_equal(l.error, "last");
 }
 
+/* Each node's row as loaded: n<i> at i, "old" at AG_NODES. */
+#define AG_NODES	40
+struct agents_loaded {
+	uint64_t	 seq[AG_NODES + 1];
+	int		 n;
+};
+
+/* Takes an agent row by its node. */
+static int
+on_agent_node(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
+{
+	struct agents_loaded	*al = arg;
+	int			 i = AG_NODES;
+
+	assert_int_equal(boot_id, 5);
+	if (strcmp(node, "old") != 0)
+		i = atoi(node + 1);
+	assert_true(i >= 0 && i <= AG_NODES);
+	al->seq[i] = seq;
+	al->n++;
+	return (0);
+}
+
+/* Loads the agents' rows alone. */
+static void
+load_agents(struct store *s, struct agents_loaded *al)
+{
+	struct store_loader	 cb = {
+		.arg = al,
+		.generation = on_generation,
+		.job = on_job,
+		.window = on_window,
+		.rank = on_rank,
+		.event = on_event,
+		.agent = on_agent_node,
+	};
+
+	memset(al, 0, sizeof(*al));
+	assert_int_equal(store_load(s, &cb), 0);
+}
+
+/* Writes the row of node of the layout before (PREFIX agents/NODE). */
+static void
+put_old_agent(struct fixture *f, const char *node, uint64_t seq)
+{
+	char	 key[ETCD_KEY_MAX], v[128];
+	json_t	*ans;
+
+	assert_int_equal(etcd_key(f->e, key, sizeof(key), "agents/%s", node),
+	    0);
+	snprintf(v, sizeof(v), "{\"node\":\"%s\",\"boot_id\":5,"
+	    "\"seq\":%llu}", node, (unsigned long long)seq);
+	assert_int_equal(etcd_call(f->e, "/v3/kv/put", json_pack("{s:o,s:o}",
+	    "key", etcd_b64(key, strlen(key)), "value", etcd_b64(v,
+	    strlen(v))), &ans), ETCD_OK);
+	json_decref(ans);
+}
+
+/*
+ * The agents' rows of a commit are one value (not a key each); a node's
+ * latest row wins, a key of the layout before against a value by its
+ * revision; every ESA_SNAP_VALUES values a snapshot of every node replaces
+ * them and the keys of the layout before, and loads the same.
+ */
+static void
+test_etcd_agent_values(void **state)
+{
+	struct fixture		*f = *state;
+	struct agents_loaded	 al;
+	char			 node[16];
+	int			 i;
+
+	put_old_agent(f, "old", 7);
+	put_old_agent(f, "n0", 3);
+	for (i = 0; i < ESA_SNAP_VALUES; i++) {
+		assert_int_equal(store_begin(f->s), 0);
+		snprintf(node, sizeof(node), "n%d", i);
+		assert_int_equal(store_put_agent(f->s, node, 5, 100 + i), 0);
+		assert_int_equal(store_put_agent(f->s, "n0", 5, 1000 + i), 0);
+		assert_int_equal(store_commit(f->s), 0);
+	}
+	/* A value per commit, the key of the layout before kept. */
+	assert_int_equal(count_keys(f, "agbatch/"), ESA_SNAP_VALUES);
+	assert_int_equal(count_keys(f, "agents/"), 2);
+	load_agents(f->s, &al);
+	assert_int_equal(al.n, ESA_SNAP_VALUES + 1);
+	assert_int_equal(al.seq[0], 1000 + ESA_SNAP_VALUES - 1);
+	assert_int_equal(al.seq[5], 105);
+	assert_int_equal(al.seq[AG_NODES], 7);
+
+	/* A coordinator of the layout before writes n0's key: newer. */
+	put_old_agent(f, "n0", 2000);
+	load_agents(f->s, &al);
+	assert_int_equal(al.seq[0], 2000);
+
+	/* The next commit is a snapshot: every node in one value. */
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_put_agent(f->s, "n1", 5, 3000), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(count_keys(f, "agbatch/"), 1);
+	assert_int_equal(count_keys(f, "agents/"), 0);
+	load_agents(f->s, &al);
+	assert_int_equal(al.n, ESA_SNAP_VALUES + 1);
+	assert_int_equal(al.seq[0], 2000);
+	assert_int_equal(al.seq[1], 3000);
+	assert_int_equal(al.seq[5], 105);
+	assert_int_equal(al.seq[AG_NODES], 7);
+}
+
 static int	 deposed_calls;
 
 /* Counts the store telling its owner that it lost the lead. */
@@ -783,6 +893,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_etcd_compact, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_big_batch, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_agent_values, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_fencing, setup,
 		    teardown),
