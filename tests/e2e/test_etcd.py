@@ -56,6 +56,13 @@ loopback.  One scenario per run, named by the first argument:
             start and stop of it once, never the status again; `trace
             --wait`, paused so too, reads the state again and says every
             rank stopped.
+  compact   two coordinators; dynprof-loadgen's agents send a job's events
+            in many commits, until the job's batches in etcd are many and
+            heavy enough that the leader's own trigger rewrites its history
+            (once the events went quiet) and deletes the batches before:
+            fewer keys than before it.  The leader SIGKILLed, the other
+            loads those keys and holds every rank's start and stop of
+            every window exactly once.
   tls       etcd over https with client certificates (deploy/tls/mkcerts.sh):
             a coordinator with --etcd-cacert, --etcd-cert and --etcd-key
             leads and writes; one without the client certificate reaches no
@@ -81,6 +88,9 @@ from cluster import (Cluster, Failure, Proc, binary, check,  # noqa: E402
 import etcd  # noqa: E402
 
 TTL = 2             # --etcd-lease-ttl of every coordinator here
+# Agents of the compaction scenario: enough events, in enough commits, that a
+# job's batches reach the store's trigger (32 batches and 1 MiB deflated).
+COMPACT_AGENTS = 400
 JOB = "etcd-%d" % os.getpid()
 
 
@@ -530,6 +540,63 @@ def scenario_stream():
                 len(seen), since0, client.resumes))
 
 
+def scenario_compact():
+    agents, ranks, windows = COMPACT_AGENTS, 10, 10
+    with HaCluster("etcd-compact") as c:
+        lead = c.start_coordinators(2)
+        job = JOB + "-c"
+        batches = c.prefix + "evbatch/%s/" % job
+        out = os.path.join(c.dir, "loadgen.out")
+        # A job of its own row (a config), kept once its agents leave.
+        code, body = c.http("PUT", "/v1/jobs/%s/config" % job,
+                            {"start_step": -1, "stop_step": -1})
+        check(code in (200, 201), "PUT config: %s %s" % (code, body))
+        log("dynprof-loadgen: %d agents x %d ranks, %d windows each, "
+            "a few events in flight per agent" % (agents, ranks, windows))
+        with open(out, "w") as f:
+            rc = subprocess.call([
+                binary("bench/dynprof-loadgen"), "--coordinator",
+                "127.0.0.1:%d" % c.agent_port, "--http",
+                "127.0.0.1:%d" % c.http_port, "--agents", str(agents),
+                "--ranks", str(ranks), "--events", str(2 * ranks * windows),
+                "--inflight", "4", "--mode", "events", "--job", job,
+                "--node-prefix", "cmp"], stdout=f, stderr=subprocess.STDOUT,
+                timeout=180)
+        check(rc == 0, "dynprof-loadgen exited %d:\n%s" % (
+            rc, open(out).read()[-2000:]))
+        before = len(c.etcd.keys(batches))
+        log("every event acknowledged; %d batch values of the job in etcd"
+            % before)
+        p = c.coords[lead][0]
+        wait_for(lambda: "stored history rewritten" in p.output(), 60,
+                 "the leader compacting the job's batches")
+        after = wait_for(lambda: (lambda n: n if n < before else None)(
+            len(c.etcd.keys(batches))), 30, "fewer batch values")
+        log("compacted by the leader's trigger: %d batch values, %d before"
+            % (after, before))
+        check(after <= before // 2, "%d batch values after the compaction, "
+              "%d before" % (after, before))
+
+        p.kill9()
+        new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
+        log("leader SIGKILLed; coordinator%d leads, loaded %d batch values "
+            "of the job" % (new, len(c.etcd.keys(batches))))
+        st = c.status(job)
+        check(len(st["ranks"]) == agents * ranks, "ranks %d, expected %d" % (
+            len(st["ranks"]), agents * ranks))
+        for r in st["ranks"]:
+            for w in range(1, windows + 1):
+                s_, e_ = events_of(r, "started", w), events_of(r, "stopped", w)
+                check(len(s_) == 1 and len(e_) == 1,
+                      "rank %d window %d: started %s stopped %s" % (
+                          r["rank"], w, s_, e_))
+            check(len(r["events"]) == 2 * windows, "rank %d: %d events" % (
+                r["rank"], len(r["events"])))
+        log("the new leader holds every rank's start and stop of each of "
+            "the %d windows once (%d events)" % (
+                windows, agents * ranks * windows * 2))
+
+
 def scenario_sigstop():
     with HaCluster("etcd-sigstop") as c:
         lead = c.start_coordinators(2)
@@ -939,6 +1006,7 @@ SCENARIOS = {
     "burst": scenario_burst,
     "stream": scenario_stream,
     "sigstop": scenario_sigstop,
+    "compact": scenario_compact,
     "etcdstop": scenario_etcdstop,
     "quorum": scenario_quorum,
     "flags": scenario_flags,
