@@ -432,8 +432,8 @@ es_send(struct etcd_store *s, size_t from, size_t to)
 }
 
 /*
- * Keeps the lease alive in a commit of many txns, which holds the loop (and
- * the leader's keepalive timer) for as long as they take.
+ * Keeps the lease alive in a commit of many txns or a load, which hold the
+ * loop (and the leader's keepalive timer) for as long as they take.
  */
 static void
 es_renew(struct etcd *e)
@@ -1307,6 +1307,9 @@ es_load_batch(void *arg, const char *key, const char *value, size_t len,
 	struct es_load	*ld = arg;
 
 	(void)kv;
+	/* Reading and decoding 200,000 events takes seconds: the lease is
+	 * kept alive meanwhile. */
+	es_renew(ld->s->e);
 	es_jobstat_add(ld->s, key + ld->prefix_len, len);
 	return (esb_decode(key + ld->prefix_len, value, len,
 	    es_load_batch_event, es_load_batch_rank, es_load_batch_journal,
@@ -1339,6 +1342,7 @@ es_load_agent_value(void *arg, const char *key, const char *value,
 {
 	struct es_load	*ld = arg;
 
+	es_renew(ld->s->e);
 	ld->rev = etcd_int(kv, "mod_revision");
 	ld->s->agents.values++;
 	return (esa_decode(key + ld->prefix_len, value, len,
@@ -1444,6 +1448,8 @@ es_load(void *arg, const struct store_loader *l)
 		qsort(ld.evs, ld.nev, sizeof(*ld.evs), es_event_cmp);
 	}
 	for (i = 0; i < ld.nev; i++) {
+		if (i % 4096 == 0)
+			es_renew(s->e);
 		if (rc == 0 && l->event(l->arg, ld.evs[i].job, ld.evs[i].rank,
 		    &ld.evs[i].ev) == -1)
 			rc = -1;
