@@ -5,6 +5,8 @@
 #   python_binding    Monitor over real segments and a real event socket
 #   python_steps      how the PyTorch hook counts optimizer steps (no torch)
 #   python_mindspore  the MindSpore drop-in against recording stand-ins
+#   python_torch_ddp  the hook's mark on a real DDP model, with and without a
+#                     communication hook of its owner's (real torch)
 #   python_torch      the PyTorch hook with real torch (scripts/deps.sh,
 #                     DEPS_EXTRA=torch, which make test installs); label "torch"
 #   python_agent      the MindSpore workflow with the real dynprof-agent in
@@ -68,6 +70,7 @@ dynprof_pytest(python_binding test_monitor.py)
 dynprof_pytest(python_steps test_torch_optim.py)
 dynprof_pytest(python_mindspore test_mindspore.py)
 dynprof_pytest(python_torch test_torch.py LABELS torch)
+dynprof_pytest(python_torch_ddp test_torch_ddp.py LABELS torch)
 dynprof_pytest(python_agent test_agent.py)
 dynprof_pytest(python_ms24 test_ms24_parity.py
   MAY_SKIP "no MindSpore 2.4 reference")

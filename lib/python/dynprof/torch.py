@@ -14,8 +14,25 @@
 On a DistributedDataParallel model the hook also marks when the rank enters
 the step's communication (a DDP communication hook, the first gradient
 bucket's all-reduce): the time from the step's beginning to it is the rank's
-busy time, which finds the rank every other one waits for (docs/design.md).
-Elsewhere call ps.mark_comm() before the step's first collective.
+busy time, which finds the rank every other one waits for, and the mark's
+time when it arrives at the collective (docs/design.md).  ps.marks_comm_by
+says how it marks:
+
+- "comm_hook": dynprof's communication hook marks, then all-reduces as DDP's
+  default does.  A hook the model's owner registers afterwards (DDP takes one
+  hook a model: register_comm_hook() or _register_builtin_comm_hook() would
+  raise) runs inside it, after the mark, instead of DDP's all-reduce; a
+  second one raises as DDP would; the built-in ALLREDUCE and FP16_COMPRESS
+  run as their Python equivalents (default_hooks.allreduce_hook,
+  fp16_compress_hook), another built-in raises.
+- "gradients": the model already had a communication hook, which cannot be
+  replaced nor wrapped (DDP keeps it in its C++ reducer), so the mark is taken
+  when each backward computes its first gradient (a hook on each parameter's
+  gradient: one cheap call per parameter and step), before DDP all-reduces
+  the first bucket: the busy time then leaves out the rest of that bucket's
+  gradients.  ps.close() takes these hooks off.
+- None: not a DDP model; call ps.mark_comm() before the step's first
+  collective.
 
 A step ends at optimizer.step() (or at ps.step(), where
 torch.profiler.profile.step() would go, without an optimizer).  The next one
@@ -101,6 +118,7 @@ class ProfileSteps:
         self._optimizer = None
         self._hook = None
         self._fwd_hook = None
+        self._comm = None
         monitor_args["labels"] = rank_labels(monitor_args.get("labels"))
         self.monitor = Monitor(on_start=self._on_start, on_stop=self._on_stop,
                                **monitor_args)
@@ -109,9 +127,12 @@ class ProfileSteps:
         if model is not None:
             self._fwd_hook = model.register_forward_pre_hook(
                 lambda module, args: self._begin())
-            self.marks_comm = _hook_comm(model, self.monitor)
+            self._comm = _CommMark(model, self.monitor)
+            self.marks_comm = self._comm.by is not None
+            self.marks_comm_by = self._comm.by
         else:
             self.marks_comm = False
+            self.marks_comm_by = None
             self._begin()
 
     def _wrap(self, optimizer):
@@ -138,6 +159,8 @@ class ProfileSteps:
         if self._fwd_hook is not None:
             self._fwd_hook.remove()
             self._fwd_hook = None
+        if self._comm is not None:
+            self._comm.remove()
         if opt is None:
             return
         if isinstance(hook, tuple):
@@ -161,6 +184,8 @@ class ProfileSteps:
             return
         n = self._steps + 1
         self._open = True
+        if self._comm is not None:
+            self._comm.step_begun()
         self.monitor.step_begin(n)      # may start a window (_on_start)
         if self._prof is not None and self._span is None:
             self._open_span(n)
@@ -283,30 +308,112 @@ class ProfileSteps:
                  self._path)
 
 
-def _hook_comm(model, monitor):
-    """Marks the rank's communication on a DistributedDataParallel model: a
-    communication hook that marks, then all-reduces the bucket as DDP's own
-    does (only the first bucket of a step counts).  Returns True if placed;
-    False for another model, or a DDP that has a hook of its own."""
-    try:
-        from torch.nn.parallel import DistributedDataParallel
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-    except Exception:                   # no torch.distributed
-        return False
-    if not isinstance(model, DistributedDataParallel):
-        return False
-    allreduce = default_hooks.allreduce_hook
+class _CommMark:
+    """Marks the rank's entry into the step's communication on a
+    DistributedDataParallel model (see the module's doc): by is "comm_hook",
+    "gradients" or None (not a DDP model, or no hook could be placed)."""
 
-    def hook(process_group, bucket):
-        monitor.mark_comm()
-        return allreduce(process_group, bucket)
+    ONCE = ("register_comm_hook or register_builtin_comm_hook can only be "
+            "called once.")
 
-    try:
-        model.register_comm_hook(getattr(model, "process_group", None), hook)
-    except Exception as e:              # a hook of its own: it may mark
-        log.info("no busy time from DDP's communication hook: %s", e)
-        return False
-    return True
+    def __init__(self, model, monitor):
+        self.monitor = monitor
+        self.by = None
+        self.inner = None       # (state, hook) the model's owner registered
+        self.armed = False      # "gradients": not marked yet in this step
+        self.handles = []
+        try:
+            from torch.nn.parallel import DistributedDataParallel
+            from torch.distributed.algorithms.ddp_comm_hooks import \
+                default_hooks
+        except Exception:               # no torch.distributed
+            return
+        if not isinstance(model, DistributedDataParallel):
+            return
+        self.defaults = default_hooks
+        self.pg = getattr(model, "process_group", None)
+        try:
+            model.register_comm_hook(self.pg, self._hook)
+        except Exception as e:          # a hook of its own already
+            log.info("DDP has a communication hook of its own (%s): busy "
+                     "time marked at each backward's first gradient", e)
+            self._mark_gradients(model)
+            return
+        self.by = "comm_hook"
+        self._take_later_hooks(model)
+
+    def _hook(self, state, bucket):
+        self.monitor.mark_comm()        # only a step's first mark counts
+        inner = self.inner
+        if inner is None:
+            return self.defaults.allreduce_hook(state, bucket)
+        return inner[1](inner[0], bucket)
+
+    def _take_later_hooks(self, model):
+        """A hook the model's owner registers after ours (which DDP would
+        refuse: one hook a model) runs inside ours, after the mark."""
+        def register_comm_hook(state, hook):
+            if self.inner is not None:
+                raise RuntimeError(self.ONCE)
+            check = getattr(model, "_check_comm_hook", None)
+            if check is not None:
+                check(hook)
+            self._name(model, getattr(hook, "__qualname__", str(hook)))
+            self.inner = (state, hook)
+
+        def register_builtin_comm_hook(comm_hook_type):
+            import torch.distributed as dist
+            hooks = {dist.BuiltinCommHookType.ALLREDUCE:
+                     self.defaults.allreduce_hook,
+                     dist.BuiltinCommHookType.FP16_COMPRESS:
+                     self.defaults.fp16_compress_hook}
+            if self.inner is not None:
+                raise RuntimeError(self.ONCE)
+            if comm_hook_type not in hooks:
+                raise RuntimeError("no Python equivalent of the built-in "
+                                   "communication hook %s" % comm_hook_type)
+            self._name(model, str(comm_hook_type))
+            self.inner = (self.pg, hooks[comm_hook_type])
+
+        model.register_comm_hook = register_comm_hook
+        model._register_builtin_comm_hook = register_builtin_comm_hook
+
+    @staticmethod
+    def _name(model, name):
+        try:                            # what DDP's logging data says
+            model.logger._set_comm_hook_name(name)
+        except Exception:
+            pass
+
+    def _mark_gradients(self, model):
+        """Marks at the first gradient each backward computes, before DDP
+        all-reduces the first bucket (which waits for that bucket's other
+        gradients): one cheap call per parameter and step, the mark once."""
+        def on_grad(grad):
+            if self.armed:
+                self.armed = False
+                self.monitor.mark_comm()
+            return None
+        try:
+            for p in model.parameters():
+                if p.requires_grad:
+                    self.handles.append(p.register_hook(on_grad))
+        except Exception as e:
+            log.info("no busy time from the gradients either: %s", e)
+            self.remove()
+            return
+        self.by = "gradients" if self.handles else None
+
+    def step_begun(self):
+        self.armed = True
+
+    def remove(self):
+        """Takes the gradients' hooks off (a communication hook stays: DDP
+        keeps it for the model's life; closed, it only all-reduces)."""
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        self.armed = False
 
 
 def _kineto():
