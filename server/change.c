@@ -13,13 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/event.h>
-#include <event2/http.h>
-
 #include "clock.h"
-#include "http.h"
-#include "leader.h"
 #include "log.h"
 #include "model.h"
 #include "store.h"
@@ -198,108 +192,55 @@ change_journal(struct coord *c, const struct change *ch, uint64_t gen)
 static void
 change_commit_free(struct change_commit *cc)
 {
-	if (cc->answer != NULL)
-		evbuffer_free(cc->answer);
-	if (cc->expiry != NULL)
-		event_free(cc->expiry);
 	free(cc->job);
 	free(cc);
 }
 
 /*
  * The store's word on a change.  Committed: its events published, its job
- * pushed, the held answer sent.  Not (etcd, after memory took it): a 503,
- * and the leader reloads the state from etcd.
+ * pushed, its waiter told.  Not (etcd, after memory took it): its waiter told
+ * (a 503), and the model is unsure (the leader reloads the state from etcd).
  */
 static void
 change_committed(void *arg, int rc)
 {
 	struct change_commit	*cc = arg;
 	struct coord		*c = cc->c;
+	const struct coord_hooks *h = c->hooks;
 	struct job		*job;
-	const char		*why;
 
 	TAILQ_REMOVE(&c->commits, cc, entry);
 	if (rc == 0) {
 		journal_publish_to(c, cc->staged);
-		if ((job = schedule_job_find(c, cc->job)) != NULL)
-			link_push_later(c, job);
+		if ((job = schedule_job_find(c, cc->job)) != NULL &&
+		    h != NULL && h->job_changed != NULL)
+			h->job_changed(c, job);
 	} else {
 		journal_discard(c);
-		leader_model_unsure(c);
+		if (h != NULL && h->model_unsure != NULL)
+			h->model_unsure(c);
 	}
-	if (cc->code != 0)
-		http_conn_hold(c, cc->req, -1);
-	if (cc->code != 0 && rc == 0) {
-		c->metrics.http_codes[cc->code]++;
-		evhttp_add_header(evhttp_request_get_output_headers(cc->req),
-		    "Content-Type", "application/json");
-		evhttp_send_reply(cc->req, cc->code, cc->reason, cc->answer);
-	} else if (cc->code != 0) {
-		why = store_unavailable(c->store);
-		http_error(c, cc->req, 503, NULL, "store unavailable: the "
-		    "change was not committed: %s", why != NULL ? why :
-		    "the store refused it");
-	}
+	if (cc->held != NULL && h != NULL && h->committed != NULL)
+		h->committed(c, cc, rc);
 	change_commit_free(cc);
 }
 
 /*
- * A held answer waited CHANGE_HOLD_MS: etcd does not answer.  A 503 now;
- * the commit stays queued, and lands once etcd answers (or fails, and the
- * leader reloads).
+ * Returns the last change waiter made that is not committed yet and holds
+ * nothing, or NULL: the store commits in order.
  */
-static void
-change_hold_expired(evutil_socket_t fd, short what, void *arg)
-{
-	struct change_commit	*cc = arg;
-	struct coord		*c = cc->c;
-	const char		*why = store_unavailable(c->store);
-
-	(void)fd;
-	(void)what;
-	if (cc->code == 0)
-		return;
-	http_conn_hold(c, cc->req, -1);
-	http_error(c, cc->req, 503, NULL, "store unavailable: the change is "
-	    "not committed yet (%s): it may yet be committed", why != NULL ?
-	    why : "etcd does not answer");
-	cc->code = 0;
-	cc->req = NULL;
-}
-
-/*
- * Holds the answer to req if a change it made is not committed yet: sent
- * by change_committed().  Returns 1 if held.
- */
-int
-change_hold(struct coord *c, struct evhttp_request *req, int code,
-    const char *reason, struct evbuffer *buf)
+struct change_commit *
+change_pending(struct coord *c, void *waiter)
 {
 	struct change_commit	*cc;
-	struct timeval		 tv = { CHANGE_HOLD_MS / 1000,
-				    (CHANGE_HOLD_MS % 1000) * 1000 };
 
-	/* The last change the request made: the store commits in order. */
+	if (waiter == NULL)
+		return (NULL);
 	TAILQ_FOREACH_REVERSE(cc, &c->commits, change_commitq, entry) {
-		if (cc->req == req && cc->code == 0)
-			break;
+		if (cc->waiter == waiter && cc->held == NULL)
+			return (cc);
 	}
-	if (req == NULL || cc == NULL ||
-	    (cc->answer = evbuffer_new()) == NULL)
-		return (0);
-	if ((cc->expiry = evtimer_new(c->base, change_hold_expired, cc)) ==
-	    NULL) {
-		evbuffer_free(cc->answer);
-		cc->answer = NULL;
-		return (0);
-	}
-	evtimer_add(cc->expiry, &tv);
-	evbuffer_add_buffer(cc->answer, buf);
-	cc->code = code;
-	cc->reason = reason;
-	http_conn_hold(c, req, 1);
-	return (1);
+	return (NULL);
 }
 
 /*
@@ -354,7 +295,7 @@ change_publish(struct coord *c, struct change *ch)
 	}
 	cc->c = c;
 	cc->staged = journal_staged(c);
-	cc->req = c->http_req;
+	cc->waiter = c->waiter;
 	TAILQ_INSERT_TAIL(&c->commits, cc, entry);
 	/* A blocking store calls change_committed() before it returns. */
 	if (store_commit_async(c->store, change_committed, cc) == -1) {

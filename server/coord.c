@@ -595,7 +595,15 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 void
 coord_init(struct coord *c)
 {
+	static const struct coord_hooks hooks = {
+		.job_changed = link_push_later,
+		.events_published = events_wake,
+		.model_unsure = leader_model_unsure,
+		.committed = http_hold_committed,
+	};
 	size_t	 i;
+
+	c->hooks = &hooks;
 
 	TAILQ_INIT(&c->conns);
 	TAILQ_INIT(&c->dead);

@@ -67,7 +67,7 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 	default: reason = "Error"; break;
 	}
 	/* A change's answer waits for its commit. */
-	if (change_hold(c, req, code, reason, buf))
+	if (http_hold(c, req, code, reason, buf))
 		return;
 	if (code >= 100 && code < 600)
 		c->metrics.http_codes[code]++;
@@ -686,9 +686,9 @@ http_route(struct evhttp_request *req, void *arg)
 {
 	struct coord	*c = arg;
 
-	c->http_req = req;
+	c->waiter = req;
 	http_route_one(req, arg);
-	c->http_req = NULL;
+	c->waiter = NULL;
 }
 
 /*

@@ -16,8 +16,6 @@ enum http_role {
 int	 http_listen(struct coord *, const char *);
 void	 http_close(struct coord *);
 int	 http_is_viewer(struct coord *, struct evhttp_request *);
-int	 change_hold(struct coord *, struct evhttp_request *, int,
-	    const char *, struct evbuffer *);
 void	 http_send_json(struct coord *, struct evhttp_request *, int,
 	    struct evbuffer *);
 void	 http_reply(struct coord *, struct evhttp_request *, int,
@@ -32,6 +30,11 @@ void	 http_method_not_allowed(struct coord *, struct evhttp_request *,
 void	 http_conn_stream(struct coord *, struct evhttp_connection *,
 	    struct stream *);
 void	 http_conn_hold(struct coord *, struct evhttp_request *, int);
+
+/* http_hold.c */
+int	 http_hold(struct coord *, struct evhttp_request *, int,
+	    const char *, struct evbuffer *);
+void	 http_hold_committed(struct coord *, struct change_commit *, int);
 
 /* stream.c */
 struct stream	*stream_start(struct coord *, struct evhttp_request *,

@@ -27,7 +27,6 @@
 #include <event2/event.h>
 
 #include "clock.h"
-#include "http.h"
 #include "log.h"
 #include "model.h"
 #include "store.h"
@@ -302,6 +301,14 @@ journal_stage_window(struct coord *c, struct job *job, const struct window *w,
 	journal_store(c, e);
 }
 
+/* Tells the layers above that events were published (their followers). */
+static void
+journal_wake(struct coord *c)
+{
+	if (c->hooks != NULL && c->hooks->events_published != NULL)
+		c->hooks->events_published(c);
+}
+
 /* The store committed what was staged: followers get it. */
 void
 journal_publish(struct coord *c)
@@ -311,7 +318,7 @@ journal_publish(struct coord *c)
 	if (j == NULL || j->staged == j->published)
 		return;
 	j->published = j->staged;
-	events_wake(c);
+	journal_wake(c);
 }
 
 /* Returns the revision of the last event staged. */
@@ -334,7 +341,7 @@ journal_publish_to(struct coord *c, uint64_t rev)
 	if (rev <= j->published)
 		return;
 	j->published = rev;
-	events_wake(c);
+	journal_wake(c);
 }
 
 /* The store did not commit what was staged: forgotten, its revisions not

@@ -182,6 +182,7 @@ int	 change_window_cancel(struct coord *, const char *, uint32_t,
 int	 change_config_set(struct coord *, const char *, char *,
 	    struct options *, int64_t, int64_t, struct job **, struct window **,
 	    struct refusal *);
+struct change_commit *change_pending(struct coord *, void *);
 int	 change_windows_finish(struct coord *, struct job *, struct window **,
 	    size_t);
 int	 change_rules_set(struct coord *, const char *, const char *,

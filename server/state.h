@@ -480,21 +480,37 @@ TAILQ_HEAD(followerq, follower);
 
 /*
  * A change the store commits without waiting (etcd): its events are
- * published, its job pushed and the answer to its request (held until then,
- * change_hold()) sent once it is committed.
+ * published, its job pushed and whoever made it told (hooks->committed: the
+ * admin API sends the answer it held, http_hold.c) once it is committed.
  */
 struct change_commit {
 	struct coord			*c;
 	char				*job;
 	uint64_t			 staged;	/* its journal's last */
-	struct evhttp_request		*req;		/* NULL: none waits */
-	int				 code;		/* held answer, 0: none */
-	const char			*reason;
-	struct evbuffer			*answer;
-	struct event			*expiry;	/* CHANGE_HOLD_MS */
+	void				*waiter;	/* coord->waiter then,
+							 * NULL: none */
+	void				*held;		/* the waiter's, NULL:
+							 * nothing held */
 	TAILQ_ENTRY(change_commit)	 entry;		/* coord->commits */
 };
 TAILQ_HEAD(change_commitq, change_commit);
+
+/*
+ * What the model tells the layers above it, which it does not know: filled
+ * by the composition root (coord_init()).  A hook may be NULL: nothing to
+ * tell.
+ */
+struct coord_hooks {
+	/* A change of job was committed: its agents get its schedule. */
+	void	(*job_changed)(struct coord *, struct job *);
+	/* Events were published to the journal: its followers read them. */
+	void	(*events_published)(struct coord *);
+	/* Memory holds what the store may not have (a commit failed). */
+	void	(*model_unsure)(struct coord *);
+	/* A change a waiter made is committed (rc 0) or not (-1): its held
+	 * answer (cc->held) may be sent. */
+	void	(*committed)(struct coord *, struct change_commit *, int);
+};
 struct journal {
 	struct journal_entry	*ring;		/* cap, by revision from head */
 	size_t			 cap;
@@ -580,7 +596,9 @@ struct coord {
 	uint64_t		 tick_due_ms;
 	uint64_t		 stalled_ms;
 	uint64_t		 conns_freed;	/* since link_trim() last ran */
-	struct evhttp_request	*http_req;	/* the one being routed */
+	void			*waiter;	/* who makes changes now: the
+						 * request being routed */
+	const struct coord_hooks *hooks;	/* coord_init() */
 	struct rankq		 batch_ranks;	/* changed by the open batch */
 	size_t			 nconns_ready;
 	struct http_connq	 http_conns;	/* http.c, oldest first */
