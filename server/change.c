@@ -32,42 +32,6 @@ struct change {
 	int64_t		 now;		/* wall clock when it is published */
 };
 
-/* Fills ref with the answer to a refused change.  Returns -1. */
-int
-change_refuse(struct refusal *ref, int code, const char *field,
-    const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	/* Cut short, a message must not end inside a UTF-8 character: it
-	 * would not be valid JSON text. */
-	if (vsnprintf(ref->msg, sizeof(ref->msg), fmt, ap) >=
-	    (int)sizeof(ref->msg))
-		utf8_cut_partial(ref->msg);
-	va_end(ap);
-	ref->code = code;
-	ref->field = field;
-	return (-1);
-}
-
-/*
- * Fills ref with the refusal of a window's options, field and why as
- * options_parse() set them (field may be a key of the body: copied).
- * Returns -1.
- */
-int
-change_refuse_options(struct refusal *ref, const char *field, const char *why)
-{
-	if (field != NULL && strcmp(field, "options") != 0) {
-		snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "options.%s",
-		    field);
-		field = ref->fieldbuf;
-	} else
-		field = "options";
-	return (change_refuse(ref, 400, field, "%s: %s", field, why));
-}
-
 /* Returns when window w ended once state and finished, now if it ends. */
 static int64_t
 change_window_ended(const struct window *w, int state, int finished,
@@ -322,9 +286,9 @@ change_store_refused(struct coord *c, struct refusal *ref)
 	const char	*why = store_unavailable(c->store);
 
 	if (why != NULL)
-		return (change_refuse(ref, 503, NULL, "store unavailable: %s",
+		return (refusal_set(ref, 503, NULL, "store unavailable: %s",
 		    why));
-	return (change_refuse(ref, 500, NULL, "cannot store the change"));
+	return (refusal_set(ref, 500, NULL, "cannot store the change"));
 }
 
 /* Starts an empty change of job. */
@@ -356,7 +320,7 @@ change_window_behind(struct coord *c, struct job *job, int64_t start,
 		snprintf(at, sizeof(at), "steps %" PRId64 "-%" PRId64, min, max);
 	else
 		snprintf(at, sizeof(at), "step %" PRId64, min);
-	change_refuse(ref, 409, "start_step", "job %s is at %s: every live rank "
+	refusal_set(ref, 409, "start_step", "job %s is at %s: every live rank "
 	    "has begun step %" PRId64 " already; start after step %" PRId64
 	    " (or force it)", job->name, at, start, max);
 	return (1);
@@ -377,7 +341,7 @@ change_window_make(const struct options *defaults,
 
 	*wp = NULL;
 	if ((w = window_new()) == NULL)
-		return (change_refuse(ref, 500, NULL, "out of memory"));
+		return (refusal_set(ref, 500, NULL, "out of memory"));
 	if ((r->ranks != NULL &&
 	    valid_window_ranks(w, r->ranks, ref) == -1) ||
 	    (r->output_subdir != NULL &&
@@ -385,12 +349,12 @@ change_window_make(const struct options *defaults,
 		goto fail;
 	options_clear(&w->options);
 	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
-		change_refuse(ref, 500, NULL, "out of memory");
+		refusal_set(ref, 500, NULL, "out of memory");
 		goto fail;
 	}
 	if (r->options != NULL &&
 	    options_over_apply(&w->options, r->options, &field, &why) == -1) {
-		change_refuse_options(ref, field, why);
+		refusal_options(ref, field, why);
 		goto fail;
 	}
 	*wp = w;
@@ -435,7 +399,7 @@ change_window_add(struct coord *c, const char *name,
 		return (-1);
 	if (w->rankset.nranges > 0 && (node = legacy_ranks_refused(c, name)) !=
 	    NULL) {
-		change_refuse(ref, 409, "ranks", "job %s is served as a "
+		refusal_set(ref, 409, "ranks", "job %s is served as a "
 		    "MindSpore legacy job (node %s), whose profiler cannot "
 		    "target ranks: leave ranks out", name, node);
 		goto fail;
@@ -443,7 +407,7 @@ change_window_add(struct coord *c, const char *name,
 	if (r->has_in) {
 		max = job != NULL ? schedule_job_step_now(c, job) : -1;
 		if (max < 0) {
-			change_refuse(ref, 409, "in_steps", "no rank of job %s "
+			refusal_set(ref, 409, "in_steps", "no rank of job %s "
 			    "has reported a step yet (or every node serving it "
 			    "is lost), and in_steps counts from their steps: "
 			    "check the job's name, or give start_step", name);
@@ -458,14 +422,14 @@ change_window_add(struct coord *c, const char *name,
 	w->start_step = start;
 	w->stop_step = stop;
 	if (job == NULL && (job = schedule_job_get(c, name)) == NULL) {
-		change_refuse(ref, 500, NULL, "out of memory");
+		refusal_set(ref, 500, NULL, "out of memory");
 		goto fail;
 	}
 	/* Events already read may end a window: commit them (which takes the
 	 * windows they ended out of the schedule) before judging overlaps. */
 	store_flush(c->store);
 	if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
-		change_refuse(ref, 409, "start_step", "[%" PRId64 ", %" PRId64
+		refusal_set(ref, 409, "start_step", "[%" PRId64 ", %" PRId64
 		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
 		    start, stop, other->id, other->start_step, other->stop_step,
 		    schedule_window_state(job, other));
@@ -473,7 +437,7 @@ change_window_add(struct coord *c, const char *name,
 	}
 	change_init(&ch, job);
 	if (schedule_make_room(c, job, ch.finish, &ch.nfinish) == -1) {
-		change_refuse(ref, 409, NULL, "job %s has %d windows pending, "
+		refusal_set(ref, 409, NULL, "job %s has %d windows pending, "
 		    "the most a schedule holds", name, SEG_MAX_WINDOWS);
 		goto fail;
 	}
@@ -508,15 +472,15 @@ change_window_cancel(struct coord *c, const char *name, uint32_t id,
 	struct window	*w;
 
 	if ((job = schedule_job_find(c, name)) == NULL)
-		return (change_refuse(ref, 404, "job", "no job %s", name));
+		return (refusal_set(ref, 404, "job", "no job %s", name));
 	if ((w = schedule_window_find(job, id)) == NULL)
-		return (change_refuse(ref, 404, "id", "job %s has no window %"
+		return (refusal_set(ref, 404, "id", "job %s has no window %"
 		    PRIu32, name, id));
 	*jobp = job;
 	if (w->state == WINDOW_STATE_CANCELLED)
 		return (0);
 	if (w->finished)
-		return (change_refuse(ref, 409, "id", "window %" PRIu32
+		return (refusal_set(ref, 409, "id", "window %" PRIu32
 		    " is done", id));
 	change_init(&ch, job);
 	ch.cancel = w;
@@ -544,7 +508,7 @@ change_config_set(struct coord *c, const char *name, char *text,
 	struct window	*w = NULL, *it, *same = NULL, *other;
 
 	if ((job = schedule_job_get(c, name)) == NULL) {
-		change_refuse(ref, 500, NULL, "out of memory");
+		refusal_set(ref, 500, NULL, "out of memory");
 		goto fail;
 	}
 	if (start > 0) {
@@ -559,20 +523,20 @@ change_config_set(struct coord *c, const char *name, char *text,
 	if (start > 0 && same == NULL) {
 		store_flush(c->store);
 		if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
-			change_refuse(ref, 409, "start_step", "[%" PRId64 ", %"
+			refusal_set(ref, 409, "start_step", "[%" PRId64 ", %"
 			    PRId64 "] overlaps window %u [%" PRId64 ", %"
 			    PRId64 "]", start, stop, other->id,
 			    other->start_step, other->stop_step);
 			goto fail;
 		}
 		if (schedule_make_room(c, job, ch.finish, &ch.nfinish) == -1) {
-			change_refuse(ref, 409, NULL, "job %s has %d windows "
+			refusal_set(ref, 409, NULL, "job %s has %d windows "
 			    "pending", name, SEG_MAX_WINDOWS);
 			goto fail;
 		}
 		if ((w = window_new()) == NULL ||
 		    options_copy(&w->options, defaults) == -1) {
-			change_refuse(ref, 500, NULL, "out of memory");
+			refusal_set(ref, 500, NULL, "out of memory");
 			goto fail;
 		}
 		w->start_step = start;
@@ -612,11 +576,11 @@ change_rules_set(struct coord *c, const char *name, const char *text,
 	struct job	*job;
 
 	if ((job = schedule_job_get(c, name)) == NULL)
-		return (change_refuse(ref, 500, NULL, "out of memory"));
+		return (refusal_set(ref, 500, NULL, "out of memory"));
 	change_init(&ch, job);
 	ch.rules = text;
 	if (change_publish(c, &ch) == -1)
-		return (change_refuse(ref, 500, NULL, "cannot store the "
+		return (refusal_set(ref, 500, NULL, "cannot store the "
 		    "change"));
 	log_info("%s: job %s rules stored, generation %llu", __func__, name,
 	    (unsigned long long)job->generation);

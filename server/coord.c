@@ -246,10 +246,10 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	}
 	c->tick_due_ms = now + c->conf.heartbeat_ms;
 	link_heartbeat(c, late == 0);
-	schedule_finish_windows(c, 0);
+	jobs_finish_windows(c, 0);
 	schedule_flush_ranks(c);
 	schedule_compact_jobs(c);
-	schedule_reap_jobs(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
+	jobs_reap(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);
 	straggler_tick(c);
 	rules_tick(c);
@@ -731,7 +731,7 @@ coord_stop(struct coord *c)
 	if (c->pusher != NULL)
 		event_free(c->pusher);
 	journal_free(c);
-	schedule_free_all(c);
+	jobs_free_all(c);
 	legacy_free_all(c);
 	store_close(c->store);
 	leader_stop(c);

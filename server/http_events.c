@@ -249,12 +249,12 @@ events_parse_query(struct evhttp_request *req, struct follower *f,
 	TAILQ_FOREACH(kv, &q, next) {
 		if (strcmp(kv->key, "since") == 0) {
 			if (*since_given) {
-				change_refuse(ref, 400, "since", "since given "
+				refusal_set(ref, 400, "since", "since given "
 				    "twice");
 				goto out;
 			}
 			if (ranks_parse_int(kv->value, 0, INT64_MAX, &v) == -1) {
-				change_refuse(ref, 400, "since", "since must be "
+				refusal_set(ref, 400, "since", "since must be "
 				    "a revision (an integer from 0)");
 				goto out;
 			}
@@ -262,13 +262,13 @@ events_parse_query(struct evhttp_request *req, struct follower *f,
 			*since_given = 1;
 		} else if (strcmp(kv->key, "follow") == 0) {
 			if (seen_follow++) {
-				change_refuse(ref, 400, "follow", "follow given "
+				refusal_set(ref, 400, "follow", "follow given "
 				    "twice");
 				goto out;
 			}
 			if (strcmp(kv->value, "0") != 0 &&
 			    strcmp(kv->value, "1") != 0) {
-				change_refuse(ref, 400, "follow", "follow must "
+				refusal_set(ref, 400, "follow", "follow must "
 				    "be 0 or 1");
 				goto out;
 			}
@@ -276,7 +276,7 @@ events_parse_query(struct evhttp_request *req, struct follower *f,
 		} else {
 			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
 			    kv->key);
-			change_refuse(ref, 400, ref->fieldbuf, "unknown "
+			refusal_set(ref, 400, ref->fieldbuf, "unknown "
 			    "parameter (since and follow are known)");
 			goto out;
 		}

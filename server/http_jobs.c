@@ -37,11 +37,11 @@ http_int_field(json_t *obj, const char *key, long long min, long long max,
 	if (v == NULL)
 		return (0);
 	if (!json_is_integer(v))
-		return (change_refuse(ref, 400, key, "%s must be an integer",
+		return (refusal_set(ref, 400, key, "%s must be an integer",
 		    key));
 	iv = json_integer_value(v);
 	if (iv < min || iv > max)
-		return (change_refuse(ref, 400, key, "%s must be between %lld "
+		return (refusal_set(ref, 400, key, "%s must be between %lld "
 		    "and %lld", key, min, max));
 	*out = iv;
 	return (1);
@@ -171,7 +171,7 @@ http_window_named(json_t *body, struct window_request *r,
 		if ((v = json_object_get(body, keys[i])) == NULL)
 			continue;
 		if (!json_is_string(v))
-			return (change_refuse(ref, 400, keys[i], "%s must be a "
+			return (refusal_set(ref, 400, keys[i], "%s must be a "
 			    "string", keys[i]));
 		*dst[i] = json_string_value(v);
 	}
@@ -182,7 +182,7 @@ http_window_named(json_t *body, struct window_request *r,
 	if (!json_is_object(v) || json_object_size(v) != 2 ||
 	    !json_is_integer(rank) || json_integer_value(rank) < 0 ||
 	    json_integer_value(rank) > INT32_MAX || !json_is_string(vary))
-		return (change_refuse(ref, 400, "group_of", "group_of is "
+		return (refusal_set(ref, 400, "group_of", "group_of is "
 		    "{\"rank\": N, \"vary\": \"tp\"}: the ranks that share "
 		    "every label of rank N but vary"));
 	r->has_group = 1;
@@ -213,7 +213,7 @@ http_window_parse(const void *jv, struct window_request *r,
 			if (strcmp(key, http_window_keys[i]) == 0)
 				break;
 		if (http_window_keys[i] == NULL)
-			return (change_refuse(ref, 400, key, "unknown field %s "
+			return (refusal_set(ref, 400, key, "unknown field %s "
 			    "(profiler options go in \"options\")", key));
 	}
 	if ((r->has_start = http_int_field(body, "start_step", 0,
@@ -229,28 +229,28 @@ http_window_parse(const void *jv, struct window_request *r,
 		return (-1);
 	if ((v = json_object_get(body, "force")) != NULL) {
 		if (!json_is_boolean(v))
-			return (change_refuse(ref, 400, "force", "force must "
+			return (refusal_set(ref, 400, "force", "force must "
 			    "be true or false"));
 		r->force = json_is_true(v);
 	}
 	if (r->has_start && r->has_in)
-		return (change_refuse(ref, 400, "in_steps", "give start_step or "
+		return (refusal_set(ref, 400, "in_steps", "give start_step or "
 		    "in_steps, not both"));
 	if (!r->has_start && !r->has_in)
-		return (change_refuse(ref, 400, "start_step", "start_step or "
+		return (refusal_set(ref, 400, "start_step", "start_step or "
 		    "in_steps is required"));
 	if (r->has_stop && r->has_steps)
-		return (change_refuse(ref, 400, "steps", "give stop_step or "
+		return (refusal_set(ref, 400, "steps", "give stop_step or "
 		    "steps, not both"));
 	if (!r->has_stop && !r->has_steps)
-		return (change_refuse(ref, 400, "stop_step", "stop_step or steps "
+		return (refusal_set(ref, 400, "stop_step", "stop_step or steps "
 		    "is required"));
 	if (r->has_in && r->in == 0 && !r->has_round)
-		return (change_refuse(ref, 400, "in_steps", "in_steps must be at "
+		return (refusal_set(ref, 400, "in_steps", "in_steps must be at "
 		    "least 1 unless roundup is given"));
 	if ((v = json_object_get(body, "ranks")) != NULL) {
 		if (!json_is_string(v))
-			return (change_refuse(ref, 400, "ranks", "ranks must be "
+			return (refusal_set(ref, 400, "ranks", "ranks must be "
 			    "a string such as \"0-7,16\""));
 		r->ranks = json_string_value(v);
 	}
@@ -258,13 +258,13 @@ http_window_parse(const void *jv, struct window_request *r,
 		return (-1);
 	if ((v = json_object_get(body, "output_subdir")) != NULL) {
 		if (!json_is_string(v))
-			return (change_refuse(ref, 400, "output_subdir",
+			return (refusal_set(ref, 400, "output_subdir",
 			    "output_subdir must be a string"));
 		r->output_subdir = json_string_value(v);
 	}
 	if ((v = json_object_get(body, "options")) != NULL) {
 		if (options_over_parse(v, ov, &field, &why) == -1)
-			return (change_refuse_options(ref, field, why));
+			return (refusal_options(ref, field, why));
 		r->options = ov;
 	}
 	return (0);
@@ -348,10 +348,10 @@ http_config_parse(const void *jv, int64_t *start, int64_t *stop,
 	    stop, ref) == -1)
 		return (-1);
 	if (*start == 0)
-		return (change_refuse(ref, 400, "start_step", "start_step must be "
+		return (refusal_set(ref, 400, "start_step", "start_step must be "
 		    "-1 (no window) or above 0"));
 	if (*start > 0 && *stop < *start)
-		return (change_refuse(ref, 400, "stop_step", "stop_step %" PRId64
+		return (refusal_set(ref, 400, "stop_step", "stop_step %" PRId64
 		    " is before start_step %" PRId64, *stop, *start));
 	opts = json_deep_copy(body);
 	json_object_del(opts, "start_step");
@@ -363,7 +363,7 @@ http_config_parse(const void *jv, int64_t *start, int64_t *stop,
 			    field);
 			field = ref->fieldbuf;
 		}
-		change_refuse(ref, 400, field, "%s: %s", field ? field :
+		refusal_set(ref, 400, field, "%s: %s", field ? field :
 		    "options", why);
 		json_decref(opts);
 		return (-1);

@@ -268,7 +268,7 @@ http_query_check(const char *query, struct refusal *ref)
 			klen = sizeof(ref->fieldbuf) - 1;
 		snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%.*s",
 		    (int)klen, key);
-		return (change_refuse(ref, 400, ref->fieldbuf, "%s", why));
+		return (refusal_set(ref, 400, ref->fieldbuf, "%s", why));
 	}
 	return (0);
 }
@@ -289,7 +289,7 @@ http_query(struct evhttp_request *req, struct evkeyvalq *q,
 	if (query != NULL && http_query_check(query, ref) == -1)
 		return (-1);
 	if (query != NULL && evhttp_parse_query_str(query, q) == -1)
-		return (change_refuse(ref, 400, NULL, "malformed query "
+		return (refusal_set(ref, 400, NULL, "malformed query "
 		    "string"));
 	return (0);
 }
@@ -330,13 +330,13 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 		else {
 			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
 			    kv->key);
-			change_refuse(ref, 400, ref->fieldbuf, "unknown "
+			refusal_set(ref, 400, ref->fieldbuf, "unknown "
 			    "parameter (state, node, window, label, limit and "
 			    "after are known)");
 			goto out;
 		}
 		if (seen & bit) {
-			change_refuse(ref, 400, NULL, "%s given twice",
+			refusal_set(ref, 400, NULL, "%s given twice",
 			    kv->key);
 			ref->field = bit == 1 ? "state" : bit == 2 ? "node" :
 			    bit == 4 ? "window" : bit == 8 ? "limit" :
@@ -348,14 +348,14 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 		case 1:
 			if (ranks_parse_states(kv->value, &p->filter.states,
 			    why, sizeof(why)) == -1) {
-				change_refuse(ref, 400, "state", "%s", why);
+				refusal_set(ref, 400, "state", "%s", why);
 				goto out;
 			}
 			break;
 		case 2:
 			if (*kv->value == '\0' ||
 			    strlen(kv->value) >= sizeof(p->filter.node)) {
-				change_refuse(ref, 400, "node", "node must be "
+				refusal_set(ref, 400, "node", "node must be "
 				    "1 to %d bytes", COORD_NODE_MAX - 1);
 				goto out;
 			}
@@ -365,7 +365,7 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 		case 4:
 			if (ranks_parse_int(kv->value, 1, UINT32_MAX,
 			    &v) == -1) {
-				change_refuse(ref, 400, "window", "window must "
+				refusal_set(ref, 400, "window", "window must "
 				    "be a window id (a positive integer)");
 				goto out;
 			}
@@ -374,7 +374,7 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 		case 8:
 			if (ranks_parse_int(kv->value, 1,
 			    COORD_RANKS_LIMIT_MAX, &v) == -1) {
-				change_refuse(ref, 400, "limit", "limit must be "
+				refusal_set(ref, 400, "limit", "limit must be "
 				    "1 to %d", COORD_RANKS_LIMIT_MAX);
 				goto out;
 			}
@@ -383,7 +383,7 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 		case 16:
 			if (ranks_parse_int(kv->value, -1, INT32_MAX,
 			    &v) == -1) {
-				change_refuse(ref, 400, "after", "after must be "
+				refusal_set(ref, 400, "after", "after must be "
 				    "a rank number (-1 to %d): the \"next\" of "
 				    "the previous page", INT32_MAX);
 				goto out;
@@ -392,7 +392,7 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 			break;
 		case 32:
 			if (labels_selector_check(kv->value, &lwhy) == -1) {
-				change_refuse(ref, 400, "label", "%s (a "
+				refusal_set(ref, 400, "label", "%s (a "
 				    "selector such as pp=3,tp in (0,1): "
 				    "docs/labels.md)", lwhy);
 				goto out;

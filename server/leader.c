@@ -211,7 +211,7 @@ leader_model_clear(struct coord *c)
 {
 	size_t	 i;
 
-	schedule_free_all(c);
+	jobs_free_all(c);
 	legacy_free_all(c);		/* what the agents reported */
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);

@@ -109,7 +109,7 @@ load_job(void *arg, const struct store_job *row)
 	if (valid_job_row(row, &defaults, &ref) == -1 ||
 	    schedule_job_find(c, row->name) != NULL) {
 		if (ref.code == 0)
-			change_refuse(&ref, 400, "job", "a second row");
+			refusal_set(&ref, 400, "job", "a second row");
 		options_clear(&defaults);
 		return (load_refused(ld, "jobs", row->name, 0, &ref));
 	}
@@ -139,7 +139,7 @@ load_window(void *arg, const struct store_window *row)
 	struct refusal	 ref;
 
 	if ((job = schedule_job_find(ld->c, row->job)) == NULL) {
-		change_refuse(&ref, 400, "job", "no job row");
+		refusal_set(&ref, 400, "job", "no job row");
 		return (load_refused(ld, "windows", row->job, row->id, &ref));
 	}
 	/* Its id is not handed out again, whether it is served or not. */
@@ -151,7 +151,7 @@ load_window(void *arg, const struct store_window *row)
 	if (valid_window_row(row, w, &ref) == -1 ||
 	    schedule_window_find(job, row->id) != NULL) {
 		if (ref.code == 0)
-			change_refuse(&ref, 400, "id", "a second row");
+			refusal_set(&ref, 400, "id", "a second row");
 		window_free(w);
 		return (load_refused(ld, "windows", row->job, row->id, &ref));
 	}

@@ -7,6 +7,7 @@
 #ifndef DYNPROF_MODEL_H
 #define DYNPROF_MODEL_H
 
+#include "refusal.h"
 #include "state.h"
 
 /* link_dispatch.c */
@@ -36,14 +37,6 @@ struct window_request {
 	const struct options_over *options;	/* NULL: the job's defaults */
 };
 
-/* A refused request or change: the status, the field at fault, the message. */
-struct refusal {
-	int		 code;
-	const char	*field;		/* NULL, a key of the body or fieldbuf */
-	char		 fieldbuf[128];
-	char		 msg[512];
-};
-
 /* The budgets a rank may be refused by (schedule_ranks.c). */
 enum rank_budget {
 	RANK_BUDGET_JOB,			/* --max-ranks-per-job */
@@ -61,7 +54,6 @@ struct job	*schedule_job_get(struct coord *, const char *);
 struct job	*schedule_job_peer(struct coord *, const char *, const char *);
 int	 schedule_job_unscheduled(const struct job *);
 size_t	 schedule_unscheduled_count(struct coord *);
-void	 schedule_reap_jobs(struct coord *, uint64_t);
 struct rank	*schedule_rank_find(struct job *, int32_t);
 struct rank	*schedule_rank_take(struct coord *, struct job *, int32_t,
 		    struct node *);
@@ -96,6 +88,8 @@ void	 window_free(struct window *);
 void	 schedule_window_insert(struct job *, struct window *);
 struct window	*schedule_window_find(struct job *, uint32_t);
 int	 schedule_pending_count(const struct job *);
+int	 schedule_window_over(struct coord *, const struct job *,
+	    const struct window *, int64_t);
 struct window	*schedule_overlap(struct coord *, const struct job *, int64_t,
 		    int64_t);
 int	 schedule_make_room(struct coord *, struct job *, struct window **,
@@ -109,11 +103,9 @@ int	 schedule_apply_event(struct coord *, struct node *,
 void	 schedule_apply_progress(struct coord *, struct node *,
 	    const Dynprof__V1__Progress *);
 int	 schedule_step_valid(int64_t);
-void	 schedule_finish_windows(struct coord *, int);
 void	 schedule_flush_ranks(struct coord *);
 void	 schedule_compact_jobs(struct coord *);
 int	 schedule_store_batch_ranks(struct coord *);
-void	 schedule_free_all(struct coord *);
 int	 schedule_window_resolve(const struct window_request *, int64_t,
 	    int64_t *, int64_t *, struct refusal *);
 int	 schedule_rank_has_event(const struct rank *, uint32_t, int);
@@ -134,6 +126,11 @@ size_t	 schedule_rank_index_after(struct rank **, size_t, int64_t);
 int	 schedule_rank_state(struct coord *, const struct rank *,
 	    struct ranks_memo *);
 const char	*schedule_rank_state_name(int);
+
+/* jobs.c */
+void	 jobs_reap(struct coord *, uint64_t);
+void	 jobs_finish_windows(struct coord *, int);
+void	 jobs_free_all(struct coord *);
 
 /* summary.c */
 int	 summary_add(struct coord *, struct job *, struct json_t *);
@@ -169,9 +166,6 @@ void	 journal_load_end(struct coord *);
 void	 journal_load_free(struct coord *);
 
 /* change.c */
-int	 change_refuse(struct refusal *, int, const char *, const char *, ...)
-	    __attribute__((format(printf, 4, 5)));
-int	 change_refuse_options(struct refusal *, const char *, const char *);
 int	 change_window_make(const struct options *,
 	    const struct window_request *, struct window **, struct refusal *);
 int	 change_window_add(struct coord *, const char *,

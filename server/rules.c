@@ -148,7 +148,7 @@ rule_int(json_t *o, const char *key, long long min, long long max,
 		return (0);
 	if (!json_is_integer(v) || json_integer_value(v) < min ||
 	    json_integer_value(v) > max)
-		return (change_refuse(ref, 400, key, "%s must be an integer "
+		return (refusal_set(ref, 400, key, "%s must be an integer "
 		    "from %lld to %lld", key, min, max));
 	*out = json_integer_value(v);
 	return (0);
@@ -192,7 +192,7 @@ rule_check_window(struct rule *r, json_t *opts, struct refusal *ref)
 	if (opts == NULL)
 		return (0);
 	if (options_over_parse(opts, &r->over, &field, &why) == -1)
-		return (change_refuse_options(ref, field, why));
+		return (refusal_options(ref, field, why));
 	rule_window_request(r, "0", &req);
 	if (change_window_make(NULL, &req, &w, ref) == -1)
 		return (-1);
@@ -220,16 +220,16 @@ rule_parse(json_t *o, int stored, struct rule *r, struct refusal *ref)
 	json_object_foreach(o, key, v) {
 		if (!rule_key_in(key, rule_keys) &&
 		    (!stored || !rule_key_in(key, rule_state_keys)))
-			return (change_refuse(ref, 400, key, "unknown field %s",
+			return (refusal_set(ref, 400, key, "unknown field %s",
 			    key));
 	}
 	v = json_object_get(o, "when");
 	if (!json_is_string(v) || strcmp(json_string_value(v),
 	    "straggler") != 0)
-		return (change_refuse(ref, 400, "when", "when must be "
+		return (refusal_set(ref, 400, "when", "when must be "
 		    "\"straggler\" (the only condition a rule knows)"));
 	if (json_object_get(o, "steps") == NULL)
-		return (change_refuse(ref, 400, "steps", "steps is required: "
+		return (refusal_set(ref, 400, "steps", "steps is required: "
 		    "how many steps to profile"));
 	if (rule_int(o, "peers", 0, RULE_PEERS_MAX, &peers, ref) == -1 ||
 	    rule_int(o, "steps", 1, RULE_STEPS_MAX, &r->steps, ref) == -1 ||
@@ -243,14 +243,14 @@ rule_parse(json_t *o, int stored, struct rule *r, struct refusal *ref)
 	r->per_hour = (int)per;
 	if ((v = json_object_get(o, "options")) != NULL) {
 		if (!json_is_object(v))
-			return (change_refuse(ref, 400, "options", "options "
+			return (refusal_set(ref, 400, "options", "options "
 			    "must be an object of profiler options"));
 		r->options = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		if (r->options == NULL || strlen(r->options) >=
 		    RULE_OPTIONS_MAX) {
 			free(r->options);
 			r->options = NULL;
-			return (change_refuse(ref, 400, "options", "options "
+			return (refusal_set(ref, 400, "options", "options "
 			    "over %d bytes", RULE_OPTIONS_MAX - 1));
 		}
 	}
@@ -258,7 +258,7 @@ rule_parse(json_t *o, int stored, struct rule *r, struct refusal *ref)
 		if (!json_is_string(v) || strlen(json_string_value(v)) >=
 		    sizeof(r->output_subdir)) {
 			free(r->options);
-			return (change_refuse(ref, 400, "output_subdir",
+			return (refusal_set(ref, 400, "output_subdir",
 			    "output_subdir must be a string under %zu bytes",
 			    sizeof(r->output_subdir)));
 		}
@@ -488,13 +488,13 @@ rules_publish(struct coord *c, const char *name, struct rules *rs,
 
 	if ((text = rules_render(rs, l)) == NULL) {
 		rules_free(rs);
-		return (change_refuse(ref, 500, NULL, "out of memory"));
+		return (refusal_set(ref, 500, NULL, "out of memory"));
 	}
 	rc = change_rules_set(c, name, text, jobp, ref);
 	free(text);
 	if (rc == -1 || rules_set_limits(*jobp, l) == -1) {
 		rules_free(rs);
-		return (rc == -1 ? -1 : change_refuse(ref, 500, NULL,
+		return (rc == -1 ? -1 : refusal_set(ref, 500, NULL,
 		    "out of memory"));
 	}
 	rules_free((*jobp)->rules);
@@ -519,12 +519,12 @@ rules_add(struct coord *c, const char *name, json_t *body, json_t **out,
 		return (-1);
 	if (job != NULL && job->rules != NULL && job->rules->n == RULES_MAX) {
 		rule_clear(&r);
-		return (change_refuse(ref, 409, NULL, "job %s has %d rules, "
+		return (refusal_set(ref, 409, NULL, "job %s has %d rules, "
 		    "the most a job holds", name, RULES_MAX));
 	}
 	if ((rs = rules_copy(job != NULL ? job->rules : NULL)) == NULL) {
 		rule_clear(&r);
-		return (change_refuse(ref, 500, NULL, "out of memory"));
+		return (refusal_set(ref, 500, NULL, "out of memory"));
 	}
 	r.id = rs->next_id++;
 	r.created_ns = clock_wall_ns();
@@ -549,15 +549,15 @@ rules_delete(struct coord *c, const char *name, uint32_t id,
 	size_t		 i;
 
 	if (job == NULL)
-		return (change_refuse(ref, 404, "job", "no job %s", name));
+		return (refusal_set(ref, 404, "job", "no job %s", name));
 	for (i = 0; job->rules != NULL && i < job->rules->n; i++)
 		if (job->rules->rule[i].id == id)
 			break;
 	if (job->rules == NULL || i == job->rules->n)
-		return (change_refuse(ref, 404, "id", "job %s has no rule %"
+		return (refusal_set(ref, 404, "id", "job %s has no rule %"
 		    PRIu32, name, id));
 	if ((rs = rules_copy(job->rules)) == NULL)
-		return (change_refuse(ref, 500, NULL, "out of memory"));
+		return (refusal_set(ref, 500, NULL, "out of memory"));
 	rule_clear(&rs->rule[i]);
 	memmove(&rs->rule[i], &rs->rule[i + 1], (rs->n - i - 1) *
 	    sizeof(rs->rule[0]));
@@ -595,7 +595,7 @@ rules_set_thresholds(struct coord *c, const char *name, json_t *body,
 	size_t			 i;
 
 	if (job == NULL)
-		return (change_refuse(ref, 404, "job", "no job %s", name));
+		return (refusal_set(ref, 404, "job", "no job %s", name));
 	rules_own_limits(job, &l);
 	val[0] = l.lag;
 	val[1] = l.drop;
@@ -604,7 +604,7 @@ rules_set_thresholds(struct coord *c, const char *name, json_t *body,
 		for (i = 0; i < 3 && strcmp(key, keys[i].key) != 0; i++)
 			;
 		if (i == 3)
-			return (change_refuse(ref, 400, key, "unknown field %s "
+			return (refusal_set(ref, 400, key, "unknown field %s "
 			    "(lag_steps, rate_drop_percent, busy_percent)",
 			    key));
 		if (json_is_null(v))
@@ -617,7 +617,7 @@ rules_set_thresholds(struct coord *c, const char *name, json_t *body,
 	l.drop = (int)val[1];
 	l.busy = (int)val[2];
 	if ((rs = rules_copy(job->rules)) == NULL)
-		return (change_refuse(ref, 500, NULL, "out of memory"));
+		return (refusal_set(ref, 500, NULL, "out of memory"));
 	return (rules_publish(c, name, rs, &l, &job, ref));
 }
 

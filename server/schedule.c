@@ -114,61 +114,6 @@ schedule_job_peer(struct coord *c, const char *name, const char *node)
 	return (schedule_job_get(c, name));
 }
 
-static void	 schedule_job_free(struct coord *, struct job *);
-
-/*
- * Forgets the jobs nobody scheduled that no node has served for linger_ms:
- * they leave memory, /v1/jobs and the store.  A job its ranks attached to
- * before any window stays while a node serves it.
- */
-void
-schedule_reap_jobs(struct coord *c, uint64_t linger_ms)
-{
-	struct job	*job, *next;
-	struct rank	*r;
-	struct node	*n;
-	struct node_job	*nj;
-	uint64_t	 now = clock_mono_ms();
-
-	for (job = TAILQ_FIRST(&c->jobs); job != NULL; job = next) {
-		next = TAILQ_NEXT(job, entry);
-		if (!schedule_job_unscheduled(job) ||
-		    !TAILQ_EMPTY(&job->subs) || job->ranks_dirty) {
-			job->idle_ms = 0;
-			continue;
-		}
-		if (job->idle_ms == 0) {
-			job->idle_ms = now;
-			continue;
-		}
-		if (now - job->idle_ms < linger_ms)
-			continue;
-		TAILQ_FOREACH(r, &job->ranks, entry)
-			if (r->in_batch)
-				break;
-		if (r != NULL)
-			continue;
-		if (store_forget_job(c->store, job->name) == -1) {
-			log_warnx("%s: cannot forget job %s", __func__,
-			    job->name);
-			continue;
-		}
-		TAILQ_FOREACH(n, &c->nodes, entry) {
-			if ((nj = schedule_node_job(n, job->name, 0)) != NULL) {
-				TAILQ_REMOVE(&n->jobs, nj, entry);
-				free(nj);
-			}
-		}
-		log_info("%s: job %s forgotten: nobody scheduled it and no node "
-		    "serves it", __func__, job->name);
-		c->metrics.unscheduled_reaped++;
-		if (c->nunscheduled > 0)
-			c->nunscheduled--;
-		TAILQ_REMOVE(&c->jobs, job, entry);
-		schedule_job_free(c, job);
-	}
-}
-
 /* Returns the node named name, or NULL. */
 struct node *
 schedule_node_find(struct coord *c, const char *name)
@@ -374,7 +319,7 @@ schedule_window_running(struct coord *c, const struct job *job,
  * the cancellation), then leaves once every live rank it targets ended it or
  * min passed its start (no rank can be starting it any more).
  */
-static int
+int
 schedule_window_over(struct coord *c, const struct job *job,
     const struct window *w, int64_t min)
 {
@@ -495,7 +440,7 @@ schedule_window_resolve(const struct window_request *r, int64_t max,
 	if (r->has_in) {
 		if (max < 0 || __builtin_add_overflow(max, r->in, &start) ||
 		    start > COORD_WINDOW_STEP_MAX)
-			return (change_refuse(ref, 400, "in_steps", "in_steps %"
+			return (refusal_set(ref, 400, "in_steps", "in_steps %"
 			    PRId64 " from step %" PRId64 " is beyond step %lld",
 			    r->in, max, COORD_WINDOW_STEP_MAX));
 		if (r->has_round && start <= max)
@@ -504,18 +449,18 @@ schedule_window_resolve(const struct window_request *r, int64_t max,
 	if (r->has_round) {
 		/* Up to the next multiple of roundup (start is not negative). */
 		if (start < 0)
-			return (change_refuse(ref, 400, "roundup", "roundup of a "
+			return (refusal_set(ref, 400, "roundup", "roundup of a "
 			    "negative step"));
 		rem = start % r->roundup;
 		if (rem != 0 && (__builtin_add_overflow(start, r->roundup - rem,
 		    &start) || start > COORD_WINDOW_STEP_MAX))
-			return (change_refuse(ref, 400, "roundup", "roundup %"
+			return (refusal_set(ref, 400, "roundup", "roundup %"
 			    PRId64 " takes the start beyond step %lld",
 			    r->roundup, COORD_WINDOW_STEP_MAX));
 	}
 	if (r->has_steps && (__builtin_add_overflow(start, r->steps - 1,
 	    &stop) || stop > COORD_WINDOW_STEP_MAX))
-		return (change_refuse(ref, 400, "steps", "steps %" PRId64 " from "
+		return (refusal_set(ref, 400, "steps", "steps %" PRId64 " from "
 		    "step %" PRId64 " end beyond step %lld", r->steps, start,
 		    COORD_WINDOW_STEP_MAX));
 	if (valid_window_steps(start, stop, ref) == -1)
@@ -594,48 +539,6 @@ schedule_free_config(Dynprof__V1__JobConfig *cfg)
 }
 
 /*
- * Takes the windows that are over (schedule_window_over()) out of the pushed
- * schedule and pushes the smaller schedule: for every job, or with dirty_only
- * for the jobs whose ranks ended a window or left since the last call (right
- * after their events are committed, so that a finished window frees its steps
- * at once).  A failure is retried at the next housekeeping tick.
- */
-void
-schedule_finish_windows(struct coord *c, int dirty_only)
-{
-	struct job	*job;
-	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
-	int64_t		 min;
-	size_t		 n;
-
-	/* Judged on every event read so far. */
-	store_flush(c->store);
-	TAILQ_FOREACH(job, &c->jobs, entry) {
-		if (dirty_only && !job->windows_dirty)
-			continue;
-		job->windows_dirty = 0;
-		min = schedule_job_min_step(c, job);
-		n = 0;
-		TAILQ_FOREACH(w, &job->windows, entry) {
-			if (w->finished || n == sizeof(done) / sizeof(done[0]))
-				continue;
-			/* Refused by every node serving the job: no rank
-			 * will ever run it. */
-			if (w->state != WINDOW_STATE_CANCELLED &&
-			    legacy_refused_everywhere(c, job, w->id)) {
-				w->refused = 1;
-				done[n++] = w;
-			} else if (legacy_ended_everywhere(c, job, w->id) ||
-			    schedule_window_over(c, job, w, min))
-				done[n++] = w;
-		}
-		if (n > 0 && change_windows_finish(c, job, done, n) == -1)
-			log_warnx("%s: cannot store finished windows of %s",
-			    __func__, job->name);
-	}
-}
-
-/*
  * Makes room for one more window in a full schedule: picks the windows no
  * rank can still run (schedule_window_evictable()), oldest stop step first,
  * into done (SEG_MAX_WINDOWS of them at most) and their number into *np, for
@@ -676,56 +579,4 @@ schedule_make_room(struct coord *c, struct job *job, struct window **done,
 		return (-1);
 	*np = n;
 	return (0);
-}
-
-/* Frees a job, its windows and ranks (off c->jobs already). */
-static void
-schedule_job_free(struct coord *c, struct job *job)
-{
-	struct window	*w;
-	struct rank	*r;
-
-	while ((w = TAILQ_FIRST(&job->windows)) != NULL) {
-		TAILQ_REMOVE(&job->windows, w, entry);
-		window_free(w);
-	}
-	while ((r = TAILQ_FIRST(&job->ranks)) != NULL) {
-		TAILQ_REMOVE(&job->ranks, r, entry);
-		if (r->in_batch)
-			TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
-		schedule_rank_free(c, r);
-	}
-	if (job->rank_hash != NULL)
-		c->rank_bytes -= job->rank_nbuckets * sizeof(*job->rank_hash);
-	options_clear(&job->defaults);
-	straggler_job_free(job);
-	rules_free(job->rules);
-	free(job->config_json);
-	free(job->rank_hash);
-	free(job->by_rank);
-	journal_forget_job(c, job);
-	free(job);
-}
-
-/* Frees the whole model. */
-void
-schedule_free_all(struct coord *c)
-{
-	struct job	*job;
-	struct node	*n;
-	struct node_job	*nj;
-
-	journal_reset(c);		/* its events speak of what goes */
-	while ((job = TAILQ_FIRST(&c->jobs)) != NULL) {
-		TAILQ_REMOVE(&c->jobs, job, entry);
-		schedule_job_free(c, job);
-	}
-	while ((n = TAILQ_FIRST(&c->nodes)) != NULL) {
-		TAILQ_REMOVE(&c->nodes, n, entry);
-		while ((nj = TAILQ_FIRST(&n->jobs)) != NULL) {
-			TAILQ_REMOVE(&n->jobs, nj, entry);
-			free(nj);
-		}
-		free(n);
-	}
 }

@@ -60,11 +60,11 @@ select_nodes_check(const char *list, struct refusal *ref)
 		e = strchr(p, ',');
 		n = (size_t)((e != NULL ? e : p + strlen(p)) - p);
 		if (n == 0 || n >= COORD_NODE_MAX)
-			return (change_refuse(ref, 400, "nodes", "nodes is "
+			return (refusal_set(ref, 400, "nodes", "nodes is "
 			    "node names separated by commas, each 1 to %d "
 			    "bytes", COORD_NODE_MAX - 1));
 		if (++count > SELECT_NODES_MAX)
-			return (change_refuse(ref, 400, "nodes", "more than "
+			return (refusal_set(ref, 400, "nodes", "more than "
 			    "%d nodes", SELECT_NODES_MAX));
 		if (e == NULL)
 			return (0);
@@ -128,12 +128,12 @@ select_group(struct job *job, const struct window_request *r, char *out,
 	for (i = 0; i < n && v[i]->rank != r->group_rank; i++)
 		;
 	if (i == n || v[i]->labels == NULL)
-		return (change_refuse(ref, 409, "group_of", "rank %" PRId32
+		return (refusal_set(ref, 409, "group_of", "rank %" PRId32
 		    " of job %s %s", r->group_rank, job->name, i == n ?
 		    "is not known" : "has no labels"));
 	if (labels_value(v[i]->labels, r->group_vary, have,
 	    sizeof(have)) == -1)
-		return (change_refuse(ref, 409, "group_of", "rank %" PRId32
+		return (refusal_set(ref, 409, "group_of", "rank %" PRId32
 		    " has no label %s (its labels: %s)", r->group_rank,
 		    r->group_vary, v[i]->labels));
 	out[0] = '\0';
@@ -196,22 +196,22 @@ select_window_ranks(struct coord *c, const char *name,
 	    !r->has_group)
 		return (0);
 	if (r->ranks != NULL)
-		return (change_refuse(ref, 400, "ranks", "give ranks, or name "
+		return (refusal_set(ref, 400, "ranks", "give ranks, or name "
 		    "ranks by select, nodes, one_per and group_of: not both"));
 	if (r->select != NULL && labels_selector_check(r->select, &why) == -1)
-		return (change_refuse(ref, 400, "select", "%s", why));
+		return (refusal_set(ref, 400, "select", "%s", why));
 	if (r->nodes != NULL && select_nodes_check(r->nodes, ref) == -1)
 		return (-1);
 	if (r->one_per != NULL && (labels_selector_check(r->one_per, &why) ==
 	    -1 || strpbrk(r->one_per, "=!(, ") != NULL))
-		return (change_refuse(ref, 400, "one_per", "one_per is a "
+		return (refusal_set(ref, 400, "one_per", "one_per is a "
 		    "label's key, such as pp"));
 	if (r->has_group && (labels_selector_check(r->group_vary, &why) ==
 	    -1 || strpbrk(r->group_vary, "=!(, ") != NULL))
-		return (change_refuse(ref, 400, "group_of", "group_of's vary "
+		return (refusal_set(ref, 400, "group_of", "group_of's vary "
 		    "is a label's key, such as tp"));
 	if ((job = schedule_job_find(c, name)) == NULL)
-		return (change_refuse(ref, 409, "select", "job %s has no ranks "
+		return (refusal_set(ref, 409, "select", "job %s has no ranks "
 		    "yet: select, nodes, one_per and group_of name ranks the "
 		    "coordinator knows", name));
 	if (r->has_group && select_group(job, r, group, sizeof(group),
@@ -219,7 +219,7 @@ select_window_ranks(struct coord *c, const char *name,
 		return (-1);
 	if (r->one_per != NULL &&
 	    (seen = calloc(SELECT_VALUES_MAX, sizeof(*seen))) == NULL)
-		return (change_refuse(ref, 500, NULL, "out of memory"));
+		return (refusal_set(ref, 500, NULL, "out of memory"));
 	memset(&s, 0, sizeof(s));
 	s.lo = -1;
 	v = schedule_rank_index(job, &n);
@@ -242,14 +242,14 @@ select_window_ranks(struct coord *c, const char *name,
 	}
 	select_flush(&s);
 	if (full)
-		change_refuse(ref, 400, "one_per", "more than %d distinct "
+		refusal_set(ref, 400, "one_per", "more than %d distinct "
 		    "values of %s", SELECT_VALUES_MAX, r->one_per);
 	else if (s.count == 0)
-		change_refuse(ref, 409, "select", "no live rank of job %s "
+		refusal_set(ref, 409, "select", "no live rank of job %s "
 		    "matches (%zu live ranks): check the labels with GET "
 		    "/v1/jobs/%s/ranks", name, live, name);
 	else if (s.full)
-		change_refuse(ref, 400, "select", "the selection is %zu ranks "
+		refusal_set(ref, 400, "select", "the selection is %zu ranks "
 		    "that do not fit a window's rank list (%d ranges, %d "
 		    "bytes at most): narrow it", s.count, RANKS_MAX_RANGES,
 		    SEG_RANKS_MAX - 1);

@@ -30,13 +30,13 @@ int
 valid_window_steps(int64_t start, int64_t stop, struct refusal *ref)
 {
 	if (start < 0 || start > COORD_WINDOW_STEP_MAX)
-		return (change_refuse(ref, 400, "start_step", "start_step must "
+		return (refusal_set(ref, 400, "start_step", "start_step must "
 		    "be between 0 and %lld", COORD_WINDOW_STEP_MAX));
 	if (start > stop)
-		return (change_refuse(ref, 400, "stop_step", "start_step %"
+		return (refusal_set(ref, 400, "stop_step", "start_step %"
 		    PRId64 " is after stop_step %" PRId64, start, stop));
 	if (stop > COORD_WINDOW_STEP_MAX)
-		return (change_refuse(ref, 400, "stop_step", "steps beyond %lld",
+		return (refusal_set(ref, 400, "stop_step", "steps beyond %lld",
 		    COORD_WINDOW_STEP_MAX));
 	return (0);
 }
@@ -53,10 +53,10 @@ valid_window_ranks(struct window *w, const char *text, struct refusal *ref)
 	if (text == NULL)
 		text = "";
 	if (strlen(text) >= SEG_RANKS_MAX)
-		return (change_refuse(ref, 400, "ranks", "ranks longer than %d "
+		return (refusal_set(ref, 400, "ranks", "ranks longer than %d "
 		    "bytes", SEG_RANKS_MAX - 1));
 	if (ranks_parse(text, &w->rankset, &why) == -1)
-		return (change_refuse(ref, 400, "ranks", "%s", why));
+		return (refusal_set(ref, 400, "ranks", "%s", why));
 	snprintf(w->ranks, sizeof(w->ranks), "%s", strcmp(text, "all") == 0 ?
 	    "" : text);
 	return (0);
@@ -71,10 +71,10 @@ valid_window_subdir(struct window *w, const char *text, struct refusal *ref)
 	if (text == NULL)
 		text = "";
 	if (!utf8_valid(text, strlen(text)))
-		return (change_refuse(ref, 400, "output_subdir", "output "
+		return (refusal_set(ref, 400, "output_subdir", "output "
 		    "subdirectory is not valid UTF-8"));
 	if (!subdir_valid(text, &why))
-		return (change_refuse(ref, 400, "output_subdir", "%s", why));
+		return (refusal_set(ref, 400, "output_subdir", "%s", why));
 	snprintf(w->output_subdir, sizeof(w->output_subdir), "%s", text);
 	return (0);
 }
@@ -97,25 +97,25 @@ valid_window_row(const struct store_window *row, struct window *w,
 	const char	*why;
 
 	if (!jobid_valid(row->job, &why))
-		return (change_refuse(ref, 400, "job", "%s", why));
+		return (refusal_set(ref, 400, "job", "%s", why));
 	if (row->id == 0 || row->id == UINT32_MAX)
-		return (change_refuse(ref, 400, "id", "window id %u", row->id));
+		return (refusal_set(ref, 400, "id", "window id %u", row->id));
 	if (valid_window_steps(row->start_step, row->stop_step, ref) == -1 ||
 	    valid_window_ranks(w, row->ranks, ref) == -1 ||
 	    valid_window_subdir(w, row->output_subdir, ref) == -1)
 		return (-1);
 	if (row->options != NULL && options_load(row->options,
 	    &w->options) == -1)
-		return (change_refuse(ref, 400, "options", "options do not "
+		return (refusal_set(ref, 400, "options", "options do not "
 		    "parse"));
 	if (row->state != WINDOW_STATE_SCHEDULED &&
 	    row->state != WINDOW_STATE_CANCELLED)
-		return (change_refuse(ref, 400, "state", "state %d", row->state));
+		return (refusal_set(ref, 400, "state", "state %d", row->state));
 	if (row->finished != 0 && row->finished != 1)
-		return (change_refuse(ref, 400, "finished", "finished %d",
+		return (refusal_set(ref, 400, "finished", "finished %d",
 		    row->finished));
 	if (!valid_time(row->created_ns) || !valid_time(row->ended_ns))
-		return (change_refuse(ref, 400, "created", "negative time"));
+		return (refusal_set(ref, 400, "created", "negative time"));
 	w->id = row->id;
 	w->start_step = row->start_step;
 	w->stop_step = row->stop_step;
@@ -140,26 +140,26 @@ valid_job_row(const struct store_job *row, struct options *o,
 	int		 object;
 
 	if (!jobid_valid(row->name, &why))
-		return (change_refuse(ref, 400, "job", "%s", why));
+		return (refusal_set(ref, 400, "job", "%s", why));
 	if (!valid_generation(row->generation))
-		return (change_refuse(ref, 400, "generation", "generation %"
+		return (refusal_set(ref, 400, "generation", "generation %"
 		    PRIu64 " beyond %llu", row->generation,
 		    (unsigned long long)COORD_GENERATION_MAX));
 	if (row->next_window_id == 0 || row->next_window_id == UINT32_MAX)
-		return (change_refuse(ref, 400, "next_window_id", "next window "
+		return (refusal_set(ref, 400, "next_window_id", "next window "
 		    "id %u", row->next_window_id));
 	if (!valid_time(row->created_ns))
-		return (change_refuse(ref, 400, "created", "negative time"));
+		return (refusal_set(ref, 400, "created", "negative time"));
 	if (row->config != NULL) {
 		cfg = json_loads(row->config, 0, NULL);
 		object = json_is_object(cfg);
 		json_decref(cfg);
 		if (!object)
-			return (change_refuse(ref, 400, "config", "config is no "
+			return (refusal_set(ref, 400, "config", "config is no "
 			    "JSON object"));
 	}
 	if (row->defaults != NULL && options_load(row->defaults, o) == -1)
-		return (change_refuse(ref, 400, "defaults", "options do not "
+		return (refusal_set(ref, 400, "defaults", "options do not "
 		    "parse"));
 	return (0);
 }
@@ -210,32 +210,32 @@ valid_rank_row(const struct store_rank *row, struct refusal *ref)
 	const char	*why;
 
 	if (!jobid_valid(row->job, &why))
-		return (change_refuse(ref, 400, "job", "%s", why));
+		return (refusal_set(ref, 400, "job", "%s", why));
 	if (row->rank < 0)
-		return (change_refuse(ref, 400, "rank", "negative rank"));
+		return (refusal_set(ref, 400, "rank", "negative rank"));
 	if (row->node != NULL && row->node[0] != '\0' &&
 	    !nodename_valid(row->node, &why))
-		return (change_refuse(ref, 400, "node", "%s", why));
+		return (refusal_set(ref, 400, "node", "%s", why));
 	if (row->pid < 0)
-		return (change_refuse(ref, 400, "pid", "negative pid"));
+		return (refusal_set(ref, 400, "pid", "negative pid"));
 	if (!schedule_step_valid(row->step))
-		return (change_refuse(ref, 400, "step", "step out of range"));
+		return (refusal_set(ref, 400, "step", "step out of range"));
 	if (row->state < DYNPROF__V1__RANK_STATE__RANK_ATTACHED ||
 	    row->state > RANKS_STATE_LAST)
-		return (change_refuse(ref, 400, "state", "state %d",
+		return (refusal_set(ref, 400, "state", "state %d",
 		    row->state));
 	if (row->last_event < 0 ||
 	    row->last_event > DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE)
-		return (change_refuse(ref, 400, "last_event", "event kind %d",
+		return (refusal_set(ref, 400, "last_event", "event kind %d",
 		    row->last_event));
 	if ((why = valid_event_text(row->output_dir, row->error)) != NULL)
-		return (change_refuse(ref, 400, "output_dir", "%s", why));
+		return (refusal_set(ref, 400, "output_dir", "%s", why));
 	if (row->error != NULL &&
 	    valid_event_error_len(row->error) != strlen(row->error))
-		return (change_refuse(ref, 400, "error", "error longer than "
+		return (refusal_set(ref, 400, "error", "error longer than "
 		    "%d bytes", COORD_EVENT_TEXT_MAX - 1));
 	if (!valid_time(row->arrived_ns) || !valid_time(row->gone_ns))
-		return (change_refuse(ref, 400, "time", "negative time"));
+		return (refusal_set(ref, 400, "time", "negative time"));
 	return (0);
 }
 
@@ -247,15 +247,15 @@ valid_event_row(const char *job, int32_t rank, const struct rank_event *ev,
 	const char	*why;
 
 	if (!jobid_valid(job, &why))
-		return (change_refuse(ref, 400, "job", "%s", why));
+		return (refusal_set(ref, 400, "job", "%s", why));
 	if (rank < 0)
-		return (change_refuse(ref, 400, "rank", "negative rank"));
+		return (refusal_set(ref, 400, "rank", "negative rank"));
 	if (ev->kind <= 0 ||
 	    ev->kind > DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE)
-		return (change_refuse(ref, 400, "kind", "event kind %d",
+		return (refusal_set(ref, 400, "kind", "event kind %d",
 		    ev->kind));
 	if (!schedule_step_valid(ev->step))
-		return (change_refuse(ref, 400, "step", "step out of range"));
+		return (refusal_set(ref, 400, "step", "step out of range"));
 	return (0);
 }
 
@@ -266,6 +266,6 @@ valid_agent_row(const char *node, struct refusal *ref)
 	const char	*why;
 
 	if (!nodename_valid(node, &why))
-		return (change_refuse(ref, 400, "node", "%s", why));
+		return (refusal_set(ref, 400, "node", "%s", why));
 	return (0);
 }

@@ -1,0 +1,161 @@
+/*
+ * The jobs as a whole: the windows that are over finished, the jobs nobody
+ * scheduled forgotten, the model freed.  Above the parts a job holds
+ * (schedule.c, straggler.c, rules.c, journal.c, legacy.c), which it frees.
+ */
+
+#include <stdlib.h>
+
+#include "clock.h"
+#include "log.h"
+#include "model.h"
+#include "store.h"
+
+static void	 jobs_free(struct coord *, struct job *);
+
+/*
+ * Forgets the jobs nobody scheduled that no node has served for linger_ms:
+ * they leave memory, /v1/jobs and the store.  A job its ranks attached to
+ * before any window stays while a node serves it.
+ */
+void
+jobs_reap(struct coord *c, uint64_t linger_ms)
+{
+	struct job	*job, *next;
+	struct rank	*r;
+	struct node	*n;
+	struct node_job	*nj;
+	uint64_t	 now = clock_mono_ms();
+
+	for (job = TAILQ_FIRST(&c->jobs); job != NULL; job = next) {
+		next = TAILQ_NEXT(job, entry);
+		if (!schedule_job_unscheduled(job) ||
+		    !TAILQ_EMPTY(&job->subs) || job->ranks_dirty) {
+			job->idle_ms = 0;
+			continue;
+		}
+		if (job->idle_ms == 0) {
+			job->idle_ms = now;
+			continue;
+		}
+		if (now - job->idle_ms < linger_ms)
+			continue;
+		TAILQ_FOREACH(r, &job->ranks, entry)
+			if (r->in_batch)
+				break;
+		if (r != NULL)
+			continue;
+		if (store_forget_job(c->store, job->name) == -1) {
+			log_warnx("%s: cannot forget job %s", __func__,
+			    job->name);
+			continue;
+		}
+		TAILQ_FOREACH(n, &c->nodes, entry) {
+			if ((nj = schedule_node_job(n, job->name, 0)) != NULL) {
+				TAILQ_REMOVE(&n->jobs, nj, entry);
+				free(nj);
+			}
+		}
+		log_info("%s: job %s forgotten: nobody scheduled it and no node "
+		    "serves it", __func__, job->name);
+		c->metrics.unscheduled_reaped++;
+		if (c->nunscheduled > 0)
+			c->nunscheduled--;
+		TAILQ_REMOVE(&c->jobs, job, entry);
+		jobs_free(c, job);
+	}
+}
+
+/*
+ * Takes the windows that are over (schedule_window_over()) out of the pushed
+ * schedule and pushes the smaller schedule: for every job, or with dirty_only
+ * for the jobs whose ranks ended a window or left since the last call (right
+ * after their events are committed, so that a finished window frees its steps
+ * at once).  A failure is retried at the next housekeeping tick.
+ */
+void
+jobs_finish_windows(struct coord *c, int dirty_only)
+{
+	struct job	*job;
+	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
+	int64_t		 min;
+	size_t		 n;
+
+	/* Judged on every event read so far. */
+	store_flush(c->store);
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (dirty_only && !job->windows_dirty)
+			continue;
+		job->windows_dirty = 0;
+		min = schedule_job_min_step(c, job);
+		n = 0;
+		TAILQ_FOREACH(w, &job->windows, entry) {
+			if (w->finished || n == sizeof(done) / sizeof(done[0]))
+				continue;
+			/* Refused by every node serving the job: no rank
+			 * will ever run it. */
+			if (w->state != WINDOW_STATE_CANCELLED &&
+			    legacy_refused_everywhere(c, job, w->id)) {
+				w->refused = 1;
+				done[n++] = w;
+			} else if (legacy_ended_everywhere(c, job, w->id) ||
+			    schedule_window_over(c, job, w, min))
+				done[n++] = w;
+		}
+		if (n > 0 && change_windows_finish(c, job, done, n) == -1)
+			log_warnx("%s: cannot store finished windows of %s",
+			    __func__, job->name);
+	}
+}
+
+/* Frees a job, its windows and ranks (off c->jobs already). */
+static void
+jobs_free(struct coord *c, struct job *job)
+{
+	struct window	*w;
+	struct rank	*r;
+
+	while ((w = TAILQ_FIRST(&job->windows)) != NULL) {
+		TAILQ_REMOVE(&job->windows, w, entry);
+		window_free(w);
+	}
+	while ((r = TAILQ_FIRST(&job->ranks)) != NULL) {
+		TAILQ_REMOVE(&job->ranks, r, entry);
+		if (r->in_batch)
+			TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
+		schedule_rank_free(c, r);
+	}
+	if (job->rank_hash != NULL)
+		c->rank_bytes -= job->rank_nbuckets * sizeof(*job->rank_hash);
+	options_clear(&job->defaults);
+	straggler_job_free(job);
+	rules_free(job->rules);
+	free(job->config_json);
+	free(job->rank_hash);
+	free(job->by_rank);
+	journal_forget_job(c, job);
+	free(job);
+}
+
+/* Frees the whole model. */
+void
+jobs_free_all(struct coord *c)
+{
+	struct job	*job;
+	struct node	*n;
+	struct node_job	*nj;
+
+	journal_reset(c);		/* its events speak of what goes */
+	while ((job = TAILQ_FIRST(&c->jobs)) != NULL) {
+		TAILQ_REMOVE(&c->jobs, job, entry);
+		jobs_free(c, job);
+	}
+	while ((n = TAILQ_FIRST(&c->nodes)) != NULL) {
+		TAILQ_REMOVE(&c->nodes, n, entry);
+		while ((nj = TAILQ_FIRST(&n->jobs)) != NULL) {
+			TAILQ_REMOVE(&n->jobs, nj, entry);
+			free(nj);
+		}
+		free(n);
+	}
+}
