@@ -600,6 +600,7 @@ coord_init(struct coord *c)
 		.events_published = events_wake,
 		.model_unsure = leader_model_unsure,
 		.committed = http_hold_committed,
+		.agent_close = link_conn_close,
 	};
 	size_t	 i;
 
@@ -656,7 +657,8 @@ coord_open(struct coord *c)
 	if (coord_load_tls(c) == -1)
 		return (-1);
 	if (link_listen(c, c->conf.listen_addr) == -1 ||
-	    http_listen(c, c->conf.http_addr) == -1)
+	    http_listen(c, c->conf.http_addr, http_routes,
+	    http_routes_count) == -1)
 		return (-1);
 	return (0);
 }

@@ -535,102 +535,32 @@ http_cap_fit(struct coord *c)
 	}
 }
 
-/* GET /healthz: alive, and the role it plays. */
+/*
+ * Answers an admin request on a follower: 307 to the same path and query at
+ * the leader's URL, or 503 while no leader is known.
+ */
 static void
-http_get_healthz(struct coord *c, struct evhttp_request *req)
+http_redirect(struct coord *c, struct evhttp_request *req)
 {
-	http_reply(c, req, 200, json_pack("{s:s,s:s}", "status", "ok",
-	    "role", leader_role(c)));
-}
+	const char	*uri = evhttp_request_get_uri(req);
+	const char	*leader = leader_http(c);
+	char		 loc[LEADER_ADDR_MAX + 2048];
 
-/* GET /metrics: the counters, as Prometheus text. */
-static void
-http_get_metrics(struct coord *c, struct evhttp_request *req)
-{
-	struct evbuffer	*buf;
-
-	c->metrics.http_codes[200]++;
-	if ((buf = evbuffer_new()) == NULL) {
-		evhttp_send_error(req, 500, NULL);
+	if (leader[0] == '\0') {
+		http_error(c, req, 503, NULL, "this coordinator is a follower "
+		    "and no leader is known yet: retry");
 		return;
 	}
-	metrics_render(c, buf);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", "text/plain; version=0.0.4");
-	evhttp_send_reply(req, 200, "OK", buf);
-	evbuffer_free(buf);
+	if ((size_t)snprintf(loc, sizeof(loc), "%s%s", leader,
+	    uri != NULL ? uri : "/") >= sizeof(loc)) {
+		http_error(c, req, 414, NULL, "request URI too long");
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Location",
+	    loc);
+	http_error(c, req, 307, NULL, "this coordinator is a follower: the "
+	    "leader is %s", leader);
 }
-
-/*
- * The admin API's routes (docs/admin-api.md), in the order a path's methods
- * are listed in a 405's Allow.  A pattern's "{job}" and "{id}" take one
- * segment each ("{job}" checked as a job id first); one ending in "*" takes
- * any path it begins.  Method 0 takes any (the handler answers 405 itself).  A local
- * route is answered by a follower too; every other is the leader's.
- */
-struct http_route {
-	enum evhttp_cmd_type	 method;
-	const char		*pattern;
-	enum http_role		 role;
-	int			 local;
-	const char		*why401;	/* NULL: the usual reason */
-	void	(*h0)(struct coord *, struct evhttp_request *);
-	void	(*h1)(struct coord *, struct evhttp_request *, const char *);
-	void	(*h2)(struct coord *, struct evhttp_request *, const char *,
-		    const char *);
-	void	(*hpath)(struct coord *, struct evhttp_request *,
-		    const char *);		/* given the whole path */
-};
-
-#define GET	EVHTTP_REQ_GET
-#define PUT	EVHTTP_REQ_PUT
-#define POST	EVHTTP_REQ_POST
-#define DELETE	EVHTTP_REQ_DELETE
-#define NONE	HTTP_ROLE_NONE
-#define VIEWER	HTTP_ROLE_VIEWER
-#define OPERATOR HTTP_ROLE_OPERATOR
-static const struct http_route http_routes[] = {
-	{ GET, "/healthz", NONE, 1, NULL, .h0 = http_get_healthz },
-	/* It names every job: with tokens, the viewer's at least. */
-	{ GET, "/metrics", VIEWER, 1, "missing or wrong bearer token: "
-	    "/metrics names jobs, give a scraper the viewer token",
-	    .h0 = http_get_metrics },
-	{ 0, "/ui", NONE, 0, NULL, .hpath = http_ui_route },
-	{ 0, "/ui/*", NONE, 0, NULL, .hpath = http_ui_route },
-	{ GET, "/v1/jobs", VIEWER, 0, NULL, .h0 = http_get_jobs },
-	{ GET, "/v1/nodes", VIEWER, 0, NULL, .h0 = http_get_nodes },
-	{ GET, "/v1/jobs/{job}", VIEWER, 0, NULL, .h1 = http_get_job },
-	{ GET, "/v1/jobs/{job}/ranks", VIEWER, 0, NULL, .h1 = http_get_ranks },
-	{ GET, "/v1/jobs/{job}/events", VIEWER, 0, NULL,
-	    .h1 = http_get_events },
-	{ GET, "/v1/jobs/{job}/config", VIEWER, 0, NULL,
-	    .h1 = http_get_config },
-	{ PUT, "/v1/jobs/{job}/config", OPERATOR, 0, NULL,
-	    .h1 = http_put_config },
-	{ POST, "/v1/jobs/{job}/windows", OPERATOR, 0, NULL,
-	    .h1 = http_post_window },
-	{ DELETE, "/v1/jobs/{job}/windows/{id}", OPERATOR, 0, NULL,
-	    .h2 = http_delete_window },
-	{ GET, "/v1/jobs/{job}/nodes", VIEWER, 0, NULL,
-	    .h1 = http_get_job_nodes },
-	{ GET, "/v1/jobs/{job}/stragglers", VIEWER, 0, NULL,
-	    .h1 = http_get_stragglers },
-	{ PUT, "/v1/jobs/{job}/stragglers", OPERATOR, 0, NULL,
-	    .h1 = http_put_stragglers },
-	{ GET, "/v1/jobs/{job}/rules", VIEWER, 0, NULL, .h1 = http_get_rules },
-	{ POST, "/v1/jobs/{job}/rules", OPERATOR, 0, NULL,
-	    .h1 = http_post_rule },
-	{ DELETE, "/v1/jobs/{job}/rules/{id}", OPERATOR, 0, NULL,
-	    .h2 = http_delete_rule },
-};
-#undef GET
-#undef PUT
-#undef POST
-#undef DELETE
-#undef NONE
-#undef VIEWER
-#undef OPERATOR
-#define HTTP_NROUTES	(sizeof(http_routes) / sizeof(http_routes[0]))
 
 /* Returns the name of a method of the routes. */
 static const char *
@@ -692,7 +622,7 @@ http_route(struct evhttp_request *req, void *arg)
 }
 
 /*
- * Routes one admin request through http_routes[]: a path no route takes is
+ * Routes one admin request through its table (http_routes.c): a path no route takes is
  * a 404, a method its routes do not take a 405 with their methods.  Under
  * /v1/ a request is let in before it is routed at all (the role its method
  * needs: a stranger learns no path), and a job id checked before the rest.
@@ -729,14 +659,14 @@ http_route_one(struct evhttp_request *req, void *arg)
 	len = strlen(path);
 	slash = len > 1 && path[len - 1] == '/';
 	v1 = n >= 2 && strcmp(seg[0], "v1") == 0;
-	for (i = 0; i < HTTP_NROUTES; i++) {
-		rt = &http_routes[i];
+	for (i = 0; i < c->http_ntable; i++) {
+		rt = &c->http_table[i];
 		if (!http_route_match(rt, path, n >= 0 ? seg : NULL, n, slash,
 		    targ))
 			continue;
 		if (any == NULL)
 			any = rt;
-		if (rt->method == 0 || rt->method == cmd) {
+		if (rt->method == 0 || rt->method == (int)cmd) {
 			found = rt;
 			memcpy(arg2, targ, sizeof(arg2));
 			break;
@@ -744,7 +674,7 @@ http_route_one(struct evhttp_request *req, void *arg)
 	}
 	if (any == NULL || !any->local) {
 		if (leader_is_follower(c)) {
-			leader_redirect(c, req);
+			http_redirect(c, req);
 			return;
 		}
 		if (v1 && http_deny(c, req, cmd == EVHTTP_REQ_GET ||
@@ -761,8 +691,8 @@ http_route_one(struct evhttp_request *req, void *arg)
 	}
 	if (found == NULL) {
 		allow[0] = '\0';
-		for (i = 0; i < HTTP_NROUTES; i++) {
-			rt = &http_routes[i];
+		for (i = 0; i < c->http_ntable; i++) {
+			rt = &c->http_table[i];
 			if (strcmp(rt->pattern, any->pattern) == 0)
 				snprintf(allow + strlen(allow), sizeof(allow) -
 				    strlen(allow), "%s%s", allow[0] ? ", " : "",
@@ -816,7 +746,8 @@ http_tls_bev(struct event_base *base, void *arg)
 
 /* Serves the admin API on addr ("HOST:PORT").  Returns 0 or -1. */
 int
-http_listen(struct coord *c, const char *addr)
+http_listen(struct coord *c, const char *addr,
+    const struct http_route *routes, size_t nroutes)
 {
 	struct evconnlistener		*l;
 	struct sockaddr_storage		 ss;
@@ -838,6 +769,8 @@ http_listen(struct coord *c, const char *addr)
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
 	    EVHTTP_REQ_PATCH);
+	c->http_table = routes;
+	c->http_ntable = nroutes;
 	evhttp_set_gencb(c->http, http_route, c);
 	evhttp_set_bevcb(c->http, http_new_bev, c);
 	TAILQ_INIT(&c->http_conns);

@@ -7,13 +7,8 @@
 #include "model.h"
 
 /* http.c */
-/* Who may make a request (docs/admin-api.md), with tokens configured. */
-enum http_role {
-	HTTP_ROLE_NONE,				/* anyone */
-	HTTP_ROLE_VIEWER,			/* the viewer or operator token */
-	HTTP_ROLE_OPERATOR,			/* the operator token */
-};
-int	 http_listen(struct coord *, const char *);
+int	 http_listen(struct coord *, const char *, const struct http_route *,
+	    size_t);
 void	 http_close(struct coord *);
 int	 http_is_viewer(struct coord *, struct evhttp_request *);
 void	 http_send_json(struct coord *, struct evhttp_request *, int,
@@ -30,6 +25,10 @@ void	 http_method_not_allowed(struct coord *, struct evhttp_request *,
 void	 http_conn_stream(struct coord *, struct evhttp_connection *,
 	    struct stream *);
 void	 http_conn_hold(struct coord *, struct evhttp_request *, int);
+
+/* http_routes.c */
+extern const struct http_route http_routes[];
+extern const size_t http_routes_count;
 
 /* http_hold.c */
 int	 http_hold(struct coord *, struct evhttp_request *, int,

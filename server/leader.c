@@ -42,9 +42,7 @@
 #include "addr.h"
 #include "clock.h"
 #include "etcd.h"
-#include "http.h"
 #include "leader.h"
-#include "link.h"
 #include "log.h"
 #include "model.h"
 #include "store.h"
@@ -222,6 +220,15 @@ leader_model_clear(struct coord *c)
 	c->nunscheduled = 0;
 }
 
+/* Closes an agent's connection with ERROR_NOT_LEADER (the link's, a hook). */
+static void
+leader_agent_close(struct coord *c, struct conn *conn, const char *why)
+{
+	if (c->hooks != NULL && c->hooks->agent_close != NULL)
+		c->hooks->agent_close(conn,
+		    DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER, why);
+}
+
 /*
  * Closes every agent connection with ERROR_NOT_LEADER (naming the leader),
  * but the held hellos if keep_held.
@@ -238,8 +245,7 @@ leader_close_agents(struct coord *c, const char *why, int keep_held)
 		next = TAILQ_NEXT(conn, entry);
 		if (keep_held && conn->held_ms != 0)
 			continue;
-		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
-		    why);
+		leader_agent_close(c, conn, why);
 	}
 }
 
@@ -758,30 +764,11 @@ leader_start(struct coord *c)
 	return (0);
 }
 
-/*
- * Answers an admin request on a follower: 307 to the same path and query at
- * the leader's URL, or 503 while no leader is known.
- */
-void
-leader_redirect(struct coord *c, struct evhttp_request *req)
+/* Returns the leader's admin URL, "" while none is known. */
+const char *
+leader_http(const struct coord *c)
 {
-	const char	*uri = evhttp_request_get_uri(req);
-	char		 loc[LEADER_ADDR_MAX + 2048];
-
-	if (c->leader->http[0] == '\0') {
-		http_error(c, req, 503, NULL, "this coordinator is a follower "
-		    "and no leader is known yet: retry");
-		return;
-	}
-	if ((size_t)snprintf(loc, sizeof(loc), "%s%s", c->leader->http,
-	    uri != NULL ? uri : "/") >= sizeof(loc)) {
-		http_error(c, req, 414, NULL, "request URI too long");
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Location",
-	    loc);
-	http_error(c, req, 307, NULL, "this coordinator is a follower: the "
-	    "leader is %s", c->leader->http);
+	return (leader_is_etcd(c) ? c->leader->http : "");
 }
 
 /*
@@ -840,8 +827,7 @@ leader_hold_release(struct coord *c, int expired)
 			continue;
 		conn->held_ms = 0;
 		l->held--;
-		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
-		    l->role == ROLE_LEADER ? "this coordinator leads now: say "
+		leader_agent_close(c, conn, l->role == ROLE_LEADER ? "this coordinator leads now: say "
 		    "hello again" : l->agent[0] != '\0' ? "this coordinator is "
 		    "a follower" : "this coordinator is a follower and knows "
 		    "no leader yet");

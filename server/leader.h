@@ -48,7 +48,7 @@ int	 leader_is_etcd(const struct coord *);
 int	 leader_is_follower(const struct coord *);
 const char	*leader_role(const struct coord *);
 const char	*leader_agent(const struct coord *);
-void	 leader_redirect(struct coord *, struct evhttp_request *);
+const char	*leader_http(const struct coord *);
 void	 leader_metrics(struct coord *, struct evbuffer *);
 void	 leader_model_unsure(struct coord *);
 int	 leader_hold(struct coord *, struct conn *, const char *);

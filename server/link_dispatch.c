@@ -528,7 +528,7 @@ link_event_check(const Dynprof__V1__RankEvent *ev)
 
 	if ((why = valid_event_text(ev->output_dir, ev->error)) != NULL)
 		return (why);
-	if (!schedule_step_valid(ev->step))
+	if (!valid_step(ev->step))
 		return ("step out of range");
 	return (NULL);
 }

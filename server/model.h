@@ -102,7 +102,6 @@ int	 schedule_apply_event(struct coord *, struct node *,
 	    const Dynprof__V1__RankEvent *);
 void	 schedule_apply_progress(struct coord *, struct node *,
 	    const Dynprof__V1__Progress *);
-int	 schedule_step_valid(int64_t);
 void	 schedule_flush_ranks(struct coord *);
 void	 schedule_compact_jobs(struct coord *);
 int	 schedule_store_batch_ranks(struct coord *);
@@ -298,6 +297,7 @@ int	 load_model(struct coord *);
 struct store_window;
 struct store_job;
 struct store_rank;
+int	 valid_step(int64_t);
 int	 valid_generation(uint64_t);
 int	 valid_window_steps(int64_t, int64_t, struct refusal *);
 int	 valid_window_ranks(struct window *, const char *, struct refusal *);

@@ -560,14 +560,6 @@ schedule_store_batch_ranks(struct coord *c)
 	return (rc);
 }
 
-/* Returns 1 if step is one a rank can report: -1 (before the first step) or
- * 0 to COORD_STEP_MAX. */
-int
-schedule_step_valid(int64_t step)
-{
-	return (step >= -1 && step <= COORD_STEP_MAX);
-}
-
 /*
  * Sets a rank's state from a progress report, keeping when it went away
  * or came back.
@@ -701,8 +693,8 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	if (n > 0)
 		nj->native = 1;
 	off_us = arrive_clock_note(&node->clock, p->sent_unix_us, now_us);
-	if (schedule_step_valid(p->min_step) &&
-	    schedule_step_valid(p->max_step)) {
+	if (valid_step(p->min_step) &&
+	    valid_step(p->max_step)) {
 		nj->min_step = p->min_step;
 		schedule_note_rate(nj, p->max_step);
 		nj->max_step = p->max_step;
@@ -716,7 +708,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		rp = p->ranks[i];
 		if (rp->rank < 0)
 			continue;
-		if (!schedule_step_valid(rp->step)) {
+		if (!valid_step(rp->step)) {
 			c->metrics.progress_refused++;
 			log_warnx("%s: progress of job %s rank %d from %s: step "
 			    "%lld out of range, ignored", __func__, job->name,

@@ -496,7 +496,8 @@ struct change_commit {
 TAILQ_HEAD(change_commitq, change_commit);
 
 /*
- * What the model tells the layers above it, which it does not know: filled
+ * What the model (and the leadership beside the store) tells the layers above
+ * it, which it does not know: filled
  * by the composition root (coord_init()).  A hook may be NULL: nothing to
  * tell.
  */
@@ -510,6 +511,9 @@ struct coord_hooks {
 	/* A change a waiter made is committed (rc 0) or not (-1): its held
 	 * answer (cc->held) may be sent. */
 	void	(*committed)(struct coord *, struct change_commit *, int);
+	/* An agent's connection closed with an error (code, why): the
+	 * leadership's word to the agents it does not lead (leader.c). */
+	void	(*agent_close)(struct conn *, int, const char *);
 };
 struct journal {
 	struct journal_entry	*ring;		/* cap, by revision from head */
@@ -525,6 +529,34 @@ struct journal {
 	size_t			 nfollowers;	/* follow=1 */
 	size_t			 nfollowers_viewer; /* of them, the viewer's */
 	struct event		*heartbeat;
+};
+
+/* Who may make a request (docs/admin-api.md), with tokens configured. */
+enum http_role {
+	HTTP_ROLE_NONE,				/* anyone */
+	HTTP_ROLE_VIEWER,			/* the viewer or operator token */
+	HTTP_ROLE_OPERATOR,			/* the operator token */
+};
+
+/*
+ * The admin API's routes (docs/admin-api.md), in the order a path's methods
+ * are listed in a 405's Allow (the table: http_routes.c).  A pattern's "{job}" and "{id}" take one
+ * segment each ("{job}" checked as a job id first); one ending in "*" takes
+ * any path it begins.  Method 0 takes any (the handler answers 405 itself).  A local
+ * route is answered by a follower too; every other is the leader's.
+ */
+struct http_route {
+	int			 method;	/* enum evhttp_cmd_type */
+	const char		*pattern;
+	enum http_role		 role;
+	int			 local;
+	const char		*why401;	/* NULL: the usual reason */
+	void	(*h0)(struct coord *, struct evhttp_request *);
+	void	(*h1)(struct coord *, struct evhttp_request *, const char *);
+	void	(*h2)(struct coord *, struct evhttp_request *, const char *,
+		    const char *);
+	void	(*hpath)(struct coord *, struct evhttp_request *,
+		    const char *);		/* given the whole path */
 };
 
 struct coord_config {
@@ -606,6 +638,8 @@ struct coord {
 	size_t			 nhttp_conns;
 	int			 http_paused;	/* listener off at the cap */
 	struct evconnlistener	*http_listener;
+	const struct http_route	*http_table;	/* http_listen(): the routes */
+	size_t			 http_ntable;
 	struct event		*http_adopt;	/* takes new connections in */
 	struct event		*http_sweep;	/* closes them at the deadline */
 	struct streamq		 streams;	/* stream.c */

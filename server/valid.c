@@ -18,6 +18,14 @@
 #include "store.h"
 #include "utf8.h"
 
+/* Returns 1 if step is one a rank can report: -1 (before the first step) or
+ * 0 to COORD_STEP_MAX. */
+int
+valid_step(int64_t step)
+{
+	return (step >= -1 && step <= COORD_STEP_MAX);
+}
+
 /* Returns 1 if gen is a generation the counter may hold. */
 int
 valid_generation(uint64_t gen)
@@ -218,7 +226,7 @@ valid_rank_row(const struct store_rank *row, struct refusal *ref)
 		return (refusal_set(ref, 400, "node", "%s", why));
 	if (row->pid < 0)
 		return (refusal_set(ref, 400, "pid", "negative pid"));
-	if (!schedule_step_valid(row->step))
+	if (!valid_step(row->step))
 		return (refusal_set(ref, 400, "step", "step out of range"));
 	if (row->state < DYNPROF__V1__RANK_STATE__RANK_ATTACHED ||
 	    row->state > RANKS_STATE_LAST)
@@ -254,7 +262,7 @@ valid_event_row(const char *job, int32_t rank, const struct rank_event *ev,
 	    ev->kind > DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE)
 		return (refusal_set(ref, 400, "kind", "event kind %d",
 		    ev->kind));
-	if (!schedule_step_valid(ev->step))
+	if (!valid_step(ev->step))
 		return (refusal_set(ref, 400, "step", "step out of range"));
 	return (0);
 }

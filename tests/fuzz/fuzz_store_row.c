@@ -69,7 +69,7 @@ fuzz_check(struct row *row)
 	case ROW_RANKS:
 		ok = valid_rank_row(&row->u.rank, &ref) == 0;
 		if (ok && (row->u.rank.rank < 0 ||
-		    !schedule_step_valid(row->u.rank.step) ||
+		    !valid_step(row->u.rank.step) ||
 		    (row->u.rank.error != NULL &&
 		    strlen(row->u.rank.error) >= COORD_EVENT_TEXT_MAX)))
 			abort();
