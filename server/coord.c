@@ -716,6 +716,7 @@ coord_stop(struct coord *c)
 		store_abandon(c->store);
 	}
 	http_close(c);
+	stream_free_all(c);		/* once their connections are closed */
 	if (c->sigterm != NULL)
 		event_free(c->sigterm);
 	if (c->sigint != NULL)

@@ -31,7 +31,6 @@
 #include "leader.h"
 #include "listener.h"
 #include "log.h"
-#include "metrics.h"
 #include "model.h"
 #include "store.h"
 #include "token.h"
@@ -326,8 +325,12 @@ struct http_conn {
 	struct coord			*coord;
 	struct bufferevent		*bev;
 	struct evhttp_connection	*evcon;		/* NULL until adopted */
-	struct stream			*stream;	/* a streamed answer */
-	int				 held;		/* answers held (change.c) */
+	void				(*streaming)(void *);	/* a streamed
+							 * answer: told
+							 * the connection
+							 * closed */
+	void				*stream;
+	int				 held;		/* answers held (http_hold.c) */
 	uint64_t			 since_ms;	/* accept, last request */
 	TAILQ_ENTRY(http_conn)		 entry;
 };
@@ -368,8 +371,8 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 	struct coord		*c = hc->coord;
 
 	evhttp_connection_set_closecb(evcon, NULL, NULL);
-	if (hc->stream != NULL)
-		stream_conn_closed(hc->stream);
+	if (hc->streaming != NULL)
+		hc->streaming(hc->stream);
 	TAILQ_REMOVE(&c->http_conns, hc, entry);
 	c->nhttp_conns--;
 	free(hc);
@@ -386,7 +389,7 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 static int
 http_conn_idle(const struct http_conn *hc)
 {
-	return (hc->stream == NULL && hc->held == 0 &&
+	return (hc->streaming == NULL && hc->held == 0 &&
 	    evbuffer_get_length(bufferevent_get_output(hc->bev)) == 0);
 }
 
@@ -407,15 +410,19 @@ http_conn_hold(struct coord *c, struct evhttp_request *req, int delta)
 	}
 }
 
-/* Notes (s) or forgets (NULL) the streamed answer evcon is writing. */
+/*
+ * Notes the streamed answer evcon is writing (closed(s) is called if the
+ * connection closes first), or forgets it (closed NULL).
+ */
 void
 http_conn_stream(struct coord *c, struct evhttp_connection *evcon,
-    struct stream *s)
+    void (*closed)(void *), void *s)
 {
 	struct http_conn	*hc;
 
 	TAILQ_FOREACH_REVERSE(hc, &c->http_conns, http_connq, entry) {
 		if (hc->evcon == evcon) {
+			hc->streaming = closed;
 			hc->stream = s;
 			hc->since_ms = clock_mono_ms();
 			return;
@@ -823,7 +830,6 @@ http_close(struct coord *c)
 		TAILQ_REMOVE(&c->http_conns, hc, entry);
 		free(hc);
 	}
-	stream_free_all(c);
 	if (c->http_adopt != NULL)
 		event_free(c->http_adopt);
 	if (c->http_sweep != NULL)

@@ -23,7 +23,7 @@ struct json_t *http_body(struct coord *, struct evhttp_request *);
 void	 http_method_not_allowed(struct coord *, struct evhttp_request *,
 	    const char *);
 void	 http_conn_stream(struct coord *, struct evhttp_connection *,
-	    struct stream *);
+	    void (*)(void *), void *);
 void	 http_conn_hold(struct coord *, struct evhttp_request *, int);
 
 /* http_routes.c */
@@ -42,7 +42,7 @@ struct stream	*stream_start(struct coord *, struct evhttp_request *,
 void	 stream_wake(struct stream *);
 void	 stream_abort(struct stream *);
 void	 stream_end(struct stream *);
-void	 stream_conn_closed(struct stream *);
+void	 stream_conn_closed(void *);
 void	 stream_free(struct stream *);
 void	 stream_free_all(struct coord *);
 

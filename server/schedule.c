@@ -580,3 +580,46 @@ schedule_make_room(struct coord *c, struct job *job, struct window **done,
 	*np = n;
 	return (0);
 }
+
+/*
+ * Returns the highest step any live rank of the job reported, from the
+ * nodes serving it, or -1 when none did.
+ */
+int64_t
+schedule_job_max_step(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	int64_t			 max = -1;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
+		    NULL || nj->ranks_alive == 0)
+			continue;
+		if (nj->max_step > max)
+			max = nj->max_step;
+	}
+	return (max);
+}
+
+/* Returns the lowest step of the job's live ranks, or -1 when unknown. */
+int64_t
+schedule_job_min_step(const struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct node_job	*nj;
+	int64_t			 min = -1;
+
+	(void)c;
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
+		    NULL || nj->ranks_alive == 0 || nj->min_step < 0)
+			continue;
+		if (min == -1 || nj->min_step < min)
+			min = nj->min_step;
+	}
+	return (min);
+}

@@ -734,29 +734,6 @@ schedule_apply_progress(struct coord *c, struct node *node,
 }
 
 /*
- * Returns the highest step any live rank of the job reported, from the
- * nodes serving it, or -1 when none did.
- */
-int64_t
-schedule_job_max_step(const struct coord *c, const struct job *job)
-{
-	const struct sub	*s;
-	const struct node_job	*nj;
-	int64_t			 max = -1;
-
-	(void)c;
-	TAILQ_FOREACH(s, &job->subs, job_entry) {
-		if (s->conn->node == NULL ||
-		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
-		    NULL || nj->ranks_alive == 0)
-			continue;
-		if (nj->max_step > max)
-			max = nj->max_step;
-	}
-	return (max);
-}
-
-/*
  * Returns the highest step the job's live ranks are at now, as well as the
  * coordinator can tell: each node's highest reported step moved on by its
  * rate for the report's age (at most SCHEDULE_PROJECT_MS) and the time a
@@ -796,26 +773,6 @@ schedule_job_step_now(const struct coord *c, const struct job *job)
 			max = step;
 	}
 	return (max);
-}
-
-/* Returns the lowest step of the job's live ranks, or -1 when unknown. */
-int64_t
-schedule_job_min_step(const struct coord *c, const struct job *job)
-{
-	const struct sub	*s;
-	const struct node_job	*nj;
-	int64_t			 min = -1;
-
-	(void)c;
-	TAILQ_FOREACH(s, &job->subs, job_entry) {
-		if (s->conn->node == NULL ||
-		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
-		    NULL || nj->ranks_alive == 0 || nj->min_step < 0)
-			continue;
-		if (min == -1 || nj->min_step < min)
-			min = nj->min_step;
-	}
-	return (min);
 }
 
 /* Returns how many ranks of the job the serving nodes report alive. */

@@ -119,7 +119,7 @@ stream_start(struct coord *c, struct evhttp_request *req, const char *ctype,
 	s->release = release;
 	s->arg = arg;
 	TAILQ_INSERT_TAIL(&c->streams, s, entry);
-	http_conn_stream(c, s->evcon, s);
+	http_conn_stream(c, s->evcon, stream_conn_closed, s);
 	c->metrics.http_codes[200]++;
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", ctype);
@@ -167,7 +167,7 @@ stream_end(struct stream *s)
 		/* Forgotten first: the end may close the connection.  Only a
 		 * chunked end is sure to be written later (HTTP/1.0 may be
 		 * over at once, the request freed). */
-		http_conn_stream(s->coord, s->evcon, NULL);
+		http_conn_stream(s->coord, s->evcon, NULL, NULL);
 		s->closed = 1;
 		chunked = s->req->chunked;
 		evhttp_send_reply_end(s->req);
@@ -183,8 +183,10 @@ stream_end(struct stream *s)
  * frees it with the connection.  The stream is freed from its own event.
  */
 void
-stream_conn_closed(struct stream *s)
+stream_conn_closed(void *arg)
 {
+	struct stream	*s = arg;
+
 	if (s->closed)
 		return;
 	s->closed = 1;
