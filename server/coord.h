@@ -1,38 +1,32 @@
 /*
- * dynprof-coordinator: one libevent loop, one thread, one struct coord.
+ * dynprof-coordinator: one libevent loop, one thread, one struct coord.  The
+ * composition root: it includes every layer's header and wires the layers
+ * (docs/design.md, "Layers of the coordinator"), from the top down:
  *
- *	coord.c		start-up, flags, signals, the housekeeping timer
- *	listener.c	what a listener does when an accept fails
- *	link.c		the AgentLink listener and one struct conn per agent
- *	link_dispatch.c	what an agent's messages do, the pushes back
- *	schedule.c	jobs, windows, nodes: the model and its rules
- *	schedule_ranks.c the ranks, and the events and progress they report
- *	change.c	the one path of a change: judge, store, apply, push
- *	straggler.c	each job's step rate, and the ranks and nodes lagging it
- *	busy.c		ranks whose busy time stands out, or rose (straggler.c's)
- *	arrive.c	the rank last to arrive at the collective most often
- *	median.c	the k-th smallest of a set (the medians)
- *	rules.c		a job's rules: its stragglers profiled on purpose
- *	load.c		the model rebuilt from the store at start
- *	valid.c		the rules a window, job, rank or stored row obeys
- *	store.c		persistence behind store.h: transactions, batches
- *	store_sqlite.c	the SQLite store, the embedded default
- *	store_etcd.c	the etcd store (etcd.c, etcd_session.c: its client;
- *			store_row.c: its rows as JSON)
- *	leader.c	several coordinators over etcd, one of them leading
- *	http.c		the admin API's listener, route table and answers
- *	http_jobs.c	the admin API's handlers (docs/admin-api.md)
- *	http_rules.c	the admin API's stragglers and rules of a job
- *	summary.c	a job's summary: counts, steps, nodes, windows' ranks
- *	http_ranks.c	a job's ranks, listed by rank number, page by page
- *	journal.c	rank and window events, by revision, for followers
- *	http_events.c	a job's events as they are committed, followed
- *	stream.c	answers written as they are produced
- *	http_ui.c	the status page (/ui/) and a job's nodes for its heat map
- *	metrics.c	counters and the /metrics text
- *	legacy.c	legacy jobs as the agents report them (docs/legacy.md)
+ *	coord.c		start-up, flags, signals, the housekeeping timer, the
+ *			model's hooks and the route table wired in
+ *	http.h		the admin API: http.c (listener, routing, answers),
+ *			http_routes.c (the route table), http_hold.c (answers
+ *			held for their commit), http_jobs.c, http_rules.c,
+ *			http_ranks.c, http_events.c, http_ui.c (resources),
+ *			stream.c (answers written as they are produced)
+ *	metrics.h	metrics.c: counters and the /metrics text
+ *	link.h		AgentLink: link.c (the listener, one struct conn per
+ *			agent), link_dispatch.c (what an agent's messages do,
+ *			the pushes back)
+ *	leader.h	leader.c: several coordinators over etcd, one leading
+ *	model.h		the model, which knows no protocol: schedule.c (jobs,
+ *			windows, nodes), schedule_ranks.c (ranks, their events
+ *			and progress), change.c (the one path of a change),
+ *			jobs.c (the jobs as a whole), straggler.c, busy.c,
+ *			arrive.c, median.c, rules.c, journal.c, journal_load.c,
+ *			legacy.c, summary.c, load.c, select.c, valid.c,
+ *			options.c, refusal.c (refusal.h: the model's error)
+ *	state.h		the types every layer shares, struct coord among them
+ *	store.h		the store: store.c, store_sqlite.c, store_etcd*.c,
+ *			store_row.c, etcd*.c
+ *	coord_addr.h, listener.h	addresses and listeners' accept errors
  */
-
 
 #ifndef DYNPROF_COORD_H
 #define DYNPROF_COORD_H

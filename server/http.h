@@ -88,7 +88,6 @@ int	 ranks_parse_int(const char *, long long, long long, long long *);
 void	 http_get_events(struct coord *, struct evhttp_request *,
 	    const char *);
 void	 events_wake(struct coord *);
-void	 events_metrics(struct coord *, struct evbuffer *);
 
 /* http_ui.c, and the page's files (server/ui/embed.cmake) */
 struct ui_file {

@@ -374,29 +374,3 @@ http_get_events(struct coord *c, struct evhttp_request *req, const char *name)
 		free(f);
 	}
 }
-
-/* The event stream's lines of /metrics. */
-void
-events_metrics(struct coord *c, struct evbuffer *buf)
-{
-	evbuffer_add_printf(buf,
-	    "# HELP dynprof_event_revision The revision of the last event "
-	    "committed.\n"
-	    "# TYPE dynprof_event_revision gauge\n"
-	    "dynprof_event_revision %llu\n"
-	    "# HELP dynprof_event_followers Followers of the event stream.\n"
-	    "# TYPE dynprof_event_followers gauge\n"
-	    "dynprof_event_followers %zu\n"
-	    "# HELP dynprof_event_followers_refused_total Followers refused "
-	    "past their cap.\n"
-	    "# TYPE dynprof_event_followers_refused_total counter\n"
-	    "dynprof_event_followers_refused_total %llu\n"
-	    "# HELP dynprof_event_followers_dropped_total Followers dropped "
-	    "once the events they had yet to read were no longer kept.\n"
-	    "# TYPE dynprof_event_followers_dropped_total counter\n"
-	    "dynprof_event_followers_dropped_total %llu\n",
-	    (unsigned long long)journal_revision(c),
-	    c->journal != NULL ? c->journal->nfollowers : 0,
-	    (unsigned long long)c->metrics.followers_refused,
-	    (unsigned long long)c->metrics.followers_dropped);
-}

@@ -4,12 +4,37 @@
 
 #include <event2/buffer.h>
 
-#include "http.h"
 #include "leader.h"
 #include "metrics.h"
 #include "model.h"
 #include "names.h"
 #include "store_row.h"
+
+/* The event stream's lines of /metrics. */
+static void
+metrics_events(struct coord *c, struct evbuffer *buf)
+{
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_event_revision The revision of the last event "
+	    "committed.\n"
+	    "# TYPE dynprof_event_revision gauge\n"
+	    "dynprof_event_revision %llu\n"
+	    "# HELP dynprof_event_followers Followers of the event stream.\n"
+	    "# TYPE dynprof_event_followers gauge\n"
+	    "dynprof_event_followers %zu\n"
+	    "# HELP dynprof_event_followers_refused_total Followers refused "
+	    "past their cap.\n"
+	    "# TYPE dynprof_event_followers_refused_total counter\n"
+	    "dynprof_event_followers_refused_total %llu\n"
+	    "# HELP dynprof_event_followers_dropped_total Followers dropped "
+	    "once the events they had yet to read were no longer kept.\n"
+	    "# TYPE dynprof_event_followers_dropped_total counter\n"
+	    "dynprof_event_followers_dropped_total %llu\n",
+	    (unsigned long long)journal_revision(c),
+	    c->journal != NULL ? c->journal->nfollowers : 0,
+	    (unsigned long long)c->metrics.followers_refused,
+	    (unsigned long long)c->metrics.followers_dropped);
+}
 
 static const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {
 	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
@@ -142,7 +167,7 @@ metrics_render_bounds(struct coord *c, struct evbuffer *buf)
 	    c->nhttp_conns,
 	    (unsigned long long)m->http_timeouts,
 	    (unsigned long long)m->http_evicted);
-	events_metrics(c, buf);
+	metrics_events(c, buf);
 }
 
 /* The seconds each loaded certificate has left, by role; AgentLink's
