@@ -9,8 +9,10 @@
  * (legacy_fs.c).  On every change of the schedule,
  * of the job's directory and at each tick while a window is out, the window
  * due is worked out: the file holds one window at a time, the next is written
- * once the one before is over (observed complete on every rank seen, or
- * cancelled, or gone from the schedule).  What the agent did with each
+ * once the one before is over (observed complete on every rank seen, missed,
+ * unverified, cancelled, or gone from the schedule), or, for a framework that
+ * reads a file written while a window runs once it stopped (torch_npu), as
+ * soon as every rank started it.  What the agent did with each
  * window, and why, goes to the coordinator as a LegacyStatus.
  */
 
@@ -42,6 +44,8 @@
 	    IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR)
 
 static void	legacy_eval(struct legacy *, struct legacy_job *);
+static void	legacy_keep_ended(struct legacy_job *,
+		    const struct legacy_window *);
 static void	legacy_arm(struct legacy *);
 
 /* Finds the job served under name, or NULL. */
@@ -200,6 +204,57 @@ legacy_check_over(struct legacy_job *lj, const struct seg_window *w,
 	    NULL);
 }
 
+/*
+ * Checks whether the window before the one written (written ahead of its
+ * end) is over: every rank that started it seen to complete it (and
+ * LEGACY_SETTLE_MS passed), cancelled, gone from the schedule, or not seen
+ * to end within max_ms of its first write.
+ */
+static void
+legacy_check_prev(struct legacy_job *lj, const struct seg_window *sw,
+    size_t nsw, int64_t now, int64_t max_ms)
+{
+	struct legacy_window	 lw;
+	const struct seg_window	*w = NULL;
+	size_t			 i, j, open = 0;
+	int			 how = LEGACY_OVER_DONE;
+
+	for (i = 0; i < nsw; i++)
+		if (sw[i].id == lj->prev)
+			w = &sw[i];
+	for (i = 0; i < lj->nprev_started; i++) {
+		for (j = 0; j < lj->nprev_done; j++)
+			if (lj->prev_done[j] == lj->prev_started[i])
+				break;
+		if (j == lj->nprev_done)
+			open++;
+	}
+	memset(&lw, 0, sizeof(lw));
+	lw.id = lj->prev;
+	lw.state = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
+	if (w == NULL || (w->flags & SEG_WINDOW_CANCELLED))
+		snprintf(lw.reason, sizeof(lw.reason), "%s while it ran",
+		    w == NULL ? "left the schedule" : "cancelled");
+	else if (open > 0 && now - lj->prev_first_at_ms >= max_ms) {
+		how = LEGACY_OVER_UNVERIFIED;
+		lw.state =
+		    DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_UNVERIFIED;
+		snprintf(lw.reason, sizeof(lw.reason), "%zu of %zu ranks that "
+		    "started it not seen to finish it within %lld s of its "
+		    "write (--legacy-window-max)", open, lj->nprev_started,
+		    (long long)(max_ms / 1000));
+	} else if (open > 0 || now - lj->prev_settled_at_ms < LEGACY_SETTLE_MS)
+		return;
+	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: window %u over: "
+	    "%s", lj->name, lj->prev, lw.reason[0] != '\0' ? lw.reason :
+	    "every rank that started it completed it");
+	lj->over_how[lj->nover % LEGACY_OVER_MAX] = (uint8_t)how;
+	lj->over[lj->nover++ % LEGACY_OVER_MAX] = lj->prev;
+	legacy_keep_ended(lj, &lw);
+	legacy_observe_prev_reset(lj);
+	lj->status_dirty = 1;
+}
+
 /* Sets the status of window w to state with a reason. */
 static void
 legacy_window_state(struct legacy_window *lw, uint32_t id, int state,
@@ -255,6 +310,8 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 		    "window", lj->name);
 		return (1);
 	}
+	if (lj->written != 0 && lj->written != w->id)
+		legacy_observe_prev_take(lj);	/* written ahead of its end */
 	lj->written = w->id;
 	lj->first_at_ms = now;
 	lj->shown_until_ms = now + LEGACY_POLL_MS + LEGACY_TICK_MS;
@@ -317,7 +374,7 @@ legacy_ended(const struct legacy_job *lj, uint32_t id)
  */
 static const struct seg_window *
 legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
-    struct legacy_window *out, size_t *nout)
+    int ahead, struct legacy_window *out, size_t *nout)
 {
 	const struct seg_window	*w, *next = NULL;
 	char			 why[LEGACY_REASON_MAX], reason[LEGACY_REASON_MAX];
@@ -351,6 +408,14 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 		} else if (legacy_expressible(lj, w, why, sizeof(why)) == -1) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_REFUSED;
 			snprintf(reason, sizeof(reason), "%s", why);
+		} else if (w->id == lj->prev) {
+			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WRITTEN;
+			snprintf(reason, sizeof(reason), "running: %zu of %zu "
+			    "ranks that started it seen to complete it; the "
+			    "next window was written while it ran (%s reads it "
+			    "once it stopped)", lj->nprev_done,
+			    lj->nprev_started, options_dialect_name(
+			    (enum options_dialect)lj->dialect));
 		} else if (w->id == lj->written) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WRITTEN;
 			if (snprintf(reason, sizeof(reason), "%s%s%s", why,
@@ -362,11 +427,11 @@ legacy_plan(struct legacy_job *lj, const struct seg_window *ws, size_t nws,
 				    "ranks started after it was written: "
 				    "written again%s", lj->late_ranks,
 				    lj->rewrite ? " (due)" : "");
-		} else if (lj->written != 0 || next != NULL) {
+		} else if ((lj->written != 0 && !ahead) || next != NULL) {
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WAITING;
 			snprintf(reason, sizeof(reason), "one window at a time: "
-			    "written once window %u is over", lj->written != 0 ?
-			    lj->written : next->id);
+			    "written once window %u is over", next != NULL ?
+			    next->id : lj->written);
 		} else {
 			next = w;
 			st = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_WAITING;
@@ -424,7 +489,7 @@ legacy_eval(struct legacy *l, struct legacy_job *lj)
 	const struct seg_window	*w = NULL, *next, *sw;
 	size_t			 n, i, nsw;
 	int64_t			 now = clock_mono_ms();
-	int			 disable = 0;
+	int			 disable = 0, ahead;
 
 	sw = lj->sched != NULL ? lj->sched->windows : NULL;
 	nsw = lj->sched != NULL ? lj->sched->nwindows : 0;
@@ -438,13 +503,25 @@ legacy_eval(struct legacy *l, struct legacy_job *lj)
 		legacy_check_over(lj, w, now,
 		    (int64_t)l->a->opts.legacy_window_max_s * 1000);
 	}
+	if (lj->prev != 0)
+		legacy_check_prev(lj, sw, nsw, now,
+		    (int64_t)l->a->opts.legacy_window_max_s * 1000);
 	if (lj->written != 0 && lj->rewrite && w != NULL &&
 	    !(w->flags & SEG_WINDOW_CANCELLED))
 		legacy_rewrite(l, lj, w, now);
-	next = legacy_plan(lj, sw, nsw, ws, &n);
+	/*
+	 * A framework that reads a file written while a window runs once it
+	 * stopped is given the next as soon as every rank started the one in
+	 * the file: back-to-back windows then meet no poll between them.
+	 */
+	ahead = dl != NULL && dl->ahead && lj->written != 0 && w != NULL &&
+	    !(w->flags & SEG_WINDOW_CANCELLED) && lj->prev == 0 &&
+	    !lj->rewrite && now >= lj->shown_until_ms &&
+	    legacy_log_started(lj, NULL, &i);
+	next = legacy_plan(lj, sw, nsw, ahead, ws, &n);
 	if (dl != NULL && !(dl->own_config_first && !lj->framework_seen)) {
 		if (next != NULL && legacy_try_write(l, lj, next, now))
-			next = legacy_plan(lj, sw, nsw, ws, &n);
+			next = legacy_plan(lj, sw, nsw, 0, ws, &n);
 		else if (next == NULL && disable && !lj->written_disabled)
 			(void)legacy_try_write(l, lj, NULL, now);
 	}
@@ -465,8 +542,8 @@ legacy_busy(const struct legacy_job *lj)
 {
 	size_t	 i;
 
-	if (lj->written != 0 || lj->status_dirty || lj->retry_at_ms != 0 ||
-	    lj->check || lj->rewrite)
+	if (lj->written != 0 || lj->prev != 0 || lj->status_dirty ||
+	    lj->retry_at_ms != 0 || lj->check || lj->rewrite)
 		return (1);
 	if (lj->dialect < 0)
 		return (0);
@@ -685,6 +762,7 @@ legacy_remove(struct legacy *l, struct legacy_job *lj)
 	if (lj->subscribed && !segments_job_subscribed(l->a, lj->name))
 		upstream_unsubscribe_name(l->a, lj->name);
 	legacy_observe_reset(lj);
+	legacy_observe_prev_reset(lj);
 	legacy_log_reset(lj);
 	json_decref(lj->base);
 	free(lj->sched);
@@ -784,8 +862,8 @@ legacy_tick(evutil_socket_t fd, short what, void *arg)
 	TAILQ_FOREACH(lj, &l->jobs, entry) {
 		if (!legacy_busy(lj))
 			continue;
-		if (lj->written != 0 && lj->output[0] != '\0' &&
-		    lj->sched != NULL)
+		if ((lj->written != 0 || lj->prev != 0) &&
+		    lj->output[0] != '\0' && lj->sched != NULL)
 			(void)legacy_observe(l, lj, lj->sched->generation);
 		if (lj->written != 0)
 			legacy_log_scan(l, lj, 0);
@@ -1001,6 +1079,7 @@ legacy_close(struct agent *a)
 	while ((lj = TAILQ_FIRST(&l->jobs)) != NULL) {
 		TAILQ_REMOVE(&l->jobs, lj, entry);
 		legacy_observe_reset(lj);
+		legacy_observe_prev_reset(lj);
 		legacy_log_reset(lj);
 		json_decref(lj->base);
 		free(lj->sched);

@@ -104,6 +104,10 @@ struct legacy_dialect {
 	int			 log;		/* LEGACY_LOG_*: its ranks' logs
 						   (legacy_log.c) */
 	const char *const	*shm;		/* its record's fields, or NULL */
+	int			 ahead;		/* reads a file written while a
+						   window runs once it stopped:
+						   the next may be written as
+						   soon as every rank started */
 };
 
 /* How a window written ended. */
@@ -200,6 +204,17 @@ struct legacy_job {
 	int64_t		 dropped_at_ms;		/* a rank dropped it first */
 	size_t		 late_ranks;		/* started since the write */
 	int		 rewrite;		/* write it again: a late rank */
+	/* The window before it, written ahead of its end (dl->ahead): still
+	 * running, its traces credited to it by its marker. */
+	uint32_t	 prev;			/* 0 none */
+	int64_t		 prev_start, prev_stop;
+	int64_t		 prev_first_at_ms;
+	int64_t		 prev_settled_at_ms;
+	struct rank_set	 prev_targets;
+	int32_t		*prev_started;		/* ranks that said they started it */
+	size_t		 nprev_started;
+	int32_t		*prev_done;		/* ranks seen to complete it */
+	size_t		 nprev_done;
 	uint32_t	 over_note_id;		/* the window over_note is of */
 	char		 over_note[LEGACY_REASON_MAX];
 	char		 unmarked[NAME_MAX + 1];	/* its name */
@@ -278,6 +293,7 @@ int	 legacy_shm_write(const struct agent *, struct legacy_job *, void *,
 
 /* legacy_log.c */
 void	 legacy_log_scan(struct legacy *, struct legacy_job *, int);
+int	 legacy_log_started(const struct legacy_job *, int32_t **, size_t *);
 int	 legacy_log_missed(const struct legacy_job *, int64_t, char *, size_t);
 size_t	 legacy_log_unserved(const struct legacy_job *);
 void	 legacy_log_reset(struct legacy_job *);
@@ -285,5 +301,7 @@ void	 legacy_log_reset(struct legacy_job *);
 /* legacy_observe.c */
 int	 legacy_observe(struct legacy *, struct legacy_job *, uint64_t);
 void	 legacy_observe_reset(struct legacy_job *);
+void	 legacy_observe_prev_take(struct legacy_job *);
+void	 legacy_observe_prev_reset(struct legacy_job *);
 
 #endif /* DYNPROF_AGENT_LEGACY_H */

@@ -67,7 +67,7 @@ static const struct legacy_dialect legacy_dialects[] = {
 	{ .id = OPTIONS_TORCH_NPU, .keys = legacy_keys_torch,
 	  .output_key = "prof_dir", .stop = LEGACY_STOP_ACTIVE,
 	  .trace = LEGACY_TRACE_MARKED, .own_config_first = 1,
-	  .marker_key = "metadata", .log = LEGACY_LOG_TORCH },
+	  .marker_key = "metadata", .log = LEGACY_LOG_TORCH, .ahead = 1 },
 	{ .id = OPTIONS_MS27, .keys = legacy_keys_ms26,
 	  .also = legacy_keys_ms27, .output_key = "prof_path",
 	  .stop = LEGACY_STOP_STEP, .trace = LEGACY_TRACE_STEPS,

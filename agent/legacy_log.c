@@ -46,6 +46,8 @@
 #include "legacy.h"
 #include "log.h"
 
+static void	legacy_log_rewind(struct legacy_job *);
+
 /* Parses "dp_{host}_{pid}_rank_{N}.log" (not the monitor's): N, or -1. */
 static int32_t
 legacy_log_rank(const char *name)
@@ -233,20 +235,26 @@ legacy_log_file(struct legacy_job *lj, int dfd, const char *name,
 		return;
 	}
 	r->rank = rank;
-	if (!mark) {
-		if (added && legacy_dialect(lj->dialect)->own_config_first) {
-			/* Started after the write: a later second. */
-			r->late = 1;
-			lj->late_ranks++;
-			if (st.st_mtim.tv_sec > lj->framework_mtime)
-				lj->framework_mtime = st.st_mtim.tv_sec;
-			lj->rewrite = 1;
-			log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: "
-			    "rank %d started after window %u was written: "
-			    "written again", lj->name, rank, lj->written);
-		}
-		legacy_log_read(lj, r, fd, &st);
+	if (mark)
+		r->off = st.st_size;	/* none of it is of this window */
+	/*
+	 * Started after the write, or in its very second (a file whose whole
+	 * second is not above the rank's start is ignored): written again, in
+	 * a later second than its log.
+	 */
+	if (added && legacy_dialect(lj->dialect)->own_config_first &&
+	    (!mark || st.st_mtim.tv_sec >= lj->written_mtime.tv_sec)) {
+		r->late = 1;
+		lj->late_ranks++;
+		if (st.st_mtim.tv_sec > lj->framework_mtime)
+			lj->framework_mtime = st.st_mtim.tv_sec;
+		lj->rewrite = 1;
+		log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: rank %d "
+		    "started after window %u was written, or in its second: "
+		    "written again", lj->name, rank, lj->written);
 	}
+	if (!mark)
+		legacy_log_read(lj, r, fd, &st);
 	close(fd);
 }
 
@@ -325,7 +333,7 @@ legacy_log_scan(struct legacy *l, struct legacy_job *lj, int mark)
 	    (dl->log == LEGACY_LOG_MINDSPORE && lj->logs[0] == '\0'))
 		return;
 	if (mark)
-		legacy_log_reset(lj);
+		legacy_log_rewind(lj);
 	if (dl->log == LEGACY_LOG_TORCH) {
 		if ((dfd = legacy_fs_open(l, lj, why, sizeof(why))) == -1)
 			return;
@@ -392,6 +400,47 @@ legacy_log_missed(const struct legacy_job *lj, int64_t now, char *why,
 }
 
 /*
+ * Whether every rank whose log is read and whom the window written targets
+ * said it started it (at least one, none dropped it): the window is
+ * acknowledged.  With ranks set, the caller gets those ranks (to free).
+ * Returns 1 if so.
+ */
+int
+legacy_log_started(const struct legacy_job *lj, int32_t **ranks, size_t *n)
+{
+	const struct legacy_rlog *r;
+	size_t			 i;
+
+	*n = 0;
+	if (ranks != NULL)
+		*ranks = NULL;
+	for (i = 0; i < lj->nrlogs; i++) {
+		r = &lj->rlogs[i];
+		if (r->rank < 0 || !ranks_contains(&lj->written_ranks, r->rank))
+			continue;
+		if (!r->started || r->dropped)
+			break;
+		(*n)++;
+	}
+	if (i < lj->nrlogs || *n == 0) {
+		*n = 0;
+		return (0);
+	}
+	if (ranks == NULL)
+		return (1);
+	if ((*ranks = calloc(*n, sizeof(**ranks))) == NULL) {
+		*n = 0;
+		return (0);
+	}
+	*n = 0;
+	for (i = 0; i < lj->nrlogs; i++)
+		if (lj->rlogs[i].rank >= 0 && ranks_contains(&lj->written_ranks,
+		    lj->rlogs[i].rank))
+			(*ranks)[(*n)++] = lj->rlogs[i].rank;
+	return (1);
+}
+
+/*
  * The ranks of the window written that its logs show never served: targeted,
  * neither started nor dropped it, nor were observed.  Returns how many.
  */
@@ -418,6 +467,27 @@ legacy_log_unserved(const struct legacy_job *lj)
 			n++;
 	}
 	return (n);
+}
+
+/*
+ * Forgets what the logs said of the window before: a new one is written.
+ * The logs stay known, so that only a log never seen before is a rank that
+ * started since.
+ */
+static void
+legacy_log_rewind(struct legacy_job *lj)
+{
+	size_t	 i;
+
+	for (i = 0; i < lj->nrlogs; i++) {
+		lj->rlogs[i].started = 0;
+		lj->rlogs[i].dropped = 0;
+		lj->rlogs[i].drop_step = -1;
+		lj->rlogs[i].late = 0;
+	}
+	lj->dropped_at_ms = 0;
+	lj->late_ranks = 0;
+	lj->rewrite = 0;
 }
 
 /* Forgets the logs read: the job goes. */

@@ -50,21 +50,61 @@ legacy_observe_reset(struct legacy_job *lj)
 	lj->unmarked[0] = '\0';
 }
 
-/* Sends an observed event of kind for rank, its trace in dir. */
+/*
+ * The window before the one written becomes lj->prev: its ranks that said
+ * they started it, those seen to complete it.  The caller writes the next.
+ */
+void
+legacy_observe_prev_take(struct legacy_job *lj)
+{
+	size_t	 i;
+
+	legacy_observe_prev_reset(lj);
+	lj->prev = lj->written;
+	lj->prev_start = lj->written_start;
+	lj->prev_stop = lj->written_stop;
+	lj->prev_first_at_ms = lj->first_at_ms;
+	lj->prev_settled_at_ms = clock_mono_ms();
+	lj->prev_targets = lj->written_ranks;
+	(void)legacy_log_started(lj, &lj->prev_started, &lj->nprev_started);
+	if (lj->nranks > 0 && (lj->prev_done = calloc(lj->nranks,
+	    sizeof(*lj->prev_done))) != NULL)
+		for (i = 0; i < lj->nranks; i++)
+			if (lj->ranks[i].complete)
+				lj->prev_done[lj->nprev_done++] =
+				    lj->ranks[i].rank;
+	legacy_observe_reset(lj);
+}
+
+/* Forgets the window before the one written. */
+void
+legacy_observe_prev_reset(struct legacy_job *lj)
+{
+	free(lj->prev_started);
+	free(lj->prev_done);
+	lj->prev_started = lj->prev_done = NULL;
+	lj->nprev_started = lj->nprev_done = 0;
+	lj->prev = 0;
+}
+
+/*
+ * Sends an observed event of kind for rank, its trace in dir, of window id
+ * (steps start to stop).
+ */
 static void
 legacy_emit(struct legacy *l, struct legacy_job *lj, int kind, int32_t rank,
-    const char *dir, uint64_t gen)
+    const char *dir, uint64_t gen, uint32_t id, int64_t start, int64_t stop)
 {
 	Dynprof__V1__RankEvent	 ev = DYNPROF__V1__RANK_EVENT__INIT;
 
 	ev.kind = kind;
 	ev.job = lj->name;
 	ev.rank = rank;
-	ev.window_id = lj->written;
-	ev.start_step = lj->written_start;
-	ev.stop_step = lj->written_stop;
-	ev.step = kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED ?
-	    lj->written_start : lj->written_stop;
+	ev.window_id = id;
+	ev.start_step = start;
+	ev.stop_step = stop;
+	ev.step = kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED ? start :
+	    stop;
 	ev.output_dir = (char *)dir;
 	ev.generation = gen;
 	ev.time_unix_ns = clock_wall_ns();
@@ -72,7 +112,7 @@ legacy_emit(struct legacy *l, struct legacy_job *lj, int kind, int32_t rank,
 	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: rank %d %s "
 	    "window %u (%s)", lj->name, rank,
 	    kind == DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED ? "observed in" :
-	    "observed complete", lj->written, dir);
+	    "observed complete", id, dir);
 }
 
 /* Returns rank's entry, added if new (NULL: over LEGACY_RANKS_MAX). */
@@ -191,19 +231,46 @@ legacy_see(struct legacy *l, struct legacy_job *lj, int32_t rank,
 		return (0);
 	if (added) {
 		legacy_emit(l, lj, DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED, rank,
-		    path, gen);
+		    path, gen, lj->written, lj->written_start,
+		    lj->written_stop);
 		moved = 1;
 	}
 	if (complete && !r->complete) {
 		r->complete = 1;
 		legacy_emit(l, lj,
 		    DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE, rank, path,
-		    gen);
+		    gen, lj->written, lj->written_start, lj->written_stop);
 		moved = 1;
 	}
 	if (moved)
 		lj->settled_at_ms = clock_mono_ms();
 	return (moved);
+}
+
+/* Rank's finished trace, in path, of the window before the one written. */
+static int
+legacy_see_prev(struct legacy *l, struct legacy_job *lj, int32_t rank,
+    const char *path, uint64_t gen)
+{
+	int32_t	*d;
+	size_t	 i;
+
+	if (!ranks_contains(&lj->prev_targets, rank))
+		return (0);		/* a rank it does not target */
+	for (i = 0; i < lj->nprev_done; i++)
+		if (lj->prev_done[i] == rank)
+			return (0);
+	if (lj->nprev_done >= LEGACY_RANKS_MAX || (d = reallocarray(
+	    lj->prev_done, lj->nprev_done + 1, sizeof(*d))) == NULL)
+		return (0);
+	lj->prev_done = d;
+	lj->prev_done[lj->nprev_done++] = rank;
+	legacy_emit(l, lj, DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED, rank, path,
+	    gen, lj->prev, lj->prev_start, lj->prev_stop);
+	legacy_emit(l, lj, DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE,
+	    rank, path, gen, lj->prev, lj->prev_start, lj->prev_stop);
+	lj->prev_settled_at_ms = clock_mono_ms();
+	return (1);
 }
 
 /* One entry, name, of a MindSpore job's output directory odfd. */
@@ -226,7 +293,8 @@ legacy_see_mindspore(struct legacy *l, struct legacy_job *lj, int odfd,
 /*
  * Whether trace directory name of odfd is the trace of the window written:
  * 1 if the metadata the framework copied into it holds that window's marker,
- * -1 if another window's, 0 if none (no such file, or no marker in it).
+ * 2 if the window's before it (lj->prev), -1 if another window's, 0 if none
+ * (no such file, or no marker in it).
  */
 static int
 legacy_trace_marker(const struct legacy_job *lj, int odfd, const char *name)
@@ -250,6 +318,11 @@ legacy_trace_marker(const struct legacy_job *lj, int odfd, const char *name)
 	if (json_is_string(v = json_object_get(o, LEGACY_MARKER_NAME))) {
 		legacy_marker(lj, lj->written, want, sizeof(want));
 		rc = strcmp(json_string_value(v), want) == 0 ? 1 : -1;
+		if (rc == -1 && lj->prev != 0) {
+			legacy_marker(lj, lj->prev, want, sizeof(want));
+			if (strcmp(json_string_value(v), want) == 0)
+				rc = 2;
+		}
 	}
 	json_decref(o);
 	return (rc);
@@ -281,8 +354,11 @@ legacy_see_torch(struct legacy *l, struct legacy_job *lj, int odfd,
 		rank = 0;		/* profiler_info.json: rank 0's */
 	if ((mark = legacy_trace_marker(lj, odfd, name)) == -1)
 		return (0);		/* another window's */
+	if (mark == 2)
+		return (legacy_see_prev(l, lj, rank, path, gen));
 	if (mark == 0) {
-		if (st.st_mtim.tv_sec >= lj->written_mtime.tv_sec &&
+		if (lj->written != 0 &&
+		    st.st_mtim.tv_sec >= lj->written_mtime.tv_sec &&
 		    lj->unmarked_at_ms == 0) {
 			lj->unmarked_at_ms = clock_mono_ms();
 			snprintf(lj->unmarked, sizeof(lj->unmarked), "%s", name);
@@ -310,7 +386,7 @@ legacy_observe(struct legacy *l, struct legacy_job *lj, uint64_t gen)
 	DIR		*d = NULL;
 	int		 n = 0, moved = 0, fd, type;
 
-	if (lj->written == 0 || lj->output[0] == '\0')
+	if ((lj->written == 0 && lj->prev == 0) || lj->output[0] == '\0')
 		return (0);
 	if (legacy_fs_as(lj) == 0) {
 		/* The job's own path: its links are its user's to make. */

@@ -24,7 +24,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "support"))
-from cluster import Cluster, check, log, main, wait_for  # noqa: E402
+from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
+                     wait_for)
 from test_legacy_dialects import (DEFAULTS, legacy_of, wait_file,  # noqa: E402
                                   window_state)
 
@@ -158,6 +159,71 @@ def back_to_back(jobs):
         "next is written and profiled")
 
 
+TORCH_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "legacy_torch_rank.py")
+
+
+def torch_ahead(c, ldir, node):
+    """torch_npu reads a file written while a window runs only once that
+    window stopped: the next window is written as soon as every rank said
+    it started the one in the file, so three windows posted at once, each
+    starting right after the one before (one step between), are each
+    profiled, and each trace is credited to its own window by its
+    marker."""
+    job = "lgm%d-torch" % PID
+    jdir = os.path.join(ldir, job)
+    out = os.path.join(node.dir, "out-" + job)
+    os.mkdir(out)
+    os.mkdir(jdir)
+    stop = os.path.join(node.dir, "stop-" + job)
+    with open(os.path.join(jdir, "profiler_config.json"), "w") as f:
+        json.dump(dict(DEFAULTS["torch_npu"], prof_dir=out), f)
+    wait_for(lambda: (lambda e: e and e["dialect"] == "torch_npu")(
+        legacy_of(c, job)), 10, "%s served" % job)
+    time.sleep(1.1)     # the ranks start a second after the framework's file
+    t0 = time.time()
+    procs = [subprocess.Popen([sys.executable, TORCH_PY, jdir, str(rank),
+                               str(RATE), str(t0), stop]) for rank in (0, 1)]
+    try:
+        wait_for(lambda: len(os.listdir(os.path.join(jdir, "log"))) == 2
+                 if os.path.isdir(os.path.join(jdir, "log")) else False, 10,
+                 "torch_npu ranks' logs")
+        s = int((time.time() - t0) * RATE) + 60
+        # Each starts one step after the one before stopped: torch_npu
+        # looks at its file again at the step after its stop.  It must
+        # read the next while the one before runs: they last 4 s.
+        ws = [(s, s + 39), (s + 41, s + 80), (s + 82, s + 83)]
+        ids = [c.add_window(job, {"start_step": a, "stop_step": b})["id"]
+               for a, b in ws]
+        def done(wid):
+            r = ranks_of(c, job)
+            return all(k in r and events_of(r[k], "observed_complete", wid)
+                       for k in (0, 1))
+        for wid, (a, b) in zip(ids, ws):
+            wait_for(lambda: done(wid), 60,
+                     "torch_npu: window %d (%d-%d) observed complete on "
+                     "ranks 0 and 1" % (wid, a, b))
+            log("torch_npu: window %d requested %d-%d, observed complete" % (
+                wid, a, b))
+        for wid in ids:
+            w = window_state(c, job, wid)
+            check(w is None or w["state"] in ("over", "written"),
+                  "window %d: %s" % (wid, w))
+        # What the ranks say they did: each window started at its start.
+        text = "".join(open(os.path.join(jdir, "log", f)).read()
+                       for f in os.listdir(os.path.join(jdir, "log")))
+        for a, _ in ws:
+            check(text.count("Start Dynamic Profiler at %d step." % a) == 2,
+                  "window at %d not started by both ranks:\n%s" % (a, text))
+        check("not effective" not in text, "a window dropped:\n%s" % text)
+    finally:
+        open(stop, "w").close()
+        for p in procs:
+            p.wait(timeout=10)
+    log("torch_npu: back-to-back windows each profiled, the next written "
+        "while the one before ran")
+
+
 def bound(c, ldir, node, max_s):
     """--legacy-window-max: a window nothing is seen of, then one whose
     rank began a trace and never finished it, end unverified; the next is
@@ -216,6 +282,7 @@ def test():
         finally:
             for j in jobs:
                 j.close()
+        torch_ahead(c, ldir, node)
         n2 = c.node("n2")
         ldir2 = os.path.join(n2.dir, "legacy")
         os.mkdir(ldir2)
