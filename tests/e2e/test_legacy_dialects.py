@@ -309,12 +309,10 @@ RANK_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "legacy_torch_rank.py")
 
 
-def torch_late_missed(c, ldir, node):
-    """torch_npu ranks run as its monitor does: a rank that starts after the
-    window was written ignores the file until it is written again; a window
-    whose start step passed is dropped by every rank, and ends missed with
-    the framework's own words instead of holding the next one."""
-    job = "lg%d-tlate" % PID
+def torch_job(c, ldir, node, job):
+    """A torch_npu job directory, its file as the framework writes it (its
+    prof_dir an output directory of the node's), served.  Returns the
+    directory, the output directory and the stop file of its ranks."""
     jdir = os.path.join(ldir, job)
     out = os.path.join(node.dir, "out-" + job)
     os.mkdir(out)
@@ -324,6 +322,16 @@ def torch_late_missed(c, ldir, node):
         json.dump(dict(DEFAULTS["torch_npu"], prof_dir=out), f)
     wait_for(lambda: (lambda e: e and e["dialect"] == "torch_npu")(
         legacy_of(c, job)), 10, "%s served" % job)
+    return jdir, out, stop
+
+
+def torch_late_missed(c, ldir, node):
+    """torch_npu ranks run as its monitor does: a rank that starts after the
+    window was written ignores the file until it is written again; a window
+    whose start step passed is dropped by every rank, and ends missed with
+    the framework's own words instead of holding the next one."""
+    job = "lg%d-tlate" % PID
+    jdir, out, stop = torch_job(c, ldir, node, job)
     rate, t0 = 10.0, time.time()
     procs = [subprocess.Popen([sys.executable, RANK_PY, jdir, "0", str(rate),
                                str(t0), stop])]

@@ -26,8 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "support"))
 from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
                      wait_for)
-from test_legacy_dialects import (DEFAULTS, legacy_of, wait_file,  # noqa: E402
-                                  window_state)
+from test_legacy_dialects import (DEFAULTS, legacy_of,  # noqa: E402
+                                  torch_job, wait_file, window_state)
 
 PID = os.getpid()
 RANK_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -171,15 +171,7 @@ def torch_ahead(c, ldir, node):
     profiled, and each trace is credited to its own window by its
     marker."""
     job = "lgm%d-torch" % PID
-    jdir = os.path.join(ldir, job)
-    out = os.path.join(node.dir, "out-" + job)
-    os.mkdir(out)
-    os.mkdir(jdir)
-    stop = os.path.join(node.dir, "stop-" + job)
-    with open(os.path.join(jdir, "profiler_config.json"), "w") as f:
-        json.dump(dict(DEFAULTS["torch_npu"], prof_dir=out), f)
-    wait_for(lambda: (lambda e: e and e["dialect"] == "torch_npu")(
-        legacy_of(c, job)), 10, "%s served" % job)
+    jdir, _, stop = torch_job(c, ldir, node, job)
     time.sleep(1.1)     # the ranks start a second after the framework's file
     t0 = time.time()
     procs = [subprocess.Popen([sys.executable, TORCH_PY, jdir, str(rank),
