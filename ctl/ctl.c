@@ -52,6 +52,13 @@ static const struct ctl_command ctl_commands[] = {
 	{ "cancel", ctl_cmd_cancel, "cancel JOB WINDOW",
 	  "Cancel window WINDOW (its id) of JOB.  Ranks profiling in it stop at\n"
 	  "their next step end.\n" },
+	{ "forget", ctl_cmd_forget, "forget JOB [--force]",
+	  "Forget JOB: its windows, ranks and events leave the coordinator and its\n"
+	  "store, and its agents get an empty schedule.  Ranks still running show\n"
+	  "up again as a new job nobody scheduled.\n"
+	  "  --force            forget it even while a window of it runs (else\n"
+	  "                     refused, 409): its ranks profile on to the window's\n"
+	  "                     stop step\n" },
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"

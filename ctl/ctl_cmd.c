@@ -482,3 +482,48 @@ ctl_cmd_cancel(struct ctl *ctl, int argc, char **argv)
 	json_decref(doc);
 	return (CTL_EXIT_OK);
 }
+
+/* dynprofctl forget JOB [--force] */
+int
+ctl_cmd_forget(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_response	 res;
+	json_t			*doc;
+	const char		*job = NULL;
+	char			 path[160];
+	int			 i, force = 0, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--force") == 0)
+			force = 1;
+		else if (argv[i][0] == '-' || job != NULL) {
+			ctl_errx(ctl, "forget: %s \"%s\"", argv[i][0] == '-' ?
+			    "unknown option" : "one JOB only, not also",
+			    argv[i]);
+			return (CTL_USAGE);
+		} else
+			job = argv[i];
+	}
+	if (job == NULL) {
+		ctl_errx(ctl, "forget: missing JOB");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, job) == -1)
+		return (CTL_EXIT_REFUSED);
+	snprintf(path, sizeof(path), "/v1/jobs/%s%s", job, force ?
+	    "?force=1" : "");
+	rc = ctl_call(ctl, "DELETE", path, NULL, 0, &doc, &res);
+	if (rc != CTL_EXIT_OK) {
+		if (rc == CTL_EXIT_REFUSED)
+			ctl_check_missing_job(ctl, job);
+		return (rc);
+	}
+	if (ctl->json)
+		ctl_print_raw(ctl, &res);
+	else
+		fprintf(ctl->out, "job %s forgotten (generation %lld)\n", job,
+		    (long long)ctl_json_int(doc, "generation", 0));
+	ctl_http_free(&res);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}

@@ -29,6 +29,7 @@ struct change {
 	char		*config_json;	/* a new config (taken), or NULL */
 	struct options	*defaults;	/* new defaults (moved), or NULL */
 	const char	*rules;		/* new rules text (rules.c), or NULL */
+	int		 forget;	/* the job forgotten, store and memory */
 	int64_t		 now;		/* wall clock when it is published */
 };
 
@@ -105,6 +106,11 @@ change_apply(struct coord *c, struct change *ch, uint64_t gen)
 	size_t		 i;
 
 	c->generation = gen;
+	if (ch->forget) {
+		jobs_forget(c, job, gen);
+		ch->job = NULL;
+		return;
+	}
 	job->generation = gen;
 	for (i = 0; i < ch->nfinish; i++) {
 		ch->finish[i]->ended_ns = change_window_ended(ch->finish[i],
@@ -238,6 +244,8 @@ change_publish(struct coord *c, struct change *ch)
 	}
 	if (store_put_generation(c->store, gen) == -1)
 		goto fail;
+	if (ch->forget && store_drop_job(c->store, job->name) == -1)
+		goto fail;
 	for (i = 0; i < ch->nfinish; i++) {
 		if (change_put_window(c, ch, ch->finish[i],
 		    ch->finish[i]->state, 1) == -1)
@@ -250,7 +258,7 @@ change_publish(struct coord *c, struct change *ch)
 	    ch->add->state, ch->add->finished) == -1)
 		goto fail;
 	change_journal(c, ch, gen);
-	if (change_put_job(c, ch, gen) == -1 ||
+	if ((!ch->forget && change_put_job(c, ch, gen) == -1) ||
 	    (cc = calloc(1, sizeof(*cc))) == NULL)
 		goto fail;
 	if ((cc->job = strdup(job->name)) == NULL) {
@@ -488,6 +496,43 @@ change_window_cancel(struct coord *c, const char *name, uint32_t id,
 		return (change_store_refused(c, ref));
 	log_info("%s: job %s window %" PRIu32 " cancelled, generation %llu",
 	    __func__, name, id, (unsigned long long)job->generation);
+	return (0);
+}
+
+/*
+ * Forgets job r->job: its windows, ranks and events leave the store and
+ * memory, and its agents get an empty schedule.  Refused while a window of it
+ * runs (a rank started it and it is not done) unless r->force.  Returns 0, or
+ * -1 with ref saying why.
+ */
+int
+change_job_forget(struct coord *c, const struct job_forget_request *r,
+    struct refusal *ref)
+{
+	struct change	 ch;
+	struct job	*job;
+	struct window	*w;
+
+	if ((job = schedule_job_find(c, r->job)) == NULL)
+		return (refusal_set(ref, 404, "job", "no job %s", r->job));
+	/* Events already read may end a window: commit them first. */
+	store_flush(c->store);
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		if (r->force ||
+		    strcmp(schedule_window_state(job, w), "running") != 0)
+			continue;
+		return (refusal_set(ref, 409, "job", "job %s has window %"
+		    PRIu32 " [%" PRId64 ", %" PRId64 "] running: wait for it "
+		    "to end, cancel it, or force (its ranks then profile on to "
+		    "its stop step)", r->job, w->id, w->start_step,
+		    w->stop_step));
+	}
+	change_init(&ch, job);
+	ch.forget = 1;
+	if (change_publish(c, &ch) == -1)
+		return (change_store_refused(c, ref));
+	log_info("%s: job %s forgotten, generation %llu", __func__, r->job,
+	    (unsigned long long)c->generation);
 	return (0);
 }
 

@@ -46,6 +46,10 @@ void	 stream_conn_closed(void *);
 void	 stream_free(struct stream *);
 void	 stream_free_all(struct coord *);
 
+/* http_forget.c */
+void	 http_delete_job(struct coord *, struct evhttp_request *,
+	    const char *);
+
 /* http_jobs.c */
 void	 http_get_jobs(struct coord *, struct evhttp_request *);
 void	 http_get_job(struct coord *, struct evhttp_request *, const char *);

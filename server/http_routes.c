@@ -60,6 +60,7 @@ const struct http_route http_routes[] = {
 	{ GET, "/v1/jobs", VIEWER, 0, NULL, .h0 = http_get_jobs },
 	{ GET, "/v1/nodes", VIEWER, 0, NULL, .h0 = http_get_nodes },
 	{ GET, "/v1/jobs/{job}", VIEWER, 0, NULL, .h1 = http_get_job },
+	{ DELETE, "/v1/jobs/{job}", OPERATOR, 0, NULL, .h1 = http_delete_job },
 	{ GET, "/v1/jobs/{job}/ranks", VIEWER, 0, NULL, .h1 = http_get_ranks },
 	{ GET, "/v1/jobs/{job}/events", VIEWER, 0, NULL,
 	    .h1 = http_get_events },

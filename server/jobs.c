@@ -137,6 +137,57 @@ jobs_free(struct coord *c, struct job *job)
 	free(job);
 }
 
+/*
+ * Forgets job, committed at generation gen: it leaves memory with its windows,
+ * ranks, events and what each node did with it.  Agents subscribed to it stay
+ * so, to a job of the same name nobody scheduled (as if they had just
+ * subscribed to an unknown job), whose empty schedule carries gen so that
+ * they take it over the forgotten windows, and whose window ids go on from
+ * the forgotten ones (a running rank never runs an id twice).  Returns that
+ * job, or NULL if no agent was subscribed.
+ */
+struct job *
+jobs_forget(struct coord *c, struct job *job, uint64_t gen)
+{
+	struct job	*fresh = NULL;
+	struct sub	*s;
+	struct node	*n;
+	struct node_job	*nj;
+
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		if ((nj = schedule_node_job(n, job->name, 0)) != NULL) {
+			TAILQ_REMOVE(&n->jobs, nj, entry);
+			free(nj);
+		}
+	}
+	TAILQ_REMOVE(&c->jobs, job, entry);
+	if (schedule_job_unscheduled(job) && c->nunscheduled > 0)
+		c->nunscheduled--;
+	if (!TAILQ_EMPTY(&job->subs) &&
+	    (fresh = schedule_job_get(c, job->name)) != NULL) {
+		fresh->forgot_gen = gen;
+		/* Its ranks know the ids they ran: never the same again. */
+		fresh->next_window_id = job->next_window_id;
+		/* A store that commits at once asked the forgotten job's
+		 * push already (change_committed()): the new job's now. */
+		fresh->push_due = job->push_due;
+		while ((s = TAILQ_FIRST(&job->subs)) != NULL) {
+			TAILQ_REMOVE(&job->subs, s, job_entry);
+			s->job = fresh;
+			TAILQ_INSERT_TAIL(&fresh->subs, s, job_entry);
+		}
+	}
+	/* Out of memory: the subscriptions go with the job. */
+	while ((s = TAILQ_FIRST(&job->subs)) != NULL) {
+		TAILQ_REMOVE(&job->subs, s, job_entry);
+		TAILQ_REMOVE(&s->conn->subs, s, conn_entry);
+		s->conn->nsubs--;
+		free(s);
+	}
+	jobs_free(c, job);
+	return (fresh);
+}
+
 /* Frees the whole model. */
 void
 jobs_free_all(struct coord *c)

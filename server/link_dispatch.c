@@ -138,8 +138,9 @@ static void
 link_answer_subscribe(struct conn *conn, struct job *job, uint64_t applied)
 {
 	struct evbuffer	*frame;
+	uint64_t	 gen = schedule_job_push_generation(job);
 
-	if (job->generation != 0 && job->generation <= applied)
+	if (gen != 0 && gen <= applied)
 		return;
 	if ((frame = link_config_frame(job)) == NULL)
 		return;
@@ -223,6 +224,7 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	if ((job = schedule_job_peer(c, name, conn->node->name)) == NULL)
 		return;
 	link_generation_seen(conn, job->name, applied);
+	schedule_job_applied(job, applied);
 	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
 	    applied > nj->applied)
 		nj->applied = applied;

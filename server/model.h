@@ -37,6 +37,12 @@ struct window_request {
 	const struct options_over *options;	/* NULL: the job's defaults */
 };
 
+/* What DELETE /v1/jobs/J asks: the job, and whether a running window may go. */
+struct job_forget_request {
+	const char	*job;
+	int		 force;
+};
+
 /* The budgets a rank may be refused by (schedule_ranks.c). */
 enum rank_budget {
 	RANK_BUDGET_JOB,			/* --max-ranks-per-job */
@@ -54,6 +60,8 @@ struct job	*schedule_job_get(struct coord *, const char *);
 struct job	*schedule_job_peer(struct coord *, const char *, const char *);
 int	 schedule_job_unscheduled(const struct job *);
 size_t	 schedule_unscheduled_count(struct coord *);
+uint64_t schedule_job_push_generation(const struct job *);
+void	 schedule_job_applied(struct job *, uint64_t);
 struct rank	*schedule_rank_find(struct job *, int32_t);
 struct rank	*schedule_rank_take(struct coord *, struct job *, int32_t,
 		    struct node *);
@@ -128,6 +136,7 @@ const char	*schedule_rank_state_name(int);
 
 /* jobs.c */
 void	 jobs_reap(struct coord *, uint64_t);
+struct job	*jobs_forget(struct coord *, struct job *, uint64_t);
 void	 jobs_finish_windows(struct coord *, int);
 void	 jobs_free_all(struct coord *);
 
@@ -169,6 +178,8 @@ int	 change_window_make(const struct options *,
 	    const struct window_request *, struct window **, struct refusal *);
 int	 change_window_add(struct coord *, const char *,
 	    const struct window_request *, struct window **, struct job **,
+	    struct refusal *);
+int	 change_job_forget(struct coord *, const struct job_forget_request *,
 	    struct refusal *);
 int	 change_window_cancel(struct coord *, const char *, uint32_t,
 	    struct job **, struct refusal *);

@@ -485,7 +485,7 @@ schedule_build_config(struct job *job)
 		return (NULL);
 	dynprof__v1__job_config__init(cfg);
 	cfg->job = job->name;
-	cfg->generation = job->generation;
+	cfg->generation = schedule_job_push_generation(job);
 	cfg->windows = calloc(SEG_MAX_WINDOWS, sizeof(*cfg->windows));
 	if (cfg->windows == NULL) {
 		free(cfg);
@@ -602,6 +602,28 @@ schedule_job_max_step(const struct coord *c, const struct job *job)
 			max = nj->max_step;
 	}
 	return (max);
+}
+
+/*
+ * Notes that an agent serving job applied generation applied.  A job nobody
+ * scheduled (a coordinator that forgot it, or lost it with its store) may
+ * have had windows its running ranks ran: their ids, each one change of a
+ * generation, were at most applied, and the job's next ids come after it.
+ */
+void
+schedule_job_applied(struct job *job, uint64_t applied)
+{
+	if (schedule_job_unscheduled(job) && applied < UINT32_MAX &&
+	    applied >= job->next_window_id)
+		job->next_window_id = (uint32_t)applied + 1;
+}
+
+/* Returns the generation of job's schedule as pushed: its own, or for a job
+ * nobody scheduled since it was forgotten, the generation of that. */
+uint64_t
+schedule_job_push_generation(const struct job *job)
+{
+	return (job->generation != 0 ? job->generation : job->forgot_gen);
 }
 
 /* Returns the lowest step of the job's live ranks, or -1 when unknown. */

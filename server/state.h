@@ -313,6 +313,9 @@ struct job {
 	uint64_t		 journal_floor;	/* loaded: its events up to this
 						 * revision are not kept */
 	struct subq		 subs;
+	uint64_t		 forgot_gen;	/* the change that forgot the job
+						 * before, while nobody schedules
+						 * it again; 0: none */
 	uint64_t		 idle_ms;	/* monotonic: subs became empty */
 	int			 ranks_dirty;
 	int			 push_due;	/* link_push_later() */

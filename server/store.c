@@ -247,12 +247,20 @@ store_forget_job(struct store *s, const char *job)
 	/* Inside an open batch, with it. */
 	if (own && store_begin(s) == -1)
 		return (-1);
-	if (s->be->forget_job(s->impl, job) == -1) {
+	if (s->be->forget_job(s->impl, job, 0) == -1) {
 		if (own)
 			store_rollback(s);
 		return (-1);
 	}
 	return (own ? store_commit_async(s, NULL, NULL) : 0);
+}
+
+/* Deletes everything stored of a job (its row, windows, ranks and events),
+ * in the open transaction.  Returns 0 or -1. */
+int
+store_drop_job(struct store *s, const char *job)
+{
+	return (s->be->forget_job(s->impl, job, 1));
 }
 
 /* Stores the generation counter. */

@@ -159,7 +159,8 @@ struct store_backend {
 		    uint64_t);
 	/* NULL: the journal is not kept (revisions start again at a load). */
 	int	(*put_journal)(void *, const struct store_journal *);
-	int	(*forget_job)(void *, const char *);	/* in a transaction */
+	/* In a transaction: a job nobody scheduled, or whole (0 or 1). */
+	int	(*forget_job)(void *, const char *, int);
 	int	(*put_agent)(void *, const char *, uint64_t, uint64_t);
 	/* NULL, or why writes fail for now (no quorum, not the leader). */
 	const char *(*unavailable)(void *);
@@ -204,6 +205,7 @@ int		 store_put_event(struct store *, const char *, int32_t,
 int		 store_keeps_journal(const struct store *);
 int		 store_put_journal(struct store *, const struct store_journal *);
 int		 store_forget_job(struct store *, const char *);
+int		 store_drop_job(struct store *, const char *);
 int		 store_put_agent(struct store *, const char *, uint64_t,
 		    uint64_t);
 

@@ -1057,41 +1057,66 @@ es_compact_end(void *arg, const char *job)
 	return (0);
 }
 
-/* Deletes the ranks and events of a job, if no job row names it. */
+/* Returns a delete of every key that begins with prefix (taken), or NULL. */
+static json_t *
+es_delete_prefix_op(const char *prefix)
+{
+	char	 end[ETCD_KEY_MAX];
+
+	etcd_range_end(prefix, end, sizeof(end));
+	return (json_pack("{s:{s:o,s:o}}", "request_delete_range", "key",
+	    etcd_b64(prefix, strlen(prefix)), "range_end",
+	    etcd_b64(end, strlen(end))));
+}
+
+/*
+ * Deletes the ranks and events of a job, if no job row names it; whole,
+ * everything of it: its row and windows too.
+ */
 static int
-es_forget_job(void *arg, const char *job)
+es_forget_job(void *arg, const char *job, int whole)
 {
 	struct etcd_store	*s = arg;
-	char			 jkey[ETCD_KEY_MAX], rk[ETCD_KEY_MAX];
-	char			 ek[ETCD_KEY_MAX], rend[ETCD_KEY_MAX];
+	static const char	*under[] = { "ranks", "events", "evbatch",
+				    "windows" };
+	char			 jkey[ETCD_KEY_MAX], pk[ETCD_KEY_MAX];
 	char			 ikey[ETCD_KEY_MAX + 8];
-	char			 eend[ETCD_KEY_MAX];
-	char			 bk[ETCD_KEY_MAX], bend[ETCD_KEY_MAX];
-	json_t			*op;
+	json_t			*ops, *op;
+	struct es_jobstat	*st;
+	size_t			 i;
 
 	/* What it batched so far goes first, and is deleted with the rest. */
 	if (es_batch_flush(s) == -1)
 		return (-1);
 	if (etcd_key(s->e, jkey, sizeof(jkey), "jobs/%s", job) == -1 ||
-	    etcd_key(s->e, rk, sizeof(rk), "ranks/%s/", job) == -1 ||
-	    etcd_key(s->e, ek, sizeof(ek), "events/%s/", job) == -1 ||
-	    etcd_key(s->e, bk, sizeof(bk), "evbatch/%s/", job) == -1)
+	    (ops = json_array()) == NULL)
 		return (-1);
-	etcd_range_end(rk, rend, sizeof(rend));
-	etcd_range_end(ek, eend, sizeof(eend));
-	etcd_range_end(bk, bend, sizeof(bend));
-	op = json_pack("{s:{s:[o],s:[{s:{s:o,s:o}},{s:{s:o,s:o}},"
-	    "{s:{s:o,s:o}}]}}",
-	    "request_txn", "compare", es_cmp_created(jkey, 0), "success",
-	    "request_delete_range", "key", etcd_b64(rk, strlen(rk)),
-	    "range_end", etcd_b64(rend, strlen(rend)),
-	    "request_delete_range", "key", etcd_b64(ek, strlen(ek)),
-	    "range_end", etcd_b64(eend, strlen(eend)),
-	    "request_delete_range", "key", etcd_b64(bk, strlen(bk)),
-	    "range_end", etcd_b64(bend, strlen(bend)));
+	for (i = 0; i < (whole ? 4 : 3); i++) {
+		if (etcd_key(s->e, pk, sizeof(pk), "%s/%s/", under[i],
+		    job) == -1 || (op = es_delete_prefix_op(pk)) == NULL ||
+		    json_array_append_new(ops, op) == -1) {
+			json_decref(ops);
+			return (-1);
+		}
+	}
+	if (whole) {
+		op = json_pack("{s:{s:o}}", "request_delete_range", "key",
+		    etcd_b64(jkey, strlen(jkey)));
+		if (json_array_append_new(ops, op) == -1) {
+			json_decref(ops);
+			return (-1);
+		}
+		for (st = s->stats; st != NULL; st = st->next)
+			if (strcmp(st->job, job) == 0)
+				st->since = st->batches = st->snap = 0;
+		op = json_pack("{s:{s:[],s:o}}", "request_txn", "compare",
+		    "success", ops);
+	} else
+		op = json_pack("{s:{s:[o],s:o}}", "request_txn", "compare",
+		    es_cmp_created(jkey, 0), "success", ops);
 	/* Indexed apart from the job's own put ("forget:" is no key). */
 	snprintf(ikey, sizeof(ikey), "forget:%s", jkey);
-	return (es_add(s, ikey, op, 1) == -1 ? -1 : 0);
+	return (es_add(s, ikey, op, whole ? 0 : 1) == -1 ? -1 : 0);
 }
 
 /* An event read back, until all are sorted by job, rank and time. */

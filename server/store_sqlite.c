@@ -272,22 +272,29 @@ sqlite_rollback(void *arg)
 }
 
 /* Deletes the ranks and events of a job nobody scheduled (never one in the
- * jobs table). */
+ * jobs table), or, whole, everything of a job: its row and windows too. */
 static int
-sqlite_forget_job(void *arg, const char *job)
+sqlite_forget_job(void *arg, const char *job, int whole)
 {
-	static const char	*sql[] = {
+	static const char	*unscheduled[] = {
 		"DELETE FROM ranks WHERE job = ?1 AND"
 		" ?1 NOT IN (SELECT job FROM jobs)",
 		"DELETE FROM events WHERE job = ?1 AND"
 		" ?1 NOT IN (SELECT job FROM jobs)",
+		NULL, NULL,
+	}, *all[] = {
+		"DELETE FROM ranks WHERE job = ?1",
+		"DELETE FROM events WHERE job = ?1",
+		"DELETE FROM windows WHERE job = ?1",
+		"DELETE FROM jobs WHERE job = ?1",
 	};
+	const char		**sql = whole ? all : unscheduled;
 	struct sqlite_store	*s = arg;
 	sqlite3_stmt		*st;
 	size_t			 i;
 	int			 rc = 0;
 
-	for (i = 0; i < sizeof(sql) / sizeof(sql[0]) && rc == 0; i++) {
+	for (i = 0; i < 4 && sql[i] != NULL && rc == 0; i++) {
 		if (sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL) !=
 		    SQLITE_OK) {
 			rc = -1;

@@ -18,7 +18,7 @@ if(DYNPROF_SANITIZE)
 endif()
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
   foreach(t alignment targeting late_join faults noblock netns pidns squat eventlog tls
-      lost_node legacy_dialects legacy_ms24 legacy_missed stragglers collect labels)
+      lost_node legacy_dialects legacy_ms24 legacy_missed stragglers collect labels forget)
     add_test(NAME e2e_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_${t}.py)
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
@@ -49,7 +49,7 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   set_tests_properties(e2e_noblock PROPERTIES LABELS nosan)
   # Coordinators over etcd (tests/e2e/test_etcd.py): each scenario starts its
   # own etcd members on loopback (tests/support/etcd.py) and stops them.
-  foreach(t redirect failover notleader burst stream sigstop etcdstop quorum flags tls ctl compact)
+  foreach(t redirect failover notleader burst stream sigstop etcdstop quorum flags tls ctl compact forget)
     add_test(NAME e2e_etcd_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_etcd.py ${t})
     set_tests_properties(e2e_etcd_${t} PROPERTIES TIMEOUT 240

@@ -63,6 +63,11 @@ loopback.  One scenario per run, named by the first argument:
             fewer keys than before it.  The leader SIGKILLed, the other
             loads those keys and holds every rank's start and stop of
             every window exactly once.
+  forget    a job whose window ran (events in batches) forgotten with
+            dynprofctl forget: none of its keys is left in etcd, and once
+            the leader is SIGKILLed the new one, loading from etcd, does not
+            know it; an agent of it stays subscribed: a new window of the
+            job reaches its ranks.
   tls       etcd over https with client certificates (deploy/tls/mkcerts.sh):
             a coordinator with --etcd-cacert, --etcd-cert and --etcd-key
             leads and writes; one without the client certificate reaches no
@@ -999,6 +1004,37 @@ def scenario_ctl():
             log("trace --wait said:\n%s" % open(tracep).read()[-2000:])
 
 
+def scenario_forget():
+    with HaCluster("etcd-forget") as c:
+        lead = c.start_coordinators(2)
+        wid, a, b = two_nodes_window(c, 4)
+        each_once(c, wid, a, b)
+        mine = lambda: [k for k in c.etcd.keys(c.prefix)  # noqa: E731
+                        if "/%s/" % JOB in k or k.endswith("/" + JOB)]
+        check(mine(), "nothing of %s in etcd before forget" % JOB)
+        r = ctl(c, c.url(), "forget", JOB)
+        check(r.returncode == 0, "forget: %d %s" % (r.returncode, r.stdout))
+        wait_for(lambda: not mine(), 10, "no key of %s in etcd" % JOB)
+        log("every key of %s left etcd" % JOB)
+        c.coords[lead][0].kill9()
+        c.find_leader(timeout=TTL + 5, exclude=(lead,))
+        code, body = c.http("GET", "/v1/jobs/%s" % JOB)
+        # Its agents subscribe again (ranks still run): a job nobody
+        # scheduled, with none of the forgotten windows or events.
+        check(code == 404 or (body.get("generation") == 0 and
+                              not body.get("windows")),
+              "the new leader brought %s back: %s %s" % (JOB, code, body))
+        st = c.wait_ranks(JOB, 4, min_step=b + 1)
+        check(all(not r.get("events") for r in st["ranks"]),
+              "forgotten events came back: %s" % st["ranks"])
+        top = st["progress"]["max_step"]
+        w = c.add_window(JOB, {"start_step": top + 30, "stop_step": top + 32})
+        check(w["id"] > wid, "window %d after forgetting window %d: the ranks "
+              "ran that id" % (w["id"], wid))
+        c.wait_window_done(JOB, w["id"], [0, 1, 2, 3], timeout=60)
+        log("a window after the forget reached every rank")
+
+
 SCENARIOS = {
     "redirect": scenario_redirect,
     "failover": scenario_failover,
@@ -1012,6 +1048,7 @@ SCENARIOS = {
     "flags": scenario_flags,
     "tls": scenario_tls,
     "ctl": scenario_ctl,
+    "forget": scenario_forget,
 }
 
 
