@@ -564,7 +564,10 @@ agent_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGTERM:
 	case SIGINT:
 		log_info("signal %d: stopping", (int)sig);
-		event_base_loopbreak(a->base);
+		/* A second signal does not wait for the goodbye. */
+		if (a->stopping || !upstream_goodbye(a))
+			event_base_loopbreak(a->base);
+		a->stopping = 1;
 		break;
 	case SIGHUP:
 		agent_reload(a);

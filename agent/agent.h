@@ -225,6 +225,7 @@ struct collect;
 
 struct agent {
 	struct event_base	*base;
+	int			 stopping;	/* SIGTERM or SIGINT came */
 	struct agent_options	 opts;
 	int			 argc;		/* kept for SIGHUP */
 	char			**argv;
@@ -294,6 +295,7 @@ void	 upstream_progress(struct agent *, struct agent_job *,
 	    const Dynprof__V1__Progress *);
 int	 upstream_send(struct agent *, Dynprof__V1__AgentMessage *);
 int	 upstream_ready(const struct agent *);
+int	 upstream_goodbye(struct agent *);
 int	 upstream_dispatch(struct agent *,
 	    const Dynprof__V1__CoordinatorMessage *);
 int	 upstream_frame_event(struct evbuffer *, uint64_t, uint64_t,

@@ -32,8 +32,11 @@
 #define UPSTREAM_HB_MIN_MS	100
 #define UPSTREAM_HB_MAX_MS	60000
 #define UPSTREAM_OUTBUF_MAX	(16U * 1024 * 1024)	/* a peer that stops reading */
+#define UPSTREAM_GOODBYE_MS	1000	/* a stopping agent waits for its goodbye */
 
 static void	 upstream_connect(struct agent *);
+static void	 upstream_read_cb(struct bufferevent *, void *);
+static void	 upstream_event_cb(struct bufferevent *, short, void *);
 static void	 upstream_lost(struct agent *, const char *);
 
 /* Sets up the link; connects at once if a coordinator is configured. */
@@ -137,6 +140,37 @@ upstream_send(struct agent *a, Dynprof__V1__AgentMessage *m)
 	}
 	a->up.last_sent_ms = clock_mono_ms();
 	return (0);
+}
+
+/* The goodbye left (the output drained): the loop may end. */
+static void
+upstream_goodbye_sent(struct bufferevent *bev, void *arg)
+{
+	struct agent	*a = arg;
+
+	(void)bev;
+	event_base_loopbreak(a->base);
+}
+
+/*
+ * The agent stops cleanly: says goodbye to the coordinator, which then shows
+ * the node as left rather than lost, and ends the loop once it is sent, or
+ * after UPSTREAM_GOODBYE_MS.  Returns 1 if the loop ends so, 0 if nothing
+ * could be sent (no stream welcomed): the caller ends it.
+ */
+int
+upstream_goodbye(struct agent *a)
+{
+	struct agentmsg	 am;
+	struct timeval	 tv = { UPSTREAM_GOODBYE_MS / 1000,
+			    (UPSTREAM_GOODBYE_MS % 1000) * 1000 };
+
+	if (!upstream_ready(a) || upstream_send(a, agentmsg_goodbye(&am)) == -1)
+		return (0);
+	bufferevent_setcb(a->up.bev, upstream_read_cb, upstream_goodbye_sent,
+	    upstream_event_cb, a);
+	event_base_loopexit(a->base, &tv);
+	return (1);
 }
 
 /* Sends Hello: the token, and every job's applied generation. */

@@ -83,3 +83,14 @@ agentmsg_applied(struct agentmsg *am, const char *job, uint64_t generation)
 	am->m.applied = ap;
 	return (&am->m);
 }
+
+/* The agent stops cleanly: its stream closes next. */
+Dynprof__V1__AgentMessage *
+agentmsg_goodbye(struct agentmsg *am)
+{
+	dynprof__v1__agent_message__init(&am->m);
+	dynprof__v1__goodbye__init(&am->u.goodbye);
+	am->m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_GOODBYE;
+	am->m.goodbye = &am->u.goodbye;
+	return (&am->m);
+}

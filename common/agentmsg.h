@@ -21,6 +21,7 @@ struct agentmsg {
 		Dynprof__V1__Subscribe	 subscribe;
 		Dynprof__V1__Unsubscribe unsubscribe;
 		Dynprof__V1__Applied	 applied;
+		Dynprof__V1__Goodbye	 goodbye;
 	} u;
 };
 
@@ -34,5 +35,6 @@ Dynprof__V1__AgentMessage *agentmsg_unsubscribe(struct agentmsg *,
 	    const char *);
 Dynprof__V1__AgentMessage *agentmsg_applied(struct agentmsg *, const char *,
 	    uint64_t);
+Dynprof__V1__AgentMessage *agentmsg_goodbye(struct agentmsg *);
 
 #endif /* DYNPROF_AGENTMSG_H */

@@ -166,6 +166,7 @@ struct ctl_progress {
 	int	 window_done;	/* the coordinator finished the window */
 	int64_t	 max_step;	/* -1: none reported */
 	int	 nodes_lost;	/* of the job's nodes, lost now */
+	int	 nodes_left;	/* of the job's nodes, left (said goodbye) */
 	char	 created[48];	/* the window's times, RFC 3339, "" unknown */
 	char	 ended[48];
 };

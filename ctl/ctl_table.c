@@ -239,6 +239,8 @@ ctl_status_summary(FILE *f, json_t *doc)
 		    nnodes == 1 ? "" : "s");
 	if ((n = ctl_json_int(nodes, "lost", 0)) > 0)
 		fprintf(f, " (%lld lost)", (long long)n);
+	if ((n = ctl_json_int(nodes, "left", 0)) > 0)
+		fprintf(f, " (%lld left)", (long long)n);
 	progress = json_object_get(doc, "progress");
 	lo = ctl_json_int(progress, "min_step", -1);
 	hi = ctl_json_int(progress, "max_step", -1);
@@ -428,10 +430,13 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 
 	n = json_object_get(doc, "node_counts");
 	if (ctl_json_int(n, "total", 0) > 0) {
-		fprintf(f, "\nnodes: %lld connected, %lld lost; %lld applied "
-		    "generation %lld, %lld behind",
+		fprintf(f, "\nnodes: %lld connected, %lld lost",
 		    (long long)ctl_json_int(n, "connected", 0),
-		    (long long)ctl_json_int(n, "lost", 0),
+		    (long long)ctl_json_int(n, "lost", 0));
+		if (ctl_json_int(n, "left", 0) > 0)
+			fprintf(f, ", %lld left",
+			    (long long)ctl_json_int(n, "left", 0));
+		fprintf(f, "; %lld applied generation %lld, %lld behind",
 		    (long long)ctl_json_int(n, "applied_current", 0),
 		    (long long)ctl_json_int(doc, "generation", 0),
 		    (long long)ctl_json_int(n, "applied_behind", 0));

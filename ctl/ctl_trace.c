@@ -494,6 +494,8 @@ ctl_progress_count(json_t *doc, uint32_t window, struct ctl_progress *p)
 	    "max_step", -1);
 	p->nodes_lost = (int)ctl_json_int(json_object_get(doc, "node_counts"),
 	    "lost", 0);
+	p->nodes_left = (int)ctl_json_int(json_object_get(doc, "node_counts"),
+	    "left", 0);
 	json_array_foreach(json_object_get(doc, "windows"), i, w) {
 		if (ctl_json_int(w, "id", 0) != window)
 			continue;
@@ -547,6 +549,9 @@ ctl_progress_format(const struct ctl_progress *p, uint32_t window, char *buf,
 	if (n > 0 && (size_t)n < len && p->nodes_lost > 0)
 		n += snprintf(buf + n, len - n, ", %d node%s lost",
 		    p->nodes_lost, p->nodes_lost == 1 ? "" : "s");
+	if (n > 0 && (size_t)n < len && p->nodes_left > 0)
+		n += snprintf(buf + n, len - n, ", %d node%s left",
+		    p->nodes_left, p->nodes_left == 1 ? "" : "s");
 	if (n > 0 && (size_t)n < len && p->window_cancelled)
 		n += snprintf(buf + n, len - n, ", window cancelled");
 	if (n > 0 && (size_t)n < len && p->max_step >= 0)
@@ -758,18 +763,36 @@ ctl_trace_pause(struct ctl *ctl, const char *job, uint32_t window,
 	ctl_sleep_ms(wait_ms < CTL_POLL_MS ? wait_ms : CTL_POLL_MS);
 }
 
+/* Removes every suffix suf that ends a name of the list names ("a, b"). */
+static void
+ctl_trace_unsuffix(char *names, const char *suf)
+{
+	size_t	 n = strlen(suf);
+	char	*p = names, *q;
+
+	while ((q = strstr(p, suf)) != NULL) {
+		if (q[n] == '\0' || q[n] == ',') {
+			memmove(q, q + n, strlen(q + n) + 1);
+			p = q;
+		} else
+			p = q + 1;
+	}
+}
+
 /*
- * Says which of the job's nodes are lost (GET /v1/nodes) when their number
- * changed from *was to now: their ranks' progress is unknown until they come
- * back.  At most CTL_REPORT_RANKS are named.
+ * Says which of the job's nodes are lost or left (GET /v1/nodes) when their
+ * number changed from *was to now: their ranks' progress is unknown until they
+ * come back.  At most CTL_REPORT_RANKS are named, a node that left (its agent
+ * stopped cleanly) said so.
  */
 static void
 ctl_trace_lost(struct ctl *ctl, const char *job, int *was, int now)
 {
-	json_t	*doc, *n;
-	char	 names[512];
-	size_t	 i, off = 0;
-	int	 k = 0;
+	json_t		*doc, *n;
+	const char	*state;
+	char		 names[512];
+	size_t		 i, off = 0;
+	int		 k = 0, left = 0;
 
 	if (now == *was)
 		return;
@@ -784,18 +807,25 @@ ctl_trace_lost(struct ctl *ctl, const char *job, int *was, int now)
 		return;
 	names[0] = '\0';
 	json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-		if (strcmp(ctl_json_str(n, "state", ""), "lost") != 0 ||
+		state = ctl_json_str(n, "state", "");
+		if ((strcmp(state, "lost") != 0 && strcmp(state, "left") != 0) ||
 		    json_object_get(json_object_get(n, "jobs"), job) == NULL)
 			continue;
+		left += strcmp(state, "left") == 0;
 		if (k++ < CTL_REPORT_RANKS && off < sizeof(names))
 			off += (size_t)snprintf(names + off, sizeof(names) - off,
-			    "%s%s", k > 1 ? ", " : "", ctl_json_str(n, "node",
-			    "?"));
+			    "%s%s%s", k > 1 ? ", " : "", ctl_json_str(n, "node",
+			    "?"), strcmp(state, "left") == 0 ? " left" : "");
 	}
 	json_decref(doc);
-	ctl_errx(ctl, "trace: %d node%s of job %s lost%s%s%s: the progress of "
+	/* All of one kind: the kind said once, not after each name. */
+	if (left == k)
+		ctl_trace_unsuffix(names, " left");
+	ctl_errx(ctl, "trace: %d node%s of job %s %s%s%s%s: the progress of "
 	    "%s ranks is unknown until %s back", now, now == 1 ? "" : "s",
-	    job, k > 0 ? " (" : "", names, k > CTL_REPORT_RANKS ? ", ...)" :
+	    job, left == 0 ? "lost" : left < k ? "lost or left" : now == 1 ?
+	    "left, its agent stopped" : "left, their agents stopped",
+	    k > 0 ? " (" : "", names, k > CTL_REPORT_RANKS ? ", ...)" :
 	    k > 0 ? ")" : "", now == 1 ? "its" : "their", now == 1 ?
 	    "it comes" : "they come");
 }
@@ -842,7 +872,8 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		} else {
 			ctl_progress_count(doc, window, &p);
 			ctl_progress_format(&p, window, line, sizeof(line));
-			ctl_trace_lost(ctl, job, &lost, p.nodes_lost);
+			ctl_trace_lost(ctl, job, &lost, p.nodes_lost +
+			    p.nodes_left);
 			if (p.targeted > 0 && p.finished == p.targeted)
 				break;
 			since = (uint64_t)ctl_json_int(doc, "revision", 0);

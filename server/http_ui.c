@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "http.h"
+#include "link.h"
 #include "log.h"
 #include "model.h"
 
@@ -230,8 +231,8 @@ http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
 		json_decref(js);
 		evbuffer_add_printf(buf, "%s[%s,\"%s\",%llu,%u,%lld,%lld,%u,%u,"
 		    "%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u]", a->next > 0 ? "," : "",
-		    text ? text : "\"\"", n != NULL && n->conn != NULL ?
-		    "connected" : "lost",
+		    text ? text : "\"\"", n != NULL ? link_node_state(n) :
+		    "lost",
 		    nj != NULL ? (unsigned long long)nj->applied : 0ULL,
 		    u->ranks, (long long)u->min_step, (long long)u->max_step,
 		    u->stragglers,

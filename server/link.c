@@ -48,11 +48,13 @@
 /* Connections freed before the heap is trimmed (link_trim()). */
 #define LINK_TRIM_AFTER		256
 
-/* Returns "connected" or "lost". */
+/* Returns "connected", "left" (its agent said goodbye) or "lost". */
 const char *
 link_node_state(const struct node *n)
 {
-	return (n->conn != NULL ? "connected" : "lost");
+	if (n->conn != NULL)
+		return ("connected");
+	return (n->left ? "left" : "lost");
 }
 
 /*

@@ -329,6 +329,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 		    "another agent connected with the same node name");
 	}
 	node->conn = conn;
+	node->left = 0;
 	conn->node = node;
 	conn->state = CONN_READY;
 	c->nconns_ready++;
@@ -658,6 +659,12 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_LEGACY:
 		legacy_status(conn->coord, conn->node, msg->legacy);
+		break;
+	case DYNPROF__V1__AGENT_MESSAGE__BODY_GOODBYE:
+		/* Its close comes next; the node is "left", not lost. */
+		conn->node->left = 1;
+		log_limited(&conn->node->log_bounds, LOG_LEVEL_INFO, "%s: node "
+		    "%s leaves: its agent stops", __func__, conn->node->name);
 		break;
 	default:
 		/*

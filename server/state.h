@@ -348,7 +348,9 @@ TAILQ_HEAD(node_jobq, node_job);
 
 struct node {
 	char			 name[COORD_NODE_MAX];
-	struct conn		*conn;		/* NULL: lost */
+	struct conn		*conn;		/* NULL: lost, or left */
+	int			 left;		/* its agent said goodbye (and
+						 * none said hello since) */
 	char			 address[64];
 	int64_t			 connected_ns;	/* wall clock */
 	int64_t			 last_seen_ns;

@@ -287,7 +287,7 @@ summary_nodes_json(struct coord *c, const struct job *job)
 {
 	struct node	*n;
 	struct node_job	*nj;
-	uint64_t	 total = 0, connected = 0, current = 0;
+	uint64_t	 total = 0, connected = 0, left = 0, current = 0;
 	uint64_t	 oldest = UINT64_MAX;
 	json_t		*o;
 
@@ -298,6 +298,8 @@ summary_nodes_json(struct coord *c, const struct job *job)
 		total++;
 		if (n->conn != NULL)
 			connected++;
+		else if (n->left)
+			left++;
 		if (nj->applied >= job->generation)
 			current++;
 		if (nj->applied < oldest)
@@ -308,7 +310,8 @@ summary_nodes_json(struct coord *c, const struct job *job)
 	json_object_set_new(o, "connected",
 	    json_integer((json_int_t)connected));
 	json_object_set_new(o, "lost",
-	    json_integer((json_int_t)(total - connected)));
+	    json_integer((json_int_t)(total - connected - left)));
+	json_object_set_new(o, "left", json_integer((json_int_t)left));
 	json_object_set_new(o, "applied_current",
 	    json_integer((json_int_t)current));
 	json_object_set_new(o, "applied_behind",

@@ -175,11 +175,15 @@
 			return;
 		const list = d.nodes.slice().sort((a, b) =>
 		    ((b.state === 'lost') - (a.state === 'lost')) ||
+		    ((b.state === 'left') - (a.state === 'left')) ||
 		    byName(a.node, b.node));
+		const left = d.nodes.filter((n) => n.state === 'left').length;
 		$('nodes-note').textContent = d.nodes.length + ' nodes, ' +
-		    d.nodes.filter((n) => n.state !== 'lost').length +
-		    ' connected' + (list.length > NODES_SHOWN ?
-		    ' (lost first, the first ' + NODES_SHOWN + ' shown)' : '');
+		    d.nodes.filter((n) => n.state === 'connected').length +
+		    ' connected' + (left > 0 ? ', ' + left + ' left (their ' +
+		    'agents stopped)' : '') + (list.length > NODES_SHOWN ?
+		    ' (lost, then left, first; the first ' + NODES_SHOWN +
+		    ' shown)' : '');
 		rows('nodes', list.slice(0, NODES_SHOWN).map((n) =>
 		    el('tr', {},
 		    el('td', {}, n.node),
@@ -232,8 +236,9 @@
 			    sg.median_rate.toFixed(2)),
 			card('stragglers', num(sg.ranks || 0) + ' on ' +
 			    num(sg.nodes || 0) + ' nodes', sg.ranks > 0),
-			card('nodes connected / lost', num(nc.connected) +
-			    ' / ' + num(nc.lost), nc.lost > 0),
+			card('nodes connected / lost / left',
+			    num(nc.connected) + ' / ' + num(nc.lost) + ' / ' +
+			    num(nc.left || 0), nc.lost > 0),
 			card('nodes on generation ' + s.generation,
 			    num(nc.applied_current) + ' of ' + num(nc.total)),
 		];
@@ -414,6 +419,8 @@
 	function color(n, by, median) {
 		if (n.state === 'lost')
 			return 'var(--lost)';
+		if (n.state === 'left')
+			return 'var(--left)';
 		if (by === 'state') {
 			if (n.failed > 0)
 				return 'var(--bad)';
@@ -517,17 +524,18 @@
 		const leg = by === 'state' ?
 		    [['var(--ok)', 'done'], ['var(--prof)', 'profiling'],
 		    ['var(--warn)', 'straggling'], ['var(--bad)', 'failed'],
-		    ['#c9d3e3', 'attached'], ['var(--lost)', 'lost']] :
+		    ['#c9d3e3', 'attached'], ['var(--lost)', 'lost'],
+		    ['var(--left)', 'left']] :
 		    by === 'busy' ?
 		    [['hsl(130, 55%, 42%)', 'busy time at the median'],
 		    ['hsl(65, 68%, 45%)', 'over it'],
 		    ['hsl(0, 80%, 48%)', heat.busy_percent + '% over it ' +
 		    'or more'], [NO_BUSY, 'no busy time'],
-		    ['var(--lost)', 'lost']] :
+		    ['var(--lost)', 'lost'], ['var(--left)', 'left']] :
 		    [['hsl(130, 55%, 42%)', 'at the median'],
 		    ['hsl(60, 55%, 52%)', 'behind'],
 		    ['hsl(0, 80%, 48%)', 'straggling'],
-		    ['var(--lost)', 'lost']];
+		    ['var(--lost)', 'lost'], ['var(--left)', 'left']];
 		$('legend').replaceChildren(...leg.map(([c, t]) =>
 		    el('span', {}, el('i', { style: 'background:' + c }), t)));
 		drawGens();
@@ -567,15 +575,17 @@
 		    b[0] - a[0]).map(([g, k]) => 'generation ' + g + ': ' +
 		    num(k) + (k === 1 ? ' node' : ' nodes')).join('; ') ||
 		    'no node serves this job';
-		const order = heat.nodes.filter((n) => n.state === 'lost' ||
+		const order = heat.nodes.filter((n) => n.state !== 'connected' ||
 		    n.applied_generation < gen).sort((a, b) =>
 		    ((b.state === 'lost') - (a.state === 'lost')) ||
+		    ((b.state === 'left') - (a.state === 'left')) ||
 		    (a.applied_generation - b.applied_generation) ||
 		    byName(a.node, b.node));
 		$('job-nodes').hidden = order.length === 0;
 		if (order.length > NODES_SHOWN)
 			$('gens').textContent += ' (the first ' + NODES_SHOWN +
-			    ' of ' + order.length + ' behind or lost below)';
+			    ' of ' + order.length + ' behind, lost or left ' +
+			    'below)';
 		else if (order.length === 0 && heat.nodes.length > 0)
 			$('gens').textContent += ': every node is on the ' +
 			    'current generation and connected';

@@ -724,7 +724,8 @@ test_job_page(void **state)
 	expect(d, "<div class=\"v\">2</div><div class=\"k\">done</div>");
 	expect(d, "<div class=\"v\">1 on 1 nodes</div><div class=\"k\">"
 	    "stragglers</div>");
-	snprintf(buf, sizeof(buf), "<div class=\"v\">%s / 0</div>",
+	snprintf(buf, sizeof(buf), "<div class=\"v\">%s / 0 / 0</div><div "
+	    "class=\"k\">nodes connected / lost / left</div>",
 	    thousands(f->nodes, n, sizeof(n)));
 	expect(d, buf);
 	/* The straggler, its node. */

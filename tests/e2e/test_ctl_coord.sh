@@ -450,8 +450,9 @@ done
 LWAIT=$!
 wait_status S 'any(w["stop_step"] - w["start_step"] == 0 and w["state"] == "scheduled" for w in d["windows"])' \
     "trace S made no window"
-kill -TERM "$AGENT_PID"
-wait "$AGENT_PID"
+# Killed: a node whose agent stopped cleanly is "left" (tests/e2e/test_left.py).
+kill -KILL "$AGENT_PID"
+wait "$AGENT_PID" || true
 unset "DAEMON_LOG[$AGENT_PID]"
 set +e
 wait $LWAIT
