@@ -46,7 +46,7 @@ run()
 	PIDS=""
 	for i in 0 1 2; do
 		"$COORD" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
-		    --state-dir "$D/r$1s$i" --ready-file "$D/r$1c$i.ready" -q \
+		    --state-dir "$D/r$1s$i" --ready-file "$D/r$1c$i.ready" ${FAILOVER_VERBOSE:--q} \
 		    --etcd-endpoints "$DYNPROF_ETCD_ENDPOINTS" \
 		    --etcd-prefix "/failover-$$-$1/" --etcd-lease-ttl "$TTL" \
 		    >"$D/r$1c$i.log" 2>&1 &
@@ -114,10 +114,10 @@ run()
 	wait 2>/dev/null || true
 }
 
-i=1
-while [ $i -le "$RUNS" ]; do
-	run $i
-	i=$((i + 1))
+RUN=1
+while [ "$RUN" -le "$RUNS" ]; do
+	run "$RUN"
+	RUN=$((RUN + 1))
 done
 echo "raw:"
 cat "$D/results"
