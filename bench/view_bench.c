@@ -13,6 +13,14 @@
  * and /nodes (the status page's heat map), the median of 5 each; and the
  * coordinator's RSS.  Prints "RESULT ..." last.
  *
+ * With --labels every rank first attaches with labels laid out as 8
+ * pipeline stages x 8 tensor-parallel ranks x the rest data-parallel (pp =
+ * rank / (ranks / 8), tp = rank % 8, dp = rank / 8 % (ranks / 64)), and the
+ * bench also times what labels are for (docs/labels.md): GET .../ranks with a
+ * label selector, and windows that name ranks by select, one_per and
+ * group_of (each POST resolves them over every rank of the job) against a
+ * window for every rank, the POST alone.
+ *
  * With --busy every rank also reports a busy time (dynprof_mark_comm()),
  * 20 ms, one in a hundred others 40 ms, and the agents keep reporting
  * through the ticks measured, so that every tick judges fresh busy times
@@ -80,6 +88,89 @@ report(int n, int ranks, int64_t base, int busy)
 	return (0);
 }
 
+static void	 beat(int);
+static double	 metric(struct tc_coord *, const char *);
+
+/* Every agent's ranks attach with their labels (see the top); 0 or -1. */
+static int
+attach_labels(int n, int ranks)
+{
+	int	 total = n * ranks, i, k, g;
+	char	 labels[64];
+
+	for (i = 0; i < n; i++) {
+		fa_cork(&agents[i]);
+		for (k = 0; k < ranks; k++) {
+			g = i * ranks + k;
+			snprintf(labels, sizeof(labels), "pp=%d,tp=%d,dp=%d",
+			    g / (total / 8 > 0 ? total / 8 : 1), g % 8,
+			    g / 8 % (total / 64 > 0 ? total / 64 : 1));
+			if (fa_attach_labels(&agents[i], JOB, g, labels) == -1)
+				return (-1);
+		}
+		if (fa_flush(&agents[i]) == -1)
+			return (-1);
+		if (i % 50 == 49)
+			beat(n);	/* a busy agent is no silent one */
+	}
+	/* Each agent's last event committed; every agent heartbeats meanwhile. */
+	for (i = 0; i < n; i++) {
+		for (k = 0; fa_wait_ack(&agents[i], agents[i].next_seq - 1,
+		    200) == -1; k++) {
+			if (k == 300)
+				return (-1);
+			beat(n);
+		}
+	}
+	return (0);
+}
+
+/*
+ * Times POST path body SAMPLES times (a window each, cancelled after): the
+ * median in ms, the coordinator's CPU time per POST and DELETE in *cpu
+ * (ms, a mean: the clock tick is 10 ms), and the last resolution's own
+ * time in *sel (ms, from /metrics); exits on an answer but 201.
+ */
+static double
+timed_windows(struct tc_coord *tc, int n, const char *named, int64_t *at,
+    double *cpu, double *sel)
+{
+	struct tc_reply	 r;
+	double		 t[SAMPLES], t0;
+	char		 body[512], path[128];
+	const char	*id;
+	double		 c0;
+	int		 i;
+
+	beat(n);
+	c0 = procstat_cpu_seconds(tc->pid);
+	for (i = 0; i < SAMPLES; i++) {
+		snprintf(body, sizeof(body), "{\"start_step\": %lld, "
+		    "\"stop_step\": %lld, %s}", (long long)*at,
+		    (long long)*at + 1, named);
+		*at += 10;
+		t0 = now_s();
+		if (tc_http(tc->http_port, "POST", "/v1/jobs/" JOB "/windows",
+		    body, NULL, &r) == -1 || r.status != 201) {
+			fprintf(stderr, "view-bench: POST %s: %d %s\n", body,
+			    r.status, r.body != NULL ? r.body : "");
+			exit(1);
+		}
+		t[i] = (now_s() - t0) * 1000;
+		id = r.body != NULL ? strstr(r.body, "\"id\":") : NULL;
+		snprintf(path, sizeof(path), "/v1/jobs/" JOB "/windows/%ld",
+		    id != NULL ? strtol(id + 5, NULL, 10) : 0L);
+		tc_reply_free(&r);
+		if (tc_http(tc->http_port, "DELETE", path, NULL, NULL,
+		    &r) == 0)
+			tc_reply_free(&r);
+	}
+	*cpu = (procstat_cpu_seconds(tc->pid) - c0) * 1000 / SAMPLES;
+	*sel = metric(tc, "dynprof_select_seconds") * 1000;
+	qsort(t, SAMPLES, sizeof(t[0]), cmp);
+	return (t[SAMPLES / 2]);
+}
+
 /* Sends a heartbeat from every agent. */
 static void
 beat(int n)
@@ -142,6 +233,7 @@ main(int argc, char **argv)
 		{ "ranks", required_argument, NULL, 'r' },
 		{ "rounds", required_argument, NULL, 'k' },
 		{ "busy", no_argument, NULL, 'b' },
+		{ "labels", no_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char	*extra[] = { "-q", "--heartbeat-ms", "500", NULL };
@@ -151,7 +243,14 @@ main(int argc, char **argv)
 	size_t		 bytes[3];
 	const char	*paths[3] = { "/v1/jobs/" JOB,
 	    "/v1/jobs/" JOB "/stragglers", "/v1/jobs/" JOB "/nodes" };
+	static const char *named[5] = { NULL, "\"ranks\": \"all\"",
+	    "\"select\": \"pp=3\"", "\"one_per\": \"pp\"",
+	    "\"group_of\": {\"rank\": 13, \"vary\": \"tp\"}" };
+	double		 lms[5], lcpu[5], lsel[5];
+	size_t		 lbytes;
+	int64_t		 at = 1000000000;
 	int		 n = 400, ranks = 250, rounds = 10, busy = 0, ch, i, k;
+	int		 labels = 0;
 	char		 node[32];
 	long long	 rss;
 
@@ -161,9 +260,10 @@ main(int argc, char **argv)
 		case 'r': ranks = atoi(optarg); break;
 		case 'k': rounds = atoi(optarg); break;
 		case 'b': busy = 1; break;
+		case 'l': labels = 1; break;
 		default:
 			fprintf(stderr, "usage: dynprof-view-bench [--agents N] "
-			    "[--ranks R] [--rounds K] [--busy]\n");
+			    "[--ranks R] [--rounds K] [--busy] [--labels]\n");
 			return (1);
 		}
 	}
@@ -191,6 +291,10 @@ main(int argc, char **argv)
 			return (1);
 		}
 	}
+	if (labels && attach_labels(n, ranks) == -1) {
+		fprintf(stderr, "view-bench: attaching with labels failed\n");
+		return (1);
+	}
 	for (k = 0; k < rounds; k++) {
 		if (report(n, ranks, 1000 + 10 * k, busy) == -1)
 			return (1);
@@ -208,6 +312,13 @@ main(int argc, char **argv)
 	}
 	for (i = 0; i < 3; i++)
 		timed_get(&tc, n, paths[i], &ms[i], &bytes[i]);
+	if (labels) {
+		timed_get(&tc, n, "/v1/jobs/" JOB "/ranks?limit=10000&"
+		    "label=pp%3D3", &lms[0], &lbytes);
+		for (i = 1; i < 5; i++)
+			lms[i] = timed_windows(&tc, n, named[i], &at,
+			    &lcpu[i], &lsel[i]);
+	}
 	rss = procstat_status(tc.pid, "VmRSS");
 	printf("ranks %d on %d nodes%s; stragglers judged at a tick in %.1f ms "
 	    "(highest of 10)\n", n * ranks, n, busy ? ", with busy times" : "",
@@ -215,6 +326,22 @@ main(int argc, char **argv)
 	for (i = 0; i < 3; i++)
 		printf("GET %-28s %8.1f ms %9zu bytes (median of %d)\n",
 		    paths[i], ms[i], bytes[i], SAMPLES);
+	if (labels) {
+		printf("GET .../ranks?label=pp=3&limit=10000 %8.1f ms "
+		    "%9zu bytes (median of %d)\n", lms[0], lbytes, SAMPLES);
+		for (i = 1; i < 5; i++)
+			printf("POST a window with %-40s %8.1f ms (median of "
+			    "%d), coordinator CPU %.1f ms, resolving %.2f ms\n",
+			    named[i], lms[i], SAMPLES, lcpu[i], lsel[i]);
+		printf("RESULT_LABELS ranks=%d label_get_ms=%.1f "
+		    "plain_window_ms=%.1f select_ms=%.1f one_per_ms=%.1f "
+		    "group_of_ms=%.1f plain_cpu_ms=%.1f select_cpu_ms=%.1f "
+		    "one_per_cpu_ms=%.1f group_of_cpu_ms=%.1f "
+		    "select_resolve_ms=%.2f one_per_resolve_ms=%.2f "
+		    "group_of_resolve_ms=%.2f\n", n * ranks, lms[0], lms[1],
+		    lms[2], lms[3], lms[4], lcpu[1], lcpu[2], lcpu[3], lcpu[4],
+		    lsel[2], lsel[3], lsel[4]);
+	}
 	printf("coordinator RSS %lld KiB\n", rss);
 	printf("RESULT ranks=%d busy=%d tick_ms=%.1f summary_ms=%.1f "
 	    "summary_bytes=%zu stragglers_ms=%.1f nodes_ms=%.1f nodes_bytes=%zu "

@@ -237,20 +237,18 @@ labels_term(const char **pp, char *key, enum labels_op *op,
 }
 
 /*
- * Walks selector sel against canonical labels canon (NULL: only checks the
- * selector).  Returns 1 if canon matches, 0 if not, -1 with *why for a bad
- * selector.
+ * Parses selector sel into out.  Returns 0, or -1 with *why saying what is
+ * wrong.
  */
-static int
-labels_walk(const char *sel, const char *canon, const char **why)
+int
+labels_selector_parse(const char *sel, struct labels_selector *out,
+    const char **why)
 {
-	char		 key[LABELS_KEY_MAX + 1], have[LABELS_VALUE_MAX + 1];
-	char		 vals[LABELS_COUNT_MAX][LABELS_VALUE_MAX + 1];
 	const char	*p = sel != NULL ? sel : "";
 	enum labels_op	 op;
-	size_t		 nvals, i, nterms = 0;
-	int		 match = 1, found, in;
+	size_t		 nvals;
 
+	out->nterms = 0;
 	if (strlen(p) >= LABELS_SELECTOR_MAX) {
 		*why = "selector: longer than 511 bytes";
 		return (-1);
@@ -261,52 +259,73 @@ labels_walk(const char *sel, const char *canon, const char **why)
 		return (-1);
 	}
 	while (*p != '\0') {
-		if (++nterms > LABELS_COUNT_MAX) {
+		if (out->nterms == LABELS_COUNT_MAX) {
 			*why = "selector: more than 16 terms";
 			return (-1);
 		}
-		if (labels_term(&p, key, &op, vals, &nvals, why) == -1)
+		if (labels_term(&p, out->t[out->nterms].key, &op,
+		    out->t[out->nterms].vals, &nvals, why) == -1)
 			return (-1);
+		out->t[out->nterms].op = op;
+		out->t[out->nterms].nvals = (int)nvals;
+		out->nterms++;
 		if (*p == ',')
 			p++;
 		else if (*p != '\0') {
 			*why = "selector: terms are separated by commas";
 			return (-1);
 		}
-		if (canon == NULL)
-			continue;
-		found = labels_value(canon, key, have, sizeof(have)) == 0;
-		for (in = 0, i = 0; found && i < nvals; i++)
-			in |= strcmp(have, vals[i]) == 0;
-		switch (op) {
+	}
+	return (0);
+}
+
+/* Whether canonical labels canon (NULL: none) match s: 1 or 0. */
+int
+labels_selector_match(const struct labels_selector *s, const char *canon)
+{
+	const struct labels_term	*t;
+	char				 have[LABELS_VALUE_MAX + 1];
+	int				 i, k, found, in;
+
+	for (i = 0; i < s->nterms; i++) {
+		t = &s->t[i];
+		found = canon != NULL && labels_value(canon, t->key, have,
+		    sizeof(have)) == 0;
+		for (in = 0, k = 0; found && !in && k < t->nvals; k++)
+			in = strcmp(have, t->vals[k]) == 0;
+		switch (t->op) {
 		case LABELS_HAS:
-			match &= found;
+			if (!found)
+				return (0);
 			break;
 		case LABELS_EQ:
 		case LABELS_IN:
-			match &= found && in;
+			if (!in)
+				return (0);
 			break;
-		case LABELS_NE:
-		case LABELS_NOTIN:
-			match &= !in;
+		default:			/* LABELS_NE, LABELS_NOTIN */
+			if (in)
+				return (0);
 			break;
 		}
 	}
-	return (match);
+	return (1);
 }
 
 /* Checks a selector.  Returns 0, or -1 with *why saying what is wrong. */
 int
 labels_selector_check(const char *sel, const char **why)
 {
-	const char	*w = NULL;
+	struct labels_selector	*s;
+	const char		*w = "out of memory";
+	int			 rc = -1;
 
-	if (labels_walk(sel, NULL, &w) == -1) {
-		if (why != NULL)
-			*why = w;
-		return (-1);
-	}
-	return (0);
+	if ((s = malloc(sizeof(*s))) != NULL)
+		rc = labels_selector_parse(sel, s, &w);
+	free(s);
+	if (rc == -1 && why != NULL)
+		*why = w;
+	return (rc);
 }
 
 /*
@@ -316,7 +335,13 @@ labels_selector_check(const char *sel, const char **why)
 int
 labels_match(const char *canon, const char *sel)
 {
-	const char	*why;
+	struct labels_selector	*s;
+	const char		*why;
+	int			 rc = -1;
 
-	return (labels_walk(sel, canon != NULL ? canon : "", &why));
+	if ((s = malloc(sizeof(*s))) != NULL &&
+	    labels_selector_parse(sel, s, &why) == 0)
+		rc = labels_selector_match(s, canon);
+	free(s);
+	return (rc);
 }

@@ -23,9 +23,24 @@
 #define LABELS_VALUE_MAX	64
 #define LABELS_SELECTOR_MAX	512	/* a selector's text, NUL included */
 
+/* A selector parsed once, to match many ranks (labels_selector_parse()). */
+struct labels_term {
+	char	 key[LABELS_KEY_MAX + 1];
+	int	 op;			/* enum labels_op, labels.c */
+	int	 nvals;
+	char	 vals[LABELS_COUNT_MAX][LABELS_VALUE_MAX + 1];
+};
+struct labels_selector {
+	int			 nterms;
+	struct labels_term	 t[LABELS_COUNT_MAX];
+};
+
 /* labels.c */
 int	 labels_canon(const char *, char *, size_t, const char **);
 int	 labels_value(const char *, const char *, char *, size_t);
+int	 labels_selector_parse(const char *, struct labels_selector *,
+	    const char **);
+int	 labels_selector_match(const struct labels_selector *, const char *);
 int	 labels_selector_check(const char *, const char **);
 int	 labels_match(const char *, const char *);
 

@@ -72,7 +72,8 @@ struct ranks_filter {
 	uint32_t	 states;		/* bit (1 << state) */
 	char		 node[COORD_NODE_MAX];
 	uint32_t	 window;
-	char		 select[LABELS_SELECTOR_MAX];	/* "": any labels */
+	int		 has_select;	/* select: the labels to match */
+	struct labels_selector select;
 };
 void	 http_get_ranks(struct coord *, struct evhttp_request *,
 	    const char *);

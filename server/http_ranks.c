@@ -178,7 +178,7 @@ ranks_filter_match(const struct ranks_filter *f, const struct rank *r,
 		return (0);
 	if (f->window != 0 && r->window_id != f->window)
 		return (0);
-	if (f->select[0] != '\0' && labels_match(r->labels, f->select) != 1)
+	if (f->has_select && !labels_selector_match(&f->select, r->labels))
 		return (0);
 	return (1);
 }
@@ -391,14 +391,14 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 			p->after = v;
 			break;
 		case 32:
-			if (labels_selector_check(kv->value, &lwhy) == -1) {
+			if (labels_selector_parse(kv->value,
+			    &p->filter.select, &lwhy) == -1) {
 				refusal_set(ref, 400, "label", "%s (a "
 				    "selector such as pp=3,tp in (0,1): "
 				    "docs/labels.md)", lwhy);
 				goto out;
 			}
-			snprintf(p->filter.select, sizeof(p->filter.select),
-			    "%s", kv->value);
+			p->filter.has_select = 1;
 			break;
 		}
 	}

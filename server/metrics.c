@@ -308,13 +308,18 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_labels_refused_total Ranks' labels that did not "
 	    "pass (docs/labels.md), dropped: the rank kept none.\n"
 	    "# TYPE dynprof_labels_refused_total counter\n"
-	    "dynprof_labels_refused_total %llu\n",
+	    "dynprof_labels_refused_total %llu\n"
+	    "# HELP dynprof_select_seconds What resolving the last window that "
+	    "named ranks by labels or nodes took (docs/labels.md).\n"
+	    "# TYPE dynprof_select_seconds gauge\n"
+	    "dynprof_select_seconds %.6f\n",
 	    (unsigned long long)m->events_dup,
 	    (unsigned long long)m->events_refused,
 	    (unsigned long long)m->event_text_cut,
 	    (unsigned long long)m->progress_refused,
 	    (unsigned long long)m->legacy_refused,
-	    (unsigned long long)m->labels_refused);
+	    (unsigned long long)m->labels_refused,
+	    (double)m->select_last_ns / 1e9);
 
 	metrics_render_bounds(c, buf);
 	metrics_render_rows(c, buf);

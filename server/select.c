@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "labels.h"
 #include "model.h"
 #include "ranklist.h"
@@ -183,12 +184,14 @@ select_window_ranks(struct coord *c, const char *name,
     struct refusal *ref)
 {
 	struct select_run	 s;
+	struct labels_selector	*sel = NULL, *grp = NULL;
 	struct job		*job;
 	struct rank		**v;
 	char			 group[LABELS_MAX], have[LABELS_VALUE_MAX + 1];
 	char			**seen = NULL;
 	const char		*why;
 	size_t			 n, i, nseen = 0, live = 0;
+	uint64_t		 t0 = clock_mono_ns();
 	int			 full = 0, rc = -1;
 
 	out[0] = '\0';
@@ -217,9 +220,16 @@ select_window_ranks(struct coord *c, const char *name,
 	if (r->has_group && select_group(job, r, group, sizeof(group),
 	    ref) == -1)
 		return (-1);
-	if (r->one_per != NULL &&
-	    (seen = calloc(SELECT_VALUES_MAX, sizeof(*seen))) == NULL)
-		return (refusal_set(ref, 500, NULL, "out of memory"));
+	/* Parsed once, matched against every rank. */
+	if ((r->one_per != NULL &&
+	    (seen = calloc(SELECT_VALUES_MAX, sizeof(*seen))) == NULL) ||
+	    (r->select != NULL && ((sel = malloc(sizeof(*sel))) == NULL ||
+	    labels_selector_parse(r->select, sel, &why) == -1)) ||
+	    (r->has_group && ((grp = malloc(sizeof(*grp))) == NULL ||
+	    labels_selector_parse(group, grp, &why) == -1))) {
+		refusal_set(ref, 500, NULL, "out of memory");
+		goto out;
+	}
 	memset(&s, 0, sizeof(s));
 	s.lo = -1;
 	v = schedule_rank_index(job, &n);
@@ -229,10 +239,9 @@ select_window_ranks(struct coord *c, const char *name,
 		live++;
 		if (r->nodes != NULL && !select_node_in(r->nodes, v[i]->node))
 			continue;
-		if (r->select != NULL && labels_match(v[i]->labels,
-		    r->select) != 1)
+		if (sel != NULL && !labels_selector_match(sel, v[i]->labels))
 			continue;
-		if (r->has_group && labels_match(v[i]->labels, group) != 1)
+		if (grp != NULL && !labels_selector_match(grp, v[i]->labels))
 			continue;
 		if (r->one_per != NULL && (labels_value(v[i]->labels,
 		    r->one_per, have, sizeof(have)) == -1 ||
@@ -257,6 +266,10 @@ select_window_ranks(struct coord *c, const char *name,
 		snprintf(out, len, "%s", s.text);
 		rc = 0;
 	}
+out:
+	c->metrics.select_last_ns = clock_mono_ns() - t0;
+	free(sel);
+	free(grp);
 	for (i = 0; i < nseen; i++)
 		free(seen[i]);
 	free(seen);

@@ -415,6 +415,7 @@ struct metrics {
 	uint64_t	 legacy_refused;	/* bad or too many legacy reports */
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
 	uint64_t	 labels_refused;	/* ranks' labels that did not pass */
+	uint64_t	 select_last_ns;	/* the last window's select.c time */
 	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */
 	uint64_t	 subscribes_refused;	/* over the jobs per agent cap */
 	uint64_t	 progress_ranks_refused; /* ranks past the cap */

@@ -290,9 +290,9 @@ fa_heartbeat(struct fakeagent *fa)
 
 /* Sends a rank event with the given strings (NULL: none).  Returns 0 or -1. */
 static int
-fa_send_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
-    int32_t rank, uint32_t window, int64_t step, const char *output_dir,
-    const char *error)
+fa_send_event_labels(struct fakeagent *fa, uint64_t seq, int kind,
+    const char *job, int32_t rank, uint32_t window, int64_t step,
+    const char *output_dir, const char *error, const char *labels)
 {
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
@@ -310,6 +310,8 @@ fa_send_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
 		ev.output_dir = (char *)output_dir;
 	if (error != NULL)
 		ev.error = (char *)error;
+	if (labels != NULL)
+		ev.labels = (char *)labels;
 	ev.time_unix_ns = 1700000000000000000LL + (int64_t)seq;
 	ae.seq = seq;
 	ae.event = &ev;
@@ -317,6 +319,25 @@ fa_send_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
 	m.event = &ae;
 	return (fa_send(fa, &m));
+}
+
+static int
+fa_send_event(struct fakeagent *fa, uint64_t seq, int kind, const char *job,
+    int32_t rank, uint32_t window, int64_t step, const char *output_dir,
+    const char *error)
+{
+	return (fa_send_event_labels(fa, seq, kind, job, rank, window, step,
+	    output_dir, error, NULL));
+}
+
+/* Sends rank of job attached with labels (the next seq).  Returns 0 or -1. */
+int
+fa_attach_labels(struct fakeagent *fa, const char *job, int32_t rank,
+    const char *labels)
+{
+	return (fa_send_event_labels(fa, 0,
+	    DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, job, rank, 0, -1, NULL,
+	    NULL, labels));
 }
 
 /*

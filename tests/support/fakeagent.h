@@ -45,6 +45,8 @@ int	 fa_applied(struct fakeagent *, const char *, uint64_t);
 int	 fa_heartbeat(struct fakeagent *);
 int	 fa_event(struct fakeagent *, uint64_t, int, const char *, int32_t,
 	    uint32_t, int64_t, const char *);
+int	 fa_attach_labels(struct fakeagent *, const char *, int32_t,
+	    const char *);
 int	 fa_event_text(struct fakeagent *, uint64_t, int, const char *, int32_t,
 	    const char *, const char *);
 int	 fa_progress(struct fakeagent *, const char *, int32_t, int64_t,
