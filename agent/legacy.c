@@ -232,9 +232,12 @@ legacy_check_prev(struct legacy_job *lj, const struct seg_window *sw,
 	memset(&lw, 0, sizeof(lw));
 	lw.id = lj->prev;
 	lw.state = DYNPROF__V1__LEGACY_WINDOW_STATE__LEGACY_WINDOW_OVER;
-	if (w == NULL || (w->flags & SEG_WINDOW_CANCELLED))
+	if ((w == NULL && open > 0) ||
+	    (w != NULL && (w->flags & SEG_WINDOW_CANCELLED)))
 		snprintf(lw.reason, sizeof(lw.reason), "%s while it ran",
 		    w == NULL ? "left the schedule" : "cancelled");
+	else if (w == NULL)
+		;	/* its ranks' events ended it at the coordinator */
 	else if (open > 0 && now - lj->prev_first_at_ms >= max_ms) {
 		how = LEGACY_OVER_UNVERIFIED;
 		lw.state =
