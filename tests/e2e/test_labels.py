@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Rank labels through the real library, agent and coordinator: eight ranks
-laid out as pp=2 x tp=2 x dp=2 on two nodes say their labels in
+"""Rank labels through the real library, agent and coordinator: 64 ranks
+laid out as pp=4 x tp=4 x dp=4 on eight nodes say their labels in
 DYNPROF_LABELS; GET /ranks shows each rank's labels and filters by a
 selector; a bad selector is a 400 that says why; windows naming ranks by
 select, nodes, one_per and group_of profile exactly those ranks; the labels
@@ -19,8 +19,19 @@ from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
 JOB = "labels-%d" % os.getpid()
 
 
+RANKS = 64
+
+
 def layout(rank):
-    return {"pp": str(rank // 4), "tp": str(rank // 2 % 2), "dp": str(rank % 2)}
+    """tp varies fastest, then dp, then pp (as Megatron orders them)."""
+    return {"pp": str(rank // 16), "tp": str(rank % 4),
+            "dp": str(rank // 4 % 4)}
+
+
+def where(**want):
+    """The ranks whose labels hold every key=value of want."""
+    return [r for r in range(RANKS)
+            if all(layout(r)[k] == v for k, v in want.items())]
 
 
 def ranks(c, selector=None):
@@ -33,16 +44,17 @@ def ranks(c, selector=None):
 
 def check_labels(c):
     got = ranks(c)
-    check(sorted(got) == list(range(8)), "ranks %s" % sorted(got))
+    check(sorted(got) == list(range(RANKS)), "ranks %s" % sorted(got))
     for r, row in got.items():
         check(row.get("labels") == layout(r), "rank %d labels %s, want %s" % (
             r, row.get("labels"), layout(r)))
-    for sel, want in (("pp=1", [4, 5, 6, 7]),
-                      ("pp=0,tp in (1)", [2, 3]),
-                      ("dp!=0", [1, 3, 5, 7]),
-                      ("tp notin (0), pp==1", [6, 7]),
+    for sel, want in (("pp=1", where(pp="1")),
+                      ("pp=0,tp in (1)", where(pp="0", tp="1")),
+                      ("dp!=0", [r for r in range(RANKS)
+                                 if layout(r)["dp"] != "0"]),
+                      ("tp notin (0,1,2), pp==3", where(pp="3", tp="3")),
                       ("ep", []),
-                      ("dp", list(range(8)))):
+                      ("dp", list(range(RANKS)))):
         got = sorted(ranks(c, sel))
         check(got == want, "label=%s: ranks %s, want %s" % (sel, got, want))
 
@@ -50,22 +62,25 @@ def check_labels(c):
 def test():
     with Cluster("labels") as c:
         c.start_coordinator()
-        for i in range(2):
+        for i in range(8):
             n = c.node("n%d" % i)
             n.start_agent()
-            for r in range(4 * i, 4 * i + 4):
+            for r in range(8 * i, 8 * i + 8):
                 # Given in any order, with spaces: the canonical form sorts.
                 lab = layout(r)
                 n.start_rank(JOB, r, rate=20, labels=" tp=%s, dp=%s,pp=%s" % (
                     lab["tp"], lab["dp"], lab["pp"]))
-        c.wait_ranks(JOB, 8)
+        c.wait_ranks(JOB, RANKS, timeout=90)
         check_labels(c)
         # Windows naming ranks by what they are, one after the other (the
         # first also stores the job: its rows outlive the coordinator).
-        for named, want in (({"select": "pp=1,tp in (0)"}, [4, 5]),
-                            ({"one_per": "pp"}, [0, 4]),
-                            ({"group_of": {"rank": 5, "vary": "tp"}}, [5, 7]),
-                            ({"nodes": "n0", "select": "dp=1"}, [1, 3])):
+        for named, want in (({"select": "pp=1,tp in (0)"},
+                             where(pp="1", tp="0")),
+                            ({"one_per": "pp"}, [0, 16, 32, 48]),
+                            ({"group_of": {"rank": 21, "vary": "tp"}},
+                             where(pp="1", dp="1")),
+                            ({"nodes": "n0,n2", "select": "dp=1"},
+                             [r for r in where(dp="1") if r // 8 in (0, 2)])):
             body = {"in_steps": 20, "steps": 2}
             body.update(named)
             w = c.add_window(JOB, body)
@@ -76,8 +91,9 @@ def test():
                 named, got, want))
         # The same through dynprofctl, as an operator types it.
         p = c.ctl("trace", JOB, "--in", "20", "--steps", "2", "--select",
-                  "dp=0", "--group-of", "6:pp", "--wait", "--timeout", "60")
-        check(p.returncode == 0 and "ranks 2,6" in p.stdout,
+                  "tp in (2,3)", "--group-of", "6:pp", "--wait", "--timeout",
+                  "60")
+        check(p.returncode == 0 and "ranks 6,22,38,54" in p.stdout,
               "dynprofctl trace --group-of 6:pp: %d %s" % (p.returncode,
                                                            p.stdout))
         p = c.ctl("status", JOB)
@@ -113,7 +129,8 @@ def test():
         log("restarting the coordinator")
         c.coord.stop()
         c.start_coordinator()
-        wait_for(lambda: len(ranks(c)) == 8, 30, "ranks after the restart")
+        wait_for(lambda: len(ranks(c)) == RANKS, 30,
+                 "ranks after the restart")
         check_labels(c)
         with urllib.request.urlopen(c.url() + "/metrics", timeout=10) as f:
             text = f.read().decode()
