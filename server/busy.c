@@ -7,9 +7,13 @@
  *
  * Two signals, each against the job's threshold P percent:
  *
- *   busy	the rank's busy time over the job's median by more than P%.
- *		Its score, as NVIDIA's resiliency-ext reports it, is the
- *		fastest rank's busy time over its own (1: the fastest).
+ *   busy	the rank's busy time over the job's median by more than P%,
+ *		at BUSY_OVER_TICKS judgements in a row, its moving average
+ *		and its last step's both: one step held up (a process stalled
+ *		for 60 ms lifts a 20 ms average by 30% for a step or two) is
+ *		not a straggler; one whose every step is slow is flagged a
+ *		tick later.  Its score, as NVIDIA's resiliency-ext reports it,
+ *		is the fastest rank's busy time over its own (1: the fastest).
  *   change	a one-sided CUSUM (Page's) of the rank's busy time relative
  *		to the job's median, against the rank's own baseline: each
  *		tick adds its rise over the baseline less 1 + P/3, the sum
@@ -37,6 +41,9 @@
 /* The CUSUM is kept under BUSY_CUSUM_CAP times its alarm level, so that a
  * rank that recovers is cleared in a bounded number of ticks. */
 #define BUSY_CUSUM_CAP		4.0f
+/* Judgements in a row a rank's busy time stands over the median before it
+ * is flagged "busy". */
+#define BUSY_OVER_TICKS		2
 
 /* Forgets a rank's history (a new process, or a rank that stopped marking). */
 void
@@ -47,6 +54,7 @@ busy_history_reset(struct busy_history *h)
 	h->cusum = 0;
 	h->rise = -1;
 	h->changed = 0;
+	h->over_ticks = 0;
 }
 
 /*
@@ -87,7 +95,9 @@ busy_history_update(struct busy_history *h, float x, int percent)
 /*
  * Judges the busy times of one job's n ranks (those with busy_us 0 give none
  * and are left alone), with threshold percent: sets each rank's flags
- * (BUSY_OVER, BUSY_CHANGE), score, over and rise, and the job's median and
+ * (BUSY_OVER: its average and its last step's busy time over, at
+ * BUSY_OVER_TICKS calls in a row; BUSY_CHANGE), score, over and rise, and
+ * the job's median and
  * fastest in *jb.  A rank's history moves only when fresh is set (a new busy
  * time since the last tick).  Returns the ranks judged, or -1 out of memory.
  */
@@ -96,7 +106,8 @@ busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 {
 	int64_t		*v;
 	size_t		 i, m = 0;
-	float		 x;
+	float		 x, bar = (float)(100 + percent);
+	int		 over;
 
 	jb->median_us = 0;
 	jb->fastest_us = 0;
@@ -132,7 +143,13 @@ busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 		r[i].score = (float)jb->fastest_us / (float)r[i].busy_us;
 		x = (float)r[i].busy_us / (float)jb->median_us;
 		r[i].over = x;
-		if (x * 100.0f > (float)(100 + percent)) {
+		over = x * 100.0f > bar && (r[i].last_us == 0 ||
+		    (float)r[i].last_us * 100.0f > bar * (float)jb->median_us);
+		if (!over)
+			r[i].hist->over_ticks = 0;
+		else if (r[i].hist->over_ticks < BUSY_OVER_TICKS)
+			r[i].hist->over_ticks++;
+		if (over && r[i].hist->over_ticks >= BUSY_OVER_TICKS) {
 			r[i].flags |= BUSY_OVER;
 			jb->nover++;
 		}

@@ -202,6 +202,7 @@ int64_t	 median_select(int64_t *, size_t, size_t);
 /* One rank's busy time for a tick's judgement. */
 struct busy_rank {
 	uint32_t		 busy_us;	/* in: its average, 0 none */
+	uint32_t		 last_us;	/* in: its last step's, 0 unknown */
 	int			 fresh;		/* in: measured since last tick */
 	struct busy_history	*hist;		/* in/out: its own history */
 	void			*arg;		/* the caller's */

@@ -200,6 +200,8 @@ struct busy_history {
 	float			 cusum;
 	float			 rise;		/* ratio to base, -1 unknown */
 	int			 changed;	/* it rose */
+	uint32_t		 over_ticks;	/* judgements in a row over the
+						   median (busy.c) */
 };
 
 /* Arrivals kept per rank (arrive.c). */

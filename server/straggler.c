@@ -382,6 +382,7 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 		steps[n++] = r->step;
 		if (r->busy.count > 0 && r->busy.avg_us > 0) {
 			br[nb].busy_us = r->busy.avg_us;
+			br[nb].last_us = r->busy.last_us;
 			br[nb].fresh = r->busy.count != r->busy.judged;
 			br[nb].hist = &r->busy.hist;
 			br[nb++].arg = r;
