@@ -189,6 +189,9 @@ struct job;
 struct rank_pace {
 	int64_t			 ref_step;	/* step at ref_ms, -1 none */
 	uint64_t		 ref_ms;	/* monotonic */
+	uint64_t		 ref_period;	/* ref_ms / the rate's period */
+	int			 aligned;	/* ref_ms is its period's first
+						   tick (straggler.c) */
 	float			 rate;		/* steps/s, < 0 unknown */
 	int			 straggling;	/* STRAGGLER_* reasons, 0 none */
 };

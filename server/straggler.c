@@ -181,25 +181,38 @@ straggler_judged(struct coord *c, const struct rank *r, const char **last,
 	return (*last_up);
 }
 
-/* Measures a rank's rate once its period is over. */
+/*
+ * Measures a rank's rate over each period of the coordinator's clock (now /
+ * period), from the first tick of one to the first tick of the next: every
+ * rank of a job over the same ticks, so that a pause of the whole job (every
+ * rank waiting at a collective for a second) lowers all their rates alike and
+ * makes none "slow" against the others.  A rank first seen within a period
+ * is measured from the next.
+ */
 static void
 straggler_pace(struct rank *r, uint64_t now, uint64_t period)
 {
 	struct rank_pace	*p = &r->pace;
+	uint64_t		 cur = now / period;
 
 	if (p->ref_ms == 0 || r->step < p->ref_step) {
 		/* First sight, or a new process started over. */
 		p->ref_step = r->step;
 		p->ref_ms = now;
+		p->ref_period = cur;
+		p->aligned = 0;
 		p->rate = -1;
 		return;
 	}
-	if (now - p->ref_ms < period)
+	if (cur == p->ref_period)
 		return;
-	p->rate = (float)(r->step - p->ref_step) * 1000.0f /
-	    (float)(now - p->ref_ms);
+	if (p->aligned && cur == p->ref_period + 1)
+		p->rate = (float)(r->step - p->ref_step) * 1000.0f /
+		    (float)(now - p->ref_ms);
 	p->ref_step = r->step;
 	p->ref_ms = now;
+	p->ref_period = cur;
+	p->aligned = 1;
 }
 
 /*

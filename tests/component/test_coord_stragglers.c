@@ -286,6 +286,59 @@ test_slow(void **state)
 }
 
 /*
+ * Synchronous training that pauses as a whole: two nodes of four ranks at
+ * the same step at all times (200 steps/s), node 1 first seen some ticks
+ * after node 0, the job standing still for a rate period (1 s) three times.
+ * Every rank's rate is measured over the same ticks, so a pause lowers them
+ * all alike: nobody is ever "slow" (measured over periods a tick apart, the
+ * ranks whose period held the whole pause were half as fast as the others).
+ */
+static void
+test_pause_slows_nobody(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[2];
+	int64_t		 steps[2][NODE_RANKS], at;
+	long long	 t0, now, moved = 0, judged = 0;
+	struct tc_reply	 r;
+	int		 i, k;
+
+	agents_up(tc, fa, 2, "pause-j");
+	t0 = tc_now_ms();
+	at = 1000;
+	while ((now = tc_now_ms()) - t0 < 7500) {
+		/* Still from 1.5 s to 2.5 s, 3.5 to 4.5, 5.5 to 6.5. */
+		if ((now - t0) / 1000 < 1 || ((now - t0 - 500) / 1000) % 2 ==
+		    1) {
+			at += 10;
+			moved++;
+		}
+		for (i = 0; i < 2; i++)
+			for (k = 0; k < NODE_RANKS; k++)
+				steps[i][k] = at;
+		for (i = 0; i < 2; i++) {
+			assert_int_equal(fa_heartbeat(&fa[i]), 0);
+			if (i == 0 || now - t0 >= 500)
+				assert_int_equal(fa_progress_steps(&fa[i],
+				    "pause-j", i * NODE_RANKS, steps[i],
+				    NODE_RANKS), 0);
+		}
+		assert_int_equal(tc_http(tc->http_port, "GET",
+		    "/v1/jobs/pause-j/stragglers", NULL, NULL, &r), 0);
+		if (tc_int(r.json, "slow") != 0)
+			fail_msg("a pause of the whole job flagged ranks slow at "
+			    "%lld ms: %s", now - t0, r.body);
+		if (json_is_real(json_object_get(r.json, "median_rate")))
+			judged++;
+		tc_reply_free(&r);
+		usleep(50000);
+	}
+	assert_true(moved > 10 && judged > 10);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
+/*
  * Busy times through the coordinator: two nodes of four ranks all at the same
  * step (synchronous training: no lag), seven of them marking their busy time,
  * rank 5 computing 2.5 times longer, rank 3 giving none.  Rank 5 alone is
@@ -471,6 +524,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_lag, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_slow, setup, tc_teardown),
+		cmocka_unit_test_setup_teardown(test_pause_slows_nobody, setup,
+		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_busy, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup,
 		    tc_teardown),
