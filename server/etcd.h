@@ -163,6 +163,8 @@ int		 etcd_keepalive_async(struct etcd *, long, etcd_done_fn,
 		    void *);
 int		 etcd_keepalive_result(struct etcd *, int, struct json_t *);
 int		 etcd_leader_check(struct etcd *);
+int		 etcd_leader_update_async(struct etcd *, const char *,
+		    etcd_done_fn, void *);
 void		 etcd_resign(struct etcd *);
 
 #endif /* DYNPROF_ETCD_H */

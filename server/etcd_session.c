@@ -187,6 +187,31 @@ etcd_campaign_async(struct etcd *e, int ttl, const char *value,
 }
 
 /*
+ * Rewrites the leader key's value (JSON text) while this session leads: a
+ * txn comparing the key's create revision with e->fence, the put on the
+ * lease.  Without waiting: done(arg, rc, answer) as etcd_call_async() says
+ * (the answer's "succeeded" false if another leads).  Returns 0, or -1
+ * (done not called).
+ */
+int
+etcd_leader_update_async(struct etcd *e, const char *value,
+    etcd_done_fn done, void *arg)
+{
+	json_t	*key, *body;
+
+	if (e->fence == 0 || e->lease == 0)
+		return (-1);
+	key = etcd_b64(e->leader_key, strlen(e->leader_key));
+	body = json_pack("{s:[{s:s,s:O,s:o,s:s}],s:[{s:{s:O,s:o,s:o}}]}",
+	    "compare", "target", "CREATE", "key", key, "create_revision",
+	    etcd_int_json(e->fence), "result", "EQUAL",
+	    "success", "request_put", "key", key, "value",
+	    etcd_b64(value, strlen(value)), "lease", etcd_int_json(e->lease));
+	json_decref(key);
+	return (etcd_call_async(e, "/v3/kv/txn", body, 0, done, arg));
+}
+
+/*
  * Takes a keepalive's outcome (rc, the answer taken).  Returns the lease's
  * TTL left in seconds, 0 if the lease is gone (expired or revoked: the
  * lead, if it was ours, is lost and e->fence cleared), -1 if etcd did not

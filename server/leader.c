@@ -17,10 +17,14 @@
  * admin request with a 307 to the leader's URL (/healthz and /metrics it
  * answers itself).  A hello from an agent that lost the leader this
  * follower still names (Hello.failed_leader), or while it knows none, is
- * held instead until the watch names the next leader (at most the TTL and
- * 2 s, heartbeats sent meanwhile): so an agent learns the new leader from
- * one answer, not from one every backoff for the lease's TTL.  The leader steps down (closes its agents, drops its
- * model) as soon as etcd says its lease is gone or a guarded write fails.
+ * held instead until the watch names the next leader and says it serves
+ * (its state loaded; at most twice the TTL and 5 s, heartbeats sent
+ * meanwhile): so an agent learns the new leader from one answer, when it
+ * can be served, not from one every backoff for the lease's TTL.  (The
+ * key's value says "serving": false from the campaign until the leader
+ * loaded its state, then true.)  The leader steps down (closes its agents,
+ * drops its model) as soon as etcd says its lease is gone or a guarded
+ * write fails.
  * When etcd does not answer (no quorum), it stays: writes fail with a 503,
  * reads are served from memory, agents' events stay unacknowledged; once
  * etcd answers again it carries on, after reloading its state if a request
@@ -57,6 +61,8 @@ struct leader {
 	enum leader_role	 role;
 	int			 resync;	/* etcd was away: reload */
 	char			 me[1024];	/* our leader key value */
+	char			 me_serving[1024];	/* once loaded */
+	int			 serving;	/* the leader named serves */
 	char			 agent[LEADER_ADDR_MAX];	/* the leader's */
 	char			 http[LEADER_ADDR_MAX];
 	struct event		*timer;
@@ -273,6 +279,20 @@ leader_step_down(struct coord *c, const char *why)
 	etcd_resign(l->e);
 }
 
+/* The answer to the leader key's rewrite saying this leader serves. */
+static void
+leader_announced(void *arg, int rc, json_t *ans)
+{
+	struct coord	*c = arg;
+
+	if (rc != ETCD_OK || !json_is_true(json_object_get(ans, "succeeded")))
+		log_warnx("%s: the leader key does not say this coordinator "
+		    "serves: %s (followers hold agents until their bound)",
+		    __func__, rc != ETCD_OK ? c->leader->e->error :
+		    "another leads");
+	json_decref(ans);
+}
+
 /*
  * Takes the lead just won: loads the whole state from etcd, then serves.
  * Returns 0, or -1 (stepped down) if the state does not load.
@@ -303,7 +323,12 @@ leader_take(struct coord *c)
 	    "%llu, %s", __func__, (long long)l->e->fence,
 	    (long long)l->e->lease, (unsigned long long)c->generation,
 	    l->agent);
+	l->serving = 1;
 	leader_hold_release(c, 0);
+	if (!reload && etcd_leader_update_async(l->e, l->me_serving,
+	    leader_announced, c) == -1)
+		log_warnx("%s: cannot say this coordinator serves: %s",
+		    __func__, l->e->error);
 	return (0);
 }
 
@@ -317,19 +342,24 @@ leader_learn(struct coord *c, const char *value)
 	struct leader	*l = c->leader;
 	json_t		*j;
 	const char	*agent, *http;
-	int		 changed;
+	int		 changed, serving;
 
 	if ((j = json_loads(value, 0, NULL)) == NULL)
 		return;
 	agent = json_string_value(json_object_get(j, "agent"));
 	http = json_string_value(json_object_get(j, "http"));
+	/* A leader that does not say (of before) serves once it leads. */
+	serving = !json_is_false(json_object_get(j, "serving"));
 	changed = agent != NULL && strcmp(agent, l->agent) != 0;
 	if (changed)
-		log_info("leader: %s (%s)", agent, http != NULL ? http : "?");
+		log_info("leader: %s (%s)%s", agent, http != NULL ? http : "?",
+		    serving ? "" : ", loading its state");
+	changed |= serving && !l->serving;
+	l->serving = serving;
 	snprintf(l->agent, sizeof(l->agent), "%s", agent != NULL ? agent : "");
 	snprintf(l->http, sizeof(l->http), "%s", http != NULL ? http : "");
 	json_decref(j);
-	if (changed && l->agent[0] != '\0')
+	if (changed && serving && l->agent[0] != '\0')
 		leader_hold_release(c, 0);
 }
 
@@ -372,6 +402,7 @@ leader_watched(void *arg, int type, const char *key, const char *value,
 			break;
 		log_info("%s: the leader's key is gone: campaigning", __func__);
 		l->agent[0] = l->http[0] = '\0';
+		l->serving = 0;
 		leader_campaign(c);
 		break;
 	case ETCD_WATCH_ENDED:
@@ -705,6 +736,29 @@ leader_default_addr(const char *listen, const char *scheme, int port,
 }
 
 /*
+ * Writes the leader key's value into buf: this coordinator's addresses, and
+ * whether it serves yet (loaded its state).  Returns 0 or -1.
+ */
+static int
+leader_value(struct coord *c, int serving, char *buf, size_t len)
+{
+	json_t	*me;
+	char	*text;
+	int	 rc = -1;
+
+	me = json_pack("{s:s,s:s,s:b}", "agent", c->conf.advertise_agent,
+	    "http", c->conf.advertise_http, "serving", serving);
+	text = me != NULL ? json_dumps(me, JSON_COMPACT) : NULL;
+	json_decref(me);
+	if (text != NULL && strlen(text) < len) {
+		snprintf(buf, len, "%s", text);
+		rc = 0;
+	}
+	free(text);
+	return (rc);
+}
+
+/*
  * Starts campaigning, once listening (the leader key names the ports): one
  * campaign now, then the timer.  Returns 0 or -1.
  */
@@ -715,8 +769,6 @@ leader_start(struct coord *c)
 	struct timeval	 tv;
 	uint32_t	 ms = (uint32_t)c->conf.etcd_lease_ttl * 1000 /
 			    LEADER_TICKS_PER_TTL;
-	json_t		*me;
-	char		*text;
 
 	if (c->conf.advertise_agent == NULL) {
 		if (leader_default_addr(c->conf.listen_addr, "",
@@ -739,16 +791,9 @@ leader_start(struct coord *c)
 		}
 		c->conf.advertise_http = c->advertise_http;
 	}
-	me = json_pack("{s:s,s:s}", "agent", c->conf.advertise_agent, "http",
-	    c->conf.advertise_http);
-	text = me != NULL ? json_dumps(me, JSON_COMPACT) : NULL;
-	json_decref(me);
-	if (text == NULL || strlen(text) >= sizeof(l->me)) {
-		free(text);
+	if (leader_value(c, 0, l->me, sizeof(l->me)) == -1 ||
+	    leader_value(c, 1, l->me_serving, sizeof(l->me_serving)) == -1)
 		return (-1);
-	}
-	snprintf(l->me, sizeof(l->me), "%s", text);
-	free(text);
 	l->timer = event_new(c->base, -1, EV_PERSIST, leader_tick, c);
 	l->deposed = event_new(c->base, -1, 0, leader_deposed_cb, c);
 	if (l->timer == NULL || l->deposed == NULL)
@@ -772,14 +817,15 @@ leader_http(const struct coord *c)
 }
 
 /*
- * Returns how long a follower holds a hello: the lease's TTL and 2 s, by
- * when a dead leader's key is gone (etcd checks leases every 500 ms) and
- * the next leader known.  The agent is sent heartbeats meanwhile.
+ * Returns how long a follower holds a hello: twice the lease's TTL and 5 s,
+ * by when a dead leader's key is gone (etcd checks leases every 500 ms) and
+ * the next leader has loaded the state and serves (a few seconds at 100,000
+ * ranks).  The agent is sent heartbeats meanwhile.
  */
 static uint64_t
 leader_hold_ms(const struct coord *c)
 {
-	return (((uint64_t)c->conf.etcd_lease_ttl + 2) * 1000);
+	return ((2 * (uint64_t)c->conf.etcd_lease_ttl + 5) * 1000);
 }
 
 /*
@@ -795,7 +841,7 @@ leader_hold(struct coord *c, struct conn *conn, const char *failed)
 
 	if (!leader_is_follower(c) || failed == NULL || failed[0] == '\0')
 		return (0);
-	if (l->agent[0] != '\0' && !addr_same(failed, l->agent))
+	if (l->agent[0] != '\0' && l->serving && !addr_same(failed, l->agent))
 		return (0);
 	if (conn->held_ms == 0) {
 		l->held++;
