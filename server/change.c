@@ -232,7 +232,10 @@ change_publish(struct coord *c, struct change *ch)
 	/* etcd away: refused now (a 503), not held until it answers. */
 	if (store_unavailable(c->store) != NULL)
 		return (-1);
-	/* Finishes an open batch of events first: they may finish windows. */
+	/* Its operation finished the batch of events before it judged the
+	 * change (intake_flush()): a change never joins one. */
+	if (store_batch_open(c->store))
+		fatalx("%s: an event batch is open", __func__);
 	if (store_begin(c->store) == -1)
 		return (-1);
 	ch->now = clock_wall_ns();
@@ -392,6 +395,9 @@ change_window_add(struct coord *c, const char *name,
 	char			 ranks[SEG_RANKS_MAX];
 	int64_t			 start, stop, max = -1;
 
+	/* Judged on every event read so far: events already read may end a
+	 * window (their commit takes it out of the schedule). */
+	intake_flush(c);
 	/* Ranks named by what they are: as the rank list they resolve to. */
 	if (select_window_ranks(c, name, r, ranks, sizeof(ranks), ref) == -1)
 		return (-1);
@@ -433,9 +439,6 @@ change_window_add(struct coord *c, const char *name,
 		refusal_set(ref, 500, NULL, "out of memory");
 		goto fail;
 	}
-	/* Events already read may end a window: commit them (which takes the
-	 * windows they ended out of the schedule) before judging overlaps. */
-	store_flush(c->store);
 	if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
 		refusal_set(ref, 409, "start_step", "[%" PRId64 ", %" PRId64
 		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
@@ -479,6 +482,9 @@ change_window_cancel(struct coord *c, const char *name, uint32_t id,
 	struct job	*job;
 	struct window	*w;
 
+	/* Judged on every event read so far: events already read may end a
+	 * window (their commit takes it out of the schedule). */
+	intake_flush(c);
 	if ((job = schedule_job_find(c, name)) == NULL)
 		return (refusal_set(ref, 404, "job", "no job %s", name));
 	if ((w = schedule_window_find(job, id)) == NULL)
@@ -513,10 +519,11 @@ change_job_forget(struct coord *c, const struct job_forget_request *r,
 	struct job	*job;
 	struct window	*w;
 
+	/* Judged on every event read so far: events already read may end a
+	 * window (their commit takes it out of the schedule). */
+	intake_flush(c);
 	if ((job = schedule_job_find(c, r->job)) == NULL)
 		return (refusal_set(ref, 404, "job", "no job %s", r->job));
-	/* Events already read may end a window: commit them first. */
-	store_flush(c->store);
 	TAILQ_FOREACH(w, &job->windows, entry) {
 		if (r->force ||
 		    strcmp(schedule_window_state(job, w), "running") != 0)
@@ -552,6 +559,9 @@ change_config_set(struct coord *c, const char *name, char *text,
 	struct job	*job;
 	struct window	*w = NULL, *it, *same = NULL, *other;
 
+	/* Judged on every event read so far: events already read may end a
+	 * window (their commit takes it out of the schedule). */
+	intake_flush(c);
 	if ((job = schedule_job_get(c, name)) == NULL) {
 		refusal_set(ref, 500, NULL, "out of memory");
 		goto fail;
@@ -566,7 +576,6 @@ change_config_set(struct coord *c, const char *name, char *text,
 	}
 	change_init(&ch, job);
 	if (start > 0 && same == NULL) {
-		store_flush(c->store);
 		if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
 			refusal_set(ref, 409, "start_step", "[%" PRId64 ", %"
 			    PRId64 "] overlaps window %u [%" PRId64 ", %"
@@ -620,6 +629,9 @@ change_rules_set(struct coord *c, const char *name, const char *text,
 	struct change	 ch;
 	struct job	*job;
 
+	/* Judged on every event read so far: events already read may end a
+	 * window (their commit takes it out of the schedule). */
+	intake_flush(c);
 	if ((job = schedule_job_get(c, name)) == NULL)
 		return (refusal_set(ref, 500, NULL, "out of memory"));
 	change_init(&ch, job);
@@ -643,6 +655,9 @@ change_windows_finish(struct coord *c, struct job *job, struct window **done,
 {
 	struct change	 ch;
 
+	/* Judged on every event read so far: events already read may end a
+	 * window (their commit takes it out of the schedule). */
+	intake_flush(c);
 	change_init(&ch, job);
 	if (n > sizeof(ch.finish) / sizeof(ch.finish[0]))
 		n = sizeof(ch.finish) / sizeof(ch.finish[0]);

@@ -600,6 +600,7 @@ coord_init(struct coord *c)
 		.events_published = events_wake,
 		.model_unsure = leader_model_unsure,
 		.committed = http_hold_committed,
+		.events_commit = link_commit_batch,
 		.agent_close = link_conn_close,
 	};
 	size_t	 i;

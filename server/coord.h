@@ -18,7 +18,8 @@
  *	model.h		the model, which knows no protocol: schedule.c (jobs,
  *			windows, nodes), schedule_ranks.c (ranks, their events
  *			and progress), change.c (the one path of a change),
- *			jobs.c (the jobs as a whole), straggler.c, busy.c,
+ *			jobs.c (the jobs as a whole), intake.c (the agents'
+ *			events taken in), straggler.c, busy.c,
  *			arrive.c, median.c, rules.c, journal.c, journal_load.c,
  *			legacy.c, summary.c, load.c, select.c, valid.c,
  *			options.c, refusal.c (refusal.h: the model's error)

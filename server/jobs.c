@@ -82,7 +82,7 @@ jobs_finish_windows(struct coord *c, int dirty_only)
 	size_t		 n;
 
 	/* Judged on every event read so far. */
-	store_flush(c->store);
+	intake_flush(c);
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if (dirty_only && !job->windows_dirty)
 			continue;

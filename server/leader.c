@@ -246,7 +246,7 @@ leader_close_agents(struct coord *c, const char *why, int keep_held)
 
 	/* Events read and not committed: the commit fails, the agents replay
 	 * them to the leader. */
-	store_flush(c->store);
+	intake_flush(c);
 	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
 		next = TAILQ_NEXT(conn, entry);
 		if (keep_held && conn->held_ms != 0)

@@ -164,7 +164,7 @@ link_commit_cb(evutil_socket_t fd, short what, void *arg)
 	/* With as many commits in flight as it may have, the batch grows
 	 * until one is answered (link_batch_done() comes back here). */
 	if (store_inflight(c->store) < LINK_COMMITS_MAX)
-		store_flush(c->store);
+		intake_flush(c);
 }
 
 /*
@@ -646,7 +646,7 @@ link_close_all(struct coord *c)
 {
 	struct conn	*conn;
 
-	store_flush(c->store);
+	intake_flush(c);
 	while ((conn = TAILQ_FIRST(&c->conns)) != NULL) {
 		if (conn->state != CONN_CLOSING)
 			link_conn_close(conn,

@@ -468,15 +468,14 @@ link_batch_done(void *arg, int rc)
 }
 
 /*
- * Finishes the open batch of events (the store calls it, at store_flush() or
- * before the next transaction): stores the ranks it changed and each agent's
+ * Finishes the batch of events intake_flush() ended (its hook
+ * events_commit): stores the ranks it changed and each agent's
  * highest seq in it, and commits without waiting; link_batch_done()
  * acknowledges those seqs once the store committed them.
  */
-static void
-link_commit_batch(void *arg)
+void
+link_commit_batch(struct coord *c)
 {
-	struct coord		*c = arg;
 	struct conn		*conn;
 	struct link_batch	*b;
 	size_t			 n = 0;
@@ -573,9 +572,9 @@ link_event(struct conn *conn, const Dynprof__V1__AgentEvent *ae)
 	/* A batch the store finds big enough is committed before this one,
 	 * however many are in flight: one commit's work stays bounded. */
 	if (store_batch_full(c->store))
-		store_flush(c->store);
+		intake_flush(c);
 	if (!store_batch_open(c->store)) {
-		if (store_batch_begin(c->store, link_commit_batch, c) == -1) {
+		if (intake_begin(c) == -1) {
 			log_warnx("%s: cannot open a transaction", __func__);
 			return;		/* not acked: the agent replays it */
 		}

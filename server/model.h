@@ -10,13 +10,6 @@
 #include "refusal.h"
 #include "state.h"
 
-/* link_dispatch.c */
-void	 link_push(struct coord *, struct job *);
-void	 link_push_later(struct coord *, struct job *);
-void	 link_push_due(evutil_socket_t, short, void *);
-void	 link_dispatch(struct conn *, const Dynprof__V1__AgentMessage *);
-void	 link_sub_remove(struct sub *);
-
 /*
  * A window asked for (by the admin API, a rule), before the job's steps
  * resolve it: its steps, ranks, output directory and options.
@@ -133,6 +126,10 @@ size_t	 schedule_rank_index_after(struct rank **, size_t, int64_t);
 int	 schedule_rank_state(struct coord *, const struct rank *,
 	    struct ranks_memo *);
 const char	*schedule_rank_state_name(int);
+
+/* intake.c */
+int	 intake_begin(struct coord *);
+void	 intake_flush(struct coord *);
 
 /* jobs.c */
 void	 jobs_reap(struct coord *, uint64_t);

@@ -806,6 +806,7 @@ schedule_flush_ranks(struct coord *c)
 			any = 1;
 	if (!any)
 		return;
+	intake_flush(c);
 	if (store_begin(c->store) == -1)
 		return;
 	TAILQ_FOREACH(job, &c->jobs, entry) {
@@ -849,7 +850,10 @@ schedule_compact_jobs(struct coord *c)
 		if (store_compact_due(c->store, job->name))
 			break;
 	}
-	if (job == NULL || store_begin(c->store) == -1)
+	if (job == NULL)
+		return;
+	intake_flush(c);
+	if (store_begin(c->store) == -1)
 		return;
 	if (store_compact_begin(c->store, job->name) == -1)
 		goto fail;

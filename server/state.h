@@ -519,6 +519,9 @@ struct coord_hooks {
 	void	(*events_published)(struct coord *);
 	/* Memory holds what the store may not have (a commit failed). */
 	void	(*model_unsure)(struct coord *);
+	/* The open batch of events is ended (intake_flush()): its rows
+	 * stored, committed, its agents acknowledged once committed. */
+	void	(*events_commit)(struct coord *);
 	/* A change a waiter made is committed (rc 0) or not (-1): its held
 	 * answer (cc->held) may be sent. */
 	void	(*committed)(struct coord *, struct change_commit *, int);

@@ -1,8 +1,8 @@
 /*
  * What every backend of the store shares: the transaction a change opens and
  * the batch of agents' events that stays open across reads
- * (store_batch_begin()), finished by its own function before any other
- * transaction.  The rows themselves go to the backend: SQLite
+ * (store_batch_begin()) until its owner ends it (store_batch_end()), before
+ * any other transaction.  The rows themselves go to the backend: SQLite
  * (store_sqlite.c) or etcd (store_etcd.c).
  */
 
@@ -11,14 +11,14 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "log.h"
 #include "store.h"
 
 struct store {
 	const struct store_backend	*be;
 	void				*impl;
 	int				 in_tx;
-	void				(*batch_done)(void *);	/* a batch is open */
-	void				*batch_arg;
+	int				 batch;		/* in_tx is a batch's */
 };
 
 /* Wraps a backend's open store.  Returns NULL out of memory. */
@@ -63,13 +63,16 @@ store_load(struct store *s, const struct store_loader *l)
 }
 
 /*
- * Starts a transaction, after finishing an open event batch: a change never
- * joins one.
+ * Starts a transaction.  Refused (-1) while an event batch is open: a change
+ * never joins one, its owner ends it first (intake_flush()).
  */
 int
 store_begin(struct store *s)
 {
-	store_flush(s);
+	if (s->batch) {
+		log_warnx("%s: an event batch is open", __func__);
+		return (-1);
+	}
 	if (s->in_tx)
 		return (0);
 	if (s->be->begin(s->impl) == -1)
@@ -88,7 +91,7 @@ store_commit(struct store *s)
 		store_rollback(s);
 		return (-1);
 	}
-	s->in_tx = 0;
+	s->in_tx = s->batch = 0;
 	return (0);
 }
 
@@ -114,7 +117,7 @@ store_commit_async(struct store *s, void (*done)(void *, int), void *arg)
 		store_rollback(s);
 		return (-1);
 	}
-	s->in_tx = 0;
+	s->in_tx = s->batch = 0;
 	return (0);
 }
 
@@ -180,23 +183,22 @@ store_rollback(struct store *s)
 	if (!s->in_tx)
 		return;
 	s->be->rollback(s->impl);
-	s->in_tx = 0;
+	s->in_tx = s->batch = 0;
 }
 
 /*
  * Opens a batch of event writes: a transaction that stays open across reads
- * until done(arg) finishes it (stores what the batch changed and commits), at
- * store_flush() or the next store_begin().  Returns 0 or -1.
+ * until its owner ends it (store_batch_end()) and commits it.  Joins the open
+ * batch if there is one.  Returns 0 or -1.
  */
 int
-store_batch_begin(struct store *s, void (*done)(void *), void *arg)
+store_batch_begin(struct store *s)
 {
-	if (s->batch_done != NULL)
+	if (s->batch)
 		return (0);
 	if (store_begin(s) == -1)
 		return (-1);
-	s->batch_done = done;
-	s->batch_arg = arg;
+	s->batch = 1;
 	return (0);
 }
 
@@ -204,7 +206,7 @@ store_batch_begin(struct store *s, void (*done)(void *), void *arg)
 int
 store_batch_open(const struct store *s)
 {
-	return (s->batch_done != NULL);
+	return (s != NULL && s->batch);
 }
 
 /*
@@ -215,23 +217,17 @@ store_batch_open(const struct store *s)
 int
 store_batch_full(const struct store *s)
 {
-	return (s->batch_done != NULL && s->be->full != NULL &&
-	    s->be->full(s->impl));
+	return (s->batch && s->be->full != NULL && s->be->full(s->impl));
 }
 
-/* Finishes the open event batch, if any: its function commits it.  A NULL
- * store (one that failed to open) has none. */
+/*
+ * Ends the open event batch: its transaction, still open, is the caller's to
+ * commit or roll back; store_begin() takes a new one.
+ */
 void
-store_flush(struct store *s)
+store_batch_end(struct store *s)
 {
-	void	(*done)(void *);
-
-	if (s == NULL || (done = s->batch_done) == NULL)
-		return;
-	s->batch_done = NULL;
-	done(s->batch_arg);
-	/* Whatever it did, the batch's transaction is over. */
-	store_rollback(s);
+	s->batch = 0;
 }
 
 /*

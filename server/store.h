@@ -13,10 +13,12 @@
  * an acknowledgement, a push) waits for its done function.  Commits land
  * in the order they were made.
  *
- * The agents' events are written in batches: store_batch_begin() opens one
- * and names the function that finishes it (stores what the batch changed,
- * commits, acknowledges).  store_flush() finishes an open batch, and
- * store_begin() does so first, so that a change never joins a batch.
+ * The agents' events are written in batches: store_batch_begin() opens one, a
+ * transaction that stays open across reads; store_batch_end() closes it, its
+ * transaction then the caller's to commit or roll back.  The store calls
+ * nobody back to finish it: the model's event intake does (intake.c, its one
+ * commit point).  store_begin() refuses while a batch is open, so that a
+ * change never joins one.
  */
 
 #ifndef DYNPROF_STORE_H
@@ -191,10 +193,10 @@ int		 store_compact_due(const struct store *, const char *);
 int		 store_compact_begin(struct store *, const char *);
 int		 store_compact_end(struct store *, const char *);
 void		 store_rollback(struct store *);
-int		 store_batch_begin(struct store *, void (*)(void *), void *);
+int		 store_batch_begin(struct store *);
 int		 store_batch_open(const struct store *);
 int		 store_batch_full(const struct store *);
-void		 store_flush(struct store *);
+void		 store_batch_end(struct store *);
 int		 store_put_generation(struct store *, uint64_t);
 int		 store_put_job(struct store *, const struct store_job *);
 int		 store_put_window(struct store *, const struct store_window *);

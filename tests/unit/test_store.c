@@ -453,28 +453,11 @@ test_rollback_forget(void **state)
 	assert_int_equal(l.events, 1);
 }
 
-static int	 batch_done_calls;
-
-/* Finishes a test batch: commits it. */
-static void
-batch_done(void *arg)
-{
-	batch_done_calls++;
-	assert_int_equal(store_commit(arg), 0);
-}
-
-/* Finishes a test batch without committing it. */
-static void
-batch_dropped(void *arg)
-{
-	(void)arg;
-	batch_done_calls++;
-}
-
 /*
- * An event batch stays open across writes until store_flush() or the next
- * store_begin() finishes it through its own function, once; a batch its
- * function did not commit is rolled back.
+ * An event batch stays open across writes until its owner ends it
+ * (store_batch_end()) and commits it: the store calls nobody back, and a
+ * change's transaction is refused while a batch is open (it would join it).
+ * A batch ended and rolled back is gone.
  */
 static void
 test_batch(void **state)
@@ -484,33 +467,32 @@ test_batch(void **state)
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STOPPED,
 	    1, 20, 21 };
 
-	batch_done_calls = 0;
 	assert_false(store_batch_open(f->s));
-	store_flush(f->s);
-	assert_int_equal(batch_done_calls, 0);
-	assert_int_equal(store_batch_begin(f->s, batch_done, f->s), 0);
+	assert_int_equal(store_batch_begin(f->s), 0);
 	assert_true(store_batch_open(f->s));
 	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL, 0), 1);
 	/* A second begin joins the open batch. */
-	assert_int_equal(store_batch_begin(f->s, batch_done, f->s), 0);
-	/* A change's transaction finishes the batch first. */
-	assert_int_equal(store_begin(f->s), 0);
-	assert_int_equal(batch_done_calls, 1);
+	assert_int_equal(store_batch_begin(f->s), 0);
+	/* A change's transaction waits for the batch's end. */
+	assert_int_equal(store_begin(f->s), -1);
+	assert_true(store_batch_open(f->s));
+	store_batch_end(f->s);
 	assert_false(store_batch_open(f->s));
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(store_begin(f->s), 0);
 	assert_int_equal(store_put_generation(f->s, 3), 0);
 	assert_int_equal(store_commit(f->s), 0);
 	load(f->s, &l);
 	assert_int_equal(l.events, 1);
 	assert_int_equal(l.generation, 3);
 
-	/* Not committed by its function: rolled back. */
+	/* Ended and rolled back: gone. */
 	ev.window_id = 2;
-	assert_int_equal(store_batch_begin(f->s, batch_dropped, f->s), 0);
+	assert_int_equal(store_batch_begin(f->s), 0);
 	assert_int_equal(store_put_event(f->s, "J", 0, &ev, "n0", NULL, 0), 1);
-	store_flush(f->s);
-	assert_int_equal(batch_done_calls, 2);
-	store_flush(f->s);
-	assert_int_equal(batch_done_calls, 2);
+	store_batch_end(f->s);
+	store_rollback(f->s);
+	assert_false(store_batch_open(f->s));
 	load(f->s, &l);
 	assert_int_equal(l.events, 1);
 }
