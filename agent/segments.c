@@ -138,6 +138,8 @@ segments_claim(void *arg)
 	    memory_order_relaxed);
 	atomic_store_explicit(&j->seg.hdr->agent_pid, (int32_t)getpid(),
 	    memory_order_relaxed);
+	/* Its ranks keep it from now on (it holds its shared lock). */
+	atomic_store(&j->seg.hdr->served, 1);
 	return (0);
 }
 
@@ -218,7 +220,7 @@ segments_create(struct agent *a, struct agent_job *j, struct seg_dir *sd,
 		return (SEGMENTS_OVER_BUDGET);
 	}
 	rc = segment_open_at(&j->seg, sd->fd, sd->path, job, SEG_KEEPFD |
-	    SEG_ONLYUID | SEG_CREATE, a->opts.shm_mode, geteuid());
+	    SEG_USE | SEG_ONLYUID | SEG_CREATE, a->opts.shm_mode, geteuid());
 	j->created = rc == SEG_OK;
 	return (rc);
 }
@@ -263,7 +265,7 @@ segments_get_uid(struct agent *a, uid_t uid, const char *job, int create)
 	 * for uid's ranks.  Not root, the agent opens only what uid shared with
 	 * its group (--shm-mode 0660).
 	 */
-	flags = SEG_KEEPFD | SEG_ONLYUID;
+	flags = SEG_KEEPFD | SEG_USE | SEG_ONLYUID;
 	if (rc == SEG_OK) {
 		rc = segment_open_at(&j->seg, sd.fd, sd.path, job, flags,
 		    a->opts.shm_mode, uid);

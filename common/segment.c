@@ -294,6 +294,29 @@ segment_refused(int dfd, const char *name, int flags, uid_t trusted)
 }
 
 /*
+ * Takes a user's shared lock on the segment fd (st: its fstat), the name in
+ * dfd still naming it.  The last user holds the exclusive lock only while it
+ * removes the file (segment_close_last()): waited for a bounded time (200 ms),
+ * and once the file is gone, SEG_ENOENT, so that the caller makes a new one.
+ */
+static int
+segment_use(int fd, int dfd, const char *name, const struct stat *st)
+{
+	struct stat	 now;
+	int		 tries;
+
+	for (tries = 0; flock(fd, LOCK_SH | LOCK_NB) == -1; tries++) {
+		if ((errno != EWOULDBLOCK && errno != EINTR) || tries == 200)
+			return (SEG_ESYS);
+		usleep(1000);
+	}
+	if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+		return (SEG_ENOENT);
+	return (SEG_OK);
+}
+
+/*
  * Maps the existing segment name in the directory dfd: the file must pass the
  * ownership rule, its header (read with pread(), never through the mapping)
  * must pass the checks, and the checked copy goes into seg.
@@ -335,11 +358,14 @@ segment_map(struct segment *seg, int dfd, const char *name, int flags,
 	if ((rc = segment_check_header(hbuf, (size_t)n, (uint64_t)st.st_size,
 	    &lay)) != SEG_OK)
 		goto fail;
+	if ((flags & SEG_USE) && (rc = segment_use(fd, dfd, name, &st)) !=
+	    SEG_OK)
+		goto fail;
 	base = mmap(NULL, (size_t)st.st_size, rdonly ? PROT_READ :
 	    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto fail_errno;
-	if (flags & SEG_KEEPFD)
+	if (flags & (SEG_KEEPFD | SEG_USE))
 		seg->fd = fd;
 	else
 		close(fd);
@@ -560,13 +586,45 @@ segment_close(struct segment *seg)
 {
 	if (seg->hdr != NULL)
 		munmap(seg->hdr, seg->size);
-	if ((seg->flags & SEG_KEEPFD) && seg->fd != -1)
+	if ((seg->flags & (SEG_KEEPFD | SEG_USE)) && seg->fd != -1)
 		close(seg->fd);
 	seg->fd = -1;
 	seg->hdr = NULL;
 	seg->config = NULL;
 	seg->slots = NULL;
 	seg->size = 0;
+}
+
+/*
+ * Removes the file of a user's segment (SEG_USE) when this user is its last
+ * and no agent ever served it: nobody else holds the shared lock (an agent
+ * serving it holds one too), the header says no agent served it (an agent
+ * restarting adopts a segment it served, with the events in its slots' logs),
+ * and the name still names the file.  The mapping stays; the caller is done
+ * with the segment (its shared lock is gone, even if the file stays).  A rank
+ * run where no agent is leaves nothing in the directory.  Returns 1 if it
+ * removed the file.
+ */
+int
+segment_unlink_unused(struct segment *seg)
+{
+	struct stat	 now;
+
+	if (!(seg->flags & SEG_USE) || seg->fd == -1 || seg->hdr == NULL ||
+	    atomic_load(&seg->hdr->served) != 0)
+		return (0);
+	/* Another user's shared lock refuses it (this one's is dropped). */
+	if (flock(seg->fd, LOCK_EX | LOCK_NB) == -1)
+		return (0);
+	/* An agent sets served holding its shared lock: not since. */
+	if (atomic_load(&seg->hdr->served) != 0 ||
+	    stat(seg->path, &now) == -1 || now.st_dev != seg->dev ||
+	    now.st_ino != seg->ino || unlink(seg->path) == -1) {
+		(void)flock(seg->fd, LOCK_UN);
+		return (0);
+	}
+	(void)flock(seg->fd, LOCK_UN);
+	return (1);
 }
 
 /* Removes the segment file of job in dir, this process's uid's. */

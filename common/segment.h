@@ -37,7 +37,7 @@
 #include "labels.h"
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		8	/* bump when the layout changes */
+#define SEG_VERSION		9	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -248,7 +248,10 @@ struct seg_header {
 	_Atomic uint32_t seq;			/* config seqlock, odd while writing */
 	_Atomic int32_t	 agent_pid;		/* the agent serving the segment, 0: none */
 	_Atomic uint64_t generation;		/* copy of config.generation, for display */
-	char		 pad2[48];		/* to a multiple of 64 bytes */
+	_Atomic uint32_t served;		/* 1 once an agent served it: its
+						 * last rank keeps it (the agent
+						 * removes it when the job is over) */
+	char		 pad2[44];		/* to a multiple of 64 bytes */
 };
 
 /* The layout is shared between processes and compilers: pin it down. */
@@ -354,6 +357,10 @@ struct seg_dir {
 				   still refused */
 #define SEG_ONLYUID	0x10	/* trust only the uid given (the agent,
 				   serving a segment as its owner's) */
+#define SEG_USE		0x20	/* a user (a rank, the agent serving it):
+				   holds a shared flock on the file while it
+				   maps it (implies SEG_KEEPFD), so that the
+				   last one knows it is (segment_close_last()) */
 
 /* segment_open_trusting(): no uid trusted besides the caller's and root. */
 #define SEG_NOUID	((uid_t)-1)
@@ -382,6 +389,7 @@ int	 segment_open_at(struct segment *, int, const char *, const char *, int,
 int	 segment_open_uid(struct segment *, const char *, uid_t, const char *,
 	    int, mode_t, uid_t);
 void	 segment_close(struct segment *);
+int	 segment_unlink_unused(struct segment *);
 int	 segment_unlink(const char *, const char *);
 int	 segment_validate(const void *, size_t);
 int	 segment_check(const void *, size_t, struct seg_layout *);

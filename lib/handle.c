@@ -339,6 +339,8 @@ handle_atexit(void)
 		if (h == NULL)
 			break;
 		handle_finish(h);
+		/* A segment no agent served goes with its last rank. */
+		(void)segment_unlink_unused(&h->seg);
 	}
 }
 
@@ -449,8 +451,8 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	}
 	if ((rc = handle_segment_dir(h, dir, job, mode, &sd)) != SEG_OK)
 		goto fail;
-	rc = segment_open_at(&h->seg, sd.fd, sd.path, job, SEG_CREATE, mode,
-	    agent_uid);
+	rc = segment_open_at(&h->seg, sd.fd, sd.path, job, SEG_CREATE | SEG_USE,
+	    mode, agent_uid);
 	close(sd.fd);
 	if (rc != SEG_OK) {
 		handle_log_segment(h, h->seg.path[0] != '\0' ? h->seg.path : job,
@@ -514,8 +516,11 @@ dynprof_close(dynprof_t *h)
 		}
 	}
 	pthread_mutex_unlock(&handle_lock);
-	if (h->pid == getpid())
+	/* Only the process that opened it: a forked child shares its lock. */
+	if (h->pid == getpid()) {
 		handle_finish(h);
+		(void)segment_unlink_unused(&h->seg);
+	}
 	handle_free(h);
 }
 

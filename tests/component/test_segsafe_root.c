@@ -148,8 +148,9 @@ open_in_child_as(struct t *t, const char *job, uid_t uid, gid_t gid)
 		rc = dynprof_open(&p, &h);
 		if (rc == DYNPROF_ESYS && errno == ENOSPC)
 			_exit(99);
-		if (rc == DYNPROF_OK)
-			dynprof_close(h);
+		/* Not closed: a segment no agent served would go with its
+		 * last rank, and the tests look at what the open made. */
+		(void)h;
 		_exit(100 - rc);
 	}
 	assert_true(pid > 0);

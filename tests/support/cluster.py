@@ -527,7 +527,7 @@ class Cluster:
                 "%s (%s)" % (p.name, p.p.returncode) for p in bad))
 
 
-# struct seg_header / struct seg_slot (common/segment.h), SEG_VERSION 8: what a
+# struct seg_header / struct seg_slot (common/segment.h), SEG_VERSION 9: what a
 # test reads of a segment, as the rank wrote it (not as an agent reported it).
 HDR_SLOTS_OFFSET = 32           # slots_offset, slot_size, nslots
 SLOT_PID, SLOT_STEP, SLOT_RANK, SLOT_STATE, SLOT_PIDNS = 0, 8, 16, 20, 1400

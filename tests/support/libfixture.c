@@ -18,8 +18,11 @@ lf_setup(void **state)
 	f = calloc(1, sizeof(*f));
 	if (f == NULL || (f->dir = tl_tmpdir()) == NULL)
 		return (-1);
-	if (segment_open(&f->agent, f->dir, "job", SEG_CREATE, 0600) != SEG_OK)
+	/* An agent serving it: its ranks' closes keep the file. */
+	if (segment_open(&f->agent, f->dir, "job", SEG_CREATE | SEG_USE,
+	    0600) != SEG_OK)
 		return (-1);
+	atomic_store(&f->agent.hdr->served, 1);
 	*state = f;
 	return (0);
 }

@@ -8,11 +8,12 @@ writes the config part, under the header's seqlock; this does the same.
 """
 
 import ctypes
+import fcntl
 import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 8
+SEG_VERSION = 9
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -138,7 +139,8 @@ class SegHeader(ctypes.Structure):
         ("seq", ctypes.c_uint32),
         ("agent_pid", ctypes.c_int32),
         ("generation", ctypes.c_uint64),
-        ("pad2", ctypes.c_char * 48),
+        ("served", ctypes.c_uint32),
+        ("pad2", ctypes.c_char * 44),
     ]
 
 
@@ -147,12 +149,13 @@ class Segment:
 
     def __init__(self, shm_dir, job):
         self.path = os.path.join(shm_dir, "dynprof." + job)
-        fd = os.open(self.path, os.O_RDWR)
-        try:
-            self.map = mmap.mmap(fd, 0)
-        finally:
-            os.close(fd)
+        # As an agent serving it: a user's shared lock held while mapped and
+        # the segment marked served, so that its ranks' closes keep the file.
+        self.fd = os.open(self.path, os.O_RDWR)
+        fcntl.flock(self.fd, fcntl.LOCK_SH)
+        self.map = mmap.mmap(self.fd, 0)
         self.hdr = SegHeader.from_buffer(self.map, 0)
+        self.hdr.served = 1
         self.check_layout()
         self.config = SegConfig.from_buffer(self.map, self.hdr.config_offset)
 
@@ -220,6 +223,7 @@ class Segment:
         return c.generation
 
     def close(self):
+        os.close(self.fd)
         del self.hdr, self.config
         try:
             self.map.close()
