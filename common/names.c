@@ -30,6 +30,8 @@ static const char *const names_event_kinds[] = {
 	[DYNPROF__V1__EVENT_KIND__EVENT_DETACHED] = "detached",
 	[DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED] = "observed",
 	[DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE] = "observed_complete",
+	[DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED] = "collected",
+	[DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED] = "collect_failed",
 };
 
 /* Entry i of a table of n names, or "unknown" where it has none. */

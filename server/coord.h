@@ -8,7 +8,8 @@
  *	http.h		the admin API: http.c (listener, routing, answers),
  *			http_routes.c (the route table), http_hold.c (answers
  *			held for their commit), http_jobs.c, http_rules.c,
- *			http_ranks.c, http_events.c, http_ui.c (resources),
+ *			http_ranks.c, http_events.c, http_ui.c, http_traces.c
+ *			(resources),
  *			stream.c (answers written as they are produced)
  *	metrics.h	metrics.c: counters and the /metrics text
  *	link.h		AgentLink: link.c (the listener, one struct conn per
@@ -22,6 +23,7 @@
  *			events taken in), straggler.c, busy.c,
  *			arrive.c, median.c, rules.c, journal.c, journal_load.c,
  *			legacy.c, summary.c, load.c, select.c, valid.c,
+ *			traces.c (each job's collected traces),
  *			options.c, refusal.c (refusal.h: the model's error)
  *	state.h		the types every layer shares, struct coord among them
  *	store.h		the store: store.c, store_sqlite.c, store_etcd*.c,

@@ -56,6 +56,8 @@ void	 http_get_job(struct coord *, struct evhttp_request *, const char *);
 void	 http_get_config(struct coord *, struct evhttp_request *, const char *);
 void	 http_post_window(struct coord *, struct evhttp_request *,
 	    const char *);
+int	 http_window_id(struct coord *, struct evhttp_request *, const char *,
+	    uint32_t *);
 void	 http_delete_window(struct coord *, struct evhttp_request *,
 	    const char *, const char *);
 void	 http_put_config(struct coord *, struct evhttp_request *,
@@ -105,6 +107,10 @@ extern const struct ui_file ui_files[];
 void	 http_ui_route(struct coord *, struct evhttp_request *, const char *);
 void	 http_get_job_nodes(struct coord *, struct evhttp_request *,
 	    const char *);
+
+/* http_traces.c */
+void	 http_get_traces(struct coord *, struct evhttp_request *,
+	    const char *, const char *);
 
 /* http_rules.c */
 void	 http_get_stragglers(struct coord *, struct evhttp_request *,

@@ -307,18 +307,11 @@ http_delete_window(struct coord *c, struct evhttp_request *req,
 	struct job	*job;
 	struct refusal	 ref;
 	json_t		*reply;
-	char		*end;
-	unsigned long	 id;
+	uint32_t	 id;
 
-	errno = 0;
-	id = strtoul(idstr, &end, 10);
-	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
-	    id == 0 || id > UINT32_MAX) {
-		http_error(c, req, 400, "id", "window id must be a positive "
-		    "integer");
+	if (http_window_id(c, req, idstr, &id) == -1)
 		return;
-	}
-	if (change_window_cancel(c, name, (uint32_t)id, &job, &ref) == -1) {
+	if (change_window_cancel(c, name, id, &job, &ref) == -1) {
 		http_refused(c, req, &ref);
 		return;
 	}
@@ -328,6 +321,26 @@ http_delete_window(struct coord *c, struct evhttp_request *req,
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
 	http_reply(c, req, 200, reply);
+}
+
+/* Reads a window id of a path into *id, else answers 400.  Returns 0 or -1. */
+int
+http_window_id(struct coord *c, struct evhttp_request *req, const char *idstr,
+    uint32_t *id)
+{
+	unsigned long	 v;
+	char		*end;
+
+	errno = 0;
+	v = strtoul(idstr, &end, 10);
+	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
+	    v == 0 || v > UINT32_MAX) {
+		http_error(c, req, 400, "id", "window id must be a positive "
+		    "integer");
+		return (-1);
+	}
+	*id = (uint32_t)v;
+	return (0);
 }
 
 /*

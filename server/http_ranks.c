@@ -88,6 +88,29 @@ ranks_json_time(struct evbuffer *buf, int64_t ns)
 	evbuffer_add_printf(buf, "\"%s\"", t);
 }
 
+/* Adds the rank's latest trace collection to buf, if it has one. */
+static void
+ranks_write_trace(struct evbuffer *buf, const struct rank *r)
+{
+	const struct trace_rec	*x;
+
+	if (r->trace_window == 0 ||
+	    (x = traces_find(r->job, r->trace_window, r->rank)) == NULL)
+		return;
+	evbuffer_add_printf(buf, ",\"trace\":{\"window\":%" PRIu32
+	    ",\"state\":\"%s\"", x->window_id, names_event_kind(x->kind));
+	if (x->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED) {
+		evbuffer_add(buf, ",\"location\":", 12);
+		ranks_json_string(buf, x->where);
+		evbuffer_add_printf(buf, ",\"size\":%" PRIu64 ",\"sha256\":"
+		    "\"%s\"}", x->size, x->sha256);
+	} else {
+		evbuffer_add(buf, ",\"error\":", 9);
+		ranks_json_string(buf, x->where);
+		evbuffer_add(buf, "}", 1);
+	}
+}
+
 /*
  * Adds ,"labels":{...} to buf for canonical labels (NULL: {}): their bytes
  * need no escaping (common/labels.h).
@@ -152,6 +175,7 @@ ranks_write(struct evbuffer *buf, const struct rank *r, int state)
 		evbuffer_add(buf, ",\"error\":", 9);
 		ranks_json_string(buf, r->error);
 	}
+	ranks_write_trace(buf, r);
 	evbuffer_add(buf, ",\"events\":[", 11);
 	i = r->nevents > COORD_RANK_EVENTS_MAX ?
 	    r->nevents - COORD_RANK_EVENTS_MAX : 0;

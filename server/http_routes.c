@@ -72,6 +72,8 @@ const struct http_route http_routes[] = {
 	    .h1 = http_post_window },
 	{ DELETE, "/v1/jobs/{job}/windows/{id}", OPERATOR, 0, NULL,
 	    .h2 = http_delete_window },
+	{ GET, "/v1/jobs/{job}/windows/{id}/traces", VIEWER, 0, NULL,
+	    .h2 = http_get_traces },
 	{ GET, "/v1/jobs/{job}/nodes", VIEWER, 0, NULL,
 	    .h1 = http_get_job_nodes },
 	{ GET, "/v1/jobs/{job}/stragglers", VIEWER, 0, NULL,

@@ -130,6 +130,7 @@ jobs_free(struct coord *c, struct job *job)
 	options_clear(&job->defaults);
 	straggler_job_free(job);
 	rules_free(job->rules);
+	traces_free(job);
 	free(job->config_json);
 	free(job->rank_hash);
 	free(job->by_rank);

@@ -203,7 +203,7 @@ load_rank(void *arg, const struct store_rank *row)
 /* Takes an event of a rank of a known job, into its history. */
 static int
 load_event(void *arg, const char *name, int32_t rank,
-    const struct rank_event *ev)
+    const struct rank_event *ev, const char *node, const char *detail)
 {
 	struct load	*ld = arg;
 	struct job	*job;
@@ -214,8 +214,16 @@ load_event(void *arg, const char *name, int32_t rank,
 		return (load_refused(ld, "events", name, rank, &ref));
 	if ((job = schedule_job_find(ld->c, name)) == NULL)
 		return (0);
-	if ((r = schedule_rank_take(ld->c, job, rank, NULL)) != NULL)
-		schedule_rank_add_event(ld->c, r, ev, NULL);
+	if ((r = schedule_rank_take(ld->c, job, rank, NULL)) == NULL ||
+	    schedule_rank_add_event(ld->c, r, ev, NULL) == -1)
+		return (0);
+	/* A collection's record comes back from its detail (traces.c). */
+	if ((ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
+	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED) &&
+	    traces_note(ld->c, job, r, ev->window_id, ev->kind, node,
+	    ev->time_ns, detail) == -1)
+		return (load_bad(ld, "events", name, "a collected trace's "
+		    "detail does not read"));
 	return (0);
 }
 

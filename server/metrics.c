@@ -277,7 +277,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_events_total Rank events received, by kind.\n"
 	    "# TYPE dynprof_events_total counter\n");
-	for (i = 1; i <= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE; i++)
+	for (i = 1; i <= EVENT_KIND_LAST; i++)
 		evbuffer_add_printf(buf,
 		    "dynprof_events_total{kind=\"%s\"} %llu\n",
 		    names_event_kind(i),

@@ -116,6 +116,7 @@ uint32_t schedule_job_ranks_alive(const struct coord *, const struct job *);
 /* Past the RankStates: a rank on a lost node. */
 #define RANKS_STATE_LAST	DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE
 #define RANKS_STATE_UNKNOWN	(RANKS_STATE_LAST + 1)
+#define EVENT_KIND_LAST	DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED
 /* The last node whose state schedule_rank_state() looked up. */
 struct ranks_memo {
 	char		 node[COORD_NODE_MAX];
@@ -247,6 +248,50 @@ size_t	 arrive_rank_take(struct rank_arrive *, const int64_t *,
 void	 arrive_job_reset(struct arrive_job *);
 int	 arrive_judge(struct arrive_job *, const struct arrive_rank *, size_t,
 	    int, uint32_t);
+
+/* traces.c */
+#define TRACES_PER_JOB_MAX	1048576	/* records a job keeps */
+#define TRACES_WHERE_MAX	1024	/* an archive's location */
+/* A rank's trace for a window, as its agent reported it. */
+struct trace_rec {
+	uint32_t	 window_id;
+	int32_t		 rank;
+	int		 kind;			/* EVENT_COLLECTED or
+						 * EVENT_COLLECT_FAILED */
+	uint64_t	 size;			/* collected: the archive's */
+	char		 sha256[65];		/* collected: lowercase hex */
+	char		 node[COORD_NODE_MAX];	/* whose agent collected it */
+	int64_t		 time_ns;
+	char		*where;			/* collected: the archive's
+						 * location; failed: why */
+};
+/* What traces_list() is asked. */
+struct traces_query {
+	const char	*job;
+	uint32_t	 window;
+};
+/* A rank of the index: its record, or (rec NULL) it stopped, still pending. */
+struct traces_entry {
+	int32_t			 rank;
+	const struct trace_rec	*rec;
+	const char		*node;		/* pending: its node */
+};
+struct traces_list {
+	struct traces_entry	*entries;	/* by rank */
+	size_t			 n;
+	size_t			 collected, failed, pending;
+};
+int	 traces_event_detail(int, uint64_t, const char *, const char *,
+	    const char *, char *, size_t, const char **);
+const struct trace_rec *traces_find(const struct job *, uint32_t, int32_t);
+int	 traces_note(struct coord *, struct job *, struct rank *, uint32_t,
+	    int, const char *, int64_t, const char *);
+const char *traces_detail(const struct job *, int32_t, uint32_t, int, char *,
+	    size_t);
+int	 traces_list(struct coord *, const struct traces_query *,
+	    struct traces_list *, struct refusal *);
+void	 traces_list_free(struct traces_list *);
+void	 traces_free(struct job *);
 
 /* straggler.c */
 #define STRAGGLER_LAG		1	/* step behind the median by > lag */

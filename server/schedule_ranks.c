@@ -366,20 +366,32 @@ schedule_apply_event(struct coord *c, struct node *node,
 	const char		*why, *detail = NULL;
 	char			 errbuf[COORD_EVENT_TEXT_MAX];
 	int64_t			 uid = ev->uid_known ? (int64_t)ev->uid : -1;
-	int			 kind = ev->kind, rc;
+	int			 kind = ev->kind, rc, collect;
 
 	if (!jobid_valid(ev->job, &why) || ev->rank < 0) {
 		log_warnx("%s: event from %s: %s", __func__, node->name,
 		    ev->rank < 0 ? "negative rank" : why);
 		return (0);
 	}
-	if (kind <= 0 || kind > DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE) {
+	if (kind <= 0 || kind > EVENT_KIND_LAST) {
 		log_warnx("%s: event from %s: unknown kind %d", __func__,
 		    node->name, kind);
 		return (0);
 	}
+	/* The agent's own word on a rank's trace (traces.c). */
+	collect = kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
+	    kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED;
+	if (collect && (ev->window_id == 0 || traces_event_detail(kind,
+	    ev->trace_size, ev->trace_sha256, ev->output_dir, ev->error,
+	    errbuf, sizeof(errbuf), &why) == -1)) {
+		c->metrics.events_refused++;
+		log_warnx("%s: event for job %s rank %d from %s: %s: dropped",
+		    __func__, ev->job, ev->rank, node->name,
+		    ev->window_id == 0 ? "a collection of no window" : why);
+		return (0);
+	}
 	/* Only an agent that serves the job as legacy makes these up. */
-	if (kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED &&
+	if (!collect && kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED &&
 	    !legacy_known(c, node->name, ev->job)) {
 		c->metrics.events_refused++;
 		log_warnx("%s: observed event for job %s from %s, which "
@@ -391,7 +403,8 @@ schedule_apply_event(struct coord *c, struct node *node,
 	    (r = schedule_rank_take(c, job, ev->rank, node)) == NULL)
 		return (0);
 	/* A rank that reports for itself wins over a directory's word. */
-	if (kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED && r->native) {
+	if (!collect && kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED &&
+	    r->native) {
 		c->metrics.events_refused++;
 		log_warnx("%s: observed event for job %s rank %d from %s, a "
 		    "rank its own process reports: dropped", __func__,
@@ -457,13 +470,18 @@ schedule_apply_event(struct coord *c, struct node *node,
 		else if (kind == DYNPROF__V1__EVENT_KIND__EVENT_FAILED &&
 		    ev->error != NULL)
 			detail = schedule_cut_error(c, node, ev, errbuf);
+		else if (collect)
+			detail = errbuf;	/* traces_event_detail()'s */
 		rc = store_put_event(c->store, job->name, r->rank, &re,
 		    node->name, detail, journal_next_revision(c));
 		if (rc == -1) {
 			r->nevents--;
 			return (-1);
 		}
-		if (kind != DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
+		if (collect)
+			(void)traces_note(c, job, r, ev->window_id, kind,
+			    node->name, re.time_ns, detail);
+		else if (kind != DYNPROF__V1__EVENT_KIND__EVENT_STARTED)
 			job->windows_dirty = 1;
 		if (rc == 0) {
 			c->metrics.events_dup++;
@@ -845,6 +863,7 @@ schedule_compact_jobs(struct coord *c)
 	struct rank	*r;
 	struct store_journal floor;
 	size_t		 i, nevents = 0;
+	char		 detail[COORD_EVENT_TEXT_MAX];
 
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if (store_compact_due(c->store, job->name))
@@ -861,8 +880,11 @@ schedule_compact_jobs(struct coord *c)
 		if (schedule_store_rank(c, r) == -1)
 			goto fail;
 		for (i = 0; i < r->nevents; i++, nevents++) {
+			/* Only a collection's detail is kept in memory. */
 			if (store_put_event(c->store, job->name, r->rank,
-			    &r->events[i], r->node, NULL, 0) == -1)
+			    &r->events[i], r->node, traces_detail(job, r->rank,
+			    r->events[i].window_id, r->events[i].kind, detail,
+			    sizeof(detail)), 0) == -1)
 				goto fail;
 		}
 	}

@@ -276,6 +276,8 @@ struct rank {
 						 * reported by it, not gone */
 	struct rank_busy	 busy;		/* straggler.c, busy.c */
 	struct rank_arrive	*arrive;	/* NULL: none (arrive.c) */
+	uint32_t		 trace_window;	/* traces.c: its latest
+						 * collection's window, 0 none */
 	struct job		*job;
 	LIST_ENTRY(rank)	 hentry;
 	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
@@ -327,6 +329,7 @@ struct job {
 	int			 windows_dirty;	/* a window may have ended */
 	struct straggler	*strag;		/* straggler.c, NULL: none yet */
 	struct rules		*rules;		/* rules.c, NULL: none */
+	struct traces		*traces;	/* traces.c, NULL: none yet */
 	TAILQ_ENTRY(job)	 entry;
 };
 TAILQ_HEAD(jobq, job);

@@ -126,8 +126,10 @@ struct store_loader {
 	int	(*job)(void *, const struct store_job *);
 	int	(*window)(void *, const struct store_window *);
 	int	(*rank)(void *, const struct store_rank *);
+	/* The node and detail only of a trace's collection (the others'
+	 * are not kept in memory): NULL for every other kind. */
 	int	(*event)(void *, const char *, int32_t,
-		    const struct rank_event *);
+		    const struct rank_event *, const char *, const char *);
 	int	(*agent)(void *, const char *, uint64_t, uint64_t);
 	/* NULL, or each journal entry the store keeps (in no order). */
 	int	(*journal)(void *, const struct store_journal *);

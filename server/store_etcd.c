@@ -35,6 +35,7 @@
 #include <jansson.h>
 
 #include "clock.h"
+#include "dynprof.pb-c.h"
 #include "etcd.h"
 #include "log.h"
 #include "store.h"
@@ -1124,6 +1125,8 @@ struct es_event {
 	char			*job;
 	int32_t			 rank;
 	struct rank_event	 ev;
+	char			*node;		/* a collection's only */
+	char			*detail;
 };
 
 /* What store_load() reads with. */
@@ -1153,8 +1156,18 @@ es_load_event(struct es_load *ld, const struct store_event_row *r)
 		ld->evs = p;
 		ld->cap = cap;
 	}
+	memset(&ld->evs[ld->nev], 0, sizeof(ld->evs[ld->nev]));
 	if ((ld->evs[ld->nev].job = strdup(r->job)) == NULL)
 		return (-1);
+	if ((r->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
+	    r->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED) &&
+	    ((ld->evs[ld->nev].node = strdup(r->node != NULL ? r->node :
+	    "")) == NULL || (ld->evs[ld->nev].detail = strdup(
+	    r->detail != NULL ? r->detail : "")) == NULL)) {
+		free(ld->evs[ld->nev].job);
+		free(ld->evs[ld->nev].node);
+		return (-1);
+	}
 	ld->evs[ld->nev].rank = r->rank;
 	ld->evs[ld->nev].ev.kind = r->kind;
 	ld->evs[ld->nev].ev.window_id = r->window_id;
@@ -1264,6 +1277,8 @@ es_event_dedupe(struct es_load *ld)
 		    ld->evs[n - 1].ev.window_id == ld->evs[i].ev.window_id &&
 		    ld->evs[n - 1].ev.kind == ld->evs[i].ev.kind) {
 			free(ld->evs[i].job);
+			free(ld->evs[i].node);
+			free(ld->evs[i].detail);
 			continue;
 		}
 		ld->evs[n++] = ld->evs[i];
@@ -1476,9 +1491,11 @@ es_load(void *arg, const struct store_loader *l)
 		if (i % 4096 == 0)
 			es_renew(s->e);
 		if (rc == 0 && l->event(l->arg, ld.evs[i].job, ld.evs[i].rank,
-		    &ld.evs[i].ev) == -1)
+		    &ld.evs[i].ev, ld.evs[i].node, ld.evs[i].detail) == -1)
 			rc = -1;
 		free(ld.evs[i].job);
+		free(ld.evs[i].node);
+		free(ld.evs[i].detail);
 	}
 	free(ld.evs);
 	return (rc);

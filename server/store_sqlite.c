@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "dynprof.pb-c.h"
 #include "log.h"
 #include "store.h"
 
@@ -604,12 +605,13 @@ sqlite_load_events(struct sqlite_store *s, const struct store_loader *l)
 {
 	struct sqlite_row	 r = { NULL, 0 };
 	struct rank_event	 ev;
-	const char		*job;
+	const char		*job, *node, *detail;
 	int32_t			 rank;
+	int			 collect;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, rank, window_id, kind,"
-	    " step, time FROM events ORDER BY job, rank, time", -1, &r.st,
-	    NULL) != SQLITE_OK)
+	    " step, time, node, detail FROM events ORDER BY job, rank, time",
+	    -1, &r.st, NULL) != SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(r.st) == SQLITE_ROW) {
 		r.bad = 0;
@@ -619,8 +621,13 @@ sqlite_load_events(struct sqlite_store *s, const struct store_loader *l)
 		ev.kind = (int)sqlite_int(&r, 3, SQL_I32);
 		ev.step = sqlite_int(&r, 4, SQL_I64);
 		ev.time_ns = sqlite_int(&r, 5, SQL_I64);
+		collect = ev.kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
+		    ev.kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED;
+		node = collect ? sqlite_text(&r, 6) : NULL;
+		detail = collect ? sqlite_text(&r, 7) : NULL;
 		if (r.bad || job == NULL ? sqlite_bad(l, "events", job,
-		    rank) == -1 : l->event(l->arg, job, rank, &ev) == -1)
+		    rank) == -1 : l->event(l->arg, job, rank, &ev, node,
+		    detail) == -1)
 			break;
 	}
 	sqlite3_finalize(r.st);

@@ -28,6 +28,8 @@
 #define SW_FAILED	0x08
 #define SW_OBSERVED	0x10	/* a legacy job's: its trace seen begun */
 #define SW_COMPLETE	0x20	/* and seen complete, which ends it */
+#define SW_COLLECTED	0x40	/* its trace in the store (traces.c) */
+#define SW_COLLECT_FAILED 0x80	/* or given up */
 #define SW_ENDED	(SW_STOPPED | SW_SKIPPED | SW_FAILED | SW_COMPLETE)
 
 /* How the ranks a window targets are doing. */
@@ -35,6 +37,7 @@ struct summary_window {
 	const struct window	*w;
 	uint64_t		 targeted, started, stopped, skipped, failed;
 	uint64_t		 observed, observed_complete;
+	uint64_t		 collected, collect_failed;
 	uint64_t		 gone, missed, finished, acted;
 	uint64_t		 gone_idle;	/* gone, never acted on it */
 };
@@ -132,6 +135,10 @@ summary_rank_windows(const struct rank *r, int state,
 				f = SW_OBSERVED; break;
 			case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE:
 				f = SW_OBSERVED | SW_COMPLETE; break;
+			case DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED:
+				f = SW_COLLECTED; break;
+			case DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED:
+				f = SW_COLLECT_FAILED; break;
 			default:
 				continue;
 			}
@@ -180,6 +187,8 @@ summary_rank_windows(const struct rank *r, int state,
 		x->failed += (f & SW_FAILED) != 0;
 		x->observed += (f & SW_OBSERVED) != 0;
 		x->observed_complete += (f & SW_COMPLETE) != 0;
+		x->collected += (f & SW_COLLECTED) != 0;
+		x->collect_failed += (f & SW_COLLECT_FAILED) != 0;
 		gone = state == DYNPROF__V1__RANK_STATE__RANK_GONE &&
 		    (f & SW_ENDED) == 0;
 		x->gone += gone;
@@ -272,6 +281,10 @@ summary_window_json(const struct job *job, struct summary_window *x)
 	    json_integer((json_int_t)x->observed));
 	json_object_set_new(rk, "observed_complete",
 	    json_integer((json_int_t)x->observed_complete));
+	json_object_set_new(rk, "collected",
+	    json_integer((json_int_t)x->collected));
+	json_object_set_new(rk, "collect_failed",
+	    json_integer((json_int_t)x->collect_failed));
 	json_object_set_new(rk, "gone", json_integer((json_int_t)x->gone));
 	json_object_set_new(rk, "missed", json_integer((json_int_t)x->missed));
 	json_object_set_new(rk, "finished",

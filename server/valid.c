@@ -233,7 +233,7 @@ valid_rank_row(const struct store_rank *row, struct refusal *ref)
 		return (refusal_set(ref, 400, "state", "state %d",
 		    row->state));
 	if (row->last_event < 0 ||
-	    row->last_event > DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE)
+	    row->last_event > EVENT_KIND_LAST)
 		return (refusal_set(ref, 400, "last_event", "event kind %d",
 		    row->last_event));
 	if ((why = valid_event_text(row->output_dir, row->error)) != NULL)
@@ -259,7 +259,7 @@ valid_event_row(const char *job, int32_t rank, const struct rank_event *ev,
 	if (rank < 0)
 		return (refusal_set(ref, 400, "rank", "negative rank"));
 	if (ev->kind <= 0 ||
-	    ev->kind > DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE)
+	    ev->kind > EVENT_KIND_LAST)
 		return (refusal_set(ref, 400, "kind", "event kind %d",
 		    ev->kind));
 	if (!valid_step(ev->step))

@@ -364,6 +364,11 @@
 			cls = 'none';
 		} else if (state === 'done' && not)
 			cls = 'partial';
+		/* The ranks' traces its agents brought into the trace store. */
+		if (rc.collected > 0 || rc.collect_failed > 0)
+			label += ' \u00b7 ' + rc.collected + ' traces collected' +
+			    (rc.collect_failed > 0 ? ', ' + rc.collect_failed +
+			    ' collect failed' : '');
 		return { label, cls };
 	}
 

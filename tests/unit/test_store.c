@@ -54,8 +54,15 @@ struct loaded {
 	int64_t		 ended, arrived, gone;
 	char		 error[64];
 	int		 event_kind;
+	char		 event_node[64], event_detail[160];
+	int		 details_of_others;	/* not a collection's */
 	uint64_t	 boot_id, seq;
 };
+
+#define TRACE_DETAIL	"123 " \
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 " \
+    "/store/J/window-2/rank-5.tar.zst"
+
 
 struct fixture {
 	char		 dir[64];
@@ -140,8 +147,10 @@ on_journal(void *arg, const struct store_journal *sj)
 /* Ignores a row. */
 static int
 on_any_event(void *arg, const char *job, int32_t rank,
-    const struct rank_event *ev)
+    const struct rank_event *ev, const char *node, const char *detail)
 {
+	(void)node;
+	(void)detail;
 	(void)arg;
 	(void)job;
 	(void)rank;
@@ -317,7 +326,7 @@ on_rank(void *arg, const struct store_rank *r)
 /* Takes an event row. */
 static int
 on_event(void *arg, const char *job, int32_t rank,
-    const struct rank_event *ev)
+    const struct rank_event *ev, const char *node, const char *detail)
 {
 	struct loaded	*l = arg;
 
@@ -325,6 +334,11 @@ on_event(void *arg, const char *job, int32_t rank,
 	(void)rank;
 	l->events++;
 	l->event_kind = ev->kind;
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED) {
+		copy(l->event_node, sizeof(l->event_node), node);
+		copy(l->event_detail, sizeof(l->event_detail), detail);
+	} else if (node != NULL || detail != NULL)
+		l->details_of_others++;
 	return (0);
 }
 
@@ -371,6 +385,8 @@ put_all(struct store *s)
 	    13, "it broke", "pp=3,tp=1", 16, 17 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    2, 10, 14 };
+	struct rank_event	 col = { DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+	    2, 20, 15 };
 
 	assert_int_equal(store_put_generation(s, 7), 0);
 	assert_int_equal(store_put_job(s, &j), 0);
@@ -378,6 +394,9 @@ put_all(struct store *s)
 	assert_int_equal(store_put_rank(s, &r), 0);
 	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out", 0), 1);
 	assert_int_equal(store_put_event(s, "J", 5, &ev, "n0", "/out", 0), 0);
+	/* A trace's collection: its detail comes back on load. */
+	assert_int_equal(store_put_event(s, "J", 5, &col, "n0", TRACE_DETAIL,
+	    0), 1);
 	assert_int_equal(store_put_agent(s, "n0", 99, 17), 0);
 }
 
@@ -416,8 +435,11 @@ test_put_commit_reload(void **state)
 	assert_int_equal(l.ended, 15);
 	assert_int_equal(l.arrived, 16);
 	assert_int_equal(l.gone, 17);
-	assert_int_equal(l.events, 1);
-	assert_int_equal(l.event_kind, DYNPROF__V1__EVENT_KIND__EVENT_STARTED);
+	assert_int_equal(l.events, 2);
+	assert_int_equal(l.event_kind, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED);
+	assert_string_equal(l.event_node, "n0");
+	assert_string_equal(l.event_detail, TRACE_DETAIL);
+	assert_int_equal(l.details_of_others, 0);
 	assert_int_equal(l.agents, 1);
 	assert_int_equal(l.boot_id, 99);
 	assert_int_equal(l.seq, 17);
@@ -450,7 +472,7 @@ test_rollback_forget(void **state)
 	load(f->s, &l);
 	assert_int_equal(l.ranks, 1);
 	assert_int_equal(l.rank, 5);		/* J's */
-	assert_int_equal(l.events, 1);
+	assert_int_equal(l.events, 2);
 }
 
 /*

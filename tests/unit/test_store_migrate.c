@@ -80,8 +80,11 @@ on_rank(void *arg, const struct store_rank *r)
 
 /* Ignores an event row. */
 static int
-on_event(void *arg, const char *job, int32_t rank, const struct rank_event *e)
+on_event(void *arg, const char *job, int32_t rank, const struct rank_event *e,
+    const char *node, const char *detail)
 {
+	(void)node;
+	(void)detail;
 	(void)arg;
 	(void)job;
 	(void)rank;
