@@ -107,6 +107,11 @@ struct agent_stats {
  * Where a queued event was read: entry seq of incarnation inc of the log of slot
  * slot of job's segment (docs/events.md).  slot -1: read from no log.
  */
+/* origin.slot of an event that no slot's log holds (queue_push(), NULL). */
+#define QUEUE_ORIGIN_NONE	(-1)
+/* origin.slot of a trace collection's report (collect.c): inc holds its
+ * window, seq its rank. */
+#define QUEUE_ORIGIN_COLLECT	(-2)
 struct queue_origin {
 	char		 job[SEG_JOB_MAX + 1];
 	uid_t		 uid;			/* whose segment */
@@ -375,6 +380,7 @@ void	 collect_note_slot(struct agent *, struct agent_job *, int,
 	    const struct seg_slot *);
 void	 collect_tick(struct agent *);
 int64_t	 collect_next_ms(const struct agent *);
+void	 collect_acked(struct agent *, const struct queue_origin *);
 
 /* trace_pack.c */
 #define TRACE_PACK_MAX_BYTES	(8ULL << 30)	/* files in one rank's trace */

@@ -10,6 +10,12 @@
  * is tried again after the settle time; a failure a few times, then given up
  * and logged.  What is in the store under its final name is collected: a
  * rank found there is never packed again.
+ *
+ * Each rank's outcome is reported to the coordinator once, as an event of
+ * its own (`collected` with the archive's location, size and sha256, or
+ * `collect_failed` with why): kept in the queue file too until the
+ * coordinator has committed it (collect_acked()), sent again by an agent
+ * restarted before that; the coordinator keeps one per rank and window.
  */
 
 #include <sys/stat.h>
@@ -22,6 +28,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/evp.h>
 
 #include "agent.h"
 #include "clock.h"
@@ -33,7 +40,9 @@
 #define COLLECT_DONE_MAX	8192	/* ranks remembered as collected */
 #define COLLECT_TRIES		3
 #define COLLECT_RETRY_MS	5000
-#define COLLECT_QUEUE_VERSION	1	/* bump when the line's layout changes */
+#define COLLECT_REPORTS_MAX	8192	/* outcomes not yet committed */
+#define COLLECT_QUEUE_VERSION	2	/* bump when a line's layout changes
+					 * (1, pending lines only, still read) */
 
 /* A rank's trace to collect. */
 struct collect_item {
@@ -48,10 +57,26 @@ struct collect_item {
 };
 TAILQ_HEAD(collect_items, collect_item);
 
+/* A rank's outcome, reported until the coordinator has committed it. */
+struct collect_report {
+	TAILQ_ENTRY(collect_report) entry;
+	char		 job[SEG_JOB_MAX + 1];
+	uint32_t	 window;
+	int32_t		 rank;
+	int		 kind;		/* EVENT_COLLECTED, EVENT_COLLECT_FAILED */
+	uint64_t	 size;		/* collected: the archive's */
+	char		 sha256[65];
+	char		 text[PATH_MAX + 320];	/* its location, or why not */
+};
+TAILQ_HEAD(collect_reports, collect_report);
+
 struct collect {
 	int			 store_fd;
 	struct collect_items	 pending;
 	size_t			 npending;
+	struct collect_reports	 reports;
+	size_t			 nreports;
+	char			 store[PATH_MAX];	/* --trace-store, resolved */
 	struct collect_item	*busy;		/* being packed, off the list */
 	struct trace_pack	 tp;
 	int64_t			 started_ms;	/* of the packing in progress */
@@ -111,6 +136,7 @@ static void
 collect_save(struct collect *c)
 {
 	struct collect_item	*it;
+	struct collect_report	*rep;
 	char			 tmp[PATH_MAX + 40];
 	FILE			*f;
 
@@ -127,12 +153,160 @@ collect_save(struct collect *c)
 	TAILQ_FOREACH(it, &c->pending, entry)
 		fprintf(f, "%s %u %d %u %s\n", it->job, it->window, it->rank,
 		    (unsigned int)it->uid, it->dir);
+	/* A job id starts with neither '+' nor '!'. */
+	TAILQ_FOREACH(rep, &c->reports, entry) {
+		if (rep->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED)
+			fprintf(f, "+ %s %u %d %llu %s %s\n", rep->job,
+			    rep->window, rep->rank,
+			    (unsigned long long)rep->size, rep->sha256,
+			    rep->text);
+		else
+			fprintf(f, "! %s %u %d %s\n", rep->job, rep->window,
+			    rep->rank, rep->text);
+	}
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0) {
 		log_warn("%s: %s", __func__, tmp);
 		return;
 	}
 	if (rename(tmp, c->queue_path) == -1)
 		log_warn("%s: %s", __func__, c->queue_path);
+}
+
+/* Sends a report to the coordinator (queued there until it commits it). */
+static void
+collect_send(struct agent *a, const struct collect_report *rep)
+{
+	Dynprof__V1__RankEvent	 ev = DYNPROF__V1__RANK_EVENT__INIT;
+	struct queue_origin	 o;
+
+	ev.kind = rep->kind;
+	ev.job = (char *)rep->job;
+	ev.rank = rep->rank;
+	ev.window_id = rep->window;
+	ev.time_unix_ns = clock_wall_ns();
+	if (rep->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED) {
+		ev.output_dir = (char *)rep->text;
+		ev.trace_size = rep->size;
+		ev.trace_sha256 = (char *)rep->sha256;
+	} else
+		ev.error = (char *)rep->text;
+	memset(&o, 0, sizeof(o));
+	snprintf(o.job, sizeof(o.job), "%s", rep->job);
+	o.slot = QUEUE_ORIGIN_COLLECT;
+	o.inc = rep->window;
+	o.seq = (uint32_t)rep->rank;
+	upstream_event(a, &ev, &o);
+}
+
+/*
+ * Reports job's window's rank's outcome, kind, once: kept (and in the queue
+ * file) until the coordinator has committed it.  Saves the queue file.
+ */
+static void
+collect_report(struct agent *a, int kind, const char *job, uint32_t window,
+    int32_t rank, uint64_t size, const char *sha256, const char *text)
+{
+	struct collect		*c = a->collect;
+	struct collect_report	*rep;
+
+	TAILQ_FOREACH(rep, &c->reports, entry)
+		if (rep->window == window && rep->rank == rank &&
+		    strcmp(rep->job, job) == 0)
+			return;
+	if (c->nreports >= COLLECT_REPORTS_MAX ||
+	    (rep = calloc(1, sizeof(*rep))) == NULL) {
+		log_limited(&c->log_limit, LOG_LEVEL_QUIET, "%s: job %s window "
+		    "%u rank %d: %s: not reported", __func__, job, window,
+		    rank, c->nreports >= COLLECT_REPORTS_MAX ? "too many "
+		    "reports not committed yet" : "out of memory");
+		return;
+	}
+	snprintf(rep->job, sizeof(rep->job), "%s", job);
+	rep->window = window;
+	rep->rank = rank;
+	rep->kind = kind;
+	rep->size = size;
+	snprintf(rep->sha256, sizeof(rep->sha256), "%s", sha256 != NULL ?
+	    sha256 : "");
+	snprintf(rep->text, sizeof(rep->text), "%s", text);
+	/* One line each in the queue file. */
+	rep->text[strcspn(rep->text, "\n")] = '\0';
+	TAILQ_INSERT_TAIL(&c->reports, rep, entry);
+	c->nreports++;
+	collect_save(c);
+	collect_send(a, rep);
+}
+
+/*
+ * The coordinator committed the report origin names (from collect_send()):
+ * it is forgotten, and the queue file rewritten.
+ */
+void
+collect_acked(struct agent *a, const struct queue_origin *o)
+{
+	struct collect		*c = a->collect;
+	struct collect_report	*rep;
+
+	if (c == NULL)
+		return;
+	TAILQ_FOREACH(rep, &c->reports, entry)
+		if (rep->window == o->inc && rep->rank == (int32_t)o->seq &&
+		    strcmp(rep->job, o->job) == 0)
+			break;
+	if (rep == NULL)
+		return;
+	TAILQ_REMOVE(&c->reports, rep, entry);
+	c->nreports--;
+	free(rep);
+	collect_save(c);
+}
+
+/* Where the store holds an archive at path (relative to it): text. */
+static void
+collect_location(const struct collect *c, const char *path, char *buf,
+    size_t len)
+{
+	snprintf(buf, len, "%s/%s", c->store, path);
+}
+
+/*
+ * An archive found in the store under its final name for a rank the last
+ * agent was packing: it died between the rename and its report.  Its size
+ * and sha256 read back from the file, so that it is reported all the same.
+ * Returns 0, or -1.
+ */
+static int
+collect_rehash(struct collect *c, const char *path, uint64_t *size,
+    char sha256[65])
+{
+	EVP_MD_CTX	*md;
+	unsigned char	 buf[65536], out[EVP_MAX_MD_SIZE];
+	unsigned int	 mdlen = 0, i;
+	ssize_t		 n;
+	int		 fd, rc = -1;
+
+	*size = 0;
+	if ((fd = openat(c->store_fd, path, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (-1);
+	if ((md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+		goto done;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		if (EVP_DigestUpdate(md, buf, (size_t)n) != 1)
+			goto done;
+		*size += (uint64_t)n;
+	}
+	if (n == 0 && EVP_DigestFinal_ex(md, out, &mdlen) == 1 &&
+	    mdlen == 32) {
+		for (i = 0; i < mdlen; i++)
+			snprintf(sha256 + 2 * i, 3, "%02x", out[i]);
+		rc = 0;
+	}
+done:
+	EVP_MD_CTX_free(md);
+	close(fd);
+	return (rc);
 }
 
 /*
@@ -180,18 +354,23 @@ collect_add(struct collect *c, const char *job, uint32_t window,
 
 /* Reads the queue file a previous agent left. */
 static void
-collect_load(struct collect *c)
+collect_load(struct agent *a)
 {
+	struct collect	*c = a->collect;
 	FILE		*f;
-	char		 line[SEG_JOB_MAX + SEG_PATH_MAX + 64], job[SEG_JOB_MAX + 1];
+	char		 line[PATH_MAX + 512], job[SEG_JOB_MAX + 1];
+	char		 sha[65], path[SEG_JOB_MAX + 64], where[PATH_MAX + 320];
 	unsigned int	 window, uid;
-	int		 rank, off, version, n = 0;
+	unsigned long long size;
+	uint64_t	 size64;
+	struct stat	 st;
+	int		 rank, off, version, n = 0, nrep = 0;
 
 	if ((f = fopen(c->queue_path, "re")) == NULL)
 		return;
 	if (fgets(line, sizeof(line), f) == NULL ||
 	    sscanf(line, "dynprof-collect %d", &version) != 1 ||
-	    version != COLLECT_QUEUE_VERSION) {
+	    version < 1 || version > COLLECT_QUEUE_VERSION) {
 		log_warnx("%s: %s: not a queue file of this version: ignored",
 		    __func__, c->queue_path);
 		fclose(f);
@@ -199,18 +378,59 @@ collect_load(struct collect *c)
 	}
 	while (fgets(line, sizeof(line), f) != NULL) {
 		line[strcspn(line, "\n")] = '\0';
+		off = 0;
+		if (line[0] == '+' && sscanf(line, "+ %64s %u %d %llu %64s %n",
+		    job, &window, &rank, &size, sha, &off) == 5 && off > 0 &&
+		    jobid_valid(job, NULL) && rank >= 0) {
+			collect_mark_done(c, collect_key(job, window, rank));
+			collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+			    job, window, rank, size, sha, line + off);
+			nrep++;
+			continue;
+		}
+		if (line[0] == '!' && sscanf(line, "! %64s %u %d %n", job,
+		    &window, &rank, &off) == 3 && off > 0 &&
+		    jobid_valid(job, NULL) && rank >= 0) {
+			collect_mark_done(c, collect_key(job, window, rank));
+			collect_report(a,
+			    DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED, job,
+			    window, rank, 0, NULL, line + off);
+			nrep++;
+			continue;
+		}
 		if (sscanf(line, "%64s %u %d %u %n", job, &window, &rank, &uid,
-		    &off) != 4 || !jobid_valid(job, NULL)) {
+		    &off) != 4 || !jobid_valid(job, NULL) || rank < 0) {
 			log_warnx("%s: %s: a bad line: skipped", __func__,
 			    c->queue_path);
+			continue;
+		}
+		/* Packed and renamed into place, but the agent died before
+		 * it noted so: reported from the archive itself. */
+		snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst",
+		    job, window, rank);
+		if (fstatat(c->store_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !collect_is_done(c, collect_key(job, window, rank))) {
+			collect_mark_done(c, collect_key(job, window, rank));
+			collect_location(c, path, where, sizeof(where));
+			if (S_ISREG(st.st_mode) &&
+			    collect_rehash(c, path, &size64, sha) == 0)
+				collect_report(a,
+				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+				    job, window, rank, size64, sha, where);
+			else
+				collect_report(a,
+				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
+				    job, window, rank, 0, NULL, "its archive in "
+				    "the store does not read back");
+			nrep++;
 			continue;
 		}
 		n += collect_add(c, job, window, rank, (uid_t)uid, line + off);
 	}
 	fclose(f);
-	if (n > 0)
-		log_info("collect: %d traces left to collect by the last agent",
-		    n);
+	if (n > 0 || nrep > 0)
+		log_info("collect: %d traces left to collect, %d collections "
+		    "to report by the last agent", n, nrep);
 }
 
 static void	collect_run(struct agent *);
@@ -223,6 +443,7 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 	struct collect		*c = a->collect;
 	struct collect_item	*it = c->busy;
 	struct trace_pack_result r;
+	char			 where[PATH_MAX + 320];
 	int64_t			 now = clock_mono_ms();
 
 	(void)fd;
@@ -241,6 +462,9 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 		    r.skipped ? ": first " : "", r.first_skipped);
 		collect_mark_done(c, collect_key(it->job, it->window,
 		    it->rank));
+		collect_location(c, c->tp.path, where, sizeof(where));
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+		    it->job, it->window, it->rank, r.size, r.sha256, where);
 		free(it);
 	} else if (r.unsettled) {
 		it->due_ms = now + a->opts.trace_settle_s * 1000;
@@ -260,6 +484,8 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 		    it->job, it->window, it->rank, r.why);
 		collect_mark_done(c, collect_key(it->job, it->window,
 		    it->rank));
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
+		    it->job, it->window, it->rank, 0, NULL, r.why);
 		free(it);
 	}
 	collect_save(c);
@@ -291,6 +517,10 @@ collect_run(struct agent *a)
 		c->failed++;
 		log_warnx("collect failed: job %s window %u rank %d: %s",
 		    it->job, it->window, it->rank, why);
+		collect_mark_done(c, collect_key(it->job, it->window,
+		    it->rank));
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
+		    it->job, it->window, it->rank, 0, NULL, why);
 		free(it);
 		collect_save(c);
 		return;
@@ -365,6 +595,7 @@ collect_open(struct agent *a)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		fatal("calloc");
 	TAILQ_INIT(&c->pending);
+	TAILQ_INIT(&c->reports);
 	c->store_fd = open(a->opts.trace_store, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC);
 	if (c->store_fd == -1) {
@@ -372,11 +603,16 @@ collect_open(struct agent *a)
 		free(c);
 		return (-1);
 	}
+	/* Reported as an absolute path: the same on every node that mounts
+	 * the shared directory at the same place. */
+	if (realpath(a->opts.trace_store, c->store) == NULL)
+		snprintf(c->store, sizeof(c->store), "%s",
+		    a->opts.trace_store);
 	c->tp.fd = -1;
 	snprintf(c->queue_path, sizeof(c->queue_path), "%s/%s",
 	    a->opts.shm_dir, COLLECT_QUEUE_FILE);
 	a->collect = c;
-	collect_load(c);
+	collect_load(a);
 	collect_save(c);
 	return (0);
 }
@@ -387,9 +623,14 @@ collect_close(struct agent *a)
 {
 	struct collect		*c = a->collect;
 	struct collect_item	*it;
+	struct collect_report	*rep;
 
 	if (c == NULL)
 		return;
+	while ((rep = TAILQ_FIRST(&c->reports)) != NULL) {
+		TAILQ_REMOVE(&c->reports, rep, entry);
+		free(rep);
+	}
 	if (c->busy != NULL) {
 		trace_pack_abort(&c->tp);
 		free(c->busy);

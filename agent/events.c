@@ -306,6 +306,10 @@ events_log_acked(struct agent *a, const struct queue_origin *o)
 	struct events_ack_ctx	 ctx;
 	struct agent_job	*j;
 
+	if (o->slot == QUEUE_ORIGIN_COLLECT) {
+		collect_acked(a, o);
+		return;
+	}
 	if ((j = segments_find_uid(a, o->uid, o->job)) == NULL || o->slot < 0 ||
 	    (uint32_t)o->slot >= j->seg.nslots)
 		return;

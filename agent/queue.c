@@ -102,7 +102,7 @@ queue_push(struct queue *q, uint64_t seq, const uint8_t *buf, size_t len,
 		e->origin = *origin;
 	else {
 		memset(&e->origin, 0, sizeof(e->origin));
-		e->origin.slot = -1;
+		e->origin.slot = QUEUE_ORIGIN_NONE;
 	}
 	q->len++;
 	return (dropped);

@@ -321,7 +321,7 @@ upstream_acked(struct agent *a, uint64_t seq)
 	a->up.acked = seq;
 	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL && e->seq <= seq;
 	    i++)
-		if (e->origin.slot >= 0)
+		if (e->origin.slot != QUEUE_ORIGIN_NONE)
 			events_log_acked(a, &e->origin);
 	queue_ack(&a->up.queue, seq);
 }

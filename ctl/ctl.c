@@ -59,6 +59,13 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --force            forget it even while a window of it runs (else\n"
 	  "                     refused, 409): its ranks profile on to the window's\n"
 	  "                     stop step\n" },
+	{ "fetch", ctl_cmd_fetch, "fetch JOB WINDOW [--out DIR] [--ranks 0-7,16]",
+	  "Download the traces of window WINDOW that the agents collected into\n"
+	  "their trace store (GET /v1/jobs/JOB/windows/WINDOW/traces) into DIR\n"
+	  "(default .) as rank-N.tar.zst, each checked against the size and\n"
+	  "sha256 its agent reported: an archive that differs is not kept.  A\n"
+	  "location is a path (the shared store, mounted here too) or a URL.\n"
+	  "Exit 1 if any rank's trace failed, was not collected, or none was.\n" },
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"

@@ -97,6 +97,9 @@ int	 ctl_status_show(struct ctl *, const char *, uint64_t *);
 int	 ctl_cmd_config(struct ctl *, int, char **);
 int	 ctl_cmd_cancel(struct ctl *, int, char **);
 int	 ctl_cmd_forget(struct ctl *, int, char **);
+
+/* ctl_fetch.c */
+int	 ctl_cmd_fetch(struct ctl *, int, char **);
 int	 ctl_get(struct ctl *, const char *, json_t **);
 int	 ctl_check_job(struct ctl *, const char *);
 int	 ctl_ranks_pages(struct ctl *, const char *, const char *,

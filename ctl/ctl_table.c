@@ -276,11 +276,12 @@ ctl_status_summary(FILE *f, json_t *doc)
 void
 ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 {
-	json_t		*r, *v;
+	json_t		*r, *v, *tr;
 	const char	*row[CTL_TABLE_COLS], *err, *out, *key;
-	char		 rank[16], uid[24], step[24], win[16], outbuf[1600];
+	char		 rank[16], uid[24], step[24], win[16], outbuf[3200];
 	char		 labels[512];
 	size_t		 i, off;
+	int		 n;
 
 	if (t->nrows == 0) {
 		row[0] = "RANK"; row[1] = "NODE"; row[2] = "UID";
@@ -302,6 +303,26 @@ ctl_table_rank_rows(struct ctl_table *t, json_t *page)
 			    *out != '\0' ? " " : "", err);
 		else
 			snprintf(outbuf, sizeof(outbuf), "%s", out);
+		/* Its latest trace collected (or not) into the trace store. */
+		tr = json_object_get(r, "trace");
+		n = (int)strlen(outbuf);
+		if (json_is_object(tr) && n < (int)sizeof(outbuf) - 1) {
+			if (strcmp(ctl_json_str(tr, "state", ""),
+			    "collected") == 0)
+				snprintf(outbuf + n, sizeof(outbuf) - (size_t)n,
+				    "%scollected (window %lld): %s, %lld "
+				    "bytes, sha256 %.12s", n > 0 ? " " : "",
+				    (long long)ctl_json_int(tr, "window", 0),
+				    ctl_json_str(tr, "location", ""),
+				    (long long)ctl_json_int(tr, "size", 0),
+				    ctl_json_str(tr, "sha256", ""));
+			else
+				snprintf(outbuf + n, sizeof(outbuf) - (size_t)n,
+				    "%scollect failed (window %lld): %s",
+				    n > 0 ? " " : "",
+				    (long long)ctl_json_int(tr, "window", 0),
+				    ctl_json_str(tr, "error", ""));
+		}
 		row[0] = rank;
 		row[1] = ctl_json_str(r, "node", NULL);
 		row[2] = uid;
@@ -381,6 +402,8 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 	json_t			*w, *r, *n, *rc;
 	const char		*row[CTL_TABLE_COLS];
 	char			 id[16], range[64], num[3][24], fin[160];
+	char			 col[64];
+	int			 collected = 0;
 	size_t			 i;
 
 	ctl_status_summary(f, doc);
@@ -390,8 +413,17 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 	w = json_object_get(doc, "windows");
 	if (json_is_array(w) && json_array_size(w) > 0) {
 		fprintf(f, "\nwindows:\n");
+		/* A column for the traces collected once any window has. */
+		json_array_foreach(w, i, r) {
+			rc = json_object_get(r, "rank_counts");
+			if (ctl_json_int(rc, "collected", 0) > 0 ||
+			    ctl_json_int(rc, "collect_failed", 0) > 0)
+				collected = 1;
+		}
+		/* The last name NULL: no such column. */
 		ctl_table_head(&t, "ID", "STEPS", "STATE", "RANKS", "TARGETED",
-		    "STARTED", "STOPPED", "FINISHED", NULL);
+		    "STARTED", "STOPPED", "FINISHED", collected ? "COLLECTED" :
+		    NULL, NULL);
 		json_array_foreach(w, i, r) {
 			rc = json_object_get(r, "rank_counts");
 			ctl_cell_int(id, sizeof(id), r, "id", INT64_MIN);
@@ -423,6 +455,13 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 			row[5] = num[1];
 			row[6] = num[2];
 			row[7] = fin;
+			ctl_cell_int(col, sizeof(col), rc, "collected", 0);
+			if (ctl_json_int(rc, "collect_failed", 0) > 0)
+				snprintf(col, sizeof(col), "%lld (%lld failed)",
+				    (long long)ctl_json_int(rc, "collected", 0),
+				    (long long)ctl_json_int(rc,
+				    "collect_failed", 0));
+			row[8] = col;
 			ctl_table_add(&t, row);
 		}
 		ctl_table_print(f, &t, "  ");

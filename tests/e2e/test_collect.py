@@ -3,7 +3,14 @@
 directory exactly once, across an agent SIGKILLed while they wait to be
 collected; the archives are what tar and sha256sum read back, and a symbolic
 link in a trace directory, to a file or a directory outside it, is not
-followed (a file whose name starts with ".." is an ordinary file inside)."""
+followed (a file whose name starts with ".." is an ordinary file inside).
+
+The coordinator learns each rank's collection once, from the agent's
+`collected` events: the window's index (GET .../windows/W/traces), the
+summary's counts, /ranks and dynprofctl status give each archive's location,
+size and sha256, and still do after the coordinator restarts; `dynprofctl
+fetch` downloads them with their hashes checked, and fails loudly on an
+archive changed in the store."""
 
 import hashlib
 import os
@@ -14,7 +21,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import Cluster, check, log, main, wait_for  # noqa: E402
+from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
+                     wait_for)
 
 JOB = "collect-%d" % os.getpid()
 RANKS = [0, 1, 2, 3]
@@ -126,10 +134,81 @@ def test():
                              capture_output=True).stdout
         check(b"SECRET-OUTSIDE" not in raw and b"agent.log" not in raw,
               "rank 0: bytes from outside its directory in the archive")
-        # The queue is empty once all are in.
-        lines = open(queue).read().splitlines()[1:]
-        check(not [x for x in lines if x.split()[:1] == [JOB]],
-              "still queued: %s" % lines)
+        # The queue is empty once all are in, and once the coordinator
+        # committed every report (a report line starts with + or !).
+        def queue_empty():
+            lines = open(queue).read().splitlines()[1:]
+            return lines == [] or None
+        wait_for(queue_empty, 30, "the queue file emptied")
+
+        # The coordinator's index: each rank once, as the agent logged it.
+        def indexed():
+            code, body = c.http("GET", "/v1/jobs/%s/windows/%d/traces" %
+                                (JOB, wid))
+            check(code == 200, "traces index: %s %s" % (code, body))
+            return body if body["counts"]["collected"] == len(RANKS) else None
+        idx = wait_for(indexed, 30, "every rank in the coordinator's index")
+        check_index(idx, got, wdir)
+        st = c.status(JOB)
+        win = [x for x in st["windows"] if x["id"] == wid][0]
+        check(win["rank_counts"]["collected"] == len(RANKS) and
+              win["rank_counts"]["collect_failed"] == 0,
+              "summary counts: %s" % win["rank_counts"])
+        for r in st["ranks"]:
+            t = r.get("trace")
+            check(t is not None and t["state"] == "collected" and
+                  t["window"] == wid and t["sha256"] == got[r["rank"]][0][1],
+                  "rank %d in /ranks: trace %s" % (r["rank"], t))
+            check(len(events_of(r, "collected", wid)) == 1,
+                  "rank %d: collected events %s" % (r["rank"], r["events"]))
+        out = c.ctl("status", JOB)
+        check(out.returncode == 0 and "COLLECTED" in out.stdout and
+              "collected (window %d): %s" % (wid, os.path.join(
+                  os.path.realpath(wdir), "rank-3.tar.zst")) in out.stdout,
+              "dynprofctl status:\n%s" % out.stdout)
+        code, body = c.http("GET", "/v1/jobs/%s/windows/999/traces" % JOB)
+        check(code == 404, "index of no window: %s %s" % (code, body))
+
+        # Restarted, the coordinator has them from its store.
+        c.coord.stop()
+        c.start_coordinator()
+        check_index(wait_for(indexed, 30, "the index after a restart"), got,
+                    wdir)
+
+        # dynprofctl fetch: every archive, hashes checked.
+        dl = os.path.join(c.dir, "fetched")
+        out = c.ctl("fetch", JOB, str(wid), "--out", dl)
+        check(out.returncode == 0, "fetch:\n%s" % out.stdout)
+        for r in RANKS:
+            data = open(os.path.join(dl, "rank-%d.tar.zst" % r), "rb").read()
+            check(hashlib.sha256(data).hexdigest() == got[r][0][1],
+                  "rank %d fetched differs" % r)
+        # One archive changed in the store: its fetch fails, loudly.
+        victim = os.path.join(wdir, "rank-2.tar.zst")
+        with open(victim, "r+b") as f:
+            f.seek(100)
+            byte = f.read(1)
+            f.seek(100)
+            f.write(bytes([byte[0] ^ 0xff]))
+        dl2 = os.path.join(c.dir, "fetched2")
+        out = c.ctl("fetch", JOB, str(wid), "--out", dl2, "--ranks", "1-2")
+        check(out.returncode == 1 and "rank 2: sha256 mismatch" in out.stdout,
+              "fetch of a corrupted archive:\n%s" % out.stdout)
+        check(sorted(os.listdir(dl2)) == ["rank-1.tar.zst"],
+              "fetched despite the mismatch: %s" % os.listdir(dl2))
+
+
+def check_index(idx, got, wdir):
+    """The window's index holds each rank once, as its agent logged it."""
+    check([t["rank"] for t in idx["traces"]] == RANKS,
+          "index ranks: %s" % idx["traces"])
+    for t in idx["traces"]:
+        size, sha = got[t["rank"]][0]
+        check(t["state"] == "collected" and t["size"] == size and
+              t["sha256"] == sha and t["node"] == "n0" and
+              t["location"] == os.path.join(os.path.realpath(wdir),
+                                            "rank-%d.tar.zst" % t["rank"]),
+              "index entry %s, logged %d %s" % (t, size, sha))
 
 
 if __name__ == "__main__":

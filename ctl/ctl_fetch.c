@@ -1,0 +1,275 @@
+/*
+ * dynprofctl fetch: a window's collected traces brought to this machine
+ * (docs/traces.md).  The index (GET /v1/jobs/J/windows/W/traces) says where
+ * each rank's archive is; each is copied into DIR as rank-N.tar.zst while
+ * its sha256 is computed, written as .rank-N.tar.zst.part and renamed into
+ * place only when the hash is the one the agent reported.  A location is a
+ * path (the shared trace store, mounted here too) or an http(s) URL.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include "ctl.h"
+#include "ranklist.h"
+
+/* One archive being written. */
+struct ctl_fetch_out {
+	int		 fd;
+	EVP_MD_CTX	*md;
+	uint64_t	 bytes;
+	int		 failed;	/* a write or the hash failed */
+};
+
+/* Writes len bytes of an archive and hashes them.  Returns 0 or -1. */
+static int
+ctl_fetch_put(struct ctl_fetch_out *o, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+	size_t		 left = len;
+
+	if (EVP_DigestUpdate(o->md, buf, len) != 1)
+		return (o->failed = -1);
+	while (left > 0) {
+		if ((n = write(o->fd, p, left)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (o->failed = -1);
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	o->bytes += len;
+	return (0);
+}
+
+/* curl's write callback: into the archive. */
+static size_t
+ctl_fetch_curl_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	return (ctl_fetch_put(arg, data, size * nmemb) == 0 ? size * nmemb :
+	    0);
+}
+
+/* Copies the archive at path (a file this machine reads).  0 or -1, why. */
+static int
+ctl_fetch_file(const char *path, struct ctl_fetch_out *o, char *why,
+    size_t len)
+{
+	char	 buf[1 << 16];
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return (-1);
+	}
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 || ctl_fetch_put(o, buf, (size_t)n) == -1) {
+			snprintf(why, len, "%s: %s", path, strerror(errno));
+			close(fd);
+			return (-1);
+		}
+	}
+	close(fd);
+	return (0);
+}
+
+/* Downloads the archive at url.  Returns 0, or -1 with why. */
+static int
+ctl_fetch_url(struct ctl *ctl, const char *url, struct ctl_fetch_out *o,
+    char *why, size_t len)
+{
+	CURL		*curl;
+	CURLcode	 cc;
+	long		 status = 0;
+
+	if ((curl = curl_easy_init()) == NULL) {
+		snprintf(why, len, "curl_easy_init failed");
+		return (-1);
+	}
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ctl_fetch_curl_write);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, o);
+	curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	if (ctl->conn.cacert != NULL)
+		curl_easy_setopt(curl, CURLOPT_CAINFO, ctl->conn.cacert);
+	cc = curl_easy_perform(curl);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(curl);
+	if (cc != CURLE_OK) {
+		snprintf(why, len, "%s: %s (HTTP %ld)", url,
+		    curl_easy_strerror(cc), status);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Fetches one rank's archive (entry e of the index) into dirfd as
+ * rank-N.tar.zst, checked against its sha256.  Returns 0, or -1 (said).
+ */
+static int
+ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e)
+{
+	struct ctl_fetch_out	 o = { -1, NULL, 0, 0 };
+	const char		*where = ctl_json_str(e, "location", "");
+	const char		*want = ctl_json_str(e, "sha256", "");
+	unsigned char		 md[EVP_MAX_MD_SIZE];
+	unsigned int		 mdlen = 0, i;
+	char			 name[64], part[80], got[65], why[1024];
+	long long		 rank = ctl_json_int(e, "rank", -1);
+	int			 rc = -1;
+
+	snprintf(name, sizeof(name), "rank-%lld.tar.zst", rank);
+	snprintf(part, sizeof(part), ".%s.part", name);
+	why[0] = '\0';
+	(void)unlinkat(dirfd, part, 0);
+	if ((o.fd = openat(dirfd, part, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0644)) == -1) {
+		ctl_errx(ctl, "fetch: rank %lld: %s/%s: %s", rank, dir, part,
+		    strerror(errno));
+		return (-1);
+	}
+	if ((o.md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(o.md, EVP_sha256(), NULL) != 1)
+		snprintf(why, sizeof(why), "cannot hash");
+	else if (where[0] == '/')
+		(void)ctl_fetch_file(where, &o, why, sizeof(why));
+	else if (strncmp(where, "http://", 7) == 0 ||
+	    strncmp(where, "https://", 8) == 0)
+		(void)ctl_fetch_url(ctl, where, &o, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "a location this dynprofctl cannot "
+		    "read: %s", where);
+	if (why[0] == '\0' && o.failed)
+		snprintf(why, sizeof(why), "%s/%s: %s", dir, part,
+		    strerror(errno));
+	if (why[0] == '\0' && (fsync(o.fd) == -1 ||
+	    EVP_DigestFinal_ex(o.md, md, &mdlen) != 1 || mdlen != 32))
+		snprintf(why, sizeof(why), "%s/%s: %s", dir, part,
+		    strerror(errno));
+	close(o.fd);
+	EVP_MD_CTX_free(o.md);
+	if (why[0] == '\0') {
+		for (i = 0; i < mdlen; i++)
+			snprintf(got + 2 * i, 3, "%02x", md[i]);
+		if (strcmp(got, want) != 0)
+			snprintf(why, sizeof(why), "sha256 mismatch: %s has "
+			    "%s, the agent reported %s: not kept", where, got,
+			    want);
+		else if (o.bytes != (uint64_t)ctl_json_int(e, "size", -1))
+			snprintf(why, sizeof(why), "size mismatch: %llu bytes, "
+			    "the agent reported %lld: not kept",
+			    (unsigned long long)o.bytes,
+			    (long long)ctl_json_int(e, "size", -1));
+		else if (renameat(dirfd, part, dirfd, name) == -1)
+			snprintf(why, sizeof(why), "%s/%s: %s", dir, name,
+			    strerror(errno));
+		else
+			rc = 0;
+	}
+	if (rc == -1) {
+		(void)unlinkat(dirfd, part, 0);
+		ctl_errx(ctl, "fetch: rank %lld: %s", rank, why);
+	} else if (!ctl->json)
+		fprintf(ctl->out, "rank %lld: %s/%s, %llu bytes, sha256 %s "
+		    "checked\n", rank, dir, name,
+		    (unsigned long long)o.bytes, got);
+	return (rc);
+}
+
+/* dynprofctl fetch JOB WINDOW [--out DIR] [--ranks LIST] */
+int
+ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
+{
+	struct rank_set	 only;
+	const char	*dir = ".", *ranks = NULL, *why, *state;
+	json_t		*doc, *e;
+	char		 path[200];
+	int64_t		 id;
+	size_t		 i;
+	int		 a, rc, dirfd, nok = 0, nbad = 0, nmissing = 0;
+
+	for (a = 3; a < argc; a++) {
+		if ((strcmp(argv[a], "--out") == 0 ||
+		    strcmp(argv[a], "-o") == 0) && a + 1 < argc)
+			dir = argv[++a];
+		else if (strcmp(argv[a], "--ranks") == 0 && a + 1 < argc)
+			ranks = argv[++a];
+		else {
+			ctl_errx(ctl, "fetch: unexpected argument %s", argv[a]);
+			return (CTL_USAGE);
+		}
+	}
+	if (argc < 3) {
+		ctl_errx(ctl, "fetch: missing JOB or WINDOW");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[1]) == -1)
+		return (CTL_EXIT_REFUSED);
+	if (ctl_parse_int64(argv[2], 1, UINT32_MAX, &id) == -1) {
+		ctl_errx(ctl, "fetch: WINDOW must be a window id (a positive "
+		    "integer), not \"%s\"", argv[2]);
+		return (CTL_USAGE);
+	}
+	if (ranks != NULL && ranks_parse(ranks, &only, &why) == -1) {
+		ctl_errx(ctl, "fetch: --ranks %s: %s", ranks, why);
+		return (CTL_USAGE);
+	}
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		ctl_errx(ctl, "fetch: %s: %s", dir, strerror(errno));
+		return (CTL_EXIT_REFUSED);
+	}
+	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		ctl_errx(ctl, "fetch: %s: %s", dir, strerror(errno));
+		return (CTL_EXIT_REFUSED);
+	}
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows/%lld/traces",
+	    argv[1], (long long)id);
+	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK) {
+		close(dirfd);
+		return (rc);
+	}
+	json_array_foreach(json_object_get(doc, "traces"), i, e) {
+		if (ranks != NULL && !ranks_contains(&only,
+		    (int32_t)ctl_json_int(e, "rank", -1)))
+			continue;
+		state = ctl_json_str(e, "state", "");
+		if (strcmp(state, "collected") == 0) {
+			if (ctl_fetch_one(ctl, dirfd, dir, e) == 0)
+				nok++;
+			else
+				nbad++;
+		} else {
+			nmissing++;
+			ctl_errx(ctl, "fetch: rank %lld: %s%s%s",
+			    (long long)ctl_json_int(e, "rank", -1), state,
+			    json_object_get(e, "error") != NULL ? ": " : "",
+			    ctl_json_str(e, "error", ""));
+		}
+	}
+	json_decref(doc);
+	close(dirfd);
+	if (!ctl->json)
+		fprintf(ctl->out, "window %lld of job %s: %d traces fetched "
+		    "into %s, %d failed, %d not collected\n", (long long)id,
+		    argv[1], nok, dir, nbad, nmissing);
+	return (nbad > 0 || nmissing > 0 || nok == 0 ? CTL_EXIT_REFUSED :
+	    CTL_EXIT_OK);
+}
