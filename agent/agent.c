@@ -39,6 +39,8 @@ enum {
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
 	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
+	OPT_TRACE_UPLOAD, OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_S3_CREDENTIALS,
+	OPT_UPLOAD_RATE,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -66,6 +68,11 @@ static const struct option agent_longopts[] = {
 	{ "legacy-window-max",	required_argument, NULL, OPT_LEGACY_WINDOW_MAX },
 	{ "trace-store",	required_argument, NULL, OPT_TRACE_STORE },
 	{ "trace-settle",	required_argument, NULL, OPT_TRACE_SETTLE },
+	{ "trace-upload",	required_argument, NULL, OPT_TRACE_UPLOAD },
+	{ "s3-endpoint",	required_argument, NULL, OPT_S3_ENDPOINT },
+	{ "s3-region",		required_argument, NULL, OPT_S3_REGION },
+	{ "s3-credentials",	required_argument, NULL, OPT_S3_CREDENTIALS },
+	{ "upload-rate",	required_argument, NULL, OPT_UPLOAD_RATE },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -124,6 +131,17 @@ agent_usage(FILE *f)
 "                           (a shared directory; docs/traces.md) (default: none)\n"
 "  --trace-settle S         pack a trace once unchanged for S seconds\n"
 "                           (default: 10)\n"
+"  --trace-upload s3://BUCKET[/PREFIX]\n"
+"                           then put each archive into an S3-compatible store\n"
+"                           as PREFIX/<job>/window-<id>/rank-<N>.tar.zst;\n"
+"                           credentials from AWS_ACCESS_KEY_ID and\n"
+"                           AWS_SECRET_ACCESS_KEY, else --s3-credentials\n"
+"                           (default: none)\n"
+"  --s3-endpoint URL        the store (default: https://s3.REGION.amazonaws.com)\n"
+"  --s3-region R            (default: $AWS_REGION, else us-east-1)\n"
+"  --s3-credentials F       an AWS credentials file, mode 0600 or 0400, root's\n"
+"                           or the agent's user's (default: none)\n"
+"  --upload-rate N[k|m|g]   upload at most N bytes/s (default: no cap)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  -v, --verbose            log more\n"
@@ -161,6 +179,28 @@ agent_number(const char *s, long long lo, long long hi, long long *out,
 		return (-1);
 	}
 	*out = v;
+	return (0);
+}
+
+/* Reads a rate in bytes/s, N with an optional k, m or g (powers of 1024;
+ * 0: no cap).  Returns 0 or -1. */
+static int
+agent_rate(const char *s, uint64_t *out, const char *name)
+{
+	char		 num[32];
+	size_t		 n = strlen(s);
+	long long	 v;
+	int		 shift = 0;
+
+	if (n > 0 && n < sizeof(num) && strchr("kKmMgG", s[n - 1]) != NULL) {
+		shift = strchr("kK", s[n - 1]) != NULL ? 10 :
+		    strchr("mM", s[n - 1]) != NULL ? 20 : 30;
+		n--;
+	}
+	snprintf(num, sizeof(num), "%.*s", (int)n, s);
+	if (agent_number(num, 0, 1LL << 30, &v, 10, name) == -1)
+		return (-1);
+	*out = (uint64_t)v << shift;
 	return (0);
 }
 
@@ -279,6 +319,20 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 			return (-1);
 		o->trace_settle_s = (int)v;
 		return (0);
+	case OPT_TRACE_UPLOAD:
+		return (agent_copy(o->trace_upload, sizeof(o->trace_upload),
+		    arg, name));
+	case OPT_S3_ENDPOINT:
+		return (agent_copy(o->s3_endpoint, sizeof(o->s3_endpoint), arg,
+		    name));
+	case OPT_S3_REGION:
+		return (agent_copy(o->s3_region, sizeof(o->s3_region), arg,
+		    name));
+	case OPT_S3_CREDENTIALS:
+		return (agent_copy(o->s3_credentials,
+		    sizeof(o->s3_credentials), arg, name));
+	case OPT_UPLOAD_RATE:
+		return (agent_rate(arg, &o->upload_rate, name));
 	case OPT_SHM_BUDGET:
 		if (agent_number(arg, 0, 1 << 20, &v, 10, name) == -1)
 			return (-1);

@@ -18,6 +18,8 @@
  *	collect.c	--trace-store: ranks' finished traces queued and packed
  *	trace_pack.c	a finished trace directory packed (tar + zstd) into the
  *			shared-directory trace store, in a child at low priority
+ *	trace_upload.c	an archive put into an S3-compatible object store
+ *			(libcurl's SigV4), in a child at low priority
  */
 
 #ifndef DYNPROF_AGENT_H
@@ -76,6 +78,11 @@ struct agent_options {
 	uint64_t	 shm_budget;		/* bytes of segments it creates */
 	char		 trace_store[PATH_MAX];	/* "" none */
 	int		 trace_settle_s;
+	char		 trace_upload[PATH_MAX];	/* s3://bucket/prefix, "" none */
+	char		 s3_endpoint[512];
+	char		 s3_region[64];
+	char		 s3_credentials[PATH_MAX];
+	uint64_t	 upload_rate;		/* bytes/s, 0: no cap */
 	int		 log_level;
 };
 
@@ -416,5 +423,37 @@ int	 trace_pack_start(struct trace_pack *, int, const char *, uint32_t,
 	    uint32_t, int, const char *, uid_t, uint64_t, int, char *, size_t);
 int	 trace_pack_finish(struct trace_pack *, struct trace_pack_result *);
 void	 trace_pack_abort(struct trace_pack *);
+void	 trace_pack_keep_fds(int, int, int);
+void	 trace_pack_lower(void);
+void	 trace_pack_child_exit(int, const void *, size_t)
+	    __attribute__((noreturn));
+size_t	 trace_pack_child_result(int, void *, size_t);
+
+/* trace_upload.c */
+#define UPLOAD_MAX_BYTES	(5ULL << 30)	/* one PUT: S3's bound */
+/* --trace-upload: an S3-compatible object store. */
+struct upload_conf {
+	char		 endpoint[512];	/* scheme://host[:port], no '/' after */
+	char		 bucket[64];
+	char		 prefix[256];	/* "" or a/b, no '/' at either end */
+	char		 region[64];
+	char		 access_key[256];
+	char		 secret_key[256];
+	char		 session_token[2048];	/* "" none */
+	uint64_t	 rate;		/* bytes/s, 0: no cap */
+};
+/* One upload in progress. */
+struct trace_upload {
+	pid_t		 pid;
+	int		 fd;		/* readable when the child ends; -1: none */
+};
+int	 trace_upload_conf(const struct agent_options *, struct upload_conf *,
+	    char *, size_t);
+void	 trace_upload_location(const struct upload_conf *, const char *,
+	    char *, size_t);
+int	 trace_upload_start(struct trace_upload *, const struct upload_conf *,
+	    int, const char *, const char *, char *, size_t);
+int	 trace_upload_finish(struct trace_upload *, char *, size_t);
+void	 trace_upload_abort(struct trace_upload *);
 
 #endif /* DYNPROF_AGENT_H */

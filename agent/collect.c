@@ -41,6 +41,9 @@
 #define COLLECT_TRIES		3
 #define COLLECT_RETRY_MS	5000
 #define COLLECT_REPORTS_MAX	8192	/* outcomes not yet committed */
+#define COLLECT_UPLOAD_TRIES	6	/* then given up, reported failed */
+#define COLLECT_UPLOAD_BACKOFF_MS 2000	/* doubled after each failure, */
+#define COLLECT_UPLOAD_BACKOFF_MAX_MS 60000	/* up to this */
 #define COLLECT_QUEUE_VERSION	2	/* bump when a line's layout changes
 					 * (1, pending lines only, still read) */
 
@@ -70,12 +73,32 @@ struct collect_report {
 };
 TAILQ_HEAD(collect_reports, collect_report);
 
+/* An archive in the local store to put into the object store. */
+struct collect_upload {
+	TAILQ_ENTRY(collect_upload) entry;
+	char		 job[SEG_JOB_MAX + 1];
+	uint32_t	 window;
+	int32_t		 rank;
+	uint64_t	 size;
+	char		 sha256[65];
+	int		 tries;
+	int64_t		 due_ms;
+};
+TAILQ_HEAD(collect_uploads, collect_upload);
+
 struct collect {
 	int			 store_fd;
 	struct collect_items	 pending;
 	size_t			 npending;
 	struct collect_reports	 reports;
 	size_t			 nreports;
+	int			 upload;	/* --trace-upload given */
+	struct upload_conf	 up_conf;
+	struct collect_uploads	 uploads;
+	struct collect_upload	*up_busy;	/* being uploaded, off the list */
+	struct trace_upload	 tu;
+	struct event		*up_ev;
+	int64_t			 up_started_ms;
 	char			 store[PATH_MAX];	/* --trace-store, resolved */
 	struct collect_item	*busy;		/* being packed, off the list */
 	struct trace_pack	 tp;
@@ -137,6 +160,7 @@ collect_save(struct collect *c)
 {
 	struct collect_item	*it;
 	struct collect_report	*rep;
+	struct collect_upload	*up;
 	char			 tmp[PATH_MAX + 40];
 	FILE			*f;
 
@@ -153,7 +177,14 @@ collect_save(struct collect *c)
 	TAILQ_FOREACH(it, &c->pending, entry)
 		fprintf(f, "%s %u %d %u %s\n", it->job, it->window, it->rank,
 		    (unsigned int)it->uid, it->dir);
-	/* A job id starts with neither '+' nor '!'. */
+	/* A job id starts with neither '+', '!' nor '^'. */
+	if (c->up_busy != NULL)
+		fprintf(f, "^ %s %u %d %llu %s\n", c->up_busy->job,
+		    c->up_busy->window, c->up_busy->rank,
+		    (unsigned long long)c->up_busy->size, c->up_busy->sha256);
+	TAILQ_FOREACH(up, &c->uploads, entry)
+		fprintf(f, "^ %s %u %d %llu %s\n", up->job, up->window,
+		    up->rank, (unsigned long long)up->size, up->sha256);
 	TAILQ_FOREACH(rep, &c->reports, entry) {
 		if (rep->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED)
 			fprintf(f, "+ %s %u %d %llu %s %s\n", rep->job,
@@ -309,6 +340,122 @@ done:
 	return (rc);
 }
 
+static void	collect_upload_run(struct agent *);
+
+/*
+ * Queues the archive of job's window's rank (size bytes, sha256), packed
+ * into the local store, for the object store.  Saves the queue file.
+ */
+static void
+collect_upload_add(struct agent *a, const char *job, uint32_t window,
+    int32_t rank, uint64_t size, const char *sha256)
+{
+	struct collect		*c = a->collect;
+	struct collect_upload	*up;
+
+	if ((up = calloc(1, sizeof(*up))) == NULL) {
+		log_warn("%s: job %s window %u rank %d", __func__, job, window,
+		    rank);
+		return;
+	}
+	snprintf(up->job, sizeof(up->job), "%s", job);
+	up->window = window;
+	up->rank = rank;
+	up->size = size;
+	snprintf(up->sha256, sizeof(up->sha256), "%s", sha256);
+	up->due_ms = clock_mono_ms();
+	TAILQ_INSERT_TAIL(&c->uploads, up, entry);
+	collect_save(c);
+}
+
+/* The uploading child ended: reported, or tried again later. */
+static void
+collect_uploaded(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent		*a = arg;
+	struct collect		*c = a->collect;
+	struct collect_upload	*up = c->up_busy;
+	char			 path[SEG_JOB_MAX + 64], where[PATH_MAX + 320];
+	char			 why[256], reason[sizeof(where) + 320];
+	int64_t			 now = clock_mono_ms(), delay;
+
+	(void)fd;
+	(void)what;
+	c->up_busy = NULL;
+	snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst", up->job,
+	    up->window, up->rank);
+	trace_upload_location(&c->up_conf, path, where, sizeof(where));
+	if (trace_upload_finish(&c->tu, why, sizeof(why)) == 0) {
+		log_info("uploaded job %s window %u rank %d: %s, %llu bytes in "
+		    "%lld ms", up->job, up->window, up->rank, where,
+		    (unsigned long long)up->size,
+		    (long long)(now - c->up_started_ms));
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+		    up->job, up->window, up->rank, up->size, up->sha256, where);
+		free(up);
+	} else if (++up->tries < COLLECT_UPLOAD_TRIES) {
+		delay = (int64_t)COLLECT_UPLOAD_BACKOFF_MS << (up->tries - 1);
+		if (delay > COLLECT_UPLOAD_BACKOFF_MAX_MS)
+			delay = COLLECT_UPLOAD_BACKOFF_MAX_MS;
+		log_limited(&c->log_limit, LOG_LEVEL_QUIET, "upload: job %s "
+		    "window %u rank %d to %s: %s: tried again in %lld ms",
+		    up->job, up->window, up->rank, where, why, (long long)delay);
+		up->due_ms = now + delay;
+		TAILQ_INSERT_TAIL(&c->uploads, up, entry);
+	} else {
+		c->failed++;
+		snprintf(reason, sizeof(reason), "upload to %s: %s (%d tries)",
+		    where, why, up->tries);
+		log_warnx("collect failed: job %s window %u rank %d: %s",
+		    up->job, up->window, up->rank, reason);
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
+		    up->job, up->window, up->rank, 0, NULL, reason);
+		free(up);
+	}
+	collect_save(c);
+	collect_upload_run(a);
+	agent_schedule(a);
+}
+
+/* Starts the first upload that is due, unless one is in progress. */
+static void
+collect_upload_run(struct agent *a)
+{
+	struct collect		*c = a->collect;
+	struct collect_upload	*up;
+	char			 path[SEG_JOB_MAX + 64], why[256];
+	int64_t			 now = clock_mono_ms();
+
+	if (c->up_busy != NULL)
+		return;
+	TAILQ_FOREACH(up, &c->uploads, entry)
+		if (up->due_ms <= now)
+			break;
+	if (up == NULL)
+		return;
+	TAILQ_REMOVE(&c->uploads, up, entry);
+	snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst", up->job,
+	    up->window, up->rank);
+	if (trace_upload_start(&c->tu, &c->up_conf, c->store_fd, path,
+	    up->sha256, why, sizeof(why)) == -1) {
+		c->failed++;
+		log_warnx("collect failed: job %s window %u rank %d: upload: %s",
+		    up->job, up->window, up->rank, why);
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
+		    up->job, up->window, up->rank, 0, NULL, why);
+		free(up);
+		collect_save(c);
+		return;
+	}
+	c->up_busy = up;
+	c->up_started_ms = now;
+	if (c->up_ev != NULL)
+		event_free(c->up_ev);
+	c->up_ev = event_new(a->base, c->tu.fd, EV_READ, collect_uploaded, a);
+	if (c->up_ev == NULL || event_add(c->up_ev, NULL) == -1)
+		fatalx("%s: cannot watch the uploader", __func__);
+}
+
 /*
  * Adds job's window's rank (its trace in dir, uid's) to the pending list,
  * unless collected, pending or in the store already.  Returns 1 if added.
@@ -388,6 +535,25 @@ collect_load(struct agent *a)
 			nrep++;
 			continue;
 		}
+		if (line[0] == '^' && sscanf(line, "^ %64s %u %d %llu %64s",
+		    job, &window, &rank, &size, sha) == 5 &&
+		    jobid_valid(job, NULL) && rank >= 0) {
+			collect_mark_done(c, collect_key(job, window, rank));
+			/* Without --trace-upload now: the local store's. */
+			if (c->upload)
+				collect_upload_add(a, job, window, rank, size,
+				    sha);
+			else {
+				snprintf(path, sizeof(path), "%s/window-%u/"
+				    "rank-%d.tar.zst", job, window, rank);
+				collect_location(c, path, where, sizeof(where));
+				collect_report(a,
+				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+				    job, window, rank, size, sha, where);
+			}
+			nrep++;
+			continue;
+		}
 		if (line[0] == '!' && sscanf(line, "! %64s %u %d %n", job,
 		    &window, &rank, &off) == 3 && off > 0 &&
 		    jobid_valid(job, NULL) && rank >= 0) {
@@ -412,16 +578,19 @@ collect_load(struct agent *a)
 		    !collect_is_done(c, collect_key(job, window, rank))) {
 			collect_mark_done(c, collect_key(job, window, rank));
 			collect_location(c, path, where, sizeof(where));
-			if (S_ISREG(st.st_mode) &&
-			    collect_rehash(c, path, &size64, sha) == 0)
-				collect_report(a,
-				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
-				    job, window, rank, size64, sha, where);
-			else
+			if (!S_ISREG(st.st_mode) ||
+			    collect_rehash(c, path, &size64, sha) == -1)
 				collect_report(a,
 				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
 				    job, window, rank, 0, NULL, "its archive in "
 				    "the store does not read back");
+			else if (c->upload)
+				collect_upload_add(a, job, window, rank, size64,
+				    sha);
+			else
+				collect_report(a,
+				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+				    job, window, rank, size64, sha, where);
 			nrep++;
 			continue;
 		}
@@ -462,9 +631,16 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 		    r.skipped ? ": first " : "", r.first_skipped);
 		collect_mark_done(c, collect_key(it->job, it->window,
 		    it->rank));
-		collect_location(c, c->tp.path, where, sizeof(where));
-		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
-		    it->job, it->window, it->rank, r.size, r.sha256, where);
+		if (c->upload) {
+			collect_upload_add(a, it->job, it->window, it->rank,
+			    r.size, r.sha256);
+			collect_upload_run(a);
+		} else {
+			collect_location(c, c->tp.path, where, sizeof(where));
+			collect_report(a,
+			    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED, it->job,
+			    it->window, it->rank, r.size, r.sha256, where);
+		}
 		free(it);
 	} else if (r.unsettled) {
 		it->due_ms = now + a->opts.trace_settle_s * 1000;
@@ -564,8 +740,10 @@ collect_note_slot(struct agent *a, struct agent_job *j, int idx,
 void
 collect_tick(struct agent *a)
 {
-	if (a->collect != NULL)
+	if (a->collect != NULL) {
 		collect_run(a);
+		collect_upload_run(a);
+	}
 }
 
 /* When collect_tick() has something to start next, or INT64_MAX. */
@@ -574,13 +752,19 @@ collect_next_ms(const struct agent *a)
 {
 	const struct collect		*c = a->collect;
 	const struct collect_item	*it;
+	const struct collect_upload	*up;
 	int64_t				 next = INT64_MAX;
 
-	if (c == NULL || c->busy != NULL)
+	if (c == NULL)
 		return (INT64_MAX);
-	TAILQ_FOREACH(it, &c->pending, entry)
-		if (it->due_ms < next)
-			next = it->due_ms;
+	if (c->busy == NULL)
+		TAILQ_FOREACH(it, &c->pending, entry)
+			if (it->due_ms < next)
+				next = it->due_ms;
+	if (c->up_busy == NULL)
+		TAILQ_FOREACH(up, &c->uploads, entry)
+			if (up->due_ms < next)
+				next = up->due_ms;
 	return (next);
 }
 
@@ -589,6 +773,7 @@ int
 collect_open(struct agent *a)
 {
 	struct collect	*c;
+	char		 why[256];
 
 	if (a->opts.trace_store[0] == '\0')
 		return (0);
@@ -596,6 +781,17 @@ collect_open(struct agent *a)
 		fatal("calloc");
 	TAILQ_INIT(&c->pending);
 	TAILQ_INIT(&c->reports);
+	TAILQ_INIT(&c->uploads);
+	c->tu.fd = -1;
+	if (a->opts.trace_upload[0] != '\0') {
+		if (trace_upload_conf(&a->opts, &c->up_conf, why,
+		    sizeof(why)) == -1) {
+			log_warnx("%s", why);
+			free(c);
+			return (-1);
+		}
+		c->upload = 1;
+	}
 	c->store_fd = open(a->opts.trace_store, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC);
 	if (c->store_fd == -1) {
@@ -624,12 +820,23 @@ collect_close(struct agent *a)
 	struct collect		*c = a->collect;
 	struct collect_item	*it;
 	struct collect_report	*rep;
+	struct collect_upload	*up;
 
 	if (c == NULL)
 		return;
 	while ((rep = TAILQ_FIRST(&c->reports)) != NULL) {
 		TAILQ_REMOVE(&c->reports, rep, entry);
 		free(rep);
+	}
+	if (c->up_busy != NULL) {
+		trace_upload_abort(&c->tu);
+		free(c->up_busy);
+	}
+	if (c->up_ev != NULL)
+		event_free(c->up_ev);
+	while ((up = TAILQ_FIRST(&c->uploads)) != NULL) {
+		TAILQ_REMOVE(&c->uploads, up, entry);
+		free(up);
 	}
 	if (c->busy != NULL) {
 		trace_pack_abort(&c->tp);

@@ -428,11 +428,12 @@ trace_pack_mkdir(int dfd, const char *name)
 }
 
 /*
- * The child closes every descriptor but stdio and these three (-1: none):
- * holding the agent's sockets for as long as it packs would keep a closed
- * coordinator link or a replaced listener open behind the agent's back.
+ * A child of the agent (a packer, an uploader) closes every descriptor but
+ * stdio and these three (-1: none): holding the agent's sockets for as long
+ * as it works would keep a closed coordinator link or a replaced listener
+ * open behind the agent's back.
  */
-static void
+void
 trace_pack_keep_fds(int a, int b, int c)
 {
 	int	 keep[3] = { a, b, c }, t, i, j, from = 3;
@@ -455,6 +456,47 @@ trace_pack_keep_fds(int a, int b, int c)
 	(void)close_range((unsigned int)from, ~0U, 0);
 }
 
+/* A child of the agent ends: writes its result (len bytes) to res_fd. */
+void
+trace_pack_child_exit(int res_fd, const void *r, size_t len)
+{
+	const char	*p = r;
+	ssize_t		 n;
+
+	while (len > 0 && ((n = write(res_fd, p, len)) > 0 ||
+	    (n == -1 && errno == EINTR)))
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		}
+	_exit(0);
+}
+
+/* Reads a child's result (len bytes) from fd.  Returns the bytes read. */
+size_t
+trace_pack_child_result(int fd, void *r, size_t len)
+{
+	char	*p = r;
+	size_t	 got = 0;
+	ssize_t	 n;
+
+	while (got < len && ((n = read(fd, p + got, len - got)) > 0 ||
+	    (n == -1 && errno == EINTR)))
+		if (n > 0)
+			got += (size_t)n;
+	return (got);
+}
+
+/* A child of the agent: never outlives it, at nice 19 and idle I/O. */
+void
+trace_pack_lower(void)
+{
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	(void)setpriority(PRIO_PROCESS, 0, 19);
+	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+	    IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+}
+
 /* The child: low priority, acting as the owner, packs and reports. */
 static void __attribute__((noreturn))
 trace_pack_child(int src_fd, const char *src_path, int out_fd, int res_fd,
@@ -462,15 +504,9 @@ trace_pack_child(int src_fd, const char *src_path, int out_fd, int res_fd,
 {
 	struct trace_pack_result	 r;
 	struct stat			 st;
-	const char			*p;
-	size_t				 left;
-	ssize_t				 n;
 	gid_t				 gid;
 
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlives the agent */
-	(void)setpriority(PRIO_PROCESS, 0, 19);
-	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
-	    IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+	trace_pack_lower();
 	memset(&r, 0, sizeof(r));
 	/*
 	 * The group to act as: the directory's (its owner checked again
@@ -507,15 +543,7 @@ trace_pack_child(int src_fd, const char *src_path, int out_fd, int res_fd,
 	else if (r.why[0] == '\0')
 		r.ok = 1;
 report:
-	p = (const char *)&r;
-	left = sizeof(r);
-	while (left > 0 && ((n = write(res_fd, p, left)) > 0 ||
-	    (n == -1 && errno == EINTR)))
-		if (n > 0) {
-			p += n;
-			left -= (size_t)n;
-		}
-	_exit(0);
+	trace_pack_child_exit(res_fd, &r, sizeof(r));
 }
 
 /*
@@ -607,16 +635,11 @@ fail:
 int
 trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
 {
-	char	*p = (char *)r;
-	size_t	 got = 0;
-	ssize_t	 n;
+	size_t	 got;
 	int	 status;
 
 	memset(r, 0, sizeof(*r));
-	while (got < sizeof(*r) && ((n = read(tp->fd, p + got,
-	    sizeof(*r) - got)) > 0 || (n == -1 && errno == EINTR)))
-		if (n > 0)
-			got += (size_t)n;
+	got = trace_pack_child_result(tp->fd, r, sizeof(*r));
 	close(tp->fd);
 	tp->fd = -1;
 	while (waitpid(tp->pid, &status, 0) == -1 && errno == EINTR)

@@ -59,12 +59,16 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --force            forget it even while a window of it runs (else\n"
 	  "                     refused, 409): its ranks profile on to the window's\n"
 	  "                     stop step\n" },
-	{ "fetch", ctl_cmd_fetch, "fetch JOB WINDOW [--out DIR] [--ranks 0-7,16]",
+	{ "fetch", ctl_cmd_fetch, "fetch JOB WINDOW [--out DIR] [--ranks 0-7,16]\n"
+	  "        [--s3-endpoint URL] [--s3-region R]",
 	  "Download the traces of window WINDOW that the agents collected into\n"
 	  "their trace store (GET /v1/jobs/JOB/windows/WINDOW/traces) into DIR\n"
 	  "(default .) as rank-N.tar.zst, each checked against the size and\n"
 	  "sha256 its agent reported: an archive that differs is not kept.  A\n"
-	  "location is a path (the shared store, mounted here too) or a URL.\n"
+	  "location is a path (the shared store, mounted here too), a URL, or\n"
+	  "s3://BUCKET/KEY, read from --s3-endpoint URL ($DYNPROF_S3_ENDPOINT)\n"
+	  "with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (SigV4; region\n"
+	  "--s3-region, else $AWS_REGION, else us-east-1).\n"
 	  "Exit 1 if any rank's trace failed, was not collected, or none was.\n" },
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"

@@ -4,7 +4,10 @@
  * each rank's archive is; each is copied into DIR as rank-N.tar.zst while
  * its sha256 is computed, written as .rank-N.tar.zst.part and renamed into
  * place only when the hash is the one the agent reported.  A location is a
- * path (the shared trace store, mounted here too) or an http(s) URL.
+ * path (the shared trace store, mounted here too), an http(s) URL, or
+ * s3://bucket/key, read from --s3-endpoint with the operator's own
+ * credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), each request
+ * signed by libcurl (CURLOPT_AWS_SIGV4).
  */
 
 #include <sys/stat.h>
@@ -87,18 +90,48 @@ ctl_fetch_file(const char *path, struct ctl_fetch_out *o, char *why,
 	return (0);
 }
 
-/* Downloads the archive at url.  Returns 0, or -1 with why. */
+/* Where and how to read s3:// locations. */
+struct ctl_fetch_s3 {
+	const char	*endpoint;	/* NULL: no --s3-endpoint */
+	const char	*region;
+	const char	*key;
+	const char	*secret;
+	const char	*token;		/* NULL: none */
+};
+
+/* The sha256 of an empty body: what a GET signs as its payload. */
+#define CTL_FETCH_EMPTY_SHA256 \
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/* Downloads the archive at url (signed for s3 unless NULL).  Returns 0, or
+ * -1 with why. */
 static int
-ctl_fetch_url(struct ctl *ctl, const char *url, struct ctl_fetch_out *o,
-    char *why, size_t len)
+ctl_fetch_url(struct ctl *ctl, const char *url, const struct ctl_fetch_s3 *s3,
+    struct ctl_fetch_out *o, char *why, size_t len)
 {
-	CURL		*curl;
-	CURLcode	 cc;
-	long		 status = 0;
+	CURL			*curl;
+	CURLcode		 cc;
+	struct curl_slist	*hdr = NULL;
+	char			 sigv4[128], line[2200];
+	long			 status = 0;
 
 	if ((curl = curl_easy_init()) == NULL) {
 		snprintf(why, len, "curl_easy_init failed");
 		return (-1);
+	}
+	if (s3 != NULL) {
+		snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:s3", s3->region);
+		hdr = curl_slist_append(hdr, "x-amz-content-sha256: "
+		    CTL_FETCH_EMPTY_SHA256);
+		if (s3->token != NULL) {
+			snprintf(line, sizeof(line), "x-amz-security-token: %s",
+			    s3->token);
+			hdr = curl_slist_append(hdr, line);
+		}
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
+		curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4);
+		curl_easy_setopt(curl, CURLOPT_USERNAME, s3->key);
+		curl_easy_setopt(curl, CURLOPT_PASSWORD, s3->secret);
 	}
 	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -112,6 +145,7 @@ ctl_fetch_url(struct ctl *ctl, const char *url, struct ctl_fetch_out *o,
 	cc = curl_easy_perform(curl);
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(curl);
+	curl_slist_free_all(hdr);
 	if (cc != CURLE_OK) {
 		snprintf(why, len, "%s: %s (HTTP %ld)", url,
 		    curl_easy_strerror(cc), status);
@@ -125,7 +159,8 @@ ctl_fetch_url(struct ctl *ctl, const char *url, struct ctl_fetch_out *o,
  * rank-N.tar.zst, checked against its sha256.  Returns 0, or -1 (said).
  */
 static int
-ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e)
+ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
+    const struct ctl_fetch_s3 *s3)
 {
 	struct ctl_fetch_out	 o = { -1, NULL, 0, 0 };
 	const char		*where = ctl_json_str(e, "location", "");
@@ -133,6 +168,7 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e)
 	unsigned char		 md[EVP_MAX_MD_SIZE];
 	unsigned int		 mdlen = 0, i;
 	char			 name[64], part[80], got[65], why[1024];
+	char			 url[2048];
 	long long		 rank = ctl_json_int(e, "rank", -1);
 	int			 rc = -1;
 
@@ -153,8 +189,17 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e)
 		(void)ctl_fetch_file(where, &o, why, sizeof(why));
 	else if (strncmp(where, "http://", 7) == 0 ||
 	    strncmp(where, "https://", 8) == 0)
-		(void)ctl_fetch_url(ctl, where, &o, why, sizeof(why));
-	else
+		(void)ctl_fetch_url(ctl, where, NULL, &o, why, sizeof(why));
+	else if (strncmp(where, "s3://", 5) == 0 && s3->endpoint == NULL)
+		snprintf(why, sizeof(why), "%s: give the object store's "
+		    "--s3-endpoint (or $DYNPROF_S3_ENDPOINT)", where);
+	else if (strncmp(where, "s3://", 5) == 0 && s3->key == NULL)
+		snprintf(why, sizeof(why), "%s: no credentials (set "
+		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", where);
+	else if (strncmp(where, "s3://", 5) == 0) {
+		snprintf(url, sizeof(url), "%s/%s", s3->endpoint, where + 5);
+		(void)ctl_fetch_url(ctl, url, s3, &o, why, sizeof(why));
+	} else
 		snprintf(why, sizeof(why), "a location this dynprofctl cannot "
 		    "read: %s", where);
 	if (why[0] == '\0' && o.failed)
@@ -194,10 +239,11 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e)
 	return (rc);
 }
 
-/* dynprofctl fetch JOB WINDOW [--out DIR] [--ranks LIST] */
+/* dynprofctl fetch JOB WINDOW [--out DIR] [--ranks LIST] [--s3-endpoint URL] */
 int
 ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 {
+	struct ctl_fetch_s3 s3;
 	struct rank_set	 only;
 	const char	*dir = ".", *ranks = NULL, *why, *state;
 	json_t		*doc, *e;
@@ -206,8 +252,24 @@ ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 	size_t		 i;
 	int		 a, rc, dirfd, nok = 0, nbad = 0, nmissing = 0;
 
+	memset(&s3, 0, sizeof(s3));
+	s3.endpoint = getenv("DYNPROF_S3_ENDPOINT");
+	s3.region = getenv("AWS_REGION");
+	if (s3.region == NULL || *s3.region == '\0')
+		s3.region = "us-east-1";
+	s3.key = getenv("AWS_ACCESS_KEY_ID");
+	s3.secret = getenv("AWS_SECRET_ACCESS_KEY");
+	s3.token = getenv("AWS_SESSION_TOKEN");
+	if (s3.key != NULL && (*s3.key == '\0' || s3.secret == NULL))
+		s3.key = NULL;
+	if (s3.token != NULL && *s3.token == '\0')
+		s3.token = NULL;
 	for (a = 3; a < argc; a++) {
-		if ((strcmp(argv[a], "--out") == 0 ||
+		if (strcmp(argv[a], "--s3-endpoint") == 0 && a + 1 < argc)
+			s3.endpoint = argv[++a];
+		else if (strcmp(argv[a], "--s3-region") == 0 && a + 1 < argc)
+			s3.region = argv[++a];
+		else if ((strcmp(argv[a], "--out") == 0 ||
 		    strcmp(argv[a], "-o") == 0) && a + 1 < argc)
 			dir = argv[++a];
 		else if (strcmp(argv[a], "--ranks") == 0 && a + 1 < argc)
@@ -252,7 +314,7 @@ ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 			continue;
 		state = ctl_json_str(e, "state", "");
 		if (strcmp(state, "collected") == 0) {
-			if (ctl_fetch_one(ctl, dirfd, dir, e) == 0)
+			if (ctl_fetch_one(ctl, dirfd, dir, e, &s3) == 0)
 				nok++;
 			else
 				nbad++;

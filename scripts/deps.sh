@@ -17,7 +17,9 @@ python3"
 # for the binding's install test, ip for network namespaces, strace for the
 # hot path's system calls, valgrind, sqlite3, curl, etcd-server for the etcd
 # store and failover tests, chromium for the status page's test in a real
-# browser, systemd-analyze for the units, file for CPack's Debian packages in
+# browser, botocore to check S3 signatures in the trace upload test (the
+# object store it runs, s3rver, does not), systemd-analyze for the units,
+# file for CPack's Debian packages in
 # test_deploy_deb); "torch": the PyTorch hook
 # is tested with real torch; "node": the Kubernetes manifests are validated
 # with npm packages; "clang": the fuzzers (tests/fuzz/README.md).
@@ -26,7 +28,7 @@ for extra in ${DEPS_EXTRA-test torch node}; do
 	test)
 		PKGS="$PKGS sqlite3 python3-pytest python3-pip python3-setuptools
 		    python3-wheel iproute2 procps psmisc strace curl valgrind
-		    etcd-server chromium systemd file"
+		    etcd-server chromium systemd file python3-botocore"
 		;;
 	torch)	PKGS="$PKGS python3-torch" ;;
 	node)

@@ -24,6 +24,12 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
       ENVIRONMENT "${_e2e_env}")
   endforeach()
+  # --trace-upload against a real S3-compatible server (s3rver from npm, its
+  # packages installed once per build tree: a longer timeout the first time).
+  add_test(NAME e2e_upload
+    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload.py)
+  set_tests_properties(e2e_upload PROPERTIES TIMEOUT 360 SKIP_RETURN_CODE 77
+    ENVIRONMENT "${_e2e_env}")
   # A hostile second uid and a root agent's --legacy-dir: skipped unless root.
   foreach(t swap budget flood)
     add_test(NAME e2e_legacy_hostile_${t}

@@ -1,0 +1,443 @@
+/*
+ * --trace-upload s3://bucket/prefix: an archive the packer put into the
+ * local trace store copied into an S3-compatible object store as
+ * <prefix>/<job>/window-<id>/rank-<N>.tar.zst (docs/traces.md).  One PUT,
+ * signed by libcurl (CURLOPT_AWS_SIGV4), its payload's sha256 the one the
+ * packer computed (x-amz-content-sha256), at most --upload-rate bytes a
+ * second, in a child at nice 19 and idle I/O (as trace_pack.c's): the
+ * agent's loop only waits for its end.  The file is read in curl's buffer
+ * (64 KiB): memory does not grow with the archive.  A store that accepts
+ * nothing for 30 s is given up by the child (the caller tries again later).
+ *
+ * Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and
+ * AWS_SESSION_TOKEN) from the agent's environment, else --s3-credentials
+ * FILE, in the AWS shared credentials format, a regular file only its owner
+ * (root or the agent's user) may read or write.
+ */
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "agent.h"
+#include "file.h"
+#include "log.h"
+
+#define UPLOAD_CONNECT_MS	10000
+#define UPLOAD_STALL_S		30	/* under 1 byte/s that long: given up */
+#define UPLOAD_CRED_MAX		(64 * 1024)
+
+/* What the child reports. */
+struct upload_result {
+	int		 ok;
+	long		 http;
+	char		 why[256];
+};
+
+/* The child's transfer. */
+struct upload_io {
+	int		 fd;
+	char		 body[1024];	/* the start of an error answer */
+	size_t		 nbody;
+};
+
+static void __attribute__((format(printf, 3, 4)))
+upload_why(char *why, size_t len, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Returns 1 if s holds only characters safe in a key's path, and no "..". */
+static int
+upload_name_ok(const char *s)
+{
+	const char	*p;
+
+	for (p = s; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && strchr("._-/", *p) == NULL)
+			return (0);
+	return (strstr(s, "..") == NULL && strstr(s, "//") == NULL);
+}
+
+/* Takes "key = value" of the credentials file text into c. */
+static void
+upload_cred_line(struct upload_conf *c, char *line)
+{
+	char	*eq, *k, *v, *e;
+
+	if ((eq = strchr(line, '=')) == NULL)
+		return;
+	*eq = '\0';
+	for (k = line; isspace((unsigned char)*k); k++)
+		;
+	for (e = eq; e > k && isspace((unsigned char)e[-1]); e--)
+		e[-1] = '\0';
+	for (v = eq + 1; isspace((unsigned char)*v); v++)
+		;
+	for (e = v + strlen(v); e > v && isspace((unsigned char)e[-1]); e--)
+		e[-1] = '\0';
+	if (strcmp(k, "aws_access_key_id") == 0)
+		snprintf(c->access_key, sizeof(c->access_key), "%s", v);
+	else if (strcmp(k, "aws_secret_access_key") == 0)
+		snprintf(c->secret_key, sizeof(c->secret_key), "%s", v);
+	else if (strcmp(k, "aws_session_token") == 0)
+		snprintf(c->session_token, sizeof(c->session_token), "%s", v);
+}
+
+/* Reads the [default] profile of a credentials file.  Returns 0 or -1. */
+static int
+upload_cred_file(struct upload_conf *c, const char *path, char *why,
+    size_t wlen)
+{
+	struct stat	 st;
+	const char	*err;
+	char		*text, *line, *save;
+	size_t		 len;
+	int		 in_default = 1;
+
+	if ((text = file_read(path, FILE_NOFOLLOW, UPLOAD_CRED_MAX, &len, &st,
+	    &err)) == NULL) {
+		upload_why(why, wlen, "--s3-credentials %s: %s", path, err);
+		return (-1);
+	}
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & 077) != 0) {
+		file_free(text, len);
+		upload_why(why, wlen, "--s3-credentials %s: must belong to root "
+		    "(or the agent's user) and be readable by its owner only "
+		    "(mode 0600 or 0400)", path);
+		return (-1);
+	}
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		line[strcspn(line, "\r#;")] = '\0';
+		if (line[0] == '[') {
+			in_default = strncmp(line, "[default]", 9) == 0;
+			continue;
+		}
+		if (in_default)
+			upload_cred_line(c, line);
+	}
+	file_free(text, len);
+	return (0);
+}
+
+/*
+ * Reads the agent's --trace-upload, --s3-endpoint, --s3-region,
+ * --s3-credentials and --upload-rate into c, with the credentials.
+ * Returns 0, or -1 with why.
+ */
+int
+trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
+    char *why, size_t wlen)
+{
+	const char	*u = o->trace_upload, *slash, *e;
+	size_t		 n;
+
+	memset(c, 0, sizeof(*c));
+	if (strncmp(u, "s3://", 5) != 0) {
+		upload_why(why, wlen, "--trace-upload %s: not s3://BUCKET[/PREFIX]",
+		    u);
+		return (-1);
+	}
+	u += 5;
+	slash = strchr(u, '/');
+	n = slash != NULL ? (size_t)(slash - u) : strlen(u);
+	if (n < 3 || n >= sizeof(c->bucket)) {
+		upload_why(why, wlen, "--trace-upload: a bucket of 3 to 63 "
+		    "characters");
+		return (-1);
+	}
+	memcpy(c->bucket, u, n);
+	if (slash != NULL)
+		snprintf(c->prefix, sizeof(c->prefix), "%s", slash + 1);
+	n = strlen(c->prefix);
+	while (n > 0 && c->prefix[n - 1] == '/')
+		c->prefix[--n] = '\0';
+	if (!upload_name_ok(c->bucket) || strchr(c->bucket, '/') != NULL ||
+	    !upload_name_ok(c->prefix) || c->prefix[0] == '/') {
+		upload_why(why, wlen, "--trace-upload: the bucket and prefix may "
+		    "hold letters, digits and ._-/ only, no \"..\" nor \"//\"");
+		return (-1);
+	}
+	snprintf(c->region, sizeof(c->region), "%s", o->s3_region[0] != '\0' ?
+	    o->s3_region : (e = getenv("AWS_REGION")) != NULL && *e != '\0' ?
+	    e : "us-east-1");
+	if (!upload_name_ok(c->region) || strchr(c->region, '/') != NULL) {
+		upload_why(why, wlen, "--s3-region %s: not a region", c->region);
+		return (-1);
+	}
+	if (o->s3_endpoint[0] != '\0')
+		snprintf(c->endpoint, sizeof(c->endpoint), "%s", o->s3_endpoint);
+	else
+		snprintf(c->endpoint, sizeof(c->endpoint),
+		    "https://s3.%s.amazonaws.com", c->region);
+	n = strlen(c->endpoint);
+	while (n > 0 && c->endpoint[n - 1] == '/')
+		c->endpoint[--n] = '\0';
+	if (strncmp(c->endpoint, "http://", 7) != 0 &&
+	    strncmp(c->endpoint, "https://", 8) != 0) {
+		upload_why(why, wlen, "--s3-endpoint %s: not http:// or https://",
+		    c->endpoint);
+		return (-1);
+	}
+	c->rate = o->upload_rate;
+	if ((e = getenv("AWS_ACCESS_KEY_ID")) != NULL && *e != '\0') {
+		snprintf(c->access_key, sizeof(c->access_key), "%s", e);
+		if ((e = getenv("AWS_SECRET_ACCESS_KEY")) != NULL)
+			snprintf(c->secret_key, sizeof(c->secret_key), "%s", e);
+		if ((e = getenv("AWS_SESSION_TOKEN")) != NULL)
+			snprintf(c->session_token, sizeof(c->session_token),
+			    "%s", e);
+	} else if (o->s3_credentials[0] != '\0' &&
+	    upload_cred_file(c, o->s3_credentials, why, wlen) == -1)
+		return (-1);
+	if (c->access_key[0] == '\0' || c->secret_key[0] == '\0' ||
+	    strchr(c->access_key, ':') != NULL) {
+		upload_why(why, wlen, "--trace-upload: no credentials (set "
+		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
+		    "--s3-credentials FILE)");
+		return (-1);
+	}
+	return (0);
+}
+
+/* Writes where path (<job>/window-<id>/rank-<N>.tar.zst) goes: s3://... */
+void
+trace_upload_location(const struct upload_conf *c, const char *path,
+    char *buf, size_t len)
+{
+	snprintf(buf, len, "s3://%s/%s%s%s", c->bucket, c->prefix,
+	    c->prefix[0] != '\0' ? "/" : "", path);
+}
+
+/* curl reads the archive. */
+static size_t
+upload_read_cb(char *buf, size_t size, size_t nmemb, void *arg)
+{
+	struct upload_io	*io = arg;
+	ssize_t			 n;
+
+	while ((n = read(io->fd, buf, size * nmemb)) == -1 && errno == EINTR)
+		;
+	return (n < 0 ? CURL_READFUNC_ABORT : (size_t)n);
+}
+
+/* curl hands over the answer: its start kept, for an error's reason. */
+static size_t
+upload_write_cb(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct upload_io	*io = arg;
+	size_t			 n = size * nmemb, room;
+
+	room = sizeof(io->body) - 1 - io->nbody;
+	if (n < room)
+		room = n;
+	memcpy(io->body + io->nbody, data, room);
+	io->nbody += room;
+	io->body[io->nbody] = '\0';
+	return (n);
+}
+
+/* The text of an S3 error answer's tag, or "". */
+static void
+upload_tag(const char *body, const char *tag, char *out, size_t len)
+{
+	char		 open[32];
+	const char	*p, *e;
+
+	out[0] = '\0';
+	snprintf(open, sizeof(open), "<%s>", tag);
+	if ((p = strstr(body, open)) == NULL)
+		return;
+	p += strlen(open);
+	if ((e = strchr(p, '<')) == NULL)
+		return;
+	snprintf(out, len, "%.*s", (int)(e - p), p);
+}
+
+/* The child: PUTs the archive fd (size bytes, sha256) at url. */
+static void __attribute__((noreturn))
+upload_child(const struct upload_conf *c, int fd, const char *url,
+    const char *sha256, int res_fd)
+{
+	struct upload_result	 r;
+	struct upload_io	 io;
+	struct curl_slist	*hdr = NULL;
+	struct stat		 st;
+	CURL			*curl;
+	CURLcode		 cc;
+	char			 line[2200], sigv4[128], code[64], msg[160];
+
+	trace_pack_lower();
+	memset(&r, 0, sizeof(r));
+	memset(&io, 0, sizeof(io));
+	io.fd = fd;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		upload_why(r.why, sizeof(r.why), "the archive is no file");
+		goto report;
+	}
+	if ((uint64_t)st.st_size > UPLOAD_MAX_BYTES) {
+		upload_why(r.why, sizeof(r.why), "the archive is over 5 GiB, "
+		    "what one PUT may carry");
+		goto report;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
+	    (curl = curl_easy_init()) == NULL) {
+		upload_why(r.why, sizeof(r.why), "curl: cannot start");
+		goto report;
+	}
+	snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:s3", c->region);
+	snprintf(line, sizeof(line), "x-amz-content-sha256: %s", sha256);
+	hdr = curl_slist_append(hdr, line);
+	if (c->session_token[0] != '\0') {
+		snprintf(line, sizeof(line), "x-amz-security-token: %s",
+		    c->session_token);
+		hdr = curl_slist_append(hdr, line);
+	}
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+	curl_easy_setopt(curl, CURLOPT_READFUNCTION, upload_read_cb);
+	curl_easy_setopt(curl, CURLOPT_READDATA, &io);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, upload_write_cb);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &io);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4);
+	curl_easy_setopt(curl, CURLOPT_USERNAME, c->access_key);
+	curl_easy_setopt(curl, CURLOPT_PASSWORD, c->secret_key);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)UPLOAD_CONNECT_MS);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)UPLOAD_STALL_S);
+	if (c->rate > 0)
+		curl_easy_setopt(curl, CURLOPT_MAX_SEND_SPEED_LARGE,
+		    (curl_off_t)c->rate);
+	cc = curl_easy_perform(curl);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.http);
+	if (cc != CURLE_OK)
+		upload_why(r.why, sizeof(r.why), "%s", curl_easy_strerror(cc));
+	else if (r.http != 200) {
+		upload_tag(io.body, "Code", code, sizeof(code));
+		upload_tag(io.body, "Message", msg, sizeof(msg));
+		upload_why(r.why, sizeof(r.why), "HTTP %ld%s%s%s%s", r.http,
+		    code[0] != '\0' ? ": " : "", code, msg[0] != '\0' ? ": " :
+		    "", msg);
+	} else
+		r.ok = 1;
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(curl);
+report:
+	trace_pack_child_exit(res_fd, &r, sizeof(r));
+}
+
+/*
+ * Starts putting store_fd's path (<job>/window-<id>/rank-<N>.tar.zst, whose
+ * sha256 is given) into the object store c names.  Returns 0 with up filled
+ * (up->fd becomes readable when the child ends: then trace_upload_finish()),
+ * or -1 with why.
+ */
+int
+trace_upload_start(struct trace_upload *up, const struct upload_conf *c,
+    int store_fd, const char *path, const char *sha256, char *why,
+    size_t wlen)
+{
+	char	 url[sizeof(c->endpoint) + sizeof(c->bucket) +
+	    sizeof(c->prefix) + 300];
+	int	 fd, pipefd[2];
+	pid_t	 pid;
+
+	up->fd = -1;
+	if (!upload_name_ok(path)) {
+		upload_why(why, wlen, "%s: not a name to upload", path);
+		return (-1);
+	}
+	snprintf(url, sizeof(url), "%s/%s/%s%s%s", c->endpoint, c->bucket,
+	    c->prefix, c->prefix[0] != '\0' ? "/" : "", path);
+	if ((fd = openat(store_fd, path, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		upload_why(why, wlen, "%s: %s", path, strerror(errno));
+		return (-1);
+	}
+	if (pipe2(pipefd, O_CLOEXEC) == -1) {
+		upload_why(why, wlen, "pipe: %s", strerror(errno));
+		close(fd);
+		return (-1);
+	}
+	if ((pid = fork()) == -1) {
+		upload_why(why, wlen, "fork: %s", strerror(errno));
+		close(fd);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return (-1);
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		trace_pack_keep_fds(fd, pipefd[1], -1);
+		upload_child(c, fd, url, sha256, pipefd[1]);
+	}
+	close(fd);
+	close(pipefd[1]);
+	up->pid = pid;
+	up->fd = pipefd[0];
+	return (0);
+}
+
+/*
+ * Ends up once up->fd is readable: reads the child's result and reaps it.
+ * Returns 0 if the object store took the archive, else -1 with why.
+ */
+int
+trace_upload_finish(struct trace_upload *up, char *why, size_t wlen)
+{
+	struct upload_result	 r;
+	size_t			 got;
+	int			 status;
+
+	memset(&r, 0, sizeof(r));
+	got = trace_pack_child_result(up->fd, &r, sizeof(r));
+	close(up->fd);
+	up->fd = -1;
+	while (waitpid(up->pid, &status, 0) == -1 && errno == EINTR)
+		;
+	r.why[sizeof(r.why) - 1] = '\0';
+	if (got != sizeof(r)) {
+		upload_why(why, wlen, "the uploader died%s",
+		    WIFSIGNALED(status) ? " of a signal" : "");
+		return (-1);
+	}
+	if (!r.ok) {
+		upload_why(why, wlen, "%s", r.why);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Stops up's child (the agent is going away). */
+void
+trace_upload_abort(struct trace_upload *up)
+{
+	if (up->fd == -1)
+		return;
+	(void)kill(up->pid, SIGKILL);
+	while (waitpid(up->pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	close(up->fd);
+	up->fd = -1;
+}

@@ -1,0 +1,218 @@
+"""A real S3-compatible server on loopback for the trace upload tests:
+s3rver (npm, pinned in tests/s3/package.json, installed once per build tree
+with npm ci), and in front of it a proxy that checks what s3rver does not:
+each request's AWS SigV4 signature, recomputed with botocore from the secret
+key, and that a PUT's body has the sha256 its x-amz-content-sha256 header
+says.  A request that fails either is answered 403 as S3 would
+(SignatureDoesNotMatch, XAmzContentSHA256Mismatch) and never reaches
+s3rver.  The proxy can also be told to refuse the next N PUTs (503
+SlowDown), to see the agent retry, and counts what it forwarded."""
+
+import hashlib
+import http.client
+import http.server
+import os
+import re
+import shutil
+import socketserver
+import subprocess
+import threading
+
+from cluster import Failure, Proc, build_dir, log, wait_for
+
+ACCESS_KEY = "S3RVER"       # s3rver's own account: the keys it knows
+SECRET_KEY = "S3RVER"
+REGION = "us-east-1"
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s3")
+
+
+def npm_install():
+    """s3rver's pinned packages in the build tree (npm ci once); returns the
+    path of its command."""
+    where = os.path.join(build_dir(), "test-s3")
+    os.makedirs(where, exist_ok=True)
+    for f in ("package.json", "package-lock.json"):
+        shutil.copy(os.path.join(SRC, f), where)
+    lock = os.path.join(where, "package-lock.json")
+    stamp = os.path.join(where, "node_modules", ".dynprof-lock")
+    if not (os.path.exists(stamp) and open(stamp).read() == open(lock).read()):
+        log("npm ci in %s" % where)
+        r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund",
+                            "--loglevel=error"], cwd=where, timeout=300,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failure("npm ci failed (the npm registry is reachable "
+                          "here and in CI):\n%s" % (r.stdout + r.stderr))
+        shutil.copy(lock, stamp)
+    return os.path.join(where, "node_modules", ".bin", "s3rver")
+
+
+class Verifier(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _fail(self, code, s3code, msg):
+        body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s"
+                "</Code><Message>%s</Message></Error>" % (s3code, msg)).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _signature_ok(self, body):
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/"
+                     r"aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$",
+                     self.headers.get("Authorization", ""))
+        if m is None:
+            return "no SigV4 Authorization header"
+        key, _, region, signed, sig = m.groups()
+        if key != ACCESS_KEY:
+            return "unknown access key %s" % key
+        names = signed.split(";")
+        hdrs = {}
+        for n in names:
+            if self.headers.get(n) is None:
+                return "signed header %s missing" % n
+            hdrs[n] = self.headers.get(n)
+        req = AWSRequest(method=self.command,
+                         url="http://%s%s" % (self.headers["Host"], self.path),
+                         data=body, headers=hdrs)
+        req.context["timestamp"] = self.headers.get("X-Amz-Date", "")
+        auth = S3SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3", region)
+        want = auth.signature(auth.string_to_sign(req,
+                                                  auth.canonical_request(req)),
+                              req)
+        return None if want == sig else "signature %s, expected %s" % (sig, want)
+
+    def _handle(self):
+        try:
+            self._forward()
+        except Exception as e:  # said, never a silent close
+            self.server.s3.errors.append(repr(e))
+            self._fail(500, "InternalError", repr(e))
+
+    def _forward(self):
+        srv = self.server.s3
+        with srv.lock:
+            srv.started.append((self.command, self.path))
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n > 0 else b""
+        if len(body) < n:       # the sender went away (a killed agent)
+            with srv.lock:
+                srv.refused.append("a body cut short")
+            self.close_connection = True
+            return
+        why = self._signature_ok(body)
+        if why is not None:
+            srv.refused.append(why)
+            return self._fail(403, "SignatureDoesNotMatch", why)
+        claimed = self.headers.get("x-amz-content-sha256", "")
+        if self.command == "PUT":
+            if claimed != hashlib.sha256(body).hexdigest():
+                srv.refused.append("payload sha256 mismatch")
+                return self._fail(400, "XAmzContentSHA256Mismatch",
+                                  "the body's sha256 is not the header's")
+            with srv.lock:
+                if srv.refuse_puts > 0:
+                    srv.refuse_puts -= 1
+                    srv.refused.append("told to refuse")
+                    return self._fail(503, "SlowDown", "Please reduce your "
+                                      "request rate.")
+        conn = http.client.HTTPConnection("127.0.0.1", srv.backend_port,
+                                          timeout=60)
+        hdrs = {k: v for k, v in self.headers.items()
+                if k.lower() not in ("connection", "expect")}
+        conn.request(self.command, self.path, body=body if n > 0 else None,
+                     headers=hdrs)
+        r = conn.getresponse()
+        data = r.read()
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("connection", "transfer-encoding",
+                                 "content-length"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        conn.close()
+        if self.command == "PUT" and r.status == 200:
+            with srv.lock:
+                srv.puts.append((self.path, len(body)))
+
+    do_GET = do_PUT = do_HEAD = _handle
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+class S3:
+    """s3rver on a port of its own, with bucket `bucket`, behind the
+    verifying proxy (self.endpoint).  Objects are files under self.data."""
+
+    def __init__(self, dirpath, bucket):
+        self.dir = dirpath
+        self.bucket = bucket
+        self.data = os.path.join(dirpath, "s3data")
+        self.lock = threading.Lock()
+        self.refuse_puts = 0
+        self.refused = []
+        self.errors = []        # the proxy's own failures
+        self.started = []       # (method, path) as each request came
+        self.puts = []          # (path, bytes) that s3rver stored
+        self.proc = None
+        self.httpd = None
+
+    def start(self):
+        cmd = npm_install()
+        os.makedirs(self.data, exist_ok=True)
+        self.proc = Proc("s3rver", ["node", cmd, "-d", self.data, "-a",
+                                    "127.0.0.1", "-p", "0",
+                                    "--configure-bucket", self.bucket],
+                         os.path.join(self.dir, "s3rver.log"))
+        self.proc.start()
+
+        def port():
+            if not self.proc.alive():
+                raise Failure("s3rver exited:\n%s" % self.proc.output())
+            m = re.findall(r"listening on [0-9.]+:(\d+)", self.proc.output())
+            return int(m[-1]) if m else None
+        self.backend_port = wait_for(port, 60, "s3rver listening")
+        self.httpd = _Server(("127.0.0.1", 0), Verifier)
+        self.httpd.s3 = self
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.endpoint = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        return self
+
+    def object_path(self, key):
+        """The file s3rver keeps an object's bytes in."""
+        return os.path.join(self.data, self.bucket, key + "._S3rver_object")
+
+    def stop(self):
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+        if self.proc is not None:
+            self.proc.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def env():
+    """The agent's and dynprofctl's credentials for the server."""
+    e = dict(os.environ)
+    e["AWS_ACCESS_KEY_ID"] = ACCESS_KEY
+    e["AWS_SECRET_ACCESS_KEY"] = SECRET_KEY
+    return e
+
