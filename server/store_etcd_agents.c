@@ -235,7 +235,7 @@ esa_decode_one(const char *key, const json_t *r, esa_row_fn fn,
 	struct store_agent_row	 k;
 	struct row		 row;
 	json_t			*obj;
-	char			 rel[COORD_NODE_MAX + 64], *text;
+	char			 rel[COORD_NODE_MAX + 64];
 	const char		*why = "not an array of 3 fields";
 	int			 rc;
 
@@ -246,18 +246,15 @@ esa_decode_one(const char *key, const json_t *r, esa_row_fn fn,
 		return (bad(arg, key, "its node names no key"));
 	obj = json_pack("{s:O,s:O,s:O}", "node", json_array_get(r, 0),
 	    "boot_id", json_array_get(r, 1), "seq", json_array_get(r, 2));
-	text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
-	json_decref(obj);
-	if (text == NULL)
+	if (obj == NULL)
 		return (-1);
-	if (row_decode(&row, ROW_AGENTS, rel, text, strlen(text), &why) == -1)
+	if (row_decode_obj(&row, ROW_AGENTS, rel, obj, &why) == -1)
 		rc = bad(arg, key, why);
 	else {
 		rc = fn(arg, row.u.agent.node, row.u.agent.boot_id,
 		    row.u.agent.seq);
 		row_clear(&row);
 	}
-	free(text);
 	return (rc);
 }
 

@@ -603,7 +603,7 @@ esb_decode_one(const char *key, const char *job, const json_t *a,
 	struct store_event_row	 k;
 	struct row		 row;
 	json_t			*obj;
-	char			 rel[JOBID_MAX + 64], *text;
+	char			 rel[JOBID_MAX + 64];
 	const char		*why = "not an array of 7 fields";
 	int			 rc;
 
@@ -619,21 +619,18 @@ esb_decode_one(const char *key, const char *job, const json_t *a,
 	    "kind", json_array_get(a, 2), "step", json_array_get(a, 3),
 	    "time_ns", json_array_get(a, 4), "node", json_array_get(a, 5),
 	    "detail", json_array_get(a, 6));
-	text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
-	json_decref(obj);
-	if (text == NULL)
+	if (obj == NULL)
 		return (-1);
-	if (row_key(ROW_EVENTS, &k, rel, sizeof(rel)) == -1)
+	if (row_key(ROW_EVENTS, &k, rel, sizeof(rel)) == -1) {
+		json_decref(obj);
 		rc = bad(arg, key, "its fields name no key");
-	else if (row_decode(&row, ROW_EVENTS, rel, text, strlen(text),
-	    &why) == -1)
+	} else if (row_decode_obj(&row, ROW_EVENTS, rel, obj, &why) == -1)
 		rc = bad(arg, key, why);
 	else {
 		row.u.event.rev = rev;
 		rc = fn(arg, &row.u.event);
 		row_clear(&row);
 	}
-	free(text);
 	return (rc);
 }
 
@@ -657,6 +654,8 @@ esb_decode_rank(const char *key, const char *job, const json_t *obj,
 	    json_integer_value(rank) != k.rank ||
 	    row_key(ROW_RANKS, &k, rel, sizeof(rel)) == -1)
 		return (bad(arg, key, "a rank row without its rank"));
+	/* As text: the load holds every rank's latest row until its end, a
+	 * JSON object each would take several times the bytes. */
 	if ((text = json_dumps(obj, JSON_COMPACT)) == NULL)
 		return (-1);
 	rc = fn(arg, rel, text);

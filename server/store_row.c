@@ -278,14 +278,33 @@ int
 row_decode(struct row *row, enum row_table t, const char *key,
     const char *value, size_t len, const char **why)
 {
+	json_t	*obj;
+
+	if ((obj = json_loadb(value, len, JSON_REJECT_DUPLICATES, NULL)) ==
+	    NULL) {
+		memset(row, 0, sizeof(*row));
+		*why = "not a JSON object";
+		return (-1);
+	}
+	return (row_decode_obj(row, t, key, obj, why));
+}
+
+/*
+ * Decodes a row of table t kept at key from obj (taken: row_clear() or a
+ * failure frees it), parsed already, as row_decode() does: a batch's rows
+ * are parsed once, with the batch.  Returns 0 or -1 with *why.
+ */
+int
+row_decode_obj(struct row *row, enum row_table t, const char *key,
+    json_t *obj, const char **why)
+{
 	const struct ef	*f = row_fields[t].f;
 	char		 want[512];
 	size_t		 i;
 
 	memset(row, 0, sizeof(*row));
 	row->table = t;
-	if ((row->obj = json_loadb(value, len, JSON_REJECT_DUPLICATES,
-	    NULL)) == NULL || !json_is_object(row->obj)) {
+	if ((row->obj = obj) == NULL || !json_is_object(row->obj)) {
 		*why = "not a JSON object";
 		goto bad;
 	}

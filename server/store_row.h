@@ -89,6 +89,8 @@ const struct ef	*row_fields_of(enum row_table, size_t *);
 int		 row_key(enum row_table, const void *, char *, size_t);
 int		 row_decode(struct row *, enum row_table, const char *,
 		    const char *, size_t, const char **);
+int		 row_decode_obj(struct row *, enum row_table, const char *,
+		    struct json_t *, const char **);
 void		 row_clear(struct row *);
 
 #endif /* DYNPROF_STORE_ROW_H */
