@@ -61,6 +61,7 @@ struct stat;
 #define LEGACY_STATUS_MAX	(SEG_MAX_WINDOWS + LEGACY_ENDED_MAX)
 #define LEGACY_UNVERIFIED_MS	10000	/* an unmarked trace only: then over */
 #define LEGACY_LOG_READ_MAX	16384	/* of a rank's log, a tick */
+#define LEGACY_LOG_TICK_MAX	(256 * 1024)	/* of a job's logs, a tick */
 #define LEGACY_WINDOW_MAX_S	1800	/* --legacy-window-max: not seen to end */
 #define LEGACY_POLL_MS		2000	/* the frameworks' default poll */
 #define LEGACY_REASON_MAX	256
@@ -201,6 +202,7 @@ struct legacy_job {
 	int64_t		 unmarked_at_ms;	/* a trace without its marker */
 	struct legacy_rlog *rlogs;		/* its ranks' logs */
 	size_t		 nrlogs;
+	size_t		 log_left;		/* bytes still to read this tick */
 	int64_t		 dropped_at_ms;		/* a rank dropped it first */
 	size_t		 late_ranks;		/* started since the write */
 	int		 rewrite;		/* write it again: a late rank */

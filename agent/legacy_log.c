@@ -1,7 +1,8 @@
 /*
  * What a legacy job's ranks say of the window in its file, in their own logs
  * (docs/legacy.md), read since the window was written, at most
- * LEGACY_LOG_READ_MAX bytes a file a tick, LEGACY_SCAN_MAX entries.
+ * LEGACY_LOG_READ_MAX bytes a file and LEGACY_LOG_TICK_MAX in all a tick,
+ * LEGACY_SCAN_MAX entries: the rest waits for the next tick.
  *
  * torch_npu: the log its dynamic profiler keeps in the job's directory,
  * <job>/log/dp_{host}_{pid}_rank_{N}.log, one per rank process, made when the
@@ -192,10 +193,11 @@ legacy_log_read(struct legacy_job *lj, struct legacy_rlog *r, int fd,
 
 	if (st->st_size < r->off)
 		r->off = 0;		/* rotated */
-	if (st->st_size == r->off)
+	if (st->st_size == r->off || lj->log_left < LEGACY_LOG_READ_MAX)
 		return;
 	if ((n = pread(fd, buf, LEGACY_LOG_READ_MAX, r->off)) <= 0)
 		return;
+	lj->log_left -= (size_t)n;
 	buf[n] = '\0';
 	for (line = buf; (nl = memchr(line, '\n', (size_t)(buf + n - line))) !=
 	    NULL; line = nl + 1) {
@@ -334,6 +336,7 @@ legacy_log_scan(struct legacy *l, struct legacy_job *lj, int mark)
 		return;
 	if (mark)
 		legacy_log_rewind(lj);
+	lj->log_left = LEGACY_LOG_TICK_MAX;
 	if (dl->log == LEGACY_LOG_TORCH) {
 		if ((dfd = legacy_fs_open(l, lj, why, sizeof(why))) == -1)
 			return;
