@@ -646,6 +646,48 @@ change_rules_set(struct coord *c, const char *name, const char *text,
 }
 
 /*
+ * Takes the windows that are over (schedule_window_over()) out of the pushed
+ * schedule and pushes the smaller schedule: for every job, or with dirty_only
+ * for the jobs whose ranks ended a window or left since the last call (right
+ * after their events are committed, so that a finished window frees its steps
+ * at once).  A failure is retried at the next housekeeping tick.
+ */
+void
+change_windows_over(struct coord *c, int dirty_only)
+{
+	struct job	*job;
+	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
+	int64_t		 min;
+	size_t		 n;
+
+	/* Judged on every event read so far. */
+	intake_flush(c);
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (dirty_only && !job->windows_dirty)
+			continue;
+		job->windows_dirty = 0;
+		min = schedule_job_min_step(c, job);
+		n = 0;
+		TAILQ_FOREACH(w, &job->windows, entry) {
+			if (w->finished || n == sizeof(done) / sizeof(done[0]))
+				continue;
+			/* Refused by every node serving the job: no rank
+			 * will ever run it. */
+			if (w->state != WINDOW_STATE_CANCELLED &&
+			    legacy_refused_everywhere(c, job, w->id)) {
+				w->refused = 1;
+				done[n++] = w;
+			} else if (legacy_ended_everywhere(c, job, w->id) ||
+			    schedule_window_over(c, job, w, min))
+				done[n++] = w;
+		}
+		if (n > 0 && change_windows_finish(c, job, done, n) == -1)
+			log_warnx("%s: cannot store finished windows of %s",
+			    __func__, job->name);
+	}
+}
+
+/*
  * Takes the n windows of done out of the job's pushed schedule (they stay in
  * status) in one change.  Returns 0, or -1 with nothing changed.
  */

@@ -1,7 +1,8 @@
 /*
- * The jobs as a whole: the windows that are over finished, the jobs nobody
- * scheduled forgotten, the model freed.  Above the parts a job holds
- * (schedule.c, straggler.c, rules.c, journal.c, legacy.c), which it frees.
+ * The jobs as a whole: a job forgotten, the jobs nobody scheduled reaped, the
+ * model freed.  Above the parts a job holds (schedule.c, straggler.c,
+ * rules.c, journal.c, legacy.c), which it frees; below change.c, whose
+ * changes forget jobs.
  */
 
 #include <stdlib.h>
@@ -63,48 +64,6 @@ jobs_reap(struct coord *c, uint64_t linger_ms)
 			c->nunscheduled--;
 		TAILQ_REMOVE(&c->jobs, job, entry);
 		jobs_free(c, job);
-	}
-}
-
-/*
- * Takes the windows that are over (schedule_window_over()) out of the pushed
- * schedule and pushes the smaller schedule: for every job, or with dirty_only
- * for the jobs whose ranks ended a window or left since the last call (right
- * after their events are committed, so that a finished window frees its steps
- * at once).  A failure is retried at the next housekeeping tick.
- */
-void
-jobs_finish_windows(struct coord *c, int dirty_only)
-{
-	struct job	*job;
-	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
-	int64_t		 min;
-	size_t		 n;
-
-	/* Judged on every event read so far. */
-	intake_flush(c);
-	TAILQ_FOREACH(job, &c->jobs, entry) {
-		if (dirty_only && !job->windows_dirty)
-			continue;
-		job->windows_dirty = 0;
-		min = schedule_job_min_step(c, job);
-		n = 0;
-		TAILQ_FOREACH(w, &job->windows, entry) {
-			if (w->finished || n == sizeof(done) / sizeof(done[0]))
-				continue;
-			/* Refused by every node serving the job: no rank
-			 * will ever run it. */
-			if (w->state != WINDOW_STATE_CANCELLED &&
-			    legacy_refused_everywhere(c, job, w->id)) {
-				w->refused = 1;
-				done[n++] = w;
-			} else if (legacy_ended_everywhere(c, job, w->id) ||
-			    schedule_window_over(c, job, w, min))
-				done[n++] = w;
-		}
-		if (n > 0 && change_windows_finish(c, job, done, n) == -1)
-			log_warnx("%s: cannot store finished windows of %s",
-			    __func__, job->name);
 	}
 }
 

@@ -461,7 +461,7 @@ link_batch_done(void *arg, int rc)
 	if (rc == 0)
 		/* A window its last rank just ended frees its steps now, not
 		 * at the next tick. */
-		jobs_finish_windows(c, 1);
+		change_windows_over(c, 1);
 	/* What arrived meanwhile goes next. */
 	if (store_batch_open(c->store))
 		event_active(c->committer, EV_TIMEOUT, 1);

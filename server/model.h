@@ -135,7 +135,6 @@ void	 intake_flush(struct coord *);
 /* jobs.c */
 void	 jobs_reap(struct coord *, uint64_t);
 struct job	*jobs_forget(struct coord *, struct job *, uint64_t);
-void	 jobs_finish_windows(struct coord *, int);
 void	 jobs_free_all(struct coord *);
 
 /* summary.c */
@@ -185,6 +184,7 @@ int	 change_config_set(struct coord *, const char *, char *,
 	    struct options *, int64_t, int64_t, struct job **, struct window **,
 	    struct refusal *);
 struct change_commit *change_pending(struct coord *, void *);
+void	 change_windows_over(struct coord *, int);
 int	 change_windows_finish(struct coord *, struct job *, struct window **,
 	    size_t);
 int	 change_rules_set(struct coord *, const char *, const char *,

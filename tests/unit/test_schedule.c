@@ -404,13 +404,13 @@ test_finish_windows(void **state)
 	connect_node(f, job);
 	progress(f, JOB, 2, 25);
 	gen = job->generation;
-	jobs_finish_windows(f->c, 0);
+	change_windows_over(f->c, 0);
 	assert_int_equal(job->generation, gen);	/* not ended yet */
 	assert_int_equal(pushes(f), 0);
 	assert_int_equal(event(f, K_STARTED, 0, 1, 10), 0);
 	assert_int_equal(event(f, K_STOPPED, 0, 1, 20), 0);
 	assert_int_equal(event(f, K_SKIPPED, 1, 1, 25), 0);
-	jobs_finish_windows(f->c, 1);
+	change_windows_over(f->c, 1);
 	assert_true(schedule_window_find(job, 1)->finished);
 	assert_false(schedule_window_find(job, 2)->finished);
 	assert_int_equal(job->generation, gen + 1);
