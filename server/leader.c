@@ -863,9 +863,16 @@ leader_hold_release(struct coord *c, int expired)
 	struct leader	*l = c->leader;
 	struct conn	*conn, *next;
 	uint64_t	 now = clock_mono_ms(), limit = leader_hold_ms(c);
+	const char	*why;
 
 	if (l->held == 0)
 		return;
+	if (l->role == ROLE_LEADER)
+		why = "this coordinator leads now: say hello again";
+	else if (l->agent[0] != '\0')
+		why = "this coordinator is a follower";
+	else
+		why = "this coordinator is a follower and knows no leader yet";
 	for (conn = TAILQ_FIRST(&c->conns); conn != NULL; conn = next) {
 		next = TAILQ_NEXT(conn, entry);
 		if (conn->held_ms == 0 || conn->state != CONN_AWAIT_HELLO ||
@@ -873,10 +880,7 @@ leader_hold_release(struct coord *c, int expired)
 			continue;
 		conn->held_ms = 0;
 		l->held--;
-		leader_agent_close(c, conn, l->role == ROLE_LEADER ? "this coordinator leads now: say "
-		    "hello again" : l->agent[0] != '\0' ? "this coordinator is "
-		    "a follower" : "this coordinator is a follower and knows "
-		    "no leader yet");
+		leader_agent_close(c, conn, why);
 	}
 }
 
