@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -961,7 +962,8 @@ test_heat_grouped(void **state)
 /*
  * Busy time on the heat map (#heat=busy: that view chosen): the ranks of
  * ui-000 to ui-005 give a busy time of 20 ms, rank 16 (on ui-002) 60 ms (a
- * straggler, once judged twice), those of ui-006 and ui-007 none.  Each cell's title says its longest busy time
+ * straggler, once judged twice), those of ui-006 and ui-007 none; rank 16
+ * arrives 10 ms after the others at each of 16 steps' collectives.  Each cell's title says its longest busy time
  * against the job's median, or that its ranks give none (hatched, as the
  * legend says); the stragglers' text names the ranks that give none.
  */
@@ -970,36 +972,49 @@ test_heat_busy(void **state)
 {
 	struct fixture	*f = *state;
 	long long	 deadline = tc_now_ms() + 60000, busy = -1, over = -1;
-	int64_t		 steps[FA_PROGRESS_MAX];
+	long long	 last = -1;
+	int64_t		 steps[FA_PROGRESS_MAX], base[FA_PROGRESS_MAX];
 	uint32_t	 us[FA_PROGRESS_MAX];
 	char		 url[256], dom[320];
+	struct timespec	 ts;
 	char		*d, *cell, *end, *hatch;
 	json_t		*j;
 	int		 i, k;
 
 	if (f->nodes != 8 || f->node_ranks != 8)
 		skip();
+	/* Their arrivals at steps 100-115, rank 16 10 ms after the others. */
+	clock_gettime(CLOCK_REALTIME, &ts);
 	for (i = 0; i < 6; i++) {
 		for (k = 0; k < f->node_ranks; k++) {
 			steps[k] = i * f->node_ranks + k == f->straggler ?
 			    SLOW_STEP : STEP;
 			us[k] = i * f->node_ranks + k == 16 ? 60000 : 20000;
+			base[k] = (int64_t)ts.tv_sec * 1000000 - 120 *
+			    FA_ARRIVE_STEP_US + (i * f->node_ranks + k == 16 ?
+			    10000 : 0);
 		}
-		assert_int_equal(fa_progress_busy(&f->fa[i], JOB,
-		    i * f->node_ranks, steps, us, f->node_ranks), 0);
+		assert_int_equal(fa_progress_arrive(&f->fa[i], JOB,
+		    i * f->node_ranks, steps, us, f->node_ranks, 100, 16,
+		    base), 0);
 	}
-	while (tc_now_ms() < deadline && (busy != 48 || over != 1)) {
+	while (tc_now_ms() < deadline && (busy != 48 || over != 1 ||
+	    last != 16)) {
 		beat(f);
 		j = req(f, "GET", "/v1/jobs/" JOB "/stragglers", NULL, VIEWER,
 		    200);
 		busy = tc_int(j, "busy_ranks");
 		over = tc_int(j, "busy");
+		last = json_is_true(json_object_get(json_object_get(j,
+		    "last_arriver"), "flagged")) ? tc_int(j,
+		    "last_arriver.rank") : -1;
 		json_decref(j);
 		usleep(100000);
 	}
-	if (busy != 48 || over != 1)
+	if (busy != 48 || over != 1 || last != 16)
 		fail_msg("%lld ranks judged with a busy time (not 48), %lld "
-		    "flagged busy (not 1)", busy, over);
+		    "flagged busy (not 1), last arriver %lld (not 16)", busy,
+		    over, last);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/ui/#job=" JOB
 	    "&heat=busy&token=" VIEWER, f->tc.http_port);
 	snprintf(dom, sizeof(dom), "%s/dom-busy.html", f->tc.dir);
@@ -1029,6 +1044,11 @@ test_heat_busy(void **state)
 	}
 	expect(d, "16 ranks give no busy time (judged by lag and rate only): "
 	    "48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63.");
+	/* Rank 16 also arrives last at every step: both signals say it. */
+	expect(d, "<td>busy 3.00x the median, last to arrive at 100% of "
+	    "steps, 10.0 ms after the median</td>");
+	expect(d, " Last to arrive at the collective: rank 16, at 16 of the "
+	    "last 16 steps (100%), 10.0 ms after the median (last).");
 	free(d);
 }
 

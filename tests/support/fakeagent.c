@@ -398,6 +398,25 @@ int
 fa_progress_busy(struct fakeagent *fa, const char *job, int32_t first,
     const int64_t *steps, const uint32_t *busy_us, int n)
 {
+	return (fa_progress_arrive(fa, job, first, steps, busy_us, n, 0, 0,
+	    NULL));
+}
+
+/*
+ * As fa_progress_busy(), each rank also arriving at the collectives of
+ * steps [from, from + nsteps) (at most FA_ARRIVE_MAX): rank first + i at
+ * base_us[i] + the step's number times FA_ARRIVE_STEP_US, and the Progress
+ * sent at the wall clock now.
+ */
+int
+fa_progress_arrive(struct fakeagent *fa, const char *job, int32_t first,
+    const int64_t *steps, const uint32_t *busy_us, int n, int64_t from,
+    int nsteps, const int64_t *base_us)
+{
+	static int64_t			 ast[FA_PROGRESS_MAX][FA_ARRIVE_MAX];
+	static int64_t			 aus[FA_PROGRESS_MAX][FA_ARRIVE_MAX];
+	struct timespec			 ts;
+	int				 k;
 	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
 	Dynprof__V1__Progress		 p = DYNPROF__V1__PROGRESS__INIT;
 	Dynprof__V1__RankProgress	 rp[FA_PROGRESS_MAX];
@@ -418,6 +437,18 @@ fa_progress_busy(struct fakeagent *fa, const char *job, int32_t first,
 			rp[i].busy_last_us = rp[i].busy_avg_us =
 			    rp[i].busy_max_us = busy_us[i];
 		}
+		for (k = 0; base_us != NULL && k < nsteps &&
+		    k < FA_ARRIVE_MAX; k++) {
+			ast[i][k] = from + k;
+			aus[i][k] = base_us[i] + (from + k) * FA_ARRIVE_STEP_US;
+		}
+		if (base_us != NULL && nsteps > 0) {
+			rp[i].arrive_step = ast[i];
+			rp[i].arrive_unix_us = aus[i];
+			rp[i].n_arrive_step = rp[i].n_arrive_unix_us =
+			    (size_t)(nsteps < FA_ARRIVE_MAX ? nsteps :
+			    FA_ARRIVE_MAX);
+		}
 		rpp[i] = &rp[i];
 		if (steps[i] < p.min_step)
 			p.min_step = steps[i];
@@ -428,6 +459,8 @@ fa_progress_busy(struct fakeagent *fa, const char *job, int32_t first,
 	p.ranks_alive = (uint32_t)n;
 	p.n_ranks = (size_t)n;
 	p.ranks = rpp;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	p.sent_unix_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_PROGRESS;
 	m.progress = &p;
 	return (fa_send(fa, &m));

@@ -55,6 +55,11 @@ int	 fa_progress_steps(struct fakeagent *, const char *, int32_t,
 	    const int64_t *, int);
 int	 fa_progress_busy(struct fakeagent *, const char *, int32_t,
 	    const int64_t *, const uint32_t *, int);
+#define FA_ARRIVE_MAX		32		/* arrivals a rank, a Progress */
+#define FA_ARRIVE_STEP_US	30000		/* between two steps */
+int	 fa_progress_arrive(struct fakeagent *, const char *, int32_t,
+	    const int64_t *, const uint32_t *, int, int64_t, int,
+	    const int64_t *);
 int	 fa_wait_ack(struct fakeagent *, uint64_t, int);
 int	 fa_wait_closed(struct fakeagent *, int);
 void	 fa_free(fa_msg *);
