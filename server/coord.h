@@ -5,12 +5,12 @@
  *
  *	coord.c		start-up, flags, signals, the housekeeping timer, the
  *			model's hooks and the route table wired in
- *	http.h		the admin API: http.c (listener, routing, answers),
- *			http_routes.c (the route table), http_hold.c (answers
- *			held for their commit), http_jobs.c, http_rules.c,
- *			http_ranks.c, http_events.c, http_ui.c, http_traces.c
- *			(resources),
- *			stream.c (answers written as they are produced)
+ *	http.h		the admin API: http.c (listener, routing, answers,
+ *			held for their commit where a change waits for one),
+ *			http_routes.c (the route table), http_jobs.c,
+ *			http_rules.c, http_ranks.c, http_events.c, http_ui.c,
+ *			http_traces.c, http_forget.c (resources), stream.c
+ *			(answers written as they are produced)
  *	metrics.h	metrics.c: counters and the /metrics text
  *	link.h		AgentLink: link.c (the listener, one struct conn per
  *			agent), link_dispatch.c (what an agent's messages do,

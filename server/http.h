@@ -30,7 +30,6 @@ void	 http_conn_hold(struct coord *, struct evhttp_request *, int);
 extern const struct http_route http_routes[];
 extern const size_t http_routes_count;
 
-/* http_hold.c */
 int	 http_hold(struct coord *, struct evhttp_request *, int,
 	    const char *, struct evbuffer *);
 void	 http_hold_committed(struct coord *, struct change_commit *, int);

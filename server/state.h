@@ -495,7 +495,7 @@ TAILQ_HEAD(followerq, follower);
 /*
  * A change the store commits without waiting (etcd): its events are
  * published, its job pushed and whoever made it told (hooks->committed: the
- * admin API sends the answer it held, http_hold.c) once it is committed.
+ * admin API sends the answer it held, http_hold()) once it is committed.
  */
 struct change_commit {
 	struct coord			*c;
