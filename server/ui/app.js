@@ -558,10 +558,12 @@
 		const ranks = parts.flatMap((p) => p && p.ranks || []);
 		box.replaceChildren(el('h4', {}, c.node + ': ' + c.ranks +
 		    ' ranks'), el('table', {}, el('thead', {}, el('tr', {},
-		    ...['rank', 'node', 'step', 'state', 'window', 'output']
-		    .map((h) => el('th', {}, h)))), el('tbody', {},
+		    ...['rank', 'node', 'labels', 'step', 'state', 'window',
+		    'output'].map((h) => el('th', {}, h)))), el('tbody', {},
 		    ...ranks.map((r) => el('tr', {},
 		    el('td', { class: 'num' }, r.rank), el('td', {}, r.node),
+		    el('td', {}, Object.entries(r.labels || {}).map(([k, v]) =>
+		    k + '=' + v).join(',') || '-'),
 		    el('td', { class: 'num' }, num(r.step)),
 		    el('td', {}, r.state), el('td', {}, r.window || '-'),
 		    el('td', {}, r.output_dir || '-'))))));
