@@ -530,7 +530,7 @@ class Cluster:
 # struct seg_header / struct seg_slot (common/segment.h), SEG_VERSION 9: what a
 # test reads of a segment, as the rank wrote it (not as an agent reported it).
 HDR_SLOTS_OFFSET = 32           # slots_offset, slot_size, nslots
-SLOT_PID, SLOT_STEP, SLOT_RANK, SLOT_STATE, SLOT_PIDNS = 0, 8, 16, 20, 1400
+SLOT_PID, SLOT_STEP, SLOT_RANK, SLOT_STATE, SLOT_PIDNS = 0, 8, 16, 20, 1656
 
 
 def segment_slots(shm, job):
