@@ -760,6 +760,33 @@ etcd_range_end(const char *prefix, char *buf, size_t len)
 		buf[n - 1]++;
 }
 
+/* etcd_range() from e->range_cache: its keys that start with prefix. */
+static int
+etcd_range_cached(struct etcd *e, const char *prefix, int64_t *rev,
+    int (*fn)(void *, const char *, const char *, size_t, const json_t *),
+    void *arg)
+{
+	const json_t	*kv;
+	char		*k, *v;
+	size_t		 i, klen, vlen, plen = strlen(prefix);
+	int		 stop = 0;
+
+	*rev = e->range_cache_rev;
+	json_array_foreach(e->range_cache, i, kv) {
+		k = etcd_unb64(json_object_get(kv, "key"), &klen);
+		v = etcd_unb64(json_object_get(kv, "value"), &vlen);
+		if (k != NULL && v != NULL && klen >= plen &&
+		    memcmp(k, prefix, plen) == 0 && fn(arg, k, v, vlen,
+		    kv) == -1)
+			stop = 1;
+		free(k);
+		free(v);
+		if (stop)
+			break;
+	}
+	return (ETCD_OK);
+}
+
 /*
  * Keeps the session's lease alive between the pages of a long read (a new
  * leader loading a big state holds the loop, and the keepalive timer, for
@@ -789,6 +816,8 @@ etcd_range(struct etcd *e, const char *prefix, int64_t *rev,
 	size_t		 i, vlen, klen, fromlen, pages = 0;
 	int		 rc = ETCD_OK, more = 1;
 
+	if (e->range_cache != NULL)
+		return (etcd_range_cached(e, prefix, rev, fn, arg));
 	etcd_range_end(prefix, end, sizeof(end));
 	if ((from = strdup(prefix)) == NULL)
 		return (ETCD_REFUSED);

@@ -111,6 +111,10 @@ struct etcd {
 	int64_t		 camp_rev;	/* the revision its answer reflects */
 	void		(*deposed)(void *);	/* a guarded write failed */
 	void		*deposed_arg;
+	/* Not NULL: etcd_range() reads these kvs (in key order, read
+	 * before at range_cache_rev) instead of asking etcd. */
+	const struct json_t *range_cache;
+	int64_t		 range_cache_rev;
 };
 
 /* etcd.c */

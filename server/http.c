@@ -32,6 +32,7 @@
 #include "listener.h"
 #include "log.h"
 #include "model.h"
+#include "replica.h"
 #include "store.h"
 #include "token.h"
 #include "utf8.h"
@@ -751,7 +752,7 @@ http_route_one(struct evhttp_request *req, void *arg)
 	const char			*p, *arg2[2] = { NULL, NULL };
 	const char			*targ[2];
 	char				 path[512], split[512], *seg[6];
-	char				 allow[64];
+	char				 allow[64], rev[24];
 	size_t				 i, len;
 	int				 n, slash, v1;
 
@@ -786,8 +787,9 @@ http_route_one(struct evhttp_request *req, void *arg)
 			break;
 		}
 	}
-	if (any == NULL || !any->local) {
-		if (leader_is_follower(c)) {
+	if (any == NULL || any->local != HTTP_LOCAL) {
+		if (leader_is_follower(c) && (any == NULL ||
+		    any->local != HTTP_REPLICA || !replica_serves(c))) {
 			http_redirect(c, req);
 			return;
 		}
@@ -818,6 +820,12 @@ http_route_one(struct evhttp_request *req, void *arg)
 	if (http_deny(c, req, found->role, found->why401 != NULL ?
 	    found->why401 : "missing or wrong bearer token"))
 		return;
+	/* The event stream's revision the answer reflects, leader or
+	 * follower (a follower's copy has the leader's revisions). */
+	snprintf(rev, sizeof(rev), "%llu",
+	    (unsigned long long)journal_revision(c));
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "X-Dynprof-Revision", rev);
 	if (found->h0 != NULL)
 		found->h0(c, req);
 	else if (found->h1 != NULL)

@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "http.h"
 #include "log.h"
+#include "replica.h"
 #include "model.h"
 #include "names.h"
 
@@ -308,7 +309,9 @@ http_get_events(struct coord *c, struct evhttp_request *req, const char *name)
 		http_refused(c, req, &ref);
 		return;
 	}
-	if (given && since > journal_revision(c)) {
+	/* A follower's copy may be behind the leader the client read: it
+	 * waits for the revisions it has yet to load. */
+	if (given && since > journal_revision(c) && !replica_serves(c)) {
 		free(f);
 		http_error(c, req, 400, "since", "since %" PRIu64 " is ahead of "
 		    "this coordinator's revision %" PRIu64, since,

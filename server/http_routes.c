@@ -50,9 +50,9 @@ http_routes_metrics(struct coord *c, struct evhttp_request *req)
 #define VIEWER	HTTP_ROLE_VIEWER
 #define OPERATOR HTTP_ROLE_OPERATOR
 const struct http_route http_routes[] = {
-	{ GET, "/healthz", NONE, 1, NULL, .h0 = http_routes_healthz },
+	{ GET, "/healthz", NONE, HTTP_LOCAL, NULL, .h0 = http_routes_healthz },
 	/* It names every job: with tokens, the viewer's at least. */
-	{ GET, "/metrics", VIEWER, 1, "missing or wrong bearer token: "
+	{ GET, "/metrics", VIEWER, HTTP_LOCAL, "missing or wrong bearer token: "
 	    "/metrics names jobs, give a scraper the viewer token",
 	    .h0 = http_routes_metrics },
 	{ 0, "/ui", NONE, 0, NULL, .hpath = http_ui_route },
@@ -62,7 +62,7 @@ const struct http_route http_routes[] = {
 	{ GET, "/v1/jobs/{job}", VIEWER, 0, NULL, .h1 = http_get_job },
 	{ DELETE, "/v1/jobs/{job}", OPERATOR, 0, NULL, .h1 = http_delete_job },
 	{ GET, "/v1/jobs/{job}/ranks", VIEWER, 0, NULL, .h1 = http_get_ranks },
-	{ GET, "/v1/jobs/{job}/events", VIEWER, 0, NULL,
+	{ GET, "/v1/jobs/{job}/events", VIEWER, HTTP_REPLICA, NULL,
 	    .h1 = http_get_events },
 	{ GET, "/v1/jobs/{job}/config", VIEWER, 0, NULL,
 	    .h1 = http_get_config },

@@ -456,3 +456,17 @@ journal_restored(struct coord *c, uint64_t floor, uint64_t base)
 	j->staged = last > base ? last : base;
 	j->published = j->staged;
 }
+
+/* A follower's copy: its revision is the last the store holds (the
+ * leader's), not one of its own. */
+void
+journal_at_store(struct coord *c)
+{
+	struct journal	*j = c->journal;
+
+	if (j == NULL)
+		return;
+	j->staged = j->n > 0 ? JOURNAL_AT(j, j->n - 1)->rev :
+	    (j->first > 0 ? j->first - 1 : 0);
+	j->published = j->staged;
+}

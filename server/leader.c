@@ -49,6 +49,7 @@
 #include "leader.h"
 #include "log.h"
 #include "model.h"
+#include "replica.h"
 #include "store.h"
 
 enum leader_role {
@@ -210,7 +211,7 @@ leader_agent(const struct coord *c)
 }
 
 /* Empties the model: no job, node, legacy report or batch; generation 0. */
-static void
+void
 leader_model_clear(struct coord *c)
 {
 	size_t	 i;
@@ -304,6 +305,7 @@ leader_take(struct coord *c)
 	int		 reload = l->role == ROLE_LEADER;
 
 	leader_watch_stop(l);
+	replica_stop(c);
 	snprintf(l->agent, sizeof(l->agent), "%s", c->conf.advertise_agent);
 	snprintf(l->http, sizeof(l->http), "%s", c->conf.advertise_http);
 	/* Held hellos wait for the load, then are told to come back here. */
@@ -651,6 +653,8 @@ leader_tick(evutil_socket_t fd, short what, void *arg)
 	else
 		leader_campaign(c);
 	leader_hold_release(c, 1);
+	if (l->role != ROLE_LEADER)
+		replica_follow(c);
 }
 
 /* A guarded write failed (store_etcd.c): step down, out of the store. */
@@ -709,6 +713,11 @@ leader_open(struct coord *c, const char **why)
 	}
 	if ((s = store_open_etcd(l->e, why)) == NULL)
 		return (NULL);
+	if (replica_new(c, l->e) == -1) {
+		store_close(s);
+		*why = "out of memory";
+		return (NULL);
+	}
 	return (s);
 }
 
@@ -946,6 +955,7 @@ leader_metrics(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)l->e->failures,
 	    (unsigned long long)l->campaigns, l->watching,
 	    (unsigned long long)l->held, (unsigned long long)l->held_total);
+	replica_metrics(c, buf);
 }
 
 /*
@@ -960,6 +970,7 @@ leader_stop(struct coord *c)
 	if (l == NULL)
 		return;
 	leader_watch_stop(l);
+	replica_free(c);
 	if (l->e != NULL && l->e->lease != 0)
 		etcd_resign(l->e);
 	if (l->timer != NULL)

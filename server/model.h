@@ -164,6 +164,7 @@ uint64_t journal_next_revision(const struct coord *);
 void	 journal_restore_begin(struct coord *);
 int	 journal_restore(struct coord *, const struct store_journal *);
 void	 journal_restored(struct coord *, uint64_t, uint64_t);
+void	 journal_at_store(struct coord *);
 
 /* journal_load.c */
 int	 journal_load_take(struct coord *, const struct store_journal *);

@@ -37,6 +37,7 @@ struct json_t;
 struct store;
 struct store_journal;
 struct journal_loading;
+struct replica;
 struct leader;
 
 #define COORD_NODE_MAX		128	/* node name length */
@@ -560,8 +561,12 @@ enum http_role {
  * are listed in a 405's Allow (the table: http_routes.c).  A pattern's "{job}" and "{id}" take one
  * segment each ("{job}" checked as a job id first); one ending in "*" takes
  * any path it begins.  Method 0 takes any (the handler answers 405 itself).  A local
- * route is answered by a follower too; every other is the leader's.
+ * route is answered by a follower too (HTTP_LOCAL), or by a follower from its copy
+ * of the model once it has one (HTTP_REPLICA, replica.c); every other is the
+ * leader's.
  */
+#define HTTP_LOCAL	1
+#define HTTP_REPLICA	2
 struct http_route {
 	int			 method;	/* enum evhttp_cmd_type */
 	const char		*pattern;
@@ -622,6 +627,7 @@ struct coord {
 	struct coord_config	 conf;
 	struct store		*store;
 	struct leader		*leader;	/* NULL: SQLite, the only one */
+	struct replica		*replica;	/* replica.c, a follower's */
 	int			 lock_fd;	/* state_dir's lock, -1: none */
 	char			 advertise_agent[LEADER_ADDR_MAX];
 	char			 advertise_http[LEADER_ADDR_MAX];

@@ -30,6 +30,15 @@ loopback.  One scenario per run, named by the first argument:
             seen twice, every rank's start and stop and every window's
             change once, and what it saw is exactly what the last leader
             lists from the same revision.
+  replica   three coordinators, two agents with two ranks each: each
+            follower answers the job's event stream itself (its copy of
+            the model loaded from etcd as it changes), the same events at
+            the same revisions as the leader, its answers saying the
+            revision they reflect (X-Dynprof-Revision) while other reads
+            still redirect; a client following one follower's stream (no
+            redirect) keeps its one connection while the leader is
+            SIGKILLed during a window, and sees every event of it once,
+            exactly what the new leader lists.
   sigstop   the leader is SIGSTOPped past its lease: another takes the lead;
             woken up, the old one does not write (its write is refused or
             redirected, the new leader's state is unchanged) and steps down.
@@ -398,9 +407,9 @@ class StreamClient(threading.Thread):
     Keeps every event line; a 410, a `dropped` or `end` line, or a revision
     not above the last one is an error."""
 
-    def __init__(self, c, since):
+    def __init__(self, c, since, only=None):
         threading.Thread.__init__(self, daemon=True)
-        self.c, self.since = c, since
+        self.c, self.since, self.only = c, since, only
         self.events, self.errors = [], []
         self.resumes = 0
         self.done = threading.Event()
@@ -409,7 +418,9 @@ class StreamClient(threading.Thread):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3)
         conn.request("GET", path)
         r = conn.getresponse()
-        if r.status == 307 and hops < 3:
+        if r.status == 307 and self.only is not None:
+            self.errors.append("coordinator at port %d redirected" % port)
+        elif r.status == 307 and hops < 3:
             loc = urllib.parse.urlsplit(r.getheader("Location"))
             conn.close()
             return self._open(loc.port, loc.path + "?" + loc.query, hops + 1)
@@ -446,10 +457,10 @@ class StreamClient(threading.Thread):
 
     def run(self):
         while not self.done.is_set() and not self.errors:
-            for p, _, port in self.c.coords:
+            for i, (p, _, port) in enumerate(self.c.coords):
                 if self.done.is_set() or self.errors:
                     break
-                if not p.alive():
+                if not p.alive() or self.only not in (None, i):
                     continue
                 try:
                     self._follow(port)
@@ -600,6 +611,91 @@ def scenario_compact():
         log("the new leader holds every rank's start and stop of each of "
             "the %d windows once (%d events)" % (
                 windows, agents * ranks * windows * 2))
+
+
+def get_rev(port, path):
+    """GET path of the coordinator at port, no redirect followed: the
+    status, the X-Dynprof-Revision header (an int or None) and the body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        rev = r.getheader("X-Dynprof-Revision")
+        return r.status, int(rev) if rev is not None else None, r.read()
+    finally:
+        conn.close()
+
+
+def listed_events(port, since):
+    """The job's events after since the coordinator at port lists, and the
+    revision its answer reflects."""
+    code, rev, body = get_rev(port, "/v1/jobs/%s/events?since=%d" % (JOB,
+                                                                     since))
+    check(code == 200, "events at port %d: %s %s" % (port, code, body[:300]))
+    lines = [json.loads(x) for x in body.decode().splitlines()]
+    return rev, [stream_key(e) for e in lines if "rev" in e]
+
+
+def scenario_replica():
+    with HaCluster("etcd-replica") as c:
+        lead = c.start_coordinators(3)
+        two_nodes_window(c, None)
+        code, summ = c.http("GET", "/v1/jobs/%s" % JOB)
+        since0 = summ["revision"]
+        wid = stream_window(c, 20)
+        c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
+        lport = c.coords[lead][2]
+        fols = [i for i in range(3) if i != lead]
+        for f in fols:
+            fport = c.coords[f][2]
+
+            def same():
+                lrev, held = listed_events(lport, since0)
+                frev, seen = listed_events(fport, since0)
+                return (lrev, held) if lrev == frev and held == seen \
+                    else None
+            rev, held = wait_for(same, 10, "coordinator%d's events as the "
+                                 "leader's" % f)
+            check(len(held) >= 10, "only %d events listed" % len(held))
+            code, _, _ = get_rev(fport, "/v1/jobs/%s" % JOB)
+            check(code == 307, "a follower answered the summary: %d" % code)
+            log("follower coordinator%d lists the leader's %d events at "
+                "revision %d" % (f, len(held), rev))
+        # A client of one follower's stream, through the leader's death.
+        watcher = fols[0]
+        client = StreamClient(c, since0, only=watcher)
+        client.start()
+        wait_for(lambda: len(client.events) >= len(held) or client.errors,
+                 10, "the client read what was listed")
+        st = c.status(JOB)
+        top = st["progress"]["max_step"]
+        w = c.add_window(JOB, {"start_step": top + 30,
+                               "stop_step": top + 90})
+        wait_started(c, w["id"])
+        log("SIGKILL leader coordinator%d during window %d" % (lead,
+                                                              w["id"]))
+        c.coords[lead][0].kill9()
+        lead = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
+        c.wait_window_done(JOB, w["id"], [0, 1, 2, 3], timeout=60)
+
+        def seen_done():
+            check(not client.errors, "the client: %s" % client.errors)
+            return [e for e in client.events if e["type"] == "window" and
+                    e["change"] == "done" and e["window"] == w["id"]]
+        wait_for(seen_done, 30, "the client saw window %d done" % w["id"])
+        time.sleep(1.0)
+        client.done.set()
+        client.join(10)
+        check(not client.errors, "the client: %s" % client.errors)
+        _, held = listed_events(c.coords[lead][2], since0)
+        seen = [stream_key(e) for e in client.events]
+        check(seen == held, "the client on coordinator%d saw %d events, the "
+              "leader lists %d" % (watcher, len(seen), len(held)))
+        check(client.resumes == 1, "the client connected %d times" %
+              client.resumes)
+        log("a client of coordinator%d's stream saw all %d events once "
+            "through the leader's death, on one connection" % (
+                watcher, len(seen)))
 
 
 def scenario_sigstop():
@@ -1041,6 +1137,7 @@ SCENARIOS = {
     "notleader": scenario_notleader,
     "burst": scenario_burst,
     "stream": scenario_stream,
+    "replica": scenario_replica,
     "sigstop": scenario_sigstop,
     "compact": scenario_compact,
     "etcdstop": scenario_etcdstop,

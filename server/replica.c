@@ -1,0 +1,401 @@
+/*
+ * A follower's copy of the model (docs/design.md, followers), from which it
+ * answers the event stream itself (the routes marked HTTP_REPLICA in
+ * http.c): a watch of the whole prefix in etcd says when something was
+ * committed, and the model is loaded again from etcd, whole, at most every
+ * REPLICA_RELOAD_MS (the first change waits that long for the ones that
+ * follow it), and not before REPLICA_BUSY_TIMES the last load's time has
+ * passed since it ended (the loop loads a fifth of the time at most).  The
+ * copy's event stream has the leader's revisions
+ * (journal_load.c), so that a client resumes on any coordinator, and an
+ * answer's revision (X-Dynprof-Revision) says which of the leader's states
+ * it reflects.  What the leader keeps only in memory (its agents'
+ * connections, their progress between commits) is not in the copy: the
+ * other reads still go to the leader.  The prefix is read without waiting
+ * (page by page on the loop, at one revision), then loaded from what was
+ * read: the loop never waits for etcd; the read's and load's time and how
+ * stale the copy was are in /metrics.
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "clock.h"
+#include "etcd.h"
+#include "http.h"
+#include "leader.h"
+#include "log.h"
+#include "model.h"
+#include "replica.h"
+
+/* A read of the whole prefix in flight, page by page, at one revision. */
+struct replica_fetch {
+	struct coord		*c;
+	json_t			*kvs;		/* the pages so far */
+	int64_t			 rev;		/* 0 until the first page */
+	char			*from;		/* the next page's first key */
+	size_t			 fromlen;
+	int64_t			 changed_ns;	/* the first change it takes */
+	uint64_t		 t0;		/* monotonic: it started */
+	int			 cancelled;	/* freed when answered */
+};
+
+struct replica {
+	struct etcd		*e;
+	struct etcd_watch	*watch;
+	struct replica_fetch	*fetch;		/* NULL: none in flight */
+	struct event		*reload;	/* REPLICA_RELOAD_MS after a change */
+	int			 loaded;	/* the copy may be served */
+	uint64_t		 next_ns;	/* monotonic: no read before */
+	int64_t			 changed_ns;	/* wall: first change not loaded */
+	uint64_t		 loads;
+	uint64_t		 load_us_last, load_us_max;
+	uint64_t		 lag_ms_last, lag_ms_max;
+};
+
+/* Frees a read of the prefix. */
+static void
+replica_fetch_free(struct replica_fetch *f)
+{
+	json_decref(f->kvs);
+	free(f->from);
+	free(f);
+}
+
+/*
+ * The whole prefix is read: the model loaded again from what was read
+ * (etcd_range() serves it, store_etcd.c's load as it is), without asking
+ * etcd anything more.
+ */
+static void
+replica_load(struct coord *c, struct replica_fetch *f)
+{
+	struct replica	*r = c->replica;
+	uint64_t	 us;
+	uint64_t	 t1 = clock_mono_ns();
+	int		 rc;
+
+	leader_model_clear(c);
+	r->e->range_cache = f->kvs;
+	r->e->range_cache_rev = f->rev;
+	rc = load_model(c);
+	r->e->range_cache = NULL;
+	/* The loop is busy while it loads: at most a fifth of the time. */
+	r->next_ns = clock_mono_ns() + REPLICA_BUSY_TIMES *
+	    (clock_mono_ns() - t1);
+	if (rc == -1) {
+		log_warnx("%s: cannot load the state read from etcd: the "
+		    "event stream goes to the leader", __func__);
+		leader_model_clear(c);
+		r->loaded = 0;
+		return;
+	}
+	journal_at_store(c);
+	r->loaded = 1;
+	r->loads++;
+	events_wake(c);		/* followers of the stream on this copy */
+	us = (uint64_t)(clock_mono_ns() - f->t0) / 1000;
+	r->load_us_last = us;
+	if (us > r->load_us_max)
+		r->load_us_max = us;
+	if (f->changed_ns != 0) {
+		r->lag_ms_last = (uint64_t)(clock_wall_ns() - f->changed_ns) /
+		    1000000;
+		if (r->lag_ms_last > r->lag_ms_max)
+			r->lag_ms_max = r->lag_ms_last;
+	}
+	log_debug("%s: model read and loaded in %llu us, revision %llu",
+	    __func__, (unsigned long long)us,
+	    (unsigned long long)journal_revision(c));
+}
+
+static int	replica_fetch_page(struct replica_fetch *);
+static void	replica_changed(struct coord *);
+static void	replica_later(struct replica *);
+
+/* A page of the prefix (ans ours to free): the next one asked, or the
+ * model loaded. */
+static void
+replica_fetched(void *arg, int rc, json_t *ans)
+{
+	struct replica_fetch	*f = arg;
+	struct coord		*c = f->c;
+	struct replica		*r = c->replica;
+	const json_t		*kvs, *kv;
+	char			*k;
+	size_t			 i, klen;
+	int			 more;
+
+	if (f->cancelled || rc != ETCD_OK) {
+		if (!f->cancelled) {
+			/* Read again at the next change or after a pause. */
+			log_debug("%s: cannot read %s: %s", __func__,
+			    r->e->prefix, r->e->error);
+			r->fetch = NULL;
+			if (r->changed_ns == 0)
+				r->changed_ns = f->changed_ns != 0 ?
+				    f->changed_ns : clock_wall_ns();
+			replica_changed(c);
+		}
+		replica_fetch_free(f);
+		json_decref(ans);
+		return;
+	}
+	if (f->rev == 0)
+		f->rev = etcd_int(json_object_get(ans, "header"), "revision");
+	kvs = json_object_get(ans, "kvs");
+	more = json_is_true(json_object_get(ans, "more")) &&
+	    json_array_size(kvs) > 0;
+	json_array_foreach(kvs, i, kv)
+		json_array_append(f->kvs, (json_t *)(uintptr_t)kv);
+	kv = more ? json_array_get(kvs, json_array_size(kvs) - 1) : NULL;
+	k = kv != NULL ? etcd_unb64(json_object_get(kv, "key"), &klen) : NULL;
+	json_decref(ans);
+	if (more) {
+		/* The next page starts right after the last key (and the 0
+		 * byte etcd_unb64() ends it with). */
+		if (k != NULL) {
+			free(f->from);
+			f->from = k;
+			f->fromlen = klen + 1;
+			if (replica_fetch_page(f) == 0)
+				return;
+		}
+		r->fetch = NULL;
+		replica_fetch_free(f);
+		replica_changed(c);
+		return;
+	}
+	r->fetch = NULL;
+	if (leader_is_follower(c) && r->watch != NULL)
+		replica_load(c, f);
+	replica_fetch_free(f);
+}
+
+/* Asks for the next page of f.  Returns 0, or -1 (done is not called). */
+static int
+replica_fetch_page(struct replica_fetch *f)
+{
+	struct replica	*r = f->c->replica;
+	char		 end[ETCD_KEY_MAX];
+	json_t		*body;
+
+	etcd_range_end(r->e->prefix, end, sizeof(end));
+	body = json_pack("{s:o,s:o,s:I}", "key", etcd_b64(f->from,
+	    f->fromlen), "range_end", etcd_b64(end, strlen(end)), "limit",
+	    (json_int_t)ETCD_RANGE_PAGE);
+	if (body == NULL)
+		return (-1);
+	if (f->rev != 0)
+		json_object_set_new(body, "revision", etcd_int_json(f->rev));
+	return (etcd_call_async(r->e, "/v3/kv/range", body, REPLICA_FETCH_MS,
+	    replica_fetched, f));
+}
+
+/*
+ * Reads the whole prefix again, page by page, without waiting (the loop
+ * goes on), if this coordinator still follows; one read at a time.
+ */
+static void
+replica_reload_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord		*c = arg;
+	struct replica		*r = c->replica;
+	struct replica_fetch	*f;
+
+	(void)fd;
+	(void)what;
+	if (!leader_is_follower(c) || r->watch == NULL)
+		return;
+	if (r->fetch != NULL || clock_mono_ns() < r->next_ns) {
+		replica_later(r);	/* once this one is in, or later */
+		return;
+	}
+	if ((f = calloc(1, sizeof(*f))) == NULL ||
+	    (f->kvs = json_array()) == NULL ||
+	    (f->from = strdup(r->e->prefix)) == NULL) {
+		if (f != NULL)
+			replica_fetch_free(f);
+		replica_changed(c);
+		return;
+	}
+	f->c = c;
+	f->fromlen = strlen(f->from);
+	f->changed_ns = r->changed_ns;
+	f->t0 = clock_mono_ns();
+	r->changed_ns = 0;
+	if (replica_fetch_page(f) == -1) {
+		replica_fetch_free(f);
+		replica_changed(c);
+		return;
+	}
+	r->fetch = f;
+}
+
+/* Looks again in REPLICA_RELOAD_MS. */
+static void
+replica_later(struct replica *r)
+{
+	struct timeval	 tv = { REPLICA_RELOAD_MS / 1000,
+	    (REPLICA_RELOAD_MS % 1000) * 1000 };
+
+	if (!event_pending(r->reload, EV_TIMEOUT, NULL))
+		event_add(r->reload, &tv);
+}
+
+/* Schedules a load REPLICA_RELOAD_MS from the first change not loaded. */
+static void
+replica_changed(struct coord *c)
+{
+	struct replica	*r = c->replica;
+
+	if (r->changed_ns == 0)
+		r->changed_ns = clock_wall_ns();
+	replica_later(r);
+}
+
+/* What the watch of the prefix says: any key but the leader's changed. */
+static void
+replica_watched(void *arg, int type, const char *key, const char *value,
+    size_t len, const json_t *kv)
+{
+	struct coord	*c = arg;
+	struct replica	*r = c->replica;
+
+	(void)value;
+	(void)len;
+	(void)kv;
+	switch (type) {
+	case ETCD_WATCH_CREATED:
+		/* What was committed before the watch: loaded now. */
+		event_active(r->reload, EV_TIMEOUT, 1);
+		break;
+	case ETCD_WATCH_PUT:
+	case ETCD_WATCH_DELETE:
+		if (key != NULL && strcmp(key, r->e->leader_key) == 0)
+			break;
+		replica_changed(c);
+		break;
+	case ETCD_WATCH_ENDED:
+		log_info("%s: the watch of %s ended: %s", __func__,
+		    r->e->prefix, r->e->error);
+		etcd_watch_free(r->watch);
+		r->watch = NULL;	/* replica_follow() makes another */
+		break;
+	}
+}
+
+/* Makes the follower's copy (none is loaded yet).  Returns 0 or -1. */
+int
+replica_new(struct coord *c, struct etcd *e)
+{
+	struct replica	*r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return (-1);
+	r->e = e;
+	if ((r->reload = event_new(c->base, -1, 0, replica_reload_cb,
+	    c)) == NULL) {
+		free(r);
+		return (-1);
+	}
+	c->replica = r;
+	return (0);
+}
+
+/* Frees the copy's watch and timer (not the model), after store_close(). */
+void
+replica_free(struct coord *c)
+{
+	struct replica	*r = c->replica;
+
+	if (r == NULL)
+		return;
+	etcd_watch_free(r->watch);
+	/* store_close() dropped its request unanswered: no callback comes. */
+	if (r->fetch != NULL)
+		replica_fetch_free(r->fetch);
+	event_free(r->reload);
+	free(r);
+	c->replica = NULL;
+}
+
+/* A follower: watches the prefix (its copy loaded once etcd has the watch),
+ * unless it does already. */
+void
+replica_follow(struct coord *c)
+{
+	struct replica	*r = c->replica;
+	char		 end[ETCD_KEY_MAX];
+
+	if (r == NULL || r->watch != NULL || !leader_is_follower(c))
+		return;
+	etcd_range_end(r->e->prefix, end, sizeof(end));
+	if ((r->watch = etcd_watch_new(r->e, r->e->prefix, end, 0,
+	    replica_watched, c)) == NULL)
+		log_warnx("%s: cannot watch %s: out of memory", __func__,
+		    r->e->prefix);
+}
+
+/* Leading now: the copy is the leader's model, no longer watched. */
+void
+replica_stop(struct coord *c)
+{
+	struct replica	*r = c->replica;
+
+	if (r == NULL)
+		return;
+	etcd_watch_free(r->watch);
+	r->watch = NULL;
+	if (r->fetch != NULL)
+		r->fetch->cancelled = 1;	/* freed when answered */
+	r->fetch = NULL;
+	event_del(r->reload);
+	r->loaded = 0;
+	r->changed_ns = 0;
+}
+
+/* Returns 1 if this follower answers reads from its copy. */
+int
+replica_serves(const struct coord *c)
+{
+	return (c->replica != NULL && c->replica->loaded &&
+	    leader_is_follower(c));
+}
+
+/* The copy's lines of /metrics. */
+void
+replica_metrics(struct coord *c, struct evbuffer *buf)
+{
+	struct replica	*r = c->replica;
+
+	if (r == NULL)
+		return;
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_replica_loads_total Loads of a follower's copy of "
+	    "the model from etcd.\n"
+	    "# TYPE dynprof_replica_loads_total counter\n"
+	    "dynprof_replica_loads_total %llu\n"
+	    "# HELP dynprof_replica_load_seconds The last load's time (the "
+	    "loop waits for it).\n"
+	    "# TYPE dynprof_replica_load_seconds gauge\n"
+	    "dynprof_replica_load_seconds %.6f\n"
+	    "# HELP dynprof_replica_load_seconds_max The longest load.\n"
+	    "# TYPE dynprof_replica_load_seconds_max gauge\n"
+	    "dynprof_replica_load_seconds_max %.6f\n"
+	    "# HELP dynprof_replica_lag_seconds From the first change the "
+	    "watch told of to the end of the load that took it, the last "
+	    "time.\n"
+	    "# TYPE dynprof_replica_lag_seconds gauge\n"
+	    "dynprof_replica_lag_seconds %.3f\n"
+	    "# HELP dynprof_replica_lag_seconds_max The longest such lag.\n"
+	    "# TYPE dynprof_replica_lag_seconds_max gauge\n"
+	    "dynprof_replica_lag_seconds_max %.3f\n",
+	    (unsigned long long)r->loads, r->load_us_last / 1e6,
+	    r->load_us_max / 1e6, r->lag_ms_last / 1e3, r->lag_ms_max / 1e3);
+}

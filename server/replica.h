@@ -1,0 +1,24 @@
+/* A follower's copy of the model, loaded from etcd as it changes
+ * (replica.c). */
+
+#ifndef DYNPROF_REPLICA_H
+#define DYNPROF_REPLICA_H
+
+#include "state.h"
+
+#define REPLICA_RELOAD_MS	200	/* a change waits this long for more */
+#define REPLICA_FETCH_MS	2000	/* a page of the prefix, at most */
+#define REPLICA_BUSY_TIMES	4	/* a load's time waited after it */
+
+struct etcd;
+struct evbuffer;
+
+/* replica.c */
+int	 replica_new(struct coord *, struct etcd *);
+void	 replica_free(struct coord *);
+void	 replica_follow(struct coord *);
+void	 replica_stop(struct coord *);
+int	 replica_serves(const struct coord *);
+void	 replica_metrics(struct coord *, struct evbuffer *);
+
+#endif /* DYNPROF_REPLICA_H */
