@@ -190,6 +190,6 @@ def test_no_agent_trains(workdir):
                 r, procs.log("rank0"), procs.log("rank1")))
         assert rc == 0, procs.log("rank%d" % r)
     assert os.listdir(os.path.join(d, "traces")) == []
-    # The segment stays, for an agent started later to adopt the events its
-    # slots hold (docs/events.md).
-    assert os.listdir(os.path.join(d, "shm")) == ["dynprof.alone"]
+    # No agent ever served the segment: it went with the last rank
+    # (docs/segments.md).
+    assert os.listdir(os.path.join(d, "shm")) == []
