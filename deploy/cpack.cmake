@@ -28,7 +28,11 @@ set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
 set(CPACK_PACKAGE_NAME dynprof)
 set(CPACK_PACKAGE_VENDOR "dynprof")
-set(CPACK_PACKAGE_CONTACT "dynprof maintainers <dynprof@localhost>")
+# Who answers for the packages: give your own when you build packages to hand out
+# (an address under .invalid says there is none).
+set(DYNPROF_DEB_MAINTAINER "dynprof maintainers <maintainers@dynprof.invalid>"
+  CACHE STRING "the Maintainer of the Debian packages")
+set(CPACK_PACKAGE_CONTACT "${DYNPROF_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "cluster-wide control of training profilers")
 set(CPACK_PACKAGE_HOMEPAGE_URL "https://github.com/dynprof/dynprof")
@@ -41,7 +45,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-set(CPACK_STRIP_FILES OFF)
+set(CPACK_STRIP_FILES ON)
 
 set(dp_version "${PROJECT_VERSION}-1")
 set(dp_deb_gen ${PROJECT_BINARY_DIR}/deploy/gen/debian)
@@ -156,7 +160,8 @@ macro(dp_depend group)
 endmacro()
 dp_depend(dev @lib)
 dp_depend(examples "libc6 (>= 2.34)" @lib)
-dp_depend(python python3 @lib)
+# pyproject.toml's requires-python.
+dp_depend(python "python3 (>= 3.8)" @lib)
 dp_depend(agent "adduser | passwd")
 dp_depend(coordinator "adduser | passwd")
 # The coordinator's host usually wants its command line too.
@@ -164,6 +169,25 @@ list(FIND dp_groups ctl dp_i)
 if(dp_i GREATER -1)
   set(CPACK_DEBIAN_COORDINATOR_PACKAGE_RECOMMENDS "dynprofctl (= ${dp_version})")
 endif()
+
+# Each package's copyright and changelog, in /usr/share/doc/PACKAGE (Debian policy).
+set(dp_doc ${PROJECT_BINARY_DIR}/deploy/gen/doc)
+configure_file(${PROJECT_SOURCE_DIR}/deploy/debian/changelog.in ${dp_doc}/changelog
+  @ONLY)
+execute_process(COMMAND gzip -9nc ${dp_doc}/changelog
+  OUTPUT_FILE ${dp_doc}/changelog.Debian.gz)
+foreach(comp IN LISTS dp_components)
+  string(TOUPPER "${comp}" compu)
+  string(TOUPPER "${CPACK_COMPONENT_${compu}_GROUP}" dp_gu)
+  install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/copyright
+    ${dp_doc}/changelog.Debian.gz
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${dp_gu}_PACKAGE_NAME}
+    COMPONENT ${comp})
+endforeach()
+
+# The library's package runs ldconfig once dpkg is done (its triggers file).
+file(WRITE ${dp_deb_gen}/libdynprof0/triggers "activate-noawait ldconfig\n")
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${dp_deb_gen}/libdynprof0/triggers)
 
 # Maintainer scripts of the daemons (deploy/debian/*.in, made by deploy/CMakeLists.txt).
 foreach(group agent coordinator)

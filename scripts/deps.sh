@@ -20,7 +20,7 @@ python3"
 # browser, botocore to check S3 signatures in the trace upload test (the
 # object store it runs, s3rver, does not), systemd-analyze for the units,
 # file for CPack's Debian packages in
-# test_deploy_deb); "torch": the PyTorch hook
+# test_deploy_deb, and lintian, which checks them); "torch": the PyTorch hook
 # is tested with real torch; "node": the Kubernetes manifests are validated
 # with npm packages; "clang": the fuzzers (tests/fuzz/README.md).
 for extra in ${DEPS_EXTRA-test torch node}; do
@@ -28,7 +28,7 @@ for extra in ${DEPS_EXTRA-test torch node}; do
 	test)
 		PKGS="$PKGS sqlite3 python3-pytest python3-pip python3-setuptools
 		    python3-wheel iproute2 procps psmisc strace curl valgrind
-		    etcd-server chromium systemd file python3-botocore"
+		    etcd-server chromium systemd file lintian python3-botocore"
 		;;
 	torch)	PKGS="$PKGS python3-torch" ;;
 	node)

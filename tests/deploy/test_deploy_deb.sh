@@ -20,7 +20,7 @@ set -eu
 . "$(dirname "$0")/test_deploy_lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "not root: dpkg -i needs root"
-for c in dpkg dpkg-deb cpack setpriv flock; do
+for c in dpkg dpkg-deb cpack setpriv flock lintian; do
 	command -v "$c" >/dev/null 2>&1 || fail "$c not found (Debian's, and cmake's cpack)"
 done
 [ -z "${DYNPROF_SANITIZED:-}" ] ||
@@ -134,6 +134,19 @@ for d in $DEBS; do
 	echo "$(basename "$d"): $(dpkg-deb -f "$d" Depends)"
 	dpkg-deb -c "$d" | awk '{ print $6 }' | sed 's|^\./|/|; s|/$||' >> "$TMP/files"
 done
+# Debian's checks: no error (a copyright file and a changelog in each package, the
+# library in the multiarch directory with its ldconfig trigger, stripped programs).
+lintian --no-tag-display-limit $DEBS > "$TMP/lintian.log" 2>&1 || true
+if grep '^E: ' "$TMP/lintian.log"; then
+	fail "lintian found errors in the packages"
+fi
+echo "lintian: $(grep -c '^W: ' "$TMP/lintian.log") warnings, no error"
+grep -qx /usr/lib/x86_64-linux-gnu/libdynprof.so.0 "$TMP/files" ||
+    [ "$(dpkg --print-architecture)" != amd64 ] ||
+    fail "the library is not in the multiarch directory /usr/lib/x86_64-linux-gnu"
+for n in $NAMES; do
+	grep -qx "/usr/share/doc/$n/copyright" "$TMP/files" || fail "$n has no copyright file"
+done
 grep -qx /usr/bin/dynprof-agent "$TMP/files" || fail "no package has the agent"
 grep -qx /usr/bin/dynprof-coordinator "$TMP/files" || fail "no package has the coordinator"
 grep -qx /usr/bin/dynprofctl "$TMP/files" || fail "no package has dynprofctl"
@@ -144,8 +157,8 @@ grep -qx /usr/lib/python3/dist-packages/dynprof/__init__.py "$TMP/files" ||
 ctl_deb=$(ls "$TMP"/pkg/dynprofctl_*.deb 2>/dev/null) ||
     fail "no dynprofctl package"
 [ "$(dpkg-deb -c "$ctl_deb" | awk '$1 !~ /^d/ { print $6 }' | sort | tr '\n' ' ')" = \
-    "./usr/bin/dynprofctl ./usr/share/man/man1/dynprofctl.1.gz " ] ||
-    fail "dynprofctl's package holds more than dynprofctl and its man page"
+    "./usr/bin/dynprofctl ./usr/share/doc/dynprofctl/changelog.Debian.gz ./usr/share/doc/dynprofctl/copyright ./usr/share/man/man1/dynprofctl.1.gz " ] ||
+    fail "dynprofctl's package holds more than dynprofctl, its man page and its copyright and changelog"
 # The scripts the deployment guide runs.
 for f in tls/mkcerts.sh slurm/dynprof-task-prolog.sh slurm/dynprof-epilog.sh \
     slurm/dynprof-legacy-dir.sh; do
