@@ -734,6 +734,7 @@ coord_stop(struct coord *c)
 		event_free(c->committer);
 	if (c->pusher != NULL)
 		event_free(c->pusher);
+	journal_load_free(c);
 	journal_free(c);
 	jobs_free_all(c);
 	legacy_free_all(c);

@@ -111,7 +111,6 @@ journal_free(struct coord *c)
 
 	if (j == NULL)
 		return;
-	journal_load_free(c);
 	if (j->heartbeat != NULL)
 		event_free(j->heartbeat);
 	journal_drop_all(j);

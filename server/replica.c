@@ -98,7 +98,9 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	journal_at_store(c);
 	r->loaded = 1;
 	r->loads++;
-	events_wake(c);		/* followers of the stream on this copy */
+	/* Followers of the stream on this copy: the layer above's. */
+	if (c->hooks != NULL && c->hooks->events_published != NULL)
+		c->hooks->events_published(c);
 	us = (uint64_t)(clock_mono_ns() - f->t0) / 1000;
 	r->load_us_last = us;
 	if (us > r->load_us_max)
