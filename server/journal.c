@@ -286,6 +286,14 @@ void
 journal_stage_window(struct coord *c, struct job *job, const struct window *w,
     int what, uint64_t gen)
 {
+	journal_stage_window_at(c, job, w, what, gen, clock_wall_ns());
+}
+
+/* journal_stage_window() of a change made at time_ns (wall clock). */
+void
+journal_stage_window_at(struct coord *c, struct job *job,
+    const struct window *w, int what, uint64_t gen, int64_t time_ns)
+{
 	struct journal_entry	*e;
 
 	if ((e = journal_stage(c, job)) == NULL)
@@ -296,7 +304,7 @@ journal_stage_window(struct coord *c, struct job *job, const struct window *w,
 	e->step = w->start_step;
 	e->stop = w->stop_step;
 	e->generation = gen;
-	e->time_ns = clock_wall_ns();
+	e->time_ns = time_ns;
 	journal_store(c, e);
 }
 

@@ -276,9 +276,10 @@ load_model(struct coord *c)
 	memset(c->metrics.rows_quarantined, 0,
 	    sizeof(c->metrics.rows_quarantined));
 	rc = store_load(c->store, &l);
-	if (rc == 0)
+	if (rc == 0) {
 		journal_load_end(c);
-	else
+		journal_rebuild(c);	/* a store that keeps none (SQLite) */
+	} else
 		journal_load_free(c);
 	if (ld.meta_bad || ld.floor > c->generation) {
 		log_warnx("load: the generation counter reads %llu%s; the "

@@ -153,6 +153,10 @@ void	 journal_stage_rank(struct coord *, struct job *, const struct rank *,
 	    const struct rank_event *, struct node *, const char *);
 void	 journal_stage_window(struct coord *, struct job *,
 	    const struct window *, int, uint64_t);
+void	 journal_stage_window_at(struct coord *, struct job *,
+	    const struct window *, int, uint64_t, int64_t);
+/* journal_rebuild.c */
+void	 journal_rebuild(struct coord *);
 void	 journal_publish(struct coord *);
 uint64_t journal_staged(const struct coord *);
 void	 journal_publish_to(struct coord *, uint64_t);
