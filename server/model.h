@@ -48,6 +48,8 @@ int	 select_window_ranks(struct coord *, const char *,
 	    const struct window_request *, char *, size_t, struct refusal *);
 
 /* schedule.c */
+int	 schedule_window_make(const struct options *,
+	    const struct window_request *, struct window **, struct refusal *);
 struct job	*schedule_job_find(struct coord *, const char *);
 struct job	*schedule_job_get(struct coord *, const char *);
 struct job	*schedule_job_peer(struct coord *, const char *, const char *);
@@ -176,8 +178,6 @@ void	 journal_load_end(struct coord *);
 void	 journal_load_free(struct coord *);
 
 /* change.c */
-int	 change_window_make(const struct options *,
-	    const struct window_request *, struct window **, struct refusal *);
 int	 change_window_add(struct coord *, const char *,
 	    const struct window_request *, struct window **, struct job **,
 	    struct refusal *);

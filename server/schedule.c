@@ -645,3 +645,41 @@ schedule_job_min_step(const struct coord *c, const struct job *job)
 	}
 	return (min);
 }
+
+/*
+ * Makes the window r asks for, steps not resolved yet: its ranks, output
+ * directory and options over defaults (NULL: the table's).  Needs no
+ * coordinator, so that it can be fuzzed alone.  Returns 0 with a new *wp
+ * (caller frees), or -1 with ref saying why (*wp NULL).
+ */
+int
+schedule_window_make(const struct options *defaults,
+    const struct window_request *r, struct window **wp, struct refusal *ref)
+{
+	struct window	*w;
+	const char	*field, *why;
+
+	*wp = NULL;
+	if ((w = window_new()) == NULL)
+		return (refusal_set(ref, 500, NULL, "out of memory"));
+	if ((r->ranks != NULL &&
+	    valid_window_ranks(w, r->ranks, ref) == -1) ||
+	    (r->output_subdir != NULL &&
+	    valid_window_subdir(w, r->output_subdir, ref) == -1))
+		goto fail;
+	options_clear(&w->options);
+	if (defaults != NULL && options_copy(&w->options, defaults) == -1) {
+		refusal_set(ref, 500, NULL, "out of memory");
+		goto fail;
+	}
+	if (r->options != NULL &&
+	    options_over_apply(&w->options, r->options, &field, &why) == -1) {
+		refusal_options(ref, field, why);
+		goto fail;
+	}
+	*wp = w;
+	return (0);
+fail:
+	window_free(w);
+	return (-1);
+}

@@ -3,7 +3,7 @@
  * coordinator reads them (json_loadb, duplicates refused), then checked by the
  * two parsers that turn a body into a change or a 4xx answer:
  * http_window_parse() (POST /v1/jobs/J/windows) with the window
- * change_window_make() makes of it (with and without a job's default
+ * schedule_window_make() makes of it (with and without a job's default
  * options under it) and http_config_parse() (PUT /v1/jobs/J/config).
  * A refusal must name a 4xx or 500 status and give a message that encodes as
  * the JSON string of the answer; accepted options must round-trip through the
@@ -63,7 +63,7 @@ fuzz_window(json_t *body, const struct options *defaults)
 	struct window		*w = NULL;
 
 	if (http_window_parse(body, &r, &ov, &ref) == -1 ||
-	    change_window_make(defaults, &r, &w, &ref) == -1) {
+	    schedule_window_make(defaults, &r, &w, &ref) == -1) {
 		if (w != NULL)
 			abort();
 		fuzz_check_refusal(&ref);
