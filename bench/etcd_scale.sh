@@ -20,17 +20,13 @@ RUNS=${3:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 COORD=$BUILD/server/dynprof-coordinator
 LOADGEN=$BUILD/bench/dynprof-loadgen
-for b in "$COORD" "$LOADGEN"; do
-	[ -x "$b" ] || { echo "etcd_scale: $b missing: build first" >&2; exit 1; }
-done
+. "$HERE/lib.sh"
 if [ -z "${DYNPROF_ETCD_ENDPOINTS:-}" ]; then
 	exec python3 "$HERE/../tests/support/etcd.py" --members 3 -- \
 	    sh "$0" "$BUILD" "$AGENTS" "$RUNS"
 fi
 
-. "$HERE/lib.sh"
-bench_scratch etcdscale
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_start etcdscale
 LFLAGS="--ranks 10 --sources 4 --mode both"
 
 # run STORE "COORDINATOR FLAGS" "LOADGEN FLAGS": one loadgen run, its

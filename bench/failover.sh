@@ -28,13 +28,9 @@ if [ -z "${DYNPROF_ETCD_ENDPOINTS:-}" ]; then
 fi
 COORD=$BUILD/server/dynprof-coordinator
 LOADGEN=$BUILD/bench/dynprof-loadgen
-for b in "$COORD" "$LOADGEN"; do
-	[ -x "$b" ] || { echo "failover: $b missing: build first" >&2; exit 1; }
-done
 # shellcheck source=bench/lib.sh
 . "$HERE/lib.sh"
-bench_scratch failover
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_start failover
 
 # run N: three coordinators, the loadgen's failover, the check.
 run()

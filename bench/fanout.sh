@@ -18,14 +18,8 @@ shift || true
 SIZES=${*:-1000 2000 5000 10000}
 COORD=$BUILD/server/dynprof-coordinator
 LOADGEN=$BUILD/bench/dynprof-loadgen
-for b in "$COORD" "$LOADGEN"; do
-	[ -x "$b" ] || { echo "fanout: $b missing: build first" >&2; exit 1; }
-done
-
 . "$(dirname "$0")/lib.sh"
-bench_scratch fanout
-
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_start fanout
 echo "fanout: descriptor limit $(ulimit -n), $(nproc) cores, coordinator and loadgen on the same machine"
 
 for n in $SIZES; do

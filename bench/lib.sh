@@ -3,6 +3,17 @@
 # reads its RESULT line.
 # Needs COORD and LOADGEN; CP is the coordinator's pid while it runs.
 
+# bench_start NAME: checks that COORD and LOADGEN are built, makes the scratch
+# directory (bench_scratch) and raises the descriptor limit to its hard one.
+bench_start()
+{
+	for _b in "$COORD" "$LOADGEN"; do
+		[ -x "$_b" ] || { echo "$1: $_b missing: build first" >&2; exit 1; }
+	done
+	bench_scratch "$1"
+	ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+}
+
 # bench_scratch NAME: D, a scratch directory removed at exit, with the
 # coordinator of a run that did not finish (and the processes in PIDS).
 bench_scratch()

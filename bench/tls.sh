@@ -26,13 +26,8 @@ N=${2:-1000}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 COORD=$BUILD/server/dynprof-coordinator
 LOADGEN=$BUILD/bench/dynprof-loadgen
-for b in "$COORD" "$LOADGEN"; do
-	[ -x "$b" ] || { echo "tls: $b missing: build first" >&2; exit 1; }
-done
-
 . "$SRC/bench/lib.sh"
-bench_scratch tls
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_start tls
 
 sh "$SRC/deploy/tls/mkcerts.sh" -o "$D/certs" -c 127.0.0.1 >/dev/null
 echo "tls: $(nproc) cores, coordinator and loadgen on the same machine"

@@ -26,13 +26,9 @@ RUNS=${RUNS:-50}
 LOADGEN=$BUILD/bench/dynprof-loadgen
 PY=/usr/bin/python3
 VIEW=$(dirname "$0")/view.py
-for b in "$BUILD/server/dynprof-coordinator" "$LOADGEN"; do
-	[ -x "$b" ] || { echo "view: $b missing: build first" >&2; exit 1; }
-done
-
+COORD=$BUILD/server/dynprof-coordinator
 . "$(dirname "$0")/lib.sh"
-bench_scratch view
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_start view
 
 # view_start COORDINATOR: a fresh coordinator; sets CP, AP and HP.
 view_start()
