@@ -747,6 +747,18 @@ legacy_add(struct legacy *l, const char *name)
 	return (lj);
 }
 
+/* Frees lj and what its observers hold. */
+static void
+legacy_job_free(struct legacy_job *lj)
+{
+	legacy_observe_reset(lj);
+	legacy_observe_prev_reset(lj);
+	legacy_log_reset(lj);
+	json_decref(lj->base);
+	free(lj->sched);
+	free(lj);
+}
+
 /* Stops serving lj: its directory went. */
 static void
 legacy_remove(struct legacy *l, struct legacy_job *lj)
@@ -764,12 +776,7 @@ legacy_remove(struct legacy *l, struct legacy_job *lj)
 	/* Ranks of the job that report for themselves keep it subscribed. */
 	if (lj->subscribed && !segments_job_subscribed(l->a, lj->name))
 		upstream_unsubscribe_name(l->a, lj->name);
-	legacy_observe_reset(lj);
-	legacy_observe_prev_reset(lj);
-	legacy_log_reset(lj);
-	json_decref(lj->base);
-	free(lj->sched);
-	free(lj);
+	legacy_job_free(lj);
 }
 
 /*
@@ -1081,12 +1088,7 @@ legacy_close(struct agent *a)
 		return;
 	while ((lj = TAILQ_FIRST(&l->jobs)) != NULL) {
 		TAILQ_REMOVE(&l->jobs, lj, entry);
-		legacy_observe_reset(lj);
-		legacy_observe_prev_reset(lj);
-		legacy_log_reset(lj);
-		json_decref(lj->base);
-		free(lj->sched);
-		free(lj);
+		legacy_job_free(lj);
 	}
 	if (l->ev != NULL)
 		event_free(l->ev);

@@ -198,6 +198,25 @@ loadgen_failover_done(struct loadgen *lg)
 }
 
 /*
+ * An agent back after the failover: done once every event of its own is
+ * acknowledged again (the failover ends with the last agent's), else its
+ * events go on.
+ */
+static void
+loadgen_failover_replay(struct loadgen_conn *c)
+{
+	struct loadgen	*lg = c->lg;
+
+	if (!c->replayed && c->acked >= (uint64_t)lg->events_per) {
+		c->replayed = 1;
+		if (++lg->fo_replayed == lg->n && lg->fo_back == lg->n)
+			loadgen_failover_done(lg);
+		return;
+	}
+	loadgen_events_pump(c);
+}
+
+/*
  * Events up to seq acknowledged: before the kill, half of all of them
  * acknowledged is the moment to kill; after, every one of a connection's
  * acknowledged again is its end.
@@ -217,14 +236,10 @@ loadgen_failover_acked(struct loadgen_conn *c, uint64_t seq)
 		return;
 	}
 	c->acked = seq;
-	if (c->back && !c->replayed &&
-	    c->acked >= (uint64_t)lg->events_per) {
-		c->replayed = 1;
-		if (++lg->fo_replayed == lg->n && lg->fo_back == lg->n)
-			loadgen_failover_done(lg);
-		return;
-	}
-	loadgen_events_pump(c);
+	if (c->back)
+		loadgen_failover_replay(c);
+	else
+		loadgen_events_pump(c);
 }
 
 /*
@@ -251,13 +266,7 @@ loadgen_failover_welcome(struct loadgen_conn *c, const Dynprof__V1__Welcome *w)
 		lg->fo_t_first = now;
 	if (lg->fo_back == lg->n)
 		lg->fo_t_back = now;
-	if (c->acked >= (uint64_t)lg->events_per) {
-		c->replayed = 1;
-		if (++lg->fo_replayed == lg->n && lg->fo_back == lg->n)
-			loadgen_failover_done(lg);
-		return;
-	}
-	loadgen_events_pump(c);
+	loadgen_failover_replay(c);
 }
 
 /* Frees the failover's timers. */

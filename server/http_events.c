@@ -157,19 +157,23 @@ events_fill(struct stream *s, struct evbuffer *buf)
 	return (evbuffer_get_length(buf) > 0 ? STREAM_MORE : STREAM_WAIT);
 }
 
-/* Frees a follower, off the journal's list. */
+/* Takes follower f off the journal's list and frees it. */
 static void
-events_release(struct stream *s)
+events_follower_free(struct journal *j, struct follower *f)
 {
-	struct follower	*f = s->arg;
-	struct journal	*j = s->coord->journal;
-
 	TAILQ_REMOVE(&j->followers, f, entry);
 	if (f->follow)
 		j->nfollowers--;
 	if (f->viewer)
 		j->nfollowers_viewer--;
 	free(f);
+}
+
+/* Frees a follower whose stream ended. */
+static void
+events_release(struct stream *s)
+{
+	events_follower_free(s->coord->journal, s->arg);
 }
 
 /* Every heartbeat interval: a waiting follower writes a heartbeat line. */
@@ -368,12 +372,6 @@ http_get_events(struct coord *c, struct evhttp_request *req, const char *name)
 	if (f->viewer)
 		j->nfollowers_viewer++;
 	if ((f->stream = stream_start(c, req, "application/x-ndjson",
-	    events_fill, events_release, f)) == NULL) {
-		TAILQ_REMOVE(&j->followers, f, entry);
-		if (f->follow)
-			j->nfollowers--;
-		if (f->viewer)
-			j->nfollowers_viewer--;
-		free(f);
-	}
+	    events_fill, events_release, f)) == NULL)
+		events_follower_free(j, f);
 }
