@@ -305,6 +305,24 @@ schedule_rank_reporter(struct coord *c, struct rank *r, int32_t pid,
 		r->uid = uid;
 }
 
+/*
+ * A new process of rank r attached (a restarted job, the same id): its row
+ * starts afresh, with no window, output directory or error of the run before
+ * (which stays in its events).
+ */
+static void
+schedule_rank_fresh(struct coord *c, struct rank *r)
+{
+	size_t	 before = schedule_rank_bytes(r);
+
+	free(r->output_dir);
+	r->output_dir = NULL;
+	free(r->error);
+	r->error = NULL;
+	r->window_id = 0;
+	c->rank_bytes = c->rank_bytes - before + schedule_rank_bytes(r);
+}
+
 /* What an attached or detached event is to its rank. */
 enum rank_ev {
 	RANK_EV_APPLY,		/* the rank's state moves */
@@ -437,6 +455,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 			break;
 		}
 		if (kind == DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED) {
+			schedule_rank_fresh(c, r);
 			schedule_rank_reporter(c, r, ev->pid, uid);
 			r->state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 			r->arrived_ns = clock_wall_ns();
