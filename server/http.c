@@ -141,7 +141,7 @@ http_hold_committed(struct coord *c, struct change_commit *cc, int rc)
 		c->metrics.http_codes[h->code]++;
 		evhttp_add_header(evhttp_request_get_output_headers(h->req),
 		    "Content-Type", "application/json");
-		evhttp_send_reply(h->req, h->code, h->reason, h->answer);
+		http_send_reply(h->req, h->code, h->reason, h->answer);
 	} else {
 		why = store_unavailable(c->store);
 		http_error(c, h->req, 503, NULL, "store unavailable: the "
@@ -149,6 +149,27 @@ http_hold_committed(struct coord *c, struct change_commit *cc, int rc)
 		    "the store refused it");
 	}
 	http_hold_free(h);
+}
+
+/*
+ * Sends an answer, the connection not read again until it is written: evhttp
+ * reads on while it writes, to learn of a close, and a client that shut its
+ * side after the request, as it may, would lose what did not fit the socket's
+ * buffer (a summary of a few dozen windows, say).  stream_noread() does the
+ * same for streamed answers; evhttp reads again for the next request once the
+ * answer is out, and a client gone is learnt from the writes.
+ */
+void
+http_send_reply(struct evhttp_request *req, int code, const char *reason,
+    struct evbuffer *buf)
+{
+	struct evhttp_connection	*evcon;
+
+	evcon = evhttp_request_get_connection(req);
+	evhttp_send_reply(req, code, reason, buf);
+	if (evcon != NULL)
+		bufferevent_disable(evhttp_connection_get_bufferevent(evcon),
+		    EV_READ);
 }
 
 /* Sends buf (JSON text) as the answer. */
@@ -180,7 +201,7 @@ http_send_json(struct coord *c, struct evhttp_request *req, int code,
 		c->metrics.http_codes[code]++;
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/json");
-	evhttp_send_reply(req, code, reason, buf);
+	http_send_reply(req, code, reason, buf);
 }
 
 /* Sends body (consumed) as the answer. */

@@ -11,6 +11,8 @@ int	 http_listen(struct coord *, const char *, const struct http_route *,
 	    size_t);
 void	 http_close(struct coord *);
 int	 http_is_viewer(struct coord *, struct evhttp_request *);
+void	 http_send_reply(struct evhttp_request *, int, const char *,
+	    struct evbuffer *);
 void	 http_send_json(struct coord *, struct evhttp_request *, int,
 	    struct evbuffer *);
 void	 http_reply(struct coord *, struct evhttp_request *, int,

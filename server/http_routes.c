@@ -37,7 +37,7 @@ http_routes_metrics(struct coord *c, struct evhttp_request *req)
 	metrics_render(c, buf);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4");
-	evhttp_send_reply(req, 200, "OK", buf);
+	http_send_reply(req, 200, "OK", buf);
 	evbuffer_free(buf);
 }
 

@@ -73,7 +73,7 @@ http_ui_route(struct coord *c, struct evhttp_request *req, const char *path)
 	if (strcmp(path, "/ui") == 0) {
 		evhttp_add_header(out, "Location", "/ui/");
 		c->metrics.http_codes[301]++;
-		evhttp_send_reply(req, 301, "Moved Permanently", NULL);
+		http_send_reply(req, 301, "Moved Permanently", NULL);
 		return;
 	}
 	name = path + strlen("/ui/");
@@ -101,7 +101,7 @@ http_ui_route(struct coord *c, struct evhttp_request *req, const char *path)
 		evhttp_add_header(out, http_ui_headers[i][0],
 		    http_ui_headers[i][1]);
 	c->metrics.http_codes[200]++;
-	evhttp_send_reply(req, 200, "OK", buf);
+	http_send_reply(req, 200, "OK", buf);
 	evbuffer_free(buf);
 }
 

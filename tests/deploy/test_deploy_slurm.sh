@@ -33,9 +33,11 @@ echo "== DYNPROF_* names in the SLURM and systemd files and deploy/README.md"
 # Each is read by the library, a daemon, dynprofctl or the binding, or is one of the
 # deploy files' own (the /etc/default variables, the scripts' DYNPROF_AGENT_DEFAULTS).
 write_facts "$TMP/facts"
-# (@DYNPROF_...@ are the units' template variables.)
+# (@DYNPROF_...@ are the units' template variables, -DDYNPROF_... the build's
+# CMake variables: neither is an environment name.)
 for n in $(cat "$S"/* "$SRC"/deploy/systemd/* "$SRC/deploy/README.md" |
-    grep -oE '(^|[^@])DYNPROF_[A-Z0-9_]+' | sed 's/^[^D]//' | sort -u); do
+    grep -oE '(^|[^@A-Za-z0-9_])DYNPROF_[A-Z0-9_]+' | sed 's/^[^D]//' |
+    sort -u); do
 	case "$n" in
 	DYNPROF_AGENT_OPTS|DYNPROF_COORDINATOR_OPTS|DYNPROF_AGENT_DEFAULTS) continue ;;
 	esac
