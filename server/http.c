@@ -172,6 +172,29 @@ http_send_reply(struct evhttp_request *req, int code, const char *reason,
 		    EV_READ);
 }
 
+/*
+ * Reads the id of a path's resource (what: "window", "rule") into *id, else
+ * answers 400.  Returns 0 or -1.
+ */
+int
+http_path_id(struct coord *c, struct evhttp_request *req, const char *idstr,
+    const char *what, uint32_t *id)
+{
+	unsigned long	 v;
+	char		*end;
+
+	errno = 0;
+	v = strtoul(idstr, &end, 10);
+	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
+	    v == 0 || v > UINT32_MAX) {
+		http_error(c, req, 400, "id", "%s id must be a positive "
+		    "integer", what);
+		return (-1);
+	}
+	*id = (uint32_t)v;
+	return (0);
+}
+
 /* Sends buf (JSON text) as the answer. */
 void
 http_send_json(struct coord *c, struct evhttp_request *req, int code,

@@ -11,6 +11,8 @@ int	 http_listen(struct coord *, const char *, const struct http_route *,
 	    size_t);
 void	 http_close(struct coord *);
 int	 http_is_viewer(struct coord *, struct evhttp_request *);
+int	 http_path_id(struct coord *, struct evhttp_request *, const char *,
+	    const char *, uint32_t *);
 void	 http_send_reply(struct evhttp_request *, int, const char *,
 	    struct evbuffer *);
 void	 http_send_json(struct coord *, struct evhttp_request *, int,
@@ -57,8 +59,6 @@ void	 http_get_job(struct coord *, struct evhttp_request *, const char *);
 void	 http_get_config(struct coord *, struct evhttp_request *, const char *);
 void	 http_post_window(struct coord *, struct evhttp_request *,
 	    const char *);
-int	 http_window_id(struct coord *, struct evhttp_request *, const char *,
-	    uint32_t *);
 void	 http_delete_window(struct coord *, struct evhttp_request *,
 	    const char *, const char *);
 void	 http_put_config(struct coord *, struct evhttp_request *,

@@ -5,7 +5,6 @@
  * committed to the store before it is answered and pushed.
  */
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -309,7 +308,7 @@ http_delete_window(struct coord *c, struct evhttp_request *req,
 	json_t		*reply;
 	uint32_t	 id;
 
-	if (http_window_id(c, req, idstr, &id) == -1)
+	if (http_path_id(c, req, idstr, "window", &id) == -1)
 		return;
 	if (change_window_cancel(c, name, id, &job, &ref) == -1) {
 		http_refused(c, req, &ref);
@@ -323,25 +322,6 @@ http_delete_window(struct coord *c, struct evhttp_request *req,
 	http_reply(c, req, 200, reply);
 }
 
-/* Reads a window id of a path into *id, else answers 400.  Returns 0 or -1. */
-int
-http_window_id(struct coord *c, struct evhttp_request *req, const char *idstr,
-    uint32_t *id)
-{
-	unsigned long	 v;
-	char		*end;
-
-	errno = 0;
-	v = strtoul(idstr, &end, 10);
-	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
-	    v == 0 || v > UINT32_MAX) {
-		http_error(c, req, 400, "id", "window id must be a positive "
-		    "integer");
-		return (-1);
-	}
-	*id = (uint32_t)v;
-	return (0);
-}
 
 /*
  * Checks a PUT config body and reads it: its window's steps into *start and

@@ -10,7 +10,6 @@
  * What a rule does is rules.c's; a change is stored before it is answered.
  */
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,18 +99,11 @@ http_delete_rule(struct coord *c, struct evhttp_request *req,
     const char *name, const char *idstr)
 {
 	struct refusal	 ref;
-	unsigned long	 id;
-	char		*end;
+	uint32_t	 id;
 
-	errno = 0;
-	id = strtoul(idstr, &end, 10);
-	if (*idstr < '0' || *idstr > '9' || *end != '\0' || errno != 0 ||
-	    id == 0 || id > UINT32_MAX) {
-		http_error(c, req, 400, "id", "rule id must be a positive "
-		    "integer");
+	if (http_path_id(c, req, idstr, "rule", &id) == -1)
 		return;
-	}
-	if (rules_delete(c, name, (uint32_t)id, &ref) == -1) {
+	if (rules_delete(c, name, id, &ref) == -1) {
 		http_refused(c, req, &ref);
 		return;
 	}

@@ -59,7 +59,7 @@ http_get_traces(struct coord *c, struct evhttp_request *req,
 	size_t			 i;
 
 	q.job = name;
-	if (http_window_id(c, req, idstr, &q.window) == -1)
+	if (http_path_id(c, req, idstr, "window", &q.window) == -1)
 		return;
 	if (traces_list(c, &q, &l, &ref) == -1) {
 		http_refused(c, req, &ref);
