@@ -152,13 +152,21 @@ http_hold_committed(struct coord *c, struct change_commit *cc, int rc)
 }
 
 /*
- * Sends an answer, the connection not read again until it is written: evhttp
- * reads on while it writes, to learn of a close, and a client that shut its
- * side after the request, as it may, would lose what did not fit the socket's
- * buffer (a summary of a few dozen windows, say).  stream_noread() does the
- * same for streamed answers; evhttp reads again for the next request once the
- * answer is out, and a client gone is learnt from the writes.
+ * Stops evhttp reading evcon while an answer is written.  evhttp reads on
+ * (it enables reading with every write) to learn of a close: a client that
+ * shut its side after the request, as it may, would lose what did not fit the
+ * socket's buffer (a summary of a few dozen windows, say, or a stream's
+ * first chunk), and one that sends more would have it buffered without bound.
+ * A client gone is learnt from the writes; evhttp reads again for the next
+ * request once the answer is over.
  */
+void
+http_conn_noread(struct evhttp_connection *evcon)
+{
+	bufferevent_disable(evhttp_connection_get_bufferevent(evcon), EV_READ);
+}
+
+/* Sends an answer, the connection not read until it is written. */
 void
 http_send_reply(struct evhttp_request *req, int code, const char *reason,
     struct evbuffer *buf)
@@ -168,8 +176,7 @@ http_send_reply(struct evhttp_request *req, int code, const char *reason,
 	evcon = evhttp_request_get_connection(req);
 	evhttp_send_reply(req, code, reason, buf);
 	if (evcon != NULL)
-		bufferevent_disable(evhttp_connection_get_bufferevent(evcon),
-		    EV_READ);
+		http_conn_noread(evcon);
 }
 
 /*

@@ -13,6 +13,7 @@ void	 http_close(struct coord *);
 int	 http_is_viewer(struct coord *, struct evhttp_request *);
 int	 http_path_id(struct coord *, struct evhttp_request *, const char *,
 	    const char *, uint32_t *);
+void	 http_conn_noread(struct evhttp_connection *);
 void	 http_send_reply(struct evhttp_request *, int, const char *,
 	    struct evbuffer *);
 void	 http_send_json(struct coord *, struct evhttp_request *, int,

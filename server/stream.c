@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
@@ -22,22 +21,6 @@
 #include "log.h"
 
 static void	 stream_pump(struct stream *);
-
-/*
- * Stops evhttp reading the connection while the stream writes.  evhttp reads
- * on (it enables reading with every write) to learn of a close: a client
- * that shut its side after the request, as it may, would lose the answer
- * after the first chunk, and one that sends more would have it buffered
- * without bound.  A streamed answer learns of a close from its writes (the
- * event stream writes at least a heartbeat an interval); evhttp reads again
- * for the next request once the answer is over.
- */
-static void
-stream_noread(struct stream *s)
-{
-	bufferevent_disable(evhttp_connection_get_bufferevent(s->evcon),
-	    EV_READ);
-}
 
 /* A chunk has left for the socket: asks for the next. */
 static void
@@ -83,7 +66,7 @@ stream_pump(struct stream *s)
 		s->sent += evbuffer_get_length(buf);
 		s->writing = 1;
 		evhttp_send_reply_chunk_with_cb(s->req, buf, stream_drained, s);
-		stream_noread(s);
+		http_conn_noread(s->evcon);
 	}
 	evbuffer_free(buf);
 	if (rc == STREAM_DONE)
@@ -126,7 +109,9 @@ stream_start(struct coord *c, struct evhttp_request *req, const char *ctype,
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Cache-Control", "no-store");
 	evhttp_send_reply_start(req, 200, "OK");
-	stream_noread(s);
+	/* Not read while it writes: a stream learns of a close from its
+	 * writes (the event stream writes a heartbeat an interval at least). */
+	http_conn_noread(s->evcon);
 	stream_pump(s);
 	return (s);
 }
@@ -172,7 +157,7 @@ stream_end(struct stream *s)
 		chunked = s->req->chunked;
 		evhttp_send_reply_end(s->req);
 		if (chunked)
-			stream_noread(s);
+			http_conn_noread(s->evcon);
 	}
 	event_active(s->reaper, EV_TIMEOUT, 1);
 }
