@@ -31,6 +31,21 @@ labels_value_char(char c)
 	    c == '-');
 }
 
+/*
+ * Whether key is a label's key: 1 to LABELS_KEY_MAX bytes of a-z 0-9 _ . -,
+ * a letter first.
+ */
+int
+labels_key_valid(const char *key)
+{
+	size_t	 n;
+
+	for (n = 0; key[n] != '\0'; n++)
+		if (n == LABELS_KEY_MAX || !labels_key_char(key[n], n == 0))
+			return (0);
+	return (n > 0);
+}
+
 /* Skips spaces at *pp. */
 static void
 labels_space(const char **pp)
@@ -310,38 +325,4 @@ labels_selector_match(const struct labels_selector *s, const char *canon)
 		}
 	}
 	return (1);
-}
-
-/* Checks a selector.  Returns 0, or -1 with *why saying what is wrong. */
-int
-labels_selector_check(const char *sel, const char **why)
-{
-	struct labels_selector	*s;
-	const char		*w = "out of memory";
-	int			 rc = -1;
-
-	if ((s = malloc(sizeof(*s))) != NULL)
-		rc = labels_selector_parse(sel, s, &w);
-	free(s);
-	if (rc == -1 && why != NULL)
-		*why = w;
-	return (rc);
-}
-
-/*
- * Whether canonical labels canon (NULL: none) match selector sel: 1 or 0, -1
- * for a bad selector.
- */
-int
-labels_match(const char *canon, const char *sel)
-{
-	struct labels_selector	*s;
-	const char		*why;
-	int			 rc = -1;
-
-	if ((s = malloc(sizeof(*s))) != NULL &&
-	    labels_selector_parse(sel, s, &why) == 0)
-		rc = labels_selector_match(s, canon);
-	free(s);
-	return (rc);
 }

@@ -41,7 +41,6 @@ int	 labels_value(const char *, const char *, char *, size_t);
 int	 labels_selector_parse(const char *, struct labels_selector *,
 	    const char **);
 int	 labels_selector_match(const struct labels_selector *, const char *);
-int	 labels_selector_check(const char *, const char **);
-int	 labels_match(const char *, const char *);
+int	 labels_key_valid(const char *);
 
 #endif /* DYNPROF_LABELS_H */

@@ -201,30 +201,38 @@ select_window_ranks(struct coord *c, const char *name,
 	if (r->ranks != NULL)
 		return (refusal_set(ref, 400, "ranks", "give ranks, or name "
 		    "ranks by select, nodes, one_per and group_of: not both"));
-	if (r->select != NULL && labels_selector_check(r->select, &why) == -1)
-		return (refusal_set(ref, 400, "select", "%s", why));
+	/* Selectors parsed once, here, then matched against every rank. */
+	if (r->select != NULL) {
+		if ((sel = malloc(sizeof(*sel))) == NULL)
+			return (refusal_set(ref, 500, NULL, "out of memory"));
+		if (labels_selector_parse(r->select, sel, &why) == -1) {
+			refusal_set(ref, 400, "select", "%s", why);
+			goto out;
+		}
+	}
 	if (r->nodes != NULL && select_nodes_check(r->nodes, ref) == -1)
-		return (-1);
-	if (r->one_per != NULL && (labels_selector_check(r->one_per, &why) ==
-	    -1 || strpbrk(r->one_per, "=!(, ") != NULL))
-		return (refusal_set(ref, 400, "one_per", "one_per is a "
-		    "label's key, such as pp"));
-	if (r->has_group && (labels_selector_check(r->group_vary, &why) ==
-	    -1 || strpbrk(r->group_vary, "=!(, ") != NULL))
-		return (refusal_set(ref, 400, "group_of", "group_of's vary "
-		    "is a label's key, such as tp"));
-	if ((job = schedule_job_find(c, name)) == NULL)
-		return (refusal_set(ref, 409, "select", "job %s has no ranks "
-		    "yet: select, nodes, one_per and group_of name ranks the "
-		    "coordinator knows", name));
+		goto out;
+	if (r->one_per != NULL && !labels_key_valid(r->one_per)) {
+		refusal_set(ref, 400, "one_per", "one_per is a label's key, "
+		    "such as pp");
+		goto out;
+	}
+	if (r->has_group && !labels_key_valid(r->group_vary)) {
+		refusal_set(ref, 400, "group_of", "group_of's vary is a label's "
+		    "key, such as tp");
+		goto out;
+	}
+	if ((job = schedule_job_find(c, name)) == NULL) {
+		refusal_set(ref, 409, "select", "job %s has no ranks yet: "
+		    "select, nodes, one_per and group_of name ranks the "
+		    "coordinator knows", name);
+		goto out;
+	}
 	if (r->has_group && select_group(job, r, group, sizeof(group),
 	    ref) == -1)
-		return (-1);
-	/* Parsed once, matched against every rank. */
+		goto out;
 	if ((r->one_per != NULL &&
 	    (seen = calloc(SELECT_VALUES_MAX, sizeof(*seen))) == NULL) ||
-	    (r->select != NULL && ((sel = malloc(sizeof(*sel))) == NULL ||
-	    labels_selector_parse(r->select, sel, &why) == -1)) ||
 	    (r->has_group && ((grp = malloc(sizeof(*grp))) == NULL ||
 	    labels_selector_parse(group, grp, &why) == -1))) {
 		refusal_set(ref, 500, NULL, "out of memory");

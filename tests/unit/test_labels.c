@@ -107,6 +107,51 @@ test_value(void **state)
 }
 
 static void
+test_key_valid(void **state)
+{
+	(void)state;
+	assert_int_equal(labels_key_valid("pp"), 1);
+	assert_int_equal(labels_key_valid("local_rank"), 1);
+	assert_int_equal(labels_key_valid("abcdefghijabcdefghijabcdefghijab"), 1);
+	assert_int_equal(labels_key_valid("abcdefghijabcdefghijabcdefghijabc"),
+	    0);
+	assert_int_equal(labels_key_valid(""), 0);
+	assert_int_equal(labels_key_valid("3p"), 0);
+	assert_int_equal(labels_key_valid("pp=1"), 0);
+	assert_int_equal(labels_key_valid("pp in"), 0);
+	assert_int_equal(labels_key_valid("Pp"), 0);
+}
+
+/* Whether canonical labels canon match selector sel: 1 or 0, -1 for a bad
+ * selector (its reason in *why if why is not NULL). */
+static int
+match_why(const char *canon, const char *sel, const char **why)
+{
+	static struct labels_selector	 s;
+	const char			*w;
+
+	if (labels_selector_parse(sel, &s, &w) == -1) {
+		if (why != NULL)
+			*why = w;
+		return (-1);
+	}
+	return (labels_selector_match(&s, canon));
+}
+
+static int
+labels_match(const char *canon, const char *sel)
+{
+	return (match_why(canon, sel, NULL));
+}
+
+/* 0 for a good selector, -1 with *why for a bad one. */
+static int
+labels_selector_check(const char *sel, const char **why)
+{
+	return (match_why(NULL, sel, why) == -1 ? -1 : 0);
+}
+
+static void
 test_match(void **state)
 {
 	const char	*r = "dp=12,pp=3,tp=1";
@@ -134,7 +179,7 @@ test_match(void **state)
 static void
 test_selector_refused(void **state)
 {
-	const char	*why;
+	const char	*why = NULL;
 
 	(void)state;
 	assert_int_equal(labels_selector_check("", &why), -1);
@@ -158,6 +203,7 @@ main(void)
 		cmocka_unit_test(test_canon),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_value),
+		cmocka_unit_test(test_key_valid),
 		cmocka_unit_test(test_match),
 		cmocka_unit_test(test_selector_refused),
 	};
