@@ -664,6 +664,74 @@ test_http_slowloris(void **state)
 }
 
 /*
+ * Sends GET path on a socket whose receive buffer is small, shuts its side
+ * after the request, as a client may, reads nothing for 300 ms (the
+ * coordinator writes what fits and reads the end of the request), then
+ * everything.  Returns the answer's body length, or -1; *want is its
+ * Content-Length.
+ */
+static long long
+get_half_closed(int port, const char *path, long long *want)
+{
+	char		 req[256], *buf, *p;
+	size_t		 len = 0, cap = 1 << 20;
+	ssize_t		 n;
+	int		 fd, rcv = 4096;
+
+	*want = -2;
+	if ((fd = raw_connect(port, 5000)) == -1 ||
+	    (buf = malloc(cap + 1)) == NULL)
+		return (-1);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n",
+	    path);
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		len = cap;
+	shutdown(fd, SHUT_WR);
+	usleep(300000);
+	while (len < cap && (n = recv(fd, buf + len, cap - len, 0)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	if ((p = strstr(buf, "\r\n\r\n")) == NULL) {
+		free(buf);
+		return (-1);
+	}
+	*p = '\0';
+	if ((p = strcasestr(buf, "\r\nContent-Length: ")) != NULL)
+		*want = strtoll(p + 18, NULL, 10);
+	n = (ssize_t)(len - strlen(buf) - 4);
+	free(buf);
+	return (n);
+}
+
+/*
+ * A client that shuts its side after the request gets the whole answer,
+ * however much of it did not fit the sockets' buffers: evhttp read on while
+ * it wrote, took the end of the request for the client gone and closed (the
+ * page's 27 KiB script came cut at what the buffers held, about 16 KiB, and
+ * so did a summary of 16 windows).
+ */
+static void
+test_http_half_closed(void **state)
+{
+	struct tc_coord	 tc = { .nofile = 0 };
+	const char	*extra[] = { "-q", NULL };
+	long long	 got, want;
+	int		 i;
+
+	(void)state;
+	start(&tc, extra);
+	for (i = 0; i < 5; i++) {
+		got = get_half_closed(tc.http_port, "/ui/app.js", &want);
+		if (got != want || want < 16384)
+			fail_msg("GET /ui/app.js, the client's side shut: %lld "
+			    "of %lld bytes", got, want);
+	}
+	finish(&tc);
+}
+
+/*
  * 20,000 admin connections held open made /healthz and agent hellos time out.
  * Now admin connections are capped (--http-max-conns, here 50): past the cap
  * the least recently active idle one is closed, so /healthz is answered at
@@ -791,6 +859,7 @@ main(void)
 		cmocka_unit_test_teardown(test_job_caps, teardown),
 		cmocka_unit_test_teardown(test_seq_window, teardown),
 		cmocka_unit_test_teardown(test_http_slowloris, teardown),
+		cmocka_unit_test_teardown(test_http_half_closed, teardown),
 		cmocka_unit_test_teardown(test_http_conn_cap, teardown),
 		cmocka_unit_test(test_emfile_pause),
 	};
