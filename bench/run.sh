@@ -57,14 +57,15 @@ if [ -x "$build/bench/step_cost" ]; then
 		echo "step_cost failed"
 		status=1
 	fi
-	# System calls of the hot loop, counted: the same binary with 0 and with
-	# 10^6 steps under strace -f -c; the difference is the loop's.
+	# System calls of the hot loop, counted: step_cost writes a marker before
+	# and after its loop of 10^6 steps (write(-1, "dynprof-hot-loop-...")); the
+	# calls strace shows between them are the loop's.
 	if command -v strace >/dev/null 2>&1; then
-		if strace -f -c -o "$tmp/s0" "$build/bench/step_cost" -s 0 &&
-		    strace -f -c -o "$tmp/s1" "$build/bench/step_cost" -s 1000000; then
-			n0=$(awk '$NF == "total" {print $4}' "$tmp/s0")
-			n1=$(awk '$NF == "total" {print $4}' "$tmp/s1")
-			echo "step_cost_syscalls $((n1 - n0)) in 10^6 steps (strace -f -c: $n0 calls with 0 steps, $n1 with 10^6)"
+		if strace -f -qq -o "$tmp/trace" "$build/bench/step_cost" -s 1000000; then
+			n=$(awk '/dynprof-hot-loop-end/ { on = 0 }
+			    on && $2 !~ /^(---|\+\+\+)/ { n++ }
+			    /dynprof-hot-loop-begin/ { on = 1 } END { print n + 0 }' "$tmp/trace")
+			echo "step_cost_syscalls $n in 10^6 steps (strace, between the loop's markers)"
 		else
 			echo "step_cost_syscalls not counted: strace could not trace (ptrace refused?)"
 		fi

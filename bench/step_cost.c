@@ -7,9 +7,14 @@
  *					10,000,000 x 11): each run's ns/step,
  *					then median, min and max
  *	step_cost -s STEPS		open, run STEPS steps, close: run
- *					it under
- *					strace -f -c with STEPS = 0 and 10^6 to
- *					count the hot loop's system calls
+ *					under strace, the system calls between
+ *					the two markers (write(-1, "dynprof-
+ *					hot-loop-begin"/"-end")) are the hot
+ *					loop's
+ *	step_cost -c READS		READS clock reads (CLOCK_MONOTONIC)
+ *					between the same markers: whether
+ *					this machine reads its clock without
+ *					a system call (the vDSO), as marks do
  *	step_cost -m ...		the same with dynprof_mark_comm() in
  *					every step; timed, it prints beside it
  *					the floor of an empty library call
@@ -17,8 +22,9 @@
  *					marks, of the same run
  *
  * The binary links libdynprof.so like a trainer (calls through the PLT), and
- * writes the schedule into the segment as the agent does.  The segment is the
- * POSIX shm object of a job name unique to the run, removed at the end.
+ * writes the schedule into the segment as the agent does.  The segment is of a
+ * job name unique to the run, in a directory of its own under
+ * /dev/shm, both removed at the end.
  */
 
 #include <sys/socket.h>
@@ -39,6 +45,7 @@ struct bench {
 	char		 job[64];
 	char		 root[256];
 	char		 sock[108];
+	char		 dir[64];	/* the run's own segment directory */
 	int		 sockfd;
 	struct segment	 agent;
 	dynprof_t	*h;
@@ -81,10 +88,20 @@ bench_open(struct bench *b)
 	snprintf(b->job, sizeof(b->job), "bench-step-%ld", (long)getpid());
 	snprintf(b->root, sizeof(b->root), "/tmp/dynprof-bench-%ld",
 	    (long)getpid());
-	rc = segment_open(&b->agent, NULL, b->job, SEG_CREATE, 0600);
+	/*
+	 * A directory of the run's own, that no other process (a test beside
+	 * it in the same user's directory) makes the opening wait for.
+	 */
+	snprintf(b->dir, sizeof(b->dir), "/dev/shm/dynprof-bench-XXXXXX");
+	if (mkdtemp(b->dir) == NULL) {
+		fprintf(stderr, "step_cost: %s: %s\n", b->dir, strerror(errno));
+		return (-1);
+	}
+	rc = segment_open(&b->agent, b->dir, b->job, SEG_CREATE, 0600);
 	if (rc != SEG_OK) {
 		fprintf(stderr, "step_cost: segment: %s\n",
 		    segment_strerror(rc));
+		(void)rmdir(b->dir);
 		return (-1);
 	}
 	/* A live schedule: one window, far ahead of every step we run. */
@@ -100,6 +117,7 @@ bench_open(struct bench *b)
 	p.job = b->job;
 	p.rank = 0;
 	p.output_root = b->root;
+	p.shm_dir = b->dir;
 	bench_socket(b);
 	p.agent_socket = b->sock;
 	if ((rc = dynprof_open(&p, &b->h)) != DYNPROF_OK) {
@@ -109,7 +127,8 @@ bench_open(struct bench *b)
 			(void)unlink(b->sock);
 		}
 		segment_close(&b->agent);
-		segment_unlink(NULL, b->job);
+		segment_unlink(b->dir, b->job);
+		(void)rmdir(b->dir);
 		return (-1);
 	}
 	return (0);
@@ -124,7 +143,8 @@ bench_close(struct bench *b)
 		(void)unlink(b->sock);
 	}
 	segment_close(&b->agent);
-	segment_unlink(NULL, b->job);
+	segment_unlink(b->dir, b->job);
+	(void)rmdir(b->dir);
 }
 
 static double
@@ -289,6 +309,29 @@ bench_time(long long steps, int runs)
 	return (0);
 }
 
+/* A system call strace shows with its text, and that fails doing nothing. */
+static void
+hot_marker(const char *what)
+{
+	ssize_t	 n;
+
+	n = write(-1, what, strlen(what));
+	(void)n;
+}
+
+static int
+bench_clock(long long reads)
+{
+	long long	 i;
+	double		 sum = 0;
+
+	hot_marker("dynprof-hot-loop-begin");
+	for (i = 0; i < reads; i++)
+		sum += now_ns(CLOCK_MONOTONIC);
+	hot_marker("dynprof-hot-loop-end");
+	return (sum < 0);
+}
+
 static int
 bench_syscalls(long long steps, int marks)
 {
@@ -299,12 +342,14 @@ bench_syscalls(long long steps, int marks)
 		return (1);
 	if (marks)
 		dynprof_mark_comm(b.h);
+	hot_marker("dynprof-hot-loop-begin");
 	for (s = 1; s <= steps; s++) {
 		dynprof_step_begin(b.h, s);
 		if (marks)
 			dynprof_mark_comm(b.h);
 		dynprof_step_end(b.h, s);
 	}
+	hot_marker("dynprof-hot-loop-end");
 	if (marks && atomic_load(&b.agent.slots[0].busy_count) !=
 	    (uint64_t)steps) {
 		fprintf(stderr, "step_cost: marks not counted\n");
@@ -333,11 +378,14 @@ parse_count(const char *s)
 int
 main(int argc, char **argv)
 {
-	long long	 steps = 10000000, sys = -1;
+	long long	 steps = 10000000, sys = -1, reads = -1;
 	int		 runs = 11, c, marks = 0;
 
-	while ((c = getopt(argc, argv, "mn:r:s:")) != -1) {
+	while ((c = getopt(argc, argv, "c:mn:r:s:")) != -1) {
 		switch (c) {
+		case 'c':
+			reads = parse_count(optarg);
+			break;
 		case 'm':
 			marks = 1;
 			break;
@@ -352,10 +400,12 @@ main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: step_cost [-m] [-n steps] "
-			    "[-r runs] | [-m] -s steps\n");
+			    "[-r runs] | [-m] -s steps | -c reads\n");
 			return (2);
 		}
 	}
+	if (reads >= 0)
+		return (bench_clock(reads));
 	if (sys >= 0)
 		return (bench_syscalls(sys, marks));
 	if (steps <= 0 || runs <= 0) {
