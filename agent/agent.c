@@ -40,7 +40,7 @@ enum {
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
 	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
 	OPT_TRACE_UPLOAD, OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_S3_CREDENTIALS,
-	OPT_UPLOAD_RATE,
+	OPT_UPLOAD_RATE, OPT_UPLOAD_STALL, OPT_UPLOAD_BACKOFF,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -73,6 +73,8 @@ static const struct option agent_longopts[] = {
 	{ "s3-region",		required_argument, NULL, OPT_S3_REGION },
 	{ "s3-credentials",	required_argument, NULL, OPT_S3_CREDENTIALS },
 	{ "upload-rate",	required_argument, NULL, OPT_UPLOAD_RATE },
+	{ "upload-stall",	required_argument, NULL, OPT_UPLOAD_STALL },
+	{ "upload-backoff",	required_argument, NULL, OPT_UPLOAD_BACKOFF },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -142,6 +144,10 @@ agent_usage(FILE *f)
 "  --s3-credentials F       an AWS credentials file, mode 0600 or 0400, root's\n"
 "                           or the agent's user's (default: none)\n"
 "  --upload-rate N[k|m|g]   upload at most N bytes/s (default: no cap)\n"
+"  --upload-stall S         give a try up once the store took or answered\n"
+"                           nothing for S seconds (default: 30)\n"
+"  --upload-backoff S       wait S seconds after a failed try, doubled after\n"
+"                           each, up to 60; six tries in all (default: 2)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  -v, --verbose            log more\n"
@@ -333,6 +339,16 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 		    sizeof(o->s3_credentials), arg, name));
 	case OPT_UPLOAD_RATE:
 		return (agent_rate(arg, &o->upload_rate, name));
+	case OPT_UPLOAD_STALL:
+		if (agent_number(arg, 1, 3600, &v, 10, name) == -1)
+			return (-1);
+		o->upload_stall_s = (int)v;
+		return (0);
+	case OPT_UPLOAD_BACKOFF:
+		if (agent_number(arg, 1, 60, &v, 10, name) == -1)
+			return (-1);
+		o->upload_backoff_s = (int)v;
+		return (0);
 	case OPT_SHM_BUDGET:
 		if (agent_number(arg, 0, 1 << 20, &v, 10, name) == -1)
 			return (-1);
@@ -379,6 +395,8 @@ agent_default_options(struct agent_options *o)
 	o->legacy_window_max_s = LEGACY_WINDOW_MAX_S;
 	o->shm_budget = AGENT_SHM_BUDGET;
 	o->trace_settle_s = AGENT_TRACE_SETTLE_S;
+	o->upload_stall_s = AGENT_UPLOAD_STALL_S;
+	o->upload_backoff_s = AGENT_UPLOAD_BACKOFF_S;
 	strcpy(o->job, "default");
 	if (((e = getenv("DYNPROF_JOB")) != NULL && *e != '\0') ||
 	    ((e = getenv("SLURM_JOB_ID")) != NULL && *e != '\0'))

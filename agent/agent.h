@@ -52,6 +52,8 @@ struct evbuffer;
 #define AGENT_TOKEN_MAX		1024
 #define AGENT_SHM_BUDGET	(16ULL << 20)	/* --shm-budget: segments made */
 #define AGENT_TRACE_SETTLE_S	10	/* --trace-settle */
+#define AGENT_UPLOAD_STALL_S	30	/* --upload-stall */
+#define AGENT_UPLOAD_BACKOFF_S	2	/* --upload-backoff */
 
 /* Everything the flags and the config file set. */
 struct agent_options {
@@ -83,6 +85,8 @@ struct agent_options {
 	char		 s3_region[64];
 	char		 s3_credentials[PATH_MAX];
 	uint64_t	 upload_rate;		/* bytes/s, 0: no cap */
+	int		 upload_stall_s;	/* a try given up after */
+	int		 upload_backoff_s;	/* after the first failed try */
 	int		 log_level;
 };
 
@@ -441,6 +445,7 @@ struct upload_conf {
 	char		 secret_key[256];
 	char		 session_token[2048];	/* "" none */
 	uint64_t	 rate;		/* bytes/s, 0: no cap */
+	int		 stall_s;	/* nothing moved that long: given up */
 };
 /* One upload in progress. */
 struct trace_upload {

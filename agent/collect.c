@@ -42,8 +42,9 @@
 #define COLLECT_RETRY_MS	5000
 #define COLLECT_REPORTS_MAX	8192	/* outcomes not yet committed */
 #define COLLECT_UPLOAD_TRIES	6	/* then given up, reported failed */
-#define COLLECT_UPLOAD_BACKOFF_MS 2000	/* doubled after each failure, */
-#define COLLECT_UPLOAD_BACKOFF_MAX_MS 60000	/* up to this */
+#define COLLECT_UPLOAD_BACKOFF_MAX_MS 60000	/* --upload-backoff, doubled
+						 * after each failure, up to
+						 * this */
 #define COLLECT_QUEUE_VERSION	2	/* bump when a line's layout changes
 					 * (1, pending lines only, still read) */
 
@@ -394,7 +395,8 @@ collect_uploaded(evutil_socket_t fd, short what, void *arg)
 		    up->job, up->window, up->rank, up->size, up->sha256, where);
 		free(up);
 	} else if (++up->tries < COLLECT_UPLOAD_TRIES) {
-		delay = (int64_t)COLLECT_UPLOAD_BACKOFF_MS << (up->tries - 1);
+		delay = ((int64_t)a->opts.upload_backoff_s * 1000) <<
+		    (up->tries - 1);
 		if (delay > COLLECT_UPLOAD_BACKOFF_MAX_MS)
 			delay = COLLECT_UPLOAD_BACKOFF_MAX_MS;
 		log_limited(&c->log_limit, LOG_LEVEL_QUIET, "upload: job %s "

@@ -6,8 +6,10 @@
  * packer computed (x-amz-content-sha256), at most --upload-rate bytes a
  * second, in a child at nice 19 and idle I/O (as trace_pack.c's): the
  * agent's loop only waits for its end.  The file is read in curl's buffer
- * (64 KiB): memory does not grow with the archive.  A store that accepts
- * nothing for 30 s is given up by the child (the caller tries again later).
+ * (64 KiB): memory does not grow with the archive.  A store that takes or
+ * answers nothing for --upload-stall seconds (one that accepted the
+ * connection and hangs, too) is given up by the child (the caller tries
+ * again later).
  *
  * Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and
  * AWS_SESSION_TOKEN) from the agent's environment, else --s3-credentials
@@ -34,7 +36,6 @@
 #include "log.h"
 
 #define UPLOAD_CONNECT_MS	10000
-#define UPLOAD_STALL_S		30	/* under 1 byte/s that long: given up */
 #define UPLOAD_CRED_MAX		(64 * 1024)
 
 /* What the child reports. */
@@ -138,7 +139,7 @@ upload_cred_file(struct upload_conf *c, const char *path, char *why,
 
 /*
  * Reads the agent's --trace-upload, --s3-endpoint, --s3-region,
- * --s3-credentials and --upload-rate into c, with the credentials.
+ * --s3-credentials, --upload-rate and --upload-stall into c, with the credentials.
  * Returns 0, or -1 with why.
  */
 int
@@ -196,6 +197,8 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 		return (-1);
 	}
 	c->rate = o->upload_rate;
+	c->stall_s = o->upload_stall_s > 0 ? o->upload_stall_s :
+	    AGENT_UPLOAD_STALL_S;
 	if ((e = getenv("AWS_ACCESS_KEY_ID")) != NULL && *e != '\0') {
 		snprintf(c->access_key, sizeof(c->access_key), "%s", e);
 		if ((e = getenv("AWS_SECRET_ACCESS_KEY")) != NULL)
@@ -325,7 +328,7 @@ upload_child(const struct upload_conf *c, int fd, const char *url,
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)UPLOAD_CONNECT_MS);
 	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)UPLOAD_STALL_S);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)c->stall_s);
 	if (c->rate > 0)
 		curl_easy_setopt(curl, CURLOPT_MAX_SEND_SPEED_LARGE,
 		    (curl_off_t)c->rate);

@@ -30,6 +30,11 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload.py)
   set_tests_properties(e2e_upload PROPERTIES TIMEOUT 360 SKIP_RETURN_CODE 77
     ENVIRONMENT "${_e2e_env}")
+  # A hung, a refusing and a full store (a tmpfs: root only).
+  add_test(NAME e2e_upload_fail
+    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload_fail.py)
+  set_tests_properties(e2e_upload_fail PROPERTIES TIMEOUT 420
+    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
   # A hostile second uid and a root agent's --legacy-dir: skipped unless root.
   foreach(t swap budget flood)
     add_test(NAME e2e_legacy_hostile_${t}

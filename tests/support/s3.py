@@ -6,7 +6,10 @@ key, and that a PUT's body has the sha256 its x-amz-content-sha256 header
 says.  A request that fails either is answered 403 as S3 would
 (SignatureDoesNotMatch, XAmzContentSHA256Mismatch) and never reaches
 s3rver.  The proxy can also be told to refuse the next N PUTs (503
-SlowDown), to see the agent retry, and counts what it forwarded."""
+SlowDown), to see the agent retry, to fail every PUT of a path for good
+(faults[path] = "deny": 403 AccessDenied) or to take its request whole
+and never answer (faults[path] = "hang": the connection held open until
+the proxy stops), and counts what it forwarded."""
 
 import hashlib
 import http.client
@@ -118,6 +121,17 @@ class Verifier(http.server.BaseHTTPRequestHandler):
                 srv.refused.append("payload sha256 mismatch")
                 return self._fail(400, "XAmzContentSHA256Mismatch",
                                   "the body's sha256 is not the header's")
+            fault = srv.faults.get(self.path)
+            if fault == "deny":
+                with srv.lock:
+                    srv.refused.append("told to deny")
+                return self._fail(403, "AccessDenied", "Access Denied")
+            if fault == "hang":
+                with srv.lock:
+                    srv.refused.append("told to hang")
+                srv.stopping.wait(600)
+                self.close_connection = True
+                return
             with srv.lock:
                 if srv.refuse_puts > 0:
                     srv.refuse_puts -= 1
@@ -163,6 +177,8 @@ class S3:
         self.data = os.path.join(dirpath, "s3data")
         self.lock = threading.Lock()
         self.refuse_puts = 0
+        self.faults = {}        # path: "deny" or "hang", every PUT of it
+        self.stopping = threading.Event()   # ends the hung requests
         self.refused = []
         self.errors = []        # the proxy's own failures
         self.started = []       # (method, path) as each request came
@@ -196,6 +212,7 @@ class S3:
         return os.path.join(self.data, self.bucket, key + "._S3rver_object")
 
     def stop(self):
+        self.stopping.set()
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()
