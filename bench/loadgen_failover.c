@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -64,14 +65,24 @@ loadgen_failover_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 loadgen_failover_kill(struct loadgen *lg)
 {
+	struct timespec	 wall;
+	struct tm	 tm;
+	char		 stamp[32];
+
 	lg->fo_killed = 1;
 	lg->fo_t0 = loadgen_now_ns();
+	/* The coordinators' logs say when, in UTC: the kill's moment beside
+	 * them. */
+	clock_gettime(CLOCK_REALTIME, &wall);
+	gmtime_r(&wall.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 	if (kill(lg->kill_pid, SIGKILL) == -1) {
 		loadgen_fail(lg, "failover: cannot kill --kill-pid");
 		return;
 	}
-	printf("failover: SIGKILL to the leader (pid %d), %d agents on it, "
-	    "%llu of %llu events acknowledged\n", (int)lg->kill_pid, lg->n,
+	printf("failover: SIGKILL to the leader (pid %d) at %s.%03ldZ, %d "
+	    "agents on it, %llu of %llu events acknowledged\n",
+	    (int)lg->kill_pid, stamp, wall.tv_nsec / 1000000, lg->n,
 	    (unsigned long long)lg->fo_acked,
 	    (unsigned long long)lg->n * (unsigned long long)lg->events_per);
 	fflush(stdout);
