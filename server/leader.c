@@ -11,8 +11,12 @@
  * (--advertise-agent, --advertise-http), and its create revision is the
  * fencing token every write compares (store_etcd.c).
  *
- * The leader loads the whole state from etcd when it takes the lead and
- * serves as a coordinator with SQLite does.  A follower keeps no model: it
+ * A follower that wins the key serves from its copy of the model
+ * (replica.c) once the copy holds everything committed before its lead
+ * (replica_catch_up()), without loading anything; with no such copy within
+ * the TTL it loads the whole state from etcd first.  It then serves as a
+ * coordinator with SQLite does.  A follower keeps the copy only for the
+ * event stream: it
  * answers an agent's hello with ERROR_NOT_LEADER naming the leader, and an
  * admin request with a 307 to the leader's URL (/healthz and /metrics it
  * answers itself).  A hello from an agent that lost the leader this
@@ -83,6 +87,12 @@ struct leader {
 	uint64_t		 held;		/* hellos held now */
 	uint64_t		 held_total;
 	uint64_t		 campaigns;	/* txns sent */
+	int			 taking;	/* won: its copy catching up */
+	struct event		*take_bound;	/* then the load instead */
+	uint64_t		 take_ms;	/* monotonic: won then */
+	uint64_t		 takes_copy;	/* served from the copy */
+	uint64_t		 takes_load;	/* loaded the state first */
+	uint64_t		 take_ms_last;	/* won to serving */
 };
 
 /* Prints the etcd flags' usage. */
@@ -295,15 +305,19 @@ leader_announced(void *arg, int rc, json_t *ans)
 }
 
 /*
- * Takes the lead just won: loads the whole state from etcd, then serves.
+ * Takes the lead just won (or reloads it): serves from the follower's copy
+ * if from_copy (it holds everything committed before this lead:
+ * replica_catch_up()), else loads the whole state from etcd first.
  * Returns 0, or -1 (stepped down) if the state does not load.
  */
 static int
-leader_take(struct coord *c)
+leader_take(struct coord *c, int from_copy)
 {
 	struct leader	*l = c->leader;
 	int		 reload = l->role == ROLE_LEADER;
 
+	l->taking = 0;
+	event_del(l->take_bound);
 	leader_watch_stop(l);
 	replica_stop(c);
 	snprintf(l->agent, sizeof(l->agent), "%s", c->conf.advertise_agent);
@@ -311,20 +325,30 @@ leader_take(struct coord *c)
 	/* Held hellos wait for the load, then are told to come back here. */
 	leader_close_agents(c, reload ? "this coordinator reloads its state" :
 	    "this coordinator is taking the lead", 1);
-	leader_model_clear(c);
 	l->role = ROLE_LEADER;
-	if (load_model(c) == -1) {
-		leader_step_down(c, "cannot load the state from etcd");
-		return (-1);
+	if (!from_copy) {
+		leader_model_clear(c);
+		if (load_model(c) == -1) {
+			leader_step_down(c, "cannot load the state from etcd");
+			return (-1);
+		}
 	}
 	l->resync = 0;
 	l->e->unsure = l->e->stale = 0;	/* the model is etcd's now */
-	if (!reload)
+	if (!reload) {
 		l->elections++;
+		if (from_copy)
+			l->takes_copy++;
+		else
+			l->takes_load++;
+		l->take_ms_last = l->take_ms != 0 ? clock_mono_ms() -
+		    l->take_ms : 0;
+	}
 	log_info("%s: leading (fencing token %lld, lease %lld), generation "
-	    "%llu, %s", __func__, (long long)l->e->fence,
+	    "%llu, %s, %s", __func__, (long long)l->e->fence,
 	    (long long)l->e->lease, (unsigned long long)c->generation,
-	    l->agent);
+	    l->agent, from_copy ? "serving from its copy" : "state loaded");
+	l->take_ms = 0;
 	l->serving = 1;
 	leader_hold_release(c, 0);
 	if (!reload && etcd_leader_update_async(l->e, l->me_serving,
@@ -332,6 +356,80 @@ leader_take(struct coord *c)
 		log_warnx("%s: cannot say this coordinator serves: %s",
 		    __func__, l->e->error);
 	return (0);
+}
+
+/*
+ * The lead just won: a follower's copy that holds everything committed
+ * before it (the watch of the prefix passed the campaign's revision, the
+ * copy read since the last change) is the model at once, nothing loaded;
+ * until it does (a read of the prefix on its way, the loop serving), it
+ * names no leader: hellos of agents that lost one are held, admin requests
+ * answered 503.  Bounded by the lease's
+ * TTL, then the state is loaded as without a copy.
+ */
+static void
+leader_take_begin(struct coord *c)
+{
+	struct leader	*l = c->leader;
+	struct timeval	 tv = { c->conf.etcd_lease_ttl, 0 };
+
+	l->take_ms = clock_mono_ms();
+	leader_watch_stop(l);
+	l->agent[0] = l->http[0] = '\0';
+	l->serving = 0;
+	l->taking = 1;
+	event_add(l->take_bound, &tv);
+	leader_copy_moved(c);
+}
+
+/* The copy or its watch moved: a lead won is served once it caught up. */
+void
+leader_copy_moved(struct coord *c)
+{
+	struct leader	*l = c->leader;
+
+	if (l == NULL || !l->taking)
+		return;
+	switch (replica_catch_up(c, l->e->fence)) {
+	case 1:
+		leader_take(c, 1);
+		break;
+	case -1:
+		log_info("%s: no copy to serve from: loading the state",
+		    __func__);
+		leader_take(c, 0);
+		break;
+	}
+}
+
+/* The copy did not catch up within the TTL: the state loaded instead. */
+static void
+leader_take_bound_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord	*c = arg;
+
+	(void)fd;
+	(void)what;
+	if (!c->leader->taking)
+		return;
+	log_warnx("%s: the copy did not catch up with etcd within %d s: "
+	    "loading the state", __func__, c->conf.etcd_lease_ttl);
+	leader_take(c, 0);
+}
+
+/* The lead won is lost before it served: a follower again. */
+static void
+leader_take_abort(struct coord *c, const char *why)
+{
+	struct leader	*l = c->leader;
+
+	log_warnx("%s: %s", __func__, why);
+	l->taking = 0;
+	l->take_ms = 0;
+	event_del(l->take_bound);
+	l->e->fence = 0;
+	etcd_resign(l->e);
+	leader_campaign(c);
 }
 
 /*
@@ -488,7 +586,7 @@ leader_campaigned(void *arg, int rc, const char *other)
 	switch (rc) {
 	case 1:
 		l->again = 0;
-		leader_take(c);
+		leader_take_begin(c);
 		return;
 	case 0:
 		if (l->agent[0] == '\0' && !l->following)
@@ -572,6 +670,8 @@ leader_renewed(void *arg, int rc, json_t *ans)
 		return;
 	}
 	ttl = etcd_keepalive_result(l->e, rc, ans);
+	if (l->taking && ttl == 0)
+		leader_take_abort(c, "the lease expired before serving");
 	if (l->role != ROLE_LEADER)
 		return;
 	switch (ttl) {
@@ -605,7 +705,7 @@ leader_renewed(void *arg, int rc, json_t *ans)
 		}
 		log_info("%s: reloading the state (a commit failed)",
 		    __func__);
-		leader_take(c);
+		leader_take(c, 0);
 	} else if (l->resync) {
 		log_info("%s: etcd answers again", __func__);
 		l->resync = 0;
@@ -646,7 +746,7 @@ leader_tick(evutil_socket_t fd, short what, void *arg)
 	if (l->e->down && now - l->probed_ms < LEADER_PROBE_MS)
 		return;
 	l->probed_ms = now;
-	if (l->role == ROLE_LEADER)
+	if (l->role == ROLE_LEADER || l->taking)
 		leader_renew(c);
 	else if (l->watching)
 		leader_follower_keep(c);
@@ -805,7 +905,8 @@ leader_start(struct coord *c)
 		return (-1);
 	l->timer = event_new(c->base, -1, EV_PERSIST, leader_tick, c);
 	l->deposed = event_new(c->base, -1, 0, leader_deposed_cb, c);
-	if (l->timer == NULL || l->deposed == NULL)
+	l->take_bound = evtimer_new(c->base, leader_take_bound_cb, c);
+	if (l->timer == NULL || l->deposed == NULL || l->take_bound == NULL)
 		return (-1);
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
@@ -950,11 +1051,23 @@ leader_metrics(struct coord *c, struct evbuffer *buf)
 	    "dynprof_coordinator_hellos_held %llu\n"
 	    "# HELP dynprof_coordinator_hellos_held_total hellos held\n"
 	    "# TYPE dynprof_coordinator_hellos_held_total counter\n"
-	    "dynprof_coordinator_hellos_held_total %llu\n",
+	    "dynprof_coordinator_hellos_held_total %llu\n"
+	    "# HELP dynprof_coordinator_takeovers_total leads taken, by how "
+	    "the model came: a follower's copy that had caught up, or a load "
+	    "from etcd\n"
+	    "# TYPE dynprof_coordinator_takeovers_total counter\n"
+	    "dynprof_coordinator_takeovers_total{model=\"copy\"} %llu\n"
+	    "dynprof_coordinator_takeovers_total{model=\"load\"} %llu\n"
+	    "# HELP dynprof_coordinator_takeover_seconds from the campaign "
+	    "won to serving, the last lead taken\n"
+	    "# TYPE dynprof_coordinator_takeover_seconds gauge\n"
+	    "dynprof_coordinator_takeover_seconds %.3f\n",
 	    (unsigned long long)l->elections, (unsigned long long)l->stepdowns,
 	    (unsigned long long)l->e->failures,
 	    (unsigned long long)l->campaigns, l->watching,
-	    (unsigned long long)l->held, (unsigned long long)l->held_total);
+	    (unsigned long long)l->held, (unsigned long long)l->held_total,
+	    (unsigned long long)l->takes_copy,
+	    (unsigned long long)l->takes_load, l->take_ms_last / 1e3);
 	replica_metrics(c, buf);
 }
 
@@ -977,6 +1090,8 @@ leader_stop(struct coord *c)
 		event_free(l->timer);
 	if (l->deposed != NULL)
 		event_free(l->deposed);
+	if (l->take_bound != NULL)
+		event_free(l->take_bound);
 	etcd_free(l->e);
 	free(l);
 	c->leader = NULL;

@@ -54,5 +54,6 @@ void	 leader_model_unsure(struct coord *);
 void	 leader_model_clear(struct coord *);
 int	 leader_hold(struct coord *, struct conn *, const char *);
 void	 leader_hold_forget(struct coord *, struct conn *);
+void	 leader_copy_moved(struct coord *);
 
 #endif /* DYNPROF_LEADER_H */

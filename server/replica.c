@@ -53,6 +53,9 @@ struct replica {
 	int			 loaded;	/* the copy may be served */
 	uint64_t		 next_ns;	/* monotonic: no read before */
 	int64_t			 changed_ns;	/* wall: first change not loaded */
+	int64_t			 loaded_rev;	/* of the read the copy holds */
+	int64_t			 seen_rev;	/* the watch's last change */
+	int64_t			 watch_rev;	/* its last event, any key */
 	uint64_t		 loads;
 	uint64_t		 load_us_last, load_us_max;
 	uint64_t		 lag_ms_last, lag_ms_max;
@@ -97,6 +100,7 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	}
 	journal_at_store(c);
 	r->loaded = 1;
+	r->loaded_rev = f->rev;
 	r->loads++;
 	/* Followers of the stream on this copy: the layer above's. */
 	if (c->hooks != NULL && c->hooks->events_published != NULL)
@@ -177,6 +181,7 @@ replica_fetched(void *arg, int rc, json_t *ans)
 	if (leader_is_follower(c) && r->watch != NULL)
 		replica_load(c, f);
 	replica_fetch_free(f);
+	leader_copy_moved(c);
 }
 
 /* Asks for the next page of f.  Returns 0, or -1 (done is not called). */
@@ -268,10 +273,10 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 {
 	struct coord	*c = arg;
 	struct replica	*r = c->replica;
+	int64_t		 rev;
 
 	(void)value;
 	(void)len;
-	(void)kv;
 	switch (type) {
 	case ETCD_WATCH_CREATED:
 		/* What was committed before the watch: loaded now. */
@@ -279,8 +284,16 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 		break;
 	case ETCD_WATCH_PUT:
 	case ETCD_WATCH_DELETE:
-		if (key != NULL && strcmp(key, r->e->leader_key) == 0)
+		/* Events come in revision order: all below rev are seen. */
+		rev = etcd_int(kv, "mod_revision");
+		if (rev > r->watch_rev)
+			r->watch_rev = rev;
+		if (key != NULL && strcmp(key, r->e->leader_key) == 0) {
+			leader_copy_moved(c);
 			break;
+		}
+		if (rev > r->seen_rev)
+			r->seen_rev = rev;
 		replica_changed(c);
 		break;
 	case ETCD_WATCH_ENDED:
@@ -288,6 +301,8 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 		    r->e->prefix, r->e->error);
 		etcd_watch_free(r->watch);
 		r->watch = NULL;	/* replica_follow() makes another */
+		r->watch_rev = r->seen_rev = 0;
+		leader_copy_moved(c);
 		break;
 	}
 }
@@ -360,6 +375,39 @@ replica_stop(struct coord *c)
 	event_del(r->reload);
 	r->loaded = 0;
 	r->changed_ns = 0;
+	r->watch_rev = r->seen_rev = r->loaded_rev = 0;
+}
+
+/*
+ * A follower that won the lead at revision rev (its key's): returns 1 if
+ * the copy holds everything committed below rev (the watch passed rev, in
+ * revision order, and nothing it told of since the copy's read), so that
+ * the new leader serves from it at once; 0 if not yet (the watch has yet
+ * to pass rev, or a read is on its way: started here if none is), and
+ * leader_copy_moved() is called when that changes; -1 if it cannot (no
+ * watch, so no word of what changed).
+ */
+int
+replica_catch_up(struct coord *c, int64_t rev)
+{
+	struct replica	*r = c->replica;
+
+	if (r == NULL || r->watch == NULL)
+		return (-1);
+	if (r->watch_rev < rev)
+		return (0);
+	if (r->loaded && r->fetch == NULL && r->loaded_rev >= r->seen_rev)
+		return (1);
+	if (r->fetch == NULL) {
+		log_info("%s: the copy (revision %lld) lags the watch "
+		    "(%lld): reading it again before serving", __func__,
+		    (long long)r->loaded_rev, (long long)r->seen_rev);
+		/* Read now: no wait for more changes nor for the loop. */
+		r->next_ns = 0;
+		event_del(r->reload);
+		event_active(r->reload, EV_TIMEOUT, 1);
+	}
+	return (0);
 }
 
 /* Returns 1 if this follower answers reads from its copy. */

@@ -19,6 +19,7 @@ void	 replica_free(struct coord *);
 void	 replica_follow(struct coord *);
 void	 replica_stop(struct coord *);
 int	 replica_serves(const struct coord *);
+int	 replica_catch_up(struct coord *, int64_t);
 void	 replica_metrics(struct coord *, struct evbuffer *);
 
 #endif /* DYNPROF_REPLICA_H */

@@ -39,6 +39,14 @@ loopback.  One scenario per run, named by the first argument:
             redirect) keeps its one connection while the leader is
             SIGKILLed during a window, and sees every event of it once,
             exactly what the new leader lists.
+  takeover  three coordinators, two agents with two ranks each: both
+            followers SIGSTOPped, a window posted (their copies lack it),
+            the leader SIGKILLed during another; woken after its key is
+            gone, the follower that wins serves from its copy once the copy
+            caught up with etcd (the posted window read first), not from a
+            load of the whole state (dynprof_coordinator_takeovers_total):
+            it lists the posted window, and every rank's start and stop of
+            the other is there exactly once.
   sigstop   the leader is SIGSTOPped past its lease: another takes the lead;
             woken up, the old one does not write (its write is refused or
             redirected, the new leader's state is unchanged) and steps down.
@@ -698,6 +706,54 @@ def scenario_replica():
                 watcher, len(seen)))
 
 
+def scenario_takeover():
+    with HaCluster("etcd-takeover") as c:
+        lead = c.start_coordinators(3)
+        fol = [i for i in range(3) if i != lead]
+        wid, a, b = two_nodes_window(c, 100)
+        wait_started(c, wid)
+        # The followers' copies hold the window started: loaded (from the
+        # watch of the prefix) before they stop.
+        wait_for(lambda: all((c.metric(i, "dynprof_replica_loads_total") or 0)
+                             >= 1 for i in fol), 30, "followers' copies")
+        time.sleep(1.0)
+        for i in fol:
+            c.coords[i][0].signal(signal.SIGSTOP)
+        code, w = post_window(c, lead, 1000000, 1000010)
+        check(code == 201, "window posted on the leader: %s %s" % (code, w))
+        p = c.coords[lead][0]
+        log("followers SIGSTOPped; window %d posted; SIGKILL leader "
+            "coordinator%d during window %d" % (w["id"], lead, wid))
+        p.kill9()
+        # The key goes with the lease (TTL) while both sleep: woken, the
+        # watches tell the window's put and the key's delete at once.
+        time.sleep(TTL + 2)
+        for i in fol:
+            c.coords[i][0].signal(signal.SIGCONT)
+        new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
+        copy = c.metric(new, 'dynprof_coordinator_takeovers_total'
+                        '{model="copy"}')
+        load = c.metric(new, 'dynprof_coordinator_takeovers_total'
+                        '{model="load"}')
+        log("coordinator%d leads: takeovers from its copy %s, loaded %s, "
+            "%.3f s from the campaign won to serving" % (
+                new, copy, load,
+                c.metric(new, "dynprof_coordinator_takeover_seconds") or -1))
+        for line in c.coords[new][0].output().splitlines():
+            if "leader_take" in line or "replica_catch_up" in line:
+                log(line)
+        check(copy == 1 and load == 0, "the new leader served from its "
+              "copy: copy %s, load %s" % (copy, load))
+        c.use(new)
+        code, st = c.http("GET", "/v1/jobs/%s" % JOB, timeout=10)
+        ids = [x["id"] for x in st.get("windows", [])] if code == 200 else []
+        check(w["id"] in ids, "window %d posted before the kill listed by "
+              "the new leader: %s %s" % (w["id"], code, ids))
+        each_once(c, wid, a, b)
+        log("window %d listed; window %d completed across the failover, "
+            "each start and stop once" % (w["id"], wid))
+
+
 def scenario_sigstop():
     with HaCluster("etcd-sigstop") as c:
         lead = c.start_coordinators(2)
@@ -1138,6 +1194,7 @@ SCENARIOS = {
     "burst": scenario_burst,
     "stream": scenario_stream,
     "replica": scenario_replica,
+    "takeover": scenario_takeover,
     "sigstop": scenario_sigstop,
     "compact": scenario_compact,
     "etcdstop": scenario_etcdstop,
