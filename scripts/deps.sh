@@ -22,7 +22,8 @@ python3"
 # file for CPack's Debian packages in
 # test_deploy_deb, and lintian, which checks them); "torch": the PyTorch hook
 # is tested with real torch; "node": the Kubernetes manifests are validated
-# with npm packages; "clang": the fuzzers (tests/fuzz/README.md).
+# with npm packages, and playwright-core clicks through the status page in
+# chromium; "clang": the fuzzers (tests/fuzz/README.md).
 for extra in ${DEPS_EXTRA-test torch node}; do
 	case "$extra" in
 	test)

@@ -35,6 +35,12 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload_fail.py)
   set_tests_properties(e2e_upload_fail PROPERTIES TIMEOUT 420
     SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
+  # The status page clicked in Debian's chromium by playwright-core (npm,
+  # installed once per build tree: a longer timeout the first time).
+  add_test(NAME e2e_ui_click
+    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_ui_click.py)
+  set_tests_properties(e2e_ui_click PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+    ENVIRONMENT "${_e2e_env};DYNPROF_OPTIONS_TABLE=$<TARGET_FILE:options_table>")
   # A hostile second uid and a root agent's --legacy-dir: skipped unless root.
   foreach(t swap budget flood)
     add_test(NAME e2e_legacy_hostile_${t}

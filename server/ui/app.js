@@ -10,7 +10,10 @@
  * Views: #  the jobs and nodes;  #job=J  one job: its summary, a heat map of
  * its nodes (one cell per node, nodes grouped past HEAT_CELLS_MAX), its
  * stragglers, rules, windows on a line of steps, nodes by applied
- * generation, and a live feed of its events.
+ * generation, and a live feed of its events.  With the operator's token
+ * the job's view schedules a window and cancels one (POST and DELETE on
+ * /v1/jobs/J/windows, the checks dynprofctl trace gets); with the viewer's
+ * the form and buttons are there, disabled, saying why.
  */
 'use strict';
 
@@ -26,6 +29,22 @@
 	const NODES_SHOWN = 50;		/* rows of node tables */
 	const WINDOWS_SHOWN = 16;	/* windows on the line */
 	const FEED_RETRY_MS = 2000;
+	/*
+	 * The options table (common/options.h), in its order: name, type,
+	 * min, max, default, the names of the values 0.. (or null).
+	 * tests/e2e/test_ui_click.py compares it with the C table.
+	 */
+	const OPTIONS = [
+		['aicore_metrics', 'int', -1, 5, -1, null],
+		['profiler_level', 'int', -1, 2, -1,
+		    ['Level0', 'Level1', 'Level2']],
+		['profile_framework', 'int', -1, 1, -1, ['time', 'all']],
+		['analyse_mode', 'int', -1, 1, -1, ['sync', 'async']],
+		['profile_communication', 'bool', 0, 1, 0, null],
+		['parallel_strategy', 'bool', 0, 1, 0, null],
+		['with_stack', 'bool', 0, 1, 0, null],
+		['data_simplification', 'bool', 0, 1, 1, null],
+	];
 
 	const $ = (id) => document.getElementById(id);
 	/* Node names in the order a person reads them: n2 before n10. */
@@ -37,6 +56,8 @@
 	let heat = null;	/* the last nodes answer of the job */
 	let summary = null;
 	let selNode = null;
+	/* Why this token may not write (the API's words), null: it may. */
+	let denied = null;
 
 	/* Makes an element with attributes and children (text, not HTML). */
 	function el(tag, attrs, ...kids) {
@@ -134,6 +155,40 @@
 		}
 		$('login').hidden = true;
 		return body;
+	}
+
+	/*
+	 * Sends a write (POST, DELETE) to the API; returns { status, body }
+	 * (status 0: the coordinator was not reached, body.error says why).
+	 */
+	async function write(method, path, body) {
+		const h = headers();
+		if (body !== undefined)
+			h['Content-Type'] = 'application/json';
+		let res;
+		try {
+			res = await fetch(path, { method, headers: h, body:
+			    body === undefined ? undefined : JSON.stringify(body) });
+		} catch (e) {
+			return { status: 0, body: { error: 'cannot reach the ' +
+			    'coordinator: ' + e.message } };
+		}
+		let b = null;
+		try {
+			b = await res.json();
+		} catch (e) {
+			b = null;
+		}
+		return { status: res.status, body: b || {} };
+	}
+
+	/* An answer the API refused, in its own words. */
+	function refusal(r) {
+		if (r.status === 0)
+			return r.body.error;
+		return 'HTTP ' + r.status + ': ' + (r.body.error ||
+		    'no reason given') + (r.body.field ? ' (field ' +
+		    r.body.field + ')' : '');
 	}
 
 	function every(ms, fn) {
@@ -405,18 +460,195 @@
 			const width = (100 * (w.stop_step - w.start_step + 1) /
 			    (span + 1)).toFixed(2) + '%';
 			const out = windowOutcome(w.state, rcw);
-			return row('window-' + w.id, '#' + w.id + ' [' +
+			const r = row('window-' + w.id, '#' + w.id + ' [' +
 			    w.start_step + ', ' + w.stop_step + '] ' +
 			    rankLabel(w.ranks) + ' \u00b7 ' + out.label,
 			    el('div', { class: 'bar st-' + out.cls, style: 'left:' +
 			    pct(w.start_step) + ';width:' + width,
 			    title: out.label }));
+			r.append(el('span', { class: 'act' }, w.state ===
+			    'scheduled' || w.state === 'running' ?
+			    cancelButton(w) : null));
+			return r;
 		});
-		kids.push(row(null, st.median >= 0 ? 'median step ' +
+		const axis = row(null, st.median >= 0 ? 'median step ' +
 		    st.median : '', el('span', { class: 'axis',
 		    style: 'left:0' }, lo), el('span', { class: 'axis',
-		    style: 'right:0' }, hi)));
+		    style: 'right:0' }, hi));
+		axis.append(el('span', { class: 'act' }));
+		kids.push(axis);
 		box.replaceChildren(...kids);
+	}
+
+	/* A live window's cancel button: disabled, saying why, for a viewer. */
+	function cancelButton(w) {
+		return el('button', { type: 'button', id: 'cancel-' + w.id,
+		    disabled: denied !== null ? '' : null,
+		    title: denied !== null ? denied : 'cancel window ' + w.id,
+		    onclick: () => cancelWindow(w.id) }, 'cancel');
+	}
+
+	/* Shows what a write did, or why it was refused. */
+	function showResult(text, bad) {
+		const p = $('s-result');
+		p.textContent = text;
+		p.className = bad ? 'error' : 'ok';
+		p.hidden = false;
+	}
+
+	async function cancelWindow(id) {
+		const job = view;
+		const r = await write('DELETE', '/v1/jobs/' +
+		    encodeURIComponent(job) + '/windows/' + id);
+		if (view !== job)
+			return;
+		if (r.status !== 200)
+			showResult('window ' + id + ' not cancelled: ' +
+			    refusal(r), true);
+		else
+			showResult('window ' + id + ' cancelled, generation ' +
+			    r.body.generation, false);
+		loadSummary(job);
+	}
+
+	/*
+	 * Whether this token may write, asked once a view: a cancel of
+	 * window 0, which the API refuses before anything changes, with 403
+	 * and its reason for the viewer's token and 400 (no such id) for the
+	 * operator's (or where no token is configured).
+	 */
+	async function loadRole(job) {
+		denied = 'asking the coordinator whether this token may write';
+		drawWrite();
+		const r = await write('DELETE', '/v1/jobs/' +
+		    encodeURIComponent(job) + '/windows/0');
+		if (view !== job)
+			return;
+		if (r.status === 0)
+			denied = r.body.error;
+		else if (r.status === 401 || r.status === 403)
+			denied = r.body.error || 'HTTP ' + r.status;
+		else
+			denied = null;
+		drawWrite();
+	}
+
+	/* The form and the cancel buttons, enabled as the token allows. */
+	function drawWrite() {
+		$('schedule-set').disabled = denied !== null;
+		$('write-note').textContent = denied !== null ? 'Scheduling ' +
+		    'and cancelling are off: ' + denied + '.' : 'With this ' +
+		    'token you may schedule a window and cancel one.';
+		for (const b of document.querySelectorAll('#timeline .act ' +
+		    'button')) {
+			b.disabled = denied !== null;
+			b.title = denied !== null ? denied : b.title;
+		}
+	}
+
+	/* The form's profiler options, one control a row of the table. */
+	function drawOptions() {
+		$('s-options').replaceChildren(...OPTIONS.map(([name, type,
+		    min, max, def, names]) => {
+			let input;
+			if (type === 'bool') {
+				input = el('input', { type: 'checkbox',
+				    id: 'opt-' + name, checked: def ? '' : null });
+			} else {
+				const vals = [];
+				for (let v = min; v <= max; v++)
+					vals.push(el('option', { value: v,
+					    selected: v === def ? '' : null },
+					    v === -1 ? '-1 (unset: the framework\'s)' :
+					    v + (names ? ' (' + names[v] + ')' : '')));
+				input = el('select', { id: 'opt-' + name }, ...vals);
+			}
+			input.addEventListener('change', () => {
+				input.dataset.set = '1';
+			});
+			return el('label', {}, input, ' ' + name);
+		}));
+	}
+
+	/* The body of POST /v1/jobs/J/windows the form says; null (said why)
+	 * if it cannot be made. */
+	function scheduleBody() {
+		const when = document.querySelector(
+		    'input[name="when"]:checked').value;
+		const int = (id) => $(id).value === '' ? NaN : Number($(id).value);
+		const b = {};
+		if (when === 'next') {
+			b.in_steps = int('s-in');
+			b.steps = int('s-steps');
+		} else {
+			b.start_step = int('s-start');
+			b.stop_step = int('s-stop');
+		}
+		for (const [k, v] of Object.entries(b)) {
+			if (!Number.isInteger(v)) {
+				showResult('give ' + k + ' as a whole number', true);
+				return null;
+			}
+		}
+		const ranks = $('s-ranks').value.trim();
+		const sel = $('s-select').value.trim();
+		if (ranks !== '')
+			b.ranks = ranks;
+		if (sel !== '')
+			b.select = sel;
+		const opts = {};
+		const fw = $('s-fw').value.trim();
+		if (fw !== '') {
+			let o;
+			try {
+				o = JSON.parse(fw);
+			} catch (e) {
+				o = null;
+			}
+			if (o === null || typeof o !== 'object' ||
+			    Array.isArray(o)) {
+				showResult('framework options: not a JSON object',
+				    true);
+				return null;
+			}
+			Object.assign(opts, o);
+		}
+		for (const [name, type] of OPTIONS) {
+			const input = $('opt-' + name);
+			if (!input.dataset.set)
+				continue;
+			opts[name] = type === 'bool' ? input.checked :
+			    Number(input.value);
+		}
+		if (Object.keys(opts).length > 0)
+			b.options = opts;
+		if ($('s-force').checked)
+			b.force = true;
+		return b;
+	}
+
+	async function schedule(e) {
+		e.preventDefault();
+		const job = view;
+		const b = scheduleBody();
+		if (b === null)
+			return;
+		$('s-submit').disabled = true;
+		const r = await write('POST', '/v1/jobs/' +
+		    encodeURIComponent(job) + '/windows', b);
+		$('s-submit').disabled = false;
+		if (view !== job)
+			return;
+		if (r.status !== 201) {
+			showResult('not scheduled: ' + refusal(r), true);
+			return;
+		}
+		const w = r.body;
+		showResult('window ' + w.id + ' scheduled: steps ' +
+		    w.start_step + '-' + w.stop_step + ', ' +
+		    rankLabel(w.ranks) + ', generation ' + w.generation +
+		    '; options ' + JSON.stringify(w.options), false);
+		loadSummary(job);
 	}
 
 	/* The color of a node: its lowest step against the job's median, or
@@ -763,6 +995,8 @@
 		$('job-name').textContent = job;
 		$('feed').replaceChildren();
 		$('node-detail').hidden = true;
+		$('s-result').hidden = true;
+		loadRole(job);
 		every(SUMMARY_MS, () => loadSummary(job));
 		every(HEAT_MS, () => loadHeat(job));
 		every(LIST_MS * 2, () => loadRules(job));
@@ -784,6 +1018,8 @@
 		for (const r of document.querySelectorAll(
 		    'input[name="heat-by"]'))
 			r.addEventListener('change', drawHeat);
+		$('schedule').addEventListener('submit', schedule);
+		drawOptions();
 		window.addEventListener('hashchange', route);
 		route();
 	}

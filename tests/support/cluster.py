@@ -95,6 +95,28 @@ class Failure(Exception):
     pass
 
 
+def npm_ci(src, name):
+    """The packages pinned in src's package.json and package-lock.json,
+    installed by npm ci into build_dir()/name once per build tree (again when
+    the lock file changes); returns the node_modules directory."""
+    where = os.path.join(build_dir(), name)
+    os.makedirs(where, exist_ok=True)
+    for f in ("package.json", "package-lock.json"):
+        shutil.copy(os.path.join(src, f), where)
+    lock = os.path.join(where, "package-lock.json")
+    stamp = os.path.join(where, "node_modules", ".dynprof-lock")
+    if not (os.path.exists(stamp) and open(stamp).read() == open(lock).read()):
+        log("npm ci in %s" % where)
+        r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund",
+                            "--loglevel=error"], cwd=where, timeout=300,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failure("npm ci failed (the npm registry is reachable "
+                          "here and in CI):\n%s" % (r.stdout + r.stderr))
+        shutil.copy(lock, stamp)
+    return os.path.join(where, "node_modules")
+
+
 def log(msg):
     sys.stdout.write("[%8.3f] %s\n" % (time.monotonic() - _T0, msg))
     sys.stdout.flush()
@@ -304,6 +326,7 @@ class Cluster:
         self.cleanups = []
         self.failed = False
         self._raised = False
+        self.token = None   # sent as a bearer token by http()
 
     def __enter__(self):
         return self
@@ -385,6 +408,8 @@ class Cluster:
         req = urllib.request.Request(self.url() + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
+        if self.token is not None:
+            req.add_header("Authorization", "Bearer " + self.token)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.status, json.loads(r.read() or b"null")

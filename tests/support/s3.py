@@ -21,7 +21,7 @@ import socketserver
 import subprocess
 import threading
 
-from cluster import Failure, Proc, build_dir, log, wait_for
+from cluster import Failure, Proc, log, npm_ci, wait_for
 
 ACCESS_KEY = "S3RVER"       # s3rver's own account: the keys it knows
 SECRET_KEY = "S3RVER"
@@ -30,24 +30,9 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s3")
 
 
 def npm_install():
-    """s3rver's pinned packages in the build tree (npm ci once); returns the
-    path of its command."""
-    where = os.path.join(build_dir(), "test-s3")
-    os.makedirs(where, exist_ok=True)
-    for f in ("package.json", "package-lock.json"):
-        shutil.copy(os.path.join(SRC, f), where)
-    lock = os.path.join(where, "package-lock.json")
-    stamp = os.path.join(where, "node_modules", ".dynprof-lock")
-    if not (os.path.exists(stamp) and open(stamp).read() == open(lock).read()):
-        log("npm ci in %s" % where)
-        r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund",
-                            "--loglevel=error"], cwd=where, timeout=300,
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise Failure("npm ci failed (the npm registry is reachable "
-                          "here and in CI):\n%s" % (r.stdout + r.stderr))
-        shutil.copy(lock, stamp)
-    return os.path.join(where, "node_modules", ".bin", "s3rver")
+    """s3rver's pinned packages in the build tree; returns the path of its
+    command."""
+    return os.path.join(npm_ci(SRC, "test-s3"), ".bin", "s3rver")
 
 
 class Verifier(http.server.BaseHTTPRequestHandler):

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""The status page as a person uses it, in Debian's chromium driven by
+playwright-core (tests/browser/ui_click.js, packages pinned in
+tests/browser/package-lock.json, installed by npm ci into the build tree):
+a real coordinator with an operator and a viewer token, two real agents and
+four dynprof-train-sim ranks.
+
+- The operator schedules a window by filling the form and clicking: every
+  rank runs it (its trace on disk, its options those the form set) and the
+  page shows it done; a start behind every rank is refused with the API's
+  409 in the API's words; a window far ahead is cancelled by its button.
+- The viewer sees the form and a live window's cancel disabled with the
+  API's reason; enabled by hand, both are refused (403) and nothing changes.
+- After a coordinator restart the page shows the windows, the rate and the
+  feed of before; after an agent's goodbye its node shows "left"."""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
+from cluster import (SKIP, Cluster, build_dir, check, log, main,  # noqa: E402
+                     npm_ci, wait_for)
+
+JOB = "click-%d" % os.getpid()
+CHROMIUM = "/usr/bin/chromium"
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "browser")
+FAR = 10 ** 9            # a step no rank reaches in this test
+
+
+def options_table():
+    out = subprocess.run([os.environ["DYNPROF_OPTIONS_TABLE"]], check=True,
+                         stdout=subprocess.PIPE).stdout
+    return [{k: r[k] for k in ("name", "type", "min", "max", "default",
+                               "values")} for r in json.loads(out)]
+
+
+def scene(c, modules, name, facts):
+    """Runs one scene of ui_click.js; returns what it saw."""
+    facts = dict(facts, url=c.url(), job=JOB, chromium=CHROMIUM,
+                 shot=os.path.join(build_dir(), "tests", "artefacts",
+                                   "ui_click_%s.png" % name))
+    os.makedirs(os.path.dirname(facts["shot"]), exist_ok=True)
+    env = dict(os.environ, NODE_PATH=modules)
+    r = subprocess.run(["node", os.path.join(SRC, "ui_click.js"), name],
+                       input=json.dumps(facts), env=env, timeout=180,
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "scene %s: %s%s (screenshot %s)" % (
+        name, r.stderr, r.stdout, facts["shot"]))
+    seen = json.loads(r.stdout)
+    log("scene %s: %s" % (name, seen))
+    return seen
+
+
+def window(c, wid):
+    return [w for w in c.status(JOB)["windows"] if w["id"] == wid][0]
+
+
+def test():
+    if not os.access(CHROMIUM, os.X_OK):
+        print("SKIP: %s is missing (scripts/deps.sh, the \"test\" set)" %
+              CHROMIUM)
+        return SKIP
+    modules = npm_ci(SRC, "test-browser")
+    with Cluster("click") as c:
+        tokens = {}
+        for role in ("operator", "viewer"):
+            tokens[role] = "%s-%d-token" % (role, os.getpid())
+            with open(os.path.join(c.dir, role + ".token"), "w") as f:
+                f.write(tokens[role] + "\n")
+        flags = ["--admin-token-file", os.path.join(c.dir, "operator.token"),
+                 "--viewer-token-file", os.path.join(c.dir, "viewer.token")]
+        c.start_coordinator(heartbeat_ms=500, extra=flags)
+        c.token = tokens["operator"]
+        nodes = [c.node("a"), c.node("b")]
+        for i, n in enumerate(nodes):
+            n.start_agent()
+            for k in range(2):
+                n.start_rank(JOB, 2 * i + k, rate=50)
+        c.wait_ranks(JOB, 4, min_step=5)
+        facts = dict(operator=tokens["operator"], viewer=tokens["viewer"],
+                     table=options_table(), nranks=4, ranks="0-3", far=FAR)
+
+        seen = scene(c, modules, "schedule", facts)
+        done, cancelled = seen["done"], seen["cancelled"]["id"]
+        w = window(c, done["id"])
+        check(w["state"] == "done" and w["rank_counts"]["stopped"] == 4 and
+              w["ranks"] == "0-3", "window %d: %s" % (done["id"], w))
+        check(w["options"]["with_stack"] is True and
+              w["options"]["profiler_level"] == 1 and
+              w["options"]["aicore_metrics"] == -1,
+              "the options the form set: %s" % w["options"])
+        for i, n in enumerate(nodes):
+            for rank in (2 * i, 2 * i + 1):
+                check(n.trace(rank, w["start_step"], w["stop_step"])
+                      is not None, "rank %d wrote no trace for window %d" %
+                      (rank, done["id"]))
+        check(window(c, cancelled)["state"] == "cancelled",
+              "window %d: %s" % (cancelled, window(c, cancelled)))
+        check(not [x for x in c.status(JOB)["windows"]
+                   if x["start_step"] == 1], "the refused window is there")
+
+        # The viewer: the API's reason, asked the way the page asks.
+        c.token = tokens["viewer"]
+        code, body = c.http("DELETE", "/v1/jobs/%s/windows/0" % JOB)
+        check(code == 403, "a viewer's cancel: %s %s" % (code, body))
+        c.token = tokens["operator"]
+        live = c.add_window(JOB, {"start_step": FAR, "stop_step": FAR + 9})
+        gen = c.status(JOB)["generation"]
+        scene(c, modules, "viewer", dict(facts, reason=body["error"],
+                                         live=live["id"]))
+        st = c.status(JOB)
+        check(st["generation"] == gen and window(c, live["id"])["state"] ==
+              "scheduled" and not [x for x in st["windows"]
+                                   if x["start_step"] == FAR + 100],
+              "the viewer changed something: generation %s, %s" % (
+                  st["generation"], st["windows"]))
+
+        c.coord.stop()
+        c.start_coordinator(heartbeat_ms=500, extra=flags)
+        c.wait_ranks(JOB, 4, min_step=5)
+        scene(c, modules, "restart", dict(facts, done=done["id"],
+                                          cancelled=cancelled))
+
+        rc = nodes[1].agent.stop()
+        check(rc == 0, "agent b exited %s on SIGTERM" % rc)
+        wait_for(lambda: [n for n in c.http("GET", "/v1/nodes")[1]["nodes"]
+                          if n["node"] == "b" and n["state"] == "left"], 10,
+                 "node b left")
+        scene(c, modules, "left", dict(facts, node="b", nnodes=2))
+
+
+if __name__ == "__main__":
+    main(test)
