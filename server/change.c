@@ -19,6 +19,9 @@
 #include "store.h"
 #include "utf8.h"
 
+/* How often the windows of a job grow at most (change_windows_grow()). */
+#define CHANGE_GROW_MS		1000
+
 /* What one change does to a job, built aside before it is stored. */
 struct change {
 	struct job	*job;
@@ -26,6 +29,9 @@ struct change {
 	struct window	*cancel;	/* a window to cancel, or NULL */
 	struct window	*finish[SEG_MAX_WINDOWS * 2];	/* to finish */
 	size_t		 nfinish;
+	struct window	*grow[SEG_MAX_WINDOWS];	/* ranks that came since */
+	char		 grow_ranks[SEG_MAX_WINDOWS][SEG_RANKS_MAX];
+	size_t		 ngrow;
 	char		*config_json;	/* a new config (taken), or NULL */
 	struct options	*defaults;	/* new defaults (moved), or NULL */
 	const char	*rules;		/* new rules text (rules.c), or NULL */
@@ -43,10 +49,11 @@ change_window_ended(const struct window *w, int state, int finished,
 	return (state == WINDOW_STATE_CANCELLED || finished ? now : 0);
 }
 
-/* Stores window w of the change's job as it will be: state and finished. */
+/* Stores window w of the change's job as it will be: state, finished and
+ * ranks (NULL: w's). */
 static int
 change_put_window(struct coord *c, const struct change *ch,
-    const struct window *w, int state, int finished)
+    const struct window *w, int state, int finished, const char *ranks)
 {
 	const struct job	*job = ch->job;
 	struct store_window	 row;
@@ -59,7 +66,8 @@ change_put_window(struct coord *c, const struct change *ch,
 	row.id = w->id;
 	row.start_step = w->start_step;
 	row.stop_step = w->stop_step;
-	row.ranks = w->ranks;
+	row.ranks = ranks != NULL ? ranks : w->ranks;
+	row.selector = w->selector;
 	row.options = opts;
 	row.output_subdir = w->output_subdir;
 	row.state = state;
@@ -118,6 +126,14 @@ change_apply(struct coord *c, struct change *ch, uint64_t gen)
 		ch->finish[i]->finished = 1;
 		log_debug("%s: job %s window %u finished", __func__,
 		    job->name, ch->finish[i]->id);
+	}
+	for (i = 0; i < ch->ngrow; i++) {
+		memcpy(ch->grow[i]->ranks, ch->grow_ranks[i],
+		    sizeof(ch->grow[i]->ranks));
+		if (ranks_parse(ch->grow[i]->ranks, &ch->grow[i]->rankset,
+		    NULL) == -1)
+			fatalx("%s: window %u: a grown rank list does not "
+			    "parse", __func__, ch->grow[i]->id);
 	}
 	if (ch->cancel != NULL) {
 		ch->cancel->ended_ns = change_window_ended(ch->cancel,
@@ -251,14 +267,20 @@ change_publish(struct coord *c, struct change *ch)
 		goto fail;
 	for (i = 0; i < ch->nfinish; i++) {
 		if (change_put_window(c, ch, ch->finish[i],
-		    ch->finish[i]->state, 1) == -1)
+		    ch->finish[i]->state, 1, NULL) == -1)
+			goto fail;
+	}
+	for (i = 0; i < ch->ngrow; i++) {
+		if (change_put_window(c, ch, ch->grow[i],
+		    ch->grow[i]->state, ch->grow[i]->finished,
+		    ch->grow_ranks[i]) == -1)
 			goto fail;
 	}
 	if (ch->cancel != NULL && change_put_window(c, ch, ch->cancel,
-	    WINDOW_STATE_CANCELLED, ch->cancel->finished) == -1)
+	    WINDOW_STATE_CANCELLED, ch->cancel->finished, NULL) == -1)
 		goto fail;
 	if (ch->add != NULL && change_put_window(c, ch, ch->add,
-	    ch->add->state, ch->add->finished) == -1)
+	    ch->add->state, ch->add->finished, NULL) == -1)
 		goto fail;
 	change_journal(c, ch, gen);
 	if ((!ch->forget && change_put_job(c, ch, gen) == -1) ||
@@ -354,14 +376,15 @@ change_window_add(struct coord *c, const char *name,
 	struct job		*job;
 	struct window		*w, *other;
 	const char		*node;
-	char			 ranks[SEG_RANKS_MAX];
+	char			 ranks[SEG_RANKS_MAX], *selector;
 	int64_t			 start, stop, max = -1;
 
 	/* Judged on every event read so far: events already read may end a
 	 * window (their commit takes it out of the schedule). */
 	intake_flush(c);
 	/* Ranks named by what they are: as the rank list they resolve to. */
-	if (select_window_ranks(c, name, r, ranks, sizeof(ranks), ref) == -1)
+	if (select_window_ranks(c, name, r, ranks, sizeof(ranks), &selector,
+	    ref) == -1)
 		return (-1);
 	if (ranks[0] != '\0') {
 		sel = *r;
@@ -371,8 +394,11 @@ change_window_add(struct coord *c, const char *name,
 	/* The job is created only once the window is accepted. */
 	job = schedule_job_find(c, name);
 	if (schedule_window_make(job != NULL ? &job->defaults : NULL, r, &w,
-	    ref) == -1)
+	    ref) == -1) {
+		free(selector);
 		return (-1);
+	}
+	w->selector = selector;		/* it grows as ranks come */
 	if (w->rankset.nranges > 0 && (node = legacy_ranks_refused(c, name)) !=
 	    NULL) {
 		refusal_set(ref, 409, "ranks", "job %s is served as a "
@@ -668,4 +694,64 @@ change_windows_finish(struct coord *c, struct job *job, struct window **done,
 	memcpy(ch.finish, done, n * sizeof(*done));
 	ch.nfinish = n;
 	return (change_publish(c, &ch));
+}
+
+/*
+ * Adds to the windows of every job whose ranks attached since, that name
+ * ranks by what they are, the ranks that match them now
+ * (select_window_grow()): one change a job, so that its agents get the
+ * grown lists; a job's windows are looked at again once CHANGE_GROW_MS
+ * passed since the last time.  A list that cannot grow is logged and
+ * counted; it stays as it was.
+ */
+void
+change_windows_grow(struct coord *c)
+{
+	static struct log_limit	 grow_log;
+	struct change		 ch;
+	struct refusal		 ref;
+	struct job		*job;
+	struct window		*w;
+	uint64_t		 now = clock_mono_ms();
+	int			 rc;
+
+	TAILQ_FOREACH(job, &c->jobs, entry) {
+		if (!job->ranks_came || now - job->grown_ms < CHANGE_GROW_MS)
+			continue;
+		/* Judged on every event read so far. */
+		intake_flush(c);
+		job->ranks_came = 0;
+		job->grown_ms = now;
+		change_init(&ch, job);
+		TAILQ_FOREACH(w, &job->windows, entry) {
+			if (w->selector == NULL || w->finished ||
+			    w->state != WINDOW_STATE_SCHEDULED ||
+			    ch.ngrow == SEG_MAX_WINDOWS)
+				continue;
+			memset(&ref, 0, sizeof(ref));
+			rc = select_window_grow(c, job, w,
+			    ch.grow_ranks[ch.ngrow], SEG_RANKS_MAX, &ref);
+			if (rc == 1)
+				ch.grow[ch.ngrow++] = w;
+			else if (rc == -1) {
+				c->metrics.select_grow_refused++;
+				log_limited(&grow_log, LOG_LEVEL_QUIET, "%s: "
+				    "job %s window %u keeps ranks %s: %s",
+				    __func__, job->name, w->id, w->ranks,
+				    ref.msg);
+			}
+		}
+		if (ch.ngrow == 0)
+			continue;
+		if (change_publish(c, &ch) == -1) {
+			log_warnx("%s: cannot store the grown windows of %s",
+			    __func__, job->name);
+			job->ranks_came = 1;	/* again at the next tick */
+			continue;
+		}
+		c->metrics.select_grown += ch.ngrow;
+		log_info("%s: job %s: %zu windows took ranks that came, "
+		    "generation %llu", __func__, job->name, ch.ngrow,
+		    (unsigned long long)job->generation);
+	}
 }

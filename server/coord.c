@@ -247,6 +247,7 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	c->tick_due_ms = now + c->conf.heartbeat_ms;
 	link_heartbeat(c, late == 0);
 	change_windows_over(c, 0);
+	change_windows_grow(c);
 	schedule_flush_ranks(c);
 	schedule_compact_jobs(c);
 	jobs_reap(c, (uint64_t)COORD_UNSCHEDULED_LINGER *

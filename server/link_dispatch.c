@@ -462,6 +462,9 @@ link_batch_done(void *arg, int rc)
 		/* A window its last rank just ended frees its steps now, not
 		 * at the next tick. */
 		change_windows_over(c, 1);
+	if (rc == 0)
+		/* Ranks that attached join the windows that name them. */
+		change_windows_grow(c);
 	/* What arrived meanwhile goes next. */
 	if (store_batch_open(c->store))
 		event_active(c->committer, EV_TIMEOUT, 1);

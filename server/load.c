@@ -129,6 +129,27 @@ load_job(void *arg, const struct store_job *row)
 	return (0);
 }
 
+/*
+ * Takes what named the ranks of a stored window (select.c) into w, checked:
+ * a selector resolves to ranks a list holds, never to none.  Returns 0, or
+ * -1 with ref saying why.
+ */
+static int
+load_window_selector(const struct store_window *row, struct window *w,
+    struct refusal *ref)
+{
+	if (row->selector == NULL)
+		return (0);
+	if (w->rankset.nranges == 0)
+		return (refusal_set(ref, 400, "selector", "a selector with no "
+		    "rank list"));
+	if (select_selector_check(row->selector, ref) == -1)
+		return (-1);
+	if ((w->selector = strdup(row->selector)) == NULL)
+		return (refusal_set(ref, 500, NULL, "out of memory"));
+	return (0);
+}
+
 /* Takes a window of a known job; one that breaks the rules is quarantined. */
 static int
 load_window(void *arg, const struct store_window *row)
@@ -149,6 +170,7 @@ load_window(void *arg, const struct store_window *row)
 		return (-1);
 	memset(&ref, 0, sizeof(ref));
 	if (valid_window_row(row, w, &ref) == -1 ||
+	    load_window_selector(row, w, &ref) == -1 ||
 	    schedule_window_find(job, row->id) != NULL) {
 		if (ref.code == 0)
 			refusal_set(&ref, 400, "id", "a second row");

@@ -312,14 +312,26 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_select_seconds What resolving the last window that "
 	    "named ranks by labels or nodes took (docs/labels.md).\n"
 	    "# TYPE dynprof_select_seconds gauge\n"
-	    "dynprof_select_seconds %.6f\n",
+	    "dynprof_select_seconds %.6f\n"
+	    "# HELP dynprof_select_grown_total Times a window that names "
+	    "ranks by what they are took ranks that attached after it was "
+	    "made.\n"
+	    "# TYPE dynprof_select_grown_total counter\n"
+	    "dynprof_select_grown_total %llu\n"
+	    "# HELP dynprof_select_grow_refused_total Times such a window "
+	    "could not take the ranks that attached after it (its rank list "
+	    "full), logged.\n"
+	    "# TYPE dynprof_select_grow_refused_total counter\n"
+	    "dynprof_select_grow_refused_total %llu\n",
 	    (unsigned long long)m->events_dup,
 	    (unsigned long long)m->events_refused,
 	    (unsigned long long)m->event_text_cut,
 	    (unsigned long long)m->progress_refused,
 	    (unsigned long long)m->legacy_refused,
 	    (unsigned long long)m->labels_refused,
-	    (double)m->select_last_ns / 1e9);
+	    (double)m->select_last_ns / 1e9,
+	    (unsigned long long)m->select_grown,
+	    (unsigned long long)m->select_grow_refused);
 
 	metrics_render_bounds(c, buf);
 	metrics_render_rows(c, buf);

@@ -45,7 +45,12 @@ enum rank_budget {
 
 /* select.c */
 int	 select_window_ranks(struct coord *, const char *,
-	    const struct window_request *, char *, size_t, struct refusal *);
+	    const struct window_request *, char *, size_t, char **,
+	    struct refusal *);
+int	 select_window_grow(struct coord *, struct job *,
+	    const struct window *, char *, size_t, struct refusal *);
+int	 select_selector_field(const char *, const char *, char *, size_t);
+int	 select_selector_check(const char *, struct refusal *);
 
 /* schedule.c */
 int	 schedule_window_make(const struct options *,
@@ -190,6 +195,7 @@ int	 change_config_set(struct coord *, const char *, char *,
 	    struct refusal *);
 struct change_commit *change_pending(struct coord *, void *);
 void	 change_windows_over(struct coord *, int);
+void	 change_windows_grow(struct coord *);
 int	 change_windows_finish(struct coord *, struct job *, struct window **,
 	    size_t);
 int	 change_rules_set(struct coord *, const char *, const char *,

@@ -184,6 +184,7 @@ window_free(struct window *w)
 	if (w == NULL)
 		return;
 	options_clear(&w->options);
+	free(w->selector);
 	free(w);
 }
 

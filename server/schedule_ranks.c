@@ -464,6 +464,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 			r->attach_slot = ev->slot;
 			r->detach_ev_ns = 0;
 			schedule_rank_set_labels(c, r, node, ev->labels);
+			job->ranks_came = 1;	/* change_windows_grow() */
 		} else {
 			if (r->state != DYNPROF__V1__RANK_STATE__RANK_GONE)
 				r->gone_ns = clock_wall_ns();

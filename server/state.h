@@ -170,6 +170,8 @@ struct window {
 	int64_t			 stop_step;
 	char			 ranks[SEG_RANKS_MAX];
 	struct rank_set		 rankset;
+	char			*selector;	/* what named its ranks
+						 * (select.c), NULL: ranks */
 	struct options		 options;
 	char			 output_subdir[SEG_SUBDIR_MAX];
 	enum window_state	 state;
@@ -328,6 +330,9 @@ struct job {
 	int			 ranks_dirty;
 	int			 push_due;	/* link_push_later() */
 	int			 windows_dirty;	/* a window may have ended */
+	int			 ranks_came;	/* a rank attached: windows with
+						 * a selector may grow */
+	uint64_t		 grown_ms;	/* monotonic: they last grew */
 	struct straggler	*strag;		/* straggler.c, NULL: none yet */
 	struct rules		*rules;		/* rules.c, NULL: none */
 	struct traces		*traces;	/* traces.c, NULL: none yet */
@@ -425,6 +430,8 @@ struct metrics {
 	uint64_t	 progress_refused;	/* rank reports with absurd steps */
 	uint64_t	 labels_refused;	/* ranks' labels that did not pass */
 	uint64_t	 select_last_ns;	/* the last window's select.c time */
+	uint64_t	 select_grown;		/* windows' lists grown */
+	uint64_t	 select_grow_refused;	/* could not grow: full */
 	uint64_t	 agents_dropped;	/* bounds: outbuf, hello, seq */
 	uint64_t	 subscribes_refused;	/* over the jobs per agent cap */
 	uint64_t	 progress_ranks_refused; /* ranks past the cap */

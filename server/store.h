@@ -58,6 +58,7 @@ struct store_window {
 	int64_t		 start_step;
 	int64_t		 stop_step;
 	const char	*ranks;
+	const char	*selector;		/* select.c's text, NULL: none */
 	const char	*options;		/* options text, NULL: none */
 	const char	*output_subdir;
 	int		 state;			/* enum window_state */

@@ -34,6 +34,7 @@ static const struct ef ef_window[] = {
 	EF(struct store_window, start_step, EF_I64),
 	EF(struct store_window, stop_step, EF_I64),
 	EF(struct store_window, ranks, EF_STR),
+	EF(struct store_window, selector, EF_STR),
 	EF(struct store_window, options, EF_STR),
 	EF(struct store_window, output_subdir, EF_STR),
 	EF(struct store_window, state, EF_INT),

@@ -21,7 +21,7 @@
 
 /* Bump when the tables change; store_open() refuses a newer schema and
  * migrates an older one (sqlite_migrate()). */
-#define STORE_SCHEMA_VERSION	4
+#define STORE_SCHEMA_VERSION	5
 
 static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
@@ -31,7 +31,7 @@ static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS windows (job TEXT, id INTEGER,"
     " start_step INTEGER, stop_step INTEGER, ranks TEXT, options TEXT,"
     " output_subdir TEXT, state INTEGER, finished INTEGER, created INTEGER,"
-    " ended INTEGER, PRIMARY KEY (job, id));"
+    " ended INTEGER, selector TEXT, PRIMARY KEY (job, id));"
     "CREATE TABLE IF NOT EXISTS ranks (job TEXT, rank INTEGER, node TEXT,"
     " pid INTEGER, step INTEGER, state INTEGER, window_id INTEGER,"
     " output_dir TEXT, last_event INTEGER, last_event_time INTEGER,"
@@ -62,8 +62,9 @@ static const char *store_sql[ST_COUNT] = {
 	"ROLLBACK",
 	"INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?1)",
 	"INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	"INSERT OR REPLACE INTO windows VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
-	" ?8, ?9, ?10, ?11)",
+	"INSERT OR REPLACE INTO windows (job, id, start_step, stop_step, ranks,"
+	" options, output_subdir, state, finished, created, ended, selector)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
 	" ?9, ?10, ?11, ?12, ?13, ?14)",
 	"INSERT OR IGNORE INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -128,6 +129,7 @@ static const struct {
 	{ "ranks", "arrived", "INTEGER" },
 	{ "ranks", "gone", "INTEGER" },
 	{ "ranks", "labels", "TEXT" },		/* version 4 */
+	{ "windows", "selector", "TEXT" },	/* version 5 */
 };
 
 /*
@@ -356,6 +358,7 @@ sqlite_put_window(void *arg, const struct store_window *w)
 	sqlite3_bind_int(st, 9, w->finished);
 	sqlite3_bind_int64(st, 10, w->created_ns);
 	sqlite3_bind_int64(st, 11, w->ended_ns);
+	sqlite_bind(st, 12, w->selector);
 	return (sqlite_step(s, ST_WINDOW));
 }
 
@@ -537,8 +540,8 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 	struct store_window	 w;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
-	    " ranks, options, output_subdir, state, finished, created, ended"
-	    " FROM windows ORDER BY job, start_step", -1, &r.st, NULL) !=
+	    " ranks, options, output_subdir, state, finished, created, ended,"
+	    " selector FROM windows ORDER BY job, start_step", -1, &r.st, NULL) !=
 	    SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(r.st) == SQLITE_ROW) {
@@ -554,6 +557,7 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 		w.finished = (int)sqlite_int(&r, 8, SQL_I32);
 		w.created_ns = sqlite_int(&r, 9, SQL_I64);
 		w.ended_ns = sqlite_int(&r, 10, SQL_I64);
+		w.selector = sqlite_text(&r, 11);
 		if (r.bad || w.job == NULL ? sqlite_bad(l, "windows", w.job,
 		    w.id) == -1 : l->window(l->arg, &w) == -1)
 			break;

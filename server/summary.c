@@ -230,6 +230,27 @@ summary_time(int64_t ns)
 	return (json_string(buf));
 }
 
+/*
+ * Returns what named the ranks of window w (select.c): select, nodes and
+ * one_per as asked, and group, the selector group_of resolved to.
+ */
+static json_t *
+summary_selector(const struct window *w)
+{
+	static const char *const fields[] = {
+		"select", "nodes", "one_per", "group", NULL
+	};
+	json_t		*o = json_object();
+	char		 buf[SEG_RANKS_MAX * 64];
+	size_t		 i;
+
+	for (i = 0; fields[i] != NULL; i++)
+		if (select_selector_field(w->selector, fields[i], buf,
+		    sizeof(buf)) == 0)
+			json_object_set_new(o, fields[i], json_string(buf));
+	return (o);
+}
+
 /* Returns a window as status shows it, in state (NULL: judged here). */
 json_t *
 summary_window_status(const struct job *job, const struct window *w,
@@ -241,6 +262,8 @@ summary_window_status(const struct job *job, const struct window *w,
 	json_object_set_new(o, "start_step", json_integer(w->start_step));
 	json_object_set_new(o, "stop_step", json_integer(w->stop_step));
 	json_object_set_new(o, "ranks", json_string(w->ranks));
+	if (w->selector != NULL)
+		json_object_set_new(o, "selector", summary_selector(w));
 	json_object_set_new(o, "options", options_to_json(&w->options));
 	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
 	json_object_set_new(o, "state", json_string(state != NULL ? state :

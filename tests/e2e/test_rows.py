@@ -35,12 +35,17 @@ I64 = 2 ** 63 - 1
 
 # (id, start, stop, ranks, output_subdir, state, options): each breaks a rule.
 BAD_WINDOWS = [
-    (7, -100, BIG, "0-99999999999,x", "../../../etc", 1, None),
-    (8, I64, -5, "", "", 1, None),
-    (9, 200, 210, "0-99999999999,x", "", 1, None),
-    (10, 300, 310, "", "../../../etc", 1, None),
-    (11, 400, 410, "", "", 7, None),
-    (12, 500, 510, "", "", 1, "{not json"),
+    (7, -100, BIG, "0-99999999999,x", "../../../etc", 1, None, None),
+    (8, I64, -5, "", "", 1, None, None),
+    (9, 200, 210, "0-99999999999,x", "", 1, None, None),
+    (10, 300, 310, "", "../../../etc", 1, None, None),
+    (11, 400, 410, "", "", 7, None, None),
+    (12, 500, 510, "", "", 1, "{not json", None),
+    # What named the ranks: a selector that does not parse, one with no
+    # rank list, one with a field nobody knows.
+    (13, 800, 810, "0-3", "", 1, None, "select=PP>3;x\n"),
+    (14, 900, 910, "", "", 1, None, "one_per=pp\n"),
+    (15, 1000, 1010, "0", "", 1, None, "every=1\n"),
 ]
 
 
@@ -147,14 +152,15 @@ def scenario_sqlite():
         stop(c)
         db = sqlite3.connect(os.path.join(c.state, "dynprof.db"))
         db.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
-        for (wid, a, b, ranks, sub, state, opts) in BAD_WINDOWS:
+        for (wid, a, b, ranks, sub, state, opts, sel) in BAD_WINDOWS:
             db.execute("INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
-                       " 0, 0, 0)", (JOB, wid, a, b, ranks, opts, sub, state))
+                       " 0, 0, 0, ?)", (JOB, wid, a, b, ranks, opts, sub,
+                                        state, sel))
         # A value of the wrong type: the id as text, a step as a real.
         db.execute("INSERT INTO windows VALUES (?, 'abc', 600, 610, '', NULL,"
-                   " '', 1, 0, 0, 0)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
-                   " '', 1, 0, 0, 0)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
                    " 1, 0, NULL, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
@@ -193,12 +199,14 @@ def etcd_put(cl, key, value):
         check(r.status == 200, "etcd put %s: %s" % (key, r.status))
 
 
-def window_row(wid, a, b, ranks, sub, state, opts):
+def window_row(wid, a, b, ranks, sub, state, opts, sel=None):
     row = {"job": JOB, "id": wid, "start_step": a, "stop_step": b,
            "ranks": ranks, "output_subdir": sub, "state": state,
            "finished": 0, "created_ns": 0, "ended_ns": 0}
     if opts is not None:
         row["options"] = opts
+    if sel is not None:
+        row["selector"] = sel
     return json.dumps(row)
 
 

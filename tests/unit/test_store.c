@@ -48,6 +48,7 @@ struct loaded {
 	uint32_t	 window_id;
 	int64_t		 start, stop;
 	char		 ranks_text[64];
+	char		 selector[64];
 	int		 state, finished;
 	int32_t		 rank;
 	int64_t		 rank_step;
@@ -302,6 +303,7 @@ on_window(void *arg, const struct store_window *w)
 	l->start = w->start_step;
 	l->stop = w->stop_step;
 	copy(l->ranks_text, sizeof(l->ranks_text), w->ranks);
+	copy(l->selector, sizeof(l->selector), w->selector);
 	l->state = w->state;
 	l->finished = w->finished;
 	l->ended = w->ended_ns;
@@ -379,8 +381,8 @@ put_all(struct store *s)
 {
 	struct store_job	 j = { "J", 7, 3, "{\"a\":1}", "{}", 11,
 	    "{\"rules\":[]}" };
-	struct store_window	 w = { "J", 2, 10, 20, "0-3", "{}", "sub",
-	    WINDOW_STATE_CANCELLED, 1, 12, 15 };
+	struct store_window	 w = { "J", 2, 10, 20, "0-3", "one_per=pp\n",
+	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15 };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
 	    13, "it broke", "pp=3,tp=1", 16, 17 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
@@ -426,6 +428,7 @@ test_put_commit_reload(void **state)
 	assert_int_equal(l.start, 10);
 	assert_int_equal(l.stop, 20);
 	assert_string_equal(l.ranks_text, "0-3");
+	assert_string_equal(l.selector, "one_per=pp\n");
 	assert_int_equal(l.state, WINDOW_STATE_CANCELLED);
 	assert_int_equal(l.finished, 1);
 	assert_int_equal(l.ranks, 1);

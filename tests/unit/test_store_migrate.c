@@ -172,13 +172,14 @@ test_migrate_v1(void **state)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	/* Version 3: when windows ended, when ranks came and went; 4: the
-	 * ranks' labels. */
+	 * ranks' labels; 5: what named a window's ranks. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT w.ended, r.arrived,"
-	    " r.gone, r.labels FROM windows w, ranks r", -1, &st, NULL),
+	    " r.gone, r.labels, w.selector FROM windows w, ranks r", -1, &st,
+	    NULL),
 	    SQLITE_OK);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(version, 4);
+	assert_int_equal(version, 5);
 	unit_rmstore(dir);
 }
 
