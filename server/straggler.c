@@ -33,6 +33,12 @@
 #define STRAGGLER_SUMMARY_MAX	10
 /* A rank's rate is measured over this many heartbeat intervals. */
 #define STRAGGLER_RATE_TICKS	5
+/*
+ * A rate's ceiling, steps/s: a step may jump by up to COORD_STEP_MAX in a
+ * period (4.6e21 steps/s over 1 ms), and a rate is turned into milli-steps
+ * in an int64_t: capped here, it stays in range (1e15).
+ */
+#define STRAGGLER_RATE_MAX	1e12f
 /* Fewer ranks than this reporting a step: nobody is judged. */
 #define STRAGGLER_MIN_RANKS	2
 /* Judged ranks that give no busy time, named in the summary. */
@@ -206,9 +212,12 @@ straggler_pace(struct rank *r, uint64_t now, uint64_t period)
 	}
 	if (cur == p->ref_period)
 		return;
-	if (p->aligned && cur == p->ref_period + 1)
+	if (p->aligned && cur == p->ref_period + 1) {
 		p->rate = (float)(r->step - p->ref_step) * 1000.0f /
 		    (float)(now - p->ref_ms);
+		if (p->rate > STRAGGLER_RATE_MAX)
+			p->rate = STRAGGLER_RATE_MAX;
+	}
 	p->ref_step = r->step;
 	p->ref_ms = now;
 	p->ref_period = cur;

@@ -339,6 +339,59 @@ test_pause_slows_nobody(void **state)
 }
 
 /*
+ * Ranks whose step jumps from 1,000 to the highest a rank may report (2^62)
+ * within a rate period: their rate, some 4.6e18 steps/s, is measured as it
+ * is (capped, in range of every integer it is turned into), the job's median
+ * rate says so, and the coordinator keeps serving.
+ */
+static void
+test_huge_pace(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[2];
+	int64_t		 steps[2][NODE_RANKS], at = 1000;
+	long long	 t0, now, deadline;
+	double		 rate = -1;
+	struct tc_reply	 r;
+	json_t		*m;
+	int		 i, k, jumped = 0;
+
+	agents_up(tc, fa, 2, "huge-j");
+	t0 = tc_now_ms();
+	deadline = t0 + 2500 + WAIT_MS;
+	while ((now = tc_now_ms()) < deadline && rate < 1e6) {
+		/* 200 steps/s for 2.5 s, then the jump, then still. */
+		if (now - t0 < 2500)
+			at += 10;
+		else if (!jumped++)
+			at = 1LL << 62;
+		for (i = 0; i < 2; i++)
+			for (k = 0; k < NODE_RANKS; k++)
+				steps[i][k] = at;
+		for (i = 0; i < 2; i++)
+			assert_int_equal(fa_heartbeat(&fa[i]), 0);
+		report(fa, 2, "huge-j", steps);
+		assert_int_equal(tc_http(tc->http_port, "GET",
+		    "/v1/jobs/huge-j/stragglers", NULL, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		m = json_object_get(r.json, "median_rate");
+		if (json_is_real(m) && json_real_value(m) < 0)
+			fail_msg("a negative median rate: %s", r.body);
+		if (jumped && json_is_real(m))
+			rate = json_real_value(m);
+		tc_reply_free(&r);
+		usleep(50000);
+	}
+	if (rate < 1e6)
+		fail_msg("the job's median rate after the jump never showed it "
+		    "(last %g steps/s)", rate);
+	r = tc_req(tc, "GET", "/healthz", NULL, 200);
+	tc_reply_free(&r);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
+/*
  * Busy times through the coordinator: two nodes of four ranks all at the same
  * step (synchronous training: no lag), seven of them marking their busy time,
  * rank 5 computing 2.5 times longer, rank 3 giving none.  Rank 5 alone is
@@ -525,6 +578,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_lag, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_slow, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_pause_slows_nobody, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_huge_pace, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_busy, setup, tc_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_node, setup,
