@@ -8,6 +8,11 @@
  * s3://bucket/key, read from --s3-endpoint with the operator's own
  * credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), each request
  * signed by libcurl (CURLOPT_AWS_SIGV4).
+ *
+ * A location is what an agent said, and neither it nor the coordinator is
+ * trusted here: a path must name a regular file (a FIFO, a device or a
+ * directory is refused without blocking on it), no archive is written past
+ * the size the agent reported, and a download that stalls is given up.
  */
 
 #include <sys/stat.h>
@@ -25,12 +30,18 @@
 #include "ctl.h"
 #include "ranklist.h"
 
+/* A download under this many bytes/s for this long is given up. */
+#define CTL_FETCH_LOW_SPEED	1L
+#define CTL_FETCH_LOW_SPEED_S	30L
+
 /* One archive being written. */
 struct ctl_fetch_out {
 	int		 fd;
 	EVP_MD_CTX	*md;
 	uint64_t	 bytes;
+	uint64_t	 limit;		/* the size the agent reported */
 	int		 failed;	/* a write or the hash failed */
+	int		 over;		/* more bytes than the limit came */
 };
 
 /* Writes len bytes of an archive and hashes them.  Returns 0 or -1. */
@@ -41,6 +52,10 @@ ctl_fetch_put(struct ctl_fetch_out *o, const void *buf, size_t len)
 	ssize_t		 n;
 	size_t		 left = len;
 
+	if (len > o->limit - o->bytes) {
+		o->over = 1;
+		return (o->failed = -1);
+	}
 	if (EVP_DigestUpdate(o->md, buf, len) != 1)
 		return (o->failed = -1);
 	while (left > 0) {
@@ -69,12 +84,21 @@ static int
 ctl_fetch_file(const char *path, struct ctl_fetch_out *o, char *why,
     size_t len)
 {
-	char	 buf[1 << 16];
-	ssize_t	 n;
-	int	 fd;
+	char		 buf[1 << 16];
+	struct stat	 st;
+	ssize_t		 n;
+	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+	/* O_NONBLOCK: a FIFO's open does not wait for a writer. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+	    O_NOCTTY)) == -1) {
 		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return (-1);
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "%s: %s", path, S_ISREG(st.st_mode) ?
+		    strerror(errno) : "not a regular file");
+		close(fd);
 		return (-1);
 	}
 	while ((n = read(fd, buf, sizeof(buf))) != 0) {
@@ -140,6 +164,10 @@ ctl_fetch_url(struct ctl *ctl, const char *url, const struct ctl_fetch_s3 *s3,
 	curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, CTL_FETCH_LOW_SPEED);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, CTL_FETCH_LOW_SPEED_S);
+	curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE,
+	    (curl_off_t)o->limit);
 	if (ctl->conn.cacert != NULL)
 		curl_easy_setopt(curl, CURLOPT_CAINFO, ctl->conn.cacert);
 	cc = curl_easy_perform(curl);
@@ -162,7 +190,7 @@ static int
 ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
     const struct ctl_fetch_s3 *s3)
 {
-	struct ctl_fetch_out	 o = { -1, NULL, 0, 0 };
+	struct ctl_fetch_out	 o = { -1, NULL, 0, 0, 0, 0 };
 	const char		*where = ctl_json_str(e, "location", "");
 	const char		*want = ctl_json_str(e, "sha256", "");
 	unsigned char		 md[EVP_MAX_MD_SIZE];
@@ -170,11 +198,17 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 	char			 name[64], part[80], got[65], why[1024];
 	char			 url[2048];
 	long long		 rank = ctl_json_int(e, "rank", -1);
+	long long		 size = ctl_json_int(e, "size", -1);
 	int			 rc = -1;
 
 	snprintf(name, sizeof(name), "rank-%lld.tar.zst", rank);
 	snprintf(part, sizeof(part), ".%s.part", name);
 	why[0] = '\0';
+	if (size < 0) {
+		ctl_errx(ctl, "fetch: rank %lld: no size in the index", rank);
+		return (-1);
+	}
+	o.limit = (uint64_t)size;
 	(void)unlinkat(dirfd, part, 0);
 	if ((o.fd = openat(dirfd, part, O_WRONLY | O_CREAT | O_EXCL |
 	    O_CLOEXEC, 0644)) == -1) {
@@ -202,7 +236,10 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 	} else
 		snprintf(why, sizeof(why), "a location this dynprofctl cannot "
 		    "read: %s", where);
-	if (why[0] == '\0' && o.failed)
+	if (o.over)
+		snprintf(why, sizeof(why), "%s: more than the %llu bytes the "
+		    "agent reported: not kept", where, (unsigned long long)size);
+	else if (why[0] == '\0' && o.failed)
 		snprintf(why, sizeof(why), "%s/%s: %s", dir, part,
 		    strerror(errno));
 	if (why[0] == '\0' && (fsync(o.fd) == -1 ||
@@ -218,11 +255,10 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 			snprintf(why, sizeof(why), "sha256 mismatch: %s has "
 			    "%s, the agent reported %s: not kept", where, got,
 			    want);
-		else if (o.bytes != (uint64_t)ctl_json_int(e, "size", -1))
+		else if (o.bytes != o.limit)
 			snprintf(why, sizeof(why), "size mismatch: %llu bytes, "
 			    "the agent reported %lld: not kept",
-			    (unsigned long long)o.bytes,
-			    (long long)ctl_json_int(e, "size", -1));
+			    (unsigned long long)o.bytes, size);
 		else if (renameat(dirfd, part, dirfd, name) == -1)
 			snprintf(why, sizeof(why), "%s/%s: %s", dir, name,
 			    strerror(errno));

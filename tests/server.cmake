@@ -19,6 +19,13 @@ add_test(NAME test_ctl_https
 set_tests_properties(test_ctl_https PROPERTIES TIMEOUT 120
   ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
+# dynprofctl fetch against a hostile traces index (a FIFO, /dev/zero, endless
+# and silent downloads, a directory as locations): bounded, nothing left.
+add_test(NAME test_ctl_fetch_hostile
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/component/test_ctl_fetch_hostile.py)
+set_tests_properties(test_ctl_fetch_hostile PROPERTIES TIMEOUT 240
+  SKIP_RETURN_CODE 77 ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
 # dynprof-coordinator: the real binary on 127.0.0.1, port 0, private state dir.
 dynprof_test(test_coord SOURCES component/test_coord.c support/test_coord_util.c
   LIBS PkgConfig::JANSSON TIMEOUT 120)
