@@ -231,19 +231,30 @@ load_event(void *arg, const char *name, int32_t rank,
 	struct job	*job;
 	struct rank	*r;
 	struct refusal	 ref;
+	const char	*why, *where;
+	char		 sha[65];
+	uint64_t	 size;
+	int		 collect;
 
 	if (valid_event_row(name, rank, ev, &ref) == -1)
 		return (load_refused(ld, "events", name, rank, &ref));
+	/* A collection's detail read before the event is taken: a row
+	 * quarantined is neither in the rank's history nor in the counts. */
+	collect = ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
+	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED;
+	if (collect && traces_detail_read(ev->kind, detail, &size, sha,
+	    &where, &why) == -1) {
+		(void)refusal_set(&ref, 400, "detail", "%s", why);
+		return (load_refused(ld, "events", name, rank, &ref));
+	}
 	if ((job = schedule_job_find(ld->c, name)) == NULL)
 		return (0);
 	if ((r = schedule_rank_take(ld->c, job, rank, NULL)) == NULL ||
 	    schedule_rank_add_event(ld->c, r, ev, NULL) == -1)
 		return (0);
 	/* A collection's record comes back from its detail (traces.c). */
-	if ((ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
-	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED) &&
-	    traces_note(ld->c, job, r, ev->window_id, ev->kind, node,
-	    ev->time_ns, detail) == -1)
+	if (collect && traces_note(ld->c, job, r, ev->window_id, ev->kind,
+	    node, ev->time_ns, detail) == -1)
 		return (load_bad(ld, "events", name, "a collected trace's "
 		    "detail does not read"));
 	return (0);

@@ -294,6 +294,8 @@ struct traces_list {
 };
 int	 traces_event_detail(int, uint64_t, const char *, const char *,
 	    const char *, char *, size_t, const char **);
+int	 traces_detail_read(int, const char *, uint64_t *, char *,
+	    const char **, const char **);
 const struct trace_rec *traces_find(const struct job *, uint32_t, int32_t);
 int	 traces_note(struct coord *, struct job *, struct rank *, uint32_t,
 	    int, const char *, int64_t, const char *);

@@ -70,6 +70,46 @@ traces_event_detail(int kind, uint64_t size, const char *sha256,
 	return (0);
 }
 
+/*
+ * Reads the detail of a collection event of kind (traces_event_detail()'s,
+ * or a stored row's): a reason under COORD_EVENT_TEXT_MAX bytes, or "SIZE
+ * SHA256 WHERE" with a location under TRACES_WHERE_MAX bytes, into *size,
+ * sha (65 bytes) and *where (in detail).  Returns 0, or -1 with *why set.
+ */
+int
+traces_detail_read(int kind, const char *detail, uint64_t *size, char *sha,
+    const char **where, const char **why)
+{
+	unsigned long long	 sz;
+	int			 off = 0;
+
+	*size = 0;
+	sha[0] = '\0';
+	*where = detail != NULL ? detail : "";
+	if (kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED) {
+		if (valid_event_error_len(*where) != strlen(*where)) {
+			*why = "a reason longer than 4095 bytes";
+			return (-1);
+		}
+		return (0);
+	}
+	if (kind != DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED) {
+		*why = "not a collection";
+		return (-1);
+	}
+	if (sscanf(*where, "%llu %64s %n", &sz, sha, &off) != 2 || off == 0 ||
+	    !traces_sha256_valid(sha) || (*where)[off] == '\0' ||
+	    strlen(*where + off) >= TRACES_WHERE_MAX) {
+		sha[0] = '\0';
+		*why = "a collected trace's detail does not read as SIZE "
+		    "SHA256 WHERE";
+		return (-1);
+	}
+	*size = sz;
+	*where += off;
+	return (0);
+}
+
 /* Returns the index of (window, rank) in t, or where it would go (*found 0). */
 static size_t
 traces_search(const struct traces *t, uint32_t window, int32_t rank,
@@ -120,9 +160,9 @@ traces_note(struct coord *c, struct job *job, struct rank *r, uint32_t window,
 {
 	struct traces		*t = job->traces;
 	struct trace_rec	 rec, *n;
-	unsigned long long	 size;
 	char			 sha[65];
-	int			 off = 0, found;
+	const char		*where, *why;
+	int			 found;
 	size_t			 i, cap;
 
 	(void)c;
@@ -132,21 +172,14 @@ traces_note(struct coord *c, struct job *job, struct rank *r, uint32_t window,
 	rec.kind = kind;
 	rec.time_ns = time_ns;
 	snprintf(rec.node, sizeof(rec.node), "%s", node != NULL ? node : "");
-	if (detail == NULL)
-		detail = "";
-	if (kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED) {
-		if (sscanf(detail, "%llu %64s %n", &size, sha, &off) != 2 ||
-		    off == 0 || !traces_sha256_valid(sha) ||
-		    detail[off] == '\0') {
-			log_warnx("%s: job %s rank %d window %u: a collected "
-			    "trace's detail does not read", __func__,
-			    job->name, r->rank, window);
-			return (-1);
-		}
-		rec.size = size;
-		memcpy(rec.sha256, sha, sizeof(rec.sha256));
+	if (traces_detail_read(kind, detail, &rec.size, sha, &where,
+	    &why) == -1) {
+		log_warnx("%s: job %s rank %d window %u: %s", __func__,
+		    job->name, r->rank, window, why);
+		return (-1);
 	}
-	if ((rec.where = strdup(detail + off)) == NULL)
+	memcpy(rec.sha256, sha, sizeof(rec.sha256));
+	if ((rec.where = strdup(where)) == NULL)
 		return (-1);
 	if (t == NULL) {
 		if ((t = calloc(1, sizeof(*t))) == NULL) {

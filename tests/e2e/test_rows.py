@@ -11,8 +11,10 @@ object; SQLite: text), then lower than the job's; windows [-100, 2^62] with
 ranks "0-99999999999,x" and output_subdir "../../../etc", [2^63-1, -5], and
 one row per broken rule (ranks, output_subdir, state, options, a value of
 the wrong type, a key its fields do not name); a rank whose error is 10,000
-bytes and one whose step is 2^63-1.  After each restart: none of them is
-served, each is counted in dynprof_store_rows_quarantined, a new window
+bytes and one whose step is 2^63-1; over SQLite, rank events of the
+collections: one whose detail does not read as "SIZE SHA256 WHERE", one whose
+reason is 100,000 bytes (beside a good one).  After each restart: none of them is
+served (no window's counts nor traces index has them), each is counted in dynprof_store_rows_quarantined, a new window
 [100, 110] is accepted (201, not 409) with an id none of them has, and the
 next change's generation is above 3, never below what agents applied.
 """
@@ -93,6 +95,19 @@ def check_served(c, counts, gen_floor, new_start):
               ".." not in w["output_subdir"],
               "a bad window served: %s" % w)
     log("served windows %s, generation %d" % (ids, job["generation"]))
+    # Of the stored collections, rank 3's of window 1 alone reads.
+    if counts.get("events"):
+        w1 = [w for w in job["windows"] if w["id"] == 1][0]
+        w2 = [w for w in job["windows"] if w["id"] == 2][0]
+        check(w1["rank_counts"]["collected"] == 1 and
+              w2["rank_counts"]["collect_failed"] == 0,
+              "collections counted: %s, %s" % (w1["rank_counts"],
+                                               w2["rank_counts"]))
+        for wid, want in ((1, [3]), (2, [])):
+            code, t = c.http("GET", "/v1/jobs/%s/windows/%d/traces" % (JOB,
+                                                                        wid))
+            check(code == 200 and [e["rank"] for e in t["traces"]] == want,
+                  "window %d's traces: %s %s" % (wid, code, t))
     for table, n in counts.items():
         got = quarantined(c, table)
         check(got == n, "quarantined %s rows: %s, not %d" % (table, got, n))
@@ -127,19 +142,19 @@ def start(c, extra=()):
     wait_for(lambda: leader(c), 20, "the coordinator leading")
 
 
-def two_loads(c, extra, nwindows, meta_low):
+def two_loads(c, extra, nwindows, meta_low, nevents=0):
     """Starts the coordinator on the store with its bad rows (the counter's
     row unreadable), checks; stops it, makes the counter's row lower than
     the job's (meta_low()), starts it again, checks."""
     start(c, extra)
-    gen = check_served(c, {"meta": 1, "windows": nwindows, "ranks": 2}, 3,
-                       100)
+    gen = check_served(c, {"meta": 1, "windows": nwindows, "ranks": 2,
+                           "events": nevents}, 3, 100)
     check(gen == 4, "generation %d, not 4 (the job's 3, plus one)" % gen)
     stop(c)
     meta_low()
     start(c, extra)
-    gen = check_served(c, {"meta": 0, "windows": nwindows, "ranks": 2}, 4,
-                       120)
+    gen = check_served(c, {"meta": 0, "windows": nwindows, "ranks": 2,
+                           "events": nevents}, 4, 120)
     check(gen == 5, "generation %d, not 5" % gen)
 
 
@@ -170,6 +185,16 @@ def scenario_sqlite():
         # Labels that do not pass: the rank loads, without them.
         db.execute("INSERT INTO ranks VALUES (?, 3, 'n0', 13, 5, 1, 0, NULL,"
                    " 1, 0, NULL, 0, 0, ?)", (JOB, 'PP=3;"x' + "y" * 5000))
+        # Collections (kind 9 collected, 10 collect_failed): rank 3's of
+        # window 1 reads; rank 0's does not, nor does its reason of window
+        # 2, 100,000 bytes.
+        db.execute("INSERT INTO events VALUES (?, 3, 1, 9, 20, 1000, 'n0',"
+                   " ?)", (JOB, "100 %s /store/rows/window-1/rank-3.tar.zst"
+                           % ("ab" * 32)))
+        db.execute("INSERT INTO events VALUES (?, 0, 1, 9, 20, 1000, 'n0',"
+                   " 'garbage')", (JOB,))
+        db.execute("INSERT INTO events VALUES (?, 0, 2, 10, 40, 1000, 'n0',"
+                   " ?)", (JOB, "r" * 100000))
         db.commit()
         db.close()
 
@@ -178,7 +203,7 @@ def scenario_sqlite():
             db.execute("UPDATE meta SET value = 1 WHERE key = 'generation'")
             db.commit()
             db.close()
-        two_loads(c, (), len(BAD_WINDOWS) + 2, meta_low)
+        two_loads(c, (), len(BAD_WINDOWS) + 2, meta_low, 2)
     return 0
 
 
