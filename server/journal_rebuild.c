@@ -40,12 +40,16 @@ journal_rebuild_add(struct rebuild_item **v, size_t *n, size_t *cap,
     const struct rebuild_item *it)
 {
 	struct rebuild_item	*nv;
+	size_t			 ncap;
 
+	/* The capacity grows with the array only: a failed growth leaves
+	 * both as they were, and the next add fails too. */
 	if (*n == *cap) {
-		*cap = *cap == 0 ? 256 : *cap * 2;
-		if ((nv = reallocarray(*v, *cap, sizeof(**v))) == NULL)
+		ncap = *cap == 0 ? 256 : *cap * 2;
+		if ((nv = reallocarray(*v, ncap, sizeof(**v))) == NULL)
 			return (-1);
 		*v = nv;
+		*cap = ncap;
 	}
 	(*v)[(*n)++] = *it;
 	return (0);
