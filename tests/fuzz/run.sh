@@ -3,7 +3,7 @@
 #
 #	tests/fuzz/run.sh [-t SECONDS | -n RUNS] [TARGET...]
 #
-# TARGET is frames, ranks, segment, admin, store_row, standalone, coord_dispatch,
+# TARGET is frames, ranks, segment, admin, store_row, labels, standalone, coord_dispatch,
 # agent_dispatch or segment_live (default: all).  -t bounds each run in time
 # (default 60 s), -n in executions.  The targets come from $BUILD (default
 # build-fuzz, made with CC=clang cmake -S . -B build-fuzz -DDYNPROF_FUZZ=ON);
@@ -27,7 +27,7 @@ while getopts t:n: opt; do
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || set -- frames ranks segment admin store_row standalone coord_dispatch \
+[ $# -gt 0 ] || set -- frames ranks segment admin store_row labels standalone coord_dispatch \
     agent_dispatch segment_live
 rc=0
 for t in "$@"; do
