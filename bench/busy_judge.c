@@ -103,7 +103,7 @@ main(int argc, char **argv)
 			br[i].hist = &hist[i];
 		}
 		t0 = cpu_ns();
-		if (busy_judge(br, (size_t)n, COORD_STRAGGLER_BUSY, &jb) == -1) {
+		if (busy_judge(br, (size_t)n, COORD_STRAGGLER_BUSY, 0, &jb) == -1) {
 			fprintf(stderr, "busy-judge-bench: out of memory\n");
 			return (1);
 		}
@@ -122,7 +122,7 @@ main(int argc, char **argv)
 		}
 		t0 = cpu_ns();
 		if (arrive_judge(&aj, ar, (size_t)n, COORD_STRAGGLER_BUSY,
-		    jb.median_us) == -1) {
+		    jb.median_us, 0) == -1) {
 			fprintf(stderr, "busy-judge-bench: out of memory\n");
 			return (1);
 		}

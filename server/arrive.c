@@ -6,7 +6,10 @@
  * those times are put on the coordinator's clock, gathered per step, and
  * each step whose arrivals every rank gave names its last rank, if it came
  * well after the others: after the step's median arrival by more than P% of
- * the job's median busy time and more than ARRIVE_SLACK_US.  Over the job's
+ * the job's median busy time, more than ARRIVE_SLACK_US and more than the
+ * floor the caller gives (a share of the job's step time: a rank that holds
+ * the others for 2 ms of a 100 ms step costs the job nothing worth a
+ * profile, and 2 ms is what four ranks on two cores differ by).  Over the job's
  * last ARRIVE_WINDOW steps judged, the rank that was last at more than half
  * of them (and at ARRIVE_MIN_STEPS at least) is flagged, with its share.
  *
@@ -169,16 +172,35 @@ arrive_job_count(struct arrive_job *aj)
 }
 
 /*
+ * Returns a rank's step time from its kept arrivals, in us: the time
+ * between its oldest and newest over the steps between them; 0 while it has
+ * fewer than two.
+ */
+int64_t
+arrive_rank_step_us(const struct rank_arrive *ra)
+{
+	int64_t		 steps, us;
+
+	if (ra == NULL || ra->n < 2)
+		return (0);
+	steps = ra->step[ARRIVE_AT(ra, ra->n - 1)] - ra->step[ARRIVE_AT(ra, 0)];
+	us = ra->us[ARRIVE_AT(ra, ra->n - 1)] - ra->us[ARRIVE_AT(ra, 0)];
+	return (steps > 0 && us > 0 ? us / steps : 0);
+}
+
+/*
  * Judges the steps not judged yet that all of a job's n ranks (r, with
- * arrivals) gave, with the job's threshold percent and median busy time:
- * each names its last rank, or nobody, into the job's window, which names
- * the rank last most often (aj->rank, aj->flagged).  A rank whose newest
- * arrival is older than every kept one of the freshest rank stopped marking:
- * it is left out.  Returns the steps judged, or -1 out of memory.
+ * arrivals) gave, with the job's threshold percent, median busy time and
+ * floor_us (0: none): each names its last rank, or nobody, into the job's
+ * window, which names the rank last most often (aj->rank, aj->flagged).  A
+ * rank whose newest arrival is older than every kept one of the freshest
+ * rank stopped marking: it is left out.  With fewer than ARRIVE_MIN_RANKS
+ * ranks giving arrivals (the job's ranks gone), nobody is last: the window
+ * is forgotten.  Returns the steps judged, or -1 out of memory.
  */
 int
 arrive_judge(struct arrive_job *aj, const struct arrive_rank *r, size_t n,
-    int percent, uint32_t busy_median_us)
+    int percent, uint32_t busy_median_us, int64_t floor_us)
 {
 	const struct rank_arrive *fresh = NULL, *ra;
 	int64_t		*v = NULL, cand[ARRIVE_STEPS_TICK], newest, oldest;
@@ -191,12 +213,16 @@ arrive_judge(struct arrive_job *aj, const struct arrive_rank *r, size_t n,
 		ra = r[i].ra;
 		if (ra == NULL || ra->n == 0)
 			continue;
+		m++;
 		if (fresh == NULL || ra->step[ARRIVE_AT(ra, ra->n - 1)] >
 		    fresh->step[ARRIVE_AT(fresh, fresh->n - 1)])
 			fresh = ra;
 	}
-	if (fresh == NULL)
-		goto count;
+	if (m < ARRIVE_MIN_RANKS) {
+		arrive_job_reset(aj);
+		return (0);
+	}
+	m = 0;
 	newest = fresh->step[ARRIVE_AT(fresh, fresh->n - 1)];
 	oldest = fresh->step[ARRIVE_AT(fresh, 0)];
 	/* The job's steps went back (restarted from a checkpoint). */
@@ -225,6 +251,8 @@ arrive_judge(struct arrive_job *aj, const struct arrive_rank *r, size_t n,
 	gate = (int64_t)busy_median_us * percent / 100;
 	if (gate < ARRIVE_SLACK_US)
 		gate = ARRIVE_SLACK_US;
+	if (gate < floor_us)
+		gate = floor_us;
 	for (c = 0; c < nc; c++) {
 		/* Every rank's time at cand[c], each rank's kept steps walked
 		 * once over the tick (both ascending). */

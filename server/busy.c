@@ -25,6 +25,11 @@
  *		drifts from the fastest to the median is not flagged, and a
  *		job that slows as a whole moves no rank.
  *
+ * Either signal flags a rank only when its busy time stands over the job's
+ * median by more than the floor the caller gives (a share of the job's step
+ * time): a rank busy 2.2 ms where the others are 0.8 ms, in steps of 100 ms,
+ * is noise to a job, however many times the median that is.
+ *
  * Pure functions over the numbers the agents report: straggler.c gathers
  * them per tick, tests/unit/test_busy.c feeds recorded ones.
  */
@@ -94,7 +99,8 @@ busy_history_update(struct busy_history *h, float x, int percent)
 
 /*
  * Judges the busy times of one job's n ranks (those with busy_us 0 give none
- * and are left alone), with threshold percent: sets each rank's flags
+ * and are left alone), with threshold percent and floor_us (0: none), the
+ * least a flagged rank stands over the median: sets each rank's flags
  * (BUSY_OVER: its average and its last step's busy time over, at
  * BUSY_OVER_TICKS calls in a row; BUSY_CHANGE), score, over and rise, and
  * the job's median and
@@ -102,12 +108,13 @@ busy_history_update(struct busy_history *h, float x, int percent)
  * time since the last tick).  Returns the ranks judged, or -1 out of memory.
  */
 int
-busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
+busy_judge(struct busy_rank *r, size_t n, int percent, int64_t floor_us,
+    struct busy_job *jb)
 {
 	int64_t		*v;
 	size_t		 i, m = 0;
 	float		 x, bar = (float)(100 + percent);
-	int		 over;
+	int		 over, stands;
 
 	jb->median_us = 0;
 	jb->fastest_us = 0;
@@ -143,7 +150,9 @@ busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 		r[i].score = (float)jb->fastest_us / (float)r[i].busy_us;
 		x = (float)r[i].busy_us / (float)jb->median_us;
 		r[i].over = x;
-		over = x * 100.0f > bar && (r[i].last_us == 0 ||
+		stands = (int64_t)r[i].busy_us - (int64_t)jb->median_us >
+		    floor_us;
+		over = stands && x * 100.0f > bar && (r[i].last_us == 0 ||
 		    (float)r[i].last_us * 100.0f > bar * (float)jb->median_us);
 		if (!over)
 			r[i].hist->over_ticks = 0;
@@ -156,7 +165,7 @@ busy_judge(struct busy_rank *r, size_t n, int percent, struct busy_job *jb)
 		if (r[i].fresh)
 			busy_history_update(r[i].hist, x, percent);
 		r[i].rise = r[i].hist->rise;
-		if (r[i].hist->changed) {
+		if (r[i].hist->changed && stands) {
 			r[i].flags |= BUSY_CHANGE;
 			jb->nchange++;
 		}

@@ -228,7 +228,8 @@ struct busy_job {
 };
 void	 busy_history_reset(struct busy_history *);
 int	 busy_history_update(struct busy_history *, float, int);
-int	 busy_judge(struct busy_rank *, size_t, int, struct busy_job *);
+int	 busy_judge(struct busy_rank *, size_t, int, int64_t,
+	    struct busy_job *);
 
 /* arrive.c */
 #define ARRIVE_WINDOW		64	/* steps judged, per job */
@@ -257,8 +258,9 @@ void	 arrive_rank_reset(struct rank_arrive *);
 size_t	 arrive_rank_take(struct rank_arrive *, const int64_t *,
 	    const int64_t *, size_t, int64_t, int64_t, int64_t);
 void	 arrive_job_reset(struct arrive_job *);
+int64_t	 arrive_rank_step_us(const struct rank_arrive *);
 int	 arrive_judge(struct arrive_job *, const struct arrive_rank *, size_t,
-	    int, uint32_t);
+	    int, uint32_t, int64_t);
 
 /* traces.c */
 #define TRACES_PER_JOB_MAX	1048576	/* records a job keeps */

@@ -43,6 +43,10 @@
 #define STRAGGLER_MIN_RANKS	2
 /* Judged ranks that give no busy time, named in the summary. */
 #define STRAGGLER_NOBUSY_KEEP	16
+/* A rank is busy or last only when it costs the job more than this percent
+ * of its step time (the median over ranks of the time between their marks):
+ * what four ranks on two cores differ by, 1-3 ms in 100 ms steps, is none. */
+#define STRAGGLER_STEP_SHARE	5
 
 /* A node with stragglers. */
 struct straggler_node {
@@ -63,6 +67,7 @@ struct straggler {
 	struct busy_job		 bj;		/* the busy times' judgement */
 	struct arrive_job	 aj;		/* the arrivals' */
 	uint32_t		 narrive;	/* judged ranks with arrivals */
+	int64_t			 step_us;	/* the job's step time, 0 unknown */
 	uint32_t		 nbusy;		/* judged ranks with a busy time */
 	uint32_t		 nnobusy;	/* judged ranks without */
 	int32_t			 nobusy[STRAGGLER_NOBUSY_KEEP];	/* the first */
@@ -339,6 +344,13 @@ straggler_keep(struct straggler *s, struct rank **flagged, size_t n)
 	straggler_count_nodes(s, flagged, n);
 }
 
+/* Returns the least a busy or last rank of the job costs it, in us. */
+static int64_t
+straggler_floor_us(const struct straggler *s)
+{
+	return (s->step_us * STRAGGLER_STEP_SHARE / 100);
+}
+
 /*
  * Judges the busy times of the job's nb judged ranks that give one (br, their
  * rank in arg): flags them, keeps each one's score, and counts them.
@@ -351,7 +363,8 @@ straggler_busy_judge(struct coord *c, struct job *job, struct straggler *s,
 	struct rank	*r;
 	size_t		 i;
 
-	if (busy_judge(br, nb, straggler_busy(c, job), &s->bj) == -1)
+	if (busy_judge(br, nb, straggler_busy(c, job), straggler_floor_us(s),
+	    &s->bj) == -1)
 		return (-1);
 	for (i = 0; i < nb; i++) {
 		r = br[i].arg;
@@ -378,9 +391,10 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	struct rank		*r, **flagged = NULL;
 	struct busy_rank	*br = NULL;
 	struct arrive_rank	*ar = NULL;
-	int64_t			*steps = NULL, *rates = NULL, lag, rmed = -1;
+	int64_t			*steps = NULL, *rates = NULL, *periods = NULL;
+	int64_t			 lag, rmed = -1;
 	const char		*last = NULL;
-	size_t			 n = 0, nr = 0, nf = 0, nb = 0, na = 0;
+	size_t			 n = 0, nr = 0, nf = 0, nb = 0, na = 0, np = 0;
 	int			 drop, up = 0, rc = -1;
 	uint64_t		 t0 = clock_mono_ns();
 
@@ -391,7 +405,8 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	    ((steps = calloc(job->nranks, sizeof(*steps))) == NULL ||
 	    (rates = calloc(job->nranks, sizeof(*rates))) == NULL ||
 	    (br = calloc(job->nranks, sizeof(*br))) == NULL ||
-	    (ar = calloc(job->nranks, sizeof(*ar))) == NULL))
+	    (ar = calloc(job->nranks, sizeof(*ar))) == NULL ||
+	    (periods = calloc(job->nranks, sizeof(*periods))) == NULL))
 		goto out;
 	s->nnobusy = 0;
 	TAILQ_FOREACH(r, &job->ranks, entry) {
@@ -417,6 +432,8 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 		if (r->arrive != NULL && r->arrive->n > 0) {
 			ar[na].ra = r->arrive;
 			ar[na++].rank = r->rank;
+			if ((periods[np] = arrive_rank_step_us(r->arrive)) > 0)
+				np++;
 		}
 		if (r->pace.rate >= 0)	/* in milli-steps/s: integers */
 			rates[nr++] = (int64_t)(r->pace.rate * 1000.0f);
@@ -427,12 +444,13 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 		rmed = median_select(rates, nr, nr / 2);
 	s->median_rate = rmed >= 0 ? (float)rmed / 1000.0f : -1;
 	s->nlag = s->nslow = 0;
+	s->step_us = np > 0 ? median_select(periods, np, np / 2) : 0;
 	s->nbusy = (uint32_t)nb;
 	if (straggler_busy_judge(c, job, s, br, nb) == -1)
 		goto out;
 	s->narrive = (uint32_t)na;
 	if (arrive_judge(&s->aj, ar, na, straggler_busy(c, job),
-	    s->bj.median_us) == -1)
+	    s->bj.median_us, straggler_floor_us(s)) == -1)
 		goto out;
 	if (n >= 1 && (flagged = calloc(n, sizeof(*flagged))) == NULL)
 		goto out;
@@ -467,6 +485,7 @@ out:
 	free(rates);
 	free(br);
 	free(ar);
+	free(periods);
 	free(flagged);
 	s->compute_ns = clock_mono_ns() - t0;
 	if (rc == -1)
@@ -548,9 +567,9 @@ straggler_reasons_json(int reasons)
 
 /* Returns microseconds as JSON milliseconds, null for 0 (none). */
 static json_t *
-straggler_ms_json(uint32_t us)
+straggler_ms_json(int64_t us)
 {
-	if (us == 0)
+	if (us <= 0)
 		return (json_null());
 	return (json_real((double)us / 1000.0));
 }
@@ -570,6 +589,10 @@ straggler_busy_json(const struct coord *c, const struct job *job, json_t *o)
 	    straggler_ms_json(s ? s->bj.median_us : 0));
 	json_object_set_new(o, "busy_fastest_ms",
 	    straggler_ms_json(s ? s->bj.fastest_us : 0));
+	json_object_set_new(o, "step_ms",
+	    straggler_ms_json(s ? s->step_us : 0));
+	json_object_set_new(o, "floor_ms",
+	    straggler_ms_json(s ? straggler_floor_us(s) : 0));
 	json_object_set_new(o, "busy", json_integer(s ? s->bj.nover : 0));
 	json_object_set_new(o, "busy_change",
 	    json_integer(s ? s->bj.nchange : 0));

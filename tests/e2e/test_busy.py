@@ -197,6 +197,15 @@ def slowed(c, nodes):
     check(sorted(seen) == [2], "flagged: %s" % seen)
     log("slowed: rank 2 alone flagged, profiled with rank %d" % [
         t for t in targets if t != 2][0])
+    # The ranks gone, nobody is last to arrive (the window of steps judged
+    # while they ran once stayed, flagged, on the page and in /metrics).
+    g = watch(c, job, [], {}, until=lambda g: g["ranks_judged"] == 0,
+              timeout=60)
+    with urllib.request.urlopen(c.url() + "/metrics", timeout=10) as r:
+        m = r.read().decode()
+    check(g["arrive_ranks"] == 0 and g["last_arriver"] is None and
+          ('dynprof_stragglers{job="%s",reason="last"} 0' % job) in m,
+          "ranks gone, still judged: %s" % g)
     return s
 
 

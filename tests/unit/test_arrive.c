@@ -158,7 +158,7 @@ tick(struct job_arrivals *j, const int64_t (*rec)[1 + RANKS], size_t from,
 
 	for (i = 0; i < RANKS; i++)
 		feed(j, rec, from, to, i, 0);
-	return (arrive_judge(&j->aj, j->r, RANKS, PERCENT, BUSY_US));
+	return (arrive_judge(&j->aj, j->r, RANKS, PERCENT, BUSY_US, 0));
 }
 
 #define NSLOWED		(sizeof(slowed) / sizeof(slowed[0]))
@@ -230,7 +230,7 @@ judge_offset(struct job_arrivals *j, const int64_t *off, const int64_t *est)
 		arrive_rank_take(&j->ra[i], steps, us, n, est != NULL ?
 		    est[i] : 0, NOW_US, INT64_MAX / 2);
 	}
-	arrive_judge(&j->aj, j->r, RANKS, PERCENT, BUSY_US);
+	arrive_judge(&j->aj, j->r, RANKS, PERCENT, BUSY_US, 0);
 }
 
 /*
@@ -287,13 +287,13 @@ test_late_report_and_stopped_rank(void **state)
 	job_init(&j);
 	for (i = 0; i < RANKS; i++)
 		feed(&j, slowed, 0, i != 3 ? 10 : 4, i, 0);
-	assert_int_equal(arrive_judge(&j.aj, j.r, RANKS, PERCENT, BUSY_US), 4);
+	assert_int_equal(arrive_judge(&j.aj, j.r, RANKS, PERCENT, BUSY_US, 0), 4);
 	feed(&j, slowed, 4, 10, 3, 0);
-	assert_int_equal(arrive_judge(&j.aj, j.r, RANKS, PERCENT, BUSY_US), 6);
+	assert_int_equal(arrive_judge(&j.aj, j.r, RANKS, PERCENT, BUSY_US, 0), 6);
 	/* Rank 3 stops; the others go on past what rank 0 keeps. */
 	for (i = 0; i < 3; i++)
 		feed(&j, slowed, 10, 10 + ARRIVE_KEEP, i, 0);
-	assert_int_equal(arrive_judge(&j.aj, j.r, RANKS, PERCENT, BUSY_US),
+	assert_int_equal(arrive_judge(&j.aj, j.r, RANKS, PERCENT, BUSY_US, 0),
 	    ARRIVE_KEEP);
 	assert_true(j.aj.flagged && j.aj.rank == 2);
 }
@@ -345,9 +345,9 @@ test_bad_reports_and_few_ranks(void **state)
 	    1000), 0);
 	assert_int_equal(ra[0].n, 0);
 	arrive_job_reset(&aj);
-	assert_int_equal(arrive_judge(&aj, r, 2, PERCENT, BUSY_US), 0);
+	assert_int_equal(arrive_judge(&aj, r, 2, PERCENT, BUSY_US, 0), 0);
 	assert_int_equal(aj.rank, -1);
-	assert_int_equal(arrive_judge(&aj, NULL, 0, PERCENT, BUSY_US), 0);
+	assert_int_equal(arrive_judge(&aj, NULL, 0, PERCENT, BUSY_US, 0), 0);
 	for (k = 0; k < ARRIVE_WINDOW; k++) {
 		s = k;
 		t = NOW_US + k * 30000;
@@ -355,7 +355,7 @@ test_bad_reports_and_few_ranks(void **state)
 		/* Rank 9 comes 7 ms after rank 7 (over 30% of 20.7 ms). */
 		t += 7000;
 		arrive_rank_take(&ra[1], &s, &t, 1, 0, NOW_US, 1000);
-		assert_int_equal(arrive_judge(&aj, r, 2, PERCENT, BUSY_US), 1);
+		assert_int_equal(arrive_judge(&aj, r, 2, PERCENT, BUSY_US, 0), 1);
 		assert_int_equal(aj.flagged, k + 1 >= ARRIVE_MIN_STEPS);
 	}
 	assert_int_equal(aj.rank, 9);
@@ -369,13 +369,70 @@ test_bad_reports_and_few_ranks(void **state)
 		arrive_rank_take(&ra[0], &s, &t, 1, 0, NOW_US, 1000);
 		t += 5000;
 		arrive_rank_take(&ra[1], &s, &t, 1, 0, NOW_US, 1000);
-		arrive_judge(&aj, r, 2, PERCENT, BUSY_US);
+		arrive_judge(&aj, r, 2, PERCENT, BUSY_US, 0);
 		assert_int_equal(aj.flagged, k - ARRIVE_WINDOW + 1 <
 		    ARRIVE_WINDOW / 2);
 	}
 	/* One rank judges nothing. */
 	arrive_job_reset(&aj);
-	assert_int_equal(arrive_judge(&aj, r, 1, PERCENT, BUSY_US), 0);
+	assert_int_equal(arrive_judge(&aj, r, 1, PERCENT, BUSY_US, 0), 0);
+}
+
+/*
+ * The README's example (examples/torch_ddp.py), four ranks on two cores,
+ * nobody slowed, as dynprofctl stragglers showed it: steps of 102 ms, busy
+ * times of 0.8 ms, one rank (0) last at nearly every step by 2.3 ms, which
+ * passes the gate of 1 ms (ARRIVE_SLACK_US over 30% of 0.8 ms).  Under the
+ * floor the coordinator gives, 5% of the step time the ranks' marks show,
+ * nobody is last; without it, rank 0 is flagged.  Then the job's ranks go:
+ * nobody is last, whatever the window held.
+ */
+static void
+test_floor_and_ranks_gone(void **state)
+{
+	static const int64_t jitter[RANKS] = { 2300, 0, 150, 90 };
+	struct job_arrivals	 j, f;
+	int64_t			 s, t, floor_us;
+	int			 i, k;
+
+	(void)state;
+	job_init(&j);
+	job_init(&f);
+	for (k = 0; k < ARRIVE_WINDOW; k++) {
+		for (i = 0; i < RANKS; i++) {
+			s = k + 1;
+			t = NOW_US + k * 102000 + jitter[(i + (k % 7 == 0)) %
+			    RANKS];
+			arrive_rank_take(&j.ra[i], &s, &t, 1, 0, NOW_US,
+			    INT64_MAX / 2);
+			arrive_rank_take(&f.ra[i], &s, &t, 1, 0, NOW_US,
+			    INT64_MAX / 2);
+		}
+		arrive_judge(&j.aj, j.r, RANKS, PERCENT, 800, 0);
+		floor_us = arrive_rank_step_us(&f.ra[1]) * 5 / 100;
+		arrive_judge(&f.aj, f.r, RANKS, PERCENT, 800, floor_us);
+		assert_false(f.aj.flagged);
+	}
+	assert_true(arrive_rank_step_us(&f.ra[1]) > 101800 &&
+	    arrive_rank_step_us(&f.ra[1]) < 102200);
+	/* The first step, judged before two marks gave a step time. */
+	assert_int_equal(f.aj.count, 1);
+	assert_true(j.aj.flagged);
+	assert_int_equal(j.aj.rank, 0);
+	assert_true(j.aj.late_avg_us > 1000 && j.aj.late_avg_us < 5100);
+	/* One rank left marking: nobody is last. */
+	for (i = 1; i < RANKS; i++)
+		arrive_rank_reset(&j.ra[i]);
+	assert_int_equal(arrive_judge(&j.aj, j.r, RANKS, PERCENT, 800, 0), 0);
+	assert_false(j.aj.flagged);
+	assert_int_equal(j.aj.rank, -1);
+	assert_int_equal(j.aj.n, 0);
+	/* Every rank gone. */
+	assert_int_equal(arrive_judge(&f.aj, f.r, 0, PERCENT, 800, 0), 0);
+	assert_int_equal(f.aj.rank, -1);
+	assert_true(arrive_rank_step_us(&f.ra[0]) > 101800);
+	arrive_rank_reset(&f.ra[0]);
+	assert_int_equal(arrive_rank_step_us(&f.ra[0]), 0);
 }
 
 int
@@ -388,6 +445,7 @@ main(void)
 		cmocka_unit_test(test_late_report_and_stopped_rank),
 		cmocka_unit_test(test_job_goes_back),
 		cmocka_unit_test(test_bad_reports_and_few_ranks),
+		cmocka_unit_test(test_floor_and_ranks_gone),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));

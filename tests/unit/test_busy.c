@@ -102,10 +102,29 @@ static const uint32_t balanced[][RANKS] = {
 
 #define NROWS(t)	(sizeof(t) / sizeof(t[0]))
 
+/*
+ * The README's example (examples/torch_ddp.py), four ranks on two cores,
+ * nobody slowed: its compute comes after the gradients' all-reduce, so the
+ * busy time is the forward alone, under a millisecond, in steps of 102 ms.
+ * The ticks as dynprofctl stragglers showed them (median 0.78-1.00 ms); one
+ * rank, descheduled for a millisecond or two, at 2.2 then 1.31 ms.
+ */
+static const uint32_t tiny[][RANKS] = {
+	{ 800, 780, 870, 790 },
+	{ 780, 790, 860, 800 },
+	{ 810, 780, 890, 790 },
+	{ 790, 800, 870, 780 },
+	{ 780, 790, 880, 2200 },
+	{ 1000, 1060, 990, 1310 },
+};
+/* Its step time, from the ranks' marks. */
+#define TINY_STEP_US	102000
+
 struct judge {
 	struct busy_history	 hist[RANKS];
 	struct busy_rank	 r[RANKS];
 	struct busy_job		 jb;
+	int64_t			 floor_us;	/* busy_judge()'s */
 };
 
 static void
@@ -130,7 +149,7 @@ judge_tick(struct judge *j, const uint32_t *busy, int percent)
 		j->r[i].fresh = 1;
 		j->r[i].hist = &j->hist[i];
 	}
-	assert_int_equal(busy_judge(j->r, RANKS, percent, &j->jb), RANKS -
+	assert_int_equal(busy_judge(j->r, RANKS, percent, j->floor_us, &j->jb), RANKS -
 	    (busy[0] == 0) - (busy[1] == 0) - (busy[2] == 0) - (busy[3] == 0));
 }
 
@@ -146,6 +165,7 @@ test_slowed_rank_flagged(void **state)
 
 	(void)state;
 	judge_init(&j);
+	j.floor_us = 31000 * 5 / 100;	/* 5% of its steps (rank 2's) */
 	for (t = 0; t < NROWS(slowed); t++) {
 		judge_tick(&j, slowed[t], PERCENT);
 		for (i = 0; i < RANKS; i++)
@@ -178,6 +198,37 @@ test_balanced_flags_nobody(void **state)
 }
 
 /*
+ * The README's example: a rank 1.4 ms over a median of 0.8 ms is 2.8 times
+ * it, which alone would flag it (changed at once, over at two ticks in a
+ * row), yet costs the job 1.4% of its 102 ms steps.  Under the floor the
+ * coordinator gives (5% of the step time), nobody is flagged; without one,
+ * the same ticks flag rank 3.
+ */
+static void
+test_floor_of_step_time(void **state)
+{
+	struct judge	 j;
+	size_t		 t;
+	int		 i, flagged = 0;
+
+	(void)state;
+	judge_init(&j);
+	for (t = 0; t < NROWS(tiny); t++) {
+		judge_tick(&j, tiny[t], PERCENT);
+		flagged |= j.r[3].flags;
+	}
+	assert_int_equal(flagged, BUSY_OVER | BUSY_CHANGE);
+	judge_init(&j);
+	j.floor_us = TINY_STEP_US * 5 / 100;
+	for (t = 0; t < NROWS(tiny); t++) {
+		judge_tick(&j, tiny[t], PERCENT);
+		for (i = 0; i < RANKS; i++)
+			assert_int_equal(j.r[i].flags, 0);
+		assert_int_equal(j.jb.nover + j.jb.nchange, 0);
+	}
+}
+
+/*
  * Rank 1 slowing by 25% halfway: under the 30% over the median, found only
  * by the change test, within 8 ticks, never before its change; rank 3,
  * slowest from the start, is over the median and never changed.
@@ -190,6 +241,7 @@ test_change_halfway(void **state)
 
 	(void)state;
 	judge_init(&j);
+	j.floor_us = 41000 * 5 / 100;	/* 5% of its steps (rank 3's) */
 	for (t = 0; t < NROWS(halfway); t++) {
 		judge_tick(&j, halfway[t], PERCENT);
 		assert_int_equal(j.r[3].flags, t >= 1 ? BUSY_OVER : 0);
@@ -285,7 +337,7 @@ test_no_busy_and_stale(void **state)
 	for (t = 0; t < 10; t++) {
 		j.r[0].fresh = 0;
 		j.r[3].fresh = 0;
-		assert_int_equal(busy_judge(j.r, RANKS, PERCENT, &j.jb), 2);
+		assert_int_equal(busy_judge(j.r, RANKS, PERCENT, 0, &j.jb), 2);
 		assert_int_equal(j.r[3].flags, BUSY_OVER);	/* still over */
 	}
 	assert_int_equal(j.hist[0].nbase, 1);
@@ -328,7 +380,7 @@ test_one_step_held_up(void **state)
 			j.r[i].fresh = 1;
 			j.r[i].hist = &j.hist[i];
 		}
-		assert_int_equal(busy_judge(j.r, RANKS, PERCENT, &j.jb), RANKS);
+		assert_int_equal(busy_judge(j.r, RANKS, PERCENT, 0, &j.jb), RANKS);
 		for (i = 0; i < RANKS; i++)
 			assert_int_equal(j.r[i].flags, 0);
 		assert_int_equal(j.hist[2].over_ticks, t == 4);
@@ -340,7 +392,7 @@ test_one_step_held_up(void **state)
 			j.r[i].busy_us = j.r[i].last_us = i == 2 ? 30000 : 21000;
 			j.r[i].fresh = 1;
 		}
-		busy_judge(j.r, RANKS, PERCENT, &j.jb);
+		busy_judge(j.r, RANKS, PERCENT, 0, &j.jb);
 		assert_int_equal(j.r[2].flags & BUSY_OVER, t >= 1 ? BUSY_OVER :
 		    0);
 	}
@@ -353,6 +405,7 @@ main(void)
 		cmocka_unit_test(test_slowed_rank_flagged),
 		cmocka_unit_test(test_balanced_flags_nobody),
 		cmocka_unit_test(test_change_halfway),
+		cmocka_unit_test(test_floor_of_step_time),
 		cmocka_unit_test(test_job_wide_change_and_recovery),
 		cmocka_unit_test(test_drift_to_median),
 		cmocka_unit_test(test_no_busy_and_stale),
