@@ -28,7 +28,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--step-time", type=float, default=0.1,
-                    help="seconds each step lasts at least")
+                    help="seconds of a bigger model's compute in each step")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(name)s: %(message)s")
@@ -49,12 +49,14 @@ def main():
     # (2) steps begin as their batch is fetched and end at optimizer.step()
     with dynprof.torch.profile_steps(opt, model) as ps:
         for x, y in ps.iterate(loader()):
-            t0 = time.monotonic()
             loss = torch.nn.functional.cross_entropy(model(x), y)
+            # A bigger model's compute: a fixed time before the gradients'
+            # all-reduce (in backward), as a GPU's kernels would hold it.
+            # Not a sleep to a deadline of the step's own: each rank would
+            # keep its start-up offset from the others for ever, arriving
+            # late at every all-reduce while costing the job nothing.
+            time.sleep(args.step_time)
             loss.backward()
-            left = args.step_time - (time.monotonic() - t0)
-            if left > 0:
-                time.sleep(left)        # a bigger model's compute
             opt.step()
             opt.zero_grad()
     if ps.traces:

@@ -17,7 +17,8 @@
 #                     steps; skipped (77) when the reference is not there
 #   python_example_torch  README's "Profile your own job" with real torch:
 #                     examples/torch_ddp.py, two DDP ranks over gloo, under
-#                     a real coordinator and agent; label "torch"
+#                     a real coordinator and agent; four ranks, nobody
+#                     slowed, flag no straggler; label "torch"
 #   python_install    pip install of lib/python into a private directory, and
 #                     cmake --install of this build into a private prefix
 #
@@ -51,9 +52,12 @@ if(DYNPROF_SANITIZE)
 endif()
 
 set(_dp_pytests ${PROJECT_SOURCE_DIR}/lib/python/tests)
-# dynprof_pytest(NAME FILE [MAY_SKIP REGEX] [LABELS ...])
+# dynprof_pytest(NAME FILE [MAY_SKIP REGEX] [TIMEOUT S] [LABELS ...])
 function(dynprof_pytest name file)
-  cmake_parse_arguments(P "" "MAY_SKIP" "LABELS" ${ARGN})
+  cmake_parse_arguments(P "" "MAY_SKIP;TIMEOUT" "LABELS" ${ARGN})
+  if(NOT P_TIMEOUT)
+    set(P_TIMEOUT 180)
+  endif()
   add_test(NAME ${name}
     COMMAND ${DYNPROF_PYTHON} -m pytest -q -p no:cacheprovider -p ctest_pytest
       ${_dp_pytests}/${file}
@@ -62,7 +66,7 @@ function(dynprof_pytest name file)
   if(P_MAY_SKIP)
     list(APPEND _env "DYNPROF_PYTEST_MAY_SKIP=${P_MAY_SKIP}")
   endif()
-  set_tests_properties(${name} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${P_TIMEOUT} SKIP_RETURN_CODE 77
     ENVIRONMENT "${_env}" LABELS "python;${P_LABELS}")
 endfunction()
 
@@ -75,4 +79,5 @@ dynprof_pytest(python_agent test_agent.py)
 dynprof_pytest(python_ms24 test_ms24_parity.py
   MAY_SKIP "no MindSpore 2.4 reference")
 dynprof_pytest(python_install test_install.py)
-dynprof_pytest(python_example_torch test_example_torch.py LABELS torch)
+dynprof_pytest(python_example_torch test_example_torch.py TIMEOUT 360
+  LABELS torch)

@@ -2,7 +2,12 @@
 a coordinator, an agent, examples/torch_ddp.py as a two-rank DDP job over gloo
 (real torch, CPU) with the environment the README gives, and dynprofctl
 trace --wait.  The trace of each rank holds exactly the window's steps as
-ProfilerStep#N spans.  And the same job with no agent: it trains."""
+ProfilerStep#N spans.  The same example as four ranks, nobody slowed:
+nobody is flagged a straggler at any time (the example once slept to a
+deadline of each step's own beginning, which kept the ranks' start-up offsets
+for ever: one rank last at every all-reduce by 35-80 ms, flagged), the busy
+time is the example's compute, and once the ranks are gone nobody is named
+last to arrive.  And the same job with no agent: it trains."""
 
 import json
 import os
@@ -12,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 import pytest
 
@@ -68,20 +74,20 @@ class Procs:
                 p.wait()
 
 
-def start_ranks(procs, d, job, *args):
-    """The two ranks of examples/torch_ddp.py ARGS, as the README starts
+def start_ranks(procs, d, job, *args, world=2):
+    """The world ranks of examples/torch_ddp.py ARGS, as the README starts
     them."""
     master = str(free_port())
     ranks = []
-    for r in (0, 1):
-        env = job_env(d, job, r)
+    for r in range(world):
+        env = job_env(d, job, r, world)
         env["MASTER_PORT"] = master
         ranks.append(procs.start("rank%d" % r, [sys.executable, EXAMPLE] +
                                  list(args), env=env))
     return ranks
 
 
-def job_env(d, job, rank):
+def job_env(d, job, rank, world=2):
     """What the README says to export, and torch's rendezvous."""
     env = dict(os.environ)
     env.update(DYNPROF_JOB=job,
@@ -90,7 +96,8 @@ def job_env(d, job, rank):
                DYNPROF_OUTPUT_ROOT=os.path.join(d, "traces"),
                PYTHONPATH=os.path.join(SRC, "lib", "python"),
                DYNPROF_LIBRARY=os.path.join(BUILD, "lib", "libdynprof.so"),
-               RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1")
+               RANK=str(rank), WORLD_SIZE=str(world),
+               MASTER_ADDR="127.0.0.1")
     return env
 
 
@@ -107,8 +114,9 @@ def workdir():
         subprocess.run(["rm", "-rf", d])
 
 
-def test_readme_walkthrough(workdir):
-    d, procs = workdir
+def start_cluster(d, procs):
+    """A coordinator and an agent as the README starts them (on ports of
+    their own).  Returns the coordinator's ports."""
     ready = os.path.join(d, "coord.ready")
     procs.start("coordinator", [
         os.path.join(BUILD, "server", "dynprof-coordinator"),
@@ -131,6 +139,12 @@ def test_readme_walkthrough(workdir):
         "--shm-dir", os.path.join(d, "shm"), "--ready-file", areadyf])
     wait_for(lambda: os.path.exists(areadyf) and os.path.getsize(areadyf),
              "the agent")
+    return ports
+
+
+def test_readme_walkthrough(workdir):
+    d, procs = workdir
+    ports = start_cluster(d, procs)
     start_ranks(procs, d, "mlp", "--steps", "400", "--step-time", "0.05")
     ctl_env = dict(os.environ, DYNPROF_COORDINATOR="http://127.0.0.1:%s" %
                    ports["http_port"])
@@ -176,6 +190,54 @@ def test_readme_walkthrough(workdir):
                                     "steps": [a, b], "reason": "completed"}
         assert trace["distributedInfo"] == {"backend": "gloo", "rank": r,
                                             "world_size": 2}
+
+
+def test_balanced_flags_nobody(workdir):
+    d, procs = workdir
+    ports = start_cluster(d, procs)
+    steps = 250
+    ranks = start_ranks(procs, d, "mlp", "--steps", str(steps), world=4)
+    base = "http://127.0.0.1:%s" % ports["http_port"]
+
+    def get(path):
+        with urllib.request.urlopen(base + path, timeout=10) as r:
+            return r.read().decode()
+
+    def stragglers():
+        try:
+            return json.loads(get("/v1/jobs/mlp/stragglers"))
+        except OSError:
+            return None     # the job not there yet: 404
+
+    flagged, judged, seen = [], 0, None
+    deadline = time.monotonic() + 150
+    while any(p.poll() is None for p in ranks):
+        assert time.monotonic() < deadline, "the ranks still run"
+        s = stragglers()
+        if s is not None:
+            flagged += [(s["median_step"], w) for w in s["worst_ranks"]]
+            if s["busy_ranks"] == 4 and s["arrive_ranks"] == 4:
+                judged = max(judged, s["arrive_steps_judged"])
+                seen = s
+        time.sleep(0.5)
+    for r, p in enumerate(ranks):
+        assert p.wait() == 0, procs.log("rank%d" % r)
+    assert not flagged, "balanced job flagged %s" % flagged
+    # Judged all along: the four ranks' busy times (the example's 100 ms of
+    # compute before the all-reduce) and most steps' arrivals, with the step
+    # time their marks show.
+    assert judged > steps // 2, seen
+    assert 90 < seen["busy_median_ms"] < seen["step_ms"] < 400, seen
+    assert seen["floor_ms"] == pytest.approx(seen["step_ms"] * 0.05,
+                                             abs=0.002)
+
+    def gone():
+        s = stragglers()
+        return s if s is not None and s["ranks_judged"] == 0 else None
+
+    s = wait_for(gone, "the ranks gone from the judgement", timeout=60)
+    assert s["arrive_ranks"] == 0 and s["last_arriver"] is None, s
+    assert 'dynprof_stragglers{job="mlp",reason="last"} 0' in get("/metrics")
 
 
 def test_no_agent_trains(workdir):
