@@ -390,6 +390,7 @@ void	 collect_close(struct agent *);
 void	 collect_note_slot(struct agent *, struct agent_job *, int,
 	    const struct seg_slot *);
 void	 collect_tick(struct agent *);
+void	 collect_config(struct agent *, const Dynprof__V1__JobConfig *);
 int64_t	 collect_next_ms(const struct agent *);
 void	 collect_acked(struct agent *, const struct queue_origin *);
 

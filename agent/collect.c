@@ -11,6 +11,10 @@
  * and logged.  What is in the store under its final name is collected: a
  * rank found there is never packed again.
  *
+ * A window whose request said "collect": false (the pushed config's
+ * no_collect, collect_config()) is remembered, in the queue file too, and
+ * its ranks are not collected.
+ *
  * Each rank's outcome is reported to the coordinator once, as an event of
  * its own (`collected` with the archive's location, size and sha256, or
  * `collect_failed` with why): kept in the queue file too until the
@@ -45,8 +49,11 @@
 #define COLLECT_UPLOAD_BACKOFF_MAX_MS 60000	/* --upload-backoff, doubled
 						 * after each failure, up to
 						 * this */
-#define COLLECT_QUEUE_VERSION	2	/* bump when a line's layout changes
-					 * (1, pending lines only, still read) */
+#define COLLECT_OFF_MAX		64	/* windows said "collect": false,
+					 * the newest remembered */
+#define COLLECT_QUEUE_VERSION	3	/* bump when a line's layout changes
+					 * (1, pending lines only, and 2, no
+					 * '-' lines, still read) */
 
 /* A rank's trace to collect. */
 struct collect_item {
@@ -107,6 +114,11 @@ struct collect {
 	struct event		*ev;
 	uint64_t		 done[COLLECT_DONE_MAX];	/* keys, a ring */
 	size_t			 ndone;
+	struct {			/* "collect": false, a ring */
+		char		 job[SEG_JOB_MAX + 1];
+		uint32_t	 window;
+	}			 off[COLLECT_OFF_MAX];
+	size_t			 noff;
 	char			 queue_path[PATH_MAX + 32];
 	uint64_t		 collected, failed;
 	struct log_limit	 log_limit;	/* what ranks' directories cause */
@@ -141,6 +153,33 @@ collect_mark_done(struct collect *c, uint64_t key)
 	c->done[c->ndone++ % COLLECT_DONE_MAX] = key;
 }
 
+/* Returns 1 if job's window said "collect": false. */
+static int
+collect_is_off(const struct collect *c, const char *job, uint32_t window)
+{
+	size_t	 i, n = c->noff < COLLECT_OFF_MAX ? c->noff : COLLECT_OFF_MAX;
+
+	for (i = 0; i < n; i++)
+		if (c->off[i].window == window &&
+		    strcmp(c->off[i].job, job) == 0)
+			return (1);
+	return (0);
+}
+
+/* Remembers that job's window said "collect": false.  Returns 1 if new. */
+static int
+collect_mark_off(struct collect *c, const char *job, uint32_t window)
+{
+	size_t	 i;
+
+	if (collect_is_off(c, job, window))
+		return (0);
+	i = c->noff++ % COLLECT_OFF_MAX;
+	snprintf(c->off[i].job, sizeof(c->off[i].job), "%s", job);
+	c->off[i].window = window;
+	return (1);
+}
+
 static struct collect_item *
 collect_find(const struct collect *c, uint64_t key)
 {
@@ -164,6 +203,7 @@ collect_save(struct collect *c)
 	struct collect_upload	*up;
 	char			 tmp[PATH_MAX + 40];
 	FILE			*f;
+	size_t			 i;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", c->queue_path);
 	(void)unlink(tmp);
@@ -172,6 +212,8 @@ collect_save(struct collect *c)
 		return;
 	}
 	fprintf(f, "dynprof-collect %d\n", COLLECT_QUEUE_VERSION);
+	for (i = 0; i < c->noff && i < COLLECT_OFF_MAX; i++)
+		fprintf(f, "- %s %u\n", c->off[i].job, c->off[i].window);
 	if (c->busy != NULL)
 		fprintf(f, "%s %u %d %u %s\n", c->busy->job, c->busy->window,
 		    c->busy->rank, (unsigned int)c->busy->uid, c->busy->dir);
@@ -471,7 +513,8 @@ collect_add(struct collect *c, const char *job, uint32_t window,
 	char			 path[SEG_JOB_MAX + 64];
 	uint64_t		 key = collect_key(job, window, rank);
 
-	if (collect_is_done(c, key) || collect_find(c, key) != NULL)
+	if (collect_is_done(c, key) || collect_find(c, key) != NULL ||
+	    collect_is_off(c, job, window))
 		return (0);
 	snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst", job,
 	    window, rank);
@@ -528,6 +571,11 @@ collect_load(struct agent *a)
 	while (fgets(line, sizeof(line), f) != NULL) {
 		line[strcspn(line, "\n")] = '\0';
 		off = 0;
+		if (line[0] == '-' && sscanf(line, "- %64s %u", job,
+		    &window) == 2 && jobid_valid(job, NULL)) {
+			(void)collect_mark_off(c, job, window);
+			continue;
+		}
 		if (line[0] == '+' && sscanf(line, "+ %64s %u %d %llu %64s %n",
 		    job, &window, &rank, &size, sha, &off) == 5 && off > 0 &&
 		    jobid_valid(job, NULL) && rank >= 0) {
@@ -735,6 +783,26 @@ collect_note_slot(struct agent *a, struct agent_job *j, int idx,
 	j->collect_inc[idx] = inc;
 	if (collect_add(a->collect, j->name, s->window_id, s->rank,
 	    segments_rank_uid(j, idx), s->output_dir))
+		collect_save(a->collect);
+}
+
+/*
+ * Notes the windows of a config pushed for a job that said "collect": false:
+ * their ranks' traces are not collected.  Saves the queue file if one is new.
+ */
+void
+collect_config(struct agent *a, const Dynprof__V1__JobConfig *jc)
+{
+	size_t	 i;
+	int	 changed = 0;
+
+	if (a->collect == NULL || jc->job == NULL)
+		return;
+	for (i = 0; i < jc->n_windows; i++)
+		if (jc->windows[i] != NULL && jc->windows[i]->no_collect)
+			changed |= collect_mark_off(a->collect, jc->job,
+			    jc->windows[i]->id);
+	if (changed)
 		collect_save(a->collect);
 }
 

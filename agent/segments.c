@@ -539,6 +539,7 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		    why);
 		return (-1);
 	}
+	collect_config(a, jc);
 	TAILQ_FOREACH(j, &a->jobs, entry)
 		if (strcmp(j->name, jc->job) == 0)
 			break;

@@ -75,7 +75,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"
 	  "        [--select SEL] [--nodes N1,N2] [--one-per KEY]\n"
 	  "        [--group-of RANK:KEY]\n"
-	  "        [--output-subdir D] [--wait [--timeout S]] [--new] [--force]",
+	  "        [--output-subdir D] [--wait [--timeout S]] [--new] [--force]\n"
+	  "        [--no-collect]",
 	  "Schedule a profiling window and print its resolved steps.\n"
 	  "  --start N          start at step N (absolute)\n"
 	  "  --in N             start N steps after the job's highest step now\n"
@@ -108,6 +109,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "                     with --wait or --in, the jobs there are named)\n"
 	  "  --force            no checks: a job or ranks not known, a start every\n"
 	  "                     live rank has passed (else refused, 409)\n"
+	  "  --no-collect       the agents' --trace-store does not collect this\n"
+	  "                     window's traces (\"collect\": false)\n"
 	  "With --json, prints the coordinator's answer, and with --wait the job's\n"
 	  "final summary after it.\n" },
 	{ "stragglers", ctl_cmd_stragglers,

@@ -139,6 +139,7 @@ struct ctl_trace_args {
 	int		 wait;
 	int		 new;		/* --new: a job not started yet */
 	int		 force;		/* --force: no checks */
+	int		 no_collect;	/* --no-collect */
 	int		 have_timeout;
 	double		 timeout;	/* seconds */
 };

@@ -274,6 +274,10 @@ ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
 			a->force = 1;
 			continue;
 		}
+		if (strcmp(argv[i], "--no-collect") == 0) {
+			a->no_collect = 1;
+			continue;
+		}
 		if (argv[i][0] != '-' || argv[i][1] == '\0') {
 			if (a->job != NULL) {
 				snprintf(err, errlen, "unexpected argument %s",
@@ -383,6 +387,8 @@ ctl_trace_body(const struct ctl_trace_args *a)
 		    json_string(a->output_subdir));
 	if (a->force)
 		json_object_set_new(b, "force", json_true());
+	if (a->no_collect)
+		json_object_set_new(b, "collect", json_false());
 	return (b);
 }
 

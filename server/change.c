@@ -70,6 +70,7 @@ change_put_window(struct coord *c, const struct change *ch,
 	row.selector = w->selector;
 	row.options = opts;
 	row.output_subdir = w->output_subdir;
+	row.no_collect = w->no_collect;
 	row.state = state;
 	row.finished = finished;
 	row.created_ns = w->created_ns;

@@ -149,7 +149,7 @@ http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
 static const char *http_window_keys[] = {
 	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
 	"select", "nodes", "one_per", "group_of", "options", "output_subdir",
-	"force", NULL
+	"force", "collect", NULL
 };
 
 /*
@@ -260,6 +260,12 @@ http_window_parse(const void *jv, struct window_request *r,
 			return (refusal_set(ref, 400, "output_subdir",
 			    "output_subdir must be a string"));
 		r->output_subdir = json_string_value(v);
+	}
+	if ((v = json_object_get(body, "collect")) != NULL) {
+		if (!json_is_boolean(v))
+			return (refusal_set(ref, 400, "collect", "collect must "
+			    "be true or false"));
+		r->no_collect = json_is_false(v);
 	}
 	if ((v = json_object_get(body, "options")) != NULL) {
 		if (options_over_parse(v, ov, &field, &why) == -1)

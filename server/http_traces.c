@@ -68,8 +68,9 @@ http_get_traces(struct coord *c, struct evhttp_request *req,
 	arr = json_array();
 	for (i = 0; i < l.n; i++)
 		json_array_append_new(arr, http_traces_entry(&l.entries[i]));
-	body = json_pack("{s:s,s:I,s:{s:I,s:I,s:I},s:o}", "job", name,
-	    "window", (json_int_t)q.window, "counts", "collected",
+	body = json_pack("{s:s,s:I,s:b,s:{s:I,s:I,s:I},s:o}", "job", name,
+	    "window", (json_int_t)q.window, "collect", !l.no_collect,
+	    "counts", "collected",
 	    (json_int_t)l.collected, "collect_failed", (json_int_t)l.failed,
 	    "pending", (json_int_t)l.pending, "traces", arr);
 	traces_list_free(&l);

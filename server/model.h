@@ -27,6 +27,7 @@ struct window_request {
 	int32_t		 group_rank;	/* the ranks sharing this one's */
 	const char	*group_vary;	/* labels but this key */
 	const char	*output_subdir;	/* NULL: none */
+	int		 no_collect;	/* "collect": false */
 	const struct options_over *options;	/* NULL: the job's defaults */
 };
 
@@ -293,6 +294,7 @@ struct traces_list {
 	struct traces_entry	*entries;	/* by rank */
 	size_t			 n;
 	size_t			 collected, failed, pending;
+	int			 no_collect;	/* the window's "collect": false */
 };
 int	 traces_event_detail(int, uint64_t, const char *, const char *,
 	    const char *, char *, size_t, const char **);

@@ -517,6 +517,7 @@ schedule_build_config(struct job *job)
 		po->framework_options_json = w->options.fwopts != NULL ?
 		    w->options.fwopts : (char *)"";
 		pw->options = po;
+		pw->no_collect = w->no_collect != 0;
 		cfg->windows[n++] = pw;
 	}
 	cfg->n_windows = n;
@@ -678,6 +679,7 @@ schedule_window_make(const struct options *defaults,
 		refusal_options(ref, field, why);
 		goto fail;
 	}
+	w->no_collect = r->no_collect;
 	*wp = w;
 	return (0);
 fail:

@@ -174,6 +174,8 @@ struct window {
 						 * (select.c), NULL: ranks */
 	struct options		 options;
 	char			 output_subdir[SEG_SUBDIR_MAX];
+	int			 no_collect;	/* "collect": false: traces
+						 * not collected */
 	enum window_state	 state;
 	int			 finished;	/* left the pushed schedule */
 	int			 refused;	/* left it: every node serving

@@ -65,6 +65,7 @@ struct store_window {
 	int		 finished;
 	int64_t		 created_ns;
 	int64_t		 ended_ns;		/* 0: not ended */
+	int		 no_collect;		/* "collect": false */
 };
 
 /* A rank's last known state. */

@@ -41,6 +41,7 @@ static const struct ef ef_window[] = {
 	EF(struct store_window, finished, EF_INT),
 	EF(struct store_window, created_ns, EF_I64),
 	EF(struct store_window, ended_ns, EF_I64),
+	EF(struct store_window, no_collect, EF_INT),
 };
 
 static const struct ef ef_rank[] = {

@@ -21,7 +21,7 @@
 
 /* Bump when the tables change; store_open() refuses a newer schema and
  * migrates an older one (sqlite_migrate()). */
-#define STORE_SCHEMA_VERSION	5
+#define STORE_SCHEMA_VERSION	6
 
 static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
@@ -31,7 +31,7 @@ static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS windows (job TEXT, id INTEGER,"
     " start_step INTEGER, stop_step INTEGER, ranks TEXT, options TEXT,"
     " output_subdir TEXT, state INTEGER, finished INTEGER, created INTEGER,"
-    " ended INTEGER, selector TEXT, PRIMARY KEY (job, id));"
+    " ended INTEGER, selector TEXT, no_collect INTEGER, PRIMARY KEY (job, id));"
     "CREATE TABLE IF NOT EXISTS ranks (job TEXT, rank INTEGER, node TEXT,"
     " pid INTEGER, step INTEGER, state INTEGER, window_id INTEGER,"
     " output_dir TEXT, last_event INTEGER, last_event_time INTEGER,"
@@ -63,8 +63,9 @@ static const char *store_sql[ST_COUNT] = {
 	"INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?1)",
 	"INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	"INSERT OR REPLACE INTO windows (job, id, start_step, stop_step, ranks,"
-	" options, output_subdir, state, finished, created, ended, selector)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+	" options, output_subdir, state, finished, created, ended, selector,"
+	" no_collect) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+	" ?13)",
 	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
 	" ?9, ?10, ?11, ?12, ?13, ?14)",
 	"INSERT OR IGNORE INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -130,6 +131,7 @@ static const struct {
 	{ "ranks", "gone", "INTEGER" },
 	{ "ranks", "labels", "TEXT" },		/* version 4 */
 	{ "windows", "selector", "TEXT" },	/* version 5 */
+	{ "windows", "no_collect", "INTEGER" },	/* version 6 */
 };
 
 /*
@@ -359,6 +361,7 @@ sqlite_put_window(void *arg, const struct store_window *w)
 	sqlite3_bind_int64(st, 10, w->created_ns);
 	sqlite3_bind_int64(st, 11, w->ended_ns);
 	sqlite_bind(st, 12, w->selector);
+	sqlite3_bind_int(st, 13, w->no_collect);
 	return (sqlite_step(s, ST_WINDOW));
 }
 
@@ -541,7 +544,8 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
 	    " ranks, options, output_subdir, state, finished, created, ended,"
-	    " selector FROM windows ORDER BY job, start_step", -1, &r.st, NULL) !=
+	    " selector, no_collect FROM windows ORDER BY job, start_step", -1,
+	    &r.st, NULL) !=
 	    SQLITE_OK)
 		return (-1);
 	while (sqlite3_step(r.st) == SQLITE_ROW) {
@@ -558,6 +562,7 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 		w.created_ns = sqlite_int(&r, 9, SQL_I64);
 		w.ended_ns = sqlite_int(&r, 10, SQL_I64);
 		w.selector = sqlite_text(&r, 11);
+		w.no_collect = sqlite_int(&r, 12, SQL_I32) != 0;
 		if (r.bad || w.job == NULL ? sqlite_bad(l, "windows", w.job,
 		    w.id) == -1 : l->window(l->arg, &w) == -1)
 			break;

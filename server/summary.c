@@ -266,6 +266,7 @@ summary_window_status(const struct job *job, const struct window *w,
 		json_object_set_new(o, "selector", summary_selector(w));
 	json_object_set_new(o, "options", options_to_json(&w->options));
 	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
+	json_object_set_new(o, "collect", json_boolean(!w->no_collect));
 	json_object_set_new(o, "state", json_string(state != NULL ? state :
 	    schedule_window_state(job, w)));
 	json_object_set_new(o, "created", summary_time(w->created_ns));

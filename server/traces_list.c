@@ -25,7 +25,8 @@ traces_rank_stopped(const struct rank *r, uint32_t id)
 /*
  * The index of a window's traces: q->job's window q->window, every rank
  * with a record for it, and every rank that stopped it without one (state
- * pending: its agent has no store, or has not collected it yet), by rank.
+ * pending: its agent has no store, or has not collected it yet; none of a
+ * window that said "collect": false), by rank.
  * Fills out (traces_list_free() frees it).  Returns 0, or -1 with the
  * refusal (404: no such job or window).
  */
@@ -48,6 +49,7 @@ traces_list(struct coord *c, const struct traces_query *q,
 	if (w == NULL)
 		return (refusal_set(ref, 404, "window", "job %s has no "
 		    "window %u", q->job, q->window));
+	out->no_collect = w->no_collect;
 	if ((v = schedule_rank_index(job, &n)) == NULL)
 		return (0);
 	if ((out->entries = calloc(n, sizeof(*out->entries))) == NULL)
@@ -62,7 +64,8 @@ traces_list(struct coord *c, const struct traces_query *q,
 			    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED;
 			out->failed += e->rec->kind ==
 			    DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED;
-		} else if (traces_rank_stopped(r, q->window)) {
+		} else if (!w->no_collect &&
+		    traces_rank_stopped(r, q->window)) {
 			e->node = r->node;
 			out->pending++;
 		} else

@@ -129,6 +129,7 @@ valid_window_row(const struct store_window *row, struct window *w,
 	w->stop_step = row->stop_step;
 	w->state = row->state;
 	w->finished = row->finished;
+	w->no_collect = row->no_collect != 0;
 	w->created_ns = row->created_ns;
 	w->ended_ns = row->ended_ns;
 	return (0);

@@ -53,6 +53,7 @@ struct loaded {
 	int32_t		 rank;
 	int64_t		 rank_step;
 	int64_t		 ended, arrived, gone;
+	int		 no_collect;
 	char		 error[64];
 	int		 event_kind;
 	char		 event_node[64], event_detail[160];
@@ -307,6 +308,7 @@ on_window(void *arg, const struct store_window *w)
 	l->state = w->state;
 	l->finished = w->finished;
 	l->ended = w->ended_ns;
+	l->no_collect = w->no_collect;
 	return (0);
 }
 
@@ -382,7 +384,7 @@ put_all(struct store *s)
 	struct store_job	 j = { "J", 7, 3, "{\"a\":1}", "{}", 11,
 	    "{\"rules\":[]}" };
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "one_per=pp\n",
-	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15 };
+	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15, 1 };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
 	    13, "it broke", "pp=3,tp=1", 16, 17 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
@@ -436,6 +438,7 @@ test_put_commit_reload(void **state)
 	assert_int_equal(l.rank_step, 42);
 	assert_string_equal(l.error, "it broke");
 	assert_int_equal(l.ended, 15);
+	assert_int_equal(l.no_collect, 1);
 	assert_int_equal(l.arrived, 16);
 	assert_int_equal(l.gone, 17);
 	assert_int_equal(l.events, 2);

@@ -1,7 +1,9 @@
 /*
  * The SQLite store opened on a file of an older schema: a version 1 store
  * (no rules column) is migrated in place, its rows kept, and a job's rules
- * then go in and come back after a reopen.
+ * then go in and come back after a reopen; a version 4 store's windows
+ * (no no_collect column) load as collected, and a window that says
+ * "collect": false goes in and comes back.
  */
 
 #include <setjmp.h>
@@ -27,9 +29,20 @@ static const char *schema_v1 =
     "INSERT INTO jobs VALUES ('old-j', 5, 2, '{\"a\":1}', NULL, 77);"
     "PRAGMA user_version=1;";
 
+/* The windows table as schema version 4 made it, with a row. */
+static const char *schema_v4_windows =
+    "CREATE TABLE windows (job TEXT, id INTEGER, start_step INTEGER,"
+    " stop_step INTEGER, ranks TEXT, options TEXT, output_subdir TEXT,"
+    " state INTEGER, finished INTEGER, created INTEGER, ended INTEGER,"
+    " PRIMARY KEY (job, id));"
+    "INSERT INTO windows VALUES ('old-j', 1, 10, 20, '', NULL, '', 1, 0,"
+    " 5, 0);"
+    "PRAGMA user_version=4;";
+
 /* The job rows store_load() handed over: the last one's fields. */
 struct loaded {
 	int	 jobs;
+	int	 windows, no_collect[4];	/* by window id */
 	char	 name[64], config[64], rules[128];
 	uint64_t generation;
 	int64_t	 created;
@@ -60,12 +73,15 @@ on_generation(void *arg, uint64_t gen)
 	(void)gen;
 }
 
-/* Ignores a window row. */
+/* Takes a window row. */
 static int
 on_window(void *arg, const struct store_window *w)
 {
-	(void)arg;
-	(void)w;
+	struct loaded	*l = arg;
+
+	l->windows++;
+	if (w->id < 4)
+		l->no_collect[w->id] = w->no_collect;
 	return (0);
 }
 
@@ -172,14 +188,55 @@ test_migrate_v1(void **state)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	/* Version 3: when windows ended, when ranks came and went; 4: the
-	 * ranks' labels; 5: what named a window's ranks. */
+	 * ranks' labels; 5: what named a window's ranks; 6: a window's
+	 * "collect": false. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT w.ended, r.arrived,"
-	    " r.gone, r.labels, w.selector FROM windows w, ranks r", -1, &st,
-	    NULL),
+	    " r.gone, r.labels, w.selector, w.no_collect FROM windows w,"
+	    " ranks r", -1, &st, NULL),
 	    SQLITE_OK);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(version, 5);
+	assert_int_equal(version, 6);
+	unit_rmstore(dir);
+}
+
+static void
+test_migrate_v4(void **state)
+{
+	struct store		*s;
+	struct store_window	 w = { "old-j", 2, 30, 40, "", NULL, NULL, "",
+	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1 };
+	struct loaded		 l;
+	sqlite3			*db;
+	const char		*why;
+	char			 dir[64], path[128];
+
+	(void)state;
+	assert_int_equal(unit_tmpdir(dir, sizeof(dir)), 0);
+	snprintf(path, sizeof(path), "%s/dynprof.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, schema_v4_windows, NULL, NULL,
+	    NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	/* The old window is there, collected as windows were. */
+	s = store_open(dir, &why);
+	assert_non_null(s);
+	load(s, &l);
+	assert_int_equal(l.windows, 1);
+	assert_int_equal(l.no_collect[1], 0);
+	/* One that says no goes in and comes back after a reopen. */
+	assert_int_equal(store_begin(s), 0);
+	assert_int_equal(store_put_window(s, &w), 0);
+	assert_int_equal(store_commit(s), 0);
+	store_close(s);
+	s = store_open(dir, &why);
+	assert_non_null(s);
+	load(s, &l);
+	assert_int_equal(l.windows, 2);
+	assert_int_equal(l.no_collect[1], 0);
+	assert_int_equal(l.no_collect[2], 1);
+	store_close(s);
 	unit_rmstore(dir);
 }
 
@@ -188,6 +245,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_migrate_v1),
+		cmocka_unit_test(test_migrate_v4),
 	};
 
 	log_init("test_store_migrate", LOG_LEVEL_QUIET);
