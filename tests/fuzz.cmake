@@ -101,11 +101,15 @@ dynprof_fuzz(admin fuzz_coord_objs)
 dynprof_fuzz(store_row fuzz_coord_objs)
 dynprof_fuzz(labels fuzz_agent_objs)
 dynprof_fuzz(standalone fuzz_agent_objs ${FUZZ_DIR}/fuzzdir.c)
-dynprof_fuzz(coord_dispatch fuzz_coord_objs ${FUZZ_DIR}/fuzzdir.c)
+dynprof_fuzz(coord_dispatch fuzz_coord_objs ${FUZZ_DIR}/fuzz_coord.c
+  ${FUZZ_DIR}/fuzzdir.c)
+dynprof_fuzz(legacy_status fuzz_coord_objs ${FUZZ_DIR}/fuzz_coord.c
+  ${FUZZ_DIR}/fuzzdir.c)
 if(NOT DYNPROF_FUZZ)
   # A live coordinator answering two admin requests per input: some 25 s
   # under sanitizers.
-  set_tests_properties(fuzz_coord_dispatch PROPERTIES TIMEOUT 180)
+  set_tests_properties(fuzz_coord_dispatch fuzz_legacy_status PROPERTIES
+    TIMEOUT 180)
 endif()
 dynprof_fuzz(agent_dispatch fuzz_agent_objs ${FUZZ_DIR}/fuzzdir.c)
 dynprof_fuzz(segment_live "fuzz_agent_objs;fuzz_dynprof_objs"

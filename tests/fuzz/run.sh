@@ -3,16 +3,16 @@
 #
 #	tests/fuzz/run.sh [-t SECONDS | -n RUNS] [TARGET...]
 #
-# TARGET is frames, ranks, segment, admin, store_row, labels, standalone, coord_dispatch,
-# agent_dispatch or segment_live (default: all).  -t bounds each run in time
-# (default 60 s), -n in executions.  The targets come from $BUILD (default
+# TARGET is frames, ranks, segment, admin, store_row, labels, standalone,
+# coord_dispatch, legacy_status, agent_dispatch or segment_live (default: all).
+# -t bounds each run in time (default 60 s), -n in executions.  The targets come from $BUILD (default
 # build-fuzz, made with CC=clang cmake -S . -B build-fuzz -DDYNPROF_FUZZ=ON);
 # each run starts from tests/fuzz/corpus/TARGET and keeps what it finds in
 # $WORK/TARGET/corpus (new inputs) and $WORK/TARGET/art (crashes), its output
 # in $WORK/TARGET.log (default WORK=fuzz-work).  $FUZZ_ARGS goes to
 # libFuzzer as well (e.g. "-fork=1 -ignore_crashes=1" to go on after a
-# crash), $FUZZ_ADMIN_EVERY to coord_dispatch (default here 16; 1 checks
-# the admin API after every input, as make test does).  Exit status: 1 if a
+# crash), $FUZZ_ADMIN_EVERY to coord_dispatch and legacy_status (default
+# here 16; 1 checks the admin API after every input, as make test does).  Exit status: 1 if a
 # target crashed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,8 +27,8 @@ while getopts t:n: opt; do
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || set -- frames ranks segment admin store_row labels standalone coord_dispatch \
-    agent_dispatch segment_live
+[ $# -gt 0 ] || set -- frames ranks segment admin store_row labels standalone \
+    coord_dispatch legacy_status agent_dispatch segment_live
 rc=0
 for t in "$@"; do
 	bin=$BUILD/tests/fuzz_$t
@@ -41,14 +41,14 @@ for t in "$@"; do
 	# refusals; these keep state across inputs, which libFuzzer's leak
 	# check would take for leaks and scan the heap for at every input
 	# (make test's sanitizer run checks their leaks at exit).
-	# coord_dispatch asks the admin API for the status every 16th
+	# coord_dispatch and legacy_status ask the admin API for the status every 16th
 	# input (and before each rebuild and at exit), not after every one:
 	# that costs twenty times the dispatch.
 	case $t in
 	segment) extra="-max_len=131072 -len_control=0" ;;
 	segment_live) extra="-max_len=80000 -len_control=0 -detect_leaks=0" ;;
 	standalone) extra="-close_fd_mask=2" ;;
-	coord_dispatch|agent_dispatch)
+	coord_dispatch|agent_dispatch|legacy_status)
 		extra="-close_fd_mask=2 -detect_leaks=0" ;;
 	*) extra="" ;;
 	esac

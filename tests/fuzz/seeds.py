@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes the seed streams of fuzz_coord_dispatch and fuzz_agent_dispatch:
 AgentLink frames (flag byte 0, 4-byte big-endian length, the message) of
-messages written in protobuf text format and encoded by protoc.
+messages written in protobuf text format and encoded by protoc; and the seeds
+of fuzz_legacy_status, one LegacyStatus each, unframed.
 
     python3 tests/fuzz/seeds.py     (from the source tree; needs protoc)
 """
@@ -14,10 +15,14 @@ PROTO_DIR = os.path.join(HERE, "..", "..", "proto")
 
 
 def encode(kind, text):
-    out = subprocess.run(
+    return subprocess.run(
         ["protoc", "--proto_path=" + PROTO_DIR,
          "--encode=dynprof.v1." + kind, "dynprof.proto"],
         input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
+
+
+def frame(kind, text):
+    out = encode(kind, text)
     return b"\0" + len(out).to_bytes(4, "big") + out
 
 
@@ -102,6 +107,19 @@ COORD = {
     ],
 }
 
+# One LegacyStatus a seed (fuzz_legacy_status).
+LEGACY = {
+    "written": ['job: "fz" dialect: "mindspore-2.4" output_dir: "/out/fz" '
+                'windows { window_id: 1 state: LEGACY_WINDOW_WRITTEN } '
+                'windows { window_id: 2 state: LEGACY_WINDOW_REFUSED '
+                'reason: "the dialect cannot say it" }'],
+    "error": ['job: "fz" dialect: "torch_npu" error: "config unwritable" '
+              'windows { window_id: 2 state: LEGACY_WINDOW_WAITING } '
+              'windows { window_id: 99 state: LEGACY_WINDOW_UNVERIFIED }'],
+    "other": ['job: "other" dialect: ""'],
+    "removed": ['job: "fz" removed: true'],
+}
+
 AGENT = {
     # Welcome, the job's schedule, acks of events it never sent, heartbeats.
     "life": [
@@ -135,15 +153,16 @@ AGENT = {
 }
 
 
-def write(target, seeds, kind):
+def write(target, seeds, kind, wrap=frame):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
     for name, msgs in seeds.items():
         with open(os.path.join(d, "seed_" + name), "wb") as f:
             for m in msgs:
-                f.write(encode(kind, m))
+                f.write(wrap(kind, m))
 
 
 if __name__ == "__main__":
     write("coord_dispatch", COORD, "AgentMessage")
     write("agent_dispatch", AGENT, "CoordinatorMessage")
+    write("legacy_status", LEGACY, "LegacyStatus", encode)
