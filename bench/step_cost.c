@@ -78,6 +78,19 @@ bench_socket(struct bench *b)
 	}
 }
 
+/* Undoes what bench_open() made: the agent's socket, segment, directory. */
+static void
+bench_unmake(struct bench *b)
+{
+	if (b->sockfd != -1) {
+		close(b->sockfd);
+		(void)unlink(b->sock);
+	}
+	segment_close(&b->agent);
+	segment_unlink(b->dir, b->job);
+	(void)rmdir(b->dir);
+}
+
 static int
 bench_open(struct bench *b)
 {
@@ -122,13 +135,7 @@ bench_open(struct bench *b)
 	p.agent_socket = b->sock;
 	if ((rc = dynprof_open(&p, &b->h)) != DYNPROF_OK) {
 		fprintf(stderr, "step_cost: open: %s\n", dynprof_strerror(rc));
-		if (b->sockfd != -1) {
-			close(b->sockfd);
-			(void)unlink(b->sock);
-		}
-		segment_close(&b->agent);
-		segment_unlink(b->dir, b->job);
-		(void)rmdir(b->dir);
+		bench_unmake(b);
 		return (-1);
 	}
 	return (0);
@@ -138,13 +145,7 @@ static void
 bench_close(struct bench *b)
 {
 	dynprof_close(b->h);
-	if (b->sockfd != -1) {
-		close(b->sockfd);
-		(void)unlink(b->sock);
-	}
-	segment_close(&b->agent);
-	segment_unlink(b->dir, b->job);
-	(void)rmdir(b->dir);
+	bench_unmake(b);
 }
 
 static double

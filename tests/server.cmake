@@ -26,76 +26,57 @@ add_test(NAME test_ctl_fetch_hostile
 set_tests_properties(test_ctl_fetch_hostile PROPERTIES TIMEOUT 240
   SKIP_RETURN_CODE 77 ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
+# dynprof_coord_test(NAME [TIMEOUT S] [LIBS ...] [DEPENDS ...]):
+# component/NAME.c against the real coordinator with fake agents
+# (support/test_coord_util.c, support/fakeagent.c); 120 s unless told.
+function(dynprof_coord_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "LIBS;DEPENDS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  dynprof_test(${name} SOURCES component/${name}.c support/test_coord_util.c
+    support/fakeagent.c LIBS dpdaemon ${T_LIBS} PkgConfig::JANSSON
+    TIMEOUT ${T_TIMEOUT})
+  add_dependencies(${name} dynprof-coordinator ${T_DEPENDS})
+endfunction()
+
 # dynprof-coordinator: the real binary on 127.0.0.1, port 0, private state dir.
-dynprof_test(test_coord SOURCES component/test_coord.c support/test_coord_util.c
-  LIBS PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord dynprof-coordinator)
-dynprof_test(test_coord_agents SOURCES component/test_coord_agents.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_agents dynprof-coordinator)
-dynprof_test(test_coord_protocol SOURCES component/test_coord_protocol.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_protocol dynprof-coordinator)
+dynprof_coord_test(test_coord)
+dynprof_coord_test(test_coord_agents)
+dynprof_coord_test(test_coord_protocol)
 # A job's summary and its ranks page by page, through the real binary and
 # fake agents.
-dynprof_test(test_coord_view SOURCES component/test_coord_view.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_view dynprof-coordinator)
+dynprof_coord_test(test_coord_view)
 # A window's counts stay what they were while ranks come and go, and
 # dynprofctl trace --wait judges it as the summary does.
-dynprof_test(test_coord_history SOURCES component/test_coord_history.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_history dynprof-coordinator dynprofctl)
+dynprof_coord_test(test_coord_history DEPENDS dynprofctl)
 # The event stream: resumed, followed, its bounds, across a restart.
-dynprof_test(test_coord_events SOURCES component/test_coord_events.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon dpagenttest PkgConfig::JANSSON TIMEOUT 300)
-add_dependencies(test_coord_events dynprof-coordinator dynprof-agent rankproc)
+dynprof_coord_test(test_coord_events TIMEOUT 300 LIBS dpagenttest
+  DEPENDS dynprof-agent rankproc)
 # The coordinator's schedule with the real agent and real ranks (rankproc).
-dynprof_test(test_coord_ranks SOURCES e2e/test_coord_ranks.c support/test_coord_util.c
-  LIBS dpagenttest PkgConfig::JANSSON TIMEOUT 120)
+dynprof_test(test_coord_ranks SOURCES e2e/test_coord_ranks.c
+  support/test_coord_util.c support/fakeagent.c
+  LIBS dpdaemon dpagenttest PkgConfig::JANSSON TIMEOUT 120)
 add_dependencies(test_coord_ranks dynprof-coordinator dynprof-agent rankproc)
 # Bad values at the coordinator's edges (steps, strings, integers, methods,
 # token files), through the real binary and fake agents.
-dynprof_test(test_coord_badvalues SOURCES component/test_coord_badvalues.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_badvalues dynprof-coordinator)
+dynprof_coord_test(test_coord_badvalues)
 # Bounds on peers: frames and time before hello, output an agent does not
 # read, jobs and ranks from agents, seq windows, slow and many admin clients,
 # descriptors running out.
-dynprof_test(test_coord_bounds SOURCES component/test_coord_bounds.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 400)
-add_dependencies(test_coord_bounds dynprof-coordinator)
+dynprof_coord_test(test_coord_bounds TIMEOUT 400)
 # Budgets of rank state: event strings, ranks per job and per agent, the
 # memory of all ranks, each refusal counted and a healthy job unaffected.
-dynprof_test(test_coord_budgets SOURCES component/test_coord_budgets.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 180)
-add_dependencies(test_coord_budgets dynprof-coordinator)
+dynprof_coord_test(test_coord_budgets TIMEOUT 180)
 # The generation counter against agents that applied more than the store
 # holds: raised, so that the next change reaches them; an absurd one not.
-dynprof_test(test_coord_generation SOURCES component/test_coord_generation.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_generation dynprof-coordinator)
+dynprof_coord_test(test_coord_generation)
 # Stragglers: fake agents report steps, the real coordinator flags the ranks
 # and nodes that lag the job's median or whose rate fell.
-dynprof_test(test_coord_stragglers SOURCES component/test_coord_stragglers.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_stragglers dynprof-coordinator dynprofctl)
+dynprof_coord_test(test_coord_stragglers DEPENDS dynprofctl)
 # A job's rules: fired on a straggler through fake agents, their caps, bad
 # rules refused, rules kept across a restart.
-dynprof_test(test_coord_rules SOURCES component/test_coord_rules.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_rules dynprof-coordinator)
+dynprof_coord_test(test_coord_rules)
 # dynprofctl rule and stragglers against the real coordinator.
 add_test(NAME test_ctl_rule
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_ctl_rule.sh)
@@ -103,14 +84,8 @@ set_tests_properties(test_ctl_rule PROPERTIES TIMEOUT 60
   ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 # Legacy jobs (docs/legacy.md): a node's reports in the job's status, and
 # observed events taken only from a node serving the job as legacy.
-dynprof_test(test_coord_legacy SOURCES component/test_coord_legacy.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 120)
-add_dependencies(test_coord_legacy dynprof-coordinator dynprofctl)
+dynprof_coord_test(test_coord_legacy DEPENDS dynprofctl)
 # The status page in headless Chromium (scripts/deps.sh, "test"): the real
 # coordinator with fake agents; the rendered DOM checked, a screenshot kept
 # in tests/artefacts/.
-dynprof_test(test_ui_browser SOURCES component/test_ui_browser.c
-  support/test_coord_util.c support/fakeagent.c
-  LIBS dpdaemon PkgConfig::JANSSON TIMEOUT 300)
-add_dependencies(test_ui_browser dynprof-coordinator)
+dynprof_coord_test(test_ui_browser TIMEOUT 300)

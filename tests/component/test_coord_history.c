@@ -34,15 +34,6 @@ setup_fast(void **state)
 	return (tc_setup_agents_hb(state, "100"));
 }
 
-/* Sends an event of job and waits for its commit. */
-static void
-event(struct fakeagent *fa, int kind, const char *job, int rank,
-    uint32_t window, int64_t step)
-{
-	assert_int_equal(fa_event_commit(fa, kind, job, rank, window, step,
-	    5000), 0);
-}
-
 /* Ranks 0-7 of job start and stop window id at step. */
 static void
 run_window(struct fakeagent *fa, const char *job, uint32_t id, int64_t step)
@@ -50,8 +41,8 @@ run_window(struct fakeagent *fa, const char *job, uint32_t id, int64_t step)
 	int	 i;
 
 	for (i = 0; i < HIST_RANKS; i++) {
-		event(fa, K_STARTED, job, i, id, step);
-		event(fa, K_STOPPED, job, i, id, step + 1);
+		tc_event(fa, K_STARTED, job, i, id, step);
+		tc_event(fa, K_STOPPED, job, i, id, step + 1);
 	}
 }
 
@@ -104,6 +95,25 @@ window_whole(struct tc_coord *tc, const char *job, long long id)
 	tc_reply_free(&r);
 }
 
+/* Posts window id over [start, start + 1], runs it on ranks 0-7 and checks
+ * it done and whole. */
+static void
+window_posted_run(struct tc_coord *tc, struct fakeagent *fa, const char *job,
+    uint32_t id, int64_t start)
+{
+	struct tc_reply	 r;
+	char		 path[128], body[96];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
+	snprintf(body, sizeof(body), "{\"start_step\": %lld, \"stop_step\": "
+	    "%lld}", (long long)start, (long long)start + 1);
+	r = tc_req(tc, "POST", path, body, 201);
+	tc_reply_free(&r);
+	run_window(fa, job, id, start);
+	wait_window(tc, job, id, "done");
+	window_whole(tc, job, id);
+}
+
 /*
  * Rank 50 comes after window 1 ended and leaves before window 2 is made;
  * rank 60 comes after both ended.  Neither is counted against them, and
@@ -126,17 +136,12 @@ test_elastic(void **state)
 	    "el"), 0);
 	assert_int_equal(fa_progress(&fa, "el", 0, 5, 5, HIST_RANKS), 0);
 	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.total", HIST_RANKS);
-	r = tc_req(tc, "POST", "/v1/jobs/el/windows",
-	    "{\"start_step\": 10, \"stop_step\": 11}", 201);
-	tc_reply_free(&r);
-	run_window(&fa, "el", 1, 10);
-	wait_window(tc, "el", 1, "done");
-	window_whole(tc, "el", 1);
+	window_posted_run(tc, &fa, "el", 1, 10);
 
 	/* Rank 50 attaches for a few steps, then exits. */
 	assert_int_equal(fa_progress(&fa, "el", 50, 12, 12, 1), 0);
 	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.total", HIST_RANKS + 1);
-	event(&fa, K_DETACHED, "el", 50, 0, 13);
+	tc_event(&fa, K_DETACHED, "el", 50, 0, 13);
 	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.gone", 1);
 	window_whole(tc, "el", 1);
 	r = tc_req(tc, "GET", "/v1/jobs/el/ranks?state=gone", NULL, 200);
@@ -166,7 +171,7 @@ test_elastic(void **state)
 	tc_wait_int(tc, "/v1/jobs/el", "rank_counts.total", HIST_RANKS + 2);
 	window_whole(tc, "el", 1);
 	window_whole(tc, "el", 2);
-	event(&fa, K_DETACHED, "el", 60, 0, 31);
+	tc_event(&fa, K_DETACHED, "el", 60, 0, 31);
 	fa_close(&fa);
 
 	/* A restart keeps when windows ended and ranks came and went: ranks
@@ -179,12 +184,7 @@ test_elastic(void **state)
 	assert_int_equal(fa_join(&fa, tc->agent_port, "n1", "agent-secret",
 	    "el"), 0);
 	assert_int_equal(fa_progress(&fa, "el", 0, 40, 40, HIST_RANKS), 0);
-	r = tc_req(tc, "POST", "/v1/jobs/el/windows",
-	    "{\"start_step\": 50, \"stop_step\": 51}", 201);
-	tc_reply_free(&r);
-	run_window(&fa, "el", 3, 50);
-	wait_window(tc, "el", 3, "done");
-	window_whole(tc, "el", 3);
+	window_posted_run(tc, &fa, "el", 3, 50);
 	fa_close(&fa);
 }
 

@@ -58,15 +58,6 @@ progress(struct fakeagent *fa, const char *job, int first, int n, int64_t lo,
 	}
 }
 
-/* Sends an event of job and waits for its commit. */
-static void
-event(struct fakeagent *fa, int kind, const char *job, int rank,
-    uint32_t window, int64_t step)
-{
-	assert_int_equal(fa_event_commit(fa, kind, job, rank, window, step,
-	    5000), 0);
-}
-
 /* Waits until the job's summary counts total ranks. */
 static void
 wait_total(struct tc_coord *tc, const char *job, long long total)
@@ -99,12 +90,12 @@ test_summary(void **state)
 	progress(&b, "sum", 5, 5, 7, 11);
 	wait_total(tc, "sum", 10);
 	for (i = 0; i < 4; i++)
-		event(&a, K_STARTED, "sum", i, 1, 10);
+		tc_event(&a, K_STARTED, "sum", i, 1, 10);
 	for (i = 0; i < 3; i++)
-		event(&a, K_STOPPED, "sum", i, 1, 12);
-	event(&a, K_FAILED, "sum", 4, 1, 10);
-	event(&b, K_SKIPPED, "sum", 5, 1, 11);
-	event(&b, K_DETACHED, "sum", 6, 0, 11);
+		tc_event(&a, K_STOPPED, "sum", i, 1, 12);
+	tc_event(&a, K_FAILED, "sum", 4, 1, 10);
+	tc_event(&b, K_SKIPPED, "sum", 5, 1, 11);
+	tc_event(&b, K_DETACHED, "sum", 6, 0, 11);
 
 	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
 	/* The fields of before stay; per-rank detail moved away. */
@@ -243,7 +234,7 @@ churn(void *arg)
 	/* 50 below every cursor, 50 past the last: only the latter show. */
 	progress(ch->fa, "pg", 0, 50, 3, 3);
 	progress(ch->fa, "pg", 90000, 50, 3, 3);
-	event(ch->fa, K_DETACHED, "pg", 20000, 0, 3);
+	tc_event(ch->fa, K_DETACHED, "pg", 20000, 0, 3);
 }
 
 static void
@@ -263,7 +254,7 @@ test_pages(void **state)
 	progress(&b, "pg", 20000, VIEW_MANY, 1, 2);
 	wait_total(tc, "pg", 2 * VIEW_MANY);
 	for (i = 0; i < 5; i++)
-		event(&b, K_FAILED, "pg", 20100 + i, 0, 2);
+		tc_event(&b, K_FAILED, "pg", 20100 + i, 0, 2);
 
 	/* Every rank once, in order, across pages of several sizes. */
 	want = 0;

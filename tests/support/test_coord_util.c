@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "fakeagent.h"
 #include "test_coord_util.h"
 
 #define TC_START_TIMEOUT_MS	10000
@@ -60,6 +61,15 @@ tc_fd_count(pid_t pid)
 			n++;
 	closedir(d);
 	return (n);
+}
+
+/* Sends an event of job from fa and waits for its commit, else fails. */
+void
+tc_event(struct fakeagent *fa, int kind, const char *job, int rank,
+    uint32_t window, int64_t step)
+{
+	assert_int_equal(fa_event_commit(fa, kind, job, rank, window, step,
+	    5000), 0);
 }
 
 /* Returns the value of the /metrics line "name value", or -1. */

@@ -10,7 +10,11 @@
 
 #include <sys/types.h>
 
+#include <stdint.h>
+
 #include <jansson.h>
+
+struct fakeagent;
 
 struct tc_coord {
 	pid_t	 pid;
@@ -60,6 +64,8 @@ json_t	*tc_window(json_t *, long long);
 long long tc_now_ms(void);
 int	 tc_fd_count(pid_t);
 long long tc_metric(struct tc_coord *, const char *);
+void	 tc_event(struct fakeagent *, int, const char *, int, uint32_t,
+	    int64_t);
 int	 tc_run_exit(const char *const *, int);
 /* dynprofctl run against the coordinator, waited for this long at most. */
 #define TC_CTL_WAIT_MS	20000

@@ -359,22 +359,30 @@ on_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 	return (0);
 }
 
-/* Reads the whole store into l. */
+/* Reads the whole store, every row to arg, the agents' rows through agent. */
 static void
-load(struct store *s, struct loaded *l)
+load_rows(struct store *s, void *arg,
+    int (*agent)(void *, const char *, uint64_t, uint64_t))
 {
 	struct store_loader	 cb = {
-		.arg = l,
+		.arg = arg,
 		.generation = on_generation,
 		.job = on_job,
 		.window = on_window,
 		.rank = on_rank,
 		.event = on_event,
-		.agent = on_agent,
+		.agent = agent,
 	};
 
-	memset(l, 0, sizeof(*l));
 	assert_int_equal(store_load(s, &cb), 0);
+}
+
+/* Reads the whole store into l. */
+static void
+load(struct store *s, struct loaded *l)
+{
+	memset(l, 0, sizeof(*l));
+	load_rows(s, l, on_agent);
 }
 
 /* Puts one row of every kind for job J. */
@@ -721,18 +729,8 @@ on_agent_node(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 static void
 load_agents(struct store *s, struct agents_loaded *al)
 {
-	struct store_loader	 cb = {
-		.arg = al,
-		.generation = on_generation,
-		.job = on_job,
-		.window = on_window,
-		.rank = on_rank,
-		.event = on_event,
-		.agent = on_agent_node,
-	};
-
 	memset(al, 0, sizeof(*al));
-	assert_int_equal(store_load(s, &cb), 0);
+	load_rows(s, al, on_agent_node);
 }
 
 /* Writes the row of node of the layout before (PREFIX agents/NODE). */
