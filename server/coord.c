@@ -612,7 +612,7 @@ coord_init(struct coord *c)
 	TAILQ_INIT(&c->dead);
 	TAILQ_INIT(&c->acks);
 	TAILQ_INIT(&c->commits);
-	TAILQ_INIT(&c->batch_ranks);
+	TAILQ_INIT(&c->changed_ranks);
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);
 	TAILQ_INIT(&c->legacy);

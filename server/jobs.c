@@ -23,7 +23,6 @@ void
 jobs_reap(struct coord *c, uint64_t linger_ms)
 {
 	struct job	*job, *next;
-	struct rank	*r;
 	struct node	*n;
 	struct node_job	*nj;
 	uint64_t	 now = clock_mono_ms();
@@ -31,7 +30,7 @@ jobs_reap(struct coord *c, uint64_t linger_ms)
 	for (job = TAILQ_FIRST(&c->jobs); job != NULL; job = next) {
 		next = TAILQ_NEXT(job, entry);
 		if (!schedule_job_unscheduled(job) ||
-		    !TAILQ_EMPTY(&job->subs) || job->ranks_dirty) {
+		    !TAILQ_EMPTY(&job->subs) || job->ranks_changed > 0) {
 			job->idle_ms = 0;
 			continue;
 		}
@@ -40,11 +39,6 @@ jobs_reap(struct coord *c, uint64_t linger_ms)
 			continue;
 		}
 		if (now - job->idle_ms < linger_ms)
-			continue;
-		TAILQ_FOREACH(r, &job->ranks, entry)
-			if (r->in_batch)
-				break;
-		if (r != NULL)
 			continue;
 		if (store_forget_job(c->store, job->name) == -1) {
 			log_warnx("%s: cannot forget job %s", __func__,
@@ -80,8 +74,6 @@ jobs_free(struct coord *c, struct job *job)
 	}
 	while ((r = TAILQ_FIRST(&job->ranks)) != NULL) {
 		TAILQ_REMOVE(&job->ranks, r, entry);
-		if (r->in_batch)
-			TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
 		schedule_rank_free(c, r);
 	}
 	if (job->rank_hash != NULL)

@@ -230,7 +230,7 @@ leader_model_clear(struct coord *c)
 	legacy_free_all(c);		/* what the agents reported */
 	TAILQ_INIT(&c->jobs);
 	TAILQ_INIT(&c->nodes);
-	TAILQ_INIT(&c->batch_ranks);
+	TAILQ_INIT(&c->changed_ranks);
 	for (i = 0; i < COORD_NODE_BUCKETS; i++)
 		LIST_INIT(&c->node_hash[i]);
 	c->generation = 0;

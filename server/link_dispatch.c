@@ -501,8 +501,9 @@ link_commit_batch(struct coord *c)
 		return;
 	}
 	b->c = c;
-	if (schedule_store_batch_ranks(c) == -1)
+	if (schedule_store_ranks(c) == -1)
 		failed = 1;
+	schedule_ranks_stored(c);
 	while ((conn = TAILQ_FIRST(&c->acks)) != NULL) {
 		TAILQ_REMOVE(&c->acks, conn, ack_entry);
 		conn->ack_queued = 0;

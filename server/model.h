@@ -113,7 +113,8 @@ void	 schedule_apply_progress(struct coord *, struct node *,
 	    const Dynprof__V1__Progress *);
 void	 schedule_flush_ranks(struct coord *);
 void	 schedule_compact_jobs(struct coord *);
-int	 schedule_store_batch_ranks(struct coord *);
+int	 schedule_store_ranks(struct coord *);
+void	 schedule_ranks_stored(struct coord *);
 int	 schedule_window_resolve(const struct window_request *, int64_t,
 	    int64_t *, int64_t *, struct refusal *);
 int	 schedule_rank_has_event(const struct rank *, uint32_t, int);

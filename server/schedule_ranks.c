@@ -171,10 +171,33 @@ schedule_rank_take(struct coord *c, struct job *job, int32_t rank,
 	return (r);
 }
 
+/* Queues a rank whose row is to be stored (schedule_store_ranks()). */
+static void
+schedule_rank_changed(struct coord *c, struct rank *r)
+{
+	if (r->changed)
+		return;
+	r->changed = 1;
+	r->job->ranks_changed++;
+	TAILQ_INSERT_TAIL(&c->changed_ranks, r, changed_entry);
+}
+
+/* Takes a rank off the queue of rows to store, if it is on it. */
+static void
+schedule_rank_unqueue(struct coord *c, struct rank *r)
+{
+	if (!r->changed)
+		return;
+	TAILQ_REMOVE(&c->changed_ranks, r, changed_entry);
+	r->changed = 0;
+	r->job->ranks_changed--;
+}
+
 /* Frees a rank (its job frees its table), giving its bytes back. */
 void
 schedule_rank_free(struct coord *c, struct rank *r)
 {
+	schedule_rank_unqueue(c, r);
 	schedule_rank_count(r, NULL);
 	c->rank_bytes -= schedule_rank_bytes(r);
 	free(r->output_dir);
@@ -551,11 +574,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	r->last_event_ns = re.time_ns;
 	/* For the event stream once the batch is committed. */
 	journal_stage_rank(c, job, r, &re, node, detail);
-	/* Stored once per batch, by schedule_store_batch_ranks(). */
-	if (!r->in_batch) {
-		r->in_batch = 1;
-		TAILQ_INSERT_TAIL(&c->batch_ranks, r, batch_entry);
-	}
+	schedule_rank_changed(c, r);
 	return (0);
 }
 
@@ -582,20 +601,32 @@ schedule_store_rank(struct coord *c, const struct rank *r)
 	return (store_put_rank(c->store, &row));
 }
 
-/* Stores the ranks the open batch's events changed (inside its tx). */
+/*
+ * Stores the row of every rank an event or a progress report changed since
+ * its row was last stored (inside the caller's transaction: the batch of
+ * events' when one is open, else the tick's, schedule_flush_ranks()): the
+ * one way a changed rank reaches the store.  They stay queued until
+ * schedule_ranks_stored().  Returns 0 or -1.
+ */
 int
-schedule_store_batch_ranks(struct coord *c)
+schedule_store_ranks(struct coord *c)
 {
 	struct rank	*r;
-	int		 rc = 0;
 
-	while ((r = TAILQ_FIRST(&c->batch_ranks)) != NULL) {
-		TAILQ_REMOVE(&c->batch_ranks, r, batch_entry);
-		r->in_batch = 0;
+	TAILQ_FOREACH(r, &c->changed_ranks, changed_entry)
 		if (schedule_store_rank(c, r) == -1)
-			rc = -1;
-	}
-	return (rc);
+			return (-1);
+	return (0);
+}
+
+/* Empties the queue of ranks to store: their rows went to a commit. */
+void
+schedule_ranks_stored(struct coord *c)
+{
+	struct rank	*r;
+
+	while ((r = TAILQ_FIRST(&c->changed_ranks)) != NULL)
+		schedule_rank_unqueue(c, r);
 }
 
 /*
@@ -766,8 +797,7 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		    rp->state <= DYNPROF__V1__RANK_STATE__RANK_GONE)
 			schedule_rank_set_state(r, rp->state);
 		schedule_rank_count(r, node);
-		r->dirty = 1;
-		job->ranks_dirty = 1;
+		schedule_rank_changed(c, r);
 	}
 }
 
@@ -831,43 +861,28 @@ schedule_job_ranks_alive(const struct coord *c, const struct job *job)
 	return (n);
 }
 
-/* Stores ranks whose step or state changed through progress reports. */
+/*
+ * Stores the ranks still queued (progress reports change ranks outside any
+ * batch of events): the open batch's commit takes them if there is one,
+ * else a transaction of their own.
+ */
 void
 schedule_flush_ranks(struct coord *c)
 {
-	struct job	*job;
-	struct rank	*r;
-	int		 any = 0;
-
-	TAILQ_FOREACH(job, &c->jobs, entry)
-		if (job->ranks_dirty)
-			any = 1;
-	if (!any)
+	if (TAILQ_EMPTY(&c->changed_ranks))
 		return;
 	intake_flush(c);
-	if (store_begin(c->store) == -1)
+	if (TAILQ_EMPTY(&c->changed_ranks) || store_begin(c->store) == -1)
 		return;
-	TAILQ_FOREACH(job, &c->jobs, entry) {
-		if (!job->ranks_dirty)
-			continue;
-		TAILQ_FOREACH(r, &job->ranks, entry) {
-			if (r->dirty && schedule_store_rank(c, r) == -1) {
-				store_rollback(c->store);
-				return;
-			}
-		}
+	if (schedule_store_ranks(c) == -1) {
+		store_rollback(c->store);
+		return;
 	}
 	/* Over etcd, not waited for: a commit that fails has the leader
 	 * reload the state (store_commit_async()). */
 	if (store_commit_async(c->store, NULL, NULL) == -1)
 		return;
-	TAILQ_FOREACH(job, &c->jobs, entry) {
-		if (!job->ranks_dirty)
-			continue;
-		job->ranks_dirty = 0;
-		TAILQ_FOREACH(r, &job->ranks, entry)
-			r->dirty = 0;
-	}
+	schedule_ranks_stored(c);
 }
 
 /*

@@ -274,8 +274,8 @@ struct rank {
 	size_t			 events_cap;
 	int			 native;	/* reported by its own process
 						 * (not only observed) */
-	int			 dirty;		/* step/state not yet stored */
-	int			 in_batch;	/* on coord->batch_ranks */
+	int			 changed;	/* on coord->changed_ranks: its
+						 * row not stored yet */
 	struct rank_pace	 pace;		/* straggler.c */
 	struct node		*counted_on;	/* the node it counts against:
 						 * reported by it, not gone */
@@ -286,7 +286,7 @@ struct rank {
 	struct job		*job;
 	LIST_ENTRY(rank)	 hentry;
 	TAILQ_ENTRY(rank)	 entry;		/* job->ranks, by arrival */
-	TAILQ_ENTRY(rank)	 batch_entry;
+	TAILQ_ENTRY(rank)	 changed_entry;
 };
 LIST_HEAD(rankbucket, rank);
 TAILQ_HEAD(rankq, rank);
@@ -329,7 +329,8 @@ struct job {
 						 * before, while nobody schedules
 						 * it again; 0: none */
 	uint64_t		 idle_ms;	/* monotonic: subs became empty */
-	int			 ranks_dirty;
+	size_t			 ranks_changed;	/* of its ranks on
+						 * coord->changed_ranks */
 	int			 push_due;	/* link_push_later() */
 	int			 windows_dirty;	/* a window may have ended */
 	int			 ranks_came;	/* a rank attached: windows with
@@ -663,7 +664,9 @@ struct coord {
 	void			*waiter;	/* who makes changes now: the
 						 * request being routed */
 	const struct coord_hooks *hooks;	/* coord_init() */
-	struct rankq		 batch_ranks;	/* changed by the open batch */
+	struct rankq		 changed_ranks;	/* rows to store: with the batch
+						 * of events, else at the tick
+						 * (schedule_store_ranks()) */
 	size_t			 nconns_ready;
 	struct http_connq	 http_conns;	/* http.c, oldest first */
 	struct http_connq	 http_pending;	/* not adopted yet */

@@ -181,7 +181,8 @@ event(struct fixture *f, int kind, int32_t rank, uint32_t window, int64_t step)
 	ev.time_unix_ns = 1700000000000000000LL + step;
 	assert_int_equal(store_begin(f->c->store), 0);
 	rc = schedule_apply_event(f->c, schedule_node_get(f->c, "n0"), &ev);
-	assert_int_equal(schedule_store_batch_ranks(f->c), 0);
+	assert_int_equal(schedule_store_ranks(f->c), 0);
+	schedule_ranks_stored(f->c);
 	assert_int_equal(store_commit(f->c->store), 0);
 	return (rc);
 }
