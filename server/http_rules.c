@@ -19,6 +19,7 @@
 #include "http.h"
 #include "log.h"
 #include "model.h"
+#include "rules.h"
 
 /* Answers the job's stragglers: thresholds, medians and every rank kept. */
 static void
@@ -57,18 +58,66 @@ http_get_rules(struct coord *c, struct evhttp_request *req, const char *name)
 		http_reply(c, req, 200, rules_json(job));
 }
 
+/*
+ * Reads the thresholds a PUT stragglers body gives into l: lag_steps,
+ * rate_drop_percent and busy_percent, null for the coordinator's (-1),
+ * absent for as they are (RULES_LIMIT_KEEP).  Returns 0, or -1 with ref
+ * filled.
+ */
+static int
+http_thresholds_parse(json_t *body, struct rules_limits *l,
+    struct refusal *ref)
+{
+	static const struct {
+		const char	*key;
+		long long	 max;
+	} keys[] = {
+		{ "lag_steps", COORD_WINDOW_STEP_MAX },
+		{ "rate_drop_percent", 100 },
+		{ "busy_percent", 1000 },
+	};
+	const char	*key;
+	json_t		*v;
+	int64_t		 val[3] = { RULES_LIMIT_KEEP, RULES_LIMIT_KEEP,
+			    RULES_LIMIT_KEEP };
+	size_t		 i;
+
+	json_object_foreach(body, key, v) {
+		for (i = 0; i < 3 && strcmp(key, keys[i].key) != 0; i++)
+			;
+		if (i == 3)
+			return (refusal_set(ref, 400, key, "unknown field %s "
+			    "(lag_steps, rate_drop_percent, busy_percent)",
+			    key));
+		if (json_is_null(v))
+			val[i] = -1;
+		else if (rule_int(body, key, 1, keys[i].max, &val[i],
+		    ref) == -1)
+			return (-1);
+	}
+	l->lag = val[0];
+	l->drop = (int)val[1];
+	l->busy = (int)val[2];
+	return (0);
+}
+
 /* PUT /v1/jobs/J/stragglers: the job's own thresholds. */
 void
 http_put_stragglers(struct coord *c, struct evhttp_request *req,
     const char *name)
 {
-	struct refusal	 ref;
-	struct job	*job;
-	json_t		*body;
+	struct refusal		 ref;
+	struct rules_limits	 l;
+	struct job		*job;
+	json_t			*body;
 
 	if ((body = http_body(c, req)) == NULL)
 		return;
-	if (rules_set_thresholds(c, name, body, &ref) == -1)
+	/* No job is said before what is wrong with the thresholds. */
+	if (schedule_job_find(c, name) == NULL)
+		http_error(c, req, 404, "job", "no job %s", name);
+	else if (http_thresholds_parse(body, &l, &ref) == -1 ||
+	    rules_set_thresholds(c, name, &l, &ref) == -1)
 		http_refused(c, req, &ref);
 	else if ((job = schedule_job_find(c, name)) != NULL)
 		http_stragglers_reply(c, req, job);
@@ -79,14 +128,18 @@ http_put_stragglers(struct coord *c, struct evhttp_request *req,
 void
 http_post_rule(struct coord *c, struct evhttp_request *req, const char *name)
 {
-	struct refusal	 ref;
-	json_t		*body, *out;
+	struct refusal		 ref;
+	struct rule		 r;
+	const struct rule	*added;
+	json_t			*body, *out;
 
 	if ((body = http_body(c, req)) == NULL)
 		return;
-	if (rules_add(c, name, body, &out, &ref) == -1)
+	if (rule_parse(body, 0, &r, &ref) == -1 ||
+	    rules_add(c, name, &r, &added, &ref) == -1)
 		http_refused(c, req, &ref);
 	else {
+		out = rule_json(added, 0);
 		json_object_set_new(out, "job", json_string(name));
 		http_reply(c, req, 201, out);
 	}

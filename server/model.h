@@ -348,18 +348,20 @@ struct json_t *straggler_json_all(const struct coord *, const struct job *);
 void	 straggler_metrics(struct coord *, struct evbuffer *);
 
 /* rules.c */
+struct rule;
 struct rules;
+struct rules_limits;
 void	 rules_tick(struct coord *);
 void	 rules_free(struct rules *);
 int	 rules_load(struct job *, const char *);
 char	*rules_dump(const struct job *);
 struct json_t *rules_json(const struct job *);
-int	 rules_add(struct coord *, const char *, struct json_t *,
-	    struct json_t **, struct refusal *);
+int	 rules_add(struct coord *, const char *, struct rule *,
+	    const struct rule **, struct refusal *);
 int	 rules_delete(struct coord *, const char *, uint32_t,
 	    struct refusal *);
-int	 rules_set_thresholds(struct coord *, const char *, struct json_t *,
-	    struct refusal *);
+int	 rules_set_thresholds(struct coord *, const char *,
+	    const struct rules_limits *, struct refusal *);
 void	 rules_metrics(struct coord *, struct evbuffer *);
 
 /* load.c */

@@ -1,7 +1,9 @@
 /*
  * A job's rules inside (rules.c, rules_fire.c): what a rule is and the
- * functions the two share.  The rest of the coordinator sees only model.h's
- * rules_*() operations.
+ * functions the two share.  The rest of the coordinator sees model.h's
+ * rules_*() operations, and the admin API (http_rules.c) a rule's JSON, which
+ * is its stored form too: rule_parse() makes the struct rule it hands to
+ * rules_add(), rule_json() renders the one it gets back.
  */
 
 #ifndef DYNPROF_RULES_H
@@ -51,7 +53,9 @@ struct rules {
 	uint64_t	 refused;		/* firings the schedule refused */
 };
 
-/* A job's own straggler thresholds, -1 each it does not set. */
+/* A job's own straggler thresholds, -1 each it does not set
+ * (RULES_LIMIT_KEEP: rules_set_thresholds() leaves it as it is). */
+#define RULES_LIMIT_KEEP	(-2)
 struct rules_limits {
 	int64_t		 lag;
 	int		 drop;

@@ -47,38 +47,37 @@ rules_publish(struct coord *c, const char *name, struct rules *rs,
 }
 
 /*
- * Adds the rule body gives to job name (creating the job).  Returns 0 with
- * the rule as JSON in *out (caller frees), or -1 with ref filled.
+ * Adds rule r (taken: cleared whatever the outcome) to job name (creating
+ * the job), its id and time of creation given here.  Returns 0 with the
+ * rule as the job holds it in *added, or -1 with ref filled.
  */
 int
-rules_add(struct coord *c, const char *name, json_t *body, json_t **out,
-    struct refusal *ref)
+rules_add(struct coord *c, const char *name, struct rule *r,
+    const struct rule **added, struct refusal *ref)
 {
 	struct job	*job = schedule_job_find(c, name);
 	struct rules	*rs;
-	struct rule	 r;
 	struct rules_limits l = { -1, -1, -1 };
 
-	if (rule_parse(body, 0, &r, ref) == -1)
-		return (-1);
 	if (job != NULL && job->rules != NULL && job->rules->n == RULES_MAX) {
-		rule_clear(&r);
+		rule_clear(r);
 		return (refusal_set(ref, 409, NULL, "job %s has %d rules, "
 		    "the most a job holds", name, RULES_MAX));
 	}
 	if ((rs = rules_copy(job != NULL ? job->rules : NULL)) == NULL) {
-		rule_clear(&r);
+		rule_clear(r);
 		return (refusal_set(ref, 500, NULL, "out of memory"));
 	}
-	r.id = rs->next_id++;
-	r.created_ns = clock_wall_ns();
-	rs->rule[rs->n++] = r;
+	r->id = rs->next_id++;
+	r->created_ns = clock_wall_ns();
+	rs->rule[rs->n++] = *r;
+	memset(r, 0, sizeof(*r));	/* rs holds what it pointed to */
 	if (job != NULL)
 		rules_own_limits(job, &l);
 	if (rules_publish(c, name, rs, &l, &job, ref) == -1)
 		return (-1);
-	*out = rule_json(&job->rules->rule[job->rules->n - 1], 0);
-	log_info("%s: job %s rule %u added", __func__, name, r.id);
+	*added = &job->rules->rule[job->rules->n - 1];
+	log_info("%s: job %s rule %u added", __func__, name, (*added)->id);
 	return (0);
 }
 
@@ -114,52 +113,27 @@ rules_delete(struct coord *c, const char *name, uint32_t id,
 }
 
 /*
- * Sets the straggler thresholds of job name from body: lag_steps,
- * rate_drop_percent and busy_percent, null for the coordinator's, absent for
- * as they are.  Returns 0, or -1 with ref filled.
+ * Sets the straggler thresholds of job name to want's: -1 each for the
+ * coordinator's, RULES_LIMIT_KEEP for as they are.  Returns 0, or -1 with
+ * ref filled.
  */
 int
-rules_set_thresholds(struct coord *c, const char *name, json_t *body,
-    struct refusal *ref)
+rules_set_thresholds(struct coord *c, const char *name,
+    const struct rules_limits *want, struct refusal *ref)
 {
-	static const struct {
-		const char	*key;
-		long long	 max;
-	} keys[] = {
-		{ "lag_steps", COORD_WINDOW_STEP_MAX },
-		{ "rate_drop_percent", 100 },
-		{ "busy_percent", 1000 },
-	};
 	struct job		*job = schedule_job_find(c, name);
 	struct rules		*rs;
 	struct rules_limits	 l;
-	const char		*key;
-	json_t			*v;
-	int64_t			 val[3];
-	size_t			 i;
 
 	if (job == NULL)
 		return (refusal_set(ref, 404, "job", "no job %s", name));
 	rules_own_limits(job, &l);
-	val[0] = l.lag;
-	val[1] = l.drop;
-	val[2] = l.busy;
-	json_object_foreach(body, key, v) {
-		for (i = 0; i < 3 && strcmp(key, keys[i].key) != 0; i++)
-			;
-		if (i == 3)
-			return (refusal_set(ref, 400, key, "unknown field %s "
-			    "(lag_steps, rate_drop_percent, busy_percent)",
-			    key));
-		if (json_is_null(v))
-			val[i] = -1;
-		else if (rule_int(body, key, 1, keys[i].max, &val[i],
-		    ref) == -1)
-			return (-1);
-	}
-	l.lag = val[0];
-	l.drop = (int)val[1];
-	l.busy = (int)val[2];
+	if (want->lag != RULES_LIMIT_KEEP)
+		l.lag = want->lag;
+	if (want->drop != RULES_LIMIT_KEEP)
+		l.drop = want->drop;
+	if (want->busy != RULES_LIMIT_KEEP)
+		l.busy = want->busy;
 	if ((rs = rules_copy(job->rules)) == NULL)
 		return (refusal_set(ref, 500, NULL, "out of memory"));
 	return (rules_publish(c, name, rs, &l, &job, ref));
