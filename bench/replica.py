@@ -11,8 +11,15 @@ store holds everything.  And the follower's own figures (/metrics): loads,
 the longest read-and-load of the whole prefix, the longest lag from a change
 its watch told of to the load that took it.
 
-    python3 bench/replica.py BUILD_DIR [AGENTS] [RANKS] [READS]
-        (default 200 agents x 10 ranks, 20 events each, 200 reads)
+Then the other reads a follower serves (docs/design.md): the read latency of
+GET /v1/jobs, /v1/nodes and a page of 1,000 ranks on each, the two asked in
+turn (paired), READS times each; and the staleness of a change: a window
+POSTed to the leader, from its 201 (committed) to the follower's /v1/jobs
+counting it, CHANGES times (median and spread: min-max).
+
+    python3 bench/replica.py BUILD_DIR [AGENTS] [RANKS] [READS] [CHANGES]
+        (default 200 agents x 10 ranks, 20 events each, 200 reads, 10
+        changes)
 """
 
 import http.client
@@ -33,6 +40,7 @@ os.environ["DYNPROF_BUILD_DIR"] = BUILD
 AGENTS = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 RANKS = int(sys.argv[3]) if len(sys.argv) > 3 else 10
 READS = int(sys.argv[4]) if len(sys.argv) > 4 else 200
+CHANGES = int(sys.argv[5]) if len(sys.argv) > 5 else 10
 JOB = "loadgen"
 
 import test_etcd  # noqa: E402
@@ -142,6 +150,43 @@ def main():
                                      "dynprof_replica_load_seconds_max"),
                               metric(fport,
                                      "dynprof_replica_lag_seconds_max")))
+        reads = ["/v1/jobs", "/v1/nodes",
+                 "/v1/jobs/%s/ranks?limit=1000" % JOB]
+        for path in reads:
+            ts = {lport: [], fport: []}
+            for _ in range(READS):
+                for port in (lport, fport):
+                    t = time.monotonic()
+                    code, _, _ = get(port, path)
+                    ts[port].append((time.monotonic() - t) * 1000)
+                    assert code == 200, (port, path, code)
+            for name, port in (("leader", lport), ("follower", fport)):
+                print("read latency %-8s GET %s, ms: median %.2f min %.2f "
+                      "p99 %.2f max %.2f" % (
+                          name, path, statistics.median(ts[port]),
+                          min(ts[port]), pct(ts[port], 99), max(ts[port])))
+        stale = []
+        for i in range(CHANGES):
+            _, _, body = get(lport, "/v1/jobs")
+            n0 = json.loads(body)["jobs"][0]["windows"]
+            c.use(lead)
+            code, w = c.http("POST", "/v1/jobs/%s/windows" % JOB, {
+                "start_step": 2000000 + 10 * i,
+                "stop_step": 2000001 + 10 * i})
+            assert code == 201, (code, w)
+            t = time.monotonic()
+
+            def counted():
+                code, _, body = get(fport, "/v1/jobs")
+                return code == 200 and \
+                    json.loads(body)["jobs"][0]["windows"] > n0
+            wait_for(counted, 60, "the follower's /v1/jobs counts window %d"
+                     % w["id"], interval=0.005)
+            stale.append((time.monotonic() - t) * 1000)
+        print("staleness of a change (a window's 201 on the leader to the "
+              "follower's /v1/jobs counting it), ms: median %.0f min %.0f "
+              "max %.0f (%d changes)" % (statistics.median(stale),
+                                          min(stale), max(stale), CHANGES))
         print("RESULT events=%d staleness_median_ms=%.1f staleness_p99_ms=%.1f"
               " staleness_max_ms=%.1f" % (len(fl.seen),
                                           statistics.median(lag),

@@ -249,6 +249,8 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	change_windows_over(c, 0);
 	change_windows_grow(c);
 	schedule_flush_ranks(c);
+	if (!leader_is_follower(c))
+		nodeview_flush(c);
 	schedule_compact_jobs(c);
 	jobs_reap(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);

@@ -839,8 +839,10 @@ http_route_one(struct evhttp_request *req, void *arg)
 		}
 	}
 	if (any == NULL || any->local != HTTP_LOCAL) {
-		if (leader_is_follower(c) && (any == NULL ||
-		    any->local != HTTP_REPLICA || !replica_serves(c))) {
+		/* A follower serves a read from its copy if that route (the
+		 * method's, not the path's first) says so. */
+		if (leader_is_follower(c) && (found == NULL ||
+		    found->local != HTTP_REPLICA || !replica_serves(c))) {
 			http_redirect(c, req);
 			return;
 		}

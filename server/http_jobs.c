@@ -6,6 +6,7 @@
  */
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,26 +47,72 @@ http_int_field(json_t *obj, const char *key, long long min, long long max,
 	return (1);
 }
 
-/* GET /v1/jobs: every job with its generation, windows and nodes counted. */
+/* Orders jobs or nodes by name (each begins with it). */
+_Static_assert(offsetof(struct job, name) == 0 &&
+    offsetof(struct node, name) == 0, "http_name_cmp() reads the name first");
+static int
+http_name_cmp(const void *a, const void *b)
+{
+	return (strcmp(*(const char * const *)a, *(const char * const *)b));
+}
+
+/* Returns the jobs (or with nodes set the nodes) in name order, *n of them,
+ * or NULL out of memory (caller frees). */
+static void **
+http_by_name(struct coord *c, int nodes, size_t *n)
+{
+	struct job	*job;
+	struct node	*node;
+	void		**v;
+	size_t		 i = 0;
+
+	*n = 0;
+	if (nodes)
+		TAILQ_FOREACH(node, &c->nodes, entry)
+			(*n)++;
+	else
+		TAILQ_FOREACH(job, &c->jobs, entry)
+			(*n)++;
+	if ((v = calloc(*n + 1, sizeof(*v))) == NULL)
+		return (NULL);
+	if (nodes)
+		TAILQ_FOREACH(node, &c->nodes, entry)
+			v[i++] = node;
+	else
+		TAILQ_FOREACH(job, &c->jobs, entry)
+			v[i++] = job;
+	qsort(v, *n, sizeof(*v), http_name_cmp);
+	return (v);
+}
+
+/*
+ * GET /v1/jobs: every job with its generation, windows and nodes counted,
+ * in name order (a follower's copy holds them in another: docs/ha.md).
+ */
 void
 http_get_jobs(struct coord *c, struct evhttp_request *req)
 {
 	json_t		*body, *list, *o;
 	struct job	*job;
-	struct sub	*s;
-	size_t		 n, nodes;
+	struct window	*w;
+	struct serving	 it;
+	struct node_job	*nj;
+	void		**v;
+	size_t		 n, nodes, njobs, i;
 
+	if ((v = http_by_name(c, 0, &njobs)) == NULL) {
+		http_error(c, req, 500, NULL, "out of memory");
+		return;
+	}
 	list = json_array();
-	TAILQ_FOREACH(job, &c->jobs, entry) {
+	for (i = 0; i < njobs; i++) {
+		job = v[i];
 		n = 0;
 		nodes = 0;
-		{
-			struct window	*w;
-
-			TAILQ_FOREACH(w, &job->windows, entry)
-				n++;
-		}
-		TAILQ_FOREACH(s, &job->subs, job_entry)
+		TAILQ_FOREACH(w, &job->windows, entry)
+			n++;
+		memset(&it, 0, sizeof(it));
+		while (schedule_serving_next(c, job, &it, &nj) != NULL)
 			nodes++;
 		o = json_object();
 		json_object_set_new(o, "job", json_string(job->name));
@@ -81,6 +128,7 @@ http_get_jobs(struct coord *c, struct evhttp_request *req)
 		    json_integer(schedule_job_max_step(c, job)));
 		json_array_append_new(list, o);
 	}
+	free(v);
 	body = json_object();
 	json_object_set_new(body, "jobs", list);
 	http_reply(c, req, 200, body);
@@ -415,16 +463,24 @@ out:
 	json_decref(body);
 }
 
-/* GET /v1/nodes: every node, its state and the generations it applied. */
+/* GET /v1/nodes: every node, its state and the generations it applied, in
+ * name order. */
 void
 http_get_nodes(struct coord *c, struct evhttp_request *req)
 {
 	json_t		*body, *list, *o, *jobs;
 	struct node	*n;
 	struct node_job	*nj;
+	void		**v;
+	size_t		 nn, i;
 
+	if ((v = http_by_name(c, 1, &nn)) == NULL) {
+		http_error(c, req, 500, NULL, "out of memory");
+		return;
+	}
 	list = json_array();
-	TAILQ_FOREACH(n, &c->nodes, entry) {
+	for (i = 0; i < nn; i++) {
+		n = v[i];
 		o = json_object();
 		json_object_set_new(o, "node", json_string(n->name));
 		json_object_set_new(o, "state",
@@ -441,6 +497,7 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 		json_object_set_new(o, "jobs", jobs);
 		json_array_append_new(list, o);
 	}
+	free(v);
 	body = json_object();
 	json_object_set_new(body, "nodes", list);
 	http_reply(c, req, 200, body);

@@ -49,6 +49,7 @@ http_routes_metrics(struct coord *c, struct evhttp_request *req)
 #define NONE	HTTP_ROLE_NONE
 #define VIEWER	HTTP_ROLE_VIEWER
 #define OPERATOR HTTP_ROLE_OPERATOR
+/* HTTP_REPLICA: a follower serves the read from its copy (replica.c). */
 const struct http_route http_routes[] = {
 	{ GET, "/healthz", NONE, HTTP_LOCAL, NULL, .h0 = http_routes_healthz },
 	/* It names every job: with tokens, the viewer's at least. */
@@ -57,11 +58,14 @@ const struct http_route http_routes[] = {
 	    .h0 = http_routes_metrics },
 	{ 0, "/ui", NONE, 0, NULL, .hpath = http_ui_route },
 	{ 0, "/ui/*", NONE, 0, NULL, .hpath = http_ui_route },
-	{ GET, "/v1/jobs", VIEWER, 0, NULL, .h0 = http_get_jobs },
-	{ GET, "/v1/nodes", VIEWER, 0, NULL, .h0 = http_get_nodes },
+	{ GET, "/v1/jobs", VIEWER, HTTP_REPLICA, NULL,
+	    .h0 = http_get_jobs },
+	{ GET, "/v1/nodes", VIEWER, HTTP_REPLICA, NULL,
+	    .h0 = http_get_nodes },
 	{ GET, "/v1/jobs/{job}", VIEWER, 0, NULL, .h1 = http_get_job },
 	{ DELETE, "/v1/jobs/{job}", OPERATOR, 0, NULL, .h1 = http_delete_job },
-	{ GET, "/v1/jobs/{job}/ranks", VIEWER, 0, NULL, .h1 = http_get_ranks },
+	{ GET, "/v1/jobs/{job}/ranks", VIEWER, HTTP_REPLICA, NULL,
+	    .h1 = http_get_ranks },
 	{ GET, "/v1/jobs/{job}/events", VIEWER, HTTP_REPLICA, NULL,
 	    .h1 = http_get_events },
 	{ GET, "/v1/jobs/{job}/config", VIEWER, 0, NULL,
@@ -74,7 +78,7 @@ const struct http_route http_routes[] = {
 	    .h2 = http_delete_window },
 	{ GET, "/v1/jobs/{job}/windows/{id}/traces", VIEWER, 0, NULL,
 	    .h2 = http_get_traces },
-	{ GET, "/v1/jobs/{job}/nodes", VIEWER, 0, NULL,
+	{ GET, "/v1/jobs/{job}/nodes", VIEWER, HTTP_REPLICA, NULL,
 	    .h1 = http_get_job_nodes },
 	{ GET, "/v1/jobs/{job}/stragglers", VIEWER, 0, NULL,
 	    .h1 = http_get_stragglers },

@@ -159,6 +159,7 @@ jobs_free_all(struct coord *c)
 			TAILQ_REMOVE(&n->jobs, nj, entry);
 			free(nj);
 		}
+		free(n->view_row);
 		free(n);
 	}
 }

@@ -52,7 +52,7 @@
 const char *
 link_node_state(const struct node *n)
 {
-	if (n->conn != NULL)
+	if (schedule_node_up(n))
 		return ("connected");
 	return (n->left ? "left" : "lost");
 }

@@ -212,6 +212,8 @@ load_rank(void *arg, const struct store_rank *row)
 	r->last_event_ns = row->last_event_ns;
 	r->arrived_ns = row->arrived_ns;
 	r->gone_ns = row->gone_ns;
+	if (row->owner > 0)
+		r->uid = row->owner - 1;
 	/* Gone in a store of before these times: it went before now, which
 	 * is all the windows made since need. */
 	if (row->state == DYNPROF__V1__RANK_STATE__RANK_GONE &&
@@ -277,6 +279,22 @@ load_agent(void *arg, const char *name, uint64_t boot_id, uint64_t seq)
 	return (0);
 }
 
+/* Takes a node's row as the leader wrote it (a follower's copy). */
+static int
+load_node(void *arg, const char *name, const char *text)
+{
+	struct load	*ld = arg;
+	struct refusal	 ref;
+	const char	*why;
+
+	/* Counted with the agents' rows: a node's too. */
+	if (valid_agent_row(name, &ref) == -1)
+		return (load_refused(ld, "agents", name, 0, &ref));
+	if (nodeview_take(ld->c, name, text, &why) == -1)
+		return (load_bad(ld, "agents", name, why));
+	return (0);
+}
+
 /* Takes a journal entry the store keeps (journal_load.c checks it). */
 static int
 load_journal(void *arg, const struct store_journal *sj)
@@ -286,9 +304,13 @@ load_journal(void *arg, const struct store_journal *sj)
 	return (journal_load_take(ld->c, sj));
 }
 
-/* Rebuilds the coordinator's model from its store, at start. */
-int
-load_model(struct coord *c)
+/*
+ * Rebuilds the coordinator's model from its store, at start; a follower's
+ * copy (copy set) with the nodes as the leader last wrote them
+ * (nodeview.c).
+ */
+static int
+load_run(struct coord *c, int copy)
 {
 	struct load		 ld;
 	struct store_loader	 l = {
@@ -301,6 +323,7 @@ load_model(struct coord *c)
 		.event = load_event,
 		.agent = load_agent,
 		.journal = load_journal,
+		.node = copy ? load_node : NULL,
 	};
 	int			 rc;
 
@@ -328,4 +351,18 @@ load_model(struct coord *c)
 		log_warnx("load: %zu stored rows quarantined: not served, left "
 		    "in the store (dynprof_store_rows_quarantined)", ld.nbad);
 	return (rc);
+}
+
+/* Rebuilds the coordinator's model from its store, at start or to lead. */
+int
+load_model(struct coord *c)
+{
+	return (load_run(c, 0));
+}
+
+/* Rebuilds a follower's copy of the model, with the leader's nodes. */
+int
+load_model_copy(struct coord *c)
+{
+	return (load_run(c, 1));
 }

@@ -74,6 +74,15 @@ void	 schedule_rank_set_string(struct coord *, struct rank *, char **,
 struct node	*schedule_node_find(struct coord *, const char *);
 struct node	*schedule_node_get(struct coord *, const char *);
 struct node_job	*schedule_node_job(struct node *, const char *, int);
+int	 schedule_node_up(const struct node *);
+/* Where schedule_serving_next() is in its walk: zeroed to begin. */
+struct serving {
+	const struct sub	*s;
+	struct node		*n;
+	int			 started;
+};
+struct node	*schedule_serving_next(const struct coord *, const struct job *,
+		    struct serving *, struct node_job **);
 extern const struct options_layer options_coord;
 void	 options_init(struct options *);
 void	 options_clear(struct options *);
@@ -366,6 +375,7 @@ void	 rules_metrics(struct coord *, struct evbuffer *);
 
 /* load.c */
 int	 load_model(struct coord *);
+int	 load_model_copy(struct coord *);
 
 /* valid.c */
 struct store_window;
@@ -400,5 +410,11 @@ int	 legacy_refused_everywhere(struct coord *, const struct job *,
 	    uint32_t);
 int	 legacy_ended_everywhere(struct coord *, const struct job *,
 	    uint32_t);
+
+/* nodeview.c */
+void	 nodeview_flush(struct coord *);
+int	 nodeview_take(struct coord *, const char *, const char *,
+	    const char **);
+void	 nodeview_forget(struct coord *);
 
 #endif /* DYNPROF_MODEL_H */

@@ -1,7 +1,7 @@
 /*
  * A follower's copy of the model (docs/design.md, followers), from which it
- * answers the event stream itself (the routes marked HTTP_REPLICA in
- * http.c): a watch of the whole prefix in etcd says when something was
+ * answers the reads of the model itself (the routes marked HTTP_REPLICA in
+ * http_routes.c: the event stream, jobs, nodes, ranks): a watch of the whole prefix in etcd says when something was
  * committed, and the model is loaded again from etcd, whole, at most every
  * REPLICA_RELOAD_MS (the first change waits that long for the ones that
  * follow it), and not before REPLICA_BUSY_TIMES the last load's time has
@@ -9,9 +9,12 @@
  * copy's event stream has the leader's revisions
  * (journal_load.c), so that a client resumes on any coordinator, and an
  * answer's revision (X-Dynprof-Revision) says which of the leader's states
- * it reflects.  What the leader keeps only in memory (its agents'
- * connections, their progress between commits) is not in the copy: the
- * other reads still go to the leader.  The prefix is read without waiting
+ * it reflects.  The nodes are as the leader last wrote them (nodeview.c:
+ * their agents connected, the jobs they serve, their progress), loaded only
+ * into a copy (load_model_copy()) and forgotten when this one leads.  What
+ * the leader keeps only in memory (the stragglers' judgement, legacy jobs'
+ * reports) is not in the copy: the reads that show it still go to the
+ * leader.  The prefix is read without waiting
  * (page by page on the loop, at one revision), then loaded from what was
  * read: the loop never waits for etcd; the read's and load's time and how
  * stale the copy was are in /metrics.
@@ -86,7 +89,7 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	leader_model_clear(c);
 	r->e->range_cache = f->kvs;
 	r->e->range_cache_rev = f->rev;
-	rc = load_model(c);
+	rc = load_model_copy(c);
 	r->e->range_cache = NULL;
 	/* The loop is busy while it loads: at most a fifth of the time. */
 	r->next_ns = clock_mono_ns() + REPLICA_BUSY_TIMES *
@@ -373,6 +376,7 @@ replica_stop(struct coord *c)
 		r->fetch->cancelled = 1;	/* freed when answered */
 	r->fetch = NULL;
 	event_del(r->reload);
+	nodeview_forget(c);	/* the agents connected to the leader */
 	r->loaded = 0;
 	r->changed_ns = 0;
 	r->watch_rev = r->seen_rev = r->loaded_rev = 0;

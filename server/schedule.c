@@ -164,6 +164,49 @@ schedule_node_job(struct node *n, const char *job, int create)
 	return (nj);
 }
 
+/* Returns 1 if node n's agent is connected: here, or (a follower's copy)
+ * to the leader, as it last wrote (nodeview.c). */
+int
+schedule_node_up(const struct node *n)
+{
+	return (n->conn != NULL || n->view_up);
+}
+
+/*
+ * Walks the nodes serving job (its agents subscribed to it): the agents
+ * subscribed here, or in a follower's copy (no agent here) the nodes the
+ * leader wrote as serving it (nodeview.c).  Returns the next node, with what
+ * it did with the job in *nj (NULL: nothing yet), or NULL after the last;
+ * it is zeroed to begin.
+ */
+struct node *
+schedule_serving_next(const struct coord *c, const struct job *job,
+    struct serving *it, struct node_job **nj)
+{
+	struct node	*n;
+
+	if (!it->started) {
+		it->started = 1;
+		it->s = TAILQ_FIRST(&job->subs);
+		it->n = it->s == NULL ? TAILQ_FIRST(&c->nodes) : NULL;
+	} else if (it->s != NULL)
+		it->s = TAILQ_NEXT(it->s, job_entry);
+	else if (it->n != NULL)
+		it->n = TAILQ_NEXT(it->n, entry);
+	if (it->s != NULL) {
+		n = it->s->conn->node;
+		*nj = n != NULL ? schedule_node_job(n, job->name, 0) : NULL;
+		return (n != NULL ? n : schedule_serving_next(c, job, it, nj));
+	}
+	for (; it->n != NULL; it->n = TAILQ_NEXT(it->n, entry)) {
+		if ((*nj = schedule_node_job(it->n, job->name, 0)) != NULL &&
+		    (*nj)->view_sub)
+			return (it->n);
+	}
+	*nj = NULL;
+	return (NULL);
+}
+
 /* Returns a new window with default options. */
 struct window *
 window_new(void)
@@ -270,7 +313,8 @@ schedule_rank_live(struct coord *c, const struct rank *r)
 
 	if (r->state == DYNPROF__V1__RANK_STATE__RANK_GONE || r->node[0] == '\0')
 		return (0);
-	return ((n = schedule_node_find(c, r->node)) != NULL && n->conn != NULL);
+	return ((n = schedule_node_find(c, r->node)) != NULL &&
+	    schedule_node_up(n));
 }
 
 /*
@@ -285,7 +329,7 @@ schedule_rank_may_return(struct coord *c, const struct rank *r)
 	int64_t		 since, grace;
 
 	if (r->state == DYNPROF__V1__RANK_STATE__RANK_GONE || r->node[0] == '\0' ||
-	    (n = schedule_node_find(c, r->node)) == NULL || n->conn != NULL)
+	    (n = schedule_node_find(c, r->node)) == NULL || schedule_node_up(n))
 		return (0);
 	since = n->last_seen_ns > c->started_ns ? n->last_seen_ns :
 	    c->started_ns;
@@ -590,15 +634,12 @@ schedule_make_room(struct coord *c, struct job *job, struct window **done,
 int64_t
 schedule_job_max_step(const struct coord *c, const struct job *job)
 {
-	const struct sub	*s;
-	const struct node_job	*nj;
+	struct serving		 it = { 0 };
+	struct node_job		*nj;
 	int64_t			 max = -1;
 
-	(void)c;
-	TAILQ_FOREACH(s, &job->subs, job_entry) {
-		if (s->conn->node == NULL ||
-		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
-		    NULL || nj->ranks_alive == 0)
+	while (schedule_serving_next(c, job, &it, &nj) != NULL) {
+		if (nj == NULL || nj->ranks_alive == 0)
 			continue;
 		if (nj->max_step > max)
 			max = nj->max_step;
@@ -632,15 +673,12 @@ schedule_job_push_generation(const struct job *job)
 int64_t
 schedule_job_min_step(const struct coord *c, const struct job *job)
 {
-	const struct sub	*s;
-	const struct node_job	*nj;
+	struct serving		 it = { 0 };
+	struct node_job		*nj;
 	int64_t			 min = -1;
 
-	(void)c;
-	TAILQ_FOREACH(s, &job->subs, job_entry) {
-		if (s->conn->node == NULL ||
-		    (nj = schedule_node_job(s->conn->node, job->name, 0)) ==
-		    NULL || nj->ranks_alive == 0 || nj->min_step < 0)
+	while (schedule_serving_next(c, job, &it, &nj) != NULL) {
+		if (nj == NULL || nj->ranks_alive == 0 || nj->min_step < 0)
 			continue;
 		if (min == -1 || nj->min_step < min)
 			min = nj->min_step;

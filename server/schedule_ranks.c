@@ -598,6 +598,7 @@ schedule_store_rank(struct coord *c, const struct rank *r)
 	row.labels = r->labels;
 	row.arrived_ns = r->arrived_ns;
 	row.gone_ns = r->gone_ns;
+	row.owner = r->uid >= 0 ? r->uid + 1 : 0;
 	return (store_put_rank(c->store, &row));
 }
 
@@ -847,17 +848,13 @@ schedule_job_step_now(const struct coord *c, const struct job *job)
 uint32_t
 schedule_job_ranks_alive(const struct coord *c, const struct job *job)
 {
-	const struct sub	*s;
-	const struct node_job	*nj;
+	struct serving		 it = { 0 };
+	struct node_job		*nj;
 	uint32_t		 n = 0;
 
-	(void)c;
-	TAILQ_FOREACH(s, &job->subs, job_entry) {
-		if (s->conn->node != NULL &&
-		    (nj = schedule_node_job(s->conn->node, job->name, 0)) !=
-		    NULL)
+	while (schedule_serving_next(c, job, &it, &nj) != NULL)
+		if (nj != NULL)
 			n += nj->ranks_alive;
-	}
 	return (n);
 }
 
@@ -1029,7 +1026,7 @@ schedule_rank_state(struct coord *c, const struct rank *r, struct ranks_memo *me
 			snprintf(memo->node, sizeof(memo->node), "%s",
 			    r->node);
 			n = schedule_node_find(c, r->node);
-			memo->lost = n == NULL || n->conn == NULL;
+			memo->lost = n == NULL || !schedule_node_up(n);
 		}
 		if (memo->lost)
 			return (RANKS_STATE_UNKNOWN);

@@ -359,6 +359,8 @@ struct node_job {
 						   not known */
 	int64_t			 rate_step;	/* where the span measured */
 	uint64_t		 rate_ms;	/* began, 0: none yet */
+	int			 view_sub;	/* a follower's copy: the node
+						 * serves the job (nodeview.c) */
 	TAILQ_ENTRY(node_job)	 entry;
 };
 TAILQ_HEAD(node_jobq, node_job);
@@ -378,6 +380,10 @@ struct node {
 	struct log_limit	 log_bounds;	/* its lines past a budget */
 	size_t			 nranks;	/* ranks counted_on it */
 	struct arrive_clock	 clock;		/* its offset (arrive.c) */
+	int			 view_up;	/* a follower's copy: connected
+						 * to the leader (nodeview.c) */
+	char			*view_row;	/* its row as last stored
+						 * (nodeview.c), NULL none */
 	LIST_ENTRY(node)	 hentry;
 	TAILQ_ENTRY(node)	 entry;
 };

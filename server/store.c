@@ -325,3 +325,20 @@ store_put_agent(struct store *s, const char *node, uint64_t boot_id,
 {
 	return (s->be->put_agent(s->impl, node, boot_id, seq));
 }
+
+/* Returns 1 if the store keeps nodes' rows for followers (etcd). */
+int
+store_keeps_nodes(const struct store *s)
+{
+	return (s != NULL && s->be->put_node != NULL);
+}
+
+/* Stores a node's row, as followers show it (nodeview.c); nothing where no
+ * follower reads it.  Returns 0 or -1. */
+int
+store_put_node(struct store *s, const char *node, const char *text)
+{
+	if (s->be->put_node == NULL)
+		return (0);
+	return (s->be->put_node(s->impl, node, text));
+}

@@ -9,6 +9,7 @@
  *	PREFIX evbatch/JOB/FENCE/SEQ		ranks' rows and events of a commit
  *	PREFIX agbatch/FENCE/SEQ		nodes' committed event seqs
  *	PREFIX agents/NODE			a node's seq (before: read)
+ *	PREFIX nodes/NODE			a node as followers show it
  *	PREFIX ranks/JOB/RANK			struct store_rank (schema 1: read)
  *	PREFIX events/JOB/RANK/WINDOW/KIND	one event (schema 1: read)
  *
@@ -979,6 +980,21 @@ es_put_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 	return (esa_add(&s->agents, node, boot_id, seq));
 }
 
+/* Stores a node's row as followers show it (nodeview.c): text as it is. */
+static int
+es_put_node(void *arg, const char *node, const char *text)
+{
+	struct etcd_store	*s = arg;
+	char			 key[ETCD_KEY_MAX];
+	json_t			*op;
+
+	if (etcd_key(s->e, key, sizeof(key), "nodes/%s", node) == -1)
+		return (-1);
+	op = json_pack("{s:{s:o,s:o}}", "request_put", "key",
+	    etcd_b64(key, strlen(key)), "value", etcd_b64(text, strlen(text)));
+	return (es_add(s, key, op, 0) == -1 ? -1 : 0);
+}
+
 /* Returns 1 once job's batches are worth compacting, and now is the time
  * (ES_COMPACT_QUIET_MS). */
 static int
@@ -1439,6 +1455,26 @@ es_load_batch_ranks(struct es_load *ld)
 	return (rc);
 }
 
+/* Hands a node's row to the loader (its key names the node). */
+static int
+es_load_node(void *arg, const char *key, const char *value, size_t len,
+    const json_t *kv)
+{
+	struct es_load	*ld = arg;
+	const char	*node = key + ld->prefix_len + strlen("nodes/");
+	char		*text;
+	int		 rc;
+
+	(void)kv;
+	if (memchr(value, '\0', len) != NULL)
+		return (ld->l->bad(ld->l->arg, "nodes", node, "a NUL in it"));
+	if ((text = strndup(value, len)) == NULL)
+		return (-1);
+	rc = ld->l->node(ld->l->arg, node, text);
+	free(text);
+	return (rc);
+}
+
 /*
  * Reads the whole store at one revision: the batches first (ranks and
  * events), then the generation counter, jobs, windows, ranks (a batch's
@@ -1476,6 +1512,11 @@ es_load(void *arg, const struct store_loader *l)
 		if (rc == 0 && t == ROW_AGENTS)
 			rc = es_load_agents(&ld, &rev);
 	}
+	/* Nodes as the leader last wrote them: a follower's copy only. */
+	if (rc == 0 && l->node != NULL &&
+	    (etcd_key(s->e, prefix, sizeof(prefix), "nodes/") == -1 ||
+	    etcd_range(s->e, prefix, &rev, es_load_node, &ld) != ETCD_OK))
+		rc = -1;
 	json_decref(ld.ranks);
 	if (ld.newer) {
 		rc = -1;
@@ -1552,6 +1593,7 @@ static const struct store_backend store_etcd = {
 	.put_journal = es_put_journal,
 	.forget_job = es_forget_job,
 	.put_agent = es_put_agent,
+	.put_node = es_put_node,
 	.unavailable = es_unavailable,
 	.full = es_full,
 };

@@ -59,6 +59,7 @@ static const struct ef ef_rank[] = {
 	EF(struct store_rank, arrived_ns, EF_I64),
 	EF(struct store_rank, gone_ns, EF_I64),
 	EF(struct store_rank, labels, EF_STR),
+	EF(struct store_rank, owner, EF_I64),
 };
 
 static const struct ef ef_event[] = {

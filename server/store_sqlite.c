@@ -600,6 +600,9 @@ sqlite_load_ranks(struct sqlite_store *s, const struct store_loader *l)
 		k.arrived_ns = sqlite_int(&r, 11, SQL_I64);
 		k.gone_ns = sqlite_int(&r, 12, SQL_I64);
 		k.labels = sqlite_text(&r, 13);
+		/* No uid kept: a rank's comes back with its agent (only a
+		 * follower reads it from its row, over etcd). */
+		k.owner = 0;
 		if (r.bad || k.job == NULL ? sqlite_bad(l, "ranks", k.job,
 		    k.rank) == -1 : l->rank(l->arg, &k) == -1)
 			break;

@@ -333,7 +333,7 @@ summary_nodes_json(struct coord *c, const struct job *job)
 		    legacy_idle(c, n->name, job->name))
 			continue;
 		total++;
-		if (n->conn != NULL)
+		if (schedule_node_up(n))
 			connected++;
 		else if (n->left)
 			left++;

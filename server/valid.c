@@ -245,6 +245,8 @@ valid_rank_row(const struct store_rank *row, struct refusal *ref)
 		    "%d bytes", COORD_EVENT_TEXT_MAX - 1));
 	if (!valid_time(row->arrived_ns) || !valid_time(row->gone_ns))
 		return (refusal_set(ref, 400, "time", "negative time"));
+	if (row->owner < 0 || row->owner > (int64_t)UINT32_MAX + 1)
+		return (refusal_set(ref, 400, "owner", "owner is no uid + 1"));
 	return (0);
 }
 

@@ -47,6 +47,16 @@ loopback.  One scenario per run, named by the first argument:
             load of the whole state (dynprof_coordinator_takeovers_total):
             it lists the posted window, and every rank's start and stop of
             the other is there exactly once.
+  reads     a leader and a follower, two agents with two labelled ranks
+            each, a window started and stopped, the ranks then held
+            still (SIGSTOP): the follower answers GET /v1/jobs, /v1/nodes
+            and the job's rank pages (whole, paged, by ?label= selector)
+            itself, from its copy, and each answer equals the leader's
+            byte for byte at the same X-Dynprof-Revision, but for the one
+            field that is the leader's alone: a node's last_seen (the
+            leader's clock at the agent's last frame, written only with
+            the node's other changes); a write sent to the follower is
+            still a 307 to the leader.
   sigstop   the leader is SIGSTOPped past its lease: another takes the lead;
             woken up, the old one does not write (its write is refused or
             redirected, the new leader's state is unchanged) and steps down.
@@ -219,12 +229,12 @@ def scenario_redirect():
         lurl = "http://127.0.0.1:%d" % c.coords[lead][2]
         furl = "http://127.0.0.1:%d" % c.coords[fol][2]
         try:
-            opener.open(furl + "/v1/jobs?x=1", timeout=5)
-            raise Failure("the follower answered a read itself")
+            opener.open(furl + "/v1/jobs/%s/config?x=1" % JOB, timeout=5)
+            raise Failure("the follower answered a leader's read itself")
         except urllib.error.HTTPError as e:
             check(e.code == 307 and e.headers["Location"] ==
-                  lurl + "/v1/jobs?x=1", "follower: %s Location %s" % (
-                      e.code, e.headers["Location"]))
+                  lurl + "/v1/jobs/%s/config?x=1" % JOB, "follower: %s "
+                  "Location %s" % (e.code, e.headers["Location"]))
         r = ctl(c, furl + "," + lurl, "trace", JOB, "--start", "100",
                 "--stop", "110")
         check(r.returncode == 0, "dynprofctl via the follower: %s" % r.stdout)
@@ -232,7 +242,7 @@ def scenario_redirect():
         code, st = c.http("GET", "/v1/jobs/%s" % JOB)
         check(code == 200 and len(st.get("windows", [])) == 1,
               "the leader has not the window dynprofctl sent: %s %s" % (code, st))
-        r = ctl(c, furl, "jobs")
+        r = ctl(c, furl, "trace", JOB, "--start", "200", "--stop", "210")
         check(r.returncode != 0 and "not one of the coordinators" in r.stdout,
               "dynprofctl followed a redirect it was not given: %s" % r.stdout)
         log("follower redirects; dynprofctl follows to a coordinator it knows")
@@ -752,6 +762,97 @@ def scenario_takeover():
         each_once(c, wid, a, b)
         log("window %d listed; window %d completed across the failover, "
             "each start and stop once" % (w["id"], wid))
+def raw_get(port, path):
+    """GET path of the coordinator at port, no redirect followed: the
+    status, X-Dynprof-Revision (an int or None) and the body's bytes."""
+    return get_rev(port, path)
+
+
+# What each coordinator answers itself, compared between them; the nodes'
+# last_seen is the leader's alone (scenario_reads).
+READS = ["/v1/jobs", "/v1/nodes", "/v1/jobs/%s/ranks" % JOB,
+         "/v1/jobs/%s/ranks?limit=1&after=0" % JOB,
+         "/v1/jobs/%s/ranks?label=%s" % (JOB, urllib.parse.quote("pp=1")),
+         "/v1/jobs/%s/ranks?state=attached,armed,done&node=n1" % JOB]
+
+
+def without_last_seen(path, body):
+    """The answer's bytes, with each node's last_seen taken out of
+    /v1/nodes (the one field the leader alone keeps current)."""
+    if path != "/v1/nodes":
+        return body
+    doc = json.loads(body)
+    for n in doc["nodes"]:
+        n.pop("last_seen", None)
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def scenario_reads():
+    with HaCluster("etcd-reads") as c:
+        lead = c.start_coordinators(2)
+        fol = 1 - lead
+        addrs = c.agent_addrs()
+        ranks = []
+        for i in range(2):
+            n = c.node("n%d" % i, coord_addr=addrs)
+            n.start_agent()
+            for k in range(2):
+                ranks.append(n.start_rank(JOB, 2 * i + k, rate=20,
+                                          labels="pp=%d,tp=%d" % (i, k)))
+        c.wait_ranks(JOB, 4, min_step=5)
+        wid = stream_window(c, 20)
+        c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
+        for p in ranks:
+            p.signal(signal.SIGSTOP)
+        log("window %d started and stopped on 4 ranks; the ranks held "
+            "still" % wid)
+        lport, fport = c.coords[lead][2], c.coords[fol][2]
+        last = {}
+
+        def same(path):
+            def cond():
+                lcode, lrev, lbody = raw_get(lport, path)
+                fcode, frev, fbody = raw_get(fport, path)
+                last[path] = (lcode, lrev, lbody[:400], fcode, frev,
+                              fbody[:400])
+                check(fcode != 307 or path not in READS,
+                      "the follower redirected %s" % path)
+                if lcode != 200 or fcode != 200 or lrev is None or \
+                        lrev != frev:
+                    return None
+                lb = without_last_seen(path, lbody)
+                fb = without_last_seen(path, fbody)
+                return (lrev, len(lb)) if lb == fb else None
+            try:
+                return wait_for(cond, 30, "coordinator%d's %s as the "
+                                "leader's" % (fol, path), interval=0.2)
+            except Failure:
+                raise Failure("%s: leader %s rev %s %r; follower %s rev %s "
+                              "%r" % ((path,) + last[path]))
+        for path in READS:
+            rev, size = same(path)
+            log("follower's %s equals the leader's at revision %d (%d "
+                "bytes)" % (path, rev, size))
+        code, _, body = raw_get(fport, "/v1/jobs/%s/ranks?label=pp=1" % JOB)
+        check(code == 200 and [r["rank"] for r in json.loads(body)["ranks"]]
+              == [2, 3], "the follower's ranks of pp=1: %s %s" % (code, body))
+        st = json.loads(raw_get(fport, "/v1/nodes")[2])
+        check(sorted((n["node"], n["state"]) for n in st["nodes"]) ==
+              [("n0", "connected"), ("n1", "connected")],
+              "the follower's nodes: %s" % st)
+        conn = http.client.HTTPConnection("127.0.0.1", fport, timeout=10)
+        conn.request("POST", "/v1/jobs/%s/windows" % JOB, json.dumps(
+            {"start_step": 10 ** 6, "stop_step": 10 ** 6 + 5}),
+            {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        r.read()
+        conn.close()
+        check(r.status == 307 and r.getheader("Location", "").startswith(
+            "http://127.0.0.1:%d/" % lport), "a write to the follower: %s %s"
+            % (r.status, r.getheader("Location")))
+        log("a write sent to the follower is a 307 to the leader")
+        for p in ranks:
+            p.signal(signal.SIGCONT)
 
 
 def scenario_sigstop():
@@ -1195,6 +1296,7 @@ SCENARIOS = {
     "stream": scenario_stream,
     "replica": scenario_replica,
     "takeover": scenario_takeover,
+    "reads": scenario_reads,
     "sigstop": scenario_sigstop,
     "compact": scenario_compact,
     "etcdstop": scenario_etcdstop,

@@ -394,7 +394,7 @@ put_all(struct store *s)
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "one_per=pp\n",
 	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15, 1 };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
-	    13, "it broke", "pp=3,tp=1", 16, 17 };
+	    13, "it broke", "pp=3,tp=1", 16, 17, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    2, 10, 14 };
 	struct rank_event	 col = { DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
@@ -467,7 +467,7 @@ test_rollback_forget(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "K", 1, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, NULL, 0, 0 };
+	    NULL, NULL, 0, 0, 0 };
 
 	assert_int_equal(store_begin(f->s), 0);
 	put_all(f->s);
@@ -585,7 +585,7 @@ test_etcd_big_batch(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, NULL, 0, 0 };
+	    NULL, NULL, 0, 0, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    1, 10, 11 };
 	uint64_t		 calls;
@@ -654,7 +654,7 @@ test_etcd_compact(void **state)
 	struct fixture		*f = *state;
 	struct loaded		 l;
 	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, NULL, 0, 0 };
+	    NULL, NULL, 0, 0, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
 	    1, 10, 11 };
 	char			 err[64];
