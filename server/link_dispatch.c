@@ -224,7 +224,7 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	if ((job = schedule_job_peer(c, name, conn->node->name)) == NULL)
 		return;
 	link_generation_seen(conn, job->name, applied);
-	schedule_job_applied(job, applied);
+	schedule_job_applied(job, applied, c->generation);
 	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
 	    applied > nj->applied)
 		nj->applied = applied;

@@ -62,7 +62,7 @@ struct job	*schedule_job_peer(struct coord *, const char *, const char *);
 int	 schedule_job_unscheduled(const struct job *);
 size_t	 schedule_unscheduled_count(struct coord *);
 uint64_t schedule_job_push_generation(const struct job *);
-void	 schedule_job_applied(struct job *, uint64_t);
+void	 schedule_job_applied(struct job *, uint64_t, uint64_t);
 struct rank	*schedule_rank_find(struct job *, int32_t);
 struct rank	*schedule_rank_take(struct coord *, struct job *, int32_t,
 		    struct node *);

@@ -648,17 +648,26 @@ schedule_job_max_step(const struct coord *c, const struct job *job)
 }
 
 /*
- * Notes that an agent serving job applied generation applied.  A job nobody
- * scheduled (a coordinator that forgot it, or lost it with its store) may
- * have had windows its running ranks ran: their ids, each one change of a
- * generation, were at most applied, and the job's next ids come after it.
+ * Notes that an agent serving job applied generation applied, generation
+ * being the coordinator's now.  A job nobody scheduled (a coordinator that
+ * forgot it, or lost it with its store) may have had windows its running
+ * ranks ran: their ids, each one change of a generation, were at most
+ * applied, and the job's next ids come after it.  Its windows that agent
+ * still holds are of a schedule this coordinator committed past and no
+ * longer has (the job was forgotten or reaped while the agent was away, or
+ * before a restart): its empty schedule is then pushed at generation, so the
+ * agent drops them as it would have had it been connected.  An applied
+ * generation the coordinator never reached (a store lost) is not judged.
  */
 void
-schedule_job_applied(struct job *job, uint64_t applied)
+schedule_job_applied(struct job *job, uint64_t applied, uint64_t generation)
 {
-	if (schedule_job_unscheduled(job) && applied < UINT32_MAX &&
-	    applied >= job->next_window_id)
+	if (!schedule_job_unscheduled(job))
+		return;
+	if (applied < UINT32_MAX && applied >= job->next_window_id)
 		job->next_window_id = (uint32_t)applied + 1;
+	if (applied != 0 && applied < generation && job->forgot_gen <= applied)
+		job->forgot_gen = generation;
 }
 
 /* Returns the generation of job's schedule as pushed: its own, or for a job

@@ -326,8 +326,10 @@ struct job {
 						 * revision are not kept */
 	struct subq		 subs;
 	uint64_t		 forgot_gen;	/* the change that forgot the job
-						 * before, while nobody schedules
-						 * it again; 0: none */
+						 * before (or a later one, for an
+						 * agent back with its windows),
+						 * while nobody schedules it
+						 * again; 0: none */
 	uint64_t		 idle_ms;	/* monotonic: subs became empty */
 	size_t			 ranks_changed;	/* of its ranks on
 						 * coord->changed_ranks */

@@ -18,7 +18,7 @@ if(DYNPROF_SANITIZE)
 endif()
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
   foreach(t alignment targeting late_join faults noblock netns pidns squat eventlog tls
-      lost_node legacy_dialects legacy_ms24 legacy_missed stragglers collect collect_off labels labels_late forget left unserved feed_restart new_run)
+      lost_node legacy_dialects legacy_ms24 legacy_missed stragglers collect collect_off labels labels_late forget forget_away left unserved feed_restart new_run)
     add_test(NAME e2e_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_${t}.py)
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
