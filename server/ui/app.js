@@ -537,8 +537,9 @@
 	function drawWrite() {
 		$('schedule-set').disabled = denied !== null;
 		$('write-note').textContent = denied !== null ? 'Scheduling ' +
-		    'and cancelling are off: ' + denied + '.' : 'With this ' +
-		    'token you may schedule a window and cancel one.';
+		    'and cancelling are off: ' + denied + '.' : (token ?
+		    'With this token you' : 'This coordinator needs no ' +
+		    'token: you') + ' may schedule a window and cancel one.';
 		for (const b of document.querySelectorAll('#timeline .act ' +
 		    'button')) {
 			b.disabled = denied !== null;
