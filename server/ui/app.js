@@ -648,8 +648,30 @@
 		showResult('window ' + w.id + ' scheduled: steps ' +
 		    w.start_step + '-' + w.stop_step + ', ' +
 		    rankLabel(w.ranks) + ', generation ' + w.generation +
-		    '; options ' + JSON.stringify(w.options), false);
+		    '; options ' + JSON.stringify(w.options) +
+		    await beyondRanks(job, b.ranks), false);
 		loadSummary(job);
+	}
+
+	/*
+	 * As dynprofctl trace: a warning when the ranks asked for go beyond
+	 * every rank the job has (a typo, or ranks not started yet); '' if
+	 * not, or if the job has no rank to compare with.
+	 */
+	async function beyondRanks(job, ranks) {
+		if (!ranks || ranks === 'all')
+			return '';
+		const hi = Math.max(...ranks.split(/[,-]/).map(Number));
+		if (!Number.isInteger(hi) || hi < 1)
+			return '';
+		const path = '/v1/jobs/' + encodeURIComponent(job) + '/ranks';
+		const [above, first] = await Promise.all([api(path +
+		    '?limit=1&after=' + (hi - 1)), api(path + '?limit=1')]);
+		if (!above || !first || above.ranks.length > 0 ||
+		    first.ranks.length === 0)
+			return '';
+		return '. Warning: rank ' + hi + ' is not one of job ' + job +
+		    '\'s ranks yet (none is numbered ' + hi + ' or above)';
 	}
 
 	/* The color of a node: its lowest step against the job's median, or

@@ -73,6 +73,13 @@ async function checkOptions(page, table) {
 		if (JSON.stringify(vals) !== JSON.stringify(want))
 			fail(row.name + ' offers ' + vals + ', the table ' +
 			    row.min + '..' + row.max);
+		const texts = await page.locator(sel + ' option').allTextContents();
+		const names = row.values ? row.values.split(',') : [];
+		for (let i = 0; i < names.length; i++)
+			if (texts[i + 1] !== i + ' (' + names[i] + ')')
+				fail(row.name + ' calls ' + i + ' ' +
+				    JSON.stringify(texts[i + 1]) + ', the table ' +
+				    names[i]);
 		const v = Number(await page.locator(sel).inputValue());
 		if (v !== row.default)
 			fail(row.name + ' shows ' + v + ', the table says ' +
@@ -128,6 +135,19 @@ async function scheduleScene(page, f) {
 	seen.done.row = await waitText(page, '#window-' + m[1] + ' .lbl',
 	    (s) => s.includes('done \u00b7 ' + f.nranks + '/' + f.nranks +
 	    ' finished: ' + f.nranks + ' stopped'), 'the window done');
+
+	/* Ranks beyond the job's: scheduled, with dynprofctl's warning. */
+	t = await scheduleBy(page, { start: f.far + 1000, stop: f.far + 1004,
+	    ranks: '0-' + (f.nranks + 3) });
+	if (!t.startsWith('window ') || !t.endsWith('. Warning: rank ' +
+	    (f.nranks + 3) + ' is not one of job ' + f.job + '\'s ranks yet ' +
+	    '(none is numbered ' + (f.nranks + 3) + ' or above)'))
+		fail('ranks beyond the job\'s said: ' + t);
+	seen.beyond = t;
+	t = await scheduleBy(page, { start: f.far + 2000, stop: f.far + 2004,
+	    ranks: '0-' + (f.nranks - 1) });
+	if (t.includes('Warning'))
+		fail('the job\'s own ranks said: ' + t);
 
 	/* A start every rank has passed: the API's 409, in its words. */
 	t = await scheduleBy(page, { start: 1, stop: 2, ranks: '' });

@@ -7,7 +7,8 @@ four dynprof-train-sim ranks.
 
 - The operator schedules a window by filling the form and clicking: every
   rank runs it (its trace on disk, its options those the form set) and the
-  page shows it done; a start behind every rank is refused with the API's
+  page shows it done; ranks beyond the job's are scheduled with
+  dynprofctl's warning; a start behind every rank is refused with the API's
   409 in the API's words; a window far ahead is cancelled by its button.
 - The viewer sees the form and a live window's cancel disabled with the
   API's reason; enabled by hand, both are refused (403) and nothing changes.
@@ -101,6 +102,11 @@ def test():
               "window %d: %s" % (cancelled, window(c, cancelled)))
         check(not [x for x in c.status(JOB)["windows"]
                    if x["start_step"] == 1], "the refused window is there")
+        check([x for x in c.status(JOB)["windows"]
+               if x["start_step"] == FAR + 1000 and x["ranks"] == "0-7" and
+               x["state"] == "scheduled"],
+              "the window warned about is not scheduled: %s" %
+              c.status(JOB)["windows"])
 
         # The viewer: the API's reason, asked the way the page asks.
         c.token = tokens["viewer"]
