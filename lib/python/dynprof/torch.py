@@ -57,6 +57,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import socket
 import sys
@@ -300,9 +301,19 @@ class ProfileSteps:
         if kineto:
             prof.add_metadata_json("dynprof", json.dumps(meta))
         prof.stop()
-        prof.export_chrome_trace(self._path)
-        if not kineto:
-            add_trace_metadata(self._path, meta, _distributed_info())
+        # Into a file of our own first (created, never opened: a FIFO put
+        # at the trace's name would block the rank, and its job, for ever),
+        # then renamed to the name, which replaces what was there but a
+        # directory.
+        tmp = _trace_tmp(self._path)
+        try:
+            prof.export_chrome_trace(tmp)
+            if not kineto:
+                add_trace_metadata(tmp, meta, _distributed_info())
+            os.replace(tmp, self._path)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
         self.traces.append(self._path)
         log.info("window %d (%s): trace %s", window.id, meta["reason"],
                  self._path)
@@ -487,6 +498,22 @@ def trace_metadata(who, window, reason, traced):
             "reason": getattr(reason, "name", str(reason)).lower()}
 
 
+def _trace_tmp(path):
+    """Creates an empty file of this process's beside path (O_EXCL, a name
+    nobody could guess, the mode the umask gives as torch's own would have)
+    and returns its name."""
+    for _ in range(16):
+        tmp = os.path.join(os.path.dirname(path), ".%s.%s.tmp" % (
+            os.path.basename(path), secrets.token_hex(8)))
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                             os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError("no free name beside %s" % path)
+
+
 def add_trace_metadata(path, meta, dist_info):
     """Puts meta (and distributedInfo) into a trace torch wrote as a bare
     JSON array of events (torch without Kineto): the file becomes the object
@@ -500,12 +527,17 @@ def add_trace_metadata(path, meta, dist_info):
         if not start.startswith(b"["):
             return              # already an object: nothing known to add
         f.seek(0)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as out:
-            out.write(json.dumps(head)[:-1].encode() + b', "traceEvents": ')
-            shutil.copyfileobj(f, out)
-            out.write(b"}\n")
-    os.replace(tmp, path)
+        tmp = _trace_tmp(path)
+        try:
+            with open(tmp, "wb") as out:
+                out.write(json.dumps(head)[:-1].encode() +
+                          b', "traceEvents": ')
+                shutil.copyfileobj(f, out)
+                out.write(b"}\n")
+            os.replace(tmp, path)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
 
 
 def profile_steps(optimizer=None, model=None, **monitor_args):

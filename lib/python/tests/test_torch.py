@@ -237,20 +237,74 @@ def test_closed_inside_a_window_writes_the_trace(env):
     assert trace["dynprof"]["reason"] == "closed"
 
 
+def train_windows(env, model, opt, x, y, steps, windows, **kw):
+    """Trains steps steps under profile_steps(opt, **kw) with windows
+    written into the segment at the start; returns the ProfileSteps."""
+    with dynprof.torch.profile_steps(opt, **env.kwargs(), **kw) as ps:
+        seg = env.segment()
+        seg.write(windows)
+        for n in range(1, steps + 1):
+            train_step(model, opt, x, y, n)
+        seg.close()
+    return ps
+
+
 def test_bad_options_fail_the_window_not_training(env):
     sink = env.listen()
     model, x, y = model_and_data()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with dynprof.torch.profile_steps(opt, **env.kwargs()) as ps:
-        seg = env.segment()
-        seg.write([W(1, 2, 3, fwopts='{"activities": ["tpu"]}'),
-                   W(2, 5, 5, fwopts='{"record_shapes": "yes"}')])
-        for n in range(1, 7):
-            train_step(model, opt, x, y, n)
-        seg.close()
+    ps = train_windows(env, model, opt, x, y, 6, [
+        W(1, 2, 3, fwopts='{"activities": ["tpu"]}'),
+        W(2, 5, 5, fwopts='{"record_shapes": "yes"}')])
     assert ps.traces == []
     sink.wait_for(lambda e: e.get("kind") == EVENT_DETACHED)
     errors = [e["error"] for e in sink.events if e["kind"] == EVENT_FAILED]
     assert errors == [
         "on_start: ValueError: activities: unknown activity 'tpu'",
         "on_start: ValueError: record_shapes: not a boolean"]
+
+
+def test_trace_name_taken_never_stalls(env):
+    """A FIFO where the trace goes (put there by whoever may write the
+    output directory) once blocked the rank in open() for ever, and its
+    DDP peers with it: the trace is written into a file of the rank's own
+    and renamed over the FIFO.  A directory there fails the window, not
+    training.  The loop runs in a thread with a deadline, the FIFO opened
+    for reading if it is stuck, so that a stall fails and ends."""
+    import threading
+    sink = env.listen()
+    fifo_dir = os.path.join(env.out, "rank0_start2_stop3")
+    fifo = os.path.join(fifo_dir, "rank0.pt.trace.json")
+    os.makedirs(fifo_dir)
+    os.mkfifo(fifo)
+    taken = os.path.join(env.out, "rank0_start5_stop5", "rank0.pt.trace.json")
+    os.makedirs(taken)
+    model, x, y = model_and_data()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    done = []
+
+    def train():
+        done.append(train_windows(env, model, opt, x, y, 7, [
+            W(1, 2, 3, fwopts='{"activities": ["cpu"]}'),
+            W(2, 5, 5, fwopts='{"activities": ["cpu"]}')], rank=0))
+
+    t = threading.Thread(target=train, daemon=True)
+    t.start()
+    t.join(60)
+    if t.is_alive():
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        t.join(10)
+        os.close(fd)
+        pytest.fail("the rank stalled writing its trace into a FIFO")
+    ps, = done
+    assert ps.traces == [fifo]
+    assert os.path.isfile(fifo) and not os.path.islink(fifo)
+    _, steps = load_trace(fifo)
+    assert steps == [2, 3]
+    assert sorted(os.listdir(fifo_dir)) == ["rank0.pt.trace.json"]
+    assert os.listdir(taken) == []
+    assert sorted(os.listdir(os.path.dirname(taken))) == [
+        "rank0.pt.trace.json"]          # no file of ours left beside it
+    sink.wait_for(lambda e: e.get("kind") == EVENT_DETACHED)
+    errors = [e["error"] for e in sink.events if e["kind"] == EVENT_FAILED]
+    assert len(errors) == 1 and "IsADirectoryError" in errors[0], errors
