@@ -16,7 +16,6 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "clock.h"
 #include "etcd.h"
 #include "log.h"
 
@@ -788,19 +787,6 @@ etcd_range_cached(struct etcd *e, const char *prefix, int64_t *rev,
 }
 
 /*
- * Keeps the session's lease alive between the pages of a long read (a new
- * leader loading a big state holds the loop, and the keepalive timer, for
- * as long as the read takes: past the TTL, the lead would be lost).
- */
-static void
-etcd_range_renew(struct etcd *e)
-{
-	if (e->renew_ms != 0 && e->lease != 0 && clock_mono_ns() / 1000000 -
-	    e->renewed_ms >= e->renew_ms)
-		etcd_keepalive(e);
-}
-
-/*
  * Reads every key starting with prefix, in key order, in pages of
  * ETCD_RANGE_PAGE, all at one revision: *rev if not 0, else the first
  * page's (stored in *rev).  Hands each key, value and the whole kv to fn,
@@ -839,7 +825,6 @@ etcd_range(struct etcd *e, const char *prefix, int64_t *rev,
 			    etcd_int_json(*rev));
 		if ((rc = etcd_call(e, "/v3/kv/range", body, &ans)) != ETCD_OK)
 			break;
-		etcd_range_renew(e);
 		if (*rev == 0)
 			*rev = etcd_int(json_object_get(ans, "header"),
 			    "revision");

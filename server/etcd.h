@@ -163,6 +163,7 @@ int		 etcd_campaign(struct etcd *, int, const char *, char *,
 int		 etcd_campaign_async(struct etcd *, int, const char *,
 		    etcd_campaign_fn, void *);
 int		 etcd_keepalive(struct etcd *);
+void		 etcd_keepalive_due(struct etcd *);
 int		 etcd_keepalive_async(struct etcd *, long, etcd_done_fn,
 		    void *);
 int		 etcd_keepalive_result(struct etcd *, int, struct json_t *);

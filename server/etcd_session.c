@@ -265,6 +265,20 @@ etcd_keepalive(struct etcd *e)
 }
 
 /*
+ * Keeps the session's lease alive, blocking, if renew_ms passed since its
+ * last keepalive: a long read or commit (a new leader loading a big state,
+ * a commit of many txns) holds the loop, and the keepalive timer, for as
+ * long as it takes; past the TTL, the lead would be lost.
+ */
+void
+etcd_keepalive_due(struct etcd *e)
+{
+	if (e->renew_ms != 0 && e->lease != 0 && clock_mono_ns() / 1000000 -
+	    e->renewed_ms >= e->renew_ms)
+		etcd_keepalive(e);
+}
+
+/*
  * Keeps the session's lease alive without waiting, asking one endpoint for
  * at most timeout_ms (the next one next time): done(arg, rc, ans) as
  * etcd_call_async() says, to hand to etcd_keepalive_result().  Returns 0,

@@ -434,18 +434,6 @@ es_send(struct etcd_store *s, size_t from, size_t to)
 }
 
 /*
- * Keeps the lease alive in a commit of many txns or a load, which hold the
- * loop (and the leader's keepalive timer) for as long as they take.
- */
-static void
-es_renew(struct etcd *e)
-{
-	if (e->renew_ms != 0 && clock_mono_ns() / 1000000 - e->renewed_ms >=
-	    e->renew_ms)
-		etcd_keepalive(e);
-}
-
-/*
  * Returns the end of the txn that starts at ops[from]: at most e->txn_ops
  * operations and ETCD_TXN_BYTES_MAX bytes, at least one operation.
  */
@@ -518,7 +506,7 @@ es_commit(void *arg)
 	}
 	while (rc == 0 && from < n) {
 		to = es_txn_end(e, s->ops, from);
-		es_renew(e);
+		etcd_keepalive_due(e);
 		rc = es_send(s, from, to);
 		from = to;
 	}
@@ -1207,6 +1195,8 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 	struct row	 row;
 	int		 rc = 0;
 
+	/* A load of many keys holds the loop: the lease is kept alive. */
+	etcd_keepalive_due(ld->s->e);
 	/* A batch holds a newer row of this rank. */
 	if (ld->table == ROW_RANKS && json_object_get(ld->ranks, rel) != NULL)
 		return (0);
@@ -1365,7 +1355,7 @@ es_load_batch(void *arg, const char *key, const char *value, size_t len,
 	(void)kv;
 	/* Reading and decoding 200,000 events takes seconds: the lease is
 	 * kept alive meanwhile. */
-	es_renew(ld->s->e);
+	etcd_keepalive_due(ld->s->e);
 	es_jobstat_add(ld->s, key + ld->prefix_len, len);
 	return (esb_decode(key + ld->prefix_len, value, len,
 	    es_load_batch_event, es_load_batch_rank, es_load_batch_journal,
@@ -1398,7 +1388,7 @@ es_load_agent_value(void *arg, const char *key, const char *value,
 {
 	struct es_load	*ld = arg;
 
-	es_renew(ld->s->e);
+	etcd_keepalive_due(ld->s->e);
 	ld->rev = etcd_int(kv, "mod_revision");
 	ld->s->agents.values++;
 	return (esa_decode(key + ld->prefix_len, value, len,
@@ -1530,7 +1520,7 @@ es_load(void *arg, const struct store_loader *l)
 	}
 	for (i = 0; i < ld.nev; i++) {
 		if (i % 4096 == 0)
-			es_renew(s->e);
+			etcd_keepalive_due(s->e);
 		if (rc == 0 && l->event(l->arg, ld.evs[i].job, ld.evs[i].rank,
 		    &ld.evs[i].ev, ld.evs[i].node, ld.evs[i].detail) == -1)
 			rc = -1;
