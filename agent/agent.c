@@ -40,7 +40,7 @@ enum {
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
 	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
 	OPT_TRACE_UPLOAD, OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_S3_CREDENTIALS,
-	OPT_UPLOAD_RATE, OPT_UPLOAD_STALL, OPT_UPLOAD_BACKOFF,
+	OPT_UPLOAD_RATE, OPT_UPLOAD_STALL, OPT_UPLOAD_BACKOFF, OPT_UPLOAD_PART,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -75,6 +75,7 @@ static const struct option agent_longopts[] = {
 	{ "upload-rate",	required_argument, NULL, OPT_UPLOAD_RATE },
 	{ "upload-stall",	required_argument, NULL, OPT_UPLOAD_STALL },
 	{ "upload-backoff",	required_argument, NULL, OPT_UPLOAD_BACKOFF },
+	{ "upload-part-size",	required_argument, NULL, OPT_UPLOAD_PART },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -148,6 +149,8 @@ agent_usage(FILE *f)
 "                           nothing for S seconds (default: 30)\n"
 "  --upload-backoff S       wait S seconds after a failed try, doubled after\n"
 "                           each, up to 60; six tries in all (default: 2)\n"
+"  --upload-part-size N[m|g] an archive larger than N goes up in parts of N\n"
+"                           (S3 multipart upload; 5m to 5g; default: 64m)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  -v, --verbose            log more\n"
@@ -344,6 +347,16 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 			return (-1);
 		o->upload_stall_s = (int)v;
 		return (0);
+	case OPT_UPLOAD_PART:
+		if (agent_rate(arg, &o->upload_part_size, name) == -1)
+			return (-1);
+		if (o->upload_part_size < UPLOAD_PART_MIN ||
+		    o->upload_part_size > UPLOAD_MAX_BYTES) {
+			log_warnx("%s: from 5m (S3's smallest part) to 5g",
+			    name);
+			return (-1);
+		}
+		return (0);
 	case OPT_UPLOAD_BACKOFF:
 		if (agent_number(arg, 1, 60, &v, 10, name) == -1)
 			return (-1);
@@ -397,6 +410,7 @@ agent_default_options(struct agent_options *o)
 	o->trace_settle_s = AGENT_TRACE_SETTLE_S;
 	o->upload_stall_s = AGENT_UPLOAD_STALL_S;
 	o->upload_backoff_s = AGENT_UPLOAD_BACKOFF_S;
+	o->upload_part_size = AGENT_UPLOAD_PART_SIZE;
 	strcpy(o->job, "default");
 	if (((e = getenv("DYNPROF_JOB")) != NULL && *e != '\0') ||
 	    ((e = getenv("SLURM_JOB_ID")) != NULL && *e != '\0'))

@@ -54,6 +54,7 @@ struct evbuffer;
 #define AGENT_TRACE_SETTLE_S	10	/* --trace-settle */
 #define AGENT_UPLOAD_STALL_S	30	/* --upload-stall */
 #define AGENT_UPLOAD_BACKOFF_S	2	/* --upload-backoff */
+#define AGENT_UPLOAD_PART_SIZE	(64ULL << 20)	/* --upload-part-size */
 
 /* Everything the flags and the config file set. */
 struct agent_options {
@@ -87,6 +88,7 @@ struct agent_options {
 	uint64_t	 upload_rate;		/* bytes/s, 0: no cap */
 	int		 upload_stall_s;	/* a try given up after */
 	int		 upload_backoff_s;	/* after the first failed try */
+	uint64_t	 upload_part_size;	/* over it: multipart */
 	int		 log_level;
 };
 
@@ -428,6 +430,7 @@ int	 trace_pack_start(struct trace_pack *, int, const char *, uint32_t,
 	    uint32_t, int, const char *, uid_t, uint64_t, int, char *, size_t);
 int	 trace_pack_finish(struct trace_pack *, struct trace_pack_result *);
 void	 trace_pack_abort(struct trace_pack *);
+int	 trace_pack_sha256(int, uint64_t, uint64_t, char [65], uint64_t *);
 void	 trace_pack_keep_fds(int, int, int);
 void	 trace_pack_lower(void);
 void	 trace_pack_child_exit(int, const void *, size_t)
@@ -436,6 +439,9 @@ size_t	 trace_pack_child_result(int, void *, size_t);
 
 /* trace_upload.c */
 #define UPLOAD_MAX_BYTES	(5ULL << 30)	/* one PUT: S3's bound */
+#define UPLOAD_PART_MIN		(5ULL << 20)	/* S3's smallest part but the
+						 * last */
+#define UPLOAD_PARTS_MAX	10000		/* S3's most parts */
 /* --trace-upload: an S3-compatible object store. */
 struct upload_conf {
 	char		 endpoint[512];	/* scheme://host[:port], no '/' after */
@@ -447,6 +453,7 @@ struct upload_conf {
 	char		 session_token[2048];	/* "" none */
 	uint64_t	 rate;		/* bytes/s, 0: no cap */
 	int		 stall_s;	/* nothing moved that long: given up */
+	uint64_t	 part_size;	/* an archive over it: in parts */
 };
 /* One upload in progress. */
 struct trace_upload {
@@ -461,5 +468,11 @@ int	 trace_upload_start(struct trace_upload *, const struct upload_conf *,
 	    int, const char *, const char *, char *, size_t);
 int	 trace_upload_finish(struct trace_upload *, char *, size_t);
 void	 trace_upload_abort(struct trace_upload *);
+void	 trace_upload_why(char *, size_t, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/* trace_s3.c */
+int	 trace_s3_put(const struct upload_conf *, int, uint64_t, const char *,
+	    const char *, char *, size_t);
 
 #endif /* DYNPROF_AGENT_H */

@@ -32,7 +32,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <openssl/evp.h>
 
 #include "agent.h"
 #include "clock.h"
@@ -353,32 +352,13 @@ static int
 collect_rehash(struct collect *c, const char *path, uint64_t *size,
     char sha256[65])
 {
-	EVP_MD_CTX	*md;
-	unsigned char	 buf[65536], out[EVP_MAX_MD_SIZE];
-	unsigned int	 mdlen = 0, i;
-	ssize_t		 n;
-	int		 fd, rc = -1;
+	int	 fd, rc;
 
 	*size = 0;
 	if ((fd = openat(c->store_fd, path, O_RDONLY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		return (-1);
-	if ((md = EVP_MD_CTX_new()) == NULL ||
-	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-		goto done;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		if (EVP_DigestUpdate(md, buf, (size_t)n) != 1)
-			goto done;
-		*size += (uint64_t)n;
-	}
-	if (n == 0 && EVP_DigestFinal_ex(md, out, &mdlen) == 1 &&
-	    mdlen == 32) {
-		for (i = 0; i < mdlen; i++)
-			snprintf(sha256 + 2 * i, 3, "%02x", out[i]);
-		rc = 0;
-	}
-done:
-	EVP_MD_CTX_free(md);
+	rc = trace_pack_sha256(fd, 0, UINT64_MAX, sha256, size);
 	close(fd);
 	return (rc);
 }

@@ -678,3 +678,45 @@ trace_pack_abort(struct trace_pack *tp)
 	close(tp->dir_fd);
 	tp->dir_fd = -1;
 }
+
+/*
+ * The sha256 (lowercase hex) of fd's bytes from off, len of them or to its
+ * end (len UINT64_MAX), read 64 KiB at a time; *got says how many.  Returns
+ * 0, or -1 (a read failed, or the file ended before len).
+ */
+int
+trace_pack_sha256(int fd, uint64_t off, uint64_t len, char hex[65],
+    uint64_t *got)
+{
+	EVP_MD_CTX	*md;
+	unsigned char	 buf[65536], out[EVP_MAX_MD_SIZE];
+	unsigned int	 mdlen = 0, i;
+	ssize_t		 n = 0;
+	size_t		 want;
+	int		 rc = -1;
+
+	*got = 0;
+	if ((md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+		goto done;
+	while (*got < len) {
+		want = len - *got < sizeof(buf) ? (size_t)(len - *got) :
+		    sizeof(buf);
+		while ((n = pread(fd, buf, want, (off_t)(off + *got))) == -1 &&
+		    errno == EINTR)
+			;
+		if (n <= 0 || EVP_DigestUpdate(md, buf, (size_t)n) != 1)
+			break;
+		*got += (uint64_t)n;
+	}
+	if (n < 0 || (len != UINT64_MAX && *got != len))
+		goto done;
+	if (EVP_DigestFinal_ex(md, out, &mdlen) == 1 && mdlen == 32) {
+		for (i = 0; i < mdlen; i++)
+			snprintf(hex + 2 * i, 3, "%02x", out[i]);
+		rc = 0;
+	}
+done:
+	EVP_MD_CTX_free(md);
+	return (rc);
+}

@@ -1,11 +1,10 @@
 /*
  * --trace-upload s3://bucket/prefix: an archive the packer put into the
  * local trace store copied into an S3-compatible object store as
- * <prefix>/<job>/window-<id>/rank-<N>.tar.zst (docs/traces.md).  One PUT,
- * signed by libcurl (CURLOPT_AWS_SIGV4), its payload's sha256 the one the
- * packer computed (x-amz-content-sha256), at most --upload-rate bytes a
- * second, in a child at nice 19 and idle I/O (as trace_pack.c's): the
- * agent's loop only waits for its end.  The file is read in curl's buffer
+ * <prefix>/<job>/window-<id>/rank-<N>.tar.zst (docs/traces.md): one PUT, or
+ * parts over --upload-part-size, signed by libcurl (trace_s3.c), at most
+ * --upload-rate bytes a second, in a child at nice 19 and idle I/O (as
+ * trace_pack.c's): the agent's loop only waits for its end.  The file is read in curl's buffer
  * (64 KiB): memory does not grow with the archive.  A store that takes or
  * answers nothing for --upload-stall seconds (one that accepted the
  * connection and hangs, too) is given up by the child (the caller tries
@@ -29,13 +28,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "agent.h"
 #include "file.h"
 #include "log.h"
 
-#define UPLOAD_CONNECT_MS	10000
 #define UPLOAD_CRED_MAX		(64 * 1024)
 
 /* What the child reports. */
@@ -45,15 +41,9 @@ struct upload_result {
 	char		 why[256];
 };
 
-/* The child's transfer. */
-struct upload_io {
-	int		 fd;
-	char		 body[1024];	/* the start of an error answer */
-	size_t		 nbody;
-};
-
-static void __attribute__((format(printf, 3, 4)))
-upload_why(char *why, size_t len, const char *fmt, ...)
+/* Writes a reason into why. */
+void
+trace_upload_why(char *why, size_t len, const char *fmt, ...)
 {
 	va_list	 ap;
 
@@ -112,13 +102,13 @@ upload_cred_file(struct upload_conf *c, const char *path, char *why,
 
 	if ((text = file_read(path, FILE_NOFOLLOW, UPLOAD_CRED_MAX, &len, &st,
 	    &err)) == NULL) {
-		upload_why(why, wlen, "--s3-credentials %s: %s", path, err);
+		trace_upload_why(why, wlen, "--s3-credentials %s: %s", path, err);
 		return (-1);
 	}
 	if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
 	    (st.st_mode & 077) != 0) {
 		file_free(text, len);
-		upload_why(why, wlen, "--s3-credentials %s: must belong to root "
+		trace_upload_why(why, wlen, "--s3-credentials %s: must belong to root "
 		    "(or the agent's user) and be readable by its owner only "
 		    "(mode 0600 or 0400)", path);
 		return (-1);
@@ -139,7 +129,8 @@ upload_cred_file(struct upload_conf *c, const char *path, char *why,
 
 /*
  * Reads the agent's --trace-upload, --s3-endpoint, --s3-region,
- * --s3-credentials, --upload-rate and --upload-stall into c, with the credentials.
+ * --s3-credentials, --upload-rate, --upload-stall and --upload-part-size
+ * into c, with the credentials.
  * Returns 0, or -1 with why.
  */
 int
@@ -151,7 +142,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 
 	memset(c, 0, sizeof(*c));
 	if (strncmp(u, "s3://", 5) != 0) {
-		upload_why(why, wlen, "--trace-upload %s: not s3://BUCKET[/PREFIX]",
+		trace_upload_why(why, wlen, "--trace-upload %s: not s3://BUCKET[/PREFIX]",
 		    u);
 		return (-1);
 	}
@@ -159,7 +150,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 	slash = strchr(u, '/');
 	n = slash != NULL ? (size_t)(slash - u) : strlen(u);
 	if (n < 3 || n >= sizeof(c->bucket)) {
-		upload_why(why, wlen, "--trace-upload: a bucket of 3 to 63 "
+		trace_upload_why(why, wlen, "--trace-upload: a bucket of 3 to 63 "
 		    "characters");
 		return (-1);
 	}
@@ -171,7 +162,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 		c->prefix[--n] = '\0';
 	if (!upload_name_ok(c->bucket) || strchr(c->bucket, '/') != NULL ||
 	    !upload_name_ok(c->prefix) || c->prefix[0] == '/') {
-		upload_why(why, wlen, "--trace-upload: the bucket and prefix may "
+		trace_upload_why(why, wlen, "--trace-upload: the bucket and prefix may "
 		    "hold letters, digits and ._-/ only, no \"..\" nor \"//\"");
 		return (-1);
 	}
@@ -179,7 +170,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 	    o->s3_region : (e = getenv("AWS_REGION")) != NULL && *e != '\0' ?
 	    e : "us-east-1");
 	if (!upload_name_ok(c->region) || strchr(c->region, '/') != NULL) {
-		upload_why(why, wlen, "--s3-region %s: not a region", c->region);
+		trace_upload_why(why, wlen, "--s3-region %s: not a region", c->region);
 		return (-1);
 	}
 	if (o->s3_endpoint[0] != '\0')
@@ -192,13 +183,15 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 		c->endpoint[--n] = '\0';
 	if (strncmp(c->endpoint, "http://", 7) != 0 &&
 	    strncmp(c->endpoint, "https://", 8) != 0) {
-		upload_why(why, wlen, "--s3-endpoint %s: not http:// or https://",
+		trace_upload_why(why, wlen, "--s3-endpoint %s: not http:// or https://",
 		    c->endpoint);
 		return (-1);
 	}
 	c->rate = o->upload_rate;
 	c->stall_s = o->upload_stall_s > 0 ? o->upload_stall_s :
 	    AGENT_UPLOAD_STALL_S;
+	c->part_size = o->upload_part_size > 0 ? o->upload_part_size :
+	    AGENT_UPLOAD_PART_SIZE;
 	if ((e = getenv("AWS_ACCESS_KEY_ID")) != NULL && *e != '\0') {
 		snprintf(c->access_key, sizeof(c->access_key), "%s", e);
 		if ((e = getenv("AWS_SECRET_ACCESS_KEY")) != NULL)
@@ -211,7 +204,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 		return (-1);
 	if (c->access_key[0] == '\0' || c->secret_key[0] == '\0' ||
 	    strchr(c->access_key, ':') != NULL) {
-		upload_why(why, wlen, "--trace-upload: no credentials (set "
+		trace_upload_why(why, wlen, "--trace-upload: no credentials (set "
 		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
 		    "--s3-credentials FILE)");
 		return (-1);
@@ -228,125 +221,21 @@ trace_upload_location(const struct upload_conf *c, const char *path,
 	    c->prefix[0] != '\0' ? "/" : "", path);
 }
 
-/* curl reads the archive. */
-static size_t
-upload_read_cb(char *buf, size_t size, size_t nmemb, void *arg)
-{
-	struct upload_io	*io = arg;
-	ssize_t			 n;
-
-	while ((n = read(io->fd, buf, size * nmemb)) == -1 && errno == EINTR)
-		;
-	return (n < 0 ? CURL_READFUNC_ABORT : (size_t)n);
-}
-
-/* curl hands over the answer: its start kept, for an error's reason. */
-static size_t
-upload_write_cb(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct upload_io	*io = arg;
-	size_t			 n = size * nmemb, room;
-
-	room = sizeof(io->body) - 1 - io->nbody;
-	if (n < room)
-		room = n;
-	memcpy(io->body + io->nbody, data, room);
-	io->nbody += room;
-	io->body[io->nbody] = '\0';
-	return (n);
-}
-
-/* The text of an S3 error answer's tag, or "". */
-static void
-upload_tag(const char *body, const char *tag, char *out, size_t len)
-{
-	char		 open[32];
-	const char	*p, *e;
-
-	out[0] = '\0';
-	snprintf(open, sizeof(open), "<%s>", tag);
-	if ((p = strstr(body, open)) == NULL)
-		return;
-	p += strlen(open);
-	if ((e = strchr(p, '<')) == NULL)
-		return;
-	snprintf(out, len, "%.*s", (int)(e - p), p);
-}
-
-/* The child: PUTs the archive fd (size bytes, sha256) at url. */
+/* The child: puts the archive fd (its sha256 given) at url. */
 static void __attribute__((noreturn))
 upload_child(const struct upload_conf *c, int fd, const char *url,
     const char *sha256, int res_fd)
 {
 	struct upload_result	 r;
-	struct upload_io	 io;
-	struct curl_slist	*hdr = NULL;
 	struct stat		 st;
-	CURL			*curl;
-	CURLcode		 cc;
-	char			 line[2200], sigv4[128], code[64], msg[160];
 
 	trace_pack_lower();
 	memset(&r, 0, sizeof(r));
-	memset(&io, 0, sizeof(io));
-	io.fd = fd;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		upload_why(r.why, sizeof(r.why), "the archive is no file");
-		goto report;
-	}
-	if ((uint64_t)st.st_size > UPLOAD_MAX_BYTES) {
-		upload_why(r.why, sizeof(r.why), "the archive is over 5 GiB, "
-		    "what one PUT may carry");
-		goto report;
-	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-	    (curl = curl_easy_init()) == NULL) {
-		upload_why(r.why, sizeof(r.why), "curl: cannot start");
-		goto report;
-	}
-	snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:s3", c->region);
-	snprintf(line, sizeof(line), "x-amz-content-sha256: %s", sha256);
-	hdr = curl_slist_append(hdr, line);
-	if (c->session_token[0] != '\0') {
-		snprintf(line, sizeof(line), "x-amz-security-token: %s",
-		    c->session_token);
-		hdr = curl_slist_append(hdr, line);
-	}
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-	curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
-	curl_easy_setopt(curl, CURLOPT_READFUNCTION, upload_read_cb);
-	curl_easy_setopt(curl, CURLOPT_READDATA, &io);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, upload_write_cb);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &io);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4);
-	curl_easy_setopt(curl, CURLOPT_USERNAME, c->access_key);
-	curl_easy_setopt(curl, CURLOPT_PASSWORD, c->secret_key);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long)UPLOAD_CONNECT_MS);
-	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)c->stall_s);
-	if (c->rate > 0)
-		curl_easy_setopt(curl, CURLOPT_MAX_SEND_SPEED_LARGE,
-		    (curl_off_t)c->rate);
-	cc = curl_easy_perform(curl);
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.http);
-	if (cc != CURLE_OK)
-		upload_why(r.why, sizeof(r.why), "%s", curl_easy_strerror(cc));
-	else if (r.http != 200) {
-		upload_tag(io.body, "Code", code, sizeof(code));
-		upload_tag(io.body, "Message", msg, sizeof(msg));
-		upload_why(r.why, sizeof(r.why), "HTTP %ld%s%s%s%s", r.http,
-		    code[0] != '\0' ? ": " : "", code, msg[0] != '\0' ? ": " :
-		    "", msg);
-	} else
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		trace_upload_why(r.why, sizeof(r.why), "the archive is no file");
+	else if (trace_s3_put(c, fd, (uint64_t)st.st_size, url, sha256, r.why,
+	    sizeof(r.why)) == 0)
 		r.ok = 1;
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(curl);
-report:
 	trace_pack_child_exit(res_fd, &r, sizeof(r));
 }
 
@@ -368,23 +257,23 @@ trace_upload_start(struct trace_upload *up, const struct upload_conf *c,
 
 	up->fd = -1;
 	if (!upload_name_ok(path)) {
-		upload_why(why, wlen, "%s: not a name to upload", path);
+		trace_upload_why(why, wlen, "%s: not a name to upload", path);
 		return (-1);
 	}
 	snprintf(url, sizeof(url), "%s/%s/%s%s%s", c->endpoint, c->bucket,
 	    c->prefix, c->prefix[0] != '\0' ? "/" : "", path);
 	if ((fd = openat(store_fd, path, O_RDONLY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
-		upload_why(why, wlen, "%s: %s", path, strerror(errno));
+		trace_upload_why(why, wlen, "%s: %s", path, strerror(errno));
 		return (-1);
 	}
 	if (pipe2(pipefd, O_CLOEXEC) == -1) {
-		upload_why(why, wlen, "pipe: %s", strerror(errno));
+		trace_upload_why(why, wlen, "pipe: %s", strerror(errno));
 		close(fd);
 		return (-1);
 	}
 	if ((pid = fork()) == -1) {
-		upload_why(why, wlen, "fork: %s", strerror(errno));
+		trace_upload_why(why, wlen, "fork: %s", strerror(errno));
 		close(fd);
 		close(pipefd[0]);
 		close(pipefd[1]);
@@ -421,12 +310,12 @@ trace_upload_finish(struct trace_upload *up, char *why, size_t wlen)
 		;
 	r.why[sizeof(r.why) - 1] = '\0';
 	if (got != sizeof(r)) {
-		upload_why(why, wlen, "the uploader died%s",
+		trace_upload_why(why, wlen, "the uploader died%s",
 		    WIFSIGNALED(status) ? " of a signal" : "");
 		return (-1);
 	}
 	if (!r.ok) {
-		upload_why(why, wlen, "%s", r.why);
+		trace_upload_why(why, wlen, "%s", r.why);
 		return (-1);
 	}
 	return (0);

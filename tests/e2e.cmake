@@ -30,6 +30,11 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload.py)
   set_tests_properties(e2e_upload PROPERTIES TIMEOUT 360 SKIP_RETURN_CODE 77
     ENVIRONMENT "${_e2e_env}")
+  # Multipart upload against s3rver (5 MiB parts).
+  add_test(NAME e2e_upload_multipart
+    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload_multipart.py)
+  set_tests_properties(e2e_upload_multipart PROPERTIES TIMEOUT 360
+    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
   # A hung, a refusing and a full store (a tmpfs: root only).
   add_test(NAME e2e_upload_fail
     COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload_fail.py)

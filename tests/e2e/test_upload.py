@@ -74,16 +74,8 @@ def test():
               ["told to refuse"] * 2 and s3.errors == [],
               "refused: %s (signatures or payloads wrong?), proxy errors %s"
               % (s3.refused, s3.errors))
-        for t in idx["traces"]:
-            r = t["rank"]
-            check(t["location"] == "s3://%s/%s" % (BUCKET, key % r),
-                  "rank %d location %s" % (r, t["location"]))
-            data = open(s3.object_path(key % r), "rb").read()
-            local = open(os.path.join(store, JOB, "window-%d" % wid,
-                                      "rank-%d.tar.zst" % r), "rb").read()
-            check(hashlib.sha256(data).hexdigest() == t["sha256"] and
-                  len(data) == t["size"] and data == local,
-                  "rank %d: the object differs from what was reported" % r)
+        s3.check_objects(idx, os.path.join(store, JOB, "window-%d" % wid),
+                         key)
         for r in c.status(JOB)["ranks"]:
             check(len(events_of(r, "collected", wid)) == 1,
                   "rank %d collected events %s" % (r["rank"], r["events"]))

@@ -2,11 +2,12 @@
 s3rver (npm, pinned in tests/s3/package.json, installed once per build tree
 with npm ci), and in front of it a proxy that checks what s3rver does not:
 each request's AWS SigV4 signature, recomputed with botocore from the secret
-key, and that a PUT's body has the sha256 its x-amz-content-sha256 header
-says.  A request that fails either is answered 403 as S3 would
+key, and that a PUT's or POST's body has the sha256 its
+x-amz-content-sha256 header says.  A request that fails either is answered 403 as S3 would
 (SignatureDoesNotMatch, XAmzContentSHA256Mismatch) and never reaches
 s3rver.  The proxy can also be told to refuse the next N PUTs (503
-SlowDown), to see the agent retry, to fail every PUT of a path for good
+SlowDown), to see the agent retry, to refuse the PUT of a path's part N
+(fail_part = (path, N): 500 InternalError, once), to fail every PUT of a path for good
 (faults[path] = "deny": 403 AccessDenied) or to take its request whole
 and never answer (faults[path] = "hang": the connection held open until
 the proxy stops), and counts what it forwarded."""
@@ -21,7 +22,7 @@ import socketserver
 import subprocess
 import threading
 
-from cluster import Failure, Proc, log, npm_ci, wait_for
+from cluster import Failure, Proc, check, log, npm_ci, wait_for
 
 ACCESS_KEY = "S3RVER"       # s3rver's own account: the keys it knows
 SECRET_KEY = "S3RVER"
@@ -101,11 +102,20 @@ class Verifier(http.server.BaseHTTPRequestHandler):
             srv.refused.append(why)
             return self._fail(403, "SignatureDoesNotMatch", why)
         claimed = self.headers.get("x-amz-content-sha256", "")
+        if self.command in ("PUT", "POST") and \
+                claimed != hashlib.sha256(body).hexdigest():
+            srv.refused.append("payload sha256 mismatch")
+            return self._fail(400, "XAmzContentSHA256Mismatch",
+                              "the body's sha256 is not the header's")
         if self.command == "PUT":
-            if claimed != hashlib.sha256(body).hexdigest():
-                srv.refused.append("payload sha256 mismatch")
-                return self._fail(400, "XAmzContentSHA256Mismatch",
-                                  "the body's sha256 is not the header's")
+            with srv.lock:
+                fp = srv.fail_part
+                if fp is not None and self.path.startswith(fp[0] + "?") and \
+                        ("partNumber=%d&" % fp[1]) in self.path:
+                    srv.fail_part = None
+                    srv.refused.append("told to fail a part")
+                    return self._fail(500, "InternalError", "We "
+                                      "encountered an internal error.")
             fault = srv.faults.get(self.path)
             if fault == "deny":
                 with srv.lock:
@@ -141,11 +151,13 @@ class Verifier(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
         conn.close()
+        with srv.lock:
+            srv.answers.append((self.command, self.path, r.status))
         if self.command == "PUT" and r.status == 200:
             with srv.lock:
                 srv.puts.append((self.path, len(body)))
 
-    do_GET = do_PUT = do_HEAD = _handle
+    do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _handle
 
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -163,11 +175,13 @@ class S3:
         self.lock = threading.Lock()
         self.refuse_puts = 0
         self.faults = {}        # path: "deny" or "hang", every PUT of it
+        self.fail_part = None   # (path, part number): refused once
         self.stopping = threading.Event()   # ends the hung requests
         self.refused = []
         self.errors = []        # the proxy's own failures
         self.started = []       # (method, path) as each request came
         self.puts = []          # (path, bytes) that s3rver stored
+        self.answers = []       # (method, path, status) s3rver answered
         self.proc = None
         self.httpd = None
 
@@ -195,6 +209,21 @@ class S3:
     def object_path(self, key):
         """The file s3rver keeps an object's bytes in."""
         return os.path.join(self.data, self.bucket, key + "._S3rver_object")
+
+    def check_objects(self, idx, staged, key):
+        """Each trace of a traces index idx: its location s3://BUCKET/KEY
+        (key % rank), the object's bytes those of the archive staged in
+        directory staged, with the index's size and sha256."""
+        for t in idx["traces"]:
+            r = t["rank"]
+            check(t["location"] == "s3://%s/%s" % (self.bucket, key % r),
+                  "rank %d location %s" % (r, t["location"]))
+            data = open(self.object_path(key % r), "rb").read()
+            local = open(os.path.join(staged, "rank-%d.tar.zst" % r),
+                         "rb").read()
+            check(hashlib.sha256(data).hexdigest() == t["sha256"] and
+                  len(data) == t["size"] and data == local,
+                  "rank %d: the object differs from what was reported" % r)
 
     def stop(self):
         self.stopping.set()
