@@ -270,8 +270,10 @@ class Monitor:
         h = ctypes.c_void_p()
         rc = lib.dynprof_open(ctypes.byref(p), ctypes.byref(h))
         if rc != 0:
-            raise DynprofError(rc, "dynprof_open: %s (job %r, rank %r)" % (
-                _native.strerror(rc), job, rank))
+            env = "from the environment"
+            raise DynprofError(rc, "dynprof_open: %s (job %s, rank %s)" % (
+                _native.strerror(rc), env if job is None else repr(job),
+                env if rank is None else rank))
         self._h = h
         self._pid = os.getpid()
         self._fs = _native.FastState()

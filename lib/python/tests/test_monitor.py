@@ -414,7 +414,7 @@ def test_bad_job_fails_open(env, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "dynprof"
              and r.getMessage().startswith("running without dynprof")]
     assert lines == ["running without dynprof: dynprof_open: invalid job id"
-                     " (job '../etc', rank None)"]
+                     " (job '../etc', rank from the environment)"]
 
 
 def test_report_failure(env):
