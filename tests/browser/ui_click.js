@@ -124,8 +124,9 @@ async function scheduleScene(page, f) {
 	await checkOptions(page, f.table);
 	const seen = {};
 
-	/* A window by clicking, seen done by every rank it targets. */
-	let t = await scheduleBy(page, { next: 3, in: 20, ranks: f.ranks,
+	/* A window by clicking, seen done by every rank it targets (3 s
+	 * ahead at 50 steps/s: pushed in time on a loaded machine). */
+	let t = await scheduleBy(page, { next: 3, in: 150, ranks: f.ranks,
 	    check: ['with_stack'], select: { profiler_level: 1 } });
 	let m = /^window (\d+) scheduled: steps (\d+)-(\d+), /.exec(t);
 	if (!m)
