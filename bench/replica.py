@@ -96,7 +96,9 @@ def metric(port, name):
 
 def main():
     with test_etcd.HaCluster("replica-bench") as c:
-        lead = c.start_coordinators(2, ttl=5)
+        # The coordinator's default heartbeat (the tests' 500 ms is too
+        # short for one loadgen process to keep 10,000 agents alive).
+        lead = c.start_coordinators(2, ttl=5, heartbeat_ms=2000)
         fol = 1 - lead
         lport, fport = c.coords[lead][2], c.coords[fol][2]
         # The job exists once the first agent subscribes: a window first.

@@ -137,7 +137,7 @@ class HaCluster(Cluster):
         self.coords = []        # [(Proc, agent_port, http_port)]
         self.prefix = "/dynprof-%s-%d/" % (name, os.getpid())
 
-    def start_coordinators(self, n, ttl=None):
+    def start_coordinators(self, n, ttl=None, heartbeat_ms=500):
         self.etcd.start()
         for i in range(n):
             ready = os.path.join(self.dir, "coord%d.ready" % i)
@@ -145,7 +145,7 @@ class HaCluster(Cluster):
                 binary(COORDINATOR), "--listen", "127.0.0.1:0",
                 "--http", "127.0.0.1:0",
                 "--state-dir", os.path.join(self.dir, "state%d" % i),
-                "--heartbeat-ms", "500", "--ready-file", ready,
+                "--heartbeat-ms", str(heartbeat_ms), "--ready-file", ready,
                 "--etcd-endpoints", self.etcd.endpoints,
                 "--etcd-prefix", self.prefix,
                 "--etcd-lease-ttl", str(ttl or TTL)],
