@@ -787,7 +787,8 @@ agent_log_stats(const struct agent *a)
 	    "events_dropped=%llu standalone_errors=%llu samples=%llu "
 	    "segments_dropped=%llu shm_refused=%llu legacy_refused=%llu "
 	    "(name %llu, type %llu, max %llu, uid %llu) dirs_made=%llu "
-	    "dirs_taken_back=%llu log_lines_held=%lu",
+	    "dirs_taken_back=%llu collect_unscheduled=%llu "
+	    "log_lines_held=%lu",
 	    (unsigned long long)s->configs_applied,
 	    (unsigned long long)s->bad_configs,
 	    (unsigned long long)s->bad_frames,
@@ -808,6 +809,7 @@ agent_log_stats(const struct agent *a)
 	    (unsigned long long)s->legacy_refused_uid,
 	    (unsigned long long)s->dirs_made,
 	    (unsigned long long)s->dirs_taken_back,
+	    (unsigned long long)s->collect_unscheduled,
 	    log_limited_dropped());
 }
 

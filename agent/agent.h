@@ -114,6 +114,7 @@ struct agent_stats {
 	uint64_t	 legacy_refused_uid;	/* over --legacy-per-uid */
 	uint64_t	 dirs_made;		/* users' directories made for ranks */
 	uint64_t	 dirs_taken_back;	/* ... from another user's squat */
+	uint64_t	 collect_unscheduled;	/* a slot's window not this agent's */
 };
 
 /*
@@ -150,6 +151,9 @@ struct queue {
 	size_t		 max;
 	uint64_t	 dropped;
 };
+
+/* Windows a job's segment was given, remembered for collection. */
+#define AGENT_WINDOWS_KNOWN	64
 
 /* A rank as last sampled, for the job's Progress. */
 struct agent_rank_sample {
@@ -206,6 +210,13 @@ struct agent_job {
 	 * for --trace-store (collect.c): noted once, not at every sample. */
 	uint32_t	 collect_window[SEG_MAX_SLOTS];
 	uint32_t	 collect_inc[SEG_MAX_SLOTS];
+	/*
+	 * The windows this agent wrote into the segment (or found in it when
+	 * it adopted it), the newest AGENT_WINDOWS_KNOWN: a slot is the rank's
+	 * to write, and a trace is collected only for one of these.
+	 */
+	uint32_t	 windows_known[AGENT_WINDOWS_KNOWN];
+	uint32_t	 nwindows_known;	/* noted so far: a ring */
 	/* The newest arrival each slot's incarnation sent (arrive.c). */
 	int64_t		 arrive_sent[SEG_MAX_SLOTS];	/* step, -1 none */
 	uint32_t	 arrive_inc[SEG_MAX_SLOTS];
@@ -349,6 +360,7 @@ int	 segments_sibling_subscribed(struct agent *, const struct agent_job *,
 	    int);
 int	 segments_job_subscribed(struct agent *, const char *);
 uid_t	 segments_rank_uid(const struct agent_job *, int);
+int	 segments_window_known(const struct agent_job *, uint32_t);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);

@@ -158,6 +158,36 @@ segments_read_cb(void *arg)
 	return (segment_read_config(&ctx->j->seg, ctx->cfg, NULL));
 }
 
+/* Notes the windows of cfg as given to j's segment by this agent. */
+static void
+segments_note_windows(struct agent_job *j, const struct seg_config *cfg)
+{
+	uint32_t	 i, n = cfg->nwindows;
+
+	if (n > SEG_MAX_WINDOWS)
+		n = SEG_MAX_WINDOWS;
+	for (i = 0; i < n; i++)
+		if (!segments_window_known(j, cfg->windows[i].id))
+			j->windows_known[j->nwindows_known++ %
+			    AGENT_WINDOWS_KNOWN] = cfg->windows[i].id;
+}
+
+/*
+ * Returns 1 if window id is one of the last AGENT_WINDOWS_KNOWN windows
+ * j's segment was given.
+ */
+int
+segments_window_known(const struct agent_job *j, uint32_t id)
+{
+	uint32_t	 i, n = j->nwindows_known < AGENT_WINDOWS_KNOWN ?
+			    j->nwindows_known : AGENT_WINDOWS_KNOWN;
+
+	for (i = 0; i < n; i++)
+		if (j->windows_known[i] == id)
+			return (1);
+	return (0);
+}
+
 /* Writes a schedule into a job's segment (guarded). */
 static int
 segments_write_cb(void *arg)
@@ -165,6 +195,7 @@ segments_write_cb(void *arg)
 	struct segments_copy_ctx	*ctx = arg;
 
 	segment_write_config(&ctx->j->seg, ctx->cfg);
+	segments_note_windows(ctx->j, ctx->cfg);
 	return (0);
 }
 
@@ -609,11 +640,19 @@ static void
 segments_adopt(struct agent *a, uid_t uid, const char *job)
 {
 	struct agent_job	*j;
+	struct seg_config	*cfg;
 	uint32_t		 i;
 	int			 n = 0, ranks = 0, live = 0, k, pass, held;
 
 	if ((j = segments_get_uid(a, uid, job, 0)) == NULL)
 		return;
+	/* The windows the last agent gave it: their traces are collected
+	 * (at most SEG_MAX_WINDOWS, whoever wrote them). */
+	if ((cfg = malloc(sizeof(*cfg))) != NULL) {
+		if (segment_read_config(&j->seg, cfg, NULL) == SEG_OK)
+			segments_note_windows(j, cfg);
+		free(cfg);
+	}
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < j->seg.nslots; i++) {
 			held = atomic_load_explicit(&j->seg.slots[i].pid,

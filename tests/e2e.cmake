@@ -24,6 +24,12 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
     set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
       ENVIRONMENT "${_e2e_env}")
   endforeach()
+  # A rank's slot forging windows nobody made, as another uid: skipped
+  # unless root.
+  add_test(NAME e2e_collect_forged
+    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_collect_forged.py)
+  set_tests_properties(e2e_collect_forged PROPERTIES TIMEOUT 240
+    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
   # --trace-upload against a real S3-compatible server (s3rver from npm, its
   # packages installed once per build tree: a longer timeout the first time).
   add_test(NAME e2e_upload

@@ -28,23 +28,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "support"))
-from cluster import (SKIP, Cluster, Failure, check, log, main,  # noqa: E402
-                     wait_for)
+from cluster import (SKIP, Cluster, Failure, check, local_user, log,  # noqa: E402
+                     main, wait_for)
 
 JOB = "victim"
 VICTIM_STEP = 100000	# the victim's first step
 USERS = ("dpvictim", "dpsquat", "dpagent")
-
-
-def user(name):
-    """The uid of name, made with useradd if there is no such user."""
-    try:
-        return pwd.getpwnam(name).pw_uid
-    except KeyError:
-        pass
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
-                    "/usr/sbin/nologin", name], check=True)
-    return pwd.getpwnam(name).pw_uid
 
 
 def as_user(uid, gid, groups=None, env=()):
@@ -98,7 +87,7 @@ def root_agent():
             shutil.which("useradd") is None:
         print("skipped: needs root, setpriv and useradd")
         return SKIP
-    victim, squatter = user(USERS[0]), user(USERS[1])
+    victim, squatter = local_user(USERS[0]), local_user(USERS[1])
     v_gid = pwd.getpwuid(victim).pw_gid
     s_gid = pwd.getpwuid(squatter).pw_gid
     with Cluster("squat") as c:
@@ -236,7 +225,7 @@ def unprivileged_agent():
     directory 3770 its own, every training user (the squatter too) in its
     group, segments 0660.  A name one member took from another is moved aside
     by the agent (it owns the directory) and the victim makes its own."""
-    victim, squatter, agent = (user(u) for u in USERS)
+    victim, squatter, agent = (local_user(u) for u in USERS)
     v_gid = pwd.getpwuid(victim).pw_gid
     s_gid = pwd.getpwuid(squatter).pw_gid
     a_gid = pwd.getpwuid(agent).pw_gid

@@ -552,6 +552,18 @@ class Cluster:
                 "%s (%s)" % (p.name, p.p.returncode) for p in bad))
 
 
+
+def local_user(name):
+    """The uid of local user name, made with useradd if there is none."""
+    import pwd
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        pass
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                    "/usr/sbin/nologin", name], check=True)
+    return pwd.getpwnam(name).pw_uid
+
 # struct seg_header / struct seg_slot (common/segment.h), SEG_VERSION 9: what a
 # test reads of a segment, as the rank wrote it (not as an agent reported it).
 HDR_SLOTS_OFFSET = 32           # slots_offset, slot_size, nslots

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""A rank cannot make the root agent collect windows nobody scheduled.
+
+A rank's slot is its own memory: a local user (its own uid, through
+setpriv) rewrites its slot's window and last event as "stopped" in windows
+1001-1006, which no coordinator made, with a trace directory of 4 MiB of
+random bytes.  Believed, each would be packed again into the shared trace
+store (up to 8 GiB each, thousands of them: one user fills the store every
+job shares).  The root agent collects the window the coordinator scheduled,
+once, and none of the forged ones."""
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
+from cluster import (Cluster, check, local_user, log, main,  # noqa: E402
+                     wait_for)
+
+JOB = "forged-%d" % os.getpid()
+USER = "dpforger"
+SETTLE = 1
+FORGED = list(range(1001, 1007))
+SKIP = 77
+
+# struct seg_slot (common/segment.h), SEG_VERSION 9.
+HDR_SLOTS_OFFSET = 32
+SLOT_PID, SLOT_RANK, SLOT_WINDOW, SLOT_LAST_EVENT = 0, 16, 24, 28
+EVENT_STOPPED = 3
+
+FORGER = r"""
+import mmap, os, struct, sys, time
+path, windows, settle = sys.argv[1], sys.argv[2:], float(os.environ["SETTLE"])
+fd = os.open(path, os.O_RDWR)
+m = mmap.mmap(fd, os.fstat(fd).st_size)
+off, size, n = struct.unpack_from("<III", m, %d)
+slot = None
+for i in range(n):
+    s = off + i * size
+    pid, = struct.unpack_from("<i", m, s + %d)
+    rank, = struct.unpack_from("<i", m, s + %d)
+    if pid != 0 and rank == 0:
+        slot = s
+if slot is None:
+    sys.exit("no slot of rank 0")
+for w in windows:
+    struct.pack_into("<II", m, slot + %d, int(w), %d)
+    print("forged window", w, flush=True)
+    time.sleep(settle + 1.5)
+""" % (HDR_SLOTS_OFFSET, SLOT_PID, SLOT_RANK, SLOT_WINDOW, EVENT_STOPPED)
+
+
+def test():
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or \
+            shutil.which("useradd") is None:
+        print("skipped: needs root, setpriv and useradd")
+        return SKIP
+    uid = local_user(USER)
+    gid = pwd.getpwuid(uid).pw_gid
+    as_user = ("setpriv", "--reuid=%d" % uid, "--regid=%d" % gid,
+               "--clear-groups")
+    with Cluster("forged") as c:
+        os.chmod(c.dir, 0o711)
+        c.start_coordinator()
+        n = c.node("n0")
+        os.chmod(n.dir, 0o711)
+        os.chmod(n.shm, 0o1777)
+        out = os.path.join(n.dir, "out-%d" % uid)
+        os.mkdir(out, 0o700)
+        os.chown(out, uid, gid)
+        n.out = out
+        store = os.path.join(c.dir, "store")
+        os.makedirs(store)
+        n.start_agent(extra=("--shm-mode", "0666", "--trace-store", store,
+                             "--trace-settle", str(SETTLE)))
+        n.start_rank(JOB, 0, rate=50, wrap=as_user)
+        c.wait_ranks(JOB, 1, min_step=5)
+        w = c.add_window(JOB, {"in_steps": 10, "steps": 10})
+        wid, a, b = w["id"], w["start_step"], w["stop_step"]
+        c.wait_window_done(JOB, wid, [0], timeout=60)
+        jdir = os.path.join(store, JOB)
+        honest = os.path.join(jdir, "window-%d" % wid, "rank-0.tar.zst")
+        wait_for(lambda: os.path.exists(honest), 60,
+                 "the scheduled window's trace collected")
+        log("window %d collected: %d bytes" % (wid, os.path.getsize(honest)))
+
+        # The forger's trace: 4 MiB that zstd cannot shrink, its own.
+        tdir = os.path.join(out, "rank0_start%d_stop%d" % (a, b))
+        big = os.path.join(tdir, "big.bin")
+        with open(big, "wb") as f:
+            f.write(os.urandom(4 << 20))
+        os.chown(big, uid, gid)
+        os.utime(tdir, (time.time() - 60, time.time() - 60))
+        seg = os.path.join(n.shm, "dynprof-u%d" % uid, "dynprof." + JOB)
+        check(os.path.exists(seg), "no segment at %s" % seg)
+        env = dict(os.environ, SETTLE=str(SETTLE))
+        p = subprocess.run(list(as_user) + [sys.executable, "-c", FORGER, seg] +
+                           [str(x) for x in FORGED], env=env,
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "the forger: %s %s" % (p.stdout, p.stderr))
+        log("forged windows %s in rank 0's slot" % FORGED)
+        # Long enough for the settle time, a packing each and a retry.
+        time.sleep(3 * SETTLE + 8)
+        c.check_ranks_running()
+        got = sorted(os.listdir(jdir))
+        forged = [d for d in got if d != "window-%d" % wid]
+        size = sum(os.path.getsize(os.path.join(jdir, d, f))
+                   for d in forged for f in os.listdir(os.path.join(jdir, d)))
+        check(not forged, "the agent collected windows nobody scheduled: "
+              "%s, %d bytes" % (forged, size))
+        check(os.listdir(os.path.join(jdir, "window-%d" % wid)) ==
+              ["rank-0.tar.zst"], "window %d holds %s" % (
+                  wid, os.listdir(os.path.join(jdir, "window-%d" % wid))))
+        log("no forged window collected; the store holds %s" % got)
+    return 0
+
+
+if __name__ == "__main__":
+    main(test)
