@@ -3,7 +3,9 @@
  * its slot's ring by lib/busy.c), read for the job's Progress: the steps not
  * sent yet, their mark times turned from the node's CLOCK_MONOTONIC (the
  * rank's, and so the agent's: one kernel) into its wall clock, which the
- * coordinator compares across nodes (server/arrive.c).
+ * coordinator compares across nodes (server/arrive.c).  The ring is the
+ * rank's to write: a mark before the clock's start or after the read is no
+ * mark of this clock, and is left out (turned, it could overflow).
  */
 
 #include <stdlib.h>
@@ -11,14 +13,15 @@
 
 #include "agent.h"
 
-/* CLOCK_REALTIME - CLOCK_MONOTONIC, now, in ns. */
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, now, in ns; *mono: CLOCK_MONOTONIC. */
 static int64_t
-arrive_wall_offset_ns(void)
+arrive_wall_offset_ns(int64_t *mono)
 {
 	struct timespec	 rt, mt;
 
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	clock_gettime(CLOCK_REALTIME, &rt);
+	*mono = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
 	return (((int64_t)rt.tv_sec - (int64_t)mt.tv_sec) * 1000000000 +
 	    (rt.tv_nsec - mt.tv_nsec));
 }
@@ -43,10 +46,10 @@ arrive_read(struct agent_job *j, int idx, int64_t *steps, int64_t *us)
 {
 	struct seg_slot	*s = &j->seg.slots[idx];
 	struct seg_arrival *e;
-	int64_t		 pair[SEG_ARRIVE_ENTRIES][2], step, again, t, off;
+	int64_t		 pair[SEG_ARRIVE_ENTRIES][2], step, again, t, off, mono;
 	uint64_t	 count;
 	uint32_t	 inc;
-	size_t		 i, n = 0;
+	size_t		 i, k, n = 0;
 
 	inc = atomic_load_explicit(&s->incarnation, memory_order_acquire);
 	if (j->arrive_inc[idx] != inc) {
@@ -67,13 +70,19 @@ arrive_read(struct agent_job *j, int idx, int64_t *steps, int64_t *us)
 		pair[n][0] = step;
 		pair[n++][1] = t;
 	}
-	if (n == 0)
+	/* Read after the marks: none may be later. */
+	off = arrive_wall_offset_ns(&mono);
+	for (i = 0, k = 0; i < n; i++)
+		if (pair[i][1] >= 0 && pair[i][1] <= mono) {
+			pair[k][0] = pair[i][0];
+			pair[k++][1] = pair[i][1];
+		}
+	if ((n = k) == 0)
 		return (0);
 	qsort(pair, n, sizeof(pair[0]), arrive_cmp);
 	/* The rank's steps went back (it loaded a checkpoint): start over. */
 	if (pair[n - 1][0] < j->arrive_sent[idx])
 		j->arrive_sent[idx] = -1;
-	off = arrive_wall_offset_ns();
 	for (i = 0, count = 0; i < n; i++) {
 		if (pair[i][0] <= j->arrive_sent[idx])
 			continue;

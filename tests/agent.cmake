@@ -29,6 +29,9 @@ add_dependencies(test_agent dynprof-agent)
 
 dynprof_test(test_agent_apply SOURCES unit/test_agent_apply.c LIBS dpagent
   TIMEOUT 30)
+# A rank's arrivals read from its slot, hostile marks left out.
+dynprof_test(test_agent_arrive SOURCES unit/test_agent_arrive.c
+  support/unit_util.c LIBS dpagent TIMEOUT 30)
 # Senders and slots across pid namespaces (docs/containers.md).
 dynprof_test(test_agent_sender SOURCES unit/test_agent_sender.c
   support/unit_util.c LIBS dpagent TIMEOUT 30)
