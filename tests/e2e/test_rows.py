@@ -169,13 +169,13 @@ def scenario_sqlite():
         db.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
         for (wid, a, b, ranks, sub, state, opts, sel) in BAD_WINDOWS:
             db.execute("INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
-                       " 0, 0, 0, ?)", (JOB, wid, a, b, ranks, opts, sub,
+                       " 0, 0, 0, ?, 0)", (JOB, wid, a, b, ranks, opts, sub,
                                         state, sel))
         # A value of the wrong type: the id as text, a step as a real.
         db.execute("INSERT INTO windows VALUES (?, 'abc', 600, 610, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0)", (JOB,))
         db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
                    " 1, 0, NULL, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
