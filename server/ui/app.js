@@ -363,11 +363,15 @@
 		    ' ranks give it, median ' + fixed(sg.busy_median_ms, 1) +
 		    ' ms, fastest ' + fixed(sg.busy_fastest_ms, 1) + ' ms; a ' +
 		    'rank straggles ' + sg.busy_percent + '% over the median ' +
-		    '(busy) or as much over its own past (busy_change). ' +
+		    '(busy) or as much over its own past (busy_change)' +
+		    (sg.floor_ms != null ? ', and by more than ' +
+		    fixed(sg.floor_ms, 1) + ' ms (5% of its steps of ' +
+		    fixed(sg.step_ms, 1) + ' ms)' : '') + '. ' +
 		    (nb > 0 ? num(nb) + ' ranks give no busy time (judged by ' +
 		    'lag and rate only): ' + (sg.no_busy_ranks || []).join(', ') +
 		    (nb > (sg.no_busy_ranks || []).length ? ', ...' : '') + '.' :
-		    'Every judged rank gives one.') + lastArriver(sg) : '';
+		    sg.ranks_judged > 0 ? 'Every judged rank gives one.' :
+		    'No rank is judged.') + lastArriver(sg) : '';
 		rows('strag-nodes', (sg.worst_nodes || []).map((n) =>
 		    el('tr', {}, el('td', {}, n.node),
 		    el('td', { class: 'num' }, n.ranks),

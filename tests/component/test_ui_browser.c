@@ -1049,6 +1049,10 @@ test_heat_busy(void **state)
 			fail_msg("ui-%03d: hatched or not wrongly: %.*s", i,
 			    (int)(end - cell), cell);
 	}
+	/* Their step time from their marks, and the least a straggler
+	 * stands out by. */
+	expect(d, "(busy_change), and by more than 1.5 ms (5% of its steps of "
+	    "30.0 ms). ");
 	expect(d, "16 ranks give no busy time (judged by lag and rate only): "
 	    "48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63.");
 	/* Rank 16 also arrives last at every step: both signals say it. */
