@@ -605,6 +605,7 @@ coord_init(struct coord *c)
 		.committed = http_hold_committed,
 		.events_commit = link_commit_batch,
 		.agent_close = link_conn_close,
+		.hello_again = link_hello_again,
 	};
 	size_t	 i;
 

@@ -86,6 +86,7 @@ struct leader {
 	int			 keeping;	/* a follower's keepalive */
 	uint64_t		 held;		/* hellos held now */
 	uint64_t		 held_total;
+	uint64_t		 held_welcomed;	/* here, once it led */
 	uint64_t		 campaigns;	/* txns sent */
 	int			 taking;	/* won: its copy catching up */
 	struct event		*take_bound;	/* then the load instead */
@@ -990,7 +991,13 @@ leader_hold_release(struct coord *c, int expired)
 			continue;
 		conn->held_ms = 0;
 		l->held--;
-		leader_agent_close(c, conn, why);
+		/* Held here, and this one leads now: welcomed at once. */
+		if (l->role == ROLE_LEADER && c->hooks != NULL &&
+		    c->hooks->hello_again != NULL)
+			l->held_welcomed += (uint64_t)c->hooks->hello_again(conn,
+			    why);
+		else
+			leader_agent_close(c, conn, why);
 	}
 }
 
@@ -1052,6 +1059,10 @@ leader_metrics(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_coordinator_hellos_held_total hellos held\n"
 	    "# TYPE dynprof_coordinator_hellos_held_total counter\n"
 	    "dynprof_coordinator_hellos_held_total %llu\n"
+	    "# HELP dynprof_coordinator_hellos_held_welcomed_total hellos "
+	    "held while following, answered as hellos once it led\n"
+	    "# TYPE dynprof_coordinator_hellos_held_welcomed_total counter\n"
+	    "dynprof_coordinator_hellos_held_welcomed_total %llu\n"
 	    "# HELP dynprof_coordinator_takeovers_total leads taken, by how "
 	    "the model came: a follower's copy that had caught up, or a load "
 	    "from etcd\n"
@@ -1066,6 +1077,7 @@ leader_metrics(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)l->e->failures,
 	    (unsigned long long)l->campaigns, l->watching,
 	    (unsigned long long)l->held, (unsigned long long)l->held_total,
+	    (unsigned long long)l->held_welcomed,
 	    (unsigned long long)l->takes_copy,
 	    (unsigned long long)l->takes_load, l->take_ms_last / 1e3);
 	replica_metrics(c, buf);

@@ -247,8 +247,46 @@ link_read(struct bufferevent *bev, void *arg)
 			return;
 		}
 		link_dispatch(conn, (Dynprof__V1__AgentMessage *)msg);
+		if (conn->held_ms != 0 && conn->held_hello == NULL) {
+			/* Held (leader_hold()): answered from it if this
+			 * coordinator takes the lead (link_hello_again()). */
+			conn->held_hello = msg;
+			continue;
+		}
 		protobuf_c_message_free_unpacked(msg, NULL);
 	}
+}
+
+/* Frees the hello a connection's hold kept, if any. */
+static void
+link_held_free(struct conn *conn)
+{
+	if (conn->held_hello != NULL)
+		protobuf_c_message_free_unpacked(conn->held_hello, NULL);
+	conn->held_hello = NULL;
+}
+
+/*
+ * Answers a hello held while this coordinator followed (leader_hold()), now
+ * that it leads, as if it came now: the agent is welcomed without dialling
+ * again; returns 1.  No hello kept: ERROR_NOT_LEADER saying why (the agent
+ * says hello again, here); returns 0.
+ */
+int
+link_hello_again(struct conn *conn, const char *why)
+{
+	ProtobufCMessage	*msg = conn->held_hello;
+
+	leader_hold_forget(conn->coord, conn);
+	if (msg == NULL || conn->state != CONN_AWAIT_HELLO) {
+		link_conn_close(conn, DYNPROF__V1__ERROR_CODE__ERROR_NOT_LEADER,
+		    why);
+		return (0);
+	}
+	conn->held_hello = NULL;
+	link_dispatch(conn, (Dynprof__V1__AgentMessage *)msg);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return (1);
 }
 
 /* Frees the connections buried since the last turn of the loop. */
@@ -332,6 +370,7 @@ link_conn_close(struct conn *conn, int code, const char *reason)
 	if (conn->state == CONN_CLOSING)
 		return;
 	leader_hold_forget(c, conn);
+	link_held_free(conn);
 	if (conn->state == CONN_AWAIT_HELLO && code != -1)
 		c->metrics.agents_refused++;
 	if (code != -1)

@@ -16,6 +16,7 @@ void	 link_send_error(struct conn *, int, const char *);
 struct evbuffer *link_frame(const Dynprof__V1__CoordinatorMessage *);
 void	 link_send_frame(struct conn *, struct evbuffer *);
 void	 link_conn_close(struct conn *, int, const char *);
+int	 link_hello_again(struct conn *, const char *);
 
 /* link_dispatch.c */
 void	 link_push(struct coord *, struct job *);

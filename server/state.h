@@ -414,6 +414,8 @@ struct conn {
 	int			 tls_up;	/* TLS handshake done */
 	uint64_t		 held_ms;	/* a follower holds its hello
 						 * since (leader_hold()), 0 */
+	void			*held_hello;	/* that AgentMessage, kept
+						 * (link.c), or NULL */
 	struct subq		 subs;
 	TAILQ_ENTRY(conn)	 entry;		/* coord->conns or coord->dead */
 	TAILQ_ENTRY(conn)	 ack_entry;	/* coord->acks */
@@ -550,6 +552,10 @@ struct coord_hooks {
 	/* An agent's connection closed with an error (code, why): the
 	 * leadership's word to the agents it does not lead (leader.c). */
 	void	(*agent_close)(struct conn *, int, const char *);
+	/* A hello held while this coordinator followed is answered now that
+	 * it leads: returns 1, or 0 if none was kept (closed with
+	 * ERROR_NOT_LEADER saying why). */
+	int	(*hello_again)(struct conn *, const char *);
 };
 struct journal {
 	struct journal_entry	*ring;		/* cap, by revision from head */

@@ -57,6 +57,12 @@ loopback.  One scenario per run, named by the first argument:
             leader's clock at the agent's last frame, written only with
             the node's other changes); a write sent to the follower is
             still a 307 to the leader.
+  heldhello three coordinators, two agents with a rank each; the follower
+            after the leader in the agents' list SIGSTOPped (so that the
+            other one wins), the leader SIGKILLed: the agents dial the
+            next coordinator, which holds their hellos (they lost a
+            leader) and, once it leads, welcomes them from the hellos it
+            held: no ERROR_NOT_LEADER answer, no dial again.
   sigstop   the leader is SIGSTOPped past its lease: another takes the lead;
             woken up, the old one does not write (its write is refused or
             redirected, the new leader's state is unchanged) and steps down.
@@ -331,19 +337,26 @@ def not_leader_answers(n, since):
         return f.read().decode(errors="replace").count("refused: error 7:")
 
 
+def agents_on_leader(c, count):
+    """Three coordinators, count agents with a rank each, every one on the
+    leader: its index and the nodes."""
+    lead = c.start_coordinators(3)
+    addrs = c.agent_addrs()
+    nodes = []
+    for i in range(count):
+        n = c.node("n%d" % i, coord_addr=addrs)
+        n.start_agent()
+        n.start_rank(JOB, i, rate=20)
+        nodes.append(n)
+    c.wait_ranks(JOB, count, min_step=5)
+    wait_for(lambda: c.metric(lead, "dynprof_agents_connected") == count,
+             30, "every agent on the leader")
+    return lead, nodes
+
+
 def scenario_notleader():
     with HaCluster("etcd-notleader") as c:
-        lead = c.start_coordinators(3)
-        addrs = c.agent_addrs()
-        nodes = []
-        for i in range(4):
-            n = c.node("n%d" % i, coord_addr=addrs)
-            n.start_agent()
-            n.start_rank(JOB, i, rate=20)
-            nodes.append(n)
-        c.wait_ranks(JOB, 4, min_step=5)
-        wait_for(lambda: c.metric(lead, "dynprof_agents_connected") == 4, 30,
-                 "every agent on the leader")
+        lead, nodes = agents_on_leader(c, 4)
         # Followers watch the leader key instead of campaigning every
         # eighth of the TTL: over 3 TTLs, a campaign at start and perhaps
         # one more (old code: 24 each).
@@ -855,6 +868,37 @@ def scenario_reads():
             p.signal(signal.SIGCONT)
 
 
+def scenario_heldhello():
+    with HaCluster("etcd-heldhello") as c:
+        lead, nodes = agents_on_leader(c, 2)
+        # An agent that lost its leader dials the next address of its list;
+        # the one after stops, so that the next one takes the lead.
+        nxt, other = (lead + 1) % 3, (lead + 2) % 3
+        wait_for(lambda: c.metric(nxt, "dynprof_coordinator_leader_watched")
+                 == 1, 30, "coordinator%d watching" % nxt)
+        c.coords[other][0].signal(signal.SIGSTOP)
+        marks = [os.path.getsize(n.agent.logpath) for n in nodes]
+        p = c.coords[lead][0]
+        log("coordinator%d SIGSTOPped; SIGKILL leader coordinator%d"
+            % (other, lead))
+        p.kill9()
+        new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead, other))
+        check(new == nxt, "coordinator%d leads, not %d" % (new, nxt))
+        wait_for(lambda: c.metric(new, "dynprof_agents_connected") == 2, 60,
+                 "every agent back on the new leader")
+        c.coords[other][0].signal(signal.SIGCONT)
+        counts = [not_leader_answers(n, m) for n, m in zip(nodes, marks)]
+        welcomed = c.metric(new, "dynprof_coordinator_hellos_held_welcomed"
+                            "_total")
+        log("coordinator%d leads; hellos it held and welcomed: %s; "
+            "ERROR_NOT_LEADER answers per agent: %s" % (new, welcomed,
+                                                        counts))
+        check(counts == [0, 0] and welcomed == 2, "agents held at the new "
+              "leader were answered ERROR_NOT_LEADER %s, %s welcomed from "
+              "the hold" % (counts, welcomed))
+        c.wait_ranks(JOB, 2, min_step=5)
+
+
 def scenario_sigstop():
     with HaCluster("etcd-sigstop") as c:
         lead = c.start_coordinators(2)
@@ -1297,6 +1341,7 @@ SCENARIOS = {
     "replica": scenario_replica,
     "takeover": scenario_takeover,
     "reads": scenario_reads,
+    "heldhello": scenario_heldhello,
     "sigstop": scenario_sigstop,
     "compact": scenario_compact,
     "etcdstop": scenario_etcdstop,
