@@ -365,14 +365,14 @@ leader_take(struct coord *c, int from_copy)
  * copy read since the last change) is the model at once, nothing loaded;
  * until it does (a read of the prefix on its way, the loop serving), it
  * names no leader: hellos of agents that lost one are held, admin requests
- * answered 503.  Bounded by the lease's
- * TTL, then the state is loaded as without a copy.
+ * answered 503.  Bounded (LEADER_TAKE_S, for a watch that does not
+ * deliver), then the state is loaded as without a copy.
  */
 static void
 leader_take_begin(struct coord *c)
 {
 	struct leader	*l = c->leader;
-	struct timeval	 tv = { c->conf.etcd_lease_ttl, 0 };
+	struct timeval	 tv = { LEADER_TAKE_S(c->conf.etcd_lease_ttl), 0 };
 
 	l->take_ms = clock_mono_ms();
 	leader_watch_stop(l);
@@ -414,7 +414,8 @@ leader_take_bound_cb(evutil_socket_t fd, short what, void *arg)
 	if (!c->leader->taking)
 		return;
 	log_warnx("%s: the copy did not catch up with etcd within %d s: "
-	    "loading the state", __func__, c->conf.etcd_lease_ttl);
+	    "loading the state", __func__,
+	    LEADER_TAKE_S(c->conf.etcd_lease_ttl));
 	leader_take(c, 0);
 }
 

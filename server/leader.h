@@ -11,6 +11,9 @@
 #define LEADER_TICKS_PER_TTL	8	/* keepalives per TTL (and campaigns
 					 * while a follower has no watch) */
 #define LEADER_PROBE_MS		1000	/* etcd away: asked once a second */
+/* A lead won waits this long (seconds, of TTL t) for the follower's copy to
+ * catch up, then loads the state instead. */
+#define LEADER_TAKE_S(t)	((t) * 2 > 5 ? (t) * 2 : 5)
 
 /* The etcd flags' getopt values, parsed by leader_parse_flag(). */
 enum {

@@ -763,7 +763,7 @@ def scenario_takeover():
                 new, copy, load,
                 c.metric(new, "dynprof_coordinator_takeover_seconds") or -1))
         for line in c.coords[new][0].output().splitlines():
-            if "leader_take" in line or "replica_catch_up" in line:
+            if " leader_" in line or " replica_" in line:
                 log(line)
         check(copy == 1 and load == 0, "the new leader served from its "
               "copy: copy %s, load %s" % (copy, load))
