@@ -88,20 +88,11 @@ static int
 bench_http_send(int port, const char *method, const char *path,
     const char *body)
 {
-	struct sockaddr_in	 sin;
 	char			 req[2048];
 	int			 fd, len;
 
-	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1)
+	if ((fd = tc_connect(port)) == -1)
 		return (-1);
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
-		close(fd);
-		return (-1);
-	}
 	len = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: x\r\n"
 	    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s", method, path,
 	    strlen(body), body);

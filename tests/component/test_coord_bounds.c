@@ -107,23 +107,14 @@ rss_bounded(const char *what, long long before, long long after,
 static int
 raw_connect(int port, int timeout_ms)
 {
-	struct sockaddr_in	 sin;
 	struct timeval		 tv = { timeout_ms / 1000,
 	    (timeout_ms % 1000) * 1000 };
 	int			 fd;
 
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+	if ((fd = tc_connect(port)) == -1)
 		return (-1);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
-		close(fd);
-		return (-1);
-	}
 	return (fd);
 }
 

@@ -220,22 +220,29 @@ cc -o "$TMP/v" "$TMP/v.c" $(pkg-config --cflags --libs dynprof) 2> "$TMP/cc.log"
 v=$("$TMP/v") || fail "program linked to the installed library does not run"
 echo "ok: dynprof_version() = $v, $(pkg-config --cflags --libs dynprof)"
 
+# start_daemon NAME DIR: dynprof-NAME as its unit runs it: by systemd, else
+# as systemd would (its StateDirectory or RuntimeDirectory DIR, then User,
+# UMask, EnvironmentFile, ExecStart), its output in $TMP/NAME.log.
+start_daemon()
+{
+	if [ "$SYSTEMD" = 1 ]; then
+		systemctl start "dynprof-$1" || fail "systemctl start dynprof-$1"
+		return
+	fi
+	install -d -m 0750 -o dynprof -g dynprof "$2"
+	start_like_unit "/usr/lib/systemd/system/dynprof-$1.service" \
+	    "/etc/default/dynprof-$1" user "$TMP/$1.log"
+	PIDS="$PIDS $LAST_PID"
+	echo "$PIDS" > "$MARK"
+}
+
 echo "== daemons, as their units run them"
 # The operator's step: the flags in /etc/default.  Ports 0: the kernel picks, the
 # ready files say which.
 cat > /etc/default/dynprof-coordinator <<EOF
 DYNPROF_COORDINATOR_OPTS="--listen 127.0.0.1:0 --http 127.0.0.1:0 --ready-file /var/lib/dynprof/ready"
 EOF
-if [ "$SYSTEMD" = 1 ]; then
-	systemctl start dynprof-coordinator || fail "systemctl start dynprof-coordinator"
-else
-	# What systemd would do: StateDirectory, then User, UMask, EnvironmentFile, ExecStart.
-	install -d -m 0750 -o dynprof -g dynprof /var/lib/dynprof
-	start_like_unit /usr/lib/systemd/system/dynprof-coordinator.service \
-	    /etc/default/dynprof-coordinator user "$TMP/coordinator.log"
-	PIDS="$PIDS $LAST_PID"
-	echo "$PIDS" > "$MARK"
-fi
+start_daemon coordinator /var/lib/dynprof
 wait_for "[ -s /var/lib/dynprof/ready ]" 15 ||
     { cat "$TMP/coordinator.log" 2>/dev/null; fail "coordinator not ready"; }
 . /var/lib/dynprof/ready
@@ -246,15 +253,7 @@ wait_for "[ -s /var/lib/dynprof/ready ]" 15 ||
 cat > /etc/default/dynprof-agent <<EOF
 DYNPROF_AGENT_OPTS="--coordinator 127.0.0.1:$agent_port --node deb-test-node --socket /run/dynprof/agent.sock --shm-dir /dev/shm/dynprof --shm-mode 0660 --ready-file /run/dynprof/ready"
 EOF
-if [ "$SYSTEMD" = 1 ]; then
-	systemctl start dynprof-agent || fail "systemctl start dynprof-agent"
-else
-	install -d -m 0750 -o dynprof -g dynprof /run/dynprof
-	start_like_unit /usr/lib/systemd/system/dynprof-agent.service \
-	    /etc/default/dynprof-agent user "$TMP/agent.log"
-	PIDS="$PIDS $LAST_PID"
-	echo "$PIDS" > "$MARK"
-fi
+start_daemon agent /run/dynprof
 wait_for "[ -s /run/dynprof/ready ]" 15 ||
     { cat "$TMP/agent.log" 2>/dev/null; fail "agent not ready"; }
 st=$(stat -c '%a %U %G' /run/dynprof/agent.sock)

@@ -31,6 +31,19 @@ wait_done() {
 	    "window $2 of $1 never finished"
 }
 
+# sim JOB RANK LOG [FLAG...]: a simulated rank of JOB under the agent of
+# $T/agent.sock, 10 steps a second, writing under $T/traces unless the flags
+# say otherwise; its output in $T/LOG.
+sim() {
+	local job=$1 rank=$2 log=$3
+	shift 3
+	"$SIM" --job "$job" --rank "$rank" --shm-dir "$T/shm" \
+	    --socket "$T/agent.sock" --output-root "$T/traces" \
+	    --steps-per-sec 10 -q "$@" >"$T/$log" 2>&1 &
+	PIDS+=($!)
+	daemon $! "$T/$log"
+}
+
 start_coord coord
 export DYNPROF_COORDINATOR=http://127.0.0.1:$HTTP_PORT
 unset DYNPROF_TOKEN
@@ -246,11 +259,7 @@ AGENT_PID=$!
 daemon $! "$T/agent.log"
 wait_file "$T/agent.ready" $!
 for r in 0 1; do
-	"$SIM" --job S --rank $r --shm-dir "$T/shm" --socket "$T/agent.sock" \
-	    --output-root "$T/traces" --steps-per-sec 10 -q \
-	    >"$T/sim$r.log" 2>&1 &
-	PIDS+=($!)
-	daemon $! "$T/sim$r.log"
+	sim S $r "sim$r.log"
 done
 export DYNPROF_TOKEN=s3cret-token
 export DYNPROF_COORDINATOR=$AUTH
@@ -372,11 +381,7 @@ expect_out_re '^  [0-9]+ +[0-9]+ +yes +1 +[0-9]+ +skipped +3 +skipped '
 # A rank whose profiler cannot start (its output root lies under a file):
 # failed, with the reason, exit 1.
 : >"$T/not-a-dir"
-"$SIM" --job S --rank 2 --shm-dir "$T/shm" --socket "$T/agent.sock" \
-    --output-root "$T/not-a-dir/traces" --steps-per-sec 10 -q \
-    >"$T/sim2.log" 2>&1 &
-PIDS+=($!)
-daemon $! "$T/sim2.log"
+sim S 2 sim2.log --output-root "$T/not-a-dir/traces"
 wait_status S 'd["rank_counts"]["total"] == 3 and d["steps"]["ranks"] == 3 and d["steps"]["min"] > 0' \
     "rank 2 of S never reported a step"
 run trace S --in 20 --steps 2 --ranks 2 --wait --timeout 30
@@ -390,11 +395,7 @@ expect_out_re "^2 +n1 +$(id -u) +[0-9]+ +failed +5 +.*error: .+"
 # A window cancelled before 8 ranks ran it: --wait says how many did not,
 # names a few of them, and how many more there are.
 for r in 0 1 2 3 4 5 6 7; do
-	"$SIM" --job M --rank $r --shm-dir "$T/shm" --socket "$T/agent.sock" \
-	    --output-root "$T/traces" --steps-per-sec 10 -q \
-	    >"$T/simm$r.log" 2>&1 &
-	PIDS+=($!)
-	daemon $! "$T/simm$r.log"
+	sim M $r "simm$r.log"
 done
 wait_status M 'd["rank_counts"]["total"] == 8 and d["steps"]["min"] > 0' \
     "ranks of M never reported steps"

@@ -336,11 +336,30 @@ tc_dechunk(char *body)
 	return (0);
 }
 
+/* Connects to 127.0.0.1:port over TCP.  Returns the socket, or -1. */
+int
+tc_connect(int port)
+{
+	struct sockaddr_in	 sin;
+	int			 fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return (-1);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
 /* Sends raw bytes as a request to port and reads the whole answer. */
 int
 tc_http_raw(int port, const char *req, size_t reqlen, struct tc_reply *r)
 {
-	struct sockaddr_in	 sin;
 	struct pollfd		 pfd;
 	long long		 deadline = tc_now_ms() + TC_HTTP_TIMEOUT_MS;
 	char			*buf = NULL, *nb, *body;
@@ -349,14 +368,8 @@ tc_http_raw(int port, const char *req, size_t reqlen, struct tc_reply *r)
 	int			 fd, left;
 
 	memset(r, 0, sizeof(*r));
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+	if ((fd = tc_connect(port)) == -1)
 		return (-1);
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1)
-		goto fail;
 	while (off < reqlen) {
 		n = send(fd, req + off, reqlen - off, MSG_NOSIGNAL);
 		if (n <= 0)

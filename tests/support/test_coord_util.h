@@ -43,6 +43,7 @@ int	 tc_write_file(struct tc_coord *, const char *, const char *, char *,
 	    size_t);
 int	 tc_http(int, const char *, const char *, const char *, const char *,
 	    struct tc_reply *);
+int	 tc_connect(int);
 int	 tc_http_raw(int, const char *, size_t, struct tc_reply *);
 int	 tc_expect(struct tc_coord *, const char *, const char *,
 	    const char *, int, struct tc_reply *);
