@@ -487,7 +487,7 @@
 	/* A live window's cancel button: disabled, saying why, for a viewer. */
 	function cancelButton(w) {
 		return el('button', { type: 'button', id: 'cancel-' + w.id,
-		    disabled: denied !== null ? '' : null,
+		    'data-window': w.id, disabled: denied !== null ? '' : null,
 		    title: denied !== null ? denied : 'cancel window ' + w.id,
 		    onclick: () => cancelWindow(w.id) }, 'cancel');
 	}
@@ -547,7 +547,8 @@
 		for (const b of document.querySelectorAll('#timeline .act ' +
 		    'button')) {
 			b.disabled = denied !== null;
-			b.title = denied !== null ? denied : b.title;
+			b.title = denied !== null ? denied : 'cancel window ' +
+			    b.dataset.window;
 		}
 	}
 
