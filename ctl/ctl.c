@@ -68,7 +68,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "location is a path (the shared store, mounted here too), a URL, or\n"
 	  "s3://BUCKET/KEY, read from --s3-endpoint URL ($DYNPROF_S3_ENDPOINT)\n"
 	  "with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (SigV4; region\n"
-	  "--s3-region, else $AWS_REGION, else us-east-1).\n"
+	  "--s3-region, else $AWS_REGION, else us-east-1) when given, else from\n"
+	  "the presigned URL the index gives (a coordinator with --s3-endpoint).\n"
 	  "Exit 1 if any rank's trace failed, was not collected, or none was.\n" },
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"

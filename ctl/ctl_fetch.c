@@ -6,8 +6,10 @@
  * place only when the hash is the one the agent reported.  A location is a
  * path (the shared trace store, mounted here too), an http(s) URL, or
  * s3://bucket/key, read from --s3-endpoint with the operator's own
- * credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), each request
- * signed by libcurl (CURLOPT_AWS_SIGV4).
+ * credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) when both are
+ * given, each request signed by libcurl (CURLOPT_AWS_SIGV4), else from the
+ * presigned URL the index gives beside it (a coordinator with
+ * --s3-endpoint).
  *
  * A location is what an agent said, and neither it nor the coordinator is
  * trusted here: a path must name a regular file (a FIFO, a device or a
@@ -193,6 +195,7 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 	struct ctl_fetch_out	 o = { -1, NULL, 0, 0, 0, 0 };
 	const char		*where = ctl_json_str(e, "location", "");
 	const char		*want = ctl_json_str(e, "sha256", "");
+	const char		*signed_url = ctl_json_str(e, "url", "");
 	unsigned char		 md[EVP_MAX_MD_SIZE];
 	unsigned int		 mdlen = 0, i;
 	char			 name[64], part[80], got[65], why[1024];
@@ -224,6 +227,12 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 	else if (strncmp(where, "http://", 7) == 0 ||
 	    strncmp(where, "https://", 8) == 0)
 		(void)ctl_fetch_url(ctl, where, NULL, &o, why, sizeof(why));
+	else if (strncmp(where, "s3://", 5) == 0 &&
+	    (s3->endpoint == NULL || s3->key == NULL) &&
+	    (strncmp(signed_url, "http://", 7) == 0 ||
+	    strncmp(signed_url, "https://", 8) == 0))
+		(void)ctl_fetch_url(ctl, signed_url, NULL, &o, why,
+		    sizeof(why));
 	else if (strncmp(where, "s3://", 5) == 0 && s3->endpoint == NULL)
 		snprintf(why, sizeof(why), "%s: give the object store's "
 		    "--s3-endpoint (or $DYNPROF_S3_ENDPOINT)", where);

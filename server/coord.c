@@ -72,6 +72,16 @@ coord_usage(FILE *f)
 	    "  --heartbeat-ms N         heartbeat interval (default 2000)\n"
 	    "  --ready-file F           written once listening:"
 	    " agent_port=N, http_port=M\n"
+	    "  --s3-endpoint URL        the object store the agents'"
+	    " --trace-upload puts\n"
+	    "                           traces into: the traces index hands"
+	    " out presigned\n"
+	    "                           GET URLs, signed with $AWS_ACCESS_KEY_ID"
+	    " and\n"
+	    "                           $AWS_SECRET_ACCESS_KEY (default none)\n"
+	    "  --s3-region R            (default $AWS_REGION, else us-east-1)\n"
+	    "  --presign-ttl S          how long a presigned URL is valid"
+	    " (default 900)\n"
 	    "  bounds on peers:\n"
 	    "  --hello-timeout-ms N     accept to an agent's hello"
 	    " (default 10000)\n"
@@ -272,7 +282,10 @@ enum {
 	OPT_JOB_RANKS_MAX,
 	OPT_AGENT_RANKS_MAX,
 	OPT_RANK_MEMORY_MAX,
-	OPT_BOUNDS_LAST = OPT_RANK_MEMORY_MAX
+	OPT_BOUNDS_LAST = OPT_RANK_MEMORY_MAX,
+	OPT_S3_ENDPOINT = 400,
+	OPT_S3_REGION,
+	OPT_PRESIGN_TTL
 };
 
 /* Sets the bounds on peers to their defaults. */
@@ -451,6 +464,9 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		{ "http-tls-ca", required_argument, NULL, 'B' },
 		{ "heartbeat-ms", required_argument, NULL, 'b' },
 		{ "ready-file", required_argument, NULL, 'r' },
+		{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
+		{ "s3-region", required_argument, NULL, OPT_S3_REGION },
+		{ "presign-ttl", required_argument, NULL, OPT_PRESIGN_TTL },
 		/* bounds on peers */
 		{ "hello-timeout-ms", required_argument, NULL,
 		    OPT_HELLO_TIMEOUT },
@@ -481,7 +497,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	};
 	const char	*admin_file = NULL, *agent_file = NULL;
 	const char	*viewer_file = NULL;
-	char		*end;
+	char		*end, why[256];
 	long		 v;
 	int		 ch, idx, level = LOG_LEVEL_INFO;
 
@@ -489,6 +505,7 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 	c->conf.http_addr = "127.0.0.1:7879";
 	c->conf.state_dir = "/var/lib/dynprof";
 	c->conf.heartbeat_ms = 2000;
+	c->conf.presign_ttl_s = PRESIGN_TTL_S;
 	c->conf.etcd_prefix = "/dynprof/";
 	c->conf.etcd_lease_ttl = LEADER_TTL_DEFAULT;
 	coord_bounds_init(&c->conf);
@@ -559,6 +576,23 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		case 'r':
 			c->conf.ready_file = optarg;
 			break;
+		case OPT_S3_ENDPOINT:
+			c->conf.s3_endpoint = optarg;
+			break;
+		case OPT_S3_REGION:
+			c->conf.s3_region = optarg;
+			break;
+		case OPT_PRESIGN_TTL:
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+			    v < 1 || v > 604800) {
+				log_warnx("--presign-ttl: %s: expected 1 to "
+				    "604800 (seconds)", optarg);
+				return (-1);
+			}
+			c->conf.presign_ttl_s = (uint32_t)v;
+			break;
 		case 'v':
 			level = LOG_LEVEL_DEBUG;
 			break;
@@ -591,6 +625,12 @@ coord_parse_args(struct coord *c, int argc, char **argv)
 		return (-1);
 	if (coord_viewer_token(c, viewer_file) == -1)
 		return (-1);
+	if (c->conf.s3_endpoint != NULL && presign_open(&c->presign,
+	    c->conf.s3_endpoint, c->conf.s3_region, c->conf.presign_ttl_s,
+	    why, sizeof(why)) == -1) {
+		log_warnx("%s", why);
+		return (-1);
+	}
 	return (coord_check_exposure(&c->conf));
 }
 

@@ -21,6 +21,7 @@
 #include "jobid.h"
 #include "log.h"
 #include "options.h"
+#include "presign.h"
 #include "segment.h"
 #include "store.h"
 #include "tls.h"
@@ -630,6 +631,10 @@ struct coord_config {
 	char		*http_tls_ca;
 	uint32_t	 heartbeat_ms;
 	char		*ready_file;
+	/* presigned URLs of traces in an object store (presign.c) */
+	char		*s3_endpoint;		/* NULL: none */
+	char		*s3_region;		/* NULL: $AWS_REGION, us-east-1 */
+	uint32_t	 presign_ttl_s;
 	/* bounds on peers */
 	uint32_t	 hello_timeout_ms;
 	size_t		 agent_outbuf_max;
@@ -649,6 +654,7 @@ struct coord_config {
 struct coord {
 	struct event_base	*base;
 	struct coord_config	 conf;
+	struct presign		 presign;	/* --s3-endpoint's */
 	struct store		*store;
 	struct leader		*leader;	/* NULL: SQLite, the only one */
 	struct replica		*replica;	/* replica.c, a follower's */

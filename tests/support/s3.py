@@ -5,7 +5,8 @@ each request's AWS SigV4 signature, recomputed with botocore from the secret
 key, and that a PUT's or POST's body has the sha256 its
 x-amz-content-sha256 header says.  A request that fails either is answered 403 as S3 would
 (SignatureDoesNotMatch, XAmzContentSHA256Mismatch) and never reaches
-s3rver.  The proxy can also be told to refuse the next N PUTs (503
+s3rver.  A presigned URL (the coordinator's, for dynprofctl fetch) is
+checked against the one botocore signs for the same path and time.  The proxy can also be told to refuse the next N PUTs (503
 SlowDown), to see the agent retry, to refuse the PUT of a path's part N
 (fail_part = (path, N): 500 InternalError, once), to fail every PUT of a path for good
 (faults[path] = "deny": 403 AccessDenied) or to take its request whole
@@ -51,7 +52,46 @@ class Verifier(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _presigned_ok(self):
+        """A presigned URL (the signature in its query): botocore signs the
+        same URL at the same time (X-Amz-Date), and the signatures must be
+        the same; an expired URL is refused as S3 does."""
+        import datetime
+        import urllib.parse
+        from botocore.auth import S3SigV4QueryAuth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        base, _, query = self.path.partition("?")
+        q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        try:
+            when = datetime.datetime.strptime(q["X-Amz-Date"],
+                                              "%Y%m%dT%H%M%SZ")
+            expires = int(q["X-Amz-Expires"])
+            key, _, region = q["X-Amz-Credential"].split("/")[:3]
+        except (KeyError, ValueError) as e:
+            return "a presigned URL without %s" % e
+        if key != ACCESS_KEY:
+            return "unknown access key %s" % key
+        if datetime.datetime.utcnow() > when + datetime.timedelta(
+                seconds=expires):
+            return "presigned URL expired"
+        req = AWSRequest(method=self.command, url="http://%s%s" % (
+            self.headers["Host"], base))
+        auth = S3SigV4QueryAuth(Credentials(ACCESS_KEY, SECRET_KEY), "s3",
+                                region, expires=expires)
+        # add_auth() at X-Amz-Date rather than now.
+        req.context["timestamp"] = q["X-Amz-Date"]
+        auth._modify_request_before_signing(req)
+        want = auth.signature(auth.string_to_sign(
+            req, auth.canonical_request(req)), req)
+        if want != q.get("X-Amz-Signature"):
+            return "presigned %s, botocore signs %s for %s" % (
+                self.path, want, req.url)
+        return None
+
     def _signature_ok(self, body):
+        if "X-Amz-Signature=" in self.path:
+            return self._presigned_ok()
         from botocore.auth import S3SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
