@@ -1,8 +1,8 @@
 /*
  * A follower's copy of the model (docs/design.md, followers), from which it
  * answers the reads of the model itself (the routes marked HTTP_REPLICA in
- * http_routes.c: the event stream, jobs, nodes, ranks): a watch of the whole prefix in etcd says when something was
- * committed, and the model is loaded again from etcd, whole, at most every
+ * http_routes.c: the event stream, jobs, nodes, ranks, configs, rules): a
+ * watch of the whole prefix in etcd says when something was committed, and the model is loaded again from etcd, whole, at most every
  * REPLICA_RELOAD_MS (the first change waits that long for the ones that
  * follow it), and not before REPLICA_BUSY_TIMES the last load's time has
  * passed since it ended (the loop loads a fifth of the time at most).  The

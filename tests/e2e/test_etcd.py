@@ -48,10 +48,10 @@ loopback.  One scenario per run, named by the first argument:
             it lists the posted window, and every rank's start and stop of
             the other is there exactly once.
   reads     a leader and a follower, two agents with two labelled ranks
-            each, a window started and stopped, the ranks then held
-            still (SIGSTOP): the follower answers GET /v1/jobs, /v1/nodes
-            and the job's rank pages (whole, paged, by ?label= selector)
-            itself, from its copy, and each answer equals the leader's
+            each, a window started and stopped, a config and a rule, the
+            ranks then held still (SIGSTOP): the follower answers GET
+            /v1/jobs, /v1/nodes, the job's rank pages (whole, paged, by
+            ?label= selector), its config and its rules itself, from its copy, and each answer equals the leader's
             byte for byte at the same X-Dynprof-Revision, but for the one
             field that is the leader's alone: a node's last_seen (the
             leader's clock at the agent's last frame, written only with
@@ -235,11 +235,12 @@ def scenario_redirect():
         lurl = "http://127.0.0.1:%d" % c.coords[lead][2]
         furl = "http://127.0.0.1:%d" % c.coords[fol][2]
         try:
-            opener.open(furl + "/v1/jobs/%s/config?x=1" % JOB, timeout=5)
+            # The summary: a read only the leader answers (stragglers).
+            opener.open(furl + "/v1/jobs/%s?x=1" % JOB, timeout=5)
             raise Failure("the follower answered a leader's read itself")
         except urllib.error.HTTPError as e:
             check(e.code == 307 and e.headers["Location"] ==
-                  lurl + "/v1/jobs/%s/config?x=1" % JOB, "follower: %s "
+                  lurl + "/v1/jobs/%s?x=1" % JOB, "follower: %s "
                   "Location %s" % (e.code, e.headers["Location"]))
         r = ctl(c, furl + "," + lurl, "trace", JOB, "--start", "100",
                 "--stop", "110")
@@ -786,7 +787,8 @@ def raw_get(port, path):
 READS = ["/v1/jobs", "/v1/nodes", "/v1/jobs/%s/ranks" % JOB,
          "/v1/jobs/%s/ranks?limit=1&after=0" % JOB,
          "/v1/jobs/%s/ranks?label=%s" % (JOB, urllib.parse.quote("pp=1")),
-         "/v1/jobs/%s/ranks?state=attached,armed,done&node=n1" % JOB]
+         "/v1/jobs/%s/ranks?state=attached,armed,done&node=n1" % JOB,
+         "/v1/jobs/%s/config" % JOB, "/v1/jobs/%s/rules" % JOB]
 
 
 def without_last_seen(path, body):
@@ -815,6 +817,13 @@ def scenario_reads():
         c.wait_ranks(JOB, 4, min_step=5)
         wid = stream_window(c, 20)
         c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
+        c.use(lead)
+        code, body = c.http("PUT", "/v1/jobs/%s/config" % JOB,
+                            {"profiler_level": 1})
+        check(code == 200, "PUT config: %s %s" % (code, body))
+        code, body = c.http("POST", "/v1/jobs/%s/rules" % JOB, {
+            "when": "straggler", "steps": 10, "min_interval_s": 86400})
+        check(code == 201, "POST rule: %s %s" % (code, body))
         for p in ranks:
             p.signal(signal.SIGSTOP)
         log("window %d started and stopped on 4 ranks; the ranks held "
