@@ -192,8 +192,11 @@ load_rank(void *arg, const struct store_rank *row)
 
 	if (valid_rank_row(row, &ref) == -1)
 		return (load_refused(ld, "ranks", row->job, row->rank, &ref));
-	/* A job nobody scheduled has no row: its agents report it again. */
-	if ((job = schedule_job_find(ld->c, row->job)) == NULL)
+	/* A job nobody scheduled has no row but its ranks': made again from
+	 * them (its ranks keep their labels, which only an attach brings),
+	 * within the bound on such jobs; reaped as before once no node
+	 * serves it. */
+	if ((job = schedule_job_peer(ld->c, row->job, "the store")) == NULL)
 		return (0);
 	/* Past a budget: refused, counted (schedule_rank_take()). */
 	if ((r = schedule_rank_take(ld->c, job, row->rank, NULL)) == NULL)

@@ -47,6 +47,8 @@ struct select_run {
 	int			 n;
 	int			 full;		/* a range did not fit */
 	size_t			 count;
+	size_t			 ranges;	/* all of them, kept or not */
+	int32_t			 last;		/* the last rank added */
 };
 
 /* Whether node is one of the comma-separated names in list. */
@@ -110,11 +112,17 @@ static void
 select_add(struct select_run *s, int32_t rank)
 {
 	s->count++;
-	if (s->n > 0 && rank == s->r[s->n - 1].hi + 1) {
+	if (s->n > 0 && !s->full && rank == s->r[s->n - 1].hi + 1) {
 		s->r[s->n - 1].hi = rank;
 		return;
 	}
-	if (s->n == RANKS_MAX_RANGES) {
+	if (s->full && rank == s->last + 1) {
+		s->last = rank;
+		return;
+	}
+	s->ranges++;
+	s->last = rank;
+	if (s->full || s->n == RANKS_MAX_RANGES) {
 		s->full = 1;
 		return;
 	}
@@ -375,11 +383,10 @@ select_window_ranks(struct coord *c, const char *name,
 		    "/v1/jobs/%s/ranks", name, live, name);
 	else if (s.full || select_render(s.r, s.n, out, len) == -1)
 		refusal_set(ref, 400, "select", "the selection is %zu ranks "
-		    "that do not fit a window's rank list (%d ranges, %d "
-		    "bytes at most: a rank list is the window's size in every "
-		    "node's shared memory): narrow it, or split it over "
-		    "several windows", s.count, RANKS_MAX_RANGES,
-		    SEG_RANKS_MAX - 1);
+		    "in %zu ranges, more than a window's rank list holds (%d "
+		    "ranges, %d bytes: its size in every node's shared "
+		    "memory): narrow it, or split it over several windows",
+		    s.count, s.ranges, RANKS_MAX_RANGES, SEG_RANKS_MAX - 1);
 	else {
 		select_text_add(text, sizeof(text), &off, "select", r->select);
 		select_text_add(text, sizeof(text), &off, "nodes", r->nodes);

@@ -3,7 +3,8 @@
  * GET /v1/jobs/{job} (counts, steps, nodes, each window's ranks, a size that
  * does not grow with the ranks), and GET /v1/jobs/{job}/ranks (pages in rank
  * order, filters, ranks coming and changing between pages, a long page
- * streamed, bad parameters).
+ * streamed, bad parameters), and a selection past what a window's rank
+ * list holds.
  */
 
 #include <stdarg.h>
@@ -386,6 +387,67 @@ test_bad_params(void **state)
 	fa_close(&a);
 }
 
+/* Attaches ranks first..last of job sr, labelled tp (rank % 2). */
+static void
+attach_tp(struct fakeagent *fa, int first, int last)
+{
+	char	 labels[32];
+	int	 r;
+
+	for (r = first; r <= last; r++) {
+		snprintf(labels, sizeof(labels), "tp=%d", r % 2);
+		assert_int_equal(fa_attach_labels(fa, "sr", r, labels), 0);
+	}
+}
+
+/*
+ * A selection of more ranges than a window's rank list holds (64) is a 400
+ * that says how many it is and what the list holds; 64 ranges are taken; a
+ * window at 64 ranges does not grow past them when more ranks come (counted,
+ * its list kept).
+ */
+static void
+test_select_ranges(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a;
+	struct tc_reply	 r;
+	char		 want[512];
+	size_t		 off = 0;
+	int		 i;
+	long long	 deadline;
+
+	agent(tc, &a, "sel-a", "sr");
+	attach_tp(&a, 0, 127);
+	wait_total(tc, "sr", 128);
+	for (i = 0; i < 128; i += 2)
+		off += (size_t)snprintf(want + off, sizeof(want) - off, "%s%d",
+		    i > 0 ? "," : "", i);
+	r = tc_req(tc, "POST", "/v1/jobs/sr/windows", "{\"start_step\": 100, "
+	    "\"stop_step\": 101, \"select\": \"tp=0\"}", 201);
+	assert_string_equal(tc_str(r.json, "ranks"), want);
+	tc_reply_free(&r);
+	attach_tp(&a, 128, 199);
+	wait_total(tc, "sr", 200);
+	deadline = tc_now_ms() + 15000;
+	while (tc_metric(tc, "dynprof_select_grow_refused_total") < 1) {
+		if (tc_now_ms() > deadline)
+			fail_msg("the full window was not looked at again");
+		usleep(50 * 1000);
+	}
+	r = tc_req(tc, "GET", "/v1/jobs/sr", NULL, 200);
+	assert_string_equal(tc_str(tc_window(r.json, 1), "ranks"), want);
+	tc_reply_free(&r);
+	r = tc_req(tc, "POST", "/v1/jobs/sr/windows", "{\"start_step\": 200, "
+	    "\"stop_step\": 201, \"select\": \"tp=1\"}", 400);
+	assert_string_equal(tc_str(r.json, "field"), "select");
+	if (strstr(tc_str(r.json, "error"), "100 ranks in 100 ranges") == NULL ||
+	    strstr(tc_str(r.json, "error"), "64 ranges") == NULL)
+		fail_msg("refusal: %s", tc_str(r.json, "error"));
+	tc_reply_free(&r);
+	fa_close(&a);
+}
+
 int
 main(void)
 {
@@ -395,6 +457,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pages, setup_fast,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_params, setup_fast,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_select_ranges, setup_fast,
 		    tc_teardown),
 	};
 

@@ -6,7 +6,8 @@ takes rank 4 when it comes back and rank 12 when it comes; a window of
 one_per pp takes rank 12 for pp=3, and not rank 4 (pp=1 has rank 5 already).
 Each profiles exactly those ranks.  The selector is stored with the window:
 after a coordinator restart, a window of select pp=3 made while rank 13 was
-away takes it when it comes back."""
+away takes it when it comes back.  The labels of a job nobody scheduled
+outlive the restart too (its ranks' rows)."""
 
 import os
 import sys
@@ -18,6 +19,7 @@ from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
                      wait_for)
 
 JOB = "lateLabels-%d" % os.getpid()
+IDLE = "idleLabels-%d" % os.getpid()     # a job nobody schedules
 RATE = 10
 
 
@@ -75,7 +77,10 @@ def test():
             c.node("n%d" % i).start_agent()
         for r in range(12):
             start(c, r)
+        for r in range(2):
+            c.nodes["n1"].start_rank(IDLE, r, rate=RATE, labels="dp=%d" % r)
         c.wait_ranks(JOB, 12, timeout=60)
+        c.wait_ranks(IDLE, 2, timeout=60)
         top = kill(c, 4)
         # 10 s ahead at 10 steps/s: time for the late ranks to come.
         w1 = c.add_window(JOB, {"select": "tp=0", "start_step": top + 100,
@@ -106,14 +111,21 @@ def test():
 
         # The selector outlives the coordinator (its store).
         top = kill(c, 13)
-        w3 = c.add_window(JOB, {"select": "pp=3", "start_step": top + 100,
-                                "stop_step": top + 101})
+        # 25 s ahead: a restart, and rank 13 attaching to the new
+        # coordinator, under load.
+        w3 = c.add_window(JOB, {"select": "pp=3", "start_step": top + 250,
+                                "stop_step": top + 251})
         check(w3["ranks"] == "12,14-15", "window 3 made: %s" % w3["ranks"])
         log("restarting the coordinator")
         c.coord.stop()
         c.start_coordinator()
-        c.wait_ranks(JOB, 15, timeout=60)
-        start(c, 13, first_step=step_now(c))
+        start(c, 13, first_step=top)
+        c.wait_ranks(JOB, 16, timeout=60)
+        idle = c.wait_ranks(IDLE, 2, timeout=60)["ranks"]
+        check(sorted((r["rank"], r.get("labels")) for r in idle) ==
+              [(0, {"dp": "0"}), (1, {"dp": "1"})],
+              "the labels of a job nobody scheduled, after a restart: %s" %
+              [(r["rank"], r.get("labels")) for r in idle])
         wait_ranks_of(c, w3["id"], "12-15")
         c.wait_window_done(JOB, w3["id"], [12, 13, 14, 15], timeout=60)
         got = started(c, w3["id"])
