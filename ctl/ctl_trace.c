@@ -392,101 +392,12 @@ ctl_trace_body(const struct ctl_trace_args *a)
 	return (b);
 }
 
-/* What one rank did about one window, from its events and its last state. */
-struct ctl_outcome {
-	int	 started, stopped, skipped, failed, gone, missed;
-	int	 observed, complete;	/* a legacy job's */
-};
-
-/*
- * Returns 1 if rank r was not there while the window was (the coordinator's
- * judgement, from the times it gives): it left before the window was made,
- * or arrived after it ended.  RFC 3339 times of one form order as text.
- */
-static int
-ctl_rank_absent(json_t *r, const struct ctl_progress *p)
-{
-	const char	*left = ctl_json_str(r, "left", "");
-	const char	*arrived = ctl_json_str(r, "arrived", "");
-
-	if (*left != '\0' && *p->created != '\0' &&
-	    strcmp(left, p->created) < 0)
-		return (1);
-	return (*p->ended != '\0' && *arrived != '\0' &&
-	    strcmp(arrived, p->ended) > 0);
-}
-
-/*
- * Returns 0 if rank r is not one the window targets (or was not there while
- * the window was, and did not act on it), else 1 with o filled.  Once the
- * window was cancelled or finished, a rank that has not acted on it yet
- * never will (missed).
- */
-static int
-ctl_rank_outcome(json_t *r, uint32_t window, const struct ctl_progress *p,
-    const struct rank_set *rs, struct ctl_outcome *o)
-{
-	json_t		*events, *e;
-	const char	*kind, *state;
-	size_t		 i;
-	int64_t		 rank;
-	int		 ended = p->window_cancelled || p->window_done;
-
-	memset(o, 0, sizeof(*o));
-	rank = ctl_json_int(r, "rank", -1);
-	if (rank < 0 || rank > INT32_MAX || !ranks_contains(rs, (int32_t)rank))
-		return (0);
-	events = json_object_get(r, "events");
-	json_array_foreach(events, i, e) {
-		if (ctl_json_int(e, "window", 0) != window)
-			continue;
-		kind = ctl_json_str(e, "kind", "");
-		if (strcmp(kind, "started") == 0)
-			o->started = 1;
-		else if (strcmp(kind, "stopped") == 0)
-			o->stopped = 1;
-		else if (strcmp(kind, "skipped") == 0)
-			o->skipped = 1;
-		else if (strcmp(kind, "failed") == 0)
-			o->failed = 1;
-		else if (strcmp(kind, "observed") == 0)
-			o->observed = 1;
-		else if (strcmp(kind, "observed_complete") == 0)
-			o->observed = o->complete = 1;
-	}
-	state = ctl_json_str(r, "state", "");
-	if (ctl_json_int(r, "window", 0) == window) {
-		if (strcmp(state, "profiling") == 0)
-			o->started = 1;
-		else if (strcmp(state, "done") == 0)
-			o->started = o->stopped = 1;
-		else if (strcmp(state, "skipped") == 0)
-			o->skipped = 1;
-		else if (strcmp(state, "failed") == 0)
-			o->failed = 1;
-		else if (strcmp(state, "observed") == 0)
-			o->observed = 1;
-		else if (strcmp(state, "observed_complete") == 0)
-			o->observed = o->complete = 1;
-	}
-	if (!o->started && !o->stopped && !o->skipped && !o->failed &&
-	    !o->observed && ctl_rank_absent(r, p))
-		return (0);
-	if (strcmp(state, "gone") == 0 && !o->stopped && !o->skipped &&
-	    !o->failed && !o->complete)
-		o->gone = 1;
-	if (ended && !o->started && !o->skipped && !o->failed && !o->gone &&
-	    !o->observed)
-		o->missed = 1;
-	return (1);
-}
-
 /*
  * Reads how the ranks the window targets are doing from the job's summary
- * (its windows' rank_counts, judged by the coordinator as ctl_rank_outcome()
- * judges one rank).  A rank is finished once it stopped, skipped, failed or
- * is gone; once the window is cancelled or done, a rank that never acted on
- * it is finished too (missed): it never will.
+ * (its windows' rank_counts, judged by the coordinator as it judges each
+ * rank's outcome, GET .../ranks?outcome=W).  A rank is finished once it
+ * stopped, skipped, failed or is gone; once the window is cancelled or done,
+ * a rank that never acted on it is finished too (missed): it never will.
  * Returns 1 if the window is in the document, 0 if not.
  */
 int
@@ -580,45 +491,54 @@ ctl_sleep_ms(int ms)
 struct ctl_report {
 	struct ctl		*ctl;
 	uint32_t		 window;
-	const struct rank_set	*rs;
 	const struct ctl_progress *p;
 	int			 named[4];	/* failed, skipped, gone, missed */
 };
 
-/* Names the targeted ranks of one page that skipped, failed or went away. */
+/* The outcomes ctl_trace_report() names, in the order it counts them. */
+static const char *const ctl_report_outcomes[4] = {
+	"failed", "skipped", "gone", "missed"
+};
+
+/*
+ * Names the targeted ranks of one page that skipped, failed, went away or
+ * missed the window, as the coordinator judged each (its "outcome").
+ */
 static int
 ctl_trace_report_page(void *arg, json_t *page)
 {
 	struct ctl_report	*rp = arg;
 	struct ctl		*ctl = rp->ctl;
-	struct ctl_outcome	 o;
 	json_t			*r;
 	size_t			 i;
 	int64_t			 rank;
-	const char		*err;
+	const char		*err, *outcome;
 	int			 kind;
 
 	json_array_foreach(json_object_get(page, "ranks"), i, r) {
-		if (!ctl_rank_outcome(r, rp->window, rp->p, rp->rs, &o))
+		outcome = ctl_json_str(r, "outcome", "");
+		for (kind = 0; kind < 4 &&
+		    strcmp(outcome, ctl_report_outcomes[kind]) != 0; kind++)
+			;
+		if (kind == 4)
 			continue;
 		rank = ctl_json_int(r, "rank", -1);
 		err = ctl_json_str(r, "error", "");
 		/* A few of each kind: the counts say how many in all. */
-		kind = o.failed ? 0 : o.skipped ? 1 : o.gone ? 2 : 3;
 		if (rp->named[kind]++ >= CTL_REPORT_RANKS)
 			continue;
-		if (o.failed)
+		if (kind == 0)
 			ctl_errx(ctl, "rank %lld on %s failed%s%s",
 			    (long long)rank, ctl_json_str(r, "node", "?"),
 			    *err != '\0' ? ": " : "", err);
-		else if (o.skipped)
+		else if (kind == 1)
 			ctl_errx(ctl, "rank %lld on %s skipped window %u (its "
 			    "start was behind the rank)", (long long)rank,
 			    ctl_json_str(r, "node", "?"), rp->window);
-		else if (o.gone)
+		else if (kind == 2)
 			ctl_errx(ctl, "rank %lld on %s is gone",
 			    (long long)rank, ctl_json_str(r, "node", "?"));
-		else if (o.missed)
+		else
 			ctl_errx(ctl, "rank %lld on %s did not run window %u: "
 			    "it was %s before the rank acted on it",
 			    (long long)rank, ctl_json_str(r, "node", "?"),
@@ -630,22 +550,24 @@ ctl_trace_report_page(void *arg, json_t *page)
 
 /*
  * Names the targeted ranks that skipped, failed or went away, reading the
- * job's ranks page by page (only when the counts say there are some).
+ * job's ranks with their outcome of the window page by page (only when the
+ * counts say there are some).
  */
 static void
 ctl_trace_report(struct ctl *ctl, const char *job, uint32_t window,
-    const struct rank_set *rs, const struct ctl_progress *p)
+    const struct ctl_progress *p)
 {
-	struct ctl_report	 rp = { ctl, window, rs, p, { 0, 0, 0, 0 } };
+	struct ctl_report	 rp = { ctl, window, p, { 0, 0, 0, 0 } };
 	const int		 n[4] = { p->failed, p->skipped, p->gone,
 				    p->missed };
 	const char		*what[4] = { "failed", "skipped", "gone",
 				    "did not run it" };
-	char			 line[256];
+	char			 line[256], query[32];
 	int			 k, len = 0;
 
 	if (p->failed + p->skipped + p->gone + p->missed == 0)
 		return;
+	snprintf(query, sizeof(query), "outcome=%u", window);
 	for (k = 0; k < 4 && len < (int)sizeof(line); k++)
 		if (n[k] > 0)
 			len += snprintf(line + len, sizeof(line) - len, "%s%d "
@@ -654,7 +576,7 @@ ctl_trace_report(struct ctl *ctl, const char *job, uint32_t window,
 	    p->targeted, p->targeted == 1 ? "" : "s", line,
 	    n[0] + n[1] + n[2] + n[3] > CTL_REPORT_RANKS ? "; some of them:" :
 	    ":");
-	ctl_ranks_pages(ctl, job, "", ctl_trace_report_page, &rp);
+	ctl_ranks_pages(ctl, job, query, ctl_trace_report_page, &rp);
 	for (k = 0; k < 4; k++)
 		if (rp.named[k] > CTL_REPORT_RANKS)
 			ctl_errx(ctl, "and %d more %s (dynprofctl status %s "
@@ -664,9 +586,6 @@ ctl_trace_report(struct ctl *ctl, const char *job, uint32_t window,
 
 /* The targeted ranks not finished with a window, named at a timeout. */
 struct ctl_pending {
-	uint32_t			 window;
-	const struct rank_set		*rs;
-	const struct ctl_progress	*p;
 	char				 names[512];
 	size_t				 off;
 	int				 n;
@@ -676,14 +595,16 @@ static int
 ctl_trace_pending_page(void *arg, json_t *page)
 {
 	struct ctl_pending	*pd = arg;
-	struct ctl_outcome	 o;
 	json_t			*r;
 	size_t			 i;
+	const char		*outcome;
 
+	/* Not finished: at the window, or not yet (the coordinator's). */
 	json_array_foreach(json_object_get(page, "ranks"), i, r) {
-		if (!ctl_rank_outcome(r, pd->window, pd->p, pd->rs, &o) ||
-		    o.stopped || o.skipped || o.failed || o.gone ||
-		    o.missed || o.complete)
+		outcome = ctl_json_str(r, "outcome", "");
+		if (strcmp(outcome, "started") != 0 &&
+		    strcmp(outcome, "observed") != 0 &&
+		    strcmp(outcome, "pending") != 0)
 			continue;
 		if (pd->n++ < CTL_REPORT_RANKS && pd->off < sizeof(pd->names))
 			pd->off += (size_t)snprintf(pd->names + pd->off,
@@ -702,16 +623,14 @@ ctl_trace_pending_page(void *arg, json_t *page)
  * (a few; how many in all), with their node, state and step.
  */
 static void
-ctl_trace_pending(struct ctl *ctl, const char *job, uint32_t window,
-    const struct rank_set *rs, const struct ctl_progress *p)
+ctl_trace_pending(struct ctl *ctl, const char *job, uint32_t window)
 {
 	struct ctl_pending	 pd;
+	char			 query[32];
 
 	memset(&pd, 0, sizeof(pd));
-	pd.window = window;
-	pd.rs = rs;
-	pd.p = p;
-	if (ctl_ranks_pages(ctl, job, "", ctl_trace_pending_page, &pd) !=
+	snprintf(query, sizeof(query), "outcome=%u", window);
+	if (ctl_ranks_pages(ctl, job, query, ctl_trace_pending_page, &pd) !=
 	    CTL_EXIT_OK || pd.n == 0)
 		return;
 	ctl_errx(ctl, "window %u: %d targeted rank%s not finished: %s%s",
@@ -842,7 +761,7 @@ ctl_trace_lost(struct ctl *ctl, const char *job, int *was, int now)
  */
 static int
 ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
-    const struct rank_set *rs, const struct ctl_trace_args *a)
+    const struct ctl_trace_args *a)
 {
 	struct ctl_progress	 p;
 	struct ctl_response	 res;
@@ -904,7 +823,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 			ctl_errx(ctl, "timed out after %g s: %s", a->timeout,
 			    line);
 			if (p.targeted > 0)
-				ctl_trace_pending(ctl, job, window, rs, &p);
+				ctl_trace_pending(ctl, job, window);
 			ctl->quiet = 0;
 			return (CTL_EXIT_TIMEOUT);
 		}
@@ -920,7 +839,7 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 		ctl->line_open = 0;
 	} else if (strcmp(line, last) != 0)
 		fprintf(ctl->out, "%s\n", line);
-	ctl_trace_report(ctl, job, window, rs, &p);
+	ctl_trace_report(ctl, job, window, &p);
 	if (p.failed > 0 || p.skipped > 0 || p.gone > 0 || p.missed > 0)
 		rc = CTL_EXIT_REFUSED;
 	else if (p.window_cancelled) {
@@ -951,9 +870,7 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_trace_args	 a;
 	struct ctl_response	 res;
-	struct rank_set		 rs;
 	json_t			*body, *doc, *w;
-	const char		*why;
 	char			*text, err[512], path[128], wbuf[512];
 	int64_t			 id;
 	int			 rc;
@@ -1004,13 +921,8 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 			ctl_errx(ctl, "trace: the coordinator's answer has no "
 			    "window id to wait for");
 			rc = CTL_EXIT_REFUSED;
-		} else if (ranks_parse(ctl_json_str(w, "ranks",
-		    a.ranks != NULL ? a.ranks : ""), &rs, &why) == -1) {
-			ctl_errx(ctl, "trace: the coordinator's window has bad "
-			    "ranks: %s", why);
-			rc = CTL_EXIT_REFUSED;
 		} else
-			rc = ctl_trace_wait(ctl, a.job, (uint32_t)id, &rs, &a);
+			rc = ctl_trace_wait(ctl, a.job, (uint32_t)id, &a);
 	}
 	json_decref(doc);
 	ctl_trace_args_free(&a);

@@ -76,6 +76,8 @@ struct ranks_filter {
 	uint32_t	 states;		/* bit (1 << state) */
 	char		 node[COORD_NODE_MAX];
 	uint32_t	 window;
+	uint32_t	 outcome;	/* the window each rank's outcome is
+					 * of: the ranks it counts, 0 none */
 	int		 has_select;	/* select: the labels to match */
 	struct labels_selector select;
 };
@@ -88,7 +90,8 @@ int	 http_query(struct evhttp_request *, struct evkeyvalq *,
 	    struct refusal *);
 void	 ranks_json_string(struct evbuffer *, const char *);
 void	 ranks_json_time(struct evbuffer *, int64_t);
-void	 ranks_write(struct evbuffer *, const struct rank *, int);
+void	 ranks_write(struct evbuffer *, const struct rank *, int,
+	    const char *);
 int	 ranks_filter_match(const struct ranks_filter *, const struct rank *,
 	    int);
 int	 ranks_parse_int(const char *, long long, long long, long long *);

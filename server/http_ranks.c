@@ -1,7 +1,8 @@
 /*
  * GET /v1/jobs/{job}/ranks (docs/admin-api.md): a job's ranks in rank order,
  * one page at a time (keyset: the ranks after a rank number, at most limit of
- * them), filtered by state, node and window, written as they are rendered.
+ * them), filtered by state, node and window, with or without each rank's
+ * outcome of a window (summary_rank_outcome()), written as they are rendered.
  * The job's ranks sorted by number are kept beside it and rebuilt when ranks
  * were added; a page in progress holds only the job's name and the last rank
  * it wrote, so ranks that come or change meanwhile never make it skip or
@@ -137,7 +138,8 @@ ranks_write_labels(struct evbuffer *buf, const char *labels)
  * the rank's last COORD_RANK_EVENTS_MAX events.
  */
 void
-ranks_write(struct evbuffer *buf, const struct rank *r, int state)
+ranks_write(struct evbuffer *buf, const struct rank *r, int state,
+    const char *outcome)
 {
 	const struct rank_event	*e;
 	size_t			 i;
@@ -176,6 +178,8 @@ ranks_write(struct evbuffer *buf, const struct rank *r, int state)
 		ranks_json_string(buf, r->error);
 	}
 	ranks_write_trace(buf, r);
+	if (outcome != NULL)
+		evbuffer_add_printf(buf, ",\"outcome\":\"%s\"", outcome);
 	evbuffer_add(buf, ",\"events\":[", 11);
 	i = r->nevents > COORD_RANK_EVENTS_MAX ?
 	    r->nevents - COORD_RANK_EVENTS_MAX : 0;
@@ -351,12 +355,14 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 			bit = 16;
 		else if (strcmp(kv->key, "label") == 0)
 			bit = 32;
+		else if (strcmp(kv->key, "outcome") == 0)
+			bit = 64;
 		else {
 			snprintf(ref->fieldbuf, sizeof(ref->fieldbuf), "%s",
 			    kv->key);
 			refusal_set(ref, 400, ref->fieldbuf, "unknown "
-			    "parameter (state, node, window, label, limit and "
-			    "after are known)");
+			    "parameter (state, node, window, label, outcome, "
+			    "limit and after are known)");
 			goto out;
 		}
 		if (seen & bit) {
@@ -364,7 +370,8 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 			    kv->key);
 			ref->field = bit == 1 ? "state" : bit == 2 ? "node" :
 			    bit == 4 ? "window" : bit == 8 ? "limit" :
-			    bit == 16 ? "after" : "label";
+			    bit == 16 ? "after" : bit == 32 ? "label" :
+			    "outcome";
 			goto out;
 		}
 		seen |= bit;
@@ -424,6 +431,15 @@ ranks_parse_query(struct evhttp_request *req, struct ranks_page *p,
 			}
 			p->filter.has_select = 1;
 			break;
+		case 64:
+			if (ranks_parse_int(kv->value, 1, UINT32_MAX,
+			    &v) == -1) {
+				refusal_set(ref, 400, "outcome", "outcome must "
+				    "be a window id (a positive integer)");
+				goto out;
+			}
+			p->filter.outcome = (uint32_t)v;
+			break;
 		}
 	}
 	rc = 0;
@@ -444,11 +460,18 @@ ranks_fill(struct stream *s, struct evbuffer *buf)
 	struct coord		*c = s->coord;
 	struct job		*job;
 	struct rank		**v = NULL;
+	const struct window	*w = NULL;
+	const char		*outcome = NULL;
 	size_t			 n = 0, i, rendered = 0, scanned = 0;
 	int			 state;
 
-	if ((job = schedule_job_find(c, p->job)) != NULL)
+	if ((job = schedule_job_find(c, p->job)) != NULL) {
 		v = schedule_rank_index(job, &n);
+		/* Found again for every chunk: it may be gone since. */
+		if (p->filter.outcome != 0 && (w = schedule_window_find(job,
+		    p->filter.outcome)) == NULL)
+			n = 0;
+	}
 	if (!p->begun) {
 		p->begun = 1;
 		evbuffer_add(buf, "{\"job\":", 7);
@@ -461,7 +484,8 @@ ranks_fill(struct stream *s, struct evbuffer *buf)
 			return (STREAM_MORE);
 		scanned++;
 		state = schedule_rank_state(c, v[i], &p->memo);
-		if (!ranks_filter_match(&p->filter, v[i], state))
+		if (!ranks_filter_match(&p->filter, v[i], state) || (w != NULL &&
+		    (outcome = summary_rank_outcome(v[i], state, w)) == NULL))
 			continue;
 		if (p->left == 0) {
 			/* One more matches: the next page has it. */
@@ -471,7 +495,7 @@ ranks_fill(struct stream *s, struct evbuffer *buf)
 		}
 		if (p->written > 0)
 			evbuffer_add(buf, ",", 1);
-		ranks_write(buf, v[i], state);
+		ranks_write(buf, v[i], state, outcome);
 		p->after = v[i]->rank;
 		p->written++;
 		p->left--;

@@ -158,6 +158,8 @@ void	 jobs_free_all(struct coord *);
 /* summary.c */
 int	 summary_add(struct coord *, struct job *, struct json_t *);
 struct json_t *summary_time(int64_t);
+const char *summary_rank_outcome(const struct rank *, int,
+	    const struct window *);
 struct json_t *summary_window_status(const struct job *,
 	    const struct window *, const char *);
 

@@ -106,6 +106,52 @@ summary_rank_absent(const struct rank *r, const struct window *w)
 	return (w->ended_ns > 0 && r->arrived_ns > w->ended_ns);
 }
 
+/* What a rank event of kind says of its window (SW_*), 0 nothing. */
+static int
+summary_event_flag(int kind)
+{
+	switch (kind) {
+	case DYNPROF__V1__EVENT_KIND__EVENT_STARTED:
+		return (SW_STARTED);
+	case DYNPROF__V1__EVENT_KIND__EVENT_STOPPED:
+		return (SW_STOPPED);
+	case DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED:
+		return (SW_SKIPPED);
+	case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
+		return (SW_FAILED);
+	case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED:
+		return (SW_OBSERVED);
+	case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE:
+		return (SW_OBSERVED | SW_COMPLETE);
+	case DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED:
+		return (SW_COLLECTED);
+	case DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED:
+		return (SW_COLLECT_FAILED);
+	}
+	return (0);
+}
+
+/* What a rank's last state says of its current window (SW_*), 0 nothing. */
+static int
+summary_state_flag(int state)
+{
+	switch (state) {
+	case DYNPROF__V1__RANK_STATE__RANK_PROFILING:
+		return (SW_STARTED);
+	case DYNPROF__V1__RANK_STATE__RANK_DONE:
+		return (SW_STARTED | SW_STOPPED);
+	case DYNPROF__V1__RANK_STATE__RANK_SKIPPED:
+		return (SW_SKIPPED);
+	case DYNPROF__V1__RANK_STATE__RANK_FAILED:
+		return (SW_FAILED);
+	case DYNPROF__V1__RANK_STATE__RANK_OBSERVED:
+		return (SW_OBSERVED);
+	case DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE:
+		return (SW_OBSERVED | SW_COMPLETE);
+	}
+	return (0);
+}
+
 /*
  * Adds what rank r (showing state) did about each window to the counts:
  * from its events, and its last state for its current window.  A rank
@@ -122,46 +168,14 @@ summary_rank_windows(const struct rank *r, int state,
 
 	for (i = 0; i <= r->nevents; i++) {
 		if (i < r->nevents) {
-			switch (r->events[i].kind) {
-			case DYNPROF__V1__EVENT_KIND__EVENT_STARTED:
-				f = SW_STARTED; break;
-			case DYNPROF__V1__EVENT_KIND__EVENT_STOPPED:
-				f = SW_STOPPED; break;
-			case DYNPROF__V1__EVENT_KIND__EVENT_SKIPPED:
-				f = SW_SKIPPED; break;
-			case DYNPROF__V1__EVENT_KIND__EVENT_FAILED:
-				f = SW_FAILED; break;
-			case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED:
-				f = SW_OBSERVED; break;
-			case DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED_COMPLETE:
-				f = SW_OBSERVED | SW_COMPLETE; break;
-			case DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED:
-				f = SW_COLLECTED; break;
-			case DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED:
-				f = SW_COLLECT_FAILED; break;
-			default:
+			if ((f = summary_event_flag(r->events[i].kind)) == 0)
 				continue;
-			}
 			x = summary_window_find(sw, nsw,
 			    r->events[i].window_id);
 		} else {
 			/* Its last state speaks for its current window. */
-			switch (r->state) {
-			case DYNPROF__V1__RANK_STATE__RANK_PROFILING:
-				f = SW_STARTED; break;
-			case DYNPROF__V1__RANK_STATE__RANK_DONE:
-				f = SW_STARTED | SW_STOPPED; break;
-			case DYNPROF__V1__RANK_STATE__RANK_SKIPPED:
-				f = SW_SKIPPED; break;
-			case DYNPROF__V1__RANK_STATE__RANK_FAILED:
-				f = SW_FAILED; break;
-			case DYNPROF__V1__RANK_STATE__RANK_OBSERVED:
-				f = SW_OBSERVED; break;
-			case DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE:
-				f = SW_OBSERVED | SW_COMPLETE; break;
-			default:
+			if ((f = summary_state_flag(r->state)) == 0)
 				continue;
-			}
 			x = r->window_id != 0 ? summary_window_find(sw, nsw,
 			    r->window_id) : NULL;
 		}
@@ -216,6 +230,46 @@ summary_rank_windows(const struct rank *r, int state,
 		sw[i].gone_idle++;
 		sw[i].finished++;
 	}
+}
+
+/*
+ * Returns what rank r (showing state) did about window w, as the window's
+ * rank_counts count it: NULL if the window does not count the rank (not
+ * targeted, or absent while it was and did not act on it), else the first
+ * of "failed", "skipped", "stopped", "observed_complete" (finished with it),
+ * "gone" (went away before), "missed" (the window ended before the rank
+ * acted on it), "started", "observed" (at it) and "pending" (not yet).
+ */
+const char *
+summary_rank_outcome(const struct rank *r, int state, const struct window *w)
+{
+	size_t	 i;
+	int	 f = 0;
+
+	if (!ranks_contains(&w->rankset, r->rank))
+		return (NULL);
+	for (i = 0; i < r->nevents; i++)
+		if (r->events[i].window_id == w->id)
+			f |= summary_event_flag(r->events[i].kind);
+	if (r->window_id == w->id)
+		f |= summary_state_flag(r->state);
+	if (f == 0 && summary_rank_absent(r, w))
+		return (NULL);
+	if (f & SW_FAILED)
+		return ("failed");
+	if (f & SW_SKIPPED)
+		return ("skipped");
+	if (f & SW_STOPPED)
+		return ("stopped");
+	if (f & SW_COMPLETE)
+		return ("observed_complete");
+	if (state == DYNPROF__V1__RANK_STATE__RANK_GONE)
+		return ("gone");
+	if (f == 0 && (w->state == WINDOW_STATE_CANCELLED || w->finished))
+		return ("missed");
+	if (f & SW_STARTED)
+		return ("started");
+	return ((f & SW_OBSERVED) ? "observed" : "pending");
 }
 
 /* Returns a wall clock time as RFC 3339 text, null when unset. */

@@ -69,6 +69,32 @@ wait_total(struct tc_coord *tc, const char *job, long long total)
 	tc_wait_int(tc, path, "rank_counts.total", total);
 }
 
+/*
+ * Checks the outcome of window id of each rank GET .../ranks?outcome=id
+ * lists (the ranks the window counts, in rank order), want: the outcomes
+ * separated by commas.
+ */
+static void
+outcomes_check(struct tc_coord *tc, const char *job, int id, const char *want)
+{
+	struct tc_reply	 r;
+	json_t		*rank;
+	char		 path[128], got[256];
+	size_t		 i, off = 0;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/ranks?outcome=%d", job, id);
+	r = tc_req(tc, "GET", path, NULL, 200);
+	got[0] = '\0';
+	json_array_foreach(json_object_get(r.json, "ranks"), i, rank) {
+		assert_int_equal(tc_int(rank, "rank"), (long long)i);
+		off += (size_t)snprintf(got + off, sizeof(got) - off, "%s%s",
+		    i > 0 ? "," : "", tc_str(rank, "outcome"));
+		assert_true(off < sizeof(got));
+	}
+	assert_string_equal(got, want);
+	tc_reply_free(&r);
+}
+
 static void
 test_summary(void **state)
 {
@@ -137,6 +163,8 @@ test_summary(void **state)
 	/* 0-2 stopped, 4 failed, 5 skipped, 6 gone: 3 and 7 still to go. */
 	assert_int_equal(tc_int(w, "rank_counts.finished"), 6);
 	tc_reply_free(&r);
+	outcomes_check(tc, "sum", 1, "stopped,stopped,stopped,started,failed,"
+	    "skipped,gone,pending");
 
 	/* Cancelled: rank 7 never acted on it, missed; 3 runs it still. */
 	r = tc_req(tc, "DELETE", "/v1/jobs/sum/windows/1", NULL, 200);
@@ -146,6 +174,8 @@ test_summary(void **state)
 	assert_string_equal(tc_str(w, "state"), "cancelled");
 	assert_int_equal(tc_int(w, "rank_counts.missed"), 1);
 	assert_int_equal(tc_int(w, "rank_counts.finished"), 7);
+	outcomes_check(tc, "sum", 1, "stopped,stopped,stopped,started,failed,"
+	    "skipped,gone,missed");
 	small = strlen(r.body);
 	assert_non_null(small_body = strdup(r.body));
 	tc_reply_free(&r);
@@ -350,6 +380,8 @@ test_bad_params(void **state)
 		{ "window=0", "window" },
 		{ "window=-1", "window" },
 		{ "window=4294967296", "window" },
+		{ "outcome=0", "outcome" },
+		{ "outcome=1&outcome=1", "outcome" },
 		{ "state=sleeping", "state" },
 		{ "state=failed,", "state" },
 		{ "state=", "state" },
