@@ -249,14 +249,19 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_agents_silent_total Agents closed as silent for 3 "
 	    "heartbeat intervals while the loop was free to read them.\n"
 	    "# TYPE dynprof_agents_silent_total counter\n"
-	    "dynprof_agents_silent_total %llu\n",
+	    "dynprof_agents_silent_total %llu\n"
+	    "# HELP dynprof_node_rows_total Nodes' rows the leader stored "
+	    "for followers (each a node whose state changed at a tick).\n"
+	    "# TYPE dynprof_node_rows_total counter\n"
+	    "dynprof_node_rows_total %llu\n",
 	    c->nconns_ready, njobs, (unsigned long long)c->generation,
 	    (unsigned long long)m->pushes,
 	    (unsigned long long)m->agents_refused,
 	    (unsigned long long)m->commits,
 	    (unsigned long long)m->loop_stalls,
 	    (double)m->loop_stalled_ms / 1000.0,
-	    (unsigned long long)m->silent_closed);
+	    (unsigned long long)m->silent_closed,
+	    (unsigned long long)m->node_rows);
 
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_push_applied_seconds From a push to the agent's "

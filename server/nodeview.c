@@ -106,6 +106,7 @@ nodeview_flush(struct coord *c)
 		free(text);
 		if (rc == -1)
 			break;
+		c->metrics.node_rows++;
 	}
 	if (open && rc == -1)
 		store_rollback(c->store);

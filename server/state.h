@@ -461,6 +461,8 @@ struct metrics {
 	uint64_t	 loop_stalls;		/* ticks late by half a period */
 	uint64_t	 loop_stalled_ms;	/* their lateness, summed */
 	uint64_t	 silent_closed;		/* agents closed as silent */
+	uint64_t	 node_rows;		/* nodes' rows stored for
+						 * followers (nodeview.c) */
 };
 
 struct http_conn;

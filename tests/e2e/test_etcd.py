@@ -873,6 +873,9 @@ def scenario_reads():
             "http://127.0.0.1:%d/" % lport), "a write to the follower: %s %s"
             % (r.status, r.getheader("Location")))
         log("a write sent to the follower is a 307 to the leader")
+        rows = c.metric(lead, "dynprof_node_rows_total")
+        check(rows is not None and rows >= 2, "the leader stored %s node "
+              "rows" % rows)
         for p in ranks:
             p.signal(signal.SIGCONT)
 
