@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/openat2.h>
 #include <openssl/evp.h>
 
 #include "agent.h"
@@ -497,6 +498,35 @@ trace_pack_lower(void)
 	    IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
 }
 
+/*
+ * Opens the trace directory path, acting as its owner.  Its components may be
+ * links the owner made, but no procfs magic link (/proc/PID/root, /cwd, /fd/N)
+ * is followed: through one a root process, which keeps CAP_SYS_PTRACE while
+ * acting as a user, reaches another mount namespace's files that the user
+ * itself may not.  Returns the descriptor, or -1 (errno set).
+ */
+static int
+trace_pack_open_dir(const char *path)
+{
+	struct open_how	 how;
+	long		 fd;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC;
+	how.resolve = RESOLVE_NO_MAGICLINKS;
+	fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd == -1 && errno == ENOSYS) {
+		/* Before Linux 5.6: no path through /proc at all. */
+		if (strncmp(path, "/proc/", 6) == 0) {
+			errno = EPERM;
+			return (-1);
+		}
+		return (open(path, (int)how.flags));
+	}
+	return ((int)fd);
+}
+
 /* The child: low priority, acting as the owner, packs and reports. */
 static void __attribute__((noreturn))
 trace_pack_child(int src_fd, const char *src_path, int out_fd, int res_fd,
@@ -528,11 +558,10 @@ trace_pack_child(int src_fd, const char *src_path, int out_fd, int res_fd,
 			goto report;
 		}
 	}
-	/* Every component but the last may be a link the owner made. */
-	if (src_fd == -1 && (src_fd = open(src_path, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1) {
+	if (src_fd == -1 && (src_fd = trace_pack_open_dir(src_path)) == -1) {
 		trace_pack_why(r.why, sizeof(r.why), "%s: %s", src_path,
-		    errno == ELOOP ? "a symbolic link" : strerror(errno));
+		    errno == ELOOP ? "a symbolic link, or through /proc" :
+		    strerror(errno));
 		goto report;
 	}
 	if (settle_s > 0 && !trace_pack_settled(src_fd, settle_s, &r))

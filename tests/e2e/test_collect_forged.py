@@ -7,7 +7,15 @@ setpriv) rewrites its slot's window and last event as "stopped" in windows
 random bytes.  Believed, each would be packed again into the shared trace
 store (up to 8 GiB each, thousands of them: one user fills the store every
 job shares).  The root agent collects the window the coordinator scheduled,
-once, and none of the forged ones."""
+once, and none of the forged ones.
+
+Then the rank names, as its output directory for a window the coordinator did
+schedule, /proc/PID/root/... of a process of its own uid in another mount
+namespace (another container's files), made undumpable: the user itself
+cannot read there (the kernel's ptrace check), but a root packer acting as the
+user kept its CAP_SYS_PTRACE and read the other namespace's file into the
+shared store.  No procfs magic link is followed: the collection fails, and
+nothing of that file is in the store."""
 
 import os
 import pwd
@@ -30,6 +38,7 @@ SKIP = 77
 # struct seg_slot (common/segment.h), SEG_VERSION 9.
 HDR_SLOTS_OFFSET = 32
 SLOT_PID, SLOT_RANK, SLOT_WINDOW, SLOT_LAST_EVENT = 0, 16, 24, 28
+SLOT_OUTPUT_DIR, SEG_PATH_MAX = 88, 1024
 EVENT_STOPPED = 3
 
 FORGER = r"""
@@ -47,11 +56,19 @@ for i in range(n):
         slot = s
 if slot is None:
     sys.exit("no slot of rank 0")
+if os.environ.get("OUTPUT_DIR"):
+    d = os.environ["OUTPUT_DIR"].encode()
+    m[slot + %d:slot + %d + len(d) + 1] = d + b"\0"
 for w in windows:
     struct.pack_into("<II", m, slot + %d, int(w), %d)
     print("forged window", w, flush=True)
     time.sleep(settle + 1.5)
-""" % (HDR_SLOTS_OFFSET, SLOT_PID, SLOT_RANK, SLOT_WINDOW, EVENT_STOPPED)
+""" % (HDR_SLOTS_OFFSET, SLOT_PID, SLOT_RANK, SLOT_OUTPUT_DIR, SLOT_OUTPUT_DIR,
+       SLOT_WINDOW, EVENT_STOPPED)
+
+
+UNDUMPABLE_SLEEP = ("import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
+                    "print(1, flush=True); time.sleep(300)")
 
 
 def test():
@@ -116,6 +133,64 @@ def test():
               ["rank-0.tar.zst"], "window %d holds %s" % (
                   wid, os.listdir(os.path.join(jdir, "window-%d" % wid))))
         log("no forged window collected; the store holds %s" % got)
+
+        # Another mount namespace: a tmpfs on c.dir/hidden that only it
+        # sees, holding a directory of the user's, and a process of the
+        # user's in it, undumpable (as a process that holds secrets makes
+        # itself: prctl(PR_SET_DUMPABLE, 0)).
+        hidden = os.path.join(c.dir, "hidden")
+        os.mkdir(hidden)
+        sleeper = subprocess.Popen([
+            "unshare", "-m", "--propagation", "private", "sh", "-c",
+            "mount -t tmpfs hidden %s && mkdir %s/t && "
+            "echo SECRET-OTHER-NS > %s/t/secret && chown -R %d:%d %s/t && "
+            "exec setpriv --reuid=%d --regid=%d --clear-groups %s -c '%s'" % (
+                hidden, hidden, hidden, uid, gid, hidden, uid, gid,
+                sys.executable, UNDUMPABLE_SLEEP)], stdout=subprocess.PIPE)
+        c.cleanups.append(sleeper.kill)
+        check(sleeper.stdout.readline().strip() == b"1",
+              "the other namespace's process did not start")
+        there = "/proc/%d/root%s/t" % (sleeper.pid, hidden)
+        wait_for(lambda: os.path.exists(os.path.join(there, "secret")) and
+                 os.stat(os.path.join(there, "secret")).st_uid == uid, 20,
+                 "the other namespace's file")
+        os.utime(os.path.join(there, "secret"), (time.time() - 60,
+                                                 time.time() - 60))
+        os.utime(there, (time.time() - 60, time.time() - 60))
+        q = subprocess.run(list(as_user) + ["cat", os.path.join(there,
+                                                                "secret")],
+                           capture_output=True, text=True)
+        check(q.returncode != 0, "the user reads the other namespace's file "
+              "itself: the test proves nothing")
+        # A window scheduled far ahead: the agent gave it to the segment.
+        w2 = c.add_window(JOB, {"in_steps": 1000000, "steps": 10})
+        wait_for(lambda: "applied generation" in n.agent.output() and
+                 "%d windows" % 1 in n.agent.output().split(
+                     "applied generation")[-1], 20, "window %d applied" %
+                 w2["id"])
+        env["OUTPUT_DIR"] = there
+        p = subprocess.run(list(as_user) + [sys.executable, "-c", FORGER, seg,
+                                            str(w2["id"])], env=env,
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, "the forger: %s %s" % (p.stdout, p.stderr))
+        pat = "job %s window %d rank 0" % (JOB, w2["id"])
+
+        def outcome():
+            text = n.agent.output()
+            return ("collected " + pat in text or
+                    "collect failed: " + pat in text) or None
+        wait_for(outcome, 60, "window %d's collection tried" % w2["id"])
+        arch = os.path.join(jdir, "window-%d" % w2["id"], "rank-0.tar.zst")
+        if os.path.exists(arch):
+            raw = subprocess.run(["zstd", "-dc", arch], capture_output=True
+                                 ).stdout
+            check(b"SECRET-OTHER-NS" not in raw, "the root agent packed "
+                  "another namespace's file through %s into the store" %
+                  there)
+        check("collected " + pat not in n.agent.output(),
+              "a trace collected through %s" % there)
+        log("%s not followed: %s" % (there, [l for l in n.agent.output(
+            ).splitlines() if pat in l][-1:]))
     return 0
 
 
