@@ -215,6 +215,22 @@ wait_followers(struct tc_coord *tc, long long n)
 	assert_int_equal(tc_metric(tc, "dynprof_event_followers"), n);
 }
 
+/* Agent a joins as node, serving job, whose window 1 is [10, 12]. */
+static void
+join_window(struct tc_coord *tc, struct fakeagent *a, const char *node,
+    const char *job)
+{
+	struct tc_reply	 r;
+	char		 path[128];
+
+	assert_int_equal(fa_join(a, tc->agent_port, node, "agent-secret",
+	    job), 0);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
+	r = tc_req(tc, "POST", path, "{\"start_step\": 10, \"stop_step\": 12}",
+	    201);
+	tc_reply_free(&r);
+}
+
 /* The job's summary's revision. */
 static long long
 revision(struct tc_coord *tc, const char *job)
@@ -265,11 +281,7 @@ test_resume(void **state)
 	size_t		 i;
 	int		 k;
 
-	assert_int_equal(fa_join(&a, tc->agent_port, "ev-node", "agent-secret",
-	    "ev"), 0);
-	r = tc_req(tc, "POST", "/v1/jobs/ev/windows",
-	    "{\"start_step\": 10, \"stop_step\": 12}", 201);
-	tc_reply_free(&r);
+	join_window(tc, &a, "ev-node", "ev");
 	r0 = revision(tc, "ev");
 	for (k = 0; k < 5; k++)
 		assert_int_equal(fa_event_commit(&a, K_STARTED, "ev", k, 1, 10, 5000),
@@ -549,11 +561,7 @@ test_restart_and_bad(void **state)
 	long long	 before, after;
 	size_t		 i;
 
-	assert_int_equal(fa_join(&a, tc->agent_port, "rs-node", "agent-secret",
-	    "rs"), 0);
-	r = tc_req(tc, "POST", "/v1/jobs/rs/windows",
-	    "{\"start_step\": 10, \"stop_step\": 12}", 201);
-	tc_reply_free(&r);
+	join_window(tc, &a, "rs-node", "rs");
 	assert_int_equal(fa_event_commit(&a, K_STARTED, "rs", 0, 1, 1, 5000),
 	    0);
 	before = revision(tc, "rs");
