@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Trace collection's cost to the node (bench/README.md, "collect").
 
-  upload [MB] [RATE]  one rank's trace of MB MiB of random bytes (default 512)
+  upload [MB] [RATE] [PART]
+                      one rank's trace of MB MiB of random bytes (default 512)
                       packed and uploaded to s3rver (loopback) with
-                      --upload-rate RATE (default 64m), while a CPU-bound
+                      --upload-rate RATE (default 64m) and
+                      --upload-part-size PART (default 64m: in parts; 5g:
+                      one PUT up to 5 GiB), while a CPU-bound
                       step loop runs beside it: its step times before the
                       window (baseline) against those while the agent packs
                       and while it uploads, in the same run; the agent's and
@@ -79,7 +82,7 @@ def stats(xs):
         1000 * xs[int(0.95 * (len(xs) - 1))], 1000 * xs[-1])
 
 
-def upload(mb, rate):
+def upload(mb, rate, part):
     os.environ.update({k: v for k, v in s3mod.env().items()
                        if k.startswith("AWS_")})
     job = "bench-upload"
@@ -92,7 +95,7 @@ def upload(mb, rate):
             "--trace-store", store, "--trace-settle", "1",
             "--trace-upload", "s3://traces/bench",
             "--s3-endpoint", "http://127.0.0.1:%d" % s3.backend_port,
-            "--upload-rate", rate])
+            "--upload-rate", rate, "--upload-part-size", part])
         n.start_rank(job, 0, rate=20)
         c.wait_ranks(job, 1, min_step=3)
         steps = os.path.join(c.dir, "steps.txt")
@@ -187,7 +190,8 @@ if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "upload"
     if what == "upload":
         upload(int(sys.argv[2]) if len(sys.argv) > 2 else 512,
-               sys.argv[3] if len(sys.argv) > 3 else "64m")
+               sys.argv[3] if len(sys.argv) > 3 else "64m",
+               sys.argv[4] if len(sys.argv) > 4 else "64m")
     elif what == "many":
         many(int(sys.argv[2]) if len(sys.argv) > 2 else 256)
     else:
