@@ -390,6 +390,111 @@ test_apply_event_once(void **state)
 	assert_int_equal(r->nevents, 4);
 }
 
+/* Passes over the rows test_rank_rows_one_path() does not look at. */
+static void
+on_generation(void *arg, uint64_t gen)
+{
+	(void)arg;
+	(void)gen;
+}
+
+static int
+on_job(void *arg, const struct store_job *row)
+{
+	(void)arg;
+	(void)row;
+	return (0);
+}
+
+static int
+on_window(void *arg, const struct store_window *row)
+{
+	(void)arg;
+	(void)row;
+	return (0);
+}
+
+static int
+on_event(void *arg, const char *job, int32_t rank,
+    const struct rank_event *e, const char *node, const char *detail)
+{
+	(void)arg;
+	(void)job;
+	(void)rank;
+	(void)e;
+	(void)node;
+	(void)detail;
+	return (0);
+}
+
+static int
+on_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
+{
+	(void)arg;
+	(void)node;
+	(void)boot_id;
+	(void)seq;
+	return (0);
+}
+
+/* Keeps the step of each rank row the store hands back (ranks 0-7). */
+static int
+on_rank_step(void *arg, const struct store_rank *row)
+{
+	int64_t	*steps = arg;
+
+	if (row->rank >= 0 && row->rank < 8)
+		steps[row->rank] = row->step;
+	return (0);
+}
+
+/*
+ * One path stores rank rows: ranks a progress report changed go with the
+ * next batch of events' commit (not only at the tick), each once, and the
+ * tick has nothing left to store.
+ */
+static void
+test_rank_rows_one_path(void **state)
+{
+	struct fixture		*f = *state;
+	struct job		*job;
+	struct store_loader	 l;
+	int64_t			 steps[8];
+	int			 i;
+
+	job = two_windows(f);
+	connect_node(f, job);
+	assert_int_equal(event(f, K_ATTACHED, 3, 0, 5), 0);
+	progress(f, JOB, 2, 7);
+	assert_int_equal(job->ranks_changed, 2);
+	assert_int_equal(event(f, K_ATTACHED, 4, 0, 8), 0);
+	assert_int_equal(job->ranks_changed, 0);
+	assert_true(TAILQ_EMPTY(&f->c->changed_ranks));
+	for (i = 0; i < 8; i++)
+		steps[i] = -1;
+	memset(&l, 0, sizeof(l));
+	l.arg = steps;
+	l.generation = on_generation;
+	l.job = on_job;
+	l.window = on_window;
+	l.rank = on_rank_step;
+	l.event = on_event;
+	l.agent = on_agent;
+	assert_int_equal(store_load(f->c->store, &l), 0);
+	assert_int_equal(steps[0], 7);
+	assert_int_equal(steps[1], 7);
+	assert_int_equal(steps[3], 5);
+	assert_int_equal(steps[4], 8);
+	/* A progress report with no batch after it: the tick stores it. */
+	progress(f, JOB, 2, 9);
+	assert_int_equal(job->ranks_changed, 2);
+	schedule_flush_ranks(f->c);
+	assert_int_equal(job->ranks_changed, 0);
+	assert_int_equal(store_load(f->c->store, &l), 0);
+	assert_int_equal(steps[0], 9);
+	assert_int_equal(steps[1], 9);
+}
+
 /*
  * A window every live rank has ended leaves the pushed schedule in a change
  * of its own: one generation, one push.
@@ -525,6 +630,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test(test_window_resolve),
 		cmocka_unit_test_setup_teardown(test_apply_event_once, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_rank_rows_one_path, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_finish_windows, setup,
 		    teardown),
