@@ -89,7 +89,9 @@ run()
 	    --agents "$AGENTS" --ranks "$RANKS" --events $((2 * RANKS)) \
 	    --sources 4 --job "fo$1" --mode failover --kill-pid "$LEADER_PID" \
 	    >"$D/loadgen$1.out" 2>&1 || {
+		rc=$?
 		cat "$D/loadgen$1.out" >&2
+		echo "failover: dynprof-loadgen exited $rc" >&2
 		[ -z "${FAILOVER_LOGS:-}" ] || cp "$D"/r"$1"c*.log "$FAILOVER_LOGS"/
 		for f in "$D"/r"$1"c*.log; do
 			echo "--- $f" >&2

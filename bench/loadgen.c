@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,6 +553,9 @@ main(int argc, char **argv)
 	}
 	if (lg.tls_dir != NULL && loadgen_tls_load(&lg) == -1)
 		return (1);
+	/* A write to the connection of a leader just SIGKILLed is an error
+	 * on that connection (EPIPE), not the end of the loadgen. */
+	signal(SIGPIPE, SIG_IGN);
 	if ((lg.base = event_base_new()) == NULL ||
 	    (lg.scratch = evbuffer_new()) == NULL)
 		return (2);
