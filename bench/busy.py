@@ -38,7 +38,8 @@ def run(c, nodes, job, factor, steps, slow_from, nice):
     procs = start_ddp_ranks(c, nodes, job, steps,
                             slow={SLOW_RANK: (factor, slow_from)}, nice=nice)
     t0 = found = None
-    fp = set()
+    first = {}          # signal -> its first flag of rank 2: seconds, steps
+    fp = {}             # rank -> the signals that flagged it falsely
     fp_readings = readings = 0
     deadline = time.monotonic() + 600
     while any(p.alive() for p in procs) and time.monotonic() < deadline:
@@ -52,14 +53,15 @@ def run(c, nodes, job, factor, steps, slow_from, nice):
             bad = False
             for w in s["worst_ranks"]:
                 if w["rank"] == SLOW_RANK and t0 is not None:
+                    at = dict(seconds=now - t0[0], steps=step - t0[1] + 1)
                     if found is None:
-                        found = dict(seconds=now - t0[0],
-                                     steps=step - t0[1] + 1,
-                                     reasons=w["reasons"],
+                        found = dict(at, reasons=w["reasons"],
                                      over=w["busy_over_median"],
                                      rise=w["busy_rise"])
+                    for why in w["reasons"]:
+                        first.setdefault(why, at)
                 else:
-                    fp.add(w["rank"])
+                    fp.setdefault(w["rank"], set()).update(w["reasons"])
                     bad = True
             fp_readings += bad
         time.sleep(0.1)
@@ -67,8 +69,17 @@ def run(c, nodes, job, factor, steps, slow_from, nice):
         p.stop()
         if p.p.returncode != 0 and "done %d" % steps not in p.output():
             raise RuntimeError("%s failed:\n%s" % (p.name, p.output()[-2000:]))
-    return dict(factor=factor, found=found, false_ranks=sorted(fp),
+    return dict(factor=factor, found=found, first=first,
+                false_ranks={str(k): sorted(v) for k, v in sorted(fp.items())},
                 false_readings=fp_readings, readings=readings)
+
+
+def spread(xs, fmt):
+    """The median of xs and its range, "-" for none."""
+    if not xs:
+        return "-"
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (
+        statistics.median(xs), min(xs), max(xs))
 
 
 def main():
@@ -96,28 +107,32 @@ def main():
                 print("factor %.1f run %d: %s" % (f, i + 1, json.dumps(r)),
                       flush=True)
     print()
+    print("%-6s %-8s %-18s %-18s %-18s %-18s %s" % (
+        "factor", "named", "any: s", "any: steps", "busy: s", "last: s",
+        "false flags (runs, readings)"))
     for f in factors:
         rs = [r for r in results if r["factor"] == f]
         fp = sum(1 for r in rs if r["false_ranks"])
         fpr = sum(r["false_readings"] for r in rs)
         nread = sum(r["readings"] for r in rs)
-        if f == 1.0:
-            print("RESULT factor=1.0 runs=%d runs_with_false_positive=%d "
-                  "false_readings=%d/%d" % (len(rs), fp, fpr, nread))
-            continue
-        got = [r["found"] for r in rs if r["found"]]
-        secs = [g["seconds"] for g in got]
-        steps = [g["steps"] for g in got]
-        how = sorted(set("+".join(g["reasons"]) for g in got))
-        print("RESULT factor=%.1f runs=%d detected=%d seconds_median=%s "
-              "seconds_max=%s steps_median=%s steps_max=%s by=%s "
+        why = sorted(set(w for r in rs for v in r["false_ranks"].values()
+                         for w in v))
+        got = [r for r in rs if r["found"]]
+        named = "-" if f == 1.0 else "%d/%d" % (len(got), len(rs))
+        cols = [spread([r["found"]["seconds"] for r in got], "%.2f"),
+                spread([r["found"]["steps"] for r in got], "%d")]
+        for sig in ("busy", "last"):
+            xs = [r["first"][sig]["seconds"] for r in rs if sig in r["first"]]
+            cols.append("-" if not xs else "%d/%d %s" % (
+                len(xs), len(rs), spread(xs, "%.2f")))
+        print("%-6.1f %-8s %-18s %-18s %-18s %-18s %d/%d, %d/%d%s" % (
+            f, named, cols[0], cols[1], cols[2], cols[3], fp, len(rs), fpr,
+            nread, " (%s)" % ",".join(why) if why else ""))
+        print("RESULT factor=%.1f runs=%d detected=%d first=%s "
               "runs_with_false_positive=%d false_readings=%d/%d" % (
-                  f, len(rs), len(got),
-                  "%.2f" % statistics.median(secs) if secs else "-",
-                  "%.2f" % max(secs) if secs else "-",
-                  "%d" % statistics.median(steps) if steps else "-",
-                  "%d" % max(steps) if steps else "-", ",".join(how) or "-",
-                  fp, fpr, nread))
+                  f, len(rs), len(got), json.dumps(
+                      [r["first"] for r in rs], sort_keys=True).replace(
+                      " ", ""), fp, fpr, nread))
     if a.json:
         print(json.dumps(results))
     return 0
