@@ -67,7 +67,15 @@ def started(c, wid):
 
 
 def step_now(c):
-    return c.status(JOB)["progress"]["max_step"]
+    """The job's highest step, once a live rank reported one."""
+    def known():
+        st = c.status(JOB)
+        step = st["progress"]["max_step"]
+        if step < 1:
+            log("no step yet: progress %s, nodes %s" % (st["progress"],
+                                                        st["nodes"]))
+        return step if step >= 1 else None
+    return wait_for(known, 30, "the job's step", interval=0.2)
 
 
 def test():
