@@ -440,8 +440,22 @@ schedule_apply_event(struct coord *c, struct node *node,
 		    node->name);
 		return (0);
 	}
-	if ((job = schedule_job_peer(c, ev->job, node->name)) == NULL ||
-	    (r = schedule_rank_take(c, job, ev->rank, node)) == NULL)
+	if ((job = schedule_job_peer(c, ev->job, node->name)) == NULL)
+		return (0);
+	/*
+	 * A collection is the word of the agent that ran the rank: another
+	 * node's (the coordinator keeps the first per rank and window) would
+	 * name its own archive as the rank's trace, and take the rank.
+	 */
+	if (collect && ((r = schedule_rank_find(job, ev->rank)) == NULL ||
+	    strcmp(r->node, node->name) != 0)) {
+		c->metrics.events_refused++;
+		log_warnx("%s: collection of job %s rank %d from %s, which "
+		    "does not run it: dropped", __func__, ev->job, ev->rank,
+		    node->name);
+		return (0);
+	}
+	if ((r = schedule_rank_take(c, job, ev->rank, node)) == NULL)
 		return (0);
 	/* A rank that reports for itself wins over a directory's word. */
 	if (!collect && kind >= DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED &&

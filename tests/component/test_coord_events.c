@@ -767,6 +767,59 @@ test_process_cycles(void **state)
 	ap_cleanup(&ap);
 }
 
+/*
+ * A collection is the word of the agent that ran the rank: node cl-a runs
+ * rank 0 of job "cl" through window 1; node cl-b, authenticated too, says
+ * first that rank 0's trace of window 1 is its own archive elsewhere (the
+ * coordinator keeps one record per rank and window).  Refused and counted:
+ * the index has cl-a's report, and rank 0 stays cl-a's.
+ */
+static void
+test_collected_elsewhere(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent a, b;
+	struct tc_reply	 r;
+	json_t		*e;
+	const char	*sha_a = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	const char	*sha_b = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+	long long	 refused;
+
+	assert_int_equal(fa_join(&a, tc->agent_port, "cl-a", "agent-secret",
+	    "cl"), 0);
+	assert_int_equal(fa_join(&b, tc->agent_port, "cl-b", "agent-secret",
+	    "cl"), 0);
+	r = tc_req(tc, "POST", "/v1/jobs/cl/windows",
+	    "{\"start_step\": 10, \"stop_step\": 12}", 201);
+	tc_reply_free(&r);
+	assert_int_equal(fa_event_commit(&a, K_STARTED, "cl", 0, 1, 10, 5000),
+	    0);
+	assert_int_equal(fa_event_commit(&a, K_STOPPED, "cl", 0, 1, 12, 5000),
+	    0);
+	refused = tc_metric(tc, "dynprof_events_refused_total");
+	assert_int_equal(fa_collected(&b, "cl", 0, 1, 666, sha_b,
+	    "http://cl-b.example/rank-0.tar.zst", 5000), 0);
+	assert_int_equal(fa_collected(&a, "cl", 0, 1, 100, sha_a,
+	    "/store/cl/window-1/rank-0.tar.zst", 5000), 0);
+
+	r = tc_req(tc, "GET", "/v1/jobs/cl/windows/1/traces", NULL, 200);
+	e = json_array_get(json_object_get(r.json, "traces"), 0);
+	assert_non_null(e);
+	assert_int_equal(tc_int(e, "rank"), 0);
+	assert_string_equal(tc_str(e, "location"),
+	    "/store/cl/window-1/rank-0.tar.zst");
+	assert_string_equal(tc_str(e, "sha256"), sha_a);
+	tc_reply_free(&r);
+	r = tc_req(tc, "GET", "/v1/jobs/cl/ranks", NULL, 200);
+	assert_string_equal(tc_str(json_array_get(json_object_get(r.json,
+	    "ranks"), 0), "node"), "cl-a");
+	tc_reply_free(&r);
+	assert_int_equal(tc_metric(tc, "dynprof_events_refused_total"),
+	    refused + 1);
+	fa_close(&a);
+	fa_close(&b);
+}
+
 int
 main(void)
 {
@@ -782,6 +835,8 @@ main(void)
 		cmocka_unit_test(test_operator_reserve),
 		cmocka_unit_test_setup_teardown(test_process_cycles, setup_fast,
 		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_collected_elsewhere,
+		    setup_fast, tc_teardown),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));

@@ -288,14 +288,29 @@ fa_heartbeat(struct fakeagent *fa)
 	return (fa_send(fa, agentmsg_heartbeat(&am, 1)));
 }
 
+/* Sends ev as AgentEvent seq, timed by seq.  Returns 0 or -1. */
+static int
+fa_send_rank_event(struct fakeagent *fa, uint64_t seq,
+    Dynprof__V1__RankEvent *ev)
+{
+	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
+	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
+
+	ev->time_unix_ns = 1700000000000000000LL + (int64_t)seq;
+	ae.seq = seq;
+	ae.event = ev;
+	ae.agent_boot_id = fa->boot_id;
+	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
+	m.event = &ae;
+	return (fa_send(fa, &m));
+}
+
 /* Sends a rank event with the given strings (NULL: none).  Returns 0 or -1. */
 static int
 fa_send_event_labels(struct fakeagent *fa, uint64_t seq, int kind,
     const char *job, int32_t rank, uint32_t window, int64_t step,
     const char *output_dir, const char *error, const char *labels)
 {
-	Dynprof__V1__AgentMessage	 m = DYNPROF__V1__AGENT_MESSAGE__INIT;
-	Dynprof__V1__AgentEvent		 ae = DYNPROF__V1__AGENT_EVENT__INIT;
 	Dynprof__V1__RankEvent		 ev = DYNPROF__V1__RANK_EVENT__INIT;
 
 	if (seq == 0)
@@ -312,13 +327,32 @@ fa_send_event_labels(struct fakeagent *fa, uint64_t seq, int kind,
 		ev.error = (char *)error;
 	if (labels != NULL)
 		ev.labels = (char *)labels;
-	ev.time_unix_ns = 1700000000000000000LL + (int64_t)seq;
-	ae.seq = seq;
-	ae.event = &ev;
-	ae.agent_boot_id = fa->boot_id;
-	m.body_case = DYNPROF__V1__AGENT_MESSAGE__BODY_EVENT;
-	m.event = &ae;
-	return (fa_send(fa, &m));
+	return (fa_send_rank_event(fa, seq, &ev));
+}
+
+/*
+ * Sends the collection of job's rank's trace of window: collected at where
+ * (size bytes, sha256) and waits for its commit.  Returns 0, or -1 after
+ * timeout_ms.
+ */
+int
+fa_collected(struct fakeagent *fa, const char *job, int32_t rank,
+    uint32_t window, uint64_t size, const char *sha256, const char *where,
+    int timeout_ms)
+{
+	Dynprof__V1__RankEvent		 ev = DYNPROF__V1__RANK_EVENT__INIT;
+	uint64_t			 seq = fa->next_seq++;
+
+	ev.kind = DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED;
+	ev.job = (char *)job;
+	ev.rank = rank;
+	ev.window_id = window;
+	ev.output_dir = (char *)where;
+	ev.trace_size = size;
+	ev.trace_sha256 = (char *)sha256;
+	if (fa_heartbeat(fa) == -1 || fa_send_rank_event(fa, seq, &ev) == -1)
+		return (-1);
+	return (fa_wait_ack(fa, seq, timeout_ms));
 }
 
 static int

@@ -61,6 +61,8 @@ int	 fa_progress_arrive(struct fakeagent *, const char *, int32_t,
 	    const int64_t *, const uint32_t *, int, int64_t, int,
 	    const int64_t *);
 int	 fa_wait_ack(struct fakeagent *, uint64_t, int);
+int	 fa_collected(struct fakeagent *, const char *, int32_t, uint32_t,
+	    uint64_t, const char *, const char *, int);
 int	 fa_wait_closed(struct fakeagent *, int);
 void	 fa_free(fa_msg *);
 int	 fa_join(struct fakeagent *, int, const char *, const char *,
