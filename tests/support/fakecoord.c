@@ -349,7 +349,8 @@ ap_spawn(struct agentproc *ap, const char *const *argv)
 
 /*
  * Starts the agent with the private socket, shm dir and ready file, -v, and the
- * extra arguments (NULL-terminated); waits (bounded) until it is serving.
+ * extra arguments (NULL-terminated); waits (bounded: 30 s, for a sanitized
+ * agent starting on a loaded machine) until it is serving.
  */
 int
 ap_start(struct agentproc *ap, const char *const *extra)
@@ -375,7 +376,7 @@ ap_start(struct agentproc *ap, const char *const *extra)
 	unlink(ap->ready);
 	if ((ap->pid = ap_spawn(ap, argv)) == -1)
 		return (-1);
-	deadline = ap_now_ms() + 10000;
+	deadline = ap_now_ms() + 30000;
 	while (ap_now_ms() < deadline) {
 		if (stat(ap->ready, &st) == 0)
 			return (0);
