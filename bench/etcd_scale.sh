@@ -49,13 +49,7 @@ run()
 	done
 	_ap=$(sed -n 's/^agent_port=//p' "$D/ready")
 	_hp=$(sed -n 's/^http_port=//p' "$D/ready")
-	# Over etcd, the coordinator serves once it leads.
-	_i=0
-	until curl -sf "http://127.0.0.1:$_hp/healthz" | grep -q leader; do
-		_i=$((_i + 1))
-		[ $_i -gt 100 ] && { echo "etcd_scale: no leader" >&2; exit 1; }
-		sleep 0.1
-	done
+	bench_wait_leader
 	# shellcheck disable=SC2086
 	if ! "$LOADGEN" --coordinator "127.0.0.1:$_ap" --http "127.0.0.1:$_hp" \
 	    --agents "$AGENTS" --coordinator-pid "$CP" $LFLAGS $3 \
@@ -111,27 +105,7 @@ BEGIN {
 }' "$D/results"
 
 # Each figure's median [min - max] over the runs, per store.
-awk "$BENCH_AWK_V"'
-function put(k,   x) {
-	x = v(k)
-	if (x == "na")
-		return
-	n[$1 SUBSEP k]++
-	a[$1 SUBSEP k SUBSEP n[$1 SUBSEP k]] = x + 0
-}
-function med(s, k,   m, i, j, t, x) {
-	m = n[s SUBSEP k]
-	if (m == 0)
-		return "na"
-	for (i = 1; i <= m; i++)
-		x[i] = a[s SUBSEP k SUBSEP i]
-	for (i = 2; i <= m; i++)
-		for (j = i; j > 1 && x[j - 1] > x[j]; j--) {
-			t = x[j]; x[j] = x[j - 1]; x[j - 1] = t
-		}
-	t = (m % 2) ? x[(m + 1) / 2] : (x[m / 2] + x[m / 2 + 1]) / 2
-	return sprintf("%g [%g - %g]", t, x[1], x[m])
-}
+awk "$BENCH_AWK_V$BENCH_AWK_MED"'
 {
 	stores[$1] = 1
 	put("events_per_s"); put("events_acked_s"); put("fanout_median_ms")

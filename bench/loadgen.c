@@ -15,6 +15,10 @@
  *          events/s until every one is acknowledged (committed), and until
  *          GET /v1/jobs/J counts every rank done.
  *
+ * --mode progress (loadgen_progress.c): the ranks of every connection step,
+ * reported each 500 ms for --progress-s seconds; the coordinator's and the
+ * store's CPU per second.
+ *
  * With --tls-dir DIR (deploy/tls/mkcerts.sh's: DIR/ca.crt and DIR/ca.key),
  * every connection is mutual TLS with a certificate of its own naming its node,
  * issued here by that CA before the clock starts (openssl's command line would
@@ -94,6 +98,8 @@ loadgen_connect_more(struct loadgen *lg)
 	loadgen_proc_read(getpid(), &lg->self_before);
 	if (lg->do_failover)
 		loadgen_failover_start(lg);
+	else if (lg->do_progress)
+		loadgen_progress_start(lg);
 	else if (lg->do_fanout) {
 		lg->phase = LOADGEN_PHASE_FANOUT;
 		lg->trial = -1;
@@ -293,6 +299,8 @@ loadgen_finish(struct loadgen *lg)
 			    lg->proc_before.cpu_s)) * 1e6 / total);
 	}
 	loadgen_store_report(lg, total);
+	if (lg->do_progress)
+		loadgen_progress_report(lg);
 	if (lg->do_fanout)
 		printf(" loadgen_cpu_fanout_s=%.2f", lg->self_fanout.cpu_s -
 		    lg->self_before.cpu_s);
@@ -312,11 +320,15 @@ loadgen_usage(FILE *f)
 "usage: dynprof-loadgen --coordinator HOST:PORT[,...] --http HOST:PORT [options]\n"
 "  --agents N           connections, each one agent (1000)\n"
 "  --job J              the job every agent subscribes to (loadgen)\n"
-"  --mode M             fanout, events, both (both) or failover: send the\n"
-"                       events, SIGKILL --kill-pid (the leader) once half\n"
-"                       are acknowledged, time every agent's return to a\n"
-"                       new leader of the --coordinator list and its replay\n"
+"  --mode M             fanout, events, both (both), progress (below) or\n"
+"                       failover: send the events, SIGKILL --kill-pid (the\n"
+"                       leader) once half are acknowledged, time every\n"
+"                       agent's return to a new leader of the --coordinator\n"
+"                       list and its replay\n"
 "  --kill-pid P         --mode failover: the leader's pid\n"
+"  --progress-s S       --mode progress: every connection reports its ranks\n"
+"                       one step further each 500 ms for S seconds (20);\n"
+"                       the coordinator's and the store's CPU per second\n"
 "  --changes N          measured config changes (20), after one warm-up\n"
 "  --events N           events per connection, even (20)\n"
 "  --ranks R            ranks per connection (1): its events go to them in\n"
@@ -413,6 +425,7 @@ main(int argc, char **argv)
 		{ "tls-dir",		required_argument, NULL, 'L' },
 		{ "tls-sessions",	required_argument, NULL, 'S' },
 		{ "kill-pid",		required_argument, NULL, 'K' },
+		{ "progress-s",		required_argument, NULL, 'G' },
 		{ "help",		no_argument,	   NULL, 'h' },
 		{ NULL,			0,		   NULL, 0 }
 	};
@@ -434,6 +447,7 @@ main(int argc, char **argv)
 	lg.nsrc = 1;
 	lg.do_fanout = lg.do_events = 1;
 	lg.applied_ok = 1;
+	lg.progress_s = 20;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -454,9 +468,11 @@ main(int argc, char **argv)
 			lg.do_events = strcmp(optarg, "events") == 0 ||
 			    strcmp(optarg, "both") == 0;
 			lg.do_failover = strcmp(optarg, "failover") == 0;
-			if (!lg.do_fanout && !lg.do_events && !lg.do_failover) {
+			lg.do_progress = strcmp(optarg, "progress") == 0;
+			if (!lg.do_fanout && !lg.do_events && !lg.do_failover &&
+			    !lg.do_progress) {
 				fprintf(stderr, "loadgen: --mode: fanout, events, "
-				    "both or failover\n");
+				    "both, failover or progress\n");
 				return (1);
 			}
 			break;
@@ -503,6 +519,10 @@ main(int argc, char **argv)
 			break;
 		case 'S':
 			lg.tls_sessions = optarg;
+			break;
+		case 'G':
+			lg.progress_s = loadgen_int("--progress-s", optarg, 1,
+			    LOADGEN_PROGRESS_MAX_S);
 			break;
 		case 'K':
 			lg.kill_pid = loadgen_int("--kill-pid", optarg, 2,
@@ -581,6 +601,7 @@ main(int argc, char **argv)
 		event_base_dispatch(lg.base);
 
 	loadgen_failover_free(&lg);
+	loadgen_progress_free(&lg);
 	event_free(tick);
 	event_free(lg.trial_timer);
 	event_free(lg.hb_ev);

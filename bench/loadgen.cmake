@@ -9,6 +9,7 @@ add_executable(dynprof-loadgen ${PROJECT_SOURCE_DIR}/bench/loadgen.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_fanout.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_failover.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_tls.c
+  ${PROJECT_SOURCE_DIR}/bench/loadgen_progress.c
   ${PROJECT_SOURCE_DIR}/bench/loadgen_http.c)
 target_link_libraries(dynprof-loadgen PRIVATE dptls dpprocstat PkgConfig::JANSSON)
 set_target_properties(dynprof-loadgen PROPERTIES

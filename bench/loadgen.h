@@ -67,6 +67,10 @@ int	 loadgen_raise_nofile(size_t);
 #define LOADGEN_FAILOVER_MAX_S	120
 /* --ranks: the ranks of one job a node holds (SEG_MAX_SLOTS). */
 #define LOADGEN_RANKS_MAX	256
+/* --mode progress: every connection's report, as often as an agent samples
+ * its segment (the agent's default sample_ms), and the longest run. */
+#define LOADGEN_PROGRESS_MS	500
+#define LOADGEN_PROGRESS_MAX_S	600
 
 struct event;
 struct bufferevent;
@@ -84,6 +88,7 @@ enum loadgen_phase {
 	LOADGEN_PHASE_FANOUT,
 	LOADGEN_PHASE_EVENTS,
 	LOADGEN_PHASE_FAILOVER,
+	LOADGEN_PHASE_PROGRESS,
 	LOADGEN_PHASE_DONE,
 };
 
@@ -204,6 +209,14 @@ struct loadgen {
 	uint64_t		 ack_msgs;
 	int			 status_polls;
 	struct loadgen_proc	 proc_events;
+
+	/* --mode progress */
+	int			 do_progress;
+	int			 progress_s;	/* how long the ranks step */
+	int64_t			 step;		/* every rank's, this report */
+	uint64_t		 progress_msgs;
+	int64_t			 pr_t0;		/* CPU read then: *_before */
+	struct event		*pr_ev;
 };
 
 /* loadgen.c */
@@ -216,6 +229,12 @@ void	 loadgen_finish(struct loadgen *);
 int	 loadgen_conn_open(struct loadgen *, struct loadgen_conn *);
 void	 loadgen_events_pump(struct loadgen_conn *);
 void	 loadgen_heartbeat_cb(evutil_socket_t, short, void *);
+int	 loadgen_send(struct loadgen_conn *, Dynprof__V1__AgentMessage *);
+
+/* loadgen_progress.c */
+void	 loadgen_progress_start(struct loadgen *);
+void	 loadgen_progress_report(const struct loadgen *);
+void	 loadgen_progress_free(struct loadgen *);
 
 /* loadgen_fanout.c */
 void	 loadgen_fanout_trial(struct loadgen *);

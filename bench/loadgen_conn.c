@@ -37,7 +37,8 @@
 
 static void	loadgen_heartbeat_every(struct loadgen *, unsigned);
 
-static int
+/* Sends m on c (queued behind what the socket did not take). */
+int
 loadgen_send(struct loadgen_conn *c, Dynprof__V1__AgentMessage *m)
 {
 	struct evbuffer	*out = bufferevent_get_output(c->bev);
