@@ -282,18 +282,16 @@ load_agent(void *arg, const char *name, uint64_t boot_id, uint64_t seq)
 	return (0);
 }
 
-/* Takes a node's row as the leader wrote it (a follower's copy). */
+/* Takes a batch of nodes' rows as the leader wrote it (a follower's
+ * copy). */
 static int
-load_node(void *arg, const char *name, const char *text)
+load_nodes(void *arg, const char *name, const char *text)
 {
 	struct load	*ld = arg;
-	struct refusal	 ref;
 	const char	*why;
 
-	/* Counted with the agents' rows: a node's too. */
-	if (valid_agent_row(name, &ref) == -1)
-		return (load_refused(ld, "agents", name, 0, &ref));
-	if (nodeview_take(ld->c, name, text, &why) == -1)
+	/* Counted with the agents' rows: nodes' too. */
+	if (nodeview_take(ld->c, text, &why) == -1)
 		return (load_bad(ld, "agents", name, why));
 	return (0);
 }
@@ -326,7 +324,7 @@ load_run(struct coord *c, int copy)
 		.event = load_event,
 		.agent = load_agent,
 		.journal = load_journal,
-		.node = copy ? load_node : NULL,
+		.nodes = copy ? load_nodes : NULL,
 	};
 	int			 rc;
 

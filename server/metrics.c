@@ -251,7 +251,8 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# TYPE dynprof_agents_silent_total counter\n"
 	    "dynprof_agents_silent_total %llu\n"
 	    "# HELP dynprof_node_rows_total Nodes' rows the leader stored "
-	    "for followers (each a node whose state changed at a tick).\n"
+	    "for followers (at a tick, every row of each batch holding a node "
+	    "whose state changed).\n"
 	    "# TYPE dynprof_node_rows_total counter\n"
 	    "dynprof_node_rows_total %llu\n",
 	    c->nconns_ready, njobs, (unsigned long long)c->generation,

@@ -413,10 +413,13 @@ int	 legacy_refused_everywhere(struct coord *, const struct job *,
 int	 legacy_ended_everywhere(struct coord *, const struct job *,
 	    uint32_t);
 
-/* nodeview.c */
+/* nodeview.c: nodes' rows in this many batches, each at most this long
+ * (under etcd's request limit, ETCD_TXN_BYTES_MAX, with its base64): about
+ * 450,000 nodes of 300 bytes. */
+#define NODEVIEW_BATCHES	256
+#define NODEVIEW_BATCH_BYTES	(512 * 1024)
 void	 nodeview_flush(struct coord *);
-int	 nodeview_take(struct coord *, const char *, const char *,
-	    const char **);
+int	 nodeview_take(struct coord *, const char *, const char **);
 void	 nodeview_forget(struct coord *);
 
 #endif /* DYNPROF_MODEL_H */

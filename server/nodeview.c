@@ -1,17 +1,23 @@
 /*
  * Nodes as followers show them (docs/ha.md): what the leader alone knows of
  * each node (its agent connected, left or lost, its address, the jobs it
- * serves, what it applied and its ranks' progress) written as one row per
- * node where the store keeps them for followers (etcd), each time the
- * leader's housekeeping finds it changed; and read back into a follower's
- * copy of the model, where the view functions (schedule_node_up(),
- * schedule_serving_next()) take it as the leader's connections.  The time
- * the node was last heard from changes with every frame: it is written with
- * the rest, not on its own.
+ * serves, what it applied and its ranks' progress) written where the store
+ * keeps them for followers (etcd) each time the leader's housekeeping finds
+ * a node's row changed; and read back into a follower's copy of the model,
+ * where the view functions (schedule_node_up(), schedule_serving_next())
+ * take it as the leader's connections.  The time the node was last heard
+ * from changes with every frame: it is written with the rest, not on its
+ * own.
  *
- *	{"state": "connected", "address": "...", "connected": NS,
+ * A node's lowest and highest step change at every tick while its ranks
+ * step, so at 10,000 nodes nearly every row changes at every tick: rows go
+ * in NODEVIEW_BATCHES batches by a hash of the node's name, one value each,
+ * and a tick rewrites the batches holding a changed row (with every row of
+ * theirs, as of now), not one key per node:
+ *
+ *	{"NODE": {"state": "connected", "address": "...", "connected": NS,
  *	 "last_seen": NS, "jobs": {"JOB": {"applied": G, "alive": N,
- *	 "native": 0, "min": STEP, "max": STEP, "sub": 1}}}
+ *	 "native": 0, "min": STEP, "max": STEP, "sub": 1}}}, ...}
  */
 
 #include <stdint.h>
@@ -21,7 +27,9 @@
 #include <jansson.h>
 
 #include "jobid.h"
+#include "log.h"
 #include "model.h"
+#include "nodename.h"
 
 /* Returns 1 if the node's agent subscribed to job. */
 static int
@@ -63,50 +71,107 @@ nodeview_row(const struct node *n)
 	return (o);
 }
 
+/* Returns the batch node name's row goes in. */
+static unsigned
+nodeview_batch_of(const char *name)
+{
+	uint32_t	 h = 2166136261u;	/* FNV-1a */
+
+	for (; *name != '\0'; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return (h % NODEVIEW_BATCHES);
+}
+
 /*
- * Stores the rows of the nodes whose state changed since their row was last
- * stored, in one commit not waited for; nothing where the store keeps no
- * node rows (SQLite: no follower).
+ * Marks in dirty[] the batches holding a node whose row changed since it
+ * was last stored (n->view_row then holds the new one).  Returns 0 or -1.
  */
-void
-nodeview_flush(struct coord *c)
+static int
+nodeview_changed(struct coord *c, uint8_t *dirty)
 {
 	struct node	*n;
 	json_t		*o;
-	char		*text, *row;
-	int		 open = 0, rc = 0;
+	char		*row;
 
-	if (!store_keeps_nodes(c->store) || store_batch_open(c->store))
-		return;
 	TAILQ_FOREACH(n, &c->nodes, entry) {
-		if ((o = nodeview_row(n)) == NULL || (row = json_dumps(o,
-		    JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL) {
-			json_decref(o);
-			rc = -1;
-			break;
-		}
+		o = nodeview_row(n);
+		row = o != NULL ? json_dumps(o, JSON_COMPACT |
+		    JSON_PRESERVE_ORDER) : NULL;
+		json_decref(o);
+		if (row == NULL)
+			return (-1);
 		if (n->view_row != NULL && strcmp(row, n->view_row) == 0) {
 			free(row);
-			json_decref(o);
 			continue;
 		}
 		free(n->view_row);
 		n->view_row = row;	/* compared with at the next flush */
-		json_object_set_new(o, "last_seen",
-		    json_integer(n->last_seen_ns));
-		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		json_decref(o);
-		if (text == NULL || (!open && store_begin(c->store) == -1)) {
-			free(text);
+		dirty[nodeview_batch_of(n->name)] = 1;
+	}
+	return (0);
+}
+
+/*
+ * Stores the batches of nodes' rows holding a row that changed since it
+ * was last stored, in one commit not waited for; nothing where the store
+ * keeps no node rows (SQLite: no follower).  A batch over
+ * NODEVIEW_BATCH_BYTES is not stored (logged).
+ */
+void
+nodeview_flush(struct coord *c)
+{
+	struct node		*n;
+	json_t			*batch[NODEVIEW_BATCHES], *o;
+	uint8_t			 dirty[NODEVIEW_BATCHES];
+	char			*text, name[16];
+	unsigned		 b;
+	int			 open = 0, rc = 0;
+
+	if (!store_keeps_nodes(c->store) || store_batch_open(c->store))
+		return;
+	memset(dirty, 0, sizeof(dirty));
+	memset(batch, 0, sizeof(batch));
+	rc = nodeview_changed(c, dirty);
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		if (rc == -1)
+			break;
+		if (!dirty[b = nodeview_batch_of(n->name)])
+			continue;
+		if ((batch[b] == NULL && (batch[b] = json_object()) == NULL) ||
+		    (o = nodeview_row(n)) == NULL) {
 			rc = -1;
 			break;
 		}
-		open = 1;
-		rc = store_put_node(c->store, n->name, text);
+		json_object_set_new(o, "last_seen",
+		    json_integer(n->last_seen_ns));
+		json_object_set_new(batch[b], n->name, o);
+	}
+	for (b = 0; b < NODEVIEW_BATCHES; b++) {
+		if (batch[b] == NULL)
+			continue;
+		text = rc == 0 ? json_dumps(batch[b], JSON_COMPACT |
+		    JSON_PRESERVE_ORDER) : NULL;
+		if (rc == 0 && text != NULL &&
+		    strlen(text) > NODEVIEW_BATCH_BYTES) {
+			log_warnx("%s: nodes' rows batch %u: %zu bytes, over "
+			    "%d: not stored", __func__, b, strlen(text),
+			    NODEVIEW_BATCH_BYTES);
+		} else if (rc == 0) {
+			snprintf(name, sizeof(name), "%04u", b);
+			if (text == NULL || (!open &&
+			    store_begin(c->store) == -1))
+				rc = -1;
+			else {
+				open = 1;
+				if (store_put_nodes(c->store, name, text) == -1)
+					rc = -1;
+				else
+					c->metrics.node_rows +=
+					    json_object_size(batch[b]);
+			}
+		}
 		free(text);
-		if (rc == -1)
-			break;
-		c->metrics.node_rows++;
+		json_decref(batch[b]);
 	}
 	if (open && rc == -1)
 		store_rollback(c->store);
@@ -134,55 +199,64 @@ nodeview_int(const json_t *o, const char *key, int64_t min, int64_t max,
 	return (0);
 }
 
-/*
- * Takes a node's row into a follower's copy of the model.  Returns 0, or -1
- * with *why saying what does not read (the row is set aside).
- */
-int
-nodeview_take(struct coord *c, const char *name, const char *text,
-    const char **why)
+/* Returns 0 if o reads as a node's row, or -1 with *why saying what not. */
+static int
+nodeview_check(const json_t *o, const char **why)
 {
-	json_t		*o, *jobs, *j;
-	const char	*state, *addr, *job;
-	struct node	*n;
-	struct node_job	*nj;
-	int64_t		 conn, seen, applied, alive, native, min, max, sub;
+	const char	*state, *job;
+	json_t		*jobs, *j;
+	int64_t		 v;
 
-	*why = "not a JSON object";
-	if ((o = json_loads(text, 0, NULL)) == NULL || !json_is_object(o))
-		goto bad;
 	*why = "a field is missing or out of range";
+	if (!json_is_object(o))
+		return (-1);
 	state = json_string_value(json_object_get(o, "state"));
-	addr = json_string_value(json_object_get(o, "address"));
 	jobs = json_object_get(o, "jobs");
-	if (state == NULL || addr == NULL || !json_is_object(jobs) ||
+	if (state == NULL || json_string_value(json_object_get(o,
+	    "address")) == NULL || !json_is_object(jobs) ||
 	    (strcmp(state, "connected") != 0 && strcmp(state, "left") != 0 &&
 	    strcmp(state, "lost") != 0) ||
-	    nodeview_int(o, "connected", 0, INT64_MAX, &conn) == -1 ||
-	    nodeview_int(o, "last_seen", 0, INT64_MAX, &seen) == -1)
-		goto bad;
+	    nodeview_int(o, "connected", 0, INT64_MAX, &v) == -1 ||
+	    nodeview_int(o, "last_seen", 0, INT64_MAX, &v) == -1)
+		return (-1);
 	json_object_foreach(jobs, job, j) {
 		*why = "a job's name or fields do not read";
 		if (!jobid_valid(job, NULL) ||
 		    nodeview_int(j, "applied", 0, COORD_GENERATION_MAX,
-		    &applied) == -1 ||
-		    nodeview_int(j, "alive", 0, UINT32_MAX, &alive) == -1 ||
-		    nodeview_int(j, "native", 0, 1, &native) == -1 ||
-		    nodeview_int(j, "min", -1, COORD_STEP_MAX, &min) == -1 ||
-		    nodeview_int(j, "max", -1, COORD_STEP_MAX, &max) == -1 ||
-		    nodeview_int(j, "sub", 0, 1, &sub) == -1)
-			goto bad;
+		    &v) == -1 ||
+		    nodeview_int(j, "alive", 0, UINT32_MAX, &v) == -1 ||
+		    nodeview_int(j, "native", 0, 1, &v) == -1 ||
+		    nodeview_int(j, "min", -1, COORD_STEP_MAX, &v) == -1 ||
+		    nodeview_int(j, "max", -1, COORD_STEP_MAX, &v) == -1 ||
+		    nodeview_int(j, "sub", 0, 1, &v) == -1)
+			return (-1);
 	}
-	if ((n = schedule_node_get(c, name)) == NULL) {
-		*why = "out of memory";
-		goto bad;
-	}
+	return (0);
+}
+
+/* Takes node name's row o (nodeview_check() passed) into the model.
+ * Returns 0 or -1 (out of memory). */
+static int
+nodeview_apply(struct coord *c, const char *name, const json_t *o)
+{
+	const char	*state, *job;
+	json_t		*j;
+	struct node	*n;
+	struct node_job	*nj;
+	int64_t		 conn, seen, applied, alive, native, min, max, sub;
+
+	if ((n = schedule_node_get(c, name)) == NULL)
+		return (-1);
+	state = json_string_value(json_object_get(o, "state"));
+	nodeview_int(o, "connected", 0, INT64_MAX, &conn);
+	nodeview_int(o, "last_seen", 0, INT64_MAX, &seen);
 	n->view_up = strcmp(state, "connected") == 0;
 	n->left = strcmp(state, "left") == 0;
-	snprintf(n->address, sizeof(n->address), "%s", addr);
+	snprintf(n->address, sizeof(n->address), "%s",
+	    json_string_value(json_object_get(o, "address")));
 	n->connected_ns = conn;
 	n->last_seen_ns = seen;
-	json_object_foreach(jobs, job, j) {
+	json_object_foreach(json_object_get(o, "jobs"), job, j) {
 		if ((nj = schedule_node_job(n, job, 1)) == NULL)
 			continue;
 		nodeview_int(j, "applied", 0, COORD_GENERATION_MAX, &applied);
@@ -198,10 +272,37 @@ nodeview_take(struct coord *c, const char *name, const char *text,
 		nj->max_step = max;
 		nj->view_sub = (int)sub;
 	}
-	json_decref(o);
+	return (0);
+}
+
+/*
+ * Takes a batch of nodes' rows into a follower's copy of the model: every
+ * row of it, or (one node's name or row does not read) none.  Returns 0,
+ * or -1 with *why saying what does not read (the batch is set aside).
+ */
+int
+nodeview_take(struct coord *c, const char *text, const char **why)
+{
+	json_t		*b, *o;
+	const char	*name;
+
+	*why = "not a JSON object";
+	if ((b = json_loads(text, 0, NULL)) == NULL || !json_is_object(b))
+		goto bad;
+	json_object_foreach(b, name, o) {
+		if (!nodename_valid(name, why) || nodeview_check(o, why) == -1)
+			goto bad;
+	}
+	json_object_foreach(b, name, o) {
+		if (nodeview_apply(c, name, o) == -1) {
+			*why = "out of memory";
+			goto bad;
+		}
+	}
+	json_decref(b);
 	return (0);
 bad:
-	json_decref(o);
+	json_decref(b);
 	return (-1);
 }
 

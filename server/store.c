@@ -330,15 +330,15 @@ store_put_agent(struct store *s, const char *node, uint64_t boot_id,
 int
 store_keeps_nodes(const struct store *s)
 {
-	return (s != NULL && s->be->put_node != NULL);
+	return (s != NULL && s->be->put_nodes != NULL);
 }
 
-/* Stores a node's row, as followers show it (nodeview.c); nothing where no
- * follower reads it.  Returns 0 or -1. */
+/* Stores a batch of nodes' rows named name, as followers show them
+ * (nodeview.c); nothing where no follower reads them.  Returns 0 or -1. */
 int
-store_put_node(struct store *s, const char *node, const char *text)
+store_put_nodes(struct store *s, const char *name, const char *text)
 {
-	if (s->be->put_node == NULL)
+	if (s->be->put_nodes == NULL)
 		return (0);
-	return (s->be->put_node(s->impl, node, text));
+	return (s->be->put_nodes(s->impl, name, text));
 }

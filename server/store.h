@@ -137,9 +137,9 @@ struct store_loader {
 	int	(*agent)(void *, const char *, uint64_t, uint64_t);
 	/* NULL, or each journal entry the store keeps (in no order). */
 	int	(*journal)(void *, const struct store_journal *);
-	/* NULL, or each node's row (JSON text the model wrote) the store
-	 * keeps for followers (store_put_node()). */
-	int	(*node)(void *, const char *, const char *);
+	/* NULL, or each batch of nodes' rows (JSON text the model wrote,
+	 * its name) the store keeps for followers (store_put_nodes()). */
+	int	(*nodes)(void *, const char *, const char *);
 };
 
 /* What a backend does; store.c calls it, in and around transactions. */
@@ -174,8 +174,9 @@ struct store_backend {
 	int	(*forget_job)(void *, const char *, int);
 	int	(*put_agent)(void *, const char *, uint64_t, uint64_t);
 	/* NULL: no node rows kept (no follower reads them).  Else stores a
-	 * node's row (JSON text the model wrote) in place of its last. */
-	int	(*put_node)(void *, const char *, const char *);
+	 * batch of nodes' rows (JSON text the model wrote) under its name,
+	 * in place of its last. */
+	int	(*put_nodes)(void *, const char *, const char *);
 	/* NULL, or why writes fail for now (no quorum, not the leader). */
 	const char *(*unavailable)(void *);
 	/* NULL, or 1 once the open transaction is as big as it should get. */
@@ -223,6 +224,6 @@ int		 store_drop_job(struct store *, const char *);
 int		 store_put_agent(struct store *, const char *, uint64_t,
 		    uint64_t);
 int		 store_keeps_nodes(const struct store *);
-int		 store_put_node(struct store *, const char *, const char *);
+int		 store_put_nodes(struct store *, const char *, const char *);
 
 #endif /* DYNPROF_STORE_H */

@@ -9,7 +9,7 @@
  *	PREFIX evbatch/JOB/FENCE/SEQ		ranks' rows and events of a commit
  *	PREFIX agbatch/FENCE/SEQ		nodes' committed event seqs
  *	PREFIX agents/NODE			a node's seq (before: read)
- *	PREFIX nodes/NODE			a node as followers show it
+ *	PREFIX nodebatch/BATCH			nodes as followers show them
  *	PREFIX ranks/JOB/RANK			struct store_rank (schema 1: read)
  *	PREFIX events/JOB/RANK/WINDOW/KIND	one event (schema 1: read)
  *
@@ -968,15 +968,16 @@ es_put_agent(void *arg, const char *node, uint64_t boot_id, uint64_t seq)
 	return (esa_add(&s->agents, node, boot_id, seq));
 }
 
-/* Stores a node's row as followers show it (nodeview.c): text as it is. */
+/* Stores a batch of nodes' rows as followers show them (nodeview.c):
+ * text as it is. */
 static int
-es_put_node(void *arg, const char *node, const char *text)
+es_put_nodes(void *arg, const char *name, const char *text)
 {
 	struct etcd_store	*s = arg;
 	char			 key[ETCD_KEY_MAX];
 	json_t			*op;
 
-	if (etcd_key(s->e, key, sizeof(key), "nodes/%s", node) == -1)
+	if (etcd_key(s->e, key, sizeof(key), "nodebatch/%s", name) == -1)
 		return (-1);
 	op = json_pack("{s:{s:o,s:o}}", "request_put", "key",
 	    etcd_b64(key, strlen(key)), "value", etcd_b64(text, strlen(text)));
@@ -1445,22 +1446,22 @@ es_load_batch_ranks(struct es_load *ld)
 	return (rc);
 }
 
-/* Hands a node's row to the loader (its key names the node). */
+/* Hands a batch of nodes' rows to the loader, named by its key. */
 static int
-es_load_node(void *arg, const char *key, const char *value, size_t len,
+es_load_nodes(void *arg, const char *key, const char *value, size_t len,
     const json_t *kv)
 {
 	struct es_load	*ld = arg;
-	const char	*node = key + ld->prefix_len + strlen("nodes/");
+	const char	*node = key + ld->prefix_len + strlen("nodebatch/");
 	char		*text;
 	int		 rc;
 
 	(void)kv;
 	if (memchr(value, '\0', len) != NULL)
-		return (ld->l->bad(ld->l->arg, "nodes", node, "a NUL in it"));
+		return (ld->l->bad(ld->l->arg, "agents", node, "a NUL in it"));
 	if ((text = strndup(value, len)) == NULL)
 		return (-1);
-	rc = ld->l->node(ld->l->arg, node, text);
+	rc = ld->l->nodes(ld->l->arg, node, text);
 	free(text);
 	return (rc);
 }
@@ -1503,9 +1504,9 @@ es_load(void *arg, const struct store_loader *l)
 			rc = es_load_agents(&ld, &rev);
 	}
 	/* Nodes as the leader last wrote them: a follower's copy only. */
-	if (rc == 0 && l->node != NULL &&
-	    (etcd_key(s->e, prefix, sizeof(prefix), "nodes/") == -1 ||
-	    etcd_range(s->e, prefix, &rev, es_load_node, &ld) != ETCD_OK))
+	if (rc == 0 && l->nodes != NULL &&
+	    (etcd_key(s->e, prefix, sizeof(prefix), "nodebatch/") == -1 ||
+	    etcd_range(s->e, prefix, &rev, es_load_nodes, &ld) != ETCD_OK))
 		rc = -1;
 	json_decref(ld.ranks);
 	if (ld.newer) {
@@ -1583,7 +1584,7 @@ static const struct store_backend store_etcd = {
 	.put_journal = es_put_journal,
 	.forget_job = es_forget_job,
 	.put_agent = es_put_agent,
-	.put_node = es_put_node,
+	.put_nodes = es_put_nodes,
 	.unavailable = es_unavailable,
 	.full = es_full,
 };

@@ -107,6 +107,7 @@ loopback.  One scenario per run, named by the first argument:
             etcd and follows nobody.
 """
 
+import base64
 import http.client
 import json
 import os
@@ -876,8 +877,44 @@ def scenario_reads():
         rows = c.metric(lead, "dynprof_node_rows_total")
         check(rows is not None and rows >= 2, "the leader stored %s node "
               "rows" % rows)
+        # The nodes' rows go in batches (server/nodeview.c), not a key each.
+        keys = c.etcd.keys(c.prefix)
+        nb = [k for k in keys if k.startswith(c.prefix + "nodebatch/")]
+        each = [k for k in keys if k.startswith(c.prefix + "nodes/")]
+        check(1 <= len(nb) <= 2 and not each, "the nodes' rows' keys: "
+              "batches %s, a key each %s" % (nb, each))
+        log("the nodes' rows are in %d batch value(s): %s" % (len(nb), nb))
+        # A batch that does not read is set aside, whole, by the follower's
+        # load; the rows of the others are still taken.
+        for i, bad in enumerate(['{"n9": [1], "n0": {}}', 'not json',
+                                 '{"../x": {}}']):
+            etcd_put(c, c.prefix + "nodebatch/99%02d" % i, bad)
+
+        def refused():
+            q = c.metric(fol, 'dynprof_store_rows_quarantined{table="agents"}')
+            if q is None or q < 3:
+                return None
+            st = json.loads(raw_get(fport, "/v1/nodes")[2])
+            got = sorted((n["node"], n["state"]) for n in st["nodes"])
+            return got if got == [("n0", "connected"),
+                                  ("n1", "connected")] else None
+        wait_for(refused, 30, "the follower setting the bad batches aside")
+        log("the follower set 3 bad batches of nodes' rows aside and still "
+            "shows n0 and n1 connected")
         for p in ranks:
             p.signal(signal.SIGCONT)
+
+
+def etcd_put(c, key, value):
+    """Puts key = value in etcd as a client would (its JSON gateway)."""
+    def b64(s):
+        return base64.b64encode(s.encode()).decode()
+    req = urllib.request.Request(
+        c.etcd.urls()[0] + "/v3/kv/put",
+        json.dumps({"key": b64(key), "value": b64(value)}).encode(),
+        {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        r.read()
 
 
 def scenario_heldhello():

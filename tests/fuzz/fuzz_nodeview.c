@@ -1,11 +1,12 @@
 /*
- * Fuzz target: a node's row as a follower reads it from etcd
+ * Fuzz target: a batch of nodes' rows as a follower reads it from etcd
  * (server/nodeview.c, nodeview_take()), into a copy of the model.  The input
- * is the row's text (a NUL ends it).  A row taken must leave the node in a
- * state the views can show: connected, left or lost; each job's name valid,
- * its steps -1 or in range, its ranks alive counted; the views that read
- * them (the node's state, the job's serving nodes, their steps and ranks
- * alive) run over it.  A row refused must say why, and leave no node.
+ * is the batch's text (a NUL ends it): {"NODE": row, ...}.  A batch taken
+ * must leave every node it names in a state the views can show: connected,
+ * left or lost; each job's name valid, its steps -1 or in range, its ranks
+ * alive counted; the views that read them (the node's state, the job's
+ * serving nodes, their steps and ranks alive) run over it.  A batch refused
+ * must say why, and leave no node.
  */
 
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include "jobid.h"
 #include "link.h"
 #include "model.h"
+#include "nodename.h"
 
 int	 LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -42,27 +44,30 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return (0);
 	memcpy(text, data, size);
 	text[size] = '\0';
-	if (nodeview_take(c, "n1", text, &why) == -1) {
+	if (nodeview_take(c, text, &why) == -1) {
 		if (why == NULL || *why == '\0')
 			abort();
-		if (schedule_node_find(c, "n1") != NULL)
+		if (!TAILQ_EMPTY(&c->nodes))
 			abort();
 		free(text);
 		return (0);
 	}
 	free(text);
-	if ((n = schedule_node_find(c, "n1")) == NULL)
-		abort();
-	state = link_node_state(n);
-	if (strcmp(state, "connected") != 0 && strcmp(state, "left") != 0 &&
-	    strcmp(state, "lost") != 0)
-		abort();
-	TAILQ_FOREACH(nj, &n->jobs, entry) {
-		if (!jobid_valid(nj->job, NULL) || nj->min_step < -1 ||
-		    nj->max_step < -1 || nj->min_step > COORD_STEP_MAX ||
-		    nj->max_step > COORD_STEP_MAX || nj->applied >
-		    COORD_GENERATION_MAX)
+	TAILQ_FOREACH(n, &c->nodes, entry) {
+		if (!nodename_valid(n->name, &why))
 			abort();
+		state = link_node_state(n);
+		if (strcmp(state, "connected") != 0 &&
+		    strcmp(state, "left") != 0 && strcmp(state, "lost") != 0)
+			abort();
+		TAILQ_FOREACH(nj, &n->jobs, entry) {
+			if (!jobid_valid(nj->job, NULL) || nj->min_step < -1 ||
+			    nj->max_step < -1 ||
+			    nj->min_step > COORD_STEP_MAX ||
+			    nj->max_step > COORD_STEP_MAX ||
+			    nj->applied > COORD_GENERATION_MAX)
+				abort();
+		}
 	}
 	job = schedule_job_find(c, "j");
 	if (schedule_job_max_step(c, job) < -1 ||
