@@ -50,13 +50,20 @@ busy_arrive(struct dynprof *h, struct seg_slot *s, int64_t step, int64_t now)
 		return;
 	n = atomic_load_explicit(&s->arrive_count, memory_order_relaxed);
 	e = &s->arrive[n % SEG_ARRIVE_ENTRIES];
-	if (n >= SEG_ARRIVE_ENTRIES) {
+	/* The ring is judged once it holds only arrivals of the stride: else
+	 * the older ones, closer together, grow it again at every arrival. */
+	if (n >= SEG_ARRIVE_ENTRIES && (n < h->arrive_turn ||
+	    n - h->arrive_turn >= SEG_ARRIVE_ENTRIES)) {
 		old = atomic_load_explicit(&e->mark_ns, memory_order_relaxed);
 		if (now - old < ARRIVE_SPAN_MIN_NS &&
-		    h->arrive_shift < ARRIVE_SHIFT_MAX)
+		    h->arrive_shift < ARRIVE_SHIFT_MAX) {
 			h->arrive_shift++;
-		else if (now - old > ARRIVE_SPAN_MAX_NS && h->arrive_shift > 0)
+			h->arrive_turn = n;
+		} else if (now - old > ARRIVE_SPAN_MAX_NS &&
+		    h->arrive_shift > 0) {
 			h->arrive_shift--;
+			h->arrive_turn = n;
+		}
 	}
 	atomic_store_explicit(&e->step, -1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);

@@ -80,6 +80,8 @@ struct dynprof {
 	int64_t			 mark_ns;	/* the last mark counted (busy.c) */
 	uint32_t		 arrive_shift;	/* arrivals kept every 2^this
 						   steps (busy.c) */
+	uint64_t		 arrive_turn;	/* the slot's arrive_count when
+						   the stride last changed */
 
 	struct seg_config	*cfg;		/* last consistent copy */
 	struct seg_config	*cfg_next;	/* where the next one is read */

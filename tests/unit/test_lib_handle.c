@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -361,6 +362,34 @@ test_bad_arguments(void **state)
 	f->agent.hdr->version = SEG_VERSION;
 }
 
+/*
+ * The arrivals' stride settles where the ring spans 2 s, no further: steps of
+ * 1.5 ms at least (a sleep's) span 3 s at a stride of 64 (2^6), which it never
+ * passes.  The ring was judged at every kept arrival, its older entries
+ * (closer together) growing the stride again each time: 2^9 and more in 3 s.
+ */
+static void
+test_arrive_stride(void **state)
+{
+	struct lib_fixture	*f = *state;
+	struct timespec		 ts = { 0, 1500000 }, t0, t;
+	int64_t			 s;
+
+	lf_push(f);
+	lf_open_rank(f, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (s = 1, t = t0; s <= 4000 && t.tv_sec - t0.tv_sec < 4; s++) {
+		assert_int_equal(dynprof_step_begin(f->h, s), DYNPROF_OK);
+		nanosleep(&ts, NULL);
+		assert_int_equal(dynprof_mark_comm(f->h), DYNPROF_OK);
+		assert_int_equal(dynprof_step_end(f->h, s), DYNPROF_OK);
+		assert_true(f->h->arrive_shift <= 6);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	}
+	/* It grew at all: 32 arrivals of 1.5 ms span 48 ms. */
+	assert_true(f->h->arrive_shift >= 1);
+}
+
 int
 main(void)
 {
@@ -374,6 +403,7 @@ main(void)
 		T(test_environment),
 		T(test_labels),
 		T(test_bad_arguments),
+		T(test_arrive_stride),
 	};
 #undef T
 
