@@ -18,7 +18,8 @@
 #   python_example_torch  README's "Profile your own job" with real torch:
 #                     examples/torch_ddp.py, two DDP ranks over gloo, under
 #                     a real coordinator and agent; four ranks, nobody
-#                     slowed, flag no straggler; label "torch"
+#                     slowed, flag no straggler; label "torch"; and
+#                     examples/mindspore_train.py with the MindSpore stand-ins
 #   python_install    pip install of lib/python into a private directory, and
 #                     cmake --install of this build into a private prefix
 #

@@ -7,7 +7,13 @@ nobody is flagged a straggler at any time (the example once slept to a
 deadline of each step's own beginning, which kept the ranks' start-up offsets
 for ever: one rank last at every all-reduce by 35-80 ms, flagged), the busy
 time is the example's compute, and once the ranks are gone nobody is named
-last to arrive.  And the same job with no agent: it trains."""
+last to arrive.  And the same job with no agent: it trains.
+
+examples/mindspore_train.py likewise, with the MindSpore stand-ins
+(standins/mindspore) on the path: a window scheduled with dynprofctl is
+acknowledged by the rank at exactly its steps, and the stand-in Profiler is
+built with the window's output directory, started at its first step and
+stopped at its last."""
 
 import json
 import os
@@ -21,12 +27,17 @@ import urllib.request
 
 import pytest
 
-pytest.importorskip("torch")
+# The torch tests; the MindSpore one runs with the stand-ins.
+needs_torch = pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("torch") is None,
+    reason="no torch")
 
 BUILD = os.environ.get("DYNPROF_BUILD_DIR", "")
 SRC = os.environ.get("DYNPROF_SOURCE_DIR",
                      os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 EXAMPLE = os.path.join(SRC, "examples", "torch_ddp.py")
+MS_EXAMPLE = os.path.join(SRC, "examples", "mindspore_train.py")
+STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
 
 
 def free_port():
@@ -142,6 +153,19 @@ def start_cluster(d, procs):
     return ports
 
 
+def job_stepping(ctl_env, job, ranks, past):
+    """Whether dynprofctl status shows the job's RANKS ranks all beyond step
+    PAST."""
+    out = subprocess.run([os.path.join(BUILD, "ctl", "dynprofctl"), "--json",
+                          "status", job], env=ctl_env, capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        return None
+    steps = json.loads(out.stdout).get("steps") or {}
+    return steps.get("ranks") == ranks and (steps.get("min") or 0) > past
+
+
+@needs_torch
 def test_readme_walkthrough(workdir):
     d, procs = workdir
     ports = start_cluster(d, procs)
@@ -151,13 +175,7 @@ def test_readme_walkthrough(workdir):
     ctl = os.path.join(BUILD, "ctl", "dynprofctl")
 
     def status():
-        out = subprocess.run([ctl, "--json", "status", "mlp"], env=ctl_env,
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            return None
-        s = json.loads(out.stdout)
-        steps = s.get("steps") or {}
-        return steps.get("ranks") == 2 and (steps.get("min") or 0) > 30
+        return job_stepping(ctl_env, "mlp", 2, 30)
 
     # Running for a second or two: the coordinator has measured the job's
     # rate, which --in counts from (docs/admin-api.md).
@@ -192,6 +210,7 @@ def test_readme_walkthrough(workdir):
                                             "world_size": 2}
 
 
+@needs_torch
 def test_balanced_flags_nobody(workdir):
     d, procs = workdir
     ports = start_cluster(d, procs)
@@ -240,6 +259,7 @@ def test_balanced_flags_nobody(workdir):
     assert 'dynprof_stragglers{job="mlp",reason="last"} 0' in get("/metrics")
 
 
+@needs_torch
 def test_no_agent_trains(workdir):
     d, procs = workdir
     ranks = start_ranks(procs, d, "alone", "--steps", "30", "--step-time",
@@ -255,3 +275,94 @@ def test_no_agent_trains(workdir):
     # No agent ever served the segment: it went with the last rank
     # (docs/segments.md).
     assert os.listdir(os.path.join(d, "shm")) == []
+
+
+# Runs a script as python3 would, recording the stand-in Profiler's calls and
+# each call of the drop-in's step() ("step", N: the Nth call, which ends step
+# N-1 and begins step N) into the JSON file argv[1].
+RECORDED = r"""
+import atexit, json, runpy, sys
+import mindspore.profiler as msprof
+import dynprof.mindspore as dm
+cls, calls, record = dm._DynamicProfilerMonitor, [0], sys.argv[1]
+step = cls.step
+def counted(self):
+    calls[0] += 1
+    msprof.CALLS.append(("step", calls[0]))
+    step(self)
+cls.step = counted
+def dump():
+    with open(record, "w") as f:
+        json.dump(msprof.CALLS, f, default=str)
+atexit.register(dump)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_mindspore_example(workdir):
+    d, procs = workdir
+    ports = start_cluster(d, procs)
+    env = job_env(d, "msjob", 1, world=1)
+    env["PYTHONPATH"] += os.pathsep + STANDINS
+    del env["RANK"]
+    env["RANK_ID"] = "1"
+    record = os.path.join(d, "calls.json")
+    out = os.path.join(d, "msout")
+    rank = procs.start("msrank", [sys.executable, "-c", RECORDED, record,
+                                  MS_EXAMPLE, "--steps", "300",
+                                  "--step-time", "0.05", "--output", out],
+                       env=env)
+    base = "http://127.0.0.1:%s" % ports["http_port"]
+    ctl_env = dict(os.environ, DYNPROF_COORDINATOR=base)
+    ctl = os.path.join(BUILD, "ctl", "dynprofctl")
+
+    def stepping():
+        assert rank.poll() is None, procs.log("msrank")
+        return job_stepping(ctl_env, "msjob", 1, 20)
+
+    wait_for(stepping, "the rank reporting steps", timeout=120)
+    r = subprocess.run([ctl, "trace", "msjob", "--in", "5", "--steps", "4",
+                        "--wait", "--timeout", "60"], env=ctl_env,
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr + procs.log("msrank")
+    assert "all 1 targeted rank stopped" in r.stdout
+    a, b = (int(x) for x in r.stdout.splitlines()[0].split("steps ")[1]
+            .split()[0].split("-"))
+    assert b == a + 3
+    try:
+        assert rank.wait(timeout=120) == 0, procs.log("msrank")
+    except subprocess.TimeoutExpired:
+        pytest.fail("the rank still runs:\n" + procs.log("msrank"))
+    outdir = os.path.join(out, "rank1_start%d_stop%d" % (a, b))
+
+    # The rank's acknowledgement, as the coordinator committed it (the
+    # output directory comes with "started").
+    with urllib.request.urlopen(base + "/v1/jobs/msjob/events",
+                                timeout=10) as resp:
+        events = [json.loads(ln) for ln in resp.read().decode().splitlines()]
+    acks = [(e["kind"], e["rank"], e["step"], e.get("output_dir"))
+            for e in events if e.get("type") == "rank" and
+            e.get("window") == 1 and e["kind"] in ("started", "stopped",
+                                                   "skipped", "failed")]
+    assert acks == [("started", 1, a, outdir), ("stopped", 1, b, None)], \
+        events
+
+    # The stand-in Profiler: built for that directory and started by the
+    # step() that begins step a, stopped by the one that ends step b (the
+    # step() beginning b + 1), and finalized (dynprofctl's default
+    # analyse_mode -1, as MindSpore's).
+    with open(record) as f:
+        calls = json.load(f)
+    seen, last = [], None
+    for c in calls:
+        if c[0] == "step":
+            last = c[1]
+        else:
+            seen.append((last, c[0]))
+    assert seen == [(a, "Profiler"), (a, "start"), (b + 1, "stop"),
+                    (b + 1, "finalize")], calls
+    built = next(c for c in calls if c[0] == "Profiler")[1]
+    assert built["output_path"] == outdir
+    assert built["start_profile"] is False
+    assert last == 300
