@@ -61,6 +61,11 @@ def main():
             opt.zero_grad()
     if ps.traces:
         logging.info("rank %d wrote %s", rank, ", ".join(ps.traces))
+    # Every rank at the end before any tears gloo down.  Without this
+    # barrier a rank of this example now and then aborted at exit
+    # ("terminate called without an active exception", torch 1.13's gloo);
+    # tests/support/ddp_rank.py, which has it, never did.
+    dist.barrier()
     dist.destroy_process_group()
 
 
