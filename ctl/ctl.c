@@ -60,7 +60,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "                     refused, 409): its ranks profile on to the window's\n"
 	  "                     stop step\n" },
 	{ "fetch", ctl_cmd_fetch, "fetch JOB WINDOW [--out DIR] [--ranks 0-7,16]\n"
-	  "        [--s3-endpoint URL] [--s3-region R]",
+	  "        [--s3-endpoint URL] [--s3-region R] [--stall S]",
 	  "Download the traces of window WINDOW that the agents collected into\n"
 	  "their trace store (GET /v1/jobs/JOB/windows/WINDOW/traces) into DIR\n"
 	  "(default .) as rank-N.tar.zst, each checked against the size and\n"
@@ -70,7 +70,9 @@ static const struct ctl_command ctl_commands[] = {
 	  "with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (SigV4; region\n"
 	  "--s3-region, else $AWS_REGION, else us-east-1) when given, else from\n"
 	  "the presigned URL the index gives (a coordinator with --s3-endpoint).\n"
-	  "Exit 1 if any rank's trace failed, was not collected, or none was.\n" },
+	  "A download under 1 byte/s for S seconds (--stall, default 30) is\n"
+	  "given up.  Exit 1 if any rank's trace failed, was not collected, or\n"
+	  "none was.\n" },
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"

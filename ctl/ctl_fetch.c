@@ -34,7 +34,7 @@
 
 /* A download under this many bytes/s for this long is given up. */
 #define CTL_FETCH_LOW_SPEED	1L
-#define CTL_FETCH_LOW_SPEED_S	30L
+#define CTL_FETCH_LOW_SPEED_S	30L	/* --stall's default */
 
 /* One archive being written. */
 struct ctl_fetch_out {
@@ -42,6 +42,7 @@ struct ctl_fetch_out {
 	EVP_MD_CTX	*md;
 	uint64_t	 bytes;
 	uint64_t	 limit;		/* the size the agent reported */
+	long		 stall_s;	/* under 1 byte/s this long: given up */
 	int		 failed;	/* a write or the hash failed */
 	int		 over;		/* more bytes than the limit came */
 };
@@ -167,7 +168,7 @@ ctl_fetch_url(struct ctl *ctl, const char *url, const struct ctl_fetch_s3 *s3,
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, CTL_FETCH_LOW_SPEED);
-	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, CTL_FETCH_LOW_SPEED_S);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, o->stall_s);
 	curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE,
 	    (curl_off_t)o->limit);
 	if (ctl->conn.cacert != NULL)
@@ -190,9 +191,9 @@ ctl_fetch_url(struct ctl *ctl, const char *url, const struct ctl_fetch_s3 *s3,
  */
 static int
 ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
-    const struct ctl_fetch_s3 *s3)
+    const struct ctl_fetch_s3 *s3, long stall_s)
 {
-	struct ctl_fetch_out	 o = { -1, NULL, 0, 0, 0, 0 };
+	struct ctl_fetch_out	 o = { -1, NULL, 0, 0, stall_s, 0, 0 };
 	const char		*where = ctl_json_str(e, "location", "");
 	const char		*want = ctl_json_str(e, "sha256", "");
 	const char		*signed_url = ctl_json_str(e, "url", "");
@@ -284,7 +285,10 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 	return (rc);
 }
 
-/* dynprofctl fetch JOB WINDOW [--out DIR] [--ranks LIST] [--s3-endpoint URL] */
+/*
+ * dynprofctl fetch JOB WINDOW [--out DIR] [--ranks LIST] [--s3-endpoint URL]
+ * [--s3-region R] [--stall S]
+ */
 int
 ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 {
@@ -293,7 +297,8 @@ ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 	const char	*dir = ".", *ranks = NULL, *why, *state;
 	json_t		*doc, *e;
 	char		 path[200];
-	int64_t		 id;
+	int64_t		 id, v;
+	long		 stall = CTL_FETCH_LOW_SPEED_S;
 	size_t		 i;
 	int		 a, rc, dirfd, nok = 0, nbad = 0, nmissing = 0;
 
@@ -319,7 +324,14 @@ ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 			dir = argv[++a];
 		else if (strcmp(argv[a], "--ranks") == 0 && a + 1 < argc)
 			ranks = argv[++a];
-		else {
+		else if (strcmp(argv[a], "--stall") == 0 && a + 1 < argc) {
+			if (ctl_parse_int64(argv[++a], 1, 3600, &v) == -1) {
+				ctl_errx(ctl, "fetch: --stall: seconds from 1 to "
+				    "3600, not \"%s\"", argv[a]);
+				return (CTL_USAGE);
+			}
+			stall = (long)v;
+		} else {
 			ctl_errx(ctl, "fetch: unexpected argument %s", argv[a]);
 			return (CTL_USAGE);
 		}
@@ -359,7 +371,7 @@ ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 			continue;
 		state = ctl_json_str(e, "state", "");
 		if (strcmp(state, "collected") == 0) {
-			if (ctl_fetch_one(ctl, dirfd, dir, e, &s3) == 0)
+			if (ctl_fetch_one(ctl, dirfd, dir, e, &s3, stall) == 0)
 				nok++;
 			else
 				nbad++;

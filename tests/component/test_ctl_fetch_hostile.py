@@ -25,6 +25,7 @@ import time
 BUILD = os.environ.get("DYNPROF_BUILD_DIR", "build")
 CTL = os.path.join(BUILD, "ctl", "dynprofctl")
 SIZE = 1000			# what the agent "reported" of every archive
+STALL_S = 3			# fetch --stall: a silent download given up
 DEADLINE_S = 120		# a stall shows as this passing
 SILENT_S = 300			# how long the silent server holds its answer
 
@@ -104,7 +105,8 @@ def main():
         env = dict(os.environ)
         env.pop("DYNPROF_TOKEN", None)
         p = subprocess.Popen([CTL, "--coordinator", base, "fetch",
-                              "hostile-j", "1", "--out", out],
+                              "hostile-j", "1", "--out", out,
+                              "--stall", str(STALL_S)],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              env=env)
         t0 = time.monotonic()
