@@ -16,57 +16,51 @@ if(DYNPROF_SANITIZE)
     OUTPUT_VARIABLE _e2e_ubsan OUTPUT_STRIP_TRAILING_WHITESPACE)
   list(APPEND _e2e_env "DYNPROF_E2E_PY_PRELOAD=${_e2e_asan}:${_e2e_ubsan}")
 endif()
+# dynprof_e2e(NAME SCRIPT [ARGS A...] [TIMEOUT S] [LABELS L...] [ENV VAR=V...]):
+# tests/e2e/SCRIPT under E2E_PYTHON with ARGS, the environment _e2e_env and ENV,
+# TIMEOUT (default 240 s); an exit of 77 is a skip.
+function(dynprof_e2e name script)
+  cmake_parse_arguments(E "" "TIMEOUT" "ARGS;ENV;LABELS" ${ARGN})
+  if(NOT E_TIMEOUT)
+    set(E_TIMEOUT 240)
+  endif()
+  add_test(NAME ${name}
+    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/${script} ${E_ARGS})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${E_TIMEOUT}
+    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env};${E_ENV}")
+  if(E_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${E_LABELS}")
+  endif()
+endfunction()
+
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
   foreach(t alignment targeting late_join faults noblock netns pidns squat eventlog tls
       lost_node legacy_dialects legacy_ms24 legacy_missed stragglers collect collect_off labels labels_late forget forget_away left unserved feed_restart new_run)
-    add_test(NAME e2e_${t}
-      COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_${t}.py)
-    set_tests_properties(e2e_${t} PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
-      ENVIRONMENT "${_e2e_env}")
+    dynprof_e2e(e2e_${t} test_${t}.py)
   endforeach()
   # A rank's slot forging windows nobody made, as another uid: skipped
   # unless root.
-  add_test(NAME e2e_collect_forged
-    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_collect_forged.py)
-  set_tests_properties(e2e_collect_forged PROPERTIES TIMEOUT 240
-    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
+  dynprof_e2e(e2e_collect_forged test_collect_forged.py)
   # --trace-upload against a real S3-compatible server (s3rver from npm, its
   # packages installed once per build tree: a longer timeout the first time).
-  add_test(NAME e2e_upload
-    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload.py)
-  set_tests_properties(e2e_upload PROPERTIES TIMEOUT 360 SKIP_RETURN_CODE 77
-    ENVIRONMENT "${_e2e_env}")
+  dynprof_e2e(e2e_upload test_upload.py TIMEOUT 360)
   # Multipart upload against s3rver (5 MiB parts).
-  add_test(NAME e2e_upload_multipart
-    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload_multipart.py)
-  set_tests_properties(e2e_upload_multipart PROPERTIES TIMEOUT 360
-    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
+  dynprof_e2e(e2e_upload_multipart test_upload_multipart.py TIMEOUT 360)
   # A hung, a refusing and a full store (a tmpfs: root only).
-  add_test(NAME e2e_upload_fail
-    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_upload_fail.py)
-  set_tests_properties(e2e_upload_fail PROPERTIES TIMEOUT 420
-    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
+  dynprof_e2e(e2e_upload_fail test_upload_fail.py TIMEOUT 420)
   # The status page clicked in Debian's chromium by playwright-core (npm,
   # installed once per build tree: a longer timeout the first time).
-  add_test(NAME e2e_ui_click
-    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_ui_click.py)
-  set_tests_properties(e2e_ui_click PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
-    ENVIRONMENT "${_e2e_env};DYNPROF_OPTIONS_TABLE=$<TARGET_FILE:options_table>")
+  dynprof_e2e(e2e_ui_click test_ui_click.py TIMEOUT 600
+    ENV "DYNPROF_OPTIONS_TABLE=$<TARGET_FILE:options_table>")
   # A hostile second uid and a root agent's --legacy-dir: skipped unless root.
   foreach(t swap budget flood)
-    add_test(NAME e2e_legacy_hostile_${t}
-      COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_legacy_hostile.py ${t})
-    set_tests_properties(e2e_legacy_hostile_${t} PROPERTIES TIMEOUT 240
-      SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env}")
+    dynprof_e2e(e2e_legacy_hostile_${t} test_legacy_hostile.py ARGS ${t})
   endforeach()
   # The straggler synchronous training hides (tests/e2e/test_busy.py): real
   # torch DDP over gloo, four ranks on four agents, found by busy time.
-  add_test(NAME e2e_busy
-    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_busy.py)
   # It measures busy times, which sanitizers distort (the interpreter and
   # torch run with their runtimes preloaded).
-  set_tests_properties(e2e_busy PROPERTIES TIMEOUT 420 SKIP_RETURN_CODE 77
-    LABELS "torch;nosan" ENVIRONMENT "${_e2e_env}")
+  dynprof_e2e(e2e_busy test_busy.py TIMEOUT 420 LABELS torch nosan)
   # make demo's cluster, as a newcomer runs it: it must keep working.
   add_test(NAME e2e_demo
     COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/demo.sh ${PROJECT_BINARY_DIR})
@@ -94,8 +88,5 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   # Faults at random instants (tests/e2e/test_chaos.py): a new seed each run,
   # printed; DYNPROF_CHAOS_SEED=N in the environment replays one.  Under 90 s,
   # also under sanitizers (which loosen only its RSS bound).
-  add_test(NAME e2e_chaos
-    COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_chaos.py)
-  set_tests_properties(e2e_chaos PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77
-    LABELS chaos ENVIRONMENT "${_e2e_env}")
+  dynprof_e2e(e2e_chaos test_chaos.py LABELS chaos)
 endif()
