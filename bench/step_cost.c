@@ -20,6 +20,10 @@
  *					the floor of an empty library call
  *					(dynprof_rank()) and the step without
  *					marks, of the same run
+ *	step_cost -p ...		dynprof_poll() instead of steps (a
+ *					time window far ahead in the schedule
+ *					besides the window of steps), timed
+ *					beside the floor and the step as -m
  *
  * The binary links libdynprof.so like a trainer (calls through the PLT), and
  * writes the schedule into the segment as the agent does.  The segment is of a
@@ -91,6 +95,15 @@ bench_unmake(struct bench *b)
 	(void)rmdir(b->dir);
 }
 
+static double
+now_ns(clockid_t clock)
+{
+	struct timespec	 ts;
+
+	clock_gettime(clock, &ts);
+	return ((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec);
+}
+
 static int
 bench_open(struct bench *b)
 {
@@ -124,6 +137,12 @@ bench_open(struct bench *b)
 	cfg.windows[0].id = 1;
 	cfg.windows[0].start_step = INT64_C(1) << 60;
 	cfg.windows[0].stop_step = (INT64_C(1) << 60) + 10;
+	/* And a time window a year ahead, which polls look at (-p). */
+	cfg.nwindows = 2;
+	cfg.windows[1].id = 2;
+	cfg.windows[1].start_ns = (int64_t)now_ns(CLOCK_MONOTONIC) +
+	    INT64_C(365) * 86400 * 1000000000;
+	cfg.windows[1].stop_ns = cfg.windows[1].start_ns + 1000000000;
 	segment_write_config(&b->agent, &cfg);
 
 	dynprof_params_init(&p);
@@ -148,15 +167,6 @@ bench_close(struct bench *b)
 	bench_unmake(b);
 }
 
-static double
-now_ns(clockid_t clock)
-{
-	struct timespec	 ts;
-
-	clock_gettime(clock, &ts);
-	return ((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec);
-}
-
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -166,7 +176,8 @@ cmp_double(const void *a, const void *b)
 }
 
 /* Times runs of steps steps of what (0: begin and end, 1: begin, mark and
- * end, 2: an empty library call) into ns (thread cpu) and wall, per step. */
+ * end, 2: an empty library call, 3: a poll) into ns (thread cpu) and wall,
+ * per step. */
 static void
 bench_runs(struct bench *b, int what, int64_t *base, long long steps, int runs,
     double *ns, double *wall, const char *name)
@@ -184,6 +195,10 @@ bench_runs(struct bench *b, int what, int64_t *base, long long steps, int runs,
 					break;
 				continue;
 			}
+			if (what == 3) {
+				dynprof_poll(b->h);
+				continue;
+			}
 			dynprof_step_begin(b->h, s);
 			if (what == 1)
 				dynprof_mark_comm(b->h);
@@ -191,7 +206,7 @@ bench_runs(struct bench *b, int what, int64_t *base, long long steps, int runs,
 		}
 		ns[r] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (double)steps;
 		wall[r] = (now_ns(CLOCK_MONOTONIC) - w0) / (double)steps;
-		if (what != 2)
+		if (what < 2)
 			*base = s;
 		printf("%s run %2d: %.2f ns cpu, %.2f ns wall\n", name, r + 1,
 		    ns[r], wall[r]);
@@ -201,15 +216,17 @@ bench_runs(struct bench *b, int what, int64_t *base, long long steps, int runs,
 }
 
 /*
- * The mark's cost: an empty library call, a step without marks, a step with
- * one, all in one run; the marks must have been counted in the slot.
+ * The mark's cost (poll 0) or the poll's (1): an empty library call, a step
+ * without marks, a step with one or a poll, all in one run; the marks must
+ * have been counted in the slot, the polls have started nothing.
  */
 static int
-bench_marks(long long steps, int runs)
+bench_marks(long long steps, int runs, int poll)
 {
 	struct bench	 b;
 	double		*ns[3], *wall[3];
-	const char	*names[3] = { "step", "step+mark", "empty_call" };
+	const char	*names[3] = { "step", poll ? "poll" : "step+mark",
+			    "empty_call" };
 	int64_t		 base = 1;
 	uint64_t	 counted;
 	int		 i, rc = 1;
@@ -225,10 +242,19 @@ bench_marks(long long steps, int runs)
 			goto close;
 	bench_runs(&b, 2, &base, steps, runs, ns[2], wall[2], names[2]);
 	bench_runs(&b, 0, &base, steps, runs, ns[0], wall[0], names[0]);
-	dynprof_mark_comm(b.h);		/* timing on from the next step */
-	bench_runs(&b, 1, &base, steps, runs, ns[1], wall[1], names[1]);
+	if (poll) {
+		bench_runs(&b, 3, &base, steps, runs, ns[1], wall[1], names[1]);
+		if (dynprof_state(b.h) != DYNPROF_RANK_ARMED) {
+			fprintf(stderr, "step_cost: the polls changed the "
+			    "rank's state\n");
+			goto close;
+		}
+	} else {
+		dynprof_mark_comm(b.h);	/* timing on from the next step */
+		bench_runs(&b, 1, &base, steps, runs, ns[1], wall[1], names[1]);
+	}
 	counted = atomic_load(&b.agent.slots[0].busy_count);
-	if (counted != (uint64_t)steps * (uint64_t)runs) {
+	if (!poll && counted != (uint64_t)steps * (uint64_t)runs) {
 		fprintf(stderr, "step_cost: %llu marks counted, not %llu\n",
 		    (unsigned long long)counted,
 		    (unsigned long long)steps * (unsigned long long)runs);
@@ -239,8 +265,13 @@ bench_marks(long long steps, int runs)
 		    "runs=%d n=%lld (thread cpu time)\n", names[i],
 		    ns[i][runs / 2], ns[i][0], ns[i][runs - 1],
 		    wall[i][runs / 2], runs, steps);
-	printf("mark_ns median=%.2f (step+mark - step; floor of a call %.2f)\n",
-	    ns[1][runs / 2] - ns[0][runs / 2], ns[2][runs / 2]);
+	if (poll)
+		printf("poll_ns median=%.2f (floor of a call %.2f)\n",
+		    ns[1][runs / 2], ns[2][runs / 2]);
+	else
+		printf("mark_ns median=%.2f (step+mark - step; floor of a call "
+		    "%.2f)\n", ns[1][runs / 2] - ns[0][runs / 2],
+		    ns[2][runs / 2]);
 	rc = 0;
 close:
 	bench_close(&b);
@@ -334,7 +365,7 @@ bench_clock(long long reads)
 }
 
 static int
-bench_syscalls(long long steps, int marks)
+bench_syscalls(long long steps, int marks, int poll)
 {
 	struct bench	 b;
 	int64_t		 s;
@@ -345,6 +376,10 @@ bench_syscalls(long long steps, int marks)
 		dynprof_mark_comm(b.h);
 	hot_marker("dynprof-hot-loop-begin");
 	for (s = 1; s <= steps; s++) {
+		if (poll) {
+			dynprof_poll(b.h);
+			continue;
+		}
 		dynprof_step_begin(b.h, s);
 		if (marks)
 			dynprof_mark_comm(b.h);
@@ -380,15 +415,18 @@ int
 main(int argc, char **argv)
 {
 	long long	 steps = 10000000, sys = -1, reads = -1;
-	int		 runs = 11, c, marks = 0;
+	int		 runs = 11, c, marks = 0, poll = 0;
 
-	while ((c = getopt(argc, argv, "c:mn:r:s:")) != -1) {
+	while ((c = getopt(argc, argv, "c:mn:pr:s:")) != -1) {
 		switch (c) {
 		case 'c':
 			reads = parse_count(optarg);
 			break;
 		case 'm':
 			marks = 1;
+			break;
+		case 'p':
+			poll = 1;
 			break;
 		case 'n':
 			steps = parse_count(optarg);
@@ -400,18 +438,19 @@ main(int argc, char **argv)
 			sys = parse_count(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: step_cost [-m] [-n steps] "
-			    "[-r runs] | [-m] -s steps | -c reads\n");
+			fprintf(stderr, "usage: step_cost [-m | -p] [-n steps] "
+			    "[-r runs] | [-m | -p] -s steps | -c reads\n");
 			return (2);
 		}
 	}
 	if (reads >= 0)
 		return (bench_clock(reads));
 	if (sys >= 0)
-		return (bench_syscalls(sys, marks));
+		return (bench_syscalls(sys, marks, poll));
 	if (steps <= 0 || runs <= 0) {
 		fprintf(stderr, "step_cost: steps and runs must be positive\n");
 		return (2);
 	}
-	return (marks ? bench_marks(steps, runs) : bench_time(steps, runs));
+	return (marks || poll ? bench_marks(steps, runs, poll) :
+	    bench_time(steps, runs));
 }

@@ -37,7 +37,7 @@
 #include "labels.h"
 
 #define SEG_MAGIC		0x31464f5250594e44ULL	/* "DNYPROF1" little-endian */
-#define SEG_VERSION		9	/* bump when the layout changes */
+#define SEG_VERSION		10	/* bump when the layout changes */
 
 #define SEG_DEFAULT_DIR		"/dev/shm"
 #define SEG_PREFIX		"dynprof."
@@ -122,11 +122,21 @@ struct seg_options {
 	char		 fwopts[SEG_FWOPTS_MAX];
 };
 
+/*
+ * A window of steps [start_step, stop_step], or of time: start_ns > 0, the
+ * times on the node's clocks the agent turned the coordinator's into
+ * (CLOCK_MONOTONIC for the rank's decisions, CLOCK_REALTIME beside them for
+ * its reports), start_step and stop_step 0.
+ */
 struct seg_window {
 	uint32_t	 id;
 	uint32_t	 flags;			/* SEG_WINDOW_* */
 	int64_t		 start_step;
 	int64_t		 stop_step;
+	int64_t		 start_ns;		/* CLOCK_MONOTONIC, 0: steps */
+	int64_t		 stop_ns;
+	int64_t		 start_unix_ns;		/* CLOCK_REALTIME of the same */
+	int64_t		 stop_unix_ns;
 	char		 ranks[SEG_RANKS_MAX];	/* "" for all ranks */
 	struct seg_options options;
 };

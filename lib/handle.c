@@ -315,6 +315,7 @@ handle_finish(struct dynprof *h)
 	segment_slot_release(&h->seg, h->slot_index, h->pid);
 	h->closed = 1;
 	h->next_due = INT64_MIN;
+	h->next_due_ns = INT64_MIN;
 }
 
 /*

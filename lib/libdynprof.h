@@ -33,6 +33,7 @@
 enum window_phase {
 	WINDOW_BEGIN,
 	WINDOW_END,
+	WINDOW_POLL,		/* dynprof_poll(): time windows only */
 };
 
 /* What the window rules say to do next. */
@@ -57,11 +58,14 @@ struct window_rank {
 	int32_t			 rank;
 	const struct seg_window	*active;	/* NULL: none */
 	const struct window_done *done;
+	int64_t			 step;		/* the step of the call */
+	int64_t			 now_ns;	/* CLOCK_MONOTONIC at the call */
+	int64_t			 period_ns;	/* a step's, 0: not known yet */
 };
 
 struct dynprof {
 	/*
-	 * The hot path reads these five and nothing else: keep them first, in
+	 * The hot paths read these six and nothing else: keep them first, in
 	 * one cache line.
 	 */
 	_Atomic uint32_t	*seq_addr;	/* &hdr->seq */
@@ -70,6 +74,8 @@ struct dynprof {
 	int64_t			 next_due;	/* first step needing more work */
 	_Atomic int64_t		*busy_begin;	/* &slot->busy_begin_ns once the
 						   rank marks (busy.c), else NULL */
+	int64_t			 next_due_ns;	/* dynprof_poll()'s next_due:
+						   CLOCK_MONOTONIC */
 
 	struct segment		 seg;
 	struct seg_slot		*slot;
@@ -82,6 +88,12 @@ struct dynprof {
 						   steps (busy.c) */
 	uint64_t		 arrive_turn;	/* the slot's arrive_count when
 						   the stride last changed */
+	int64_t			 probe_step;	/* a step_begin the slow path saw, */
+	int64_t			 probe_ns;	/* and when: 0 none (the period) */
+	int64_t			 period_ns;	/* a step's, 0: not known yet */
+	int64_t			 now_ns;	/* CLOCK_MONOTONIC read by the
+						   slow path at its entry */
+	uint64_t		 slow_calls;	/* entries of the slow path */
 
 	struct seg_config	*cfg;		/* last consistent copy */
 	struct seg_config	*cfg_next;	/* where the next one is read */
@@ -142,6 +154,9 @@ enum window_action window_decide(const struct seg_config *,
 	    const struct window_rank *, int64_t, enum window_phase, int *,
 	    const char **);
 int64_t	 window_next_due(const struct seg_config *, const struct window_rank *);
+int64_t	 window_next_due_ns(const struct seg_config *,
+	    const struct window_rank *);
+int	 window_is_timed(const struct seg_window *);
 int	 window_pending(const struct seg_config *, const struct window_rank *);
 int	 window_done_has(const struct window_done *, uint32_t);
 int	 window_done_add(struct window_done *, uint32_t);
@@ -159,6 +174,8 @@ void	 report_event(struct dynprof *, int, const struct seg_window *,
 int	 output_root_resolve(const char *, char *, size_t);
 int	 output_dir_build(const char *, const char *, int32_t, int64_t, int64_t,
 	    char *, size_t);
+int	 output_dir_build_window(const char *, const char *, int32_t,
+	    uint32_t, char *, size_t);
 int	 output_mkdirs(const char *);
 
 #endif /* LIBDYNPROF_H */

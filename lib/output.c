@@ -49,27 +49,52 @@ output_root_resolve(const char *root, char *out, size_t len)
 	return (DYNPROF_OK);
 }
 
-/*
- * Builds the output directory of a window for rank into out.  subdir must pass
- * subdir_valid().  Returns DYNPROF_OK or DYNPROF_EPATH.
- */
-int
-output_dir_build(const char *root, const char *subdir, int32_t rank,
-    int64_t start, int64_t stop, char *out, size_t len)
+/* Joins root, subdir (if any) and leaf into out. */
+static int
+output_dir_join(const char *root, const char *subdir, const char *leaf,
+    char *out, size_t len)
 {
 	int	 r;
 
 	if (!subdir_valid(subdir, NULL))
 		return (DYNPROF_EPATH);
 	if (subdir != NULL && *subdir != '\0')
-		r = snprintf(out, len, "%s/%s/rank%" PRId32 "_start%" PRId64
-		    "_stop%" PRId64, root, subdir, rank, start, stop);
+		r = snprintf(out, len, "%s/%s/%s", root, subdir, leaf);
 	else
-		r = snprintf(out, len, "%s/rank%" PRId32 "_start%" PRId64
-		    "_stop%" PRId64, root, rank, start, stop);
+		r = snprintf(out, len, "%s/%s", root, leaf);
 	if (r < 0 || (size_t)r >= len)
 		return (DYNPROF_EPATH);
 	return (DYNPROF_OK);
+}
+
+/*
+ * Builds the output directory of a window of steps for rank into out:
+ * "rank<r>_start<a>_stop<b>".  subdir must pass subdir_valid().  Returns
+ * DYNPROF_OK or DYNPROF_EPATH.
+ */
+int
+output_dir_build(const char *root, const char *subdir, int32_t rank,
+    int64_t start, int64_t stop, char *out, size_t len)
+{
+	char	 leaf[64];
+
+	snprintf(leaf, sizeof(leaf), "rank%" PRId32 "_start%" PRId64 "_stop%"
+	    PRId64, rank, start, stop);
+	return (output_dir_join(root, subdir, leaf, out, len));
+}
+
+/*
+ * Builds the output directory of a time window for rank into out:
+ * "rank<r>_window<id>", the same on every node (the times are each node's).
+ */
+int
+output_dir_build_window(const char *root, const char *subdir, int32_t rank,
+    uint32_t id, char *out, size_t len)
+{
+	char	 leaf[64];
+
+	snprintf(leaf, sizeof(leaf), "rank%" PRId32 "_window%" PRIu32, rank, id);
+	return (output_dir_join(root, subdir, leaf, out, len));
 }
 
 /* Creates path and its missing parents (mkdir -p).  Returns 0, or -1 and errno. */

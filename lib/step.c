@@ -29,6 +29,9 @@ step_window_rank(const struct dynprof *h, struct window_rank *wr)
 	wr->rank = h->rank;
 	wr->active = h->active ? &h->window : NULL;
 	wr->done = &h->done;
+	wr->step = atomic_load_explicit(h->step_addr, memory_order_relaxed);
+	wr->now_ns = h->now_ns;
+	wr->period_ns = h->period_ns;
 }
 
 /* Reloads the schedule after the agent changed it. */
@@ -87,6 +90,7 @@ step_update_state(struct dynprof *h)
 	else
 		state = SEG_RANK_ATTACHED;
 	h->next_due = window_next_due(h->cfg, &wr);
+	h->next_due_ns = window_next_due_ns(h->cfg, &wr);
 	if (state == h->state && h->slot->generation == h->cfg->generation)
 		return;
 	h->state = state;
@@ -122,8 +126,14 @@ step_start(struct dynprof *h, const struct seg_window *w, int64_t step)
 
 	step_done(h, w->id);
 	h->window = *w;		/* latched: later configs do not change it */
-	rc = output_dir_build(h->output_root, w->options.output_subdir, h->rank,
-	    w->start_step, w->stop_step, h->output_dir, sizeof(h->output_dir));
+	if (window_is_timed(w))
+		rc = output_dir_build_window(h->output_root,
+		    w->options.output_subdir, h->rank, w->id, h->output_dir,
+		    sizeof(h->output_dir));
+	else
+		rc = output_dir_build(h->output_root, w->options.output_subdir,
+		    h->rank, w->start_step, w->stop_step, h->output_dir,
+		    sizeof(h->output_dir));
 	if (rc != DYNPROF_OK) {
 		h->output_dir[0] = '\0';
 		step_fail(h, &h->window, step, 0,
@@ -153,9 +163,16 @@ step_start(struct dynprof *h, const struct seg_window *w, int64_t step)
 	h->active = 1;
 	h->state = SEG_RANK_PROFILING;
 	report_event(h, EVENT_STARTED, &h->window, step, 0, NULL);
-	handle_log(h, DYNPROF_LOG_INFO, "rank %d: window %u started at step "
-	    "%lld, stops at step %lld, output %s", h->rank, w->id,
-	    (long long)step, (long long)w->stop_step, h->output_dir);
+	if (window_is_timed(w))
+		handle_log(h, DYNPROF_LOG_INFO, "rank %d: time window %u "
+		    "started at step %lld, %lld ms after its start, output %s",
+		    h->rank, w->id, (long long)step,
+		    (long long)((h->now_ns - w->start_ns) / 1000000),
+		    h->output_dir);
+	else
+		handle_log(h, DYNPROF_LOG_INFO, "rank %d: window %u started at "
+		    "step %lld, stops at step %lld, output %s", h->rank, w->id,
+		    (long long)step, (long long)w->stop_step, h->output_dir);
 }
 
 /* Stops the active window at step for reason. */
@@ -219,7 +236,20 @@ step_reclaim_slot(struct dynprof *h)
 }
 
 /*
- * The slow path of step_begin and step_end: reloads a changed schedule, then
+ * Measures the rank's step period between two step_begins of the slow path
+ * (a time window's next_due is set from it: window.c).
+ */
+static void
+step_note_period(struct dynprof *h, int64_t step)
+{
+	if (h->probe_ns != 0 && step > h->probe_step && h->now_ns > h->probe_ns)
+		h->period_ns = (h->now_ns - h->probe_ns) / (step - h->probe_step);
+	h->probe_step = step;
+	h->probe_ns = h->now_ns;
+}
+
+/*
+ * The slow path of step_begin, step_end and poll: reloads a changed schedule, then
  * applies the window rules until they say there is nothing left to do.
  */
 int
@@ -233,11 +263,14 @@ step_slow(struct dynprof *h, int64_t step, enum window_phase phase)
 
 	if (h->closed)
 		return (DYNPROF_EINVAL);
+	h->now_ns = busy_now_ns();
+	h->slow_calls++;
 	if (atomic_load_explicit(&h->slot->pid, memory_order_relaxed) != h->pid)
 		step_reclaim_slot(h);
 	if (phase == WINDOW_BEGIN) {
 		atomic_store_explicit(h->step_addr, step, memory_order_relaxed);
 		busy_begin_slow(h);
+		step_note_period(h, step);
 	}
 	if (atomic_load_explicit(h->seq_addr, memory_order_acquire) !=
 	    h->seq_seen)
@@ -259,10 +292,17 @@ step_slow(struct dynprof *h, int64_t step, enum window_phase phase)
 			step_done(h, w->id);
 			break;
 		case WINDOW_SKIP:
-			handle_log(h, DYNPROF_LOG_WARNING, "rank %d: window %u "
-			    "skipped: it starts at step %lld, the rank is at "
-			    "step %lld", h->rank, w->id,
-			    (long long)w->start_step, (long long)step);
+			if (window_is_timed(w))
+				handle_log(h, DYNPROF_LOG_WARNING, "rank %d: "
+				    "time window %u skipped: it ended %lld ms "
+				    "before the rank saw it", h->rank, w->id,
+				    (long long)((h->now_ns - w->stop_ns) /
+				    1000000));
+			else
+				handle_log(h, DYNPROF_LOG_WARNING, "rank %d: "
+				    "window %u skipped: it starts at step %lld, "
+				    "the rank is at step %lld", h->rank, w->id,
+				    (long long)w->start_step, (long long)step);
 			step_done(h, w->id);
 			h->outcome = SEG_RANK_SKIPPED;
 			h->state = SEG_RANK_SKIPPED;
@@ -315,6 +355,23 @@ dynprof_step_end(dynprof_t *h, int64_t step)
 	return (step_slow(h, step, WINDOW_END));
 }
 
+/*
+ * Acts on time windows in a loop without steps.  The first branch is the hot
+ * path: one clock read (through the vDSO) besides step_begin's compares.
+ */
+DYNPROF_API int
+dynprof_poll(dynprof_t *h)
+{
+	if (__builtin_expect(h != NULL && atomic_load_explicit(h->seq_addr,
+	    memory_order_relaxed) == h->seq_seen && busy_now_ns() <
+	    h->next_due_ns, 1))
+		return (DYNPROF_OK);
+	if (h == NULL)
+		return (DYNPROF_EINVAL);
+	return (step_slow(h, atomic_load_explicit(h->step_addr,
+	    memory_order_relaxed), WINDOW_POLL));
+}
+
 /* Ends the previous counted step and begins the next, numbered from 1. */
 DYNPROF_API int
 dynprof_step(dynprof_t *h)
@@ -340,6 +397,7 @@ dynprof_report_failure(dynprof_t *h, const char *message)
 	if (message == NULL || *message == '\0')
 		message = "profiler failed";
 	step = atomic_load_explicit(h->step_addr, memory_order_relaxed);
+	h->now_ns = busy_now_ns();
 	if (h->active)
 		step_fail(h, &h->window, step, 0, message);
 	else

@@ -11,6 +11,19 @@
  *	- a window targets the ranks of its list ("" for all);
  *	- a window with start_step <= 0, start_step > stop_step or a bad rank list
  *	  is ignored.
+ *
+ * A time window (start_ns > 0, times on the node's CLOCK_MONOTONIC) instead:
+ *
+ *	- starts at the first step_begin (or dynprof_poll()) at or after
+ *	  start_ns, and stops at the step_end after which a step as long as the
+ *	  last would end past stop_ns (the end of the last step before the
+ *	  end), or, polled, at the first poll at or after stop_ns;
+ *	- is skipped if the rank first sees it (at a step or a poll) at or
+ *	  after stop_ns;
+ *	- is ignored if stop_ns <= start_ns or its steps are not 0.
+ *
+ * Polls act on time windows only; steps on both.  Nothing here reads a clock:
+ * the caller gives the time and the rank's step period in struct window_rank.
  */
 
 #include <stdlib.h>
@@ -41,13 +54,29 @@ window_config_sanitize(struct seg_config *cfg)
 	}
 }
 
+/* Returns 1 if w is a window of time, 0 of steps. */
+int
+window_is_timed(const struct seg_window *w)
+{
+	return (w->start_ns != 0);
+}
+
 /* Returns 1 if the window can run at all, else 0 and the reason. */
 int
 window_check(const struct seg_window *w, const char **why)
 {
 	struct rank_set	 set;
 
-	if (w->start_step <= 0) {
+	if (window_is_timed(w)) {
+		if (w->start_ns < 0 || w->stop_ns <= w->start_ns) {
+			*why = "stop time is not after start time";
+			return (0);
+		}
+		if (w->start_step != 0 || w->stop_step != 0) {
+			*why = "a time window with steps";
+			return (0);
+		}
+	} else if (w->start_step <= 0) {
 		*why = "start_step is not positive";
 		return (0);
 	}
@@ -103,6 +132,27 @@ window_is_open(const struct seg_window *w, const struct window_rank *wr)
 	return (1);
 }
 
+/* Says whether the active window stops at this step and phase. */
+static enum window_action
+window_decide_active(const struct seg_config *cfg,
+    const struct window_rank *wr, int64_t step, enum window_phase phase)
+{
+	const struct seg_window	*a = wr->active;
+
+	if (phase == WINDOW_BEGIN || (phase == WINDOW_POLL &&
+	    !window_is_timed(a)))
+		return (WINDOW_NONE);
+	if (window_is_timed(a)) {
+		if (wr->now_ns >= a->stop_ns || (phase == WINDOW_END &&
+		    wr->period_ns > 0 && wr->now_ns + wr->period_ns > a->stop_ns))
+			return (WINDOW_STOP_COMPLETED);
+	} else if (step >= a->stop_step)
+		return (WINDOW_STOP_COMPLETED);
+	if (window_is_cancelled(cfg, a->id))
+		return (WINDOW_STOP_CANCELLED);
+	return (WINDOW_NONE);
+}
+
 /*
  * Says what to do at this step and phase, given the rank's active window (if
  * any) and the windows it is done with.  *index is the window concerned (for
@@ -118,15 +168,8 @@ window_decide(const struct seg_config *cfg, const struct window_rank *wr,
 	int			 best = -1;
 
 	*index = -1;
-	if (wr->active != NULL) {
-		if (phase != WINDOW_END)
-			return (WINDOW_NONE);
-		if (step >= wr->active->stop_step)
-			return (WINDOW_STOP_COMPLETED);
-		if (window_is_cancelled(cfg, wr->active->id))
-			return (WINDOW_STOP_CANCELLED);
-		return (WINDOW_NONE);
-	}
+	if (wr->active != NULL)
+		return (window_decide_active(cfg, wr, step, phase));
 
 	for (i = 0; i < cfg->nwindows; i++) {
 		w = &cfg->windows[i];
@@ -137,6 +180,19 @@ window_decide(const struct seg_config *cfg, const struct window_rank *wr,
 			return (WINDOW_INVALID);
 		}
 		if (!window_targets(w, wr->rank))
+			continue;
+		if (window_is_timed(w)) {
+			if (wr->now_ns >= w->stop_ns) {
+				*index = (int)i;
+				return (WINDOW_SKIP);
+			}
+			if (phase != WINDOW_END && wr->now_ns >= w->start_ns) {
+				*index = (int)i;
+				return (WINDOW_START);
+			}
+			continue;
+		}
+		if (phase == WINDOW_POLL)
 			continue;
 		/* Its step_begin has passed: never start late. */
 		if (w->start_step < step ||
@@ -156,20 +212,48 @@ window_decide(const struct seg_config *cfg, const struct window_rank *wr,
 }
 
 /*
+ * The step at which to look at the clock again for a time at_ns: half the
+ * time left, in steps of the rank's period (near while the period is not
+ * known or less than two steps are left: the next step for a start, which
+ * happens at a begin, this one for a stop, at its end), so that a rank reads
+ * the clock about log2(time left / period) times before it, and at every step
+ * close to it.
+ */
+static int64_t
+window_step_toward(const struct window_rank *wr, int64_t at_ns, int64_t near)
+{
+	int64_t	 left = at_ns - wr->now_ns, n;
+
+	if (wr->step < 0 || wr->step == INT64_MAX)
+		return (INT64_MIN);
+	if (wr->period_ns <= 0 || left <= 2 * wr->period_ns)
+		return (wr->step + near);
+	n = left / 2 / wr->period_ns;
+	if (n > INT64_MAX - wr->step)
+		return (INT64_MAX);
+	return (wr->step + n);
+}
+
+/*
  * Returns the first step at which step_begin or step_end has more to do than
  * store the step: the active window's stop step (or INT64_MIN once it is
  * cancelled), else the earliest start of a window still to run, else INT64_MAX.
+ * For a time window, the step at which to look at the clock again
+ * (window_step_toward()).
  */
 int64_t
 window_next_due(const struct seg_config *cfg, const struct window_rank *wr)
 {
 	const struct seg_window	*w;
-	int64_t			 due = INT64_MAX;
+	int64_t			 due = INT64_MAX, at;
 	uint32_t		 i;
 
 	if (wr->active != NULL) {
 		if (window_is_cancelled(cfg, wr->active->id))
 			return (INT64_MIN);
+		if (window_is_timed(wr->active))
+			return (window_step_toward(wr, wr->active->stop_ns -
+			    wr->period_ns, 0));
 		return (wr->active->stop_step);
 	}
 	for (i = 0; i < cfg->nwindows; i++) {
@@ -177,10 +261,51 @@ window_next_due(const struct seg_config *cfg, const struct window_rank *wr)
 		if (!window_is_open(w, wr))
 			continue;
 		/* An invalid window is due now, to be noticed and ignored. */
-		if (w->start_step <= 0 || w->start_step > w->stop_step)
+		if (!window_is_timed(w) &&
+		    (w->start_step <= 0 || w->start_step > w->stop_step))
 			return (INT64_MIN);
-		if (window_targets(w, wr->rank) && w->start_step < due)
-			due = w->start_step;
+		if (window_is_timed(w) && w->stop_ns <= w->start_ns)
+			return (INT64_MIN);
+		if (!window_targets(w, wr->rank))
+			continue;
+		at = window_is_timed(w) ? window_step_toward(wr, w->start_ns, 1) :
+		    w->start_step;
+		if (at < due)
+			due = at;
+	}
+	return (due);
+}
+
+/*
+ * Returns the CLOCK_MONOTONIC time at which dynprof_poll() has more to do than
+ * read the clock: the active time window's stop (INT64_MIN once cancelled),
+ * else the earliest start of a time window still to run, else INT64_MAX.
+ * INT64_MIN when an invalid window waits to be noticed.
+ */
+int64_t
+window_next_due_ns(const struct seg_config *cfg, const struct window_rank *wr)
+{
+	const struct seg_window	*w;
+	int64_t			 due = INT64_MAX;
+	uint32_t		 i;
+	const char		*why;
+
+	if (wr->active != NULL) {
+		if (!window_is_timed(wr->active))
+			return (INT64_MAX);
+		if (window_is_cancelled(cfg, wr->active->id))
+			return (INT64_MIN);
+		return (wr->active->stop_ns);
+	}
+	for (i = 0; i < cfg->nwindows; i++) {
+		w = &cfg->windows[i];
+		if (!window_is_open(w, wr))
+			continue;
+		if (!window_check(w, &why))
+			return (INT64_MIN);
+		if (window_is_timed(w) && window_targets(w, wr->rank) &&
+		    w->start_ns < due)
+			due = w->start_ns;
 	}
 	return (due);
 }

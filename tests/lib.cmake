@@ -30,6 +30,9 @@ dynprof_test(test_lib_window SOURCES unit/test_lib_window.c
   support/libfixture.c LIBS dynprof_internal TIMEOUT 60)
 dynprof_test(test_lib_handle SOURCES unit/test_lib_handle.c
   support/libfixture.c LIBS dynprof_internal TIMEOUT 60)
+# Time windows: polled, and turned into steps by a stepping rank.
+dynprof_test(test_lib_timewin SOURCES unit/test_lib_timewin.c
+  support/libfixture.c LIBS dynprof_internal TIMEOUT 60)
 
 # "The library never aborts, exits or prints": the public API, linked as a
 # training process links it, with bad input, no agent, directories it cannot

@@ -183,17 +183,31 @@ DYNPROF_API int		 dynprof_open(const struct dynprof_params *p,
  * detached, frees its slot and the handle.  NULL is allowed. */
 DYNPROF_API void	 dynprof_close(dynprof_t *h);
 
-/** Marks the beginning of step: starts a window due at it. */
+/** Marks the beginning of step: starts a window due at it, or a time window
+ * whose start has come (the first step that begins at or after it). */
 DYNPROF_API int		 dynprof_step_begin(dynprof_t *h, int64_t step);
 
 /** Marks the end of step: stops a window whose stop step it is, or that was
- * cancelled. */
+ * cancelled, or a time window whose end a step as long as the last would
+ * pass (the end of the last step before its end). */
 DYNPROF_API int		 dynprof_step_end(dynprof_t *h, int64_t step);
 
 /** For plain loops, called once at the top of every iteration: ends the previous
  * step (if any) and begins the next; steps are numbered from 1.  dynprof_close()
  * ends the last one. */
 DYNPROF_API int		 dynprof_step(dynprof_t *h);
+
+/**
+ * For loops without steps (an inference server, an evaluation loop, a data
+ * loader): call it often, e.g. once per request or batch.  It starts a time
+ * window (a window given by a wall-clock start and a duration) at the first
+ * poll at or after its start and stops it at the first poll at or after its
+ * end; windows of steps are left to the step calls.  One clock read
+ * (CLOCK_MONOTONIC, no system call) and two compares while nothing is due.
+ * A window's start or stop is as late as the gap between two polls.  Returns
+ * DYNPROF_OK, or DYNPROF_EINVAL for a NULL or closed handle.
+ */
+DYNPROF_API int		 dynprof_poll(dynprof_t *h);
 
 /**
  * Marks that the rank now enters the step's communication (the first

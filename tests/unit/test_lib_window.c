@@ -445,7 +445,7 @@ test_decide_pure(void **state)
 {
 	static struct seg_config cfg;
 	struct window_done	 done = { NULL, 0, 0 };
-	struct window_rank	 wr = { 0, NULL, &done };
+	struct window_rank	 wr = { 0, NULL, &done, 0, 0, 0 };
 	struct seg_window	 active;
 	const char		*why;
 	int			 idx;

@@ -30,6 +30,7 @@ import enum
 import json
 import logging
 import os
+import threading
 import time
 import warnings
 import weakref
@@ -293,6 +294,7 @@ class Monitor:
         c_end = lib.dynprof_step_end
         get_fast = lib.dynprof_get_fast_state
         c_mark = lib.dynprof_mark_comm
+        c_poll = lib.dynprof_poll
         get_busy = lib.dynprof_get_busy_begin_addr
         clock = time.monotonic_ns        # CLOCK_MONOTONIC, as the library's
         fs_ref = ctypes.byref(fs)
@@ -373,6 +375,19 @@ class Monitor:
                 call(c_end, n - 1)
             slow(c_begin, n)
 
+        def poll():
+            if not open_:
+                return
+            rc = c_poll(h)
+            if rc != 0:
+                log.debug("dynprof_poll: %s", _native.strerror(rc))
+            if calls > 1:               # the rank steps too: its due moved
+                refresh()
+            m = this()
+            if m is not None and m._pending is not None:
+                e, m._pending = m._pending, None
+                raise e
+
         def mark_comm():
             nonlocal busy_begin
             if not open_:
@@ -403,6 +418,7 @@ class Monitor:
         self.step_end = step_end
         self.step = step
         self.mark_comm = mark_comm
+        self.poll = poll
         self._shut = shut
         self._counted = counted
         self._slow_calls = slow_calls   # for tests: steps that called C
@@ -417,6 +433,46 @@ class Monitor:
     def step(self):
         """For plain loops, once at the top of every iteration: ends the previous
         step (if any) and begins the next; steps are numbered from 1."""
+
+    def poll(self):
+        """For loops without steps (an inference server, an evaluation
+        loop): call it often.  Starts a time window at the first poll at or
+        after its start, stops it at the first at or after its end; one clock
+        read while nothing is due.  start_poller() calls it from a thread."""
+
+    def start_poller(self, interval=0.01):
+        """Polls from a daemon thread every interval seconds (at least
+        0.001), for a process without steps that has no loop of its own to
+        poll from: a window starts and stops within about interval of its
+        times, and the callbacks run in that thread.  Not for a process that
+        steps (the steps and the polls would race on the handle).  Stopped by
+        stop_poller() and close()."""
+        if self._h is None or getattr(self, "_poller", None) is not None:
+            return
+        interval = max(0.001, float(interval))
+        stop = threading.Event()
+        poll = self.poll
+
+        def run():
+            while not stop.wait(interval):
+                try:
+                    poll()
+                except BaseException as e:  # never kill the thread quietly
+                    log.warning("dynprof poller: %s", _describe(e))
+        t = threading.Thread(target=run, name="dynprof-poller", daemon=True)
+        self._poller = (t, stop)
+        t.start()
+
+    def stop_poller(self):
+        """Stops the thread of start_poller() and waits for it.  Idempotent."""
+        p = getattr(self, "_poller", None)
+        if p is None:
+            return
+        self._poller = None
+        t, stop = p
+        stop.set()
+        if t is not threading.current_thread():
+            t.join()
 
     def mark_comm(self):
         """Marks that the rank now enters the step's communication (its first
@@ -480,6 +536,7 @@ class Monitor:
         h = self._h
         if h is None:
             return
+        self.stop_poller()
         _open_monitors.discard(self)
         if os.getpid() != self._pid:
             # A forked child: the handle and its slot are the parent's.

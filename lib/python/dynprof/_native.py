@@ -165,6 +165,7 @@ def _declare(lib):
         ("dynprof_step_begin", ctypes.c_int, [h, ctypes.c_int64]),
         ("dynprof_step_end", ctypes.c_int, [h, ctypes.c_int64]),
         ("dynprof_step", ctypes.c_int, [h]),
+        ("dynprof_poll", ctypes.c_int, [h]),
         ("dynprof_state", ctypes.c_int, [h]),
         ("dynprof_job", ctypes.c_char_p, [h]),
         ("dynprof_rank", ctypes.c_int, [h]),

@@ -13,7 +13,7 @@ import mmap
 import os
 
 SEG_MAGIC = 0x31464F5250594E44
-SEG_VERSION = 9
+SEG_VERSION = 10
 SEG_JOB_MAX = 64
 SEG_MAX_WINDOWS = 16
 SEG_RANKS_MAX = 256
@@ -49,6 +49,10 @@ class SegWindow(ctypes.Structure):
         ("flags", ctypes.c_uint32),
         ("start_step", ctypes.c_int64),
         ("stop_step", ctypes.c_int64),
+        ("start_ns", ctypes.c_int64),
+        ("stop_ns", ctypes.c_int64),
+        ("start_unix_ns", ctypes.c_int64),
+        ("stop_unix_ns", ctypes.c_int64),
         ("ranks", ctypes.c_char * SEG_RANKS_MAX),
         ("options", SegOptions),
     ]
@@ -188,7 +192,8 @@ class Segment:
 
     def write(self, windows, generation=None):
         """Writes a schedule under the seqlock, as the agent does.  windows: a
-        list of dicts with id, start, stop and optionally ranks, cancelled,
+        list of dicts with id, start, stop (steps; 0 for a time window) and
+        optionally start_ns, stop_ns (CLOCK_MONOTONIC), ranks, cancelled,
         subdir, fwopts (a str) and any ProfilerOptions field."""
         c = SegConfig()
         c.generation = (self.config.generation + 1) if generation is None \
@@ -200,6 +205,8 @@ class Segment:
             sw.flags = SEG_WINDOW_CANCELLED if w.get("cancelled") else 0
             sw.start_step = w["start"]
             sw.stop_step = w["stop"]
+            sw.start_ns = w.get("start_ns", 0)
+            sw.stop_ns = w.get("stop_ns", 0)
             sw.ranks = w.get("ranks", "").encode()
             o = sw.options
             o.aicore_metrics = w.get("aicore_metrics", -1)

@@ -654,3 +654,50 @@ def test_torch_hook_labels(monkeypatch):
     monkeypatch.setenv("DYNPROF_LABELS", "tp=5")
     assert dt.rank_labels()["tp"] == "5"
     assert dt.rank_labels("garbage") == "garbage"
+
+
+def test_poll_and_poller_time_window(env):
+    """A process without steps: poll() starts a time window at its start and
+    stops it at its end; start_poller() does it from a thread, which close()
+    stops."""
+    import threading
+    import time
+    got = []
+
+    def on_start(window, options, fw, output_dir):
+        got.append(("start", window.id, time.monotonic_ns(),
+                    threading.current_thread().name, output_dir))
+
+    def on_stop(window, reason, output_dir):
+        got.append(("stop", window.id, time.monotonic_ns(), reason))
+
+    mon = dynprof.Monitor(rank=2, on_start=on_start, on_stop=on_stop,
+                          **env.kwargs())
+    seg = env.segment()
+    t0 = time.monotonic_ns()
+    ms = 1000000
+    seg.write([W(1, 0, 0, start_ns=t0 + 150 * ms, stop_ns=t0 + 300 * ms)])
+    deadline = time.monotonic() + 10
+    while len(got) < 2 and time.monotonic() < deadline:
+        mon.poll()
+        time.sleep(0.001)
+    assert [g[:2] for g in got] == [("start", 1), ("stop", 1)]
+    assert t0 + 150 * ms <= got[0][2] < t0 + 250 * ms
+    assert t0 + 300 * ms <= got[1][2] < t0 + 400 * ms
+    assert got[0][4].endswith("rank2_window1")
+    assert got[1][3] == COMPLETED
+
+    del got[:]
+    mon.start_poller(0.005)
+    t1 = time.monotonic_ns()
+    seg.write([W(2, 0, 0, start_ns=t1 + 150 * ms, stop_ns=t1 + 300 * ms)])
+    deadline = time.monotonic() + 10
+    while len(got) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [g[:2] for g in got] == [("start", 2), ("stop", 2)]
+    assert got[0][3] == "dynprof-poller"
+    assert t1 + 150 * ms <= got[0][2] < t1 + 300 * ms
+    assert t1 + 300 * ms <= got[1][2] < t1 + 450 * ms
+    mon.close()
+    assert not any(t.name == "dynprof-poller" for t in threading.enumerate())
+    seg.close()
