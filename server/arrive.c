@@ -65,6 +65,25 @@ arrive_clock_note(struct arrive_clock *ck, int64_t sent_us, int64_t recv_us)
 	return (min);
 }
 
+/*
+ * Returns when a node's message sent at sent_us (its clock) was sent on ours,
+ * received at recv_us: moved by the node's offset estimate, never after it
+ * arrived.  A message without a believable time (an older agent's) is taken
+ * as sent when it arrived.
+ */
+int64_t
+arrive_clock_sent(const struct arrive_clock *ck, int64_t sent_us,
+    int64_t recv_us)
+{
+	int64_t	 t;
+
+	if (ck->n == 0 || sent_us <= 0 || recv_us - sent_us > ARRIVE_FAR_US ||
+	    sent_us - recv_us > ARRIVE_FAR_US)
+		return (recv_us);
+	t = sent_us + ck->offset_us;
+	return (t < recv_us ? t : recv_us);
+}
+
 /* Forgets a rank's arrivals. */
 void
 arrive_rank_reset(struct rank_arrive *ra)

@@ -639,6 +639,8 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 	conn->node->last_seen_ns = clock_wall_ns();
 	switch (msg->body_case) {
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
+		schedule_node_heartbeat(conn->node,
+		    msg->heartbeat->time_unix_ns);
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE:
 		link_subscribe(conn, msg->subscribe->job,

@@ -120,6 +120,7 @@ int	 schedule_apply_event(struct coord *, struct node *,
 	    const Dynprof__V1__RankEvent *);
 void	 schedule_apply_progress(struct coord *, struct node *,
 	    const Dynprof__V1__Progress *);
+void	 schedule_node_heartbeat(struct node *, int64_t);
 void	 schedule_flush_ranks(struct coord *);
 void	 schedule_compact_jobs(struct coord *);
 int	 schedule_store_ranks(struct coord *);
@@ -267,6 +268,7 @@ struct arrive_job {
 	int			 flagged;	/* out: last at over half */
 };
 int64_t	 arrive_clock_note(struct arrive_clock *, int64_t, int64_t);
+int64_t	 arrive_clock_sent(const struct arrive_clock *, int64_t, int64_t);
 void	 arrive_rank_reset(struct rank_arrive *);
 size_t	 arrive_rank_take(struct rank_arrive *, const int64_t *,
 	    const int64_t *, size_t, int64_t, int64_t, int64_t);

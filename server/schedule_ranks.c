@@ -777,6 +777,8 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	if (n > 0)
 		nj->native = 1;
 	off_us = arrive_clock_note(&node->clock, p->sent_unix_us, now_us);
+	node->sent_us = arrive_clock_sent(&node->clock, p->sent_unix_us,
+	    now_us);
 	if (valid_step(p->min_step) &&
 	    valid_step(p->max_step)) {
 		nj->min_step = p->min_step;
@@ -814,6 +816,18 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		schedule_rank_count(r, node);
 		schedule_rank_changed(c, r);
 	}
+}
+
+/*
+ * Takes a node's heartbeat sent at sent_ns (its wall clock, 0 unknown): the
+ * steps it reported are still its ranks' as of then (its agent sends what
+ * changed before anything else).
+ */
+void
+schedule_node_heartbeat(struct node *node, int64_t sent_ns)
+{
+	node->sent_us = arrive_clock_sent(&node->clock, sent_ns / 1000,
+	    clock_wall_ns() / 1000);
 }
 
 /*

@@ -195,10 +195,15 @@ struct job;
 struct rank_pace {
 	int64_t			 ref_step;	/* step at ref_ms, -1 none */
 	uint64_t		 ref_ms;	/* monotonic */
+	int64_t			 ref_sent_us;	/* its node's sent_us then */
+	int64_t			 first_step;	/* when first seen (this */
+	int64_t			 first_sent_us;	/* process), sent_us then */
 	uint64_t		 ref_period;	/* ref_ms / the rate's period */
 	int			 aligned;	/* ref_ms is its period's first
 						   tick (straggler.c) */
 	float			 rate;		/* steps/s, < 0 unknown */
+	int64_t			 step_now;	/* its step moved on to the
+						   last tick (straggler.c) */
 	int			 straggling;	/* STRAGGLER_* reasons, 0 none */
 };
 
@@ -383,6 +388,11 @@ struct node {
 	struct log_limit	 log_bounds;	/* its lines past a budget */
 	size_t			 nranks;	/* ranks counted_on it */
 	struct arrive_clock	 clock;		/* its offset (arrive.c) */
+	int64_t			 sent_us;	/* when its agent sent its last
+						 * message, on our wall clock
+						 * (arrive_clock_sent()), 0
+						 * none: the steps it reported
+						 * are as of then */
 	int			 view_up;	/* a follower's copy: connected
 						 * to the leader (nodeview.c) */
 	char			*view_row;	/* its row as last stored

@@ -8,6 +8,18 @@
  * step and rate; from when they enter it, the rank last to arrive most often
  * (arrive.c).
  *
+ * A rank's step is judged at the time its agent sent it (each Progress and
+ * Heartbeat carries the agent's wall clock, put on ours by the node's offset
+ * estimate, arrive.c), not at the time it arrived nor at the tick: agents
+ * sample their ranks at their own times, and a report delayed by load, a
+ * batch or a reconnect is older than it looks.  A rank's rate is its steps
+ * over the time between its reports' sending; its lag compares the ranks'
+ * steps each moved on by its rate to the tick (at most a rate period), so
+ * that ranks in lockstep reported at different times show no lag, while a
+ * rank that really falls behind does.  A rank is not judged for lag before a
+ * second report gives it a rate (in its first period, over the time since
+ * it was first seen).
+ *
  * The work is done on the housekeeping timer, once per heartbeat interval, in
  * time linear in the job's ranks (a selection, not a sort, finds the medians;
  * only the flagged ranks are sorted), never per request: a request reads what
@@ -173,10 +185,20 @@ straggler_thresholds(const struct coord *c, const struct job *job,
 		*rate_drop = c->conf.straggler_rate_drop;
 }
 
-/* Returns 1 if the rank is judged: a step reported, alive, its node up. */
+/* The node of the ranks judged last, looked up once for a run of them. */
+struct straggler_at {
+	const char	*name;		/* NULL: none yet */
+	int		 up;
+	int64_t		 sent_us;	/* its reports' time, ours */
+};
+
+/*
+ * Returns 1 if the rank is judged: a step reported, alive, its node up; its
+ * node's last report's time in at.
+ */
 static int
-straggler_judged(struct coord *c, const struct rank *r, const char **last,
-    int *last_up)
+straggler_judged(struct coord *c, const struct rank *r, int64_t now_us,
+    struct straggler_at *at)
 {
 	struct node	*n;
 
@@ -184,12 +206,14 @@ straggler_judged(struct coord *c, const struct rank *r, const char **last,
 	    r->node[0] == '\0')
 		return (0);
 	/* Ranks arrive node by node: the last node looked up is kept. */
-	if (*last == NULL || strcmp(*last, r->node) != 0) {
+	if (at->name == NULL || strcmp(at->name, r->node) != 0) {
 		n = schedule_node_find(c, r->node);
-		*last = r->node;
-		*last_up = n != NULL && n->conn != NULL;
+		at->name = r->node;
+		at->up = n != NULL && n->conn != NULL;
+		at->sent_us = n != NULL && n->sent_us > 0 &&
+		    n->sent_us <= now_us ? n->sent_us : now_us;
 	}
-	return (*last_up);
+	return (at->up);
 }
 
 /*
@@ -197,19 +221,23 @@ straggler_judged(struct coord *c, const struct rank *r, const char **last,
  * period), from the first tick of one to the first tick of the next: every
  * rank of a job over the same ticks, so that a pause of the whole job (every
  * rank waiting at a collective for a second) lowers all their rates alike and
- * makes none "slow" against the others.  A rank first seen within a period
- * is measured from the next.
+ * makes none "slow" against the others.  The steps it made are divided by
+ * the time between the reports that gave them (sent_us, when its node sent
+ * its last report), not between the ticks: a report that came late does not
+ * make the rank slower in one period and faster in the next.  A rank first
+ * seen within a period is measured from the next.
  */
 static void
-straggler_pace(struct rank *r, uint64_t now, uint64_t period)
+straggler_pace(struct rank *r, uint64_t now, uint64_t period, int64_t sent_us)
 {
 	struct rank_pace	*p = &r->pace;
 	uint64_t		 cur = now / period;
 
 	if (p->ref_ms == 0 || r->step < p->ref_step) {
 		/* First sight, or a new process started over. */
-		p->ref_step = r->step;
+		p->ref_step = p->first_step = r->step;
 		p->ref_ms = now;
+		p->ref_sent_us = p->first_sent_us = sent_us;
 		p->ref_period = cur;
 		p->aligned = 0;
 		p->rate = -1;
@@ -218,15 +246,62 @@ straggler_pace(struct rank *r, uint64_t now, uint64_t period)
 	if (cur == p->ref_period)
 		return;
 	if (p->aligned && cur == p->ref_period + 1) {
-		p->rate = (float)(r->step - p->ref_step) * 1000.0f /
-		    (float)(now - p->ref_ms);
-		if (p->rate > STRAGGLER_RATE_MAX)
-			p->rate = STRAGGLER_RATE_MAX;
+		if (sent_us > p->ref_sent_us) {
+			p->rate = (float)(r->step - p->ref_step) * 1e6f /
+			    (float)(sent_us - p->ref_sent_us);
+			if (p->rate > STRAGGLER_RATE_MAX)
+				p->rate = STRAGGLER_RATE_MAX;
+		} else
+			p->rate = -1;	/* nothing new from its node */
 	}
 	p->ref_step = r->step;
 	p->ref_ms = now;
+	p->ref_sent_us = sent_us;
 	p->ref_period = cur;
 	p->aligned = 1;
+}
+
+/*
+ * Returns the rate a rank's step moves on by, steps/s: its rate over the last
+ * period, else (in its first periods) over the time since it was first seen,
+ * its node's reports' times (sent_us) apart; -1 when no report came since.
+ */
+static float
+straggler_rate_now(const struct rank *r, int64_t sent_us)
+{
+	const struct rank_pace	*p = &r->pace;
+	float			 rate;
+
+	if (p->rate >= 0)
+		return (p->rate);
+	if (sent_us <= p->first_sent_us || r->step < p->first_step)
+		return (-1);
+	rate = (float)(r->step - p->first_step) * 1e6f /
+	    (float)(sent_us - p->first_sent_us);
+	return (rate < STRAGGLER_RATE_MAX ? rate : STRAGGLER_RATE_MAX);
+}
+
+/*
+ * Returns the step a rank reported at sent_us moved on to now_us by its rate
+ * (straggler_rate_now(), none if unknown), for at most cap_us: where it would
+ * be had its report been sent at the tick.
+ */
+static int64_t
+straggler_step_now(const struct rank *r, int64_t sent_us, int64_t now_us,
+    int64_t cap_us)
+{
+	float	 rate = straggler_rate_now(r, sent_us);
+	int64_t	 age = now_us - sent_us;
+	double	 ahead;
+
+	if (rate <= 0 || age <= 0)
+		return (r->step);
+	if (age > cap_us)
+		age = cap_us;
+	ahead = (double)rate * (double)age / 1e6;
+	if (!(ahead < (double)(COORD_STEP_MAX - r->step)))
+		return (COORD_STEP_MAX);
+	return (r->step + (int64_t)ahead);
 }
 
 /*
@@ -246,8 +321,8 @@ straggler_cmp(const void *a, const void *b)
 		return (xl ? -1 : 1);
 	if (!xl && x->busy.over != y->busy.over)
 		return (x->busy.over > y->busy.over ? -1 : 1);
-	if (x->step != y->step)
-		return (x->step < y->step ? -1 : 1);
+	if (x->pace.step_now != y->pace.step_now)
+		return (x->pace.step_now < y->pace.step_now ? -1 : 1);
 	if (x->pace.rate != y->pace.rate)
 		return (x->pace.rate < y->pace.rate ? -1 : 1);
 	return (x->rank < y->rank ? -1 : x->rank > y->rank);
@@ -324,7 +399,7 @@ straggler_keep(struct straggler *s, struct rank **flagged, size_t n)
 		e->rank = flagged[i]->rank;
 		e->reasons = flagged[i]->pace.straggling;
 		e->step = flagged[i]->step;
-		e->lag = s->median_step - flagged[i]->step;
+		e->lag = s->median_step - flagged[i]->pace.step_now;
 		e->rate = flagged[i]->pace.rate;
 		e->busy_us = flagged[i]->busy.count > 0 ?
 		    flagged[i]->busy.avg_us : 0;
@@ -385,7 +460,7 @@ straggler_busy_judge(struct coord *c, struct job *job, struct straggler *s,
  */
 static int
 straggler_job(struct coord *c, struct job *job, uint64_t now,
-    uint64_t period)
+    uint64_t period, int64_t now_us)
 {
 	struct straggler	*s;
 	struct rank		*r, **flagged = NULL;
@@ -393,9 +468,9 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	struct arrive_rank	*ar = NULL;
 	int64_t			*steps = NULL, *rates = NULL, *periods = NULL;
 	int64_t			 lag, rmed = -1;
-	const char		*last = NULL;
+	struct straggler_at	 at = { NULL, 0, 0 };
 	size_t			 n = 0, nr = 0, nf = 0, nb = 0, na = 0, np = 0;
-	int			 drop, up = 0, rc = -1;
+	int			 drop, rc = -1;
 	uint64_t		 t0 = clock_mono_ns();
 
 	if ((s = straggler_get(job)) == NULL)
@@ -411,12 +486,12 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 	s->nnobusy = 0;
 	TAILQ_FOREACH(r, &job->ranks, entry) {
 		r->pace.straggling = 0;
-		if (!straggler_judged(c, r, &last, &up)) {
+		if (!straggler_judged(c, r, now_us, &at)) {
 			r->pace.ref_ms = 0;
 			continue;
 		}
-		straggler_pace(r, now, period);
-		steps[n++] = r->step;
+		straggler_pace(r, now, period, at.sent_us);
+		n++;
 		if (r->busy.count > 0 && r->busy.avg_us > 0) {
 			br[nb].busy_us = r->busy.avg_us;
 			br[nb].last_us = r->busy.last_us;
@@ -439,10 +514,19 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 			rates[nr++] = (int64_t)(r->pace.rate * 1000.0f);
 	}
 	s->judged = (uint32_t)n;
-	s->median_step = n > 0 ? median_select(steps, n, n / 2) : -1;
 	if (nr > 0)
 		rmed = median_select(rates, nr, nr / 2);
 	s->median_rate = rmed >= 0 ? (float)rmed / 1000.0f : -1;
+	n = 0;
+	at.name = NULL;
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (!straggler_judged(c, r, now_us, &at))
+			continue;
+		r->pace.step_now = straggler_step_now(r, at.sent_us, now_us,
+		    (int64_t)period * 1000);
+		steps[n++] = r->pace.step_now;
+	}
+	s->median_step = n > 0 ? median_select(steps, n, n / 2) : -1;
 	s->nlag = s->nslow = 0;
 	s->step_us = np > 0 ? median_select(periods, np, np / 2) : 0;
 	s->nbusy = (uint32_t)nb;
@@ -454,13 +538,16 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 		goto out;
 	if (n >= 1 && (flagged = calloc(n, sizeof(*flagged))) == NULL)
 		goto out;
-	last = NULL;
+	at.name = NULL;
 	TAILQ_FOREACH(r, &job->ranks, entry) {
-		if (!straggler_judged(c, r, &last, &up))
+		if (!straggler_judged(c, r, now_us, &at))
 			continue;
 		if (n < STRAGGLER_MIN_RANKS)
 			goto flag;
-		if (s->median_step - r->step > lag) {
+		/* A rank whose rate is not known yet (a single report) cannot
+		 * be compared with reports sent at other times. */
+		if (straggler_rate_now(r, at.sent_us) >= 0 &&
+		    s->median_step - r->pace.step_now > lag) {
 			r->pace.straggling |= STRAGGLER_LAG;
 			s->nlag++;
 		}
@@ -501,10 +588,11 @@ straggler_tick(struct coord *c)
 	uint64_t	 now = clock_mono_ms();
 	uint64_t	 period = (uint64_t)STRAGGLER_RATE_TICKS *
 			    c->conf.heartbeat_ms;
+	int64_t		 now_us = clock_wall_ns() / 1000;
 
 	TAILQ_FOREACH(job, &c->jobs, entry) {
 		if (job->nranks > 0 || job->strag != NULL)
-			straggler_job(c, job, now, period);
+			straggler_job(c, job, now, period, now_us);
 	}
 }
 

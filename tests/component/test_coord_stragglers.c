@@ -458,6 +458,93 @@ test_busy(void **state)
 	fa_close(&fa[1]);
 }
 
+/* A coordinator whose heartbeats (500 ms) let an agent be silent for 1.5 s,
+ * lag threshold 40. */
+static int
+setup_late(void **state)
+{
+	const char	*more[] = { "--straggler-lag", "40", NULL };
+
+	return (tc_setup_agents_args(state, "500", more));
+}
+
+#define LATE_NODES	3
+#define LATE_SLOW	6	/* on node 1, a quarter of the others' pace */
+#define LATE_BATCH_MS	600	/* node 1's reports held this long */
+
+/*
+ * Three nodes of four ranks in lockstep, 4 steps every 20 ms (200 steps/s),
+ * but rank 6 only 1 (50 steps/s).  Each report is stamped when sent, but
+ * node 1's reports (and heartbeats) are held and delivered in batches every
+ * 600 ms, as an agent slowed by load, its stream stalled or reconnecting
+ * delivers them: its last report seen is up to 600 ms (120 steps) old.
+ * Judged at the time they were sent, node 1's other ranks never lag nor are
+ * slow; rank 6, on that node, is flagged both, and nobody else ever is.
+ */
+static void
+test_late_reports(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[LATE_NODES];
+	int64_t		 steps[LATE_NODES][NODE_RANKS];
+	long long	 t0, now, flushed, polled = 0, deadline;
+	int		 i, k, judged = 0, batches = 0, found = 0;
+	struct tc_reply	 r;
+	json_t		*w;
+	char		 buf[64];
+	size_t		 x;
+
+	agents_up(tc, fa, LATE_NODES, "late-j");
+	for (i = 0; i < LATE_NODES; i++)
+		for (k = 0; k < NODE_RANKS; k++)
+			steps[i][k] = 1000;
+	t0 = flushed = tc_now_ms();
+	deadline = t0 + 30000;
+	assert_int_equal(fa_cork(&fa[1]), 0);
+	while ((now = tc_now_ms()) < deadline && (judged < 40 || !found)) {
+		for (i = 0; i < LATE_NODES; i++)
+			for (k = 0; k < NODE_RANKS; k++)
+				steps[i][k] += i * NODE_RANKS + k ==
+				    LATE_SLOW ? 1 : 4;
+		report(fa, LATE_NODES, "late-j", steps);
+		if (now - flushed >= LATE_BATCH_MS) {
+			assert_int_equal(fa_flush(&fa[1]), 0);
+			assert_int_equal(fa_cork(&fa[1]), 0);
+			flushed = now;
+			batches++;
+		}
+		if (now - polled < 100) {
+			usleep(20000);
+			continue;
+		}
+		polled = now;
+		for (i = 0; i < LATE_NODES; i++)
+			assert_int_equal(fa_heartbeat(&fa[i]), 0);
+		assert_int_equal(tc_http(tc->http_port, "GET",
+		    "/v1/jobs/late-j/stragglers", NULL, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		json_array_foreach(json_object_get(r.json, "worst_ranks"), x,
+		    w) {
+			if (json_integer_value(json_object_get(w, "rank")) !=
+			    LATE_SLOW)
+				fail_msg("a rank in lockstep flagged at %lld "
+				    "ms: %s", now - t0, r.body);
+			if (strcmp(reasons(r.json, (int)x, buf, sizeof(buf)),
+			    "lag,slow") == 0)
+				found = 1;
+		}
+		if (json_is_real(json_object_get(r.json, "median_rate")))
+			judged++;
+		tc_reply_free(&r);
+		usleep(20000);
+	}
+	if (!found)
+		fail_msg("rank %d never flagged lag and slow", LATE_SLOW);
+	assert_true(judged >= 40 && batches >= 10);
+	for (i = 0; i < LATE_NODES; i++)
+		fa_close(&fa[i]);
+}
+
 /* The ranks of a lost node are not judged: nor flagged, nor in the median. */
 static void
 test_lost_node(void **state)
@@ -587,6 +674,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_job_nodes, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_late_reports, setup_late,
 		    tc_teardown),
 	};
 

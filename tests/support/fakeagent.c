@@ -279,13 +279,16 @@ fa_applied(struct fakeagent *fa, const char *job, uint64_t gen)
 	return (fa_send(fa, agentmsg_applied(&am, job, gen)));
 }
 
-/* Sends a heartbeat. */
+/* Sends a heartbeat stamped with the wall clock now, as an agent does. */
 int
 fa_heartbeat(struct fakeagent *fa)
 {
 	struct agentmsg	 am;
+	struct timespec	 ts;
 
-	return (fa_send(fa, agentmsg_heartbeat(&am, 1)));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (fa_send(fa, agentmsg_heartbeat(&am, (int64_t)ts.tv_sec *
+	    1000000000 + ts.tv_nsec)));
 }
 
 /* Sends ev as AgentEvent seq, timed by seq.  Returns 0 or -1. */
