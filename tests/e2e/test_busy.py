@@ -54,11 +54,6 @@ DETECT_STEPS = 100
 # The halfway run: long enough after its change for about 25 ticks, twice
 # what the change test needs on an idle machine for a 25% rise.
 HALFWAY_STEPS = 600
-# The signals of what the test sets, each rank's compute.  "lag" and "slow"
-# judge the steps each rank's agent last reported, and a loaded machine
-# delays the four agents unevenly (a rank in lockstep seen 20 steps behind):
-# the ranks they flag are logged, and asserted where they are the point.
-COMPUTE = ("busy", "busy_change", "last")
 
 
 
@@ -98,7 +93,7 @@ def watch(c, job, procs, seen, until=None, timeout=240):
         if s is not None:
             for w in s.get("worst_ranks", []):
                 seen.setdefault(w["rank"], dict(w, median_step=s[
-                    "median_step"], ever=set()))["ever"].update(w["reasons"])
+                    "median_step"]))
             if s["busy_ranks"] == WORLD:
                 full = s
             if until is not None and until(s):
@@ -108,14 +103,6 @@ def watch(c, job, procs, seen, until=None, timeout=240):
         if time.monotonic() > deadline:
             raise Failure("%s: timed out; last stragglers %s" % (job, s))
         time.sleep(0.1)
-
-
-def by_compute(seen):
-    """The ranks seen flagged by a signal of their compute; logs the others."""
-    pace = {r: w for r, w in seen.items() if not w["ever"] & set(COMPUTE)}
-    if pace:
-        log("flagged by their agents' reports only: %s" % pace)
-    return sorted(r for r in seen if r not in pace)
 
 
 def finish(procs, steps=STEPS):
@@ -143,13 +130,12 @@ def slowed(c, nodes):
     check(s["median_step"] <= DETECT_STEPS,
           "flagged at step %d, not within %d" % (s["median_step"],
                                                  DETECT_STEPS))
-    # No rank lags: none is flagged "lag".  The lag shown is not asserted:
-    # each rank's step is what its agent last sampled, four agents sampling
-    # at their own times, each late as the machine's load makes it, so ranks
-    # in lockstep show steps apart by what a rank makes in that delay (7 in a
-    # loaded run), which the test does not control.
+    # No rank lags: each rank's step is judged at the time its agent sampled
+    # and sent it, however late the report came (four agents, each late as
+    # the machine's load makes it), so ranks in lockstep show no lag.
     check(w["busy_over_median"] > 2.0 and w["busy_score"] < 0.5 and
-          "lag" not in w["reasons"], "rank 2: %s" % w)
+          w["lag"] <= 2 and "lag" not in w["reasons"],
+          "rank 2: %s" % w)
     check(s["lagging"] == 0 and s["busy"] == 1 and s["no_busy"] == 0,
           "stragglers: %s" % s)
     # The same rank arrives last at the gradients' all-reduce at most steps:
@@ -211,7 +197,7 @@ def slowed(c, nodes):
         else:
             check(not started and not traces,
                   "rank %d, not targeted, ran window %d" % (rk, wid))
-    check(by_compute(seen) == [2], "flagged: %s" % seen)
+    check(sorted(seen) == [2], "flagged: %s" % seen)
     log("slowed: rank 2 alone flagged, profiled with rank %d" % [
         t for t in targets if t != 2][0])
     # The ranks gone, nobody is last to arrive (the window of steps judged
@@ -233,7 +219,7 @@ def balanced(c, nodes):
     watch(c, job, procs, seen, until=lambda s: s["busy_ranks"] == WORLD)
     s = watch(c, job, procs, seen)
     finish(procs)
-    check(not by_compute(seen), "balanced run flagged %s" % seen)
+    check(not seen, "balanced run flagged %s" % seen)
     check(s is not None and s["ranks"] == 0, "stragglers %s" % s)
     log("balanced: %d steps, nobody flagged (median busy %s ms)" % (
         STEPS, s["busy_median_ms"]))
@@ -249,8 +235,7 @@ def halfway(c, nodes):
     def before(s):
         return s["median_step"] >= half - 10
     s = watch(c, job, procs, seen, until=before)
-    check(1 not in by_compute(seen), "rank 1 flagged before its change: %s"
-          % seen)
+    check(1 not in seen, "rank 1 flagged before its change: %s" % seen)
     s = watch(c, job, procs, seen, until=lambda s: any(
         w["rank"] == 1 and "busy_change" in w["reasons"]
         for w in s["worst_ranks"]))
@@ -264,7 +249,7 @@ def halfway(c, nodes):
           "busy_change" not in w3[0]["reasons"], "rank 3: %s" % w3)
     watch(c, job, procs, seen)
     finish(procs, HALFWAY_STEPS)
-    check(set(by_compute(seen)) <= {1, 3}, "flagged: %s" % seen)
+    check(set(seen) <= {1, 3}, "flagged: %s" % seen)
 
 
 def test():
