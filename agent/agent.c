@@ -30,6 +30,8 @@
 /* The signals the agent handles: stop, stop, reload. */
 static const int agent_sigs[] = { SIGTERM, SIGINT, SIGHUP };
 
+static void	 agent_schedule(struct agent *);
+
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* Long options: the agent's config file takes the same names as keys. */
@@ -662,7 +664,7 @@ agent_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /* Asks for a sample soon: a rank attached or something moved. */
-void
+static void
 agent_wake_sampler(struct agent *a)
 {
 	a->moved = 1;
@@ -695,7 +697,7 @@ agent_idle_ms(const struct agent *a)
 }
 
 /* Does what is due now (early: what is due within half an interval too). */
-void
+static void
 agent_housekeep(struct agent *a, int early)
 {
 	int64_t		 now = clock_mono_ms(), due;
@@ -727,7 +729,7 @@ agent_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Arms the housekeeping timer for the earliest thing due. */
-void
+static void
 agent_schedule(struct agent *a)
 {
 	struct timeval	 tv;
@@ -750,6 +752,12 @@ agent_schedule(struct agent *a)
 	tv.tv_usec = ((next - now) % 1000) * 1000;
 	evtimer_add(a->tick_ev, &tv);
 }
+
+const struct agent_loop agent_loop = {
+	.housekeep = agent_housekeep,
+	.schedule = agent_schedule,
+	.wake_sampler = agent_wake_sampler,
+};
 
 /* Writes --ready-file (socket and pid) once serving.  Returns 0 or -1. */
 static int
@@ -857,6 +865,7 @@ agent_new(int argc, char **argv, int *rc)
 		return (NULL);
 	}
 	TAILQ_INIT(&a->jobs);
+	a->loop = &agent_loop;
 	a->rank_fd = a->shm_lock_fd = -1;
 	if ((a->scratch = malloc(sizeof(*a->scratch))) == NULL)
 		fatal("malloc");

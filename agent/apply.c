@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "jobid.h"
 #include "log.h"
 #include "options.h"

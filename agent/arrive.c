@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "agent.h"
+#include "parts.h"
 
 /* CLOCK_REALTIME - CLOCK_MONOTONIC, now, in ns; *mono: CLOCK_MONOTONIC. */
 static int64_t

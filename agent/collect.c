@@ -33,7 +33,7 @@
 
 #include <event2/event.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "clock.h"
 #include "jobid.h"
 #include "log.h"
@@ -438,7 +438,7 @@ collect_uploaded(evutil_socket_t fd, short what, void *arg)
 	}
 	collect_save(c);
 	collect_upload_run(a);
-	agent_schedule(a);
+	a->loop->schedule(a);
 }
 
 /* Starts the first upload that is due, unless one is in progress. */
@@ -696,7 +696,7 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 	}
 	collect_save(c);
 	collect_run(a);
-	agent_schedule(a);
+	a->loop->schedule(a);
 }
 
 /* Starts the first pending item that is due, unless one is being packed. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "clock.h"
 #include "labels.h"
 #include "log.h"

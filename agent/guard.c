@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "log.h"
 
 struct guard_map {

@@ -32,7 +32,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "clock.h"
 #include "jobid.h"
 #include "legacy.h"

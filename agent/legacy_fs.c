@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "legacy.h"
 #include "log.h"
 

@@ -42,7 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "clock.h"
 #include "legacy.h"
 #include "log.h"

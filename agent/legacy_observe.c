@@ -33,7 +33,7 @@
 
 #include <jansson.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "clock.h"
 #include "legacy.h"
 #include "log.h"

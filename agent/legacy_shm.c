@@ -42,7 +42,7 @@
 
 #include <jansson.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "legacy.h"
 #include "log.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "parts.h"
 
 /* Makes an empty queue holding at most max entries (at least one). */
 void

@@ -24,7 +24,7 @@
 
 #include <event2/event.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "clock.h"
 #include "jobid.h"
 #include "log.h"

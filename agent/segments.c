@@ -21,7 +21,7 @@
 
 #include <event2/event.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "clock.h"
 #include "jobid.h"
 #include "log.h"
@@ -390,9 +390,11 @@ segments_forget_pidfd(struct agent_job *j, int idx)
 static void
 segments_pidfd_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct agent	*a = arg;
+
 	(void)fd;
 	(void)what;
-	agent_wake_sampler(arg);
+	a->loop->wake_sampler(a);
 }
 
 /*
@@ -581,7 +583,7 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		a->stats.bad_configs++;
 		return (-1);
 	}
-	agent_wake_sampler(a);		/* a new job needs its first sample */
+	a->loop->wake_sampler(a);		/* a new job needs its first sample */
 	wctx.cfg = a->scratch;
 	for (j = TAILQ_FIRST(&a->jobs); j != NULL; j = next) {
 		next = TAILQ_NEXT(j, entry);
@@ -627,7 +629,7 @@ segments_rank_seen(struct agent *a, struct agent_job *j)
 	j->empty_since_ms = 0;
 	if (!j->subscribed)
 		upstream_subscribe(a, j);
-	agent_wake_sampler(a);
+	a->loop->wake_sampler(a);
 }
 
 /*

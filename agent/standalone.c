@@ -21,7 +21,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "file.h"
 #include "log.h"
 #include "options.h"

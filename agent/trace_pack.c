@@ -40,7 +40,7 @@
 #include <linux/openat2.h>
 #include <openssl/evp.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "jobid.h"
 
 #define TRACE_PACK_DEPTH	32	/* directories deep */

@@ -23,7 +23,7 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
-#include "agent.h"
+#include "parts.h"
 
 #define S3_CONNECT_MS		10000
 #define S3_EMPTY_SHA256	\

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "file.h"
 #include "log.h"
 

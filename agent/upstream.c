@@ -20,7 +20,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "agentmsg.h"
 #include "clock.h"
 #include "frame.h"
@@ -360,7 +360,7 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 	}
 	legacy_resend(a);	/* first: the legacy jobs' observed events follow */
 	upstream_replay(a);
-	agent_wake_sampler(a);
+	a->loop->wake_sampler(a);
 }
 
 /*
@@ -457,7 +457,7 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 			log_warnx("%s: bad frame from %s: %s", __func__,
 			    upstream_addr_text(a), why);
 			upstream_lost(a, "bad frame");
-			agent_housekeep(a, 0);
+			a->loop->housekeep(a, 0);
 			return;
 		}
 		if (rc == FRAME_UNDECODABLE) {
@@ -465,21 +465,21 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 			log_warnx("%s: undecodable message from %s", __func__,
 			    upstream_addr_text(a));
 			upstream_lost(a, "bad message");
-			agent_housekeep(a, 0);
+			a->loop->housekeep(a, 0);
 			return;
 		}
 		rc = upstream_dispatch(a, (Dynprof__V1__CoordinatorMessage *)m);
 		protobuf_c_message_free_unpacked(m, NULL);
 		if (rc == -1) {
 			upstream_lost(a, "protocol error");
-			agent_housekeep(a, 0);
+			a->loop->housekeep(a, 0);
 			return;
 		}
 		if (a->up.bev != bev)
 			return;		/* hung up while answering */
 	}
 	/* Awake anyway: do now what would soon wake us again. */
-	agent_housekeep(a, 1);
+	a->loop->housekeep(a, 1);
 }
 
 /*
@@ -549,7 +549,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	else
 		upstream_lost(a, evutil_socket_error_to_string(
 		    EVUTIL_SOCKET_ERROR()));
-	agent_housekeep(a, 0);
+	a->loop->housekeep(a, 0);
 }
 
 /* A bufferevent to connect with: a TLS client one when TLS is configured. */
@@ -655,7 +655,7 @@ upstream_lost(struct agent *a, const char *why)
 	log_debug("%s: next attempt at %s in %d ms", __func__,
 	    upstream_addr_text(a), delay);
 	a->upstream_next_ms = up->retry_at_ms;
-	agent_schedule(a);
+	a->loop->schedule(a);
 }
 
 /*

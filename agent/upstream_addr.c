@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent.h"
+#include "parts.h"
 #include "log.h"
 
 /* The address the agent connects to now, as the operator wrote it. */

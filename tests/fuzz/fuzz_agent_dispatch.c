@@ -106,6 +106,7 @@ fuzz_agent_start(void)
 	fa->opts.grace_s = 60;
 	fa->opts.shm_budget = AGENT_SHM_BUDGET;
 	TAILQ_INIT(&fa->jobs);
+	fa->loop = &agent_loop;
 	fa->rank_fd = -1;
 	if ((fa->base = event_base_new()) == NULL ||
 	    (fa->tick_ev = evtimer_new(fa->base, fuzz_tick_cb, NULL)) == NULL)
