@@ -21,7 +21,7 @@
 #include "clock.h"
 #include "file.h"
 #include "jobid.h"
-#include "legacy.h"
+#include "parts_legacy.h"
 #include "log.h"
 #include "nodename.h"
 #include "token.h"
@@ -753,11 +753,46 @@ agent_schedule(struct agent *a)
 	evtimer_add(a->tick_ev, &tv);
 }
 
-const struct agent_loop agent_loop = {
+static const struct agent_loop agent_loop = {
 	.housekeep = agent_housekeep,
 	.schedule = agent_schedule,
 	.wake_sampler = agent_wake_sampler,
 };
+
+/* The coordinator committed the event read from o: its reader learns. */
+static void
+agent_acked(struct agent *a, const struct queue_origin *o)
+{
+	if (o->slot == QUEUE_ORIGIN_COLLECT)
+		collect_acked(a, o);
+	else if (events_log_acked(a, o) == -1)
+		segments_drop_faulted(a);
+}
+
+/* The coordinator link is up again: what this node serves, told again. */
+static void
+agent_welcomed(struct agent *a)
+{
+	segments_welcomed(a);
+	legacy_resend(a);
+}
+
+static const struct upstream_hooks agent_upstream_hooks = {
+	.config = segments_apply,
+	.acked = agent_acked,
+	.welcomed = agent_welcomed,
+};
+
+/*
+ * Wires the parts of a: the housekeeping timer they ask through, what the
+ * coordinator link hands up.
+ */
+void
+agent_wire(struct agent *a)
+{
+	a->loop = &agent_loop;
+	a->up.hooks = &agent_upstream_hooks;
+}
 
 /* Writes --ready-file (socket and pid) once serving.  Returns 0 or -1. */
 static int
@@ -865,7 +900,7 @@ agent_new(int argc, char **argv, int *rc)
 		return (NULL);
 	}
 	TAILQ_INIT(&a->jobs);
-	a->loop = &agent_loop;
+	agent_wire(a);
 	a->rank_fd = a->shm_lock_fd = -1;
 	if ((a->scratch = malloc(sizeof(*a->scratch))) == NULL)
 		fatal("malloc");

@@ -9,6 +9,7 @@
  *	upstream.c	the coordinator link: hello, dispatch, heartbeats, reconnect
  *	queue.c		rank events kept until the coordinator commits them
  *	ranks.c		the unix datagram socket the ranks report on
+ *	jobs.c		the jobs served, as data: find, owner of a slot, windows
  *	segments.c	the jobs served: adopt, apply, sample, reclaim, remove
  *	arrive.c	a rank's arrivals at its steps' communication, read
  *	events.c	a rank's slot log read and forwarded as RankEvents
@@ -16,7 +17,7 @@
  *	apply.c		a JobConfig turned into the segment's schedule
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
  *	legacy*.c	--legacy-dir: jobs served through their own config files
- *			(legacy.h)
+ *			(parts_legacy.h)
  *	collect.c	--trace-store: ranks' finished traces queued and packed
  *	trace_pack.c	a finished trace directory packed (tar + zstd) into the
  *			shared-directory trace store, in a child at low priority
@@ -34,7 +35,6 @@ struct agent *agent_new(int, char **, int *);
 int	 agent_start(struct agent *);
 int	 agent_run(struct agent *);
 void	 agent_free(struct agent *);
-/* The housekeeping timer's functions, which agent_new() sets as a->loop. */
-extern const struct agent_loop agent_loop;
+void	 agent_wire(struct agent *);
 
 #endif /* DYNPROF_AGENT_H */

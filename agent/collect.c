@@ -763,7 +763,7 @@ collect_note_slot(struct agent *a, struct agent_job *j, int idx,
 	j->collect_inc[idx] = inc;
 	/* The slot is the rank's to write: a window this agent never gave
 	 * the job is not collected (each would be packed again). */
-	if (!segments_window_known(j, s->window_id)) {
+	if (!jobs_window_known(j, s->window_id)) {
 		a->stats.collect_unscheduled++;
 		log_limited(&a->collect->log_limit, LOG_LEVEL_QUIET, "%s: job "
 		    "%s rank %d: window %u, which this agent never gave the "
@@ -772,7 +772,7 @@ collect_note_slot(struct agent *a, struct agent_job *j, int idx,
 		return;
 	}
 	if (collect_add(a->collect, j->name, s->window_id, s->rank,
-	    segments_rank_uid(j, idx), s->output_dir))
+	    jobs_rank_uid(j, idx), s->output_dir))
 		collect_save(a->collect);
 }
 

@@ -55,7 +55,7 @@ events_from_slot(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 	ev->generation = s->generation;
 	ev->time_unix_ns = s->event_time_ns;
 	ev->rank_seq = s->rank_seq;
-	ev->uid = (uint32_t)segments_rank_uid(j, idx);
+	ev->uid = (uint32_t)jobs_rank_uid(j, idx);
 	ev->uid_known = 1;
 }
 
@@ -164,7 +164,7 @@ events_from_entry(Dynprof__V1__RankEvent *ev, const struct agent_job *j,
 	ev->generation = e->generation;
 	ev->time_unix_ns = e->time_ns;
 	ev->rank_seq = e->rank_seq;
-	ev->uid = (uint32_t)segments_rank_uid(j, idx);
+	ev->uid = (uint32_t)jobs_rank_uid(j, idx);
 	ev->uid_known = 1;
 }
 
@@ -299,24 +299,22 @@ events_ack_cb(void *arg)
 	return (slotlog_ack(ctx->slot, ctx->o->inc, ctx->o->seq));
 }
 
-/* The coordinator committed the log entry origin names: advance its cursor. */
-void
+/*
+ * The coordinator committed the log entry origin names: advance its cursor.
+ * Returns 0, or -1 when the segment faulted (the caller drops it).
+ */
+int
 events_log_acked(struct agent *a, const struct queue_origin *o)
 {
 	struct events_ack_ctx	 ctx;
 	struct agent_job	*j;
 
-	if (o->slot == QUEUE_ORIGIN_COLLECT) {
-		collect_acked(a, o);
-		return;
-	}
-	if ((j = segments_find_uid(a, o->uid, o->job)) == NULL || o->slot < 0 ||
+	if ((j = jobs_find_uid(a, o->uid, o->job)) == NULL || o->slot < 0 ||
 	    (uint32_t)o->slot >= j->seg.nslots)
-		return;
+		return (0);
 	ctx.slot = &j->seg.slots[o->slot];
 	ctx.o = o;
-	if (guard_call(events_ack_cb, &ctx, NULL) == -1)
-		segments_drop_faulted(a);
+	return (guard_call(events_ack_cb, &ctx, NULL));
 }
 
 /*

@@ -35,7 +35,7 @@
 #include "parts.h"
 #include "clock.h"
 #include "jobid.h"
-#include "legacy.h"
+#include "parts_legacy.h"
 #include "log.h"
 
 #define LEGACY_DIR_EVENTS	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
@@ -774,7 +774,7 @@ legacy_remove(struct legacy *l, struct legacy_job *lj)
 	strcpy(l->gone[l->ngone % LEGACY_GONE_MAX].name, lj->name);
 	l->gone[l->ngone++ % LEGACY_GONE_MAX].at_ms = clock_mono_ms();
 	/* Ranks of the job that report for themselves keep it subscribed. */
-	if (lj->subscribed && !segments_job_subscribed(l->a, lj->name))
+	if (lj->subscribed && !jobs_subscribed(l->a, lj->name))
 		upstream_unsubscribe_name(l->a, lj->name);
 	legacy_job_free(lj);
 }

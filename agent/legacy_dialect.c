@@ -25,7 +25,7 @@
 
 #include "parts.h"
 #include "clock.h"
-#include "legacy.h"
+#include "parts_legacy.h"
 #include "log.h"
 #include "ranklist.h"
 
@@ -647,8 +647,8 @@ legacy_write(struct legacy *l, struct legacy_job *lj,
 	if (rc == 0) {
 		/* The file first: the poller then copies the same window. */
 		lj->shm_note[0] = '\0';
-		(void)legacy_shm_write(l->a, lj, o, 1, lj->shm_note,
-		    sizeof(lj->shm_note));
+		(void)legacy_shm_write(l->a, lj, legacy_dialect(lj->dialect),
+		    o, 1, lj->shm_note, sizeof(lj->shm_note));
 		if (fstatat(dfd, LEGACY_CONFIG_NAME, &st,
 		    AT_SYMLINK_NOFOLLOW) == 0)
 			lj->written_mtime = st.st_mtim;
@@ -700,7 +700,7 @@ legacy_write_record(struct legacy *l, struct legacy_job *lj,
 	if (!l->a->opts.legacy_shm || (o = legacy_render(lj, w)) == NULL)
 		return;
 	lj->shm_note[0] = '\0';
-	(void)legacy_shm_write(l->a, lj, o, 0, lj->shm_note,
-	    sizeof(lj->shm_note));
+	(void)legacy_shm_write(l->a, lj, legacy_dialect(lj->dialect), o, 0,
+	    lj->shm_note, sizeof(lj->shm_note));
 	json_decref(o);
 }

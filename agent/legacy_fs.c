@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "parts.h"
-#include "legacy.h"
+#include "parts_legacy.h"
 #include "log.h"
 
 /* Says what kind of file mode m is, for a status line. */

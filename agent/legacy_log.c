@@ -44,7 +44,7 @@
 
 #include "parts.h"
 #include "clock.h"
-#include "legacy.h"
+#include "parts_legacy.h"
 #include "log.h"
 
 static void	legacy_log_rewind(struct legacy_job *);

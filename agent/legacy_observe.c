@@ -35,7 +35,7 @@
 
 #include "parts.h"
 #include "clock.h"
-#include "legacy.h"
+#include "parts_legacy.h"
 #include "log.h"
 
 /* Forgets the ranks seen: a new window is out, or none. */

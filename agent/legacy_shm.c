@@ -43,7 +43,7 @@
 #include <jansson.h>
 
 #include "parts.h"
-#include "legacy.h"
+#include "parts_legacy.h"
 #include "log.h"
 
 #define LEGACY_SHM_PREFIX	"DynamicProfileShm"
@@ -71,15 +71,14 @@ static const struct legacy_shm_field legacy_shm_others[] = {
 #define LEGACY_SHM_FIELDS_MAX	(LEGACY_SHM_RECORD_MAX / 2)
 
 /*
- * The record layout of dialect d into f (ending with a NULL key), from its
+ * The record layout of dialect dl into f (ending with a NULL key), from its
  * descriptor's field names: an option's type and default from the options
  * table, the others from legacy_shm_others.  Returns 0, or -1 when it has
  * none, or names a field nobody types.
  */
 static int
-legacy_shm_layout(int d, struct legacy_shm_field *f)
+legacy_shm_layout(const struct legacy_dialect *dl, struct legacy_shm_field *f)
 {
-	const struct legacy_dialect *dl = legacy_dialect(d);
 	const struct options_row *r;
 	const char *const *k;
 	size_t		 n = 0, i;
@@ -90,7 +89,7 @@ legacy_shm_layout(int d, struct legacy_shm_field *f)
 		if (n + 1 >= LEGACY_SHM_FIELDS_MAX)
 			return (-1);
 		f[n].key = *k;
-		if ((r = options_find((enum options_dialect)d, *k)) != NULL) {
+		if ((r = options_find(dl->id, *k)) != NULL) {
 			f[n].type = r->type == OPTIONS_BOOL ? '?' : 'i';
 			f[n].def = (int)r->def;
 		} else {
@@ -250,13 +249,14 @@ legacy_shm_find(const struct legacy_job *lj, const struct legacy_shm_field *f,
 
 /*
  * Writes window o (as rendered for the file) into the job's shared-memory
- * record, if --legacy-shm is on and the dialect has one; is_file: o was just
- * written into the file too.  Appends what it did to note.  Returns 1 if
- * written, else 0.
+ * record, if --legacy-shm is on and dialect dl (the job's) has one; is_file:
+ * o was just written into the file too.  Appends what it did to note.
+ * Returns 1 if written, else 0.
  */
 int
-legacy_shm_write(const struct agent *a, struct legacy_job *lj, void *o,
-    int is_file, char *note, size_t nlen)
+legacy_shm_write(const struct agent *a, struct legacy_job *lj,
+    const struct legacy_dialect *dl, void *o, int is_file, char *note,
+    size_t nlen)
 {
 	struct legacy_shm_field f[LEGACY_SHM_FIELDS_MAX];
 	uint8_t		 rec[LEGACY_SHM_RECORD_MAX];
@@ -264,7 +264,7 @@ legacy_shm_write(const struct agent *a, struct legacy_job *lj, void *o,
 	size_t		 size, off = strlen(note);
 	int		 fd, ok;
 
-	if (!a->opts.legacy_shm || legacy_shm_layout(lj->dialect, f) == -1)
+	if (!a->opts.legacy_shm || legacy_shm_layout(dl, f) == -1)
 		return (0);
 	size = legacy_shm_pack(f, o, rec);
 	fd = legacy_shm_find(lj, f, size, why, sizeof(why), name, sizeof(name));

@@ -21,6 +21,7 @@
 #include "segment.h"
 #include "tls.h"
 
+struct agent;
 struct evbuffer;
 
 #define AGENT_DEFAULT_SOCKET	"/run/dynprof/agent.sock"
@@ -214,7 +215,21 @@ enum upstream_state {
 	UPSTREAM_READY,
 };
 
+/*
+ * What the coordinator link hands up to the parts above it.  agent.c sets
+ * them: upstream.c calls no part above it.
+ */
+struct upstream_hooks {
+	/* A JobConfig came. */
+	int	(*config)(struct agent *, const Dynprof__V1__JobConfig *);
+	/* The event read from origin is committed, or needs no commit. */
+	void	(*acked)(struct agent *, const struct queue_origin *);
+	/* A Welcome came: what this node serves, told again. */
+	void	(*welcomed)(struct agent *);
+};
+
 struct upstream {
+	const struct upstream_hooks *hooks;	/* set by agent.c */
 	enum upstream_state state;
 	struct failover_addr addrs[FAILOVER_ADDRS_MAX];	/* --coordinator */
 	struct failover	 fo;			/* whom next, when */
@@ -234,7 +249,6 @@ struct upstream {
 struct standalone;
 struct legacy;
 struct collect;
-struct agent;
 
 /*
  * The housekeeping timer as the parts see it.  agent.c owns the timer and
@@ -304,9 +318,7 @@ void	 upstream_reload_tls(struct agent *);
 int64_t	 upstream_tick(struct agent *, int64_t, int);
 void	 upstream_event(struct agent *, const Dynprof__V1__RankEvent *,
 	    const struct queue_origin *);
-void	 upstream_subscribe(struct agent *, struct agent_job *);
 void	 upstream_subscribe_name(struct agent *, const char *, uint64_t);
-void	 upstream_unsubscribe(struct agent *, struct agent_job *);
 void	 upstream_unsubscribe_name(struct agent *, const char *);
 void	 upstream_applied(struct agent *, struct agent_job *);
 void	 upstream_applied_name(struct agent *, const char *, uint64_t);
@@ -340,18 +352,23 @@ int	 ranks_check_slot(const struct segment *, const Dynprof__V1__RankEvent *,
 int	 ranks_check_sender(const struct segment *,
 	    const Dynprof__V1__RankEvent *, pid_t, uint32_t *);
 
+/* jobs.c */
+struct agent_job *jobs_find(struct agent *, const char *);
+struct agent_job *jobs_find_uid(struct agent *, uid_t, const char *);
+int	 jobs_subscribed(struct agent *, const char *);
+int	 jobs_sibling_subscribed(struct agent *, const struct agent_job *, int);
+uid_t	 jobs_rank_uid(const struct agent_job *, int);
+void	 jobs_note_windows(struct agent_job *, const struct seg_config *);
+int	 jobs_window_known(const struct agent_job *, uint32_t);
+
 /* segments.c */
 int	 segments_adopt_all(struct agent *);
-struct agent_job *segments_find(struct agent *, const char *);
-struct agent_job *segments_find_uid(struct agent *, uid_t, const char *);
 struct agent_job *segments_get(struct agent *, const char *, int);
 struct agent_job *segments_get_uid(struct agent *, uid_t, const char *, int);
-int	 segments_sibling_subscribed(struct agent *, const struct agent_job *,
-	    int);
-int	 segments_job_subscribed(struct agent *, const char *);
-uid_t	 segments_rank_uid(const struct agent_job *, int);
-int	 segments_window_known(const struct agent_job *, uint32_t);
 int	 segments_apply(struct agent *, const Dynprof__V1__JobConfig *);
+void	 segments_subscribe(struct agent *, struct agent_job *);
+void	 segments_unsubscribe(struct agent *, struct agent_job *);
+void	 segments_welcomed(struct agent *);
 int	 segments_sample(struct agent *, int64_t);
 void	 segments_rank_seen(struct agent *, struct agent_job *);
 int64_t	 segments_next_due(struct agent *);
@@ -366,7 +383,7 @@ size_t	 arrive_read(struct agent_job *, int, int64_t *, int64_t *);
 
 /* events.c */
 int	 events_read_log(struct agent *, struct agent_job *, int);
-void	 events_log_acked(struct agent *, const struct queue_origin *);
+int	 events_log_acked(struct agent *, const struct queue_origin *);
 void	 events_rank_gone(struct agent *, struct agent_job *,
 	    const struct seg_slot *, int);
 
@@ -470,8 +487,6 @@ int	 trace_upload_start(struct trace_upload *, const struct upload_conf *,
 	    int, const char *, const char *, char *, size_t);
 int	 trace_upload_finish(struct trace_upload *, char *, size_t);
 void	 trace_upload_abort(struct trace_upload *);
-void	 trace_upload_why(char *, size_t, const char *, ...)
-	    __attribute__((format(printf, 3, 4)));
 
 /* trace_s3.c */
 int	 trace_s3_put(const struct upload_conf *, int, uint64_t, const char *,

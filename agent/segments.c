@@ -46,18 +46,6 @@ struct segments_dead_ctx {
 	struct agent_job	*j;
 };
 
-/* Finds the job served in uid's segment, or NULL. */
-struct agent_job *
-segments_find_uid(struct agent *a, uid_t uid, const char *job)
-{
-	struct agent_job	*j;
-
-	TAILQ_FOREACH(j, &a->jobs, entry)
-		if (j->uid == uid && strcmp(j->name, job) == 0)
-			return (j);
-	return (NULL);
-}
-
 /* Bytes of shared memory in the segments this agent created and serves. */
 static uint64_t
 segments_reserved(struct agent *a)
@@ -71,61 +59,44 @@ segments_reserved(struct agent *a)
 	return (n);
 }
 
-/* Finds the job served in the agent's own segment, or NULL. */
-struct agent_job *
-segments_find(struct agent *a, const char *job)
+/* Tells the coordinator (once per job name) a rank of job is on this node. */
+void
+segments_subscribe(struct agent *a, struct agent_job *j)
 {
-	return (segments_find_uid(a, geteuid(), job));
-}
-
-/* Whether any user's segment of job name is subscribed. */
-int
-segments_job_subscribed(struct agent *a, const char *name)
-{
-	struct agent_job	*s;
-
-	TAILQ_FOREACH(s, &a->jobs, entry)
-		if (s->subscribed && strcmp(s->name, name) == 0)
-			return (1);
-	return (0);
+	j->subscribed = 1;
+	/* Once for the job: another user's segment of it may be already. */
+	if (!jobs_sibling_subscribed(a, j, 1))
+		upstream_subscribe_name(a, j->name, j->applied);
 }
 
 /*
- * Whether another job of j's name (another user's segment) is subscribed;
- * with before, only one before j in the list counts.
+ * Tells the coordinator the last rank of job on this node is gone, unless
+ * its legacy directory keeps the job on this node.
  */
-int
-segments_sibling_subscribed(struct agent *a, const struct agent_job *j,
-    int before)
+void
+segments_unsubscribe(struct agent *a, struct agent_job *j)
 {
-	struct agent_job	*s;
+	j->subscribed = 0;
+	if (!legacy_serves(a, j->name) && !jobs_sibling_subscribed(a, j, 0))
+		upstream_unsubscribe_name(a, j->name);
+}
 
-	TAILQ_FOREACH(s, &a->jobs, entry) {
-		if (s == j && before)
-			break;
-		if (s != j && s->subscribed && strcmp(s->name, j->name) == 0)
-			return (1);
+/*
+ * The coordinator link is up again: each job is subscribed again, or (the
+ * hello listed it, which subscribes) unsubscribed, and its progress sent.
+ */
+void
+segments_welcomed(struct agent *a)
+{
+	struct agent_job	*j;
+
+	TAILQ_FOREACH(j, &a->jobs, entry) {
+		if (j->subscribed)
+			segments_subscribe(a, j);
+		else
+			segments_unsubscribe(a, j);
+		j->progress_dirty = 1;
 	}
-	return (0);
-}
-
-/*
- * The uid the rank in slot idx of j runs as: the kernel's, from a believed
- * datagram of the incarnation it holds; else the segment's owner, who made
- * it (only that uid and root may create files in a user's directory).
- */
-uid_t
-segments_rank_uid(const struct agent_job *j, int idx)
-{
-	uint32_t	 inc;
-
-	if (idx < 0 || idx >= SEG_MAX_SLOTS || (uint32_t)idx >= j->seg.nslots)
-		return (j->uid);
-	inc = atomic_load_explicit(&j->seg.slots[idx].incarnation,
-	    memory_order_relaxed);
-	if (j->slot_uid_inc[idx] != 0 && j->slot_uid_inc[idx] == inc)
-		return (j->slot_uid[idx]);
-	return (j->uid);
 }
 
 /* Claims a freshly mapped segment for this agent (guarded: it is mapped). */
@@ -158,36 +129,6 @@ segments_read_cb(void *arg)
 	return (segment_read_config(&ctx->j->seg, ctx->cfg, NULL));
 }
 
-/* Notes the windows of cfg as given to j's segment by this agent. */
-static void
-segments_note_windows(struct agent_job *j, const struct seg_config *cfg)
-{
-	uint32_t	 i, n = cfg->nwindows;
-
-	if (n > SEG_MAX_WINDOWS)
-		n = SEG_MAX_WINDOWS;
-	for (i = 0; i < n; i++)
-		if (!segments_window_known(j, cfg->windows[i].id))
-			j->windows_known[j->nwindows_known++ %
-			    AGENT_WINDOWS_KNOWN] = cfg->windows[i].id;
-}
-
-/*
- * Returns 1 if window id is one of the last AGENT_WINDOWS_KNOWN windows
- * j's segment was given.
- */
-int
-segments_window_known(const struct agent_job *j, uint32_t id)
-{
-	uint32_t	 i, n = j->nwindows_known < AGENT_WINDOWS_KNOWN ?
-			    j->nwindows_known : AGENT_WINDOWS_KNOWN;
-
-	for (i = 0; i < n; i++)
-		if (j->windows_known[i] == id)
-			return (1);
-	return (0);
-}
-
 /* Writes a schedule into a job's segment (guarded). */
 static int
 segments_write_cb(void *arg)
@@ -195,7 +136,7 @@ segments_write_cb(void *arg)
 	struct segments_copy_ctx	*ctx = arg;
 
 	segment_write_config(&ctx->j->seg, ctx->cfg);
-	segments_note_windows(ctx->j, ctx->cfg);
+	jobs_note_windows(ctx->j, ctx->cfg);
 	return (0);
 }
 
@@ -269,7 +210,7 @@ segments_get_uid(struct agent *a, uid_t uid, const char *job, int create)
 	struct seg_dir		 sd;
 	int			 rc, flags, i;
 
-	if ((j = segments_find_uid(a, uid, job)) != NULL)
+	if ((j = jobs_find_uid(a, uid, job)) != NULL)
 		return (j);
 	if (!jobid_valid(job, NULL))
 		return (NULL);
@@ -498,7 +439,7 @@ segments_drop(struct agent *a, struct agent_job *j, const char *why)
 	log_warnx("job %s: segment %s dropped: %s", j->name, j->seg.path, why);
 	a->stats.segments_dropped++;
 	if (j->subscribed)
-		upstream_unsubscribe(a, j);
+		segments_unsubscribe(a, j);
 	TAILQ_REMOVE(&a->jobs, j, entry);
 	segments_siblings_dirty(a, j);
 	segments_free(j, 0);
@@ -628,7 +569,7 @@ segments_rank_seen(struct agent *a, struct agent_job *j)
 {
 	j->empty_since_ms = 0;
 	if (!j->subscribed)
-		upstream_subscribe(a, j);
+		segments_subscribe(a, j);
 	a->loop->wake_sampler(a);
 }
 
@@ -652,7 +593,7 @@ segments_adopt(struct agent *a, uid_t uid, const char *job)
 	 * (at most SEG_MAX_WINDOWS, whoever wrote them). */
 	if ((cfg = malloc(sizeof(*cfg))) != NULL) {
 		if (segment_read_config(&j->seg, cfg, NULL) == SEG_OK)
-			segments_note_windows(j, cfg);
+			jobs_note_windows(j, cfg);
 		free(cfg);
 	}
 	for (pass = 0; pass < 2; pass++) {
@@ -669,7 +610,7 @@ segments_adopt(struct agent *a, uid_t uid, const char *job)
 		}
 	}
 	if (live > 0)
-		upstream_subscribe(a, j);
+		segments_subscribe(a, j);
 	if (n > 0)
 		log_info("adopted job %s: replayed %d events of %d ranks", job,
 		    n, ranks);
@@ -884,7 +825,7 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 		rs->step = atomic_load_explicit(&s->step, memory_order_relaxed);
 		rs->pid = pid;
 		rs->state = s->state <= SEG_RANK_GONE ? s->state : 0;
-		rs->uid = segments_rank_uid(j, (int)i);
+		rs->uid = jobs_rank_uid(j, (int)i);
 		sig = (sig ^ (uint64_t)pid) * 1099511628211ULL;
 		sig = (sig ^ (uint64_t)rs->step) * 1099511628211ULL;
 		sig = (sig ^ (uint64_t)rs->state) * 1099511628211ULL;
@@ -897,10 +838,10 @@ segments_sample_job(struct agent *a, struct agent_job *j, int64_t now)
 	if (n > 0) {
 		j->empty_since_ms = 0;
 		if (!j->subscribed)
-			upstream_subscribe(a, j);
+			segments_subscribe(a, j);
 	} else {
 		if (j->subscribed && !j->keep) {
-			upstream_unsubscribe(a, j);
+			segments_unsubscribe(a, j);
 			log_info("job %s: no rank of uid %u left on this node",
 			    j->name, (unsigned)j->uid);
 		}

@@ -536,7 +536,7 @@ standalone_open(struct agent *a)
 	}
 	if (segments_get(a, a->opts.job, 1) == NULL)
 		return (-1);
-	segments_find(a, a->opts.job)->keep = 1;
+	jobs_find(a, a->opts.job)->keep = 1;
 	log_info("standalone: job %s from %s", a->opts.job,
 	    a->opts.config_file);
 	standalone_load(a);

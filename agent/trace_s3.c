@@ -181,14 +181,14 @@ s3_request(CURL *curl, const struct upload_conf *c, const char *method,
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &http);
 	curl_slist_free_all(hdr);
 	if (cc != CURLE_OK) {
-		trace_upload_why(why, wlen, "%s", curl_easy_strerror(cc));
+		snprintf(why, wlen, "%s", curl_easy_strerror(cc));
 		return (-1);
 	}
 	s3_tag(io->body, "Code", code, sizeof(code));
 	if ((http == 200 || http == 204) && strstr(io->body, "<Error>") == NULL)
 		return (0);
 	s3_tag(io->body, "Message", msg, sizeof(msg));
-	trace_upload_why(why, wlen, "HTTP %ld%s%s%s%s", http, code[0] != '\0' ? ": " :
+	snprintf(why, wlen, "HTTP %ld%s%s%s%s", http, code[0] != '\0' ? ": " :
 	    "", code, msg[0] != '\0' ? ": " : "", msg);
 	return (-1);
 }
@@ -241,7 +241,7 @@ s3_multipart(CURL *curl, const struct upload_conf *c, int fd, uint64_t size,
 
 	nparts = (size + c->part_size - 1) / c->part_size;
 	if (nparts > UPLOAD_PARTS_MAX) {
-		trace_upload_why(why, wlen, "the archive needs %llu parts of %llu bytes, "
+		snprintf(why, wlen, "the archive needs %llu parts of %llu bytes, "
 		    "over S3's %d: raise --upload-part-size",
 		    (unsigned long long)nparts,
 		    (unsigned long long)c->part_size, UPLOAD_PARTS_MAX);
@@ -252,26 +252,26 @@ s3_multipart(CURL *curl, const struct upload_conf *c, int fd, uint64_t size,
 	snprintf(u, sizeof(u), "%s?uploads=", url);
 	if (s3_request(curl, c, "POST", u, &io, 0, S3_EMPTY_SHA256, step,
 	    sizeof(step)) == -1) {
-		trace_upload_why(why, wlen, "create multipart upload: %s", step);
+		snprintf(why, wlen, "create multipart upload: %s", step);
 		return (-1);
 	}
 	s3_tag(io.body, "UploadId", id, sizeof(id));
 	if (!s3_id_ok(id)) {
-		trace_upload_why(why, wlen, "create multipart upload: no usable "
+		snprintf(why, wlen, "create multipart upload: no usable "
 		    "UploadId in the answer");
 		return (-1);
 	}
 	xcap = 128 + (size_t)nparts * 200;
 	if ((etags = calloc((size_t)nparts, sizeof(*etags))) == NULL ||
 	    (xml = malloc(xcap)) == NULL) {
-		trace_upload_why(why, wlen, "out of memory");
+		snprintf(why, wlen, "out of memory");
 		goto abort;
 	}
 	for (i = 0; i < nparts; i++) {
 		off = i * c->part_size;
 		len = size - off < c->part_size ? size - off : c->part_size;
 		if (trace_pack_sha256(fd, off, len, sha, &got) == -1) {
-			trace_upload_why(why, wlen, "part %llu: the archive does not "
+			snprintf(why, wlen, "part %llu: the archive does not "
 			    "read back", (unsigned long long)i + 1);
 			goto abort;
 		}
@@ -281,13 +281,13 @@ s3_multipart(CURL *curl, const struct upload_conf *c, int fd, uint64_t size,
 		io.off = off;
 		if (s3_request(curl, c, "PUT", u, &io, len, sha, step,
 		    sizeof(step)) == -1) {
-			trace_upload_why(why, wlen, "part %llu of %llu: %s",
+			snprintf(why, wlen, "part %llu of %llu: %s",
 			    (unsigned long long)i + 1,
 			    (unsigned long long)nparts, step);
 			goto abort;
 		}
 		if (io.etag[0] == '\0' || strpbrk(io.etag, "<>&") != NULL) {
-			trace_upload_why(why, wlen, "part %llu: no usable ETag in the "
+			snprintf(why, wlen, "part %llu: no usable ETag in the "
 			    "answer", (unsigned long long)i + 1);
 			goto abort;
 		}
@@ -301,7 +301,7 @@ s3_multipart(CURL *curl, const struct upload_conf *c, int fd, uint64_t size,
 	xlen += (size_t)snprintf(xml + xlen, xcap - xlen,
 	    "</CompleteMultipartUpload>");
 	if (s3_hash_mem(xml, xlen, sha) == -1) {
-		trace_upload_why(why, wlen, "sha256 unavailable");
+		snprintf(why, wlen, "sha256 unavailable");
 		goto abort;
 	}
 	snprintf(u, sizeof(u), "%s?uploadId=%s", url, id);
@@ -309,7 +309,7 @@ s3_multipart(CURL *curl, const struct upload_conf *c, int fd, uint64_t size,
 	io.off = 0;
 	if (s3_request(curl, c, "POST", u, &io, xlen, sha, step,
 	    sizeof(step)) == -1) {
-		trace_upload_why(why, wlen, "complete multipart upload: %s", step);
+		snprintf(why, wlen, "complete multipart upload: %s", step);
 		goto abort;
 	}
 	rc = 0;
@@ -320,7 +320,7 @@ abort:
 	if (s3_request(curl, c, "DELETE", u, &io, 0, S3_EMPTY_SHA256,
 	    abort_why, sizeof(abort_why)) == -1) {
 		len = strlen(why);
-		trace_upload_why(why + len, wlen - len, " (abort: %s)", abort_why);
+		snprintf(why + len, wlen - len, " (abort: %s)", abort_why);
 	}
 done:
 	free(etags);
@@ -342,7 +342,7 @@ trace_s3_put(const struct upload_conf *c, int fd, uint64_t size,
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
 	    (curl = curl_easy_init()) == NULL) {
-		trace_upload_why(why, wlen, "curl: cannot start");
+		snprintf(why, wlen, "curl: cannot start");
 		return (-1);
 	}
 	if (size > c->part_size)

@@ -22,7 +22,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,17 +39,6 @@ struct upload_result {
 	long		 http;
 	char		 why[256];
 };
-
-/* Writes a reason into why. */
-void
-trace_upload_why(char *why, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
 
 /* Returns 1 if s holds only characters safe in a key's path, and no "..". */
 static int
@@ -102,13 +90,13 @@ upload_cred_file(struct upload_conf *c, const char *path, char *why,
 
 	if ((text = file_read(path, FILE_NOFOLLOW, UPLOAD_CRED_MAX, &len, &st,
 	    &err)) == NULL) {
-		trace_upload_why(why, wlen, "--s3-credentials %s: %s", path, err);
+		snprintf(why, wlen, "--s3-credentials %s: %s", path, err);
 		return (-1);
 	}
 	if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
 	    (st.st_mode & 077) != 0) {
 		file_free(text, len);
-		trace_upload_why(why, wlen, "--s3-credentials %s: must belong to root "
+		snprintf(why, wlen, "--s3-credentials %s: must belong to root "
 		    "(or the agent's user) and be readable by its owner only "
 		    "(mode 0600 or 0400)", path);
 		return (-1);
@@ -142,7 +130,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 
 	memset(c, 0, sizeof(*c));
 	if (strncmp(u, "s3://", 5) != 0) {
-		trace_upload_why(why, wlen, "--trace-upload %s: not s3://BUCKET[/PREFIX]",
+		snprintf(why, wlen, "--trace-upload %s: not s3://BUCKET[/PREFIX]",
 		    u);
 		return (-1);
 	}
@@ -150,7 +138,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 	slash = strchr(u, '/');
 	n = slash != NULL ? (size_t)(slash - u) : strlen(u);
 	if (n < 3 || n >= sizeof(c->bucket)) {
-		trace_upload_why(why, wlen, "--trace-upload: a bucket of 3 to 63 "
+		snprintf(why, wlen, "--trace-upload: a bucket of 3 to 63 "
 		    "characters");
 		return (-1);
 	}
@@ -162,7 +150,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 		c->prefix[--n] = '\0';
 	if (!upload_name_ok(c->bucket) || strchr(c->bucket, '/') != NULL ||
 	    !upload_name_ok(c->prefix) || c->prefix[0] == '/') {
-		trace_upload_why(why, wlen, "--trace-upload: the bucket and prefix may "
+		snprintf(why, wlen, "--trace-upload: the bucket and prefix may "
 		    "hold letters, digits and ._-/ only, no \"..\" nor \"//\"");
 		return (-1);
 	}
@@ -170,7 +158,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 	    o->s3_region : (e = getenv("AWS_REGION")) != NULL && *e != '\0' ?
 	    e : "us-east-1");
 	if (!upload_name_ok(c->region) || strchr(c->region, '/') != NULL) {
-		trace_upload_why(why, wlen, "--s3-region %s: not a region", c->region);
+		snprintf(why, wlen, "--s3-region %s: not a region", c->region);
 		return (-1);
 	}
 	if (o->s3_endpoint[0] != '\0')
@@ -183,7 +171,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 		c->endpoint[--n] = '\0';
 	if (strncmp(c->endpoint, "http://", 7) != 0 &&
 	    strncmp(c->endpoint, "https://", 8) != 0) {
-		trace_upload_why(why, wlen, "--s3-endpoint %s: not http:// or https://",
+		snprintf(why, wlen, "--s3-endpoint %s: not http:// or https://",
 		    c->endpoint);
 		return (-1);
 	}
@@ -204,7 +192,7 @@ trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
 		return (-1);
 	if (c->access_key[0] == '\0' || c->secret_key[0] == '\0' ||
 	    strchr(c->access_key, ':') != NULL) {
-		trace_upload_why(why, wlen, "--trace-upload: no credentials (set "
+		snprintf(why, wlen, "--trace-upload: no credentials (set "
 		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
 		    "--s3-credentials FILE)");
 		return (-1);
@@ -232,7 +220,7 @@ upload_child(const struct upload_conf *c, int fd, const char *url,
 	trace_pack_lower();
 	memset(&r, 0, sizeof(r));
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
-		trace_upload_why(r.why, sizeof(r.why), "the archive is no file");
+		snprintf(r.why, sizeof(r.why), "the archive is no file");
 	else if (trace_s3_put(c, fd, (uint64_t)st.st_size, url, sha256, r.why,
 	    sizeof(r.why)) == 0)
 		r.ok = 1;
@@ -257,23 +245,23 @@ trace_upload_start(struct trace_upload *up, const struct upload_conf *c,
 
 	up->fd = -1;
 	if (!upload_name_ok(path)) {
-		trace_upload_why(why, wlen, "%s: not a name to upload", path);
+		snprintf(why, wlen, "%s: not a name to upload", path);
 		return (-1);
 	}
 	snprintf(url, sizeof(url), "%s/%s/%s%s%s", c->endpoint, c->bucket,
 	    c->prefix, c->prefix[0] != '\0' ? "/" : "", path);
 	if ((fd = openat(store_fd, path, O_RDONLY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
-		trace_upload_why(why, wlen, "%s: %s", path, strerror(errno));
+		snprintf(why, wlen, "%s: %s", path, strerror(errno));
 		return (-1);
 	}
 	if (pipe2(pipefd, O_CLOEXEC) == -1) {
-		trace_upload_why(why, wlen, "pipe: %s", strerror(errno));
+		snprintf(why, wlen, "pipe: %s", strerror(errno));
 		close(fd);
 		return (-1);
 	}
 	if ((pid = fork()) == -1) {
-		trace_upload_why(why, wlen, "fork: %s", strerror(errno));
+		snprintf(why, wlen, "fork: %s", strerror(errno));
 		close(fd);
 		close(pipefd[0]);
 		close(pipefd[1]);
@@ -310,12 +298,12 @@ trace_upload_finish(struct trace_upload *up, char *why, size_t wlen)
 		;
 	r.why[sizeof(r.why) - 1] = '\0';
 	if (got != sizeof(r)) {
-		trace_upload_why(why, wlen, "the uploader died%s",
+		snprintf(why, wlen, "the uploader died%s",
 		    WIFSIGNALED(status) ? " of a signal" : "");
 		return (-1);
 	}
 	if (!r.ok) {
-		trace_upload_why(why, wlen, "%s", r.why);
+		snprintf(why, wlen, "%s", r.why);
 		return (-1);
 	}
 	return (0);

@@ -322,7 +322,7 @@ upstream_acked(struct agent *a, uint64_t seq)
 	for (i = 0; (e = queue_at(&a->up.queue, i)) != NULL && e->seq <= seq;
 	    i++)
 		if (e->origin.slot != QUEUE_ORIGIN_NONE)
-			events_log_acked(a, &e->origin);
+			a->up.hooks->acked(a, &e->origin);
 	queue_ack(&a->up.queue, seq);
 }
 
@@ -331,7 +331,6 @@ static void
 upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 {
 	struct upstream		*up = &a->up;
-	struct agent_job	*j;
 
 	up->heartbeat_ms = w->heartbeat_ms;
 	if (up->heartbeat_ms < UPSTREAM_HB_MIN_MS)
@@ -351,14 +350,8 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 	log_info("connected to coordinator %s (heartbeat %u ms, %zu events "
 	    "queued)", upstream_addr_text(a), up->heartbeat_ms,
 	    queue_length(&up->queue));
-	TAILQ_FOREACH(j, &a->jobs, entry) {
-		if (j->subscribed)
-			upstream_subscribe(a, j);
-		else	/* the hello listed it, which subscribes */
-			upstream_unsubscribe(a, j);
-		j->progress_dirty = 1;
-	}
-	legacy_resend(a);	/* first: the legacy jobs' observed events follow */
+	/* First: the legacy jobs' observed events follow. */
+	a->up.hooks->welcomed(a);
 	upstream_replay(a);
 	a->loop->wake_sampler(a);
 }
@@ -412,7 +405,7 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT:
 		break;
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG:
-		segments_apply(a, m->config);
+		(void)a->up.hooks->config(a, m->config);
 		break;
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ACK:
 		if (m->ack->seq >= up->next_seq) {
@@ -724,7 +717,7 @@ upstream_event(struct agent *a, const Dynprof__V1__RankEvent *ev,
 
 	if (up->state == UPSTREAM_NONE) {
 		if (origin != NULL)
-			events_log_acked(a, origin);
+			a->up.hooks->acked(a, origin);
 		return;
 	}
 	len = dynprof__v1__rank_event__get_packed_size(ev);
@@ -763,16 +756,6 @@ upstream_subscribe_name(struct agent *a, const char *name, uint64_t applied)
 	    (unsigned long long)applied);
 }
 
-/* Tells the coordinator a rank of job is on this node. */
-void
-upstream_subscribe(struct agent *a, struct agent_job *j)
-{
-	j->subscribed = 1;
-	/* Once for the job: another user's segment of it may be already. */
-	if (!segments_sibling_subscribed(a, j, 1))
-		upstream_subscribe_name(a, j->name, j->applied);
-}
-
 /* Tells the coordinator job name is no longer on this node. */
 void
 upstream_unsubscribe_name(struct agent *a, const char *name)
@@ -783,18 +766,6 @@ upstream_unsubscribe_name(struct agent *a, const char *name)
 		return;
 	upstream_send(a, agentmsg_unsubscribe(&am, name));
 	log_debug("unsubscribed from job %s", name);
-}
-
-/*
- * Tells the coordinator the last rank of job on this node is gone, unless
- * its legacy directory keeps the job on this node.
- */
-void
-upstream_unsubscribe(struct agent *a, struct agent_job *j)
-{
-	j->subscribed = 0;
-	if (!legacy_serves(a, j->name) && !segments_sibling_subscribed(a, j, 0))
-		upstream_unsubscribe_name(a, j->name);
 }
 
 /* Tells the coordinator which generation of job name this node now holds. */

@@ -106,7 +106,7 @@ fuzz_agent_start(void)
 	fa->opts.grace_s = 60;
 	fa->opts.shm_budget = AGENT_SHM_BUDGET;
 	TAILQ_INIT(&fa->jobs);
-	fa->loop = &agent_loop;
+	agent_wire(fa);
 	fa->rank_fd = -1;
 	if ((fa->base = event_base_new()) == NULL ||
 	    (fa->tick_ev = evtimer_new(fa->base, fuzz_tick_cb, NULL)) == NULL)
@@ -225,7 +225,7 @@ fuzz_bound_jobs(Dynprof__V1__CoordinatorMessage *m)
 
 	if (m->body_case != DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG ||
 	    (job = m->config->job) == NULL || !jobid_valid(job, NULL) ||
-	    segments_find(fa, job) != NULL)
+	    jobs_find(fa, job) != NULL)
 		return (NULL);
 	TAILQ_FOREACH(j, &fa->jobs, entry)
 		n++;

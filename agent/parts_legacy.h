@@ -3,6 +3,8 @@
  * through the profiler_config.json their own dynamic profiler polls.  Every
  * subdirectory <legacy-dir>/<job> is one; the agent writes the next window
  * due into its file in the job's dialect and watches its output directory.
+ * What the legacy*.c files share (the rest of the agent reaches them through
+ * legacy.c's entry points in parts.h):
  *
  *	legacy.c		--legacy-dir watched with inotify, the jobs, which
  *				window is due, the status sent to the coordinator
@@ -20,8 +22,8 @@
  *				torch_npu ranks that came after it
  */
 
-#ifndef DYNPROF_AGENT_LEGACY_H
-#define DYNPROF_AGENT_LEGACY_H
+#ifndef DYNPROF_AGENT_PARTS_LEGACY_H
+#define DYNPROF_AGENT_PARTS_LEGACY_H
 
 #include <sys/queue.h>
 #include <sys/types.h>
@@ -290,8 +292,8 @@ int	 legacy_expressible(const struct legacy_job *, const struct seg_window *,
 	    char *, size_t);
 
 /* legacy_shm.c */
-int	 legacy_shm_write(const struct agent *, struct legacy_job *, void *,
-	    int, char *, size_t);
+int	 legacy_shm_write(const struct agent *, struct legacy_job *,
+	    const struct legacy_dialect *, void *, int, char *, size_t);
 
 /* legacy_log.c */
 void	 legacy_log_scan(struct legacy *, struct legacy_job *, int);
@@ -306,4 +308,4 @@ void	 legacy_observe_reset(struct legacy_job *);
 void	 legacy_observe_prev_take(struct legacy_job *);
 void	 legacy_observe_prev_reset(struct legacy_job *);
 
-#endif /* DYNPROF_AGENT_LEGACY_H */
+#endif /* DYNPROF_AGENT_PARTS_LEGACY_H */
