@@ -83,19 +83,16 @@ def stats(xs):
 
 
 def upload(mb, rate, part):
-    os.environ.update({k: v for k, v in s3mod.env().items()
-                       if k.startswith("AWS_")})
+    s3mod.use_credentials()
     job = "bench-upload"
     with Cluster("bench-upload") as c, s3mod.S3(c.dir, "traces") as s3:
         c.start_coordinator()
         n = c.node("n0")
         store = os.path.join(c.dir, "store")
         os.makedirs(store)
-        n.start_agent(extra=[
-            "--trace-store", store, "--trace-settle", "1",
-            "--trace-upload", "s3://traces/bench",
-            "--s3-endpoint", "http://127.0.0.1:%d" % s3.backend_port,
-            "--upload-rate", rate, "--upload-part-size", part])
+        n.start_agent(extra=s3.agent_flags(
+            store, "bench", "--upload-rate", rate, "--upload-part-size", part,
+            endpoint="http://127.0.0.1:%d" % s3.backend_port))
         n.start_rank(job, 0, rate=20)
         c.wait_ranks(job, 1, min_step=3)
         steps = os.path.join(c.dir, "steps.txt")

@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
+from cluster import (Cluster, check, check_collected_once, log, main,  # noqa: E402
                      wait_for)
 
 JOB = "collect-%d" % os.getpid()
@@ -142,12 +142,8 @@ def test():
         wait_for(queue_empty, 30, "the queue file emptied")
 
         # The coordinator's index: each rank once, as the agent logged it.
-        def indexed():
-            code, body = c.http("GET", "/v1/jobs/%s/windows/%d/traces" %
-                                (JOB, wid))
-            check(code == 200, "traces index: %s %s" % (code, body))
-            return body if body["counts"]["collected"] == len(RANKS) else None
-        idx = wait_for(indexed, 30, "every rank in the coordinator's index")
+        idx = c.wait_traces_indexed(JOB, wid, len(RANKS), 30,
+                                    "every rank in the coordinator's index")
         check_index(idx, got, wdir)
         st = c.status(JOB)
         win = [x for x in st["windows"] if x["id"] == wid][0]
@@ -159,8 +155,7 @@ def test():
             check(t is not None and t["state"] == "collected" and
                   t["window"] == wid and t["sha256"] == got[r["rank"]][0][1],
                   "rank %d in /ranks: trace %s" % (r["rank"], t))
-            check(len(events_of(r, "collected", wid)) == 1,
-                  "rank %d: collected events %s" % (r["rank"], r["events"]))
+        check_collected_once(st, wid)
         out = c.ctl("status", JOB)
         check(out.returncode == 0 and "COLLECTED" in out.stdout and
               "collected (window %d): %s" % (wid, os.path.join(
@@ -172,8 +167,9 @@ def test():
         # Restarted, the coordinator has them from its store.
         c.coord.stop()
         c.start_coordinator()
-        check_index(wait_for(indexed, 30, "the index after a restart"), got,
-                    wdir)
+        check_index(c.wait_traces_indexed(JOB, wid, len(RANKS), 30,
+                                          "the index after a restart"),
+                    got, wdir)
 
         # dynprofctl fetch: every archive, hashes checked.
         dl = os.path.join(c.dir, "fetched")

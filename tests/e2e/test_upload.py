@@ -18,7 +18,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
+from cluster import (Cluster, check, check_collected_once, log, main,  # noqa: E402
+                     wait_for)
 import s3 as s3mod  # noqa: E402
 
 JOB = "upload-%d" % os.getpid()
@@ -30,8 +31,7 @@ RATE = 4 << 20      # --upload-rate 4m
 
 
 def test():
-    os.environ.update({k: v for k, v in s3mod.env().items()
-                       if k.startswith("AWS_")})
+    s3mod.use_credentials()
     with Cluster("upload") as c, s3mod.S3(c.dir, BUCKET) as s3:
         # The coordinator presigns the index's s3:// locations.
         c.start_coordinator(extra=["--s3-endpoint", s3.endpoint,
@@ -39,9 +39,7 @@ def test():
         n = c.node("n0")
         store = os.path.join(c.dir, "store")
         os.makedirs(store)
-        flags = ["--trace-store", store, "--trace-settle", "1",
-                 "--trace-upload", "s3://%s/%s" % (BUCKET, PREFIX),
-                 "--s3-endpoint", s3.endpoint, "--upload-rate", "4m"]
+        flags = s3.agent_flags(store, PREFIX, "--upload-rate", "4m")
         n.start_agent(extra=flags)
         for rank in RANKS:
             n.start_rank(JOB, rank, rate=50)
@@ -67,12 +65,8 @@ def test():
             % (len(s3.puts), s3.refused))
         n.start_agent(extra=flags)
 
-        def indexed():
-            code, body = c.http("GET", "/v1/jobs/%s/windows/%d/traces" %
-                                (JOB, wid))
-            check(code == 200, "traces index: %s %s" % (code, body))
-            return body if body["counts"]["collected"] == len(RANKS) else None
-        idx = wait_for(indexed, 120, "every rank collected")
+        idx = c.wait_traces_indexed(JOB, wid, len(RANKS), 120,
+                                    "every rank collected")
         # The killed agent's PUT was cut short; nothing else refused.
         check([x for x in s3.refused if x != "a body cut short"] ==
               ["told to refuse"] * 2 and s3.errors == [],
@@ -80,9 +74,7 @@ def test():
               % (s3.refused, s3.errors))
         s3.check_objects(idx, os.path.join(store, JOB, "window-%d" % wid),
                          key)
-        for r in c.status(JOB)["ranks"]:
-            check(len(events_of(r, "collected", wid)) == 1,
-                  "rank %d collected events %s" % (r["rank"], r["events"]))
+        check_collected_once(c.status(JOB), wid)
         # The rate cap: the big rank's upload took its size over the rate.
         m = re.search(r"uploaded job %s window %d rank 1: \S+, (\d+) bytes "
                       r"in (\d+) ms" % (re.escape(JOB), wid),

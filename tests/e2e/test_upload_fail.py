@@ -43,8 +43,7 @@ def step_rate(c, ranks, secs):
 def test():
     if os.geteuid() != 0:
         return skip("not root: no tmpfs to fill")
-    os.environ.update({k: v for k, v in s3mod.env().items()
-                       if k.startswith("AWS_")})
+    s3mod.use_credentials()
     with Cluster("upfail") as c, s3mod.S3(c.dir, BUCKET) as s3:
         c.start_coordinator()
         n0, n1 = c.node("n0"), c.node("n1")
@@ -61,11 +60,9 @@ def test():
 
 
 def run(c, s3, n0, n1, store0, full):
-    n0.start_agent(extra=[
-        "--trace-store", store0, "--trace-settle", "1",
-        "--trace-upload", "s3://%s/%s" % (BUCKET, PREFIX),
-        "--s3-endpoint", s3.endpoint, "--upload-stall", str(STALL_S),
-        "--upload-backoff", "1"])
+    n0.start_agent(extra=s3.agent_flags(
+        store0, PREFIX, "--upload-stall", str(STALL_S), "--upload-backoff",
+        "1"))
     n1.start_agent(extra=["--trace-store", full, "--trace-settle", "1"])
     for rank in (0, 1, 2):
         n0.start_rank(JOB, rank, rate=RATE)

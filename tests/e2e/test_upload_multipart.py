@@ -14,7 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import Cluster, check, events_of, log, main, wait_for  # noqa: E402
+from cluster import (Cluster, check, check_collected_once, log, main,  # noqa: E402
+                     wait_for)
 import s3 as s3mod  # noqa: E402
 
 JOB = "multipart-%d" % os.getpid()
@@ -26,18 +27,15 @@ BIG = 12 << 20              # rank 0's extra bytes: three parts
 
 
 def test():
-    os.environ.update({k: v for k, v in s3mod.env().items()
-                       if k.startswith("AWS_")})
+    s3mod.use_credentials()
     with Cluster("multipart") as c, s3mod.S3(c.dir, BUCKET) as s3:
         c.start_coordinator()
         n = c.node("n0")
         store = os.path.join(c.dir, "store")
         os.makedirs(store)
-        n.start_agent(extra=[
-            "--trace-store", store, "--trace-settle", "1",
-            "--trace-upload", "s3://%s/%s" % (BUCKET, PREFIX),
-            "--s3-endpoint", s3.endpoint, "--upload-part-size", "5m",
-            "--upload-backoff", "1"])
+        n.start_agent(extra=s3.agent_flags(
+            store, PREFIX, "--upload-part-size", "5m", "--upload-backoff",
+            "1"))
         for rank in RANKS:
             n.start_rank(JOB, rank, rate=50)
         c.wait_ranks(JOB, len(RANKS), min_step=5)
@@ -53,20 +51,14 @@ def test():
             f.write(os.urandom(BIG))
         c.wait_window_done(JOB, wid, RANKS, timeout=90)
 
-        def indexed():
-            code, body = c.http("GET", "/v1/jobs/%s/windows/%d/traces" %
-                                (JOB, wid))
-            check(code == 200, "traces index: %s %s" % (code, body))
-            return body if body["counts"]["collected"] == len(RANKS) else None
-        idx = wait_for(indexed, 120, "every rank collected")
+        idx = c.wait_traces_indexed(JOB, wid, len(RANKS), 120,
+                                    "every rank collected")
         check(s3.refused == ["told to fail a part"] and s3.errors == [],
               "refused: %s (signatures or payloads wrong?), proxy errors %s"
               % (s3.refused, s3.errors))
         s3.check_objects(idx, os.path.join(store, JOB, "window-%d" % wid),
                          key)
-        for r in c.status(JOB)["ranks"]:
-            check(len(events_of(r, "collected", wid)) == 1,
-                  "rank %d collected events %s" % (r["rank"], r["events"]))
+        check_collected_once(c.status(JOB), wid)
 
         # What went to the store for rank 0: two uploads begun, the first
         # aborted after its part 2 was refused, the second whole.

@@ -506,6 +506,16 @@ class Cluster:
         return wait_for(cond, timeout, "window %d stopped on ranks %s" %
                         (wid, compact(ranks)), interval=0.2)
 
+    def wait_traces_indexed(self, job, wid, n, timeout, what):
+        """Until the coordinator's traces index of window wid counts n
+        ranks collected; returns the index."""
+        def cond():
+            code, body = self.http("GET", "/v1/jobs/%s/windows/%d/traces" %
+                                   (job, wid))
+            check(code == 200, "traces index: %s %s" % (code, body))
+            return body if body["counts"]["collected"] == n else None
+        return wait_for(cond, timeout, what)
+
     # --- teardown --------------------------------------------------------
 
     def dump(self):
@@ -605,6 +615,13 @@ def compact(ranks):
 def events_of(rank_status, kind, wid):
     return [e for e in rank_status.get("events", [])
             if e.get("kind") == kind and e.get("window") == wid]
+
+
+def check_collected_once(status, wid):
+    """Each rank of a job's status has one collected event of window wid."""
+    for r in status["ranks"]:
+        check(len(events_of(r, "collected", wid)) == 1,
+              "rank %d: collected events %s" % (r["rank"], r["events"]))
 
 
 def check(cond, msg):

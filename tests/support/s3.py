@@ -246,6 +246,14 @@ class S3:
         self.endpoint = "http://127.0.0.1:%d" % self.httpd.server_address[1]
         return self
 
+    def agent_flags(self, store, prefix, *more, endpoint=None):
+        """An agent's flags to pack its ranks' traces into store and upload
+        them to s3://BUCKET/prefix through endpoint (the proxy unless
+        told), then more."""
+        return ["--trace-store", store, "--trace-settle", "1",
+                "--trace-upload", "s3://%s/%s" % (self.bucket, prefix),
+                "--s3-endpoint", endpoint or self.endpoint] + list(more)
+
     def object_path(self, key):
         """The file s3rver keeps an object's bytes in."""
         return os.path.join(self.data, self.bucket, key + "._S3rver_object")
@@ -278,6 +286,13 @@ class S3:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def use_credentials():
+    """Gives this process (and the agents and dynprofctl it starts) the
+    server's credentials."""
+    os.environ.update({k: v for k, v in env().items()
+                       if k.startswith("AWS_")})
 
 
 def env():
