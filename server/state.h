@@ -125,7 +125,7 @@ struct leader;
  * many heartbeat intervals (an agent reconnecting keeps it). */
 #define COORD_UNSCHEDULED_LINGER 30
 /* An event seq may run ahead of the node's acknowledged seq by this much:
- * twice the agent's default queue (AGENT_QUEUE_MAX, agent/agent.h). */
+ * twice the agent's default queue (AGENT_QUEUE_MAX, agent/parts.h). */
 #define COORD_SEQ_WINDOW	(2 * 65536ULL)
 #define COORD_HTTP_CONNS_MAX	1024		/* admin connections */
 #define COORD_HTTP_TIMEOUT_MS	10000		/* accept to whole request */
