@@ -446,6 +446,49 @@ journal_restore(struct coord *c, const struct store_journal *sj)
 }
 
 /*
+ * Keeps an entry of the store's at its place by revision (a follower's
+ * copy takes them as the watch of the store tells of them: commits land
+ * nearly, not strictly, in the order of their revisions).  One of a
+ * revision kept already, older than every entry kept or of a job not in
+ * the model is skipped.  Returns 0 or -1.
+ */
+int
+journal_insert(struct coord *c, const struct store_journal *sj)
+{
+	struct journal		*j = c->journal;
+	struct journal_entry	 e;
+	size_t			 lo = 0, hi, i;
+
+	if (j == NULL)
+		return (-1);
+	if (j->n == 0 || sj->rev > JOURNAL_AT(j, j->n - 1)->rev)
+		return (journal_restore(c, sj));
+	if (sj->rev < j->first || schedule_job_find(c, sj->job) == NULL)
+		return (0);
+	if (j->n == j->cap)
+		journal_drop_oldest(j);
+	hi = j->n;
+	while (lo < hi) {
+		i = lo + (hi - lo) / 2;
+		if (JOURNAL_AT(j, i)->rev < sj->rev)
+			lo = i + 1;
+		else
+			hi = i;
+	}
+	if ((lo < j->n && JOURNAL_AT(j, lo)->rev == sj->rev) ||
+	    (lo == 0 && j->n > 0 && sj->rev < j->first))
+		return (0);
+	if (journal_restore(c, sj) == -1)
+		return (-1);
+	/* Appended last: moved to its place. */
+	e = *JOURNAL_AT(j, j->n - 1);
+	for (i = j->n - 1; i > lo; i--)
+		*JOURNAL_AT(j, i) = *JOURNAL_AT(j, i - 1);
+	*JOURNAL_AT(j, lo) = e;
+	return (0);
+}
+
+/*
  * The load is over: every event above floor that the store holds was
  * restored; revisions go on above the highest of them and above base.
  */

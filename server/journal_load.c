@@ -241,3 +241,35 @@ journal_load_end(struct coord *c)
 	    PRIu64, __func__, nkept, journal_revision(c));
 	journal_load_free(c);
 }
+
+/*
+ * What a change (load_change()) brought of the journal: its entries put
+ * in place among those kept (journal_insert()), each job's floor raised;
+ * the revision the copy reflects is then the last the store holds, and
+ * the stream's followers are told.  Returns 0 or -1.
+ */
+int
+journal_load_merge(struct coord *c)
+{
+	struct journal		*j = c->journal;
+	struct journal_loading	*jl;
+	struct job		*job;
+	size_t			 i;
+	int			 rc = 0;
+
+	if (j == NULL || (jl = j->loading) == NULL)
+		return (0);
+	if (jl->n > 1)
+		qsort(jl->v, jl->n, sizeof(*jl->v), journal_load_cmp);
+	for (i = 0; i < jl->n && rc == 0; i++)
+		rc = journal_insert(c, &jl->v[i].sj);
+	for (i = 0; i < jl->nfloors; i++)
+		if ((job = schedule_job_find(c, jl->floors[i].job)) != NULL &&
+		    jl->floors[i].rev > job->journal_floor)
+			job->journal_floor = jl->floors[i].rev;
+	journal_load_free(c);
+	journal_at_store(c);
+	if (c->hooks != NULL && c->hooks->events_published != NULL)
+		c->hooks->events_published(c);
+	return (rc);
+}

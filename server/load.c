@@ -19,13 +19,16 @@
 #include "store.h"
 #include "store_row.h"
 
-/* What one load keeps while the rows come in. */
+/* What one load (or one change, load_change()) keeps while the rows come
+ * in. */
 struct load {
 	struct coord	*c;
 	uint64_t	 floor;		/* the highest generation of a job row */
 	int		 meta_bad;	/* the counter's row did not read */
+	int		 change;	/* rows over a model that holds some */
 	size_t		 nbad;
 	struct log_limit ll;
+	struct log_limit *lim;		/* ll, or the coordinator's */
 };
 
 /* Returns the index of a table's name in row_table_names. */
@@ -58,7 +61,7 @@ load_bad(void *arg, const char *table, const char *key, const char *why)
 	ld->nbad++;
 	if (t == ROW_META)
 		ld->meta_bad = 1;
-	log_limited(&ld->ll, LOG_LEVEL_QUIET, "load: %s row %s%s quarantined "
+	log_limited(ld->lim, LOG_LEVEL_QUIET, "load: %s row %s%s quarantined "
 	    "(not served): %s", table, shown, key[i] != '\0' ? "..." : "",
 	    why);
 	return (0);
@@ -254,6 +257,12 @@ load_event(void *arg, const char *name, int32_t rank,
 	}
 	if ((job = schedule_job_find(ld->c, name)) == NULL)
 		return (0);
+	/* A change may repeat what the model holds (a snapshot of the job's
+	 * history, a batch written again): the first one kept, as a load
+	 * keeps it. */
+	if (ld->change && (r = schedule_rank_find(job, rank)) != NULL &&
+	    schedule_rank_has_event(r, ev->window_id, ev->kind))
+		return (0);
 	if ((r = schedule_rank_take(ld->c, job, rank, NULL)) == NULL ||
 	    schedule_rank_add_event(ld->c, r, ev, NULL) == -1)
 		return (0);
@@ -296,6 +305,106 @@ load_nodes(void *arg, const char *name, const char *text)
 	return (0);
 }
 
+/*
+ * Takes a job's row over the one the model holds (a change): its own
+ * fields replaced, its windows and ranks kept; a job the model does not
+ * hold is loaded.
+ */
+static int
+load_job_change(void *arg, const struct store_job *row)
+{
+	struct load	*ld = arg;
+	struct job	*job;
+	struct window	*w;
+	struct options	 defaults;
+	struct refusal	 ref;
+	char		*config = NULL;
+
+	if ((job = schedule_job_find(ld->c, row->name)) == NULL)
+		return (load_job(arg, row));
+	if (valid_generation(row->generation) && row->generation > ld->floor)
+		ld->floor = row->generation;
+	memset(&ref, 0, sizeof(ref));
+	options_init(&defaults);
+	if (valid_job_row(row, &defaults, &ref) == -1) {
+		options_clear(&defaults);
+		return (load_refused(ld, "jobs", row->name, 0, &ref));
+	}
+	if (row->config != NULL && (config = strdup(row->config)) == NULL) {
+		options_clear(&defaults);
+		return (-1);
+	}
+	job->generation = row->generation;
+	job->next_window_id = row->next_window_id;
+	TAILQ_FOREACH(w, &job->windows, entry)
+		if (w->id != UINT32_MAX && w->id >= job->next_window_id)
+			job->next_window_id = w->id + 1;
+	free(job->config_json);
+	job->config_json = config;
+	options_clear(&job->defaults);
+	job->defaults = defaults;
+	job->created_ns = row->created_ns;
+	if (row->rules != NULL)
+		return (rules_load(job, row->rules));
+	rules_free(job->rules);
+	job->rules = NULL;
+	return (0);
+}
+
+/* Takes a window's row over the one the model holds (a change). */
+static int
+load_window_change(void *arg, const struct store_window *row)
+{
+	struct load	*ld = arg;
+	struct job	*job;
+	struct window	*old = NULL;
+	int		 rc;
+
+	if ((job = schedule_job_find(ld->c, row->job)) != NULL &&
+	    (old = schedule_window_find(job, row->id)) != NULL)
+		TAILQ_REMOVE(&job->windows, old, entry);
+	rc = load_window(arg, row);
+	if (old == NULL)
+		return (rc);
+	/* Refused (quarantined) or out of memory: the one before stays. */
+	if (schedule_window_find(job, row->id) == NULL)
+		schedule_window_insert(job, old);
+	else
+		window_free(old);
+	return (rc);
+}
+
+/*
+ * A row gone from the store (a change): a job's (forgotten whole, its
+ * windows gone before it), a window's; a job's batches of events are
+ * deleted once a snapshot of its history holds them (kept), or with the
+ * job if nobody scheduled it (only a load says what is left of it).
+ */
+static int
+load_gone(void *arg, int table, const char *name, uint32_t id)
+{
+	struct load	*ld = arg;
+	struct job	*job;
+	struct window	*w;
+
+	if ((job = schedule_job_find(ld->c, name)) == NULL)
+		return (0);
+	switch (table) {
+	case ROW_JOBS:
+		(void)jobs_forget(ld->c, job, ld->c->generation);
+		return (0);
+	case ROW_WINDOWS:
+		if ((w = schedule_window_find(job, id)) != NULL) {
+			TAILQ_REMOVE(&job->windows, w, entry);
+			window_free(w);
+		}
+		return (0);
+	case ROW_EVENTS:
+		return (schedule_job_unscheduled(job) ? -1 : 0);
+	}
+	return (-1);
+}
+
 /* Takes a journal entry the store keeps (journal_load.c checks it). */
 static int
 load_journal(void *arg, const struct store_journal *sj)
@@ -303,6 +412,25 @@ load_journal(void *arg, const struct store_journal *sj)
 	struct load	*ld = arg;
 
 	return (journal_load_take(ld->c, sj));
+}
+
+/* Makes a load of c's store and its loader (a follower's: with nodes). */
+static void
+load_init(struct load *ld, struct store_loader *l, struct coord *c)
+{
+	memset(ld, 0, sizeof(*ld));
+	ld->c = c;
+	memset(l, 0, sizeof(*l));
+	l->arg = ld;
+	l->bad = load_bad;
+	l->generation = load_generation;
+	l->job = load_job;
+	l->window = load_window;
+	l->rank = load_rank;
+	l->event = load_event;
+	l->agent = load_agent;
+	l->journal = load_journal;
+	l->nodes = load_nodes;
 }
 
 /*
@@ -314,22 +442,13 @@ static int
 load_run(struct coord *c, int copy)
 {
 	struct load		 ld;
-	struct store_loader	 l = {
-		.arg = &ld,
-		.bad = load_bad,
-		.generation = load_generation,
-		.job = load_job,
-		.window = load_window,
-		.rank = load_rank,
-		.event = load_event,
-		.agent = load_agent,
-		.journal = load_journal,
-		.nodes = copy ? load_nodes : NULL,
-	};
+	struct store_loader	 l;
 	int			 rc;
 
-	memset(&ld, 0, sizeof(ld));
-	ld.c = c;
+	load_init(&ld, &l, c);
+	ld.lim = &ld.ll;
+	if (!copy)
+		l.nodes = NULL;
 	memset(c->metrics.rows_quarantined, 0,
 	    sizeof(c->metrics.rows_quarantined));
 	rc = store_load(c->store, &l);
@@ -366,4 +485,36 @@ int
 load_model_copy(struct coord *c)
 {
 	return (load_run(c, 1));
+}
+
+/*
+ * Applies to a follower's copy what one key of the store holds now, as a
+ * watch of the store told of it at revision rev (value NULL: deleted):
+ * rows over those of the model, events not held yet, the event stream's
+ * entries in the order of their revisions.  Returns 0, or -1 if it cannot
+ * be applied alone (what it changed may be half done: the caller loads
+ * the copy again whole).
+ */
+int
+load_change(struct coord *c, const char *key, const char *value, size_t len,
+    int64_t rev)
+{
+	struct load		 ld;
+	struct store_loader	 l;
+	int			 rc;
+
+	load_init(&ld, &l, c);
+	l.job = load_job_change;
+	l.window = load_window_change;
+	l.gone = load_gone;
+	ld.change = 1;
+	ld.lim = &c->log_load;
+	rc = store_apply(c->store, key, value, len, rev, &l);
+	if (rc == 0)
+		rc = journal_load_merge(c);
+	else
+		journal_load_free(c);
+	if (ld.floor > c->generation)
+		c->generation = ld.floor;
+	return (rc);
 }

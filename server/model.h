@@ -188,6 +188,7 @@ void	 journal_forget_job(struct coord *, struct job *);
 uint64_t journal_next_revision(const struct coord *);
 void	 journal_restore_begin(struct coord *);
 int	 journal_restore(struct coord *, const struct store_journal *);
+int	 journal_insert(struct coord *, const struct store_journal *);
 void	 journal_restored(struct coord *, uint64_t, uint64_t);
 void	 journal_at_store(struct coord *);
 
@@ -195,6 +196,7 @@ void	 journal_at_store(struct coord *);
 int	 journal_load_take(struct coord *, const struct store_journal *);
 void	 journal_load_end(struct coord *);
 void	 journal_load_free(struct coord *);
+int	 journal_load_merge(struct coord *);
 
 /* change.c */
 int	 change_window_add(struct coord *, const char *,
@@ -380,6 +382,8 @@ void	 rules_metrics(struct coord *, struct evbuffer *);
 /* load.c */
 int	 load_model(struct coord *);
 int	 load_model_copy(struct coord *);
+int	 load_change(struct coord *, const char *, const char *, size_t,
+	    int64_t);
 
 /* valid.c */
 struct store_window;

@@ -2,22 +2,30 @@
  * A follower's copy of the model (docs/design.md, followers), from which it
  * answers the reads of the model itself (the routes marked HTTP_REPLICA in
  * http_routes.c: the event stream, jobs, nodes, ranks, configs, rules): a
- * watch of the whole prefix in etcd says when something was committed, and the model is loaded again from etcd, whole, at most every
- * REPLICA_RELOAD_MS (the first change waits that long for the ones that
- * follow it), and not before REPLICA_BUSY_TIMES the last load's time has
- * passed since it ended (the loop loads a fifth of the time at most).  The
- * copy's event stream has the leader's revisions
+ * watch of the whole prefix in etcd tells of every key committed, and the
+ * copy takes each one as it comes (load_change(): a batch of events, a
+ * job's, a window's, a batch of nodes' rows, ...), in the order of etcd's
+ * revisions, so that a change costs the copy what the change holds, not
+ * what the whole store holds.  The copy is read whole from etcd only at
+ * first, when the watch started again (etcd compacted past it, or it was
+ * cut), or when a key cannot be taken alone (a key of the layout before,
+ * of a kind this coordinator does not know, the history of a job nobody
+ * scheduled deleted): then at most every REPLICA_RELOAD_MS (the first
+ * change waits that long for the ones that follow it), and not before
+ * REPLICA_BUSY_TIMES the last load's time has passed since it ended.  What
+ * the watch tells meanwhile is kept (at most REPLICA_QUEUE_BYTES, else
+ * read whole again) and taken after the load, from the revision the load
+ * read at.  The copy's event stream has the leader's revisions
  * (journal_load.c), so that a client resumes on any coordinator, and an
  * answer's revision (X-Dynprof-Revision) says which of the leader's states
  * it reflects.  The nodes are as the leader last wrote them (nodeview.c:
  * their agents connected, the jobs they serve, their progress), loaded only
- * into a copy (load_model_copy()) and forgotten when this one leads.  What
- * the leader keeps only in memory (the stragglers' judgement, legacy jobs'
- * reports) is not in the copy: the reads that show it still go to the
- * leader.  The prefix is read without waiting
- * (page by page on the loop, at one revision), then loaded from what was
- * read: the loop never waits for etcd; the read's and load's time and how
- * stale the copy was are in /metrics.
+ * into a copy and forgotten when this one leads.  What the leader keeps
+ * only in memory (the stragglers' judgement, legacy jobs' reports) is not
+ * in the copy: the reads that show it still go to the leader.  The prefix
+ * is read without waiting (page by page on the loop, at one revision),
+ * then loaded from what was read: the loop never waits for etcd; the
+ * loads' and changes' times and counts are in /metrics.
  */
 
 #include <stdint.h>
@@ -48,18 +56,36 @@ struct replica_fetch {
 	int			 cancelled;	/* freed when answered */
 };
 
+/* A key the watch told of while the copy could not take it. */
+struct replica_change {
+	int64_t			 rev;
+	char			*key;
+	char			*value;		/* NULL: deleted */
+	size_t			 len;
+	TAILQ_ENTRY(replica_change) entry;
+};
+TAILQ_HEAD(replica_changeq, replica_change);
+
 struct replica {
 	struct etcd		*e;
 	struct etcd_watch	*watch;
 	struct replica_fetch	*fetch;		/* NULL: none in flight */
 	struct event		*reload;	/* REPLICA_RELOAD_MS after a change */
 	int			 loaded;	/* the copy may be served */
+	int			 synced;	/* takes the watch's keys as they
+						 * come: nothing missed since
+						 * the load */
+	struct replica_changeq	 queue;		/* while not synced */
+	size_t			 queued_bytes;
+	int			 overflow;	/* dropped some: read again */
 	uint64_t		 next_ns;	/* monotonic: no read before */
 	int64_t			 changed_ns;	/* wall: first change not loaded */
 	int64_t			 loaded_rev;	/* of the read the copy holds */
 	int64_t			 seen_rev;	/* the watch's last change */
 	int64_t			 watch_rev;	/* its last event, any key */
 	uint64_t		 loads;
+	uint64_t		 changes;	/* keys taken one by one */
+	uint64_t		 change_us_max;
 	uint64_t		 load_us_last, load_us_max;
 	uint64_t		 lag_ms_last, lag_ms_max;
 };
@@ -71,6 +97,112 @@ replica_fetch_free(struct replica_fetch *f)
 	json_decref(f->kvs);
 	free(f->from);
 	free(f);
+}
+
+/* Forgets the keys kept while the copy could not take them. */
+static void
+replica_queue_clear(struct replica *r)
+{
+	struct replica_change	*ch;
+
+	while ((ch = TAILQ_FIRST(&r->queue)) != NULL) {
+		TAILQ_REMOVE(&r->queue, ch, entry);
+		free(ch->key);
+		free(ch->value);
+		free(ch);
+	}
+	r->queued_bytes = 0;
+}
+
+/* Keeps a key the watch told of (value NULL: deleted) until the load. */
+static void
+replica_queue(struct replica *r, const char *key, const char *value,
+    size_t len, int64_t rev)
+{
+	struct replica_change	*ch;
+	size_t			 klen = strlen(key);
+
+	if (r->overflow)
+		return;
+	if (r->queued_bytes + klen + len > REPLICA_QUEUE_BYTES ||
+	    (ch = calloc(1, sizeof(*ch))) == NULL) {
+		/* Read again whole once this load is in. */
+		r->overflow = 1;
+		replica_queue_clear(r);
+		return;
+	}
+	ch->rev = rev;
+	if ((ch->key = strdup(key)) == NULL || (value != NULL &&
+	    (ch->value = malloc(len + 1)) == NULL)) {
+		free(ch->key);
+		free(ch);
+		r->overflow = 1;
+		replica_queue_clear(r);
+		return;
+	}
+	if (value != NULL) {
+		memcpy(ch->value, value, len);
+		ch->value[len] = '\0';
+	}
+	ch->len = len;
+	r->queued_bytes += klen + len;
+	TAILQ_INSERT_TAIL(&r->queue, ch, entry);
+}
+
+static void	replica_changed(struct coord *);
+
+/*
+ * Takes one key the watch told of (value NULL: deleted) into the copy.
+ * Returns 0, or -1: the copy no longer follows the watch (read again
+ * whole, scheduled).
+ */
+static int
+replica_apply(struct coord *c, const char *key, const char *value,
+    size_t len, int64_t rev)
+{
+	struct replica	*r = c->replica;
+	uint64_t	 t0 = clock_mono_ns(), us;
+
+	if (load_change(c, key, value, len, rev) == -1) {
+		log_info("%s: %s at revision %lld cannot be taken alone: "
+		    "reading the copy again", __func__, key, (long long)rev);
+		r->synced = 0;
+		replica_changed(c);
+		return (-1);
+	}
+	r->changes++;
+	if (rev > r->loaded_rev)
+		r->loaded_rev = rev;
+	us = (clock_mono_ns() - t0) / 1000;
+	if (us > r->change_us_max)
+		r->change_us_max = us;
+	return (0);
+}
+
+/* The load is in: the keys kept since, past its revision, taken. */
+static void
+replica_drain(struct coord *c)
+{
+	struct replica		*r = c->replica;
+	struct replica_change	*ch;
+
+	if (r->overflow) {
+		r->overflow = 0;
+		r->synced = 0;
+		replica_queue_clear(r);
+		replica_changed(c);
+		return;
+	}
+	while (r->synced && (ch = TAILQ_FIRST(&r->queue)) != NULL) {
+		TAILQ_REMOVE(&r->queue, ch, entry);
+		r->queued_bytes -= strlen(ch->key) + ch->len;
+		if (ch->rev > r->loaded_rev)
+			(void)replica_apply(c, ch->key, ch->value, ch->len,
+			    ch->rev);
+		free(ch->key);
+		free(ch->value);
+		free(ch);
+	}
 }
 
 /*
@@ -103,6 +235,7 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	}
 	journal_at_store(c);
 	r->loaded = 1;
+	r->synced = 1;
 	r->loaded_rev = f->rev;
 	r->loads++;
 	/* Followers of the stream on this copy: the layer above's. */
@@ -121,10 +254,10 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	log_debug("%s: model read and loaded in %llu us, revision %llu",
 	    __func__, (unsigned long long)us,
 	    (unsigned long long)journal_revision(c));
+	replica_drain(c);
 }
 
 static int	replica_fetch_page(struct replica_fetch *);
-static void	replica_changed(struct coord *);
 static void	replica_later(struct replica *);
 
 /* A page of the prefix (ans ours to free): the next one asked, or the
@@ -220,7 +353,8 @@ replica_reload_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!leader_is_follower(c) || r->watch == NULL)
+	if (!leader_is_follower(c) || r->watch == NULL ||
+	    (r->loaded && r->synced))
 		return;
 	if (r->fetch != NULL || clock_mono_ns() < r->next_ns) {
 		replica_later(r);	/* once this one is in, or later */
@@ -278,11 +412,10 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 	struct replica	*r = c->replica;
 	int64_t		 rev;
 
-	(void)value;
-	(void)len;
 	switch (type) {
 	case ETCD_WATCH_CREATED:
 		/* What was committed before the watch: loaded now. */
+		r->synced = 0;
 		event_active(r->reload, EV_TIMEOUT, 1);
 		break;
 	case ETCD_WATCH_PUT:
@@ -297,13 +430,23 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 		}
 		if (rev > r->seen_rev)
 			r->seen_rev = rev;
-		replica_changed(c);
+		if (type == ETCD_WATCH_DELETE)
+			value = NULL;
+		if (r->loaded && r->synced && r->fetch == NULL)
+			(void)replica_apply(c, key, value, len, rev);
+		else {
+			/* Taken once the load (on its way) is in. */
+			replica_queue(r, key, value, len, rev);
+			replica_changed(c);
+		}
 		break;
 	case ETCD_WATCH_ENDED:
 		log_info("%s: the watch of %s ended: %s", __func__,
 		    r->e->prefix, r->e->error);
 		etcd_watch_free(r->watch);
 		r->watch = NULL;	/* replica_follow() makes another */
+		r->synced = 0;
+		replica_queue_clear(r);
 		r->watch_rev = r->seen_rev = 0;
 		leader_copy_moved(c);
 		break;
@@ -319,6 +462,7 @@ replica_new(struct coord *c, struct etcd *e)
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (-1);
 	r->e = e;
+	TAILQ_INIT(&r->queue);
 	if ((r->reload = event_new(c->base, -1, 0, replica_reload_cb,
 	    c)) == NULL) {
 		free(r);
@@ -341,6 +485,7 @@ replica_free(struct coord *c)
 	if (r->fetch != NULL)
 		replica_fetch_free(r->fetch);
 	event_free(r->reload);
+	replica_queue_clear(r);
 	free(r);
 	c->replica = NULL;
 }
@@ -377,7 +522,9 @@ replica_stop(struct coord *c)
 	r->fetch = NULL;
 	event_del(r->reload);
 	nodeview_forget(c);	/* the agents connected to the leader */
-	r->loaded = 0;
+	replica_queue_clear(r);
+	r->overflow = 0;
+	r->loaded = r->synced = 0;
 	r->changed_ns = 0;
 	r->watch_rev = r->seen_rev = r->loaded_rev = 0;
 }
@@ -432,9 +579,21 @@ replica_metrics(struct coord *c, struct evbuffer *buf)
 		return;
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_replica_loads_total Loads of a follower's copy of "
-	    "the model from etcd.\n"
+	    "the model from etcd, whole.\n"
 	    "# TYPE dynprof_replica_loads_total counter\n"
 	    "dynprof_replica_loads_total %llu\n"
+	    "# HELP dynprof_replica_changes_total Keys a follower's copy took "
+	    "one by one, as the watch told of them.\n"
+	    "# TYPE dynprof_replica_changes_total counter\n"
+	    "dynprof_replica_changes_total %llu\n"
+	    "# HELP dynprof_replica_change_seconds_max The longest a key took "
+	    "(the loop waits for it).\n"
+	    "# TYPE dynprof_replica_change_seconds_max gauge\n"
+	    "dynprof_replica_change_seconds_max %.6f\n"
+	    "# HELP dynprof_replica_revision The etcd revision the copy "
+	    "holds everything up to.\n"
+	    "# TYPE dynprof_replica_revision gauge\n"
+	    "dynprof_replica_revision %lld\n"
 	    "# HELP dynprof_replica_load_seconds The last load's time (the "
 	    "loop waits for it).\n"
 	    "# TYPE dynprof_replica_load_seconds gauge\n"
@@ -450,6 +609,8 @@ replica_metrics(struct coord *c, struct evbuffer *buf)
 	    "# HELP dynprof_replica_lag_seconds_max The longest such lag.\n"
 	    "# TYPE dynprof_replica_lag_seconds_max gauge\n"
 	    "dynprof_replica_lag_seconds_max %.3f\n",
-	    (unsigned long long)r->loads, r->load_us_last / 1e6,
+	    (unsigned long long)r->loads, (unsigned long long)r->changes,
+	    r->change_us_max / 1e6, (long long)r->loaded_rev,
+	    r->load_us_last / 1e6,
 	    r->load_us_max / 1e6, r->lag_ms_last / 1e3, r->lag_ms_max / 1e3);
 }

@@ -63,6 +63,21 @@ store_load(struct store *s, const struct store_loader *l)
 }
 
 /*
+ * Hands what one key of the store holds now (value NULL: deleted), as a
+ * watch of the store told of it at revision rev, to l as store_load()
+ * would.  Returns 0, or -1 if the backend cannot apply it alone (read the
+ * store again whole).
+ */
+int
+store_apply(struct store *s, const char *key, const char *value, size_t len,
+    int64_t rev, const struct store_loader *l)
+{
+	if (s->be->apply == NULL)
+		return (-1);
+	return (s->be->apply(s->impl, key, value, len, rev, l));
+}
+
+/*
  * Starts a transaction.  Refused (-1) while an event batch is open: a change
  * never joins one, its owner ends it first (intake_flush()).
  */

@@ -140,6 +140,11 @@ struct store_loader {
 	/* NULL, or each batch of nodes' rows (JSON text the model wrote,
 	 * its name) the store keeps for followers (store_put_nodes()). */
 	int	(*nodes)(void *, const char *, const char *);
+	/* store_apply() only: a job's row (ROW_JOBS), one of its windows
+	 * (ROW_WINDOWS, its id) or one of its batches of events (ROW_EVENTS)
+	 * is gone from the store.  Returns 0, or -1 if the model cannot
+	 * follow without reading the store again. */
+	int	(*gone)(void *, int, const char *, uint32_t);
 };
 
 /* What a backend does; store.c calls it, in and around transactions. */
@@ -181,6 +186,11 @@ struct store_backend {
 	const char *(*unavailable)(void *);
 	/* NULL, or 1 once the open transaction is as big as it should get. */
 	int	(*full)(void *);
+	/* NULL: a change is only read with load.  Else hands what one key
+	 * put (its value, length and revision) or deleted (value NULL) holds
+	 * to the loader, as load would: 0, or -1 if it cannot alone. */
+	int	(*apply)(void *, const char *, const char *, size_t, int64_t,
+		    const struct store_loader *);
 };
 
 /* store_sqlite.c */
@@ -195,6 +205,8 @@ struct store	*store_new(const struct store_backend *, void *);
 void		 store_close(struct store *);
 const char	*store_unavailable(const struct store *);
 int		 store_load(struct store *, const struct store_loader *);
+int		 store_apply(struct store *, const char *, const char *, size_t,
+		    int64_t, const struct store_loader *);
 int		 store_begin(struct store *);
 int		 store_commit(struct store *);
 int		 store_commit_async(struct store *, void (*)(void *, int),

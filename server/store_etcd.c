@@ -1466,6 +1466,8 @@ es_load_nodes(void *arg, const char *key, const char *value, size_t len,
 	return (rc);
 }
 
+static int	es_load_events(struct es_load *, int);
+
 /*
  * Reads the whole store at one revision: the batches first (ranks and
  * events), then the generation counter, jobs, windows, ranks (a batch's
@@ -1479,7 +1481,6 @@ es_load(void *arg, const struct store_loader *l)
 	struct es_load		 ld;
 	char			 prefix[ETCD_KEY_MAX];
 	int64_t			 rev = 0;
-	size_t			 i;
 	int			 rc = 0, t;
 
 	memset(&ld, 0, sizeof(ld));
@@ -1515,22 +1516,144 @@ es_load(void *arg, const struct store_loader *l)
 		    "coordinator's (%d)", s->e->prefix, ES_SCHEMA);
 	} else if (rc == -1)
 		log_warnx("store: etcd: cannot load: %s", s->e->error);
-	if (rc == 0 && ld.nev > 1) {	/* qsort() takes no NULL, even of 0 */
-		es_event_dedupe(&ld);
-		qsort(ld.evs, ld.nev, sizeof(*ld.evs), es_event_cmp);
+	return (es_load_events(&ld, rc));
+}
+
+/*
+ * Hands the events ld kept to the loader (if rc is 0), a repeat once,
+ * sorted, and frees them.  Returns rc, or -1 if the loader failed.
+ */
+static int
+es_load_events(struct es_load *ld, int rc)
+{
+	const struct store_loader	*l = ld->l;
+	size_t				 i;
+
+	if (rc == 0 && ld->nev > 1) {	/* qsort() takes no NULL, even of 0 */
+		es_event_dedupe(ld);
+		qsort(ld->evs, ld->nev, sizeof(*ld->evs), es_event_cmp);
 	}
-	for (i = 0; i < ld.nev; i++) {
+	for (i = 0; i < ld->nev; i++) {
 		if (i % 4096 == 0)
-			etcd_keepalive_due(s->e);
-		if (rc == 0 && l->event(l->arg, ld.evs[i].job, ld.evs[i].rank,
-		    &ld.evs[i].ev, ld.evs[i].node, ld.evs[i].detail) == -1)
+			etcd_keepalive_due(ld->s->e);
+		if (rc == 0 && l->event(l->arg, ld->evs[i].job,
+		    ld->evs[i].rank, &ld->evs[i].ev, ld->evs[i].node,
+		    ld->evs[i].detail) == -1)
 			rc = -1;
-		free(ld.evs[i].job);
-		free(ld.evs[i].node);
-		free(ld.evs[i].detail);
+		free(ld->evs[i].job);
+		free(ld->evs[i].node);
+		free(ld->evs[i].detail);
 	}
-	free(ld.evs);
+	free(ld->evs);
+	ld->evs = NULL;
+	ld->nev = ld->cap = 0;
 	return (rc);
+}
+
+/* A row of an agent value a watch told of: the latest (the watch tells in
+ * revision order), to the loader. */
+static int
+es_apply_agent_row(void *arg, const char *node, uint64_t boot_id,
+    uint64_t seq)
+{
+	struct es_load	*ld = arg;
+
+	if (esa_known(&ld->s->agents, node, boot_id, seq, ld->rev) == -1)
+		return (-1);
+	return (ld->l->agent(ld->l->arg, node, boot_id, seq));
+}
+
+/*
+ * Copies the job named at the start of rel (up to its next '/') into job.
+ * Returns 0, or -1 if it is no job's name.
+ */
+static int
+es_apply_job(const char *rel, char *job, size_t len)
+{
+	const char	*end = strchr(rel, '/');
+	size_t		 n = end != NULL ? (size_t)(end - rel) : strlen(rel);
+
+	if (n == 0 || n >= len)
+		return (-1);
+	memcpy(job, rel, n);
+	job[n] = '\0';
+	return (0);
+}
+
+/*
+ * Applies one key a watch of the prefix told of (value NULL: deleted, else
+ * put at revision rev) through l, as es_load() reads it: a batch's events
+ * (a repeat of one the model holds is the loader's to drop), ranks' rows
+ * and journal entries, an agent value's rows, a batch of nodes' rows, the
+ * generation counter, a job's or a window's row; a job's row, a window or
+ * a batch gone.  Returns 0, or -1 if it cannot alone: a key of the layout
+ * before, or of no kind known here, or one the loader cannot follow (the
+ * caller loads the whole store again).
+ */
+static int
+es_apply(void *arg, const char *key, const char *value, size_t len,
+    int64_t rev, const struct store_loader *l)
+{
+	struct etcd_store	*s = arg;
+	struct es_load		 ld;
+	const char		*rel, *p;
+	char			 job[ETCD_KEY_MAX], *end;
+	unsigned long		 id;
+	int			 rc, t;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.l = l;
+	ld.s = s;
+	ld.rev = rev;
+	ld.prefix_len = strlen(s->e->prefix);
+	if (strncmp(key, s->e->prefix, ld.prefix_len) != 0)
+		return (-1);
+	rel = key + ld.prefix_len;
+	if (strncmp(rel, "evbatch/", 8) == 0) {
+		if (value == NULL)
+			return (es_apply_job(rel + 8, job, sizeof(job)) == -1 ?
+			    -1 : l->gone(l->arg, ROW_EVENTS, job, 0));
+		if ((ld.ranks = json_object()) == NULL)
+			return (-1);
+		rc = es_load_batch(&ld, key, value, len, NULL);
+		if (rc == 0)
+			rc = es_load_batch_ranks(&ld);
+		json_decref(ld.ranks);
+		return (es_load_events(&ld, rc));
+	}
+	if (strncmp(rel, "agbatch/", 8) == 0) {
+		/* An older value is deleted once a snapshot holds its rows. */
+		if (value == NULL)
+			return (0);
+		return (esa_decode(rel, value, len, es_apply_agent_row,
+		    es_load_agent_bad, &ld));
+	}
+	if (strncmp(rel, "nodebatch/", 10) == 0)
+		return (value == NULL || l->nodes == NULL ? -1 :
+		    es_load_nodes(&ld, key, value, len, NULL));
+	for (t = ROW_META; t <= ROW_WINDOWS; t++) {
+		p = row_table_names[t];
+		if (strncmp(rel, p, strlen(p)) != 0 || rel[strlen(p)] != '/')
+			continue;
+		rel += strlen(p) + 1;
+		if (value != NULL) {
+			ld.table = t;
+			rc = es_load_kv(&ld, key, value, len, NULL);
+			return (ld.newer ? -1 : rc);
+		}
+		if (t == ROW_META || es_apply_job(rel, job, sizeof(job)) == -1)
+			return (-1);
+		if (t == ROW_JOBS)
+			return (strchr(rel, '/') != NULL ? -1 :
+			    l->gone(l->arg, ROW_JOBS, job, 0));
+		p = rel + strlen(job);
+		if (*p != '/' || p[1] < '0' || p[1] > '9')
+			return (-1);
+		id = strtoul(p + 1, &end, 10);
+		return (*end != '\0' || id > UINT32_MAX ? -1 :
+		    l->gone(l->arg, ROW_WINDOWS, job, (uint32_t)id));
+	}
+	return (-1);
 }
 
 /* Frees the store (not its client). */
@@ -1587,6 +1710,7 @@ static const struct store_backend store_etcd = {
 	.put_nodes = es_put_nodes,
 	.unavailable = es_unavailable,
 	.full = es_full,
+	.apply = es_apply,
 };
 
 /*

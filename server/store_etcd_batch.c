@@ -704,9 +704,10 @@ esb_decode_journal(const char *key, const char *job, const json_t *a,
 
 	if (!json_is_array(a) || json_array_size(a) != 11)
 		return (bad(arg, key, "a journal entry not of 11 fields"));
+	/* A rank's step is -1 before its first (an attach then). */
 	for (i = 0; i < 9; i++)
 		if (esb_int(a, i, &v[i]) == -1 || v[i] < INT32_MIN ||
-		    (i != 3 && v[i] < 0))
+		    (i != 3 && v[i] < (i == 5 || i == 6 ? -1 : 0)))
 			return (bad(arg, key, "a journal entry's number is not "
 			    "one"));
 	memset(&sj, 0, sizeof(sj));

@@ -57,6 +57,14 @@ loopback.  One scenario per run, named by the first argument:
             leader's clock at the agent's last frame, written only with
             the node's other changes); a write sent to the follower is
             still a 307 to the leader.
+  copy      a leader and a follower, two agents with two ranks each: once
+            the follower's copy is loaded, every kind of key changes (3
+            windows run, a config, a rule, a window cancelled, another job
+            forgotten whole, nodes' rows); the follower takes each key as
+            the watch tells of it, never reading its copy whole again
+            (dynprof_replica_loads_total unchanged, _changes_total up), and
+            its reads and the job's event list equal the leader's byte for
+            byte at the same revision.
   heldhello three coordinators, two agents with a rank each; the follower
             after the leader in the agents' list SIGSTOPped (so that the
             other one wins), the leader SIGKILLed: the agents dial the
@@ -93,8 +101,9 @@ loopback.  One scenario per run, named by the first argument:
             in many commits, until the job's batches in etcd are many and
             heavy enough that the leader's own trigger rewrites its history
             (once the events went quiet) and deletes the batches before:
-            fewer keys than before it.  The leader SIGKILLed, the other
-            loads those keys and holds every rank's start and stop of
+            fewer keys than before it; the follower took all of it key by
+            key (its copy read whole once, at its start).  The leader
+            SIGKILLed, the other holds every rank's start and stop of
             every window exactly once.
   forget    a job whose window ran (events in batches) forgotten with
             dynprofctl forget: none of its keys is left in etcd, and once
@@ -625,6 +634,16 @@ def scenario_compact():
             % (after, before))
         check(after <= before // 2, "%d batch values after the compaction, "
               "%d before" % (after, before))
+        # The follower took the snapshot and the deletes one by one: its
+        # copy was read whole once, at its start.
+        fol = 1 - lead
+        time.sleep(1.0)
+        loads = c.metric(fol, "dynprof_replica_loads_total")
+        took = c.metric(fol, "dynprof_replica_changes_total")
+        log("the follower's copy: %s whole load(s), %s keys taken one by "
+            "one" % (loads, took))
+        check(loads == 1, "the follower read its copy whole %s times" %
+              loads)
 
         p.kill9()
         new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
@@ -803,59 +822,129 @@ def without_last_seen(path, body):
     return json.dumps(doc, sort_keys=True).encode()
 
 
+def same_reads(c, lead, fol, paths):
+    """Until the follower's answer to each of paths equals the leader's,
+    byte for byte (but for the nodes' last_seen), at the same
+    X-Dynprof-Revision."""
+    lport, fport = c.coords[lead][2], c.coords[fol][2]
+    last = {}
+
+    def same(path):
+        def cond():
+            lcode, lrev, lbody = raw_get(lport, path)
+            fcode, frev, fbody = raw_get(fport, path)
+            last[path] = (lcode, lrev, lbody[:400], fcode, frev,
+                          fbody[:400])
+            check(fcode != 307 or path not in READS,
+                  "the follower redirected %s" % path)
+            if lcode != 200 or fcode != 200 or lrev is None or \
+                    lrev != frev:
+                return None
+            lb = without_last_seen(path, lbody)
+            fb = without_last_seen(path, fbody)
+            return (lrev, len(lb)) if lb == fb else None
+        try:
+            return wait_for(cond, 30, "coordinator%d's %s as the "
+                            "leader's" % (fol, path), interval=0.2)
+        except Failure:
+            raise Failure("%s: leader %s rev %s %r; follower %s rev %s "
+                          "%r" % ((path,) + last[path]))
+    for path in paths:
+        rev, size = same(path)
+        log("follower's %s equals the leader's at revision %d (%d "
+            "bytes)" % (path, rev, size))
+
+
+def config_and_rule(c, lead):
+    """The job's config and a rule, put on the leader."""
+    c.use(lead)
+    code, body = c.http("PUT", "/v1/jobs/%s/config" % JOB,
+                        {"profiler_level": 1})
+    check(code == 200, "PUT config: %s %s" % (code, body))
+    code, body = c.http("POST", "/v1/jobs/%s/rules" % JOB, {
+        "when": "straggler", "steps": 10, "min_interval_s": 86400})
+    check(code == 201, "POST rule: %s %s" % (code, body))
+
+
+def labelled_ranks(c):
+    """Two agents given every coordinator, two labelled ranks each (pp=NODE,
+    tp=K) at 20 steps/s: the ranks' processes, once each stepped."""
+    addrs = c.agent_addrs()
+    ranks = []
+    for i in range(2):
+        n = c.node("n%d" % i, coord_addr=addrs)
+        n.start_agent()
+        for k in range(2):
+            ranks.append(n.start_rank(JOB, 2 * i + k, rate=20,
+                                      labels="pp=%d,tp=%d" % (i, k)))
+    c.wait_ranks(JOB, 4, min_step=5)
+    return ranks
+
+
+def scenario_copy():
+    with HaCluster("etcd-copy") as c:
+        lead = c.start_coordinators(2)
+        fol = 1 - lead
+        ranks = labelled_ranks(c)
+        wait_for(lambda: (c.metric(fol, "dynprof_replica_loads_total") or 0)
+                 >= 1, 30, "the follower's copy loaded")
+        loads = c.metric(fol, "dynprof_replica_loads_total")
+        changes = c.metric(fol, "dynprof_replica_changes_total") or 0
+        # Every kind of key: batches of events and ranks' rows, windows
+        # put and put again, a job's row put again (a config, a rule), a
+        # window cancelled, a job forgotten whole (its row, windows and
+        # batches deleted), nodes' rows.
+        c.use(lead)
+        for _ in range(3):
+            wid = stream_window(c, 10)
+            c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
+        config_and_rule(c, lead)
+        code, w = post_window(c, lead, 10 ** 7, 10 ** 7 + 5)
+        check(code == 201, "a window far ahead: %s %s" % (code, w))
+        code, body = c.http("DELETE", "/v1/jobs/%s/windows/%d" % (JOB,
+                                                                w["id"]))
+        check(code == 200, "cancel: %s %s" % (code, body))
+        other = JOB + "-gone"
+        code, body = c.http("POST", "/v1/jobs/%s/windows" % other,
+                            {"start_step": 100, "stop_step": 110})
+        check(code == 201, "a window of %s: %s %s" % (other, code, body))
+        wait_for(lambda: other in raw_get(c.coords[fol][2], "/v1/jobs")[2]
+                 .decode(), 30, "the follower listing %s" % other)
+        r = ctl(c, c.url(), "forget", other)
+        check(r.returncode == 0, "forget: %d %s" % (r.returncode, r.stdout))
+        for p in ranks:
+            p.signal(signal.SIGSTOP)
+        log("3 windows started and stopped on 4 ranks, a config, a rule, a "
+            "window cancelled, job %s forgotten; the ranks held still"
+            % other)
+        same_reads(c, lead, fol, READS + ["/v1/jobs/%s/events?since=0" % JOB])
+        check(other not in raw_get(c.coords[fol][2], "/v1/jobs")[2].decode(),
+              "the follower still lists %s" % other)
+        after = c.metric(fol, "dynprof_replica_loads_total")
+        took = (c.metric(fol, "dynprof_replica_changes_total") or 0) - changes
+        log("the follower's copy: %s whole load(s) before, %s after; %d "
+            "keys taken one by one" % (loads, after, took))
+        check(after == loads, "the follower read its copy whole %d times "
+              "more" % (after - loads))
+        check(took >= 20, "the follower took %d keys one by one" % took)
+        for p in ranks:
+            p.signal(signal.SIGCONT)
+
+
 def scenario_reads():
     with HaCluster("etcd-reads") as c:
         lead = c.start_coordinators(2)
         fol = 1 - lead
-        addrs = c.agent_addrs()
-        ranks = []
-        for i in range(2):
-            n = c.node("n%d" % i, coord_addr=addrs)
-            n.start_agent()
-            for k in range(2):
-                ranks.append(n.start_rank(JOB, 2 * i + k, rate=20,
-                                          labels="pp=%d,tp=%d" % (i, k)))
-        c.wait_ranks(JOB, 4, min_step=5)
+        ranks = labelled_ranks(c)
         wid = stream_window(c, 20)
         c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
-        c.use(lead)
-        code, body = c.http("PUT", "/v1/jobs/%s/config" % JOB,
-                            {"profiler_level": 1})
-        check(code == 200, "PUT config: %s %s" % (code, body))
-        code, body = c.http("POST", "/v1/jobs/%s/rules" % JOB, {
-            "when": "straggler", "steps": 10, "min_interval_s": 86400})
-        check(code == 201, "POST rule: %s %s" % (code, body))
+        config_and_rule(c, lead)
         for p in ranks:
             p.signal(signal.SIGSTOP)
         log("window %d started and stopped on 4 ranks; the ranks held "
             "still" % wid)
         lport, fport = c.coords[lead][2], c.coords[fol][2]
-        last = {}
-
-        def same(path):
-            def cond():
-                lcode, lrev, lbody = raw_get(lport, path)
-                fcode, frev, fbody = raw_get(fport, path)
-                last[path] = (lcode, lrev, lbody[:400], fcode, frev,
-                              fbody[:400])
-                check(fcode != 307 or path not in READS,
-                      "the follower redirected %s" % path)
-                if lcode != 200 or fcode != 200 or lrev is None or \
-                        lrev != frev:
-                    return None
-                lb = without_last_seen(path, lbody)
-                fb = without_last_seen(path, fbody)
-                return (lrev, len(lb)) if lb == fb else None
-            try:
-                return wait_for(cond, 30, "coordinator%d's %s as the "
-                                "leader's" % (fol, path), interval=0.2)
-            except Failure:
-                raise Failure("%s: leader %s rev %s %r; follower %s rev %s "
-                              "%r" % ((path,) + last[path]))
-        for path in READS:
-            rev, size = same(path)
-            log("follower's %s equals the leader's at revision %d (%d "
-                "bytes)" % (path, rev, size))
+        same_reads(c, lead, fol, READS)
         code, _, body = raw_get(fport, "/v1/jobs/%s/ranks?label=pp=1" % JOB)
         check(code == 200 and [r["rank"] for r in json.loads(body)["ranks"]]
               == [2, 3], "the follower's ranks of pp=1: %s %s" % (code, body))
@@ -1390,6 +1479,7 @@ SCENARIOS = {
     "replica": scenario_replica,
     "takeover": scenario_takeover,
     "reads": scenario_reads,
+    "copy": scenario_copy,
     "heldhello": scenario_heldhello,
     "sigstop": scenario_sigstop,
     "compact": scenario_compact,
