@@ -15,7 +15,8 @@
  * REPLICA_BUSY_TIMES the last load's time has passed since it ended.  What
  * the watch tells meanwhile is kept (at most REPLICA_QUEUE_BYTES, else
  * read whole again) and taken after the load, from the revision the load
- * read at.  The copy's event stream has the leader's revisions
+ * read at; and a turn of the loop takes keys for REPLICA_TURN_MS at most
+ * (a burst of batches), the next ones kept for the next turn.  The copy's event stream has the leader's revisions
  * (journal_load.c), so that a client resumes on any coordinator, and an
  * answer's revision (X-Dynprof-Revision) says which of the leader's states
  * it reflects.  The nodes are as the leader last wrote them (nodeview.c:
@@ -75,8 +76,11 @@ struct replica {
 	int			 synced;	/* takes the watch's keys as they
 						 * come: nothing missed since
 						 * the load */
-	struct replica_changeq	 queue;		/* while not synced */
+	struct replica_changeq	 queue;		/* not taken yet */
 	size_t			 queued_bytes;
+	struct event		*drain;		/* takes them, a turn's share */
+	uint64_t		 turn_ns;	/* taking keys, this turn */
+	int			 yield;		/* this turn's share is taken */
 	int			 overflow;	/* dropped some: read again */
 	uint64_t		 next_ns;	/* monotonic: no read before */
 	int64_t			 changed_ns;	/* wall: first change not loaded */
@@ -150,18 +154,20 @@ replica_queue(struct replica *r, const char *key, const char *value,
 }
 
 static void	replica_changed(struct coord *);
+static void	replica_next_turn(struct replica *);
 
 /*
- * Takes one key the watch told of (value NULL: deleted) into the copy.
- * Returns 0, or -1: the copy no longer follows the watch (read again
- * whole, scheduled).
+ * Takes one key the watch told of (value NULL: deleted) into the copy; past
+ * REPLICA_TURN_MS of them in a turn of the loop, the next ones wait for
+ * the next turn (replica_drain_cb()).  Returns 0, or -1: the copy no longer
+ * follows the watch (read again whole, scheduled).
  */
 static int
 replica_apply(struct coord *c, const char *key, const char *value,
     size_t len, int64_t rev)
 {
 	struct replica	*r = c->replica;
-	uint64_t	 t0 = clock_mono_ns(), us;
+	uint64_t	 t0 = clock_mono_ns(), ns;
 
 	if (load_change(c, key, value, len, rev) == -1) {
 		log_info("%s: %s at revision %lld cannot be taken alone: "
@@ -173,19 +179,54 @@ replica_apply(struct coord *c, const char *key, const char *value,
 	r->changes++;
 	if (rev > r->loaded_rev)
 		r->loaded_rev = rev;
-	us = (clock_mono_ns() - t0) / 1000;
-	if (us > r->change_us_max)
-		r->change_us_max = us;
+	ns = clock_mono_ns() - t0;
+	if (ns / 1000 > r->change_us_max)
+		r->change_us_max = ns / 1000;
+	r->turn_ns += ns;
+	if (r->turn_ns >= (uint64_t)REPLICA_TURN_MS * 1000000) {
+		r->yield = 1;
+		replica_next_turn(r);
+	}
 	return (0);
 }
 
-/* The load is in: the keys kept since, past its revision, taken. */
+/*
+ * Takes the keys kept at the next turn of the loop: after it polled
+ * (a timer's, not an active callback's: those run in this turn).
+ */
 static void
-replica_drain(struct coord *c)
+replica_next_turn(struct replica *r)
 {
+	static const struct timeval	 now = { 0, 0 };
+
+	if (!event_pending(r->drain, EV_TIMEOUT, NULL))
+		event_add(r->drain, &now);
+}
+
+/* Returns 1 if a key the watch tells of now is taken at once. */
+static int
+replica_takes_now(const struct replica *r)
+{
+	return (r->loaded && r->synced && r->fetch == NULL && !r->yield &&
+	    TAILQ_EMPTY(&r->queue));
+}
+
+/*
+ * A turn of the loop: the keys kept (the watch told of them during a load,
+ * or past the last turn's share) taken, within this turn's share; then the
+ * leader is told that the copy moved.
+ */
+static void
+replica_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord		*c = arg;
 	struct replica		*r = c->replica;
 	struct replica_change	*ch;
 
+	(void)fd;
+	(void)what;
+	r->yield = 0;
+	r->turn_ns = 0;
 	if (r->overflow) {
 		r->overflow = 0;
 		r->synced = 0;
@@ -193,16 +234,37 @@ replica_drain(struct coord *c)
 		replica_changed(c);
 		return;
 	}
-	while (r->synced && (ch = TAILQ_FIRST(&r->queue)) != NULL) {
+	while (r->loaded && r->synced && r->fetch == NULL && !r->yield &&
+	    (ch = TAILQ_FIRST(&r->queue)) != NULL) {
 		TAILQ_REMOVE(&r->queue, ch, entry);
 		r->queued_bytes -= strlen(ch->key) + ch->len;
-		if (ch->rev > r->loaded_rev)
-			(void)replica_apply(c, ch->key, ch->value, ch->len,
-			    ch->rev);
+		(void)replica_apply(c, ch->key, ch->value, ch->len, ch->rev);
 		free(ch->key);
 		free(ch->value);
 		free(ch);
 	}
+	leader_copy_moved(c);
+}
+
+/* A load read at revision rev is in: the keys kept that it holds dropped,
+ * the others taken from the next turn on. */
+static void
+replica_loaded(struct replica *r, int64_t rev)
+{
+	struct replica_change	*ch, *next;
+
+	for (ch = TAILQ_FIRST(&r->queue); ch != NULL; ch = next) {
+		next = TAILQ_NEXT(ch, entry);
+		if (ch->rev > rev)
+			break;
+		TAILQ_REMOVE(&r->queue, ch, entry);
+		r->queued_bytes -= strlen(ch->key) + ch->len;
+		free(ch->key);
+		free(ch->value);
+		free(ch);
+	}
+	if (r->overflow || !TAILQ_EMPTY(&r->queue))
+		replica_next_turn(r);
 }
 
 /*
@@ -254,7 +316,7 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	log_debug("%s: model read and loaded in %llu us, revision %llu",
 	    __func__, (unsigned long long)us,
 	    (unsigned long long)journal_revision(c));
-	replica_drain(c);
+	replica_loaded(r, f->rev);
 }
 
 static int	replica_fetch_page(struct replica_fetch *);
@@ -432,13 +494,18 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 			r->seen_rev = rev;
 		if (type == ETCD_WATCH_DELETE)
 			value = NULL;
-		if (r->loaded && r->synced && r->fetch == NULL)
+		if (replica_takes_now(r))
 			(void)replica_apply(c, key, value, len, rev);
 		else {
-			/* Taken once the load (on its way) is in. */
+			/* Taken at the next turn, or once the load (on its
+			 * way) is in. */
 			replica_queue(r, key, value, len, rev);
-			replica_changed(c);
+			if (r->loaded && r->synced && r->fetch == NULL)
+				replica_next_turn(r);
+			else
+				replica_changed(c);
 		}
+		leader_copy_moved(c);
 		break;
 	case ETCD_WATCH_ENDED:
 		log_info("%s: the watch of %s ended: %s", __func__,
@@ -464,7 +531,10 @@ replica_new(struct coord *c, struct etcd *e)
 	r->e = e;
 	TAILQ_INIT(&r->queue);
 	if ((r->reload = event_new(c->base, -1, 0, replica_reload_cb,
-	    c)) == NULL) {
+	    c)) == NULL || (r->drain = event_new(c->base, -1, 0,
+	    replica_drain_cb, c)) == NULL) {
+		if (r->reload != NULL)
+			event_free(r->reload);
 		free(r);
 		return (-1);
 	}
@@ -485,6 +555,7 @@ replica_free(struct coord *c)
 	if (r->fetch != NULL)
 		replica_fetch_free(r->fetch);
 	event_free(r->reload);
+	event_free(r->drain);
 	replica_queue_clear(r);
 	free(r);
 	c->replica = NULL;
@@ -521,9 +592,10 @@ replica_stop(struct coord *c)
 		r->fetch->cancelled = 1;	/* freed when answered */
 	r->fetch = NULL;
 	event_del(r->reload);
+	event_del(r->drain);
 	nodeview_forget(c);	/* the agents connected to the leader */
 	replica_queue_clear(r);
-	r->overflow = 0;
+	r->overflow = r->yield = 0;
 	r->loaded = r->synced = 0;
 	r->changed_ns = 0;
 	r->watch_rev = r->seen_rev = r->loaded_rev = 0;
@@ -547,8 +619,11 @@ replica_catch_up(struct coord *c, int64_t rev)
 		return (-1);
 	if (r->watch_rev < rev)
 		return (0);
-	if (r->loaded && r->fetch == NULL && r->loaded_rev >= r->seen_rev)
+	if (replica_takes_now(r) && r->loaded_rev >= r->seen_rev)
 		return (1);
+	/* Keys kept for the next turns: leader_copy_moved() once taken. */
+	if (r->loaded && r->synced && r->fetch == NULL)
+		return (0);
 	if (r->fetch == NULL) {
 		log_info("%s: the copy (revision %lld) lags the watch "
 		    "(%lld): reading it again before serving", __func__,

@@ -1145,7 +1145,20 @@ struct es_load {
 	json_t				*ranks;	/* batches': rel key -> row */
 	struct etcd_store		*s;
 	int64_t				 rev;	/* the agent value's */
+	int				 change;	/* es_apply()'s: on the
+						 * loop, never waits */
 };
+
+/*
+ * A load of many keys holds the loop (the blocking load of a leader): the
+ * lease is kept alive meanwhile.  A change's rows never wait for etcd.
+ */
+static void
+es_load_keepalive(const struct es_load *ld)
+{
+	if (!ld->change)
+		etcd_keepalive_due(ld->s->e);
+}
 
 /* Keeps an event row for sorting.  Returns 0 or -1. */
 static int
@@ -1196,8 +1209,7 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 	struct row	 row;
 	int		 rc = 0;
 
-	/* A load of many keys holds the loop: the lease is kept alive. */
-	etcd_keepalive_due(ld->s->e);
+	es_load_keepalive(ld);
 	/* A batch holds a newer row of this rank. */
 	if (ld->table == ROW_RANKS && json_object_get(ld->ranks, rel) != NULL)
 		return (0);
@@ -1354,9 +1366,8 @@ es_load_batch(void *arg, const char *key, const char *value, size_t len,
 	struct es_load	*ld = arg;
 
 	(void)kv;
-	/* Reading and decoding 200,000 events takes seconds: the lease is
-	 * kept alive meanwhile. */
-	etcd_keepalive_due(ld->s->e);
+	/* Reading and decoding 200,000 events takes seconds. */
+	es_load_keepalive(ld);
 	es_jobstat_add(ld->s, key + ld->prefix_len, len);
 	return (esb_decode(key + ld->prefix_len, value, len,
 	    es_load_batch_event, es_load_batch_rank, es_load_batch_journal,
@@ -1389,7 +1400,7 @@ es_load_agent_value(void *arg, const char *key, const char *value,
 {
 	struct es_load	*ld = arg;
 
-	etcd_keepalive_due(ld->s->e);
+	es_load_keepalive(ld);
 	ld->rev = etcd_int(kv, "mod_revision");
 	ld->s->agents.values++;
 	return (esa_decode(key + ld->prefix_len, value, len,
@@ -1535,7 +1546,7 @@ es_load_events(struct es_load *ld, int rc)
 	}
 	for (i = 0; i < ld->nev; i++) {
 		if (i % 4096 == 0)
-			etcd_keepalive_due(ld->s->e);
+			es_load_keepalive(ld);
 		if (rc == 0 && l->event(l->arg, ld->evs[i].job,
 		    ld->evs[i].rank, &ld->evs[i].ev, ld->evs[i].node,
 		    ld->evs[i].detail) == -1)
@@ -1605,6 +1616,7 @@ es_apply(void *arg, const char *key, const char *value, size_t len,
 	ld.l = l;
 	ld.s = s;
 	ld.rev = rev;
+	ld.change = 1;
 	ld.prefix_len = strlen(s->e->prefix);
 	if (strncmp(key, s->e->prefix, ld.prefix_len) != 0)
 		return (-1);

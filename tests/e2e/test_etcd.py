@@ -641,7 +641,8 @@ def scenario_compact():
         loads = c.metric(fol, "dynprof_replica_loads_total")
         took = c.metric(fol, "dynprof_replica_changes_total")
         log("the follower's copy: %s whole load(s), %s keys taken one by "
-            "one" % (loads, took))
+            "one, the longest in %s s" % (loads, took, c.metric(
+                fol, "dynprof_replica_change_seconds_max")))
         check(loads == 1, "the follower read its copy whole %s times" %
               loads)
 
@@ -697,6 +698,11 @@ def scenario_replica():
         wid = stream_window(c, 20)
         c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=60)
         lport = c.coords[lead][2]
+        # The status shows what the leader's model holds, its stream what
+        # etcd committed: the stops listed a little after they show.
+        wait_for(lambda: len([k for k in listed_events(lport, since0)[1]
+                              if k[4] == "stopped" and k[5] == wid]) == 4,
+                 30, "the leader listing window %d's 4 stops" % wid)
         fols = [i for i in range(3) if i != lead]
         for f in fols:
             fport = c.coords[f][2]
