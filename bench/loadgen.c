@@ -55,10 +55,13 @@
 
 #include <openssl/ssl.h>
 
-#include "loadgen.h"
+#include "parts_loadgen.h"
+
+static void	loadgen_events_start(struct loadgen *);
+static void	loadgen_finish(struct loadgen *);
 
 /* Ends the run as failed, saying why. */
-void
+static void
 loadgen_fail(struct loadgen *lg, const char *why)
 {
 	fprintf(stderr, "loadgen: %s\n", why);
@@ -67,7 +70,7 @@ loadgen_fail(struct loadgen *lg, const char *why)
 }
 
 /* Opens connections up to --concurrency; all ready: the next phase. */
-void
+static void
 loadgen_connect_more(struct loadgen *lg)
 {
 	char	 msg[128];
@@ -94,7 +97,7 @@ loadgen_connect_more(struct loadgen *lg)
 	fflush(stdout);
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_before);
-	lg->store_before = loadgen_store_cpu(lg);
+	lg->store_before = loadgen_procs_cpu(lg->store_pids, lg->nstore_pids);
 	loadgen_proc_read(getpid(), &lg->self_before);
 	if (lg->do_failover)
 		loadgen_failover_start(lg);
@@ -180,7 +183,7 @@ loadgen_status_done(void *arg, int code, const char *body, size_t len)
 }
 
 /* Starts the events; called again once all are acked: the status. */
-void
+static void
 loadgen_events_start(struct loadgen *lg)
 {
 	int	 i;
@@ -196,7 +199,7 @@ loadgen_events_start(struct loadgen *lg)
 	/* Every event acknowledged: does the status show them all? */
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_events);
-	lg->store_events = loadgen_store_cpu(lg);
+	lg->store_events = loadgen_procs_cpu(lg->store_pids, lg->nstore_pids);
 	loadgen_proc_read(getpid(), &lg->self_events);
 	lg->status_polls = 1;
 	loadgen_http_request(lg->http, "GET", lg->uri, NULL,
@@ -243,7 +246,7 @@ loadgen_store_report(const struct loadgen *lg, double total)
 }
 
 /* Prints the summary and the RESULT line, and stops the loop. */
-void
+static void
 loadgen_finish(struct loadgen *lg)
 {
 	struct loadgen_stats	 fs, rs, as;
@@ -402,6 +405,19 @@ loadgen_store_pids(struct loadgen *lg, const char *csv)
 	free(copy);
 }
 
+/* What the parts hand up (parts_loadgen.h). */
+static const struct loadgen_hooks loadgen_hooks = {
+	.fail = loadgen_fail,
+	.connect_more = loadgen_connect_more,
+	.events_start = loadgen_events_start,
+	.finish = loadgen_finish,
+	.lost = loadgen_failover_lost,
+	.hello = loadgen_failover_hello,
+	.error = loadgen_failover_error,
+	.welcome = loadgen_failover_welcome,
+	.acked = loadgen_failover_acked,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -436,6 +452,7 @@ main(int argc, char **argv)
 	int		 ch, i;
 
 	memset(&lg, 0, sizeof(lg));
+	lg.hooks = &loadgen_hooks;
 	lg.n = 1000;
 	lg.job = "loadgen";
 	lg.prefix = "lg";

@@ -31,7 +31,7 @@
 #include "agentmsg.h"
 #include "dynprof.pb-c.h"
 #include "frame.h"
-#include "loadgen.h"
+#include "parts_loadgen.h"
 #include "tls.h"
 #include "version.h"
 
@@ -79,7 +79,7 @@ loadgen_conn_dead(struct loadgen_conn *c, const char *why)
 	if (c->state == LOADGEN_DEAD)
 		return;
 	/* --mode failover: it dials again, as an agent would. */
-	if (loadgen_failover_lost(c))
+	if (lg->hooks->lost(c))
 		return;
 	if (c->state == LOADGEN_CONNECTING || c->state == LOADGEN_HELLO_SENT)
 		lg->connecting--;
@@ -90,7 +90,7 @@ loadgen_conn_dead(struct loadgen_conn *c, const char *why)
 	if (lg->errors_shown++ < 5)
 		fprintf(stderr, "loadgen: connection %d: %s\n", c->idx, why);
 	if (lg->phase != LOADGEN_PHASE_DONE)
-		loadgen_fail(lg, "a connection was lost during the run");
+		lg->hooks->fail(lg, "a connection was lost during the run");
 }
 
 static void
@@ -102,7 +102,7 @@ loadgen_send_hello(struct loadgen_conn *c)
 	snprintf(node, sizeof(node), "%s-%d", c->lg->prefix, c->idx);
 	agentmsg_hello(&am, node, c->lg->token, "loadgen-" DYNPROF_VERSION_STRING,
 	    NULL, 0);
-	loadgen_failover_hello(c, &am.u.hello);
+	c->lg->hooks->hello(c, &am.u.hello);
 	loadgen_send(c, &am.m);
 	c->state = LOADGEN_HELLO_SENT;
 }
@@ -216,7 +216,7 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 		if (lg->phase == LOADGEN_PHASE_FAILOVER) {
 			c->state = LOADGEN_READY;
 			loadgen_send_subscribe(c);
-			loadgen_failover_welcome(c, m->welcome);
+			lg->hooks->welcome(c, m->welcome);
 			break;
 		}
 		if (lg->hb_ms == 0 && m->welcome->heartbeat_ms != 0)
@@ -225,7 +225,7 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 		lg->connecting--;
 		lg->ready++;
 		loadgen_send_subscribe(c);
-		loadgen_connect_more(lg);
+		lg->hooks->connect_more(lg);
 		break;
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT:
 		break;
@@ -236,7 +236,7 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 		if (m->ack->seq <= c->acked)
 			break;
 		if (lg->phase == LOADGEN_PHASE_FAILOVER) {
-			loadgen_failover_acked(c, m->ack->seq);
+			lg->hooks->acked(c, m->ack->seq);
 			break;
 		}
 		c->acked = m->ack->seq;
@@ -253,7 +253,7 @@ loadgen_dispatch(struct loadgen_conn *c, Dynprof__V1__CoordinatorMessage *m)
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_ERROR:
 		snprintf(why, sizeof(why), "coordinator error %d: %s",
 		    m->error->code, m->error->reason);
-		loadgen_failover_error(c, m->error->code, m->error->leader);
+		lg->hooks->error(c, m->error->code, m->error->leader);
 		loadgen_conn_dead(c, why);
 		break;
 	default:
@@ -306,7 +306,7 @@ loadgen_event_cb(struct bufferevent *bev, short what, void *arg)
 		snprintf(why, sizeof(why), "%s",
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	loadgen_conn_dead(c, why);
-	loadgen_connect_more(c->lg);
+	c->lg->hooks->connect_more(c->lg);
 }
 
 /*

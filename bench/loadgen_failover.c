@@ -23,7 +23,7 @@
 #include <event2/event.h>
 
 #include "dynprof.pb-c.h"
-#include "loadgen.h"
+#include "parts_loadgen.h"
 
 /* Parses --coordinator IPV4:PORT[,IPV4:PORT...].  Returns 0 or -1. */
 int
@@ -58,7 +58,7 @@ loadgen_failover_timeout(evutil_socket_t fd, short what, void *arg)
 	snprintf(msg, sizeof(msg), "failover: %d of %d agents back, %d with "
 	    "every event acknowledged, after %d s", lg->fo_back, lg->n,
 	    lg->fo_replayed, LOADGEN_FAILOVER_MAX_S);
-	loadgen_fail(lg, msg);
+	lg->hooks->fail(lg, msg);
 }
 
 /* Half the events acknowledged: kill the leader, start the clock. */
@@ -77,7 +77,7 @@ loadgen_failover_kill(struct loadgen *lg)
 	gmtime_r(&wall.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 	if (kill(lg->kill_pid, SIGKILL) == -1) {
-		loadgen_fail(lg, "failover: cannot kill --kill-pid");
+		lg->hooks->fail(lg, "failover: cannot kill --kill-pid");
 		return;
 	}
 	printf("failover: SIGKILL to the leader (pid %d) at %s.%03ldZ, %d "
@@ -98,7 +98,7 @@ loadgen_failover_start(struct loadgen *lg)
 	lg->phase = LOADGEN_PHASE_FAILOVER;
 	if ((lg->fo_timer = evtimer_new(lg->base, loadgen_failover_timeout,
 	    lg)) == NULL) {
-		loadgen_fail(lg, "out of memory");
+		lg->hooks->fail(lg, "out of memory");
 		return;
 	}
 	evtimer_add(lg->fo_timer, &tv);
@@ -141,7 +141,7 @@ loadgen_failover_lost(struct loadgen_conn *c)
 	if (c->retry == NULL &&
 	    (c->retry = evtimer_new(lg->base, loadgen_failover_retry, c)) ==
 	    NULL) {
-		loadgen_fail(lg, "out of memory");
+		lg->hooks->fail(lg, "out of memory");
 		return (1);
 	}
 	tv.tv_sec = delay / 1000;

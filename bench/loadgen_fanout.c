@@ -13,7 +13,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "loadgen.h"
+#include "parts_loadgen.h"
 
 
 #define LOADGEN_TRIAL_TIMEOUT_MS	60000
@@ -48,12 +48,13 @@ loadgen_fanout_next_cb(evutil_socket_t fd, short what, void *arg)
 	if (lg->trial >= lg->changes) {
 		if (lg->coord_pid > 0)
 			loadgen_proc_read(lg->coord_pid, &lg->proc_fanout);
-		lg->store_fanout = loadgen_store_cpu(lg);
+		lg->store_fanout = loadgen_procs_cpu(lg->store_pids,
+		    lg->nstore_pids);
 		loadgen_proc_read(getpid(), &lg->self_fanout);
 		snprintf(lg->uri, sizeof(lg->uri), "/v1/jobs/%s", lg->job);
 		if (loadgen_http_request(lg->http, "GET", lg->uri, NULL,
 		    loadgen_status_applied_done, lg) == -1)
-			loadgen_fail(lg, "cannot send a status request");
+			lg->hooks->fail(lg, "cannot send a status request");
 		return;
 	}
 	loadgen_fanout_trial(lg);
@@ -109,13 +110,13 @@ loadgen_change_done(void *arg, int code, const char *body, size_t len)
 	if (code < 200 || code > 299) {
 		snprintf(msg, sizeof(msg), "admin change refused: HTTP %d: %.400s",
 		    code, body);
-		loadgen_fail(lg, msg);
+		lg->hooks->fail(lg, msg);
 		return;
 	}
 	if (loadgen_json_generation(body, len, &lg->resp_gen) == -1) {
 		snprintf(msg, sizeof(msg), "admin change: no generation in "
 		    "%.400s", body);
-		loadgen_fail(lg, msg);
+		lg->hooks->fail(lg, msg);
 		return;
 	}
 	lg->resp_done = 1;
@@ -199,7 +200,7 @@ loadgen_fanout_poll(struct loadgen *lg)
 {
 	if (loadgen_http_request(lg->http, "GET", "/metrics", NULL,
 	    loadgen_applied_done, lg) == -1)
-		loadgen_fail(lg, "cannot send a metrics request");
+		lg->hooks->fail(lg, "cannot send a metrics request");
 }
 
 static void
@@ -222,9 +223,9 @@ loadgen_status_applied_done(void *arg, int code, const char *body, size_t len)
 	else
 		fprintf(stderr, "loadgen: GET %s: HTTP %d\n", lg->uri, code);
 	if (lg->do_events)
-		loadgen_events_start(lg);
+		lg->hooks->events_start(lg);
 	else
-		loadgen_finish(lg);
+		lg->hooks->finish(lg);
 }
 
 /* A change not fanned out in LOADGEN_TRIAL_TIMEOUT_MS fails the run. */
@@ -241,7 +242,7 @@ loadgen_trial_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	    "generation, answer %s, in %d ms\n", lg->trial, lg->recv_count,
 	    lg->ready, lg->resp_done ? "received" : "missing",
 	    LOADGEN_TRIAL_TIMEOUT_MS);
-	loadgen_fail(lg, "fan-out timed out");
+	lg->hooks->fail(lg, "fan-out timed out");
 }
 
 static void
@@ -268,7 +269,7 @@ loadgen_fanout_send(struct loadgen *lg)
 	lg->t0 = loadgen_now_ns();
 	if (loadgen_http_request(lg->http, "PUT", lg->uri, body,
 	    loadgen_change_done, lg) == -1) {
-		loadgen_fail(lg, "cannot send the admin request");
+		lg->hooks->fail(lg, "cannot send the admin request");
 		return;
 	}
 	tv.tv_sec = LOADGEN_TRIAL_TIMEOUT_MS / 1000;
@@ -298,5 +299,5 @@ loadgen_fanout_trial(struct loadgen *lg)
 	}
 	if (loadgen_http_request(lg->http, "GET", "/metrics", NULL,
 	    loadgen_metrics_before_done, lg) == -1)
-		loadgen_fail(lg, "cannot send a metrics request");
+		lg->hooks->fail(lg, "cannot send a metrics request");
 }

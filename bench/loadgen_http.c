@@ -19,7 +19,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "addr.h"
-#include "loadgen.h"
+#include "loadgen_http.h"
 #include "procstat.h"
 
 struct loadgen_http {
@@ -187,16 +187,16 @@ loadgen_proc_read(pid_t pid, struct loadgen_proc *p)
 	return (0);
 }
 
-/* Returns the CPU seconds of the store's processes, summed; -1 if one of
- * them cannot be read (gone). */
+/* Returns the CPU seconds of n processes, summed; -1 if one of them cannot
+ * be read (gone). */
 double
-loadgen_store_cpu(const struct loadgen *lg)
+loadgen_procs_cpu(const pid_t *pids, int n)
 {
 	double	 sum = 0, v;
 	int	 i;
 
-	for (i = 0; i < lg->nstore_pids; i++) {
-		if ((v = procstat_cpu_seconds(lg->store_pids[i])) < 0)
+	for (i = 0; i < n; i++) {
+		if ((v = procstat_cpu_seconds(pids[i])) < 0)
 			return (-1);
 		sum += v;
 	}

@@ -13,7 +13,7 @@
 
 #include <event2/event.h>
 
-#include "loadgen.h"
+#include "parts_loadgen.h"
 
 /* Sends one Progress from every ready connection: all ranks at lg->step. */
 static void
@@ -34,9 +34,10 @@ loadgen_progress_cb(evutil_socket_t fd, short what, void *arg)
 	if (loadgen_now_ns() - lg->pr_t0 >= (int64_t)lg->progress_s * 1000000000) {
 		if (lg->coord_pid > 0)
 			loadgen_proc_read(lg->coord_pid, &lg->proc_events);
-		lg->store_events = loadgen_store_cpu(lg);
+		lg->store_events = loadgen_procs_cpu(lg->store_pids,
+		    lg->nstore_pids);
 		loadgen_proc_read(getpid(), &lg->self_events);
-		loadgen_finish(lg);
+		lg->hooks->finish(lg);
 		return;
 	}
 	lg->step++;
@@ -76,12 +77,12 @@ loadgen_progress_start(struct loadgen *lg)
 	lg->phase = LOADGEN_PHASE_PROGRESS;
 	if (lg->coord_pid > 0)
 		loadgen_proc_read(lg->coord_pid, &lg->proc_before);
-	lg->store_before = loadgen_store_cpu(lg);
+	lg->store_before = loadgen_procs_cpu(lg->store_pids, lg->nstore_pids);
 	loadgen_proc_read(getpid(), &lg->self_before);
 	lg->pr_t0 = loadgen_now_ns();
 	if ((lg->pr_ev = event_new(lg->base, -1, EV_PERSIST,
 	    loadgen_progress_cb, lg)) == NULL) {
-		loadgen_fail(lg, "cannot start the progress timer");
+		lg->hooks->fail(lg, "cannot start the progress timer");
 		return;
 	}
 	tv.tv_sec = 0;

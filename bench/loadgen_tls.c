@@ -16,7 +16,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "loadgen.h"
+#include "parts_loadgen.h"
 
 
 /* Adds extension nid (value as openssl.cnf writes it) to x. */

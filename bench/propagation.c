@@ -28,7 +28,7 @@
 
 #include <event2/event.h>
 
-#include "loadgen.h"
+#include "loadgen_http.h"
 #include "segment.h"
 
 #define PROPAGATION_TRIAL_TIMEOUT_NS	(10LL * 1000000000)

@@ -1,12 +1,13 @@
 /*
- * Helpers shared by the end-to-end benchmarks (loadgen, propagation): an
- * asynchronous admin API client on the benchmark's own event loop, a reader of a
- * process's memory and CPU time, and order statistics.  Then dynprof-loadgen's
- * own state: the run and its connections, shared by its files.
+ * dynprof-loadgen's parts (loadgen_conn.c, loadgen_fanout.c,
+ * loadgen_failover.c, loadgen_progress.c, loadgen_tls.c) share this: the run
+ * and its connections, and each part's entry points.  loadgen.c, at the top,
+ * wires them: a part hands up what it must through lg->hooks, never calling
+ * into loadgen.c.
  */
 
-#ifndef DYNPROF_BENCH_LOADGEN_H
-#define DYNPROF_BENCH_LOADGEN_H
+#ifndef DYNPROF_BENCH_PARTS_LOADGEN_H
+#define DYNPROF_BENCH_PARTS_LOADGEN_H
 
 #include <sys/types.h>
 
@@ -20,43 +21,7 @@
 
 #include "dynprof.pb-c.h"
 #include "failover.h"
-
-struct event_base;
-struct loadgen_http;
-
-/* Called once per request: code 0 means no answer (connection failed, timeout). */
-typedef void (*loadgen_http_cb)(void *, int, const char *, size_t);
-
-/* loadgen_http.c */
-struct loadgen_http *loadgen_http_new(struct event_base *, const char *,
-	    const char *);
-void	 loadgen_http_free(struct loadgen_http *);
-int	 loadgen_http_request(struct loadgen_http *, const char *, const char *,
-	    const char *, loadgen_http_cb, void *);
-int	 loadgen_parse_hostport(const char *, char *, size_t, int *);
-int64_t	 loadgen_now_ns(void);
-
-/* Processes of the store --store-pids may name. */
-#define LOADGEN_STORE_PIDS_MAX	16
-
-struct loadgen_proc {
-	long	 rss_kib;	/* VmRSS */
-	long	 hwm_kib;	/* VmHWM: peak RSS */
-	double	 cpu_s;		/* utime + stime */
-};
-int	 loadgen_proc_read(pid_t, struct loadgen_proc *);
-struct loadgen;
-double	 loadgen_store_cpu(const struct loadgen *);
-
-struct loadgen_stats {
-	double	 min;
-	double	 median;
-	double	 p99;
-	double	 max;
-};
-void	 loadgen_stats(double *, size_t, struct loadgen_stats *);
-int	 loadgen_raise_nofile(size_t);
-
+#include "loadgen_http.h"
 
 /* dynprof-loadgen: the heartbeat timer's slice (see loadgen_conn.c). */
 #define LOADGEN_HB_TICK_MS	10
@@ -93,6 +58,34 @@ enum loadgen_phase {
 };
 
 struct loadgen;
+struct loadgen_conn;
+
+/*
+ * What the parts hand up, set by loadgen.c (no part calls into it): the end
+ * of the run, its next phase, and what a connection tells --mode failover
+ * (loadgen_failover.c).
+ */
+struct loadgen_hooks {
+	/* Ends the run as failed, saying why. */
+	void	(*fail)(struct loadgen *, const char *);
+	/* Opens connections up to --concurrency; all ready: the next phase. */
+	void	(*connect_more)(struct loadgen *);
+	/* The events phase: its start, then (every event acknowledged) its
+	 * status check. */
+	void	(*events_start)(struct loadgen *);
+	/* Prints the figures and ends the run. */
+	void	(*finish)(struct loadgen *);
+	/* A connection ended: 1 if the failover dials again, else 0. */
+	int	(*lost)(struct loadgen_conn *);
+	/* A hello about to go: the leader the connection lost. */
+	void	(*hello)(struct loadgen_conn *, Dynprof__V1__Hello *);
+	/* An Error frame (code, the leader it names). */
+	void	(*error)(struct loadgen_conn *, int, const char *);
+	/* A Welcome during the failover. */
+	void	(*welcome)(struct loadgen_conn *, const Dynprof__V1__Welcome *);
+	/* Events up to seq acknowledged during the failover. */
+	void	(*acked)(struct loadgen_conn *, uint64_t);
+};
 
 struct loadgen_conn {
 	struct loadgen		*lg;
@@ -116,6 +109,7 @@ struct loadgen_conn {
 };
 
 struct loadgen {
+	const struct loadgen_hooks *hooks;	/* set by loadgen.c */
 	struct event_base	*base;
 	struct loadgen_http	*http;
 	struct sockaddr_in	 coords[LOADGEN_COORDS_MAX];
@@ -219,12 +213,6 @@ struct loadgen {
 	struct event		*pr_ev;
 };
 
-/* loadgen.c */
-void	 loadgen_fail(struct loadgen *, const char *);
-void	 loadgen_connect_more(struct loadgen *);
-void	 loadgen_events_start(struct loadgen *);
-void	 loadgen_finish(struct loadgen *);
-
 /* loadgen_conn.c */
 int	 loadgen_conn_open(struct loadgen *, struct loadgen_conn *);
 void	 loadgen_events_pump(struct loadgen_conn *);
@@ -256,4 +244,4 @@ void	 loadgen_failover_free(struct loadgen *);
 int	 loadgen_tls_load(struct loadgen *);
 int	 loadgen_sessions_write(struct loadgen *);
 
-#endif /* DYNPROF_BENCH_LOADGEN_H */
+#endif /* DYNPROF_BENCH_PARTS_LOADGEN_H */
