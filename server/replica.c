@@ -39,7 +39,6 @@
 
 #include "clock.h"
 #include "etcd.h"
-#include "http.h"
 #include "leader.h"
 #include "log.h"
 #include "model.h"
