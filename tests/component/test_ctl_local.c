@@ -107,6 +107,28 @@ options_unset(struct seg_options *o)
 	o->data_simplification = 1;
 }
 
+/*
+ * Claims a slot of seg for rank of process pid and opens its update, at
+ * step in state, window 3, its last event last_event.  The caller ends it.
+ */
+static struct seg_slot *
+slot_begin(struct segment *seg, pid_t pid, int32_t rank, int64_t step,
+    uint32_t state, uint32_t last_event)
+{
+	struct seg_slot	*s;
+	int		 idx;
+
+	idx = segment_slot_claim(seg, pid, rank, NULL);
+	assert_true(idx >= 0);
+	s = &seg->slots[idx];
+	segment_slot_update_begin(s);
+	atomic_store(&s->step, step);
+	s->state = state;
+	s->window_id = 3;
+	s->last_event = last_event;
+	return (s);
+}
+
 /* The segment of job "job-1": two windows, a live rank and a dead one. */
 static void
 make_segment(struct fixture *fx)
@@ -115,7 +137,7 @@ make_segment(struct fixture *fx)
 	struct seg_config	*cfg;
 	struct seg_slot		*s;
 	pid_t			 child;
-	int			 idx, status;
+	int			 status;
 
 	assert_int_equal(segment_open(&seg, fx->dir, "job-1", SEG_CREATE,
 	    0600), SEG_OK);
@@ -147,14 +169,7 @@ make_segment(struct fixture *fx)
 	atomic_store(&seg.hdr->agent_pid, getpid());
 
 	/* A live rank, profiling. */
-	idx = segment_slot_claim(&seg, getpid(), 0, NULL);
-	assert_true(idx >= 0);
-	s = &seg.slots[idx];
-	segment_slot_update_begin(s);
-	atomic_store(&s->step, 162);
-	s->state = SEG_RANK_PROFILING;
-	s->window_id = 3;
-	s->last_event = 2;
+	s = slot_begin(&seg, getpid(), 0, 162, SEG_RANK_PROFILING, 2);
 	s->start_step = 160;
 	s->stop_step = 164;
 	snprintf(s->output_dir, sizeof(s->output_dir),
@@ -168,14 +183,7 @@ make_segment(struct fixture *fx)
 		_exit(0);
 	assert_int_equal(waitpid(child, &status, 0), child);
 	fx->dead_pid = child;
-	idx = segment_slot_claim(&seg, child, 9, NULL);
-	assert_true(idx >= 0);
-	s = &seg.slots[idx];
-	segment_slot_update_begin(s);
-	atomic_store(&s->step, 160);
-	s->state = SEG_RANK_FAILED;
-	s->window_id = 3;
-	s->last_event = 5;
+	s = slot_begin(&seg, child, 9, 160, SEG_RANK_FAILED, 5);
 	snprintf(s->error, sizeof(s->error), "disk full");
 	segment_slot_update_end(s);
 	segment_close(&seg);

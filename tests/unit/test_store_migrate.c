@@ -133,6 +133,40 @@ load(struct store *s, struct loaded *l)
 	assert_int_equal(store_load(s, &sl), 0);
 }
 
+/*
+ * Makes a directory dir whose dynprof.db (its path into path) an older
+ * version made with schema, and opens the store there.
+ */
+static struct store *
+open_old(const char *schema, char *dir, size_t dlen, char *path, size_t plen)
+{
+	struct store	*s;
+	sqlite3		*db;
+	const char	*why;
+
+	assert_int_equal(unit_tmpdir(dir, dlen), 0);
+	snprintf(path, plen, "%s/dynprof.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, schema, NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	s = store_open(dir, &why);
+	assert_non_null(s);
+	return (s);
+}
+
+/* Closes s and opens the store in dir again. */
+static struct store *
+reopen(struct store *s, const char *dir)
+{
+	const char	*why;
+
+	store_close(s);
+	s = store_open(dir, &why);
+	assert_non_null(s);
+	return (s);
+}
+
 static void
 test_migrate_v1(void **state)
 {
@@ -142,21 +176,12 @@ test_migrate_v1(void **state)
 	struct loaded		 l;
 	sqlite3			*db;
 	sqlite3_stmt		*st;
-	const char		*why;
 	char			 dir[64], path[128];
 	int			 version = 0;
 
 	(void)state;
-	assert_int_equal(unit_tmpdir(dir, sizeof(dir)), 0);
-	snprintf(path, sizeof(path), "%s/dynprof.db", dir);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, schema_v1, NULL, NULL, NULL),
-	    SQLITE_OK);
-	sqlite3_close(db);
-
 	/* Migrated: the old row is there, without rules. */
-	s = store_open(dir, &why);
-	assert_non_null(s);
+	s = open_old(schema_v1, dir, sizeof(dir), path, sizeof(path));
 	load(s, &l);
 	assert_int_equal(l.jobs, 1);
 	assert_string_equal(l.name, "old-j");
@@ -169,9 +194,7 @@ test_migrate_v1(void **state)
 	assert_int_equal(store_begin(s), 0);
 	assert_int_equal(store_put_job(s, &j), 0);
 	assert_int_equal(store_commit(s), 0);
-	store_close(s);
-	s = store_open(dir, &why);
-	assert_non_null(s);
+	s = reopen(s, dir);
 	load(s, &l);
 	assert_int_equal(l.jobs, 2);
 	store_close(s);
@@ -207,21 +230,11 @@ test_migrate_v4(void **state)
 	struct store_window	 w = { "old-j", 2, 30, 40, "", NULL, NULL, "",
 	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1 };
 	struct loaded		 l;
-	sqlite3			*db;
-	const char		*why;
 	char			 dir[64], path[128];
 
 	(void)state;
-	assert_int_equal(unit_tmpdir(dir, sizeof(dir)), 0);
-	snprintf(path, sizeof(path), "%s/dynprof.db", dir);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, schema_v4_windows, NULL, NULL,
-	    NULL), SQLITE_OK);
-	sqlite3_close(db);
-
 	/* The old window is there, collected as windows were. */
-	s = store_open(dir, &why);
-	assert_non_null(s);
+	s = open_old(schema_v4_windows, dir, sizeof(dir), path, sizeof(path));
 	load(s, &l);
 	assert_int_equal(l.windows, 1);
 	assert_int_equal(l.no_collect[1], 0);
@@ -229,9 +242,7 @@ test_migrate_v4(void **state)
 	assert_int_equal(store_begin(s), 0);
 	assert_int_equal(store_put_window(s, &w), 0);
 	assert_int_equal(store_commit(s), 0);
-	store_close(s);
-	s = store_open(dir, &why);
-	assert_non_null(s);
+	s = reopen(s, dir);
 	load(s, &l);
 	assert_int_equal(l.windows, 2);
 	assert_int_equal(l.no_collect[1], 0);
