@@ -43,6 +43,7 @@ enum {
 	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
 	OPT_TRACE_UPLOAD, OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_S3_CREDENTIALS,
 	OPT_UPLOAD_RATE, OPT_UPLOAD_STALL, OPT_UPLOAD_BACKOFF, OPT_UPLOAD_PART,
+	OPT_TEST_CLOCK_OFFSET,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -78,6 +79,7 @@ static const struct option agent_longopts[] = {
 	{ "upload-stall",	required_argument, NULL, OPT_UPLOAD_STALL },
 	{ "upload-backoff",	required_argument, NULL, OPT_UPLOAD_BACKOFF },
 	{ "upload-part-size",	required_argument, NULL, OPT_UPLOAD_PART },
+	{ "test-clock-offset",	required_argument, NULL, OPT_TEST_CLOCK_OFFSET },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -155,6 +157,9 @@ agent_usage(FILE *f)
 "                           (S3 multipart upload; 5m to 5g; default: 64m)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
+"  --test-clock-offset NS   for tests: read the wall clock NS nanoseconds ahead\n"
+"                           (-86400e9 to 86400e9), as a node whose clock is off\n"
+"                           (the machine's clock is not touched; default: 0)\n"
 "  -v, --verbose            log more\n"
 "  -q, --quiet              log warnings only\n"
 "  -h, --help               this help\n"
@@ -363,6 +368,15 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 		if (agent_number(arg, 1, 60, &v, 10, name) == -1)
 			return (-1);
 		o->upload_backoff_s = (int)v;
+		return (0);
+	case OPT_TEST_CLOCK_OFFSET:
+		if (agent_number(arg, -86400LL * 1000000000,
+		    86400LL * 1000000000, &v, 10, name) == -1)
+			return (-1);
+		o->test_clock_offset_ns = v;
+		if (v != 0)
+			log_warnx("%s: the wall clock is read %lld ms off, for "
+			    "tests", name, v / 1000000);
 		return (0);
 	case OPT_SHM_BUDGET:
 		if (agent_number(arg, 0, 1 << 20, &v, 10, name) == -1)

@@ -15,6 +15,7 @@
  *	events.c	a rank's slot log read and forwarded as RankEvents
  *	guard.c		a segment truncated under the agent: SIGBUS caught, job dropped
  *	apply.c		a JobConfig turned into the segment's schedule
+ *	offset.c	the node's clock against the coordinator's (heartbeats)
  *	standalone.c	no coordinator: profiler_config.json watched with inotify
  *	legacy*.c	--legacy-dir: jobs served through their own config files
  *			(parts_legacy.h)

@@ -59,6 +59,9 @@ apply_options(const Dynprof__V1__ProfilerOptions *po, struct seg_options *o,
 	return (0);
 }
 
+/* Times past this are refused: apply_clock() adds a day at most to them. */
+#define APPLY_TIME_MAX_NS	(INT64_C(1) << 62)	/* year 2116 */
+
 /*
  * Checks one window of a pushed config and fills sw from it.  Returns 0, or -1
  * with *why set.
@@ -78,6 +81,13 @@ apply_window(const Dynprof__V1__Window *w, struct seg_window *sw,
 		*why = "window steps out of order or negative";
 		return (-1);
 	}
+	if ((w->start_unix_ns != 0 || w->stop_unix_ns != 0) &&
+	    (w->start_unix_ns <= 0 || w->stop_unix_ns <= w->start_unix_ns ||
+	    w->stop_unix_ns > APPLY_TIME_MAX_NS || w->start_step != 0 ||
+	    w->stop_step != 0)) {
+		*why = "time window with steps, or times out of order";
+		return (-1);
+	}
 	if (w->ranks != NULL && w->ranks[0] != '\0') {
 		if (strlen(w->ranks) >= sizeof(sw->ranks)) {
 			*why = "rank list too long";
@@ -92,6 +102,9 @@ apply_window(const Dynprof__V1__Window *w, struct seg_window *sw,
 	sw->id = w->id;
 	sw->start_step = w->start_step;
 	sw->stop_step = w->stop_step;
+	/* On the coordinator's clock until apply_clock(). */
+	sw->start_unix_ns = w->start_unix_ns;
+	sw->stop_unix_ns = w->stop_unix_ns;
 	if (w->state == DYNPROF__V1__WINDOW_STATE__WINDOW_CANCELLED)
 		sw->flags |= SEG_WINDOW_CANCELLED;
 	return (0);
@@ -170,9 +183,11 @@ apply_jobconfig(const Dynprof__V1__JobConfig *jc, struct seg_config *out,
 		out->windows[j] = tmp;
 	}
 	/* Scheduled windows may not overlap (a cancelled one may): of two
-	 * that do, the later one is dropped. */
+	 * that do, the later one is dropped.  Time windows are the ranks'
+	 * to order (one runs at a time). */
 	for (i = 0, j = SIZE_MAX; i < n; i++) {
-		if (out->windows[i].flags & SEG_WINDOW_CANCELLED)
+		if ((out->windows[i].flags & SEG_WINDOW_CANCELLED) ||
+		    out->windows[i].start_unix_ns != 0)
 			continue;
 		if (j != SIZE_MAX &&
 		    out->windows[i].start_step <= out->windows[j].stop_step) {
@@ -188,4 +203,34 @@ apply_jobconfig(const Dynprof__V1__JobConfig *jc, struct seg_config *out,
 	}
 	out->nwindows = (uint32_t)n;
 	return (0);
+}
+
+/*
+ * Turns the time windows of cfg (apply_jobconfig()'s, times on the
+ * coordinator's wall clock) into this node's: its wall clock is offset_ns
+ * ahead of the coordinator's, and read wall_ns when CLOCK_MONOTONIC read
+ * mono_ns.  A rank decides on the monotonic times (start_ns, stop_ns), and
+ * reports the wall-clock ones.
+ */
+void
+apply_clock(struct seg_config *cfg, int64_t offset_ns, int64_t wall_ns,
+    int64_t mono_ns)
+{
+	struct seg_window	*w;
+	uint32_t		 i;
+
+	for (i = 0; i < cfg->nwindows; i++) {
+		w = &cfg->windows[i];
+		if (w->start_unix_ns == 0)
+			continue;
+		w->start_unix_ns += offset_ns;
+		w->stop_unix_ns += offset_ns;
+		w->start_ns = w->start_unix_ns - wall_ns + mono_ns;
+		w->stop_ns = w->stop_unix_ns - wall_ns + mono_ns;
+		/* A start before the machine booted: at once. */
+		if (w->start_ns <= 0)
+			w->start_ns = 1;
+		if (w->stop_ns <= w->start_ns)
+			w->stop_ns = w->start_ns + 1;
+	}
 }

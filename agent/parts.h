@@ -74,6 +74,7 @@ struct agent_options {
 	int		 upload_backoff_s;	/* after the first failed try */
 	uint64_t	 upload_part_size;	/* over it: multipart */
 	int		 log_level;
+	int64_t		 test_clock_offset_ns;	/* --test-clock-offset */
 };
 
 /* Counters of everything refused or lost, logged at exit. */
@@ -246,6 +247,19 @@ struct upstream {
 	struct tls	 tls;			/* ctx NULL: plaintext */
 };
 
+/* Coordinator heartbeats kept for the clock offset (offset.c). */
+#define OFFSET_KEEP	8
+
+/* This node's clock against the coordinator's (offset.c). */
+struct agent_offset {
+	int64_t		 d[OFFSET_KEEP];	/* receive - send, ns */
+	uint32_t	 n;
+	uint32_t	 head;
+	int		 known;
+	int64_t		 offset_ns;		/* ours - the coordinator's */
+	int64_t		 said_ns;		/* as last sent */
+};
+
 struct standalone;
 struct legacy;
 struct collect;
@@ -274,6 +288,7 @@ struct agent {
 	struct agent_stats	 stats;
 	struct agent_jobs	 jobs;
 	struct upstream		 up;
+	struct agent_offset	 offset;
 	struct standalone	*sa;
 	struct legacy		*lg;		/* --legacy-dir, or NULL */
 	struct collect		*collect;	/* --trace-store, or NULL */
@@ -390,6 +405,13 @@ void	 events_rank_gone(struct agent *, struct agent_job *,
 /* apply.c */
 int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,
 	    const char **);
+void	 apply_clock(struct seg_config *, int64_t, int64_t, int64_t);
+
+/* offset.c */
+int64_t	 offset_wall_ns(const struct agent *);
+void	 offset_reset(struct agent *);
+int	 offset_note(struct agent *, int64_t);
+void	 offset_said(struct agent *);
 
 /* standalone.c */
 int	 standalone_parse(struct agent *, const char *, Dynprof__V1__Window *,

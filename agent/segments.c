@@ -513,6 +513,8 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		    why);
 		return (-1);
 	}
+	apply_clock(a->scratch, a->offset.known ? a->offset.offset_ns : 0,
+	    offset_wall_ns(a), (int64_t)clock_mono_ns());
 	collect_config(a, jc);
 	TAILQ_FOREACH(j, &a->jobs, entry)
 		if (strcmp(j->name, jc->job) == 0)

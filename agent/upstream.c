@@ -173,6 +173,21 @@ upstream_goodbye(struct agent *a)
 	return (1);
 }
 
+/* Sends a heartbeat, with the clock offset once known (offset.c). */
+static void
+upstream_heartbeat(struct agent *a)
+{
+	struct agentmsg	 am;
+
+	agentmsg_heartbeat(&am, clock_wall_ns());
+	if (a->offset.known) {
+		am.u.heartbeat.clock_offset_ns = a->offset.offset_ns;
+		am.u.heartbeat.clock_offset_known = 1;
+		offset_said(a);
+	}
+	upstream_send(a, &am.m);
+}
+
 /* Sends Hello: the token, and every job's applied generation. */
 static void
 upstream_send_hello(struct agent *a)
@@ -332,6 +347,7 @@ upstream_welcome(struct agent *a, const Dynprof__V1__Welcome *w)
 {
 	struct upstream		*up = &a->up;
 
+	offset_reset(a);	/* another coordinator, maybe */
 	up->heartbeat_ms = w->heartbeat_ms;
 	if (up->heartbeat_ms < UPSTREAM_HB_MIN_MS)
 		up->heartbeat_ms = w->heartbeat_ms == 0 ? AGENT_HEARTBEAT_MS :
@@ -403,6 +419,8 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 
 	switch (m->body_case) {
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT:
+		if (offset_note(a, m->heartbeat->time_unix_ns))
+			upstream_heartbeat(a);
 		break;
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG:
 		(void)a->up.hooks->config(a, m->config);
@@ -662,7 +680,6 @@ int64_t
 upstream_tick(struct agent *a, int64_t now, int early)
 {
 	struct upstream	*up = &a->up;
-	struct agentmsg	 am;
 	int64_t		 hb_ms = up->heartbeat_ms;
 	int64_t		 dead_at, next, slack;
 
@@ -692,9 +709,8 @@ upstream_tick(struct agent *a, int64_t now, int early)
 		return (up->retry_at_ms);
 	}
 	slack = early ? hb_ms / 2 : 0;
-	if (now + slack >= up->last_sent_ms + hb_ms) {
-		upstream_send(a, agentmsg_heartbeat(&am, clock_wall_ns()));
-	}
+	if (now + slack >= up->last_sent_ms + hb_ms)
+		upstream_heartbeat(a);
 	next = up->last_sent_ms + hb_ms + hb_ms / 8;
 	return (next < dead_at ? next : dead_at);
 }

@@ -142,6 +142,10 @@ struct ctl_trace_args {
 	int		 no_collect;	/* --no-collect */
 	int		 have_timeout;
 	double		 timeout;	/* seconds */
+	const char	*at;		/* --at: a time window's start */
+	int		 have_for, have_tolerance;
+	int64_t		 for_ms;	/* --for (--duration) */
+	int64_t		 tolerance_ms;	/* --tolerance */
 };
 int	 ctl_option_parse(json_t *, const char *, char *, size_t);
 int	 ctl_trace_parse(int, char **, struct ctl_trace_args *, char *,

@@ -72,6 +72,15 @@ ctl_format_window(char *buf, size_t len, json_t *w)
 	const char	*ranks;
 
 	ranks = ctl_json_str(w, "ranks", "");
+	if (json_is_string(json_object_get(w, "at"))) {
+		snprintf(buf, len, "window %lld: at %s for %lld ms on %s%s",
+		    (long long)ctl_json_int(w, "id", 0),
+		    ctl_json_str(w, "at", ""),
+		    (long long)ctl_json_int(w, "duration_ms", 0),
+		    *ranks == '\0' ? "all ranks" : strpbrk(ranks, ",-") !=
+		    NULL ? "ranks " : "rank ", ranks);
+		return;
+	}
 	snprintf(buf, len, "window %lld: steps %lld-%lld on %s%s",
 	    (long long)ctl_json_int(w, "id", 0),
 	    (long long)ctl_json_int(w, "start_step", 0),
@@ -251,6 +260,11 @@ ctl_status_summary(FILE *f, json_t *doc)
 	w = ctl_current_window(json_object_get(doc, "windows"));
 	if (w == NULL)
 		fprintf(f, ", no windows");
+	else if (json_is_string(json_object_get(w, "at")))
+		fprintf(f, ", window %lld [at %s, %lld ms]",
+		    (long long)ctl_json_int(w, "id", 0),
+		    ctl_json_str(w, "at", ""),
+		    (long long)ctl_json_int(w, "duration_ms", 0));
 	else
 		fprintf(f, ", window %lld [%lld,%lld]",
 		    (long long)ctl_json_int(w, "id", 0),
@@ -532,9 +546,9 @@ void
 ctl_table_nodes(FILE *f, json_t *doc)
 {
 	struct ctl_table	 t;
-	json_t			*nodes, *n, *jobs, *g;
+	json_t			*nodes, *n, *jobs, *g, *worst, *off_ms;
 	const char		*row[CTL_TABLE_COLS], *job;
-	char			 jobsbuf[1024];
+	char			 jobsbuf[1024], offbuf[32];
 	size_t			 i, off;
 
 	nodes = json_object_get(doc, "nodes");
@@ -543,7 +557,7 @@ ctl_table_nodes(FILE *f, json_t *doc)
 		return;
 	}
 	ctl_table_head(&t, "NODE", "STATE", "ADDRESS", "CONNECTED_SINCE",
-	    "LAST_SEEN", "JOBS (APPLIED GENERATION)", NULL);
+	    "LAST_SEEN", "CLOCK_OFFSET", "JOBS (APPLIED GENERATION)", NULL);
 	json_array_foreach(nodes, i, n) {
 		jobsbuf[0] = '\0';
 		off = 0;
@@ -561,8 +575,21 @@ ctl_table_nodes(FILE *f, json_t *doc)
 		row[2] = ctl_json_str(n, "address", NULL);
 		row[3] = ctl_json_str(n, "connected_since", NULL);
 		row[4] = ctl_json_str(n, "last_seen", NULL);
-		row[5] = jobsbuf;
+		off_ms = json_object_get(n, "clock_offset_ms");
+		if (json_is_number(off_ms))
+			snprintf(offbuf, sizeof(offbuf), "%+.1f ms",
+			    json_number_value(off_ms));
+		else
+			snprintf(offbuf, sizeof(offbuf), "-");
+		row[5] = offbuf;
+		row[6] = jobsbuf;
 		ctl_table_add(&t, row);
 	}
 	ctl_table_print(f, &t, "");
+	/* The node whose clock is furthest from the coordinator's. */
+	worst = json_object_get(doc, "worst_clock_offset");
+	if (json_is_number(json_object_get(worst, "offset_ms")))
+		fprintf(f, "worst clock offset: %+.1f ms (node %s)\n",
+		    json_number_value(json_object_get(worst, "offset_ms")),
+		    ctl_json_str(worst, "node", "?"));
 }

@@ -12,6 +12,7 @@
 
 #include "ctl.h"
 #include "options.h"
+#include "when.h"
 
 #define CTL_POLL_MS	500	/* --wait without an event stream: how often */
 #define CTL_REFRESH_MS	200	/* --wait: the summary at most this often */
@@ -106,6 +107,7 @@ enum ctl_trace_flag {
 	CTL_F_START, CTL_F_IN, CTL_F_STEPS, CTL_F_STOP, CTL_F_ROUNDUP,
 	CTL_F_RANKS, CTL_F_OPTION, CTL_F_SUBDIR, CTL_F_TIMEOUT,
 	CTL_F_SELECT, CTL_F_NODES, CTL_F_ONE_PER, CTL_F_GROUP_OF,
+	CTL_F_AT, CTL_F_FOR, CTL_F_TOLERANCE,
 };
 
 /* The window's keys of the flags naming ranks by what they are. */
@@ -128,6 +130,10 @@ static const struct {
 	{ "--nodes", CTL_F_NODES },
 	{ "--one-per", CTL_F_ONE_PER },
 	{ "--group-of", CTL_F_GROUP_OF },
+	{ "--at", CTL_F_AT },
+	{ "--for", CTL_F_FOR },
+	{ "--duration", CTL_F_FOR },
+	{ "--tolerance", CTL_F_TOLERANCE },
 };
 
 /* A step count flag: given once, an integer >= min. */
@@ -156,6 +162,7 @@ ctl_trace_flag(struct ctl_trace_args *a, const char *name,
 	struct rank_set	 rs;
 	const char	*why;
 	char		*end, num[16];
+	int64_t		 ms;
 
 	switch (flag) {
 	case CTL_F_START:
@@ -213,6 +220,33 @@ ctl_trace_flag(struct ctl_trace_args *a, const char *name,
 		}
 		a->group_vary = end + 1;
 		a->have_group = 1;
+		return (0);
+	case CTL_F_AT:
+		/* Checked here for its form; the coordinator judges it
+		 * ("+30s" is from its clock). */
+		if (a->at != NULL || when_parse_at(v, 0, &ms, &why) == -1) {
+			snprintf(err, errlen, "%s %s: %s", name, v, a->at !=
+			    NULL ? "given twice" : why);
+			return (-1);
+		}
+		a->at = v;
+		return (0);
+	case CTL_F_FOR:
+	case CTL_F_TOLERANCE:
+		if ((flag == CTL_F_FOR ? a->have_for : a->have_tolerance) ||
+		    when_parse_duration_ms(v, &ms, &why) == -1) {
+			snprintf(err, errlen, "%s %s: %s", name, v,
+			    (flag == CTL_F_FOR ? a->have_for :
+			    a->have_tolerance) ? "given twice" : why);
+			return (-1);
+		}
+		if (flag == CTL_F_FOR) {
+			a->have_for = 1;
+			a->for_ms = ms;
+		} else {
+			a->have_tolerance = 1;
+			a->tolerance_ms = ms;
+		}
 		return (0);
 	case CTL_F_OPTION:
 		return (ctl_option_parse(a->options, v, err, errlen));
@@ -318,6 +352,29 @@ ctl_trace_parse(int argc, char **argv, struct ctl_trace_args *a, char *err,
 		snprintf(err, errlen, "invalid job id \"%s\": %s", a->job, why);
 		goto fail;
 	}
+	if (a->at != NULL) {
+		if (a->have_start || a->have_in || a->have_stop ||
+		    a->have_steps || a->have_roundup || a->force) {
+			snprintf(err, errlen, "--at (a time window) takes no "
+			    "steps: no --start, --in, --stop, --steps, "
+			    "--roundup or --force");
+			goto fail;
+		}
+		if (!a->have_for) {
+			snprintf(err, errlen, "say how long: --for 10s (or "
+			    "--duration)");
+			goto fail;
+		}
+		if (a->have_timeout && !a->wait) {
+			snprintf(err, errlen, "--timeout goes with --wait");
+			goto fail;
+		}
+		return (0);
+	}
+	if (a->have_for || a->have_tolerance) {
+		snprintf(err, errlen, "--for and --tolerance go with --at");
+		goto fail;
+	}
 	if (a->have_start == a->have_in) {
 		snprintf(err, errlen, a->have_start ? "--start and --in "
 		    "exclude each other" : "say when: --start N or --in N");
@@ -361,6 +418,13 @@ ctl_trace_body(const struct ctl_trace_args *a)
 
 	if ((b = json_object()) == NULL)
 		return (NULL);
+	if (a->at != NULL) {
+		json_object_set_new(b, "at", json_string(a->at));
+		json_object_set_new(b, "duration_ms", json_integer(a->for_ms));
+	}
+	if (a->have_tolerance)
+		json_object_set_new(b, "tolerance_ms",
+		    json_integer(a->tolerance_ms));
 	if (a->have_start)
 		json_object_set_new(b, "start_step", json_integer(a->start));
 	if (a->have_in)
@@ -870,9 +934,10 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_trace_args	 a;
 	struct ctl_response	 res;
-	json_t			*body, *doc, *w;
+	json_t			*body, *doc, *w, *cw;
 	char			*text, err[512], path[128], wbuf[512];
 	int64_t			 id;
+	size_t			 i;
 	int			 rc;
 
 	if (ctl_trace_parse(argc, argv, &a, err, sizeof(err)) == -1) {
@@ -911,6 +976,10 @@ ctl_cmd_trace(struct ctl *ctl, int argc, char **argv)
 	} else {
 		ctl_format_window(wbuf, sizeof(wbuf), w);
 		fprintf(ctl->out, "%s\n", wbuf);
+		json_array_foreach(json_object_get(doc, "clock_warnings"), i,
+		    cw)
+			ctl_errx(ctl, "warning: %s", ctl_json_str(cw, "warning",
+			    "?"));
 		fflush(ctl->out);
 	}
 	ctl_http_free(&res);

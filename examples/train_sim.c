@@ -30,6 +30,7 @@ struct train_sim {
 	double		 steps_per_sec;
 	int64_t		 max_steps;
 	int64_t		 first_step;
+	int64_t		 poll_ms;	/* --poll-ms: no steps, polls */
 	int		 quiet;
 	int		 verbose;
 	FILE		*trace;		/* open while a window runs */
@@ -46,6 +47,29 @@ train_sim_on_signal(int sig)
 	train_sim_stop_flag = 1;
 }
 
+static int64_t	train_sim_now_ns(void);
+static void	train_sim_sleep_until(int64_t);
+
+/* --poll-ms: a loop without steps, polling until SIGTERM. */
+static int
+train_sim_poll(struct train_sim *ts, dynprof_t *h)
+{
+	int64_t	 next = train_sim_now_ns(), polls = 0;
+	int	 rc;
+
+	while (!train_sim_stop_flag) {
+		if ((rc = dynprof_poll(h)) != DYNPROF_OK && ts->verbose)
+			fprintf(stderr, "rank %d: poll: %s\n", ts->rank,
+			    dynprof_strerror(rc));
+		polls++;
+		next += ts->poll_ms * 1000000;
+		train_sim_sleep_until(next);
+	}
+	dynprof_close(h);
+	printf("rank %d: %lld polls\n", ts->rank, (long long)polls);
+	return (0);
+}
+
 static void
 train_sim_usage(FILE *f)
 {
@@ -55,6 +79,8 @@ train_sim_usage(FILE *f)
 "  --max-steps N      stop after N steps, 0 = run until SIGTERM (0)\n"
 "  --first-step N     number of the first step, as a job resumed from a\n"
 "                     checkpoint would (1)\n"
+"  --poll-ms N        no steps: dynprof_poll() every N ms until SIGTERM, as\n"
+"                     an inference server's loop would (time windows only)\n"
 "  --job J            job id (DYNPROF_JOB, SLURM_JOB_ID, \"default\")\n"
 "  --rank R           rank (RANK, RANK_ID, OMPI_COMM_WORLD_RANK, SLURM_PROCID, 0)\n"
 "  --output-root DIR  trace root (DYNPROF_OUTPUT_ROOT, ./dyn_profile_data)\n"
@@ -197,6 +223,7 @@ main(int argc, char **argv)
 		{ "steps-per-sec",	required_argument, NULL, 'r' },
 		{ "max-steps",		required_argument, NULL, 'n' },
 		{ "first-step",		required_argument, NULL, 'f' },
+		{ "poll-ms",		required_argument, NULL, 'p' },
 		{ "job",		required_argument, NULL, 'j' },
 		{ "rank",		required_argument, NULL, 'k' },
 		{ "output-root",	required_argument, NULL, 'o' },
@@ -245,6 +272,14 @@ main(int argc, char **argv)
 				return (1);
 			}
 			ts.first_step = v;
+			break;
+		case 'p':
+			if (train_sim_number(optarg, 1, 60000, &v) == -1) {
+				fprintf(stderr, "dynprof-train-sim: --poll-ms: "
+				    "not a number from 1 to 60000: %s\n", optarg);
+				return (1);
+			}
+			ts.poll_ms = v;
 			break;
 		case 'j':
 			p.job = optarg;
@@ -312,6 +347,8 @@ main(int argc, char **argv)
 		fflush(stdout);
 	}
 
+	if (ts.poll_ms > 0)
+		return (train_sim_poll(&ts, h));
 	period_ns = ts.steps_per_sec > 0 ?
 	    (int64_t)(1e9 / ts.steps_per_sec) : 0;
 	t0 = train_sim_now_ns();

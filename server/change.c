@@ -71,6 +71,9 @@ change_put_window(struct coord *c, const struct change *ch,
 	row.options = opts;
 	row.output_subdir = w->output_subdir;
 	row.no_collect = w->no_collect;
+	row.start_unix_ns = w->start_unix_ns;
+	row.stop_unix_ns = w->stop_unix_ns;
+	row.tolerance_ms = w->tolerance_ms;
 	row.state = state;
 	row.finished = finished;
 	row.created_ns = w->created_ns;
@@ -173,6 +176,10 @@ change_journal(struct coord *c, const struct change *ch, uint64_t gen)
 	if (ch->add != NULL)
 		journal_stage_window(c, ch->job, ch->add,
 		    JOURNAL_WINDOW_SCHEDULED, gen);
+	for (i = 0; i < ch->ngrow; i++)
+		journal_stage_window_detail(c, ch->job, ch->grow[i],
+		    JOURNAL_WINDOW_GROWN, gen, clock_wall_ns(),
+		    ch->grow_ranks[i]);
 }
 
 /* Frees a change's commit record. */
@@ -361,6 +368,45 @@ change_window_behind(struct coord *c, struct job *job, int64_t start,
 }
 
 /*
+ * Sets time window w from r: its start r->at_unix_ns, judged against the
+ * coordinator's clock (not in the past, not too far ahead), its stop
+ * r->duration_ms later, the tolerance of the nodes' clock offsets.  Returns
+ * 0, or -1 with ref saying why.
+ */
+static int
+change_window_times(const struct window_request *r, struct window *w,
+    struct refusal *ref)
+{
+	int64_t	 now = clock_wall_ns(), ahead_ms;
+
+	if (!r->has_duration)
+		return (refusal_set(ref, 400, "duration_ms", "a time window "
+		    "needs duration_ms besides at"));
+	if (r->duration_ms < 1 || r->duration_ms > COORD_DURATION_MAX_MS)
+		return (refusal_set(ref, 400, "duration_ms", "duration_ms %"
+		    PRId64 ": from 1 ms to %lld (a day)", r->duration_ms,
+		    COORD_DURATION_MAX_MS));
+	ahead_ms = (r->at_unix_ns - now) / 1000000;
+	if (ahead_ms < -COORD_AT_PAST_MS)
+		return (refusal_set(ref, 400, "at", "at is %" PRId64 " ms in "
+		    "the past (the coordinator's clock)", -ahead_ms));
+	if (ahead_ms > COORD_AT_AHEAD_MS)
+		return (refusal_set(ref, 400, "at", "at is %" PRId64 " s "
+		    "ahead: at most %lld (7 days)", ahead_ms / 1000,
+		    COORD_AT_AHEAD_MS / 1000));
+	if (r->has_tolerance && (r->tolerance_ms < 0 ||
+	    r->tolerance_ms > COORD_TOLERANCE_MAX_MS))
+		return (refusal_set(ref, 400, "tolerance_ms", "tolerance_ms %"
+		    PRId64 ": from 0 to %d", r->tolerance_ms,
+		    COORD_TOLERANCE_MAX_MS));
+	w->start_unix_ns = r->at_unix_ns;
+	w->stop_unix_ns = r->at_unix_ns + r->duration_ms * 1000000;
+	w->tolerance_ms = r->has_tolerance ? r->tolerance_ms :
+	    COORD_TOLERANCE_MS;
+	return (0);
+}
+
+/*
  * Adds the window r asks for to job name, creating the job, its steps
  * resolved (in_steps and roundup against the job's ranks) and its options
  * over the job's defaults.  Windows no rank can still run leave a full
@@ -407,7 +453,11 @@ change_window_add(struct coord *c, const char *name,
 		    "target ranks: leave ranks out", name, node);
 		goto fail;
 	}
-	if (r->has_in) {
+	if (r->has_at) {
+		if (change_window_times(r, w, ref) == -1)
+			goto fail;
+		start = stop = 0;
+	} else if (r->has_in) {
 		max = job != NULL ? schedule_job_step_now(c, job) : -1;
 		if (max < 0) {
 			refusal_set(ref, 409, "in_steps", "no rank of job %s "
@@ -417,10 +467,9 @@ change_window_add(struct coord *c, const char *name,
 			goto fail;
 		}
 	}
-	if (schedule_window_resolve(r, max, &start, &stop, ref) == -1)
-		goto fail;
-	if (!r->force && job != NULL && change_window_behind(c, job, start,
-	    ref))
+	if (!r->has_at && (schedule_window_resolve(r, max, &start, &stop,
+	    ref) == -1 || (!r->force && job != NULL &&
+	    change_window_behind(c, job, start, ref))))
 		goto fail;
 	w->start_step = start;
 	w->stop_step = stop;
@@ -428,7 +477,14 @@ change_window_add(struct coord *c, const char *name,
 		refusal_set(ref, 500, NULL, "out of memory");
 		goto fail;
 	}
-	if ((other = schedule_overlap(c, job, start, stop)) != NULL) {
+	if (r->has_at && (other = schedule_overlap_time(c, job,
+	    w->start_unix_ns, w->stop_unix_ns)) != NULL) {
+		refusal_set(ref, 409, "at", "the time window overlaps window "
+		    "%u (%s)", other->id, schedule_window_state(job, other));
+		goto fail;
+	}
+	if (!r->has_at && (other = schedule_overlap(c, job, start, stop)) !=
+	    NULL) {
 		refusal_set(ref, 409, "start_step", "[%" PRId64 ", %" PRId64
 		    "] overlaps window %u [%" PRId64 ", %" PRId64 "] (%s)",
 		    start, stop, other->id, other->start_step, other->stop_step,
@@ -448,9 +504,15 @@ change_window_add(struct coord *c, const char *name,
 		change_store_refused(c, ref);
 		goto fail;
 	}
-	log_info("%s: job %s window %u [%" PRId64 ", %" PRId64 "] "
-	    "generation %llu", __func__, name, w->id, start, stop,
-	    (unsigned long long)job->generation);
+	if (r->has_at)
+		log_info("%s: job %s time window %u at %" PRId64 " ms for %"
+		    PRId64 " ms generation %llu", __func__, name, w->id,
+		    w->start_unix_ns / 1000000, r->duration_ms,
+		    (unsigned long long)job->generation);
+	else
+		log_info("%s: job %s window %u [%" PRId64 ", %" PRId64 "] "
+		    "generation %llu", __func__, name, w->id, start, stop,
+		    (unsigned long long)job->generation);
 	*jobp = job;
 	*wp = w;
 	return (0);

@@ -53,7 +53,22 @@ static const char *events_window_changes[] = {
 	[JOURNAL_WINDOW_SCHEDULED] = "scheduled",
 	[JOURNAL_WINDOW_CANCELLED] = "cancelled",
 	[JOURNAL_WINDOW_DONE] = "done",
+	[JOURNAL_WINDOW_GROWN] = "grown",
 };
+
+/* Adds a time window's "at" and "duration_ms" while the job holds it. */
+static void
+events_window_times(struct evbuffer *buf, struct job *job, uint32_t id)
+{
+	const struct window	*w = schedule_window_find(job, id);
+	char			 at[64];
+
+	if (w == NULL || w->start_unix_ns == 0)
+		return;
+	clock_rfc3339(w->start_unix_ns, at, sizeof(at));
+	evbuffer_add_printf(buf, ",\"at\":\"%s\",\"duration_ms\":%" PRId64, at,
+	    (w->stop_unix_ns - w->start_unix_ns) / 1000000);
+}
 
 /* Adds one event as a line of JSON. */
 static void
@@ -81,6 +96,13 @@ events_write(struct evbuffer *buf, const struct journal_entry *e)
 		    ",\"generation\":%" PRIu64, e->window,
 		    events_window_changes[e->what], e->step, e->stop,
 		    e->generation);
+	if (e->type != JOURNAL_RANK && e->detail != NULL) {
+		/* grown: the ranks it holds now. */
+		evbuffer_add(buf, ",\"ranks\":", 9);
+		ranks_json_string(buf, e->detail);
+	}
+	if (e->type != JOURNAL_RANK && e->job != NULL)
+		events_window_times(buf, e->job, e->window);
 	evbuffer_add(buf, ",\"time\":", 8);
 	ranks_json_time(buf, e->time_ns);
 	evbuffer_add(buf, "}\n", 2);

@@ -20,6 +20,8 @@
 #include "log.h"
 #include "model.h"
 #include "names.h"
+#include "clock.h"
+#include "when.h"
 
 #define HTTP_COUNT_MAX	1000000000LL		/* in_steps, steps, roundup */
 
@@ -197,8 +199,49 @@ http_get_config(struct coord *c, struct evhttp_request *req, const char *name)
 static const char *http_window_keys[] = {
 	"start_step", "stop_step", "in_steps", "steps", "roundup", "ranks",
 	"select", "nodes", "one_per", "group_of", "options", "output_subdir",
-	"force", "collect", NULL
+	"force", "collect", "at", "duration_ms", "tolerance_ms", NULL
 };
+
+/*
+ * Reads a time window's "at" (RFC 3339, or "+30s" from now on the
+ * coordinator's clock), "duration_ms" and "tolerance_ms" into r, refusing
+ * steps beside them; change.c judges the times.  Returns 0, or -1 with ref.
+ */
+static int
+http_window_at(json_t *body, struct window_request *r, struct refusal *ref)
+{
+	static const char	*steps[] = { "start_step", "stop_step",
+				    "in_steps", "steps", "roundup", "force" };
+	json_t			*v = json_object_get(body, "at");
+	const char		*why;
+	size_t			 i;
+
+	if (v == NULL) {
+		if (json_object_get(body, "duration_ms") != NULL ||
+		    json_object_get(body, "tolerance_ms") != NULL)
+			return (refusal_set(ref, 400, "duration_ms",
+			    "duration_ms and tolerance_ms go with at"));
+		return (0);
+	}
+	if (!json_is_string(v))
+		return (refusal_set(ref, 400, "at", "at must be a string: "
+		    "RFC 3339 (\"2026-12-05T12:00:00Z\") or \"+30s\""));
+	if (when_parse_at(json_string_value(v), clock_wall_ns(),
+	    &r->at_unix_ns, &why) == -1)
+		return (refusal_set(ref, 400, "at", "at %.64s: %s",
+		    json_string_value(v), why));
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (json_object_get(body, steps[i]) != NULL)
+			return (refusal_set(ref, 400, steps[i], "a time window "
+			    "(at) takes no %s", steps[i]));
+	r->has_at = 1;
+	if ((r->has_duration = http_int_field(body, "duration_ms", 0,
+	    INT64_MAX / 2, &r->duration_ms, ref)) == -1 ||
+	    (r->has_tolerance = http_int_field(body, "tolerance_ms", 0,
+	    INT64_MAX / 2, &r->tolerance_ms, ref)) == -1)
+		return (-1);
+	return (0);
+}
 
 /*
  * Reads what names a window's ranks by what they are (docs/labels.md):
@@ -238,6 +281,48 @@ http_window_named(json_t *body, struct window_request *r,
 	return (0);
 }
 
+/* Reads a window's steps (start_step or in_steps, stop_step or steps,
+ * roundup, force) into r.  Returns 0, or -1 with ref. */
+static int
+http_window_steps(json_t *body, struct window_request *r, struct refusal *ref)
+{
+	json_t		*v;
+
+	if ((r->has_start = http_int_field(body, "start_step", 0,
+	    COORD_WINDOW_STEP_MAX, &r->start, ref)) == -1 ||
+	    (r->has_stop = http_int_field(body, "stop_step", 0,
+	    COORD_WINDOW_STEP_MAX, &r->stop, ref)) == -1 ||
+	    (r->has_in = http_int_field(body, "in_steps", 0,
+	    HTTP_COUNT_MAX, &r->in, ref)) == -1 ||
+	    (r->has_steps = http_int_field(body, "steps", 1,
+	    HTTP_COUNT_MAX, &r->steps, ref)) == -1 ||
+	    (r->has_round = http_int_field(body, "roundup", 1,
+	    HTTP_COUNT_MAX, &r->roundup, ref)) == -1)
+		return (-1);
+	if ((v = json_object_get(body, "force")) != NULL) {
+		if (!json_is_boolean(v))
+			return (refusal_set(ref, 400, "force", "force must "
+			    "be true or false"));
+		r->force = json_is_true(v);
+	}
+	if (r->has_start && r->has_in)
+		return (refusal_set(ref, 400, "in_steps", "give start_step or "
+		    "in_steps, not both"));
+	if (!r->has_start && !r->has_in)
+		return (refusal_set(ref, 400, "start_step", "start_step or "
+		    "in_steps (or at, for a time window) is required"));
+	if (r->has_stop && r->has_steps)
+		return (refusal_set(ref, 400, "steps", "give stop_step or "
+		    "steps, not both"));
+	if (!r->has_stop && !r->has_steps)
+		return (refusal_set(ref, 400, "stop_step", "stop_step or steps "
+		    "is required"));
+	if (r->has_in && r->in == 0 && !r->has_round)
+		return (refusal_set(ref, 400, "in_steps", "in_steps must be at "
+		    "least 1 unless roundup is given"));
+	return (0);
+}
+
 /*
  * Checks a POST windows body and reads it into r: its steps, and its ranks
  * and output directory (pointing into the body) and options (into ov, which
@@ -263,38 +348,10 @@ http_window_parse(const void *jv, struct window_request *r,
 			return (refusal_set(ref, 400, key, "unknown field %s "
 			    "(profiler options go in \"options\")", key));
 	}
-	if ((r->has_start = http_int_field(body, "start_step", 0,
-	    COORD_WINDOW_STEP_MAX, &r->start, ref)) == -1 ||
-	    (r->has_stop = http_int_field(body, "stop_step", 0,
-	    COORD_WINDOW_STEP_MAX, &r->stop, ref)) == -1 ||
-	    (r->has_in = http_int_field(body, "in_steps", 0,
-	    HTTP_COUNT_MAX, &r->in, ref)) == -1 ||
-	    (r->has_steps = http_int_field(body, "steps", 1,
-	    HTTP_COUNT_MAX, &r->steps, ref)) == -1 ||
-	    (r->has_round = http_int_field(body, "roundup", 1,
-	    HTTP_COUNT_MAX, &r->roundup, ref)) == -1)
+	if (http_window_at(body, r, ref) == -1)
 		return (-1);
-	if ((v = json_object_get(body, "force")) != NULL) {
-		if (!json_is_boolean(v))
-			return (refusal_set(ref, 400, "force", "force must "
-			    "be true or false"));
-		r->force = json_is_true(v);
-	}
-	if (r->has_start && r->has_in)
-		return (refusal_set(ref, 400, "in_steps", "give start_step or "
-		    "in_steps, not both"));
-	if (!r->has_start && !r->has_in)
-		return (refusal_set(ref, 400, "start_step", "start_step or "
-		    "in_steps is required"));
-	if (r->has_stop && r->has_steps)
-		return (refusal_set(ref, 400, "steps", "give stop_step or "
-		    "steps, not both"));
-	if (!r->has_stop && !r->has_steps)
-		return (refusal_set(ref, 400, "stop_step", "stop_step or steps "
-		    "is required"));
-	if (r->has_in && r->in == 0 && !r->has_round)
-		return (refusal_set(ref, 400, "in_steps", "in_steps must be at "
-		    "least 1 unless roundup is given"));
+	if (!r->has_at && http_window_steps(body, r, ref) == -1)
+		return (-1);
 	if ((v = json_object_get(body, "ranks")) != NULL) {
 		if (!json_is_string(v))
 			return (refusal_set(ref, 400, "ranks", "ranks must be "
@@ -343,6 +400,9 @@ http_post_window(struct coord *c, struct evhttp_request *req,
 		goto out;
 	}
 	reply = summary_window_status(job, w, NULL);
+	if (w->start_unix_ns != 0)
+		json_object_set_new(reply, "clock_warnings",
+		    summary_clock_warnings(c, job, w));
 	json_object_set_new(reply, "job", json_string(job->name));
 	json_object_set_new(reply, "generation",
 	    json_integer((json_int_t)job->generation));
@@ -469,7 +529,7 @@ void
 http_get_nodes(struct coord *c, struct evhttp_request *req)
 {
 	json_t		*body, *list, *o, *jobs;
-	struct node	*n;
+	struct node	*n, *worst = NULL;
 	struct node_job	*nj;
 	void		**v;
 	size_t		 nn, i;
@@ -490,6 +550,12 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 		json_object_set_new(o, "connected_since",
 		    summary_time(n->connected_ns));
 		json_object_set_new(o, "last_seen", summary_time(n->last_seen_ns));
+		json_object_set_new(o, "clock_offset_ms",
+		    n->agent_offset_known ? json_real((double)
+		    n->agent_offset_ns / 1e6) : json_null());
+		if (n->agent_offset_known && (worst == NULL ||
+		    llabs(n->agent_offset_ns) > llabs(worst->agent_offset_ns)))
+			worst = n;
 		jobs = json_object();
 		TAILQ_FOREACH(nj, &n->jobs, entry)
 			json_object_set_new(jobs, nj->job,
@@ -500,5 +566,12 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 	free(v);
 	body = json_object();
 	json_object_set_new(body, "nodes", list);
+	/* The node whose clock is furthest from ours, as its agent says. */
+	o = json_object();
+	json_object_set_new(o, "node", worst != NULL ?
+	    json_string(worst->name) : json_null());
+	json_object_set_new(o, "offset_ms", worst != NULL ?
+	    json_real((double)worst->agent_offset_ns / 1e6) : json_null());
+	json_object_set_new(body, "worst_clock_offset", o);
 	http_reply(c, req, 200, body);
 }

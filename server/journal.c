@@ -294,6 +294,15 @@ void
 journal_stage_window_at(struct coord *c, struct job *job,
     const struct window *w, int what, uint64_t gen, int64_t time_ns)
 {
+	journal_stage_window_detail(c, job, w, what, gen, time_ns, NULL);
+}
+
+/* journal_stage_window_at() with a detail: a grown window's new ranks. */
+void
+journal_stage_window_detail(struct coord *c, struct job *job,
+    const struct window *w, int what, uint64_t gen, int64_t time_ns,
+    const char *detail)
+{
 	struct journal_entry	*e;
 
 	if ((e = journal_stage(c, job)) == NULL)
@@ -305,6 +314,7 @@ journal_stage_window_at(struct coord *c, struct job *job,
 	e->stop = w->stop_step;
 	e->generation = gen;
 	e->time_ns = time_ns;
+	journal_detail(c, e, detail);
 	journal_store(c, e);
 }
 

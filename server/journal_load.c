@@ -111,7 +111,7 @@ journal_load_valid(const struct store_journal *sj)
 		    sj->rank >= 0);
 	case STORE_JOURNAL_WINDOW:
 		return (sj->what >= JOURNAL_WINDOW_SCHEDULED &&
-		    sj->what <= JOURNAL_WINDOW_DONE);
+		    sj->what <= JOURNAL_WINDOW_GROWN);
 	}
 	return (0);
 }

@@ -32,6 +32,9 @@
 
 #include <openssl/ssl.h>
 
+/* An agent's clock offset believed: a day at most. */
+#define LINK_OFFSET_MAX_NS	(86400LL * 1000000000)
+
 /* Returns the job's schedule framed as a JobConfig message. */
 static struct evbuffer *
 link_config_frame(struct job *job)
@@ -335,6 +338,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	c->nconns_ready++;
 	snprintf(node->address, sizeof(node->address), "%s", conn->peer);
 	node->connected_ns = node->last_seen_ns = clock_wall_ns();
+	node->agent_offset_known = 0;
 	log_info("%s: node %s connected from %s", __func__, node->name,
 	    conn->peer);
 	legacy_forget_node(c, node->name);	/* its agent says them again */
@@ -641,6 +645,15 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_HEARTBEAT:
 		schedule_node_heartbeat(conn->node,
 		    msg->heartbeat->time_unix_ns);
+		/* The agent's clock offset (its estimate): shown, and
+		 * judged against time windows' tolerance.  A day at most. */
+		if (msg->heartbeat->clock_offset_known &&
+		    msg->heartbeat->clock_offset_ns <= LINK_OFFSET_MAX_NS &&
+		    msg->heartbeat->clock_offset_ns >= -LINK_OFFSET_MAX_NS) {
+			conn->node->agent_offset_ns =
+			    msg->heartbeat->clock_offset_ns;
+			conn->node->agent_offset_known = 1;
+		}
 		break;
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_SUBSCRIBE:
 		link_subscribe(conn, msg->subscribe->job,

@@ -17,6 +17,11 @@
 struct window_request {
 	int64_t		 start, stop, in, steps, roundup;
 	int		 has_start, has_stop, has_in, has_steps, has_round;
+	/* A time window instead of steps: from at_unix_ns (the wall clock)
+	 * for duration_ms; the clock offsets of the nodes may differ from the
+	 * coordinator's by tolerance_ms before the window warns. */
+	int		 has_at, has_duration, has_tolerance;
+	int64_t		 at_unix_ns, duration_ms, tolerance_ms;
 	int		 force;		/* a start every live rank passed */
 	const char	*ranks;		/* NULL: every rank */
 	/* Ranks by what they are (select.c), instead of ranks: */
@@ -110,6 +115,8 @@ int	 schedule_window_over(struct coord *, const struct job *,
 	    const struct window *, int64_t);
 struct window	*schedule_overlap(struct coord *, const struct job *, int64_t,
 		    int64_t);
+struct window	*schedule_overlap_time(struct coord *, const struct job *,
+	    int64_t, int64_t);
 int	 schedule_make_room(struct coord *, struct job *, struct window **,
 	    size_t *);
 const char	*schedule_window_state(const struct job *,
@@ -163,6 +170,8 @@ const char *summary_rank_outcome(const struct rank *, int,
 	    const struct window *);
 struct json_t *summary_window_status(const struct job *,
 	    const struct window *, const char *);
+struct json_t *summary_clock_warnings(const struct coord *,
+	    const struct job *, const struct window *);
 
 /* journal.c */
 int	 journal_init(struct coord *, uint64_t);
@@ -176,6 +185,8 @@ void	 journal_stage_window(struct coord *, struct job *,
 	    const struct window *, int, uint64_t);
 void	 journal_stage_window_at(struct coord *, struct job *,
 	    const struct window *, int, uint64_t, int64_t);
+void	 journal_stage_window_detail(struct coord *, struct job *,
+	    const struct window *, int, uint64_t, int64_t, const char *);
 /* journal_rebuild.c */
 void	 journal_rebuild(struct coord *);
 void	 journal_publish(struct coord *);
@@ -392,6 +403,8 @@ struct store_rank;
 int	 valid_step(int64_t);
 int	 valid_generation(uint64_t);
 int	 valid_window_steps(int64_t, int64_t, struct refusal *);
+int	 valid_window_times(int64_t, int64_t, int64_t, int64_t, int64_t,
+	    struct refusal *);
 int	 valid_window_ranks(struct window *, const char *, struct refusal *);
 int	 valid_window_subdir(struct window *, const char *, struct refusal *);
 int	 valid_window_row(const struct store_window *, struct window *,

@@ -354,6 +354,22 @@ schedule_window_running(struct coord *c, const struct job *job,
 }
 
 /*
+ * Returns 1 if no rank can still start window w (start 1) or run it (0),
+ * given min, the lowest step the job's live ranks reported (-1: none): min
+ * passed its start or stop step; for a time window, its stop passed
+ * SCHEDULE_TIME_LATE_MS ago on the coordinator's clock (a node whose clock
+ * is behind, a rank that polls late, still sees it).
+ */
+static int
+schedule_window_behind(const struct window *w, int64_t min, int start)
+{
+	if (w->start_unix_ns != 0)
+		return (clock_wall_ns() - w->stop_unix_ns >
+		    SCHEDULE_TIME_LATE_MS * 1000000);
+	return (min >= 0 && min > (start ? w->start_step : w->stop_step));
+}
+
+/*
  * Returns 1 if window w may leave the pushed schedule, given min, the lowest
  * step the job's live ranks reported (-1: none).  A scheduled window stays
  * until every live rank it targets has reported its end (stopped, skipped or
@@ -399,10 +415,10 @@ schedule_window_over(struct coord *c, const struct job *job,
 	}
 	if (w->state == WINDOW_STATE_CANCELLED)
 		return ((live > 0 && open == 0) ||
-		    (min >= 0 && min > w->start_step));
+		    schedule_window_behind(w, min, 1));
 	if (live > 0)
 		return (1);
-	return (min >= 0 && min > w->stop_step);
+	return (schedule_window_behind(w, min, 0));
 }
 
 /*
@@ -419,8 +435,10 @@ schedule_window_evictable(struct coord *c, const struct job *job,
 {
 	if (w->finished || schedule_window_running(c, job, w))
 		return (0);
-	if (min >= 0 && min > w->stop_step)
+	if (schedule_window_behind(w, min, 0))
 		return (1);
+	if (w->start_unix_ns != 0)
+		return (w->state == WINDOW_STATE_CANCELLED);
 	return (w->state == WINDOW_STATE_CANCELLED &&
 	    (max < w->start_step || min > w->start_step));
 }
@@ -446,6 +464,28 @@ schedule_overlap(struct coord *c, const struct job *job, int64_t start,
 		    !schedule_window_running(c, job, w))
 			continue;
 		if (w->start_step <= stop && start <= w->stop_step)
+			return (w);
+	}
+	return (NULL);
+}
+
+/*
+ * Returns a time window of the pushed schedule whose times meet [start_ns,
+ * stop_ns) and that still holds them (as schedule_overlap()), else NULL.
+ */
+struct window *
+schedule_overlap_time(struct coord *c, const struct job *job,
+    int64_t start_ns, int64_t stop_ns)
+{
+	struct window	*w;
+
+	TAILQ_FOREACH(w, &job->windows, entry) {
+		if (w->finished || w->start_unix_ns == 0)
+			continue;
+		if (w->state == WINDOW_STATE_CANCELLED &&
+		    !schedule_window_running(c, job, w))
+			continue;
+		if (w->start_unix_ns < stop_ns && start_ns < w->stop_unix_ns)
 			return (w);
 	}
 	return (NULL);
@@ -551,6 +591,8 @@ schedule_build_config(struct job *job)
 		pw->id = w->id;
 		pw->start_step = w->start_step;
 		pw->stop_step = w->stop_step;
+		pw->start_unix_ns = w->start_unix_ns;
+		pw->stop_unix_ns = w->stop_unix_ns;
 		pw->ranks = w->ranks;
 		pw->state = w->state == WINDOW_STATE_CANCELLED ?
 		    DYNPROF__V1__WINDOW_STATE__WINDOW_CANCELLED :

@@ -87,6 +87,22 @@ struct leader;
 #define SCHEDULE_RATE_SPAN_MS	1000	/* a rate measured over 1 s at least */
 /* The highest step an admin request may name: 1e15, far beyond any run. */
 #define COORD_WINDOW_STEP_MAX	1000000000000000LL
+/*
+ * Time windows (docs/admin-api.md): the start may be at most
+ * COORD_AT_PAST_MS behind the coordinator's clock (a request for "now" from
+ * a client whose clock is a little behind) and COORD_AT_AHEAD_MS ahead, the
+ * duration 1 ms to COORD_DURATION_MAX_MS; no time past COORD_TIME_MAX_NS
+ * (2116) is stored.  The nodes' clock offsets may reach the tolerance
+ * (default COORD_TOLERANCE_MS) before the window warns.
+ */
+#define COORD_AT_PAST_MS	1000
+#define COORD_AT_AHEAD_MS	(7LL * 86400 * 1000)
+#define COORD_DURATION_MAX_MS	(86400LL * 1000)
+#define COORD_TIME_MAX_NS	(1LL << 62)
+#define COORD_TOLERANCE_MS	100
+#define COORD_TOLERANCE_MAX_MS	60000
+/* A time window leaves a schedule no rank runs this long after its stop. */
+#define SCHEDULE_TIME_LATE_MS	60000LL
 /* The highest generation the counter may hold (2^53: exact in any JSON
  * reader); one change a microsecond takes 285 years to reach it.  A stored
  * row past it is refused (valid.c). */
@@ -169,6 +185,11 @@ struct window {
 	uint32_t		 id;
 	int64_t			 start_step;
 	int64_t			 stop_step;
+	/* A time window (docs/admin-api.md): its start and stop on the
+	 * coordinator's wall clock, start_step and stop_step 0; 0: steps. */
+	int64_t			 start_unix_ns;
+	int64_t			 stop_unix_ns;
+	int64_t			 tolerance_ms;	/* of the nodes' clock offsets */
 	char			 ranks[SEG_RANKS_MAX];
 	struct rank_set		 rankset;
 	char			*selector;	/* what named its ranks
@@ -393,6 +414,9 @@ struct node {
 						 * (arrive_clock_sent()), 0
 						 * none: the steps it reported
 						 * are as of then */
+	int64_t			 agent_offset_ns; /* its clock - ours, as its
+						   agent measured it */
+	int			 agent_offset_known;	/* since its hello */
 	int			 view_up;	/* a follower's copy: connected
 						 * to the leader (nodeview.c) */
 	char			*view_row;	/* its row as last stored
@@ -509,6 +533,7 @@ struct journal;
 #define JOURNAL_WINDOW_SCHEDULED 1
 #define JOURNAL_WINDOW_CANCELLED 2
 #define JOURNAL_WINDOW_DONE	3
+#define JOURNAL_WINDOW_GROWN	4	/* ranks that came joined it */
 struct journal_entry {
 	uint64_t		 rev;
 	struct job		*job;		/* NULL once it is forgotten */

@@ -66,6 +66,9 @@ struct store_window {
 	int64_t		 created_ns;
 	int64_t		 ended_ns;		/* 0: not ended */
 	int		 no_collect;		/* "collect": false */
+	int64_t		 start_unix_ns;		/* a time window's, 0: steps */
+	int64_t		 stop_unix_ns;
+	int64_t		 tolerance_ms;
 };
 
 /* A rank's last known state. */

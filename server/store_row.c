@@ -42,6 +42,9 @@ static const struct ef ef_window[] = {
 	EF(struct store_window, created_ns, EF_I64),
 	EF(struct store_window, ended_ns, EF_I64),
 	EF(struct store_window, no_collect, EF_INT),
+	EF(struct store_window, start_unix_ns, EF_I64),
+	EF(struct store_window, stop_unix_ns, EF_I64),
+	EF(struct store_window, tolerance_ms, EF_I64),
 };
 
 static const struct ef ef_rank[] = {

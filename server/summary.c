@@ -305,6 +305,52 @@ summary_selector(const struct window *w)
 	return (o);
 }
 
+/*
+ * Returns the warnings of time window w: the nodes serving its job whose
+ * agent's clock is further from the coordinator's than the window's
+ * tolerance, or whose offset is not known yet (an agent that has not
+ * measured it, or an older one): [{"node", "offset_ms" (null: not known),
+ * "warning"}].  The agents correct the offset they measured; the warning
+ * says that the window's start on that node rests on the estimate.
+ */
+json_t *
+summary_clock_warnings(const struct coord *c, const struct job *job,
+    const struct window *w)
+{
+	struct serving		 it = { 0 };
+	struct node_job		*nj;
+	struct node		*n;
+	json_t			*arr = json_array(), *o;
+	char			 msg[COORD_NODE_MAX + 192];
+	int64_t			 off;
+
+	while ((n = schedule_serving_next(c, job, &it, &nj)) != NULL) {
+		if (n->conn == NULL)
+			continue;
+		off = n->agent_offset_ns;
+		if (n->agent_offset_known && (off < 0 ? -off : off) <=
+		    w->tolerance_ms * 1000000)
+			continue;
+		if (n->agent_offset_known)
+			snprintf(msg, sizeof(msg), "node %s's clock is %.1f ms "
+			    "off the coordinator's, over the window's "
+			    "tolerance of %lld ms: its start there rests on "
+			    "the agent's estimate", n->name, (double)off / 1e6,
+			    (long long)w->tolerance_ms);
+		else
+			snprintf(msg, sizeof(msg), "node %s's clock offset is "
+			    "not known (no heartbeat measured yet, or an "
+			    "older agent): taken as 0", n->name);
+		o = json_object();
+		json_object_set_new(o, "node", json_string(n->name));
+		json_object_set_new(o, "offset_ms", n->agent_offset_known ?
+		    json_real((double)off / 1e6) : json_null());
+		json_object_set_new(o, "warning", json_string(msg));
+		json_array_append_new(arr, o);
+	}
+	return (arr);
+}
+
 /* Returns a window as status shows it, in state (NULL: judged here). */
 json_t *
 summary_window_status(const struct job *job, const struct window *w,
@@ -315,6 +361,13 @@ summary_window_status(const struct job *job, const struct window *w,
 	json_object_set_new(o, "id", json_integer(w->id));
 	json_object_set_new(o, "start_step", json_integer(w->start_step));
 	json_object_set_new(o, "stop_step", json_integer(w->stop_step));
+	if (w->start_unix_ns != 0) {
+		json_object_set_new(o, "at", summary_time(w->start_unix_ns));
+		json_object_set_new(o, "duration_ms", json_integer(
+		    (w->stop_unix_ns - w->start_unix_ns) / 1000000));
+		json_object_set_new(o, "tolerance_ms",
+		    json_integer(w->tolerance_ms));
+	}
 	json_object_set_new(o, "ranks", json_string(w->ranks));
 	if (w->selector != NULL)
 		json_object_set_new(o, "selector", summary_selector(w));
@@ -488,8 +541,14 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 	/* Windows by start step, as the job keeps them. */
 	arr = json_array();
 	TAILQ_FOREACH(w, &job->windows, entry)
-		json_array_append_new(arr, summary_window_json(job,
-		    summary_window_find(sw, nsw, w->id)));
+	{
+		o = summary_window_json(job, summary_window_find(sw, nsw,
+		    w->id));
+		if (w->start_unix_ns != 0)
+			json_object_set_new(o, "clock_warnings",
+			    summary_clock_warnings(c, job, w));
+		json_array_append_new(arr, o);
+	}
 	json_object_set_new(body, "windows", arr);
 	free(sw);
 	free(steps);

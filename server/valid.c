@@ -50,6 +50,27 @@ valid_window_steps(int64_t start, int64_t stop, struct refusal *ref)
 }
 
 /*
+ * Checks a stored time window: its start and stop on the wall clock, in
+ * order and within COORD_TIME_MAX_NS, no steps, a tolerance within
+ * COORD_TOLERANCE_MAX_MS.  Returns 0, or -1 with ref filled.
+ */
+int
+valid_window_times(int64_t start_ns, int64_t stop_ns, int64_t tolerance_ms,
+    int64_t start_step, int64_t stop_step, struct refusal *ref)
+{
+	if (start_ns <= 0 || stop_ns <= start_ns || stop_ns > COORD_TIME_MAX_NS)
+		return (refusal_set(ref, 400, "at", "times out of order or "
+		    "range"));
+	if (start_step != 0 || stop_step != 0)
+		return (refusal_set(ref, 400, "start_step", "a time window "
+		    "with steps"));
+	if (tolerance_ms < 0 || tolerance_ms > COORD_TOLERANCE_MAX_MS)
+		return (refusal_set(ref, 400, "tolerance_ms", "tolerance_ms "
+		    "out of range"));
+	return (0);
+}
+
+/*
  * Checks a window's rank list (NULL, "" or "all": every rank) and sets w's
  * from it ("all" kept as "").  Returns 0, or -1 with ref filled.
  */
@@ -108,7 +129,10 @@ valid_window_row(const struct store_window *row, struct window *w,
 		return (refusal_set(ref, 400, "job", "%s", why));
 	if (row->id == 0 || row->id == UINT32_MAX)
 		return (refusal_set(ref, 400, "id", "window id %u", row->id));
-	if (valid_window_steps(row->start_step, row->stop_step, ref) == -1 ||
+	if ((row->start_unix_ns != 0 ? valid_window_times(row->start_unix_ns,
+	    row->stop_unix_ns, row->tolerance_ms, row->start_step,
+	    row->stop_step, ref) : valid_window_steps(row->start_step,
+	    row->stop_step, ref)) == -1 ||
 	    valid_window_ranks(w, row->ranks, ref) == -1 ||
 	    valid_window_subdir(w, row->output_subdir, ref) == -1)
 		return (-1);
@@ -127,6 +151,9 @@ valid_window_row(const struct store_window *row, struct window *w,
 	w->id = row->id;
 	w->start_step = row->start_step;
 	w->stop_step = row->stop_step;
+	w->start_unix_ns = row->start_unix_ns;
+	w->stop_unix_ns = row->stop_unix_ns;
+	w->tolerance_ms = row->tolerance_ms;
 	w->state = row->state;
 	w->finished = row->finished;
 	w->no_collect = row->no_collect != 0;

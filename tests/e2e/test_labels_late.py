@@ -9,6 +9,7 @@ after a coordinator restart, a window of select pp=3 made while rank 13 was
 away takes it when it comes back.  The labels of a job nobody scheduled
 outlive the restart too (its ranks' rows)."""
 
+import json
 import os
 import sys
 import urllib.request
@@ -116,6 +117,15 @@ def test():
                  if l.startswith("dynprof_select_grown_total ")]
         check(grown and int(grown[0].split()[1]) >= 2,
               "dynprof_select_grown_total: %s" % grown)
+        # Each growth is an event of the stream, with the ranks it holds.
+        with urllib.request.urlopen(c.url() + "/v1/jobs/%s/events" % JOB,
+                                    timeout=10) as f:
+            lines = [json.loads(l) for l in f.read().decode().splitlines()]
+        for w, want in ((w1, "0,4,8,12"), (w2, "0,5,8,12")):
+            got = [e.get("ranks") for e in lines if e.get("type") == "window"
+                   and e.get("change") == "grown" and e["window"] == w["id"]]
+            check(got and got[-1] == want, "window %d grown events %s, want "
+                  "the last with ranks %s" % (w["id"], got, want))
 
         # The selector outlives the coordinator (its store).
         top = kill(c, 13)

@@ -274,9 +274,10 @@ class Node:
         return os.path.exists(path) and "socket=" in open(path).read()
 
     def start_rank(self, job, rank, rate=50, first_step=None, max_steps=None,
-                   python=False, wrap=(), labels=None):
+                   python=False, wrap=(), labels=None, poll_ms=None):
         """dynprof-train-sim, or with python=True its twin py_rank.py; wrap as
-        in start_agent(); labels (a text) as DYNPROF_LABELS."""
+        in start_agent(); labels (a text) as DYNPROF_LABELS; poll_ms: no
+        steps, polls every poll_ms (time windows only)."""
         env = dict(os.environ)
         if labels is not None:
             env["DYNPROF_LABELS"] = labels
@@ -294,6 +295,8 @@ class Node:
             argv += ["--first-step", str(first_step)]
         if max_steps is not None:
             argv += ["--max-steps", str(max_steps)]
+        if poll_ms is not None:
+            argv += ["--poll-ms", str(poll_ms)]
         p = Proc(("pyrank%d" if python else "rank%d") % rank, argv,
                  os.path.join(self.dir, "rank%d.log" % rank), env=env,
                  netns=self.netns, wrap=wrap)

@@ -33,6 +33,8 @@ USAGE = """usage: py_rank.py [options]
   --max-steps N      stop after N steps, 0 = run until SIGTERM (0)
   --first-step N     number of the first step, as a job resumed from a
                      checkpoint would (1)
+  --poll-ms N        no steps: Monitor.start_poller(N ms), a thread that
+                     polls, until SIGTERM (time windows only)
   --job J            job id (DYNPROF_JOB, SLURM_JOB_ID, "default")
   --rank R           rank (RANK, RANK_ID, OMPI_COMM_WORLD_RANK, SLURM_PROCID, 0)
   --output-root DIR  trace root (DYNPROF_OUTPUT_ROOT, ./dyn_profile_data)
@@ -79,6 +81,7 @@ def parse(argv):
     p.add_argument("--steps-per-sec", type=number(0, 1000000), default=20)
     p.add_argument("--max-steps", type=number(0, (1 << 62) - 1), default=0)
     p.add_argument("--first-step", type=number(1, (1 << 62) - 1), default=1)
+    p.add_argument("--poll-ms", type=number(1, 60000))
     p.add_argument("--job")
     p.add_argument("--rank", type=number(0, (1 << 31) - 1))
     p.add_argument("--output-root")
@@ -163,6 +166,14 @@ def main(argv):
             prof.rank, prof.job, os.getpid(), a.steps_per_sec, a.first_step),
             flush=True)
 
+    if a.poll_ms is not None:
+        # A process without steps: the poller thread acts on time windows.
+        mon.start_poller(a.poll_ms / 1000.0)
+        while not stop_flag:
+            time.sleep(0.05)
+        mon.close()
+        print("rank %d: polled" % prof.rank, flush=True)
+        return 0
     period = 1.0 / a.steps_per_sec if a.steps_per_sec > 0 else 0.0
     t0 = time.monotonic()
     step = a.first_step

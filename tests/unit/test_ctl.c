@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ctl.h"
+#include "when.h"
 
 static json_t *
 load(const char *text)
@@ -250,6 +251,61 @@ test_trace_args(void **state)
 	check_refused("trace J --start 1 --steps", "--steps needs a value");
 	check_refused("trace J --start 1 --steps 2 --option x",
 	    "--option x: expected KEY=VALUE");
+
+	/* Time windows: --at and --for (--duration), --tolerance. */
+	check_body("trace J --at +30s --for 10s",
+	    "{\"at\": \"+30s\", \"duration_ms\": 10000}");
+	check_body("trace J --at 2026-12-05T12:00:00Z --duration 1500ms "
+	    "--tolerance 250ms --nodes n1",
+	    "{\"at\": \"2026-12-05T12:00:00Z\", \"duration_ms\": 1500,"
+	    " \"tolerance_ms\": 250, \"nodes\": \"n1\"}");
+	check_refused("trace J --at +30s", "say how long: --for 10s (or "
+	    "--duration)");
+	check_refused("trace J --at +30s --for 1s --start 5",
+	    "--at (a time window) takes no steps: no --start, --in, --stop, "
+	    "--steps, --roundup or --force");
+	check_refused("trace J --at noon --for 1s", "--at noon: not RFC 3339 "
+	    "(2026-12-05T12:00:00Z) nor +30s");
+	check_refused("trace J --at +30s --for 10x",
+	    "--for 10x: a unit that is not ms, s, m or h");
+	check_refused("trace J --start 1 --steps 2 --for 1s",
+	    "--for and --tolerance go with --at");
+}
+
+/* Times and durations of time windows (common/when.c). */
+static void
+test_when(void **state)
+{
+	int64_t		 t, ms;
+	const char	*why;
+
+	(void)state;
+	assert_int_equal(when_parse_at("2026-12-05T12:00:00Z", 0, &t, &why), 0);
+	assert_true(t == 1796472000LL * 1000000000);
+	assert_int_equal(when_parse_at("2026-12-05T13:30:00.25+01:30", 0, &t,
+	    &why), 0);
+	assert_true(t == 1796472000LL * 1000000000 + 250000000);
+	assert_int_equal(when_parse_at("+1500ms", 1000, &t, &why), 0);
+	assert_true(t == 1000 + 1500LL * 1000000);
+	assert_int_equal(when_parse_at("+2m", 0, &t, &why), 0);
+	assert_true(t == 120LL * 1000000000);
+	assert_int_equal(when_parse_at("2026-02-30T00:00:00Z", 0, &t, &why),
+	    -1);
+	assert_string_equal(why, "no such date");
+	assert_int_equal(when_parse_at("2026-12-05T12:00:00", 0, &t, &why),
+	    -1);
+	assert_string_equal(why, "a time without its zone (Z or +HH:MM)");
+	assert_int_equal(when_parse_at("2200-01-01T00:00:00Z", 0, &t, &why),
+	    -1);
+	assert_int_equal(when_parse_at("+99999999999999999999s", 0, &t, &why),
+	    -1);
+	assert_string_equal(why, "longer than a year");
+	assert_int_equal(when_parse_duration_ms("10", &ms, &why), 0);
+	assert_true(ms == 10000);
+	assert_int_equal(when_parse_duration_ms("1h", &ms, &why), 0);
+	assert_true(ms == 3600000);
+	assert_int_equal(when_parse_duration_ms("-1s", &ms, &why), -1);
+	assert_int_equal(when_parse_duration_ms("", &ms, &why), -1);
 }
 
 /* A job's summary as docs/admin-api.md describes it. */
@@ -406,9 +462,21 @@ test_jobs_nodes_tables(void **state)
 	    " \"address\": \"127.0.0.1:4000\", \"connected_since\": \"T1\","
 	    " \"last_seen\": \"T2\", \"jobs\": {\"J\": 7, \"K\": 2}}]}",
 	    "NODE  STATE      ADDRESS         CONNECTED_SINCE  LAST_SEEN  "
-	    "JOBS (APPLIED GENERATION)\n"
+	    "CLOCK_OFFSET  JOBS (APPLIED GENERATION)\n"
 	    "n1    connected  127.0.0.1:4000  T1               T2         "
-	    "J:7,K:2\n");
+	    "-             J:7,K:2\n");
+	/* The agents' clock offsets, and the worst under the table. */
+	expect_render(ctl_table_nodes,
+	    "{\"nodes\": [{\"node\": \"n1\", \"state\": \"connected\","
+	    " \"address\": null, \"connected_since\": \"T1\","
+	    " \"last_seen\": \"T2\", \"clock_offset_ms\": -2512.25,"
+	    " \"jobs\": {}}], \"worst_clock_offset\": {\"node\": \"n1\","
+	    " \"offset_ms\": -2512.25}}",
+	    "NODE  STATE      ADDRESS  CONNECTED_SINCE  LAST_SEEN  "
+	    "CLOCK_OFFSET  JOBS (APPLIED GENERATION)\n"
+	    "n1    connected  -        T1               T2         "
+	    "-2512.2 ms    -\n"
+	    "worst clock offset: -2512.2 ms (node n1)\n");
 }
 
 static void
@@ -553,6 +621,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_option_typing),
 		cmocka_unit_test(test_trace_args),
+		cmocka_unit_test(test_when),
 		cmocka_unit_test(test_status_table),
 		cmocka_unit_test(test_jobs_nodes_tables),
 		cmocka_unit_test(test_window_line),

@@ -43,6 +43,7 @@ static const char *schema_v4_windows =
 struct loaded {
 	int	 jobs;
 	int	 windows, no_collect[4];	/* by window id */
+	int64_t	 start_unix_ns[4], stop_unix_ns[4], tolerance_ms[4];
 	char	 name[64], config[64], rules[128];
 	uint64_t generation;
 	int64_t	 created;
@@ -80,8 +81,12 @@ on_window(void *arg, const struct store_window *w)
 	struct loaded	*l = arg;
 
 	l->windows++;
-	if (w->id < 4)
+	if (w->id < 4) {
 		l->no_collect[w->id] = w->no_collect;
+		l->start_unix_ns[w->id] = w->start_unix_ns;
+		l->stop_unix_ns[w->id] = w->stop_unix_ns;
+		l->tolerance_ms[w->id] = w->tolerance_ms;
+	}
 	return (0);
 }
 
@@ -212,14 +217,15 @@ test_migrate_v1(void **state)
 	sqlite3_finalize(st);
 	/* Version 3: when windows ended, when ranks came and went; 4: the
 	 * ranks' labels; 5: what named a window's ranks; 6: a window's
-	 * "collect": false. */
+	 * "collect": false; 7: a time window's times and tolerance. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT w.ended, r.arrived,"
-	    " r.gone, r.labels, w.selector, w.no_collect FROM windows w,"
-	    " ranks r", -1, &st, NULL),
+	    " r.gone, r.labels, w.selector, w.no_collect, w.start_unix_ns,"
+	    " w.stop_unix_ns, w.tolerance_ms FROM windows w, ranks r", -1,
+	    &st, NULL),
 	    SQLITE_OK);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(version, 6);
+	assert_int_equal(version, 7);
 	unit_rmstore(dir);
 }
 
@@ -228,7 +234,10 @@ test_migrate_v4(void **state)
 {
 	struct store		*s;
 	struct store_window	 w = { "old-j", 2, 30, 40, "", NULL, NULL, "",
-	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1 };
+	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1, 0, 0, 0 };
+	struct store_window	 tw = { "old-j", 3, 0, 0, "", NULL, NULL, "",
+	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 0, 1796472000000000000LL,
+	    1796472010000000000LL, 250 };
 	struct loaded		 l;
 	char			 dir[64], path[128];
 
@@ -241,12 +250,19 @@ test_migrate_v4(void **state)
 	/* One that says no goes in and comes back after a reopen. */
 	assert_int_equal(store_begin(s), 0);
 	assert_int_equal(store_put_window(s, &w), 0);
+	assert_int_equal(store_put_window(s, &tw), 0);
 	assert_int_equal(store_commit(s), 0);
 	s = reopen(s, dir);
 	load(s, &l);
-	assert_int_equal(l.windows, 2);
+	assert_int_equal(l.windows, 3);
 	assert_int_equal(l.no_collect[1], 0);
 	assert_int_equal(l.no_collect[2], 1);
+	/* A window of the old schema is of steps; a time window keeps its
+	 * times. */
+	assert_true(l.start_unix_ns[1] == 0 && l.start_unix_ns[2] == 0);
+	assert_true(l.start_unix_ns[3] == 1796472000000000000LL);
+	assert_true(l.stop_unix_ns[3] == 1796472010000000000LL);
+	assert_true(l.tolerance_ms[3] == 250);
 	store_close(s);
 	unit_rmstore(dir);
 }
