@@ -127,6 +127,8 @@ test_flags_and_exit_codes(void **state)
 	    "--job", "--conf", "--ready-file", "--verbose", "--quiet", "--help",
 	    "--version", "--shm-budget", "--legacy-per-uid", "--trace-store",
 	    "--trace-settle" };
+	const char **const refused[] = { badflag, nothing, both, badmode,
+	    badjob, badcoord, badsample, badnode, spacenode };
 	size_t			 i;
 
 	assert_int_equal(run_agent(ap, help), 0);
@@ -137,16 +139,10 @@ test_flags_and_exit_codes(void **state)
 	assert_int_equal(run_agent(ap, version), 0);
 	assert_int_equal(ap_log_count(ap, "dynprof-agent 0."), 1);
 
-	assert_int_equal(run_agent(ap, badflag), 1);
-	assert_int_equal(run_agent(ap, nothing), 1);
-	assert_int_equal(run_agent(ap, both), 1);
-	assert_int_equal(run_agent(ap, badmode), 1);
-	assert_int_equal(run_agent(ap, badjob), 1);
-	assert_int_equal(run_agent(ap, badcoord), 1);
-	assert_int_equal(run_agent(ap, badsample), 1);
-	/* A node name the coordinator would refuse in every hello. */
-	assert_int_equal(run_agent(ap, badnode), 1);
-	assert_int_equal(run_agent(ap, spacenode), 1);
+	/* Bad flags; the last two, a node name the coordinator would refuse
+	 * in every hello. */
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		assert_int_equal(run_agent(ap, refused[i]), 1);
 	assert_int_equal(ap_log_count(ap, "node name has a space, quote or "
 	    "control character"), 2);
 	memset(longnode, 'n', 128);

@@ -92,6 +92,22 @@ expect_event(struct t *t, int kind, pid_t pid)
 	fail_msg("no event of kind %d from pid %d", kind, (int)pid);
 }
 
+/*
+ * Starts the agent connected (sample interval ms), then a rank of job, and
+ * waits for its attach.  Returns the rank's pid.
+ */
+static pid_t
+start_attached(struct t *t, const char *ms, const char *job)
+{
+	pid_t	 rank;
+
+	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, ms, T_WAIT),
+	    0);
+	rank = start_rank(t, job);
+	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
+	return (rank);
+}
+
 /* Whether the agent still runs. */
 static int
 agent_alive(struct t *t)
@@ -161,10 +177,7 @@ test_header_changed(void **state)
 	pid_t			 rank;
 	int			 i;
 
-	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "20",
-	    T_WAIT), 0);
-	rank = start_rank(t, "jh");
-	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
+	rank = start_attached(t, "20", "jh");
 
 	hdr = map_raw(t, "jh", &len);
 	hdr->nslots = 0x7fffffff;
@@ -426,10 +439,7 @@ test_truncated_guard(void **state)
 	char		 path[512];
 	pid_t		 rank, rank2;
 
-	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "600000",
-	    T_WAIT), 0);
-	rank = start_rank(t, "jt");
-	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
+	rank = start_attached(t, "600000", "jt");
 	/* The rank would die touching its slot: stop it first. */
 	assert_int_equal(kill(rank, SIGSTOP), 0);
 
@@ -461,10 +471,7 @@ test_truncated_sampler(void **state)
 	pid_t		 rank;
 	int		 i;
 
-	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "10",
-	    T_WAIT), 0);
-	rank = start_rank(t, "ju");
-	expect_event(t, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED, rank);
+	rank = start_attached(t, "10", "ju");
 	snprintf(path, sizeof(path), "%s/dynprof.ju", t->lt.ap.shm);
 	assert_int_equal(truncate(path, 4096), 0);
 	assert_int_equal(ap_log_wait(&t->lt.ap, "job ju: segment", 1, T_WAIT),
