@@ -151,8 +151,9 @@ agent_usage(FILE *f)
 "  --upload-rate N[k|m|g]   upload at most N bytes/s (default: no cap)\n"
 "  --upload-stall S         give a try up once the store took or answered\n"
 "                           nothing for S seconds (default: 30)\n"
-"  --upload-backoff S       wait S seconds after a failed try, doubled after\n"
-"                           each, up to 60; six tries in all (default: 2)\n"
+"  --upload-backoff S       wait S seconds (or Nms) after a failed try, doubled\n"
+"                           after each, up to 60 s; six tries in all\n"
+"                           (default: 2)\n"
 "  --upload-part-size N[m|g] an archive larger than N goes up in parts of N\n"
 "                           (S3 multipart upload; 5m to 5g; default: 64m)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
@@ -195,6 +196,32 @@ agent_number(const char *s, long long lo, long long hi, long long *out,
 		return (-1);
 	}
 	*out = v;
+	return (0);
+}
+
+/*
+ * Reads the wait after a failed upload: S seconds (1 to 60), or N ms with the
+ * suffix (100ms to 60000ms: a test's failures need not take a minute).
+ * Returns 0 or -1.
+ */
+static int
+agent_backoff(const char *s, int *out_ms, const char *name)
+{
+	char		 num[16];
+	size_t		 n = strlen(s);
+	long long	 v;
+
+	if (n > 2 && n < sizeof(num) + 2 && strcmp(s + n - 2, "ms") == 0) {
+		memcpy(num, s, n - 2);
+		num[n - 2] = '\0';
+		if (agent_number(num, 100, 60000, &v, 10, name) == -1)
+			return (-1);
+		*out_ms = (int)v;
+		return (0);
+	}
+	if (agent_number(s, 1, 60, &v, 10, name) == -1)
+		return (-1);
+	*out_ms = (int)v * 1000;
 	return (0);
 }
 
@@ -365,10 +392,7 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 		}
 		return (0);
 	case OPT_UPLOAD_BACKOFF:
-		if (agent_number(arg, 1, 60, &v, 10, name) == -1)
-			return (-1);
-		o->upload_backoff_s = (int)v;
-		return (0);
+		return (agent_backoff(arg, &o->upload_backoff_ms, name));
 	case OPT_TEST_CLOCK_OFFSET:
 		if (agent_number(arg, -86400LL * 1000000000,
 		    86400LL * 1000000000, &v, 10, name) == -1)
@@ -425,7 +449,7 @@ agent_default_options(struct agent_options *o)
 	o->shm_budget = AGENT_SHM_BUDGET;
 	o->trace_settle_s = AGENT_TRACE_SETTLE_S;
 	o->upload_stall_s = AGENT_UPLOAD_STALL_S;
-	o->upload_backoff_s = AGENT_UPLOAD_BACKOFF_S;
+	o->upload_backoff_ms = AGENT_UPLOAD_BACKOFF_S * 1000;
 	o->upload_part_size = AGENT_UPLOAD_PART_SIZE;
 	strcpy(o->job, "default");
 	if (((e = getenv("DYNPROF_JOB")) != NULL && *e != '\0') ||

@@ -417,7 +417,7 @@ collect_uploaded(evutil_socket_t fd, short what, void *arg)
 		    up->job, up->window, up->rank, up->size, up->sha256, where);
 		free(up);
 	} else if (++up->tries < COLLECT_UPLOAD_TRIES) {
-		delay = ((int64_t)a->opts.upload_backoff_s * 1000) <<
+		delay = (int64_t)a->opts.upload_backoff_ms <<
 		    (up->tries - 1);
 		if (delay > COLLECT_UPLOAD_BACKOFF_MAX_MS)
 			delay = COLLECT_UPLOAD_BACKOFF_MAX_MS;

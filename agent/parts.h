@@ -71,7 +71,7 @@ struct agent_options {
 	char		 s3_credentials[PATH_MAX];
 	uint64_t	 upload_rate;		/* bytes/s, 0: no cap */
 	int		 upload_stall_s;	/* a try given up after */
-	int		 upload_backoff_s;	/* after the first failed try */
+	int		 upload_backoff_ms;	/* after the first failed try */
 	uint64_t	 upload_part_size;	/* over it: multipart */
 	int		 log_level;
 	int64_t		 test_clock_offset_ns;	/* --test-clock-offset */

@@ -62,7 +62,7 @@ def test():
 def run(c, s3, n0, n1, store0, full):
     n0.start_agent(extra=s3.agent_flags(
         store0, PREFIX, "--upload-stall", str(STALL_S), "--upload-backoff",
-        "1"))
+        "250ms"))
     n1.start_agent(extra=["--trace-store", full, "--trace-settle", "1"])
     for rank in (0, 1, 2):
         n0.start_rank(JOB, rank, rate=RATE)
@@ -113,7 +113,7 @@ def run(c, s3, n0, n1, store0, full):
         cnt = idx["counts"]
         return idx if cnt["collected"] + cnt["collect_failed"] == 5 else None
     # Six tries of at most STALL_S (and curl's few seconds to see a stall)
-    # with 1+2+4+8+16 s between them.
+    # with 0.25+0.5+1+2+4 s between them.
     idx = wait_for(all_reported, 150, "every rank of window %d reported" %
                    wid, interval=0.5)
     took = time.monotonic() - t_done
