@@ -385,6 +385,10 @@ legacy_expressible(const struct legacy_job *lj, const struct seg_window *w,
 	reason[0] = '\0';
 	if (dl == NULL)
 		return (snprintf(reason, len, "no dialect"), -1);
+	if (w->start_ns != 0)
+		return (snprintf(reason, len, "a time window: %s's config "
+		    "counts steps only", options_dialect_name(
+		    (enum options_dialect)lj->dialect)), -1);
 	if (w->start_step < 1)
 		return (snprintf(reason, len, "start step %lld: %s counts steps "
 		    "from 1", (long long)w->start_step, options_dialect_name(

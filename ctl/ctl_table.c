@@ -413,12 +413,12 @@ void
 ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 {
 	struct ctl_table	 t;
-	json_t			*w, *r, *n, *rc;
+	json_t			*w, *r, *n, *rc, *cw;
 	const char		*row[CTL_TABLE_COLS];
-	char			 id[16], range[64], num[3][24], fin[160];
+	char			 id[16], range[96], num[3][24], fin[160];
 	char			 col[64];
 	int			 collected = 0;
-	size_t			 i;
+	size_t			 i, j;
 
 	ctl_status_summary(f, doc);
 	if (ranks != NULL && ranks->nrows > 1)
@@ -441,9 +441,15 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 		json_array_foreach(w, i, r) {
 			rc = json_object_get(r, "rank_counts");
 			ctl_cell_int(id, sizeof(id), r, "id", INT64_MIN);
-			snprintf(range, sizeof(range), "%lld-%lld",
-			    (long long)ctl_json_int(r, "start_step", 0),
-			    (long long)ctl_json_int(r, "stop_step", 0));
+			if (json_is_string(json_object_get(r, "at")))
+				snprintf(range, sizeof(range), "at %s for %lld "
+				    "ms", ctl_json_str(r, "at", ""),
+				    (long long)ctl_json_int(r, "duration_ms",
+				    0));
+			else
+				snprintf(range, sizeof(range), "%lld-%lld",
+				    (long long)ctl_json_int(r, "start_step", 0),
+				    (long long)ctl_json_int(r, "stop_step", 0));
 			ctl_cell_int(num[0], sizeof(num[0]), rc, "targeted", 0);
 			ctl_cell_int(num[1], sizeof(num[1]), rc, "started", 0);
 			ctl_cell_int(num[2], sizeof(num[2]), rc, "stopped", 0);
@@ -479,6 +485,14 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 			ctl_table_add(&t, row);
 		}
 		ctl_table_print(f, &t, "  ");
+		/* A time window's clock warnings: nodes off by more than
+		 * its tolerance. */
+		json_array_foreach(w, i, r)
+			json_array_foreach(json_object_get(r,
+			    "clock_warnings"), j, cw)
+				fprintf(f, "  window %lld: %s\n",
+				    (long long)ctl_json_int(r, "id", 0),
+				    ctl_json_str(cw, "warning", "?"));
 	}
 
 	n = json_object_get(doc, "node_counts");

@@ -401,6 +401,22 @@
 		return (/^[0-9]+$/.test(ranks) ? 'rank ' : 'ranks ') + ranks;
 	}
 
+	/* When a window runs: its steps, or a time window's start and length. */
+	function windowWhen(w) {
+		if (w.at)
+			return 'at ' + w.at + ' for ' + (w.duration_ms >= 1000 ?
+			    (w.duration_ms / 1000) + ' s' : w.duration_ms + ' ms');
+		return '[' + w.start_step + ', ' + w.stop_step + ']';
+	}
+
+	/* What named a window's ranks (its selector), '' for a rank list. */
+	function selectorLabel(sel) {
+		if (!sel)
+			return '';
+		const parts = Object.keys(sel).map((k) => k + ' ' + sel[k]);
+		return parts.length ? ' (' + parts.join(', ') + ')' : '';
+	}
+
 	/*
 	 * What a window's bar says and its color: a done window no targeted
 	 * rank ran (every one skipped, failed, went away or missed it) is not
@@ -441,8 +457,12 @@
 			    style: 'padding: 0 8px' }, 'no windows'));
 			return;
 		}
-		let lo = Math.min(...ws.map((w) => w.start_step));
-		let hi = Math.max(...ws.map((w) => w.stop_step));
+		/* Time windows are on no line of steps: a label, no bar. */
+		const stepped = ws.filter((w) => !w.at);
+		let lo = stepped.length ? Math.min(...stepped.map((w) =>
+		    w.start_step)) : (st.median >= 0 ? st.median : 0);
+		let hi = stepped.length ? Math.max(...stepped.map((w) =>
+		    w.stop_step)) : lo;
 		if (st.median >= 0) {
 			lo = Math.min(lo, st.min >= 0 ? st.min : st.median);
 			hi = Math.max(hi, st.max >= 0 ? st.max : st.median);
@@ -464,9 +484,14 @@
 			const width = (100 * (w.stop_step - w.start_step + 1) /
 			    (span + 1)).toFixed(2) + '%';
 			const out = windowOutcome(w.state, rcw);
-			const r = row('window-' + w.id, '#' + w.id + ' [' +
-			    w.start_step + ', ' + w.stop_step + '] ' +
-			    rankLabel(w.ranks) + ' \u00b7 ' + out.label,
+			const r = row('window-' + w.id, '#' + w.id + ' ' +
+			    windowWhen(w) + ' ' + rankLabel(w.ranks) +
+			    selectorLabel(w.selector) + ' \u00b7 ' + out.label,
+			    w.at ? el('span', { class: 'muted', title:
+			    (w.clock_warnings || []).map((c) => c.warning)
+			    .join('\n') }, (w.clock_warnings || []).length ?
+			    'clock: ' + w.clock_warnings.length + ' node(s) ' +
+			    'past the tolerance' : '') :
 			    el('div', { class: 'bar st-' + out.cls, style: 'left:' +
 			    pct(w.start_step) + ';width:' + width,
 			    title: out.label }));
@@ -650,8 +675,9 @@
 			return;
 		}
 		const w = r.body;
-		showResult('window ' + w.id + ' scheduled: steps ' +
-		    w.start_step + '-' + w.stop_step + ', ' +
+		showResult('window ' + w.id + ' scheduled: ' + (w.at ?
+		    windowWhen(w) : 'steps ' + w.start_step + '-' +
+		    w.stop_step) + ', ' +
 		    rankLabel(w.ranks) + ', generation ' + w.generation +
 		    '; options ' + JSON.stringify(w.options) +
 		    await beyondRanks(job, b.ranks), false);
@@ -888,8 +914,9 @@
 	/* An event of the stream in words: a rank's, or a window's change. */
 	function describe(e) {
 		if (e.type === 'window')
-			return 'window ' + e.window + ' ' + e.change + ' [' +
-			    e.start_step + ', ' + e.stop_step + '], generation ' +
+			return 'window ' + e.window + ' ' + e.change + ' ' +
+			    windowWhen(e) + (e.ranks !== undefined ? ', ' +
+			    rankLabel(e.ranks) : '') + ', generation ' +
 			    e.generation;
 		if (e.type === 'rank') {
 			let t = 'rank ' + e.rank + (e.node ? ' on ' + e.node : '') +

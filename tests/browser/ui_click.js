@@ -12,7 +12,8 @@
  * button); viewer (the viewer's token: the form and a cancel button
  * disabled with the API's reason, and the API's refusal when clicked
  * anyway); left (a node whose agent said goodbye shown "left"); restart
- * (a job's page after a coordinator restart: its windows, rate and feed).
+ * (a job's page after a coordinator restart: its windows, rate and feed);
+ * timewin (a time window shown by its start, length and selector).
  * Prints one JSON line of what it saw; exits 1 naming the first thing
  * that was not as expected, with a screenshot beside the facts' "shot".
  */
@@ -257,8 +258,22 @@ async function restartScene(page, f) {
 	return seen;
 }
 
+/* A time window naming its ranks by node: its start, length and selector. */
+async function timewinScene(page, f) {
+	await open(page, f, f.viewer, f.job);
+	const seen = {};
+	seen.row = await waitText(page, '#window-' + f.timewin + ' .lbl', (t) =>
+	    t.startsWith('#' + f.timewin + ' at ' + f.at + ' for 5 s ' +
+	    f.ranks + ' (nodes a) \u00b7 '), 'the time window\'s label');
+	seen.feed = await waitText(page, '#feed', (t) =>
+	    t.includes('window ' + f.timewin + ' scheduled at ' + f.at +
+	    ' for 5 s'), 'the time window in the feed');
+	seen.feed = seen.feed.length;
+	return seen;
+}
+
 const SCENES = { schedule: scheduleScene, viewer: viewerScene,
-    left: leftScene, restart: restartScene };
+    left: leftScene, restart: restartScene, timewin: timewinScene };
 
 async function main() {
 	const scene = SCENES[process.argv[2]];

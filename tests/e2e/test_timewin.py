@@ -12,7 +12,6 @@ begins after its start and stops at the end of the last step before its end,
 its events saying both the times and the steps.  Bad times are refused with
 a 400 that says why."""
 
-import datetime
 import os
 import sys
 import time
@@ -20,22 +19,12 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
 from cluster import (Cluster, check, events_of, log, main,  # noqa: E402
-                     wait_for)
+                     parse_time, rfc3339, wait_for)
 
 JOB = "timewin-%d" % os.getpid()
 OFFSET_MS = 3000            # the second node's clock, ahead
 SLACK_MS = 400              # a start or stop after its time, on a loaded box
 RATE = 50                   # the stepping rank's steps a second
-
-
-def rfc3339(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def parse_time(s):
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def nodes(c):
@@ -128,6 +117,10 @@ def run(c):
     w = [x for x in st["windows"] if x["id"] == wid][0]
     check([x["node"] for x in w.get("clock_warnings", [])] == ["n1"],
           "status warnings %s" % w.get("clock_warnings"))
+    out = c.ctl("status", JOB).stdout
+    check(("at %s for 1500 ms" % rfc3339(at)) in out and
+          ("window %d: node n1's clock is 30" % wid) in out,
+          "dynprofctl status: %s" % out)
 
     # A stepping rank: the first step after the start, the last before the
     # end; the events give both times and steps.

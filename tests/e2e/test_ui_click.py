@@ -124,6 +124,15 @@ def test():
               "the viewer changed something: generation %s, %s" % (
                   st["generation"], st["windows"]))
 
+        # A time window naming its ranks by node (the page shows what
+        # named them, and when it runs instead of a bar of steps).
+        tw = c.add_window(JOB, {"at": "+600s", "duration_ms": 5000,
+                                "nodes": "a"})
+        scene(c, modules, "timewin", dict(facts, timewin=tw["id"],
+                                          at=tw["at"], ranks="ranks 0-1"))
+        check(c.http("DELETE", "/v1/jobs/%s/windows/%d" % (
+            JOB, tw["id"]))[0] == 200, "cancelling the time window")
+
         c.coord.stop()
         c.start_coordinator(heartbeat_ms=500, extra=flags)
         c.wait_ranks(JOB, 4, min_step=5)

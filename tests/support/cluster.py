@@ -8,6 +8,7 @@ Standard library only.  Every wait is a poll with a deadline; Cluster.close()
 and removes the directory (kept with DYNPROF_E2E_KEEP=1).
 """
 
+import datetime
 import json
 import os
 import shutil
@@ -613,6 +614,18 @@ def compact(ranks):
         out.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
         i = j + 1
     return ",".join(out)
+
+
+def rfc3339(t):
+    """Unix time t as the coordinator writes times: RFC 3339, UTC, ms."""
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_time(s):
+    """A time the coordinator wrote (rfc3339()) as Unix time."""
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def events_of(rank_status, kind, wid):
