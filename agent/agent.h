@@ -22,6 +22,8 @@
  *	collect.c	--trace-store: ranks' finished traces queued and packed
  *	trace_pack.c	a finished trace directory packed (tar + zstd) into the
  *			shared-directory trace store, in a child at low priority
+ *	trace_steps.c	a trace read as it is packed: its steps' durations
+ *			and busiest operators (streaming JSON, yajl)
  *	trace_upload.c	an archive put into an S3-compatible object store
  *			(libcurl's SigV4), in a child at low priority
  */

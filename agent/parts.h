@@ -20,6 +20,7 @@
 #include "log.h"
 #include "segment.h"
 #include "tls.h"
+#include "tracesum.h"
 
 struct agent;
 struct evbuffer;
@@ -452,6 +453,7 @@ struct trace_pack_result {
 	uint64_t	 skipped;	/* links, FIFOs, other owners' files... */
 	char		 first_skipped[256];
 	char		 why[256];	/* when !ok */
+	struct tracesum	 sum;		/* what trace_steps.c read of it */
 };
 
 /* One packing in progress. */
@@ -477,6 +479,15 @@ void	 trace_pack_lower(void);
 void	 trace_pack_child_exit(int, const void *, size_t)
 	    __attribute__((noreturn));
 size_t	 trace_pack_child_result(int, void *, size_t);
+
+/* trace_steps.c */
+struct trace_steps;
+struct trace_steps *trace_steps_new(void);
+void	 trace_steps_free(struct trace_steps *);
+int	 trace_steps_begin(struct trace_steps *, const char *);
+void	 trace_steps_feed(struct trace_steps *, const void *, size_t);
+void	 trace_steps_end(struct trace_steps *);
+void	 trace_steps_result(struct trace_steps *, struct tracesum *);
 
 /* trace_upload.c */
 #define UPLOAD_MAX_BYTES	(5ULL << 30)	/* one PUT: S3's bound */

@@ -58,6 +58,7 @@ struct trace_pack_walk {
 	uid_t			 uid;
 	uint64_t		 max_bytes;
 	struct trace_pack_result *r;
+	struct trace_steps	*steps;		/* NULL: the trace not read */
 	char			 buf[TRACE_PACK_CHUNK];
 };
 
@@ -137,6 +138,7 @@ trace_pack_file(struct trace_pack_walk *w, int fd, const char *path,
 {
 	uint64_t	 left = (uint64_t)st->st_size;
 	ssize_t		 n;
+	int		 reading;
 
 	if (w->r->bytes_in + left > w->max_bytes) {
 		trace_pack_why(w->r->why, sizeof(w->r->why),
@@ -146,6 +148,8 @@ trace_pack_file(struct trace_pack_walk *w, int fd, const char *path,
 	}
 	if (trace_pack_header(w, path, st, AE_IFREG, st->st_size) == -1)
 		goto archive_err;
+	/* Read as it is packed: one pass over the file (trace_steps.c). */
+	reading = w->steps != NULL && trace_steps_begin(w->steps, path);
 	/*
 	 * The size in the header is the one fstat gave: a file still growing
 	 * is cut there, a file shrunk is padded by libarchive.
@@ -164,9 +168,13 @@ trace_pack_file(struct trace_pack_walk *w, int fd, const char *path,
 			break;
 		if (archive_write_data(w->a, w->buf, (size_t)n) != n)
 			goto archive_err;
+		if (reading)
+			trace_steps_feed(w->steps, w->buf, (size_t)n);
 		left -= (uint64_t)n;
 		w->r->bytes_in += (uint64_t)n;
 	}
+	if (reading)
+		trace_steps_end(w->steps);
 	w->r->files++;
 	return (0);
 
@@ -268,8 +276,9 @@ trace_pack_dir(struct trace_pack_walk *w, int dfd, const char *prefix,
 
 /*
  * Packs directory src_fd (a directory owned by uid) into out_fd as tar +
- * zstd, filling r (size and sha256 of what was written).  Takes ownership of
- * neither descriptor.  Returns 0, or -1 with r->why set.
+ * zstd, filling r (size and sha256 of what was written, and r->sum, what
+ * trace_steps.c read of its trace files).  Takes ownership of neither
+ * descriptor.  Returns 0, or -1 with r->why set.
  */
 int
 trace_pack_write(int src_fd, int out_fd, uid_t uid, uint64_t max_bytes,
@@ -290,6 +299,10 @@ trace_pack_write(int src_fd, int out_fd, uid_t uid, uint64_t max_bytes,
 	w->uid = uid;
 	w->max_bytes = max_bytes;
 	w->r = r;
+	/* Without memory for it the trace is packed all the same. */
+	if ((w->steps = trace_steps_new()) == NULL)
+		snprintf(r->sum.error, sizeof(r->sum.error), "not read: out of "
+		    "memory");
 	if ((w->md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) != 1) {
 		trace_pack_why(r->why, sizeof(r->why), "sha256 unavailable");
@@ -332,8 +345,11 @@ trace_pack_write(int src_fd, int out_fd, uid_t uid, uint64_t max_bytes,
 	}
 	for (i = 0; i < mdlen; i++)
 		snprintf(r->sha256 + 2 * i, 3, "%02x", md[i]);
+	if (w->steps != NULL)
+		trace_steps_result(w->steps, &r->sum);
 	rc = 0;
 out:
+	trace_steps_free(w->steps);
 	if (w->a != NULL)
 		archive_write_free(w->a);	/* closes too, after a failure */
 	EVP_MD_CTX_free(w->md);
@@ -664,8 +680,9 @@ fail:
 int
 trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
 {
-	size_t	 got;
-	int	 status;
+	const char	*why;
+	size_t		 got;
+	int		 status;
 
 	memset(r, 0, sizeof(*r));
 	got = trace_pack_child_result(tp->fd, r, sizeof(*r));
@@ -685,6 +702,11 @@ trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
 	r->why[sizeof(r->why) - 1] = '\0';
 	r->first_skipped[sizeof(r->first_skipped) - 1] = '\0';
 	r->sha256[sizeof(r->sha256) - 1] = '\0';
+	if (tracesum_check(&r->sum, &why) == -1) {
+		memset(&r->sum, 0, sizeof(r->sum));
+		snprintf(r->sum.error, sizeof(r->sum.error), "not read: %s",
+		    why);
+	}
 	if (!r->ok)
 		(void)unlinkat(tp->dir_fd, tp->tmp, 0);
 	close(tp->dir_fd);

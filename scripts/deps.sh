@@ -9,7 +9,7 @@ PKGS="build-essential cmake pkg-config
 libevent-dev libprotobuf-c-dev protobuf-c-compiler
 nanopb libnanopb-dev python3-protobuf
 libcmocka-dev libjansson-dev libsqlite3-dev libssl-dev
-libcurl4-openssl-dev zlib1g-dev libarchive-dev
+libcurl4-openssl-dev zlib1g-dev libarchive-dev libyajl-dev
 python3"
 
 # Sets beyond the build and the demo, by name; without DEPS_EXTRA, "test torch

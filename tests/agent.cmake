@@ -52,3 +52,8 @@ set_tests_properties(test_segsafe_root PROPERTIES SKIP_RETURN_CODE 77)
 # links and names never followed out of it, bounds, the rank user's rights.
 dynprof_test(test_trace_pack SOURCES component/test_trace_pack.c LIBS dpagent
   TIMEOUT 120)
+
+# The agent's trace reader (agent/trace_steps.c): torch.profiler's forms, gzip,
+# hostile traces with their reasons, memory bounded on 512 MiB of events.
+dynprof_test(test_trace_steps SOURCES unit/test_trace_steps.c LIBS dpagent
+  TIMEOUT 300)

@@ -14,7 +14,7 @@ option(DYNPROF_FUZZ "Build the fuzz targets with libFuzzer (clang only)" OFF)
 
 set(FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 set(FUZZ_COMMON_SRC frame.c log.c segment.c segment_slot.c slotlog.c jobid.c
-  ranklist.c options.c nodename.c utf8.c labels.c)
+  ranklist.c options.c nodename.c utf8.c labels.c tracesum.c)
 list(TRANSFORM FUZZ_COMMON_SRC PREPEND ${PROJECT_SOURCE_DIR}/common/)
 set(FUZZ_COORD_SRC "")
 if(DYNPROF_FUZZ)
@@ -27,7 +27,7 @@ if(DYNPROF_FUZZ)
   endif()
   # Coverage for the code under test: build it here, instrumented.
   set(FUZZ_AGENT_SRC agent.c apply.c queue.c upstream.c ranks.c segments.c
-    events.c standalone.c)
+    events.c standalone.c trace_steps.c)
   list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
   set(FUZZ_COORD_SRC coord.c link.c link_dispatch.c schedule.c
     schedule_ranks.c change.c load.c options.c store.c http.c http_jobs.c metrics.c
@@ -101,6 +101,7 @@ dynprof_fuzz(admin fuzz_coord_objs)
 dynprof_fuzz(store_row fuzz_coord_objs)
 dynprof_fuzz(nodeview fuzz_coord_objs)
 dynprof_fuzz(labels fuzz_agent_objs)
+dynprof_fuzz(trace_steps fuzz_agent_objs)
 dynprof_fuzz(standalone fuzz_agent_objs ${FUZZ_DIR}/fuzzdir.c)
 dynprof_fuzz(coord_dispatch fuzz_coord_objs ${FUZZ_DIR}/fuzz_coord.c
   ${FUZZ_DIR}/fuzzdir.c)
