@@ -20,6 +20,9 @@
  * `collect_failed` with why): kept in the queue file too until the
  * coordinator has committed it (collect_acked()), sent again by an agent
  * restarted before that; the coordinator keeps one per rank and window.
+ * A `collected` event carries what the packer read of the trace
+ * (trace_steps.c: its steps' durations, its busiest operators), kept in
+ * the queue file with it ("~" lines) until then.
  */
 
 #include <sys/stat.h>
@@ -50,9 +53,10 @@
 						 * this */
 #define COLLECT_OFF_MAX		64	/* windows said "collect": false,
 					 * the newest remembered */
-#define COLLECT_QUEUE_VERSION	3	/* bump when a line's layout changes
-					 * (1, pending lines only, and 2, no
-					 * '-' lines, still read) */
+#define COLLECT_QUEUE_VERSION	4	/* bump when a line's layout changes
+					 * (1, pending lines only, 2, no '-'
+					 * lines, 3, no '~' lines, still
+					 * read) */
 
 /* A rank's trace to collect. */
 struct collect_item {
@@ -74,6 +78,7 @@ struct collect_report {
 	uint32_t	 window;
 	int32_t		 rank;
 	int		 kind;		/* EVENT_COLLECTED, EVENT_COLLECT_FAILED */
+	struct tracesum	*sum;		/* collected: what was read, or NULL */
 	uint64_t	 size;		/* collected: the archive's */
 	char		 sha256[65];
 	char		 text[PATH_MAX + 320];	/* its location, or why not */
@@ -88,6 +93,7 @@ struct collect_upload {
 	int32_t		 rank;
 	uint64_t	 size;
 	char		 sha256[65];
+	struct tracesum	*sum;		/* what was read, or NULL */
 	int		 tries;
 	int64_t		 due_ms;
 };
@@ -193,6 +199,17 @@ collect_find(const struct collect *c, uint64_t key)
 	return (NULL);
 }
 
+/* Writes sum (NULL: nothing) of job's window's rank as a "~" line. */
+static void
+collect_save_sum(FILE *f, const char *job, uint32_t window, int32_t rank,
+    const struct tracesum *sum)
+{
+	char	 text[TRACESUM_TEXT_MAX];
+
+	if (sum != NULL && tracesum_encode(sum, text, sizeof(text)) == 0)
+		fprintf(f, "~ %s %u %d %s\n", job, window, rank, text);
+}
+
 /* Rewrites the queue file (the busy item and the pending list). */
 static void
 collect_save(struct collect *c)
@@ -219,15 +236,24 @@ collect_save(struct collect *c)
 	TAILQ_FOREACH(it, &c->pending, entry)
 		fprintf(f, "%s %u %d %u %s\n", it->job, it->window, it->rank,
 		    (unsigned int)it->uid, it->dir);
-	/* A job id starts with neither '+', '!' nor '^'. */
+	/*
+	 * A job id starts with neither '+', '!', '^' nor '~'; a "~" line is
+	 * the summary of the "^" or "+" line after it.
+	 */
+	if (c->up_busy != NULL)
+		collect_save_sum(f, c->up_busy->job, c->up_busy->window,
+		    c->up_busy->rank, c->up_busy->sum);
 	if (c->up_busy != NULL)
 		fprintf(f, "^ %s %u %d %llu %s\n", c->up_busy->job,
 		    c->up_busy->window, c->up_busy->rank,
 		    (unsigned long long)c->up_busy->size, c->up_busy->sha256);
-	TAILQ_FOREACH(up, &c->uploads, entry)
+	TAILQ_FOREACH(up, &c->uploads, entry) {
+		collect_save_sum(f, up->job, up->window, up->rank, up->sum);
 		fprintf(f, "^ %s %u %d %llu %s\n", up->job, up->window,
 		    up->rank, (unsigned long long)up->size, up->sha256);
+	}
 	TAILQ_FOREACH(rep, &c->reports, entry) {
+		collect_save_sum(f, rep->job, rep->window, rep->rank, rep->sum);
 		if (rep->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED)
 			fprintf(f, "+ %s %u %d %llu %s %s\n", rep->job,
 			    rep->window, rep->rank,
@@ -250,6 +276,11 @@ static void
 collect_send(struct agent *a, const struct collect_report *rep)
 {
 	Dynprof__V1__RankEvent	 ev = DYNPROF__V1__RANK_EVENT__INIT;
+	Dynprof__V1__TraceSummary sum;
+	Dynprof__V1__StepTime	 steps[TRACESUM_STEPS_MAX];
+	Dynprof__V1__StepTime	*stepp[TRACESUM_STEPS_MAX];
+	Dynprof__V1__OpTime	 ops[TRACESUM_OPS_MAX];
+	Dynprof__V1__OpTime	*opp[TRACESUM_OPS_MAX];
 	struct queue_origin	 o;
 
 	ev.kind = rep->kind;
@@ -261,6 +292,10 @@ collect_send(struct agent *a, const struct collect_report *rep)
 		ev.output_dir = (char *)rep->text;
 		ev.trace_size = rep->size;
 		ev.trace_sha256 = (char *)rep->sha256;
+		if (rep->sum != NULL) {
+			tracesum_to_pb(rep->sum, &sum, steps, stepp, ops, opp);
+			ev.trace_summary = &sum;
+		}
 	} else
 		ev.error = (char *)rep->text;
 	memset(&o, 0, sizeof(o));
@@ -277,7 +312,8 @@ collect_send(struct agent *a, const struct collect_report *rep)
  */
 static void
 collect_report(struct agent *a, int kind, const char *job, uint32_t window,
-    int32_t rank, uint64_t size, const char *sha256, const char *text)
+    int32_t rank, uint64_t size, const char *sha256, const char *text,
+    const struct tracesum *sum)
 {
 	struct collect		*c = a->collect;
 	struct collect_report	*rep;
@@ -299,6 +335,9 @@ collect_report(struct agent *a, int kind, const char *job, uint32_t window,
 	rep->rank = rank;
 	rep->kind = kind;
 	rep->size = size;
+	if (sum != NULL && kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED &&
+	    (rep->sum = malloc(sizeof(*rep->sum))) != NULL)
+		*rep->sum = *sum;
 	snprintf(rep->sha256, sizeof(rep->sha256), "%s", sha256 != NULL ?
 	    sha256 : "");
 	snprintf(rep->text, sizeof(rep->text), "%s", text);
@@ -330,6 +369,7 @@ collect_acked(struct agent *a, const struct queue_origin *o)
 		return;
 	TAILQ_REMOVE(&c->reports, rep, entry);
 	c->nreports--;
+	free(rep->sum);
 	free(rep);
 	collect_save(c);
 }
@@ -371,7 +411,8 @@ static void	collect_upload_run(struct agent *);
  */
 static void
 collect_upload_add(struct agent *a, const char *job, uint32_t window,
-    int32_t rank, uint64_t size, const char *sha256)
+    int32_t rank, uint64_t size, const char *sha256,
+    const struct tracesum *sum)
 {
 	struct collect		*c = a->collect;
 	struct collect_upload	*up;
@@ -386,6 +427,8 @@ collect_upload_add(struct agent *a, const char *job, uint32_t window,
 	up->rank = rank;
 	up->size = size;
 	snprintf(up->sha256, sizeof(up->sha256), "%s", sha256);
+	if (sum != NULL && (up->sum = malloc(sizeof(*up->sum))) != NULL)
+		*up->sum = *sum;
 	up->due_ms = clock_mono_ms();
 	TAILQ_INSERT_TAIL(&c->uploads, up, entry);
 	collect_save(c);
@@ -414,7 +457,9 @@ collect_uploaded(evutil_socket_t fd, short what, void *arg)
 		    (unsigned long long)up->size,
 		    (long long)(now - c->up_started_ms));
 		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
-		    up->job, up->window, up->rank, up->size, up->sha256, where);
+		    up->job, up->window, up->rank, up->size, up->sha256, where,
+		    up->sum);
+		free(up->sum);
 		free(up);
 	} else if (++up->tries < COLLECT_UPLOAD_TRIES) {
 		delay = (int64_t)a->opts.upload_backoff_ms <<
@@ -433,7 +478,8 @@ collect_uploaded(evutil_socket_t fd, short what, void *arg)
 		log_warnx("collect failed: job %s window %u rank %d: %s",
 		    up->job, up->window, up->rank, reason);
 		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
-		    up->job, up->window, up->rank, 0, NULL, reason);
+		    up->job, up->window, up->rank, 0, NULL, reason, NULL);
+		free(up->sum);
 		free(up);
 	}
 	collect_save(c);
@@ -466,7 +512,8 @@ collect_upload_run(struct agent *a)
 		log_warnx("collect failed: job %s window %u rank %d: upload: %s",
 		    up->job, up->window, up->rank, why);
 		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
-		    up->job, up->window, up->rank, 0, NULL, why);
+		    up->job, up->window, up->rank, 0, NULL, why, NULL);
+		free(up->sum);
 		free(up);
 		collect_save(c);
 		return;
@@ -536,6 +583,9 @@ collect_load(struct agent *a)
 	unsigned long long size;
 	uint64_t	 size64;
 	struct stat	 st;
+	struct tracesum	*sum = NULL, *use;
+	uint64_t	 sum_key = 0;
+	const char	*why;
 	int		 rank, off, version, n = 0, nrep = 0;
 
 	if ((f = fopen(c->queue_path, "re")) == NULL)
@@ -551,6 +601,21 @@ collect_load(struct agent *a)
 	while (fgets(line, sizeof(line), f) != NULL) {
 		line[strcspn(line, "\n")] = '\0';
 		off = 0;
+		if (line[0] == '~' && sscanf(line, "~ %64s %u %d %n", job,
+		    &window, &rank, &off) == 3 && off > 0 &&
+		    jobid_valid(job, NULL) && rank >= 0) {
+			if (sum == NULL && (sum = malloc(sizeof(*sum))) == NULL)
+				continue;
+			sum_key = tracesum_decode(line + off, sum, &why) == 0 ?
+			    collect_key(job, window, rank) : 0;
+			continue;
+		}
+		/* The summary on the line before, if it is this rank's. */
+		use = NULL;
+		if (sum_key != 0 && sscanf(line + 1, " %64s %u %d", job, &window,
+		    &rank) == 3 && collect_key(job, window, rank) == sum_key)
+			use = sum;
+		sum_key = 0;
 		if (line[0] == '-' && sscanf(line, "- %64s %u", job,
 		    &window) == 2 && jobid_valid(job, NULL)) {
 			(void)collect_mark_off(c, job, window);
@@ -561,7 +626,7 @@ collect_load(struct agent *a)
 		    jobid_valid(job, NULL) && rank >= 0) {
 			collect_mark_done(c, collect_key(job, window, rank));
 			collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
-			    job, window, rank, size, sha, line + off);
+			    job, window, rank, size, sha, line + off, use);
 			nrep++;
 			continue;
 		}
@@ -572,14 +637,14 @@ collect_load(struct agent *a)
 			/* Without --trace-upload now: the local store's. */
 			if (c->upload)
 				collect_upload_add(a, job, window, rank, size,
-				    sha);
+				    sha, use);
 			else {
 				snprintf(path, sizeof(path), "%s/window-%u/"
 				    "rank-%d.tar.zst", job, window, rank);
 				collect_location(c, path, where, sizeof(where));
 				collect_report(a,
 				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
-				    job, window, rank, size, sha, where);
+				    job, window, rank, size, sha, where, use);
 			}
 			nrep++;
 			continue;
@@ -590,7 +655,7 @@ collect_load(struct agent *a)
 			collect_mark_done(c, collect_key(job, window, rank));
 			collect_report(a,
 			    DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED, job,
-			    window, rank, 0, NULL, line + off);
+			    window, rank, 0, NULL, line + off, NULL);
 			nrep++;
 			continue;
 		}
@@ -613,20 +678,21 @@ collect_load(struct agent *a)
 				collect_report(a,
 				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
 				    job, window, rank, 0, NULL, "its archive in "
-				    "the store does not read back");
+				    "the store does not read back", NULL);
 			else if (c->upload)
 				collect_upload_add(a, job, window, rank, size64,
-				    sha);
+				    sha, NULL);
 			else
 				collect_report(a,
 				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
-				    job, window, rank, size64, sha, where);
+				    job, window, rank, size64, sha, where, NULL);
 			nrep++;
 			continue;
 		}
 		n += collect_add(c, job, window, rank, (uid_t)uid, line + off);
 	}
 	fclose(f);
+	free(sum);
 	if (n > 0 || nrep > 0)
 		log_info("collect: %d traces left to collect, %d collections "
 		    "to report by the last agent", n, nrep);
@@ -642,6 +708,7 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 	struct collect		*c = a->collect;
 	struct collect_item	*it = c->busy;
 	struct trace_pack_result r;
+	struct tracesum		*sum;
 	char			 where[PATH_MAX + 320];
 	int64_t			 now = clock_mono_ms();
 
@@ -661,15 +728,31 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 		    r.skipped ? ": first " : "", r.first_skipped);
 		collect_mark_done(c, collect_key(it->job, it->window,
 		    it->rank));
+		/* What trace_steps.c read of it: none of its files known,
+		 * no summary. */
+		sum = r.sum.format[0] != '\0' || r.sum.error[0] != '\0' ?
+		    &r.sum : NULL;
+		if (sum != NULL && sum->error[0] != '\0')
+			log_limited(&c->log_limit, LOG_LEVEL_QUIET, "collect: "
+			    "job %s window %u rank %d: its trace not read "
+			    "whole: %s", it->job, it->window, it->rank,
+			    sum->error);
+		else if (sum != NULL)
+			log_info("read job %s window %u rank %d's trace (%s): "
+			    "%llu steps, median %lld us, %llu events",
+			    it->job, it->window, it->rank, sum->format,
+			    (unsigned long long)sum->steps_seen,
+			    (long long)tracesum_step_median(sum),
+			    (unsigned long long)sum->events);
 		if (c->upload) {
 			collect_upload_add(a, it->job, it->window, it->rank,
-			    r.size, r.sha256);
+			    r.size, r.sha256, sum);
 			collect_upload_run(a);
 		} else {
 			collect_location(c, c->tp.path, where, sizeof(where));
 			collect_report(a,
 			    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED, it->job,
-			    it->window, it->rank, r.size, r.sha256, where);
+			    it->window, it->rank, r.size, r.sha256, where, sum);
 		}
 		free(it);
 	} else if (r.unsettled) {
@@ -691,7 +774,7 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 		collect_mark_done(c, collect_key(it->job, it->window,
 		    it->rank));
 		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
-		    it->job, it->window, it->rank, 0, NULL, r.why);
+		    it->job, it->window, it->rank, 0, NULL, r.why, NULL);
 		free(it);
 	}
 	collect_save(c);
@@ -726,7 +809,7 @@ collect_run(struct agent *a)
 		collect_mark_done(c, collect_key(it->job, it->window,
 		    it->rank));
 		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
-		    it->job, it->window, it->rank, 0, NULL, why);
+		    it->job, it->window, it->rank, 0, NULL, why, NULL);
 		free(it);
 		collect_save(c);
 		return;
@@ -886,16 +969,19 @@ collect_close(struct agent *a)
 		return;
 	while ((rep = TAILQ_FIRST(&c->reports)) != NULL) {
 		TAILQ_REMOVE(&c->reports, rep, entry);
+		free(rep->sum);
 		free(rep);
 	}
 	if (c->up_busy != NULL) {
 		trace_upload_abort(&c->tu);
+		free(c->up_busy->sum);
 		free(c->up_busy);
 	}
 	if (c->up_ev != NULL)
 		event_free(c->up_ev);
 	while ((up = TAILQ_FIRST(&c->uploads)) != NULL) {
 		TAILQ_REMOVE(&c->uploads, up, entry);
+		free(up->sum);
 		free(up);
 	}
 	if (c->busy != NULL) {

@@ -73,6 +73,12 @@ static const struct ctl_command ctl_commands[] = {
 	  "A download under 1 byte/s for S seconds (--stall, default 30) is\n"
 	  "given up.  Exit 1 if any rank's trace failed, was not collected, or\n"
 	  "none was.\n" },
+	{ "compare", ctl_cmd_compare, "compare JOB WINDOW",
+	  "Compare the ranks of window WINDOW from what their agents read of\n"
+	  "their collected traces (GET /v1/jobs/JOB/windows/WINDOW/compare): the\n"
+	  "median step time and its spread, the slowest ranks and how far off\n"
+	  "the median they are, the operators whose time differs most between\n"
+	  "ranks, then each rank's steps.\n" },
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"

@@ -98,6 +98,9 @@ int	 ctl_cmd_config(struct ctl *, int, char **);
 int	 ctl_cmd_cancel(struct ctl *, int, char **);
 int	 ctl_cmd_forget(struct ctl *, int, char **);
 
+/* ctl_compare.c */
+int	 ctl_cmd_compare(struct ctl *, int, char **);
+
 /* ctl_fetch.c */
 int	 ctl_cmd_fetch(struct ctl *, int, char **);
 int	 ctl_get(struct ctl *, const char *, json_t **);

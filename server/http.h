@@ -116,6 +116,8 @@ void	 http_get_job_nodes(struct coord *, struct evhttp_request *,
 /* http_traces.c */
 void	 http_get_traces(struct coord *, struct evhttp_request *,
 	    const char *, const char *);
+void	 http_get_compare(struct coord *, struct evhttp_request *,
+	    const char *, const char *);
 
 /* http_rules.c */
 void	 http_get_stragglers(struct coord *, struct evhttp_request *,

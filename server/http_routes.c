@@ -78,6 +78,8 @@ const struct http_route http_routes[] = {
 	    .h2 = http_delete_window },
 	{ GET, "/v1/jobs/{job}/windows/{id}/traces", VIEWER, 0, NULL,
 	    .h2 = http_get_traces },
+	{ GET, "/v1/jobs/{job}/windows/{id}/compare", VIEWER, 0, NULL,
+	    .h2 = http_get_compare },
 	{ GET, "/v1/jobs/{job}/nodes", VIEWER, HTTP_REPLICA, NULL,
 	    .h1 = http_get_job_nodes },
 	{ GET, "/v1/jobs/{job}/stragglers", VIEWER, 0, NULL,

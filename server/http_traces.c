@@ -5,8 +5,13 @@
  *						size, sha256, node and state;
  *						with --s3-endpoint, a presigned
  *						URL of an s3:// location
+ *	GET /v1/jobs/J/windows/ID/compare	the ranks side by side: step
+ *						times, their median and spread,
+ *						the slowest ranks, the
+ *						operators that differ most
  *
- * What is in it is traces.c's (traces_list()); this file only writes it.
+ * What is in them is traces_list.c's and traces_compare.c's; this file only
+ * writes it.
  */
 
 #include <stdlib.h>
@@ -19,6 +24,7 @@
 #include "http.h"
 #include "model.h"
 #include "names.h"
+#include "tracesum.h"
 
 /* One rank of the index as JSON. */
 static json_t *
@@ -87,5 +93,97 @@ http_get_traces(struct coord *c, struct evhttp_request *req,
 	    (json_int_t)l.collected, "collect_failed", (json_int_t)l.failed,
 	    "pending", (json_int_t)l.pending, "traces", arr);
 	traces_list_free(&l);
+	http_reply(c, req, 200, body);
+}
+
+/* A rank's offset from the window's median, in percent (0 without one). */
+static double
+http_compare_pct(int64_t us, int64_t median)
+{
+	return (median > 0 ? (double)(us - median) * 100.0 / (double)median :
+	    0.0);
+}
+
+/* One rank of the comparison as JSON. */
+static json_t *
+http_compare_rank(const struct compare_rank *r, int64_t median)
+{
+	json_t		*o, *steps;
+	uint32_t	 i;
+
+	o = json_pack("{s:i,s:s?,s:I,s:I,s:I,s:f}", "rank", (int)r->rank,
+	    "node", r->node != NULL && r->node[0] != '\0' ? r->node : NULL,
+	    "steps_read", (json_int_t)r->nsteps, "median_us",
+	    (json_int_t)r->median_us, "offset_us", (json_int_t)(r->median_us >=
+	    0 && median >= 0 ? r->median_us - median : 0), "offset_pct",
+	    r->median_us >= 0 ? http_compare_pct(r->median_us, median) : 0.0);
+	if (o == NULL || r->sum == NULL)
+		return (o);
+	steps = json_array();
+	for (i = 0; i < r->sum->nsteps; i++)
+		json_array_append_new(steps, json_pack("{s:I,s:I}", "step",
+		    (json_int_t)r->sum->steps[i].step, "dur_us",
+		    (json_int_t)r->sum->steps[i].dur_us));
+	json_object_set_new(o, "steps", steps);
+	json_object_set_new(o, "format", json_string(r->sum->format));
+	if (r->sum->error[0] != '\0')
+		json_object_set_new(o, "error", json_string(r->sum->error));
+	return (o);
+}
+
+/* GET /v1/jobs/J/windows/ID/compare: the ranks of the window compared. */
+void
+http_get_compare(struct coord *c, struct evhttp_request *req,
+    const char *name, const char *idstr)
+{
+	struct traces_query	 q;
+	struct traces_compare	 tc;
+	struct refusal		 ref;
+	json_t			*body, *ranks, *slow, *ops, *step;
+	size_t			 i;
+
+	q.job = name;
+	if (http_path_id(c, req, idstr, "window", &q.window) == -1)
+		return;
+	if (traces_compare(c, &q, &tc, &ref) == -1) {
+		http_refused(c, req, &ref);
+		return;
+	}
+	ranks = json_array();
+	for (i = 0; i < tc.n && i < COMPARE_RANKS_SHOWN; i++)
+		json_array_append_new(ranks, http_compare_rank(&tc.ranks[i],
+		    tc.median_us));
+	slow = json_array();
+	for (i = 0; i < tc.nslowest; i++)
+		json_array_append_new(slow, http_compare_rank(&tc.slowest[i],
+		    tc.median_us));
+	ops = json_array();
+	for (i = 0; i < tc.nops; i++)
+		json_array_append_new(ops, json_pack("{s:s,s:I,s:I,s:i,s:I,"
+		    "s:i,s:I,s:I}", "name", tc.ops[i].name, "ranks",
+		    (json_int_t)tc.ops[i].nranks, "max_us",
+		    (json_int_t)tc.ops[i].max_us, "max_rank",
+		    (int)tc.ops[i].max_rank, "min_us",
+		    (json_int_t)tc.ops[i].min_us, "min_rank",
+		    (int)tc.ops[i].min_rank, "mean_us",
+		    (json_int_t)tc.ops[i].mean_us, "diff_us",
+		    (json_int_t)(tc.ops[i].max_us - tc.ops[i].min_us)));
+	if (tc.compared > 0)
+		step = json_pack("{s:I,s:I,s:I,s:I,s:f}", "median_us",
+		    (json_int_t)tc.median_us, "min_us", (json_int_t)tc.min_us,
+		    "max_us", (json_int_t)tc.max_us, "spread_us",
+		    (json_int_t)(tc.max_us - tc.min_us), "spread_pct",
+		    http_compare_pct(tc.max_us, tc.median_us) -
+		    http_compare_pct(tc.min_us, tc.median_us));
+	else
+		step = json_null();
+	body = json_pack("{s:s,s:I,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:o,s:o,"
+	    "s:b}", "job", name, "window", (json_int_t)q.window, "counts",
+	    "compared", (json_int_t)tc.compared, "collected",
+	    (json_int_t)tc.collected, "collect_failed", (json_int_t)tc.failed,
+	    "pending", (json_int_t)tc.pending, "unread", (json_int_t)tc.unread,
+	    "step", step, "slowest", slow, "operators", ops, "ranks", ranks,
+	    "ranks_cut", tc.n > COMPARE_RANKS_SHOWN);
+	traces_compare_free(&tc);
 	http_reply(c, req, 200, body);
 }

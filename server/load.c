@@ -239,9 +239,10 @@ load_event(void *arg, const char *name, int32_t rank,
 	struct job	*job;
 	struct rank	*r;
 	struct refusal	 ref;
-	const char	*why, *where;
+	const char	*why, *where, *sum;
 	char		 sha[65];
 	uint64_t	 size;
+	size_t		 where_len;
 	int		 collect;
 
 	if (valid_event_row(name, rank, ev, &ref) == -1)
@@ -251,7 +252,7 @@ load_event(void *arg, const char *name, int32_t rank,
 	collect = ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
 	    ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED;
 	if (collect && traces_detail_read(ev->kind, detail, &size, sha,
-	    &where, &why) == -1) {
+	    &where, &where_len, &sum, &why) == -1) {
 		(void)refusal_set(&ref, 400, "detail", "%s", why);
 		return (load_refused(ld, "events", name, rank, &ref));
 	}

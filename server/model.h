@@ -9,6 +9,7 @@
 
 #include "refusal.h"
 #include "state.h"
+#include "tracesum.h"
 
 /*
  * A window asked for (by the admin API, a rule), before the job's steps
@@ -305,6 +306,9 @@ struct trace_rec {
 	int64_t		 time_ns;
 	char		*where;			/* collected: the archive's
 						 * location; failed: why */
+	char		*sum;			/* collected: what the agent
+						 * read of it, tracesum.h's
+						 * text form; NULL none */
 };
 /* What traces_list() is asked. */
 struct traces_query {
@@ -324,9 +328,10 @@ struct traces_list {
 	int			 no_collect;	/* the window's "collect": false */
 };
 int	 traces_event_detail(int, uint64_t, const char *, const char *,
-	    const char *, char *, size_t, const char **);
+	    const char *, const struct tracesum *, char *, size_t,
+	    const char **);
 int	 traces_detail_read(int, const char *, uint64_t *, char *,
-	    const char **, const char **);
+	    const char **, size_t *, const char **, const char **);
 const struct trace_rec *traces_find(const struct job *, uint32_t, int32_t);
 int	 traces_note(struct coord *, struct job *, struct rank *, uint32_t,
 	    int, const char *, int64_t, const char *);
@@ -335,6 +340,43 @@ const char *traces_detail(const struct job *, int32_t, uint32_t, int, char *,
 int	 traces_list(struct coord *, const struct traces_query *,
 	    struct traces_list *, struct refusal *);
 void	 traces_list_free(struct traces_list *);
+
+/* traces_compare.c */
+#define COMPARE_RANKS_SHOWN	4096	/* ranks whose steps are shown */
+#define COMPARE_SLOWEST		8
+#define COMPARE_OPS_SEEN	1024	/* operators' names compared */
+#define COMPARE_OPS_SHOWN	10
+/* A rank of a window compared. */
+struct compare_rank {
+	int32_t		 rank;
+	const char	*node;
+	int64_t		 median_us;		/* of its steps; -1 none */
+	uint32_t	 nsteps;
+	struct tracesum	*sum;			/* the first ranks' only */
+};
+/* An operator whose total differs between ranks. */
+struct compare_op {
+	char		 name[TRACESUM_NAME_MAX + 1];
+	int64_t		 min_us, max_us, mean_us;
+	int32_t		 min_rank, max_rank;
+	uint32_t	 nranks;		/* that reported it */
+};
+struct traces_compare {
+	struct compare_rank	*ranks;		/* by rank, with a summary */
+	size_t			 n;
+	size_t			 collected, failed, pending;
+	size_t			 unread;	/* collected, no summary */
+	size_t			 compared;	/* ranks with steps */
+	int64_t			 median_us, min_us, max_us;	/* of the
+							 * ranks' medians */
+	struct compare_rank	*slowest;	/* slowest first */
+	size_t			 nslowest;
+	struct compare_op	*ops;		/* widest difference first */
+	size_t			 nops;
+};
+int	 traces_compare(struct coord *, const struct traces_query *,
+	    struct traces_compare *, struct refusal *);
+void	 traces_compare_free(struct traces_compare *);
 void	 traces_free(struct job *);
 
 /* straggler.c */

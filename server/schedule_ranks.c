@@ -11,6 +11,7 @@
 #include "labels.h"
 #include "log.h"
 #include "model.h"
+#include "tracesum.h"
 #include "names.h"
 #include "store.h"
 
@@ -406,6 +407,7 @@ schedule_apply_event(struct coord *c, struct node *node,
 	struct rank_event	 re;
 	const char		*why, *detail = NULL;
 	char			 errbuf[COORD_EVENT_TEXT_MAX];
+	struct tracesum		 sum, *sump = NULL;
 	int64_t			 uid = ev->uid_known ? (int64_t)ev->uid : -1;
 	int			 kind = ev->kind, rc, collect;
 
@@ -422,9 +424,19 @@ schedule_apply_event(struct coord *c, struct node *node,
 	/* The agent's own word on a rank's trace (traces.c). */
 	collect = kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED ||
 	    kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED;
+	/* A summary out of its bounds is dropped, not the collection. */
+	if (collect && ev->trace_summary != NULL &&
+	    tracesum_from_pb(ev->trace_summary, &sum, &why) == 0)
+		sump = &sum;
+	else if (collect && ev->trace_summary != NULL) {
+		c->metrics.events_refused++;
+		log_warnx("%s: event for job %s rank %d from %s: %s: the "
+		    "summary dropped", __func__, ev->job, ev->rank, node->name,
+		    why);
+	}
 	if (collect && (ev->window_id == 0 || traces_event_detail(kind,
 	    ev->trace_size, ev->trace_sha256, ev->output_dir, ev->error,
-	    errbuf, sizeof(errbuf), &why) == -1)) {
+	    sump, errbuf, sizeof(errbuf), &why) == -1)) {
 		c->metrics.events_refused++;
 		log_warnx("%s: event for job %s rank %d from %s: %s: dropped",
 		    __func__, ev->job, ev->rank, node->name,
@@ -586,7 +598,10 @@ schedule_apply_event(struct coord *c, struct node *node,
 		r->step = ev->step;
 	r->last_event = kind;
 	r->last_event_ns = re.time_ns;
-	/* For the event stream once the batch is committed. */
+	/* For the event stream once the batch is committed: a collection's
+	 * location, its summary left to .../compare. */
+	if (collect && kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED)
+		errbuf[strcspn(errbuf, "\n")] = '\0';
 	journal_stage_rank(c, job, r, &re, node, detail);
 	schedule_rank_changed(c, r);
 	return (0);

@@ -5,7 +5,12 @@
  * rank.  The model's side only: the events that bring a record in are stored
  * as every rank event is (their detail, traces_detail(), is the record as
  * text), and the load rebuilds the records from them (traces_note()).  The
- * index (GET /v1/jobs/{job}/windows/{id}/traces) asks traces_list.c.
+ * index (GET /v1/jobs/{job}/windows/{id}/traces) asks traces_list.c, the
+ * comparison of the ranks (.../compare) traces_compare.c.
+ *
+ * A collected trace's record holds what the agent read of it, its summary
+ * (common/tracesum.h), when it sent one: in the detail, its text form on a
+ * second line, so that both stores keep it as they keep the detail.
  */
 
 #include <inttypes.h>
@@ -15,6 +20,7 @@
 
 #include "model.h"
 #include "log.h"
+#include "tracesum.h"
 
 /* A job's records, sorted by (window, rank). */
 struct traces {
@@ -38,14 +44,17 @@ traces_sha256_valid(const char *s)
 
 /*
  * Checks what an agent reports of a collection and writes the event's
- * detail: "SIZE SHA256 WHERE" for a collected trace, the reason for a
- * failed one.  Returns 0, or -1 with why set.
+ * detail: "SIZE SHA256 WHERE", and "\n" and sum's text form if sum is not
+ * NULL, for a collected trace, the reason for a failed one.  Returns 0, or
+ * -1 with why set.
  */
 int
 traces_event_detail(int kind, uint64_t size, const char *sha256,
-    const char *where, const char *error, char *buf, size_t len,
-    const char **why)
+    const char *where, const char *error, const struct tracesum *sum,
+    char *buf, size_t len, const char **why)
 {
+	char	 text[TRACESUM_TEXT_MAX];
+
 	if (kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED) {
 		if (error == NULL || *error == '\0')
 			error = "no reason given";
@@ -58,12 +67,15 @@ traces_event_detail(int kind, uint64_t size, const char *sha256,
 		*why = "a collected event without a sha256";
 		return (-1);
 	}
-	if (where == NULL || *where == '\0' || strlen(where) >= TRACES_WHERE_MAX) {
+	if (where == NULL || *where == '\0' || strlen(where) >= TRACES_WHERE_MAX ||
+	    strchr(where, '\n') != NULL) {
 		*why = "a collected event without a usable location";
 		return (-1);
 	}
-	if ((size_t)snprintf(buf, len, "%" PRIu64 " %s %s", size, sha256,
-	    where) >= len) {
+	if (sum == NULL || tracesum_encode(sum, text, sizeof(text)) == -1)
+		text[0] = '\0';
+	if ((size_t)snprintf(buf, len, "%" PRIu64 " %s %s%s%s", size, sha256,
+	    where, text[0] ? "\n" : "", text) >= len) {
 		*why = "a collected event's location too long";
 		return (-1);
 	}
@@ -74,18 +86,25 @@ traces_event_detail(int kind, uint64_t size, const char *sha256,
  * Reads the detail of a collection event of kind (traces_event_detail()'s,
  * or a stored row's): a reason under COORD_EVENT_TEXT_MAX bytes, or "SIZE
  * SHA256 WHERE" with a location under TRACES_WHERE_MAX bytes, into *size,
- * sha (65 bytes) and *where (in detail).  Returns 0, or -1 with *why set.
+ * sha (65 bytes), *where (in detail) and *where_len, and the summary's
+ * text on the line after it into *sum (in detail; NULL: none, or one that
+ * does not read: ignored).  Returns 0, or -1 with *why set.
  */
 int
 traces_detail_read(int kind, const char *detail, uint64_t *size, char *sha,
-    const char **where, const char **why)
+    const char **where, size_t *where_len, const char **sum,
+    const char **why)
 {
+	struct tracesum		 ts;
 	unsigned long long	 sz;
+	const char		*nl, *w;
 	int			 off = 0;
 
 	*size = 0;
 	sha[0] = '\0';
+	*sum = NULL;
 	*where = detail != NULL ? detail : "";
+	*where_len = strlen(*where);
 	if (kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED) {
 		if (valid_event_error_len(*where) != strlen(*where)) {
 			*why = "a reason longer than 4095 bytes";
@@ -97,9 +116,12 @@ traces_detail_read(int kind, const char *detail, uint64_t *size, char *sha,
 		*why = "not a collection";
 		return (-1);
 	}
+	nl = strchr(*where, '\n');
 	if (sscanf(*where, "%llu %64s %n", &sz, sha, &off) != 2 || off == 0 ||
 	    !traces_sha256_valid(sha) || (*where)[off] == '\0' ||
-	    strlen(*where + off) >= TRACES_WHERE_MAX) {
+	    (*where)[off] == '\n' || (nl != NULL && nl < *where + off) ||
+	    (size_t)((nl != NULL ? nl : *where + strlen(*where)) -
+	    (*where + off)) >= TRACES_WHERE_MAX) {
 		sha[0] = '\0';
 		*why = "a collected trace's detail does not read as SIZE "
 		    "SHA256 WHERE";
@@ -107,6 +129,9 @@ traces_detail_read(int kind, const char *detail, uint64_t *size, char *sha,
 	}
 	*size = sz;
 	*where += off;
+	*where_len = nl != NULL ? (size_t)(nl - *where) : strlen(*where);
+	if (nl != NULL && tracesum_decode(nl + 1, &ts, &w) == 0)
+		*sum = nl + 1;
 	return (0);
 }
 
@@ -161,9 +186,9 @@ traces_note(struct coord *c, struct job *job, struct rank *r, uint32_t window,
 	struct traces		*t = job->traces;
 	struct trace_rec	 rec, *n;
 	char			 sha[65];
-	const char		*where, *why;
+	const char		*where, *why, *sum;
 	int			 found;
-	size_t			 i, cap;
+	size_t			 i, cap, where_len;
 
 	(void)c;
 	memset(&rec, 0, sizeof(rec));
@@ -173,17 +198,22 @@ traces_note(struct coord *c, struct job *job, struct rank *r, uint32_t window,
 	rec.time_ns = time_ns;
 	snprintf(rec.node, sizeof(rec.node), "%s", node != NULL ? node : "");
 	if (traces_detail_read(kind, detail, &rec.size, sha, &where,
-	    &why) == -1) {
+	    &where_len, &sum, &why) == -1) {
 		log_warnx("%s: job %s rank %d window %u: %s", __func__,
 		    job->name, r->rank, window, why);
 		return (-1);
 	}
 	memcpy(rec.sha256, sha, sizeof(rec.sha256));
-	if ((rec.where = strdup(where)) == NULL)
+	if ((rec.where = strndup(where, where_len)) == NULL)
 		return (-1);
+	if (sum != NULL && (rec.sum = strdup(sum)) == NULL) {
+		free(rec.where);
+		return (-1);
+	}
 	if (t == NULL) {
 		if ((t = calloc(1, sizeof(*t))) == NULL) {
 			free(rec.where);
+			free(rec.sum);
 			return (-1);
 		}
 		job->traces = t;
@@ -191,6 +221,7 @@ traces_note(struct coord *c, struct job *job, struct rank *r, uint32_t window,
 	i = traces_search(t, window, r->rank, &found);
 	if (found) {
 		free(t->recs[i].where);
+		free(t->recs[i].sum);
 		t->recs[i] = rec;
 	} else {
 		if (t->n >= TRACES_PER_JOB_MAX) {
@@ -198,6 +229,7 @@ traces_note(struct coord *c, struct job *job, struct rank *r, uint32_t window,
 			    "window %u not indexed", __func__, job->name,
 			    TRACES_PER_JOB_MAX, r->rank, window);
 			free(rec.where);
+			free(rec.sum);
 			return (-1);
 		}
 		if (t->n == t->cap) {
@@ -205,6 +237,7 @@ traces_note(struct coord *c, struct job *job, struct rank *r, uint32_t window,
 			if ((n = reallocarray(t->recs, cap, sizeof(*n))) ==
 			    NULL) {
 				free(rec.where);
+				free(rec.sum);
 				return (-1);
 			}
 			t->recs = n;
@@ -234,8 +267,9 @@ traces_detail(const struct job *job, int32_t rank, uint32_t window, int kind,
 	if (x == NULL || x->kind != kind)
 		return (NULL);
 	if (kind == DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED)
-		snprintf(buf, len, "%" PRIu64 " %s %s", x->size, x->sha256,
-		    x->where);
+		snprintf(buf, len, "%" PRIu64 " %s %s%s%s", x->size, x->sha256,
+		    x->where, x->sum != NULL ? "\n" : "", x->sum != NULL ?
+		    x->sum : "");
 	else
 		snprintf(buf, len, "%s", x->where);
 	return (buf);
@@ -250,8 +284,10 @@ traces_free(struct job *job)
 
 	if (t == NULL)
 		return;
-	for (i = 0; i < t->n; i++)
+	for (i = 0; i < t->n; i++) {
 		free(t->recs[i].where);
+		free(t->recs[i].sum);
+	}
 	free(t->recs);
 	free(t);
 	job->traces = NULL;

@@ -61,6 +61,9 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   # It measures busy times, which sanitizers distort (the interpreter and
   # torch run with their runtimes preloaded).
   dynprof_e2e(e2e_busy test_busy.py TIMEOUT 420 LABELS torch nosan)
+  # Three real torch ranks, one slowed, compared from their collected traces
+  # (tests/e2e/test_compare.py): step times, the slowest and its offset.
+  dynprof_e2e(e2e_compare test_compare.py TIMEOUT 300 LABELS torch)
   # make demo's cluster, as a newcomer runs it: it must keep working.
   add_test(NAME e2e_demo
     COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/demo.sh ${PROJECT_BINARY_DIR})

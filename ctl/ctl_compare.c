@@ -1,0 +1,110 @@
+/*
+ * dynprofctl compare JOB WINDOW: the ranks of a window side by side, from
+ * their collected traces (GET /v1/jobs/JOB/windows/WINDOW/compare): the
+ * window's median step time and spread, the slowest ranks and how far off
+ * they are, the operators that differ most between ranks, then one line
+ * per rank with its steps.
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "ctl.h"
+
+/* Microseconds as milliseconds, for people. */
+static double
+ctl_compare_ms(json_t *o, const char *key)
+{
+	return ((double)ctl_json_int(o, key, 0) / 1000.0);
+}
+
+/* Prints the comparison doc. */
+static void
+ctl_compare_show(FILE *f, json_t *doc)
+{
+	json_t	*counts = json_object_get(doc, "counts"), *step, *x, *s;
+	size_t	 i, k;
+
+	fprintf(f, "window %lld of job %s: %lld ranks compared, %lld "
+	    "collected, %lld failed, %lld pending, %lld without a summary\n",
+	    (long long)ctl_json_int(doc, "window", 0), ctl_json_str(doc, "job",
+	    "?"), (long long)ctl_json_int(counts, "compared", 0),
+	    (long long)ctl_json_int(counts, "collected", 0),
+	    (long long)ctl_json_int(counts, "collect_failed", 0),
+	    (long long)ctl_json_int(counts, "pending", 0),
+	    (long long)ctl_json_int(counts, "unread", 0));
+	step = json_object_get(doc, "step");
+	if (!json_is_object(step)) {
+		fprintf(f, "no step times: no rank's trace had steps\n");
+		return;
+	}
+	fprintf(f, "step time: median %.3f ms, fastest rank %.3f ms, slowest "
+	    "%.3f ms (spread %.1f%%)\n", ctl_compare_ms(step, "median_us"),
+	    ctl_compare_ms(step, "min_us"), ctl_compare_ms(step, "max_us"),
+	    json_number_value(json_object_get(step, "spread_pct")));
+	fprintf(f, "\nSLOWEST  NODE              MEDIAN_MS   OFFSET_MS  OFFSET\n");
+	json_array_foreach(json_object_get(doc, "slowest"), i, x)
+		fprintf(f, "rank %-3lld %-16s %10.3f %+11.3f %+6.1f%%\n",
+		    (long long)ctl_json_int(x, "rank", -1),
+		    ctl_json_str(x, "node", "-"), ctl_compare_ms(x,
+		    "median_us"), ctl_compare_ms(x, "offset_us"),
+		    json_number_value(json_object_get(x, "offset_pct")));
+	if (json_array_size(json_object_get(doc, "operators")) > 0)
+		fprintf(f, "\nOPERATOR                         MAX_MS (RANK)   "
+		    "MIN_MS (RANK)   DIFF_MS\n");
+	json_array_foreach(json_object_get(doc, "operators"), i, x)
+		fprintf(f, "%-32.32s %9.3f (%4lld) %9.3f (%4lld) %9.3f\n",
+		    ctl_json_str(x, "name", "?"), ctl_compare_ms(x, "max_us"),
+		    (long long)ctl_json_int(x, "max_rank", -1),
+		    ctl_compare_ms(x, "min_us"),
+		    (long long)ctl_json_int(x, "min_rank", -1),
+		    ctl_compare_ms(x, "diff_us"));
+	fprintf(f, "\nRANK  MEDIAN_MS  STEPS (ms)\n");
+	json_array_foreach(json_object_get(doc, "ranks"), i, x) {
+		fprintf(f, "%-5lld %9.3f ", (long long)ctl_json_int(x, "rank",
+		    -1), ctl_compare_ms(x, "median_us"));
+		json_array_foreach(json_object_get(x, "steps"), k, s)
+			fprintf(f, " %lld:%.3f", (long long)ctl_json_int(s,
+			    "step", 0), ctl_compare_ms(s, "dur_us"));
+		if (json_is_string(json_object_get(x, "error")))
+			fprintf(f, "  (not read whole: %s)", ctl_json_str(x,
+			    "error", ""));
+		fprintf(f, "\n");
+	}
+	if (json_is_true(json_object_get(doc, "ranks_cut")))
+		fprintf(f, "(the first ranks only: --json for the counts)\n");
+}
+
+/* dynprofctl compare JOB WINDOW */
+int
+ctl_cmd_compare(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*doc;
+	char	 path[160];
+	int64_t	 id;
+	int	 rc;
+
+	if (argc != 3) {
+		ctl_errx(ctl, "compare: %s", argc < 3 ? "missing JOB or WINDOW" :
+		    "too many arguments");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[1]) == -1)
+		return (CTL_EXIT_REFUSED);
+	if (ctl_parse_int64(argv[2], 1, UINT32_MAX, &id) == -1) {
+		ctl_errx(ctl, "compare: WINDOW must be a window id (a positive "
+		    "integer), not \"%s\"", argv[2]);
+		return (CTL_USAGE);
+	}
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows/%lld/compare",
+	    argv[1], (long long)id);
+	if ((rc = ctl_get(ctl, path, &doc)) != CTL_EXIT_OK)
+		return (rc);
+	if (!ctl->json)
+		ctl_compare_show(ctl->out, doc);
+	json_decref(doc);
+	return (CTL_EXIT_OK);
+}
