@@ -84,7 +84,7 @@ main(int argc, char **argv)
 	char			*buf, text[TRACESUM_TEXT_MAX];
 	long long		 total = 0;
 	ssize_t			 n;
-	double			 s;
+	double			 s, cpu;
 	int			 fd;
 
 	if (argc == 4 && strcmp(argv[1], "--generate") == 0)
@@ -114,11 +114,17 @@ main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	getrusage(RUSAGE_SELF, &ru);
 	s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	if (tracesum_encode(sum, text, sizeof(text)) == 0)
 		printf("%s\n", text);
-	printf("read %lld bytes in %.2f s: %.1f MB/s, peak RSS %ld KiB, "
-	    "%llu steps, %llu events\n", total, s, s > 0 ? total / s / 1e6 :
-	    0.0, ru.ru_maxrss, (unsigned long long)sum->steps_seen,
+	/* Per CPU second too: on a shared machine the wall clock says more
+	 * of the others' work than of this one's. */
+	printf("read %lld bytes in %.2f s (%.2f s of CPU): %.1f MB/s, %.1f MB "
+	    "per CPU second, peak RSS %ld KiB, %llu steps, %llu events\n",
+	    total, s, cpu, s > 0 ? total / s / 1e6 : 0.0, cpu > 0 ?
+	    total / cpu / 1e6 : 0.0, ru.ru_maxrss,
+	    (unsigned long long)sum->steps_seen,
 	    (unsigned long long)sum->events);
 	trace_steps_free(t);
 	free(sum);
