@@ -819,6 +819,7 @@ static const struct upstream_hooks agent_upstream_hooks = {
 	.config = segments_apply,
 	.acked = agent_acked,
 	.welcomed = agent_welcomed,
+	.retimed = segments_retime,
 };
 
 /*

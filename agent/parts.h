@@ -228,6 +228,8 @@ struct upstream_hooks {
 	void	(*acked)(struct agent *, const struct queue_origin *);
 	/* A Welcome came: what this node serves, told again. */
 	void	(*welcomed)(struct agent *);
+	/* The clock offset to the coordinator is news (offset.c). */
+	void	(*retimed)(struct agent *);
 };
 
 struct upstream {
@@ -259,6 +261,8 @@ struct agent_offset {
 	int		 known;
 	int64_t		 offset_ns;		/* ours - the coordinator's */
 	int64_t		 said_ns;		/* as last sent */
+	int64_t		 applied_ns;		/* what the segments' time
+						   windows were written with */
 };
 
 struct standalone;
@@ -407,6 +411,9 @@ void	 events_rank_gone(struct agent *, struct agent_job *,
 int	 apply_jobconfig(const Dynprof__V1__JobConfig *, struct seg_config *,
 	    const char **);
 void	 apply_clock(struct seg_config *, int64_t, int64_t, int64_t);
+
+/* segments.c, time windows */
+void	 segments_retime(struct agent *);
 
 /* offset.c */
 int64_t	 offset_wall_ns(const struct agent *);

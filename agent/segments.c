@@ -168,6 +168,54 @@ segments_sync(struct agent *a, struct agent_job *j)
 	free(ctx.cfg);
 }
 
+/*
+ * The clock offset to the coordinator is news (first known after a welcome,
+ * or moved by more than a millisecond): moves every time window in the
+ * segments by the difference from the offset they were written with, so that
+ * one applied before the offset was known (a schedule pushed at the welcome,
+ * before the first heartbeat) still starts at the coordinator's time.  The
+ * schedules keep their generation; a rank reloads them at the changed
+ * seqlock (one it runs is latched).
+ */
+void
+segments_retime(struct agent *a)
+{
+	struct segments_copy_ctx	 ctx;
+	struct agent_job		*j;
+	struct seg_window		*w;
+	int64_t				 d;
+	uint32_t			 i, n;
+	int				 rc;
+
+	d = a->offset.offset_ns - a->offset.applied_ns;
+	a->offset.applied_ns = a->offset.offset_ns;
+	if (d == 0 || (ctx.cfg = malloc(sizeof(*ctx.cfg))) == NULL)
+		return;
+	TAILQ_FOREACH(j, &a->jobs, entry) {
+		ctx.j = j;
+		if (guard_call(segments_read_cb, &ctx, &rc) == -1 ||
+		    rc != SEG_OK)
+			continue;
+		for (i = n = 0; i < ctx.cfg->nwindows && i < SEG_MAX_WINDOWS;
+		    i++) {
+			w = &ctx.cfg->windows[i];
+			if (w->start_ns == 0)
+				continue;
+			w->start_unix_ns += d;
+			w->stop_unix_ns += d;
+			w->start_ns = w->start_ns + d > 0 ? w->start_ns + d : 1;
+			w->stop_ns = w->stop_ns + d > w->start_ns ?
+			    w->stop_ns + d : w->start_ns + 1;
+			n++;
+		}
+		if (n > 0 && guard_call(segments_write_cb, &ctx, NULL) == 0)
+			log_info("%s: job %s: %u time windows moved by %lld "
+			    "us (the clock offset to the coordinator)",
+			    __func__, j->name, n, (long long)(d / 1000));
+	}
+	free(ctx.cfg);
+}
+
 #define SEGMENTS_OVER_BUDGET	1	/* segments_create(): said, counted */
 
 /*
@@ -513,8 +561,8 @@ segments_apply(struct agent *a, const Dynprof__V1__JobConfig *jc)
 		    why);
 		return (-1);
 	}
-	apply_clock(a->scratch, a->offset.known ? a->offset.offset_ns : 0,
-	    offset_wall_ns(a), (int64_t)clock_mono_ns());
+	apply_clock(a->scratch, a->offset.applied_ns, offset_wall_ns(a),
+	    (int64_t)clock_mono_ns());
 	collect_config(a, jc);
 	TAILQ_FOREACH(j, &a->jobs, entry)
 		if (strcmp(j->name, jc->job) == 0)

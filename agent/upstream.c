@@ -419,8 +419,10 @@ upstream_dispatch(struct agent *a, const Dynprof__V1__CoordinatorMessage *m)
 
 	switch (m->body_case) {
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_HEARTBEAT:
-		if (offset_note(a, m->heartbeat->time_unix_ns))
+		if (offset_note(a, m->heartbeat->time_unix_ns)) {
 			upstream_heartbeat(a);
+			a->up.hooks->retimed(a);
+		}
 		break;
 	case DYNPROF__V1__COORDINATOR_MESSAGE__BODY_CONFIG:
 		(void)a->up.hooks->config(a, m->config);

@@ -378,7 +378,10 @@ schedule_window_behind(const struct window *w, int64_t min, int start)
  * node lost moments ago (schedule_rank_may_return()); one that targets no live
  * rank leaves once min passed its stop.  A cancelled window stays while a live rank runs it (the rank must see
  * the cancellation), then leaves once every live rank it targets ended it or
- * min passed its start (no rank can be starting it any more).
+ * min passed its start (no rank can be starting it any more).  A time window
+ * leaves once its stop is SCHEDULE_TIME_LATE_MS behind our clock and no live
+ * rank runs it, whatever the ranks that never ran it (that neither step nor
+ * poll) reported.
  */
 int
 schedule_window_over(struct coord *c, const struct job *job,
@@ -387,6 +390,11 @@ schedule_window_over(struct coord *c, const struct job *job,
 	const struct rank	*r;
 	int			 live = 0, open = 0, ended;
 
+	/* A time window long past: a rank that did not run it (one that
+	 * neither steps nor polls) never will, nor report it. */
+	if (w->start_unix_ns != 0 && schedule_window_behind(w, min, 0) &&
+	    !schedule_window_running(c, job, w))
+		return (1);
 	TAILQ_FOREACH(r, &job->ranks, entry) {
 		if (!ranks_contains(&w->rankset, r->rank))
 			continue;

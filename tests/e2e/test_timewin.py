@@ -122,6 +122,27 @@ def run(c):
           ("window %d: node n1's clock is 30" % wid) in out,
           "dynprofctl status: %s" % out)
 
+    # A node whose agent comes after the window: its rank runs before it,
+    # so the agent's hello says the job and the schedule comes with the
+    # welcome, before any heartbeat measured the offset (2 s behind): the
+    # agent moves the window once it knows it.
+    n2 = c.node("n2")
+    n2.start_rank(JOB, 5, poll_ms=5)
+    at = time.time() + 4.0
+    wid = window(c, {"at": rfc3339(at), "duration_ms": 1000,
+                     "ranks": "5"})["id"]
+    n2.start_agent(extra=["--test-clock-offset", str(-2000 * 1000000)])
+    got = wait_for(lambda: event_times(c, wid, {5}), 30,
+                   "the late node's window", interval=0.2)
+    t0 = parse_time(got[5][0]["time"])
+    log("rank 5 (a late agent, 2 s behind): started %+.0f ms" % (
+        (t0 - at) * 1000))
+    check(at - 0.05 <= t0 <= at + SLACK_MS / 1000.0,
+          "rank 5 started %.0f ms from its time" % ((t0 - at) * 1000))
+    check("time windows moved by" in n2.agent.output(),
+          "the late agent did not move the window: %s" %
+          n2.agent.output()[-2000:])
+
     # A stepping rank: the first step after the start, the last before the
     # end; the events give both times and steps.
     n0.start_rank(JOB, 4, rate=RATE)

@@ -232,6 +232,62 @@ test_apply_drops_bad_windows(void **state)
 	free(out);
 }
 
+/*
+ * Time windows: kept beside windows of steps (never judged to overlap them,
+ * nor each other: the ranks order them), bad ones dropped, and turned into
+ * the node's clocks by apply_clock(): the node's wall clock offset ahead,
+ * CLOCK_MONOTONIC read mono when the wall clock read wall.
+ */
+static void
+test_apply_time(void **state)
+{
+	struct cfg		 c;
+	struct seg_config	*out = malloc(sizeof(*out));
+	const int64_t		 T = 1796472000LL * 1000000000, S = 1000000000;
+	const char		*why = NULL;
+
+	(void)state;
+	make(&c, 5);
+	/* 2 and 3: time windows; 4: steps with times; 5: times reversed. */
+	c.w[1].start_step = c.w[1].stop_step = 0;
+	c.w[1].start_unix_ns = T;
+	c.w[1].stop_unix_ns = T + 10 * S;
+	c.w[2].start_step = c.w[2].stop_step = 0;
+	c.w[2].start_unix_ns = T + 5 * S;
+	c.w[2].stop_unix_ns = T + 6 * S;
+	c.w[3].start_unix_ns = T;
+	c.w[3].stop_unix_ns = T + S;
+	c.w[4].start_step = c.w[4].stop_step = 0;
+	c.w[4].start_unix_ns = T + S;
+	c.w[4].stop_unix_ns = T;
+	assert_int_equal(apply_jobconfig(&c.jc, out, &why), 0);
+	assert_non_null(strstr(why, "time window with steps, or times out of "
+	    "order"));
+	assert_int_equal(out->nwindows, 3);
+	/* Ordered by start step: the time windows (0) first. */
+	assert_int_equal(out->windows[0].id, 2);
+	assert_int_equal(out->windows[1].id, 3);
+	assert_int_equal(out->windows[2].id, 1);
+	assert_true(out->windows[0].start_unix_ns == T);
+	assert_true(out->windows[0].start_ns == 0);	/* until apply_clock() */
+
+	/* The node's clock 3 s ahead; its monotonic clock at 100 s. */
+	apply_clock(out, 3 * S, T - 60 * S + 3 * S, 100 * S);
+	assert_true(out->windows[0].start_unix_ns == T + 3 * S);
+	assert_true(out->windows[0].stop_unix_ns == T + 13 * S);
+	/* 60 s after now, on either clock of the node. */
+	assert_true(out->windows[0].start_ns == 160 * S);
+	assert_true(out->windows[0].stop_ns == 170 * S);
+	assert_true(out->windows[1].start_ns == 165 * S);
+	/* A window of steps keeps no times. */
+	assert_true(out->windows[2].start_ns == 0 &&
+	    out->windows[2].start_unix_ns == 0);
+	/* A start before the node's monotonic zero: at once. */
+	apply_clock(out, 0, T + 1000 * S, S);
+	assert_true(out->windows[0].start_ns == 1);
+	free(out);
+}
+
 static void
 test_queue(void **state)
 {
@@ -277,6 +333,7 @@ main(void)
 		cmocka_unit_test(test_apply_good),
 		cmocka_unit_test(test_apply_refused),
 		cmocka_unit_test(test_apply_drops_bad_windows),
+		cmocka_unit_test(test_apply_time),
 		cmocka_unit_test(test_queue),
 	};
 

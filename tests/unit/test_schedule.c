@@ -291,6 +291,76 @@ test_overlap_state(void **state)
 	assert_string_equal(schedule_window_state(job, w), "done");
 }
 
+/* Adds a time window at now + ahead_ms for duration_ms; its id or -1. */
+static int
+add_time(struct fixture *f, int64_t ahead_ms, int64_t duration_ms,
+    struct refusal *ref)
+{
+	struct window_request	 r;
+	struct window		*w;
+	struct job		*job;
+
+	memset(&r, 0, sizeof(r));
+	r.has_at = r.has_duration = 1;
+	r.at_unix_ns = clock_wall_ns() + ahead_ms * 1000000;
+	r.duration_ms = duration_ms;
+	if (change_window_add(f->c, JOB, &r, &w, &job, ref) == -1)
+		return (-1);
+	return ((int)w->id);
+}
+
+/*
+ * Time windows: judged against the coordinator's clock, kept apart from each
+ * other but not from windows of steps, pushed with their times, and over
+ * once long past even while a live rank never ran them.
+ */
+static void
+test_time_windows(void **state)
+{
+	struct fixture		*f = *state;
+	struct refusal		 ref;
+	struct job		*job;
+	struct window		*w;
+	Dynprof__V1__JobConfig	*cfg;
+	int64_t			 now;
+
+	job = two_windows(f);
+	assert_int_equal(add_time(f, 10000, 5000, &ref), 3);
+	assert_int_equal(add_time(f, 12000, 1000, &ref), -1);
+	assert_int_equal(ref.code, 409);
+	assert_string_equal(ref.field, "at");
+	assert_int_equal(add_time(f, -5000, 1000, &ref), -1);
+	assert_int_equal(ref.code, 400);
+	assert_non_null(strstr(ref.msg, "in the past"));
+	assert_int_equal(add_time(f, 8LL * 86400 * 1000, 1000, &ref), -1);
+	assert_non_null(strstr(ref.msg, "ahead"));
+	assert_int_equal(add_time(f, 20000, 0, &ref), -1);
+	assert_string_equal(ref.field, "duration_ms");
+	assert_int_equal(add_time(f, 20000, 1000, &ref), 4);
+	w = schedule_window_find(job, 3);
+	assert_true(w->start_step == 0 && w->stop_step == 0);
+	assert_true(w->stop_unix_ns - w->start_unix_ns == 5000LL * 1000000);
+	assert_true(w->tolerance_ms == COORD_TOLERANCE_MS);
+	assert_non_null(cfg = schedule_build_config(job));
+	assert_int_equal(cfg->n_windows, 4);
+	assert_true(cfg->windows[0]->start_unix_ns == w->start_unix_ns);
+	schedule_free_config(cfg);
+
+	/* A live rank that never runs it: over once long past, not before. */
+	connect_node(f, job);
+	progress(f, JOB, 1, 12);
+	assert_false(schedule_window_over(f->c, job, w, 12));
+	now = clock_wall_ns();
+	w->start_unix_ns = now - 200LL * 1000000000;
+	w->stop_unix_ns = now - 10LL * 1000000000;
+	assert_false(schedule_window_over(f->c, job, w, 12));
+	w->stop_unix_ns = now - (SCHEDULE_TIME_LATE_MS + 1000) * 1000000;
+	assert_true(schedule_window_over(f->c, job, w, 12));
+	/* Unless a live rank runs it. */
+	assert_int_equal(event(f, K_STARTED, 0, 3, 12), 0);
+	assert_false(schedule_window_over(f->c, job, w, 12));
+}
+
 /* in_steps counts from the highest step reported, roundup rounds the start
  * up, and every sum is checked. */
 static void
@@ -638,6 +708,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_make_room, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_config_not_stored, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_time_windows, setup,
 		    teardown),
 	};
 
