@@ -24,7 +24,7 @@
 
 static const char *rule_keys[] = {
 	"when", "peers", "steps", "roundup", "min_interval_s", "max_per_hour",
-	"options", "output_subdir", NULL
+	"options", "output_subdir", "collect", NULL
 };
 
 /* The state a stored rule carries beside what an operator gives. */
@@ -129,6 +129,7 @@ rule_window_request(const struct rule *r, const char *ranks,
 	req->output_subdir = r->output_subdir[0] != '\0' ? r->output_subdir :
 	    NULL;
 	req->options = r->options != NULL ? &r->over : NULL;
+	req->no_collect = r->no_collect;
 }
 
 /*
@@ -224,6 +225,14 @@ rule_parse(json_t *o, int stored, struct rule *r, struct refusal *ref)
 		snprintf(r->output_subdir, sizeof(r->output_subdir), "%s",
 		    json_string_value(v));
 	}
+	if ((v = json_object_get(o, "collect")) != NULL) {
+		if (!json_is_boolean(v)) {
+			free(r->options);
+			return (refusal_set(ref, 400, "collect", "collect must "
+			    "be true or false"));
+		}
+		r->no_collect = json_is_false(v);
+	}
 	if (rule_check_window(r, json_object_get(o, "options"), ref) == -1) {
 		rule_clear(r);
 		return (-1);
@@ -268,6 +277,8 @@ rule_json(const struct rule *r, int stored)
 	if (r->output_subdir[0] != '\0')
 		json_object_set_new(o, "output_subdir",
 		    json_string(r->output_subdir));
+	if (r->no_collect)
+		json_object_set_new(o, "collect", json_false());
 	a = json_array();
 	for (i = 0; i < r->nfired; i++) {
 		if (stored)

@@ -36,6 +36,9 @@ struct rule {
 	char		*options;		/* JSON object text, or NULL */
 	struct options_over over;		/* options, as laid over */
 	char		 output_subdir[SEG_SUBDIR_MAX];
+	int		 no_collect;		/* "collect": false: its
+						 * windows' traces are not
+						 * collected */
 	int64_t		 created_ns;
 	/* what it did: wall clock, so that a restart keeps the caps */
 	int64_t		 fired[RULE_PER_HOUR_MAX];	/* the last hour's */

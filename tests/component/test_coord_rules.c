@@ -220,6 +220,57 @@ test_fire_and_caps(void **state)
 	fa_close(&fa[1]);
 }
 
+/*
+ * A rule that says "collect": false makes windows that say so: shown in the
+ * job's summary and the rule, and pushed to the agents (Window.no_collect),
+ * so that their --trace-store leaves the traces where they are.
+ */
+static void
+test_fire_no_collect(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[NAGENTS];
+	struct tc_reply	 r;
+	json_t		*j;
+	fa_msg		*m;
+	long long	 deadline;
+	int		 pushed = 0;
+
+	agents_up(tc, fa, "nocol-j");
+	report_judged(tc, fa, "nocol-j", 100, 89);
+	r = tc_req(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
+	    "\"straggler\", \"steps\": 5, \"roundup\": 100, \"collect\": "
+	    "false}", 201);
+	tc_reply_free(&r);
+	deadline = tc_now_ms() + WAIT_MS;
+	while (!pushed && tc_now_ms() < deadline) {
+		assert_int_equal(fa_heartbeat(&fa[1]), 0);
+		if ((m = fa_recv_type(&fa[1], CONFIG, 200)) == NULL)
+			continue;
+		if (m->config->n_windows == 1) {
+			assert_true(m->config->windows[0]->no_collect);
+			pushed = 1;
+		}
+		fa_free(m);
+	}
+	assert_true(pushed);
+	j = wait_count(tc, fa, "/v1/jobs/nocol-j", "windows", 1, WAIT_MS);
+	assert_non_null(j);
+	assert_true(json_is_false(json_object_get(json_array_get(
+	    json_object_get(j, "windows"), 0), "collect")));
+	json_decref(j);
+	r = tc_req(tc, "GET", "/v1/jobs/nocol-j/rules", NULL, 200);
+	assert_true(json_is_false(json_object_get(json_array_get(
+	    json_object_get(r.json, "rules"), 0), "collect")));
+	tc_reply_free(&r);
+	/* Not a boolean: refused. */
+	r = tc_req(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
+	    "\"straggler\", \"steps\": 5, \"collect\": 0}", 400);
+	tc_reply_free(&r);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
 /* No rule, no window: a straggler alone changes no schedule. */
 static void
 test_off_by_default(void **state)
@@ -432,6 +483,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fire_and_caps, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_fire_no_collect, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_off_by_default, setup,
 		    tc_teardown),
