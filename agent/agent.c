@@ -155,7 +155,7 @@ agent_usage(FILE *f)
 "                           after each, up to 60 s; six tries in all\n"
 "                           (default: 2)\n"
 "  --upload-part-size N[m|g] an archive larger than N goes up in parts of N\n"
-"                           (S3 multipart upload; 5m to 5g; default: 64m)\n"
+"                           (S3 multipart upload; 5m to 5g; default: 5g)\n"
 "  --ready-file F           write \"socket=PATH\" and \"pid=N\" lines to F once\n"
 "                           serving (default: none)\n"
 "  --test-clock-offset NS   for tests: read the wall clock NS nanoseconds ahead\n"

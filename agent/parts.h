@@ -39,7 +39,13 @@ struct evbuffer;
 #define AGENT_TRACE_SETTLE_S	10	/* --trace-settle */
 #define AGENT_UPLOAD_STALL_S	30	/* --upload-stall */
 #define AGENT_UPLOAD_BACKOFF_S	2	/* --upload-backoff */
-#define AGENT_UPLOAD_PART_SIZE	(64ULL << 20)	/* --upload-part-size */
+/*
+ * --upload-part-size: multipart only past one PUT's bound (5 GiB).  The
+ * parts go up one at a time and a failure starts again from the first, so
+ * below it they buy no speed and no resumption, only a second read of the
+ * archive for each part's sha256 (bench/README.md, "collect").
+ */
+#define AGENT_UPLOAD_PART_SIZE	(5ULL << 30)
 
 /* Everything the flags and the config file set. */
 struct agent_options {
