@@ -591,7 +591,7 @@ ctl_table_nodes(FILE *f, json_t *doc)
 		row[4] = ctl_json_str(n, "last_seen", NULL);
 		off_ms = json_object_get(n, "clock_offset_ms");
 		if (json_is_number(off_ms))
-			snprintf(offbuf, sizeof(offbuf), "%+.1f ms",
+			snprintf(offbuf, sizeof(offbuf), "%+.0f ms",
 			    json_number_value(off_ms));
 		else
 			snprintf(offbuf, sizeof(offbuf), "-");
@@ -603,7 +603,7 @@ ctl_table_nodes(FILE *f, json_t *doc)
 	/* The node whose clock is furthest from the coordinator's. */
 	worst = json_object_get(doc, "worst_clock_offset");
 	if (json_is_number(json_object_get(worst, "offset_ms")))
-		fprintf(f, "worst clock offset: %+.1f ms (node %s)\n",
+		fprintf(f, "worst clock offset: %+.0f ms (node %s)\n",
 		    json_number_value(json_object_get(worst, "offset_ms")),
 		    ctl_json_str(worst, "node", "?"));
 }

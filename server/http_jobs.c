@@ -550,11 +550,13 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 		json_object_set_new(o, "connected_since",
 		    summary_time(n->connected_ns));
 		json_object_set_new(o, "last_seen", summary_time(n->last_seen_ns));
+		/* Whole ms, as a follower has them (nodeview.c). */
 		json_object_set_new(o, "clock_offset_ms",
-		    n->agent_offset_known ? json_real((double)
-		    n->agent_offset_ns / 1e6) : json_null());
+		    n->agent_offset_known ? json_integer(n->agent_offset_ns /
+		    1000000) : json_null());
 		if (n->agent_offset_known && (worst == NULL ||
-		    llabs(n->agent_offset_ns) > llabs(worst->agent_offset_ns)))
+		    llabs(n->agent_offset_ns / 1000000) >
+		    llabs(worst->agent_offset_ns / 1000000)))
 			worst = n;
 		jobs = json_object();
 		TAILQ_FOREACH(nj, &n->jobs, entry)
@@ -571,7 +573,7 @@ http_get_nodes(struct coord *c, struct evhttp_request *req)
 	json_object_set_new(o, "node", worst != NULL ?
 	    json_string(worst->name) : json_null());
 	json_object_set_new(o, "offset_ms", worst != NULL ?
-	    json_real((double)worst->agent_offset_ns / 1e6) : json_null());
+	    json_integer(worst->agent_offset_ns / 1000000) : json_null());
 	json_object_set_new(body, "worst_clock_offset", o);
 	http_reply(c, req, 200, body);
 }

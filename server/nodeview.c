@@ -16,9 +16,15 @@
  * theirs, as of now), not one key per node:
  *
  *	{"NODE": {"state": "connected", "address": "...", "connected": NS,
- *	 "last_seen": NS, "jobs": {"JOB": {"applied": G, "alive": N,
- *	 "native": 0, "min": STEP, "max": STEP, "sub": 1}}}, ...}
+ *	 "last_seen": NS, "clock_offset_ms": MS, "jobs": {"JOB": {"applied": G,
+ *	 "alive": N, "native": 0, "min": STEP, "max": STEP, "sub": 1}}}, ...}
+ *
+ * clock_offset_ms (its agent's clock offset, time windows) only once known,
+ * in whole ms: the estimate moves by microseconds, which rewrite no row.
  */
+
+/* A node's clock offset believed: a day at most (as link_dispatch.c's). */
+#define NODEVIEW_OFFSET_MAX	(86400LL * 1000)
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +66,9 @@ nodeview_row(const struct node *n)
 	    "connected" : n->left ? "left" : "lost"));
 	json_object_set_new(o, "address", json_string(n->address));
 	json_object_set_new(o, "connected", json_integer(n->connected_ns));
+	if (n->agent_offset_known)
+		json_object_set_new(o, "clock_offset_ms",
+		    json_integer(n->agent_offset_ns / 1000000));
 	TAILQ_FOREACH(nj, &n->jobs, entry)
 		json_object_set_new(jobs, nj->job, json_pack("{s:I,s:I,s:i,"
 		    "s:I,s:I,s:i}", "applied", (json_int_t)nj->applied,
@@ -217,7 +226,10 @@ nodeview_check(const json_t *o, const char **why)
 	    (strcmp(state, "connected") != 0 && strcmp(state, "left") != 0 &&
 	    strcmp(state, "lost") != 0) ||
 	    nodeview_int(o, "connected", 0, INT64_MAX, &v) == -1 ||
-	    nodeview_int(o, "last_seen", 0, INT64_MAX, &v) == -1)
+	    nodeview_int(o, "last_seen", 0, INT64_MAX, &v) == -1 ||
+	    (json_object_get(o, "clock_offset_ms") != NULL && nodeview_int(o,
+	    "clock_offset_ms", -NODEVIEW_OFFSET_MAX, NODEVIEW_OFFSET_MAX,
+	    &v) == -1))
 		return (-1);
 	json_object_foreach(jobs, job, j) {
 		*why = "a job's name or fields do not read";
@@ -244,6 +256,7 @@ nodeview_apply(struct coord *c, const char *name, const json_t *o)
 	struct node	*n;
 	struct node_job	*nj;
 	int64_t		 conn, seen, applied, alive, native, min, max, sub;
+	int64_t		 off;
 
 	if ((n = schedule_node_get(c, name)) == NULL)
 		return (-1);
@@ -256,6 +269,9 @@ nodeview_apply(struct coord *c, const char *name, const json_t *o)
 	    json_string_value(json_object_get(o, "address")));
 	n->connected_ns = conn;
 	n->last_seen_ns = seen;
+	n->agent_offset_known = nodeview_int(o, "clock_offset_ms",
+	    -NODEVIEW_OFFSET_MAX, NODEVIEW_OFFSET_MAX, &off) == 0;
+	n->agent_offset_ns = n->agent_offset_known ? off * 1000000 : 0;
 	json_object_foreach(json_object_get(o, "jobs"), job, j) {
 		if ((nj = schedule_node_job(n, job, 1)) == NULL)
 			continue;

@@ -325,17 +325,18 @@ summary_clock_warnings(const struct coord *c, const struct job *job,
 	int64_t			 off;
 
 	while ((n = schedule_serving_next(c, job, &it, &nj)) != NULL) {
-		if (n->conn == NULL)
+		if (!schedule_node_up(n))
 			continue;
-		off = n->agent_offset_ns;
+		/* Whole ms, as a follower has them (nodeview.c). */
+		off = n->agent_offset_ns / 1000000;
 		if (n->agent_offset_known && (off < 0 ? -off : off) <=
-		    w->tolerance_ms * 1000000)
+		    w->tolerance_ms)
 			continue;
 		if (n->agent_offset_known)
-			snprintf(msg, sizeof(msg), "node %s's clock is %.1f ms "
+			snprintf(msg, sizeof(msg), "node %s's clock is %lld ms "
 			    "off the coordinator's, over the window's "
 			    "tolerance of %lld ms: its start there rests on "
-			    "the agent's estimate", n->name, (double)off / 1e6,
+			    "the agent's estimate", n->name, (long long)off,
 			    (long long)w->tolerance_ms);
 		else
 			snprintf(msg, sizeof(msg), "node %s's clock offset is "
@@ -344,7 +345,7 @@ summary_clock_warnings(const struct coord *c, const struct job *job,
 		o = json_object();
 		json_object_set_new(o, "node", json_string(n->name));
 		json_object_set_new(o, "offset_ms", n->agent_offset_known ?
-		    json_real((double)off / 1e6) : json_null());
+		    json_integer(off) : json_null());
 		json_object_set_new(o, "warning", json_string(msg));
 		json_array_append_new(arr, o);
 	}

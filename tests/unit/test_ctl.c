@@ -469,14 +469,14 @@ test_jobs_nodes_tables(void **state)
 	expect_render(ctl_table_nodes,
 	    "{\"nodes\": [{\"node\": \"n1\", \"state\": \"connected\","
 	    " \"address\": null, \"connected_since\": \"T1\","
-	    " \"last_seen\": \"T2\", \"clock_offset_ms\": -2512.25,"
+	    " \"last_seen\": \"T2\", \"clock_offset_ms\": -2512,"
 	    " \"jobs\": {}}], \"worst_clock_offset\": {\"node\": \"n1\","
-	    " \"offset_ms\": -2512.25}}",
+	    " \"offset_ms\": -2512}}",
 	    "NODE  STATE      ADDRESS  CONNECTED_SINCE  LAST_SEEN  "
 	    "CLOCK_OFFSET  JOBS (APPLIED GENERATION)\n"
 	    "n1    connected  -        T1               T2         "
-	    "-2512.2 ms    -\n"
-	    "worst clock offset: -2512.2 ms (node n1)\n");
+	    "-2512 ms      -\n"
+	    "worst clock offset: -2512 ms (node n1)\n");
 }
 
 static void
