@@ -9,8 +9,9 @@ Written into the store of a job whose generation is 3 (two windows posted,
 one cancelled): the generation counter's row unreadable (etcd: not a JSON
 object; SQLite: text), then lower than the job's; windows [-100, 2^62] with
 ranks "0-99999999999,x" and output_subdir "../../../etc", [2^63-1, -5], and
-one row per broken rule (ranks, output_subdir, state, options, a value of
-the wrong type, a key its fields do not name); a rank whose error is 10,000
+one row per broken rule (ranks, output_subdir, state, options, a time
+window's times, steps or tolerance, a value of the wrong type, a key its
+fields do not name); a rank whose error is 10,000
 bytes and one whose step is 2^63-1; over SQLite, rank events of the
 collections: one whose detail does not read as "SIZE SHA256 WHERE", one whose
 reason is 100,000 bytes (beside a good one).  After each restart: none of them is
@@ -35,19 +36,28 @@ JOB = "rows"
 BIG = 2 ** 62
 I64 = 2 ** 63 - 1
 
-# (id, start, stop, ranks, output_subdir, state, options): each breaks a rule.
+# (id, start, stop, ranks, output_subdir, state, options, selector, times):
+# each breaks a rule.  times: a time window's (start_unix_ns, stop_unix_ns,
+# tolerance_ms), or None.
+T0 = 1796472000 * 10 ** 9
 BAD_WINDOWS = [
-    (7, -100, BIG, "0-99999999999,x", "../../../etc", 1, None, None),
-    (8, I64, -5, "", "", 1, None, None),
-    (9, 200, 210, "0-99999999999,x", "", 1, None, None),
-    (10, 300, 310, "", "../../../etc", 1, None, None),
-    (11, 400, 410, "", "", 7, None, None),
-    (12, 500, 510, "", "", 1, "{not json", None),
+    (7, -100, BIG, "0-99999999999,x", "../../../etc", 1, None, None, None),
+    (8, I64, -5, "", "", 1, None, None, None),
+    (9, 200, 210, "0-99999999999,x", "", 1, None, None, None),
+    (10, 300, 310, "", "../../../etc", 1, None, None, None),
+    (11, 400, 410, "", "", 7, None, None, None),
+    (12, 500, 510, "", "", 1, "{not json", None, None),
     # What named the ranks: a selector that does not parse, one with no
     # rank list, one with a field nobody knows.
-    (13, 800, 810, "0-3", "", 1, None, "select=PP>3;x\n"),
-    (14, 900, 910, "", "", 1, None, "one_per=pp\n"),
-    (15, 1000, 1010, "0", "", 1, None, "every=1\n"),
+    (13, 800, 810, "0-3", "", 1, None, "select=PP>3;x\n", None),
+    (14, 900, 910, "", "", 1, None, "one_per=pp\n", None),
+    (15, 1000, 1010, "0", "", 1, None, "every=1\n", None),
+    # Time windows: stop before start, steps besides times, a tolerance
+    # out of range, a time past 2116.
+    (16, 0, 0, "", "", 1, None, None, (T0 + 10 ** 9, T0, 100)),
+    (17, 5, 6, "", "", 1, None, None, (T0, T0 + 10 ** 9, 100)),
+    (18, 0, 0, "", "", 1, None, None, (T0, T0 + 10 ** 9, 10 ** 9)),
+    (19, 0, 0, "", "", 1, None, None, (T0, I64, 100)),
 ]
 
 
@@ -167,15 +177,16 @@ def scenario_sqlite():
         stop(c)
         db = sqlite3.connect(os.path.join(c.state, "dynprof.db"))
         db.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
-        for (wid, a, b, ranks, sub, state, opts, sel) in BAD_WINDOWS:
+        for (wid, a, b, ranks, sub, state, opts, sel, tm) in BAD_WINDOWS:
             db.execute("INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
-                       " 0, 0, 0, ?, 0)", (JOB, wid, a, b, ranks, opts, sub,
-                                        state, sel))
+                       " 0, 0, 0, ?, 0, ?, ?, ?)", (JOB, wid, a, b, ranks,
+                                                   opts, sub, state, sel) +
+                       (tm or (0, 0, 0)))
         # A value of the wrong type: the id as text, a step as a real.
         db.execute("INSERT INTO windows VALUES (?, 'abc', 600, 610, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0)", (JOB,))
         db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
                    " 1, 0, NULL, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
@@ -224,7 +235,7 @@ def etcd_put(cl, key, value):
         check(r.status == 200, "etcd put %s: %s" % (key, r.status))
 
 
-def window_row(wid, a, b, ranks, sub, state, opts, sel=None):
+def window_row(wid, a, b, ranks, sub, state, opts, sel=None, tm=None):
     row = {"job": JOB, "id": wid, "start_step": a, "stop_step": b,
            "ranks": ranks, "output_subdir": sub, "state": state,
            "finished": 0, "created_ns": 0, "ended_ns": 0}
@@ -232,6 +243,9 @@ def window_row(wid, a, b, ranks, sub, state, opts, sel=None):
         row["options"] = opts
     if sel is not None:
         row["selector"] = sel
+    if tm is not None:
+        (row["start_unix_ns"], row["stop_unix_ns"],
+         row["tolerance_ms"]) = tm
     return json.dumps(row)
 
 
