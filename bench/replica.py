@@ -12,8 +12,9 @@ the longest read-and-load of the whole prefix, the longest lag from a change
 its watch told of to the load that took it.
 
 Then the other reads a follower serves (docs/design.md): the read latency of
-GET /v1/jobs, /v1/nodes and a page of 1,000 ranks on each, the two asked in
-turn (paired), READS times each; and the staleness of a change: a window
+GET /v1/jobs, /v1/nodes, a page of 1,000 ranks, the job's summary, its
+stragglers, its nodes (the page's heat map) and the page itself on each, the
+two asked in turn (paired), READS times each; and the staleness of a change: a window
 POSTed to the leader, from its 201 (committed) to the follower's /v1/jobs
 counting it, CHANGES times (median and spread: min-max).
 
@@ -106,8 +107,9 @@ def main():
         code, w = c.http("POST", "/v1/jobs/%s/windows" % JOB,
                          {"start_step": 1000000, "stop_step": 1000001})
         assert code == 201, (code, w)
-        _, rev, _ = get(lport, "/v1/jobs/%s" % JOB)
-        since = int(rev)
+        # The event stream's revision (X-Dynprof-Revision is etcd's).
+        _, _, body = get(lport, "/v1/jobs/%s" % JOB)
+        since = json.loads(body)["revision"]
         wait_for(lambda: get(fport, "/v1/jobs/%s/events?since=%d" % (
             JOB, since))[0] == 200, 20, "the follower's copy")
         fl, ff = Follow(lport, since), Follow(fport, since)
@@ -153,7 +155,9 @@ def main():
                               metric(fport,
                                      "dynprof_replica_lag_seconds_max")))
         reads = ["/v1/jobs", "/v1/nodes",
-                 "/v1/jobs/%s/ranks?limit=1000" % JOB]
+                 "/v1/jobs/%s/ranks?limit=1000" % JOB,
+                 "/v1/jobs/%s" % JOB, "/v1/jobs/%s/stragglers" % JOB,
+                 "/v1/jobs/%s/nodes" % JOB, "/ui/"]
         for path in reads:
             ts = {lport: [], fport: []}
             for _ in range(READS):

@@ -264,7 +264,12 @@ coord_tick(evutil_socket_t fd, short what, void *arg)
 	schedule_compact_jobs(c);
 	jobs_reap(c, (uint64_t)COORD_UNSCHEDULED_LINGER *
 	    c->conf.heartbeat_ms);
-	straggler_tick(c);
+	/* A follower's copy holds the leader's judgement (stragview.c). */
+	if (!leader_is_follower(c)) {
+		straggler_tick(c);
+		stragview_flush(c);
+		legacyview_flush(c);
+	}
 	rules_tick(c);
 	link_trim(c);
 }

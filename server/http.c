@@ -804,6 +804,7 @@ http_route_one(struct evhttp_request *req, void *arg)
 	const char			*targ[2];
 	char				 path[512], split[512], *seg[6];
 	char				 allow[64], rev[24];
+	int64_t				 srev;
 	size_t				 i, len;
 	int				 n, slash, v1;
 
@@ -873,9 +874,12 @@ http_route_one(struct evhttp_request *req, void *arg)
 	if (http_deny(c, req, found->role, found->why401 != NULL ?
 	    found->why401 : "missing or wrong bearer token"))
 		return;
-	/* The event stream's revision the answer reflects, leader or
-	 * follower (a follower's copy has the leader's revisions). */
-	snprintf(rev, sizeof(rev), "%llu",
+	/* What the answer reflects: the store's revision (etcd's) the model
+	 * was read at or the leader's commits landed at, the same on the
+	 * leader and a follower holding the same state; the event stream's
+	 * revision over a store that has none (SQLite). */
+	srev = store_revision(c->store);
+	snprintf(rev, sizeof(rev), "%llu", srev > 0 ? (unsigned long long)srev :
 	    (unsigned long long)journal_revision(c));
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "X-Dynprof-Revision", rev);

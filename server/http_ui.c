@@ -49,11 +49,9 @@ static const char *http_ui_node_fields[] = {
 /* One node of a job, its ranks counted. */
 struct http_ui_node {
 	char		 name[COORD_NODE_MAX];
-	uint32_t	 ranks, stragglers;
+	uint32_t	 ranks;
 	uint32_t	 states[RANKS_STATE_UNKNOWN + 1];	/* as shown */
 	int64_t		 min_step, max_step;
-	uint32_t	 busy_ranks;		/* live ranks giving a busy time */
-	uint32_t	 busy_max_us;		/* the longest of theirs */
 };
 
 /*
@@ -167,19 +165,12 @@ http_ui_count_nodes(struct coord *c, struct job *job,
 		state = schedule_rank_state(c, r, &memo);
 		if (state >= 0 && state <= RANKS_STATE_UNKNOWN)
 			nodes[i].states[state]++;
-		if (r->pace.straggling)
-			nodes[i].stragglers++;
 		if (r->step >= 0 && state != RANKS_STATE_UNKNOWN &&
 		    state != DYNPROF__V1__RANK_STATE__RANK_GONE) {
 			if (nodes[i].min_step < 0 || r->step < nodes[i].min_step)
 				nodes[i].min_step = r->step;
 			if (r->step > nodes[i].max_step)
 				nodes[i].max_step = r->step;
-			if (r->busy.count > 0 && r->busy.avg_us > 0) {
-				nodes[i].busy_ranks++;
-				if (r->busy.avg_us > nodes[i].busy_max_us)
-					nodes[i].busy_max_us = r->busy.avg_us;
-			}
 		}
 	}
 	free(slot);
@@ -199,8 +190,9 @@ struct http_ui_nodes {
 
 /*
  * Writes the next rows of a nodes answer (the head first): at most
- * HTTP_UI_NODES_CHUNK, whether each node is connected and what it applied
- * looked up as they are written.
+ * HTTP_UI_NODES_CHUNK, whether each node is connected, what it applied and
+ * its ranks flagged and busy as the last straggler tick counted them
+ * (straggler.c) looked up as they are written.
  */
 static int
 http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
@@ -235,7 +227,7 @@ http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
 		    "lost",
 		    nj != NULL ? (unsigned long long)nj->applied : 0ULL,
 		    u->ranks, (long long)u->min_step, (long long)u->max_step,
-		    u->stragglers,
+		    nj != NULL ? nj->strag_ranks : 0,
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_ATTACHED],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_ARMED],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_PROFILING],
@@ -245,8 +237,9 @@ http_ui_nodes_fill(struct stream *s, struct evbuffer *buf)
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_GONE],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_OBSERVED],
 		    u->states[DYNPROF__V1__RANK_STATE__RANK_OBSERVED_COMPLETE],
-		    u->states[RANKS_STATE_UNKNOWN], u->busy_ranks,
-		    u->busy_max_us);
+		    u->states[RANKS_STATE_UNKNOWN],
+		    nj != NULL ? nj->busy_ranks : 0,
+		    nj != NULL ? nj->busy_max_us : 0);
 		free(text);
 	}
 	if (a->next < a->n)

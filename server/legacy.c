@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "legacy.h"
 #include "model.h"
 #include "utf8.h"
 
@@ -30,23 +31,13 @@ static const char *const legacy_window_states[] = {
 
 #define NITEMS(x)	(sizeof(x) / sizeof((x)[0]))
 
-struct legacy_window_status {
-	uint32_t	 id;
-	int		 state;
-	char		 reason[COORD_LEGACY_TEXT_MAX];
-};
-
-struct legacy_entry {
-	TAILQ_ENTRY(legacy_entry) entry;
-	char		 node[COORD_NODE_MAX];
-	char		 job[JOBID_MAX + 1];
-	char		 dialect[32];		/* "" unknown */
-	char		 error[COORD_LEGACY_TEXT_MAX];
-	char		 output_dir[COORD_LEGACY_TEXT_MAX];
-	int64_t		 time_ns;		/* when it came */
-	size_t		 nwindows;
-	struct legacy_window_status windows[COORD_LEGACY_WINDOWS_MAX];
-};
+/* Marks node's batch of reports to be written for followers at the next
+ * tick (legacyview.c). */
+static void
+legacy_changed(struct coord *c, const char *node)
+{
+	c->legacy_view_dirty[viewrows_batch_of(node, LEGACYVIEW_BATCHES)] = 1;
+}
 
 /* Finds what node said about job, or NULL. */
 static struct legacy_entry *
@@ -222,6 +213,7 @@ legacy_status(struct coord *c, struct node *node,
 			TAILQ_REMOVE(&c->legacy, e, entry);
 			c->nlegacy--;
 			free(e);
+			legacy_changed(c, node->name);
 		}
 		return;
 	}
@@ -254,6 +246,7 @@ legacy_status(struct coord *c, struct node *node,
 		    sizeof(e->windows[0].reason), st->windows[i]->reason);
 		e->nwindows++;
 	}
+	legacy_changed(c, node->name);
 }
 
 /* A window's tally across the nodes serving the job. */
@@ -387,6 +380,7 @@ legacy_forget_node(struct coord *c, const char *node)
 			TAILQ_REMOVE(&c->legacy, e, entry);
 			c->nlegacy--;
 			free(e);
+			legacy_changed(c, node);
 		}
 	}
 }
@@ -402,4 +396,5 @@ legacy_free_all(struct coord *c)
 		free(e);
 	}
 	c->nlegacy = 0;
+	memset(c->legacy_view_dirty, 1, sizeof(c->legacy_view_dirty));
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "jobid.h"
 #include "log.h"
 #include "model.h"
 #include "store.h"
@@ -361,8 +362,14 @@ load_window_change(void *arg, const struct store_window *row)
 	struct window	*old = NULL;
 	int		 rc;
 
-	if ((job = schedule_job_find(ld->c, row->job)) != NULL &&
-	    (old = schedule_window_find(job, row->id)) != NULL)
+	/* A new job's first window comes before the job's row, which the
+	 * same commit holds (change.c puts it last): the job is made here,
+	 * its row taken over it next. */
+	if ((job = schedule_job_find(ld->c, row->job)) == NULL &&
+	    jobid_valid(row->job, NULL) &&
+	    (job = schedule_job_get(ld->c, row->job)) == NULL)
+		return (-1);
+	if (job != NULL && (old = schedule_window_find(job, row->id)) != NULL)
 		TAILQ_REMOVE(&job->windows, old, entry);
 	rc = load_window(arg, row);
 	if (old == NULL)
@@ -406,6 +413,25 @@ load_gone(void *arg, int table, const char *name, uint32_t id)
 	return (-1);
 }
 
+/* Takes a view row of the leader (a follower's copy): the stragglers'
+ * judgement of a batch of jobs, or legacy reports of a batch of nodes. */
+static int
+load_view(void *arg, const char *kind, const char *name, const char *text)
+{
+	struct load	*ld = arg;
+	const char	*why = "an unknown kind";
+	int		 rc = -1;
+
+	if (strcmp(kind, STORE_VIEW_STRAG) == 0) {
+		if ((rc = stragview_take(ld->c, name, text, &why)) == -1)
+			return (load_bad(ld, "jobs", name, why));
+	} else if (strcmp(kind, STORE_VIEW_LEGACY) == 0) {
+		if ((rc = legacyview_take(ld->c, name, text, &why)) == -1)
+			return (load_bad(ld, "agents", name, why));
+	}
+	return (rc == 0 ? 0 : load_bad(ld, "agents", name, why));
+}
+
 /* Takes a journal entry the store keeps (journal_load.c checks it). */
 static int
 load_journal(void *arg, const struct store_journal *sj)
@@ -432,6 +458,7 @@ load_init(struct load *ld, struct store_loader *l, struct coord *c)
 	l->agent = load_agent;
 	l->journal = load_journal;
 	l->nodes = load_nodes;
+	l->view = load_view;
 }
 
 /*
@@ -448,8 +475,10 @@ load_run(struct coord *c, int copy)
 
 	load_init(&ld, &l, c);
 	ld.lim = &ld.ll;
-	if (!copy)
+	if (!copy) {
 		l.nodes = NULL;
+		l.view = NULL;
+	}
 	memset(c->metrics.rows_quarantined, 0,
 	    sizeof(c->metrics.rows_quarantined));
 	rc = store_load(c->store, &l);

@@ -263,6 +263,15 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    (double)m->loop_stalled_ms / 1000.0,
 	    (unsigned long long)m->silent_closed,
 	    (unsigned long long)m->node_rows);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_view_rows_total The other rows the leader stored "
+	    "for followers: jobs' straggler judgement, nodes' legacy reports "
+	    "(at a tick, every row of each batch holding one that changed).\n"
+	    "# TYPE dynprof_view_rows_total counter\n"
+	    "dynprof_view_rows_total{kind=\"stragglers\"} %llu\n"
+	    "dynprof_view_rows_total{kind=\"legacy\"} %llu\n",
+	    (unsigned long long)m->strag_rows,
+	    (unsigned long long)m->legacy_rows);
 
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_push_applied_seconds From a push to the agent's "

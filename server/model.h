@@ -411,6 +411,8 @@ void	 straggler_thresholds(const struct coord *, const struct job *,
 size_t	 straggler_list(const struct job *, const struct straggler_entry **);
 int64_t	 straggler_median_step(const struct job *);
 uint32_t straggler_busy_median_us(const struct job *);
+struct straggler;
+int	 straggler_take(struct job *, const struct straggler *);
 struct json_t *straggler_json(const struct coord *, const struct job *);
 struct json_t *straggler_json_all(const struct coord *, const struct job *);
 void	 straggler_metrics(struct coord *, struct evbuffer *);
@@ -482,5 +484,27 @@ int	 legacy_ended_everywhere(struct coord *, const struct job *,
 void	 nodeview_flush(struct coord *);
 int	 nodeview_take(struct coord *, const char *, const char **);
 void	 nodeview_forget(struct coord *);
+
+/* viewrows.c: the other view rows of the leader for followers, each kind
+ * in batches of at most this long (as nodeview.c's). */
+#define VIEWROWS_BATCH_BYTES	(512 * 1024)
+unsigned viewrows_batch_of(const char *, unsigned);
+int	 viewrows_batch_name(const char *, unsigned, int64_t *);
+int	 viewrows_put(struct coord *, const char *, unsigned,
+	    const struct json_t *, int *);
+int	 viewrows_end(struct coord *, int, int);
+int	 viewrows_due(const struct coord *);
+
+/* stragview.c */
+void	 stragview_flush(struct coord *);
+int	 stragview_take(struct coord *, const char *, const char *,
+	    const char **);
+void	 stragview_forget(struct coord *);
+
+/* legacyview.c */
+void	 legacyview_flush(struct coord *);
+void	 legacyview_forget(struct coord *);
+int	 legacyview_take(struct coord *, const char *, const char *,
+	    const char **);
 
 #endif /* DYNPROF_MODEL_H */

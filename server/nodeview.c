@@ -17,10 +17,13 @@
  *
  *	{"NODE": {"state": "connected", "address": "...", "connected": NS,
  *	 "last_seen": NS, "clock_offset_ms": MS, "jobs": {"JOB": {"applied": G,
- *	 "alive": N, "native": 0, "min": STEP, "max": STEP, "sub": 1}}}, ...}
+ *	 "alive": N, "native": 0, "min": STEP, "max": STEP, "sub": 1,
+ *	 "strag": N, "busy": N, "busy_max": US}}}, ...}
  *
  * clock_offset_ms (its agent's clock offset, time windows) only once known,
  * in whole ms: the estimate moves by microseconds, which rewrite no row.
+ * "strag", "busy" and "busy_max" are the node's ranks of the job as the
+ * last straggler tick counted them (straggler.c), for the page's heat map.
  */
 
 /* A node's clock offset believed: a day at most (as link_dispatch.c's). */
@@ -71,11 +74,15 @@ nodeview_row(const struct node *n)
 		    json_integer(n->agent_offset_ns / 1000000));
 	TAILQ_FOREACH(nj, &n->jobs, entry)
 		json_object_set_new(jobs, nj->job, json_pack("{s:I,s:I,s:i,"
-		    "s:I,s:I,s:i}", "applied", (json_int_t)nj->applied,
-		    "alive", (json_int_t)nj->ranks_alive, "native", nj->native,
+		    "s:I,s:I,s:i,s:I,s:I,s:I}", "applied",
+		    (json_int_t)nj->applied, "alive",
+		    (json_int_t)nj->ranks_alive, "native", nj->native,
 		    "min", (json_int_t)nj->min_step, "max",
 		    (json_int_t)nj->max_step, "sub",
-		    nodeview_subscribed(n, nj->job)));
+		    nodeview_subscribed(n, nj->job), "strag",
+		    (json_int_t)nj->strag_ranks, "busy",
+		    (json_int_t)nj->busy_ranks, "busy_max",
+		    (json_int_t)nj->busy_max_us));
 	json_object_set_new(o, "jobs", jobs);
 	return (o);
 }
@@ -208,6 +215,17 @@ nodeview_int(const json_t *o, const char *key, int64_t min, int64_t max,
 	return (0);
 }
 
+/* Reads an optional count of o (0 if absent: a leader of before it).
+ * Returns 0 or -1. */
+static int
+nodeview_count(const json_t *o, const char *key, int64_t *v)
+{
+	*v = 0;
+	if (json_object_get(o, key) == NULL)
+		return (0);
+	return (nodeview_int(o, key, 0, UINT32_MAX, v));
+}
+
 /* Returns 0 if o reads as a node's row, or -1 with *why saying what not. */
 static int
 nodeview_check(const json_t *o, const char **why)
@@ -240,7 +258,10 @@ nodeview_check(const json_t *o, const char **why)
 		    nodeview_int(j, "native", 0, 1, &v) == -1 ||
 		    nodeview_int(j, "min", -1, COORD_STEP_MAX, &v) == -1 ||
 		    nodeview_int(j, "max", -1, COORD_STEP_MAX, &v) == -1 ||
-		    nodeview_int(j, "sub", 0, 1, &v) == -1)
+		    nodeview_int(j, "sub", 0, 1, &v) == -1 ||
+		    nodeview_count(j, "strag", &v) == -1 ||
+		    nodeview_count(j, "busy", &v) == -1 ||
+		    nodeview_count(j, "busy_max", &v) == -1)
 			return (-1);
 	}
 	return (0);
@@ -256,7 +277,7 @@ nodeview_apply(struct coord *c, const char *name, const json_t *o)
 	struct node	*n;
 	struct node_job	*nj;
 	int64_t		 conn, seen, applied, alive, native, min, max, sub;
-	int64_t		 off;
+	int64_t		 off, strag, busy, busy_max;
 
 	if ((n = schedule_node_get(c, name)) == NULL)
 		return (-1);
@@ -281,12 +302,18 @@ nodeview_apply(struct coord *c, const char *name, const json_t *o)
 		nodeview_int(j, "min", -1, COORD_STEP_MAX, &min);
 		nodeview_int(j, "max", -1, COORD_STEP_MAX, &max);
 		nodeview_int(j, "sub", 0, 1, &sub);
+		nodeview_count(j, "strag", &strag);
+		nodeview_count(j, "busy", &busy);
+		nodeview_count(j, "busy_max", &busy_max);
 		nj->applied = (uint64_t)applied;
 		nj->ranks_alive = (uint32_t)alive;
 		nj->native = (int)native;
 		nj->min_step = min;
 		nj->max_step = max;
 		nj->view_sub = (int)sub;
+		nj->strag_ranks = (uint32_t)strag;
+		nj->busy_ranks = (uint32_t)busy;
+		nj->busy_max_us = (uint32_t)busy_max;
 	}
 	return (0);
 }

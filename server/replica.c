@@ -1,7 +1,8 @@
 /*
  * A follower's copy of the model (docs/design.md, followers), from which it
  * answers the reads of the model itself (the routes marked HTTP_REPLICA in
- * http_routes.c: the event stream, jobs, nodes, ranks, configs, rules): a
+ * http_routes.c: the event stream, jobs, summaries, nodes, ranks, configs,
+ * rules, stragglers, the page): a
  * watch of the whole prefix in etcd tells of every key committed, and the
  * copy takes each one as it comes (load_change(): a batch of events, a
  * job's, a window's, a batch of nodes' rows, ...), in the order of etcd's
@@ -21,9 +22,11 @@
  * answer's revision (X-Dynprof-Revision) says which of the leader's states
  * it reflects.  The nodes are as the leader last wrote them (nodeview.c:
  * their agents connected, the jobs they serve, their progress), loaded only
- * into a copy and forgotten when this one leads.  What the leader keeps
- * only in memory (the stragglers' judgement, legacy jobs' reports) is not
- * in the copy: the reads that show it still go to the leader.  The prefix
+ * into a copy and forgotten when this one leads; so are its straggler
+ * judgement and legacy reports (stragview.c, legacyview.c): a follower
+ * judges nothing itself.  The store's revision of the last key the copy
+ * took (or of its read) is what its answers say they reflect
+ * (store_revision(), X-Dynprof-Revision).  The prefix
  * is read without waiting (page by page on the loop, at one revision),
  * then loaded from what was read: the loop never waits for etcd; the
  * loads' and changes' times and counts are in /metrics.
@@ -594,6 +597,8 @@ replica_stop(struct coord *c)
 	event_del(r->drain);
 	nodeview_forget(c);	/* the agents connected to the leader */
 	replica_queue_clear(r);
+	stragview_forget(c);	/* its rows are written again */
+	legacyview_forget(c);
 	r->overflow = r->yield = 0;
 	r->loaded = r->synced = 0;
 	r->changed_ns = 0;

@@ -58,6 +58,10 @@ struct leader;
 #define COORD_LEGACY_WINDOWS_MAX 64	/* windows per legacy job report */
 #define COORD_LEGACY_TEXT_MAX	512	/* a reason, an error, a path kept */
 #define COORD_LEGACY_SHOWN	8	/* nodes' errors a legacy job's status shows */
+/* The leader's rows for followers: jobs' straggler judgement and nodes'
+ * legacy reports, in this many batch values each (viewrows.c). */
+#define STRAGVIEW_BATCHES	64
+#define LEGACYVIEW_BATCHES	64
 #define COORD_HTTP_BODY_MAX	(1024 * 1024)
 /* Significant digits of a real in an answer (JSON_REAL_PRECISION): enough
  * for any rate, few enough that 20.8 is written 20.8, not 20.800000000000001. */
@@ -390,6 +394,11 @@ struct node_job {
 	uint64_t		 rate_ms;	/* began, 0: none yet */
 	int			 view_sub;	/* a follower's copy: the node
 						 * serves the job (nodeview.c) */
+	/* Its ranks of the job as the last straggler tick counted them
+	 * (straggler.c; a follower's: the leader's, nodeview.c). */
+	uint32_t		 strag_ranks;	/* flagged */
+	uint32_t		 busy_ranks;	/* live, giving a busy time */
+	uint32_t		 busy_max_us;	/* the longest of theirs */
 	TAILQ_ENTRY(node_job)	 entry;
 };
 TAILQ_HEAD(node_jobq, node_job);
@@ -497,6 +506,10 @@ struct metrics {
 	uint64_t	 silent_closed;		/* agents closed as silent */
 	uint64_t	 node_rows;		/* nodes' rows stored for
 						 * followers (nodeview.c) */
+	uint64_t	 strag_rows;		/* jobs' straggler rows, the
+						 * same (stragview.c) */
+	uint64_t	 legacy_rows;		/* nodes' legacy reports, the
+						 * same (legacyview.c) */
 };
 
 struct http_conn;
@@ -747,6 +760,10 @@ struct coord {
 	struct metrics		 metrics;
 	TAILQ_HEAD(legacyq, legacy_entry) legacy;	/* legacy.c */
 	size_t			 nlegacy;
+	/* The leader's view rows for followers (viewrows.c): jobs written
+	 * in each batch of stragglers' rows, legacy batches to write. */
+	uint32_t		 strag_view_jobs[STRAGVIEW_BATCHES];
+	uint8_t			 legacy_view_dirty[LEGACYVIEW_BATCHES];
 };
 
 #endif /* DYNPROF_STATE_H */

@@ -357,3 +357,24 @@ store_put_nodes(struct store *s, const char *name, const char *text)
 		return (0);
 	return (s->be->put_nodes(s->impl, name, text));
 }
+
+/* Stores a view row of kind (STORE_VIEW_*) named name, as followers show
+ * it; nothing where no follower reads them.  Returns 0 or -1. */
+int
+store_put_view(struct store *s, const char *kind, const char *name,
+    const char *text)
+{
+	if (s->be->put_view == NULL)
+		return (0);
+	return (s->be->put_view(s->impl, kind, name, text));
+}
+
+/* Returns the store's revision this coordinator's state reflects (the last
+ * load's or landed commit's, etcd), 0 where the store has none (SQLite). */
+int64_t
+store_revision(const struct store *s)
+{
+	if (s == NULL || s->be->revision == NULL)
+		return (0);
+	return (s->be->revision(s->impl));
+}

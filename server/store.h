@@ -148,7 +148,15 @@ struct store_loader {
 	 * is gone from the store.  Returns 0, or -1 if the model cannot
 	 * follow without reading the store again. */
 	int	(*gone)(void *, int, const char *, uint32_t);
+	/* NULL, or each other view row of the leader the store keeps for
+	 * followers (store_put_view()): its kind, name and JSON text. */
+	int	(*view)(void *, const char *, const char *, const char *);
 };
+
+/* The kinds of view rows (store_put_view()): the leader's judgement of
+ * stragglers by job (stragview.c), legacy reports by node (legacyview.c). */
+#define STORE_VIEW_STRAG	"stragbatch"
+#define STORE_VIEW_LEGACY	"legacybatch"
 
 /* What a backend does; store.c calls it, in and around transactions. */
 struct store_backend {
@@ -185,6 +193,14 @@ struct store_backend {
 	 * batch of nodes' rows (JSON text the model wrote) under its name,
 	 * in place of its last. */
 	int	(*put_nodes)(void *, const char *, const char *);
+	/* NULL: no view rows kept.  Else stores a view row (a batch of the
+	 * leader's judgement of stragglers, or of legacy reports: JSON text
+	 * the model wrote) of a kind (STORE_VIEW_*) under its name, in place
+	 * of its last. */
+	int	(*put_view)(void *, const char *, const char *, const char *);
+	/* NULL, or the revision of the store the last load read or the last
+	 * commit landed at, whichever is later (0: none yet). */
+	int64_t	(*revision)(void *);
 	/* NULL, or why writes fail for now (no quorum, not the leader). */
 	const char *(*unavailable)(void *);
 	/* NULL, or 1 once the open transaction is as big as it should get. */
@@ -240,5 +256,8 @@ int		 store_put_agent(struct store *, const char *, uint64_t,
 		    uint64_t);
 int		 store_keeps_nodes(const struct store *);
 int		 store_put_nodes(struct store *, const char *, const char *);
+int		 store_put_view(struct store *, const char *, const char *,
+		    const char *);
+int64_t		 store_revision(const struct store *);
 
 #endif /* DYNPROF_STORE_H */

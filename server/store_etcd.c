@@ -10,6 +10,8 @@
  *	PREFIX agbatch/FENCE/SEQ		nodes' committed event seqs
  *	PREFIX agents/NODE			a node's seq (before: read)
  *	PREFIX nodebatch/BATCH			nodes as followers show them
+ *	PREFIX stragbatch/BATCH			stragglers as followers show them
+ *	PREFIX legacybatch/BATCH		legacy reports, the same
  *	PREFIX ranks/JOB/RANK			struct store_rank (schema 1: read)
  *	PREFIX events/JOB/RANK/WINDOW/KIND	one event (schema 1: read)
  *
@@ -88,6 +90,7 @@ struct es_jobstat {
 /* A transaction committed without waiting: its txns go out one by one. */
 struct es_commit {
 	json_t			*ops;
+	int64_t			 rev;		/* its txns' highest landed */
 	size_t			 next;		/* ops sent so far */
 	size_t			 ntxns;		/* its txns not answered yet */
 	void			(*done)(void *, int);
@@ -127,6 +130,8 @@ struct etcd_store {
 	uint64_t	 events_ms;	/* monotonic: the last batch of events
 					 * (not of a snapshot) written */
 	struct esa	 agents;	/* agent rows (store_etcd_agents.h) */
+	int64_t		 rev;		/* the last load's or landed
+					 * commit's revision */
 };
 
 /* Returns a put of key and value (JSON text of row), or NULL. */
@@ -381,6 +386,25 @@ es_op_bytes(const json_t *op)
 	return (256 + (v != NULL ? strlen(v) : 0));
 }
 
+/* Notes the revision a txn answered ans landed at (blocking commits). */
+static void
+es_landed_at(struct etcd_store *s, const json_t *ans)
+{
+	int64_t	 rev = etcd_int(json_object_get(ans, "header"), "revision");
+
+	if (rev > s->rev)
+		s->rev = rev;
+}
+
+/* Returns the revision the last load read or the last commit landed at. */
+static int64_t
+es_revision(void *arg)
+{
+	const struct etcd_store	*s = arg;
+
+	return (s->rev);
+}
+
 /* Writes why writes fail into s->why. */
 static void
 es_fail(struct etcd_store *s, const char *why)
@@ -419,6 +443,8 @@ es_send(struct etcd_store *s, size_t from, size_t to)
 		return (-1);
 	}
 	rc = json_is_true(json_object_get(ans, "succeeded"));
+	if (rc)
+		es_landed_at(s, ans);
 	json_decref(ans);
 	if (!rc) {
 		/* Another coordinator leads: this one must never write again
@@ -623,7 +649,9 @@ es_txn_done(void *arg, int rc, json_t *ans)
 	struct es_txn		*t = arg;
 	struct etcd_store	*s = t->s;
 	struct etcd		*e = s->e;
+	struct es_commit	*q;
 	char			 why[sizeof(e->error) + 64];
+	int64_t			 rev;
 	int			 ok;
 
 	es_txn_unlink(s, t);
@@ -650,7 +678,8 @@ es_txn_done(void *arg, int rc, json_t *ans)
 		return;
 	}
 	s->ninflight--;
-	t->q->ntxns--;
+	q = t->q;
+	q->ntxns--;
 	if (t->ordered)
 		s->blocked = 0;
 	free(t);
@@ -660,6 +689,11 @@ es_txn_done(void *arg, int rc, json_t *ans)
 		return;
 	}
 	ok = json_is_true(json_object_get(ans, "succeeded"));
+	if (ok) {
+		rev = etcd_int(json_object_get(ans, "header"), "revision");
+		if (rev > q->rev)
+			q->rev = rev;
+	}
 	json_decref(ans);
 	if (!ok) {
 		e->fence = 0;
@@ -739,6 +773,8 @@ es_pump(struct etcd_store *s)
 				s->tailp = &s->head;
 			s->ncommits--;
 			s->why[0] = '\0';
+			if (q->rev > s->rev)
+				s->rev = q->rev;
 			esa_landed(&s->agents, &q->landing);
 			esa_rows_clear(&q->landing);
 			if (q->done != NULL)
@@ -978,6 +1014,22 @@ es_put_nodes(void *arg, const char *name, const char *text)
 	json_t			*op;
 
 	if (etcd_key(s->e, key, sizeof(key), "nodebatch/%s", name) == -1)
+		return (-1);
+	op = json_pack("{s:{s:o,s:o}}", "request_put", "key",
+	    etcd_b64(key, strlen(key)), "value", etcd_b64(text, strlen(text)));
+	return (es_add(s, key, op, 0) == -1 ? -1 : 0);
+}
+
+/* Stores a view row of kind (STORE_VIEW_*) as followers show it
+ * (stragview.c, legacyview.c): text as it is. */
+static int
+es_put_view(void *arg, const char *kind, const char *name, const char *text)
+{
+	struct etcd_store	*s = arg;
+	char			 key[ETCD_KEY_MAX];
+	json_t			*op;
+
+	if (etcd_key(s->e, key, sizeof(key), "%s/%s", kind, name) == -1)
 		return (-1);
 	op = json_pack("{s:{s:o,s:o}}", "request_put", "key",
 	    etcd_b64(key, strlen(key)), "value", etcd_b64(text, strlen(text)));
@@ -1479,6 +1531,69 @@ es_load_nodes(void *arg, const char *key, const char *value, size_t len,
 
 static int	es_load_events(struct es_load *, int);
 
+/* The view rows' kinds a follower's copy reads (es_load_views()), and the
+ * table a row that does not read is counted against. */
+static const struct {
+	const char	*kind;
+	const char	*table;
+} es_view_kinds[] = {
+	{ STORE_VIEW_STRAG, "jobs" },
+	{ STORE_VIEW_LEGACY, "agents" },
+};
+
+/* What es_load_view() reads: the load, and the kind of the rows. */
+struct es_load_views {
+	struct es_load	*ld;
+	const char	*kind;
+	const char	*table;
+	size_t		 prefix_len;	/* of PREFIX KIND/ */
+};
+
+/* Hands a view row to the loader, named by its key. */
+static int
+es_load_view(void *arg, const char *key, const char *value, size_t len,
+    const json_t *kv)
+{
+	struct es_load_views	*lv = arg;
+	const struct store_loader *l = lv->ld->l;
+	const char		*name = key + lv->prefix_len;
+	char			*text;
+	int			 rc;
+
+	(void)kv;
+	if (memchr(value, '\0', len) != NULL)
+		return (l->bad(l->arg, lv->table, name, "a NUL in it"));
+	if ((text = strndup(value, len)) == NULL)
+		return (-1);
+	rc = l->view(l->arg, lv->kind, name, text);
+	free(text);
+	return (rc);
+}
+
+/* Reads the view rows of every kind, at revision *rev. */
+static int
+es_load_views(struct es_load *ld, int64_t *rev)
+{
+	struct es_load_views	 lv;
+	char			 prefix[ETCD_KEY_MAX];
+	size_t			 i;
+
+	lv.ld = ld;
+	for (i = 0; i < sizeof(es_view_kinds) / sizeof(es_view_kinds[0]);
+	    i++) {
+		lv.kind = es_view_kinds[i].kind;
+		lv.table = es_view_kinds[i].table;
+		if (etcd_key(ld->s->e, prefix, sizeof(prefix), "%s/",
+		    lv.kind) == -1)
+			return (-1);
+		lv.prefix_len = strlen(prefix);
+		if (etcd_range(ld->s->e, prefix, rev, es_load_view, &lv) !=
+		    ETCD_OK)
+			return (-1);
+	}
+	return (0);
+}
+
 /*
  * Reads the whole store at one revision: the batches first (ranks and
  * events), then the generation counter, jobs, windows, ranks (a batch's
@@ -1520,6 +1635,11 @@ es_load(void *arg, const struct store_loader *l)
 	    (etcd_key(s->e, prefix, sizeof(prefix), "nodebatch/") == -1 ||
 	    etcd_range(s->e, prefix, &rev, es_load_nodes, &ld) != ETCD_OK))
 		rc = -1;
+	/* And the leader's judgement of stragglers and legacy reports. */
+	if (rc == 0 && l->view != NULL && es_load_views(&ld, &rev) == -1)
+		rc = -1;
+	if (rc == 0)
+		s->rev = rev;
 	json_decref(ld.ranks);
 	if (ld.newer) {
 		rc = -1;
@@ -1595,18 +1715,20 @@ es_apply_job(const char *rel, char *job, size_t len)
  * Applies one key a watch of the prefix told of (value NULL: deleted, else
  * put at revision rev) through l, as es_load() reads it: a batch's events
  * (a repeat of one the model holds is the loader's to drop), ranks' rows
- * and journal entries, an agent value's rows, a batch of nodes' rows, the
- * generation counter, a job's or a window's row; a job's row, a window or
- * a batch gone.  Returns 0, or -1 if it cannot alone: a key of the layout
+ * and journal entries, an agent value's rows, a batch of nodes' rows or
+ * of view rows, the generation counter, a job's or a window's row; a
+ * job's row, a window or a batch gone.  Returns 0, or -1 if it cannot
+ * alone: a key of the layout
  * before, or of no kind known here, or one the loader cannot follow (the
  * caller loads the whole store again).
  */
 static int
-es_apply(void *arg, const char *key, const char *value, size_t len,
+es_apply_key(void *arg, const char *key, const char *value, size_t len,
     int64_t rev, const struct store_loader *l)
 {
 	struct etcd_store	*s = arg;
 	struct es_load		 ld;
+	struct es_load_views	 lv;
 	const char		*rel, *p;
 	char			 job[ETCD_KEY_MAX], *end;
 	unsigned long		 id;
@@ -1643,6 +1765,18 @@ es_apply(void *arg, const char *key, const char *value, size_t len,
 	if (strncmp(rel, "nodebatch/", 10) == 0)
 		return (value == NULL || l->nodes == NULL ? -1 :
 		    es_load_nodes(&ld, key, value, len, NULL));
+	for (t = 0; t < (int)(sizeof(es_view_kinds) /
+	    sizeof(es_view_kinds[0])); t++) {
+		p = es_view_kinds[t].kind;
+		if (strncmp(rel, p, strlen(p)) != 0 || rel[strlen(p)] != '/')
+			continue;
+		lv.ld = &ld;
+		lv.kind = p;
+		lv.table = es_view_kinds[t].table;
+		lv.prefix_len = ld.prefix_len + strlen(p) + 1;
+		return (value == NULL || l->view == NULL ? -1 :
+		    es_load_view(&lv, key, value, len, NULL));
+	}
 	for (t = ROW_META; t <= ROW_WINDOWS; t++) {
 		p = row_table_names[t];
 		if (strncmp(rel, p, strlen(p)) != 0 || rel[strlen(p)] != '/')
@@ -1666,6 +1800,21 @@ es_apply(void *arg, const char *key, const char *value, size_t len,
 		    l->gone(l->arg, ROW_WINDOWS, job, (uint32_t)id));
 	}
 	return (-1);
+}
+
+/* Applies one key a watch of the prefix told of (es_apply_key()); the
+ * copy then reflects the store up to its revision.  Returns 0 or -1. */
+static int
+es_apply(void *arg, const char *key, const char *value, size_t len,
+    int64_t rev, const struct store_loader *l)
+{
+	struct etcd_store	*s = arg;
+
+	if (es_apply_key(arg, key, value, len, rev, l) == -1)
+		return (-1);
+	if (rev > s->rev)
+		s->rev = rev;
+	return (0);
 }
 
 /* Frees the store (not its client). */
@@ -1720,6 +1869,8 @@ static const struct store_backend store_etcd = {
 	.forget_job = es_forget_job,
 	.put_agent = es_put_agent,
 	.put_nodes = es_put_nodes,
+	.put_view = es_put_view,
+	.revision = es_revision,
 	.unavailable = es_unavailable,
 	.full = es_full,
 	.apply = es_apply,

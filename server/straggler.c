@@ -36,11 +36,8 @@
 #include "clock.h"
 #include "log.h"
 #include "model.h"
+#include "straggler.h"
 
-/* Stragglers kept per job, worst first, for status and rules. */
-#define STRAGGLER_KEEP_MAX	256
-/* Nodes with stragglers kept per job, most stragglers first. */
-#define STRAGGLER_NODES_KEEP	64
 /* Of those, how many the job summary shows. */
 #define STRAGGLER_SUMMARY_MAX	10
 /* A rank's rate is measured over this many heartbeat intervals. */
@@ -53,44 +50,25 @@
 #define STRAGGLER_RATE_MAX	1e12f
 /* Fewer ranks than this reporting a step: nobody is judged. */
 #define STRAGGLER_MIN_RANKS	2
-/* Judged ranks that give no busy time, named in the summary. */
-#define STRAGGLER_NOBUSY_KEEP	16
 /* A rank is busy or last only when it costs the job more than this percent
  * of its step time (the median over ranks of the time between their marks):
  * what four ranks on two cores differ by, 1-3 ms in 100 ms steps, is none. */
 #define STRAGGLER_STEP_SHARE	5
 
-/* A node with stragglers. */
-struct straggler_node {
-	char		 node[COORD_NODE_MAX];
-	uint32_t	 ranks;			/* its ranks flagged */
-	int64_t		 min_step;
-};
-
-struct straggler {
-	int64_t			 lag;		/* this job's, -1: the default */
-	int			 rate_drop;	/* this job's, -1: the default */
-	int			 busy;		/* this job's, -1: the default */
-	int64_t			 median_step;	/* -1 unknown */
-	float			 median_rate;	/* steps/s, < 0 unknown */
-	uint32_t		 judged;	/* ranks with a step */
-	uint32_t		 nflagged;	/* all of them, not only kept */
-	uint32_t		 nlag, nslow;
-	struct busy_job		 bj;		/* the busy times' judgement */
-	struct arrive_job	 aj;		/* the arrivals' */
-	uint32_t		 narrive;	/* judged ranks with arrivals */
-	int64_t			 step_us;	/* the job's step time, 0 unknown */
-	uint32_t		 nbusy;		/* judged ranks with a busy time */
-	uint32_t		 nnobusy;	/* judged ranks without */
-	int32_t			 nobusy[STRAGGLER_NOBUSY_KEEP];	/* the first */
-	uint32_t		 nnodes;	/* nodes with a straggler */
-	struct straggler_entry	 list[STRAGGLER_KEEP_MAX];
-	size_t			 nlist;
-	struct straggler_node	 nodes[STRAGGLER_NODES_KEEP];
-	size_t			 nnodes_kept;
-	int64_t			 updated_ns;	/* wall clock of the tick */
-	uint64_t		 compute_ns;	/* the tick's cost for this job */
-};
+/* Sets s to a job never judged, with no thresholds of its own. */
+static void
+straggler_init(struct straggler *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->lag = -1;
+	s->rate_drop = -1;
+	s->busy = -1;
+	s->def_lag = -1;
+	s->def_drop = s->def_busy = -1;
+	s->median_step = -1;
+	s->median_rate = -1;
+	arrive_job_reset(&s->aj);
+}
 
 /* Returns the job's straggler state, creating it.  NULL: out of memory. */
 static struct straggler *
@@ -102,12 +80,7 @@ straggler_get(struct job *job)
 		return (job->strag);
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return (NULL);
-	s->lag = -1;
-	s->rate_drop = -1;
-	s->busy = -1;
-	s->median_step = -1;
-	s->median_rate = -1;
-	arrive_job_reset(&s->aj);
+	straggler_init(s);
 	job->strag = s;
 	return (s);
 }
@@ -116,8 +89,42 @@ straggler_get(struct job *job)
 void
 straggler_job_free(struct job *job)
 {
+	if (job->strag != NULL)
+		free(job->strag->view_row);
 	free(job->strag);
 	job->strag = NULL;
+}
+
+/*
+ * Takes the leader's judgement of a job into a follower's copy
+ * (stragview.c): from's (NULL: none), keeping the job's own thresholds.
+ * Returns 0, or -1 out of memory.
+ */
+int
+straggler_take(struct job *job, const struct straggler *from)
+{
+	struct straggler	*s;
+	int64_t			 lag;
+	int			 drop, busy;
+
+	if (from == NULL && job->strag == NULL)
+		return (0);
+	if ((s = straggler_get(job)) == NULL)
+		return (-1);
+	lag = s->lag;
+	drop = s->rate_drop;
+	busy = s->busy;
+	free(s->view_row);
+	if (from != NULL)
+		*s = *from;
+	else
+		straggler_init(s);
+	s->lag = lag;
+	s->rate_drop = drop;
+	s->busy = busy;
+	s->view_row = NULL;
+	s->compute_ns = 0;
+	return (0);
 }
 
 /*
@@ -164,21 +171,30 @@ straggler_own_busy(const struct job *job)
 	return (job->strag != NULL ? job->strag->busy : -1);
 }
 
-/* Returns the busy threshold that judges the job: its own, else the flag's. */
+/* Returns the busy threshold that judges the job: its own, else the flag's
+ * (the leader's, in a follower's copy). */
 int
 straggler_busy(const struct coord *c, const struct job *job)
 {
 	int	 busy = straggler_own_busy(job);
 
+	if (busy < 0 && job->strag != NULL)
+		busy = job->strag->def_busy;
 	return (busy >= 0 ? busy : c->conf.straggler_busy);
 }
 
-/* Returns the thresholds that judge the job: its own, else the flags'. */
+/* Returns the thresholds that judge the job: its own, else the flags' (the
+ * leader's, in a follower's copy). */
 void
 straggler_thresholds(const struct coord *c, const struct job *job,
     int64_t *lag, int *rate_drop)
 {
 	straggler_own_thresholds(job, lag, rate_drop);
+	/* A follower's copy: the leader's flags judged it. */
+	if (*lag < 0 && job->strag != NULL)
+		*lag = job->strag->def_lag;
+	if (*rate_drop < 0 && job->strag != NULL)
+		*rate_drop = job->strag->def_drop;
 	if (*lag < 0)
 		*lag = c->conf.straggler_lag;
 	if (*rate_drop < 0)
@@ -454,6 +470,66 @@ straggler_busy_judge(struct coord *c, struct job *job, struct straggler *s,
 	return (0);
 }
 
+/* The job's entry of the node last looked up (ranks arrive node by node). */
+struct straggler_nj {
+	const char	*node;
+	struct node_job	*nj;
+};
+
+/* Returns the job's entry of rank r's node, or NULL. */
+static struct node_job *
+straggler_node_job(struct coord *c, const struct job *job,
+    const struct rank *r, struct straggler_nj *last)
+{
+	struct node	*n;
+
+	if (last->node != NULL && strcmp(last->node, r->node) == 0)
+		return (last->nj);
+	n = schedule_node_find(c, r->node);
+	last->node = r->node;
+	last->nj = n != NULL ? schedule_node_job(n, job->name, 0) : NULL;
+	return (last->nj);
+}
+
+/*
+ * Counts the job's ranks by node for the page's heat map (the job's entry
+ * of each node: ranks flagged, live ranks giving a busy time and the
+ * longest of theirs), as this tick judged them, so that a follower shows
+ * the leader's (nodeview.c) and not what it cannot judge.
+ */
+static void
+straggler_node_counts(struct coord *c, struct job *job)
+{
+	struct ranks_memo	 memo;
+	struct straggler_nj	 last = { NULL, NULL };
+	struct node_job		*nj;
+	struct rank		*r;
+	int			 state;
+
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (r->node[0] != '\0' &&
+		    (nj = straggler_node_job(c, job, r, &last)) != NULL)
+			nj->strag_ranks = nj->busy_ranks = nj->busy_max_us = 0;
+	}
+	memset(&memo, 0, sizeof(memo));
+	last.node = NULL;
+	TAILQ_FOREACH(r, &job->ranks, entry) {
+		if (r->node[0] == '\0' ||
+		    (nj = straggler_node_job(c, job, r, &last)) == NULL)
+			continue;
+		if (r->pace.straggling)
+			nj->strag_ranks++;
+		state = schedule_rank_state(c, r, &memo);
+		if (r->step < 0 || state == RANKS_STATE_UNKNOWN ||
+		    state == DYNPROF__V1__RANK_STATE__RANK_GONE ||
+		    r->busy.count == 0 || r->busy.avg_us == 0)
+			continue;
+		nj->busy_ranks++;
+		if (r->busy.avg_us > nj->busy_max_us)
+			nj->busy_max_us = r->busy.avg_us;
+	}
+}
+
 /*
  * Judges one job: its medians, then each rank against them.  Returns -1 out
  * of memory (the job keeps what the last tick found).
@@ -475,6 +551,9 @@ straggler_job(struct coord *c, struct job *job, uint64_t now,
 
 	if ((s = straggler_get(job)) == NULL)
 		return (-1);
+	/* Judged here: this coordinator's flags (a copy had the leader's). */
+	s->def_lag = -1;
+	s->def_drop = s->def_busy = -1;
 	straggler_thresholds(c, job, &lag, &drop);
 	if (job->nranks > 0 &&
 	    ((steps = calloc(job->nranks, sizeof(*steps))) == NULL ||
@@ -565,6 +644,7 @@ flag:
 	}
 	s->nflagged = (uint32_t)nf;
 	straggler_keep(s, flagged, nf);
+	straggler_node_counts(c, job);
 	s->updated_ns = clock_wall_ns();
 	rc = 0;
 out:

@@ -159,7 +159,9 @@
 
 	/*
 	 * Sends a write (POST, DELETE) to the API; returns { status, body }
-	 * (status 0: the coordinator was not reached, body.error says why).
+	 * (status 0: the coordinator was not reached, body.error says why;
+	 * 307: it follows another, which takes the writes: not followed, the
+	 * page reads only from where it came from).
 	 */
 	async function write(method, path, body) {
 		const h = headers();
@@ -168,11 +170,17 @@
 		let res;
 		try {
 			res = await fetch(path, { method, headers: h, body:
-			    body === undefined ? undefined : JSON.stringify(body) });
+			    body === undefined ? undefined : JSON.stringify(body),
+			    redirect: 'manual' });
 		} catch (e) {
 			return { status: 0, body: { error: 'cannot reach the ' +
 			    'coordinator: ' + e.message } };
 		}
+		if (res.type === 'opaqueredirect')
+			return { status: 307, body: { error: 'this ' +
+			    'coordinator follows the leader, which takes the ' +
+			    'writes: open the page at the leader to schedule ' +
+			    'or cancel' } };
 		let b = null;
 		try {
 			b = await res.json();
@@ -553,7 +561,7 @@
 		    encodeURIComponent(job) + '/windows/0');
 		if (view !== job)
 			return;
-		if (r.status === 0)
+		if (r.status === 0 || r.status === 307)
 			denied = r.body.error;
 		else if (r.status === 401 || r.status === 403)
 			denied = r.body.error || 'HTTP ' + r.status;

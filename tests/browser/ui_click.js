@@ -13,7 +13,9 @@
  * disabled with the API's reason, and the API's refusal when clicked
  * anyway); left (a node whose agent said goodbye shown "left"); restart
  * (a job's page after a coordinator restart: its windows, rate and feed);
- * timewin (a time window shown by its start, length and selector).
+ * timewin (a time window shown by its start, length and selector);
+ * follower (a job's page served by a follower coordinator over etcd, every
+ * datum from its copy: the straggler, the heat map, the window done).
  * Prints one JSON line of what it saw; exits 1 naming the first thing
  * that was not as expected, with a screenshot beside the facts' "shot".
  */
@@ -272,8 +274,52 @@ async function timewinScene(page, f) {
 	return seen;
 }
 
+/* A follower's page: served and read from the follower alone (the page may
+ * fetch nothing from another origin: a 307 to the leader would fail). */
+async function followerScene(page, f) {
+	/* Answers from elsewhere (a redirect followed to the leader). */
+	const other = [];
+	page.on('response', (r) => {
+		if (!r.url().startsWith(f.url + '/'))
+			other.push(r.url());
+	});
+	/* No token: the cluster has none. */
+	await page.goto(f.url + '/ui/#job=' + encodeURIComponent(f.job));
+	const seen = {};
+	seen.straggler = await waitText(page, '#stragglers tbody tr.straggler ' +
+	    'td:first-child', (t) => t === String(f.straggler),
+	    'the straggler');
+	seen.node = await waitText(page, '#strag-nodes tbody tr td:first-child',
+	    (t) => t === f.node, 'the straggler\'s node');
+	seen.window = await waitText(page, '#window-' + f.done + ' .lbl',
+	    (t) => t.includes('done'), 'the window done');
+	/* The heat map's cell of the straggler's node says it straggles
+	 * (GET /v1/jobs/J/nodes, the leader's counts). */
+	const cell = page.locator('#heatmap .c[data-node="' + f.node + '"]');
+	const deadline = Date.now() + WAIT_MS;
+	for (;;) {
+		seen.cell = await cell.count() > 0 ?
+		    await cell.first().getAttribute('title') : null;
+		if (seen.cell !== null && seen.cell.includes('straggling'))
+			break;
+		if (Date.now() > deadline)
+			fail('the heat map\'s cell of ' + f.node + ': ' +
+			    JSON.stringify(seen.cell));
+		await page.waitForTimeout(100);
+	}
+	seen.conn = await waitText(page, '#conn', (t) => t === 'connected',
+	    'the connection');
+	/* Writes go to the leader: off here, saying so. */
+	seen.write = await waitText(page, '#write-note', (t) =>
+	    t.includes('follows the leader'), 'the write note');
+	if (other.length > 0)
+		fail('the page asked another origin: ' + other.join(', '));
+	return seen;
+}
+
 const SCENES = { schedule: scheduleScene, viewer: viewerScene,
-    left: leftScene, restart: restartScene, timewin: timewinScene };
+    left: leftScene, restart: restartScene, timewin: timewinScene,
+    follower: followerScene };
 
 async function main() {
 	const scene = SCENES[process.argv[2]];

@@ -65,6 +65,20 @@ loopback.  One scenario per run, named by the first argument:
             (dynprof_replica_loads_total unchanged, _changes_total up), and
             its reads and the job's event list equal the leader's byte for
             byte at the same revision.
+  readsum   a leader and a follower, two agents with two ranks each, rank
+            3 made slow (4 steps a second, the others 20): once the leader
+            judges it a straggler (lag) and the ranks are held still, the
+            follower answers the job's summary, /stragglers and
+            /v1/jobs/J/nodes itself, from its copy (the leader's judgement
+            and node counts stored for it), each equal to the leader's at
+            the same X-Dynprof-Revision (etcd's revision the answer
+            reflects) but for the judgement's "updated" (the leader's tick,
+            written with its other changes), rank 3 and n1 named; a legacy
+            job's summary on a third node (its agent's --legacy-dir) with
+            its report, the same; and the
+            status page served by the follower shows the straggler, its
+            node straggling in the heat map and the window done, reading
+            nothing from the leader (Chromium).
   heldhello three coordinators, two agents with a rank each; the follower
             after the leader in the agents' list SIGSTOPped (so that the
             other one wins), the leader SIGKILLed: the agents dial the
@@ -132,7 +146,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
 from cluster import (Cluster, Failure, Proc, binary, check,  # noqa: E402
-                     events_of, log, main, wait_for, COORDINATOR, CTL)
+                     events_of, log, main, npm_ci, wait_for, COORDINATOR,
+                     CTL)
 import etcd  # noqa: E402
 
 TTL = 2             # --etcd-lease-ttl of every coordinator here
@@ -245,13 +260,15 @@ def scenario_redirect():
         lurl = "http://127.0.0.1:%d" % c.coords[lead][2]
         furl = "http://127.0.0.1:%d" % c.coords[fol][2]
         try:
-            # The summary: a read only the leader answers (stragglers).
-            opener.open(furl + "/v1/jobs/%s?x=1" % JOB, timeout=5)
+            # A window's traces: a read only the leader answers.
+            opener.open(furl + "/v1/jobs/%s/windows/1/traces?x=1" % JOB,
+                        timeout=5)
             raise Failure("the follower answered a leader's read itself")
         except urllib.error.HTTPError as e:
             check(e.code == 307 and e.headers["Location"] ==
-                  lurl + "/v1/jobs/%s?x=1" % JOB, "follower: %s "
-                  "Location %s" % (e.code, e.headers["Location"]))
+                  lurl + "/v1/jobs/%s/windows/1/traces?x=1" % JOB,
+                  "follower: %s Location %s" % (e.code,
+                                                 e.headers["Location"]))
         r = ctl(c, furl + "," + lurl, "trace", JOB, "--start", "100",
                 "--stop", "110")
         check(r.returncode == 0, "dynprofctl via the follower: %s" % r.stdout)
@@ -710,15 +727,16 @@ def scenario_replica():
             def same():
                 lrev, held = listed_events(lport, since0)
                 frev, seen = listed_events(fport, since0)
-                return (lrev, held) if lrev == frev and held == seen \
-                    else None
+                return (frev, held) if held == seen else None
             rev, held = wait_for(same, 10, "coordinator%d's events as the "
                                  "leader's" % f)
             check(len(held) >= 10, "only %d events listed" % len(held))
-            code, _, _ = get_rev(fport, "/v1/jobs/%s" % JOB)
-            check(code == 307, "a follower answered the summary: %d" % code)
-            log("follower coordinator%d lists the leader's %d events at "
-                "revision %d" % (f, len(held), rev))
+            code, _, _ = get_rev(fport, "/v1/jobs/%s/windows/%d/traces" % (
+                JOB, wid))
+            check(code == 307, "a follower answered a window's traces: %d"
+                  % code)
+            log("follower coordinator%d lists the leader's %d events (its "
+                "copy at etcd revision %d)" % (f, len(held), rev))
         # A client of one follower's stream, through the leader's death.
         watcher = fols[0]
         client = StreamClient(c, since0, only=watcher)
@@ -828,12 +846,14 @@ def without_last_seen(path, body):
     return json.dumps(doc, sort_keys=True).encode()
 
 
-def same_reads(c, lead, fol, paths):
+def same_reads(c, lead, fol, paths, strip=without_last_seen):
     """Until the follower's answer to each of paths equals the leader's,
-    byte for byte (but for the nodes' last_seen), at the same
-    X-Dynprof-Revision."""
+    byte for byte once strip(path, body) took out what is the leader's
+    alone (the nodes' last_seen), at the same X-Dynprof-Revision; returns
+    each path's answer on the follower, decoded."""
     lport, fport = c.coords[lead][2], c.coords[fol][2]
     last = {}
+    seen = {}
 
     def same(path):
         def cond():
@@ -841,16 +861,23 @@ def same_reads(c, lead, fol, paths):
             fcode, frev, fbody = raw_get(fport, path)
             last[path] = (lcode, lrev, lbody[:400], fcode, frev,
                           fbody[:400])
-            check(fcode != 307 or path not in READS,
-                  "the follower redirected %s" % path)
+            check(fcode != 307, "the follower redirected %s" % path)
             if lcode != 200 or fcode != 200 or lrev is None or \
                     lrev != frev:
                 return None
-            lb = without_last_seen(path, lbody)
-            fb = without_last_seen(path, fbody)
-            return (lrev, len(lb)) if lb == fb else None
+            lb = strip(path, lbody)
+            fb = strip(path, fbody)
+            # Where they differ first, for the failure's message.
+            at = next((i for i in range(min(len(lb), len(fb)))
+                       if lb[i] != fb[i]), min(len(lb), len(fb)))
+            last[path] = (lcode, lrev, lb[max(0, at - 200):at + 300], fcode,
+                          frev, fb[max(0, at - 200):at + 300])
+            if lb == fb:
+                seen[path] = fbody
+                return (lrev, len(lb))
+            return None
         try:
-            return wait_for(cond, 30, "coordinator%d's %s as the "
+            return wait_for(cond, 60, "coordinator%d's %s as the "
                             "leader's" % (fol, path), interval=0.2)
         except Failure:
             raise Failure("%s: leader %s rev %s %r; follower %s rev %s "
@@ -859,6 +886,8 @@ def same_reads(c, lead, fol, paths):
         rev, size = same(path)
         log("follower's %s equals the leader's at revision %d (%d "
             "bytes)" % (path, rev, size))
+    return {p: json.loads(b) if p.find("/events") < 0 else b
+            for p, b in seen.items()}
 
 
 def config_and_rule(c, lead):
@@ -872,16 +901,17 @@ def config_and_rule(c, lead):
     check(code == 201, "POST rule: %s %s" % (code, body))
 
 
-def labelled_ranks(c):
+def labelled_ranks(c, rate=lambda r: 20):
     """Two agents given every coordinator, two labelled ranks each (pp=NODE,
-    tp=K) at 20 steps/s: the ranks' processes, once each stepped."""
+    tp=K) at rate(rank) steps/s: the ranks' processes, once each stepped."""
     addrs = c.agent_addrs()
     ranks = []
     for i in range(2):
         n = c.node("n%d" % i, coord_addr=addrs)
         n.start_agent()
         for k in range(2):
-            ranks.append(n.start_rank(JOB, 2 * i + k, rate=20,
+            r = 2 * i + k
+            ranks.append(n.start_rank(JOB, r, rate=rate(r),
                                       labels="pp=%d,tp=%d" % (i, k)))
     c.wait_ranks(JOB, 4, min_step=5)
     return ranks
@@ -996,6 +1026,104 @@ def scenario_reads():
         wait_for(refused, 30, "the follower setting the bad batches aside")
         log("the follower set 3 bad batches of nodes' rows aside and still "
             "shows n0 and n1 connected")
+        for p in ranks:
+            p.signal(signal.SIGCONT)
+
+
+# What a follower answers from the leader's stored judgement
+# (scenario_readsum).
+LJOB = "legacy-%d" % os.getpid()
+READSUM = ["/v1/jobs/%s" % JOB, "/v1/jobs/%s/stragglers" % JOB,
+           "/v1/jobs/%s/nodes" % JOB, "/v1/jobs/%s" % LJOB]
+
+
+def without_updated(path, body):
+    """The answer's bytes without the judgement's "updated" (the leader's
+    tick, written only with the judgement's other changes)."""
+    doc = json.loads(body)
+    for d in (doc, doc.get("stragglers")):
+        if isinstance(d, dict):
+            d.pop("updated", None)
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def scenario_readsum():
+    with HaCluster("etcd-readsum") as c:
+        lead = c.start_coordinators(2)
+        fol = 1 - lead
+        ranks = labelled_ranks(c, lambda r: 4 if r == 3 else 20)
+        addrs = c.agent_addrs()
+        # A legacy job on a third node (docs/legacy.md): its report is the
+        # leader's memory, stored for the follower.
+        n = c.node("n2", coord_addr=addrs)
+        ldir = os.path.join(n.dir, "legacy")
+        os.makedirs(os.path.join(ldir, LJOB))
+        with open(os.path.join(ldir, LJOB, "dynprof.dialect"), "w") as f:
+            f.write("mindspore-2.4\n")
+        conf = os.path.join(n.dir, "agent.conf")
+        with open(conf, "w") as f:
+            f.write("legacy-dir = %s\n" % ldir)
+        n.start_agent(["--conf", conf])
+        wid = stream_window(c, 10)
+        c.wait_window_done(JOB, wid, [0, 1, 2, 3], timeout=90)
+        c.use(lead)
+        # Scheduled, so stored (a job nobody scheduled is the leader's
+        # alone): its agent writes the window into the job's config.
+        code, w = c.http("POST", "/v1/jobs/%s/windows" % LJOB, {
+            "start_step": 10 ** 6, "stop_step": 10 ** 6 + 5})
+        check(code == 201, "the legacy job's window: %s %s" % (code, w))
+        wait_for(lambda: (lambda r: r[0] == 200 and r[1].get("legacy", {})
+                          .get("dialects") == {"mindspore-2.4": 1} and
+                          r[1]["legacy"]["windows"])(
+            c.http("GET", "/v1/jobs/%s" % LJOB)), 30,
+            "the leader's summary of the legacy job")
+
+        def judged():
+            code, s = c.http("GET", "/v1/jobs/%s/stragglers" % JOB)
+            return s if code == 200 and s.get("ranks_judged") == 4 and [
+                w for w in s.get("worst_ranks", []) if w["rank"] == 3 and
+                "lag" in w["reasons"]] else None
+        s = wait_for(judged, 60, "the leader judging rank 3 a straggler")
+        for p in ranks:
+            p.signal(signal.SIGSTOP)
+        log("rank 3 judged a straggler by the leader (lag %s); the ranks "
+            "held still" % [w["lag"] for w in s["worst_ranks"]
+                            if w["rank"] == 3])
+        fport = c.coords[fol][2]
+        seen = same_reads(c, lead, fol, READSUM, without_updated)
+        summ, strag, nodes, lsumm = [seen[p] for p in READSUM]
+        check(lsumm["legacy"]["nodes"] == 1 and lsumm["legacy"]["dialects"] ==
+              {"mindspore-2.4": 1} and lsumm["legacy"]["windows"][0]["id"] ==
+              w["id"], "the follower's legacy job: %s" % lsumm)
+        worst = [w for w in strag["worst_ranks"] if w["rank"] == 3]
+        check(worst and "lag" in worst[0]["reasons"] and
+              worst[0]["node"] == "n1" and strag["ranks_judged"] == 4,
+              "the follower's stragglers: %s" % strag)
+        check([w["rank"] for w in summ["stragglers"]["worst_ranks"]] ==
+              [w["rank"] for w in strag["worst_ranks"]][:10] and
+              summ["stragglers"]["worst_nodes"][0]["node"] == "n1",
+              "the follower's summary's stragglers: %s" % summ["stragglers"])
+        f = nodes["fields"]
+        rows = {r[f.index("node")]: r for r in nodes["nodes"]}
+        check(rows["n1"][f.index("stragglers")] >= 1 and
+              rows["n0"][f.index("stragglers")] == 0 and
+              nodes["median_step"] >= 0, "the follower's job nodes: %s" %
+              nodes)
+        log("the follower names rank 3 on n1 a straggler (summary, "
+            "/stragglers, the heat map's nodes)")
+        modules = npm_ci(os.path.join(os.path.dirname(os.path.abspath(
+            __file__)), "..", "browser"), "test-browser")
+        facts = dict(url="http://127.0.0.1:%d" % fport, job=JOB,
+                     chromium="/usr/bin/chromium", straggler=3, node="n1",
+                     done=wid, shot=os.path.join(c.dir, "follower.png"))
+        r = subprocess.run(["node", os.path.join(os.path.dirname(
+            os.path.abspath(__file__)), "..", "browser", "ui_click.js"),
+            "follower"], input=json.dumps(facts), timeout=180,
+            env=dict(os.environ, NODE_PATH=modules), capture_output=True,
+            text=True)
+        check(r.returncode == 0, "the follower's page: %s%s (screenshot "
+              "%s)" % (r.stderr, r.stdout, facts["shot"]))
+        log("the follower's page: %s" % r.stdout.strip())
         for p in ranks:
             p.signal(signal.SIGCONT)
 
@@ -1485,6 +1613,7 @@ SCENARIOS = {
     "replica": scenario_replica,
     "takeover": scenario_takeover,
     "reads": scenario_reads,
+    "readsum": scenario_readsum,
     "copy": scenario_copy,
     "heldhello": scenario_heldhello,
     "sigstop": scenario_sigstop,
