@@ -4,7 +4,11 @@
  * It steps at a steady rate (20 steps a second by default) around
  * dynprof_step_begin() and dynprof_step_end(), and its "profiler" writes
  * trace.json into the output directory the library hands to the start callback:
- * the job, rank, pid, window, every step it profiled, and why it stopped.  The
+ * the job, rank, pid, window, every step it profiled, and why it stopped, and
+ * the steps as torch.profiler marks them ("traceEvents": a ProfilerStep#N
+ * span from each step's beginning to the next's, the first 1024; none for
+ * the last, which the window stops inside), which the
+ * agent reads when it collects the trace (docs/traces.md).  The
  * file is closed by the stop callback, so a complete trace.json ends with "}".
  *
  * Exit codes: 0 after --max-steps or SIGTERM/SIGINT, 1 bad usage, 2 the library
@@ -24,6 +28,8 @@
 
 #include "dynprof.h"
 
+#define TRAIN_SIM_SPANS	1024	/* steps of a window written as spans */
+
 struct train_sim {
 	const char	*job;
 	int		 rank;
@@ -36,6 +42,11 @@ struct train_sim {
 	FILE		*trace;		/* open while a window runs */
 	unsigned	 trace_steps;
 	char		 trace_path[4096];
+	struct {			/* the traced steps' spans */
+		int64_t	 step;
+		int64_t	 begin_ns, end_ns;
+	}		 spans[TRAIN_SIM_SPANS];
+	unsigned	 nspans;
 };
 
 static volatile sig_atomic_t train_sim_stop_flag;
@@ -126,6 +137,7 @@ train_sim_start(void *arg, const struct dynprof_window *w,
 		return (-1);
 	}
 	ts->trace_steps = 0;
+	ts->nspans = 0;
 	fprintf(ts->trace, "{\"job\": \"%s\", \"rank\": %d, \"pid\": %ld, "
 	    "\"window\": %u, \"start_step\": %lld, \"stop_step\": %lld, "
 	    "\"framework_options\": %s, \"steps\": [", ts->job, ts->rank,
@@ -148,6 +160,7 @@ train_sim_stop(void *arg, const struct dynprof_window *w,
     size_t errlen)
 {
 	struct train_sim	*ts = arg;
+	unsigned		 i;
 	int			 bad;
 
 	(void)output_dir;
@@ -155,6 +168,15 @@ train_sim_stop(void *arg, const struct dynprof_window *w,
 		snprintf(err, errlen, "stop without a start");
 		return (-1);
 	}
+	/* The last step's span has no end: the window stops inside it. */
+	fprintf(ts->trace, "], \"traceEvents\": [");
+	for (i = 0; i < ts->nspans && ts->spans[i].end_ns != 0; i++)
+		fprintf(ts->trace, "%s{\"name\": \"ProfilerStep#%lld\", "
+		    "\"ph\": \"X\", \"cat\": \"user_annotation\", \"pid\": %ld, "
+		    "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f}", i ? ", " : "",
+		    (long long)ts->spans[i].step, (long)getpid(), ts->rank,
+		    ts->spans[i].begin_ns / 1e3, (ts->spans[i].end_ns -
+		    ts->spans[i].begin_ns) / 1e3);
 	fprintf(ts->trace, "], \"reason\": \"%s\"}\n", train_sim_reason(reason));
 	bad = ferror(ts->trace);
 	if (fclose(ts->trace) != 0)
@@ -240,7 +262,7 @@ main(int argc, char **argv)
 	struct sigaction	 sa;
 	dynprof_t		*h;
 	long long		 v;
-	int64_t			 step, t0, period_ns, elapsed;
+	int64_t			 step, t0, period_ns, elapsed, now;
 	int			 ch, rc;
 
 	memset(&ts, 0, sizeof(ts));
@@ -366,6 +388,15 @@ main(int argc, char **argv)
 			fprintf(ts.trace, "%s%lld", ts.trace_steps ? ", " : "",
 			    (long long)step);
 			ts.trace_steps++;
+			now = train_sim_now_ns();
+			if (ts.nspans > 0 &&
+			    ts.spans[ts.nspans - 1].end_ns == 0)
+				ts.spans[ts.nspans - 1].end_ns = now;
+			if (ts.nspans < TRAIN_SIM_SPANS) {
+				ts.spans[ts.nspans].step = step;
+				ts.spans[ts.nspans].begin_ns = now;
+				ts.spans[ts.nspans++].end_ns = 0;
+			}
 		}
 		/* The "work" of the step happens here. */
 		if ((rc = dynprof_step_end(h, step)) != DYNPROF_OK && ts.verbose)

@@ -58,6 +58,7 @@
 	let selNode = null;
 	/* Why this token may not write (the API's words), null: it may. */
 	let denied = null;
+	let tracesWin = null;	/* the window whose traces are shown */
 
 	/* Makes an element with attributes and children (text, not HTML). */
 	function el(tag, attrs, ...kids) {
@@ -505,7 +506,12 @@
 			    title: out.label }));
 			r.append(el('span', { class: 'act' }, w.state ===
 			    'scheduled' || w.state === 'running' ?
-			    cancelButton(w) : null));
+			    cancelButton(w) : null, (rcw.collected || 0) +
+			    (rcw.collect_failed || 0) > 0 ? el('button',
+			    { type: 'button', id: 'traces-' + w.id,
+			    title: 'the traces of window ' + w.id + ', its ranks '
+			    + 'compared', onclick: () => showTraces(w.id) },
+			    'traces') : null));
 			return r;
 		});
 		const axis = row(null, st.median >= 0 ? 'median step ' +
@@ -515,6 +521,91 @@
 		axis.append(el('span', { class: 'act' }));
 		kids.push(axis);
 		box.replaceChildren(...kids);
+	}
+
+	function ms(us) {
+		return us === null || us === undefined || us < 0 ? '-' :
+		    (us / 1000).toFixed(3);
+	}
+
+	/* A trace's link: its presigned URL, an http(s) location, else its
+	 * path (in the shared store, as its agent named it). */
+	function traceLink(t) {
+		const u = t.url || (/^https?:\/\//.test(t.location || '') ?
+		    t.location : null);
+		if (u)
+			return el('a', { href: u, class: 'trace-link',
+			    rel: 'noreferrer' }, 'rank-' + t.rank + '.tar.zst');
+		return el('code', { class: 'trace-path' }, t.location || '');
+	}
+
+	/*
+	 * A window's traces (GET .../traces) and its ranks compared (GET
+	 * .../compare) under the line of windows.
+	 */
+	async function showTraces(id) {
+		const job = view;
+		const base = '/v1/jobs/' + encodeURIComponent(job) + '/windows/' +
+		    id;
+		const [t, c] = await Promise.all([api(base + '/traces'),
+		    api(base + '/compare')]);
+		if (!t || !c || view !== job)
+			return;
+		tracesWin = id;
+		const n = t.counts;
+		const kids = [el('h4', null, 'Traces of window ' + id + ' ',
+		    el('span', { class: 'muted', id: 'traces-note' }, n.collected +
+		    ' collected, ' + n.collect_failed + ' failed, ' + n.pending +
+		    ' pending' + (t.collect ? '' : ' (the window said "collect": ' +
+		    'false)'))), el('table', { id: 'traces-table' },
+		    el('thead', null, el('tr', null, el('th', null, 'rank'),
+		    el('th', null, 'node'), el('th', null, 'state'), el('th', null,
+		    'size'), el('th', null, 'sha256'), el('th', null,
+		    'archive'))), el('tbody', null, ...t.traces.map((x) =>
+		    el('tr', { 'data-rank': x.rank }, el('td', { class: 'num' },
+		    x.rank), el('td', null, x.node || '-'), el('td', null,
+		    x.state), el('td', { class: 'num' }, x.size === undefined ?
+		    '-' : num(x.size)), el('td', { title: x.sha256 || '' },
+		    x.sha256 ? x.sha256.slice(0, 12) : '-'), el('td', null,
+		    x.state === 'collected' ? traceLink(x) : x.error || '')))))];
+		const st = c.step;
+		kids.push(el('h4', null, 'Ranks compared ', el('span',
+		    { class: 'muted', id: 'compare-note' }, c.counts.compared +
+		    ' ranks with steps' + (st ? ': median step ' +
+		    ms(st.median_us) + ' ms, fastest ' + ms(st.min_us) +
+		    ', slowest ' + ms(st.max_us) + ' (spread ' +
+		    st.spread_pct.toFixed(1) + '%)' : ': no rank\'s trace had ' +
+		    'steps'))));
+		if (st) {
+			const slow = c.slowest.length ? c.slowest[0].rank : null;
+			const stepsOf = (r) => (r.steps || []).map((x) => x.step +
+			    ': ' + ms(x.dur_us)).join('  ') + (r.error ?
+			    '  (not read whole: ' + r.error + ')' : '');
+			const line = (r) => el('tr', { 'data-rank': r.rank,
+			    class: r.rank === slow ? 'slowest' : null },
+			    el('td', { class: 'num' }, r.rank),
+			    el('td', { class: 'num' }, ms(r.median_us)),
+			    el('td', { class: 'num' }, (r.offset_pct >= 0 ? '+' :
+			    '') + r.offset_pct.toFixed(1) + '%'),
+			    el('td', { title: r.error || '' }, stepsOf(r)));
+			kids.push(el('table', { id: 'compare-table' },
+			    el('thead', null, el('tr', null,
+			    el('th', null, 'rank'),
+			    el('th', null, 'median step (ms)'),
+			    el('th', null, 'off the median'),
+			    el('th', null, 'steps (ms)'))),
+			    el('tbody', null, ...c.ranks.map(line))));
+			if (c.operators.length)
+				kids.push(el('p', { class: 'muted', id:
+				    'compare-ops' }, 'Differ most: ' +
+				    c.operators.map((o) => o.name + ' ' +
+				    ms(o.max_us) + ' ms (rank ' + o.max_rank +
+				    ') against ' + ms(o.min_us) + ' (rank ' +
+				    o.min_rank + ')').join('; ')));
+		}
+		const box = $('traces');
+		box.replaceChildren(...kids);
+		box.hidden = false;
 	}
 
 	/* A live window's cancel button: disabled, saying why, for a viewer. */
@@ -1044,7 +1135,8 @@
 		    (p.get('heat') || '').replace(/[^a-z]/g, '') + '"]');
 		if (hb)
 			hb.checked = true;
-		heat = summary = selNode = null;
+		heat = summary = selNode = tracesWin = null;
+		$('traces').hidden = true;
 		$('jobs-view').hidden = view !== null;
 		$('job-view').hidden = view === null;
 		if (view === null) {

@@ -317,9 +317,37 @@ async function followerScene(page, f) {
 	return seen;
 }
 
+/* A window's traces: every rank's archive as the index has it, and the
+ * ranks compared by their step times. */
+async function tracesScene(page, f) {
+	await open(page, f, f.viewer, f.job);
+	await page.waitForSelector('#traces-' + f.done, { timeout: 30000 });
+	await page.click('#traces-' + f.done);
+	const seen = {};
+	seen.note = await waitText(page, '#traces-note', (t) =>
+	    t.startsWith(f.traces.length + ' collected, 0 failed'),
+	    'the traces\' counts');
+	for (const t of f.traces) {
+		const row = '#traces-table tr[data-rank="' + t.rank + '"]';
+		const text = await waitText(page, row, (s) =>
+		    s.includes('collected') && s.includes(t.location) &&
+		    s.includes(t.sha256.slice(0, 12)) &&
+		    s.includes(Number(t.size).toLocaleString('en-US')),
+		    'rank ' + t.rank + '\'s trace');
+		if (!text.includes(t.node))
+			fail('rank ' + t.rank + ': ' + text);
+	}
+	seen.compared = await waitText(page, '#compare-note', (t) =>
+	    t.includes('ranks with steps'), 'the comparison');
+	seen.rows = await page.locator('#compare-table tbody tr').count();
+	if (seen.rows !== f.traces.length)
+		fail('compared rows: ' + seen.rows);
+	return seen;
+}
+
 const SCENES = { schedule: scheduleScene, viewer: viewerScene,
     left: leftScene, restart: restartScene, timewin: timewinScene,
-    follower: followerScene };
+    follower: followerScene, traces: tracesScene };
 
 async function main() {
 	const scene = SCENES[process.argv[2]];

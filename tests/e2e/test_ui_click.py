@@ -12,6 +12,9 @@ four dynprof-train-sim ranks.
   409 in the API's words; a window far ahead is cancelled by its button.
 - The viewer sees the form and a live window's cancel disabled with the
   API's reason; enabled by hand, both are refused (403) and nothing changes.
+- The agents collect the traces into a shared --trace-store: the window's
+  traces button lists every rank's archive (its path in the store, size and
+  sha256 as the index has them) and the ranks compared by their step times.
 - After a coordinator restart the page shows the windows, the rate and the
   feed of before; after an agent's goodbye its node shows "left"."""
 
@@ -76,8 +79,11 @@ def test():
         c.start_coordinator(heartbeat_ms=500, extra=flags)
         c.token = tokens["operator"]
         nodes = [c.node("a"), c.node("b")]
+        store = os.path.join(c.dir, "store")
+        os.makedirs(store)
         for i, n in enumerate(nodes):
-            n.start_agent()
+            n.start_agent(extra=["--trace-store", store, "--trace-settle",
+                                 "1"])
             for k in range(2):
                 n.start_rank(JOB, 2 * i + k, rate=50)
         c.wait_ranks(JOB, 4, min_step=5)
@@ -107,6 +113,19 @@ def test():
                x["state"] == "scheduled"],
               "the window warned about is not scheduled: %s" %
               c.status(JOB)["windows"])
+
+        # The window's traces, collected into the store, and its ranks
+        # compared (dynprof-train-sim marks its steps in its trace).
+        def collected():
+            code, body = c.http("GET", "/v1/jobs/%s/windows/%d/traces" %
+                                (JOB, done["id"]))
+            return body if code == 200 and \
+                body["counts"]["collected"] == 4 else None
+        idx = wait_for(collected, 60, "window %d collected" % done["id"])
+        seen = scene(c, modules, "traces", dict(facts, done=done["id"],
+                                                traces=idx["traces"]))
+        check(seen["compared"].startswith("4 ranks with steps"),
+              "the comparison: %s" % seen)
 
         # The viewer: the API's reason, asked the way the page asks.
         c.token = tokens["viewer"]
