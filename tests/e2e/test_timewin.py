@@ -9,10 +9,12 @@ thread), on both nodes, start and stop within the tolerance of the wall time
 asked: without the agents' correction the second node's would start 3 s
 early.  A stepping rank given a time window starts at the first step that
 begins after its start and stops at the end of the last step before its end,
-its events saying both the times and the steps.  Bad times are refused with
-a 400 that says why."""
+its events saying both the times and the steps.  dynprofctl trace --at --for
+--wait returns once every rank started and stopped the window, not before its
+end, and says so.  Bad times are refused with a 400 that says why."""
 
 import os
+import re
 import sys
 import time
 
@@ -166,6 +168,32 @@ def run(c):
           "stopped %.0f ms before its end" % ((at + 1.0 - t1) * 1000))
     check(0.7 * RATE <= steps <= RATE + 1, "%d steps in 1 s at %d/s" % (
         steps, RATE))
+
+    # dynprofctl trace --at --for --wait: returns once every step-less rank
+    # started and stopped the window (not before its end), saying so.
+    t_ask = time.time()
+    r = c.ctl("trace", JOB, "--at", "+2s", "--for", "1500ms", "--ranks",
+              "0-3", "--wait", "--timeout", "60", timeout=90)
+    t_back = time.time()
+    log("dynprofctl trace --wait (%.1f s): rc %d, %s" % (
+        t_back - t_ask, r.returncode, r.stdout))
+    check(r.returncode == 0, "dynprofctl trace --at --wait exited %d: %s" % (
+        r.returncode, r.stdout))
+    m = re.search(r"^window (\d+): at ", r.stdout, re.M)
+    check(m is not None, "dynprofctl trace --wait: %s" % r.stdout)
+    wid = int(m.group(1))
+    check(("window %d: all 4 targeted ranks stopped" % wid) in r.stdout and
+          ("window %d: 4 targeted, 4 started, 4 stopped, 0 skipped, 0 failed"
+           % wid) in r.stdout, "dynprofctl trace --wait: %s" % r.stdout)
+    got = event_times(c, wid, {0, 1, 2, 3})
+    check(got is not None, "dynprofctl trace --wait returned before every "
+          "rank stopped window %d: %s" % (wid, c.status(JOB)["ranks"]))
+    w = [x for x in c.status(JOB)["windows"] if x["id"] == wid][0]
+    at = parse_time(w["at"])
+    check(t_back >= at + 1.5 and max(parse_time(b["time"]) for _, b in
+                                     got.values()) <= t_back,
+          "dynprofctl trace --wait returned %.0f ms after the window's "
+          "start, before its end or a rank's stop" % ((t_back - at) * 1000))
 
     # Bad requests, refused with why.
     now = time.time()
