@@ -332,6 +332,8 @@ loadgen_usage(FILE *f)
 "  --progress-s S       --mode progress: every connection reports its ranks\n"
 "                       one step further each 500 ms for S seconds (20);\n"
 "                       the coordinator's and the store's CPU per second\n"
+"  --progress-still P   --mode progress: P%% of the connections (0) report\n"
+"                       their ranks still at step 1 instead\n"
 "  --changes N          measured config changes (20), after one warm-up\n"
 "  --events N           events per connection, even (20)\n"
 "  --ranks R            ranks per connection (1): its events go to them in\n"
@@ -442,6 +444,7 @@ main(int argc, char **argv)
 		{ "tls-sessions",	required_argument, NULL, 'S' },
 		{ "kill-pid",		required_argument, NULL, 'K' },
 		{ "progress-s",		required_argument, NULL, 'G' },
+		{ "progress-still",	required_argument, NULL, 'U' },
 		{ "help",		no_argument,	   NULL, 'h' },
 		{ NULL,			0,		   NULL, 0 }
 	};
@@ -540,6 +543,10 @@ main(int argc, char **argv)
 		case 'G':
 			lg.progress_s = loadgen_int("--progress-s", optarg, 1,
 			    LOADGEN_PROGRESS_MAX_S);
+			break;
+		case 'U':
+			lg.progress_still = loadgen_int("--progress-still",
+			    optarg, 0, 100);
 			break;
 		case 'K':
 			lg.kill_pid = loadgen_int("--kill-pid", optarg, 2,

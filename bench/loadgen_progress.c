@@ -25,7 +25,7 @@ loadgen_progress_cb(evutil_socket_t fd, short what, void *arg)
 	Dynprof__V1__RankProgress	 rp[LOADGEN_RANKS_MAX];
 	Dynprof__V1__RankProgress	*rpp[LOADGEN_RANKS_MAX];
 	struct timespec			 now;
-	int				 i, r;
+	int				 i, r, still;
 
 	(void)fd;
 	(void)what;
@@ -48,17 +48,19 @@ loadgen_progress_cb(evutil_socket_t fd, short what, void *arg)
 	m.progress = &p;
 	p.job = (char *)lg->job;
 	p.ranks_alive = (uint32_t)lg->ranks_per;
-	p.min_step = p.max_step = lg->step;
 	p.sent_unix_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
 	p.n_ranks = (size_t)lg->ranks_per;
 	p.ranks = rpp;
 	for (i = 0; i < lg->n; i++) {
 		if (lg->conns[i].state != LOADGEN_READY)
 			continue;
+		/* --progress-still: these ranks report, and do not move. */
+		still = i % 100 < lg->progress_still;
+		p.min_step = p.max_step = still ? 1 : lg->step;
 		for (r = 0; r < lg->ranks_per; r++) {
 			dynprof__v1__rank_progress__init(&rp[r]);
 			rp[r].rank = i * lg->ranks_per + r;
-			rp[r].step = lg->step;
+			rp[r].step = p.max_step;
 			rp[r].pid = 1000 + r;
 			rp[r].state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 			rpp[r] = &rp[r];

@@ -3,14 +3,16 @@
 # coordinator over a 3-member etcd on loopback (tests/support/etcd.py
 # --members 3, fsync on), dynprof-loadgen --mode progress with AGENTS
 # connections of 10 ranks each, every rank one step further each 500 ms for
-# SECONDS (so every node's row changes at every housekeeping tick).  Per run:
+# SECONDS (so every node's row changes at every housekeeping tick; with
+# STILL=P, P% of the connections report their ranks still at step 1: their
+# nodes' rows do not change).  Per run:
 # the load average, the coordinator's CPU per second and etcd's (its 3
 # members' utime + stime from /proc, summed) over the progress phase, and
 # dynprof_node_rows_total.  COORDS lists coordinator binaries to compare
 # (default BUILD_DIR's), each run RUNS times, interleaved; then each
 # figure's median [min - max] per binary.
 #
-#   [COORDS="A B"] sh bench/node_rows.sh BUILD_DIR [AGENTS [RUNS [SECONDS]]]
+#   [COORDS="A B"] [STILL=P] sh bench/node_rows.sh BUILD_DIR [AGENTS [RUNS [SECONDS]]]
 #	(default 10000 3 20)
 set -eu
 
@@ -41,7 +43,8 @@ run()
 	bench_wait_leader
 	if ! "$LOADGEN" --coordinator "127.0.0.1:$_ap" --http "127.0.0.1:$_hp" \
 	    --agents "$AGENTS" --ranks 10 --sources 4 --mode progress \
-	    --progress-s "$SECS" --coordinator-pid "$CP" \
+	    --progress-s "$SECS" --progress-still "${STILL:-0}" \
+	    --coordinator-pid "$CP" \
 	    ${DYNPROF_ETCD_PIDS:+--store-pids $DYNPROF_ETCD_PIDS} \
 	    >"$D/loadgen.out" 2>&1; then
 		# Counted as failed, its reason shown; the runs go on.

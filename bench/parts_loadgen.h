@@ -207,6 +207,8 @@ struct loadgen {
 	/* --mode progress */
 	int			 do_progress;
 	int			 progress_s;	/* how long the ranks step */
+	int			 progress_still;	/* % of connections whose
+						 * ranks stay at step 1 */
 	int64_t			 step;		/* every rank's, this report */
 	uint64_t		 progress_msgs;
 	int64_t			 pr_t0;		/* CPU read then: *_before */

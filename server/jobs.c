@@ -49,6 +49,7 @@ jobs_reap(struct coord *c, uint64_t linger_ms)
 			if ((nj = schedule_node_job(n, job->name, 0)) != NULL) {
 				TAILQ_REMOVE(&n->jobs, nj, entry);
 				free(nj);
+				n->view_dirty = 1;
 			}
 		}
 		log_info("%s: job %s forgotten: nobody scheduled it and no node "
@@ -110,6 +111,7 @@ jobs_forget(struct coord *c, struct job *job, uint64_t gen)
 		if ((nj = schedule_node_job(n, job->name, 0)) != NULL) {
 			TAILQ_REMOVE(&n->jobs, nj, entry);
 			free(nj);
+			n->view_dirty = 1;
 		}
 	}
 	TAILQ_REMOVE(&c->jobs, job, entry);
@@ -159,7 +161,6 @@ jobs_free_all(struct coord *c)
 			TAILQ_REMOVE(&n->jobs, nj, entry);
 			free(nj);
 		}
-		free(n->view_row);
 		free(n);
 	}
 }

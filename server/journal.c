@@ -455,46 +455,84 @@ journal_restore(struct coord *c, const struct store_journal *sj)
 	return (0);
 }
 
+/* Returns the index of the first of the entries [0, hi) (in order) at or
+ * after revision rev. */
+static size_t
+journal_lower(const struct journal *j, size_t hi, uint64_t rev)
+{
+	size_t	 lo = 0, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (JOURNAL_AT(j, mid)->rev < rev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo);
+}
+
 /*
- * Keeps an entry of the store's at its place by revision (a follower's
- * copy takes them as the watch of the store tells of them: commits land
- * nearly, not strictly, in the order of their revisions).  One of a
- * revision kept already, older than every entry kept or of a job not in
- * the model is skipped.  Returns 0 or -1.
+ * Keeps entries of the store's (v, n of them, in the order of their
+ * revisions) at their places among those kept: a follower's copy takes
+ * them as the watch of the store tells of them, and commits land nearly,
+ * not strictly, in that order.  One of a revision kept already, older than
+ * every entry kept, or of a job not in the model is skipped.  The entries
+ * kept after the first new one and the new ones are merged: the cost is
+ * theirs, not each new entry's times theirs.  Returns 0 or -1.
  */
 int
-journal_insert(struct coord *c, const struct store_journal *sj)
+journal_insert(struct coord *c, const struct store_journal *const *v,
+    size_t n)
 {
 	struct journal		*j = c->journal;
-	struct journal_entry	 e;
-	size_t			 lo = 0, hi, i;
+	struct journal_entry	*tmp;
+	size_t			 i, t, lo, old, a, b, k, added = 0;
+	uint64_t		 last;
 
 	if (j == NULL)
 		return (-1);
-	if (j->n == 0 || sj->rev > JOURNAL_AT(j, j->n - 1)->rev)
-		return (journal_restore(c, sj));
-	if (sj->rev < j->first || schedule_job_find(c, sj->job) == NULL)
-		return (0);
-	if (j->n == j->cap)
+	/* The ones after every entry kept (v[t, n)) go last, in order. */
+	last = j->n > 0 ? JOURNAL_AT(j, j->n - 1)->rev : 0;
+	for (t = 0; t < n && v[t]->rev <= last; t++)
+		;
+	k = t;				/* v[0, k): among those kept */
+	if (k > 0 && (j->n - journal_lower(j, j->n, v[0]->rev)) + k >
+	    j->cap / 2)
+		k = 0;			/* that far back: not kept */
+	while (k > 0 && j->n + k > j->cap)
 		journal_drop_oldest(j);
-	hi = j->n;
-	while (lo < hi) {
-		i = lo + (hi - lo) / 2;
-		if (JOURNAL_AT(j, i)->rev < sj->rev)
-			lo = i + 1;
-		else
-			hi = i;
+	old = j->n;
+	lo = k > 0 ? journal_lower(j, old, v[0]->rev) : old;
+	for (i = 0; i < k; i++) {
+		if (v[i]->rev < j->first || schedule_job_find(c, v[i]->job) ==
+		    NULL || (i > 0 && v[i]->rev == v[i - 1]->rev))
+			continue;
+		a = journal_lower(j, old, v[i]->rev);
+		if (a < old && JOURNAL_AT(j, a)->rev == v[i]->rev)
+			continue;
+		if (journal_restore(c, v[i]) == -1)
+			return (-1);
+		added++;
 	}
-	if ((lo < j->n && JOURNAL_AT(j, lo)->rev == sj->rev) ||
-	    (lo == 0 && j->n > 0 && sj->rev < j->first))
-		return (0);
-	if (journal_restore(c, sj) == -1)
-		return (-1);
-	/* Appended last: moved to its place. */
-	e = *JOURNAL_AT(j, j->n - 1);
-	for (i = j->n - 1; i > lo; i--)
-		*JOURNAL_AT(j, i) = *JOURNAL_AT(j, i - 1);
-	*JOURNAL_AT(j, lo) = e;
+	if (added > 0) {
+		/* [lo, old) and [old, n): two sorted runs, merged. */
+		if ((tmp = calloc(j->n - lo, sizeof(*tmp))) == NULL)
+			return (-1);
+		for (a = lo, b = old, i = 0; a < old || b < j->n; i++)
+			tmp[i] = *JOURNAL_AT(j, b == j->n || (a < old &&
+			    JOURNAL_AT(j, a)->rev < JOURNAL_AT(j, b)->rev) ?
+			    a++ : b++);
+		for (i = 0; i < j->n - lo; i++)
+			*JOURNAL_AT(j, lo + i) = tmp[i];
+		free(tmp);
+	}
+	for (i = t; i < n; i++) {
+		if (i > t && v[i]->rev == v[i - 1]->rev)
+			continue;
+		if (journal_restore(c, v[i]) == -1)
+			return (-1);
+	}
 	return (0);
 }
 

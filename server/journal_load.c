@@ -244,32 +244,43 @@ journal_load_end(struct coord *c)
 
 /*
  * What a change (load_change()) brought of the journal: its entries put
- * in place among those kept (journal_insert()), each job's floor raised;
- * the revision the copy reflects is then the last the store holds, and
- * the stream's followers are told.  Returns 0 or -1.
+ * in place among those kept (journal_insert()); published by
+ * journal_load_publish().  A job's floor that came with it (a snapshot of
+ * the job's history, its events stored without their revisions) is not
+ * the copy's: it holds each of those events with its revision since its
+ * load, as the leader does.  Returns 0 or -1.
  */
 int
 journal_load_merge(struct coord *c)
 {
 	struct journal		*j = c->journal;
 	struct journal_loading	*jl;
-	struct job		*job;
+	const struct store_journal **v;
 	size_t			 i;
-	int			 rc = 0;
+	int			 rc = -1;
 
 	if (j == NULL || (jl = j->loading) == NULL)
 		return (0);
 	if (jl->n > 1)
 		qsort(jl->v, jl->n, sizeof(*jl->v), journal_load_cmp);
-	for (i = 0; i < jl->n && rc == 0; i++)
-		rc = journal_insert(c, &jl->v[i].sj);
-	for (i = 0; i < jl->nfloors; i++)
-		if ((job = schedule_job_find(c, jl->floors[i].job)) != NULL &&
-		    jl->floors[i].rev > job->journal_floor)
-			job->journal_floor = jl->floors[i].rev;
+	if ((v = calloc(jl->n + 1, sizeof(*v))) != NULL) {
+		for (i = 0; i < jl->n; i++)
+			v[i] = &jl->v[i].sj;
+		rc = journal_insert(c, v, jl->n);
+		free(v);
+	}
 	journal_load_free(c);
+	return (rc);
+}
+
+/*
+ * A follower's copy: every entry it holds is published (the revision it
+ * reflects the last the store holds) and the stream's followers told.
+ */
+void
+journal_load_publish(struct coord *c)
+{
 	journal_at_store(c);
 	if (c->hooks != NULL && c->hooks->events_published != NULL)
 		c->hooks->events_published(c);
-	return (rc);
 }

@@ -381,6 +381,7 @@ link_conn_close(struct conn *conn, int code, const char *reason)
 		c->nconns_ready--;
 		if (conn->node->conn == conn) {
 			conn->node->conn = NULL;
+			conn->node->view_dirty = 1;
 			conn->node->last_seen_ns = clock_wall_ns();
 		}
 	}

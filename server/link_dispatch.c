@@ -229,12 +229,15 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 	link_generation_seen(conn, job->name, applied);
 	schedule_job_applied(job, applied, c->generation);
 	if ((nj = schedule_node_job(conn->node, name, 1)) != NULL &&
-	    applied > nj->applied)
+	    applied > nj->applied) {
 		nj->applied = applied;
+		conn->node->view_dirty = 1;
+	}
 	if (link_sub_find(conn, job) == NULL) {
 		if ((s = calloc(1, sizeof(*s))) == NULL)
 			return;
 		conn->nsubs++;
+		conn->node->view_dirty = 1;
 		s->job = job;
 		s->conn = conn;
 		TAILQ_INSERT_TAIL(&job->subs, s, job_entry);
@@ -250,6 +253,8 @@ link_sub_remove(struct sub *s)
 	TAILQ_REMOVE(&s->job->subs, s, job_entry);
 	TAILQ_REMOVE(&s->conn->subs, s, conn_entry);
 	s->conn->nsubs--;
+	if (s->conn->node != NULL)
+		s->conn->node->view_dirty = 1;
 	free(s);
 }
 
@@ -333,6 +338,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 	}
 	node->conn = conn;
 	node->left = 0;
+	node->view_dirty = 1;
 	conn->node = node;
 	conn->state = CONN_READY;
 	c->nconns_ready++;
@@ -363,7 +369,7 @@ link_hello(struct conn *conn, const Dynprof__V1__Hello *hello)
 		if (ga == NULL || !jobid_valid(ga->job, NULL))
 			continue;
 		if ((nj = schedule_node_job(node, ga->job, 0)) != NULL)
-			nj->applied = ga->generation;
+			nj->applied = ga->generation;	/* node: dirty above */
 		link_subscribe(conn, ga->job, ga->generation);
 	}
 }
@@ -379,8 +385,10 @@ link_applied(struct conn *conn, const Dynprof__V1__Applied *a)
 	    (nj = schedule_node_job(conn->node, a->job, 1)) == NULL)
 		return;
 	link_generation_seen(conn, a->job, a->generation);
-	if (a->generation > nj->applied)
+	if (a->generation > nj->applied) {
 		nj->applied = a->generation;
+		conn->node->view_dirty = 1;
+	}
 	if (nj->pushed_ns != 0 && a->generation >= nj->pushed_gen) {
 		metrics_observe_latency(&conn->coord->metrics,
 		    (double)(clock_mono_ns() - nj->pushed_ns) / 1e9);
@@ -681,6 +689,7 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 	case DYNPROF__V1__AGENT_MESSAGE__BODY_GOODBYE:
 		/* Its close comes next; the node is "left", not lost. */
 		conn->node->left = 1;
+		conn->node->view_dirty = 1;
 		log_limited(&conn->node->log_bounds, LOG_LEVEL_INFO, "%s: node "
 		    "%s leaves: its agent stops", __func__, conn->node->name);
 		break;

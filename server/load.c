@@ -521,9 +521,10 @@ load_model_copy(struct coord *c)
  * Applies to a follower's copy what one key of the store holds now, as a
  * watch of the store told of it at revision rev (value NULL: deleted):
  * rows over those of the model, events not held yet, the event stream's
- * entries in the order of their revisions.  Returns 0, or -1 if it cannot
- * be applied alone (what it changed may be half done: the caller loads
- * the copy again whole).
+ * entries in the order of their revisions (published by the caller:
+ * journal_load_publish()).  Returns what store_apply() does: 0 or 1, or
+ * -1 if it cannot be applied alone (what it changed may be half done: the
+ * caller loads the copy again whole).
  */
 int
 load_change(struct coord *c, const char *key, const char *value, size_t len,
@@ -540,9 +541,9 @@ load_change(struct coord *c, const char *key, const char *value, size_t len,
 	ld.change = 1;
 	ld.lim = &c->log_load;
 	rc = store_apply(c->store, key, value, len, rev, &l);
-	if (rc == 0)
-		rc = journal_load_merge(c);
-	else
+	if (rc != -1 && journal_load_merge(c) == -1)
+		rc = -1;
+	if (rc == -1)
 		journal_load_free(c);
 	if (ld.floor > c->generation)
 		c->generation = ld.floor;

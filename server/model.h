@@ -200,7 +200,8 @@ void	 journal_forget_job(struct coord *, struct job *);
 uint64_t journal_next_revision(const struct coord *);
 void	 journal_restore_begin(struct coord *);
 int	 journal_restore(struct coord *, const struct store_journal *);
-int	 journal_insert(struct coord *, const struct store_journal *);
+int	 journal_insert(struct coord *, const struct store_journal *const *,
+	    size_t);
 void	 journal_restored(struct coord *, uint64_t, uint64_t);
 void	 journal_at_store(struct coord *);
 
@@ -209,6 +210,7 @@ int	 journal_load_take(struct coord *, const struct store_journal *);
 void	 journal_load_end(struct coord *);
 void	 journal_load_free(struct coord *);
 int	 journal_load_merge(struct coord *);
+void	 journal_load_publish(struct coord *);
 
 /* change.c */
 int	 change_window_add(struct coord *, const char *,

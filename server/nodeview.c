@@ -100,31 +100,20 @@ nodeview_batch_of(const char *name)
 
 /*
  * Marks in dirty[] the batches holding a node whose row changed since it
- * was last stored (n->view_row then holds the new one).  Returns 0 or -1.
+ * was last stored (n->view_dirty, set wherever a field of its row
+ * changes: a node that did not change costs a test), and clears that.
  */
-static int
+static void
 nodeview_changed(struct coord *c, uint8_t *dirty)
 {
 	struct node	*n;
-	json_t		*o;
-	char		*row;
 
 	TAILQ_FOREACH(n, &c->nodes, entry) {
-		o = nodeview_row(n);
-		row = o != NULL ? json_dumps(o, JSON_COMPACT |
-		    JSON_PRESERVE_ORDER) : NULL;
-		json_decref(o);
-		if (row == NULL)
-			return (-1);
-		if (n->view_row != NULL && strcmp(row, n->view_row) == 0) {
-			free(row);
+		if (!n->view_dirty)
 			continue;
-		}
-		free(n->view_row);
-		n->view_row = row;	/* compared with at the next flush */
+		n->view_dirty = 0;
 		dirty[nodeview_batch_of(n->name)] = 1;
 	}
-	return (0);
 }
 
 /*
@@ -147,7 +136,7 @@ nodeview_flush(struct coord *c)
 		return;
 	memset(dirty, 0, sizeof(dirty));
 	memset(batch, 0, sizeof(batch));
-	rc = nodeview_changed(c, dirty);
+	nodeview_changed(c, dirty);
 	TAILQ_FOREACH(n, &c->nodes, entry) {
 		if (rc == -1)
 			break;
@@ -194,10 +183,8 @@ nodeview_flush(struct coord *c)
 	if (rc == -1 || (open && store_commit_async(c->store, NULL,
 	    NULL) == -1)) {
 		/* Written again at the next flush, whole. */
-		TAILQ_FOREACH(n, &c->nodes, entry) {
-			free(n->view_row);
-			n->view_row = NULL;
-		}
+		TAILQ_FOREACH(n, &c->nodes, entry)
+			n->view_dirty = 1;
 	}
 }
 
@@ -358,8 +345,7 @@ nodeview_forget(struct coord *c)
 
 	TAILQ_FOREACH(n, &c->nodes, entry) {
 		n->view_up = 0;
-		free(n->view_row);
-		n->view_row = NULL;
+		n->view_dirty = 1;	/* stored by this leader at its tick */
 		TAILQ_FOREACH(nj, &n->jobs, entry)
 			nj->view_sub = 0;
 	}

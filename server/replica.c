@@ -81,6 +81,7 @@ struct replica {
 	struct replica_changeq	 queue;		/* not taken yet */
 	size_t			 queued_bytes;
 	struct event		*drain;		/* takes them, a turn's share */
+	struct event		*publish;	/* batches' entries taken */
 	uint64_t		 turn_ns;	/* taking keys, this turn */
 	int			 yield;		/* this turn's share is taken */
 	int			 overflow;	/* dropped some: read again */
@@ -159,6 +160,29 @@ static void	replica_changed(struct coord *);
 static void	replica_next_turn(struct replica *);
 
 /*
+ * Publishes the event stream's entries the copy took: once a key written
+ * alone landed, every batch committed before it did (es_pump() sends a
+ * commit's batches side by side, in any order, and such a key only once
+ * they all landed), so no entry of a lower revision comes after; or
+ * REPLICA_PUBLISH_MS after a batch when no such key came.
+ */
+static void
+replica_publish(struct coord *c)
+{
+	event_del(c->replica->publish);
+	journal_load_publish(c);
+}
+
+/* No key written alone came after the last batches: they are published. */
+static void
+replica_publish_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	journal_load_publish(arg);
+}
+
+/*
  * Takes one key the watch told of (value NULL: deleted) into the copy; past
  * REPLICA_TURN_MS of them in a turn of the loop, the next ones wait for
  * the next turn (replica_drain_cb()).  Returns 0, or -1: the copy no longer
@@ -171,13 +195,20 @@ replica_apply(struct coord *c, const char *key, const char *value,
 	struct replica	*r = c->replica;
 	uint64_t	 t0 = clock_mono_ns(), ns;
 
-	if (load_change(c, key, value, len, rev) == -1) {
+	struct timeval	 tv = { 0, REPLICA_PUBLISH_MS * 1000 };
+	int		 rc;
+
+	if ((rc = load_change(c, key, value, len, rev)) == -1) {
 		log_info("%s: %s at revision %lld cannot be taken alone: "
 		    "reading the copy again", __func__, key, (long long)rev);
 		r->synced = 0;
 		replica_changed(c);
 		return (-1);
 	}
+	if (rc == 0)
+		replica_publish(c);
+	else if (!event_pending(r->publish, EV_TIMEOUT, NULL))
+		event_add(r->publish, &tv);
 	r->changes++;
 	if (rev > r->loaded_rev)
 		r->loaded_rev = rev;
@@ -297,6 +328,7 @@ replica_load(struct coord *c, struct replica_fetch *f)
 		r->loaded = 0;
 		return;
 	}
+	event_del(r->publish);
 	journal_at_store(c);
 	r->loaded = 1;
 	r->synced = 1;
@@ -532,11 +564,16 @@ replica_new(struct coord *c, struct etcd *e)
 		return (-1);
 	r->e = e;
 	TAILQ_INIT(&r->queue);
-	if ((r->reload = event_new(c->base, -1, 0, replica_reload_cb,
-	    c)) == NULL || (r->drain = event_new(c->base, -1, 0,
-	    replica_drain_cb, c)) == NULL) {
+	r->reload = event_new(c->base, -1, 0, replica_reload_cb, c);
+	r->drain = event_new(c->base, -1, 0, replica_drain_cb, c);
+	r->publish = evtimer_new(c->base, replica_publish_cb, c);
+	if (r->reload == NULL || r->drain == NULL || r->publish == NULL) {
 		if (r->reload != NULL)
 			event_free(r->reload);
+		if (r->drain != NULL)
+			event_free(r->drain);
+		if (r->publish != NULL)
+			event_free(r->publish);
 		free(r);
 		return (-1);
 	}
@@ -558,6 +595,7 @@ replica_free(struct coord *c)
 		replica_fetch_free(r->fetch);
 	event_free(r->reload);
 	event_free(r->drain);
+	event_free(r->publish);
 	replica_queue_clear(r);
 	free(r);
 	c->replica = NULL;
@@ -595,6 +633,9 @@ replica_stop(struct coord *c)
 	r->fetch = NULL;
 	event_del(r->reload);
 	event_del(r->drain);
+	/* Everything committed is in (replica_catch_up()): published. */
+	if (event_pending(r->publish, EV_TIMEOUT, NULL))
+		replica_publish(c);
 	nodeview_forget(c);	/* the agents connected to the leader */
 	replica_queue_clear(r);
 	stragview_forget(c);	/* its rows are written again */

@@ -10,6 +10,7 @@
 #define REPLICA_FETCH_MS	2000	/* a page of the prefix, at most */
 #define REPLICA_BUSY_TIMES	4	/* a load's time waited after it */
 #define REPLICA_TURN_MS		20	/* keys taken in a turn of the loop */
+#define REPLICA_PUBLISH_MS	1000	/* a batch's events published, at most */
 /* What the watch tells while a load is on its way, kept (bytes of keys and
  * values) to be taken after it; more: read again whole. */
 #define REPLICA_QUEUE_BYTES	(64 * 1024 * 1024)

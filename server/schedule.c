@@ -139,6 +139,7 @@ schedule_node_get(struct coord *c, const char *name)
 	if ((n = calloc(1, sizeof(*n))) == NULL)
 		return (NULL);
 	snprintf(n->name, sizeof(n->name), "%s", name);
+	n->view_dirty = 1;
 	TAILQ_INIT(&n->jobs);
 	LIST_INSERT_HEAD(&c->node_hash[schedule_hash(name) %
 	    COORD_NODE_BUCKETS], n, hentry);
@@ -161,6 +162,7 @@ schedule_node_job(struct node *n, const char *job, int create)
 	snprintf(nj->job, sizeof(nj->job), "%s", job);
 	nj->min_step = nj->max_step = -1;
 	TAILQ_INSERT_TAIL(&n->jobs, nj, entry);
+	n->view_dirty = 1;
 	return (nj);
 }
 

@@ -480,8 +480,11 @@ schedule_apply_event(struct coord *c, struct node *node,
 	}
 	if (kind < DYNPROF__V1__EVENT_KIND__EVENT_OBSERVED) {
 		r->native = 1;
-		if ((nj = schedule_node_job(node, job->name, 0)) != NULL)
+		if ((nj = schedule_node_job(node, job->name, 0)) != NULL &&
+		    !nj->native) {
 			nj->native = 1;
+			node->view_dirty = 1;
+		}
 	}
 	c->metrics.events[kind]++;
 	re.kind = kind;
@@ -788,6 +791,8 @@ schedule_apply_progress(struct coord *c, struct node *node,
 		    job->name, node->name, n, COORD_PROGRESS_RANKS_MAX);
 		n = COORD_PROGRESS_RANKS_MAX;
 	}
+	if (nj->ranks_alive != p->ranks_alive || (n > 0 && !nj->native))
+		node->view_dirty = 1;
 	nj->ranks_alive = p->ranks_alive;
 	if (n > 0)
 		nj->native = 1;
@@ -796,6 +801,8 @@ schedule_apply_progress(struct coord *c, struct node *node,
 	    now_us);
 	if (valid_step(p->min_step) &&
 	    valid_step(p->max_step)) {
+		if (nj->min_step != p->min_step || nj->max_step != p->max_step)
+			node->view_dirty = 1;
 		nj->min_step = p->min_step;
 		schedule_note_rate(nj, p->max_step);
 		nj->max_step = p->max_step;

@@ -428,8 +428,10 @@ struct node {
 	int			 agent_offset_known;	/* since its hello */
 	int			 view_up;	/* a follower's copy: connected
 						 * to the leader (nodeview.c) */
-	char			*view_row;	/* its row as last stored
-						 * (nodeview.c), NULL none */
+	int			 view_dirty;	/* a field of its row for
+						 * followers changed since it
+						 * was last stored (nodeview.c):
+						 * set wherever one changes */
 	LIST_ENTRY(node)	 hentry;
 	TAILQ_ENTRY(node)	 entry;
 };

@@ -65,8 +65,10 @@ store_load(struct store *s, const struct store_loader *l)
 /*
  * Hands what one key of the store holds now (value NULL: deleted), as a
  * watch of the store told of it at revision rev, to l as store_load()
- * would.  Returns 0, or -1 if the backend cannot apply it alone (read the
- * store again whole).
+ * would.  Returns 0 (everything committed before that key has landed), 1
+ * (what was committed just before it may land after it: a batch of
+ * values sent side by side), or -1 if the backend cannot apply it alone
+ * (read the store again whole).
  */
 int
 store_apply(struct store *s, const char *key, const char *value, size_t len,

@@ -207,7 +207,10 @@ struct store_backend {
 	int	(*full)(void *);
 	/* NULL: a change is only read with load.  Else hands what one key
 	 * put (its value, length and revision) or deleted (value NULL) holds
-	 * to the loader, as load would: 0, or -1 if it cannot alone. */
+	 * to the loader, as load would: 0 (a key written alone: everything
+	 * committed before it landed before it), 1 (a value written beside
+	 * others of its commit and the one before: those may land after it),
+	 * or -1 if it cannot alone. */
 	int	(*apply)(void *, const char *, const char *, size_t, int64_t,
 		    const struct store_loader *);
 };

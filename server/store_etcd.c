@@ -1045,6 +1045,9 @@ es_compact_due(void *arg, const char *job)
 	struct es_jobstat	*st;
 	int			 quiet;
 
+	/* A follower counts the batches its copy takes, and writes none. */
+	if (s->e->fence == 0)
+		return (0);
 	quiet = s->e->multi == NULL || (s->ncommits == 0 &&
 	    clock_mono_ns() / 1000000 - s->events_ms >= ES_COMPACT_QUIET_MS);
 	for (st = s->stats; st != NULL; st = st->next) {
@@ -1717,10 +1720,11 @@ es_apply_job(const char *rel, char *job, size_t len)
  * (a repeat of one the model holds is the loader's to drop), ranks' rows
  * and journal entries, an agent value's rows, a batch of nodes' rows or
  * of view rows, the generation counter, a job's or a window's row; a
- * job's row, a window or a batch gone.  Returns 0, or -1 if it cannot
- * alone: a key of the layout
- * before, or of no kind known here, or one the loader cannot follow (the
- * caller loads the whole store again).
+ * job's row, a window or a batch gone.  Returns 0 (a key sent alone, once
+ * all before it landed), 1 (a batch value: es_pump() sends several side
+ * by side), or -1 if it cannot alone: a key of the layout before, or of
+ * no kind known here, or one the loader cannot follow (the caller loads
+ * the whole store again).
  */
 static int
 es_apply_key(void *arg, const char *key, const char *value, size_t len,
@@ -1753,7 +1757,8 @@ es_apply_key(void *arg, const char *key, const char *value, size_t len,
 		if (rc == 0)
 			rc = es_load_batch_ranks(&ld);
 		json_decref(ld.ranks);
-		return (es_load_events(&ld, rc));
+		/* Sent beside others (es_pump()): they land in any order. */
+		return (es_load_events(&ld, rc) == 0 ? 1 : -1);
 	}
 	if (strncmp(rel, "agbatch/", 8) == 0) {
 		/* An older value is deleted once a snapshot holds its rows. */
@@ -1803,18 +1808,20 @@ es_apply_key(void *arg, const char *key, const char *value, size_t len,
 }
 
 /* Applies one key a watch of the prefix told of (es_apply_key()); the
- * copy then reflects the store up to its revision.  Returns 0 or -1. */
+ * copy then reflects the store up to its revision.  Returns what
+ * es_apply_key() does. */
 static int
 es_apply(void *arg, const char *key, const char *value, size_t len,
     int64_t rev, const struct store_loader *l)
 {
 	struct etcd_store	*s = arg;
+	int			 rc;
 
-	if (es_apply_key(arg, key, value, len, rev, l) == -1)
+	if ((rc = es_apply_key(arg, key, value, len, rev, l)) == -1)
 		return (-1);
 	if (rev > s->rev)
 		s->rev = rev;
-	return (0);
+	return (rc);
 }
 
 /* Frees the store (not its client). */

@@ -82,7 +82,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			TAILQ_REMOVE(&n->jobs, nj, entry);
 			free(nj);
 		}
-		free(n->view_row);
 		free(n);
 	}
 	return (0);
