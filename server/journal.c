@@ -374,18 +374,13 @@ journal_discard(struct coord *c)
 		journal_drop(j, JOURNAL_AT(j, --j->n));
 }
 
-/* Returns the first entry published from revision rev on, or NULL when
- * there is none (yet). */
-const struct journal_entry *
-journal_next(const struct coord *c, uint64_t rev)
+/* Returns the index of the first of the entries [0, hi) (in order) at or
+ * after revision rev. */
+static size_t
+journal_lower(const struct journal *j, size_t hi, uint64_t rev)
 {
-	const struct journal		*j = c->journal;
-	const struct journal_entry	*e;
-	size_t				 lo = 0, hi, mid;
+	size_t	 lo = 0, mid;
 
-	if (j == NULL || j->n == 0)
-		return (NULL);
-	hi = j->n;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (JOURNAL_AT(j, mid)->rev < rev)
@@ -393,6 +388,21 @@ journal_next(const struct coord *c, uint64_t rev)
 		else
 			hi = mid;
 	}
+	return (lo);
+}
+
+/* Returns the first entry published from revision rev on, or NULL when
+ * there is none (yet). */
+const struct journal_entry *
+journal_next(const struct coord *c, uint64_t rev)
+{
+	const struct journal		*j = c->journal;
+	const struct journal_entry	*e;
+	size_t				 lo;
+
+	if (j == NULL || j->n == 0)
+		return (NULL);
+	lo = journal_lower(j, j->n, rev);
 	if (lo == j->n || (e = JOURNAL_AT(j, lo))->rev > j->published)
 		return (NULL);
 	return (e);
@@ -453,23 +463,6 @@ journal_restore(struct coord *c, const struct store_journal *sj)
 	e->node = sj->node != NULL ? schedule_node_find(c, sj->node) : NULL;
 	journal_detail(c, e, sj->detail);
 	return (0);
-}
-
-/* Returns the index of the first of the entries [0, hi) (in order) at or
- * after revision rev. */
-static size_t
-journal_lower(const struct journal *j, size_t hi, uint64_t rev)
-{
-	size_t	 lo = 0, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (JOURNAL_AT(j, mid)->rev < rev)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo);
 }
 
 /*
