@@ -658,6 +658,11 @@ link_dispatch(struct conn *conn, const Dynprof__V1__AgentMessage *msg)
 		if (msg->heartbeat->clock_offset_known &&
 		    msg->heartbeat->clock_offset_ns <= LINK_OFFSET_MAX_NS &&
 		    msg->heartbeat->clock_offset_ns >= -LINK_OFFSET_MAX_NS) {
+			/* Followers see it in whole ms (nodeview.c). */
+			if (!conn->node->agent_offset_known ||
+			    conn->node->agent_offset_ns / 1000000 !=
+			    msg->heartbeat->clock_offset_ns / 1000000)
+				conn->node->view_dirty = 1;
 			conn->node->agent_offset_ns =
 			    msg->heartbeat->clock_offset_ns;
 			conn->node->agent_offset_known = 1;
