@@ -88,8 +88,7 @@ def upload(mb, rate, part):
     with Cluster("bench-upload") as c, s3mod.S3(c.dir, "traces") as s3:
         c.start_coordinator()
         n = c.node("n0")
-        store = os.path.join(c.dir, "store")
-        os.makedirs(store)
+        store = c.trace_store()
         n.start_agent(extra=s3.agent_flags(
             store, "bench", "--upload-rate", rate, "--upload-part-size", part,
             endpoint="http://127.0.0.1:%d" % s3.backend_port))
@@ -158,8 +157,7 @@ def many(nranks):
     with Cluster("bench-many") as c:
         c.start_coordinator()
         n = c.node("n0")
-        store = os.path.join(c.dir, "store")
-        os.makedirs(store)
+        store = c.trace_store()
         n.start_agent(extra=["--trace-store", store, "--trace-settle", "1"])
         for r in range(nranks):
             n.start_rank(job, r, rate=5)

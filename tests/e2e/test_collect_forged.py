@@ -90,8 +90,7 @@ def test():
         os.mkdir(out, 0o700)
         os.chown(out, uid, gid)
         n.out = out
-        store = os.path.join(c.dir, "store")
-        os.makedirs(store)
+        store = c.trace_store()
         n.start_agent(extra=("--shm-mode", "0666", "--trace-store", store,
                              "--trace-settle", str(SETTLE)))
         n.start_rank(JOB, 0, rate=50, wrap=as_user)

@@ -21,8 +21,7 @@ def test():
     with Cluster("colloff") as c:
         c.start_coordinator()
         n = c.node("n0")
-        store = os.path.join(c.dir, "store")
-        os.makedirs(store)
+        store = c.trace_store()
         flags = ["--trace-store", store, "--trace-settle", "1"]
         n.start_agent(extra=flags)
         for rank in RANKS:

@@ -47,8 +47,7 @@ def test():
     with Cluster("compare") as c:
         c.start_coordinator()
         n = c.node("n0")
-        store = os.path.join(c.dir, "store")
-        os.makedirs(store)
+        store = c.trace_store()
         n.start_agent(extra=["--trace-store", store, "--trace-settle", "2"])
         for r in RANKS:
             env = python_env(dict(os.environ))

@@ -37,8 +37,7 @@ def test():
         c.start_coordinator(extra=["--s3-endpoint", s3.endpoint,
                                    "--presign-ttl", "300"])
         n = c.node("n0")
-        store = os.path.join(c.dir, "store")
-        os.makedirs(store)
+        store = c.trace_store()
         flags = s3.agent_flags(store, PREFIX, "--upload-rate", "4m")
         n.start_agent(extra=flags)
         for rank in RANKS:

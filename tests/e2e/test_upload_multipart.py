@@ -31,8 +31,7 @@ def test():
     with Cluster("multipart") as c, s3mod.S3(c.dir, BUCKET) as s3:
         c.start_coordinator()
         n = c.node("n0")
-        store = os.path.join(c.dir, "store")
-        os.makedirs(store)
+        store = c.trace_store()
         n.start_agent(extra=s3.agent_flags(
             store, PREFIX, "--upload-part-size", "5m", "--upload-backoff",
             "1"))

@@ -510,6 +510,12 @@ class Cluster:
         return wait_for(cond, timeout, "window %d stopped on ranks %s" %
                         (wid, compact(ranks)), interval=0.2)
 
+    def trace_store(self):
+        """A new directory in the cluster's for the agents' --trace-store."""
+        store = os.path.join(self.dir, "store")
+        os.makedirs(store)
+        return store
+
     def wait_traces_indexed(self, job, wid, n, timeout, what):
         """Until the coordinator's traces index of window wid counts n
         ranks collected; returns the index."""
