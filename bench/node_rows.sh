@@ -8,8 +8,9 @@
 # nodes' rows do not change).  Per run:
 # the load average, the coordinator's CPU per second and etcd's (its 3
 # members' utime + stime from /proc, summed) over the progress phase, and
-# dynprof_node_rows_total.  COORDS lists coordinator binaries to compare
-# (default BUILD_DIR's), each run RUNS times, interleaved; then each
+# dynprof_node_rows_total (and the jobs' straggler rows,
+# dynprof_view_rows_total{kind="stragglers"}).  COORDS lists coordinator
+# binaries to compare (default BUILD_DIR's), each run RUNS times, interleaved; then each
 # figure's median [min - max] per binary.
 #
 #   [COORDS="A B"] [STILL=P] sh bench/node_rows.sh BUILD_DIR [AGENTS [RUNS [SECONDS]]]
@@ -60,9 +61,11 @@ run()
 	fi
 	_m=$(curl -sf "http://127.0.0.1:$_hp/metrics" | awk '
 	    /^dynprof_node_rows_total / { r = $2 }
+	    /^dynprof_view_rows_total\{kind="stragglers"\} / { v = $2 }
 	    /^dynprof_agents_silent_total / { s = $2 }
 	    /^dynprof_loop_stalls_total / { st = $2 }
-	    END { printf "node_rows=%s silent=%s stalls=%s", r, s, st }')
+	    END { printf "node_rows=%s strag_rows=%s silent=%s stalls=%s",
+	        r, v == "" ? 0 : v, s, st }')
 	echo "$1 run=$R load=$_load $(sed -n 's/^RESULT //p' "$D/loadgen.out") $_m" | tee -a "$D/results"
 	kill "$CP" 2>/dev/null || true
 	wait "$CP" 2>/dev/null || true
@@ -87,17 +90,19 @@ awk "$BENCH_AWK_V$BENCH_AWK_MED"'
 	cs[$1] = 1
 	runs[$1]++
 	put("load"); put("cpu_progress_per_s"); put("store_cpu_progress_per_s")
-	put("node_rows"); put("silent"); put("failed")
+	put("node_rows"); put("strag_rows"); put("silent"); put("failed")
 }
 END {
 	printf "\nmedian [min - max] over the runs\n"
 	for (c in cs)
 		printf "%s: load %s; coordinator CPU %s s/s; etcd (3 members)" \
-		    " %s s/s; node rows %s; silent %s; failed %d of %d\n", c,
+		    " %s s/s; node rows %s; straggler rows %s; silent %s;" \
+		    " failed %d of %d\n", c,
 		    med(c, "load"),
 		    med(c, "cpu_progress_per_s"),
 		    med(c, "store_cpu_progress_per_s"), med(c, "node_rows"),
-		    med(c, "silent"), n[c SUBSEP "failed"], runs[c]
+		    med(c, "strag_rows"), med(c, "silent"),
+		    n[c SUBSEP "failed"], runs[c]
 }' "$D/results"
 echo "raw:"
 cat "$D/results"
