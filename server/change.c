@@ -446,6 +446,9 @@ change_window_add(struct coord *c, const char *name,
 		return (-1);
 	}
 	w->selector = selector;		/* it grows as ranks come */
+	/* A job that says "collect": false: its windows say so too. */
+	if (job != NULL && job->no_collect)
+		w->no_collect = 1;
 	if (w->rankset.nranges > 0 && (node = legacy_ranks_refused(c, name)) !=
 	    NULL) {
 		refusal_set(ref, 409, "ranks", "job %s is served as a "
@@ -648,6 +651,7 @@ change_config_set(struct coord *c, const char *name, char *text,
 		w->stop_step = stop;
 		w->id = job->next_window_id;
 		w->created_ns = clock_wall_ns();
+		w->no_collect = job->no_collect;	/* PUT .../collect */
 		ch.add = w;
 	}
 	ch.config_json = text;

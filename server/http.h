@@ -118,6 +118,8 @@ void	 http_get_traces(struct coord *, struct evhttp_request *,
 	    const char *, const char *);
 void	 http_get_compare(struct coord *, struct evhttp_request *,
 	    const char *, const char *);
+void	 http_put_collect(struct coord *, struct evhttp_request *,
+	    const char *);
 
 /* http_rules.c */
 void	 http_get_stragglers(struct coord *, struct evhttp_request *,

@@ -98,6 +98,7 @@ http_thresholds_parse(json_t *body, struct rules_limits *l,
 	l->lag = val[0];
 	l->drop = (int)val[1];
 	l->busy = (int)val[2];
+	l->no_collect = RULES_LIMIT_KEEP;	/* PUT .../collect's */
 	return (0);
 }
 
@@ -121,6 +122,39 @@ http_put_stragglers(struct coord *c, struct evhttp_request *req,
 		http_refused(c, req, &ref);
 	else if ((job = schedule_job_find(c, name)) != NULL)
 		http_stragglers_reply(c, req, job);
+	json_decref(body);
+}
+
+/* PUT /v1/jobs/J/collect: whether the job's windows are collected. */
+void
+http_put_collect(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	struct refusal		 ref;
+	struct rules_limits	 l;
+	json_t			*body, *v;
+	const char		*key;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	json_object_foreach(body, key, v)
+		if (strcmp(key, "collect") != 0) {
+			http_error(c, req, 400, key, "unknown field %s", key);
+			json_decref(body);
+			return;
+		}
+	v = json_object_get(body, "collect");
+	/* The thresholds as they are, the job's "collect" as said. */
+	l.lag = l.drop = l.busy = RULES_LIMIT_KEEP;
+	l.no_collect = json_is_false(v);
+	if (!json_is_boolean(v))
+		http_error(c, req, 400, "collect", "collect must be true or "
+		    "false");
+	else if (rules_set_thresholds(c, name, &l, &ref) == -1)
+		http_refused(c, req, &ref);
+	else
+		http_reply(c, req, 200, json_pack("{s:s,s:b}", "job", name,
+		    "collect", json_is_true(v)));
 	json_decref(body);
 }
 

@@ -311,6 +311,7 @@ rules_own_limits(const struct job *job, struct rules_limits *l)
 {
 	straggler_own_thresholds(job, &l->lag, &l->drop);
 	l->busy = straggler_own_busy(job);
+	l->no_collect = job->no_collect;
 }
 
 /* Sets the job's own thresholds.  Returns 0, or -1 out of memory. */
@@ -320,6 +321,7 @@ rules_set_limits(struct job *job, const struct rules_limits *l)
 	if (straggler_set_thresholds(job, l->lag, l->drop) == -1 ||
 	    straggler_set_busy(job, l->busy) == -1)
 		return (-1);
+	job->no_collect = l->no_collect != 0;
 	return (0);
 }
 
@@ -333,6 +335,7 @@ rules_limits_json(const struct rules_limits *l, json_t *o)
 	    json_integer(l->drop) : json_null());
 	json_object_set_new(o, "busy_percent", l->busy >= 0 ?
 	    json_integer(l->busy) : json_null());
+	json_object_set_new(o, "collect", json_boolean(!l->no_collect));
 }
 
 /* Returns the stored document of rules rs and thresholds l. */
@@ -363,7 +366,8 @@ rules_dump(const struct job *job)
 	struct rules_limits	 l;
 
 	rules_own_limits(job, &l);
-	if (job->rules == NULL && l.lag < 0 && l.drop < 0 && l.busy < 0)
+	if (job->rules == NULL && l.lag < 0 && l.drop < 0 && l.busy < 0 &&
+	    !l.no_collect)
 		return (NULL);
 	return (rules_render(job->rules, &l));
 }
@@ -378,7 +382,7 @@ rules_load(struct job *job, const char *text)
 	struct rules	*rs;
 	struct refusal	 ref;
 	json_t		*doc, *v;
-	struct rules_limits l = { -1, -1, -1 };
+	struct rules_limits l = { -1, -1, -1, 0 };
 	size_t		 i;
 
 	if ((doc = json_loads(text, 0, NULL)) == NULL) {
@@ -392,7 +396,8 @@ rules_load(struct job *job, const char *text)
 		l.drop = (int)json_integer_value(v);
 	if (json_is_integer(v = json_object_get(doc, "busy_percent")))
 		l.busy = (int)json_integer_value(v);
-	if ((l.lag >= 0 || l.drop >= 0 || l.busy >= 0) &&
+	l.no_collect = json_is_false(json_object_get(doc, "collect"));
+	if ((l.lag >= 0 || l.drop >= 0 || l.busy >= 0 || l.no_collect) &&
 	    rules_set_limits(job, &l) == -1)
 		goto fail;
 	if ((rs = rules_copy(NULL)) == NULL)

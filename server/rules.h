@@ -63,6 +63,8 @@ struct rules_limits {
 	int64_t		 lag;
 	int		 drop;
 	int		 busy;
+	int		 no_collect;		/* the job's "collect": false
+						 * (PUT /v1/jobs/J/collect) */
 };
 
 /* rules.c: a job's rules as data */

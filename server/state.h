@@ -339,6 +339,9 @@ struct job {
 	uint32_t		 next_window_id;
 	char			*config_json;	/* last PUT config, or NULL */
 	struct options		 defaults;	/* from the config */
+	int			 no_collect;	/* "collect": false (rules.c's
+						 * document): its windows made
+						 * since say so */
 	int64_t			 created_ns;
 	struct windowq		 windows;	/* every window ever, by start */
 	struct rankq		 ranks;

@@ -271,6 +271,110 @@ test_fire_no_collect(void **state)
 	fa_close(&fa[1]);
 }
 
+/* An admin request whose answer is only its status. */
+static void
+call(struct tc_coord *tc, const char *method, const char *path,
+    const char *body, int code)
+{
+	struct tc_reply	 r = tc_req(tc, method, path, body, code);
+
+	tc_reply_free(&r);
+}
+
+/* Kills the coordinator and starts it again on its store. */
+static void
+restart(struct tc_coord *tc)
+{
+	char		 tok[512];
+	const char	*extra[] = { "-q", "--agent-token-file", tok,
+	    "--heartbeat-ms", HB_MS, "--straggler-lag", "10", NULL };
+
+	assert_int_equal(tc_stop(tc, SIGKILL), 128 + SIGKILL);
+	snprintf(tok, sizeof(tok), "%s/agent.token", tc->dir);
+	assert_int_equal(tc_start(tc, extra), 0);
+}
+
+/* Waits for a pushed schedule of n windows; returns the last's no_collect. */
+static int
+wait_push_collect(struct fakeagent *fa, size_t n)
+{
+	long long	 deadline = tc_now_ms() + WAIT_MS;
+	fa_msg		*m;
+	int		 off;
+
+	while (tc_now_ms() < deadline) {
+		assert_int_equal(fa_heartbeat(fa), 0);
+		if ((m = fa_recv_type(fa, CONFIG, 200)) == NULL)
+			continue;
+		if (m->config->n_windows == n) {
+			off = m->config->windows[n - 1]->no_collect;
+			fa_free(m);
+			return (off);
+		}
+		fa_free(m);
+	}
+	fail_msg("no schedule of %zu windows pushed", n);
+	return (-1);
+}
+
+/*
+ * PUT /v1/jobs/J/collect {"collect": false}: the job's windows made since
+ * say "collect": false (pushed so, shown so), until it says true again; the
+ * setting is in the job's rules document and survives a restart.
+ */
+static void
+test_job_no_collect(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[NAGENTS];
+	struct tc_reply	 r;
+
+	agents_up(tc, fa, "jc-j");
+	report_judged(tc, fa, "jc-j", 100, 100);
+	r = tc_req(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": "
+	    "false}", 200);
+	assert_true(json_is_false(json_object_get(r.json, "collect")));
+	tc_reply_free(&r);
+	call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
+	    "500, \"stop_step\": 504}", 201);
+	assert_int_equal(wait_push_collect(&fa[0], 1), 1);
+	r = tc_req(tc, "GET", "/v1/jobs/jc-j", NULL, 200);
+	assert_true(json_is_false(json_object_get(json_array_get(
+	    json_object_get(r.json, "windows"), 0), "collect")));
+	tc_reply_free(&r);
+	/* Refused: not a boolean, another field, no such job. */
+	call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": 0}",
+	    400);
+	call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": true, "
+	    "\"x\": 1}", 400);
+	call(tc, "PUT", "/v1/jobs/nojob-j/collect", "{\"collect\": "
+	    "false}", 404);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+
+	/* Kept across a restart: a new window says so still. */
+	restart(tc);
+	r = tc_req(tc, "GET", "/v1/jobs/jc-j/rules", NULL, 200);
+	assert_true(json_is_false(json_object_get(r.json, "collect")));
+	tc_reply_free(&r);
+	agents_up(tc, fa, "jc-j");
+	call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
+	    "600, \"stop_step\": 604}", 201);
+	assert_int_equal(wait_push_collect(&fa[0], 2), 1);
+	/* A window from the job's config says so too. */
+	call(tc, "PUT", "/v1/jobs/jc-j/config", "{\"start_step\": 650, "
+	    "\"stop_step\": 654}", 200);
+	assert_int_equal(wait_push_collect(&fa[0], 3), 1);
+	/* Collected again from now on. */
+	call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": "
+	    "true}", 200);
+	call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
+	    "700, \"stop_step\": 704}", 201);
+	assert_int_equal(wait_push_collect(&fa[0], 4), 0);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
 /* No rule, no window: a straggler alone changes no schedule. */
 static void
 test_off_by_default(void **state)
@@ -413,9 +517,7 @@ test_restart(void **state)
 	struct fakeagent fa[NAGENTS];
 	struct tc_reply	 r;
 	json_t		*j;
-	char		 ranks[64], tok[512];
-	const char	*extra[] = { "-q", "--agent-token-file", tok,
-	    "--heartbeat-ms", HB_MS, "--straggler-lag", "10", NULL };
+	char		 ranks[64];
 	int64_t		 start, stop;
 
 	agents_up(tc, fa, "rs-j");
@@ -448,9 +550,7 @@ test_restart(void **state)
 	fa_close(&fa[0]);
 	fa_close(&fa[1]);
 
-	assert_int_equal(tc_stop(tc, SIGKILL), 128 + SIGKILL);
-	snprintf(tok, sizeof(tok), "%s/agent.token", tc->dir);
-	assert_int_equal(tc_start(tc, extra), 0);
+	restart(tc);
 	r = tc_req(tc, "GET", "/v1/jobs/rs-j/rules", NULL, 200);
 	assert_int_equal(tc_int(r.json, "lag_steps"), 20);
 	assert_int_equal(tc_int(r.json, "rules.0.id"), 1);
@@ -485,6 +585,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_fire_and_caps, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_fire_no_collect, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_job_no_collect, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_off_by_default, setup,
 		    tc_teardown),
