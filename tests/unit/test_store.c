@@ -56,14 +56,18 @@ struct loaded {
 	int		 no_collect;
 	char		 error[64];
 	int		 event_kind;
-	char		 event_node[64], event_detail[160];
+	char		 event_node[64], event_detail[512];
 	int		 details_of_others;	/* not a collection's */
 	uint64_t	 boot_id, seq;
 };
 
+/* With the summary of the trace on its second line (server/traces.c). */
 #define TRACE_DETAIL	"123 " \
     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 " \
-    "/store/J/window-2/rank-5.tar.zst"
+    "/store/J/window-2/rank-5.tar.zst\n" \
+    "sum1 kineto 1 216 3 0:10768,1:10463,2:10420 274:3:autograd::engine::" \
+    "evaluate_function:%20AddmmBackward0,243:3:aten::linear junk.json: " \
+    "not JSON (lexical error: \"quoted\" \\ here) at byte 1"
 
 
 struct fixture {
