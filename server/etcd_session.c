@@ -215,12 +215,16 @@ etcd_leader_update_async(struct etcd *e, const char *value,
  * Takes a keepalive's outcome (rc, the answer taken).  Returns the lease's
  * TTL left in seconds, 0 if the lease is gone (expired or revoked: the
  * lead, if it was ours, is lost and e->fence cleared), -1 if etcd did not
- * answer.
+ * answer.  An answer about a lease given up since it was asked (a
+ * campaign granted another meanwhile) returns 0 and leaves the session's
+ * lease and fence alone: a follower's keepalive of its expired lease,
+ * answered after its campaign won on a new one, made the new leader drop
+ * the lease it leads with and step down at its next keepalive.
  */
 int
 etcd_keepalive_result(struct etcd *e, int rc, json_t *ans)
 {
-	int64_t	 ttl;
+	int64_t	 ttl, id;
 
 	if (rc != ETCD_OK) {
 		if (rc == ETCD_UNAVAILABLE)
@@ -230,8 +234,11 @@ etcd_keepalive_result(struct etcd *e, int rc, json_t *ans)
 	}
 	/* A lease past its TTL answers without one. */
 	ttl = etcd_int(json_object_get(ans, "result"), "TTL");
+	id = etcd_int(json_object_get(ans, "result"), "ID");
 	json_decref(ans);
 	e->down = 0;
+	if (id != 0 && id != e->lease)
+		return (0);
 	e->renewed_ms = clock_mono_ns() / 1000000;
 	if (ttl <= 0) {
 		e->lease = 0;

@@ -885,6 +885,52 @@ test_etcd_fencing(void **state)
 	etcd_free(e2);
 }
 
+/*
+ * A keepalive's answer about a lease given up since (a follower's expired
+ * lease, answered after its campaign won on a new one) leaves the lease
+ * it leads with alone.
+ */
+static void
+test_etcd_keepalive_stale(void **state)
+{
+	struct fixture	*f = *state;
+	struct etcd	*e2;
+	const char	*why;
+	char		 other[256];
+	json_t		*ans;
+	int64_t		 old, fence;
+	int		 rc;
+
+	assert_non_null(e2 = etcd_new(etcd_endpoints, f->prefix, &why));
+	assert_int_equal(etcd_campaign(e2, 10, "{\"agent\":\"b\"}", other,
+	    sizeof(other)), 0);
+	old = e2->lease;
+	assert_true(old != 0);
+	/* Its lease gone (expired while it was stopped), then the leader's:
+	 * it campaigns on a new lease, and wins. */
+	assert_int_equal(etcd_call(e2, "/v3/lease/revoke", json_pack("{s:o}",
+	    "ID", etcd_int_json(old)), &ans), ETCD_OK);
+	json_decref(ans);
+	assert_int_equal(etcd_keepalive(e2), 0);
+	assert_int_equal(e2->lease, 0);
+	assert_int_equal(etcd_call(e2, "/v3/lease/revoke", json_pack("{s:o}",
+	    "ID", etcd_int_json(f->e->lease)), &ans), ETCD_OK);
+	json_decref(ans);
+	assert_int_equal(etcd_campaign(e2, 10, "{\"agent\":\"b\"}", other,
+	    sizeof(other)), 1);
+	assert_true(e2->lease != 0 && e2->lease != old);
+	fence = e2->fence;
+	/* The answer to a keepalive of the old lease, asked before. */
+	rc = etcd_call(e2, "/v3/lease/keepalive", json_pack("{s:o}", "ID",
+	    etcd_int_json(old)), &ans);
+	assert_int_equal(etcd_keepalive_result(e2, rc, ans), 0);
+	assert_true(e2->lease != 0 && e2->lease != old);
+	assert_int_equal(e2->fence, fence);
+	assert_true(etcd_keepalive(e2) > 0);
+	etcd_resign(e2);
+	etcd_free(e2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -912,6 +958,8 @@ main(int argc, char **argv)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_journal, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_keepalive_stale,
+		    setup, teardown),
 	};
 	int	 rc;
 
