@@ -493,6 +493,14 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 				fprintf(f, "  window %lld: %s\n",
 				    (long long)ctl_json_int(r, "id", 0),
 				    ctl_json_str(cw, "warning", "?"));
+		/* A legacy job's window its nodes refused: why. */
+		json_array_foreach(w, i, r)
+			if (json_is_string(json_object_get(r,
+			    "refused_reason")))
+				fprintf(f, "  window %lld refused by the "
+				    "nodes: %s\n", (long long)ctl_json_int(r,
+				    "id", 0), ctl_json_str(r, "refused_reason",
+				    ""));
 	}
 
 	n = json_object_get(doc, "node_counts");

@@ -712,6 +712,7 @@ change_windows_over(struct coord *c, int dirty_only)
 {
 	struct job	*job;
 	struct window	*w, *done[SEG_MAX_WINDOWS * 2];
+	const char	*why;
 	int64_t		 min;
 	size_t		 n;
 
@@ -727,10 +728,15 @@ change_windows_over(struct coord *c, int dirty_only)
 			if (w->finished || n == sizeof(done) / sizeof(done[0]))
 				continue;
 			/* Refused by every node serving the job: no rank
-			 * will ever run it. */
+			 * will ever run it.  The reason is kept: the nodes
+			 * forget the window once it left the schedule. */
+			why = NULL;
 			if (w->state != WINDOW_STATE_CANCELLED &&
-			    legacy_refused_everywhere(c, job, w->id)) {
+			    legacy_refused_everywhere(c, job, w->id, &why)) {
 				w->refused = 1;
+				free(w->refused_why);
+				w->refused_why = why != NULL && why[0] != '\0' ?
+				    strdup(why) : NULL;
 				done[n++] = w;
 			} else if (legacy_ended_everywhere(c, job, w->id) ||
 			    schedule_window_over(c, job, w, min))

@@ -136,11 +136,12 @@ legacy_state_ended(int state, int refused)
 
 /*
  * Returns 1 if every node serving job reports it as a legacy job and window
- * id ended there (refused: refused there).
+ * id ended there (refused: refused there); why (if not NULL) is then the
+ * reason the first of them gave.
  */
 static int
 legacy_everywhere(struct coord *c, const struct job *job, uint32_t id,
-    int refused)
+    int refused, const char **why)
 {
 	const struct sub		*s;
 	const struct legacy_entry	*e;
@@ -158,6 +159,8 @@ legacy_everywhere(struct coord *c, const struct job *job, uint32_t id,
 		if (i == e->nwindows ||
 		    !legacy_state_ended(e->windows[i].state, refused))
 			return (0);
+		if (!any && why != NULL)
+			*why = e->windows[i].reason;
 		any = 1;
 	}
 	return (any);
@@ -165,12 +168,14 @@ legacy_everywhere(struct coord *c, const struct job *job, uint32_t id,
 
 /*
  * Returns 1 if every node serving job reports it as a legacy job and refused
- * window id: no rank will ever be given it.
+ * window id: no rank will ever be given it.  *why is then the reason a node
+ * gave (valid until its next report).
  */
 int
-legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id)
+legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id,
+    const char **why)
 {
-	return (legacy_everywhere(c, job, id, 1));
+	return (legacy_everywhere(c, job, id, 1, why));
 }
 
 /*
@@ -183,7 +188,7 @@ legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id)
 int
 legacy_ended_everywhere(struct coord *c, const struct job *job, uint32_t id)
 {
-	return (legacy_everywhere(c, job, id, 0));
+	return (legacy_everywhere(c, job, id, 0, NULL));
 }
 
 /*

@@ -474,7 +474,7 @@ void	 legacy_forget_node(struct coord *, const char *);
 void	 legacy_free_all(struct coord *);
 const char	*legacy_ranks_refused(struct coord *, const char *);
 int	 legacy_refused_everywhere(struct coord *, const struct job *,
-	    uint32_t);
+	    uint32_t, const char **);
 int	 legacy_ended_everywhere(struct coord *, const struct job *,
 	    uint32_t);
 

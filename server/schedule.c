@@ -230,6 +230,7 @@ window_free(struct window *w)
 		return;
 	options_clear(&w->options);
 	free(w->selector);
+	free(w->refused_why);
 	free(w);
 }
 

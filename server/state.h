@@ -206,6 +206,8 @@ struct window {
 	int			 finished;	/* left the pushed schedule */
 	int			 refused;	/* left it: every node serving
 						 * the job refused it (legacy) */
+	char			*refused_why;	/* a node's reason for that,
+						 * NULL: none said */
 	int64_t			 created_ns;
 	int64_t			 ended_ns;	/* cancelled or finished, wall
 						 * clock; 0 not yet, or before

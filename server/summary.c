@@ -377,6 +377,9 @@ summary_window_status(const struct job *job, const struct window *w,
 	json_object_set_new(o, "collect", json_boolean(!w->no_collect));
 	json_object_set_new(o, "state", json_string(state != NULL ? state :
 	    schedule_window_state(job, w)));
+	if (w->refused && w->refused_why != NULL)
+		json_object_set_new(o, "refused_reason",
+		    json_string(w->refused_why));
 	json_object_set_new(o, "created", summary_time(w->created_ns));
 	json_object_set_new(o, "ended", summary_time(w->ended_ns));
 	return (o);
