@@ -700,6 +700,18 @@
 		}));
 	}
 
+	/* A length as dynprofctl takes it (10s, 1500ms, 2m, 1h; a bare
+	 * number is seconds) in ms; null if it is not one.  Its range is the
+	 * API's to judge. */
+	function durationMs(text) {
+		const m = /^(\d+)(ms|s|m|h)?$/.exec(text.trim());
+		if (!m)
+			return null;
+		const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60000,
+		    h: 3600000 }[m[2] || 's'];
+		return Number.isSafeInteger(ms) ? ms : null;
+	}
+
 	/* The body of POST /v1/jobs/J/windows the form says; null (said why)
 	 * if it cannot be made. */
 	function scheduleBody() {
@@ -707,7 +719,26 @@
 		    'input[name="when"]:checked').value;
 		const int = (id) => $(id).value === '' ? NaN : Number($(id).value);
 		const b = {};
-		if (when === 'next') {
+		if (when === 'time') {
+			/* The time as typed: the API says what is wrong with
+			 * it; the lengths in ms, as dynprofctl's --for. */
+			b.at = $('s-at').value.trim();
+			const d = durationMs($('s-for').value);
+			if (d === null) {
+				showResult('give for as 10s, 1500ms or 2m', true);
+				return null;
+			}
+			b.duration_ms = d;
+			if ($('s-tol').value.trim() !== '') {
+				const t = durationMs($('s-tol').value);
+				if (t === null) {
+					showResult('give tolerance as 250ms or 1s',
+					    true);
+					return null;
+				}
+				b.tolerance_ms = t;
+			}
+		} else if (when === 'next') {
 			b.in_steps = int('s-in');
 			b.steps = int('s-steps');
 		} else {
@@ -715,7 +746,7 @@
 			b.stop_step = int('s-stop');
 		}
 		for (const [k, v] of Object.entries(b)) {
-			if (!Number.isInteger(v)) {
+			if (when !== 'time' && !Number.isInteger(v)) {
 				showResult('give ' + k + ' as a whole number', true);
 				return null;
 			}
@@ -779,7 +810,9 @@
 		    w.stop_step) + ', ' +
 		    rankLabel(w.ranks) + ', generation ' + w.generation +
 		    '; options ' + JSON.stringify(w.options) +
-		    await beyondRanks(job, b.ranks), false);
+		    await beyondRanks(job, b.ranks) +
+		    (w.clock_warnings || []).map((c) => '. Warning: ' +
+		    c.warning).join(''), false);
 		loadSummary(job);
 	}
 

@@ -7,9 +7,9 @@
  *	node ui_click.js SCENE   (the scene's facts as JSON on stdin)
  *
  * Scenes: schedule (the operator's token: the form's options against the
- * options table, a window scheduled by clicking and seen done by every
- * rank, a refusal shown as the API says it, a window cancelled by its
- * button); viewer (the viewer's token: the form and a cancel button
+ * options table, a window of steps and one of time ("at +5s for 2s")
+ * scheduled by clicking and seen done by every rank, refusals shown as the
+ * API says them, a window cancelled by its button); viewer (the viewer's token: the form and a cancel button
  * disabled with the API's reason, and the API's refusal when clicked
  * anyway); left (a node whose agent said goodbye shown "left"); restart
  * (a job's page after a coordinator restart: its windows, rate and feed);
@@ -97,7 +97,12 @@ async function checkOptions(page, table) {
 /* Fills and submits the form; returns the result line. */
 async function scheduleBy(page, form) {
 	await page.locator('summary').click();
-	if (form.next !== undefined) {
+	if (form.at !== undefined) {
+		await page.check('input[name="when"][value="time"]');
+		await page.fill('#s-at', form.at);
+		await page.fill('#s-for', form.for);
+		await page.fill('#s-tol', form.tolerance || '');
+	} else if (form.next !== undefined) {
 		await page.check('input[name="when"][value="next"]');
 		await page.fill('#s-steps', String(form.next));
 		await page.fill('#s-in', String(form.in));
@@ -139,6 +144,25 @@ async function scheduleScene(page, f) {
 	seen.done.row = await waitText(page, '#window-' + m[1] + ' .lbl',
 	    (s) => s.includes('done \u00b7 ' + f.nranks + '/' + f.nranks +
 	    ' finished: ' + f.nranks + ' stopped'), 'the window done');
+
+	/* A time window by clicking (5 s ahead: pushed in time on a loaded
+	 * machine), seen done by every rank it targets; a time the API cannot
+	 * read refused in its words. */
+	t = await scheduleBy(page, { at: 'tomorrow', for: '2s', ranks: '' });
+	if (!t.startsWith('not scheduled: HTTP 400: at tomorrow: not RFC ' +
+	    '3339') || !t.endsWith('(field at)'))
+		fail('a time the API cannot read said: ' + t);
+	seen.badtime = t;
+	t = await scheduleBy(page, { at: '+5s', for: '2s', tolerance: '250ms',
+	    ranks: f.ranks });
+	m = /^window (\d+) scheduled: at (\S+) for 2 s, ranks /.exec(t);
+	if (!m)
+		fail('scheduling a time window said: ' + t);
+	seen.timed = { id: Number(m[1]), at: m[2], said: t };
+	seen.timed.row = await waitText(page, '#window-' + m[1] + ' .lbl',
+	    (s) => s.startsWith('#' + m[1] + ' at ' + m[2] + ' for 2 s ') &&
+	    s.includes('done \u00b7 ' + f.nranks + '/' + f.nranks +
+	    ' finished: ' + f.nranks + ' stopped'), 'the time window done');
 
 	/* Ranks beyond the job's: scheduled, with dynprofctl's warning. */
 	t = await scheduleBy(page, { start: f.far + 1000, stop: f.far + 1004,

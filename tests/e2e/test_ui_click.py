@@ -7,7 +7,9 @@ four dynprof-train-sim ranks.
 
 - The operator schedules a window by filling the form and clicking: every
   rank runs it (its trace on disk, its options those the form set) and the
-  page shows it done; ranks beyond the job's are scheduled with
+  page shows it done; so does a time window ("at +5s for 2s, tolerance
+  250ms": every rank started it at its time), and a time the API cannot read
+  is refused in its words; ranks beyond the job's are scheduled with
   dynprofctl's warning; a start behind every rank is refused with the API's
   409 in the API's words; a window far ahead is cancelled by its button.
 - The viewer sees the form and a live window's cancel disabled with the
@@ -25,8 +27,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import (SKIP, Cluster, build_dir, check, log, main,  # noqa: E402
-                     npm_ci, wait_for)
+from cluster import (SKIP, Cluster, build_dir, check, events_of,  # noqa: E402
+                     log, main, npm_ci, parse_time, wait_for)
 
 JOB = "click-%d" % os.getpid()
 CHROMIUM = "/usr/bin/chromium"
@@ -104,6 +106,22 @@ def test():
                 check(n.trace(rank, w["start_step"], w["stop_step"])
                       is not None, "rank %d wrote no trace for window %d" %
                       (rank, done["id"]))
+        # The time window made by the form: its fields as the API's, run
+        # by every rank (each started it at or after its time).
+        timed = seen["timed"]
+        w = window(c, timed["id"])
+        check(w["state"] == "done" and w["rank_counts"]["stopped"] == 4 and
+              w["ranks"] == "0-3" and w["at"] == timed["at"] and
+              w["duration_ms"] == 2000 and w["tolerance_ms"] == 250 and
+              w["start_step"] == 0, "time window %d: %s" % (timed["id"], w))
+        at = parse_time(w["at"])
+        for r in c.status(JOB)["ranks"]:
+            a = events_of(r, "started", timed["id"])
+            b = events_of(r, "stopped", timed["id"])
+            check(a and b and parse_time(a[0]["time"]) >= at - 0.05 and
+                  parse_time(b[0]["time"]) <= at + 2.0 + 1.0,
+                  "rank %d's time window %d: %s %s (at %s)" % (
+                      r["rank"], timed["id"], a, b, w["at"]))
         check(window(c, cancelled)["state"] == "cancelled",
               "window %d: %s" % (cancelled, window(c, cancelled)))
         check(not [x for x in c.status(JOB)["windows"]
