@@ -146,6 +146,11 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --rate-drop P      a rank whose rate is P% under the job's\n"
 	  "  --busy P           a rank whose busy time is P% over the median,\n"
 	  "                     or rose P% against its own history\n" },
+	{ "collect", ctl_cmd_collect, "collect JOB on|off",
+	  "Whether the agents' --trace-store collects the traces of the job's\n"
+	  "windows made from now on (PUT /v1/jobs/JOB/collect); windows made\n"
+	  "before keep what they said.  Kept with the job's rules, across\n"
+	  "restarts; `rule list JOB` shows it.\n" },
 	{ "rule", ctl_cmd_rule,
 	  "rule list JOB | rule delete JOB ID\n"
 	  "        rule add JOB --steps K [--peers N] [--roundup R]\n"

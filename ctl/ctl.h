@@ -116,6 +116,7 @@ void	 ctl_check_missing_job(struct ctl *, const char *);
 /* ctl_rule.c */
 int	 ctl_cmd_rule(struct ctl *, int, char **);
 int	 ctl_cmd_stragglers(struct ctl *, int, char **);
+int	 ctl_cmd_collect(struct ctl *, int, char **);
 
 /* ctl_http.c */
 int64_t	 ctl_now_ms(void);

@@ -1,6 +1,7 @@
 /*
- * dynprofctl rule and stragglers: a job's rules (profile its stragglers on
- * purpose) and its stragglers, over /v1/jobs/J/rules and /stragglers.
+ * dynprofctl rule, stragglers and collect: a job's rules (profile its
+ * stragglers on purpose), its stragglers and whether its windows are
+ * collected, over /v1/jobs/J/rules, /stragglers and /collect.
  */
 
 #include <stdio.h>
@@ -60,8 +61,10 @@ ctl_rule_table(FILE *f, json_t *doc)
 		ctl_rule_pct(c[1], sizeof(c[1]));
 	else
 		snprintf(c[1], sizeof(c[1]), "the default");
-	fprintf(f, "job %s: straggler lag %s, rate drop %s\n",
-	    ctl_json_str(doc, "job", "?"), c[0], c[1]);
+	fprintf(f, "job %s: straggler lag %s, rate drop %s%s\n",
+	    ctl_json_str(doc, "job", "?"), c[0], c[1],
+	    json_is_false(json_object_get(doc, "collect")) ?
+	    "; its windows are not collected" : "");
 	rules = json_object_get(doc, "rules");
 	if (!json_is_array(rules) || json_array_size(rules) == 0) {
 		fprintf(f, "no rules\n");
@@ -388,6 +391,37 @@ ctl_cmd_stragglers(struct ctl *ctl, int argc, char **argv)
 		}
 	}
 	rc = ctl_rule_send(ctl, "PUT", path, body, ctl_stragglers_table);
+	json_decref(body);
+	return (rc);
+}
+
+/* Prints a job's collect setting just set. */
+static void
+ctl_collect_set(FILE *f, json_t *doc)
+{
+	fprintf(f, "job %s: its windows made from now on are %scollected\n",
+	    ctl_json_str(doc, "job", "?"), json_is_false(json_object_get(doc,
+	    "collect")) ? "not " : "");
+}
+
+/* dynprofctl collect JOB on|off */
+int
+ctl_cmd_collect(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*body;
+	char	 path[160];
+	int	 rc, on;
+
+	if (argc != 3 || ((on = strcmp(argv[2], "on") == 0) == 0 &&
+	    strcmp(argv[2], "off") != 0)) {
+		ctl_errx(ctl, "collect: say JOB on or JOB off");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[1]) == -1)
+		return (CTL_EXIT_REFUSED);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/collect", argv[1]);
+	body = json_pack("{s:b}", "collect", on);
+	rc = ctl_rule_send(ctl, "PUT", path, body, ctl_collect_set);
 	json_decref(body);
 	return (rc);
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # dynprofctl rule and stragglers against the real coordinator (port 0, its own
 # state dir): a rule added, listed (table and --json), refused with the
-# coordinator's reason, deleted; a job's straggler thresholds set and reset.
+# coordinator's reason, deleted; a job's straggler thresholds set and reset;
+# the job's collect setting turned off and on.
 set -eu
 
 CTL_TEST=dynprof-ctl-rule
@@ -76,5 +77,23 @@ expect_rc 1; expect_err "--lag must be a positive integer"
 run stragglers R --lag 0
 expect_rc 1; expect_err "--lag must be a positive integer"
 run stragglers none-j
+expect_rc 1; expect_err "no job none-j"
+
+# --- whether the job's windows are collected
+run collect R off
+expect_rc 0; expect_out "job R: its windows made from now on are not collected"
+run rule list R
+expect_rc 0; expect_out "rate drop 30%; its windows are not collected"
+run --json rule list R
+expect_rc 0; json 'd["collect"] is False'
+run collect R on
+expect_rc 0; expect_out "job R: its windows made from now on are collected"
+run --json rule list R
+expect_rc 0; json 'd["collect"] is True'
+run collect R maybe
+expect_rc 1; expect_err "collect: say JOB on or JOB off"
+run collect R
+expect_rc 1; expect_err "collect: say JOB on or JOB off"
+run collect none-j off
 expect_rc 1; expect_err "no job none-j"
 echo "ok"
