@@ -164,3 +164,20 @@ jobs_free_all(struct coord *c)
 		free(n);
 	}
 }
+
+/* Empties the model: no job, node, legacy report or batch; generation 0. */
+void
+jobs_clear(struct coord *c)
+{
+	size_t	 i;
+
+	jobs_free_all(c);
+	legacy_free_all(c);		/* what the agents reported */
+	TAILQ_INIT(&c->jobs);
+	TAILQ_INIT(&c->nodes);
+	TAILQ_INIT(&c->changed_ranks);
+	for (i = 0; i < COORD_NODE_BUCKETS; i++)
+		LIST_INIT(&c->node_hash[i]);
+	c->generation = 0;
+	c->nunscheduled = 0;
+}

@@ -221,23 +221,6 @@ leader_agent(const struct coord *c)
 	return (leader_is_etcd(c) ? c->leader->agent : "");
 }
 
-/* Empties the model: no job, node, legacy report or batch; generation 0. */
-void
-leader_model_clear(struct coord *c)
-{
-	size_t	 i;
-
-	jobs_free_all(c);
-	legacy_free_all(c);		/* what the agents reported */
-	TAILQ_INIT(&c->jobs);
-	TAILQ_INIT(&c->nodes);
-	TAILQ_INIT(&c->changed_ranks);
-	for (i = 0; i < COORD_NODE_BUCKETS; i++)
-		LIST_INIT(&c->node_hash[i]);
-	c->generation = 0;
-	c->nunscheduled = 0;
-}
-
 /* Closes an agent's connection with ERROR_NOT_LEADER (the link's, a hook). */
 static void
 leader_agent_close(struct coord *c, struct conn *conn, const char *why)
@@ -286,7 +269,7 @@ leader_step_down(struct coord *c, const char *why)
 	l->agent[0] = l->http[0] = '\0';
 	leader_close_agents(c, "this coordinator is not the leader any more",
 	    0);
-	leader_model_clear(c);
+	jobs_clear(c);
 	/* A fresh lease for the next campaign; the old key goes with it. */
 	etcd_resign(l->e);
 }
@@ -328,7 +311,7 @@ leader_take(struct coord *c, int from_copy)
 	    "this coordinator is taking the lead", 1);
 	l->role = ROLE_LEADER;
 	if (!from_copy) {
-		leader_model_clear(c);
+		jobs_clear(c);
 		if (load_model(c) == -1) {
 			leader_step_down(c, "cannot load the state from etcd");
 			return (-1);
@@ -815,7 +798,7 @@ leader_open(struct coord *c, const char **why)
 	}
 	if ((s = store_open_etcd(l->e, why)) == NULL)
 		return (NULL);
-	if (replica_new(c, l->e) == -1) {
+	if (replica_new(c, l->e, leader_copy_moved) == -1) {
 		store_close(s);
 		*why = "out of memory";
 		return (NULL);

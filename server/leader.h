@@ -54,7 +54,6 @@ const char	*leader_agent(const struct coord *);
 const char	*leader_http(const struct coord *);
 void	 leader_metrics(struct coord *, struct evbuffer *);
 void	 leader_model_unsure(struct coord *);
-void	 leader_model_clear(struct coord *);
 int	 leader_hold(struct coord *, struct conn *, const char *);
 void	 leader_hold_forget(struct coord *, struct conn *);
 void	 leader_copy_moved(struct coord *);

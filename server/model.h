@@ -163,6 +163,7 @@ void	 intake_flush(struct coord *);
 void	 jobs_reap(struct coord *, uint64_t);
 struct job	*jobs_forget(struct coord *, struct job *, uint64_t);
 void	 jobs_free_all(struct coord *);
+void	 jobs_clear(struct coord *);
 
 /* summary.c */
 int	 summary_add(struct coord *, struct job *, struct json_t *);

@@ -42,7 +42,6 @@
 
 #include "clock.h"
 #include "etcd.h"
-#include "leader.h"
 #include "log.h"
 #include "model.h"
 #include "replica.h"
@@ -71,6 +70,9 @@ TAILQ_HEAD(replica_changeq, replica_change);
 
 struct replica {
 	struct etcd		*e;
+	void			(*moved)(struct coord *);	/* the owner's */
+	int			 following;	/* replica_follow() till
+						 * replica_stop() */
 	struct etcd_watch	*watch;
 	struct replica_fetch	*fetch;		/* NULL: none in flight */
 	struct event		*reload;	/* REPLICA_RELOAD_MS after a change */
@@ -276,7 +278,7 @@ replica_drain_cb(evutil_socket_t fd, short what, void *arg)
 		free(ch->value);
 		free(ch);
 	}
-	leader_copy_moved(c);
+	r->moved(c);
 }
 
 /* A load read at revision rev is in: the keys kept that it holds dropped,
@@ -313,7 +315,7 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	uint64_t	 t1 = clock_mono_ns();
 	int		 rc;
 
-	leader_model_clear(c);
+	jobs_clear(c);
 	r->e->range_cache = f->kvs;
 	r->e->range_cache_rev = f->rev;
 	rc = load_model_copy(c);
@@ -324,7 +326,7 @@ replica_load(struct coord *c, struct replica_fetch *f)
 	if (rc == -1) {
 		log_warnx("%s: cannot load the state read from etcd: the "
 		    "event stream goes to the leader", __func__);
-		leader_model_clear(c);
+		jobs_clear(c);
 		r->loaded = 0;
 		return;
 	}
@@ -410,10 +412,10 @@ replica_fetched(void *arg, int rc, json_t *ans)
 		return;
 	}
 	r->fetch = NULL;
-	if (leader_is_follower(c) && r->watch != NULL)
+	if (r->following && r->watch != NULL)
 		replica_load(c, f);
 	replica_fetch_free(f);
-	leader_copy_moved(c);
+	r->moved(c);
 }
 
 /* Asks for the next page of f.  Returns 0, or -1 (done is not called). */
@@ -449,7 +451,7 @@ replica_reload_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!leader_is_follower(c) || r->watch == NULL ||
+	if (!r->following || r->watch == NULL ||
 	    (r->loaded && r->synced))
 		return;
 	if (r->fetch != NULL || clock_mono_ns() < r->next_ns) {
@@ -521,7 +523,7 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 		if (rev > r->watch_rev)
 			r->watch_rev = rev;
 		if (key != NULL && strcmp(key, r->e->leader_key) == 0) {
-			leader_copy_moved(c);
+			r->moved(c);
 			break;
 		}
 		if (rev > r->seen_rev)
@@ -539,7 +541,7 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 			else
 				replica_changed(c);
 		}
-		leader_copy_moved(c);
+		r->moved(c);
 		break;
 	case ETCD_WATCH_ENDED:
 		log_info("%s: the watch of %s ended: %s", __func__,
@@ -549,20 +551,25 @@ replica_watched(void *arg, int type, const char *key, const char *value,
 		r->synced = 0;
 		replica_queue_clear(r);
 		r->watch_rev = r->seen_rev = 0;
-		leader_copy_moved(c);
+		r->moved(c);
 		break;
 	}
 }
 
-/* Makes the follower's copy (none is loaded yet).  Returns 0 or -1. */
+/*
+ * Makes the follower's copy (none is loaded yet); moved(c) is called each
+ * time the copy or its watch moved (what replica_catch_up() answers may
+ * have changed).  Returns 0 or -1.
+ */
 int
-replica_new(struct coord *c, struct etcd *e)
+replica_new(struct coord *c, struct etcd *e, void (*moved)(struct coord *))
 {
 	struct replica	*r;
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (-1);
 	r->e = e;
+	r->moved = moved;
 	TAILQ_INIT(&r->queue);
 	r->reload = event_new(c->base, -1, 0, replica_reload_cb, c);
 	r->drain = event_new(c->base, -1, 0, replica_drain_cb, c);
@@ -601,16 +608,17 @@ replica_free(struct coord *c)
 	c->replica = NULL;
 }
 
-/* A follower: watches the prefix (its copy loaded once etcd has the watch),
- * unless it does already. */
+/* A follower (the caller leads not): watches the prefix (its copy loaded
+ * once etcd has the watch), unless it does already. */
 void
 replica_follow(struct coord *c)
 {
 	struct replica	*r = c->replica;
 	char		 end[ETCD_KEY_MAX];
 
-	if (r == NULL || r->watch != NULL || !leader_is_follower(c))
+	if (r == NULL || r->watch != NULL)
 		return;
+	r->following = 1;
 	etcd_range_end(r->e->prefix, end, sizeof(end));
 	if ((r->watch = etcd_watch_new(r->e, r->e->prefix, end, 0,
 	    replica_watched, c)) == NULL)
@@ -640,7 +648,7 @@ replica_stop(struct coord *c)
 	replica_queue_clear(r);
 	stragview_forget(c);	/* its rows are written again */
 	legacyview_forget(c);
-	r->overflow = r->yield = 0;
+	r->overflow = r->yield = r->following = 0;
 	r->loaded = r->synced = 0;
 	r->changed_ns = 0;
 	r->watch_rev = r->seen_rev = r->loaded_rev = 0;
@@ -652,7 +660,8 @@ replica_stop(struct coord *c)
  * revision order, and nothing it told of since the copy's read), so that
  * the new leader serves from it at once; 0 if not yet (the watch has yet
  * to pass rev, or a read is on its way: started here if none is), and
- * leader_copy_moved() is called when that changes; -1 if it cannot (no
+ * the copy's owner is told (replica_new()'s moved) when that changes; -1
+ * if it cannot (no
  * watch, so no word of what changed).
  */
 int
@@ -666,7 +675,7 @@ replica_catch_up(struct coord *c, int64_t rev)
 		return (0);
 	if (replica_takes_now(r) && r->loaded_rev >= r->seen_rev)
 		return (1);
-	/* Keys kept for the next turns: leader_copy_moved() once taken. */
+	/* Keys kept for the next turns: r->moved() once taken. */
 	if (r->loaded && r->synced && r->fetch == NULL)
 		return (0);
 	if (r->fetch == NULL) {
@@ -686,7 +695,7 @@ int
 replica_serves(const struct coord *c)
 {
 	return (c->replica != NULL && c->replica->loaded &&
-	    leader_is_follower(c));
+	    c->replica->following);
 }
 
 /* The copy's lines of /metrics. */

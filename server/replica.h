@@ -19,7 +19,7 @@ struct etcd;
 struct evbuffer;
 
 /* replica.c */
-int	 replica_new(struct coord *, struct etcd *);
+int	 replica_new(struct coord *, struct etcd *, void (*)(struct coord *));
 void	 replica_free(struct coord *);
 void	 replica_follow(struct coord *);
 void	 replica_stop(struct coord *);
