@@ -237,13 +237,21 @@ step_reclaim_slot(struct dynprof *h)
 
 /*
  * Measures the rank's step period between two step_begins of the slow path
- * (a time window's next_due is set from it: window.c).
+ * (a time window's next_due is set from it: window.c).  A measure far below
+ * the last (a burst of steps catching up after a stall) lowers it by a
+ * quarter at most: the rank would otherwise skip thousands of steps past a
+ * time window's start or stop once back at its pace.
  */
 static void
 step_note_period(struct dynprof *h, int64_t step)
 {
-	if (h->probe_ns != 0 && step > h->probe_step && h->now_ns > h->probe_ns)
-		h->period_ns = (h->now_ns - h->probe_ns) / (step - h->probe_step);
+	int64_t	 p;
+
+	if (h->probe_ns != 0 && step > h->probe_step && h->now_ns > h->probe_ns) {
+		p = (h->now_ns - h->probe_ns) / (step - h->probe_step);
+		h->period_ns = p < h->period_ns * 3 / 4 ?
+		    h->period_ns * 3 / 4 : p;
+	}
 	h->probe_step = step;
 	h->probe_ns = h->now_ns;
 }

@@ -278,6 +278,63 @@ test_decide_time_pure(void **state)
 	assert_int_equal(window_next_due_ns(&cfg, &wr), INT64_MAX);
 }
 
+/*
+ * A rank whose period was measured, then ran a burst of steps (catching up
+ * after a stall) before a time window came, then steps at its usual pace: it
+ * starts and stops the window near its times, not thousands of steps later
+ * on the burst's period.
+ */
+static void
+test_step_burst(void **state)
+{
+	struct lib_fixture	*f = *state;
+	int64_t			 start, stop, s, b_start = -1, e_stop = -1, t;
+	int			 n;
+
+	lf_push(f);
+	lf_open_rank(f, 0);
+	for (s = 1; s <= 10; s++) {
+		/* Schedule changes at its pace: the period measured. */
+		if (s == 3 || s == 8) {
+			f->cfg.generation++;
+			lf_push(f);
+		}
+		assert_int_equal(dynprof_step_begin(f->h, s), DYNPROF_OK);
+		tw_sleep_ms(2);
+		assert_int_equal(dynprof_step_end(f->h, s), DYNPROF_OK);
+	}
+	/* A schedule change in the middle of the burst: the slow path
+	 * measures the period on it. */
+	f->cfg.generation++;
+	lf_push(f);
+	for (; s <= 5010; s++) {
+		assert_int_equal(dynprof_step_begin(f->h, s), DYNPROF_OK);
+		assert_int_equal(dynprof_step_end(f->h, s), DYNPROF_OK);
+	}
+	start = tw_now() + 100 * MS;
+	stop = start + 300 * MS;
+	tw_window(&f->cfg, 0, 9, start, stop, "");
+	f->cfg.generation++;
+	lf_push(f);
+	for (; s <= 5010 + 1000 && e_stop == -1; s++) {
+		t = tw_now();
+		n = f->rec.ncalls;
+		assert_int_equal(dynprof_step_begin(f->h, s), DYNPROF_OK);
+		if (f->rec.ncalls > n)
+			b_start = t;
+		tw_sleep_ms(2);
+		n = f->rec.ncalls;
+		assert_int_equal(dynprof_step_end(f->h, s), DYNPROF_OK);
+		if (f->rec.ncalls > n)
+			e_stop = tw_now();
+	}
+	print_message("after a burst: started %lld ms, stopped %lld ms from "
+	    "the times\n", b_start < 0 ? -1 : (long long)((b_start - start) /
+	    MS), e_stop < 0 ? -1 : (long long)((e_stop - stop) / MS));
+	assert_true(b_start >= start && b_start - start < 50 * MS);
+	assert_true(e_stop >= 0 && e_stop - stop < 50 * MS);
+}
+
 int
 main(void)
 {
@@ -287,6 +344,7 @@ main(void)
 		T(test_step_window),
 		T(test_late_and_invalid),
 		T(test_step_late),
+		T(test_step_burst),
 		cmocka_unit_test(test_decide_time_pure),
 	};
 #undef T
