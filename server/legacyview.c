@@ -213,6 +213,46 @@ legacyview_drop(struct coord *c, int64_t bn)
 	}
 }
 
+/* legacyview_take()'s checks of node's reports n in batch bn. */
+static int
+legacyview_take_check(const char *node, json_t *n, int64_t bn,
+    const char **why)
+{
+	json_t		*o;
+	const char	*job;
+
+	if (!nodename_valid(node, why))
+		return (-1);
+	if (viewrows_batch_of(node, LEGACYVIEW_BATCHES) != bn ||
+	    !json_is_object(n)) {
+		*why = "a node of another batch, or not an object";
+		return (-1);
+	}
+	json_object_foreach(n, job, o) {
+		if (!jobid_valid(job, why) || legacyview_check(o, why) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
+/* legacyview_take()'s taking of node's reports n. */
+static int
+legacyview_take_apply(struct coord *c, const char *node, json_t *n,
+    const char **why)
+{
+	json_t		*o;
+	const char	*job;
+
+	json_object_foreach(n, job, o) {
+		if (legacyview_apply(c, node, job, o) == -1) {
+			*why = "over the legacy reports kept, or out of "
+			    "memory";
+			return (-1);
+		}
+	}
+	return (0);
+}
+
 /*
  * Takes a batch of nodes' legacy reports into a follower's copy, in place
  * of what the copy held of its nodes: every report of it, or (one name or
@@ -223,44 +263,13 @@ int
 legacyview_take(struct coord *c, const char *name, const char *text,
     const char **why)
 {
-	json_t			*b, *n, *o;
-	const char		*node, *job;
-	int64_t			 bn;
+	static const struct viewrows_taker t = {
+		legacyview_take_check, legacyview_drop, legacyview_take_apply
+	};
+	int64_t		 bn;
 
 	*why = "not a batch's name";
 	if (viewrows_batch_name(name, LEGACYVIEW_BATCHES, &bn) == -1)
 		return (-1);
-	*why = "not a JSON object";
-	if ((b = json_loads(text, 0, NULL)) == NULL || !json_is_object(b))
-		goto bad;
-	json_object_foreach(b, node, n) {
-		if (!nodename_valid(node, why))
-			goto bad;
-		if (viewrows_batch_of(node, LEGACYVIEW_BATCHES) != bn ||
-		    !json_is_object(n)) {
-			*why = "a node of another batch, or not an object";
-			goto bad;
-		}
-		json_object_foreach(n, job, o) {
-			if (!jobid_valid(job, why) ||
-			    legacyview_check(o, why) == -1)
-				goto bad;
-		}
-	}
-	legacyview_drop(c, bn);
-	json_object_foreach(b, node, n) {
-		json_object_foreach(n, job, o) {
-			if (legacyview_apply(c, node, job, o) == -1) {
-				*why = "over the legacy reports kept, or out "
-				    "of memory";
-				legacyview_drop(c, bn);	/* none of it */
-				goto bad;
-			}
-		}
-	}
-	json_decref(b);
-	return (0);
-bad:
-	json_decref(b);
-	return (-1);
+	return (viewrows_take(c, text, bn, &t, why));
 }

@@ -496,6 +496,17 @@ int	 viewrows_batch_name(const char *, unsigned, int64_t *);
 int	 viewrows_put(struct coord *, const char *, unsigned,
 	    const struct json_t *, int *);
 int	 viewrows_end(struct coord *, int, int);
+/* What viewrows_take() does with each row of a batch of a kind: check(name,
+ * row, batch, why), clear(batch) the copy's rows of the batch (or NULL),
+ * apply(name, row, why). */
+struct viewrows_taker {
+	int	(*check)(const char *, struct json_t *, int64_t, const char **);
+	void	(*clear)(struct coord *, int64_t);
+	int	(*apply)(struct coord *, const char *, struct json_t *,
+		    const char **);
+};
+int	 viewrows_take(struct coord *, const char *, int64_t,
+	    const struct viewrows_taker *, const char **);
 int	 viewrows_due(const struct coord *);
 
 /* stragview.c */

@@ -305,6 +305,28 @@ nodeview_apply(struct coord *c, const char *name, const json_t *o)
 	return (0);
 }
 
+/* nodeview_take()'s checks of node name's row o. */
+static int
+nodeview_take_check(const char *name, json_t *o, int64_t bn, const char **why)
+{
+	(void)bn;
+	if (!nodename_valid(name, why) || nodeview_check(o, why) == -1)
+		return (-1);
+	return (0);
+}
+
+/* nodeview_take()'s taking of node name's row o. */
+static int
+nodeview_take_apply(struct coord *c, const char *name, json_t *o,
+    const char **why)
+{
+	if (nodeview_apply(c, name, o) == -1) {
+		*why = "out of memory";
+		return (-1);
+	}
+	return (0);
+}
+
 /*
  * Takes a batch of nodes' rows into a follower's copy of the model: every
  * row of it, or (one node's name or row does not read) none.  Returns 0,
@@ -313,27 +335,11 @@ nodeview_apply(struct coord *c, const char *name, const json_t *o)
 int
 nodeview_take(struct coord *c, const char *text, const char **why)
 {
-	json_t		*b, *o;
-	const char	*name;
+	static const struct viewrows_taker t = {
+		nodeview_take_check, NULL, nodeview_take_apply
+	};
 
-	*why = "not a JSON object";
-	if ((b = json_loads(text, 0, NULL)) == NULL || !json_is_object(b))
-		goto bad;
-	json_object_foreach(b, name, o) {
-		if (!nodename_valid(name, why) || nodeview_check(o, why) == -1)
-			goto bad;
-	}
-	json_object_foreach(b, name, o) {
-		if (nodeview_apply(c, name, o) == -1) {
-			*why = "out of memory";
-			goto bad;
-		}
-	}
-	json_decref(b);
-	return (0);
-bad:
-	json_decref(b);
-	return (-1);
+	return (viewrows_take(c, text, 0, &t, why));
 }
 
 /* Leading now: no node is taken as connected but through its agent. */

@@ -93,6 +93,42 @@ viewrows_end(struct coord *c, int open, int rc)
 	return (0);
 }
 
+/*
+ * Takes a batch of a kind's rows (text, a JSON object of rows by name) into
+ * a follower's copy: every row checked first, then, if all read, the copy's
+ * rows of batch bn cleared and each row taken (one not taken clears them
+ * again).  Returns 0, or -1 with *why saying what does not read.
+ */
+int
+viewrows_take(struct coord *c, const char *text, int64_t bn,
+    const struct viewrows_taker *t, const char **why)
+{
+	json_t		*b, *o;
+	const char	*name;
+	int		 rc = -1;
+
+	*why = "not a JSON object";
+	if ((b = json_loads(text, 0, NULL)) == NULL || !json_is_object(b))
+		goto out;
+	json_object_foreach(b, name, o) {
+		if (t->check(name, o, bn, why) == -1)
+			goto out;
+	}
+	if (t->clear != NULL)
+		t->clear(c, bn);
+	json_object_foreach(b, name, o) {
+		if (t->apply(c, name, o, why) == -1) {
+			if (t->clear != NULL)
+				t->clear(c, bn);	/* none of it */
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(b);
+	return (rc);
+}
+
 /* Returns 1 if the store keeps view rows for followers and may take them
  * now (no batch of events open). */
 int
