@@ -50,6 +50,19 @@ tw_window(struct seg_config *cfg, int i, uint32_t id, int64_t start_ns,
 	cfg->windows[i].stop_unix_ns = stop_ns;
 }
 
+/* Pushes time window id alone, from ahead_ms from now for length_ms (into
+ * *start, *stop), and opens rank. */
+static void
+tw_open(struct lib_fixture *f, uint32_t id, int64_t ahead_ms,
+    int64_t length_ms, int rank, int64_t *start, int64_t *stop)
+{
+	*start = tw_now() + ahead_ms * MS;
+	*stop = *start + length_ms * MS;
+	tw_window(&f->cfg, 0, id, *start, *stop, "");
+	lf_push(f);
+	lf_open_rank(f, rank);
+}
+
 /*
  * A loop without steps: dynprof_poll() starts the window at the first poll
  * at or after its start and stops it at the first at or after its end, with
@@ -59,17 +72,12 @@ static void
 test_poll_window(void **state)
 {
 	struct lib_fixture	*f = *state;
-	int64_t			 t0, start, stop, t_start = 0, t_stop = 0, now;
+	int64_t			 start, stop, t_start = 0, t_stop = 0, now;
 	struct seg_slot		 s;
 	char			 want[4096];
 	int			 i;
 
-	t0 = tw_now();
-	start = t0 + 200 * MS;
-	stop = t0 + 500 * MS;
-	tw_window(&f->cfg, 0, 4, start, stop, "");
-	lf_push(f);
-	lf_open_rank(f, 3);
+	tw_open(f, 4, 200, 300, 3, &start, &stop);
 	for (i = 0; i < 20000 && t_stop == 0; i++) {
 		assert_int_equal(dynprof_poll(f->h), DYNPROF_OK);
 		now = tw_now();
@@ -117,16 +125,11 @@ test_step_window(void **state)
 {
 	struct lib_fixture	*f = *state;
 	static int64_t		 begin_ns[4000], end_ns[4000];
-	int64_t			 t0, start, stop, s, s_start = -1, s_stop = -1;
+	int64_t			 start, stop, s, s_start = -1, s_stop = -1;
 	uint64_t		 slow0;
 	int			 n;
 
-	t0 = tw_now();
-	start = t0 + 300 * MS;
-	stop = start + 600 * MS;
-	tw_window(&f->cfg, 0, 7, start, stop, "");
-	lf_push(f);
-	lf_open_rank(f, 0);
+	tw_open(f, 7, 300, 600, 0, &start, &stop);
 	slow0 = f->h->slow_calls;
 	for (s = 1; s < 4000 && s_stop == -1; s++) {
 		begin_ns[s] = tw_now();
