@@ -42,11 +42,7 @@ def collected_lines(text, wid):
 
 def test():
     with Cluster("collect") as c:
-        c.start_coordinator()
-        n = c.node("n0")
-        store = c.trace_store()
-        flags = ["--trace-store", store, "--trace-settle", str(SETTLE)]
-        n.start_agent(extra=flags)
+        n, store, flags = c.start_collecting(SETTLE)
         for rank in RANKS:
             n.start_rank(JOB, rank, rate=50)
         c.wait_ranks(JOB, len(RANKS), min_step=5)

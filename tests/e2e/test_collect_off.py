@@ -19,11 +19,7 @@ RANKS = [0, 1]
 
 def test():
     with Cluster("colloff") as c:
-        c.start_coordinator()
-        n = c.node("n0")
-        store = c.trace_store()
-        flags = ["--trace-store", store, "--trace-settle", "1"]
-        n.start_agent(extra=flags)
+        n, store, flags = c.start_collecting(1)
         for rank in RANKS:
             n.start_rank(JOB, rank, rate=50)
         c.wait_ranks(JOB, len(RANKS), min_step=5)

@@ -45,10 +45,7 @@ def trace_steps(path):
 
 def test():
     with Cluster("compare") as c:
-        c.start_coordinator()
-        n = c.node("n0")
-        store = c.trace_store()
-        n.start_agent(extra=["--trace-store", store, "--trace-settle", "2"])
+        n, store, _ = c.start_collecting(2)
         for r in RANKS:
             env = python_env(dict(os.environ))
             env["DYNPROF_SHM_DIR"] = n.shm

@@ -274,6 +274,12 @@ class Node:
                 self.name, self.agent.p.returncode, self.agent.output()[-2000:]))
         return os.path.exists(path) and "socket=" in open(path).read()
 
+    def legacy_dir(self):
+        """A new directory in the node's for its agent's --legacy-dir."""
+        ldir = os.path.join(self.dir, "legacy")
+        os.mkdir(ldir)
+        return ldir
+
     def start_rank(self, job, rank, rate=50, first_step=None, max_steps=None,
                    python=False, wrap=(), labels=None, poll_ms=None):
         """dynprof-train-sim, or with python=True its twin py_rank.py; wrap as
@@ -515,6 +521,18 @@ class Cluster:
         store = os.path.join(self.dir, "store")
         os.makedirs(store)
         return store
+
+    def start_collecting(self, settle):
+        """The coordinator and node n0 with an agent collecting the ranks'
+        traces into a new --trace-store, settle seconds after a window;
+        returns the node, the store and the agent's flags (to start it
+        again)."""
+        self.start_coordinator()
+        n = self.node("n0")
+        store = self.trace_store()
+        flags = ["--trace-store", store, "--trace-settle", str(settle)]
+        n.start_agent(extra=flags)
+        return n, store, flags
 
     def wait_traces_indexed(self, job, wid, n, timeout, what):
         """Until the coordinator's traces index of window wid counts n
