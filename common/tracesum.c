@@ -125,6 +125,80 @@ tracesum_hex(char ch)
 	return (-1);
 }
 
+/* Reads "A:B" (two numbers) at *p into v; moves *p past it. */
+static int
+tracesum_pair(const char **p, int64_t v[2])
+{
+	if (tracesum_num(p, &v[0]) == -1 || *(*p)++ != ':' ||
+	    tracesum_num(p, &v[1]) == -1)
+		return (-1);
+	return (0);
+}
+
+/* Reads a step's "STEP:DUR_US" at *p into s; moves *p past it. */
+static int
+tracesum_read_step(const char **p, struct tracesum *s)
+{
+	int64_t	 v[2];
+
+	if (s->nsteps >= TRACESUM_STEPS_MAX || tracesum_pair(p, v) == -1)
+		return (-1);
+	s->steps[s->nsteps].step = v[0];
+	s->steps[s->nsteps++].dur_us = v[1];
+	return (0);
+}
+
+/* Reads an operator's "TOTAL_US:COUNT:NAME" (NAME %XX-escaped) at *p into
+ * s; moves *p past it. */
+static int
+tracesum_read_op(const char **p, struct tracesum *s)
+{
+	struct tracesum_op	*op;
+	int64_t			 v[2];
+	size_t			 n;
+	int			 h, l;
+
+	if (s->nops >= TRACESUM_OPS_MAX || tracesum_pair(p, v) == -1 ||
+	    *(*p)++ != ':')
+		return (-1);
+	op = &s->ops[s->nops];
+	op->total_us = v[0];
+	op->count = (uint64_t)v[1];
+	for (n = 0; **p != '\0' && **p != ',' && **p != ' '; n++) {
+		if (n >= TRACESUM_NAME_MAX)
+			return (-1);
+		if (**p == '%') {
+			if ((h = tracesum_hex((*p)[1])) == -1 ||
+			    (l = tracesum_hex((*p)[2])) == -1)
+				return (-1);
+			op->name[n] = (char)(h << 4 | l);
+			*p += 3;
+		} else
+			op->name[n] = *(*p)++;
+	}
+	s->nops++;
+	return (0);
+}
+
+/* Reads a list at *p, "-" (none) or items item() reads separated by ',',
+ * into s; moves *p past it. */
+static int
+tracesum_list(const char **p, struct tracesum *s,
+    int (*item)(const char **, struct tracesum *))
+{
+	if (**p == '-') {
+		(*p)++;
+		return (0);
+	}
+	for (;;) {
+		if (item(p, s) == -1)
+			return (-1);
+		if (**p != ',')
+			return (0);
+		(*p)++;
+	}
+}
+
 /*
  * Reads text (tracesum_encode()'s form) into s, and checks it as
  * tracesum_check() does.  Returns 0, or -1 with *why set.
@@ -135,7 +209,7 @@ tracesum_decode(const char *text, struct tracesum *s, const char **why)
 	const char	*p = text;
 	int64_t		 v[3];
 	size_t		 n;
-	int		 i, h, l;
+	int		 i;
 
 	memset(s, 0, sizeof(*s));
 	*why = "a trace summary that does not read";
@@ -155,52 +229,9 @@ tracesum_decode(const char *text, struct tracesum *s, const char **why)
 	s->files = (uint64_t)v[0];
 	s->events = (uint64_t)v[1];
 	s->steps_seen = (uint64_t)v[2];
-	if (*p++ != ' ')
+	if (*p++ != ' ' || tracesum_list(&p, s, tracesum_read_step) == -1 ||
+	    *p++ != ' ' || tracesum_list(&p, s, tracesum_read_op) == -1)
 		return (-1);
-	if (*p == '-')
-		p++;
-	else
-		for (;;) {
-			if (s->nsteps >= TRACESUM_STEPS_MAX ||
-			    tracesum_num(&p, &v[0]) == -1 || *p++ != ':' ||
-			    tracesum_num(&p, &v[1]) == -1)
-				return (-1);
-			s->steps[s->nsteps].step = v[0];
-			s->steps[s->nsteps++].dur_us = v[1];
-			if (*p != ',')
-				break;
-			p++;
-		}
-	if (*p++ != ' ')
-		return (-1);
-	if (*p == '-')
-		p++;
-	else
-		for (;;) {
-			if (s->nops >= TRACESUM_OPS_MAX ||
-			    tracesum_num(&p, &v[0]) == -1 || *p++ != ':' ||
-			    tracesum_num(&p, &v[1]) == -1 || *p++ != ':')
-				return (-1);
-			s->ops[s->nops].total_us = v[0];
-			s->ops[s->nops].count = (uint64_t)v[1];
-			for (n = 0; *p != '\0' && *p != ',' && *p != ' '; n++) {
-				if (n >= TRACESUM_NAME_MAX)
-					return (-1);
-				if (*p == '%') {
-					if ((h = tracesum_hex(p[1])) == -1 ||
-					    (l = tracesum_hex(p[2])) == -1)
-						return (-1);
-					s->ops[s->nops].name[n] =
-					    (char)(h << 4 | l);
-					p += 3;
-				} else
-					s->ops[s->nops].name[n] = *p++;
-			}
-			s->nops++;
-			if (*p != ',')
-				break;
-			p++;
-		}
 	if (*p == ' ')
 		snprintf(s->error, sizeof(s->error), "%s", p + 1);
 	else if (*p != '\0')
