@@ -51,6 +51,16 @@ agents_up(struct tc_coord *tc, struct fakeagent *fa, const char *job)
 	}
 }
 
+/* Closes the fake agents agents_up() connected. */
+static void
+agents_down(struct fakeagent *fa)
+{
+	int	 i;
+
+	for (i = 0; i < NAGENTS; i++)
+		fa_close(&fa[i]);
+}
+
 /* Reports every rank at step, but rank 7 (node rl-1) at slow. */
 static void
 report(struct fakeagent *fa, const char *job, int64_t step, int64_t slow)
@@ -216,8 +226,7 @@ test_fire_and_caps(void **state)
 	tc_reply_free(&r);
 	assert_int_equal(tc_metric(tc,
 	    "dynprof_rule_firings_total{job=\"fire-j\"}"), 2);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 }
 
 /*
@@ -267,8 +276,7 @@ test_fire_no_collect(void **state)
 	r = tc_req(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
 	    "\"straggler\", \"steps\": 5, \"collect\": 0}", 400);
 	tc_reply_free(&r);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 }
 
 /* An admin request whose answer is only its status. */
@@ -349,8 +357,7 @@ test_job_no_collect(void **state)
 	    "\"x\": 1}", 400);
 	call(tc, "PUT", "/v1/jobs/nojob-j/collect", "{\"collect\": "
 	    "false}", 404);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 
 	/* Kept across a restart: a new window says so still. */
 	restart(tc);
@@ -371,8 +378,7 @@ test_job_no_collect(void **state)
 	call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
 	    "700, \"stop_step\": 704}", 201);
 	assert_int_equal(wait_push_collect(&fa[0], 4), 0);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 }
 
 /* No rule, no window: a straggler alone changes no schedule. */
@@ -390,8 +396,7 @@ test_off_by_default(void **state)
 	assert_non_null(j);
 	json_decref(j);
 	assert_null(wait_count(tc, fa, "/v1/jobs/off-j", "windows", 1, 1500));
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 }
 
 /* Each bad rule is refused with a 4xx naming the field, and changes
@@ -547,8 +552,7 @@ test_restart(void **state)
 	assert_int_equal(tc_int(r.json, "windows.0.options.fw_a"), 1);
 	assert_int_equal(tc_int(r.json, "windows.0.options.fw_b"), 2);
 	tc_reply_free(&r);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 
 	restart(tc);
 	r = tc_req(tc, "GET", "/v1/jobs/rs-j/rules", NULL, 200);
@@ -574,8 +578,7 @@ test_restart(void **state)
 	assert_null(wait_count(tc, fa, "/v1/jobs/rs-j", "windows", 2, 2500));
 	assert_int_equal(tc_metric(tc,
 	    "dynprof_rule_refused_total{job=\"rs-j\"}"), 0);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 }
 
 int
