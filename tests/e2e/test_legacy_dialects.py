@@ -562,8 +562,7 @@ def test():
     with Cluster("legacy") as c:
         c.start_coordinator()
         node = c.node("n1")
-        ldir = os.path.join(node.dir, "legacy")
-        os.mkdir(ldir)
+        ldir = node.legacy_dir()
         conf = os.path.join(node.dir, "agent.conf")
         with open(conf, "w") as f:
             f.write("# as a site's config file would\nlegacy-dir = %s\n"

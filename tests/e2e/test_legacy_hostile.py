@@ -129,8 +129,7 @@ def setup(name):
     node = c.node("n1")
     for d in (c.dir, node.dir):
         os.chmod(d, 0o711)
-    ldir = os.path.join(node.dir, "legacy")
-    os.mkdir(ldir)
+    ldir = node.legacy_dir()
     os.chmod(ldir, 0o1777)
     target = os.path.join(node.dir, "target")
     os.mkdir(target)

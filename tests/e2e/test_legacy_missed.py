@@ -262,8 +262,7 @@ def test():
     with Cluster("legacy-missed") as c:
         c.start_coordinator()
         node = c.node("n1")
-        ldir = os.path.join(node.dir, "legacy")
-        os.mkdir(ldir)
+        ldir = node.legacy_dir()
         node.start_agent(["--legacy-dir", ldir])
         jobs = []
         try:
@@ -277,8 +276,7 @@ def test():
                 j.close()
         torch_ahead(c, ldir, node)
         n2 = c.node("n2")
-        ldir2 = os.path.join(n2.dir, "legacy")
-        os.mkdir(ldir2)
+        ldir2 = n2.legacy_dir()
         n2.start_agent(["--legacy-dir", ldir2, "--legacy-window-max", "6"])
         bound(c, ldir2, n2, 6)
         for n in (node, n2):

@@ -47,8 +47,7 @@ def test():
     with Cluster("legacytw") as c:
         c.start_coordinator(heartbeat_ms=200)
         node = c.node("n1")
-        ldir = os.path.join(node.dir, "legacy")
-        os.mkdir(ldir)
+        ldir = node.legacy_dir()
         node.start_agent(["--legacy-dir", ldir])
         jobs = {"torch_npu": "lgtw%d-torch" % PID,
                 "mindspore-2.5": "lgtw%d-ms25" % PID}
