@@ -701,7 +701,8 @@ change_rules_set(struct coord *c, const char *name, const char *text,
 }
 
 /*
- * Takes the windows that are over (schedule_window_over()) out of the pushed
+ * Takes the windows that are over (schedule_window_over(), or for a job only
+ * its agents judge, legacy_judges(), once they all ended it) out of the pushed
  * schedule and pushes the smaller schedule: for every job, or with dirty_only
  * for the jobs whose ranks ended a window or left since the last call (right
  * after their events are committed, so that a finished window frees its steps
@@ -739,7 +740,8 @@ change_windows_over(struct coord *c, int dirty_only)
 				    strdup(why) : NULL;
 				done[n++] = w;
 			} else if (legacy_ended_everywhere(c, job, w->id) ||
-			    schedule_window_over(c, job, w, min))
+			    (!legacy_judges(c, job) &&
+			    schedule_window_over(c, job, w, min)))
 				done[n++] = w;
 		}
 		if (n > 0 && change_windows_finish(c, job, done, n) == -1)

@@ -179,6 +179,33 @@ legacy_refused_everywhere(struct coord *c, const struct job *job, uint32_t id,
 }
 
 /*
+ * Returns 1 if only the agents judge the end of job's windows: every node
+ * serving job reports it as a legacy job and no rank of it reports for
+ * itself.  The coordinator knows such a rank only once an agent saw its
+ * trace (a torch_npu rank's appears at its stop, whole): the ranks it knows
+ * are not the ranks running a window, and one of them ending it ends
+ * nothing.  The agents know who started it (the ranks' logs).
+ */
+int
+legacy_judges(struct coord *c, const struct job *job)
+{
+	const struct sub	*s;
+	const struct rank	*r;
+	int			 any = 0;
+
+	TAILQ_FOREACH(s, &job->subs, job_entry) {
+		if (s->conn->node == NULL ||
+		    legacy_find(c, s->conn->node->name, job->name) == NULL)
+			return (0);
+		any = 1;
+	}
+	TAILQ_FOREACH(r, &job->ranks, entry)
+		if (r->native)
+			return (0);
+	return (any);
+}
+
+/*
  * Returns 1 if every node serving job reports it as a legacy job and is done
  * with window id: refused it, or wrote it and saw it end (observed complete,
  * cancelled, missed by the framework, unverified, or not seen to end within

@@ -478,6 +478,7 @@ int	 legacy_refused_everywhere(struct coord *, const struct job *,
 	    uint32_t, const char **);
 int	 legacy_ended_everywhere(struct coord *, const struct job *,
 	    uint32_t);
+int	 legacy_judges(struct coord *, const struct job *);
 
 /* nodeview.c: nodes' rows in this many batches, each at most this long
  * (under etcd's request limit, ETCD_TXN_BYTES_MAX, with its base64): about
