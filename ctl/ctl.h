@@ -176,6 +176,7 @@ struct ctl_progress {
 				 * gone or missed */
 	int	 window_cancelled;
 	int	 window_done;	/* the coordinator finished the window */
+	int	 legacy;	/* agents serve the job from its directory */
 	int64_t	 max_step;	/* -1: none reported */
 	int	 nodes_lost;	/* of the job's nodes, lost now */
 	int	 nodes_left;	/* of the job's nodes, left (said goodbye) */

@@ -477,6 +477,7 @@ ctl_progress_count(json_t *doc, uint32_t window, struct ctl_progress *p)
 	    "lost", 0);
 	p->nodes_left = (int)ctl_json_int(json_object_get(doc, "node_counts"),
 	    "left", 0);
+	p->legacy = json_object_get(doc, "legacy") != NULL;
 	json_array_foreach(json_object_get(doc, "windows"), i, w) {
 		if (ctl_json_int(w, "id", 0) != window)
 			continue;
@@ -863,7 +864,12 @@ ctl_trace_wait(struct ctl *ctl, const char *job, uint32_t window,
 			ctl_progress_format(&p, window, line, sizeof(line));
 			ctl_trace_lost(ctl, job, &lost, p.nodes_lost +
 			    p.nodes_left);
-			if (p.targeted > 0 && p.finished == p.targeted)
+			/* A legacy rank is known once its trace is seen:
+			 * those known finished, another may still run it
+			 * until the agents say they are done with it. */
+			if (p.targeted > 0 && p.finished == p.targeted &&
+			    (!p.legacy || p.window_done ||
+			    p.window_cancelled))
 				break;
 			since = (uint64_t)ctl_json_int(doc, "revision", 0);
 		}
