@@ -1,6 +1,9 @@
 /* Counters and the Prometheus text exposition of /metrics. */
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <event2/buffer.h>
 
@@ -207,6 +210,70 @@ metrics_render_tls(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)c->agent_tls.resumed);
 }
 
+/* A counter of struct metrics and the text of its # HELP line. */
+struct metrics_counter {
+	const char	*name;
+	const char	*help;
+	size_t		 off;	/* of its uint64_t in struct metrics */
+};
+
+/* What the rank events did that they should not have. */
+static const struct metrics_counter metrics_event_counters[] = {
+	{ "dynprof_events_duplicate_total",
+	    "Replayed events that changed nothing.",
+	    offsetof(struct metrics, events_dup) },
+	{ "dynprof_events_refused_total",
+	    "Rank events dropped: a string not UTF-8, an output "
+	    "directory of 4096 bytes or more, a step out of "
+	    "range, or an observed event from a node not serving "
+	    "the job as legacy.",
+	    offsetof(struct metrics, events_refused) },
+	{ "dynprof_event_text_cut_total",
+	    "Rank events whose error was cut to its budget (4095 "
+	    "bytes, at a UTF-8 character).",
+	    offsetof(struct metrics, event_text_cut) },
+	{ "dynprof_progress_refused_total",
+	    "Progress reports of a rank (or a node's range) with "
+	    "a step out of range, ignored.",
+	    offsetof(struct metrics, progress_refused) },
+	{ "dynprof_legacy_refused_total",
+	    "Legacy job reports refused: bad strings, or over the "
+	    "bound.",
+	    offsetof(struct metrics, legacy_refused) },
+	{ "dynprof_labels_refused_total",
+	    "Ranks' labels that did not pass (docs/labels.md), "
+	    "dropped: the rank kept none.",
+	    offsetof(struct metrics, labels_refused) },
+};
+
+/* Windows that name ranks by what they are. */
+static const struct metrics_counter metrics_select_counters[] = {
+	{ "dynprof_select_grown_total",
+	    "Times a window that names ranks by what they are "
+	    "took ranks that attached after it was made.",
+	    offsetof(struct metrics, select_grown) },
+	{ "dynprof_select_grow_refused_total",
+	    "Times such a window could not take the ranks that "
+	    "attached after it (its rank list full), logged.",
+	    offsetof(struct metrics, select_grow_refused) },
+};
+
+/* Renders the counters of table t, each with its # HELP and # TYPE. */
+static void
+metrics_counters(const struct metrics *m, struct evbuffer *buf,
+    const struct metrics_counter *t, size_t n)
+{
+	uint64_t	 v;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&v, (const char *)m + t[i].off, sizeof(v));
+		evbuffer_add_printf(buf,
+		    "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", t[i].name,
+		    t[i].help, t[i].name, t[i].name, (unsigned long long)v);
+	}
+}
+
 /* Appends every metric to buf in the Prometheus text format. */
 void
 metrics_render(struct coord *c, struct evbuffer *buf)
@@ -297,56 +364,19 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 		    "dynprof_events_total{kind=\"%s\"} %llu\n",
 		    names_event_kind(i),
 		    (unsigned long long)m->events[i]);
+	metrics_counters(m, buf, metrics_event_counters,
+	    sizeof(metrics_event_counters) /
+	    sizeof(metrics_event_counters[0]));
 	evbuffer_add_printf(buf,
-	    "# HELP dynprof_events_duplicate_total Replayed events that "
-	    "changed nothing.\n"
-	    "# TYPE dynprof_events_duplicate_total counter\n"
-	    "dynprof_events_duplicate_total %llu\n"
-	    "# HELP dynprof_events_refused_total Rank events dropped: a "
-	    "string not UTF-8, an output directory of 4096 bytes or more, a "
-	    "step out of range, or an observed event from "
-	    "a node not serving the job as legacy.\n"
-	    "# TYPE dynprof_events_refused_total counter\n"
-	    "dynprof_events_refused_total %llu\n"
-	    "# HELP dynprof_event_text_cut_total Rank events whose error "
-	    "was cut to its budget (4095 bytes, at a UTF-8 character).\n"
-	    "# TYPE dynprof_event_text_cut_total counter\n"
-	    "dynprof_event_text_cut_total %llu\n"
-	    "# HELP dynprof_progress_refused_total Progress reports of a rank "
-	    "(or a node's range) with a step out of range, ignored.\n"
-	    "# TYPE dynprof_progress_refused_total counter\n"
-	    "dynprof_progress_refused_total %llu\n"
-	    "# HELP dynprof_legacy_refused_total Legacy job reports refused: "
-	    "bad strings, or over the bound.\n"
-	    "# TYPE dynprof_legacy_refused_total counter\n"
-	    "dynprof_legacy_refused_total %llu\n"
-	    "# HELP dynprof_labels_refused_total Ranks' labels that did not "
-	    "pass (docs/labels.md), dropped: the rank kept none.\n"
-	    "# TYPE dynprof_labels_refused_total counter\n"
-	    "dynprof_labels_refused_total %llu\n"
-	    "# HELP dynprof_select_seconds What resolving the last window that "
-	    "named ranks by labels or nodes took (docs/labels.md).\n"
+	    "# HELP dynprof_select_seconds "
+	    "What resolving the last window that named ranks by "
+	    "labels or nodes took (docs/labels.md).\n"
 	    "# TYPE dynprof_select_seconds gauge\n"
-	    "dynprof_select_seconds %.6f\n"
-	    "# HELP dynprof_select_grown_total Times a window that names "
-	    "ranks by what they are took ranks that attached after it was "
-	    "made.\n"
-	    "# TYPE dynprof_select_grown_total counter\n"
-	    "dynprof_select_grown_total %llu\n"
-	    "# HELP dynprof_select_grow_refused_total Times such a window "
-	    "could not take the ranks that attached after it (its rank list "
-	    "full), logged.\n"
-	    "# TYPE dynprof_select_grow_refused_total counter\n"
-	    "dynprof_select_grow_refused_total %llu\n",
-	    (unsigned long long)m->events_dup,
-	    (unsigned long long)m->events_refused,
-	    (unsigned long long)m->event_text_cut,
-	    (unsigned long long)m->progress_refused,
-	    (unsigned long long)m->legacy_refused,
-	    (unsigned long long)m->labels_refused,
-	    (double)m->select_last_ns / 1e9,
-	    (unsigned long long)m->select_grown,
-	    (unsigned long long)m->select_grow_refused);
+	    "dynprof_select_seconds %.6f\n",
+	    (double)m->select_last_ns / 1e9);
+	metrics_counters(m, buf, metrics_select_counters,
+	    sizeof(metrics_select_counters) /
+	    sizeof(metrics_select_counters[0]));
 
 	metrics_render_bounds(c, buf);
 	metrics_render_rows(c, buf);
