@@ -118,58 +118,91 @@ metrics_render_budgets(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)c->metrics.generations_refused);
 }
 
+/* A counter of struct metrics and the text of its # HELP line. */
+struct metrics_counter {
+	const char	*name;
+	const char	*help;
+	size_t		 off;	/* of its uint64_t in struct metrics */
+};
+
+/* Renders the counters of table t, each with its # HELP and # TYPE. */
+static void
+metrics_counters(const struct metrics *m, struct evbuffer *buf,
+    const struct metrics_counter *t, size_t n)
+{
+	uint64_t	 v;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&v, (const char *)m + t[i].off, sizeof(v));
+		evbuffer_add_printf(buf,
+		    "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", t[i].name,
+		    t[i].help, t[i].name, t[i].name, (unsigned long long)v);
+	}
+}
+
+/* metrics_counters() of every counter of table t. */
+#define METRICS_COUNTERS(m, buf, t)					\
+	metrics_counters((m), (buf), (t), sizeof(t) / sizeof((t)[0]))
+
+/* Agents held to the bounds on peers. */
+static const struct metrics_counter metrics_bound_counters[] = {
+	{ "dynprof_agents_dropped_total",
+	    "Agent connections dropped for a bound: output not "
+	    "read, no hello in time, a big frame before hello, a "
+	    "seq beyond the window.",
+	    offsetof(struct metrics, agents_dropped) },
+	{ "dynprof_subscribes_refused_total",
+	    "Subscribes past the jobs one agent may serve.",
+	    offsetof(struct metrics, subscribes_refused) },
+	{ "dynprof_progress_ranks_refused_total",
+	    "Ranks of a Progress past the ranks a node can hold.",
+	    offsetof(struct metrics, progress_ranks_refused) },
+};
+
+/* Jobs nobody scheduled. */
+static const struct metrics_counter metrics_unsched_counters[] = {
+	{ "dynprof_unscheduled_refused_total",
+	    "Jobs nobody scheduled refused past their cap.",
+	    offsetof(struct metrics, unscheduled_refused) },
+	{ "dynprof_unscheduled_reaped_total",
+	    "Jobs nobody scheduled forgotten once no node served "
+	    "them.",
+	    offsetof(struct metrics, unscheduled_reaped) },
+};
+
+/* Admin connections closed. */
+static const struct metrics_counter metrics_http_counters[] = {
+	{ "dynprof_http_timeouts_total",
+	    "Admin connections closed at the request deadline.",
+	    offsetof(struct metrics, http_timeouts) },
+	{ "dynprof_http_evicted_total",
+	    "Idle admin connections closed to make room at the "
+	    "cap.",
+	    offsetof(struct metrics, http_evicted) },
+};
+
 /* Renders the counters of the bounds on peers. */
 static void
 metrics_render_bounds(struct coord *c, struct evbuffer *buf)
 {
 	struct metrics	*m = &c->metrics;
 
+	METRICS_COUNTERS(m, buf, metrics_bound_counters);
 	evbuffer_add_printf(buf,
-	    "# HELP dynprof_agents_dropped_total Agent connections dropped "
-	    "for a bound: output not read, no hello in time, a big frame "
-	    "before hello, a seq beyond the window.\n"
-	    "# TYPE dynprof_agents_dropped_total counter\n"
-	    "dynprof_agents_dropped_total %llu\n"
-	    "# HELP dynprof_subscribes_refused_total Subscribes past the "
-	    "jobs one agent may serve.\n"
-	    "# TYPE dynprof_subscribes_refused_total counter\n"
-	    "dynprof_subscribes_refused_total %llu\n"
-	    "# HELP dynprof_progress_ranks_refused_total Ranks of a Progress "
-	    "past the ranks a node can hold.\n"
-	    "# TYPE dynprof_progress_ranks_refused_total counter\n"
-	    "dynprof_progress_ranks_refused_total %llu\n"
-	    "# HELP dynprof_jobs_unscheduled Jobs nobody scheduled, known "
-	    "from agents.\n"
+	    "# HELP dynprof_jobs_unscheduled "
+	    "Jobs nobody scheduled, known from agents.\n"
 	    "# TYPE dynprof_jobs_unscheduled gauge\n"
-	    "dynprof_jobs_unscheduled %zu\n"
-	    "# HELP dynprof_unscheduled_refused_total Jobs nobody scheduled "
-	    "refused past their cap.\n"
-	    "# TYPE dynprof_unscheduled_refused_total counter\n"
-	    "dynprof_unscheduled_refused_total %llu\n"
-	    "# HELP dynprof_unscheduled_reaped_total Jobs nobody scheduled "
-	    "forgotten once no node served them.\n"
-	    "# TYPE dynprof_unscheduled_reaped_total counter\n"
-	    "dynprof_unscheduled_reaped_total %llu\n"
-	    "# HELP dynprof_http_connections Admin connections open.\n"
+	    "dynprof_jobs_unscheduled %zu\n",
+	    schedule_unscheduled_count(c));
+	METRICS_COUNTERS(m, buf, metrics_unsched_counters);
+	evbuffer_add_printf(buf,
+	    "# HELP dynprof_http_connections "
+	    "Admin connections open.\n"
 	    "# TYPE dynprof_http_connections gauge\n"
-	    "dynprof_http_connections %zu\n"
-	    "# HELP dynprof_http_timeouts_total Admin connections closed at "
-	    "the request deadline.\n"
-	    "# TYPE dynprof_http_timeouts_total counter\n"
-	    "dynprof_http_timeouts_total %llu\n"
-	    "# HELP dynprof_http_evicted_total Idle admin connections closed "
-	    "to make room at the cap.\n"
-	    "# TYPE dynprof_http_evicted_total counter\n"
-	    "dynprof_http_evicted_total %llu\n",
-	    (unsigned long long)m->agents_dropped,
-	    (unsigned long long)m->subscribes_refused,
-	    (unsigned long long)m->progress_ranks_refused,
-	    schedule_unscheduled_count(c),
-	    (unsigned long long)m->unscheduled_refused,
-	    (unsigned long long)m->unscheduled_reaped,
-	    c->nhttp_conns,
-	    (unsigned long long)m->http_timeouts,
-	    (unsigned long long)m->http_evicted);
+	    "dynprof_http_connections %zu\n",
+	    c->nhttp_conns);
+	METRICS_COUNTERS(m, buf, metrics_http_counters);
 	metrics_events(c, buf);
 }
 
@@ -209,13 +242,6 @@ metrics_render_tls(struct coord *c, struct evbuffer *buf)
 	    (unsigned long long)c->agent_tls.handshakes,
 	    (unsigned long long)c->agent_tls.resumed);
 }
-
-/* A counter of struct metrics and the text of its # HELP line. */
-struct metrics_counter {
-	const char	*name;
-	const char	*help;
-	size_t		 off;	/* of its uint64_t in struct metrics */
-};
 
 /* What the rank events did that they should not have. */
 static const struct metrics_counter metrics_event_counters[] = {
@@ -257,22 +283,6 @@ static const struct metrics_counter metrics_select_counters[] = {
 	    "attached after it (its rank list full), logged.",
 	    offsetof(struct metrics, select_grow_refused) },
 };
-
-/* Renders the counters of table t, each with its # HELP and # TYPE. */
-static void
-metrics_counters(const struct metrics *m, struct evbuffer *buf,
-    const struct metrics_counter *t, size_t n)
-{
-	uint64_t	 v;
-	size_t		 i;
-
-	for (i = 0; i < n; i++) {
-		memcpy(&v, (const char *)m + t[i].off, sizeof(v));
-		evbuffer_add_printf(buf,
-		    "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", t[i].name,
-		    t[i].help, t[i].name, t[i].name, (unsigned long long)v);
-	}
-}
 
 /* Appends every metric to buf in the Prometheus text format. */
 void
@@ -364,9 +374,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 		    "dynprof_events_total{kind=\"%s\"} %llu\n",
 		    names_event_kind(i),
 		    (unsigned long long)m->events[i]);
-	metrics_counters(m, buf, metrics_event_counters,
-	    sizeof(metrics_event_counters) /
-	    sizeof(metrics_event_counters[0]));
+	METRICS_COUNTERS(m, buf, metrics_event_counters);
 	evbuffer_add_printf(buf,
 	    "# HELP dynprof_select_seconds "
 	    "What resolving the last window that named ranks by "
@@ -374,9 +382,7 @@ metrics_render(struct coord *c, struct evbuffer *buf)
 	    "# TYPE dynprof_select_seconds gauge\n"
 	    "dynprof_select_seconds %.6f\n",
 	    (double)m->select_last_ns / 1e9);
-	metrics_counters(m, buf, metrics_select_counters,
-	    sizeof(metrics_select_counters) /
-	    sizeof(metrics_select_counters[0]));
+	METRICS_COUNTERS(m, buf, metrics_select_counters);
 
 	metrics_render_bounds(c, buf);
 	metrics_render_rows(c, buf);
