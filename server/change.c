@@ -71,6 +71,7 @@ change_put_window(struct coord *c, const struct change *ch,
 	row.options = opts;
 	row.output_subdir = w->output_subdir;
 	row.no_collect = w->no_collect;
+	row.trace_store = w->trace_store;
 	row.start_unix_ns = w->start_unix_ns;
 	row.stop_unix_ns = w->stop_unix_ns;
 	row.tolerance_ms = w->tolerance_ms;
@@ -406,6 +407,16 @@ change_window_times(const struct window_request *r, struct window *w,
 	return (0);
 }
 
+/* Gives window w the job's own trace store of now (PUT .../trace-store), if
+ * it has one.  Returns 0, or -1 out of memory. */
+static int
+change_window_store(struct window *w, const struct job *job)
+{
+	if (job->trace_store[0] == '\0')
+		return (0);
+	return ((w->trace_store = strdup(job->trace_store)) == NULL ? -1 : 0);
+}
+
 /*
  * Adds the window r asks for to job name, creating the job, its steps
  * resolved (in_steps and roundup against the job's ranks) and its options
@@ -449,6 +460,10 @@ change_window_add(struct coord *c, const char *name,
 	/* A job that says "collect": false: its windows say so too. */
 	if (job != NULL && job->no_collect)
 		w->no_collect = 1;
+	if (job != NULL && change_window_store(w, job) == -1) {
+		refusal_set(ref, 500, NULL, "out of memory");
+		goto fail;
+	}
 	if (w->rankset.nranges > 0 && (node = legacy_ranks_refused(c, name)) !=
 	    NULL) {
 		refusal_set(ref, 409, "ranks", "job %s is served as a "
@@ -653,6 +668,10 @@ change_config_set(struct coord *c, const char *name, char *text,
 		w->created_ns = clock_wall_ns();
 		w->no_collect = job->no_collect;	/* PUT .../collect */
 		ch.add = w;
+		if (change_window_store(w, job) == -1) {
+			refusal_set(ref, 500, NULL, "out of memory");
+			goto fail;
+		}
 	}
 	ch.config_json = text;
 	ch.defaults = defaults;

@@ -120,6 +120,8 @@ void	 http_get_compare(struct coord *, struct evhttp_request *,
 	    const char *, const char *);
 void	 http_put_collect(struct coord *, struct evhttp_request *,
 	    const char *);
+void	 http_put_trace_store(struct coord *, struct evhttp_request *,
+	    const char *);
 
 /* http_rules.c */
 void	 http_get_stragglers(struct coord *, struct evhttp_request *,

@@ -90,6 +90,8 @@ const struct http_route http_routes[] = {
 	    .h1 = http_put_stragglers },
 	{ PUT, "/v1/jobs/{job}/collect", OPERATOR, 0, NULL,
 	    .h1 = http_put_collect },
+	{ PUT, "/v1/jobs/{job}/trace-store", OPERATOR, 0, NULL,
+	    .h1 = http_put_trace_store },
 	{ GET, "/v1/jobs/{job}/rules", VIEWER, HTTP_REPLICA, NULL,
 	    .h1 = http_get_rules },
 	{ POST, "/v1/jobs/{job}/rules", OPERATOR, 0, NULL,

@@ -99,6 +99,7 @@ http_thresholds_parse(json_t *body, struct rules_limits *l,
 	l->drop = (int)val[1];
 	l->busy = (int)val[2];
 	l->no_collect = RULES_LIMIT_KEEP;	/* PUT .../collect's */
+	l->store_set = 0;			/* PUT .../trace-store's */
 	return (0);
 }
 
@@ -147,6 +148,7 @@ http_put_collect(struct coord *c, struct evhttp_request *req,
 	/* The thresholds as they are, the job's "collect" as said. */
 	l.lag = l.drop = l.busy = RULES_LIMIT_KEEP;
 	l.no_collect = json_is_false(v);
+	l.store_set = 0;
 	if (!json_is_boolean(v))
 		http_error(c, req, 400, "collect", "collect must be true or "
 		    "false");
@@ -155,6 +157,50 @@ http_put_collect(struct coord *c, struct evhttp_request *req,
 	else
 		http_reply(c, req, 200, json_pack("{s:s,s:b}", "job", name,
 		    "collect", json_is_true(v)));
+	json_decref(body);
+}
+
+/* PUT /v1/jobs/J/trace-store: the job's own trace store, null the agents'. */
+void
+http_put_trace_store(struct coord *c, struct evhttp_request *req,
+    const char *name)
+{
+	struct refusal		 ref;
+	struct rules_limits	 l;
+	json_t			*body, *v;
+	const char		*key;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
+	json_object_foreach(body, key, v)
+		if (strcmp(key, "store") != 0) {
+			http_error(c, req, 400, key, "unknown field %s", key);
+			json_decref(body);
+			return;
+		}
+	v = json_object_get(body, "store");
+	l.lag = l.drop = l.busy = l.no_collect = RULES_LIMIT_KEEP;
+	l.store_set = 1;
+	l.store[0] = '\0';
+	if (json_is_string(v) && json_string_length(v) >= sizeof(l.store))
+		http_error(c, req, 400, "store", "store must be 1 to %d bytes",
+		    RULES_STORE_MAX);
+	else if (!json_is_string(v) && !json_is_null(v))
+		http_error(c, req, 400, "store", "store must be a string or "
+		    "null");
+	else if (json_is_string(v) && (snprintf(l.store, sizeof(l.store),
+	    "%s", json_string_value(v)) < 0 || strlen(l.store) !=
+	    json_string_length(v)))
+		http_error(c, req, 400, "store", "store may not hold a NUL");
+	else if (json_is_string(v) && l.store[0] == '\0')
+		http_error(c, req, 400, "store", "store must be 1 to %d bytes "
+		    "(null for the agents' own)", RULES_STORE_MAX);
+	else if (rules_set_thresholds(c, name, &l, &ref) == -1)
+		http_refused(c, req, &ref);
+	else
+		http_reply(c, req, 200, json_pack("{s:s,s:o}", "job", name,
+		    "store", json_is_string(v) ? json_string(l.store) :
+		    json_null()));
 	json_decref(body);
 }
 

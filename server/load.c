@@ -154,6 +154,21 @@ load_window_selector(const struct store_window *row, struct window *w,
 	return (0);
 }
 
+/* Takes a window row's trace store (PUT .../trace-store's when it was made)
+ * into w.  Returns 0, or -1 with ref filled. */
+static int
+load_window_store(const struct store_window *row, struct window *w,
+    struct refusal *ref)
+{
+	if (row->trace_store == NULL)
+		return (0);
+	if (rules_store_check(row->trace_store, ref) == -1)
+		return (-1);
+	if ((w->trace_store = strdup(row->trace_store)) == NULL)
+		return (refusal_set(ref, 500, NULL, "out of memory"));
+	return (0);
+}
+
 /* Takes a window of a known job; one that breaks the rules is quarantined. */
 static int
 load_window(void *arg, const struct store_window *row)
@@ -175,6 +190,7 @@ load_window(void *arg, const struct store_window *row)
 	memset(&ref, 0, sizeof(ref));
 	if (valid_window_row(row, w, &ref) == -1 ||
 	    load_window_selector(row, w, &ref) == -1 ||
+	    load_window_store(row, w, &ref) == -1 ||
 	    schedule_window_find(job, row->id) != NULL) {
 		if (ref.code == 0)
 			refusal_set(&ref, 400, "id", "a second row");

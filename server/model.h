@@ -428,6 +428,7 @@ void	 rules_tick(struct coord *);
 void	 rules_free(struct rules *);
 int	 rules_load(struct job *, const char *);
 char	*rules_dump(const struct job *);
+int	 rules_store_check(const char *, struct refusal *);
 struct json_t *rules_json(const struct job *);
 int	 rules_add(struct coord *, const char *, struct rule *,
 	    const struct rule **, struct refusal *);

@@ -312,6 +312,76 @@ rules_own_limits(const struct job *job, struct rules_limits *l)
 	straggler_own_thresholds(job, &l->lag, &l->drop);
 	l->busy = straggler_own_busy(job);
 	l->no_collect = job->no_collect;
+	l->store_set = 1;
+	snprintf(l->store, sizeof(l->store), "%s", job->trace_store);
+}
+
+/* Whether c may be in a trace store's bucket name (S3's rules). */
+static int
+rules_store_bucket_char(char c)
+{
+	return ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	    c == '-' || c == '.');
+}
+
+/* Whether c may be in a trace store's path or prefix. */
+static int
+rules_store_path_char(char c)
+{
+	return ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	    c == '/');
+}
+
+/*
+ * Checks a job's own trace store s: "s3://bucket[/prefix]" (a bucket of 3
+ * to 63 of a-z 0-9 . -, a prefix of A-Z a-z 0-9 . _ - /) or an absolute
+ * directory of those characters; no "..", no empty part, at most
+ * RULES_STORE_MAX bytes.  Returns 0, or -1 with ref filled (400, why).
+ */
+int
+rules_store_check(const char *s, struct refusal *ref)
+{
+	const char	*p = s, *part;
+	size_t		 n, len = strlen(s);
+
+	if (len == 0 || len > RULES_STORE_MAX)
+		return (refusal_set(ref, 400, "store", "store must be 1 to %d "
+		    "bytes", RULES_STORE_MAX));
+	if (strncmp(s, "s3://", 5) == 0) {
+		for (p = s + 5, n = 0; rules_store_bucket_char(*p); p++)
+			n++;
+		if (n < 3 || n > 63 || (*p != '\0' && *p != '/') ||
+		    s[5] == '-' || s[5] == '.' || p[-1] == '-' || p[-1] == '.')
+			return (refusal_set(ref, 400, "store", "store's bucket "
+			    "must be 3 to 63 of a-z, 0-9, '.' and '-', from "
+			    "and to a letter or digit"));
+		if (*p == '\0')
+			return (0);
+		p++;			/* the prefix's parts */
+	} else if (*s == '/')
+		p = s + 1;
+	else
+		return (refusal_set(ref, 400, "store", "store must be "
+		    "s3://bucket/prefix or an absolute directory"));
+	for (part = p; ; p++) {
+		if (*p != '\0' && *p != '/') {
+			if (!rules_store_path_char(*p))
+				return (refusal_set(ref, 400, "store", "store "
+				    "may hold only A-Z, a-z, 0-9, '.', '_', "
+				    "'-' and '/'"));
+			continue;
+		}
+		if (p - part == 2 && strncmp(part, "..", 2) == 0)
+			return (refusal_set(ref, 400, "store", "store may not "
+			    "hold \"..\""));
+		if (p == part)
+			return (refusal_set(ref, 400, "store", "store may not "
+			    "hold an empty part (\"//\" or a final '/')"));
+		if (*p == '\0')
+			return (0);
+		part = p + 1;
+	}
 }
 
 /* Sets the job's own thresholds.  Returns 0, or -1 out of memory. */
@@ -322,6 +392,7 @@ rules_set_limits(struct job *job, const struct rules_limits *l)
 	    straggler_set_busy(job, l->busy) == -1)
 		return (-1);
 	job->no_collect = l->no_collect != 0;
+	snprintf(job->trace_store, sizeof(job->trace_store), "%s", l->store);
 	return (0);
 }
 
@@ -336,6 +407,8 @@ rules_limits_json(const struct rules_limits *l, json_t *o)
 	json_object_set_new(o, "busy_percent", l->busy >= 0 ?
 	    json_integer(l->busy) : json_null());
 	json_object_set_new(o, "collect", json_boolean(!l->no_collect));
+	json_object_set_new(o, "trace_store", l->store[0] != '\0' ?
+	    json_string(l->store) : json_null());
 }
 
 /* Returns the stored document of rules rs and thresholds l. */
@@ -367,7 +440,7 @@ rules_dump(const struct job *job)
 
 	rules_own_limits(job, &l);
 	if (job->rules == NULL && l.lag < 0 && l.drop < 0 && l.busy < 0 &&
-	    !l.no_collect)
+	    !l.no_collect && l.store[0] == '\0')
 		return (NULL);
 	return (rules_render(job->rules, &l));
 }
@@ -382,7 +455,7 @@ rules_load(struct job *job, const char *text)
 	struct rules	*rs;
 	struct refusal	 ref;
 	json_t		*doc, *v;
-	struct rules_limits l = { -1, -1, -1, 0 };
+	struct rules_limits l = { -1, -1, -1, 0, 0, "" };
 	size_t		 i;
 
 	if ((doc = json_loads(text, 0, NULL)) == NULL) {
@@ -397,7 +470,17 @@ rules_load(struct job *job, const char *text)
 	if (json_is_integer(v = json_object_get(doc, "busy_percent")))
 		l.busy = (int)json_integer_value(v);
 	l.no_collect = json_is_false(json_object_get(doc, "collect"));
-	if ((l.lag >= 0 || l.drop >= 0 || l.busy >= 0 || l.no_collect) &&
+	/* A store no longer allowed here is dropped, said. */
+	if (json_is_string(v = json_object_get(doc, "trace_store"))) {
+		if (rules_store_check(json_string_value(v), &ref) == 0)
+			snprintf(l.store, sizeof(l.store), "%s",
+			    json_string_value(v));
+		else
+			log_warnx("%s: job %s: stored trace store: %s, dropped",
+			    __func__, job->name, ref.msg);
+	}
+	if ((l.lag >= 0 || l.drop >= 0 || l.busy >= 0 || l.no_collect ||
+	    l.store[0] != '\0') &&
 	    rules_set_limits(job, &l) == -1)
 		goto fail;
 	if ((rs = rules_copy(NULL)) == NULL)

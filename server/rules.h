@@ -59,12 +59,18 @@ struct rules {
 /* A job's own straggler thresholds, -1 each it does not set
  * (RULES_LIMIT_KEEP: rules_set_thresholds() leaves it as it is). */
 #define RULES_LIMIT_KEEP	(-2)
+#define RULES_STORE_MAX		255	/* a job's trace store's length */
 struct rules_limits {
 	int64_t		 lag;
 	int		 drop;
 	int		 busy;
 	int		 no_collect;		/* the job's "collect": false
 						 * (PUT /v1/jobs/J/collect) */
+	int		 store_set;		/* rules_set_thresholds(): take
+						 * store (else keep the job's) */
+	char		 store[RULES_STORE_MAX + 1];	/* the job's trace
+						 * store, "" the agents' own
+						 * (PUT /v1/jobs/J/trace-store) */
 };
 
 /* rules.c: a job's rules as data */

@@ -57,7 +57,7 @@ rules_add(struct coord *c, const char *name, struct rule *r,
 {
 	struct job	*job = schedule_job_find(c, name);
 	struct rules	*rs;
-	struct rules_limits l = { -1, -1, -1, 0 };
+	struct rules_limits l = { -1, -1, -1, 0, 0, "" };
 
 	if (job != NULL && job->rules != NULL && job->rules->n == RULES_MAX) {
 		rule_clear(r);
@@ -115,8 +115,9 @@ rules_delete(struct coord *c, const char *name, uint32_t id,
 /*
  * Sets the straggler thresholds of job name to want's: -1 each for the
  * coordinator's, RULES_LIMIT_KEEP for as they are; and whether its windows
- * made from now on are collected (want->no_collect, or KEEP).  Returns 0,
- * or -1 with ref filled.
+ * made from now on are collected (want->no_collect, or KEEP) and into which
+ * trace store (want->store if want->store_set, "" the agents' own).
+ * Returns 0, or -1 with ref filled.
  */
 int
 rules_set_thresholds(struct coord *c, const char *name,
@@ -137,6 +138,12 @@ rules_set_thresholds(struct coord *c, const char *name,
 		l.busy = want->busy;
 	if (want->no_collect != RULES_LIMIT_KEEP)
 		l.no_collect = want->no_collect;
+	if (want->store_set) {
+		if (want->store[0] != '\0' &&
+		    rules_store_check(want->store, ref) == -1)
+			return (-1);
+		snprintf(l.store, sizeof(l.store), "%s", want->store);
+	}
 	if ((rs = rules_copy(job->rules)) == NULL)
 		return (refusal_set(ref, 500, NULL, "out of memory"));
 	return (rules_publish(c, name, rs, &l, &job, ref));

@@ -230,6 +230,7 @@ window_free(struct window *w)
 		return;
 	options_clear(&w->options);
 	free(w->selector);
+	free(w->trace_store);
 	free(w->refused_why);
 	free(w);
 }
@@ -615,6 +616,8 @@ schedule_build_config(struct job *job)
 		    w->options.fwopts : (char *)"";
 		pw->options = po;
 		pw->no_collect = w->no_collect != 0;
+		pw->trace_store = w->trace_store != NULL ? w->trace_store :
+		    (char *)"";
 		cfg->windows[n++] = pw;
 	}
 	cfg->n_windows = n;

@@ -202,6 +202,9 @@ struct window {
 	char			 output_subdir[SEG_SUBDIR_MAX];
 	int			 no_collect;	/* "collect": false: traces
 						 * not collected */
+	char			*trace_store;	/* the job's own trace store
+						 * when it was made, NULL: the
+						 * agents' */
 	enum window_state	 state;
 	int			 finished;	/* left the pushed schedule */
 	int			 refused;	/* left it: every node serving
@@ -344,6 +347,9 @@ struct job {
 	int			 no_collect;	/* "collect": false (rules.c's
 						 * document): its windows made
 						 * since say so */
+	char			 trace_store[256];	/* its own trace
+						 * store (rules.c's document),
+						 * "" the agents' */
 	int64_t			 created_ns;
 	struct windowq		 windows;	/* every window ever, by start */
 	struct rankq		 ranks;

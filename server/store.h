@@ -69,6 +69,7 @@ struct store_window {
 	int64_t		 start_unix_ns;		/* a time window's, 0: steps */
 	int64_t		 stop_unix_ns;
 	int64_t		 tolerance_ms;
+	const char	*trace_store;		/* the job's own, NULL: none */
 };
 
 /* A rank's last known state. */

@@ -21,7 +21,7 @@
 
 /* Bump when the tables change; store_open() refuses a newer schema and
  * migrates an older one (sqlite_migrate()). */
-#define STORE_SCHEMA_VERSION	7
+#define STORE_SCHEMA_VERSION	8
 
 static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
@@ -32,7 +32,8 @@ static const char *store_schema =
     " start_step INTEGER, stop_step INTEGER, ranks TEXT, options TEXT,"
     " output_subdir TEXT, state INTEGER, finished INTEGER, created INTEGER,"
     " ended INTEGER, selector TEXT, no_collect INTEGER, start_unix_ns INTEGER,"
-    " stop_unix_ns INTEGER, tolerance_ms INTEGER, PRIMARY KEY (job, id));"
+    " stop_unix_ns INTEGER, tolerance_ms INTEGER, trace_store TEXT,"
+    " PRIMARY KEY (job, id));"
     "CREATE TABLE IF NOT EXISTS ranks (job TEXT, rank INTEGER, node TEXT,"
     " pid INTEGER, step INTEGER, state INTEGER, window_id INTEGER,"
     " output_dir TEXT, last_event INTEGER, last_event_time INTEGER,"
@@ -65,8 +66,9 @@ static const char *store_sql[ST_COUNT] = {
 	"INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	"INSERT OR REPLACE INTO windows (job, id, start_step, stop_step, ranks,"
 	" options, output_subdir, state, finished, created, ended, selector,"
-	" no_collect, start_unix_ns, stop_unix_ns, tolerance_ms) VALUES (?1, ?2,"
-	" ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+	" no_collect, start_unix_ns, stop_unix_ns, tolerance_ms, trace_store)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+	" ?15, ?16, ?17)",
 	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
 	" ?9, ?10, ?11, ?12, ?13, ?14)",
 	"INSERT OR IGNORE INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -136,6 +138,7 @@ static const struct {
 	{ "windows", "start_unix_ns", "INTEGER" },	/* version 7 */
 	{ "windows", "stop_unix_ns", "INTEGER" },
 	{ "windows", "tolerance_ms", "INTEGER" },
+	{ "windows", "trace_store", "TEXT" },	/* version 8 */
 };
 
 /*
@@ -369,6 +372,7 @@ sqlite_put_window(void *arg, const struct store_window *w)
 	sqlite3_bind_int64(st, 14, w->start_unix_ns);
 	sqlite3_bind_int64(st, 15, w->stop_unix_ns);
 	sqlite3_bind_int64(st, 16, w->tolerance_ms);
+	sqlite_bind(st, 17, w->trace_store);
 	return (sqlite_step(s, ST_WINDOW));
 }
 
@@ -551,8 +555,8 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 
 	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
 	    " ranks, options, output_subdir, state, finished, created, ended,"
-	    " selector, no_collect, start_unix_ns, stop_unix_ns, tolerance_ms"
-	    " FROM windows ORDER BY job, start_step", -1,
+	    " selector, no_collect, start_unix_ns, stop_unix_ns, tolerance_ms,"
+	    " trace_store FROM windows ORDER BY job, start_step", -1,
 	    &r.st, NULL) !=
 	    SQLITE_OK)
 		return (-1);
@@ -574,6 +578,7 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 		w.start_unix_ns = sqlite_int(&r, 13, SQL_I64);
 		w.stop_unix_ns = sqlite_int(&r, 14, SQL_I64);
 		w.tolerance_ms = sqlite_int(&r, 15, SQL_I64);
+		w.trace_store = sqlite_text(&r, 16);
 		if (r.bad || w.job == NULL ? sqlite_bad(l, "windows", w.job,
 		    w.id) == -1 : l->window(l->arg, &w) == -1)
 			break;

@@ -375,6 +375,9 @@ summary_window_status(const struct job *job, const struct window *w,
 	json_object_set_new(o, "options", options_to_json(&w->options));
 	json_object_set_new(o, "output_subdir", json_string(w->output_subdir));
 	json_object_set_new(o, "collect", json_boolean(!w->no_collect));
+	if (w->trace_store != NULL)
+		json_object_set_new(o, "trace_store",
+		    json_string(w->trace_store));
 	json_object_set_new(o, "state", json_string(state != NULL ? state :
 	    schedule_window_state(job, w)));
 	if (w->refused && w->refused_why != NULL)

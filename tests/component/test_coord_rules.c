@@ -381,6 +381,166 @@ test_job_no_collect(void **state)
 	agents_down(fa);
 }
 
+/* Waits for a pushed schedule of n windows; returns the last's trace_store
+ * (caller frees). */
+static char *
+wait_push_store(struct fakeagent *fa, size_t n)
+{
+	long long	 deadline = tc_now_ms() + WAIT_MS;
+	fa_msg		*m;
+	char		*store;
+
+	while (tc_now_ms() < deadline) {
+		assert_int_equal(fa_heartbeat(fa), 0);
+		if ((m = fa_recv_type(fa, CONFIG, 200)) == NULL)
+			continue;
+		if (m->config->n_windows == n) {
+			store = strdup(m->config->windows[n - 1]->trace_store);
+			fa_free(m);
+			assert_non_null(store);
+			return (store);
+		}
+		fa_free(m);
+	}
+	fail_msg("no schedule of %zu windows pushed", n);
+	return (NULL);
+}
+
+/* Asserts the last window of the job's summary says trace_store store
+ * (NULL: none). */
+static void
+assert_window_store(struct tc_coord *tc, const char *job, const char *store)
+{
+	struct tc_reply	 r;
+	json_t		*ws, *v;
+	char		 path[64];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = tc_req(tc, "GET", path, NULL, 200);
+	ws = json_object_get(r.json, "windows");
+	v = json_object_get(json_array_get(ws, json_array_size(ws) - 1),
+	    "trace_store");
+	if (store == NULL)
+		assert_null(v);
+	else
+		assert_string_equal(json_string_value(v), store);
+	tc_reply_free(&r);
+}
+
+/*
+ * PUT /v1/jobs/J/trace-store {"store": ...}: the job's windows made since
+ * carry the store (pushed so, shown so), until it says null; a store that
+ * is not an s3:// URL or a clean absolute directory is refused saying why;
+ * the setting and the windows' stores survive a restart.
+ */
+static void
+test_job_trace_store(void **state)
+{
+	struct tc_coord	*tc = *state;
+	struct fakeagent fa[NAGENTS];
+	struct tc_reply	 r;
+	char		*s, big[300], body[400];
+	static const struct {
+		const char	*body;
+		const char	*words;
+	} bad[] = {
+		{ "{\"store\": \"relative/dir\"}", "s3://bucket/prefix or an "
+		    "absolute directory" },
+		{ "{\"store\": \"http://b/p\"}", "s3://bucket/prefix or an "
+		    "absolute directory" },
+		{ "{\"store\": \"/srv/traces/../etc\"}", "\"..\"" },
+		{ "{\"store\": \"/srv/..\"}", "\"..\"" },
+		{ "{\"store\": \"/srv//x\"}", "empty part" },
+		{ "{\"store\": \"/srv/x/\"}", "empty part" },
+		{ "{\"store\": \"/\"}", "empty part" },
+		{ "{\"store\": \"/srv/a b\"}", "may hold only" },
+		{ "{\"store\": \"/srv/a\\nb\"}", "may hold only" },
+		{ "{\"store\": \"s3://B/p\"}", "bucket" },
+		{ "{\"store\": \"s3://ab/p\"}", "bucket" },
+		{ "{\"store\": \"s3://-ab/p\"}", "bucket" },
+		{ "{\"store\": \"s3://bucket/a/../b\"}", "\"..\"" },
+		{ "{\"store\": \"s3://bucket/\"}", "empty part" },
+		{ "{\"store\": \"\"}", "1 to 255 bytes" },
+		{ "{\"store\": 3}", "a string or null" },
+		{ "{\"store\": \"/x\", \"y\": 1}", "unknown field y" },
+	};
+	size_t		 i;
+
+	agents_up(tc, fa, "ts-j");
+	report_judged(tc, fa, "ts-j", 100, 100);
+	r = tc_req(tc, "PUT", "/v1/jobs/ts-j/trace-store", "{\"store\": "
+	    "\"/srv/traces/ts-j\"}", 200);
+	assert_string_equal(tc_str(r.json, "store"), "/srv/traces/ts-j");
+	tc_reply_free(&r);
+	call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
+	    "500, \"stop_step\": 504}", 201);
+	s = wait_push_store(&fa[0], 1);
+	assert_string_equal(s, "/srv/traces/ts-j");
+	free(s);
+	assert_window_store(tc, "ts-j", "/srv/traces/ts-j");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = tc_req(tc, "PUT", "/v1/jobs/ts-j/trace-store", bad[i].body,
+		    400);
+		if (strstr(tc_str(r.json, "error"), bad[i].words) == NULL)
+			fail_msg("%s: error \"%s\" lacks \"%s\"", bad[i].body,
+			    tc_str(r.json, "error"), bad[i].words);
+		tc_reply_free(&r);
+	}
+	memset(big, 'a', sizeof(big) - 1);
+	big[0] = '/';
+	big[sizeof(big) - 1] = '\0';
+	snprintf(body, sizeof(body), "{\"store\": \"%s\"}", big);
+	r = tc_req(tc, "PUT", "/v1/jobs/ts-j/trace-store", body, 400);
+	assert_non_null(strstr(tc_str(r.json, "error"), "1 to 255 bytes"));
+	tc_reply_free(&r);
+	call(tc, "PUT", "/v1/jobs/nojob-j/trace-store", "{\"store\": "
+	    "\"/x\"}", 404);
+	/* Refused ones changed nothing. */
+	r = tc_req(tc, "GET", "/v1/jobs/ts-j/rules", NULL, 200);
+	assert_string_equal(tc_str(r.json, "trace_store"), "/srv/traces/ts-j");
+	tc_reply_free(&r);
+	call(tc, "PUT", "/v1/jobs/ts-j/trace-store", "{\"store\": "
+	    "\"s3://dp-bucket.1/jobs/ts-j\"}", 200);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+
+	/* Kept across a restart, the window's too. */
+	restart(tc);
+	r = tc_req(tc, "GET", "/v1/jobs/ts-j/rules", NULL, 200);
+	assert_string_equal(tc_str(r.json, "trace_store"),
+	    "s3://dp-bucket.1/jobs/ts-j");
+	tc_reply_free(&r);
+	assert_window_store(tc, "ts-j", "/srv/traces/ts-j");
+	agents_up(tc, fa, "ts-j");
+	call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
+	    "600, \"stop_step\": 604}", 201);
+	s = wait_push_store(&fa[0], 2);
+	assert_string_equal(s, "s3://dp-bucket.1/jobs/ts-j");
+	free(s);
+	/* A window from the job's config carries it too. */
+	call(tc, "PUT", "/v1/jobs/ts-j/config", "{\"start_step\": 650, "
+	    "\"stop_step\": 654}", 200);
+	s = wait_push_store(&fa[0], 3);
+	assert_string_equal(s, "s3://dp-bucket.1/jobs/ts-j");
+	free(s);
+	/* The agents' own store from now on. */
+	r = tc_req(tc, "PUT", "/v1/jobs/ts-j/trace-store", "{\"store\": "
+	    "null}", 200);
+	assert_true(json_is_null(json_object_get(r.json, "store")));
+	tc_reply_free(&r);
+	call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
+	    "700, \"stop_step\": 704}", 201);
+	s = wait_push_store(&fa[0], 4);
+	assert_string_equal(s, "");
+	free(s);
+	assert_window_store(tc, "ts-j", NULL);
+	r = tc_req(tc, "GET", "/v1/jobs/ts-j/rules", NULL, 200);
+	assert_true(json_is_null(json_object_get(r.json, "trace_store")));
+	tc_reply_free(&r);
+	fa_close(&fa[0]);
+	fa_close(&fa[1]);
+}
+
 /* No rule, no window: a straggler alone changes no schedule. */
 static void
 test_off_by_default(void **state)
@@ -588,6 +748,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_fire_and_caps, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_fire_no_collect, setup,
+		    tc_teardown),
+		cmocka_unit_test_setup_teardown(test_job_trace_store, setup,
 		    tc_teardown),
 		cmocka_unit_test_setup_teardown(test_job_no_collect, setup,
 		    tc_teardown),

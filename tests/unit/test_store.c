@@ -396,7 +396,8 @@ put_all(struct store *s)
 	struct store_job	 j = { "J", 7, 3, "{\"a\":1}", "{}", 11,
 	    "{\"rules\":[]}" };
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "one_per=pp\n",
-	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15, 1, 0, 0, 0 };
+	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15, 1, 0, 0, 0,
+	    NULL };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
 	    13, "it broke", "pp=3,tp=1", 16, 17, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,

@@ -217,15 +217,17 @@ test_migrate_v1(void **state)
 	sqlite3_finalize(st);
 	/* Version 3: when windows ended, when ranks came and went; 4: the
 	 * ranks' labels; 5: what named a window's ranks; 6: a window's
-	 * "collect": false; 7: a time window's times and tolerance. */
+	 * "collect": false; 7: a time window's times and tolerance; 8: its
+	 * job's own trace store. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT w.ended, r.arrived,"
 	    " r.gone, r.labels, w.selector, w.no_collect, w.start_unix_ns,"
-	    " w.stop_unix_ns, w.tolerance_ms FROM windows w, ranks r", -1,
+	    " w.stop_unix_ns, w.tolerance_ms, w.trace_store FROM windows w,"
+	    " ranks r", -1,
 	    &st, NULL),
 	    SQLITE_OK);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(version, 7);
+	assert_int_equal(version, 8);
 	unit_rmstore(dir);
 }
 
@@ -234,10 +236,10 @@ test_migrate_v4(void **state)
 {
 	struct store		*s;
 	struct store_window	 w = { "old-j", 2, 30, 40, "", NULL, NULL, "",
-	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1, 0, 0, 0 };
+	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1, 0, 0, 0, NULL };
 	struct store_window	 tw = { "old-j", 3, 0, 0, "", NULL, NULL, "",
 	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 0, 1796472000000000000LL,
-	    1796472010000000000LL, 250 };
+	    1796472010000000000LL, 250, NULL };
 	struct loaded		 l;
 	char			 dir[64], path[128];
 
