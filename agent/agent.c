@@ -40,7 +40,7 @@ enum {
 	OPT_SHM_DIR, OPT_SHM_MODE, OPT_SAMPLE, OPT_QUEUE_MAX, OPT_GRACE,
 	OPT_CONFIG_FILE, OPT_JOB, OPT_CONF, OPT_READY_FILE, OPT_VERSION,
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_LEGACY_DIR, OPT_LEGACY_SHM,
-	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_SETTLE,
+	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_STORE_ALLOW, OPT_TRACE_SETTLE,
 	OPT_TRACE_UPLOAD, OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_S3_CREDENTIALS,
 	OPT_UPLOAD_RATE, OPT_UPLOAD_STALL, OPT_UPLOAD_BACKOFF, OPT_UPLOAD_PART,
 	OPT_TEST_CLOCK_OFFSET,
@@ -70,6 +70,7 @@ static const struct option agent_longopts[] = {
 	{ "legacy-per-uid",	required_argument, NULL, OPT_LEGACY_PER_UID },
 	{ "legacy-window-max",	required_argument, NULL, OPT_LEGACY_WINDOW_MAX },
 	{ "trace-store",	required_argument, NULL, OPT_TRACE_STORE },
+	{ "trace-store-allow",	required_argument, NULL, OPT_TRACE_STORE_ALLOW },
 	{ "trace-settle",	required_argument, NULL, OPT_TRACE_SETTLE },
 	{ "trace-upload",	required_argument, NULL, OPT_TRACE_UPLOAD },
 	{ "s3-endpoint",	required_argument, NULL, OPT_S3_ENDPOINT },
@@ -136,6 +137,9 @@ agent_usage(FILE *f)
 "  --trace-store DIR        pack each rank's trace, once its window stopped,\n"
 "                           into DIR/<job>/window-<id>/rank-<N>.tar.zst\n"
 "                           (a shared directory; docs/traces.md) (default: none)\n"
+"  --trace-store-allow DIR  a job's own store (PUT /v1/jobs/J/trace-store) may\n"
+"                           be a directory under DIR (absolute, repeatable, up\n"
+"                           to 8; default: none, such stores are refused)\n"
 "  --trace-settle S         pack a trace once unchanged for S seconds\n"
 "                           (default: 10)\n"
 "  --trace-upload s3://BUCKET[/PREFIX]\n"
@@ -357,6 +361,14 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 	case OPT_TRACE_STORE:
 		return (agent_copy(o->trace_store, sizeof(o->trace_store), arg,
 		    name));
+	case OPT_TRACE_STORE_ALLOW:
+		if (o->nstore_allow == AGENT_STORE_ALLOW_MAX || arg[0] != '/') {
+			log_warnx("--%s: at most %d absolute directories",
+			    name, AGENT_STORE_ALLOW_MAX);
+			return (-1);
+		}
+		return (agent_copy(o->store_allow[o->nstore_allow++],
+		    sizeof(o->store_allow[0]), arg, name));
 	case OPT_TRACE_SETTLE:
 		if (agent_number(arg, 0, 3600, &v, 10, name) == -1)
 			return (-1);

@@ -53,10 +53,13 @@
 						 * this */
 #define COLLECT_OFF_MAX		64	/* windows said "collect": false,
 					 * the newest remembered */
-#define COLLECT_QUEUE_VERSION	4	/* bump when a line's layout changes
+#define COLLECT_QUEUE_VERSION	5	/* bump when a line's layout changes
 					 * (1, pending lines only, 2, no '-'
-					 * lines, 3, no '~' lines, still
-					 * read) */
+					 * lines, 3, no '~' lines, 4, no '='
+					 * lines, still read) */
+#define COLLECT_OWN_MAX		64	/* windows with their job's own
+					 * store, the newest remembered */
+#define COLLECT_OWN_LEN		256	/* a job's own store's length */
 
 /* A rank's trace to collect. */
 struct collect_item {
@@ -124,6 +127,14 @@ struct collect {
 		uint32_t	 window;
 	}			 off[COLLECT_OFF_MAX];
 	size_t			 noff;
+	struct {			/* the job's own store, a ring */
+		char		 job[SEG_JOB_MAX + 1];
+		uint32_t	 window;
+		char		 store[COLLECT_OWN_LEN];
+	}			 own[COLLECT_OWN_MAX];
+	size_t			 nown;
+	char			 busy_store[PATH_MAX];	/* where the busy
+						 * item is packed */
 	char			 queue_path[PATH_MAX + 32];
 	uint64_t		 collected, failed;
 	struct log_limit	 log_limit;	/* what ranks' directories cause */
@@ -185,6 +196,108 @@ collect_mark_off(struct collect *c, const char *job, uint32_t window)
 	return (1);
 }
 
+/* Returns the own store job's window was given (PUT .../trace-store), or
+ * NULL: the agent's. */
+static const char *
+collect_own_store(const struct collect *c, const char *job, uint32_t window)
+{
+	size_t	 i, n = c->nown < COLLECT_OWN_MAX ? c->nown : COLLECT_OWN_MAX;
+
+	for (i = 0; i < n; i++)
+		if (c->own[i].window == window &&
+		    strcmp(c->own[i].job, job) == 0)
+			return (c->own[i].store);
+	return (NULL);
+}
+
+/* Remembers job's window's own store.  Returns 1 if new. */
+static int
+collect_mark_own(struct collect *c, const char *job, uint32_t window,
+    const char *store)
+{
+	size_t	 i;
+
+	if (strlen(store) >= COLLECT_OWN_LEN || strpbrk(store, " \n") !=
+	    NULL || collect_own_store(c, job, window) != NULL)
+		return (0);
+	i = c->nown++ % COLLECT_OWN_MAX;
+	snprintf(c->own[i].job, sizeof(c->own[i].job), "%s", job);
+	c->own[i].window = window;
+	snprintf(c->own[i].store, sizeof(c->own[i].store), "%s", store);
+	return (1);
+}
+
+/*
+ * Opens a job's own directory store: an absolute path of plain parts (no
+ * "..", ".", nor empty one) under one of --trace-store-allow, walked from
+ * that directory one part at a time, made if missing, no symbolic link
+ * followed.  Returns the descriptor, or -1 with why.
+ */
+static int
+collect_own_open(const struct agent *a, const char *store, char *why,
+    size_t wlen)
+{
+	const struct agent_options *o = &a->opts;
+	char			 part[COLLECT_OWN_LEN];
+	const char		*p, *root = NULL, *e;
+	size_t			 i, n;
+	int			 fd, next;
+
+	for (i = 0; i < o->nstore_allow && root == NULL; i++) {
+		n = strlen(o->store_allow[i]);
+		while (n > 1 && o->store_allow[i][n - 1] == '/')
+			n--;
+		if (strncmp(store, o->store_allow[i], n) == 0 &&
+		    (store[n] == '/' || store[n] == '\0' || n == 1)) {
+			root = o->store_allow[i];
+			p = store + n;
+		}
+	}
+	if (root == NULL) {
+		snprintf(why, wlen, "the job's own store %s is under no "
+		    "--trace-store-allow of this agent", store);
+		return (-1);
+	}
+	if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		snprintf(why, wlen, "--trace-store-allow %s: %s", root,
+		    strerror(errno));
+		return (-1);
+	}
+	for (; *p != '\0'; p = *e == '/' ? e + 1 : e) {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		e = p + strcspn(p, "/");
+		n = (size_t)(e - p);
+		if (n >= sizeof(part) || (n == 1 && *p == '.') ||
+		    (n == 2 && strncmp(p, "..", 2) == 0)) {
+			snprintf(why, wlen, "the job's own store %s: a bad "
+			    "part", store);
+			close(fd);
+			return (-1);
+		}
+		memcpy(part, p, n);
+		part[n] = '\0';
+		if (mkdirat(fd, part, 0755) == -1 && errno != EEXIST)
+			next = -1;
+		else
+			next = openat(fd, part, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		if (next == -1) {
+			snprintf(why, wlen, "the job's own store %s: %s: %s",
+			    store, part, errno == ELOOP || errno == ENOTDIR ?
+			    "not a directory (a symbolic link is not "
+			    "followed)" : strerror(errno));
+			close(fd);
+			return (-1);
+		}
+		close(fd);
+		fd = next;
+	}
+	return (fd);
+}
+
 static struct collect_item *
 collect_find(const struct collect *c, uint64_t key)
 {
@@ -230,6 +343,9 @@ collect_save(struct collect *c)
 	fprintf(f, "dynprof-collect %d\n", COLLECT_QUEUE_VERSION);
 	for (i = 0; i < c->noff && i < COLLECT_OFF_MAX; i++)
 		fprintf(f, "- %s %u\n", c->off[i].job, c->off[i].window);
+	for (i = 0; i < c->nown && i < COLLECT_OWN_MAX; i++)
+		fprintf(f, "= %s %u %s\n", c->own[i].job, c->own[i].window,
+		    c->own[i].store);
 	if (c->busy != NULL)
 		fprintf(f, "%s %u %d %u %s\n", c->busy->job, c->busy->window,
 		    c->busy->rank, (unsigned int)c->busy->uid, c->busy->dir);
@@ -621,6 +737,11 @@ collect_load(struct agent *a)
 			(void)collect_mark_off(c, job, window);
 			continue;
 		}
+		if (line[0] == '=' && sscanf(line, "= %64s %u %n", job,
+		    &window, &off) == 2 && off > 0 && jobid_valid(job, NULL)) {
+			(void)collect_mark_own(c, job, window, line + off);
+			continue;
+		}
 		if (line[0] == '+' && sscanf(line, "+ %64s %u %d %llu %64s %n",
 		    job, &window, &rank, &size, sha, &off) == 5 && off > 0 &&
 		    jobid_valid(job, NULL) && rank >= 0) {
@@ -744,12 +865,14 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 			    (unsigned long long)sum->steps_seen,
 			    (long long)tracesum_step_median(sum),
 			    (unsigned long long)sum->events);
-		if (c->upload) {
+		/* A job's own store is where it stays: not uploaded. */
+		if (c->upload && strcmp(c->busy_store, c->store) == 0) {
 			collect_upload_add(a, it->job, it->window, it->rank,
 			    r.size, r.sha256, sum);
 			collect_upload_run(a);
 		} else {
-			collect_location(c, c->tp.path, where, sizeof(where));
+			snprintf(where, sizeof(where), "%s/%s", c->busy_store,
+			    c->tp.path);
 			collect_report(a,
 			    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED, it->job,
 			    it->window, it->rank, r.size, r.sha256, where, sum);
@@ -788,8 +911,10 @@ collect_run(struct agent *a)
 {
 	struct collect		*c = a->collect;
 	struct collect_item	*it;
-	char			 why[256];
+	const char		*own;
+	char			 why[512];
 	int64_t			 now = clock_mono_ms();
+	int			 fd, rc;
 
 	if (c->busy != NULL)
 		return;
@@ -800,9 +925,22 @@ collect_run(struct agent *a)
 		return;
 	TAILQ_REMOVE(&c->pending, it, entry);
 	c->npending--;
-	if (trace_pack_start(&c->tp, c->store_fd, it->job, it->window,
-	    (uint32_t)it->rank, -1, it->dir, it->uid, TRACE_PACK_MAX_BYTES,
-	    a->opts.trace_settle_s, why, sizeof(why)) == -1) {
+	own = collect_own_store(c, it->job, it->window);
+	snprintf(c->busy_store, sizeof(c->busy_store), "%s", own != NULL ?
+	    own : c->store);
+	fd = c->store_fd;
+	if (own != NULL && strncmp(own, "s3://", 5) == 0) {
+		snprintf(why, sizeof(why), "the job's own store %s: an s3 "
+		    "store per job is not taken by this agent", own);
+		fd = -1;
+	} else if (own != NULL)
+		fd = collect_own_open(a, own, why, sizeof(why));
+	rc = fd == -1 ? -1 : trace_pack_start(&c->tp, fd, it->job,
+	    it->window, (uint32_t)it->rank, -1, it->dir, it->uid,
+	    TRACE_PACK_MAX_BYTES, a->opts.trace_settle_s, why, sizeof(why));
+	if (fd != -1 && fd != c->store_fd)
+		close(fd);
+	if (rc == -1) {
 		c->failed++;
 		log_warnx("collect failed: job %s window %u rank %d: %s",
 		    it->job, it->window, it->rank, why);
@@ -871,10 +1009,16 @@ collect_config(struct agent *a, const Dynprof__V1__JobConfig *jc)
 
 	if (a->collect == NULL || jc->job == NULL)
 		return;
-	for (i = 0; i < jc->n_windows; i++)
+	for (i = 0; i < jc->n_windows; i++) {
 		if (jc->windows[i] != NULL && jc->windows[i]->no_collect)
 			changed |= collect_mark_off(a->collect, jc->job,
 			    jc->windows[i]->id);
+		if (jc->windows[i] != NULL &&
+		    jc->windows[i]->trace_store != NULL &&
+		    jc->windows[i]->trace_store[0] != '\0')
+			changed |= collect_mark_own(a->collect, jc->job,
+			    jc->windows[i]->id, jc->windows[i]->trace_store);
+	}
 	if (changed)
 		collect_save(a->collect);
 }

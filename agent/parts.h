@@ -71,6 +71,10 @@ struct agent_options {
 	int		 legacy_window_max_s;	/* a window seen to end by then */
 	uint64_t	 shm_budget;		/* bytes of segments it creates */
 	char		 trace_store[PATH_MAX];	/* "" none */
+#define AGENT_STORE_ALLOW_MAX	8
+	char		 store_allow[AGENT_STORE_ALLOW_MAX][PATH_MAX];
+	size_t		 nstore_allow;	/* --trace-store-allow: where a job's
+					 * own directory store may be */
 	int		 trace_settle_s;
 	char		 trace_upload[PATH_MAX];	/* s3://bucket/prefix, "" none */
 	char		 s3_endpoint[512];

@@ -151,6 +151,15 @@ static const struct ctl_command ctl_commands[] = {
 	  "windows made from now on (PUT /v1/jobs/JOB/collect); windows made\n"
 	  "before keep what they said.  Kept with the job's rules, across\n"
 	  "restarts; `rule list JOB` shows it.\n" },
+	{ "trace-store", ctl_cmd_trace_store, "trace-store JOB URL|DIR|none",
+	  "Where the agents collect the traces of the job's windows made from\n"
+	  "now on (PUT /v1/jobs/JOB/trace-store): a directory, which an agent\n"
+	  "takes only under one of its --trace-store-allow and walks without\n"
+	  "following a symbolic link, or none for the agents' --trace-store.\n"
+	  "An s3://BUCKET/PREFIX is kept and shown but not yet taken by the\n"
+	  "agents (their traces are reported collect_failed saying so).\n"
+	  "Kept with the job's rules, across restarts; `rule list JOB` shows\n"
+	  "it.\n" },
 	{ "rule", ctl_cmd_rule,
 	  "rule list JOB | rule delete JOB ID\n"
 	  "        rule add JOB --steps K [--peers N] [--roundup R]\n"

@@ -117,6 +117,7 @@ void	 ctl_check_missing_job(struct ctl *, const char *);
 int	 ctl_cmd_rule(struct ctl *, int, char **);
 int	 ctl_cmd_stragglers(struct ctl *, int, char **);
 int	 ctl_cmd_collect(struct ctl *, int, char **);
+int	 ctl_cmd_trace_store(struct ctl *, int, char **);
 
 /* ctl_http.c */
 int64_t	 ctl_now_ms(void);

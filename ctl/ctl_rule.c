@@ -1,7 +1,8 @@
 /*
- * dynprofctl rule, stragglers and collect: a job's rules (profile its
- * stragglers on purpose), its stragglers and whether its windows are
- * collected, over /v1/jobs/J/rules, /stragglers and /collect.
+ * dynprofctl rule, stragglers, collect and trace-store: a job's rules
+ * (profile its stragglers on purpose), its stragglers, whether its windows
+ * are collected and where, over /v1/jobs/J/rules, /stragglers, /collect and
+ * /trace-store.
  */
 
 #include <stdio.h>
@@ -65,6 +66,9 @@ ctl_rule_table(FILE *f, json_t *doc)
 	    ctl_json_str(doc, "job", "?"), c[0], c[1],
 	    json_is_false(json_object_get(doc, "collect")) ?
 	    "; its windows are not collected" : "");
+	if (json_is_string(json_object_get(doc, "trace_store")))
+		fprintf(f, "its windows' trace store: %s\n",
+		    ctl_json_str(doc, "trace_store", "?"));
 	rules = json_object_get(doc, "rules");
 	if (!json_is_array(rules) || json_array_size(rules) == 0) {
 		fprintf(f, "no rules\n");
@@ -422,6 +426,40 @@ ctl_cmd_collect(struct ctl *ctl, int argc, char **argv)
 	snprintf(path, sizeof(path), "/v1/jobs/%s/collect", argv[1]);
 	body = json_pack("{s:b}", "collect", on);
 	rc = ctl_rule_send(ctl, "PUT", path, body, ctl_collect_set);
+	json_decref(body);
+	return (rc);
+}
+
+/* Prints a job's trace store just set. */
+static void
+ctl_store_set(FILE *f, json_t *doc)
+{
+	const char	*s = json_string_value(json_object_get(doc, "store"));
+
+	fprintf(f, "job %s: its windows made from now on are collected into "
+	    "%s\n", ctl_json_str(doc, "job", "?"), s != NULL ? s :
+	    "the agents' --trace-store");
+}
+
+/* dynprofctl trace-store JOB URL|DIR|none */
+int
+ctl_cmd_trace_store(struct ctl *ctl, int argc, char **argv)
+{
+	json_t	*body;
+	char	 path[160];
+	int	 rc;
+
+	if (argc != 3) {
+		ctl_errx(ctl, "trace-store: say JOB and s3://BUCKET/PREFIX, an "
+		    "absolute directory, or none");
+		return (CTL_USAGE);
+	}
+	if (ctl_check_job(ctl, argv[1]) == -1)
+		return (CTL_EXIT_REFUSED);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/trace-store", argv[1]);
+	body = json_pack("{s:o}", "store", strcmp(argv[2], "none") == 0 ?
+	    json_null() : json_string(argv[2]));
+	rc = ctl_rule_send(ctl, "PUT", path, body, ctl_store_set);
 	json_decref(body);
 	return (rc);
 }

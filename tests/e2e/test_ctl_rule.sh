@@ -2,7 +2,7 @@
 # dynprofctl rule and stragglers against the real coordinator (port 0, its own
 # state dir): a rule added, listed (table and --json), refused with the
 # coordinator's reason, deleted; a job's straggler thresholds set and reset;
-# the job's collect setting turned off and on.
+# the job's collect setting turned off and on, its trace store set and refused.
 set -eu
 
 CTL_TEST=dynprof-ctl-rule
@@ -96,4 +96,24 @@ run collect R
 expect_rc 1; expect_err "collect: say JOB on or JOB off"
 run collect none-j off
 expect_rc 1; expect_err "no job none-j"
+
+# --- the job's own trace store
+run trace-store R /srv/traces/r
+expect_rc 0; expect_out "job R: its windows made from now on are collected into /srv/traces/r"
+run rule list R
+expect_rc 0; expect_out "its windows' trace store: /srv/traces/r"
+run trace-store R s3://dp-traces/r
+expect_rc 0; expect_out "collected into s3://dp-traces/r"
+run trace-store R /srv/../etc
+expect_rc 1; expect_err 'store may not hold ".."'
+run trace-store R relative
+expect_rc 1; expect_err "s3://bucket/prefix or an absolute directory"
+run --json rule list R
+expect_rc 0; json 'd["trace_store"] == "s3://dp-traces/r"'
+run trace-store R none
+expect_rc 0; expect_out "collected into the agents' --trace-store"
+run --json rule list R
+expect_rc 0; json 'd["trace_store"] is None'
+run trace-store R
+expect_rc 1; expect_err "trace-store: say JOB and"
 echo "ok"
