@@ -126,6 +126,24 @@ http_put_stragglers(struct coord *c, struct evhttp_request *req,
 	json_decref(body);
 }
 
+/* Refuses (400, body freed) a body with a field other than field.  Returns
+ * 0, or -1 answered. */
+static int
+http_rules_only(struct coord *c, struct evhttp_request *req, json_t *body,
+    const char *field)
+{
+	const char	*key;
+	json_t		*v;
+
+	json_object_foreach(body, key, v)
+		if (strcmp(key, field) != 0) {
+			http_error(c, req, 400, key, "unknown field %s", key);
+			json_decref(body);
+			return (-1);
+		}
+	return (0);
+}
+
 /* PUT /v1/jobs/J/collect: whether the job's windows are collected. */
 void
 http_put_collect(struct coord *c, struct evhttp_request *req,
@@ -134,16 +152,11 @@ http_put_collect(struct coord *c, struct evhttp_request *req,
 	struct refusal		 ref;
 	struct rules_limits	 l;
 	json_t			*body, *v;
-	const char		*key;
 
 	if ((body = http_body(c, req)) == NULL)
 		return;
-	json_object_foreach(body, key, v)
-		if (strcmp(key, "collect") != 0) {
-			http_error(c, req, 400, key, "unknown field %s", key);
-			json_decref(body);
-			return;
-		}
+	if (http_rules_only(c, req, body, "collect") == -1)
+		return;
 	v = json_object_get(body, "collect");
 	/* The thresholds as they are, the job's "collect" as said. */
 	l.lag = l.drop = l.busy = RULES_LIMIT_KEEP;
@@ -168,16 +181,11 @@ http_put_trace_store(struct coord *c, struct evhttp_request *req,
 	struct refusal		 ref;
 	struct rules_limits	 l;
 	json_t			*body, *v;
-	const char		*key;
 
 	if ((body = http_body(c, req)) == NULL)
 		return;
-	json_object_foreach(body, key, v)
-		if (strcmp(key, "store") != 0) {
-			http_error(c, req, 400, key, "unknown field %s", key);
-			json_decref(body);
-			return;
-		}
+	if (http_rules_only(c, req, body, "store") == -1)
+		return;
 	v = json_object_get(body, "store");
 	l.lag = l.drop = l.busy = l.no_collect = RULES_LIMIT_KEEP;
 	l.store_set = 1;
