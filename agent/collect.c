@@ -521,6 +521,22 @@ collect_rehash(struct collect *c, const char *path, uint64_t *size,
 
 static void	collect_upload_run(struct agent *);
 
+/* The object store job's window's archive goes to: --trace-upload's, or
+ * the job's own s3 store on --trace-upload's endpoint.  Returns 0, or -1
+ * with why. */
+static int
+collect_upload_conf(const struct collect *c, const char *job,
+    uint32_t window, struct upload_conf *conf, char *why, size_t wlen)
+{
+	const char	*own = collect_own_store(c, job, window);
+
+	*conf = c->up_conf;
+	if (own == NULL || strncmp(own, "s3://", 5) != 0)
+		return (0);
+	return (trace_upload_retarget(conf, own, "the job's own store", why,
+	    wlen));
+}
+
 /*
  * Queues the archive of job's window's rank (size bytes, sha256), packed
  * into the local store, for the object store.  Saves the queue file.
@@ -559,6 +575,7 @@ collect_uploaded(evutil_socket_t fd, short what, void *arg)
 	struct collect_upload	*up = c->up_busy;
 	char			 path[SEG_JOB_MAX + 64], where[PATH_MAX + 320];
 	char			 why[256], reason[sizeof(where) + 320];
+	struct upload_conf	 conf;
 	int64_t			 now = clock_mono_ms(), delay;
 
 	(void)fd;
@@ -566,7 +583,10 @@ collect_uploaded(evutil_socket_t fd, short what, void *arg)
 	c->up_busy = NULL;
 	snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst", up->job,
 	    up->window, up->rank);
-	trace_upload_location(&c->up_conf, path, where, sizeof(where));
+	if (collect_upload_conf(c, up->job, up->window, &conf, why,
+	    sizeof(why)) == -1)
+		conf = c->up_conf;	/* checked as the upload started */
+	trace_upload_location(&conf, path, where, sizeof(where));
 	if (trace_upload_finish(&c->tu, why, sizeof(why)) == 0) {
 		log_info("uploaded job %s window %u rank %d: %s, %llu bytes in "
 		    "%lld ms", up->job, up->window, up->rank, where,
@@ -609,6 +629,7 @@ collect_upload_run(struct agent *a)
 {
 	struct collect		*c = a->collect;
 	struct collect_upload	*up;
+	struct upload_conf	 conf;
 	char			 path[SEG_JOB_MAX + 64], why[256];
 	int64_t			 now = clock_mono_ms();
 
@@ -622,8 +643,9 @@ collect_upload_run(struct agent *a)
 	TAILQ_REMOVE(&c->uploads, up, entry);
 	snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst", up->job,
 	    up->window, up->rank);
-	if (trace_upload_start(&c->tu, &c->up_conf, c->store_fd, path,
-	    up->sha256, why, sizeof(why)) == -1) {
+	if (collect_upload_conf(c, up->job, up->window, &conf, why,
+	    sizeof(why)) == -1 || trace_upload_start(&c->tu, &conf,
+	    c->store_fd, path, up->sha256, why, sizeof(why)) == -1) {
 		c->failed++;
 		log_warnx("collect failed: job %s window %u rank %d: upload: %s",
 		    up->job, up->window, up->rank, why);
@@ -926,15 +948,18 @@ collect_run(struct agent *a)
 	TAILQ_REMOVE(&c->pending, it, entry);
 	c->npending--;
 	own = collect_own_store(c, it->job, it->window);
+	fd = c->store_fd;
+	if (own != NULL && strncmp(own, "s3://", 5) == 0 && !c->upload) {
+		snprintf(why, sizeof(why), "the job's own store %s: this "
+		    "agent has no --trace-upload (its endpoint and "
+		    "credentials)", own);
+		fd = -1;
+	} else if (own != NULL && strncmp(own, "s3://", 5) == 0)
+		own = NULL;	/* packed here, then uploaded there */
+	else if (own != NULL)
+		fd = collect_own_open(a, own, why, sizeof(why));
 	snprintf(c->busy_store, sizeof(c->busy_store), "%s", own != NULL ?
 	    own : c->store);
-	fd = c->store_fd;
-	if (own != NULL && strncmp(own, "s3://", 5) == 0) {
-		snprintf(why, sizeof(why), "the job's own store %s: an s3 "
-		    "store per job is not taken by this agent", own);
-		fd = -1;
-	} else if (own != NULL)
-		fd = collect_own_open(a, own, why, sizeof(why));
 	rc = fd == -1 ? -1 : trace_pack_start(&c->tp, fd, it->job,
 	    it->window, (uint32_t)it->rank, -1, it->dir, it->uid,
 	    TRACE_PACK_MAX_BYTES, a->opts.trace_settle_s, why, sizeof(why));

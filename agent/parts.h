@@ -531,6 +531,8 @@ struct trace_upload {
 };
 int	 trace_upload_conf(const struct agent_options *, struct upload_conf *,
 	    char *, size_t);
+int	 trace_upload_retarget(struct upload_conf *, const char *,
+	    const char *, char *, size_t);
 void	 trace_upload_location(const struct upload_conf *, const char *,
 	    char *, size_t);
 int	 trace_upload_start(struct trace_upload *, const struct upload_conf *,

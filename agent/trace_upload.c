@@ -116,6 +116,47 @@ upload_cred_file(struct upload_conf *c, const char *path, char *why,
 }
 
 /*
+ * Sets c's bucket and prefix from u, "s3://BUCKET[/PREFIX]" (what, as it
+ * was given, names it in why): --trace-upload's, or a job's own store (the
+ * endpoint and credentials stay --trace-upload's).  Returns 0, or -1 with
+ * why.
+ */
+int
+trace_upload_retarget(struct upload_conf *c, const char *u, const char *what,
+    char *why, size_t wlen)
+{
+	const char	*slash;
+	size_t		 n;
+
+	if (strncmp(u, "s3://", 5) != 0) {
+		snprintf(why, wlen, "%s %s: not s3://BUCKET[/PREFIX]", what, u);
+		return (-1);
+	}
+	u += 5;
+	slash = strchr(u, '/');
+	n = slash != NULL ? (size_t)(slash - u) : strlen(u);
+	if (n < 3 || n >= sizeof(c->bucket)) {
+		snprintf(why, wlen, "%s: a bucket of 3 to 63 characters", what);
+		return (-1);
+	}
+	memcpy(c->bucket, u, n);
+	c->bucket[n] = '\0';
+	c->prefix[0] = '\0';
+	if (slash != NULL)
+		snprintf(c->prefix, sizeof(c->prefix), "%s", slash + 1);
+	n = strlen(c->prefix);
+	while (n > 0 && c->prefix[n - 1] == '/')
+		c->prefix[--n] = '\0';
+	if (!upload_name_ok(c->bucket) || strchr(c->bucket, '/') != NULL ||
+	    !upload_name_ok(c->prefix) || c->prefix[0] == '/') {
+		snprintf(why, wlen, "%s: the bucket and prefix may hold "
+		    "letters, digits and ._-/ only, no \"..\" nor \"//\"", what);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
  * Reads the agent's --trace-upload, --s3-endpoint, --s3-region,
  * --s3-credentials, --upload-rate, --upload-stall and --upload-part-size
  * into c, with the credentials.
@@ -125,35 +166,12 @@ int
 trace_upload_conf(const struct agent_options *o, struct upload_conf *c,
     char *why, size_t wlen)
 {
-	const char	*u = o->trace_upload, *slash, *e;
+	const char	*u = o->trace_upload, *e;
 	size_t		 n;
 
 	memset(c, 0, sizeof(*c));
-	if (strncmp(u, "s3://", 5) != 0) {
-		snprintf(why, wlen, "--trace-upload %s: not s3://BUCKET[/PREFIX]",
-		    u);
+	if (trace_upload_retarget(c, u, "--trace-upload", why, wlen) == -1)
 		return (-1);
-	}
-	u += 5;
-	slash = strchr(u, '/');
-	n = slash != NULL ? (size_t)(slash - u) : strlen(u);
-	if (n < 3 || n >= sizeof(c->bucket)) {
-		snprintf(why, wlen, "--trace-upload: a bucket of 3 to 63 "
-		    "characters");
-		return (-1);
-	}
-	memcpy(c->bucket, u, n);
-	if (slash != NULL)
-		snprintf(c->prefix, sizeof(c->prefix), "%s", slash + 1);
-	n = strlen(c->prefix);
-	while (n > 0 && c->prefix[n - 1] == '/')
-		c->prefix[--n] = '\0';
-	if (!upload_name_ok(c->bucket) || strchr(c->bucket, '/') != NULL ||
-	    !upload_name_ok(c->prefix) || c->prefix[0] == '/') {
-		snprintf(why, wlen, "--trace-upload: the bucket and prefix may "
-		    "hold letters, digits and ._-/ only, no \"..\" nor \"//\"");
-		return (-1);
-	}
 	snprintf(c->region, sizeof(c->region), "%s", o->s3_region[0] != '\0' ?
 	    o->s3_region : (e = getenv("AWS_REGION")) != NULL && *e != '\0' ?
 	    e : "us-east-1");

@@ -155,9 +155,9 @@ static const struct ctl_command ctl_commands[] = {
 	  "Where the agents collect the traces of the job's windows made from\n"
 	  "now on (PUT /v1/jobs/JOB/trace-store): a directory, which an agent\n"
 	  "takes only under one of its --trace-store-allow and walks without\n"
-	  "following a symbolic link, or none for the agents' --trace-store.\n"
-	  "An s3://BUCKET/PREFIX is kept and shown but not yet taken by the\n"
-	  "agents (their traces are reported collect_failed saying so).\n"
+	  "following a symbolic link; an s3://BUCKET/PREFIX, uploaded through\n"
+	  "the agent's --trace-upload endpoint and credentials; or none for\n"
+	  "the agents' --trace-store.\n"
 	  "Kept with the job's rules, across restarts; `rule list JOB` shows\n"
 	  "it.\n" },
 	{ "rule", ctl_cmd_rule,

@@ -46,6 +46,8 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   dynprof_e2e(e2e_upload test_upload.py TIMEOUT 360)
   # Multipart upload against s3rver (5 MiB parts).
   dynprof_e2e(e2e_upload_multipart test_upload_multipart.py TIMEOUT 360)
+  # A job's own s3:// store through --trace-upload's endpoint.
+  dynprof_e2e(e2e_upload_own test_upload_own.py TIMEOUT 300)
   # A hung, a refusing and a full store (a tmpfs: root only).
   dynprof_e2e(e2e_upload_fail test_upload_fail.py TIMEOUT 420)
   # The status page clicked in Debian's chromium by playwright-core (npm,
