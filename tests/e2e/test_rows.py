@@ -179,14 +179,18 @@ def scenario_sqlite():
         db.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
         for (wid, a, b, ranks, sub, state, opts, sel, tm) in BAD_WINDOWS:
             db.execute("INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
-                       " 0, 0, 0, ?, 0, ?, ?, ?)", (JOB, wid, a, b, ranks,
+                       " 0, 0, 0, ?, 0, ?, ?, ?, NULL)", (JOB, wid, a, b, ranks,
                                                    opts, sub, state, sel) +
                        (tm or (0, 0, 0)))
+        # A job's own trace store that breaks its rule (schema 8).
+        db.execute("INSERT INTO windows VALUES (?, 20, 1100, 1110, '', NULL,"
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, '/store/../etc')",
+                   (JOB,))
         # A value of the wrong type: the id as text, a step as a real.
         db.execute("INSERT INTO windows VALUES (?, 'abc', 600, 610, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
                    " 1, 0, NULL, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
@@ -214,7 +218,7 @@ def scenario_sqlite():
             db.execute("UPDATE meta SET value = 1 WHERE key = 'generation'")
             db.commit()
             db.close()
-        two_loads(c, (), len(BAD_WINDOWS) + 2, meta_low, 2)
+        two_loads(c, (), len(BAD_WINDOWS) + 3, meta_low, 2)
     return 0
 
 
