@@ -77,14 +77,20 @@ def test():
               os.path.isfile(os.path.join(store, rel)),
               "other job's trace: %s" % t)
 
+        def refused(value, what, reason, leak):
+            # The job's store set to value: its window's collection failed
+            # saying reason, nothing written in outside.
+            put_store(value)
+            wid, t = window(OWN, what)
+            check(t["state"] == "collect_failed" and reason in t["error"],
+                  "%s: %s" % (what, t))
+            check(os.listdir(outside) == [], "%s: %s" %
+                  (leak, os.listdir(outside)))
+            return wid
+
         # Under no --trace-store-allow: refused, saying so.
-        put_store(outside)
-        wid, t = window(OWN, "the store not allowed refused")
-        check(t["state"] == "collect_failed" and
-              "under no --trace-store-allow" in t["error"],
-              "a store not allowed: %s" % t)
-        check(os.listdir(outside) == [], "written outside: %s" %
-              os.listdir(outside))
+        wid = refused(outside, "the store not allowed refused",
+                      "under no --trace-store-allow", "written outside")
         r = c.status(OWN)["ranks"][0]
         check(len(events_of(r, "collect_failed", wid)) == 1,
               "rank events %s" % r["events"])
@@ -92,13 +98,8 @@ def test():
         # A symbolic link swapped into the store's path: not followed.
         swapped = os.path.join(allow, "swapped")
         os.symlink(outside, swapped)
-        put_store(os.path.join(swapped, "x"))
-        wid, t = window(OWN, "the swapped store refused")
-        check(t["state"] == "collect_failed" and
-              "symbolic link is not followed" in t["error"],
-              "a swapped store: %s" % t)
-        check(os.listdir(outside) == [], "written through the link: %s" %
-              os.listdir(outside))
+        refused(os.path.join(swapped, "x"), "the swapped store refused",
+                "symbolic link is not followed", "written through the link")
 
         # Kept across a coordinator restart: the next window goes there.
         put_store(own_dir)
