@@ -268,22 +268,46 @@ legacy_window_state(struct legacy_window *lw, uint32_t id, int state,
 	snprintf(lw->reason, sizeof(lw->reason), "%s", reason);
 }
 
+static void legacy_tick(evutil_socket_t, short, void *);
+
+/*
+ * Looks at the jobs again at at_ms (monotonic), when a write held back falls
+ * due: the tick alone would make it wait up to LEGACY_TICK_MS longer.
+ */
+static void
+legacy_soon(struct legacy *l, int64_t at_ms, int64_t now)
+{
+	struct timeval	 tv;
+	int64_t		 d = at_ms > now ? at_ms - now : 0;
+
+	if (evtimer_pending(l->soon, NULL) && l->soon_at_ms <= at_ms)
+		return;
+	tv.tv_sec = d / 1000;
+	tv.tv_usec = (d % 1000) * 1000;
+	l->soon_at_ms = at_ms;
+	evtimer_add(l->soon, &tv);
+}
+
 /*
  * Writes window w (NULL: the file says "no window") if the rules allow it now;
- * otherwise arms a retry.  Returns 1 if written.
+ * otherwise looks again when they will.  Returns 1 if written.
  */
 static int
 legacy_try_write(struct legacy *l, struct legacy_job *lj,
     const struct seg_window *w, int64_t now)
 {
 	const char	*why;
+	int64_t		 due;
 
 	if (now < lj->retry_at_ms)
 		return (0);
 	/* The window before had a poll to see it: never rewritten unseen. */
-	if (w != NULL && now < lj->shown_until_ms)
+	if (w != NULL && now < lj->shown_until_ms) {
+		legacy_soon(l, lj->shown_until_ms, now);
 		return (0);
-	if (legacy_write_due(lj, now) > now) {
+	}
+	if ((due = legacy_write_due(lj, now)) > now) {
+		legacy_soon(l, due, now);
 		if (w != NULL && lj->early != w->id) {
 			lj->early = w->id;
 			legacy_write_record(l, lj, w);
@@ -339,9 +363,14 @@ legacy_rewrite(struct legacy *l, struct legacy_job *lj,
     const struct seg_window *w, int64_t now)
 {
 	const char	*why;
+	int64_t		 due;
 
-	if (now < lj->retry_at_ms || legacy_write_due(lj, now) > now)
+	if (now < lj->retry_at_ms)
 		return;
+	if ((due = legacy_write_due(lj, now)) > now) {
+		legacy_soon(l, due, now);
+		return;
+	}
 	if (legacy_write(l, lj, w, &why) == -1) {
 		lj->retry_at_ms = now + LEGACY_RETRY_MS;
 		return;
@@ -990,7 +1019,8 @@ legacy_open(struct agent *a)
 		    "directory", l->dir, (unsigned)(st.st_mode & 07777));
 	if ((l->ev = event_new(a->base, l->fd, EV_READ | EV_PERSIST,
 	    legacy_read_cb, l)) == NULL || event_add(l->ev, NULL) == -1 ||
-	    (l->tick = evtimer_new(a->base, legacy_tick, l)) == NULL)
+	    (l->tick = evtimer_new(a->base, legacy_tick, l)) == NULL ||
+	    (l->soon = evtimer_new(a->base, legacy_tick, l)) == NULL)
 		fatalx("%s: cannot watch %s", __func__, l->dir);
 	legacy_scan(l);
 	log_info("legacy jobs: watching %s (%zu jobs, at most %zu of one "
@@ -1094,6 +1124,8 @@ legacy_close(struct agent *a)
 		event_free(l->ev);
 	if (l->tick != NULL)
 		event_free(l->tick);
+	if (l->soon != NULL)
+		event_free(l->soon);
 	if (l->fd != -1)
 		close(l->fd);
 	if (l->root_fd != -1)

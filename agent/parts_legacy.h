@@ -251,6 +251,8 @@ struct legacy {
 	int		 dir_wd;
 	struct event	*ev;
 	struct event	*tick;
+	struct event	*soon;			/* a write due before a tick */
+	int64_t		 soon_at_ms;		/* monotonic, when soon fires */
 	struct legacy_jobs jobs;
 	size_t		 njobs;
 	struct legacy_owner *owners;		/* those with a job served */
