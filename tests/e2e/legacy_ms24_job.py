@@ -110,7 +110,12 @@ try:
         a = mon._get_prof_args()
         if (a.start_step, a.stop_step) != seen:
             seen = (a.start_step, a.stop_step)
-            record("seen", start_step=a.start_step, stop_step=a.stop_step)
+            try:    # when the file it came from was last written
+                mtime = os.stat(os.path.join(CFG, "profiler_config.json")).st_mtime
+            except OSError:
+                mtime = None
+            record("seen", start_step=a.start_step, stop_step=a.stop_step,
+                   cfg_mtime=mtime)
         where["hook"] = "step_begin"
         mon.step_begin(ctx)
         time.sleep(1.0 / RATE)
