@@ -58,6 +58,14 @@ http_get_rules(struct coord *c, struct evhttp_request *req, const char *name)
 		http_reply(c, req, 200, rules_json(job));
 }
 
+/* Fills l with "as they are": a PUT sets only what it names. */
+static void
+http_rules_keep(struct rules_limits *l)
+{
+	l->lag = l->drop = l->busy = l->no_collect = RULES_LIMIT_KEEP;
+	l->store_set = 0;
+}
+
 /*
  * Reads the thresholds a PUT stragglers body gives into l: lag_steps,
  * rate_drop_percent and busy_percent, null for the coordinator's (-1),
@@ -95,11 +103,10 @@ http_thresholds_parse(json_t *body, struct rules_limits *l,
 		    ref) == -1)
 			return (-1);
 	}
+	http_rules_keep(l);
 	l->lag = val[0];
 	l->drop = (int)val[1];
 	l->busy = (int)val[2];
-	l->no_collect = RULES_LIMIT_KEEP;	/* PUT .../collect's */
-	l->store_set = 0;			/* PUT .../trace-store's */
 	return (0);
 }
 
@@ -126,22 +133,73 @@ http_put_stragglers(struct coord *c, struct evhttp_request *req,
 	json_decref(body);
 }
 
-/* Refuses (400, body freed) a body with a field other than field.  Returns
- * 0, or -1 answered. */
+/* Reads PUT .../collect's "collect" into l.  Returns 0, or -1 with ref. */
 static int
-http_rules_only(struct coord *c, struct evhttp_request *req, json_t *body,
-    const char *field)
+http_collect_parse(json_t *v, struct rules_limits *l, struct refusal *ref)
 {
-	const char	*key;
-	json_t		*v;
+	if (!json_is_boolean(v))
+		return (refusal_set(ref, 400, "collect", "collect must be true or "
+		    "false"));
+	l->no_collect = json_is_false(v);
+	return (0);
+}
 
+/* Reads PUT .../trace-store's "store" into l: a string, or null for the
+ * agents' own ("").  Returns 0, or -1 with ref. */
+static int
+http_store_parse(json_t *v, struct rules_limits *l, struct refusal *ref)
+{
+	l->store_set = 1;
+	l->store[0] = '\0';
+	if (json_is_string(v) && json_string_length(v) >= sizeof(l->store))
+		return (refusal_set(ref, 400, "store", "store must be 1 to %d "
+		    "bytes", RULES_STORE_MAX));
+	if (!json_is_string(v) && !json_is_null(v))
+		return (refusal_set(ref, 400, "store", "store must be a string "
+		    "or null"));
+	if (json_is_string(v) && (snprintf(l->store, sizeof(l->store), "%s",
+	    json_string_value(v)) < 0 || strlen(l->store) !=
+	    json_string_length(v)))
+		return (refusal_set(ref, 400, "store", "store may not hold a "
+		    "NUL"));
+	if (json_is_string(v) && l->store[0] == '\0')
+		return (refusal_set(ref, 400, "store", "store must be 1 to %d "
+		    "bytes (null for the agents' own)", RULES_STORE_MAX));
+	return (0);
+}
+
+/*
+ * PUT /v1/jobs/J/collect and /v1/jobs/J/trace-store: a body of field alone
+ * (another is refused), read by parse into the job's thresholds (the others
+ * as they are) and set.  Answers the job and the field as given.
+ */
+static void
+http_rules_put_one(struct coord *c, struct evhttp_request *req,
+    const char *name, const char *field,
+    int (*parse)(json_t *, struct rules_limits *, struct refusal *))
+{
+	struct refusal		 ref;
+	struct rules_limits	 l;
+	const char		*key;
+	json_t			*body, *v;
+
+	if ((body = http_body(c, req)) == NULL)
+		return;
 	json_object_foreach(body, key, v)
 		if (strcmp(key, field) != 0) {
 			http_error(c, req, 400, key, "unknown field %s", key);
 			json_decref(body);
-			return (-1);
+			return;
 		}
-	return (0);
+	v = json_object_get(body, field);
+	http_rules_keep(&l);
+	if (parse(v, &l, &ref) == -1 ||
+	    rules_set_thresholds(c, name, &l, &ref) == -1)
+		http_refused(c, req, &ref);
+	else
+		http_reply(c, req, 200, json_pack("{s:s,s:O}", "job", name,
+		    field, v));
+	json_decref(body);
 }
 
 /* PUT /v1/jobs/J/collect: whether the job's windows are collected. */
@@ -149,28 +207,7 @@ void
 http_put_collect(struct coord *c, struct evhttp_request *req,
     const char *name)
 {
-	struct refusal		 ref;
-	struct rules_limits	 l;
-	json_t			*body, *v;
-
-	if ((body = http_body(c, req)) == NULL)
-		return;
-	if (http_rules_only(c, req, body, "collect") == -1)
-		return;
-	v = json_object_get(body, "collect");
-	/* The thresholds as they are, the job's "collect" as said. */
-	l.lag = l.drop = l.busy = RULES_LIMIT_KEEP;
-	l.no_collect = json_is_false(v);
-	l.store_set = 0;
-	if (!json_is_boolean(v))
-		http_error(c, req, 400, "collect", "collect must be true or "
-		    "false");
-	else if (rules_set_thresholds(c, name, &l, &ref) == -1)
-		http_refused(c, req, &ref);
-	else
-		http_reply(c, req, 200, json_pack("{s:s,s:b}", "job", name,
-		    "collect", json_is_true(v)));
-	json_decref(body);
+	http_rules_put_one(c, req, name, "collect", http_collect_parse);
 }
 
 /* PUT /v1/jobs/J/trace-store: the job's own trace store, null the agents'. */
@@ -178,38 +215,7 @@ void
 http_put_trace_store(struct coord *c, struct evhttp_request *req,
     const char *name)
 {
-	struct refusal		 ref;
-	struct rules_limits	 l;
-	json_t			*body, *v;
-
-	if ((body = http_body(c, req)) == NULL)
-		return;
-	if (http_rules_only(c, req, body, "store") == -1)
-		return;
-	v = json_object_get(body, "store");
-	l.lag = l.drop = l.busy = l.no_collect = RULES_LIMIT_KEEP;
-	l.store_set = 1;
-	l.store[0] = '\0';
-	if (json_is_string(v) && json_string_length(v) >= sizeof(l.store))
-		http_error(c, req, 400, "store", "store must be 1 to %d bytes",
-		    RULES_STORE_MAX);
-	else if (!json_is_string(v) && !json_is_null(v))
-		http_error(c, req, 400, "store", "store must be a string or "
-		    "null");
-	else if (json_is_string(v) && (snprintf(l.store, sizeof(l.store),
-	    "%s", json_string_value(v)) < 0 || strlen(l.store) !=
-	    json_string_length(v)))
-		http_error(c, req, 400, "store", "store may not hold a NUL");
-	else if (json_is_string(v) && l.store[0] == '\0')
-		http_error(c, req, 400, "store", "store must be 1 to %d bytes "
-		    "(null for the agents' own)", RULES_STORE_MAX);
-	else if (rules_set_thresholds(c, name, &l, &ref) == -1)
-		http_refused(c, req, &ref);
-	else
-		http_reply(c, req, 200, json_pack("{s:s,s:o}", "job", name,
-		    "store", json_is_string(v) ? json_string(l.store) :
-		    json_null()));
-	json_decref(body);
+	http_rules_put_one(c, req, name, "store", http_store_parse);
 }
 
 /* POST /v1/jobs/J/rules: adds a rule. */
