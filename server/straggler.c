@@ -799,6 +799,23 @@ straggler_arrive_json(const struct job *job, json_t *o)
 	json_object_set_new(o, "last_arriver", l);
 }
 
+/* Returns one of the job's worst ranks as JSON. */
+static json_t *
+straggler_entry_json(const struct straggler_entry *e)
+{
+	return (json_pack("{s:i,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	    "rank", (int)e->rank, "node", e->node, "step", (json_int_t)e->step,
+	    "lag", (json_int_t)e->lag, "rate", straggler_real_json(e->rate),
+	    "busy_ms", straggler_ms_json(e->busy_us),
+	    "busy_score", straggler_real_json(e->busy_score),
+	    "busy_over_median", straggler_real_json(e->busy_over),
+	    "busy_rise", straggler_real_json(e->busy_rise),
+	    "last_share", straggler_real_json(e->last_share),
+	    "last_late_ms", e->last_share < 0 ? json_null() :
+	    json_real((double)e->last_late_us / 1000.0),
+	    "reasons", straggler_reasons_json(e->reasons)));
+}
+
 /*
  * Returns the job's stragglers: the thresholds, the medians, the counts, and
  * the max worst ranks and nodes.
@@ -807,7 +824,7 @@ static json_t *
 straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 {
 	const struct straggler	*s = job->strag;
-	json_t			*o = json_object(), *a, *e;
+	json_t			*o = json_object(), *a;
 	int64_t			 lag;
 	int			 drop;
 	size_t			 i;
@@ -830,29 +847,7 @@ straggler_json_max(const struct coord *c, const struct job *job, size_t max)
 	a = json_array();
 	for (i = 0; s != NULL && i < s->nlist && i < max;
 	    i++) {
-		e = json_object();
-		json_object_set_new(e, "rank", json_integer(s->list[i].rank));
-		json_object_set_new(e, "node", json_string(s->list[i].node));
-		json_object_set_new(e, "step", json_integer(s->list[i].step));
-		json_object_set_new(e, "lag", json_integer(s->list[i].lag));
-		json_object_set_new(e, "rate",
-		    straggler_real_json(s->list[i].rate));
-		json_object_set_new(e, "busy_ms",
-		    straggler_ms_json(s->list[i].busy_us));
-		json_object_set_new(e, "busy_score",
-		    straggler_real_json(s->list[i].busy_score));
-		json_object_set_new(e, "busy_over_median",
-		    straggler_real_json(s->list[i].busy_over));
-		json_object_set_new(e, "busy_rise",
-		    straggler_real_json(s->list[i].busy_rise));
-		json_object_set_new(e, "last_share",
-		    straggler_real_json(s->list[i].last_share));
-		json_object_set_new(e, "last_late_ms",
-		    s->list[i].last_share < 0 ? json_null() :
-		    json_real((double)s->list[i].last_late_us / 1000.0));
-		json_object_set_new(e, "reasons",
-		    straggler_reasons_json(s->list[i].reasons));
-		json_array_append_new(a, e);
+		json_array_append_new(a, straggler_entry_json(&s->list[i]));
 	}
 	json_object_set_new(o, "worst_ranks", a);
 	a = json_array();
