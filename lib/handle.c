@@ -11,7 +11,6 @@
 #include <limits.h>
 #include <pwd.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,22 +42,6 @@ _Static_assert((int)SEG_RANK_ATTACHED == DYNPROF_RANK_ATTACHED &&
 static pthread_mutex_t	 handle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t	 handle_once = PTHREAD_ONCE_INIT;
 static struct dynprof	*handle_list;
-
-/* Passes a message to the handle's log callback, if it has one. */
-void
-handle_log(const struct dynprof *h, enum dynprof_log_level level,
-    const char *fmt, ...)
-{
-	char	 buf[1024];
-	va_list	 ap;
-
-	if (h == NULL || h->on_log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	h->on_log(h->arg, level, buf);
-}
 
 /* The value of environment variable name, or NULL when unset or empty. */
 static const char *

@@ -122,7 +122,7 @@ struct dynprof {
 	struct dynprof		*next;		/* open handles, for exit */
 };
 
-/* handle.c */
+/* handle_log.c */
 void	 handle_log(const struct dynprof *, enum dynprof_log_level,
 	    const char *, ...) __attribute__((format(printf, 3, 4)));
 
