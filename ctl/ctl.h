@@ -83,17 +83,26 @@ struct ctl_response {
 	size_t	 len;
 };
 
-/* ctl_cmd.c */
+/* ctl_call.c */
 #define CTL_PAGE_LIMIT		10000	/* ranks asked for in one page */
 void	 ctl_errx(struct ctl *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	 ctl_parse_int64(const char *, int64_t, int64_t, int64_t *);
 int	 ctl_call(struct ctl *, const char *, const char *, const char *,
 	    size_t, json_t **, struct ctl_response *);
+void	 ctl_print_raw(struct ctl *, const struct ctl_response *);
+int	 ctl_get(struct ctl *, const char *, json_t **);
+int	 ctl_check_job(struct ctl *, const char *);
+int	 ctl_ranks_pages(struct ctl *, const char *, const char *,
+	    int (*)(void *, json_t *), void *);
+
+/* ctl_status.c */
+int	 ctl_status_show(struct ctl *, const char *, uint64_t *);
+
+/* ctl_cmd.c */
 int	 ctl_cmd_jobs(struct ctl *, int, char **);
 int	 ctl_cmd_nodes(struct ctl *, int, char **);
 int	 ctl_cmd_status(struct ctl *, int, char **);
-int	 ctl_status_show(struct ctl *, const char *, uint64_t *);
 int	 ctl_cmd_config(struct ctl *, int, char **);
 int	 ctl_cmd_cancel(struct ctl *, int, char **);
 int	 ctl_cmd_forget(struct ctl *, int, char **);
@@ -103,10 +112,6 @@ int	 ctl_cmd_compare(struct ctl *, int, char **);
 
 /* ctl_fetch.c */
 int	 ctl_cmd_fetch(struct ctl *, int, char **);
-int	 ctl_get(struct ctl *, const char *, json_t **);
-int	 ctl_check_job(struct ctl *, const char *);
-int	 ctl_ranks_pages(struct ctl *, const char *, const char *,
-	    int (*)(void *, json_t *), void *);
 
 /* ctl_check.c */
 int	 ctl_check_distance(const char *, const char *);
