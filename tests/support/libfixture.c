@@ -66,6 +66,15 @@ lf_one_window(struct lib_fixture *f, int64_t start, int64_t stop)
 	lf_open_rank(f, 0);
 }
 
+/* lf_one_window(), then steps 1..to; returns how many calls were recorded. */
+int
+lf_run_window(struct lib_fixture *f, int64_t start, int64_t stop, int64_t to)
+{
+	lf_one_window(f, start, stop);
+	lf_steps(f, 1, to);
+	return (f->rec.ncalls);
+}
+
 /* Runs step_begin + step_end for steps from..to. */
 void
 lf_steps(struct lib_fixture *f, int64_t from, int64_t to)
@@ -98,4 +107,24 @@ lf_assert_call(const struct tl_call *c, char what, uint32_t id, int64_t start,
 	assert_int_equal(c->window.id, id);
 	assert_int_equal(c->window.start_step, start);
 	assert_int_equal(c->window.stop_step, stop);
+}
+
+/* Checks that calls i and i + 1 are window id's start and stop. */
+void
+lf_assert_ran(struct lib_fixture *f, int i, uint32_t id, int64_t start,
+    int64_t stop)
+{
+	assert_true(f->rec.ncalls > i + 1);
+	lf_assert_call(&f->rec.calls[i], 's', id, start, stop);
+	lf_assert_call(&f->rec.calls[i + 1], 'p', id, start, stop);
+}
+
+/* Checks that the rank's slot says it skipped window id. */
+void
+lf_assert_skipped(struct lib_fixture *f, uint32_t id)
+{
+	struct seg_slot	 s = lf_slot_of(f);
+
+	assert_int_equal(s.last_event, EVENT_SKIPPED);
+	assert_int_equal(s.window_id, id);
 }

@@ -26,8 +26,11 @@ void	 lf_push(struct lib_fixture *);
 void	 lf_open_rank(struct lib_fixture *, int);
 void	 lf_one_window(struct lib_fixture *, int64_t, int64_t);
 void	 lf_steps(struct lib_fixture *, int64_t, int64_t);
+int	 lf_run_window(struct lib_fixture *, int64_t, int64_t, int64_t);
 struct seg_slot lf_slot_of(struct lib_fixture *);
 void	 lf_assert_call(const struct tl_call *, char, uint32_t, int64_t,
 	    int64_t);
+void	 lf_assert_ran(struct lib_fixture *, int, uint32_t, int64_t, int64_t);
+void	 lf_assert_skipped(struct lib_fixture *, uint32_t);
 
 #endif /* DYNPROF_LIBFIXTURE_H */

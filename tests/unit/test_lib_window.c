@@ -18,6 +18,22 @@
 
 #include "libfixture.h"
 
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Checks the rank's state, its slot's and the slot's last event; returns
+ * the slot. */
+static struct seg_slot
+assert_rank(struct lib_fixture *f, int rank_state, int slot_state, int event)
+{
+	struct seg_slot	 s;
+
+	assert_int_equal(dynprof_state(f->h), rank_state);
+	s = lf_slot_of(f);
+	assert_int_equal(s.state, slot_state);
+	assert_int_equal(s.last_event, event);
+	return (s);
+}
+
 /* [5,7]: starts in step_begin(5), stops in step_end(7), output dir made. */
 static void
 test_inclusive_window(void **state)
@@ -38,10 +54,8 @@ test_inclusive_window(void **state)
 	assert_string_equal(f->rec.calls[0].output_dir, want);
 	assert_true(f->rec.calls[0].dir_existed);
 	assert_string_equal(f->rec.calls[0].fwopts, "{}");
-	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_PROFILING);
-	s = lf_slot_of(f);
-	assert_int_equal(s.state, SEG_RANK_PROFILING);
-	assert_int_equal(s.last_event, EVENT_STARTED);
+	s = assert_rank(f, DYNPROF_RANK_PROFILING, SEG_RANK_PROFILING,
+	    EVENT_STARTED);
 	assert_string_equal(s.output_dir, want);
 	assert_int_equal(s.step, 5);
 
@@ -54,10 +68,7 @@ test_inclusive_window(void **state)
 	lf_assert_call(&f->rec.calls[1], 'p', 1, 5, 7);
 	assert_int_equal(f->rec.calls[1].reason, DYNPROF_STOP_COMPLETED);
 	assert_string_equal(f->rec.calls[1].output_dir, want);
-	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_DONE);
-	s = lf_slot_of(f);
-	assert_int_equal(s.state, SEG_RANK_DONE);
-	assert_int_equal(s.last_event, EVENT_STOPPED);
+	s = assert_rank(f, DYNPROF_RANK_DONE, SEG_RANK_DONE, EVENT_STOPPED);
 	assert_int_equal(s.reason, DYNPROF_STOP_COMPLETED);
 	assert_int_equal(s.event_step, 7);
 	assert_int_equal(s.generation, 1);
@@ -72,9 +83,7 @@ test_start_after_stop(void **state)
 {
 	struct lib_fixture	*f = *state;
 
-	lf_one_window(f, 8, 5);
-	lf_steps(f, 1, 12);
-	assert_int_equal(f->rec.ncalls, 0);
+	assert_int_equal(lf_run_window(f, 8, 5, 12), 0);
 	assert_true(tl_logged(&f->rec, "start_step is after stop_step"));
 	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_ATTACHED);
 }
@@ -95,8 +104,7 @@ test_start_not_positive(void **state)
 	assert_true(tl_logged(&f->rec, "window 2 (steps -3-2) ignored"));
 	/* The valid window beside them still runs. */
 	assert_int_equal(f->rec.ncalls, 2);
-	lf_assert_call(&f->rec.calls[0], 's', 3, 4, 4);
-	lf_assert_call(&f->rec.calls[1], 'p', 3, 4, 4);
+	lf_assert_ran(f, 0, 3, 4, 4);
 }
 
 /* MindSpore 2.4: a start already passed is never started late: skipped. */
@@ -130,9 +138,7 @@ test_start_passed(void **state)
 	lf_push(f);
 	assert_int_equal(dynprof_step_end(f->h, 11), 0);
 	assert_int_equal(f->rec.ncalls, 0);
-	s = lf_slot_of(f);
-	assert_int_equal(s.last_event, EVENT_SKIPPED);
-	assert_int_equal(s.window_id, 2);
+	lf_assert_skipped(f, 2);
 	/* The next one is still ahead: it runs. */
 	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_ARMED);
 	lf_steps(f, 12, 13);
@@ -156,9 +162,7 @@ test_same_window_twice(void **state)
 {
 	struct lib_fixture	*f = *state;
 
-	lf_one_window(f, 3, 4);
-	lf_steps(f, 1, 5);
-	assert_int_equal(f->rec.ncalls, 2);
+	assert_int_equal(lf_run_window(f, 3, 4, 5), 2);
 	/* The same config again, then the same id with later steps. */
 	lf_push(f);
 	lf_steps(f, 6, 7);
@@ -172,8 +176,7 @@ test_same_window_twice(void **state)
 	lf_push(f);
 	lf_steps(f, 13, 20);
 	assert_int_equal(f->rec.ncalls, 4);
-	lf_assert_call(&f->rec.calls[2], 's', 5, 14, 14);
-	lf_assert_call(&f->rec.calls[3], 'p', 5, 14, 14);
+	lf_assert_ran(f, 2, 5, 14, 14);
 }
 
 /* MindSpore 2.4: a new config while a window runs: the window is latched. */
@@ -181,11 +184,8 @@ static void
 test_new_config_while_running(void **state)
 {
 	struct lib_fixture	*f = *state;
-	struct seg_slot	 s;
 
-	lf_one_window(f, 5, 10);
-	lf_steps(f, 1, 7);
-	assert_int_equal(f->rec.ncalls, 1);
+	assert_int_equal(lf_run_window(f, 5, 10, 7), 1);
 	/* The running window shortened and a new one inside it: neither counts. */
 	tl_window(&f->cfg, 0, 1, 5, 8, "");
 	tl_window(&f->cfg, 1, 2, 9, 12, "");
@@ -202,9 +202,7 @@ test_new_config_while_running(void **state)
 	lf_assert_call(&f->rec.calls[1], 'p', 1, 5, 10);
 	assert_int_equal(f->rec.calls[1].reason, DYNPROF_STOP_COMPLETED);
 	/* Window 2's start went by while window 1 ran: skipped, not late. */
-	s = lf_slot_of(f);
-	assert_int_equal(s.last_event, EVENT_SKIPPED);
-	assert_int_equal(s.window_id, 2);
+	lf_assert_skipped(f, 2);
 	lf_steps(f, 11, 14);
 	assert_int_equal(f->rec.ncalls, 2);
 }
@@ -330,12 +328,9 @@ test_queue(void **state)
 	lf_open_rank(f, 0);
 	lf_steps(f, 1, 12);
 	assert_int_equal(f->rec.ncalls, 6);
-	lf_assert_call(&f->rec.calls[0], 's', 1, 2, 3);
-	lf_assert_call(&f->rec.calls[1], 'p', 1, 2, 3);
-	lf_assert_call(&f->rec.calls[2], 's', 2, 5, 5);
-	lf_assert_call(&f->rec.calls[3], 'p', 2, 5, 5);
-	lf_assert_call(&f->rec.calls[4], 's', 3, 8, 9);
-	lf_assert_call(&f->rec.calls[5], 'p', 3, 8, 9);
+	lf_assert_ran(f, 0, 1, 2, 3);
+	lf_assert_ran(f, 2, 2, 5, 5);
+	lf_assert_ran(f, 4, 3, 8, 9);
 	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_DONE);
 }
 
@@ -366,23 +361,28 @@ test_counter_mode(void **state)
 	assert_int_equal(f->rec.calls[3].reason, DYNPROF_STOP_COMPLETED);
 }
 
+/* Checks that the rank failed, saying error; returns its slot. */
+static struct seg_slot
+assert_failed(struct lib_fixture *f, const char *error)
+{
+	struct seg_slot	 s;
+
+	s = assert_rank(f, DYNPROF_RANK_FAILED, SEG_RANK_FAILED, EVENT_FAILED);
+	assert_string_equal(s.error, error);
+	return (s);
+}
+
 /* A failing start callback: failed with its message, no stop for it. */
 static void
 test_start_fails(void **state)
 {
 	struct lib_fixture	*f = *state;
-	struct seg_slot	 s;
 
 	f->rec.fail_start = 1;
-	lf_one_window(f, 2, 4);
-	lf_steps(f, 1, 6);
-	assert_int_equal(f->rec.ncalls, 1);
-	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_FAILED);
+	assert_int_equal(lf_run_window(f, 2, 4, 6), 1);
+	assert_int_equal(assert_failed(f, "profiler refused to start").window_id,
+	    1);
 	assert_int_equal(dynprof_active_window(f->h, NULL), 0);
-	s = lf_slot_of(f);
-	assert_int_equal(s.last_event, EVENT_FAILED);
-	assert_string_equal(s.error, "profiler refused to start");
-	assert_int_equal(s.window_id, 1);
 	dynprof_close(f->h);
 	f->h = NULL;
 	assert_int_equal(f->rec.ncalls, 1);
@@ -393,17 +393,11 @@ static void
 test_stop_fails(void **state)
 {
 	struct lib_fixture	*f = *state;
-	struct seg_slot	 s;
 
 	f->rec.fail_stop = 1;
-	lf_one_window(f, 2, 3);
-	lf_steps(f, 1, 4);
-	assert_int_equal(f->rec.ncalls, 2);
-	assert_int_equal(dynprof_state(f->h), DYNPROF_RANK_FAILED);
-	s = lf_slot_of(f);
-	assert_int_equal(s.last_event, EVENT_FAILED);
-	assert_int_equal(s.reason, DYNPROF_STOP_COMPLETED);
-	assert_string_equal(s.error, "profiler refused to stop");
+	assert_int_equal(lf_run_window(f, 2, 3, 4), 2);
+	assert_int_equal(assert_failed(f, "profiler refused to stop").reason,
+	    DYNPROF_STOP_COMPLETED);
 }
 
 /* Options, framework options and the relative subdirectory reach the callback;
@@ -439,60 +433,85 @@ test_options_and_subdir(void **state)
 	assert_true(tl_logged(&f->rec, "absolute"));
 }
 
+/* A step and phase, and what window_decide() is to say of them. */
+struct decision {
+	int64_t			 step;
+	enum window_phase	 phase;
+	enum window_action	 want;
+};
+
+/* Checks window_decide() of each of n decisions; returns the last's index. */
+static int
+assert_decides(const struct seg_config *cfg, const struct window_rank *wr,
+    const struct decision *d, size_t n, const char **why)
+{
+	size_t	 i;
+	int	 idx = -1, got;
+
+	for (i = 0; i < n; i++) {
+		got = window_decide(cfg, wr, d[i].step, d[i].phase, &idx, why);
+		if (got != (int)d[i].want)
+			fail_msg("step %lld %s: %d, want %d", (long long)d[i].step,
+			    d[i].phase == WINDOW_BEGIN ? "begin" : "end", got,
+			    (int)d[i].want);
+	}
+	return (idx);
+}
+
 /* The rules as pure functions: the boundary cases of start and stop. */
 static void
 test_decide_pure(void **state)
 {
 	static struct seg_config cfg;
+	static const struct decision	 idle[] = {
+		{ 4, WINDOW_BEGIN, WINDOW_NONE },
+		{ 4, WINDOW_END, WINDOW_NONE },
+		{ 5, WINDOW_BEGIN, WINDOW_START },
+	}, passed[] = {
+		{ 5, WINDOW_END, WINDOW_SKIP },
+		{ 6, WINDOW_BEGIN, WINDOW_SKIP },
+	}, running[] = {
+		{ 6, WINDOW_BEGIN, WINDOW_NONE },
+		{ 5, WINDOW_END, WINDOW_NONE },
+		{ 6, WINDOW_END, WINDOW_STOP_COMPLETED },
+	}, cancelled[] = {
+		{ 5, WINDOW_END, WINDOW_STOP_CANCELLED },
+	}, done_once[] = {
+		{ 5, WINDOW_BEGIN, WINDOW_NONE },
+	}, bad_ranks[] = {
+		{ 1, WINDOW_BEGIN, WINDOW_INVALID },
+	};
 	struct window_done	 done = { NULL, 0, 0 };
 	struct window_rank	 wr = { 0, NULL, &done, 0, 0, 0 };
 	struct seg_window	 active;
 	const char		*why;
-	int			 idx;
 
 	(void)state;
 	memset(&cfg, 0, sizeof(cfg));
 	tl_window(&cfg, 0, 9, 5, 6, "");
-	assert_int_equal(window_decide(&cfg, &wr, 4, WINDOW_BEGIN, &idx, &why),
-	    WINDOW_NONE);
-	assert_int_equal(window_decide(&cfg, &wr, 4, WINDOW_END, &idx, &why),
-	    WINDOW_NONE);
-	assert_int_equal(window_decide(&cfg, &wr, 5, WINDOW_BEGIN, &idx, &why),
-	    WINDOW_START);
-	assert_int_equal(idx, 0);
-	assert_int_equal(window_decide(&cfg, &wr, 5, WINDOW_END, &idx, &why),
-	    WINDOW_SKIP);
-	assert_int_equal(window_decide(&cfg, &wr, 6, WINDOW_BEGIN, &idx, &why),
-	    WINDOW_SKIP);
+	assert_int_equal(assert_decides(&cfg, &wr, idle, nitems(idle), &why), 0);
+	assert_decides(&cfg, &wr, passed, nitems(passed), &why);
 	assert_int_equal(window_next_due(&cfg, &wr), 5);
 	assert_int_equal(window_pending(&cfg, &wr), 1);
 
 	active = cfg.windows[0];
 	wr.active = &active;
-	assert_int_equal(window_decide(&cfg, &wr, 6, WINDOW_BEGIN, &idx, &why),
-	    WINDOW_NONE);
-	assert_int_equal(window_decide(&cfg, &wr, 5, WINDOW_END, &idx, &why),
-	    WINDOW_NONE);
-	assert_int_equal(window_decide(&cfg, &wr, 6, WINDOW_END, &idx, &why),
-	    WINDOW_STOP_COMPLETED);
+	assert_decides(&cfg, &wr, running, nitems(running), &why);
 	assert_int_equal(window_next_due(&cfg, &wr), 6);
 	cfg.windows[0].flags |= SEG_WINDOW_CANCELLED;
-	assert_int_equal(window_decide(&cfg, &wr, 5, WINDOW_END, &idx, &why),
-	    WINDOW_STOP_CANCELLED);
+	assert_decides(&cfg, &wr, cancelled, nitems(cancelled), &why);
 	assert_int_equal(window_next_due(&cfg, &wr), INT64_MIN);
 
 	wr.active = NULL;
 	assert_int_equal(window_done_add(&done, 9), 0);
 	cfg.windows[0].flags = 0;
-	assert_int_equal(window_decide(&cfg, &wr, 5, WINDOW_BEGIN, &idx, &why),
-	    WINDOW_NONE);
+	assert_decides(&cfg, &wr, done_once, nitems(done_once), &why);
 	assert_int_equal(window_next_due(&cfg, &wr), INT64_MAX);
 	assert_int_equal(window_pending(&cfg, &wr), 0);
 
 	tl_window(&cfg, 1, 10, 3, 4, "not-a-list");
-	assert_int_equal(window_decide(&cfg, &wr, 1, WINDOW_BEGIN, &idx, &why),
-	    WINDOW_INVALID);
-	assert_int_equal(idx, 1);
+	assert_int_equal(assert_decides(&cfg, &wr, bad_ranks,
+	    nitems(bad_ranks), &why), 1);
 	assert_non_null(strstr(why, "ranks"));
 	window_done_free(&done);
 }
