@@ -38,27 +38,22 @@
 static const char	*etcd_endpoints;
 static int		 etcd_tests;		/* prefixes handed out */
 
-/* What store_load() handed over, counted and the last row of each kind. */
+/*
+ * What store_load() handed over, counted and the last row of each kind: the
+ * strings the tests look at copied into the buffers below, the others NULL.
+ */
 struct loaded {
-	uint64_t	 generation;
-	int		 jobs, windows, ranks, events, agents;
-	char		 job[64], config[64], defaults[64], rules[64];
-	uint64_t	 job_gen;
-	uint32_t	 next_id;
-	uint32_t	 window_id;
-	int64_t		 start, stop;
-	char		 ranks_text[64];
-	char		 selector[64];
-	int		 state, finished;
-	int32_t		 rank;
-	int64_t		 rank_step;
-	int64_t		 ended, arrived, gone;
-	int		 no_collect;
-	char		 error[64];
-	int		 event_kind;
-	char		 event_node[64], event_detail[512];
-	int		 details_of_others;	/* not a collection's */
-	uint64_t	 boot_id, seq;
+	uint64_t		 generation;
+	int			 jobs, windows, ranks, events, agents;
+	struct store_job	 job;
+	struct store_window	 window;
+	struct store_rank	 rank;
+	char			 name[64], config[64], defaults[64], rules[64];
+	char			 ranks_text[64], selector[64], error[64];
+	int			 event_kind;
+	char			 event_node[64], event_detail[512];
+	int			 details_of_others;	/* not a collection's */
+	uint64_t		 boot_id, seq;
 };
 
 /* With the summary of the trace on its second line (server/traces.c). */
@@ -69,6 +64,11 @@ struct loaded {
     "evaluate_function:%20AddmmBackward0,243:3:aten::linear junk.json: " \
     "not JSON (lexical error: \"quoted\" \\ here) at byte 1"
 
+/* A rank row of job J and an event of it, for the tests to vary. */
+static const struct store_rank	 rank_row = { "J", 0, "n0", 1, 5, 1, 0, NULL,
+    1, 1, NULL, NULL, 0, 0, 0 };
+static const struct rank_event	 started_ev = {
+    DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 1, 10, 11 };
 
 struct fixture {
 	char		 dir[64];
@@ -175,6 +175,27 @@ journal_seen_rev(const struct journal_seen *js, uint64_t rev, size_t *i)
 	return (NULL);
 }
 
+/* Checks that js holds want's entry, field by field (NULL strings as "-"). */
+static void
+assert_journal(const struct journal_seen *js, const struct store_journal *want)
+{
+	const struct store_journal	*e;
+	size_t				 i;
+
+	e = journal_seen_rev(js, want->rev, &i);
+	assert_int_equal(e->type, want->type);
+	assert_int_equal(e->what, want->what);
+	assert_int_equal(e->rank, want->rank);
+	assert_int_equal(e->window, want->window);
+	assert_int_equal(e->step, want->step);
+	assert_int_equal(e->stop, want->stop);
+	assert_int_equal(e->time_ns, want->time_ns);
+	assert_int_equal(e->generation, want->generation);
+	assert_string_equal(js->node[i], want->node != NULL ? want->node : "-");
+	assert_string_equal(js->detail[i], want->detail != NULL ?
+	    want->detail : "-");
+}
+
 /*
  * The event stream's revisions over etcd: an event's comes back with it, an
  * attach and a window's change (entries that are no stored event) come
@@ -194,14 +215,16 @@ test_etcd_journal(void **state)
 	    3, 0, 2, 10, 20, 12, 9, NULL, NULL };
 	struct store_journal		 floor = { 1002, "J",
 	    STORE_JOURNAL_FLOOR, 0, 0, 0, 0, 0, 0, 0, NULL, NULL };
+	/* The event's entry, as its revision brings it back. */
+	struct store_journal		 started = { 1003, "J",
+	    STORE_JOURNAL_RANK, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 5, 2,
+	    10, 0, 14, 0, "n0", "/out" };
 	struct journal_seen		 js;
 	struct store_loader		 cb = {
 		.arg = &js,
 		.event = on_any_event,
 		.journal = on_journal,
 	};
-	const struct store_journal	*e;
-	size_t				 i;
 
 	assert_true(store_keeps_journal(f->s));
 	assert_int_equal(store_begin(f->s), 0);
@@ -213,30 +236,9 @@ test_etcd_journal(void **state)
 	memset(&js, 0, sizeof(js));
 	assert_int_equal(store_load(f->s, &cb), 0);
 	assert_int_equal(js.n, 3);
-	e = journal_seen_rev(&js, 1000, &i);
-	assert_int_equal(e->type, STORE_JOURNAL_RANK);
-	assert_int_equal(e->what, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED);
-	assert_int_equal(e->rank, 5);
-	assert_int_equal(e->step, 3);
-	assert_int_equal(e->time_ns, 13);
-	assert_string_equal(js.node[i], "n0");
-	e = journal_seen_rev(&js, 1001, &i);
-	assert_int_equal(e->type, STORE_JOURNAL_WINDOW);
-	assert_int_equal(e->what, 3);
-	assert_int_equal(e->window, 2);
-	assert_int_equal(e->step, 10);
-	assert_int_equal(e->stop, 20);
-	assert_int_equal(e->time_ns, 12);
-	assert_int_equal(e->generation, 9);
-	e = journal_seen_rev(&js, 1003, &i);
-	assert_int_equal(e->type, STORE_JOURNAL_RANK);
-	assert_int_equal(e->what, DYNPROF__V1__EVENT_KIND__EVENT_STARTED);
-	assert_int_equal(e->rank, 5);
-	assert_int_equal(e->window, 2);
-	assert_int_equal(e->step, 10);
-	assert_int_equal(e->time_ns, 14);
-	assert_string_equal(js.node[i], "n0");
-	assert_string_equal(js.detail[i], "/out");
+	assert_journal(&js, &att);
+	assert_journal(&js, &win);
+	assert_journal(&js, &started);
 	/* Rewritten without revisions: only the floor comes back. */
 	assert_int_equal(store_begin(f->s), 0);
 	assert_int_equal(store_compact_begin(f->s, "J"), 0);
@@ -267,11 +269,12 @@ teardown(void **state)
 	return (0);
 }
 
-/* Copies v (NULL as "(null)") into buf. */
-static void
+/* Copies v (NULL as "(null)") into buf; returns buf. */
+static const char *
 copy(char *buf, size_t len, const char *v)
 {
 	snprintf(buf, len, "%s", v != NULL ? v : "(null)");
+	return (buf);
 }
 
 /* Takes the generation counter. */
@@ -288,12 +291,11 @@ on_job(void *arg, const struct store_job *j)
 	struct loaded	*l = arg;
 
 	l->jobs++;
-	copy(l->job, sizeof(l->job), j->name);
-	copy(l->config, sizeof(l->config), j->config);
-	copy(l->defaults, sizeof(l->defaults), j->defaults);
-	copy(l->rules, sizeof(l->rules), j->rules);
-	l->job_gen = j->generation;
-	l->next_id = j->next_window_id;
+	l->job = *j;
+	l->job.name = copy(l->name, sizeof(l->name), j->name);
+	l->job.config = copy(l->config, sizeof(l->config), j->config);
+	l->job.defaults = copy(l->defaults, sizeof(l->defaults), j->defaults);
+	l->job.rules = copy(l->rules, sizeof(l->rules), j->rules);
 	return (0);
 }
 
@@ -304,15 +306,12 @@ on_window(void *arg, const struct store_window *w)
 	struct loaded	*l = arg;
 
 	l->windows++;
-	l->window_id = w->id;
-	l->start = w->start_step;
-	l->stop = w->stop_step;
-	copy(l->ranks_text, sizeof(l->ranks_text), w->ranks);
-	copy(l->selector, sizeof(l->selector), w->selector);
-	l->state = w->state;
-	l->finished = w->finished;
-	l->ended = w->ended_ns;
-	l->no_collect = w->no_collect;
+	l->window = *w;
+	l->window.job = l->window.options = l->window.output_subdir =
+	    l->window.trace_store = NULL;
+	l->window.ranks = copy(l->ranks_text, sizeof(l->ranks_text), w->ranks);
+	l->window.selector = copy(l->selector, sizeof(l->selector),
+	    w->selector);
 	return (0);
 }
 
@@ -323,11 +322,9 @@ on_rank(void *arg, const struct store_rank *r)
 	struct loaded	*l = arg;
 
 	l->ranks++;
-	l->rank = r->rank;
-	l->rank_step = r->step;
-	copy(l->error, sizeof(l->error), r->error);
-	l->arrived = r->arrived_ns;
-	l->gone = r->gone_ns;
+	l->rank = *r;
+	l->rank.job = l->rank.node = l->rank.output_dir = l->rank.labels = NULL;
+	l->rank.error = copy(l->error, sizeof(l->error), r->error);
 	return (0);
 }
 
@@ -432,28 +429,28 @@ test_put_commit_reload(void **state)
 	load(f->s, &l);
 	assert_int_equal(l.generation, 7);
 	assert_int_equal(l.jobs, 1);
-	assert_string_equal(l.job, "J");
-	assert_string_equal(l.config, "{\"a\":1}");
-	assert_string_equal(l.defaults, "{}");
-	assert_string_equal(l.rules, "{\"rules\":[]}");
-	assert_int_equal(l.job_gen, 7);
-	assert_int_equal(l.next_id, 3);
+	assert_string_equal(l.job.name, "J");
+	assert_string_equal(l.job.config, "{\"a\":1}");
+	assert_string_equal(l.job.defaults, "{}");
+	assert_string_equal(l.job.rules, "{\"rules\":[]}");
+	assert_int_equal(l.job.generation, 7);
+	assert_int_equal(l.job.next_window_id, 3);
 	assert_int_equal(l.windows, 1);
-	assert_int_equal(l.window_id, 2);
-	assert_int_equal(l.start, 10);
-	assert_int_equal(l.stop, 20);
-	assert_string_equal(l.ranks_text, "0-3");
-	assert_string_equal(l.selector, "one_per=pp\n");
-	assert_int_equal(l.state, WINDOW_STATE_CANCELLED);
-	assert_int_equal(l.finished, 1);
+	assert_int_equal(l.window.id, 2);
+	assert_int_equal(l.window.start_step, 10);
+	assert_int_equal(l.window.stop_step, 20);
+	assert_string_equal(l.window.ranks, "0-3");
+	assert_string_equal(l.window.selector, "one_per=pp\n");
+	assert_int_equal(l.window.state, WINDOW_STATE_CANCELLED);
+	assert_int_equal(l.window.finished, 1);
+	assert_int_equal(l.window.ended_ns, 15);
+	assert_int_equal(l.window.no_collect, 1);
 	assert_int_equal(l.ranks, 1);
-	assert_int_equal(l.rank, 5);
-	assert_int_equal(l.rank_step, 42);
-	assert_string_equal(l.error, "it broke");
-	assert_int_equal(l.ended, 15);
-	assert_int_equal(l.no_collect, 1);
-	assert_int_equal(l.arrived, 16);
-	assert_int_equal(l.gone, 17);
+	assert_int_equal(l.rank.rank, 5);
+	assert_int_equal(l.rank.step, 42);
+	assert_string_equal(l.rank.error, "it broke");
+	assert_int_equal(l.rank.arrived_ns, 16);
+	assert_int_equal(l.rank.gone_ns, 17);
 	assert_int_equal(l.events, 2);
 	assert_int_equal(l.event_kind, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED);
 	assert_string_equal(l.event_node, "n0");
@@ -471,9 +468,10 @@ test_rollback_forget(void **state)
 {
 	struct fixture		*f = *state;
 	struct loaded		 l;
-	struct store_rank	 r = { "K", 1, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, NULL, 0, 0, 0 };
+	struct store_rank	 r = rank_row;
 
+	r.job = "K";
+	r.rank = 1;
 	assert_int_equal(store_begin(f->s), 0);
 	put_all(f->s);
 	store_rollback(f->s);
@@ -490,7 +488,7 @@ test_rollback_forget(void **state)
 	assert_int_equal(store_forget_job(f->s, "J"), 0);
 	load(f->s, &l);
 	assert_int_equal(l.ranks, 1);
-	assert_int_equal(l.rank, 5);		/* J's */
+	assert_int_equal(l.rank.rank, 5);		/* J's */
 	assert_int_equal(l.events, 2);
 }
 
@@ -557,23 +555,29 @@ test_newer_schema(void **state)
 	assert_non_null(strstr(why, "schema version 99 is newer"));
 }
 
+/* Puts v at the store's prefix + rel in etcd, past the store. */
+static void
+put_raw(struct fixture *f, const char *rel, const char *v)
+{
+	char	 key[ETCD_KEY_MAX];
+	json_t	*ans;
+
+	assert_int_equal(etcd_key(f->e, key, sizeof(key), "%s", rel), 0);
+	assert_int_equal(etcd_call(f->e, "/v3/kv/put", json_pack("{s:o,s:o}",
+	    "key", etcd_b64(key, strlen(key)), "value", etcd_b64(v,
+	    strlen(v))), &ans), ETCD_OK);
+	json_decref(ans);
+}
+
 /* A layout written by a newer coordinator is refused (etcd). */
 static void
 test_etcd_newer_schema(void **state)
 {
 	struct fixture	*f = *state;
 	struct loaded	 l;
-	char		 key[ETCD_KEY_MAX];
-	const char	*v = "{\"generation\":1,\"schema\":3}";
-	json_t		*ans;
 	struct store_loader cb = { .arg = &l, .generation = on_generation };
 
-	assert_int_equal(etcd_key(f->e, key, sizeof(key), "meta/generation"),
-	    0);
-	assert_int_equal(etcd_call(f->e, "/v3/kv/put", json_pack("{s:o,s:o}",
-	    "key", etcd_b64(key, strlen(key)), "value", etcd_b64(v,
-	    strlen(v))), &ans), ETCD_OK);
-	json_decref(ans);
+	put_raw(f, "meta/generation", "{\"generation\":1,\"schema\":3}");
 	memset(&l, 0, sizeof(l));
 	assert_int_equal(store_load(f->s, &cb), -1);
 	assert_int_equal(l.generation, 0);
@@ -589,10 +593,7 @@ test_etcd_big_batch(void **state)
 {
 	struct fixture		*f = *state;
 	struct loaded		 l;
-	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, NULL, 0, 0, 0 };
-	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
-	    1, 10, 11 };
+	struct store_rank	 r = rank_row;
 	uint64_t		 calls;
 	char			 job[16];
 	int			 i, n = 400;
@@ -603,10 +604,10 @@ test_etcd_big_batch(void **state)
 		r.job = job;
 		r.rank = i;
 		assert_int_equal(store_put_rank(f->s, &r), 0);
-		assert_int_equal(store_put_event(f->s, job, i, &ev, "n0",
-		    "/out", 0), 1);
-		assert_int_equal(store_put_event(f->s, job, i, &ev, "n0",
-		    "/out", 0), 0);
+		assert_int_equal(store_put_event(f->s, job, i, &started_ev,
+		    "n0", "/out", 0), 1);
+		assert_int_equal(store_put_event(f->s, job, i, &started_ev,
+		    "n0", "/out", 0), 0);
 	}
 	assert_int_equal(store_put_agent(f->s, "n0", 5, 600), 0);
 	calls = f->e->calls;
@@ -658,10 +659,7 @@ test_etcd_compact(void **state)
 {
 	struct fixture		*f = *state;
 	struct loaded		 l;
-	struct store_rank	 r = { "J", 0, "n0", 1, 5, 1, 0, NULL, 1, 1,
-	    NULL, NULL, 0, 0, 0 };
-	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
-	    1, 10, 11 };
+	struct store_rank	 r = rank_row;
 	char			 err[64];
 	int			 i, k, n = 2000, commits = 32;
 
@@ -680,7 +678,7 @@ test_etcd_compact(void **state)
 			assert_int_equal(store_put_rank(f->s, &r), 0);
 			if (k == 0)
 				assert_int_equal(store_put_event(f->s, "J", i,
-				    &ev, "n0", "/out", 0), 1);
+				    &started_ev, "n0", "/out", 0), 1);
 		}
 		assert_int_equal(store_commit(f->s), 0);
 	}
@@ -693,8 +691,8 @@ test_etcd_compact(void **state)
 	for (i = 0; i < n; i++) {
 		r.rank = i;
 		assert_int_equal(store_put_rank(f->s, &r), 0);
-		assert_int_equal(store_put_event(f->s, "J", i, &ev, "n0",
-		    NULL, 0), 1);
+		assert_int_equal(store_put_event(f->s, "J", i, &started_ev,
+		    "n0", NULL, 0), 1);
 	}
 	assert_int_equal(store_compact_end(f->s, "J"), 0);
 	assert_int_equal(store_commit(f->s), 0);
@@ -703,8 +701,8 @@ test_etcd_compact(void **state)
 	load(f->s, &l);
 	assert_int_equal(l.ranks, n);
 	assert_int_equal(l.events, n);
-	assert_int_equal(l.rank_step, commits - 1);
-	assert_string_equal(l.error, "last");
+	assert_int_equal(l.rank.step, commits - 1);
+	assert_string_equal(l.rank.error, "last");
 }
 
 /* Each node's row as loaded: n<i> at i, "old" at AG_NODES. */
@@ -742,17 +740,12 @@ load_agents(struct store *s, struct agents_loaded *al)
 static void
 put_old_agent(struct fixture *f, const char *node, uint64_t seq)
 {
-	char	 key[ETCD_KEY_MAX], v[128];
-	json_t	*ans;
+	char	 rel[64], v[128];
 
-	assert_int_equal(etcd_key(f->e, key, sizeof(key), "agents/%s", node),
-	    0);
+	snprintf(rel, sizeof(rel), "agents/%s", node);
 	snprintf(v, sizeof(v), "{\"node\":\"%s\",\"boot_id\":5,"
 	    "\"seq\":%llu}", node, (unsigned long long)seq);
-	assert_int_equal(etcd_call(f->e, "/v3/kv/put", json_pack("{s:o,s:o}",
-	    "key", etcd_b64(key, strlen(key)), "value", etcd_b64(v,
-	    strlen(v))), &ans), ETCD_OK);
-	json_decref(ans);
+	put_raw(f, rel, v);
 }
 
 /*
@@ -874,7 +867,7 @@ test_etcd_fencing(void **state)
 	assert_non_null(s2 = store_open_etcd(e2, &why));
 	load(s2, &l);
 	assert_int_equal(l.jobs, 1);
-	assert_string_equal(l.job, "J");
+	assert_string_equal(l.job.name, "J");
 	j.name = "L";
 	assert_int_equal(store_begin(s2), 0);
 	assert_int_equal(store_put_job(s2, &j), 0);
@@ -935,33 +928,25 @@ test_etcd_keepalive_stale(void **state)
 int
 main(int argc, char **argv)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_put_commit_reload, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_rollback_forget, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
+		T(test_put_commit_reload),
+		T(test_rollback_forget),
+		T(test_batch),
 	};
 	const struct CMUnitTest sqlite_tests[] = {
-		cmocka_unit_test_setup_teardown(test_newer_schema, setup,
-		    teardown),
+		T(test_newer_schema),
 	};
 	const struct CMUnitTest etcd_only[] = {
-		cmocka_unit_test_setup_teardown(test_etcd_newer_schema, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_etcd_compact, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_etcd_big_batch, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_etcd_agent_values, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_etcd_fencing, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_etcd_journal, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_etcd_keepalive_stale,
-		    setup, teardown),
+		T(test_etcd_newer_schema),
+		T(test_etcd_compact),
+		T(test_etcd_big_batch),
+		T(test_etcd_agent_values),
+		T(test_etcd_fencing),
+		T(test_etcd_journal),
+		T(test_etcd_keepalive_stale),
 	};
+#undef T
 	int	 rc;
 
 	log_init("test_store", LOG_LEVEL_QUIET);
