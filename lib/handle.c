@@ -554,6 +554,51 @@ dynprof_active_window(const dynprof_t *h, struct dynprof_window *w)
 	return (1);
 }
 
+/* Fills info's fields of its version from window w. */
+static void
+handle_window_info(const struct seg_window *w, struct dynprof_window_info *info)
+{
+	/* Version 1's fields; a later version adds its own below. */
+	info->id = w->id;
+	info->start_step = w->start_step;
+	info->stop_step = w->stop_step;
+	if (window_is_timed(w)) {
+		info->kind = DYNPROF_WINDOW_TIME;
+		info->start_unix_ns = w->start_unix_ns;
+		info->start_ns = w->start_ns;
+		info->duration_ns = w->stop_ns - w->start_ns;
+	} else {
+		info->kind = DYNPROF_WINDOW_STEPS;
+		info->start_unix_ns = info->start_ns = info->duration_ns = 0;
+	}
+}
+
+/*
+ * Describes window id: the one latched (in progress, or whose callback runs
+ * or last ran), else one of the schedule the rank holds.  Returns 1, 0 for
+ * none, or DYNPROF_EINVAL.
+ */
+DYNPROF_API int
+dynprof_window_info(const dynprof_t *h, uint32_t id,
+    struct dynprof_window_info *info)
+{
+	uint32_t	 i;
+
+	if (h == NULL || info == NULL || info->version == 0 ||
+	    info->version > DYNPROF_WINDOW_INFO_VERSION)
+		return (DYNPROF_EINVAL);
+	if (id != 0 && h->window.id == id) {
+		handle_window_info(&h->window, info);
+		return (1);
+	}
+	for (i = 0; h->cfg != NULL && i < h->cfg->nwindows; i++)
+		if (h->cfg->windows[i].id == id) {
+			handle_window_info(&h->cfg->windows[i], info);
+			return (1);
+		}
+	return (0);
+}
+
 /* Copies the handle's counters (zeros for NULL). */
 DYNPROF_API void
 dynprof_get_stats(const dynprof_t *h, struct dynprof_stats *s)

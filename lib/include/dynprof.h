@@ -68,11 +68,46 @@ struct dynprof_options {
 };
 
 /** A window: the profiler starts in step_begin(start_step) and stops in
- * step_end(stop_step), both inclusive. */
+ * step_end(stop_step), both inclusive.  A time window has both steps 0:
+ * dynprof_window_info() says what it is.  Its layout never changes (programs
+ * built against it pass it to dynprof_active_window()). */
 struct dynprof_window {
 	uint32_t	id;		/**< unique within the job */
 	int64_t		start_step;
 	int64_t		stop_step;
+};
+
+/** What kind of window dynprof_window_info() describes. */
+enum dynprof_window_kind {
+	DYNPROF_WINDOW_STEPS = 1,	/**< from start_step to stop_step */
+	DYNPROF_WINDOW_TIME = 2,	/**< from a wall-clock start, for a
+					     duration (docs/admin-api.md) */
+};
+
+/** Set by the caller into dynprof_window_info's version. */
+#define DYNPROF_WINDOW_INFO_VERSION 1
+
+/**
+ * A window, all it is, as dynprof_window_info() fills it.  struct
+ * dynprof_window keeps its layout (programs built against it pass and receive
+ * it); what it cannot say is here, in a struct whose version the caller sets
+ * and that grows only at its end.
+ */
+struct dynprof_window_info {
+	unsigned	 version;	/**< in: DYNPROF_WINDOW_INFO_VERSION */
+	uint32_t	 id;
+	int		 kind;		/**< enum dynprof_window_kind */
+	int64_t		 start_step;	/**< a window of steps: inclusive; */
+	int64_t		 stop_step;	/**< a time window: 0 and 0 */
+	/* A time window's, 0 for a window of steps: */
+	int64_t		 start_unix_ns;	/**< its start: CLOCK_REALTIME in ns, on
+					     this node's clock (the agent
+					     corrects its offset to the
+					     coordinator's) */
+	int64_t		 start_ns;	/**< the same start on CLOCK_MONOTONIC,
+					     the clock the library acts on */
+	int64_t		 duration_ns;	/**< its length: it ends at the start
+					     plus this, on either clock */
 };
 
 /** Why a window stopped. */
@@ -236,6 +271,18 @@ DYNPROF_API int64_t	 dynprof_current_step(const dynprof_t *h);
 /** The window in progress, if any: returns 1 and fills w, else returns 0. */
 DYNPROF_API int		 dynprof_active_window(const dynprof_t *h,
 			    struct dynprof_window *w);
+
+/**
+ * Describes window id of the handle's job: the one in progress, the one whose
+ * start or stop callback runs (call it from a callback with window->id and
+ * the handle dynprof_open() gave), or one of the schedule the rank holds.
+ * The caller sets info->version to DYNPROF_WINDOW_INFO_VERSION; only the
+ * fields of that version are written.  Returns 1 and fills info, 0 for a
+ * window the handle does not know (any more), or DYNPROF_EINVAL for a NULL
+ * handle or info or a version 0 or newer than the library's.
+ */
+DYNPROF_API int		 dynprof_window_info(const dynprof_t *h, uint32_t id,
+			    struct dynprof_window_info *info);
 
 /** Copies the handle's counters. */
 DYNPROF_API void	 dynprof_get_stats(const dynprof_t *h,

@@ -104,6 +104,8 @@ struct tl_call {
 	char			 fwopts[128];
 	char			 output_dir[1024];
 	int			 dir_existed;
+	int			 info_rc;	/* dynprof_window_info()'s, */
+	struct dynprof_window_info info; /* from the callback (handle set) */
 };
 
 #define TL_MAX_CALLS	64
@@ -116,7 +118,19 @@ struct tl_recorder {
 	int		 fail_stop;	/* the stop callback fails */
 	char		 logs[TL_MAX_LOGS][256];
 	int		 nlogs;
+	dynprof_t	*const *handle;	/* set: each call asks the library
+					   about its window */
 };
+
+/* Asks the library about call c's window, as a callback can. */
+static inline void
+tl_window_info(const struct tl_recorder *r, struct tl_call *c)
+{
+	if (r->handle == NULL || *r->handle == NULL)
+		return;
+	c->info.version = DYNPROF_WINDOW_INFO_VERSION;
+	c->info_rc = dynprof_window_info(*r->handle, c->window.id, &c->info);
+}
 
 static inline int
 tl_on_start(void *arg, const struct dynprof_window *w,
@@ -132,6 +146,7 @@ tl_on_start(void *arg, const struct dynprof_window *w,
 		memset(c, 0, sizeof(*c));
 		c->what = 's';
 		c->window = *w;
+		tl_window_info(r, c);
 		c->profiler_level = o->profiler_level;
 		snprintf(c->fwopts, sizeof(c->fwopts), "%s", fwopts);
 		snprintf(c->output_dir, sizeof(c->output_dir), "%s", dir);
@@ -156,6 +171,7 @@ tl_on_stop(void *arg, const struct dynprof_window *w,
 		memset(c, 0, sizeof(*c));
 		c->what = 'p';
 		c->window = *w;
+		tl_window_info(r, c);
 		c->reason = (int)reason;
 		snprintf(c->output_dir, sizeof(c->output_dir), "%s", dir);
 	}

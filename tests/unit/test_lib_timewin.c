@@ -77,6 +77,7 @@ test_poll_window(void **state)
 	char			 want[4096];
 	int			 i;
 
+	f->rec.handle = &f->h;
 	tw_open(f, 4, 200, 300, 3, &start, &stop);
 	for (i = 0; i < 20000 && t_stop == 0; i++) {
 		assert_int_equal(dynprof_poll(f->h), DYNPROF_OK);
@@ -95,6 +96,16 @@ test_poll_window(void **state)
 	lf_assert_call(&f->rec.calls[0], 's', 4, 0, 0);
 	lf_assert_call(&f->rec.calls[1], 'p', 4, 0, 0);
 	assert_int_equal(f->rec.calls[1].reason, DYNPROF_STOP_COMPLETED);
+	/* Each callback can tell it a time window, and its times. */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(f->rec.calls[i].info_rc, 1);
+		assert_int_equal(f->rec.calls[i].info.id, 4);
+		assert_int_equal(f->rec.calls[i].info.kind, DYNPROF_WINDOW_TIME);
+		assert_int_equal(f->rec.calls[i].info.start_ns, start);
+		assert_int_equal(f->rec.calls[i].info.start_unix_ns, start);
+		assert_int_equal(f->rec.calls[i].info.duration_ns, 300 * MS);
+		assert_int_equal(f->rec.calls[i].info.start_step, 0);
+	}
 	/* Not before, and by the next poll: generous for a loaded machine. */
 	assert_true(t_start >= start && t_start < start + 150 * MS);
 	assert_true(t_stop >= stop && t_stop < stop + 150 * MS);
@@ -220,6 +231,79 @@ test_step_late(void **state)
 	assert_int_equal(dynprof_poll(f->h), DYNPROF_OK);
 	assert_int_equal(f->rec.ncalls, 2);
 	assert_int_equal(f->rec.calls[1].reason, DYNPROF_STOP_CANCELLED);
+}
+
+/*
+ * dynprof_window_info() says what each window of the rank's schedule is (a
+ * window of steps, a time window with its start on both clocks and its
+ * length); a struct dynprof_window laid out as programs built before it know
+ * it is filled by dynprof_active_window() with not a byte past its end.
+ */
+static void
+test_window_info(void **state)
+{
+	struct lib_fixture		*f = *state;
+	struct dynprof_window_info	 wi;
+	struct {
+		struct dynprof_window	 w;
+		unsigned char		 after[64];
+	} old;
+	int64_t				 now = tw_now();
+	size_t				 i;
+	int				 n;
+
+	tl_window(&f->cfg, 0, 2, 1000, 1001, "");
+	tw_window(&f->cfg, 1, 3, now + 100 * MS, now + 60000 * MS, "");
+	f->cfg.windows[1].start_unix_ns = 1764936000LL * 1000000000;
+	lf_push(f);
+	lf_open_rank(f, 0);
+
+	memset(&wi, 0xff, sizeof(wi));
+	wi.version = DYNPROF_WINDOW_INFO_VERSION;
+	assert_int_equal(dynprof_window_info(f->h, 2, &wi), 1);
+	assert_int_equal(wi.id, 2);
+	assert_int_equal(wi.kind, DYNPROF_WINDOW_STEPS);
+	assert_int_equal(wi.start_step, 1000);
+	assert_int_equal(wi.stop_step, 1001);
+	assert_int_equal(wi.start_unix_ns, 0);
+	assert_int_equal(wi.start_ns, 0);
+	assert_int_equal(wi.duration_ns, 0);
+	assert_int_equal(dynprof_window_info(f->h, 3, &wi), 1);
+	assert_int_equal(wi.kind, DYNPROF_WINDOW_TIME);
+	assert_int_equal(wi.start_ns, now + 100 * MS);
+	assert_int_equal(wi.start_unix_ns, 1764936000LL * 1000000000);
+	assert_int_equal(wi.duration_ns, 59900 * MS);
+	assert_int_equal(wi.start_step, 0);
+	assert_int_equal(dynprof_window_info(f->h, 9, &wi), 0);
+	assert_int_equal(dynprof_window_info(f->h, 0, &wi), 0);
+	assert_int_equal(dynprof_window_info(NULL, 3, &wi), DYNPROF_EINVAL);
+	assert_int_equal(dynprof_window_info(f->h, 3, NULL), DYNPROF_EINVAL);
+	wi.version = 0;
+	assert_int_equal(dynprof_window_info(f->h, 3, &wi), DYNPROF_EINVAL);
+	wi.version = DYNPROF_WINDOW_INFO_VERSION + 1;
+	assert_int_equal(dynprof_window_info(f->h, 3, &wi), DYNPROF_EINVAL);
+
+	/* The time window runs: the old struct sees its id, steps 0 and 0. */
+	for (n = 0; n < 5000 && dynprof_state(f->h) != DYNPROF_RANK_PROFILING;
+	    n++) {
+		assert_int_equal(dynprof_poll(f->h), DYNPROF_OK);
+		tw_sleep_ms(1);
+	}
+	memset(&old, 0xa5, sizeof(old));
+	assert_int_equal(dynprof_active_window(f->h, &old.w), 1);
+	assert_int_equal(old.w.id, 3);
+	assert_int_equal(old.w.start_step, 0);
+	assert_int_equal(old.w.stop_step, 0);
+	for (i = 0; i < sizeof(old.after); i++)
+		assert_int_equal(old.after[i], 0xa5);
+	/* Both leave the schedule: the one the rank ran is still known. */
+	f->cfg.nwindows = 0;
+	lf_push(f);
+	assert_int_equal(dynprof_poll(f->h), DYNPROF_OK);
+	wi.version = DYNPROF_WINDOW_INFO_VERSION;
+	assert_int_equal(dynprof_window_info(f->h, 3, &wi), 1);
+	assert_int_equal(wi.duration_ns, 59900 * MS);
+	assert_int_equal(dynprof_window_info(f->h, 2, &wi), 0);
 }
 
 /* The rules as pure functions: start, stop and next_due around the times. */
@@ -348,6 +432,7 @@ main(void)
 		T(test_late_and_invalid),
 		T(test_step_late),
 		T(test_step_burst),
+		T(test_window_info),
 		cmocka_unit_test(test_decide_time_pure),
 	};
 #undef T

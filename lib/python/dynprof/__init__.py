@@ -75,9 +75,27 @@ class RankState(enum.IntEnum):
     FAILED = _native.RANK_FAILED
 
 
-Window = collections.namedtuple("Window", "id start_step stop_step")
-Window.__doc__ = """A window: the profiler starts in step_begin(start_step) and
-stops in step_end(stop_step), both inclusive."""
+class Window(collections.namedtuple("Window", "id start_step stop_step")):
+    """A window: the profiler starts in step_begin(start_step) and stops in
+    step_end(stop_step), both inclusive.  A time window (timed true) has both
+    steps 0; its start_unix_ns (time.time_ns() on this node's clock),
+    start_ns (time.monotonic_ns(), the clock the library acts on) and
+    duration_ns say when it runs (0 for a window of steps).  It is still the
+    tuple (id, start_step, stop_step)."""
+
+    def __new__(cls, id, start_step, stop_step, start_unix_ns=0, start_ns=0,
+                duration_ns=0):
+        self = super().__new__(cls, id, start_step, stop_step)
+        self.start_unix_ns = start_unix_ns
+        self.start_ns = start_ns
+        self.duration_ns = duration_ns
+        return self
+
+    @property
+    def timed(self):
+        """True for a time window."""
+        return self.duration_ns > 0
+
 
 Options = collections.namedtuple("Options",
                                  [row[0] for row in _native.OPTIONS])
@@ -495,8 +513,7 @@ class Monitor:
         if self._on_start is None:
             return 0
         try:
-            w = wp.contents
-            window = Window(int(w.id), int(w.start_step), int(w.stop_step))
+            window = self._window(wp.contents)
             o = op.contents
             options = Options(*(kind(getattr(o, name))
                                 for name, kind, *_ in _native.OPTIONS))
@@ -515,8 +532,7 @@ class Monitor:
 
     def _call_stop(self, wp, reason, outdir, err, errlen):
         try:
-            w = wp.contents
-            window = Window(int(w.id), int(w.start_step), int(w.stop_step))
+            window = self._window(wp.contents)
             try:
                 why = StopReason(reason)
             except ValueError:
@@ -615,8 +631,20 @@ class Monitor:
             return None
         w = _native.Window()
         if self._lib.dynprof_active_window(self._h, ctypes.byref(w)):
-            return Window(int(w.id), int(w.start_step), int(w.stop_step))
+            return self._window(w)
         return None
+
+    def _window(self, w):
+        """The Window of a struct dynprof_window, with what the library
+        says of its times."""
+        info = _native.WindowInfo(version=_native.WINDOW_INFO_VERSION)
+        if (self._h is not None and self._lib.dynprof_window_info(
+                self._h, w.id, ctypes.byref(info)) == 1 and
+                info.kind == _native.WINDOW_TIME):
+            return Window(int(w.id), int(w.start_step), int(w.stop_step),
+                          int(info.start_unix_ns), int(info.start_ns),
+                          int(info.duration_ns))
+        return Window(int(w.id), int(w.start_step), int(w.stop_step))
 
     @property
     def stats(self):

@@ -82,6 +82,27 @@ class Window(ctypes.Structure):
     ]
 
 
+# enum dynprof_window_kind
+WINDOW_STEPS = 1
+WINDOW_TIME = 2
+
+WINDOW_INFO_VERSION = 1
+
+
+class WindowInfo(ctypes.Structure):
+    """struct dynprof_window_info (version 1)"""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("id", ctypes.c_uint32),
+        ("kind", ctypes.c_int),
+        ("start_step", ctypes.c_int64),
+        ("stop_step", ctypes.c_int64),
+        ("start_unix_ns", ctypes.c_int64),
+        ("start_ns", ctypes.c_int64),
+        ("duration_ns", ctypes.c_int64),
+    ]
+
+
 class Stats(ctypes.Structure):
     """struct dynprof_stats"""
     _fields_ = [
@@ -171,6 +192,8 @@ def _declare(lib):
         ("dynprof_rank", ctypes.c_int, [h]),
         ("dynprof_current_step", ctypes.c_int64, [h]),
         ("dynprof_active_window", ctypes.c_int, [h, p(Window)]),
+        ("dynprof_window_info", ctypes.c_int,
+         [h, ctypes.c_uint32, p(WindowInfo)]),
         ("dynprof_get_stats", None, [h, p(Stats)]),
         ("dynprof_report_failure", ctypes.c_int, [h, ctypes.c_char_p]),
         ("dynprof_strerror", ctypes.c_char_p, [ctypes.c_int]),

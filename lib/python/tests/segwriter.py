@@ -193,7 +193,8 @@ class Segment:
     def write(self, windows, generation=None):
         """Writes a schedule under the seqlock, as the agent does.  windows: a
         list of dicts with id, start, stop (steps; 0 for a time window) and
-        optionally start_ns, stop_ns (CLOCK_MONOTONIC), ranks, cancelled,
+        optionally start_ns, stop_ns (CLOCK_MONOTONIC), start_unix_ns,
+        stop_unix_ns (CLOCK_REALTIME), ranks, cancelled,
         subdir, fwopts (a str) and any ProfilerOptions field."""
         c = SegConfig()
         c.generation = (self.config.generation + 1) if generation is None \
@@ -207,6 +208,8 @@ class Segment:
             sw.stop_step = w["stop"]
             sw.start_ns = w.get("start_ns", 0)
             sw.stop_ns = w.get("stop_ns", 0)
+            sw.start_unix_ns = w.get("start_unix_ns", 0)
+            sw.stop_unix_ns = w.get("stop_unix_ns", 0)
             sw.ranks = w.get("ranks", "").encode()
             o = sw.options
             o.aicore_metrics = w.get("aicore_metrics", -1)

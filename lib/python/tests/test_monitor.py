@@ -424,6 +424,7 @@ def test_report_failure(env):
     seg.write([W(1, 1, 10)])
     mon.step()
     assert mon.active_window == dynprof.Window(1, 1, 10)
+    assert not mon.active_window.timed and mon.active_window.duration_ns == 0
     mon.report_failure("device lost")
     assert mon.state == dynprof.RankState.FAILED
     mon.close()
@@ -666,26 +667,39 @@ def test_poll_and_poller_time_window(env):
 
     def on_start(window, options, fw, output_dir):
         got.append(("start", window.id, time.monotonic_ns(),
-                    threading.current_thread().name, output_dir))
+                    threading.current_thread().name, output_dir, window))
 
     def on_stop(window, reason, output_dir):
-        got.append(("stop", window.id, time.monotonic_ns(), reason))
+        got.append(("stop", window.id, time.monotonic_ns(), reason, window))
 
     mon = dynprof.Monitor(rank=2, on_start=on_start, on_stop=on_stop,
                           **env.kwargs())
     seg = env.segment()
     t0 = time.monotonic_ns()
     ms = 1000000
-    seg.write([W(1, 0, 0, start_ns=t0 + 150 * ms, stop_ns=t0 + 300 * ms)])
+    u0 = 1764936000 * 1000000000
+    seg.write([W(1, 0, 0, start_ns=t0 + 150 * ms, stop_ns=t0 + 300 * ms,
+                 start_unix_ns=u0, stop_unix_ns=u0 + 150 * ms)])
     deadline = time.monotonic() + 10
     while len(got) < 2 and time.monotonic() < deadline:
         mon.poll()
+        if len(got) == 1:
+            # The window in progress, as the callbacks got it.
+            assert mon.active_window == got[0][5]
+            assert mon.active_window.duration_ns == 150 * ms
         time.sleep(0.001)
     assert [g[:2] for g in got] == [("start", 1), ("stop", 1)]
     assert t0 + 150 * ms <= got[0][2] < t0 + 250 * ms
     assert t0 + 300 * ms <= got[1][2] < t0 + 400 * ms
     assert got[0][4].endswith("rank2_window1")
     assert got[1][3] == COMPLETED
+    # Both callbacks see a time window, its start on both clocks and length;
+    # it is still the tuple (id, start_step, stop_step).
+    for g in got:
+        w = g[-1]
+        assert w.timed and w == (1, 0, 0)
+        assert (w.start_ns, w.start_unix_ns, w.duration_ns) == \
+            (t0 + 150 * ms, u0, 150 * ms)
 
     del got[:]
     mon.start_poller(0.005)
