@@ -128,14 +128,23 @@ ctl_follow_print(void *arg, json_t *j)
 		if ((d = ctl_json_str(j, "error", NULL)) != NULL)
 			fprintf(ctl->out, ": error: %s", d);
 		fputc('\n', ctl->out);
-	} else if (strcmp(type, "window") == 0)
-		fprintf(ctl->out, "%s window %lld [%lld,%lld]: %s, generation "
-		    "%lld\n", ctl_json_str(j, "time", "-"),
-		    (long long)ctl_json_int(j, "window", 0),
-		    (long long)ctl_json_int(j, "start_step", 0),
-		    (long long)ctl_json_int(j, "stop_step", 0),
-		    ctl_json_str(j, "change", "?"),
+	} else if (strcmp(type, "window") == 0) {
+		fprintf(ctl->out, "%s window %lld ", ctl_json_str(j, "time",
+		    "-"), (long long)ctl_json_int(j, "window", 0));
+		/* A time window (while the job holds it): its times. */
+		if ((d = ctl_json_str(j, "at", NULL)) != NULL)
+			fprintf(ctl->out, "at %s for %lld ms", d,
+			    (long long)ctl_json_int(j, "duration_ms", 0));
+		else
+			fprintf(ctl->out, "[%lld,%lld]",
+			    (long long)ctl_json_int(j, "start_step", 0),
+			    (long long)ctl_json_int(j, "stop_step", 0));
+		fprintf(ctl->out, ": %s", ctl_json_str(j, "change", "?"));
+		if ((d = ctl_json_str(j, "refused_reason", NULL)) != NULL)
+			fprintf(ctl->out, ", refused by the nodes: %s", d);
+		fprintf(ctl->out, ", generation %lld\n",
 		    (long long)ctl_json_int(j, "generation", 0));
+	}
 	fflush(ctl->out);
 	return (0);
 }

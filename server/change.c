@@ -72,6 +72,8 @@ change_put_window(struct coord *c, const struct change *ch,
 	row.output_subdir = w->output_subdir;
 	row.no_collect = w->no_collect;
 	row.trace_store = w->trace_store;
+	row.refused_reason = !w->refused ? NULL : w->refused_why != NULL ?
+	    w->refused_why : "";
 	row.start_unix_ns = w->start_unix_ns;
 	row.stop_unix_ns = w->stop_unix_ns;
 	row.tolerance_ms = w->tolerance_ms;
@@ -169,8 +171,9 @@ change_journal(struct coord *c, const struct change *ch, uint64_t gen)
 	size_t	 i;
 
 	for (i = 0; i < ch->nfinish; i++)
-		journal_stage_window(c, ch->job, ch->finish[i],
-		    JOURNAL_WINDOW_DONE, gen);
+		journal_stage_window_detail(c, ch->job, ch->finish[i],
+		    JOURNAL_WINDOW_DONE, gen, clock_wall_ns(),
+		    journal_window_refused(ch->finish[i]));
 	if (ch->cancel != NULL)
 		journal_stage_window(c, ch->job, ch->cancel,
 		    JOURNAL_WINDOW_CANCELLED, gen);

@@ -97,8 +97,12 @@ events_write(struct evbuffer *buf, const struct journal_entry *e)
 		    events_window_changes[e->what], e->step, e->stop,
 		    e->generation);
 	if (e->type != JOURNAL_RANK && e->detail != NULL) {
-		/* grown: the ranks it holds now. */
-		evbuffer_add(buf, ",\"ranks\":", 9);
+		/* grown: the ranks it holds now; done: why the nodes
+		 * refused it. */
+		if (e->what == JOURNAL_WINDOW_DONE)
+			evbuffer_add_printf(buf, ",\"refused_reason\":");
+		else
+			evbuffer_add(buf, ",\"ranks\":", 9);
 		ranks_json_string(buf, e->detail);
 	}
 	if (e->type != JOURNAL_RANK && e->job != NULL)

@@ -318,6 +318,14 @@ journal_stage_window_detail(struct coord *c, struct job *job,
 	journal_store(c, e);
 }
 
+/* The detail of window w's "done": the nodes' reason if they refused it,
+ * else NULL. */
+const char *
+journal_window_refused(const struct window *w)
+{
+	return (w->refused ? w->refused_why : NULL);
+}
+
 /* Tells the layers above that events were published (their followers). */
 static void
 journal_wake(struct coord *c)

@@ -102,8 +102,10 @@ journal_rebuild(struct coord *c)
 			journal_stage_rank(c, v[i].job, v[i].rank, v[i].ev,
 			    schedule_node_find(c, v[i].rank->node), NULL);
 		else
-			journal_stage_window_at(c, v[i].job, v[i].w,
-			    v[i].what, 0, v[i].time_ns);
+			journal_stage_window_detail(c, v[i].job, v[i].w,
+			    v[i].what, 0, v[i].time_ns,
+			    v[i].what == JOURNAL_WINDOW_DONE ?
+			    journal_window_refused(v[i].w) : NULL);
 	}
 	journal_publish(c);
 	free(v);

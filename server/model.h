@@ -189,6 +189,7 @@ void	 journal_stage_window_at(struct coord *, struct job *,
 	    const struct window *, int, uint64_t, int64_t);
 void	 journal_stage_window_detail(struct coord *, struct job *,
 	    const struct window *, int, uint64_t, int64_t, const char *);
+const char	*journal_window_refused(const struct window *);
 /* journal_rebuild.c */
 void	 journal_rebuild(struct coord *);
 void	 journal_publish(struct coord *);

@@ -70,6 +70,10 @@ struct store_window {
 	int64_t		 stop_unix_ns;
 	int64_t		 tolerance_ms;
 	const char	*trace_store;		/* the job's own, NULL: none */
+	const char	*refused_reason;	/* left the schedule refused by
+						 * every node (legacy): a node's
+						 * reason ("" none said); NULL:
+						 * not refused */
 };
 
 /* A rank's last known state. */

@@ -46,6 +46,7 @@ static const struct ef ef_window[] = {
 	EF(struct store_window, stop_unix_ns, EF_I64),
 	EF(struct store_window, tolerance_ms, EF_I64),
 	EF(struct store_window, trace_store, EF_STR),
+	EF(struct store_window, refused_reason, EF_STR),
 };
 
 static const struct ef ef_rank[] = {

@@ -148,6 +148,17 @@ valid_window_row(const struct store_window *row, struct window *w,
 		    row->finished));
 	if (!valid_time(row->created_ns) || !valid_time(row->ended_ns))
 		return (refusal_set(ref, 400, "created", "negative time"));
+	if (row->refused_reason != NULL && (strlen(row->refused_reason) >=
+	    COORD_LEGACY_TEXT_MAX || !utf8_valid(row->refused_reason,
+	    strlen(row->refused_reason))))
+		return (refusal_set(ref, 400, "refused_reason", "a reason "
+		    "over %d bytes or not UTF-8", COORD_LEGACY_TEXT_MAX - 1));
+	if (row->refused_reason != NULL) {
+		w->refused = 1;
+		if (row->refused_reason[0] != '\0' && (w->refused_why =
+		    strdup(row->refused_reason)) == NULL)
+			return (refusal_set(ref, 500, NULL, "out of memory"));
+	}
 	w->id = row->id;
 	w->start_step = row->start_step;
 	w->stop_step = row->stop_step;

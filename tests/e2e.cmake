@@ -54,6 +54,8 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   # installed once per build tree: a longer timeout the first time).
   dynprof_e2e(e2e_ui_click test_ui_click.py TIMEOUT 600
     ENV "DYNPROF_OPTIONS_TABLE=$<TARGET_FILE:options_table>")
+  # A legacy job's refused time window over etcd, restarted on its rows.
+  dynprof_e2e(e2e_legacy_timewin_etcd test_legacy_timewin.py ARGS etcd)
   # A hostile second uid and a root agent's --legacy-dir: skipped unless root.
   foreach(t swap budget flood)
     dynprof_e2e(e2e_legacy_hostile_${t} test_legacy_hostile.py ARGS ${t})

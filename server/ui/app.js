@@ -1048,8 +1048,9 @@
 		if (e.type === 'window')
 			return 'window ' + e.window + ' ' + e.change + ' ' +
 			    windowWhen(e) + (e.ranks !== undefined ? ', ' +
-			    rankLabel(e.ranks) : '') + ', generation ' +
-			    e.generation;
+			    rankLabel(e.ranks) : '') + (e.refused_reason ?
+			    ', refused by the nodes: ' + e.refused_reason : '') +
+			    ', generation ' + e.generation;
 		if (e.type === 'rank') {
 			let t = 'rank ' + e.rank + (e.node ? ' on ' + e.node : '') +
 			    ' ' + e.kind;

@@ -11,7 +11,8 @@ object; SQLite: text), then lower than the job's; windows [-100, 2^62] with
 ranks "0-99999999999,x" and output_subdir "../../../etc", [2^63-1, -5], and
 one row per broken rule (ranks, output_subdir, state, options, a time
 window's times, steps or tolerance, a value of the wrong type, a key its
-fields do not name); a rank whose error is 10,000
+fields do not name, a refused window's reason over its bound);
+a rank whose error is 10,000
 bytes and one whose step is 2^63-1; over SQLite, rank events of the
 collections: one whose detail does not read as "SIZE SHA256 WHERE", one whose
 reason is 100,000 bytes (beside a good one).  After each restart: none of them is
@@ -179,18 +180,23 @@ def scenario_sqlite():
         db.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
         for (wid, a, b, ranks, sub, state, opts, sel, tm) in BAD_WINDOWS:
             db.execute("INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
-                       " 0, 0, 0, ?, 0, ?, ?, ?, NULL)", (JOB, wid, a, b, ranks,
+                       " 0, 0, 0, ?, 0, ?, ?, ?, NULL, NULL)", (JOB, wid, a, b,
+                                                          ranks,
                                                    opts, sub, state, sel) +
                        (tm or (0, 0, 0)))
         # A job's own trace store that breaks its rule (schema 8).
         db.execute("INSERT INTO windows VALUES (?, 20, 1100, 1110, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, '/store/../etc')",
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, '/store/../etc', NULL)",
                    (JOB,))
+        # Why the nodes refused it (schema 9): past its bound.
+        db.execute("INSERT INTO windows VALUES (?, 21, 1200, 1210, '', NULL,"
+                   " '', 1, 1, 0, 0, NULL, 0, 0, 0, 0, NULL, ?)",
+                   (JOB, "r" * 600))
         # A value of the wrong type: the id as text, a step as a real.
         db.execute("INSERT INTO windows VALUES (?, 'abc', 600, 610, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL)", (JOB,))
         db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
                    " 1, 0, NULL, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
@@ -218,7 +224,7 @@ def scenario_sqlite():
             db.execute("UPDATE meta SET value = 1 WHERE key = 'generation'")
             db.commit()
             db.close()
-        two_loads(c, (), len(BAD_WINDOWS) + 3, meta_low, 2)
+        two_loads(c, (), len(BAD_WINDOWS) + 4, meta_low, 2)
     return 0
 
 
@@ -254,16 +260,12 @@ def window_row(wid, a, b, ranks, sub, state, opts, sel=None, tm=None):
 
 
 def scenario_etcd():
-    if not os.access(etcd.ETCD, os.X_OK):
-        print("FAIL: %s is not installed" % etcd.ETCD)
-        return 1
     with Cluster("rows-etcd") as c:
-        cl = etcd.EtcdCluster(1, name="rows")
-        c.cleanups.append(cl.close)
-        cl.start()
-        prefix = "/dynprof-rows-%d/" % os.getpid()
-        extra = ["--etcd-endpoints", cl.endpoints, "--etcd-prefix", prefix,
-                 "--etcd-lease-ttl", "2"]
+        got = etcd.for_cluster(c, "rows")
+        if got is None:
+            return 1
+        cl, extra = got
+        prefix = extra[extra.index("--etcd-prefix") + 1]
         start(c, extra)
         schedule(c)
         stop(c)
@@ -278,6 +280,11 @@ def scenario_etcd():
         etcd_put(cl, prefix + "windows/%s/%010u" % (JOB, 5),
                  window_row(6, 600, 610, "", "", 1, None))
         etcd_put(cl, prefix + "windows/%s/%010u" % (JOB, 4), "\"x\"")
+        # Why the nodes refused it: past its bound.
+        row = json.loads(window_row(21, 1200, 1210, "", "", 1, None))
+        row.update(finished=1, refused_reason="r" * 600)
+        etcd_put(cl, prefix + "windows/%s/%010u" % (JOB, 21),
+                 json.dumps(row))
         rank = {"job": JOB, "rank": 0, "node": "n0", "pid": 10, "step": 5,
                 "state": 1, "window_id": 0, "last_event": 1}
         etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 0), json.dumps(rank))
@@ -288,7 +295,7 @@ def scenario_etcd():
         etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 2), json.dumps(rank))
         rank.update(rank=3, step=5, labels='PP=3;"x' + "y" * 5000)
         etcd_put(cl, prefix + "ranks/%s/%010d" % (JOB, 3), json.dumps(rank))
-        two_loads(c, extra, len(BAD_WINDOWS) + 3, lambda: etcd_put(
+        two_loads(c, extra, len(BAD_WINDOWS) + 4, lambda: etcd_put(
             cl, prefix + "meta/generation",
             json.dumps({"generation": 1, "schema": 1})))
     return 0

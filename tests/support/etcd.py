@@ -203,6 +203,21 @@ class EtcdCluster:
         return False
 
 
+def for_cluster(c, name):
+    """A one-member etcd started for a tests/support/cluster.py Cluster c
+    (closed with it): (the etcd, the coordinator's flags for it under a
+    prefix of this process), or None when etcd is not installed (said)."""
+    if not os.access(ETCD, os.X_OK):
+        print("FAIL: %s is not installed" % ETCD)
+        return None
+    cl = EtcdCluster(1, name=name)
+    c.cleanups.append(cl.close)
+    cl.start()
+    prefix = "/dynprof-%s-%d/" % (name, os.getpid())
+    return cl, ["--etcd-endpoints", cl.endpoints, "--etcd-prefix", prefix,
+                "--etcd-lease-ttl", "2"]
+
+
 def main(argv):
     members, ops = 1, None
     while argv[:1] in (["--members"], ["--max-txn-ops"]):

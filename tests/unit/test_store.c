@@ -50,6 +50,7 @@ struct loaded {
 	struct store_rank	 rank;
 	char			 name[64], config[64], defaults[64], rules[64];
 	char			 ranks_text[64], selector[64], error[64];
+	char			 refused[64];
 	int			 event_kind;
 	char			 event_node[64], event_detail[512];
 	int			 details_of_others;	/* not a collection's */
@@ -312,6 +313,8 @@ on_window(void *arg, const struct store_window *w)
 	l->window.ranks = copy(l->ranks_text, sizeof(l->ranks_text), w->ranks);
 	l->window.selector = copy(l->selector, sizeof(l->selector),
 	    w->selector);
+	l->window.refused_reason = copy(l->refused, sizeof(l->refused),
+	    w->refused_reason);
 	return (0);
 }
 
@@ -394,7 +397,7 @@ put_all(struct store *s)
 	    "{\"rules\":[]}" };
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "one_per=pp\n",
 	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15, 1, 0, 0, 0,
-	    NULL };
+	    NULL, "refused here" };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
 	    13, "it broke", "pp=3,tp=1", 16, 17, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
@@ -445,6 +448,7 @@ test_put_commit_reload(void **state)
 	assert_int_equal(l.window.finished, 1);
 	assert_int_equal(l.window.ended_ns, 15);
 	assert_int_equal(l.window.no_collect, 1);
+	assert_string_equal(l.window.refused_reason, "refused here");
 	assert_int_equal(l.ranks, 1);
 	assert_int_equal(l.rank.rank, 5);
 	assert_int_equal(l.rank.step, 42);

@@ -44,6 +44,7 @@ struct loaded {
 	int	 jobs;
 	int	 windows, no_collect[4];	/* by window id */
 	int64_t	 start_unix_ns[4], stop_unix_ns[4], tolerance_ms[4];
+	char	 refused[4][64];		/* "(null)": not refused */
 	char	 name[64], config[64], rules[128];
 	uint64_t generation;
 	int64_t	 created;
@@ -86,6 +87,8 @@ on_window(void *arg, const struct store_window *w)
 		l->start_unix_ns[w->id] = w->start_unix_ns;
 		l->stop_unix_ns[w->id] = w->stop_unix_ns;
 		l->tolerance_ms[w->id] = w->tolerance_ms;
+		snprintf(l->refused[w->id], sizeof(l->refused[0]), "%s",
+		    w->refused_reason != NULL ? w->refused_reason : "(null)");
 	}
 	return (0);
 }
@@ -218,16 +221,16 @@ test_migrate_v1(void **state)
 	/* Version 3: when windows ended, when ranks came and went; 4: the
 	 * ranks' labels; 5: what named a window's ranks; 6: a window's
 	 * "collect": false; 7: a time window's times and tolerance; 8: its
-	 * job's own trace store. */
+	 * job's own trace store; 9: why the nodes refused it. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT w.ended, r.arrived,"
 	    " r.gone, r.labels, w.selector, w.no_collect, w.start_unix_ns,"
-	    " w.stop_unix_ns, w.tolerance_ms, w.trace_store FROM windows w,"
-	    " ranks r", -1,
+	    " w.stop_unix_ns, w.tolerance_ms, w.trace_store, w.refused_reason"
+	    " FROM windows w, ranks r", -1,
 	    &st, NULL),
 	    SQLITE_OK);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(version, 8);
+	assert_int_equal(version, 9);
 	unit_rmstore(dir);
 }
 
@@ -236,10 +239,11 @@ test_migrate_v4(void **state)
 {
 	struct store		*s;
 	struct store_window	 w = { "old-j", 2, 30, 40, "", NULL, NULL, "",
-	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1, 0, 0, 0, NULL };
+	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1, 0, 0, 0, NULL, NULL };
 	struct store_window	 tw = { "old-j", 3, 0, 0, "", NULL, NULL, "",
 	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 0, 1796472000000000000LL,
-	    1796472010000000000LL, 250, NULL };
+	    1796472010000000000LL, 250, NULL,
+	    "a time window: torch_npu's config counts steps only" };
 	struct loaded		 l;
 	char			 dir[64], path[128];
 
@@ -265,6 +269,12 @@ test_migrate_v4(void **state)
 	assert_true(l.start_unix_ns[3] == 1796472000000000000LL);
 	assert_true(l.stop_unix_ns[3] == 1796472010000000000LL);
 	assert_true(l.tolerance_ms[3] == 250);
+	/* Refused by the nodes: the reason comes back; the old row's and
+	 * one not refused read as not refused. */
+	assert_string_equal(l.refused[1], "(null)");
+	assert_string_equal(l.refused[2], "(null)");
+	assert_string_equal(l.refused[3],
+	    "a time window: torch_npu's config counts steps only");
 	store_close(s);
 	unit_rmstore(dir);
 }
