@@ -13,8 +13,9 @@
  *			(answers written as they are produced)
  *	metrics.h	metrics.c: counters and the /metrics text
  *	link.h		AgentLink: link.c (the listener, one struct conn per
- *			agent), link_dispatch.c (what an agent's messages do,
- *			the pushes back)
+ *			agent), link_dispatch.h: link_dispatch.c (what an
+ *			agent's messages do, the pushes back), link_conn.h:
+ *			link_conn.c (a connection's frames queued, its teardown)
  *	leader.h	leader.c: several coordinators over etcd, one leading
  *	model.h		the model, which knows no protocol: schedule.c (jobs,
  *			windows, nodes), schedule_ranks.c (ranks, their events
@@ -38,6 +39,8 @@
 #include "http.h"
 #include "leader.h"
 #include "link.h"
+#include "link_conn.h"
+#include "link_dispatch.h"
 #include "metrics.h"
 #include "model.h"
 #include "state.h"

@@ -20,7 +20,8 @@
 
 #include "clock.h"
 #include "leader.h"
-#include "link.h"
+#include "link_conn.h"
+#include "link_dispatch.h"
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
@@ -244,18 +245,6 @@ link_subscribe(struct conn *conn, const char *name, uint64_t applied)
 		TAILQ_INSERT_TAIL(&conn->subs, s, conn_entry);
 	}
 	link_answer_subscribe(conn, job, applied);
-}
-
-/* Removes a subscription from its job and its connection, and frees it. */
-void
-link_sub_remove(struct sub *s)
-{
-	TAILQ_REMOVE(&s->job->subs, s, job_entry);
-	TAILQ_REMOVE(&s->conn->subs, s, conn_entry);
-	s->conn->nsubs--;
-	if (s->conn->node != NULL)
-		s->conn->node->view_dirty = 1;
-	free(s);
 }
 
 /*
