@@ -213,6 +213,7 @@ void	 ctl_table_rank_rows(struct ctl_table *, json_t *);
 void	 ctl_table_jobs(FILE *, json_t *);
 void	 ctl_table_nodes(FILE *, json_t *);
 void	 ctl_format_window(char *, size_t, json_t *);
+void	 ctl_window_when(char *, size_t, json_t *);
 const char *ctl_json_str(json_t *, const char *, const char *);
 int64_t	 ctl_json_int(json_t *, const char *, int64_t);
 const char *ctl_cell_int(char *, size_t, json_t *, const char *, int64_t);

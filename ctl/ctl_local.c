@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ctl.h"
 #include "options.h"
 #include "segment.h"
@@ -138,6 +139,15 @@ ctl_local_json(const struct segment *seg, const struct seg_config *cfg)
 		json_object_set_new(o, "start_step",
 		    json_integer(w->start_step));
 		json_object_set_new(o, "stop_step", json_integer(w->stop_step));
+		/* A time window: its start as this node's agent wrote it (on
+		 * this node's clock), and its length. */
+		if (w->start_ns != 0) {
+			clock_rfc3339(w->start_unix_ns, t, sizeof(t));
+			json_object_set_new(o, "at", w->start_unix_ns > 0 ?
+			    json_string(t) : json_null());
+			json_object_set_new(o, "duration_ms", json_integer(
+			    (w->stop_ns - w->start_ns) / 1000000));
+		}
 		ctl_local_str(buf, sizeof(buf), w->ranks, sizeof(w->ranks));
 		json_object_set_new(o, "ranks", json_string(buf));
 		json_object_set_new(o, "cancelled",
@@ -247,13 +257,11 @@ ctl_local_print(FILE *f, json_t *doc)
 		fprintf(f, "\nwindows: none\n");
 	else {
 		fprintf(f, "\nwindows:\n");
-		ctl_table_head(&t, "ID", "STEPS", "RANKS", "CANCELLED",
+		ctl_table_head(&t, "ID", "WHEN", "RANKS", "CANCELLED",
 		    "OPTIONS", NULL);
 		json_array_foreach(w, i, s) {
 			ctl_cell_int(id, sizeof(id), s, "id", INT64_MIN);
-			snprintf(steps, sizeof(steps), "%lld-%lld",
-			    (long long)ctl_json_int(s, "start_step", 0),
-			    (long long)ctl_json_int(s, "stop_step", 0));
+			ctl_window_when(steps, sizeof(steps), s);
 			ctl_local_options_text(opts, sizeof(opts),
 			    json_object_get(s, "options"));
 			row[0] = id;

@@ -65,6 +65,20 @@ ctl_json_count(json_t *o, const char *key)
 	return (json_is_integer(v) ? (int64_t)json_integer_value(v) : 0);
 }
 
+/* When a window object runs: "160-164", or "at T for N ms" for a time
+ * window. */
+void
+ctl_window_when(char *buf, size_t len, json_t *w)
+{
+	if (json_is_string(json_object_get(w, "at")))
+		snprintf(buf, len, "at %s for %lld ms", ctl_json_str(w, "at",
+		    ""), (long long)ctl_json_int(w, "duration_ms", 0));
+	else
+		snprintf(buf, len, "%lld-%lld",
+		    (long long)ctl_json_int(w, "start_step", 0),
+		    (long long)ctl_json_int(w, "stop_step", 0));
+}
+
 /* "window 3: steps 160-164 on ranks 0-3,9" for a window object. */
 void
 ctl_format_window(char *buf, size_t len, json_t *w)
@@ -435,21 +449,13 @@ ctl_table_status(FILE *f, json_t *doc, struct ctl_table *ranks)
 				collected = 1;
 		}
 		/* The last name NULL: no such column. */
-		ctl_table_head(&t, "ID", "STEPS", "STATE", "RANKS", "TARGETED",
+		ctl_table_head(&t, "ID", "WHEN", "STATE", "RANKS", "TARGETED",
 		    "STARTED", "STOPPED", "FINISHED", collected ? "COLLECTED" :
 		    NULL, NULL);
 		json_array_foreach(w, i, r) {
 			rc = json_object_get(r, "rank_counts");
 			ctl_cell_int(id, sizeof(id), r, "id", INT64_MIN);
-			if (json_is_string(json_object_get(r, "at")))
-				snprintf(range, sizeof(range), "at %s for %lld "
-				    "ms", ctl_json_str(r, "at", ""),
-				    (long long)ctl_json_int(r, "duration_ms",
-				    0));
-			else
-				snprintf(range, sizeof(range), "%lld-%lld",
-				    (long long)ctl_json_int(r, "start_step", 0),
-				    (long long)ctl_json_int(r, "stop_step", 0));
+			ctl_window_when(range, sizeof(range), r);
 			ctl_cell_int(num[0], sizeof(num[0]), rc, "targeted", 0);
 			ctl_cell_int(num[1], sizeof(num[1]), rc, "started", 0);
 			ctl_cell_int(num[2], sizeof(num[2]), rc, "stopped", 0);

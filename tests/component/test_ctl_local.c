@@ -144,7 +144,7 @@ make_segment(struct fixture *fx)
 	cfg = calloc(1, sizeof(*cfg));
 	assert_non_null(cfg);
 	cfg->generation = 7;
-	cfg->nwindows = 2;
+	cfg->nwindows = 3;
 	cfg->windows[0].id = 3;
 	cfg->windows[0].start_step = 160;
 	cfg->windows[0].stop_step = 164;
@@ -164,6 +164,13 @@ make_segment(struct fixture *fx)
 	cfg->windows[1].start_step = 200;
 	cfg->windows[1].stop_step = 210;
 	options_unset(&cfg->windows[1].options);
+	/* A time window: its start on the node's clocks, 2 s long. */
+	cfg->windows[2].id = 5;
+	cfg->windows[2].start_ns = 5000000000LL;
+	cfg->windows[2].stop_ns = 7000000000LL;
+	cfg->windows[2].start_unix_ns = 1796472000250000000LL;
+	cfg->windows[2].stop_unix_ns = 1796472002250000000LL;
+	options_unset(&cfg->windows[2].options);
 	segment_write_config(&seg, cfg);
 	free(cfg);
 	atomic_store(&seg.hdr->agent_pid, getpid());
@@ -256,12 +263,19 @@ test_local_text(void **state)
 	expect_in(fx->out, ", 2 of 256 slots used\n");
 	expect_in(fx->out,
 	    "\nwindows:\n"
-	    "  ID  STEPS    RANKS  CANCELLED  OPTIONS\n"
-	    "  3   160-164  0-3,9  no         profiler_level=1 "
+	    "  ID  WHEN                                     "
+	    "RANKS  CANCELLED  OPTIONS\n"
+	    "  3   160-164                                  "
+	    "0-3,9  no         profiler_level=1 "
 	    "profile_communication=false parallel_strategy=false "
 	    "with_stack=true data_simplification=true output_subdir=\"run1\" "
 	    "framework_options={\"activities\":[\"CPU\"]}\n"
-	    "  4   200-210  all    yes        profile_communication=false "
+	    "  4   200-210                                  "
+	    "all    yes        profile_communication=false "
+	    "parallel_strategy=false with_stack=false "
+	    "data_simplification=true\n"
+	    "  5   at 2026-12-05T12:00:00.250Z for 2000 ms  "
+	    "all    no         profile_communication=false "
 	    "parallel_strategy=false with_stack=false "
 	    "data_simplification=true\n");
 	expect_in(fx->out,
@@ -305,7 +319,14 @@ test_local_json(void **state)
 	    "generation")), 7);
 	assert_true(json_is_true(json_object_get(doc, "agent_alive")));
 	w = json_object_get(doc, "windows");
-	assert_int_equal(json_array_size(w), 2);
+	assert_int_equal(json_array_size(w), 3);
+	/* A time window: its start on the node's clock and its length; a
+	 * window of steps has neither. */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(w,
+	    2), "at")), "2026-12-05T12:00:00.250Z");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(w,
+	    2), "duration_ms")), 2000);
+	assert_null(json_object_get(json_array_get(w, 0), "at"));
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(w,
 	    0), "stop_step")), 164);
 	assert_true(json_is_true(json_object_get(json_array_get(w, 1),

@@ -408,7 +408,7 @@ test_status_table(void **state)
 	    "12    n2              -     141   armed      -       -          -\n"
 	    "\n"
 	    "windows:\n"
-	    "  ID  STEPS    STATE      RANKS  TARGETED  STARTED  STOPPED  "
+	    "  ID  WHEN     STATE      RANKS  TARGETED  STARTED  STOPPED  "
 	    "FINISHED\n"
 	    "  2   100-101  done       all    6         6        6        6\n"
 	    "  3   160-164  running    0-3,9  5         2        1        "
@@ -428,9 +428,9 @@ test_status_table(void **state)
 	    "job new generation 1: no ranks reported yet, window 1 [5,6]\n"
 	    "\n"
 	    "windows:\n"
-	    "  ID  STEPS  STATE      RANKS  TARGETED  STARTED  STOPPED  "
+	    "  ID  WHEN  STATE      RANKS  TARGETED  STARTED  STOPPED  "
 	    "FINISHED\n"
-	    "  1   5-6    scheduled  all    0         -        -        -\n");
+	    "  1   5-6   scheduled  all    0         -        -        -\n");
 
 	/* Junk where objects should be: no crash, placeholders. */
 	out = render_status("{\"job\": 5, \"rank_counts\": [1],"
