@@ -4,7 +4,8 @@
  * It steps at a steady rate (20 steps a second by default) around
  * dynprof_step_begin() and dynprof_step_end(), and its "profiler" writes
  * trace.json into the output directory the library hands to the start callback:
- * the job, rank, pid, window, every step it profiled, and why it stopped, and
+ * the job, rank, pid, window (a time window's start and length too, from
+ * dynprof_window_info()), every step it profiled, and why it stopped, and
  * the steps as torch.profiler marks them ("traceEvents": a ProfilerStep#N
  * span from each step's beginning to the next's, the first 1024; none for
  * the last, which the window stops inside), which the
@@ -39,6 +40,7 @@ struct train_sim {
 	int64_t		 poll_ms;	/* --poll-ms: no steps, polls */
 	int		 quiet;
 	int		 verbose;
+	dynprof_t	*h;		/* for dynprof_window_info() */
 	FILE		*trace;		/* open while a window runs */
 	unsigned	 trace_steps;
 	char		 trace_path[4096];
@@ -123,9 +125,24 @@ train_sim_start(void *arg, const struct dynprof_window *w,
     const char *output_dir, char *err, size_t errlen)
 {
 	struct train_sim	*ts = arg;
+	struct dynprof_window_info wi;
+	struct tm		 tm;
+	time_t			 t;
+	char			 when[96], stamp[32];
 	int			 n;
 
 	(void)opts;
+	/* A time window comes with steps 0: the library says when it runs. */
+	when[0] = '\0';
+	wi.version = DYNPROF_WINDOW_INFO_VERSION;
+	if (dynprof_window_info(ts->h, w->id, &wi) == 1 &&
+	    wi.kind == DYNPROF_WINDOW_TIME) {
+		t = (time_t)(wi.start_unix_ns / 1000000000);
+		gmtime_r(&t, &tm);
+		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(when, sizeof(when), "%s.%03dZ", stamp,
+		    (int)(wi.start_unix_ns % 1000000000 / 1000000));
+	}
 	n = snprintf(ts->trace_path, sizeof(ts->trace_path), "%s/trace.json",
 	    output_dir);
 	if (n < 0 || (size_t)n >= sizeof(ts->trace_path)) {
@@ -139,12 +156,23 @@ train_sim_start(void *arg, const struct dynprof_window *w,
 	ts->trace_steps = 0;
 	ts->nspans = 0;
 	fprintf(ts->trace, "{\"job\": \"%s\", \"rank\": %d, \"pid\": %ld, "
-	    "\"window\": %u, \"start_step\": %lld, \"stop_step\": %lld, "
-	    "\"framework_options\": %s, \"steps\": [", ts->job, ts->rank,
-	    (long)getpid(), w->id, (long long)w->start_step,
-	    (long long)w->stop_step, fwopts != NULL && *fwopts != '\0' ?
-	    fwopts : "{}");
-	if (!ts->quiet) {
+	    "\"window\": %u, \"start_step\": %lld, \"stop_step\": %lld, ",
+	    ts->job, ts->rank, (long)getpid(), w->id, (long long)w->start_step,
+	    (long long)w->stop_step);
+	if (when[0] != '\0')
+		fprintf(ts->trace, "\"at\": \"%s\", \"duration_ms\": %lld, "
+		    "\"started_at_step\": %lld, ", when,
+		    (long long)(wi.duration_ns / 1000000),
+		    (long long)dynprof_current_step(ts->h));
+	fprintf(ts->trace, "\"framework_options\": %s, \"steps\": [",
+	    fwopts != NULL && *fwopts != '\0' ? fwopts : "{}");
+	if (!ts->quiet && when[0] != '\0') {
+		printf("rank %d: started time window %u (at %s for %lld ms) at "
+		    "step %lld -> %s\n", ts->rank, w->id, when,
+		    (long long)(wi.duration_ns / 1000000),
+		    (long long)dynprof_current_step(ts->h), output_dir);
+		fflush(stdout);
+	} else if (!ts->quiet) {
 		printf("rank %d: started window %u (steps %lld-%lld) -> %s\n",
 		    ts->rank, w->id, (long long)w->start_step,
 		    (long long)w->stop_step, output_dir);
@@ -360,6 +388,7 @@ main(int argc, char **argv)
 		    dynprof_strerror(rc));
 		return (2);
 	}
+	ts.h = h;
 	ts.job = dynprof_job(h);
 	ts.rank = dynprof_rank(h);
 	if (!ts.quiet) {

@@ -13,6 +13,7 @@ its events saying both the times and the steps.  dynprofctl trace --at --for
 --wait returns once every rank started and stopped the window, not before its
 end, and says so.  Bad times are refused with a 400 that says why."""
 
+import json
 import os
 import re
 import sys
@@ -55,6 +56,14 @@ def event_times(c, wid, ranks):
             return None
         out[r["rank"]] = (a[0], b[0])
     return out if len(out) == len(ranks) else None
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def window(c, body):
@@ -168,6 +177,17 @@ def run(c):
           "stopped %.0f ms before its end" % ((at + 1.0 - t1) * 1000))
     check(0.7 * RATE <= steps <= RATE + 1, "%d steps in 1 s at %d/s" % (
         steps, RATE))
+    # Its profiler (the start callback, through dynprof_window_info())
+    # knew it a time window, when it started and for how long.
+    path = os.path.join(n0.out, "rank4_window%d" % wid, "trace.json")
+    tr = wait_for(lambda: (lambda t: t if t and "reason" in t else None)(
+        read_json(path)), 10, "rank 4's trace.json closed")
+    check("at" in tr and abs(parse_time(tr["at"]) - at) < 0.05 and
+          tr.get("duration_ms") == 1000 and
+          tr.get("started_at_step") == a["step"],
+          "rank 4's trace of window %d: at %s for %s ms from step %s" % (
+              wid, tr.get("at"), tr.get("duration_ms"),
+              tr.get("started_at_step")))
 
     # dynprofctl trace --at --for --wait: returns once every step-less rank
     # started and stopped the window (not before its end), saying so.
