@@ -153,9 +153,8 @@ test_bad_peers(void **state)
 	fa_close(&fa);
 
 	/* The good agent is still served: it gets the next push. */
-	r = tc_req(&f->tc, "POST", "/v1/jobs/bp-1/windows",
+	tc_call(&f->tc, "POST", "/v1/jobs/bp-1/windows",
 	    "{\"start_step\": 10, \"steps\": 2}", 201);
-	tc_reply_free(&r);
 	m = fa_recv_type(&good, CONFIG, 5000);
 	assert_non_null(m);
 	assert_string_equal(m->config->job, "bp-1");
@@ -273,8 +272,7 @@ test_push_subscribers_only(void **state)
 	fa_free(m);
 
 	/* Cancel: pushed to the subscribers, the window marked cancelled. */
-	r = tc_req(&f->tc, "DELETE", "/v1/jobs/push-j/windows/1", NULL, 200);
-	tc_reply_free(&r);
+	tc_call(&f->tc, "DELETE", "/v1/jobs/push-j/windows/1", NULL, 200);
 	m = fa_recv_type(&a, CONFIG, 5000);
 	assert_non_null(m);
 	assert_int_equal(m->config->n_windows, 1);
@@ -307,9 +305,8 @@ test_replace(void **state)
 	assert_int_equal(fa_expect_empty(&b, "rep-j", 5000), 0);
 	assert_int_equal(fa_heartbeat(&b), 0);
 	usleep(100000);
-	r = tc_req(&f->tc, "POST", "/v1/jobs/rep-j/windows",
+	tc_call(&f->tc, "POST", "/v1/jobs/rep-j/windows",
 	    "{\"start_step\": 5, \"steps\": 1}", 201);
-	tc_reply_free(&r);
 	m = fa_recv_type(&b, CONFIG, 5000);
 	assert_non_null(m);
 	fa_free(m);
@@ -344,9 +341,8 @@ test_events_idempotent(void **state)
 	assert_int_equal(handshake(&f->tc, &a, "ev-node"), 0);
 	assert_int_equal(fa_subscribe(&a, "ev-j", 0), 0);
 	assert_int_equal(fa_expect_empty(&a, "ev-j", 5000), 0);
-	r = tc_req(&f->tc, "POST", "/v1/jobs/ev-j/windows",
+	tc_call(&f->tc, "POST", "/v1/jobs/ev-j/windows",
 	    "{\"start_step\": 10, \"stop_step\": 12, \"ranks\": \"0-1\"}", 201);
-	tc_reply_free(&r);
 	m = fa_recv_type(&a, CONFIG, 5000);
 	assert_non_null(m);
 	fa_free(m);
@@ -559,9 +555,8 @@ test_schedule_bound(void **state)
 	tc_reply_free(&r);
 
 	/* The last window behind goes, then nothing can: 409. */
-	r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows",
+	tc_call(&f->tc, "POST", "/v1/jobs/bound-j/windows",
 	    "{\"start_step\": 3000, \"stop_step\": 3004}", 201);
-	tc_reply_free(&r);
 	assert_int_equal(fa_heartbeat(&a), 0);
 	r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows",
 	    "{\"start_step\": 4000, \"stop_step\": 4004}", 409);
@@ -570,11 +565,9 @@ test_schedule_bound(void **state)
 	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 
 	/* A cancelled window ahead, not running, makes room. */
-	r = tc_req(&f->tc, "DELETE", "/v1/jobs/bound-j/windows/20", NULL, 200);
-	tc_reply_free(&r);
-	r = tc_req(&f->tc, "POST", "/v1/jobs/bound-j/windows",
+	tc_call(&f->tc, "DELETE", "/v1/jobs/bound-j/windows/20", NULL, 200);
+	tc_call(&f->tc, "POST", "/v1/jobs/bound-j/windows",
 	    "{\"start_step\": 4000, \"stop_step\": 4004}", 201);
-	tc_reply_free(&r);
 	assert_int_equal(pending_windows(&f->tc, "bound-j"), 16);
 	fa_close(&a);
 }
@@ -623,15 +616,12 @@ test_persistence(void **state)
 	assert_int_equal(handshake(&f->tc, &a, "pers-node"), 0);
 	boot = a.boot_id;
 	assert_int_equal(fa_subscribe(&a, "pers-j", 0), 0);
-	r = tc_req(&f->tc, "PUT", "/v1/jobs/pers-j/config",
+	tc_call(&f->tc, "PUT", "/v1/jobs/pers-j/config",
 	    "{\"start_step\": 10, \"stop_step\": 12, \"profiler_level\": 1}",
 	    200);
-	tc_reply_free(&r);
-	r = tc_req(&f->tc, "POST", "/v1/jobs/pers-j/windows",
+	tc_call(&f->tc, "POST", "/v1/jobs/pers-j/windows",
 	    "{\"start_step\": 50, \"steps\": 3, \"ranks\": \"1\"}", 201);
-	tc_reply_free(&r);
-	r = tc_req(&f->tc, "DELETE", "/v1/jobs/pers-j/windows/2", NULL, 200);
-	tc_reply_free(&r);
+	tc_call(&f->tc, "DELETE", "/v1/jobs/pers-j/windows/2", NULL, 200);
 	assert_int_equal(fa_event(&a, 1, K_STARTED, "pers-j", 0, 1, 10,
 	    "/o/r0"), 0);
 	assert_int_equal(fa_event(&a, 2, K_STOPPED, "pers-j", 0, 1, 12, NULL),

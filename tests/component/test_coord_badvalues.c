@@ -276,8 +276,7 @@ test_int_ranges(void **state)
 	refused(&f->tc, "ir-j", "{\"start_step\": 5, \"stop_step\": 8, "
 	    "\"options\": {\"aicore_metrics\": 9223372036854775807}}",
 	    "options.aicore_metrics");
-	r = tc_req(&f->tc, "GET", "/v1/jobs/ir-j", NULL, 404);
-	tc_reply_free(&r);
+	tc_call(&f->tc, "GET", "/v1/jobs/ir-j", NULL, 404);
 }
 
 /*
@@ -317,8 +316,7 @@ test_methods(void **state)
 		assert_non_null(strstr(r.head, "application/json"));
 		tc_reply_free(&r);
 	}
-	r = tc_req(&f->tc, "GET", "/v1/jobs/m-j", NULL, 404);
-	tc_reply_free(&r);
+	tc_call(&f->tc, "GET", "/v1/jobs/m-j", NULL, 404);
 }
 
 /* Writes a token file of len bytes of 't' (plus a newline) in tc's dir. */
@@ -443,17 +441,15 @@ test_ranks_query(void **state)
 	size_t		 len = 9000;
 	int		 n;
 
-	r = tc_req(&f->tc, "POST", "/v1/jobs/rq-j/windows",
+	tc_call(&f->tc, "POST", "/v1/jobs/rq-j/windows",
 	    "{\"start_step\": 10, \"steps\": 2}", 201);
-	tc_reply_free(&r);
 	r = tc_req(&f->tc, "POST", "/v1/jobs/rq-j/windows", "{\"start_step\": "
 	    "20, \"steps\": 2, \"ranks\": \"0-2147483648\"}", 400);
 	assert_string_equal(tc_str(r.json, "field"), "ranks");
 	assert_non_null(strstr(tc_str(r.json, "error"), "out of range"));
 	tc_reply_free(&r);
-	r = tc_req(&f->tc, "POST", "/v1/jobs/rq-j/windows", "{\"start_step\": "
+	tc_call(&f->tc, "POST", "/v1/jobs/rq-j/windows", "{\"start_step\": "
 	    "20, \"steps\": 2, \"ranks\": \"0-2147483647\"}", 201);
-	tc_reply_free(&r);
 	query_refused(&f->tc, "/v1/jobs/rq-j/ranks?limit=5%00", "limit",
 	    "NUL");
 	query_refused(&f->tc, "/v1/jobs/rq-j/ranks?node=%ZZ", "node",
@@ -462,9 +458,8 @@ test_ranks_query(void **state)
 	    "percent-encoding");
 	query_refused(&f->tc, "/v1/jobs/rq-j/ranks?after=-0", "after",
 	    "rank number");
-	r = tc_req(&f->tc, "GET", "/v1/jobs/rq-j/ranks?node=n%41&after=-1",
+	tc_call(&f->tc, "GET", "/v1/jobs/rq-j/ranks?node=n%41&after=-1",
 	    NULL, 200);
-	tc_reply_free(&r);
 	/* A job id of 9,000 characters: the job id is at fault. */
 	assert_non_null(req = malloc(len + 256));
 	n = snprintf(req, len + 256, "GET /v1/jobs/");

@@ -220,15 +220,13 @@ static void
 join_window(struct tc_coord *tc, struct fakeagent *a, const char *node,
     const char *job)
 {
-	struct tc_reply	 r;
-	char		 path[128];
+	char	 path[128];
 
 	assert_int_equal(fa_join(a, tc->agent_port, node, "agent-secret",
 	    job), 0);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
-	r = tc_req(tc, "POST", path, "{\"start_step\": 10, \"stop_step\": 12}",
+	tc_call(tc, "POST", path, "{\"start_step\": 10, \"stop_step\": 12}",
 	    201);
-	tc_reply_free(&r);
 }
 
 /* The job's summary's revision. */
@@ -274,7 +272,6 @@ test_resume(void **state)
 {
 	struct tc_coord	*tc = *state;
 	struct fakeagent a;
-	struct tc_reply	 r;
 	json_t		*ev, *e;
 	long long	 r0, end, mid, last = 0;
 	char		 path[256];
@@ -349,8 +346,7 @@ test_resume(void **state)
 	json_decref(ev);
 
 	/* A cancel is a window event too. */
-	r = tc_req(tc, "DELETE", "/v1/jobs/ev/windows/1", NULL, 200);
-	tc_reply_free(&r);
+	tc_call(tc, "DELETE", "/v1/jobs/ev/windows/1", NULL, 200);
 	snprintf(path, sizeof(path), "/v1/jobs/ev/events?since=%lld", last);
 	ev = read_all(tc, path, &end);
 	assert_int_equal(json_array_size(ev), 1);
@@ -484,8 +480,7 @@ test_bounds(void **state)
 	/* Without follow, a reader is no follower. */
 	snprintf(path, sizeof(path), "/v1/jobs/bd/events?since=%lld",
 	    r0 + 1099);
-	r = tc_req(tc, "GET", path, NULL, 200);
-	tc_reply_free(&r);
+	tc_call(tc, "GET", path, NULL, 200);
 	reader_close(&rd[0]);
 	wait_followers(tc, FOLLOWERS_MAX - 1);
 	snprintf(path, sizeof(path), "/v1/jobs/bd/events?follow=1&since=%lld",
@@ -573,10 +568,8 @@ test_restart_and_bad(void **state)
 			fail_msg("%s: field %s", path, tc_str(r.json, "field"));
 		tc_reply_free(&r);
 	}
-	r = tc_req(tc, "GET", "/v1/jobs/none/events", NULL, 404);
-	tc_reply_free(&r);
-	r = tc_req(tc, "POST", "/v1/jobs/rs/events", "{}", 405);
-	tc_reply_free(&r);
+	tc_call(tc, "GET", "/v1/jobs/none/events", NULL, 404);
+	tc_call(tc, "POST", "/v1/jobs/rs/events", "{}", 405);
 	fa_close(&a);
 
 	/* After a restart the revisions go on above; the old ones are
@@ -698,7 +691,6 @@ test_process_cycles(void **state)
 	struct tc_coord		*tc = *state;
 	struct agentproc	 ap;
 	struct reader		 rd;
-	struct tc_reply		 r;
 	json_t			*j;
 	char			 coord[64], tok[512], rankbin[512], log[400];
 	char			 cycles[16];
@@ -721,9 +713,8 @@ test_process_cycles(void **state)
 	snprintf(log, sizeof(log), "%s/rank.log", ap.dir);
 	assert_int_equal(ap_start(&ap, aextra), 0);
 	/* The job exists before its first rank: followed from its start. */
-	r = tc_req(tc, "POST", "/v1/jobs/cy/windows",
+	tc_call(tc, "POST", "/v1/jobs/cy/windows",
 	    "{\"start_step\": 1000000, \"stop_step\": 1000001}", 201);
-	tc_reply_free(&r);
 	reader_open(&rd, tc->http_port, "/v1/jobs/cy/events?follow=1", 0);
 	pid = ap_spawn(&ap, argv);
 	assert_true(pid > 0);
@@ -789,9 +780,8 @@ test_collected_elsewhere(void **state)
 	    "cl"), 0);
 	assert_int_equal(fa_join(&b, tc->agent_port, "cl-b", "agent-secret",
 	    "cl"), 0);
-	r = tc_req(tc, "POST", "/v1/jobs/cl/windows",
+	tc_call(tc, "POST", "/v1/jobs/cl/windows",
 	    "{\"start_step\": 10, \"stop_step\": 12}", 201);
-	tc_reply_free(&r);
 	assert_int_equal(fa_event_commit(&a, K_STARTED, "cl", 0, 1, 10, 5000),
 	    0);
 	assert_int_equal(fa_event_commit(&a, K_STOPPED, "cl", 0, 1, 12, 5000),

@@ -101,14 +101,12 @@ static void
 window_posted_run(struct tc_coord *tc, struct fakeagent *fa, const char *job,
     uint32_t id, int64_t start)
 {
-	struct tc_reply	 r;
-	char		 path[128], body[96];
+	char	 path[128], body[96];
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
 	snprintf(body, sizeof(body), "{\"start_step\": %lld, \"stop_step\": "
 	    "%lld}", (long long)start, (long long)start + 1);
-	r = tc_req(tc, "POST", path, body, 201);
-	tc_reply_free(&r);
+	tc_call(tc, "POST", path, body, 201);
 	run_window(fa, job, id, start);
 	wait_window(tc, job, id, "done");
 	window_whole(tc, job, id);

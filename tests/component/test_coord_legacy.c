@@ -259,12 +259,8 @@ test_observed_window_waited(void **state)
 	r = tc_req(tc, "GET", "/v1/jobs/lg-w", NULL, 200);
 	w = tc_window(r.json, 1);
 	assert_non_null(w);
-	assert_int_equal(tc_int(w, "rank_counts.targeted"), 2);
-	assert_int_equal(tc_int(w, "rank_counts.started"), 0);
-	assert_int_equal(tc_int(w, "rank_counts.observed"), 2);
-	assert_int_equal(tc_int(w, "rank_counts.observed_complete"), 2);
-	assert_int_equal(tc_int(w, "rank_counts.missed"), 0);
-	assert_int_equal(tc_int(w, "rank_counts.finished"), 2);
+	tc_assert_ints(w, "rank_counts", "targeted=2 started=0 observed=2 "
+	    "observed_complete=2 missed=0 finished=2");
 	tc_reply_free(&r);
 	ranks_are(tc, "lg-w", 2, "observed_complete");
 	fa_close(&a);
@@ -285,12 +281,10 @@ test_ranks_refused(void **state)
 	char		 out[512], *text;
 	const char	*args[] = { "status", "lg-r", NULL };
 
-	r = tc_req(tc, "POST", "/v1/jobs/lg-r/windows",
+	tc_call(tc, "POST", "/v1/jobs/lg-r/windows",
 	    "{\"start_step\": 10, \"stop_step\": 11}", 201);
-	tc_reply_free(&r);
-	r = tc_req(tc, "POST", "/v1/jobs/lg-r/windows",
+	tc_call(tc, "POST", "/v1/jobs/lg-r/windows",
 	    "{\"start_step\": 20, \"stop_step\": 21, \"ranks\": \"0-3\"}", 201);
-	tc_reply_free(&r);
 	assert_int_equal(fa_join(&a, tc->agent_port, "lg-rn", TOKEN, "lg-r"),
 	    0);
 	assert_int_equal(send_legacy(&a, "lg-r", "mindspore-2.4",
@@ -312,8 +306,7 @@ test_ranks_refused(void **state)
 	tc_reply_free(&r);
 
 	/* The headline: window 1, even cancelled, rather than the refused. */
-	r = tc_req(tc, "DELETE", "/v1/jobs/lg-r/windows/1", NULL, 200);
-	tc_reply_free(&r);
+	tc_call(tc, "DELETE", "/v1/jobs/lg-r/windows/1", NULL, 200);
 	snprintf(out, sizeof(out), "%s/status.out", tc->dir);
 	assert_int_equal(tc_ctl_wait(tc_ctl_start(tc, out, args)), 0);
 	text = tc_slurp(out);

@@ -247,10 +247,9 @@ test_fire_no_collect(void **state)
 
 	agents_up(tc, fa, "nocol-j");
 	report_judged(tc, fa, "nocol-j", 100, 89);
-	r = tc_req(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
+	tc_call(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
 	    "\"straggler\", \"steps\": 5, \"roundup\": 100, \"collect\": "
 	    "false}", 201);
-	tc_reply_free(&r);
 	deadline = tc_now_ms() + WAIT_MS;
 	while (!pushed && tc_now_ms() < deadline) {
 		assert_int_equal(fa_heartbeat(&fa[1]), 0);
@@ -273,20 +272,9 @@ test_fire_no_collect(void **state)
 	    json_object_get(r.json, "rules"), 0), "collect")));
 	tc_reply_free(&r);
 	/* Not a boolean: refused. */
-	r = tc_req(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
+	tc_call(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
 	    "\"straggler\", \"steps\": 5, \"collect\": 0}", 400);
-	tc_reply_free(&r);
 	agents_down(fa);
-}
-
-/* An admin request whose answer is only its status. */
-static void
-call(struct tc_coord *tc, const char *method, const char *path,
-    const char *body, int code)
-{
-	struct tc_reply	 r = tc_req(tc, method, path, body, code);
-
-	tc_reply_free(&r);
 }
 
 /* Kills the coordinator and starts it again on its store. */
@@ -343,7 +331,7 @@ test_job_no_collect(void **state)
 	    "false}", 200);
 	assert_true(json_is_false(json_object_get(r.json, "collect")));
 	tc_reply_free(&r);
-	call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
+	tc_call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
 	    "500, \"stop_step\": 504}", 201);
 	assert_int_equal(wait_push_collect(&fa[0], 1), 1);
 	r = tc_req(tc, "GET", "/v1/jobs/jc-j", NULL, 200);
@@ -351,11 +339,11 @@ test_job_no_collect(void **state)
 	    json_object_get(r.json, "windows"), 0), "collect")));
 	tc_reply_free(&r);
 	/* Refused: not a boolean, another field, no such job. */
-	call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": 0}",
+	tc_call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": 0}",
 	    400);
-	call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": true, "
+	tc_call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": true, "
 	    "\"x\": 1}", 400);
-	call(tc, "PUT", "/v1/jobs/nojob-j/collect", "{\"collect\": "
+	tc_call(tc, "PUT", "/v1/jobs/nojob-j/collect", "{\"collect\": "
 	    "false}", 404);
 	agents_down(fa);
 
@@ -365,17 +353,17 @@ test_job_no_collect(void **state)
 	assert_true(json_is_false(json_object_get(r.json, "collect")));
 	tc_reply_free(&r);
 	agents_up(tc, fa, "jc-j");
-	call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
+	tc_call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
 	    "600, \"stop_step\": 604}", 201);
 	assert_int_equal(wait_push_collect(&fa[0], 2), 1);
 	/* A window from the job's config says so too. */
-	call(tc, "PUT", "/v1/jobs/jc-j/config", "{\"start_step\": 650, "
+	tc_call(tc, "PUT", "/v1/jobs/jc-j/config", "{\"start_step\": 650, "
 	    "\"stop_step\": 654}", 200);
 	assert_int_equal(wait_push_collect(&fa[0], 3), 1);
 	/* Collected again from now on. */
-	call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": "
+	tc_call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": "
 	    "true}", 200);
-	call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
+	tc_call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
 	    "700, \"stop_step\": 704}", 201);
 	assert_int_equal(wait_push_collect(&fa[0], 4), 0);
 	agents_down(fa);
@@ -472,7 +460,7 @@ test_job_trace_store(void **state)
 	    "\"/srv/traces/ts-j\"}", 200);
 	assert_string_equal(tc_str(r.json, "store"), "/srv/traces/ts-j");
 	tc_reply_free(&r);
-	call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
+	tc_call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
 	    "500, \"stop_step\": 504}", 201);
 	s = wait_push_store(&fa[0], 1);
 	assert_string_equal(s, "/srv/traces/ts-j");
@@ -493,13 +481,13 @@ test_job_trace_store(void **state)
 	r = tc_req(tc, "PUT", "/v1/jobs/ts-j/trace-store", body, 400);
 	assert_non_null(strstr(tc_str(r.json, "error"), "1 to 255 bytes"));
 	tc_reply_free(&r);
-	call(tc, "PUT", "/v1/jobs/nojob-j/trace-store", "{\"store\": "
+	tc_call(tc, "PUT", "/v1/jobs/nojob-j/trace-store", "{\"store\": "
 	    "\"/x\"}", 404);
 	/* Refused ones changed nothing. */
 	r = tc_req(tc, "GET", "/v1/jobs/ts-j/rules", NULL, 200);
 	assert_string_equal(tc_str(r.json, "trace_store"), "/srv/traces/ts-j");
 	tc_reply_free(&r);
-	call(tc, "PUT", "/v1/jobs/ts-j/trace-store", "{\"store\": "
+	tc_call(tc, "PUT", "/v1/jobs/ts-j/trace-store", "{\"store\": "
 	    "\"s3://dp-bucket.1/jobs/ts-j\"}", 200);
 	fa_close(&fa[0]);
 	fa_close(&fa[1]);
@@ -512,13 +500,13 @@ test_job_trace_store(void **state)
 	tc_reply_free(&r);
 	assert_window_store(tc, "ts-j", "/srv/traces/ts-j");
 	agents_up(tc, fa, "ts-j");
-	call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
+	tc_call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
 	    "600, \"stop_step\": 604}", 201);
 	s = wait_push_store(&fa[0], 2);
 	assert_string_equal(s, "s3://dp-bucket.1/jobs/ts-j");
 	free(s);
 	/* A window from the job's config carries it too. */
-	call(tc, "PUT", "/v1/jobs/ts-j/config", "{\"start_step\": 650, "
+	tc_call(tc, "PUT", "/v1/jobs/ts-j/config", "{\"start_step\": 650, "
 	    "\"stop_step\": 654}", 200);
 	s = wait_push_store(&fa[0], 3);
 	assert_string_equal(s, "s3://dp-bucket.1/jobs/ts-j");
@@ -528,7 +516,7 @@ test_job_trace_store(void **state)
 	    "null}", 200);
 	assert_true(json_is_null(json_object_get(r.json, "store")));
 	tc_reply_free(&r);
-	call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
+	tc_call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
 	    "700, \"stop_step\": 704}", 201);
 	s = wait_push_store(&fa[0], 4);
 	assert_string_equal(s, "");
@@ -627,21 +615,16 @@ test_refused(void **state)
 	    "{\"lag_steps\": 0}", 400);
 	assert_string_equal(tc_str(r.json, "field"), "lag_steps");
 	tc_reply_free(&r);
-	r = tc_req(tc, "PUT", "/v1/jobs/bad-j/stragglers",
+	tc_call(tc, "PUT", "/v1/jobs/bad-j/stragglers",
 	    "{\"rate_drop_percent\": 101}", 400);
-	tc_reply_free(&r);
-	r = tc_req(tc, "PUT", "/v1/jobs/bad-j/stragglers", "{\"lag\": 3}",
+	tc_call(tc, "PUT", "/v1/jobs/bad-j/stragglers", "{\"lag\": 3}",
 	    400);
-	tc_reply_free(&r);
 	r = tc_req(tc, "DELETE", "/v1/jobs/bad-j/rules/1", NULL, 404);
 	assert_string_equal(tc_str(r.json, "field"), "id");
 	tc_reply_free(&r);
-	r = tc_req(tc, "DELETE", "/v1/jobs/bad-j/rules/x", NULL, 400);
-	tc_reply_free(&r);
-	r = tc_req(tc, "PATCH", "/v1/jobs/bad-j/rules", "{}", 405);
-	tc_reply_free(&r);
-	r = tc_req(tc, "GET", "/v1/jobs/no-such-j/rules", NULL, 404);
-	tc_reply_free(&r);
+	tc_call(tc, "DELETE", "/v1/jobs/bad-j/rules/x", NULL, 400);
+	tc_call(tc, "PATCH", "/v1/jobs/bad-j/rules", "{}", 405);
+	tc_call(tc, "GET", "/v1/jobs/no-such-j/rules", NULL, 404);
 
 	/* Nothing changed: no rule, the same generation. */
 	r = tc_req(tc, "GET", "/v1/jobs/bad-j/rules", NULL, 200);
@@ -654,16 +637,13 @@ test_refused(void **state)
 
 	/* The cap on rules: the ninth is refused. */
 	for (i = 0; i < 8; i++) {
-		r = tc_req(tc, "POST", "/v1/jobs/bad-j/rules",
+		tc_call(tc, "POST", "/v1/jobs/bad-j/rules",
 		    "{\"when\": \"straggler\", \"steps\": 5}", 201);
-		tc_reply_free(&r);
 	}
-	r = tc_req(tc, "POST", "/v1/jobs/bad-j/rules",
+	tc_call(tc, "POST", "/v1/jobs/bad-j/rules",
 	    "{\"when\": \"straggler\", \"steps\": 5}", 409);
-	tc_reply_free(&r);
 	snprintf(path, sizeof(path), "/v1/jobs/bad-j/rules/%d", 3);
-	r = tc_req(tc, "DELETE", path, NULL, 200);
-	tc_reply_free(&r);
+	tc_call(tc, "DELETE", path, NULL, 200);
 	r = tc_req(tc, "GET", "/v1/jobs/bad-j/rules", NULL, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "rules")), 7);
 	assert_int_equal(tc_int(r.json, "rules.2.id"), 4);
@@ -693,14 +673,12 @@ test_restart(void **state)
 	tc_reply_free(&r);
 	/* The job's defaults, under the rule's options: a typed one and a
 	 * framework one of each. */
-	r = tc_req(tc, "PUT", "/v1/jobs/rs-j/config", "{\"with_stack\": "
+	tc_call(tc, "PUT", "/v1/jobs/rs-j/config", "{\"with_stack\": "
 	    "true, \"profiler_level\": 2, \"fw_a\": 1}", 200);
-	tc_reply_free(&r);
-	r = tc_req(tc, "POST", "/v1/jobs/rs-j/rules", "{\"when\": "
+	tc_call(tc, "POST", "/v1/jobs/rs-j/rules", "{\"when\": "
 	    "\"straggler\", \"peers\": 1, \"steps\": 3, \"roundup\": 50, "
 	    "\"min_interval_s\": 1, \"max_per_hour\": 1, \"options\": "
 	    "{\"profiler_level\": 1, \"fw_b\": 2}}", 201);
-	tc_reply_free(&r);
 	wait_push(&fa[1], 1, ranks, sizeof(ranks), &start, &stop);
 	assert_string_equal(ranks, "0,7");
 	assert_int_equal(start, 150);

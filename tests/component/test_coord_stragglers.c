@@ -385,8 +385,7 @@ test_huge_pace(void **state)
 	if (rate < 1e6)
 		fail_msg("the job's median rate after the jump never showed it "
 		    "(last %g steps/s)", rate);
-	r = tc_req(tc, "GET", "/healthz", NULL, 200);
-	tc_reply_free(&r);
+	tc_call(tc, "GET", "/healthz", NULL, 200);
 	fa_close(&fa[0]);
 	fa_close(&fa[1]);
 }
@@ -407,7 +406,6 @@ test_busy(void **state)
 	int64_t		 steps[NODE_RANKS];
 	uint32_t	 us[2][NODE_RANKS] = {
 		{ 20000, 21000, 20500, 0 }, { 20800, 50000, 19900, 20300 } };
-	struct tc_reply	 r;
 	json_t		*j, *w;
 	char		 buf[64];
 	int		 i, k, round;
@@ -447,9 +445,8 @@ test_busy(void **state)
 	    "dynprof_job_busy_ranks{job=\"busy-j\",busy=\"no\"}"), 1);
 
 	/* The job's own threshold: 150% over the median is not reached. */
-	r = tc_req(tc, "PUT", "/v1/jobs/busy-j/stragglers",
+	tc_call(tc, "PUT", "/v1/jobs/busy-j/stragglers",
 	    "{\"busy_percent\": 150}", 200);
-	tc_reply_free(&r);
 	j = wait_stragglers(tc, fa, 2, "busy-j", "busy", 0);
 	assert_int_equal(tc_int(j, "busy_percent"), 150);
 	assert_int_equal(tc_int(j, "ranks"), 0);
@@ -626,10 +623,8 @@ test_job_nodes(void **state)
 	r = tc_req(tc, "GET", "/v1/jobs/nodes-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "rank_counts.unknown"), NODE_RANKS);
 	tc_reply_free(&r);
-	r = tc_req(tc, "GET", "/v1/jobs/none-j/nodes", NULL, 404);
-	tc_reply_free(&r);
-	r = tc_req(tc, "POST", "/v1/jobs/nodes-j/nodes", "{}", 405);
-	tc_reply_free(&r);
+	tc_call(tc, "GET", "/v1/jobs/none-j/nodes", NULL, 404);
+	tc_call(tc, "POST", "/v1/jobs/nodes-j/nodes", "{}", 405);
 	fa_close(&fa[0]);
 }
 
@@ -650,10 +645,8 @@ test_refused(void **state)
 	r = tc_req(tc, "GET", "/v1/jobs/none-j/stragglers", NULL, 404);
 	assert_string_equal(tc_str(r.json, "field"), "job");
 	tc_reply_free(&r);
-	r = tc_req(tc, "POST", "/v1/jobs/none-j/stragglers", "{}", 405);
-	tc_reply_free(&r);
-	r = tc_req(tc, "GET", "/v1/jobs/none-j/stragglers/x", NULL, 404);
-	tc_reply_free(&r);
+	tc_call(tc, "POST", "/v1/jobs/none-j/stragglers", "{}", 405);
+	tc_call(tc, "GET", "/v1/jobs/none-j/stragglers/x", NULL, 404);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(tc_run_exit(bad[i], 10000), 1);
 }

@@ -138,9 +138,8 @@ test_summary(void **state)
 
 	agent(tc, &a, "view-a", "sum");
 	agent(tc, &b, "view-b", "sum");
-	r = tc_req(tc, "POST", "/v1/jobs/sum/windows",
+	tc_call(tc, "POST", "/v1/jobs/sum/windows",
 	    "{\"start_step\": 10, \"stop_step\": 12, \"ranks\": \"0-7\"}", 201);
-	tc_reply_free(&r);
 	/* Ranks 0-4 on view-a at steps 5 (rank 0) and 9, 5-9 on view-b at
 	 * steps 7 (rank 5) and 11. */
 	progress(&a, "sum", 0, 5, 5, 9);
@@ -162,43 +161,28 @@ test_summary(void **state)
 	assert_int_equal(tc_int(r.json, "progress.min_step"), 5);
 	assert_null(json_object_get(r.json, "ranks"));
 	assert_null(json_object_get(r.json, "nodes"));
-	assert_int_equal(tc_int(r.json, "rank_counts.total"), 10);
-	assert_int_equal(tc_int(r.json, "rank_counts.profiling"), 1);
-	assert_int_equal(tc_int(r.json, "rank_counts.done"), 3);
-	assert_int_equal(tc_int(r.json, "rank_counts.failed"), 1);
-	assert_int_equal(tc_int(r.json, "rank_counts.skipped"), 1);
-	assert_int_equal(tc_int(r.json, "rank_counts.gone"), 1);
-	assert_int_equal(tc_int(r.json, "rank_counts.attached"), 3);
-	assert_int_equal(tc_int(r.json, "rank_counts.unknown"), 0);
+	tc_assert_ints(r.json, "rank_counts", "total=10 profiling=1 done=3 "
+	    "failed=1 skipped=1 gone=1 attached=3 unknown=0");
 	/* Steps of the live ranks (rank 6 is gone), events moving them on:
 	 * 12 12 12 10 10 11 11 11 11. */
 	assert_int_equal(tc_int(r.json, "steps.ranks"), 9);
 	assert_int_equal(tc_int(r.json, "steps.min"), 10);
 	assert_int_equal(tc_int(r.json, "steps.median"), 11);
 	assert_int_equal(tc_int(r.json, "steps.max"), 12);
-	assert_int_equal(tc_int(r.json, "node_counts.total"), 2);
-	assert_int_equal(tc_int(r.json, "node_counts.connected"), 2);
-	assert_int_equal(tc_int(r.json, "node_counts.lost"), 0);
-	assert_int_equal(tc_int(r.json, "node_counts.applied_behind"), 2);
+	tc_assert_ints(r.json, "node_counts", "total=2 connected=2 lost=0 "
+	    "applied_behind=2");
 	w = tc_window(r.json, 1);
 	assert_non_null(w);
 	assert_string_equal(tc_str(w, "state"), "running");
-	assert_int_equal(tc_int(w, "rank_counts.targeted"), 8);
-	assert_int_equal(tc_int(w, "rank_counts.started"), 4);
-	assert_int_equal(tc_int(w, "rank_counts.stopped"), 3);
-	assert_int_equal(tc_int(w, "rank_counts.failed"), 1);
-	assert_int_equal(tc_int(w, "rank_counts.skipped"), 1);
-	assert_int_equal(tc_int(w, "rank_counts.gone"), 1);
-	assert_int_equal(tc_int(w, "rank_counts.missed"), 0);
 	/* 0-2 stopped, 4 failed, 5 skipped, 6 gone: 3 and 7 still to go. */
-	assert_int_equal(tc_int(w, "rank_counts.finished"), 6);
+	tc_assert_ints(w, "rank_counts", "targeted=8 started=4 stopped=3 "
+	    "failed=1 skipped=1 gone=1 missed=0 finished=6");
 	tc_reply_free(&r);
 	outcomes_check(tc, "sum", 1, "stopped,stopped,stopped,started,failed,"
 	    "skipped,gone,pending");
 
 	/* Cancelled: rank 7 never acted on it, missed; 3 runs it still. */
-	r = tc_req(tc, "DELETE", "/v1/jobs/sum/windows/1", NULL, 200);
-	tc_reply_free(&r);
+	tc_call(tc, "DELETE", "/v1/jobs/sum/windows/1", NULL, 200);
 	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
 	w = tc_window(r.json, 1);
 	assert_string_equal(tc_str(w, "state"), "cancelled");
@@ -226,12 +210,10 @@ test_summary(void **state)
 	fa_close(&a);
 	tc_wait_int(tc, "/v1/jobs/sum", "rank_counts.unknown", 5);
 	r = tc_req(tc, "GET", "/v1/jobs/sum", NULL, 200);
-	assert_int_equal(tc_int(r.json, "node_counts.lost"), 1);
-	assert_int_equal(tc_int(r.json, "node_counts.connected"), 1);
+	tc_assert_ints(r.json, "node_counts", "lost=1 connected=1");
 	tc_reply_free(&r);
 	fa_close(&b);
-	r = tc_req(tc, "GET", "/v1/jobs/nobody", NULL, 404);
-	tc_reply_free(&r);
+	tc_call(tc, "GET", "/v1/jobs/nobody", NULL, 404);
 }
 
 /*
@@ -434,12 +416,9 @@ test_bad_params(void **state)
 		assert_true(strlen(tc_str(r.json, "error")) > 0);
 		tc_reply_free(&r);
 	}
-	r = tc_req(tc, "GET", "/v1/jobs/nobody/ranks", NULL, 404);
-	tc_reply_free(&r);
-	r = tc_req(tc, "POST", "/v1/jobs/bp/ranks", "{}", 405);
-	tc_reply_free(&r);
-	r = tc_req(tc, "GET", "/v1/jobs/b%20p/ranks", NULL, 400);
-	tc_reply_free(&r);
+	tc_call(tc, "GET", "/v1/jobs/nobody/ranks", NULL, 404);
+	tc_call(tc, "POST", "/v1/jobs/bp/ranks", "{}", 405);
+	tc_call(tc, "GET", "/v1/jobs/b%20p/ranks", NULL, 400);
 	/* A node name percent-encoded, an empty page past the last rank. */
 	r = tc_req(tc, "GET", "/v1/jobs/bp/ranks?node=bad%2Da&after=2", NULL,
 	    200);

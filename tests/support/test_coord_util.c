@@ -565,6 +565,16 @@ tc_req(struct tc_coord *tc, const char *method, const char *path,
 	return (r);
 }
 
+/* Sends a request whose answer is only its status, and checks that. */
+void
+tc_call(struct tc_coord *tc, const char *method, const char *path,
+    const char *body, int status)
+{
+	struct tc_reply	 r = tc_req(tc, method, path, body, status);
+
+	tc_reply_free(&r);
+}
+
 /*
  * Polls GET path for 5 s at most until the value at jpath is want (a string
  * if wants is not NULL, else the integer wanti; *goti: the last integer seen).
@@ -663,6 +673,27 @@ tc_int(json_t *v, const char *path)
 {
 	v = tc_path(v, path);
 	return (json_is_integer(v) ? json_integer_value(v) : -999);
+}
+
+/*
+ * Checks the integers of v that want names ("targeted=8 started=4": each at
+ * prefix.name, prefix NULL: at name), failing at the first that differs.
+ */
+void
+tc_assert_ints(json_t *v, const char *prefix, const char *want)
+{
+	char		 path[128], name[64];
+	long long	 got, n;
+	int		 used;
+
+	while (sscanf(want, " %63[^=]=%lld%n", name, &n, &used) == 2) {
+		snprintf(path, sizeof(path), "%s%s%s", prefix != NULL ?
+		    prefix : "", prefix != NULL ? "." : "", name);
+		if ((got = tc_int(v, path)) != n)
+			fail_msg("%s: %lld, want %lld", path, got, n);
+		want += used;
+	}
+	assert_int_equal(strspn(want, " "), strlen(want));
 }
 
 /* Returns window id's object in a summary's windows, or NULL. */

@@ -55,11 +55,14 @@ int	 tc_setup_agents_args(void **, const char *, const char *const *);
 int	 tc_setup_agents(void **);
 struct tc_reply tc_req(struct tc_coord *, const char *, const char *,
 	    const char *, int);
+void	 tc_call(struct tc_coord *, const char *, const char *, const char *,
+	    int);
 void	 tc_wait_str(struct tc_coord *, const char *, const char *,
 	    const char *);
 void	 tc_wait_int(struct tc_coord *, const char *, const char *, long long);
 void	 tc_reply_free(struct tc_reply *);
 long long tc_int(json_t *, const char *);
+void	 tc_assert_ints(json_t *, const char *, const char *);
 const char *tc_str(json_t *, const char *);
 json_t	*tc_window(json_t *, long long);
 long long tc_now_ms(void);
