@@ -144,11 +144,10 @@ report_judged(struct tc_coord *tc, struct fakeagent *fa, const char *job,
 	json_decref(j);
 }
 
-/* Waits for a pushed schedule of job with n windows; returns the last
- * window's ranks and steps. */
-static void
-wait_push(struct fakeagent *fa, size_t n, char *ranks, size_t len,
-    int64_t *start, int64_t *stop)
+/* Waits for a pushed schedule of n windows, heartbeating; returns it
+ * (caller fa_free()s), failing if none came. */
+static fa_msg *
+wait_config(struct fakeagent *fa, size_t n)
 {
 	long long	 deadline = tc_now_ms() + WAIT_MS;
 	fa_msg		*m;
@@ -157,16 +156,56 @@ wait_push(struct fakeagent *fa, size_t n, char *ranks, size_t len,
 		assert_int_equal(fa_heartbeat(fa), 0);
 		if ((m = fa_recv_type(fa, CONFIG, 200)) == NULL)
 			continue;
-		if (m->config->n_windows == n) {
-			snprintf(ranks, len, "%s", m->config->windows[n - 1]->ranks);
-			*start = m->config->windows[n - 1]->start_step;
-			*stop = m->config->windows[n - 1]->stop_step;
-			fa_free(m);
-			return;
-		}
+		if (m->config->n_windows == n)
+			return (m);
 		fa_free(m);
 	}
 	fail_msg("no schedule of %zu windows pushed", n);
+	return (NULL);
+}
+
+/* A pushed window's ranks and steps. */
+struct pushed {
+	char	 ranks[64];
+	int64_t	 start, stop;
+};
+
+/* Waits for a pushed schedule of n windows; returns the last window's. */
+static struct pushed
+wait_push(struct fakeagent *fa, size_t n)
+{
+	fa_msg		*m = wait_config(fa, n);
+	struct pushed	 p;
+
+	snprintf(p.ranks, sizeof(p.ranks), "%s",
+	    m->config->windows[n - 1]->ranks);
+	p.start = m->config->windows[n - 1]->start_step;
+	p.stop = m->config->windows[n - 1]->stop_step;
+	fa_free(m);
+	return (p);
+}
+
+/* Posts a window of job over [start, start + 4]. */
+static void
+post_window(struct tc_coord *tc, const char *job, int64_t start)
+{
+	char	 path[128], body[96];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/windows", job);
+	snprintf(body, sizeof(body), "{\"start_step\": %lld, \"stop_step\": "
+	    "%lld}", (long long)start, (long long)start + 4);
+	tc_call(tc, "POST", path, body, 201);
+}
+
+/* Waits for a pushed schedule of n windows; returns the last's no_collect. */
+static int
+wait_push_collect(struct fakeagent *fa, size_t n)
+{
+	fa_msg	*m = wait_config(fa, n);
+	int	 off = m->config->windows[n - 1]->no_collect;
+
+	fa_free(m);
+	return (off);
 }
 
 /*
@@ -182,8 +221,7 @@ test_fire_and_caps(void **state)
 	struct fakeagent fa[NAGENTS];
 	struct tc_reply	 r;
 	json_t		*j;
-	char		 ranks[64];
-	int64_t		 start, stop;
+	struct pushed	 p;
 	long long	 t1, t2;
 
 	agents_up(tc, fa, "fire-j");
@@ -195,14 +233,13 @@ test_fire_and_caps(void **state)
 	assert_int_equal(tc_int(r.json, "fired_total"), 0);
 	tc_reply_free(&r);
 
-	wait_push(&fa[1], 1, ranks, sizeof(ranks), &start, &stop);
+	p = wait_push(&fa[1], 1);
 	t1 = tc_now_ms();
-	assert_string_equal(ranks, "0,1,7");
-	assert_int_equal(start, 200);
-	assert_int_equal(stop, 204);
+	assert_string_equal(p.ranks, "0,1,7");
+	assert_int_equal(p.start, 200);
+	assert_int_equal(p.stop, 204);
 	/* The other node has it too (ranks 0 and 1 are its). */
-	wait_push(&fa[0], 1, ranks, sizeof(ranks), &start, &stop);
-	assert_string_equal(ranks, "0,1,7");
+	assert_string_equal(wait_push(&fa[0], 1).ranks, "0,1,7");
 
 	/* Past the first window, still straggling. */
 	report(fa, "fire-j", 300, 250);
@@ -241,27 +278,13 @@ test_fire_no_collect(void **state)
 	struct fakeagent fa[NAGENTS];
 	struct tc_reply	 r;
 	json_t		*j;
-	fa_msg		*m;
-	long long	 deadline;
-	int		 pushed = 0;
 
 	agents_up(tc, fa, "nocol-j");
 	report_judged(tc, fa, "nocol-j", 100, 89);
 	tc_call(tc, "POST", "/v1/jobs/nocol-j/rules", "{\"when\": "
 	    "\"straggler\", \"steps\": 5, \"roundup\": 100, \"collect\": "
 	    "false}", 201);
-	deadline = tc_now_ms() + WAIT_MS;
-	while (!pushed && tc_now_ms() < deadline) {
-		assert_int_equal(fa_heartbeat(&fa[1]), 0);
-		if ((m = fa_recv_type(&fa[1], CONFIG, 200)) == NULL)
-			continue;
-		if (m->config->n_windows == 1) {
-			assert_true(m->config->windows[0]->no_collect);
-			pushed = 1;
-		}
-		fa_free(m);
-	}
-	assert_true(pushed);
+	assert_int_equal(wait_push_collect(&fa[1], 1), 1);
 	j = wait_count(tc, fa, "/v1/jobs/nocol-j", "windows", 1, WAIT_MS);
 	assert_non_null(j);
 	assert_true(json_is_false(json_object_get(json_array_get(
@@ -290,29 +313,6 @@ restart(struct tc_coord *tc)
 	assert_int_equal(tc_start(tc, extra), 0);
 }
 
-/* Waits for a pushed schedule of n windows; returns the last's no_collect. */
-static int
-wait_push_collect(struct fakeagent *fa, size_t n)
-{
-	long long	 deadline = tc_now_ms() + WAIT_MS;
-	fa_msg		*m;
-	int		 off;
-
-	while (tc_now_ms() < deadline) {
-		assert_int_equal(fa_heartbeat(fa), 0);
-		if ((m = fa_recv_type(fa, CONFIG, 200)) == NULL)
-			continue;
-		if (m->config->n_windows == n) {
-			off = m->config->windows[n - 1]->no_collect;
-			fa_free(m);
-			return (off);
-		}
-		fa_free(m);
-	}
-	fail_msg("no schedule of %zu windows pushed", n);
-	return (-1);
-}
-
 /*
  * PUT /v1/jobs/J/collect {"collect": false}: the job's windows made since
  * say "collect": false (pushed so, shown so), until it says true again; the
@@ -331,8 +331,7 @@ test_job_no_collect(void **state)
 	    "false}", 200);
 	assert_true(json_is_false(json_object_get(r.json, "collect")));
 	tc_reply_free(&r);
-	tc_call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
-	    "500, \"stop_step\": 504}", 201);
+	post_window(tc, "jc-j", 500);
 	assert_int_equal(wait_push_collect(&fa[0], 1), 1);
 	r = tc_req(tc, "GET", "/v1/jobs/jc-j", NULL, 200);
 	assert_true(json_is_false(json_object_get(json_array_get(
@@ -353,8 +352,7 @@ test_job_no_collect(void **state)
 	assert_true(json_is_false(json_object_get(r.json, "collect")));
 	tc_reply_free(&r);
 	agents_up(tc, fa, "jc-j");
-	tc_call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
-	    "600, \"stop_step\": 604}", 201);
+	post_window(tc, "jc-j", 600);
 	assert_int_equal(wait_push_collect(&fa[0], 2), 1);
 	/* A window from the job's config says so too. */
 	tc_call(tc, "PUT", "/v1/jobs/jc-j/config", "{\"start_step\": 650, "
@@ -363,8 +361,7 @@ test_job_no_collect(void **state)
 	/* Collected again from now on. */
 	tc_call(tc, "PUT", "/v1/jobs/jc-j/collect", "{\"collect\": "
 	    "true}", 200);
-	tc_call(tc, "POST", "/v1/jobs/jc-j/windows", "{\"start_step\": "
-	    "700, \"stop_step\": 704}", 201);
+	post_window(tc, "jc-j", 700);
 	assert_int_equal(wait_push_collect(&fa[0], 4), 0);
 	agents_down(fa);
 }
@@ -374,24 +371,12 @@ test_job_no_collect(void **state)
 static char *
 wait_push_store(struct fakeagent *fa, size_t n)
 {
-	long long	 deadline = tc_now_ms() + WAIT_MS;
-	fa_msg		*m;
-	char		*store;
+	fa_msg	*m = wait_config(fa, n);
+	char	*store = strdup(m->config->windows[n - 1]->trace_store);
 
-	while (tc_now_ms() < deadline) {
-		assert_int_equal(fa_heartbeat(fa), 0);
-		if ((m = fa_recv_type(fa, CONFIG, 200)) == NULL)
-			continue;
-		if (m->config->n_windows == n) {
-			store = strdup(m->config->windows[n - 1]->trace_store);
-			fa_free(m);
-			assert_non_null(store);
-			return (store);
-		}
-		fa_free(m);
-	}
-	fail_msg("no schedule of %zu windows pushed", n);
-	return (NULL);
+	fa_free(m);
+	assert_non_null(store);
+	return (store);
 }
 
 /* Asserts the last window of the job's summary says trace_store store
@@ -460,8 +445,7 @@ test_job_trace_store(void **state)
 	    "\"/srv/traces/ts-j\"}", 200);
 	assert_string_equal(tc_str(r.json, "store"), "/srv/traces/ts-j");
 	tc_reply_free(&r);
-	tc_call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
-	    "500, \"stop_step\": 504}", 201);
+	post_window(tc, "ts-j", 500);
 	s = wait_push_store(&fa[0], 1);
 	assert_string_equal(s, "/srv/traces/ts-j");
 	free(s);
@@ -489,8 +473,7 @@ test_job_trace_store(void **state)
 	tc_reply_free(&r);
 	tc_call(tc, "PUT", "/v1/jobs/ts-j/trace-store", "{\"store\": "
 	    "\"s3://dp-bucket.1/jobs/ts-j\"}", 200);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 
 	/* Kept across a restart, the window's too. */
 	restart(tc);
@@ -500,8 +483,7 @@ test_job_trace_store(void **state)
 	tc_reply_free(&r);
 	assert_window_store(tc, "ts-j", "/srv/traces/ts-j");
 	agents_up(tc, fa, "ts-j");
-	tc_call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
-	    "600, \"stop_step\": 604}", 201);
+	post_window(tc, "ts-j", 600);
 	s = wait_push_store(&fa[0], 2);
 	assert_string_equal(s, "s3://dp-bucket.1/jobs/ts-j");
 	free(s);
@@ -516,8 +498,7 @@ test_job_trace_store(void **state)
 	    "null}", 200);
 	assert_true(json_is_null(json_object_get(r.json, "store")));
 	tc_reply_free(&r);
-	tc_call(tc, "POST", "/v1/jobs/ts-j/windows", "{\"start_step\": "
-	    "700, \"stop_step\": 704}", 201);
+	post_window(tc, "ts-j", 700);
 	s = wait_push_store(&fa[0], 4);
 	assert_string_equal(s, "");
 	free(s);
@@ -525,8 +506,7 @@ test_job_trace_store(void **state)
 	r = tc_req(tc, "GET", "/v1/jobs/ts-j/rules", NULL, 200);
 	assert_true(json_is_null(json_object_get(r.json, "trace_store")));
 	tc_reply_free(&r);
-	fa_close(&fa[0]);
-	fa_close(&fa[1]);
+	agents_down(fa);
 }
 
 /* No rule, no window: a straggler alone changes no schedule. */
@@ -662,8 +642,7 @@ test_restart(void **state)
 	struct fakeagent fa[NAGENTS];
 	struct tc_reply	 r;
 	json_t		*j;
-	char		 ranks[64];
-	int64_t		 start, stop;
+	struct pushed	 p;
 
 	agents_up(tc, fa, "rs-j");
 	report_judged(tc, fa, "rs-j", 100, 50);
@@ -679,9 +658,9 @@ test_restart(void **state)
 	    "\"straggler\", \"peers\": 1, \"steps\": 3, \"roundup\": 50, "
 	    "\"min_interval_s\": 1, \"max_per_hour\": 1, \"options\": "
 	    "{\"profiler_level\": 1, \"fw_b\": 2}}", 201);
-	wait_push(&fa[1], 1, ranks, sizeof(ranks), &start, &stop);
-	assert_string_equal(ranks, "0,7");
-	assert_int_equal(start, 150);
+	p = wait_push(&fa[1], 1);
+	assert_string_equal(p.ranks, "0,7");
+	assert_int_equal(p.start, 150);
 	r = tc_req(tc, "GET", "/v1/jobs/rs-j", NULL, 200);
 	assert_int_equal(tc_int(r.json, "windows.0.options.profiler_level"), 1);
 	assert_true(json_is_true(json_object_get(json_object_get(
