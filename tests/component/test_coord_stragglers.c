@@ -654,23 +654,20 @@ test_refused(void **state)
 int
 main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tc_teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lag, setup, tc_teardown),
-		cmocka_unit_test_setup_teardown(test_slow, setup, tc_teardown),
-		cmocka_unit_test_setup_teardown(test_pause_slows_nobody, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_huge_pace, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_busy, setup, tc_teardown),
-		cmocka_unit_test_setup_teardown(test_lost_node, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_job_nodes, setup,
-		    tc_teardown),
-		cmocka_unit_test_setup_teardown(test_refused, setup,
-		    tc_teardown),
+		T(test_lag),
+		T(test_slow),
+		T(test_pause_slows_nobody),
+		T(test_huge_pace),
+		T(test_busy),
+		T(test_lost_node),
+		T(test_job_nodes),
+		T(test_refused),
 		cmocka_unit_test_setup_teardown(test_late_reports, setup_late,
 		    tc_teardown),
 	};
+#undef T
 
 	signal(SIGPIPE, SIG_IGN);
 	return (cmocka_run_group_tests(tests, NULL, NULL));

@@ -609,24 +609,21 @@ test_strerror(void **state)
 int
 main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create_open, setup,
-		    teardown),
+		T(test_create_open),
 		cmocka_unit_test(test_default_posix_shm),
-		cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_ids, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_validate_fuzz, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_not_regular, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reclaim_dead, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_create_race, setup,
-		    teardown),
+		T(test_modes),
+		T(test_job_ids),
+		T(test_refused),
+		T(test_validate_fuzz),
+		T(test_not_regular),
+		T(test_slots),
+		T(test_reclaim_dead),
+		T(test_create_race),
 		cmocka_unit_test(test_strerror),
 	};
+#undef T
 
 	return (cmocka_run_group_tests_name("segment", tests, NULL, NULL));
 }
