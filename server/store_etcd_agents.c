@@ -234,27 +234,19 @@ esa_decode_one(const char *key, const json_t *r, esa_row_fn fn,
 {
 	struct store_agent_row	 k;
 	struct row		 row;
-	json_t			*obj;
 	char			 rel[COORD_NODE_MAX + 64];
-	const char		*why = "not an array of 3 fields";
+	const char		*why;
 	int			 rc;
 
 	if (!json_is_array(r) || json_array_size(r) != 3 ||
 	    (k.node = json_string_value(json_array_get(r, 0))) == NULL)
-		return (bad(arg, key, why));
+		return (bad(arg, key, "not an array of 3 fields"));
 	if (row_key(ROW_AGENTS, &k, rel, sizeof(rel)) == -1)
 		return (bad(arg, key, "its node names no key"));
-	obj = json_pack("{s:O,s:O,s:O}", "node", json_array_get(r, 0),
-	    "boot_id", json_array_get(r, 1), "seq", json_array_get(r, 2));
-	if (obj == NULL)
-		return (-1);
-	if (row_decode_obj(&row, ROW_AGENTS, rel, obj, &why) == -1)
-		rc = bad(arg, key, why);
-	else {
-		rc = fn(arg, row.u.agent.node, row.u.agent.boot_id,
-		    row.u.agent.seq);
-		row_clear(&row);
-	}
+	if (esb_unpack(&row, ROW_AGENTS, rel, NULL, r, &why) == -1)
+		return (why != NULL ? bad(arg, key, why) : -1);
+	rc = fn(arg, row.u.agent.node, row.u.agent.boot_id, row.u.agent.seq);
+	row_clear(&row);
 	return (rc);
 }
 

@@ -593,6 +593,37 @@ esb_seen_clear(struct esb *b)
 }
 
 /*
+ * Decodes a packed row: a, an array of the fields of a row of table t in
+ * the table's order (but the first, job's name, where job is not NULL),
+ * checked as that row of its own at key rel would be (row_decode_obj()),
+ * into row.  Returns 0, or -1 with *why (NULL: out of memory).
+ */
+int
+esb_unpack(struct row *row, enum row_table t, const char *rel,
+    const char *job, const json_t *a, const char **why)
+{
+	const struct ef	*f;
+	json_t		*obj;
+	size_t		 i, n, first = job != NULL;
+
+	*why = NULL;
+	f = row_fields_of(t, &n);
+	if ((obj = json_object()) == NULL)
+		return (-1);
+	if (job != NULL &&
+	    json_object_set_new(obj, f[0].name, json_string(job)) == -1)
+		goto fail;
+	for (i = first; i < n; i++)
+		if (json_object_set(obj, f[i].name,
+		    json_array_get(a, i - first)) == -1)
+			goto fail;
+	return (row_decode_obj(row, t, rel, obj, why));
+fail:
+	json_decref(obj);
+	return (-1);
+}
+
+/*
  * Decodes one event of a batch of job: an array of its 7 fields, checked
  * as an event row of its own would be.  Returns what fn or bad did.
  */
@@ -602,35 +633,24 @@ esb_decode_one(const char *key, const char *job, const json_t *a,
 {
 	struct store_event_row	 k;
 	struct row		 row;
-	json_t			*obj;
 	char			 rel[JOBID_MAX + 64];
-	const char		*why = "not an array of 7 fields";
+	const char		*why;
 	int			 rc;
 
 	if (!json_is_array(a) || json_array_size(a) != 7)
-		return (bad(arg, key, why));
+		return (bad(arg, key, "not an array of 7 fields"));
 	memset(&k, 0, sizeof(k));
 	k.job = job;
 	k.rank = (int32_t)json_integer_value(json_array_get(a, 0));
 	k.window_id = (uint32_t)json_integer_value(json_array_get(a, 1));
 	k.kind = (int)json_integer_value(json_array_get(a, 2));
-	obj = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "job", job,
-	    "rank", json_array_get(a, 0), "window_id", json_array_get(a, 1),
-	    "kind", json_array_get(a, 2), "step", json_array_get(a, 3),
-	    "time_ns", json_array_get(a, 4), "node", json_array_get(a, 5),
-	    "detail", json_array_get(a, 6));
-	if (obj == NULL)
-		return (-1);
-	if (row_key(ROW_EVENTS, &k, rel, sizeof(rel)) == -1) {
-		json_decref(obj);
-		rc = bad(arg, key, "its fields name no key");
-	} else if (row_decode_obj(&row, ROW_EVENTS, rel, obj, &why) == -1)
-		rc = bad(arg, key, why);
-	else {
-		row.u.event.rev = rev;
-		rc = fn(arg, &row.u.event);
-		row_clear(&row);
-	}
+	if (row_key(ROW_EVENTS, &k, rel, sizeof(rel)) == -1)
+		return (bad(arg, key, "its fields name no key"));
+	if (esb_unpack(&row, ROW_EVENTS, rel, job, a, &why) == -1)
+		return (why != NULL ? bad(arg, key, why) : -1);
+	row.u.event.rev = rev;
+	rc = fn(arg, &row.u.event);
+	row_clear(&row);
 	return (rc);
 }
 

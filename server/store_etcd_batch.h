@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store_row.h"
+
 struct json_t;
 struct rank_event;
 struct store_event_row;
@@ -111,6 +113,8 @@ int	 esb_num(struct esb_text *, int64_t, char);
 int	 esb_put_deflated(const char *, const struct esb_text *, esb_put_fn,
 	    void *);
 struct json_t	*esb_parse(const char *, size_t, int *);
+int	 esb_unpack(struct row *, enum row_table, const char *, const char *,
+	    const struct json_t *, const char **);
 int	 esb_add(struct esb *, const char *, int32_t, const struct rank_event *,
 	    const char *, const char *, uint64_t, int64_t, esb_put_fn, void *);
 int	 esb_add_journal(struct esb *, const struct store_journal *, int64_t,
