@@ -330,7 +330,7 @@ segment_map(struct segment *seg, int dfd, const char *name, int flags,
 	unsigned char		 hbuf[sizeof(struct seg_header)];
 	void			*base;
 	ssize_t			 n;
-	int			 fd, rc, saved, rdonly = (flags & SEG_RDONLY) != 0;
+	int			 fd, rc, rdonly = (flags & SEG_RDONLY) != 0;
 
 	/* O_NONBLOCK: a FIFO planted at the name must not stall the opener. */
 	fd = openat(dfd, name, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW |
@@ -388,10 +388,7 @@ segment_map(struct segment *seg, int dfd, const char *name, int flags,
 fail_errno:
 	rc = SEG_ESYS;
 fail:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return (rc);
+	return (segment_close_fd(fd, rc));
 }
 
 /*
@@ -411,7 +408,7 @@ segment_replace(int dfd, const char *name, const char *path, const char *job,
 	unsigned char	 hbuf[sizeof(struct seg_header)];
 	struct stat	 st, now;
 	ssize_t		 n;
-	int		 fd, rc, tries, saved;
+	int		 fd, rc, tries;
 
 	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
 	    O_NONBLOCK)) == -1)
@@ -457,16 +454,22 @@ segment_replace(int dfd, const char *name, const char *path, const char *job,
 		goto fail;
 	}
 	rc = segment_create(dfd, name, job, mode, 1);
-	saved = errno;
+	return (segment_close_fd(fd, rc));
+
+fail:
+	return (segment_close_fd(fd, SEG_ESYS));
+}
+
+/* Closes fd keeping errno (why a SEG_ESYS failed, the caller's).  Returns
+ * rc. */
+int
+segment_close_fd(int fd, int rc)
+{
+	int	 saved = errno;
+
 	close(fd);
 	errno = saved;
 	return (rc);
-
-fail:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return (SEG_ESYS);
 }
 
 /*
@@ -508,7 +511,7 @@ segment_open_uid(struct segment *seg, const char *dir, uid_t uid,
     const char *job, int flags, mode_t mode, uid_t trusted)
 {
 	struct seg_dir	 sd;
-	int		 rc, saved;
+	int		 rc;
 
 	memset(seg, 0, sizeof(*seg));
 	seg->fd = -1;
@@ -521,10 +524,7 @@ segment_open_uid(struct segment *seg, const char *dir, uid_t uid,
 		return (rc == SEG_ENOENT && (flags & SEG_CREATE) ?
 		    (errno = ENOENT, SEG_ESYS) : rc);
 	rc = segment_open_at(seg, sd.fd, sd.path, job, flags, mode, trusted);
-	saved = errno;
-	close(sd.fd);
-	errno = saved;
-	return (rc);
+	return (segment_close_fd(sd.fd, rc));
 }
 
 /*
@@ -633,7 +633,7 @@ segment_unlink(const char *dir, const char *job)
 {
 	struct seg_dir	 sd;
 	char		 name[sizeof(SEG_PREFIX) + SEG_JOB_MAX];
-	int		 rc, saved;
+	int		 rc;
 
 	if (!jobid_valid(job, NULL))
 		return (SEG_EJOB);
@@ -642,10 +642,7 @@ segment_unlink(const char *dir, const char *job)
 	snprintf(name, sizeof(name), "%s%s", SEG_PREFIX, job);
 	rc = unlinkat(sd.fd, name, 0) == -1 ? (errno == ENOENT ? SEG_ENOENT :
 	    SEG_ESYS) : SEG_OK;
-	saved = errno;
-	close(sd.fd);
-	errno = saved;
-	return (rc);
+	return (segment_close_fd(sd.fd, rc));
 }
 
 /*

@@ -399,6 +399,7 @@ int	 segment_open_at(struct segment *, int, const char *, const char *, int,
 int	 segment_open_uid(struct segment *, const char *, uid_t, const char *,
 	    int, mode_t, uid_t);
 void	 segment_close(struct segment *);
+int	 segment_close_fd(int, int);
 int	 segment_unlink_unused(struct segment *);
 int	 segment_unlink(const char *, const char *);
 int	 segment_validate(const void *, size_t);

@@ -178,7 +178,7 @@ static int
 segment_dir_give(int dfd, const char *name, uid_t uid, gid_t gid, mode_t mode)
 {
 	struct stat	 st;
-	int		 fd, saved;
+	int		 fd;
 
 	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
@@ -196,10 +196,7 @@ segment_dir_give(int dfd, const char *name, uid_t uid, gid_t gid, mode_t mode)
 	close(fd);
 	return (0);
 fail:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return (-1);
+	return (segment_close_fd(fd, -1));
 }
 
 /*
@@ -297,8 +294,5 @@ fail_tmp:
 	(void)unlinkat(dfd, tmp, AT_REMOVEDIR);
 	errno = saved;
 fail:
-	saved = errno;
-	close(dfd);
-	errno = saved;
-	return (SEG_ESYS);
+	return (segment_close_fd(dfd, SEG_ESYS));
 }
