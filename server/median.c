@@ -1,6 +1,7 @@
 /*
  * The k-th smallest of a set of numbers, in time linear in their count (a
- * selection, not a sort): the medians of straggler.c and busy.c.
+ * selection, not a sort): the medians of straggler.c, busy.c, arrive.c and
+ * traces_compare.c.
  */
 
 #include <stddef.h>

@@ -21,14 +21,6 @@ struct compare_op_acc {
 	uint32_t	 nranks;
 };
 
-static int
-compare_cmp_i64(const void *a, const void *b)
-{
-	int64_t	 x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x < y ? -1 : x > y);
-}
-
 /* Slowest first; of two as slow, the lower rank. */
 static int
 compare_cmp_slow(const void *a, const void *b)
@@ -140,17 +132,18 @@ traces_compare(struct coord *c, const struct traces_query *q,
 		if (out->n <= COMPARE_RANKS_SHOWN &&
 		    (cr->sum = malloc(sizeof(*cr->sum))) != NULL)
 			*cr->sum = s;
-		if (cr->median_us >= 0)
+		if (cr->median_us >= 0) {
+			if (nmed == 0 || cr->median_us < out->min_us)
+				out->min_us = cr->median_us;
+			if (cr->median_us > out->max_us)
+				out->max_us = cr->median_us;
 			med[nmed++] = cr->median_us;
+		}
 		compare_ops_add(acc, &nacc, COMPARE_OPS_SEEN, x->rank, &s);
 	}
 	out->compared = nmed;
-	if (nmed > 0) {
-		qsort(med, nmed, sizeof(*med), compare_cmp_i64);
-		out->median_us = med[(nmed - 1) / 2];
-		out->min_us = med[0];
-		out->max_us = med[nmed - 1];
-	}
+	if (nmed > 0)
+		out->median_us = median_select(med, nmed, (nmed - 1) / 2);
 	/* The slowest: a copy of the rows, sorted. */
 	if ((out->slowest = calloc(out->n, sizeof(*out->slowest))) == NULL) {
 		(void)refusal_set(ref, 503, "compare", "out of memory");
