@@ -497,10 +497,8 @@ legacy_log_rewind(struct legacy_job *lj)
 void
 legacy_log_reset(struct legacy_job *lj)
 {
+	legacy_log_rewind(lj);
 	free(lj->rlogs);
 	lj->rlogs = NULL;
 	lj->nrlogs = 0;
-	lj->dropped_at_ms = 0;
-	lj->late_ranks = 0;
-	lj->rewrite = 0;
 }
