@@ -54,12 +54,7 @@
 void
 busy_history_reset(struct busy_history *h)
 {
-	h->base = 0;
-	h->nbase = 0;
-	h->cusum = 0;
-	h->rise = -1;
-	h->changed = 0;
-	h->over_ticks = 0;
+	*h = (struct busy_history){ .rise = -1 };
 }
 
 /*
