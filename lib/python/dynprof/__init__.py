@@ -26,7 +26,6 @@ Frameworks: dynprof.mindspore.DynamicProfilerMonitor (a drop-in for MindSpore
 import atexit
 import collections
 import ctypes
-import enum
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ import warnings
 import weakref
 
 from . import _native
+from ._native import RankState, StopReason
 
 __all__ = ["Monitor", "Window", "Options", "StopReason", "RankState",
            "DynprofError", "library_version", "__version__"]
@@ -56,23 +56,6 @@ class DynprofError(Exception):
     def __init__(self, code, message):
         super().__init__(message)
         self.code = code
-
-
-class StopReason(enum.IntEnum):
-    """Why a window stopped (enum dynprof_stop_reason)."""
-    COMPLETED = _native.STOP_COMPLETED
-    CANCELLED = _native.STOP_CANCELLED
-    CLOSED = _native.STOP_CLOSED
-
-
-class RankState(enum.IntEnum):
-    """A rank's state (enum dynprof_rank_state)."""
-    ATTACHED = _native.RANK_ATTACHED
-    ARMED = _native.RANK_ARMED
-    PROFILING = _native.RANK_PROFILING
-    DONE = _native.RANK_DONE
-    SKIPPED = _native.RANK_SKIPPED
-    FAILED = _native.RANK_FAILED
 
 
 class Window(collections.namedtuple("Window", "id start_step stop_step")):

@@ -9,6 +9,7 @@ system's (ctypes.util.find_library, "libdynprof.so.0").
 
 import ctypes
 import ctypes.util
+import enum
 import os
 
 # Error codes (enum dynprof_error).
@@ -26,18 +27,23 @@ EPATH = -10
 ENOMEM = -11
 EOWNER = -12
 
-# enum dynprof_stop_reason
-STOP_COMPLETED = 1
-STOP_CANCELLED = 2
-STOP_CLOSED = 3
 
-# enum dynprof_rank_state
-RANK_ATTACHED = 1
-RANK_ARMED = 2
-RANK_PROFILING = 3
-RANK_DONE = 4
-RANK_SKIPPED = 5
-RANK_FAILED = 6
+class StopReason(enum.IntEnum):
+    """Why a window stopped (enum dynprof_stop_reason)."""
+    COMPLETED = 1
+    CANCELLED = 2
+    CLOSED = 3
+
+
+class RankState(enum.IntEnum):
+    """A rank's state (enum dynprof_rank_state)."""
+    ATTACHED = 1
+    ARMED = 2
+    PROFILING = 3
+    DONE = 4
+    SKIPPED = 5
+    FAILED = 6
+
 
 # enum dynprof_log_level
 LOG_ERROR = 0
