@@ -38,13 +38,13 @@ dynprof_test(test_agent_sender SOURCES unit/test_agent_sender.c
 
 # A segment never kills or misleads a rank or the agent (docs/segments.md).
 dynprof_test(test_segsafe SOURCES component/test_segsafe.c support/linktest.c
-  LIBS dpagenttest dynprof TIMEOUT 120)
+  support/linklib.c LIBS dpagenttest dynprof TIMEOUT 120)
 add_dependencies(test_segsafe dynprof-agent rankproc)
 
 # The same for what needs root: a nearly full tmpfs, another user's segment.
 # Skipped (77) when not root.
 dynprof_test(test_segsafe_root SOURCES component/test_segsafe_root.c
-  support/linktest.c LIBS dpagenttest dynprof TIMEOUT 120)
+  support/linktest.c support/linklib.c LIBS dpagenttest dynprof TIMEOUT 120)
 add_dependencies(test_segsafe_root dynprof-agent)
 set_tests_properties(test_segsafe_root PROPERTIES SKIP_RETURN_CODE 77)
 

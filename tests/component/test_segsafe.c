@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "dynprof.h"
-#include "linktest.h"
+#include "linklib.h"
 #include "segment.h"
 
 #define T_WAIT	10000
@@ -236,13 +236,7 @@ lib_open(struct t *t, const char *job, dynprof_t **h)
 {
 	struct dynprof_params	 p;
 
-	dynprof_params_init(&p);
-	p.job = job;
-	p.rank = 0;
-	p.shm_dir = t->lt.ap.shm;
-	p.agent_socket = t->lt.ap.sock;
-	p.on_log = liblog_cb;
-	p.arg = t;
+	linklib_params(&p, &t->lt, job, liblog_cb, t);
 	t->liblog[0] = '\0';
 	return (dynprof_open(&p, h));
 }

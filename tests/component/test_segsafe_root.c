@@ -29,7 +29,7 @@
 #include <cmocka.h>
 
 #include "dynprof.h"
-#include "linktest.h"
+#include "linklib.h"
 #include "segment.h"
 
 /* The lock the agent holds in its --shm-dir (agent/agent.h). */
@@ -104,6 +104,22 @@ liblog_has(struct t *t, const char *needle)
 }
 
 static int	open_in_child_as(struct t *, const char *, uid_t, gid_t);
+static int	sh_as(uid_t, gid_t, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+
+/* Waits for child pid (what it runs); returns its wait status. */
+static int
+wait_child(pid_t pid, const char *what)
+{
+	int	 status;
+
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "%s killed by signal %d\n", what,
+		    WTERMSIG(status));
+	return (status);
+}
 
 /*
  * dynprof_open() of job in a child (so that a signal kills the child, not the
@@ -123,7 +139,7 @@ open_in_child_as(struct t *t, const char *job, uid_t uid, gid_t gid)
 	struct dynprof_params	 p;
 	dynprof_t		*h;
 	pid_t			 pid;
-	int			 fd, rc, status;
+	int			 fd, rc;
 
 	unlink(t->liblog);
 	if (uid != 0) {		/* its log, where it may not create files */
@@ -138,13 +154,7 @@ open_in_child_as(struct t *t, const char *job, uid_t uid, gid_t gid)
 		signal(SIGSEGV, SIG_DFL);
 		if (uid != 0 && (setgid(gid) == -1 || setuid(uid) == -1))
 			_exit(2);
-		dynprof_params_init(&p);
-		p.job = job;
-		p.rank = 0;
-		p.shm_dir = t->lt.ap.shm;
-		p.agent_socket = t->lt.ap.sock;
-		p.on_log = liblog_cb;
-		p.arg = t;
+		linklib_params(&p, &t->lt, job, liblog_cb, t);
 		rc = dynprof_open(&p, &h);
 		if (rc == DYNPROF_ESYS && errno == ENOSPC)
 			_exit(99);
@@ -153,12 +163,7 @@ open_in_child_as(struct t *t, const char *job, uid_t uid, gid_t gid)
 		(void)h;
 		_exit(100 - rc);
 	}
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFSIGNALED(status))
-		fprintf(stderr, "dynprof_open killed by signal %d\n",
-		    WTERMSIG(status));
-	return (status);
+	return (wait_child(pid, "dynprof_open"));
 }
 
 /* Fills the tmpfs at dir until less than room bytes are free. */
@@ -293,23 +298,38 @@ create_in(struct t *t, uid_t diruid, const char *job, uid_t owner,
 	segment_close(&seg);
 }
 
-/* Runs cmd with sh -c as uid:gid; returns its exit code. */
+/* Runs the command fmt makes with sh -c as uid:gid; returns its exit code. */
 static int
-sh_as(uid_t uid, gid_t gid, const char *cmd)
+sh_as(uid_t uid, gid_t gid, const char *fmt, ...)
 {
+	va_list	 ap;
+	char	 cmd[1024];
 	pid_t	 pid;
 	int	 status;
 
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
 	if ((pid = fork()) == 0) {
 		if (setgid(gid) == -1 || setuid(uid) == -1)
 			_exit(126);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	status = wait_child(pid, cmd);
 	assert_true(WIFEXITED(status));
 	return (WEXITSTATUS(status));
+}
+
+/* Opens job in a child as uid:gid: refused as another's, the library's log
+ * saying words. */
+static void
+assert_owner_refused(struct t *t, const char *job, uid_t uid, gid_t gid,
+    const char *words)
+{
+	assert_int_equal(WEXITSTATUS(open_in_child_as(t, job, uid, gid)),
+	    100 - DYNPROF_EOWNER);
+	assert_true(liblog_has(t, words));
 }
 
 /*
@@ -328,7 +348,7 @@ test_foreign_owner(void **state)
 	struct t	*t = *state;
 	struct passwd	*pw;
 	struct stat	 st;
-	char		 cmd[1024], path[512], aside[512];
+	char		 line[1024], path[512], aside[512];
 	uid_t		 nobody;
 	gid_t		 nogroup;
 
@@ -339,9 +359,8 @@ test_foreign_owner(void **state)
 	assert_int_equal(chmod(t->lt.ap.shm, 01777), 0);
 
 	/* The old attack: a flat file of the job's name.  Nobody's, ignored. */
-	snprintf(cmd, sizeof(cmd), "umask 022 && echo x > %s/dynprof.og",
-	    t->lt.ap.shm);
-	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
+	assert_int_equal(sh_as(nobody, nogroup, "umask 022 && echo x > "
+	    "%s/dynprof.og", t->lt.ap.shm), 0);
 	assert_int_equal(WEXITSTATUS(open_in_child(t, "og")), 100);
 	snprintf(path, sizeof(path), "%s/dynprof-u0/dynprof.og", t->lt.ap.shm);
 	assert_int_equal(stat(path, &st), 0);
@@ -351,35 +370,25 @@ test_foreign_owner(void **state)
 	snprintf(path, sizeof(path), "%s/dynprof-u0", t->lt.ap.shm);
 	snprintf(aside, sizeof(aside), "%s/old-u0", t->lt.ap.shm);
 	assert_int_equal(rename(path, aside), 0);
-	snprintf(cmd, sizeof(cmd), "cd %s && mkdir -m 0755 dynprof-u0 && "
-	    "mkdir -m 0777 other", t->lt.ap.shm);
-	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "oa")),
-	    100 - DYNPROF_EOWNER);
-	assert_true(liblog_has(t, "dynprof-u0 refused: owned by uid"));
+	assert_int_equal(sh_as(nobody, nogroup, "cd %s && mkdir -m 0755 "
+	    "dynprof-u0 && mkdir -m 0777 other", t->lt.ap.shm), 0);
+	assert_owner_refused(t, "oa", 0, 0, "dynprof-u0 refused: owned by uid");
 	assert_true(liblog_has(t, "could take it back"));
 
 	/* A link in its place: the same. */
-	snprintf(cmd, sizeof(cmd), "cd %s && rmdir dynprof-u0 && "
-	    "ln -s other dynprof-u0", t->lt.ap.shm);
-	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
-	assert_int_equal(WEXITSTATUS(open_in_child(t, "oa")),
-	    100 - DYNPROF_EOWNER);
-	assert_true(liblog_has(t, "a symbolic link"));
+	assert_int_equal(sh_as(nobody, nogroup, "cd %s && rmdir dynprof-u0 && "
+	    "ln -s other dynprof-u0", t->lt.ap.shm), 0);
+	assert_owner_refused(t, "oa", 0, 0, "a symbolic link");
 
 	/* Nobody's own directory, and in it a segment a third uid owns (root
 	 * put it there) and one others may write: the owner message. */
-	snprintf(cmd, sizeof(cmd), "cd %s && mkdir -m 0700 dynprof-u%u",
-	    t->lt.ap.shm, (unsigned)nobody);
-	assert_int_equal(sh_as(nobody, nogroup, cmd), 0);
+	assert_int_equal(sh_as(nobody, nogroup, "cd %s && mkdir -m 0700 "
+	    "dynprof-u%u", t->lt.ap.shm, (unsigned)nobody), 0);
 	create_in(t, nobody, "ob", 12345, 0644);
-	assert_int_equal(WEXITSTATUS(open_in_child_as(t, "ob", nobody,
-	    nogroup)), 100 - DYNPROF_EOWNER);
-	assert_true(liblog_has(t, "refused: owned by uid 12345 with mode 644"));
+	assert_owner_refused(t, "ob", nobody, nogroup,
+	    "refused: owned by uid 12345 with mode 644");
 	create_in(t, nobody, "oc", nobody, 0666);
-	assert_int_equal(WEXITSTATUS(open_in_child_as(t, "oc", nobody,
-	    nogroup)), 100 - DYNPROF_EOWNER);
-	assert_true(liblog_has(t, "writable by others"));
+	assert_owner_refused(t, "oc", nobody, nogroup, "writable by others");
 	/* Its own: good. */
 	assert_int_equal(WEXITSTATUS(open_in_child_as(t, "od", nobody,
 	    nogroup)), 100);
@@ -392,10 +401,10 @@ test_foreign_owner(void **state)
 	 */
 	assert_int_equal(ap_start_connected(&t->lt.ap, &t->lt.fc, "50", T_WAIT),
 	    0);
-	snprintf(cmd, sizeof(cmd), "serving job od (segment %s/dynprof-u%u/"
+	snprintf(line, sizeof(line), "serving job od (segment %s/dynprof-u%u/"
 	    "dynprof.od of uid %u", t->lt.ap.shm, (unsigned)nobody,
 	    (unsigned)nobody);
-	assert_int_equal(ap_log_wait(&t->lt.ap, cmd, 1, T_WAIT), 0);
+	assert_int_equal(ap_log_wait(&t->lt.ap, line, 1, T_WAIT), 0);
 	assert_int_equal(ap_log_wait(&t->lt.ap, "segment of job ob for uid",
 	    1, T_WAIT), 0);
 	assert_int_equal(ap_log_count(&t->lt.ap, "serving job ob"), 0);
