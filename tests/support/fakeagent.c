@@ -291,6 +291,21 @@ fa_heartbeat(struct fakeagent *fa)
 	    1000000000 + ts.tv_nsec)));
 }
 
+/* Fills ev with job's rank's event of kind for window at step, as the rank
+ * of pid 1000 + rank says it (job stays the caller's). */
+void
+fa_rank_event(Dynprof__V1__RankEvent *ev, int kind, const char *job,
+    int32_t rank, uint32_t window, int64_t step)
+{
+	dynprof__v1__rank_event__init(ev);
+	ev->kind = kind;
+	ev->job = (char *)job;
+	ev->rank = rank;
+	ev->pid = 1000 + rank;
+	ev->window_id = window;
+	ev->step = step;
+}
+
 /* Sends ev as AgentEvent seq, timed by seq.  Returns 0 or -1. */
 static int
 fa_send_rank_event(struct fakeagent *fa, uint64_t seq,
@@ -314,16 +329,11 @@ fa_send_event_labels(struct fakeagent *fa, uint64_t seq, int kind,
     const char *job, int32_t rank, uint32_t window, int64_t step,
     const char *output_dir, const char *error, const char *labels)
 {
-	Dynprof__V1__RankEvent		 ev = DYNPROF__V1__RANK_EVENT__INIT;
+	Dynprof__V1__RankEvent		 ev;
 
 	if (seq == 0)
 		seq = fa->next_seq++;
-	ev.kind = kind;
-	ev.job = (char *)job;
-	ev.rank = rank;
-	ev.pid = 1000 + rank;
-	ev.window_id = window;
-	ev.step = step;
+	fa_rank_event(&ev, kind, job, rank, window, step);
 	if (output_dir != NULL)
 		ev.output_dir = (char *)output_dir;
 	if (error != NULL)

@@ -43,6 +43,8 @@ int	 fa_subscribe(struct fakeagent *, const char *, uint64_t);
 int	 fa_expect_empty(struct fakeagent *, const char *, int);
 int	 fa_applied(struct fakeagent *, const char *, uint64_t);
 int	 fa_heartbeat(struct fakeagent *);
+void	 fa_rank_event(Dynprof__V1__RankEvent *, int, const char *, int32_t,
+	    uint32_t, int64_t);
 int	 fa_event(struct fakeagent *, uint64_t, int, const char *, int32_t,
 	    uint32_t, int64_t, const char *);
 int	 fa_attach_labels(struct fakeagent *, const char *, int32_t,

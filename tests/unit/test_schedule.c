@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "fakeagent.h"
 #include "frame.h"
 #include "log.h"
 #include "store.h"
@@ -152,7 +153,7 @@ progress(struct fixture *f, const char *job, int n, int64_t step)
 		dynprof__v1__rank_progress__init(&rp[i]);
 		rp[i].rank = i;
 		rp[i].step = step;
-		rp[i].pid = 100 + i;
+		rp[i].pid = 1000 + i;		/* as fa_rank_event()'s */
 		rp[i].state = DYNPROF__V1__RANK_STATE__RANK_ATTACHED;
 		rpp[i] = &rp[i];
 	}
@@ -169,15 +170,10 @@ progress(struct fixture *f, const char *job, int n, int64_t step)
 static int
 event(struct fixture *f, int kind, int32_t rank, uint32_t window, int64_t step)
 {
-	Dynprof__V1__RankEvent	 ev = DYNPROF__V1__RANK_EVENT__INIT;
+	Dynprof__V1__RankEvent	 ev;
 	int			 rc;
 
-	ev.kind = kind;
-	ev.job = (char *)JOB;
-	ev.rank = rank;
-	ev.pid = 100 + rank;
-	ev.window_id = window;
-	ev.step = step;
+	fa_rank_event(&ev, kind, JOB, rank, window, step);
 	ev.time_unix_ns = 1700000000000000000LL + step;
 	assert_int_equal(store_begin(f->c->store), 0);
 	rc = schedule_apply_event(f->c, schedule_node_get(f->c, "n0"), &ev);
