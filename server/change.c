@@ -382,6 +382,7 @@ change_window_times(const struct window_request *r, struct window *w,
     struct refusal *ref)
 {
 	int64_t	 now = clock_wall_ns(), ahead_ms;
+	char	 at[40], clock[40];
 
 	if (!r->has_duration)
 		return (refusal_set(ref, 400, "duration_ms", "a time window "
@@ -390,14 +391,20 @@ change_window_times(const struct window_request *r, struct window *w,
 		return (refusal_set(ref, 400, "duration_ms", "duration_ms %"
 		    PRId64 ": from 1 ms to %lld (a day)", r->duration_ms,
 		    COORD_DURATION_MAX_MS));
+	/* Both times said: a start typed in local time with a Z, or on a
+	 * clock that is off, shows at once. */
 	ahead_ms = (r->at_unix_ns - now) / 1000000;
+	clock_rfc3339(r->at_unix_ns, at, sizeof(at));
+	clock_rfc3339(now, clock, sizeof(clock));
 	if (ahead_ms < -COORD_AT_PAST_MS)
-		return (refusal_set(ref, 400, "at", "at is %" PRId64 " ms in "
-		    "the past (the coordinator's clock)", -ahead_ms));
+		return (refusal_set(ref, 400, "at", "at %s is %" PRId64 " ms "
+		    "in the past: the coordinator's clock says %s", at,
+		    -ahead_ms, clock));
 	if (ahead_ms > COORD_AT_AHEAD_MS)
-		return (refusal_set(ref, 400, "at", "at is %" PRId64 " s "
-		    "ahead: at most %lld (7 days)", ahead_ms / 1000,
-		    COORD_AT_AHEAD_MS / 1000));
+		return (refusal_set(ref, 400, "at", "at %s is %" PRId64 " s "
+		    "ahead: at most %lld (7 days); the coordinator's clock "
+		    "says %s", at, ahead_ms / 1000, COORD_AT_AHEAD_MS / 1000,
+		    clock));
 	if (r->has_tolerance && (r->tolerance_ms < 0 ||
 	    r->tolerance_ms > COORD_TOLERANCE_MAX_MS))
 		return (refusal_set(ref, 400, "tolerance_ms", "tolerance_ms %"

@@ -328,8 +328,13 @@ test_time_windows(void **state)
 	assert_int_equal(add_time(f, -5000, 1000, &ref), -1);
 	assert_int_equal(ref.code, 400);
 	assert_non_null(strstr(ref.msg, "in the past"));
+	/* Both times said: the one asked for and the coordinator's now. */
+	assert_non_null(strstr(ref.msg, "ms in the past: the coordinator's "
+	    "clock says 20"));
+	assert_true(strncmp(ref.msg, "at 20", 5) == 0);
 	assert_int_equal(add_time(f, 8LL * 86400 * 1000, 1000, &ref), -1);
 	assert_non_null(strstr(ref.msg, "ahead"));
+	assert_non_null(strstr(ref.msg, "the coordinator's clock says 20"));
 	assert_int_equal(add_time(f, 20000, 0, &ref), -1);
 	assert_string_equal(ref.field, "duration_ms");
 	assert_int_equal(add_time(f, 20000, 1000, &ref), 4);
