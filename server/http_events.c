@@ -219,12 +219,12 @@ events_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * New events were published: the followers waiting for them write them.  A
- * follower still writing whose next event is no longer kept cannot catch up:
- * its connection is closed now, not once its client reads again.
+ * Wakes the followers: a follower still writing whose next event is no
+ * longer kept cannot catch up: its connection is closed now, not once its
+ * client reads again.
  */
-void
-events_wake(struct coord *c)
+static void
+events_wake_now(struct coord *c)
 {
 	struct follower	*f, *next;
 
@@ -242,6 +242,36 @@ events_wake(struct coord *c)
 		}
 		stream_wake(f->stream);
 	}
+}
+
+static void
+events_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	events_wake_now(arg);
+}
+
+/*
+ * New events were published: the followers waiting for them write them, at
+ * the loop's next turn.  A change is published before it is applied to
+ * memory when the store commits at once (SQLite), and a window's line takes
+ * its times from the window: written now, a time window's "scheduled" would
+ * lack them.
+ */
+void
+events_wake(struct coord *c)
+{
+	struct journal	*j = c->journal;
+
+	if (j == NULL || TAILQ_EMPTY(&j->followers))
+		return;
+	if (j->wake == NULL && (j->wake = event_new(c->base, -1, 0,
+	    events_wake_cb, c)) == NULL) {
+		events_wake_now(c);
+		return;
+	}
+	event_active(j->wake, EV_TIMEOUT, 0);
 }
 
 /* Starts the heartbeat timer, once.  Returns 0 or -1. */

@@ -113,6 +113,8 @@ journal_free(struct coord *c)
 		return;
 	if (j->heartbeat != NULL)
 		event_free(j->heartbeat);
+	if (j->wake != NULL)
+		event_free(j->wake);
 	journal_drop_all(j);
 	free(j->ring);
 	free(j);

@@ -635,6 +635,8 @@ struct journal {
 	size_t			 nfollowers;	/* follow=1 */
 	size_t			 nfollowers_viewer; /* of them, the viewer's */
 	struct event		*heartbeat;
+	struct event		*wake;		/* http_events.c: followers
+						   write at the next turn */
 };
 
 /* Who may make a request (docs/admin-api.md), with tokens configured. */

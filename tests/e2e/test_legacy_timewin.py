@@ -113,6 +113,10 @@ def run(c, extra):
             files[d] = (path, f.read(), os.stat(path).st_mtime_ns)
 
     followers = {d: follow(c, job) for d, job in jobs.items()}
+    # Each follows from the status it printed: windows made after it.
+    for d, (p, path) in followers.items():
+        wait_for(lambda: "nodes:" in open(path).read(), 15,
+                 "%s: dynprofctl status --follow's status" % d)
     refused = {}
     for d, job in jobs.items():
         w = c.add_window(job, {"at": "+5s", "duration_ms": 2000})
@@ -138,11 +142,17 @@ def run(c, extra):
               "refused_reason" not in ev[0] and
               ev[1].get("refused_reason") == want,
               "%s: window %d's events: %s" % (d, wid, ev))
-        line = "window %d at %s for 2000 ms: done, refused by the " \
-            "nodes: %s" % (wid, w["at"], want)
+        # Followed live: both lines say the window's times.
+        lines = ["window %d at %s for 2000 ms: scheduled," % (wid, w["at"]),
+                 "window %d at %s for 2000 ms: done, refused by the "
+                 "nodes: %s" % (wid, w["at"], want)]
         p, path = followers[d]
-        wait_for(lambda: line in open(path).read(), 15,
-                 "%s: dynprofctl status --follow saying %r" % (d, line))
+        try:
+            wait_for(lambda: all(x in open(path).read() for x in lines), 15,
+                     "%s: dynprofctl status --follow saying %r" % (d, lines))
+        except Exception:
+            log("dynprofctl status --follow said:\n" + open(path).read())
+            raise
         p.kill()
         p.wait()
         refused[d] = (job, wid, want)
