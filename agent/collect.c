@@ -397,6 +397,7 @@ collect_send(struct agent *a, const struct collect_report *rep)
 	Dynprof__V1__StepTime	*stepp[TRACESUM_STEPS_MAX];
 	Dynprof__V1__OpTime	 ops[TRACESUM_OPS_MAX];
 	Dynprof__V1__OpTime	*opp[TRACESUM_OPS_MAX];
+	Dynprof__V1__OpTime	 comm_op;
 	struct queue_origin	 o;
 
 	ev.kind = rep->kind;
@@ -409,7 +410,8 @@ collect_send(struct agent *a, const struct collect_report *rep)
 		ev.trace_size = rep->size;
 		ev.trace_sha256 = (char *)rep->sha256;
 		if (rep->sum != NULL) {
-			tracesum_to_pb(rep->sum, &sum, steps, stepp, ops, opp);
+			tracesum_to_pb(rep->sum, &sum, steps, stepp, ops, opp,
+			    &comm_op);
 			ev.trace_summary = &sum;
 		}
 	} else

@@ -12,7 +12,12 @@
  * Steps are the complete ("ph": "X") events named ProfilerStep#N; the
  * operators are the other complete events of category cpu_op, kernel,
  * gpu_memcpy, gpu_memset (or none, as the autograd export and Ascend's
- * hardware tasks have), summed by name.
+ * hardware tasks have), summed by name.  A step's time in collectives is
+ * how long within it some complete event of communication (of any category,
+ * named as tracesum_comm_name() says) was open, on any thread or stream:
+ * the union of those spans of its file, kept merged (at most
+ * TRACE_STEPS_COMM_MAX disjoint ones; past that a step they may reach says
+ * -1, not known), measured over the step once its file has ended.
  *
  * The JSON is read by yajl's streaming parser in the packer's chunks, so
  * memory is bounded whatever the trace's size: a string or number token
@@ -41,12 +46,26 @@
 #define TRACE_STEPS_INFLATE	(64 * 1024)
 #define TRACE_STEPS_JSON_MAX	(64ULL << 30)	/* bytes read in all */
 #define TRACE_STEPS_PREFIX	"ProfilerStep#"
+#define TRACE_STEPS_COMM_MAX	65536		/* disjoint spans, 1 MiB */
+#define TRACE_STEPS_COMM_NAMES	64		/* collectives summed */
 
 /* An operator summed by name. */
 struct trace_steps_op {
 	char		 name[TRACESUM_NAME_MAX + 1];
 	int64_t		 total_us;
 	uint64_t	 count;
+};
+
+/* A time span, [lo, hi) in whole microseconds of its file's clock. */
+struct trace_steps_span {
+	int64_t		 lo, hi;
+};
+
+/* Where a kept step is: its file (by number) and its span. */
+struct trace_steps_at {
+	uint64_t	 file;
+	int64_t		 lo;
+	int		 has_ts;
 };
 
 /* The complete event being read. */
@@ -58,6 +77,8 @@ struct trace_steps_event {
 	int		 has_cat;
 	double		 dur;
 	int		 has_dur;
+	double		 ts;
+	int		 has_ts;
 };
 
 enum trace_steps_key {
@@ -66,6 +87,7 @@ enum trace_steps_key {
 	KEY_PH,
 	KEY_CAT,
 	KEY_DUR,
+	KEY_TS,
 	KEY_TRACE_EVENTS
 };
 
@@ -90,6 +112,12 @@ struct trace_steps {
 	struct trace_steps_op	*ops;		/* open addressing */
 	size_t			 nops;
 	uint64_t		 ops_dropped;
+	struct trace_steps_at	 at[TRACESUM_STEPS_MAX];	/* sum's steps' */
+	struct trace_steps_span	*comm;		/* this file's, by time */
+	size_t			 ncomm;
+	int64_t			 comm_lost_from; /* a span left out began */
+	struct trace_steps_op	 comm_ops[TRACE_STEPS_COMM_NAMES];
+	size_t			 ncomm_ops;
 	unsigned char		 zbuf[TRACE_STEPS_INFLATE];
 };
 
@@ -147,9 +175,11 @@ trace_steps_op_add(struct trace_steps *t, const char *name, int64_t dur_us)
 	t->ops[i].count++;
 }
 
-/* Keeps step's duration: the first TRACESUM_STEPS_MAX steps by number. */
+/* Keeps step's duration and where it is (at): the first
+ * TRACESUM_STEPS_MAX steps by number. */
 static void
-trace_steps_step_add(struct trace_steps *t, int64_t step, int64_t dur_us)
+trace_steps_step_add(struct trace_steps *t, int64_t step, int64_t dur_us,
+    const struct trace_steps_at *at)
 {
 	struct tracesum	*s = &t->sum;
 	uint32_t	 i;
@@ -157,8 +187,10 @@ trace_steps_step_add(struct trace_steps *t, int64_t step, int64_t dur_us)
 	for (i = 0; i < s->nsteps && s->steps[i].step < step; i++)
 		;
 	if (i < s->nsteps && s->steps[i].step == step) {
-		if (dur_us > s->steps[i].dur_us)
+		if (dur_us > s->steps[i].dur_us) {
 			s->steps[i].dur_us = dur_us;	/* the longest span */
+			t->at[i] = *at;
+		}
 		return;
 	}
 	s->steps_seen++;
@@ -168,9 +200,117 @@ trace_steps_step_add(struct trace_steps *t, int64_t step, int64_t dur_us)
 		s->nsteps--;
 	memmove(&s->steps[i + 1], &s->steps[i], (s->nsteps - i) *
 	    sizeof(s->steps[0]));
+	memmove(&t->at[i + 1], &t->at[i], (s->nsteps - i) * sizeof(t->at[0]));
 	s->steps[i].step = step;
 	s->steps[i].dur_us = dur_us;
+	s->steps[i].comm_us = -1;
+	t->at[i] = *at;
 	s->nsteps++;
+}
+
+/* Returns the index of the first of t's spans that ends after us. */
+static size_t
+trace_steps_comm_find(const struct trace_steps *t, int64_t us)
+{
+	size_t	 lo = 0, hi = t->ncomm, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->comm[mid].hi <= us)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo);
+}
+
+/* Adds [lo, hi) to the union of the file's spans in collectives. */
+static void
+trace_steps_comm_add(struct trace_steps *t, int64_t lo, int64_t hi)
+{
+	size_t	 j, k;
+
+	if (hi <= lo)
+		return;
+	/* The spans it touches, [j, k): merged into one. */
+	for (j = k = trace_steps_comm_find(t, lo - 1); k < t->ncomm &&
+	    t->comm[k].lo <= hi; k++) {
+		if (t->comm[k].lo < lo)
+			lo = t->comm[k].lo;
+		if (t->comm[k].hi > hi)
+			hi = t->comm[k].hi;
+	}
+	if (k == j) {
+		if (t->ncomm == TRACE_STEPS_COMM_MAX) {
+			if (lo < t->comm_lost_from)
+				t->comm_lost_from = lo;
+			return;
+		}
+		memmove(&t->comm[j + 1], &t->comm[j], (t->ncomm - j) *
+		    sizeof(t->comm[0]));
+		t->ncomm++;
+		k = j + 1;
+	}
+	t->comm[j].lo = lo;
+	t->comm[j].hi = hi;
+	memmove(&t->comm[j + 1], &t->comm[k], (t->ncomm - k) *
+	    sizeof(t->comm[0]));
+	t->ncomm -= k - j - 1;
+}
+
+/* The time within [lo, hi) of the file's spans in collectives. */
+static int64_t
+trace_steps_comm_within(const struct trace_steps *t, int64_t lo, int64_t hi)
+{
+	size_t	 i;
+	int64_t	 sum = 0;
+
+	for (i = trace_steps_comm_find(t, lo); i < t->ncomm &&
+	    t->comm[i].lo < hi; i++)
+		sum += (t->comm[i].hi < hi ? t->comm[i].hi : hi) -
+		    (t->comm[i].lo > lo ? t->comm[i].lo : lo);
+	return (sum);
+}
+
+/* The file being read has ended: its steps' time in collectives measured,
+ * its spans forgotten. */
+static void
+trace_steps_comm_settle(struct trace_steps *t)
+{
+	struct tracesum	*s = &t->sum;
+	int64_t		 hi;
+	uint32_t	 i;
+
+	for (i = 0; i < s->nsteps; i++) {
+		if (t->at[i].file != s->files)
+			continue;
+		hi = t->at[i].lo + s->steps[i].dur_us;
+		s->steps[i].comm_us = !t->at[i].has_ts ||
+		    hi > t->comm_lost_from ? -1 :
+		    trace_steps_comm_within(t, t->at[i].lo, hi);
+	}
+	t->ncomm = 0;
+	t->comm_lost_from = INT64_MAX;
+}
+
+/* Adds dur_us to the collective name's total. */
+static void
+trace_steps_comm_op_add(struct trace_steps *t, const char *name,
+    int64_t dur_us)
+{
+	size_t	 i;
+
+	for (i = 0; i < t->ncomm_ops; i++)
+		if (strcmp(t->comm_ops[i].name, name) == 0)
+			break;
+	if (i == t->ncomm_ops) {
+		if (i == TRACE_STEPS_COMM_NAMES)
+			return;
+		memcpy(t->comm_ops[i].name, name, sizeof(t->comm_ops[i].name));
+		t->ncomm_ops++;
+	}
+	t->comm_ops[i].total_us += dur_us;
+	t->comm_ops[i].count++;
 }
 
 /* Returns 1 if an event of category cat counts as an operator. */
@@ -194,6 +334,7 @@ static void
 trace_steps_event_end(struct trace_steps *t)
 {
 	struct trace_steps_event	*e = &t->ev;
+	struct trace_steps_at		 at;
 	const char			*p;
 	char				*end;
 	long long			 n;
@@ -204,6 +345,10 @@ trace_steps_event_end(struct trace_steps *t)
 		return;
 	t->sum.events++;
 	dur = (int64_t)(e->dur + 0.5);
+	/* A time the spans of a file can be measured in, whole us. */
+	at.file = t->sum.files;
+	at.has_ts = e->has_ts && e->ts >= -1e15 && e->ts <= 1e15;
+	at.lo = at.has_ts ? (int64_t)(e->ts + (e->ts < 0 ? -0.5 : 0.5)) : 0;
 	if (strncmp(e->name, TRACE_STEPS_PREFIX,
 	    sizeof(TRACE_STEPS_PREFIX) - 1) == 0) {
 		p = e->name + sizeof(TRACE_STEPS_PREFIX) - 1;
@@ -213,8 +358,13 @@ trace_steps_event_end(struct trace_steps *t)
 			return;
 		n = strtoll(p, &end, 10);
 		if (*end == '\0' && n >= 0 && e->name_len == strlen(e->name))
-			trace_steps_step_add(t, n, dur);
+			trace_steps_step_add(t, n, dur, &at);
 		return;
+	}
+	if (tracesum_comm_name(e->name)) {
+		trace_steps_comm_op_add(t, e->name, dur);
+		if (at.has_ts)
+			trace_steps_comm_add(t, at.lo, at.lo + dur);
 	}
 	if (trace_steps_op_cat(e))
 		trace_steps_op_add(t, e->name, dur);
@@ -241,11 +391,16 @@ trace_steps_cb_number(void *ctx, const char *s, size_t len)
 	char			 buf[TRACE_STEPS_NUMBER_MAX + 1];
 
 	if (t->in_event && t->depth == t->events_depth + 1 &&
-	    t->key == KEY_DUR && len < sizeof(buf)) {
+	    (t->key == KEY_DUR || t->key == KEY_TS) && len < sizeof(buf)) {
 		memcpy(buf, s, len);
 		buf[len] = '\0';
-		t->ev.dur = strtod(buf, NULL);
-		t->ev.has_dur = 1;
+		if (t->key == KEY_DUR) {
+			t->ev.dur = strtod(buf, NULL);
+			t->ev.has_dur = 1;
+		} else {
+			t->ev.ts = strtod(buf, NULL);
+			t->ev.has_ts = 1;
+		}
 	}
 	t->key = KEY_OTHER;
 	return (1);
@@ -274,6 +429,7 @@ trace_steps_cb_string(void *ctx, const unsigned char *s, size_t len)
 			e->has_cat = 1;
 			break;
 		case KEY_DUR:		/* a string where a number was due */
+		case KEY_TS:
 			break;
 		default:
 			break;
@@ -358,6 +514,8 @@ trace_steps_cb_key(void *ctx, const unsigned char *k, size_t len)
 			t->key = KEY_CAT;
 		else if (KEY_IS("dur"))
 			t->key = KEY_DUR;
+		else if (KEY_IS("ts"))
+			t->key = KEY_TS;
 	} else if (t->depth == 1 && t->top_map && KEY_IS("traceEvents"))
 		t->key = KEY_TRACE_EVENTS;
 #undef KEY_IS
@@ -387,10 +545,14 @@ trace_steps_new(void)
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return (NULL);
 	if ((t->ops = calloc(TRACE_STEPS_NAMES_MAX * 2,
-	    sizeof(*t->ops))) == NULL) {
+	    sizeof(*t->ops))) == NULL || (t->comm = calloc(
+	    TRACE_STEPS_COMM_MAX, sizeof(*t->comm))) == NULL) {
+		free(t->ops);
 		free(t);
 		return (NULL);
 	}
+	t->sum.comm_read = 1;
+	t->comm_lost_from = INT64_MAX;
 	return (t);
 }
 
@@ -398,6 +560,8 @@ trace_steps_new(void)
 static void
 trace_steps_close_file(struct trace_steps *t)
 {
+	if (t->file != NULL)
+		trace_steps_comm_settle(t);
 	if (t->h != NULL)
 		yajl_free(t->h);
 	t->h = NULL;
@@ -415,6 +579,7 @@ trace_steps_free(struct trace_steps *t)
 		return;
 	trace_steps_close_file(t);
 	free(t->ops);
+	free(t->comm);
 	free(t);
 }
 
@@ -640,6 +805,13 @@ trace_steps_result(struct trace_steps *t, struct tracesum *sum)
 		sum->ops[i].count = t->ops[i].count;
 	}
 	sum->nops = (uint32_t)i;
+	for (i = 0; i < t->ncomm_ops; i++)
+		if (i == 0 || t->comm_ops[i].total_us > sum->comm_op.total_us) {
+			memcpy(sum->comm_op.name, t->comm_ops[i].name,
+			    sizeof(sum->comm_op.name));
+			sum->comm_op.total_us = t->comm_ops[i].total_us;
+			sum->comm_op.count = t->comm_ops[i].count;
+		}
 	if (t->ops_dropped > 0 && sum->error[0] == '\0')
 		snprintf(sum->error, sizeof(sum->error), "over %d operators' "
 		    "names: %llu events of the others left out",

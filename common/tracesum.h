@@ -1,7 +1,7 @@
 /*
  * A rank's trace summary (docs/traces.md, "Compared across ranks"): what the
- * agent read out of a collected trace (its steps' durations and the busiest
- * operators), small and bounded, and its one text form.  The agent keeps it
+ * agent read out of a collected trace (its steps' durations and their time
+ * in collectives, the busiest operators), small and bounded, and its one text form.  The agent keeps it
  * in its queue file in that form and sends it with the rank's `collected`
  * event (RankEvent.trace_summary); the coordinator stores it, in that form,
  * in the event's detail, and compares the ranks of a window from it.
@@ -23,6 +23,8 @@
 struct tracesum_step {
 	int64_t		 step;		/* N of ProfilerStep#N */
 	int64_t		 dur_us;
+	int64_t		 comm_us;	/* within it in collectives; -1 not
+					 * known (or comm_read 0) */
 };
 
 struct tracesum_op {
@@ -42,6 +44,10 @@ struct tracesum {
 	struct tracesum_step	 steps[TRACESUM_STEPS_MAX];	/* by step */
 	uint32_t		 nops;
 	struct tracesum_op	 ops[TRACESUM_OPS_MAX];	/* busiest first */
+	int			 comm_read;	/* steps' comm_us, comm_op read
+						 * (0: an agent before them) */
+	struct tracesum_op	 comm_op;	/* the busiest collective; name
+						 * "" none */
 };
 
 /* tracesum.c */
@@ -50,6 +56,9 @@ int	 tracesum_decode(const char *, struct tracesum *, const char **);
 int	 tracesum_check(struct tracesum *, const char **);
 void	 tracesum_name(char *, size_t, const char *, size_t);
 int64_t	 tracesum_step_median(const struct tracesum *);
+int64_t	 tracesum_comm_median(const struct tracesum *);
+int64_t	 tracesum_compute_median(const struct tracesum *);
+int	 tracesum_comm_name(const char *);
 
 /* tracesum_pb.c: RankEvent.trace_summary */
 struct Dynprof__V1__TraceSummary;
@@ -58,7 +67,7 @@ struct Dynprof__V1__OpTime;
 void	 tracesum_to_pb(const struct tracesum *,
 	    struct Dynprof__V1__TraceSummary *, struct Dynprof__V1__StepTime *,
 	    struct Dynprof__V1__StepTime **, struct Dynprof__V1__OpTime *,
-	    struct Dynprof__V1__OpTime **);
+	    struct Dynprof__V1__OpTime **, struct Dynprof__V1__OpTime *);
 int	 tracesum_from_pb(const struct Dynprof__V1__TraceSummary *,
 	    struct tracesum *, const char **);
 

@@ -11,13 +11,15 @@
 #include "tracesum.h"
 
 /*
- * Fills pb (and its arrays, steps and ops, each as long as s's) from s; the
- * strings point into s.  Frees nothing: pb lives as long as s and the arrays.
+ * Fills pb (and its arrays, steps and ops, each as long as s's, and
+ * comm_op) from s; the strings point into s.  Frees nothing: pb lives as
+ * long as s, the arrays and comm_op.
  */
 void
 tracesum_to_pb(const struct tracesum *s, Dynprof__V1__TraceSummary *pb,
     Dynprof__V1__StepTime *steps, Dynprof__V1__StepTime **stepp,
-    Dynprof__V1__OpTime *ops, Dynprof__V1__OpTime **opp)
+    Dynprof__V1__OpTime *ops, Dynprof__V1__OpTime **opp,
+    Dynprof__V1__OpTime *comm_op)
 {
 	uint32_t	 i;
 
@@ -31,6 +33,7 @@ tracesum_to_pb(const struct tracesum *s, Dynprof__V1__TraceSummary *pb,
 		dynprof__v1__step_time__init(&steps[i]);
 		steps[i].step = s->steps[i].step;
 		steps[i].dur_us = s->steps[i].dur_us;
+		steps[i].comm_us = s->comm_read ? s->steps[i].comm_us : 0;
 		stepp[i] = &steps[i];
 	}
 	pb->n_steps = i;
@@ -44,6 +47,14 @@ tracesum_to_pb(const struct tracesum *s, Dynprof__V1__TraceSummary *pb,
 	}
 	pb->n_ops = i;
 	pb->ops = opp;
+	pb->comm_read = s->comm_read != 0;
+	if (s->comm_read && s->comm_op.name[0] != '\0') {
+		dynprof__v1__op_time__init(comm_op);
+		comm_op->name = (char *)s->comm_op.name;
+		comm_op->total_us = s->comm_op.total_us;
+		comm_op->count = s->comm_op.count;
+		pb->comm_op = comm_op;
+	}
 }
 
 /*
@@ -76,6 +87,7 @@ tracesum_from_pb(const Dynprof__V1__TraceSummary *pb, struct tracesum *s,
 	for (i = 0; i < pb->n_steps; i++) {
 		s->steps[i].step = pb->steps[i]->step;
 		s->steps[i].dur_us = pb->steps[i]->dur_us;
+		s->steps[i].comm_us = pb->steps[i]->comm_us;
 	}
 	s->nsteps = (uint32_t)pb->n_steps;
 	for (i = 0; i < pb->n_ops; i++) {
@@ -90,5 +102,17 @@ tracesum_from_pb(const Dynprof__V1__TraceSummary *pb, struct tracesum *s,
 		s->ops[i].count = pb->ops[i]->count;
 	}
 	s->nops = (uint32_t)pb->n_ops;
+	s->comm_read = pb->comm_read;
+	if (pb->comm_read && pb->comm_op != NULL &&
+	    pb->comm_op->name != NULL && pb->comm_op->name[0] != '\0') {
+		if (strlen(pb->comm_op->name) > TRACESUM_NAME_MAX) {
+			*why = "a trace summary's operator name too long";
+			return (-1);
+		}
+		snprintf(s->comm_op.name, sizeof(s->comm_op.name), "%s",
+		    pb->comm_op->name);
+		s->comm_op.total_us = pb->comm_op->total_us;
+		s->comm_op.count = pb->comm_op->count;
+	}
 	return (tracesum_check(s, why));
 }

@@ -55,6 +55,36 @@ static const char autograd[] =
     "\"args\": {}}, {\"name\": \"ProfilerStep#1\", \"ph\": \"X\", "
     "\"ts\": 10932, \"dur\": 10463}]";
 
+/*
+ * Two steps and the spans of communication a DDP job leaves (gloo's on its
+ * own thread, c10d's launch on the main one, an NCCL kernel on a stream,
+ * overlapping), HCCL's and MindSpore's names, a span that starts before
+ * its step is listed, one that runs past its step's end, and compute that
+ * only looks like a collective (aten::broadcast_tensors, BroadcastTo).
+ */
+static const char comm[] =
+    "{\"traceEvents\": [\n"
+    "{\"ph\": \"X\", \"name\": \"ProfilerStep#1\", \"tid\": 1, "
+    "\"ts\": 1000, \"dur\": 10000},\n"
+    "{\"ph\": \"X\", \"name\": \"c10d::allreduce_\", \"tid\": 1, "
+    "\"ts\": 1900, \"dur\": 200},\n"
+    "{\"ph\": \"X\", \"name\": \"gloo:all_reduce\", \"tid\": 3, "
+    "\"ts\": 2000.4, \"dur\": 6000},\n"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+    "\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\", \"ts\": 7000, "
+    "\"dur\": 2000},\n"
+    "{\"ph\": \"X\", \"name\": \"aten::broadcast_tensors\", "
+    "\"ts\": 9500, \"dur\": 500},\n"
+    "{\"ph\": \"X\", \"name\": \"BroadcastTo-op3\", "
+    "\"ts\": 9500, \"dur\": 500},\n"
+    "{\"ph\": \"X\", \"name\": \"hcom_allReduce__571_1\", "
+    "\"ts\": 20000, \"dur\": 3000},\n"
+    "{\"ph\": \"X\", \"name\": \"Default/Send-op1\", "
+    "\"ts\": 12000, \"dur\": 500},\n"
+    "{\"ph\": \"X\", \"name\": \"ProfilerStep#2\", \"tid\": 1, "
+    "\"ts\": 11000, \"dur\": 10000}\n"
+    "]}\n";
+
 /* Reads the len bytes at p as file name, in chunks of chunk bytes. */
 static void
 read_as(const char *name, const char *p, size_t len, size_t chunk,
@@ -254,6 +284,144 @@ test_memory_bound(void **state)
 }
 
 static void
+test_comm_any_chunks(void **state)
+{
+	struct tracesum	 s, back;
+	char		 text[TRACESUM_TEXT_MAX];
+	const char	*why;
+	size_t		 chunk;
+
+	(void)state;
+	for (chunk = 1; chunk <= sizeof(comm); chunk++) {
+		read_as("r.pt.trace.json", comm, sizeof(comm) - 1, chunk, &s);
+		assert_string_equal(s.error, "");
+		assert_int_equal(s.comm_read, 1);
+		assert_int_equal(s.nsteps, 2);
+		/* [1900, 9000): the union, not the 8200 us of their sum. */
+		assert_int_equal(s.steps[0].comm_us, 7100);
+		/* Send 500, hcom's first 1000 us: the rest is past the step. */
+		assert_int_equal(s.steps[1].comm_us, 1500);
+		assert_string_equal(s.comm_op.name, "gloo:all_reduce");
+		assert_int_equal(s.comm_op.total_us, 6000);
+		assert_int_equal(s.comm_op.count, 1);
+	}
+	assert_int_equal(tracesum_comm_median(&s), 1500);
+	assert_int_equal(tracesum_compute_median(&s), 2900);
+	/* The text form and back. */
+	assert_int_equal(tracesum_encode(&s, text, sizeof(text)), 0);
+	assert_non_null(strstr(text, "sum2 kineto 1 9 2 1:10000:7100,"
+	    "2:10000:1500 "));
+	assert_int_equal(tracesum_decode(text, &back, &why), 0);
+	assert_int_equal(back.comm_read, 1);
+	assert_int_equal(back.steps[0].comm_us, 7100);
+	assert_string_equal(back.comm_op.name, "gloo:all_reduce");
+}
+
+static void
+test_comm_names(void **state)
+{
+	static const char *const yes[] = { "gloo:all_reduce", "gloo:barrier",
+	    "nccl:all_gather", "ncclKernel_AllReduce_RING_LL_Sum_float",
+	    "c10d::allreduce_", "c10d::broadcast_", "record_param_comms",
+	    "HcclAllReduce", "hcom_allReduce__571_1", "AllGather-op2",
+	    "ReduceScatter", "all_to_all", "Default/network/Broadcast-op7",
+	    "Send-op1", "Receive-op2", "gloo:send", "isend", "barrier", NULL };
+	static const char *const no[] = { "aten::broadcast_tensors",
+	    "aten::all_reduce_hypothetical", "BroadcastTo-op3",
+	    "aten::addmm", "ProfilerStep#3", "Optimizer.step#SGD.step",
+	    "sendmail", "DistributedDataParallel.forward", "Memcpy HtoD",
+	    "autograd::engine::evaluate_function: AddmmBackward0", NULL };
+	size_t	 i;
+
+	(void)state;
+	for (i = 0; yes[i] != NULL; i++)
+		if (!tracesum_comm_name(yes[i]))
+			fail_msg("%s: not taken for communication", yes[i]);
+	for (i = 0; no[i] != NULL; i++)
+		if (tracesum_comm_name(no[i]))
+			fail_msg("%s: taken for communication", no[i]);
+}
+
+/* Past TRACE_STEPS_COMM_MAX disjoint spans: the steps a span left out may
+ * reach say "not known", the others keep theirs. */
+static void
+test_comm_bound(void **state)
+{
+	struct tracesum	 s;
+	char		*buf;
+	size_t		 off = 0, cap = 8 << 20;
+	int		 i;
+
+	(void)state;
+	assert_non_null(buf = malloc(cap));
+	off += (size_t)snprintf(buf + off, cap - off, "[{\"ph\": \"X\", "
+	    "\"name\": \"ProfilerStep#1\", \"ts\": 0, \"dur\": 10}, "
+	    "{\"ph\": \"X\", \"name\": \"ProfilerStep#2\", \"ts\": 400000, "
+	    "\"dur\": 10}, {\"ph\": \"X\", \"name\": \"gloo:send\", "
+	    "\"ts\": 2, \"dur\": 3}");
+	for (i = 0; i < 65535; i++)
+		off += (size_t)snprintf(buf + off, cap - off, ", {\"ph\": "
+		    "\"X\", \"name\": \"gloo:recv\", \"ts\": %d, \"dur\": 1}",
+		    1000 + 2 * i);
+	off += (size_t)snprintf(buf + off, cap - off, ", {\"ph\": \"X\", "
+	    "\"name\": \"gloo:recv\", \"ts\": 400001, \"dur\": 5}]");
+	assert_true(off < cap);
+	read_as("b.pt.trace.json", buf, off, 65536, &s);
+	free(buf);
+	assert_int_equal(s.nsteps, 2);
+	assert_int_equal(s.steps[0].comm_us, 3);
+	assert_int_equal(s.steps[1].comm_us, -1);
+	assert_int_equal(tracesum_comm_median(&s), 3);
+}
+
+/* A summary of an agent before the time in collectives (sum1, or a
+ * message without comm_read) still reads, with nothing of it known. */
+static void
+test_text_comm(void **state)
+{
+	struct tracesum	 s;
+	const char	*why;
+	char		 text[TRACESUM_TEXT_MAX];
+
+	(void)state;
+	assert_int_equal(tracesum_decode("sum1 kineto 1 2 2 4:10,5:12 "
+	    "7:1:aten::mm", &s, &why), 0);
+	assert_int_equal(s.comm_read, 0);
+	assert_int_equal(s.steps[1].comm_us, -1);
+	assert_int_equal(tracesum_comm_median(&s), -1);
+	assert_int_equal(tracesum_compute_median(&s), -1);
+	assert_int_equal(tracesum_step_median(&s), 10);
+	assert_int_equal(tracesum_encode(&s, text, sizeof(text)), 0);
+	assert_string_equal(text, "sum1 kineto 1 2 2 4:10,5:12 7:1:aten::mm");
+	assert_int_equal(tracesum_decode("sum2 kineto 1 2 2 4:10:3,5:12:? - "
+	    "9:2:gloo:all_reduce", &s, &why), 0);
+	assert_int_equal(s.steps[0].comm_us, 3);
+	assert_int_equal(s.steps[1].comm_us, -1);
+	assert_int_equal(tracesum_compute_median(&s), 7);
+	assert_int_equal(tracesum_encode(&s, text, sizeof(text)), 0);
+	assert_string_equal(text, "sum2 kineto 1 2 2 4:10:3,5:12:? - "
+	    "9:2:gloo:all_reduce");
+	/* More in collectives than the step lasted; a step without it. */
+	assert_int_equal(tracesum_decode("sum2 kineto 1 2 1 4:10:11 - -", &s,
+	    &why), -1);
+	assert_int_equal(tracesum_decode("sum2 kineto 1 2 1 4:10 - -", &s,
+	    &why), -1);
+	assert_int_equal(tracesum_decode("sum2 kineto 1 2 1 4:10:1 - - late",
+	    &s, &why), 0);
+	assert_string_equal(s.error, "late");
+	assert_int_equal(s.comm_op.name[0], '\0');
+	/* Without comm_read, what the steps say of it is not taken. */
+	memset(&s, 0, sizeof(s));
+	s.nsteps = 1;
+	s.steps[0].dur_us = 10;
+	s.steps[0].comm_us = 0;
+	snprintf(s.comm_op.name, sizeof(s.comm_op.name), "gloo:all_reduce");
+	assert_int_equal(tracesum_check(&s, &why), 0);
+	assert_int_equal(s.steps[0].comm_us, -1);
+	assert_int_equal(s.comm_op.name[0], '\0');
+}
+
+static void
 test_text_hostile(void **state)
 {
 	struct tracesum	 s;
@@ -297,6 +465,10 @@ main(void)
 		cmocka_unit_test(test_gzip),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_text_hostile),
+		cmocka_unit_test(test_comm_any_chunks),
+		cmocka_unit_test(test_comm_names),
+		cmocka_unit_test(test_comm_bound),
+		cmocka_unit_test(test_text_comm),
 		cmocka_unit_test(test_memory_bound),
 	};
 
