@@ -884,10 +884,12 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 			    sum->error);
 		else if (sum != NULL)
 			log_info("read job %s window %u rank %d's trace (%s): "
-			    "%llu steps, median %lld us, %llu events",
-			    it->job, it->window, it->rank, sum->format,
+			    "%llu steps, median %lld us (%lld us in "
+			    "collectives), %llu events", it->job, it->window,
+			    it->rank, sum->format,
 			    (unsigned long long)sum->steps_seen,
 			    (long long)tracesum_step_median(sum),
+			    (long long)tracesum_comm_median(sum),
 			    (unsigned long long)sum->events);
 		/* A job's own store is where it stays: not uploaded. */
 		if (c->upload && strcmp(c->busy_store, c->store) == 0) {

@@ -76,9 +76,12 @@ static const struct ctl_command ctl_commands[] = {
 	{ "compare", ctl_cmd_compare, "compare JOB WINDOW",
 	  "Compare the ranks of window WINDOW from what their agents read of\n"
 	  "their collected traces (GET /v1/jobs/JOB/windows/WINDOW/compare): the\n"
-	  "median step time and its spread, the slowest ranks and how far off\n"
-	  "the median they are, the operators whose time differs most between\n"
-	  "ranks, then each rank's steps.\n" },
+	  "median step time and its spread, the compute time (the step less\n"
+	  "the time in collectives) and the time in collectives, the straggler\n"
+	  "(in synchronous training: the rank that waits least), the slowest\n"
+	  "ranks by step and by compute and how far off the median they are,\n"
+	  "the operators whose time differs most between ranks, then each\n"
+	  "rank's steps.\n" },
 	{ "trace", ctl_cmd_trace,
 	  "trace JOB (--start N | --in N) (--steps M | --stop N)\n"
 	  "        [--roundup R] [--ranks 0-7,16] [--option KEY=VALUE ...]\n"

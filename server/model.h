@@ -350,13 +350,31 @@ void	 traces_list_free(struct traces_list *);
 #define COMPARE_SLOWEST		8
 #define COMPARE_OPS_SEEN	1024	/* operators' names compared */
 #define COMPARE_OPS_SHOWN	10
+#define COMPARE_SYNC_PCT	5	/* step times agree: spread within */
+#define COMPARE_COMM_PCT	10	/* of the median step: a difference */
 /* A rank of a window compared. */
 struct compare_rank {
 	int32_t		 rank;
 	const char	*node;
 	int64_t		 median_us;		/* of its steps; -1 none */
+	int64_t		 comm_us;		/* median in collectives; -1
+						 * not known */
+	int64_t		 compute_us;		/* median step minus that */
 	uint32_t	 nsteps;
 	struct tracesum	*sum;			/* the first ranks' only */
+	char		 comm_op[TRACESUM_NAME_MAX + 1];	/* busiest */
+};
+/* How a window's straggler was told (traces_compare()). */
+enum compare_by {
+	COMPARE_BY_NONE,
+	COMPARE_BY_STEP,	/* its step is the longest, by over SYNC_PCT */
+	COMPARE_BY_COMPUTE	/* steps agree; it waits least in collectives */
+};
+struct compare_straggler {
+	enum compare_by	 by;
+	struct compare_rank r;			/* the rank, sum NULL */
+	const char	*waited_in;		/* the others' busiest
+						 * collective; NULL none */
 };
 /* An operator whose total differs between ranks. */
 struct compare_op {
@@ -373,8 +391,18 @@ struct traces_compare {
 	size_t			 compared;	/* ranks with steps */
 	int64_t			 median_us, min_us, max_us;	/* of the
 							 * ranks' medians */
+	size_t			 ncomm;		/* ranks with time in
+						 * collectives known */
+	int64_t			 comm_median_us, comm_min_us, comm_max_us;
+	int64_t			 compute_median_us, compute_min_us,
+				 compute_max_us;
+	int			 synchronous;	/* step times agree */
+	struct compare_straggler straggler;
 	struct compare_rank	*slowest;	/* slowest first */
 	size_t			 nslowest;
+	struct compare_rank	*slowest_compute;	/* longest compute
+							 * first */
+	size_t			 nslowest_compute;
 	struct compare_op	*ops;		/* widest difference first */
 	size_t			 nops;
 };

@@ -68,6 +68,9 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   # Three real torch ranks, one slowed, compared from their collected traces
   # (tests/e2e/test_compare.py): step times, the slowest and its offset.
   dynprof_e2e(e2e_compare test_compare.py TIMEOUT 300 LABELS torch)
+  # Three real torch DDP ranks over gloo, one slowed: every step as long,
+  # the straggler named by its compute (tests/e2e/test_compare_sync.py).
+  dynprof_e2e(e2e_compare_sync test_compare_sync.py TIMEOUT 300 LABELS torch)
   # make demo's cluster, as a newcomer runs it: it must keep working.
   add_test(NAME e2e_demo
     COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/demo.sh ${PROJECT_BINARY_DIR})

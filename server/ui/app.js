@@ -577,22 +577,41 @@
 		    st.spread_pct.toFixed(1) + '%)' : ': no rank\'s trace had ' +
 		    'steps'))));
 		if (st) {
-			const slow = c.slowest.length ? c.slowest[0].rank : null;
+			/* The straggler: by compute when the steps agree (the
+			 * others wait for it in the collectives), else by step. */
+			const sg = c.straggler;
+			kids.push(el('p', { id: 'compare-straggler', class:
+			    sg ? null : 'muted' }, sg ? 'Straggler: ' + sg.says +
+			    ' (' + sg.why + ')' : 'No straggler stands out' +
+			    (c.synchronous ? ' (step times agree)' : '')));
+			const slow = sg ? sg.rank : c.slowest.length ?
+			    c.slowest[0].rank : null;
 			const stepsOf = (r) => (r.steps || []).map((x) => x.step +
-			    ': ' + ms(x.dur_us)).join('  ') + (r.error ?
-			    '  (not read whole: ' + r.error + ')' : '');
+			    ': ' + ms(x.dur_us) + (x.comm_us === undefined ? '' :
+			    ' (' + ms(x.comm_us) + ' comm)')).join('  ') +
+			    (r.error ? '  (not read whole: ' + r.error + ')' : '');
+			const pct = (v) => v === undefined ? '-' : (v >= 0 ? '+' :
+			    '') + v.toFixed(1) + '%';
+			const opt = (v) => v === null || v === undefined ? '-' :
+			    ms(v);
 			const line = (r) => el('tr', { 'data-rank': r.rank,
 			    class: r.rank === slow ? 'slowest' : null },
 			    el('td', { class: 'num' }, r.rank),
 			    el('td', { class: 'num' }, ms(r.median_us)),
-			    el('td', { class: 'num' }, (r.offset_pct >= 0 ? '+' :
-			    '') + r.offset_pct.toFixed(1) + '%'),
+			    el('td', { class: 'num' }, pct(r.offset_pct)),
+			    el('td', { class: 'num', title: r.comm_op || '' },
+			    opt(r.comm_us)),
+			    el('td', { class: 'num' }, opt(r.compute_us)),
+			    el('td', { class: 'num' }, pct(r.compute_offset_pct)),
 			    el('td', { title: r.error || '' }, stepsOf(r)));
 			kids.push(el('table', { id: 'compare-table' },
 			    el('thead', null, el('tr', null,
 			    el('th', null, 'rank'),
 			    el('th', null, 'median step (ms)'),
 			    el('th', null, 'off the median'),
+			    el('th', null, 'in collectives (ms)'),
+			    el('th', null, 'compute (ms)'),
+			    el('th', null, 'off the median compute'),
 			    el('th', null, 'steps (ms)'))),
 			    el('tbody', null, ...c.ranks.map(line))));
 			if (c.operators.length)

@@ -102,6 +102,15 @@ def test():
                                             ranks[2]["median_us"]) and
               body["step"]["max_us"] == ranks[1]["median_us"],
               "step: %s" % body["step"])
+        # No process group: nothing in collectives, compute is the step;
+        # the steps do not agree, so the straggler is the slowest by step.
+        check(not body["synchronous"] and all(
+            ranks[r]["comm_us"] == 0 and ranks[r]["compute_us"] ==
+            ranks[r]["median_us"] for r in (0, 1)),
+              "compute: %s %s" % (ranks[0], ranks[1]))
+        st = body["straggler"]
+        check(st is not None and st["rank"] == 1 and st["by"] == "step" and
+              st["says"].startswith("rank 1: step "), "straggler: %s" % st)
         ops = {o["name"]: o for o in body["operators"]}
         check(ops and all(o["ranks"] >= 2 for o in ops.values()),
               "operators: %s" % body["operators"])
