@@ -366,6 +366,8 @@ async function tracesScene(page, f) {
 	seen.rows = await page.locator('#compare-table tbody tr').count();
 	if (seen.rows !== f.traces.length)
 		fail('compared rows: ' + seen.rows);
+	seen.straggler = await waitText(page, '#compare-straggler', (t) =>
+	    t.length > 0, 'the straggler\'s line');
 	return seen;
 }
 

@@ -144,6 +144,14 @@ def test():
                                                 traces=idx["traces"]))
         check(seen["compared"].startswith("4 ranks with steps"),
               "the comparison: %s" % seen)
+        # The straggler's line says what the API says.
+        code, cmp = c.http("GET", "/v1/jobs/%s/windows/%d/compare" %
+                           (JOB, done["id"]))
+        st = cmp["straggler"] if code == 200 else None
+        check(seen["straggler"] == ("Straggler: %s (%s)" % (
+            st["says"], st["why"]) if st else "No straggler stands out" +
+            (" (step times agree)" if cmp["synchronous"] else "")),
+              "the straggler's line: %s, the API's %s" % (seen, st))
 
         # The viewer: the API's reason, asked the way the page asks.
         c.token = tokens["viewer"]
