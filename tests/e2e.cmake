@@ -81,12 +81,14 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   set_tests_properties(e2e_noblock PROPERTIES LABELS nosan)
   # Coordinators over etcd (tests/e2e/test_etcd.py): each scenario starts its
   # own etcd members on loopback (tests/support/etcd.py) and stops them.
-  foreach(t redirect failover notleader burst stream replica reads readsum copy takeover heldhello sigstop etcdstop quorum flags tls ctl compact forget)
+  foreach(t redirect failover notleader burst stream replica reads readsum copy takeover heldhello sigstop etcdstop quorum flags tls ctl compact forget compare)
     add_test(NAME e2e_etcd_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_etcd.py ${t})
     set_tests_properties(e2e_etcd_${t} PROPERTIES TIMEOUT 240
       ENVIRONMENT "${_e2e_env}")
   endforeach()
+  # Real torch DDP ranks: labelled as the other torch tests.
+  set_tests_properties(e2e_etcd_compare PROPERTIES LABELS torch)
   # Bad rows written straight into the store (SQLite with sqlite3, etcd
   # through its JSON gateway), then the coordinator started on it.
   foreach(t sqlite etcd)

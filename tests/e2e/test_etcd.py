@@ -124,6 +124,12 @@ loopback.  One scenario per run, named by the first argument:
             the leader is SIGKILLed the new one, loading from etcd, does not
             know it; an agent of it stays subscribed: a new window of the
             job reaches its ranks.
+  compare   a leader and a follower, an agent collecting into a trace store,
+            three real torch DDP ranks over gloo, rank 1's compute 25 times
+            the others': the window's comparison names rank 1 the straggler
+            by its compute (the others wait for it in gloo:all_reduce);
+            the leader SIGKILLed, the new one, its events (their summaries
+            in their detail) loaded from etcd, gives the same comparison.
   tls       etcd over https with client certificates (deploy/tls/mkcerts.sh):
             a coordinator with --etcd-cacert, --etcd-cert and --etcd-key
             leads and writes; one without the client certificate reaches no
@@ -145,9 +151,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))
-from cluster import (Cluster, Failure, Proc, binary, check,  # noqa: E402
-                     events_of, log, main, npm_ci, wait_for, COORDINATOR,
-                     CTL)
+from cluster import (PYTHON, Cluster, Failure, Proc, binary,  # noqa: E402
+                     check, events_of, log, main, npm_ci, skip,
+                     start_ddp_ranks, wait_for, COORDINATOR, CTL)
 import etcd  # noqa: E402
 
 TTL = 2             # --etcd-lease-ttl of every coordinator here
@@ -1604,6 +1610,48 @@ def scenario_forget():
         log("a window after the forget reached every rank")
 
 
+def compared(c, wid, n):
+    """Until window wid's comparison counts n ranks compared; returns it."""
+    def cond():
+        code, body = c.http("GET", "/v1/jobs/%s/windows/%d/compare" %
+                            (JOB, wid))
+        check(code == 200, "compare: %s %s" % (code, body))
+        return body if body["counts"]["compared"] == n else None
+    return wait_for(cond, 90, "%d ranks compared" % n)
+
+
+def scenario_compare():
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        return skip("no torch in %s" % PYTHON)
+    with HaCluster("etcd-compare") as c:
+        lead = c.start_coordinators(2)
+        n = c.node("n0", coord_addr=c.agent_addrs())
+        n.start_agent(extra=["--trace-store", c.trace_store(),
+                             "--trace-settle", "2"])
+        procs = start_ddp_ranks(c, [n] * 3, JOB, 60, slow={1: (25.0, 1)},
+                                step_ms=10)
+        c.wait_ranks(JOB, 3, timeout=120, min_step=2)
+        w = c.add_window(JOB, {"in_steps": 4, "steps": 6})
+        c.wait_window_done(JOB, w["id"], [0, 1, 2], timeout=120)
+        body = compared(c, w["id"], 3)
+        st = body["straggler"]
+        log("straggler: %s" % st)
+        check(body["synchronous"] and st is not None and st["rank"] == 1 and
+              st["by"] == "compute" and st["waited_in"] == "gloo:all_reduce",
+              "compare: %s" % json.dumps(body)[:1500])
+        c.coords[lead][0].kill9()
+        c.find_leader(timeout=TTL + 5, exclude=(lead,))
+        again = compared(c, w["id"], 3)
+        check(again["ranks"] == body["ranks"] and again["straggler"] == st,
+              "the new leader's comparison: %s" % json.dumps(again)[:1500])
+        log("the new leader, loaded from etcd, compares the same")
+        for p in procs:
+            p.wait(120)
+            check(p.p.returncode == 0, "%s: %s" % (p.name,
+                                                   p.output()[-2000:]))
+
+
 SCENARIOS = {
     "redirect": scenario_redirect,
     "failover": scenario_failover,
@@ -1624,6 +1672,7 @@ SCENARIOS = {
     "tls": scenario_tls,
     "ctl": scenario_ctl,
     "forget": scenario_forget,
+    "compare": scenario_compare,
 }
 
 
