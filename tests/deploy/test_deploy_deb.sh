@@ -85,8 +85,6 @@ NEW_USER=0
 getent passwd dynprof >/dev/null || NEW_USER=1
 : > "$MARK"
 
-TMP=$(mktemp -d /tmp/dynprof-deb.XXXXXX)
-chmod 0755 "$TMP"
 PIDS=""
 NAMES=""
 SYSTEMD=0
@@ -121,8 +119,8 @@ cleanup()
 	rm -f "$MARK"
 	exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+make_tmp deb cleanup
+chmod 0755 "$TMP"
 
 echo "== cpack"
 (cd "$BUILD" && cpack -G DEB -B "$TMP/pkg") > "$TMP/cpack.log" 2>&1 ||

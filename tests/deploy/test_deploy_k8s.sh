@@ -27,8 +27,7 @@ major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$major" -ge 18 ] || fail "node $major is older than 18"
 need_binaries
 
-TMP=$(mktemp -d /tmp/dynprof-k8s.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT INT TERM
+make_tmp k8s
 
 # The validator and its pinned packages live in the build tree, so the source tree
 # stays clean and two build trees never share a node_modules.

@@ -28,6 +28,16 @@ need_binaries()
 	done
 }
 
+# Makes the test's temporary directory $TMP (/tmp/dynprof-$1.XXXXXX) and its end:
+# on exit, function $2 (it removes $TMP), else just the removal; INT and TERM exit 1.
+make_tmp()
+{
+	TMP=$(mktemp -d "/tmp/dynprof-$1.XXXXXX")
+	# shellcheck disable=SC2064
+	trap "${2:-rm -rf \"\$TMP\"}" EXIT
+	trap 'exit 1' INT TERM
+}
+
 # Waits up to $2 seconds (default 10) for command $1 to succeed.
 wait_for()
 {

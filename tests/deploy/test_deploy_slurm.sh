@@ -11,15 +11,13 @@ set -eu
 . "$(dirname "$0")/test_deploy_lib.sh"
 need_binaries
 
-TMP=$(mktemp -d /tmp/dynprof-slurm.XXXXXX)
 HOLDER=""
 cleanup()
 {
 	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+make_tmp slurm cleanup
 
 S=$SRC/deploy/slurm
 sh -n "$S/dynprof-task-prolog.sh" || fail "task prolog: syntax"

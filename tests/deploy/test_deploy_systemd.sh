@@ -9,7 +9,6 @@ set -eu
 . "$(dirname "$0")/test_deploy_lib.sh"
 need_binaries
 
-TMP=$(mktemp -d /tmp/dynprof-systemd.XXXXXX)
 PIDS=""
 cleanup()
 {
@@ -20,8 +19,7 @@ cleanup()
 	rm -rf "$TMP"
 	exit $rc
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+make_tmp systemd cleanup
 
 P=$TMP/prefix
 cmake --install "$BUILD" --prefix "$P" > "$TMP/install.log" 2>&1 ||
