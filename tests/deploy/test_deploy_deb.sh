@@ -27,9 +27,21 @@ done
     skip "sanitizer build: the packages are tested from the plain build"
 need_binaries
 
-# One run at a time on this machine, whichever build tree it comes from.
-exec 9>/var/lock/dynprof-deb-test.lock
-flock -w 300 9 || fail "another test_deploy_deb holds /var/lock/dynprof-deb-test.lock"
+# One run at a time on this machine, whichever build tree it comes from.  What
+# the run starts in the background gets fd 9 closed (no_lock): a run killed
+# with its daemons left would keep the next one waiting.
+LOCK=/var/lock/dynprof-deb-test.lock
+exec 9>"$LOCK"
+flock -w 300 9 || fail "another test_deploy_deb holds $LOCK"
+# Fails if process $1 ($2) holds an fd on the lock.
+no_lock()
+{
+	_lock=$(readlink -f "$LOCK")
+	for _fd in /proc/"$1"/fd/*; do
+		[ "$(readlink "$_fd" 2>/dev/null)" != "$_lock" ] ||
+		    fail "$2 (pid $1) holds $LOCK: a killed run would leave it held"
+	done
+}
 
 # Runs that die without cleaning up (SIGKILL at a timeout) leave this marker; the
 # next run may then remove what that run installed.  Without it, dynprof files on this
@@ -229,8 +241,9 @@ start_daemon()
 	fi
 	install -d -m 0750 -o dynprof -g dynprof "$2"
 	start_like_unit "/usr/lib/systemd/system/dynprof-$1.service" \
-	    "/etc/default/dynprof-$1" user "$TMP/$1.log"
+	    "/etc/default/dynprof-$1" user "$TMP/$1.log" 9>&-
 	PIDS="$PIDS $LAST_PID"
+	no_lock "$LAST_PID" "dynprof-$1"
 	echo "$PIDS" > "$MARK"
 }
 
@@ -285,8 +298,9 @@ env -i PATH=/usr/bin:/bin DYNPROF_JOB=$JOB RANK=0 DYNPROF_SHM_DIR=/dev/shm/dynpr
     DYNPROF_SHM_MODE=0660 DYNPROF_OUTPUT_ROOT="$TMP/out" TRAIN_STEPS=3000 \
     STEP_SECONDS=0.2 PYTHONPATH="$PYPATH" DYNPROF_LIBRARY="$LIBRARY" \
     setpriv --reuid=nobody --regid=nogroup --groups=dynprof \
-    /usr/bin/python3 "$TMP/train.py" > "$TMP/rank.log" 2>&1 &
+    /usr/bin/python3 "$TMP/train.py" > "$TMP/rank.log" 2>&1 9>&- &
 RANK_PID=$!
+no_lock "$RANK_PID" "the rank"
 # A Python rank without a SIGTERM handler dies of the signal: not judged.
 NOCHECK=$RANK_PID
 PIDS="$PIDS $RANK_PID"
