@@ -10,24 +10,18 @@ set(E2E_PYTHON /usr/bin/python3)
 # them into the Python ranks only.
 set(_e2e_env "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}" "PYTHONDONTWRITEBYTECODE=1")
 if(DYNPROF_SANITIZE)
-  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
-    OUTPUT_VARIABLE _e2e_asan OUTPUT_STRIP_TRAILING_WHITESPACE)
-  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libubsan.so
-    OUTPUT_VARIABLE _e2e_ubsan OUTPUT_STRIP_TRAILING_WHITESPACE)
-  list(APPEND _e2e_env "DYNPROF_E2E_PY_PRELOAD=${_e2e_asan}:${_e2e_ubsan}")
+  list(APPEND _e2e_env "DYNPROF_E2E_PY_PRELOAD=${DYNPROF_SAN_RUNTIMES}")
 endif()
 # dynprof_e2e(NAME SCRIPT [ARGS A...] [TIMEOUT S] [LABELS L...] [ENV VAR=V...]):
 # tests/e2e/SCRIPT under E2E_PYTHON with ARGS, the environment _e2e_env and ENV,
 # TIMEOUT (default 240 s); an exit of 77 is a skip.
 function(dynprof_e2e name script)
   cmake_parse_arguments(E "" "TIMEOUT" "ARGS;ENV;LABELS" ${ARGN})
-  if(NOT E_TIMEOUT)
-    set(E_TIMEOUT 240)
-  endif()
   add_test(NAME ${name}
     COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/${script} ${E_ARGS})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${E_TIMEOUT}
-    SKIP_RETURN_CODE 77 ENVIRONMENT "${_e2e_env};${E_ENV}")
+  dynprof_timeout(${name} "${E_TIMEOUT}" 240)
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77
+    ENVIRONMENT "${_e2e_env};${E_ENV}")
   if(E_LABELS)
     set_tests_properties(${name} PROPERTIES LABELS "${E_LABELS}")
   endif()

@@ -44,11 +44,7 @@ set(_dp_pyenv
 if(DYNPROF_SANITIZE)
   # An ASan-built library in an interpreter that is not: its runtime must be
   # loaded first.  Python's own allocations are not ours to leak-check.
-  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
-    OUTPUT_VARIABLE _dp_asan OUTPUT_STRIP_TRAILING_WHITESPACE)
-  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libubsan.so
-    OUTPUT_VARIABLE _dp_ubsan OUTPUT_STRIP_TRAILING_WHITESPACE)
-  list(APPEND _dp_pyenv "LD_PRELOAD=${_dp_asan}:${_dp_ubsan}"
+  list(APPEND _dp_pyenv "LD_PRELOAD=${DYNPROF_SAN_RUNTIMES}"
     "ASAN_OPTIONS=detect_leaks=0")
 endif()
 
@@ -56,9 +52,6 @@ set(_dp_pytests ${PROJECT_SOURCE_DIR}/lib/python/tests)
 # dynprof_pytest(NAME FILE [MAY_SKIP REGEX] [TIMEOUT S] [LABELS ...])
 function(dynprof_pytest name file)
   cmake_parse_arguments(P "" "MAY_SKIP;TIMEOUT" "LABELS" ${ARGN})
-  if(NOT P_TIMEOUT)
-    set(P_TIMEOUT 180)
-  endif()
   add_test(NAME ${name}
     COMMAND ${DYNPROF_PYTHON} -m pytest -q -p no:cacheprovider -p ctest_pytest
       ${_dp_pytests}/${file}
@@ -67,7 +60,8 @@ function(dynprof_pytest name file)
   if(P_MAY_SKIP)
     list(APPEND _env "DYNPROF_PYTEST_MAY_SKIP=${P_MAY_SKIP}")
   endif()
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${P_TIMEOUT} SKIP_RETURN_CODE 77
+  dynprof_timeout(${name} "${P_TIMEOUT}" 180)
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77
     ENVIRONMENT "${_env}" LABELS "python;${P_LABELS}")
 endfunction()
 

@@ -31,9 +31,6 @@ set_tests_properties(test_ctl_fetch_hostile PROPERTIES TIMEOUT 240
 # (support/test_coord_util.c, support/fakeagent.c); 120 s unless told.
 function(dynprof_coord_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "LIBS;DEPENDS" ${ARGN})
-  if(NOT T_TIMEOUT)
-    set(T_TIMEOUT 120)
-  endif()
   dynprof_test(${name} SOURCES component/${name}.c support/test_coord_util.c
     support/fakeagent.c LIBS dpdaemon ${T_LIBS} PkgConfig::JANSSON
     TIMEOUT ${T_TIMEOUT})
