@@ -445,6 +445,7 @@ change_window_add(struct coord *c, const char *name,
 	struct window		*w, *other;
 	const char		*node;
 	char			 ranks[SEG_RANKS_MAX], *selector;
+	char			 at[40], other_at[40];
 	int64_t			 start, stop, max = -1;
 
 	/* Judged on every event read so far: events already read may end a
@@ -507,8 +508,13 @@ change_window_add(struct coord *c, const char *name,
 	}
 	if (r->has_at && (other = schedule_overlap_time(c, job,
 	    w->start_unix_ns, w->stop_unix_ns)) != NULL) {
-		refusal_set(ref, 409, "at", "the time window overlaps window "
-		    "%u (%s)", other->id, schedule_window_state(job, other));
+		clock_rfc3339(w->start_unix_ns, at, sizeof(at));
+		clock_rfc3339(other->start_unix_ns, other_at, sizeof(other_at));
+		refusal_set(ref, 409, "at", "at %s for %" PRId64 " ms overlaps "
+		    "window %u at %s for %" PRId64 " ms (%s)", at,
+		    (w->stop_unix_ns - w->start_unix_ns) / 1000000, other->id,
+		    other_at, (other->stop_unix_ns - other->start_unix_ns) /
+		    1000000, schedule_window_state(job, other));
 		goto fail;
 	}
 	if (!r->has_at && (other = schedule_overlap(c, job, start, stop)) !=

@@ -325,6 +325,9 @@ test_time_windows(void **state)
 	assert_int_equal(add_time(f, 12000, 1000, &ref), -1);
 	assert_int_equal(ref.code, 409);
 	assert_string_equal(ref.field, "at");
+	/* Both windows said by their times. */
+	assert_non_null(strstr(ref.msg, " for 1000 ms overlaps window 3 at "));
+	assert_non_null(strstr(ref.msg, " for 5000 ms (scheduled)"));
 	assert_int_equal(add_time(f, -5000, 1000, &ref), -1);
 	assert_int_equal(ref.code, 400);
 	assert_non_null(strstr(ref.msg, "in the past"));
