@@ -2,7 +2,10 @@
  * Rows to JSON and back, by the field tables here, and the keys the etcd
  * store keeps them under.  A row read back is checked as bytes: a JSON
  * object whose fields have their types and ranges, under the key its own
- * fields name.  What the fields mean is valid.c's to check.
+ * fields name.  What the fields mean is valid.c's to check.  Packed (the
+ * etcd store's event batches, store_etcd_batch.h): the same fields by the
+ * same tables, as varints and NUL-ended strings, checked as the JSON is
+ * (types, ranges, strings of UTF-8 without a NUL) and read in place.
  */
 
 #include <stdint.h>
@@ -12,6 +15,7 @@
 #include <jansson.h>
 
 #include "store_row.h"
+#include "utf8.h"
 
 static const struct ef ef_meta[] = {
 	EF(struct store_meta_row, generation, EF_U64),
@@ -206,31 +210,13 @@ row_key(enum row_table t, const void *row, char *buf, size_t len)
 }
 
 /*
- * Reads field f of obj into p: absent or null (a row written before the
- * field existed, a NULL string) is 0 or NULL.  Returns 0, or -1 if it has
- * another type or does not fit.
+ * Stores iv into integer field f at p (a uint64's bits as an int64).
+ * Returns 0, or -1 if it does not fit.
  */
 static int
-ef_decode_one(const struct ef *f, const json_t *obj, void *p)
+ef_store_int(const struct ef *f, void *p, int64_t iv)
 {
-	const json_t	*v = json_object_get(obj, f->name);
-	json_int_t	 iv = 0;
-
-	if (v != NULL && !json_is_null(v)) {
-		if (f->type == EF_STR) {
-			/* A NUL inside would cut the string C reads. */
-			if (!json_is_string(v) || strlen(json_string_value(v)) !=
-			    json_string_length(v))
-				return (-1);
-		} else if (!json_is_integer(v))
-			return (-1);
-		else
-			iv = json_integer_value(v);
-	}
 	switch (f->type) {
-	case EF_STR:
-		*(const char **)p = v != NULL ? json_string_value(v) : NULL;
-		break;
 	case EF_I64:
 		*(int64_t *)p = iv;
 		break;
@@ -254,6 +240,35 @@ ef_decode_one(const struct ef *f, const json_t *obj, void *p)
 		break;
 	}
 	return (0);
+}
+
+/*
+ * Reads field f of obj into p: absent or null (a row written before the
+ * field existed, a NULL string) is 0 or NULL.  Returns 0, or -1 if it has
+ * another type or does not fit.
+ */
+static int
+ef_decode_one(const struct ef *f, const json_t *obj, void *p)
+{
+	const json_t	*v = json_object_get(obj, f->name);
+	json_int_t	 iv = 0;
+
+	if (v != NULL && !json_is_null(v)) {
+		if (f->type == EF_STR) {
+			/* A NUL inside would cut the string C reads. */
+			if (!json_is_string(v) || strlen(json_string_value(v)) !=
+			    json_string_length(v))
+				return (-1);
+		} else if (!json_is_integer(v))
+			return (-1);
+		else
+			iv = json_integer_value(v);
+	}
+	if (f->type == EF_STR) {
+		*(const char **)p = v != NULL ? json_string_value(v) : NULL;
+		return (0);
+	}
+	return (ef_store_int(f, p, iv));
 }
 
 /* Returns the string field of a row that names it in its key. */
@@ -351,4 +366,175 @@ row_clear(struct row *row)
 {
 	json_decref(row->obj);
 	row->obj = NULL;
+}
+
+/* Writes v as a varint at p.  Returns the byte after it. */
+unsigned char *
+row_varint_put(unsigned char *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	return (p);
+}
+
+/* Reads a varint from *p (before end) into *v, *p moved past it.  Returns
+ * 0, or -1 if it runs past end or past 64 bits. */
+int
+row_varint_get(const unsigned char **p, const unsigned char *end,
+    uint64_t *v)
+{
+	const unsigned char	*q = *p;
+	uint64_t		 x = 0;
+	unsigned		 shift;
+
+	for (shift = 0; q < end && shift < 64; shift += 7) {
+		x |= (uint64_t)(*q & 0x7f) << shift;
+		if ((*q++ & 0x80) == 0) {
+			if (shift == 63 && q[-1] > 1)
+				return (-1);
+			*p = q;
+			*v = x;
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+/* Returns a signed field of a row as a zigzagged varint's value. */
+static uint64_t
+ef_zigzag(int64_t v)
+{
+	return (((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* Returns the int64 a zigzagged varint's value holds. */
+static int64_t
+ef_unzigzag(uint64_t v)
+{
+	return ((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
+}
+
+/* Returns the bytes row_pack() writes at most for a row (fields f). */
+size_t
+row_pack_max(const struct ef *f, size_t n, const void *row)
+{
+	const char	*base = row, *str;
+	size_t		 i, len = 0;
+
+	for (i = 0; i < n; i++) {
+		len += ROW_PACK_VARINT_MAX;
+		if (f[i].type == EF_STR &&
+		    (str = *(const char * const *)(base + f[i].off)) != NULL)
+			len += strlen(str) + 1;
+	}
+	return (len);
+}
+
+/*
+ * Packs a row (fields f) at out, which holds row_pack_max() bytes.  Returns
+ * the bytes written.
+ */
+size_t
+row_pack(const struct ef *f, size_t n, const void *row, unsigned char *out)
+{
+	const char	*base = row, *str;
+	unsigned char	*p = out;
+	size_t		 i, len;
+
+	for (i = 0; i < n; i++) {
+		const void	*v = base + f[i].off;
+
+		switch (f[i].type) {
+		case EF_STR:
+			if ((str = *(const char * const *)v) == NULL) {
+				*p++ = 0;
+				break;
+			}
+			len = strlen(str);
+			p = row_varint_put(p, (uint64_t)len + 1);
+			memcpy(p, str, len + 1);
+			p += len + 1;
+			break;
+		case EF_I64:
+			p = row_varint_put(p, ef_zigzag(*(const int64_t *)v));
+			break;
+		case EF_U64:
+			p = row_varint_put(p, *(const uint64_t *)v);
+			break;
+		case EF_U32:
+			p = row_varint_put(p, *(const uint32_t *)v);
+			break;
+		case EF_I32:
+			p = row_varint_put(p, ef_zigzag(*(const int32_t *)v));
+			break;
+		default:
+			p = row_varint_put(p, ef_zigzag(*(const int *)v));
+			break;
+		}
+	}
+	return ((size_t)(p - out));
+}
+
+/*
+ * Reads a row (fields f) packed in len bytes at in into row, its strings
+ * pointing into in: a field past the end is 0 or NULL (packed before it
+ * was one), bytes past the last field are a newer writer's, ignored.
+ * Returns 0, or -1 with *why: a varint cut or past its type's range, a
+ * string cut, without its NUL, with a NUL inside, or not UTF-8.
+ */
+int
+row_unpack(const struct ef *f, size_t n, const unsigned char *in, size_t len,
+    void *row, const char **why)
+{
+	const unsigned char	*p = in, *end = in + len;
+	char			*base = row;
+	uint64_t		 v;
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		void	*dst = base + f[i].off;
+
+		if (p == end) {
+			if (f[i].type == EF_STR)
+				*(const char **)dst = NULL;
+			else
+				memset(dst, 0, f[i].type == EF_I64 ||
+				    f[i].type == EF_U64 ? 8 : 4);
+			continue;
+		}
+		if (row_varint_get(&p, end, &v) == -1) {
+			*why = "a packed field cut or too long";
+			return (-1);
+		}
+		if (f[i].type != EF_STR) {
+			/* Unsigned ones as their bits (EF_U64) or in range. */
+			if (f[i].type == EF_U32 && v > UINT32_MAX)
+				goto range;
+			if (ef_store_int(&f[i], dst, f[i].type == EF_U64 ||
+			    f[i].type == EF_U32 ? (int64_t)v :
+			    ef_unzigzag(v)) == -1)
+				goto range;
+			continue;
+		}
+		if (v == 0) {
+			*(const char **)dst = NULL;
+			continue;
+		}
+		if (v - 1 >= (uint64_t)(end - p) || p[v - 1] != '\0' ||
+		    memchr(p, '\0', v - 1) != NULL ||
+		    !utf8_valid((const char *)p, v - 1)) {
+			*why = "a packed string cut, with a NUL in it or not "
+			    "UTF-8";
+			return (-1);
+		}
+		*(const char **)dst = (const char *)p;
+		p += v;
+	}
+	return (0);
+range:
+	*why = "a packed field out of its range";
+	return (-1);
 }

@@ -38,6 +38,15 @@ enum row_table {
 	ROW_TABLES
 };
 
+/*
+ * A row packed (row_pack()): its fields in the table's order, each integer a
+ * varint (a signed one zigzagged), each string a varint 0 (NULL) or its
+ * length + 1, then its bytes and a NUL.  A field is only ever appended to a
+ * table, never moved nor dropped: a row packed before it reads it as 0 or
+ * NULL, a reader of before ignores it.
+ */
+#define ROW_PACK_VARINT_MAX	10	/* bytes of a 64-bit varint */
+
 /* Bump when the keys or the rows' meaning change; newer is refused. */
 #define ROW_SCHEMA	1
 
@@ -92,5 +101,13 @@ int		 row_decode(struct row *, enum row_table, const char *,
 int		 row_decode_obj(struct row *, enum row_table, const char *,
 		    struct json_t *, const char **);
 void		 row_clear(struct row *);
+size_t		 row_pack_max(const struct ef *, size_t, const void *);
+size_t		 row_pack(const struct ef *, size_t, const void *,
+		    unsigned char *);
+int		 row_unpack(const struct ef *, size_t, const unsigned char *,
+		    size_t, void *, const char **);
+unsigned char	*row_varint_put(unsigned char *, uint64_t);
+int		 row_varint_get(const unsigned char **, const unsigned char *,
+		    uint64_t *);
 
 #endif /* DYNPROF_STORE_ROW_H */
