@@ -48,13 +48,15 @@
 
 /*
  * The layout's version in meta/generation: ROW_SCHEMA's rows, with events
- * and ranks in batches (store_etcd_batch.h) since 2.  Bump when the keys or
- * the rows' meaning change; newer is refused.
+ * and ranks in batches (store_etcd_batch.h) since 2, packed since 3 (the
+ * JSON batches of 2 are read too; a coordinator of 2 would read a packed
+ * one as no batch).  Bump when the keys or the rows' meaning change; newer
+ * is refused.
  */
-#define ES_SCHEMA	2
+#define ES_SCHEMA	3
 
-/* An event batch is committed once its batches hold this much JSON (about
- * 60,000 events), whatever is in flight. */
+/* An event batch is committed once its batches hold this many bytes,
+ * whatever is in flight. */
 #define ES_BATCH_BYTES	(4 * ESB_VALUE_MAX)
 
 /* A txn nobody answered is sent again after this. */
@@ -1189,6 +1191,15 @@ struct es_event {
 	char			*detail;
 };
 
+/* A rank's row a load keeps until the tables are read (es_rank_keep()):
+ * its job's name then the row, packed (row_pack()). */
+struct es_rankrow {
+	unsigned char			*buf;
+	size_t				 len;	/* of the row, after the name */
+	int32_t				 rank;
+	uint64_t			 order;	/* the later wins; 0: a key's own */
+};
+
 /* What store_load() reads with. */
 struct es_load {
 	const struct store_loader	*l;
@@ -1197,7 +1208,9 @@ struct es_load {
 	struct es_event			*evs;
 	size_t				 nev, cap;
 	int				 newer;
-	json_t				*ranks;	/* batches': rel key -> row */
+	struct es_rankrow		*rows;	/* ranks' rows kept */
+	size_t				 nrows, caprows;
+	uint64_t			 order;	/* batches' rank rows seen */
 	struct etcd_store		*s;
 	int64_t				 rev;	/* the agent value's */
 	int				 change;	/* es_apply()'s: on the
@@ -1250,6 +1263,48 @@ es_load_event(struct es_load *ld, const struct store_event_row *r)
 	return (0);
 }
 
+/* Keeps a rank's row (order: the later wins) until the tables are read.
+ * Returns 0 or -1. */
+static int
+es_rank_keep(struct es_load *ld, const struct store_rank *r, uint64_t order)
+{
+	struct es_rankrow	*p;
+	const struct ef		*f;
+	size_t			 n, jl = strlen(r->job), cap;
+
+	if (ld->nrows == ld->caprows) {
+		cap = ld->caprows == 0 ? 1024 : 2 * ld->caprows;
+		if ((p = reallocarray(ld->rows, cap, sizeof(*p))) == NULL)
+			return (-1);
+		ld->rows = p;
+		ld->caprows = cap;
+	}
+	p = &ld->rows[ld->nrows];
+	f = row_fields_of(ROW_RANKS, &n);
+	if ((p->buf = malloc(jl + 1 + row_pack_max(f, n, r))) == NULL)
+		return (-1);
+	memcpy(p->buf, r->job, jl + 1);
+	p->len = row_pack(f, n, r, p->buf + jl + 1);
+	p->rank = r->rank;
+	p->order = order;
+	ld->nrows++;
+	return (0);
+}
+
+/* Orders kept rank rows by job, rank, then the order they came in. */
+static int
+es_rankrow_cmp(const void *a, const void *b)
+{
+	const struct es_rankrow	*x = a, *y = b;
+	int			 c;
+
+	if ((c = strcmp((const char *)x->buf, (const char *)y->buf)) != 0)
+		return (c);
+	if (x->rank != y->rank)
+		return (x->rank < y->rank ? -1 : 1);
+	return (x->order < y->order ? -1 : x->order > y->order);
+}
+
 /*
  * Takes one key of the table being read: decodes it and hands it over, or
  * hands it to the loader as bad (row_decode() says why).
@@ -1265,9 +1320,6 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 	int		 rc = 0;
 
 	es_load_keepalive(ld);
-	/* A batch holds a newer row of this rank. */
-	if (ld->table == ROW_RANKS && json_object_get(ld->ranks, rel) != NULL)
-		return (0);
 	if (row_decode(&row, ld->table, rel, value, len, &why) == -1)
 		return (l->bad(l->arg, row_table_names[ld->table], rel, why));
 	switch (ld->table) {
@@ -1285,7 +1337,8 @@ es_load_kv(void *arg, const char *key, const char *value, size_t len,
 		rc = l->window(l->arg, &row.u.window);
 		break;
 	case ROW_RANKS:
-		rc = l->rank(l->arg, &row.u.rank);
+		/* A batch's row, read before, is newer: kept, then sorted. */
+		rc = es_rank_keep(ld, &row.u.rank, 0);
 		break;
 	case ROW_EVENTS:
 		rc = es_load_event(ld, &row.u.event);
@@ -1395,13 +1448,17 @@ es_load_batch_journal(void *arg, const struct store_journal *sj)
 	return (ld->l->journal != NULL ? ld->l->journal(ld->l->arg, sj) : 0);
 }
 
-/* A batch's rank row: the latest (batches are read in commit order). */
+/* A batch's rank row: to the loader at once (a change: the later batch's
+ * comes later), or kept until the tables are read (batches are read in
+ * commit order). */
 static int
-es_load_batch_rank(void *arg, const char *rel, const char *text)
+es_load_batch_rank(void *arg, const struct store_rank *r)
 {
 	struct es_load	*ld = arg;
 
-	return (json_object_set_new(ld->ranks, rel, json_string(text)));
+	if (ld->change)
+		return (ld->l->rank(ld->l->arg, r));
+	return (es_rank_keep(ld, r, ++ld->order));
 }
 
 /* Something in a batch that is no event or rank: set aside, said. */
@@ -1486,29 +1543,51 @@ es_load_agents(struct es_load *ld, int64_t *rev)
 	return (0);
 }
 
-/* Hands the ranks' rows the batches hold to the loader, checked. */
+/* Frees the rank rows a load kept. */
+static void
+es_rankrows_free(struct es_load *ld)
+{
+	size_t	 i;
+
+	for (i = 0; i < ld->nrows; i++)
+		free(ld->rows[i].buf);
+	free(ld->rows);
+	ld->rows = NULL;
+	ld->nrows = ld->caprows = 0;
+}
+
+/* Hands each rank's latest row kept (a batch's over a key's own) to the
+ * loader, and frees them. */
 static int
 es_load_batch_ranks(struct es_load *ld)
 {
 	const struct store_loader	*l = ld->l;
-	const char			*rel, *why, *text;
-	json_t				*v;
-	struct row			 row;
+	struct es_rankrow		*p;
+	struct store_rank		 r;
+	const struct ef			*f;
+	const char			*why;
+	size_t				 i, n;
 	int				 rc = 0;
 
-	json_object_foreach(ld->ranks, rel, v) {
-		text = json_string_value(v);
-		if (row_decode(&row, ROW_RANKS, rel, text, strlen(text),
-		    &why) == -1)
-			rc = l->bad(l->arg, row_table_names[ROW_RANKS], rel,
-			    why);
-		else {
-			rc = l->rank(l->arg, &row.u.rank);
-			row_clear(&row);
+	if (ld->nrows > 1)
+		qsort(ld->rows, ld->nrows, sizeof(*ld->rows), es_rankrow_cmp);
+	f = row_fields_of(ROW_RANKS, &n);
+	for (i = 0; i < ld->nrows; i++) {
+		p = &ld->rows[i];
+		if (i % 4096 == 0)
+			es_load_keepalive(ld);
+		if (rc == 0 && (i + 1 == ld->nrows || p[1].rank != p->rank ||
+		    strcmp((char *)p[1].buf, (char *)p->buf) != 0)) {
+			memset(&r, 0, sizeof(r));
+			if (row_unpack(f, n, p->buf + strlen((char *)p->buf) + 1,
+			    p->len, &r, &why) == -1)
+				rc = l->bad(l->arg, row_table_names[ROW_RANKS],
+				    (char *)p->buf, why);
+			else
+				rc = l->rank(l->arg, &r);
 		}
-		if (rc == -1)
-			break;
 	}
+	es_rankrows_free(ld);
 	return (rc);
 }
 
@@ -1618,8 +1697,7 @@ es_load(void *arg, const struct store_loader *l)
 	ld.prefix_len = strlen(s->e->prefix);
 	es_jobstats_free(s);		/* counted again as they are read */
 	esa_forget(&s->agents);		/* known again as they are read */
-	if ((ld.ranks = json_object()) == NULL ||
-	    etcd_key(s->e, prefix, sizeof(prefix), "evbatch/") == -1 ||
+	if (etcd_key(s->e, prefix, sizeof(prefix), "evbatch/") == -1 ||
 	    etcd_range(s->e, prefix, &rev, es_load_batch, &ld) != ETCD_OK)
 		rc = -1;
 	for (t = ROW_META; t < ROW_TABLES && rc == 0; t++) {
@@ -1643,7 +1721,7 @@ es_load(void *arg, const struct store_loader *l)
 		rc = -1;
 	if (rc == 0)
 		s->rev = rev;
-	json_decref(ld.ranks);
+	es_rankrows_free(&ld);		/* a load that failed before them */
 	if (ld.newer) {
 		rc = -1;
 		log_warnx("store: etcd: the layout under %s is newer than this "
@@ -1751,12 +1829,7 @@ es_apply_key(void *arg, const char *key, const char *value, size_t len,
 		if (value == NULL)
 			return (es_apply_job(rel + 8, job, sizeof(job)) == -1 ?
 			    -1 : l->gone(l->arg, ROW_EVENTS, job, 0));
-		if ((ld.ranks = json_object()) == NULL)
-			return (-1);
 		rc = es_load_batch(&ld, key, value, len, NULL);
-		if (rc == 0)
-			rc = es_load_batch_ranks(&ld);
-		json_decref(ld.ranks);
 		/* Sent beside others (es_pump()): they land in any order. */
 		return (es_load_events(&ld, rc) == 0 ? 1 : -1);
 	}

@@ -1,8 +1,10 @@
 /*
- * The etcd store's event batches (store_etcd_batch.h): a job's events of one
- * commit written as JSON text as they come, one value per job and commit,
- * and read back event by event through the same checks as an event row of
- * its own (row_decode()).
+ * The etcd store's event batches (store_etcd_batch.h): a job's events, its
+ * ranks' rows and its journal entries of one commit packed as they come
+ * (row_pack(), by the rows' own field tables), one value per job and
+ * commit, and read back in place, each checked as a row of its own is
+ * (types and ranges: row_unpack()).  The JSON batches of before are read
+ * too (a store written by an older leader), through row_decode()'s checks.
  */
 
 #include <inttypes.h>
@@ -105,22 +107,7 @@ esb_num(struct esb_text *t, int64_t v, char after)
 static size_t
 esb_size(const struct esb_job *j)
 {
-	return (j->events.len + j->ranks.len + j->revs.len + j->journal.len);
-}
-
-/* Appends list ("[x,y", or nothing: "[") closed, after name. */
-static int
-esb_list(struct esb_text *v, const char *name, const struct esb_text *list)
-{
-	if (esb_reserve(v, strlen(name) + list->len + 8) == -1)
-		return (-1);
-	if (list->n == 0)
-		v->len += (size_t)snprintf(v->text + v->len, v->cap - v->len,
-		    ",\"%s\":[]", name);
-	else
-		v->len += (size_t)snprintf(v->text + v->len, v->cap - v->len,
-		    ",\"%s\":%.*s]", name, (int)list->len, list->text);
-	return (0);
+	return (j->events.len + j->ranks.len + j->journal.len);
 }
 
 /*
@@ -190,26 +177,96 @@ esb_inflate(const char *value, size_t len, size_t *outlen)
 }
 
 /*
+ * Returns a value's plain bytes in *plain (a deflated one inflated: *owned
+ * to free), their length in *plen.  Returns 0, or -1 if it is empty, or
+ * deflated and does not inflate.
+ */
+static int
+esb_plain(const char *value, size_t len, const char **plain, size_t *plen,
+    char **owned)
+{
+	*owned = NULL;
+	*plain = value;
+	*plen = len;
+	if (len == 0)
+		return (-1);
+	if (value[0] == '{' || (len >= sizeof(ESB_MAGIC) - 1 &&
+	    memcmp(value, ESB_MAGIC, sizeof(ESB_MAGIC) - 1) == 0))
+		return (0);
+	if ((*owned = esb_inflate(value, len, plen)) == NULL)
+		return (-1);
+	*plain = *owned;
+	return (0);
+}
+
+/*
  * Returns a value (JSON, or deflated JSON) parsed, NULL if it is not JSON;
  * *nozlib 1 if it is neither JSON nor zlib.
  */
 json_t *
 esb_parse(const char *value, size_t len, int *nozlib)
 {
-	json_t	*obj;
-	char	*text = NULL;
+	json_t		*obj;
+	const char	*text;
+	char		*owned;
 
 	*nozlib = 0;
-	if (len > 0 && value[0] != '{') {
-		if ((text = esb_inflate(value, len, &len)) == NULL) {
-			*nozlib = 1;
-			return (NULL);
-		}
-		value = text;
+	if (esb_plain(value, len, &text, &len, &owned) == -1) {
+		*nozlib = len > 0;
+		return (NULL);
 	}
-	obj = json_loadb(value, len, JSON_REJECT_DUPLICATES, NULL);
-	free(text);
+	obj = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(owned);
 	return (obj);
+}
+
+/* Appends a record of kind tag, len bytes at p, to t.  Returns 0 or -1. */
+static int
+esb_record(struct esb_text *t, int tag, const unsigned char *p, size_t len)
+{
+	unsigned char	*q;
+
+	if (esb_reserve(t, 1 + ROW_PACK_VARINT_MAX + len) == -1)
+		return (-1);
+	q = (unsigned char *)t->text + t->len;
+	*q++ = (unsigned char)tag;
+	q = row_varint_put(q, len);
+	memcpy(q, p, len);
+	t->len = (size_t)(q + len - (unsigned char *)t->text);
+	t->n++;
+	return (0);
+}
+
+/*
+ * Packs a row (fields f) as a record of kind tag in t, after the varint
+ * pre (a revision) if with_pre.  Returns 0 or -1.
+ */
+static int
+esb_pack(struct esb_text *t, int tag, int with_pre, uint64_t pre,
+    const struct ef *f, size_t n, const void *row)
+{
+	unsigned char	 stack[512], *buf = stack, *p;
+	size_t		 max = ROW_PACK_VARINT_MAX + row_pack_max(f, n, row);
+	int		 rc;
+
+	if (max > sizeof(stack) && (buf = malloc(max)) == NULL)
+		return (-1);
+	p = with_pre ? row_varint_put(buf, pre) : buf;
+	p += row_pack(f, n, row, p);
+	rc = esb_record(t, tag, buf, (size_t)(p - buf));
+	if (buf != stack)
+		free(buf);
+	return (rc);
+}
+
+/* Appends t's bytes to v, which has room for them. */
+static void
+esb_append(struct esb_text *v, const struct esb_text *t)
+{
+	if (t->len == 0)
+		return;		/* its text may be NULL */
+	memcpy(v->text + v->len, t->text, t->len);
+	v->len += t->len;
 }
 
 /* Hands j's batch to put as one value, and empties it.  Returns 0 or -1. */
@@ -219,6 +276,8 @@ esb_put_one(struct esb *b, struct esb_job *j, int64_t fence, esb_put_fn put,
 {
 	struct esb_text	 v = { NULL, 0, 0, 0 };
 	char		 key[JOBID_MAX + 64];
+	unsigned char	*p;
+	size_t		 jl = strlen(j->job);
 	int		 rc = -1;
 
 	if (j->events.n == 0 && j->ranks.n == 0 && j->journal.n == 0)
@@ -226,25 +285,25 @@ esb_put_one(struct esb *b, struct esb_job *j, int64_t fence, esb_put_fn put,
 	if (snprintf(key, sizeof(key), "evbatch/%s/%020" PRId64 "/%020" PRIu64,
 	    j->job, fence, ++b->seq) >= (int)sizeof(key))
 		return (-1);
-	if (esb_reserve(&v, 16) == 0) {
-		v.len = (size_t)snprintf(v.text, v.cap, "{\"job\":");
-		if (esb_quote(&v, j->job) == 0 &&
-		    esb_list(&v, "events", &j->events) == 0 &&
-		    esb_list(&v, "ranks", &j->ranks) == 0 &&
-		    (!j->has_revs || esb_list(&v, "revs", &j->revs) == 0) &&
-		    (j->journal.n == 0 ||
-		    esb_list(&v, "journal", &j->journal) == 0) &&
-		    esb_reserve(&v, 2) == 0) {
-			v.text[v.len++] = '}';
-			rc = esb_put_deflated(key, &v, put, arg);
-		}
+	/* The layout's magic, the job, then events, journal and ranks: the
+	 * order the JSON of before handed them over in. */
+	if (esb_reserve(&v, sizeof(ESB_MAGIC) + ROW_PACK_VARINT_MAX + jl + 1 +
+	    esb_size(j)) == 0) {
+		p = (unsigned char *)v.text;
+		memcpy(p, ESB_MAGIC, sizeof(ESB_MAGIC) - 1);
+		p = row_varint_put(p + sizeof(ESB_MAGIC) - 1, (uint64_t)jl + 1);
+		memcpy(p, j->job, jl + 1);
+		p += jl + 1;
+		v.len = (size_t)(p - (unsigned char *)v.text);
+		esb_append(&v, &j->events);
+		esb_append(&v, &j->journal);
+		esb_append(&v, &j->ranks);
+		rc = esb_put_deflated(key, &v, put, arg);
 	}
 	free(v.text);
 	j->events.len = j->events.n = 0;
 	j->ranks.len = j->ranks.n = 0;
-	j->revs.len = j->revs.n = 0;
 	j->journal.len = j->journal.n = 0;
-	j->has_revs = 0;
 	return (rc);
 }
 
@@ -272,13 +331,40 @@ esb_job(struct esb *b, const char *job, int64_t fence, esb_put_fn put,
 	return (j);
 }
 
-/* Opens the next element of list t: "[" or ",".  Returns 0 or -1. */
-static int
-esb_next(struct esb_text *t)
+/* A journal entry's fields in a batch, after its job (which the batch
+ * names): only ever appended to (store_row.h, row_pack()). */
+static const struct ef esb_journal_fields[] = {
+	EF(struct store_journal, rev, EF_U64),
+	EF(struct store_journal, type, EF_INT),
+	EF(struct store_journal, what, EF_INT),
+	EF(struct store_journal, rank, EF_I32),
+	EF(struct store_journal, window, EF_U32),
+	EF(struct store_journal, step, EF_I64),
+	EF(struct store_journal, stop, EF_I64),
+	EF(struct store_journal, time_ns, EF_I64),
+	EF(struct store_journal, generation, EF_U64),
+	EF(struct store_journal, node, EF_STR),
+	EF(struct store_journal, detail, EF_STR),
+};
+
+/* Returns table t's fields after the first (the job, which a batch names),
+ * n of them in *n. */
+static const struct ef *
+esb_fields(enum row_table t, size_t *n)
 {
-	if (esb_reserve(t, 2) == -1)
-		return (-1);
-	t->text[t->len++] = t->n++ == 0 ? '[' : ',';
+	const struct ef	*f = row_fields_of(t, n);
+
+	(*n)--;
+	return (f + 1);
+}
+
+/* Hands j's batch to put if it reached ESB_VALUE_MAX.  Returns 0 or -1. */
+static int
+esb_full(struct esb *b, struct esb_job *j, int64_t fence, esb_put_fn put,
+    void *arg)
+{
+	if (esb_size(j) >= ESB_VALUE_MAX)
+		return (esb_put_one(b, j, fence, put, arg));
 	return (0);
 }
 
@@ -293,43 +379,30 @@ esb_add(struct esb *b, const char *job, int32_t rank,
     const struct rank_event *ev, const char *node, const char *detail,
     uint64_t rev, int64_t fence, esb_put_fn put, void *arg)
 {
-	struct esb_job	*j;
-	struct esb_text	*t;
-	size_t		 len, n, rlen, rn;
+	struct store_event_row	 r;
+	struct esb_job		*j;
+	const struct ef		*f;
+	size_t			 n;
 
 	if ((j = esb_job(b, job, fence, put, arg)) == NULL)
 		return (-1);
-	t = &j->events;
-	len = t->len;
-	n = t->n;
-	rlen = j->revs.len;
-	rn = j->revs.n;
-	if (esb_next(t) == -1 || esb_reserve(t, 2) == -1)
-		goto fail;
-	t->text[t->len++] = '[';
-	if (esb_num(t, rank, ',') == -1 || esb_num(t, ev->window_id, ',') ==
-	    -1 || esb_num(t, ev->kind, ',') == -1 || esb_num(t, ev->step, ',') ==
-	    -1 || esb_num(t, ev->time_ns, ',') == -1 ||
-	    esb_quote(t, node) == -1 || esb_reserve(t, 2) == -1)
-		goto fail;
-	t->text[t->len++] = ',';
-	if (esb_quote(t, detail) == -1 || esb_reserve(t, 2) == -1)
-		goto fail;
-	t->text[t->len++] = ']';
-	if (esb_next(&j->revs) == -1 || esb_num(&j->revs, (int64_t)rev, 0) ==
-	    -1)
-		goto fail;
-	j->has_revs |= rev != 0;
-	if (esb_size(j) >= ESB_VALUE_MAX)
-		return (esb_put_one(b, j, fence, put, arg));
-	return (0);
-fail:
-	/* Not half an event: its fields and its revision, or neither. */
-	t->len = len;
-	t->n = n;
-	j->revs.len = rlen;
-	j->revs.n = rn;
-	return (-1);
+	memset(&r, 0, sizeof(r));
+	r.job = job;
+	r.rank = rank;
+	r.window_id = ev->window_id;
+	r.kind = ev->kind;
+	r.step = ev->step;
+	r.time_ns = ev->time_ns;
+	r.node = node;
+	r.detail = detail;
+	/* Strings of UTF-8 only, as the JSON of before held. */
+	if ((node != NULL && !utf8_valid(node, strlen(node))) ||
+	    (detail != NULL && !utf8_valid(detail, strlen(detail))))
+		return (-1);
+	f = esb_fields(ROW_EVENTS, &n);
+	if (esb_pack(&j->events, ESB_EVENT, 1, rev, f, n, &r) == -1)
+		return (-1);
+	return (esb_full(b, j, fence, put, arg));
 }
 
 /* Takes a journal entry that is no event into its job's batch, as
@@ -339,87 +412,17 @@ esb_add_journal(struct esb *b, const struct store_journal *sj, int64_t fence,
     esb_put_fn put, void *arg)
 {
 	struct esb_job	*j;
-	struct esb_text	*t;
 
 	if ((j = esb_job(b, sj->job, fence, put, arg)) == NULL)
 		return (-1);
-	t = &j->journal;
-	if (esb_next(t) == -1 || esb_reserve(t, 200) == -1)
+	if ((sj->node != NULL && !utf8_valid(sj->node, strlen(sj->node))) ||
+	    (sj->detail != NULL && !utf8_valid(sj->detail,
+	    strlen(sj->detail))))
 		return (-1);
-	t->len += (size_t)snprintf(t->text + t->len, t->cap - t->len,
-	    "[%" PRIu64 ",%d,%d,%" PRId32 ",%" PRIu32 ",%" PRId64 ",%" PRId64
-	    ",%" PRId64 ",%" PRIu64 ",", sj->rev, sj->type, sj->what, sj->rank,
-	    sj->window, sj->step, sj->stop, sj->time_ns, sj->generation);
-	if (esb_quote(t, sj->node) == -1 || esb_reserve(t, 2) == -1)
+	if (esb_pack(&j->journal, ESB_JOURNAL, 0, 0, esb_journal_fields,
+	    EF_N(esb_journal_fields), sj) == -1)
 		return (-1);
-	t->text[t->len++] = ',';
-	if (esb_quote(t, sj->detail) == -1 || esb_reserve(t, 2) == -1)
-		return (-1);
-	t->text[t->len++] = ']';
-	if (esb_size(j) >= ESB_VALUE_MAX)
-		return (esb_put_one(b, j, fence, put, arg));
-	return (0);
-}
-
-/*
- * Appends a row of table t as a JSON object, its fields in the table's
- * order (row_encode()'s object, NULL strings left out), written straight
- * into t's text: a batch holds a row per rank it changed, 100,000 at once.
- * Returns 0 or -1.
- */
-static int
-esb_row(struct esb_text *out, enum row_table t, const void *row)
-{
-	const struct ef	*f;
-	const char	*base = row, *str = NULL;
-	size_t		 i, n;
-	int		 first = 1, rc;
-
-	f = row_fields_of(t, &n);
-	if (esb_reserve(out, 2) == -1)
-		return (-1);
-	out->text[out->len++] = '{';
-	for (i = 0; i < n; i++) {
-		const void	*p = base + f[i].off;
-
-		if (f[i].type == EF_STR &&
-		    (str = *(const char * const *)p) == NULL)
-			continue;
-		/* The name, its quotes, a comma and a colon. */
-		if (esb_reserve(out, strlen(f[i].name) + 8) == -1)
-			return (-1);
-		out->len += (size_t)snprintf(out->text + out->len,
-		    out->cap - out->len, "%s\"%s\":", first ? "" : ",",
-		    f[i].name);
-		first = 0;
-		switch (f[i].type) {
-		case EF_STR:
-			rc = esb_quote(out, str);
-			break;
-		case EF_I64:
-			rc = esb_num(out, *(const int64_t *)p, 0);
-			break;
-		case EF_U64:
-			/* Kept as its bits, as row_encode() keeps them. */
-			rc = esb_num(out, (int64_t)*(const uint64_t *)p, 0);
-			break;
-		case EF_U32:
-			rc = esb_num(out, *(const uint32_t *)p, 0);
-			break;
-		case EF_I32:
-			rc = esb_num(out, *(const int32_t *)p, 0);
-			break;
-		default:
-			rc = esb_num(out, *(const int *)p, 0);
-			break;
-		}
-		if (rc == -1)
-			return (-1);
-	}
-	if (esb_reserve(out, 2) == -1)
-		return (-1);
-	out->text[out->len++] = '}';
-	return (0);
+	return (esb_full(b, j, fence, put, arg));
 }
 
 /* Takes a rank's row into its job's batch, as esb_add().  Returns 0 or -1. */
@@ -428,25 +431,26 @@ esb_add_rank(struct esb *b, const struct store_rank *r, int64_t fence,
     esb_put_fn put, void *arg)
 {
 	struct esb_job	*j;
-	size_t		 len, n;
+	const struct ef	*f;
+	size_t		 n, i;
 
 	if ((j = esb_job(b, r->job, fence, put, arg)) == NULL)
 		return (-1);
-	len = j->ranks.len;
-	n = j->ranks.n;
-	if (esb_next(&j->ranks) == -1 ||
-	    esb_row(&j->ranks, ROW_RANKS, r) == -1) {
-		/* Not half a row. */
-		j->ranks.len = len;
-		j->ranks.n = n;
-		return (-1);
+	f = esb_fields(ROW_RANKS, &n);
+	for (i = 0; i < n; i++) {
+		const char	*str;
+
+		if (f[i].type == EF_STR && (str = *(const char * const *)
+		    ((const char *)r + f[i].off)) != NULL &&
+		    !utf8_valid(str, strlen(str)))
+			return (-1);
 	}
-	if (esb_size(j) >= ESB_VALUE_MAX)
-		return (esb_put_one(b, j, fence, put, arg));
-	return (0);
+	if (esb_pack(&j->ranks, ESB_RANK, 0, 0, f, n, r) == -1)
+		return (-1);
+	return (esb_full(b, j, fence, put, arg));
 }
 
-/* Returns the bytes of JSON the open batches hold. */
+/* Returns the bytes the open batches hold. */
 size_t
 esb_bytes(const struct esb *b)
 {
@@ -479,7 +483,6 @@ esb_clear(struct esb *b)
 		free(b->jobs[i].job);
 		free(b->jobs[i].events.text);
 		free(b->jobs[i].ranks.text);
-		free(b->jobs[i].revs.text);
 		free(b->jobs[i].journal.text);
 	}
 	b->njobs = 0;
@@ -655,16 +658,18 @@ esb_decode_one(const char *key, const char *job, const json_t *a,
 }
 
 /*
- * Hands a rank row of a batch of job to fn by the key it would have of its
- * own, or to bad.  Returns what fn or bad did.
+ * Hands a rank row of a batch of job to fn, checked as a row of its own
+ * under the key it would have, or to bad.  Returns what fn or bad did.
  */
 static int
-esb_decode_rank(const char *key, const char *job, const json_t *obj,
+esb_decode_rank(const char *key, const char *job, json_t *obj,
     esb_rank_fn fn, esb_bad_fn bad, void *arg)
 {
 	struct store_rank	 k;
-	char			 rel[JOBID_MAX + 64], *text;
+	struct row		 row;
+	char			 rel[JOBID_MAX + 64];
 	const json_t		*rank = json_object_get(obj, "rank");
+	const char		*why;
 	int			 rc;
 
 	memset(&k, 0, sizeof(k));
@@ -674,12 +679,10 @@ esb_decode_rank(const char *key, const char *job, const json_t *obj,
 	    json_integer_value(rank) != k.rank ||
 	    row_key(ROW_RANKS, &k, rel, sizeof(rel)) == -1)
 		return (bad(arg, key, "a rank row without its rank"));
-	/* As text: the load holds every rank's latest row until its end, a
-	 * JSON object each would take several times the bytes. */
-	if ((text = json_dumps(obj, JSON_COMPACT)) == NULL)
-		return (-1);
-	rc = fn(arg, rel, text);
-	free(text);
+	if (row_decode_obj(&row, ROW_RANKS, rel, json_incref(obj), &why) == -1)
+		return (bad(arg, key, why));
+	rc = fn(arg, &row.u.rank);
+	row_clear(&row);
 	return (rc);
 }
 
@@ -765,32 +768,34 @@ esb_rev(const json_t *revs, size_t i)
 	return ((uint64_t)json_integer_value(x));
 }
 
-/*
- * Reads the batch value at key (relative to the prefix): each event handed
- * to fn (with its revision), each rank row to rank (checked by whoever
- * decodes it), each journal entry to journal (NULL: skipped), each that is
- * not one to bad, and a value that is no batch of the job its key names to
- * bad once.  Returns 0, or -1 if one of them did.
- */
-int
-esb_decode(const char *key, const char *value, size_t len, esb_event_fn fn,
-    esb_rank_fn rank, esb_journal_fn journal, esb_bad_fn bad, void *arg)
+/* Returns 1 if job (jl bytes) is a job's name, the one key names. */
+static int
+esb_job_of(const char *key, const char *job, size_t jl)
+{
+	return (jl > 0 && strncmp(key, "evbatch/", 8) == 0 &&
+	    strncmp(key + 8, job, jl) == 0 && key[8 + jl] == '/' &&
+	    jobid_valid(job, NULL));
+}
+
+/* Reads a JSON batch (a value written before the packed layout), as
+ * esb_decode(). */
+static int
+esb_decode_json(const char *key, const char *text, size_t len,
+    esb_event_fn fn, esb_rank_fn rank, esb_journal_fn journal,
+    esb_bad_fn bad, void *arg)
 {
 	json_t		*obj, *evs, *rks, *revs, *jnl, *a;
 	const char	*job;
 	size_t		 i, jl;
-	int		 rc = 0, nozlib;
+	int		 rc = 0;
 
-	if ((obj = esb_parse(value, len, &nozlib)) == NULL && nozlib)
-		return (bad(arg, key, "neither JSON nor zlib"));
+	obj = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
 	job = json_string_value(json_object_get(obj, "job"));
 	evs = json_object_get(obj, "events");
 	rks = json_object_get(obj, "ranks");
 	jl = job != NULL ? strlen(job) : 0;
 	if (job == NULL || !json_is_array(evs) || !json_is_array(rks) ||
-	    jl == 0 || strncmp(key, "evbatch/", 8) != 0 ||
-	    strncmp(key + 8, job, jl) != 0 || key[8 + jl] != '/' ||
-	    !jobid_valid(job, NULL)) {
+	    !esb_job_of(key, job, jl)) {
 		json_decref(obj);
 		return (bad(arg, key, "not a batch of the job its key names"));
 	}
@@ -818,5 +823,147 @@ esb_decode(const char *key, const char *value, size_t len, esb_event_fn fn,
 			break;
 	}
 	json_decref(obj);
+	return (rc);
+}
+
+/* Reads a packed event record of a batch of job: its revision, then its
+ * row's fields after the job.  Returns what fn or bad did. */
+static int
+esb_unpack_event(const char *key, const char *job, const unsigned char *p,
+    size_t len, esb_event_fn fn, esb_bad_fn bad, void *arg)
+{
+	struct store_event_row	 r;
+	const unsigned char	*end = p + len;
+	const struct ef		*f;
+	const char		*why;
+	uint64_t		 rev;
+	size_t			 n;
+
+	memset(&r, 0, sizeof(r));
+	if (row_varint_get(&p, end, &rev) == -1)
+		return (bad(arg, key, "an event without its revision"));
+	f = esb_fields(ROW_EVENTS, &n);
+	if (row_unpack(f, n, p, (size_t)(end - p), &r, &why) == -1)
+		return (bad(arg, key, why));
+	r.job = job;
+	/* As the JSON's: a revision past an integer's is none. */
+	r.rev = rev > INT64_MAX ? 0 : rev;
+	return (fn(arg, &r));
+}
+
+/* Reads a packed journal entry of a batch of job, its numbers checked as
+ * the JSON's are.  Returns what fn or bad did. */
+static int
+esb_unpack_journal(const char *key, const char *job, const unsigned char *p,
+    size_t len, esb_journal_fn fn, esb_bad_fn bad, void *arg)
+{
+	struct store_journal	 sj;
+	const char		*why;
+
+	memset(&sj, 0, sizeof(sj));
+	if (row_unpack(esb_journal_fields, EF_N(esb_journal_fields), p, len,
+	    &sj, &why) == -1)
+		return (bad(arg, key, why));
+	if (sj.rev > INT64_MAX || sj.type < 0 || sj.what < 0 || sj.step < -1 ||
+	    sj.stop < -1 || sj.time_ns < 0 || sj.generation > INT64_MAX)
+		return (bad(arg, key, "a journal entry's number is not one"));
+	sj.job = job;
+	return (fn(arg, &sj));
+}
+
+/* Reads a packed rank row of a batch of job.  Returns what fn or bad
+ * did. */
+static int
+esb_unpack_rank(const char *key, const char *job, const unsigned char *p,
+    size_t len, esb_rank_fn fn, esb_bad_fn bad, void *arg)
+{
+	struct store_rank	 r;
+	const struct ef		*f;
+	const char		*why;
+	size_t			 n;
+
+	memset(&r, 0, sizeof(r));
+	f = esb_fields(ROW_RANKS, &n);
+	if (row_unpack(f, n, p, len, &r, &why) == -1)
+		return (bad(arg, key, why));
+	r.job = job;
+	return (fn(arg, &r));
+}
+
+/* Reads a packed batch (after its magic), as esb_decode(): its job, then
+ * its records in order, each of a kind, its length and its bytes. */
+static int
+esb_decode_packed(const char *key, const unsigned char *p, size_t len,
+    esb_event_fn fn, esb_rank_fn rank, esb_journal_fn journal,
+    esb_bad_fn bad, void *arg)
+{
+	const unsigned char	*end = p + len, *rec;
+	const char		*job;
+	uint64_t		 v;
+	int			 rc = 0, tag;
+
+	if (row_varint_get(&p, end, &v) == -1 || v == 0 ||
+	    v - 1 >= (uint64_t)(end - p) || p[v - 1] != '\0' ||
+	    !esb_job_of(key, (const char *)p, v - 1))
+		return (bad(arg, key, "not a batch of the job its key names"));
+	job = (const char *)p;
+	p += v;
+	while (p < end && rc != -1) {
+		tag = *p++;
+		if (row_varint_get(&p, end, &v) == -1 ||
+		    v > (uint64_t)(end - p))
+			return (bad(arg, key, "a record cut short"));
+		rec = p;
+		p += v;
+		switch (tag) {
+		case ESB_EVENT:
+			rc = esb_unpack_event(key, job, rec, v, fn, bad, arg);
+			break;
+		case ESB_JOURNAL:
+			if (journal != NULL)
+				rc = esb_unpack_journal(key, job, rec, v,
+				    journal, bad, arg);
+			break;
+		case ESB_RANK:
+			rc = esb_unpack_rank(key, job, rec, v, rank, bad, arg);
+			break;
+		default:
+			rc = bad(arg, key, "a record of no kind known");
+			break;
+		}
+	}
+	return (rc);
+}
+
+/*
+ * Reads the batch value at key (relative to the prefix), packed or the JSON
+ * of before, deflated or not: each event handed to fn (with its revision),
+ * each rank row to rank (checked as a row of its own), each journal entry
+ * to journal (NULL: skipped), each that is not one to bad, and a value that
+ * is no batch of the job its key names to bad once.  Returns 0, or -1 if
+ * one of them did.
+ */
+int
+esb_decode(const char *key, const char *value, size_t len, esb_event_fn fn,
+    esb_rank_fn rank, esb_journal_fn journal, esb_bad_fn bad, void *arg)
+{
+	const char	*plain;
+	char		*owned;
+	size_t		 plen;
+	int		 rc;
+
+	if (esb_plain(value, len, &plain, &plen, &owned) == -1)
+		return (bad(arg, key, "neither a batch nor zlib"));
+	if (plain[0] == '{')
+		rc = esb_decode_json(key, plain, plen, fn, rank, journal, bad,
+		    arg);
+	else if (plen >= sizeof(ESB_MAGIC) - 1 &&
+	    memcmp(plain, ESB_MAGIC, sizeof(ESB_MAGIC) - 1) == 0)
+		rc = esb_decode_packed(key, (const unsigned char *)plain +
+		    sizeof(ESB_MAGIC) - 1, plen - (sizeof(ESB_MAGIC) - 1), fn,
+		    rank, journal, bad, arg);
+	else
+		rc = bad(arg, key, "not a batch of the job its key names");
+	free(owned);
 	return (rc);
 }

@@ -3,30 +3,41 @@
  * stores, as one value under one key, instead of one key (and one guarded
  * put) per event.
  *
- *	PREFIX evbatch/JOB/FENCE/SEQ	{"job": J, "events": [[rank, window,
- *					 kind, step, time_ns, node, detail],
- *					 ...], "ranks": [row, ...],
- *					 "revs": [rev, ...],
- *					 "journal": [[rev, type, what, rank,
- *					 window, step, stop, time_ns,
- *					 generation, node, detail], ...]}
+ *	PREFIX evbatch/JOB/FENCE/SEQ	ESB_MAGIC, JOB (a packed string), then
+ *					records: a byte (ESB_EVENT,
+ *					ESB_JOURNAL, ESB_RANK), a varint
+ *					length, the record
+ *
+ * A record is packed by store_row.c's rules (row_pack(): varints, NUL-ended
+ * strings) from a row's own field table, less its first field (the job,
+ * which the batch names): an event is its revision in the event stream (0:
+ * none, as in a rewritten history), then its row's fields (ROW_EVENTS); a
+ * rank row is ROW_RANKS's fields; a journal entry that is no stored event
+ * (a process's attach or detach, a window's change, a job's floor) is
+ * esb_journal_fields'.  A follower reads a batch in place, without a parse
+ * of JSON nor an allocation per event (bench/README.md, "the follower's
+ * apply of a batch").  A batch of a coordinator before this layout is a JSON
+ * object (first byte '{'):
+ *
+ *	{"job": J, "events": [[rank, window, kind, step, time_ns, node,
+ *	 detail], ...], "ranks": [row, ...], "revs": [rev, ...],
+ *	 "journal": [[rev, type, what, rank, window, step, stop, time_ns,
+ *	 generation, node, detail], ...]}
+ *
+ * and is read as well, so that a store an older leader wrote loads.
  *
  * FENCE is the writing leader's fencing token (unique to its leadership),
  * SEQ counts its batches: a key is never written twice with another value,
  * so a txn sent again lands once.  The value is stored deflated (zlib)
- * when that is smaller: etcd then moves a fifth of the bytes or less.  A value stays under ESB_VALUE_MAX bytes
- * (one txn under etcd's request limit); a job's events past it go to the
- * next SEQ.  The dedupe by (job, rank, window, kind) is the model's
+ * when that is smaller.  A value stays under ESB_VALUE_MAX bytes (one txn
+ * under etcd's request limit); a job's events past it go to the next SEQ.
+ * The dedupe by (job, rank, window, kind) is the model's
  * (schedule_rank_has_event(), rebuilt on load); the load drops a repeat all
  * the same, keeping the earliest.  A rank's row is the one of the last
- * batch (in key order: commit order) that holds it.
+ * batch (in key order: commit order) that holds it, and the last in it.
  *
  * The event stream's revisions (store.h, struct store_journal) ride in the
- * same value as what they speak of, so that both land or neither: "revs"
- * gives each event's (absent in a rewritten history), "journal" the entries
- * that are no stored event (a process's attach or detach, a window's
- * change, a job's floor).  A coordinator of before them reads the events
- * and ignores both.
+ * same value as what they speak of, so that both land or neither.
  */
 
 #ifndef DYNPROF_STORE_ETCD_BATCH_H
@@ -43,15 +54,21 @@ struct store_event_row;
 struct store_journal;
 struct store_rank;
 
-/* Bytes of JSON text in one batch value: base64 and the txn around it stay
- * under ETCD_TXN_BYTES_MAX. */
+/* Bytes of one batch value, before deflate: base64 and the txn around it
+ * stay under ETCD_TXN_BYTES_MAX. */
 #define ESB_VALUE_MAX	(640 * 1024)
 #define ESB_JOBS_MAX	64	/* jobs with a batch open at once */
 #define ESB_ZLEVEL	1	/* zlib's fastest: most of the gain */
+/* The packed layout's first bytes (no JSON nor zlib starts with a NUL);
+ * bump its last when a record's meaning changes. */
+#define ESB_MAGIC	"\0DPB1"
+#define ESB_EVENT	1	/* a record's kind */
+#define ESB_JOURNAL	2
+#define ESB_RANK	3
 /* A deflated value is refused past this, inflated. */
 #define ESB_INFLATED_MAX	(4 * ESB_VALUE_MAX)
 
-/* JSON text being written: "[x,y" so far. */
+/* Bytes being written (JSON text, or a batch's packed records), n items. */
 struct esb_text {
 	char		*text;
 	size_t		 len, cap;
@@ -63,8 +80,6 @@ struct esb_job {
 	char		*job;
 	struct esb_text	 events;
 	struct esb_text	 ranks;
-	struct esb_text	 revs;		/* one per event */
-	int		 has_revs;	/* one of them is not 0 */
 	struct esb_text	 journal;
 };
 
@@ -101,8 +116,8 @@ typedef int	(*esb_put_fn)(void *, const char *, const char *, size_t);
 typedef int	(*esb_event_fn)(void *, const struct store_event_row *);
 /* ... and each journal entry that is no event (its strings the value's). */
 typedef int	(*esb_journal_fn)(void *, const struct store_journal *);
-/* ... and each rank row: its key (relative) and its JSON text. */
-typedef int	(*esb_rank_fn)(void *, const char *, const char *);
+/* ... and each rank row, decoded and checked (its strings the value's). */
+typedef int	(*esb_rank_fn)(void *, const struct store_rank *);
 /* ... and each it refuses: the key and why. */
 typedef int	(*esb_bad_fn)(void *, const char *, const char *);
 

@@ -31,7 +31,7 @@ if(DYNPROF_FUZZ)
   list(TRANSFORM FUZZ_AGENT_SRC PREPEND ${PROJECT_SOURCE_DIR}/agent/)
   set(FUZZ_COORD_SRC coord.c link.c link_dispatch.c schedule.c
     schedule_ranks.c change.c load.c options.c store.c http.c http_jobs.c metrics.c
-    store_row.c valid.c nodeview.c viewrows.c stragview.c legacyview.c
+    store_row.c store_etcd_batch.c valid.c nodeview.c viewrows.c stragview.c legacyview.c
     straggler.c legacy.c)
   set(FUZZ_CFLAGS -fsanitize=fuzzer-no-link,address,undefined
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
@@ -100,6 +100,7 @@ dynprof_fuzz(ranks fuzz_agent_objs)
 dynprof_fuzz(segment fuzz_lib_objs)
 dynprof_fuzz(admin fuzz_coord_objs)
 dynprof_fuzz(store_row fuzz_coord_objs)
+dynprof_fuzz(evbatch fuzz_coord_objs)
 dynprof_fuzz(nodeview fuzz_coord_objs)
 dynprof_fuzz(viewrows fuzz_coord_objs)
 dynprof_fuzz(labels fuzz_agent_objs)

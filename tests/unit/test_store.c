@@ -26,6 +26,7 @@
 #include <sqlite3.h>
 
 #include <jansson.h>
+#include <zlib.h>
 
 #include "coord.h"
 #include "etcd.h"
@@ -581,7 +582,7 @@ test_etcd_newer_schema(void **state)
 	struct loaded	 l;
 	struct store_loader cb = { .arg = &l, .generation = on_generation };
 
-	put_raw(f, "meta/generation", "{\"generation\":1,\"schema\":3}");
+	put_raw(f, "meta/generation", "{\"generation\":1,\"schema\":4}");
 	memset(&l, 0, sizeof(l));
 	assert_int_equal(store_load(f->s, &cb), -1);
 	assert_int_equal(l.generation, 0);
@@ -929,6 +930,234 @@ test_etcd_keepalive_stale(void **state)
 	etcd_free(e2);
 }
 
+/* What a load of several ranks handed over: each rank's row, each event. */
+struct ranks_seen {
+	int64_t		 step[8];	/* by rank, -1: no row */
+	int		 state[8];
+	char		 labels[8][16];
+	int		 nrows;
+	struct {
+		int32_t	 rank;
+		int	 kind;
+		int64_t	 time_ns;
+	}		 ev[8];
+	int		 nev;
+	struct journal_seen js;
+};
+
+/* Takes a rank's row, by its rank (0-7). */
+static int
+on_rank_seen(void *arg, const struct store_rank *r)
+{
+	struct ranks_seen	*rs = arg;
+
+	assert_true(r->rank >= 0 && r->rank < 8);
+	assert_string_equal(r->job, "J");
+	rs->step[r->rank] = r->step;
+	rs->state[r->rank] = r->state;
+	copy(rs->labels[r->rank], sizeof(rs->labels[r->rank]), r->labels);
+	rs->nrows++;
+	return (0);
+}
+
+/* Takes an event. */
+static int
+on_event_seen(void *arg, const char *job, int32_t rank,
+    const struct rank_event *ev, const char *node, const char *detail)
+{
+	struct ranks_seen	*rs = arg;
+
+	(void)node;
+	(void)detail;
+	assert_string_equal(job, "J");
+	assert_true(rs->nev < 8);
+	rs->ev[rs->nev].rank = rank;
+	rs->ev[rs->nev].kind = ev->kind;
+	rs->ev[rs->nev].time_ns = ev->time_ns;
+	rs->nev++;
+	return (0);
+}
+
+/* Takes a journal entry into rs->js. */
+static int
+on_journal_seen(void *arg, const struct store_journal *sj)
+{
+	return (on_journal(&((struct ranks_seen *)arg)->js, sj));
+}
+
+/* A loader of rows and events into rs. */
+static void
+ranks_seen_loader(struct store_loader *cb, struct ranks_seen *rs)
+{
+	int	 i;
+
+	memset(rs, 0, sizeof(*rs));
+	for (i = 0; i < 8; i++)
+		rs->step[i] = -1;
+	memset(cb, 0, sizeof(*cb));
+	cb->arg = rs;
+	cb->rank = on_rank_seen;
+	cb->event = on_event_seen;
+	cb->journal = on_journal_seen;
+}
+
+/* Checks that rs holds one event of rank and kind, at time_ns. */
+static void
+ranks_seen_event(const struct ranks_seen *rs, int32_t rank, int kind,
+    int64_t time_ns)
+{
+	int	 i, n = 0;
+
+	for (i = 0; i < rs->nev; i++) {
+		if (rs->ev[i].rank == rank && rs->ev[i].kind == kind) {
+			assert_int_equal(rs->ev[i].time_ns, time_ns);
+			n++;
+		}
+	}
+	assert_int_equal(n, 1);
+}
+
+/* The JSON batches of a coordinator before the packed layout: the first
+ * plain, the second deflated (as it wrote them when that was smaller). */
+static const char *const old_batches[] = {
+	"{\"job\":\"J\",\"events\":[[5,2,2,10,14,null,null],"
+	"[6,2,2,10,15,null,null]],\"ranks\":[{\"job\":\"J\",\"rank\":5,"
+	"\"node\":\"n0\",\"pid\":1234,\"step\":10,\"state\":3,\"window_id\":2,"
+	"\"last_event\":2,\"last_event_ns\":14,\"labels\":\"pp=1\"},"
+	"{\"job\":\"J\",\"rank\":6,\"node\":\"n0\",\"step\":10,\"state\":3}],"
+	"\"revs\":[1003,1004],\"journal\":[[1000,1,1,5,0,3,0,13,0,\"n0\","
+	"null]]}",
+	"{\"job\":\"J\",\"events\":[[5,2,3,20,24,null,null]],\"ranks\":["
+	"{\"job\":\"J\",\"rank\":5,\"node\":\"n0\",\"step\":20,\"state\":4}],"
+	"\"revs\":[1005]}",
+};
+
+/* Puts old_batches[i] at evbatch/J/1/i+1 (fence 1: before any leader of
+ * this test's); deflated if deflate is set.  Its key in key. */
+static void
+put_old_batch(struct fixture *f, size_t i, int deflate, char *key,
+    size_t klen)
+{
+	const char	*v = old_batches[i];
+	uLongf		 zlen = compressBound(strlen(v));
+	Bytef		 z[4096];
+	json_t		*ans;
+
+	assert_int_equal(etcd_key(f->e, key, klen, "evbatch/J/%020d/%020zu", 1,
+	    i + 1), 0);
+	assert_true(zlen <= sizeof(z));
+	if (deflate)
+		assert_int_equal(compress2(z, &zlen, (const Bytef *)v,
+		    strlen(v), 1), Z_OK);
+	assert_int_equal(etcd_call(f->e, "/v3/kv/put", json_pack("{s:o,s:o}",
+	    "key", etcd_b64(key, strlen(key)), "value", deflate ?
+	    etcd_b64((const char *)z, zlen) : etcd_b64(v, strlen(v))), &ans),
+	    ETCD_OK);
+	json_decref(ans);
+}
+
+/* Takes a batch value read back: its first 5 bytes (inflated if it is
+ * zlib's) in arg, the last value's left there. */
+static int
+first_bytes(void *arg, const char *key, const char *value, size_t len,
+    const json_t *kv)
+{
+	char	*head = arg;
+	Bytef	 out[8];
+	uLongf	 olen = sizeof(out);
+	int	 rc;
+
+	(void)key;
+	(void)kv;
+	assert_true(len >= 5);
+	memcpy(head, value, 5);
+	if ((unsigned char)value[0] == 0x78) {
+		/* Only its start is asked for: Z_BUF_ERROR then. */
+		rc = uncompress(out, &olen, (const Bytef *)value, len);
+		assert_true(rc == Z_OK || rc == Z_BUF_ERROR);
+		memcpy(head, out, 5);
+	}
+	return (0);
+}
+
+/*
+ * A store an older leader wrote (a rolling upgrade): its JSON batches, plain
+ * and deflated, load, and a watch's key of one applies alone; the batches
+ * this coordinator writes after them are packed (no JSON), and the load of
+ * the two keeps each rank's latest row, each event once (the earliest) and
+ * every revision of the event stream.
+ */
+static void
+test_etcd_old_batches(void **state)
+{
+	struct fixture		*f = *state;
+	struct rank_event	 again = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
+	    2, 10, 99 };
+	struct rank_event	 stop6 = { DYNPROF__V1__EVENT_KIND__EVENT_STOPPED,
+	    2, 20, 25 };
+	struct store_rank	 r6 = { "J", 6, "n1", 77, 30, 4, 2, NULL, 3, 25,
+	    NULL, "pp=2", 0, 0, 0 };
+	struct store_loader	 cb;
+	struct ranks_seen	 rs;
+	const struct store_journal *e;
+	char			 key0[ETCD_KEY_MAX], key1[ETCD_KEY_MAX];
+	char			 prefix[ETCD_KEY_MAX], head[8];
+	int64_t			 rev = 0;
+	size_t			 i;
+
+	put_old_batch(f, 0, 0, key0, sizeof(key0));
+	put_old_batch(f, 1, 1, key1, sizeof(key1));
+	/* As a follower's watch hands them over, one key at a time. */
+	ranks_seen_loader(&cb, &rs);
+	assert_int_equal(store_apply(f->s, key0, old_batches[0],
+	    strlen(old_batches[0]), 10, &cb), 1);
+	assert_int_equal(rs.nrows, 2);
+	assert_int_equal(rs.step[5], 10);
+	assert_string_equal(rs.labels[5], "pp=1");
+	assert_int_equal(rs.nev, 2);
+	ranks_seen_event(&rs, 5, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 14);
+	ranks_seen_event(&rs, 6, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 15);
+	assert_int_equal(rs.js.n, 3);
+	e = journal_seen_rev(&rs.js, 1000, &i);
+	assert_int_equal(e->what, DYNPROF__V1__EVENT_KIND__EVENT_ATTACHED);
+	assert_string_equal(rs.js.node[i], "n0");
+	(void)journal_seen_rev(&rs.js, 1004, &i);
+	/* This coordinator's own batch, after them in key order. */
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_put_rank(f->s, &r6), 0);
+	assert_int_equal(store_put_event(f->s, "J", 5, &again, NULL, NULL, 0),
+	    1);
+	assert_int_equal(store_put_event(f->s, "J", 6, &stop6, NULL, NULL,
+	    1006), 1);
+	assert_int_equal(store_commit(f->s), 0);
+	memset(head, 0, sizeof(head));
+	assert_int_equal(etcd_key(f->e, prefix, sizeof(prefix), "evbatch/J/"),
+	    0);
+	assert_int_equal(count_keys(f, "evbatch/J/"), 3);
+	/* The last key (this leader's, in key order) is packed: its magic,
+	 * no '{'. */
+	assert_int_equal(etcd_range(f->e, prefix, &rev, first_bytes, head),
+	    ETCD_OK);
+	assert_memory_equal(head, "\0DPB1", 5);
+	/* The whole store, as a new leader loads it. */
+	ranks_seen_loader(&cb, &rs);
+	assert_int_equal(store_load(f->s, &cb), 0);
+	assert_int_equal(rs.nrows, 2);
+	assert_int_equal(rs.step[5], 20);	/* the deflated batch's */
+	assert_int_equal(rs.state[5], 4);
+	assert_string_equal(rs.labels[5], "(null)");
+	assert_int_equal(rs.step[6], 30);	/* the packed batch's */
+	assert_string_equal(rs.labels[6], "pp=2");
+	assert_int_equal(rs.nev, 4);
+	ranks_seen_event(&rs, 5, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 14);
+	ranks_seen_event(&rs, 5, DYNPROF__V1__EVENT_KIND__EVENT_STOPPED, 24);
+	ranks_seen_event(&rs, 6, DYNPROF__V1__EVENT_KIND__EVENT_STARTED, 15);
+	ranks_seen_event(&rs, 6, DYNPROF__V1__EVENT_KIND__EVENT_STOPPED, 25);
+	assert_int_equal(rs.js.n, 5);
+	for (rev = 1003; rev <= 1006; rev++)
+		(void)journal_seen_rev(&rs.js, (uint64_t)rev, &i);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -948,6 +1177,7 @@ main(int argc, char **argv)
 		T(test_etcd_agent_values),
 		T(test_etcd_fencing),
 		T(test_etcd_journal),
+		T(test_etcd_old_batches),
 		T(test_etcd_keepalive_stale),
 	};
 #undef T
