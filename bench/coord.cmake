@@ -30,3 +30,10 @@ add_executable(dynprof-busy-judge-bench ${PROJECT_SOURCE_DIR}/bench/busy_judge.c
 target_link_libraries(dynprof-busy-judge-bench PRIVATE dpcoord)
 set_target_properties(dynprof-busy-judge-bench PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+# dynprof-batch-bench: the CPU a follower's copy spends on the etcd store's
+# event batches, decoded alone and taken into a model, in process (no
+# etcd).  Run: build/bench/dynprof-batch-bench [--ranks N] [--runs K]
+add_executable(dynprof-batch-bench ${PROJECT_SOURCE_DIR}/bench/batch_bench.c)
+target_link_libraries(dynprof-batch-bench PRIVATE dpcoord)
+set_target_properties(dynprof-batch-bench PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
