@@ -289,6 +289,28 @@ legacy_soon(struct legacy *l, int64_t at_ms, int64_t now)
 }
 
 /*
+ * Writes window w (NULL: "no window") in lj's file once the write rules let
+ * it (legacy_write_due()).  Returns 0 written; 1 held back, looked at again
+ * when due; -1 failed with why, tried again after LEGACY_RETRY_MS.
+ */
+static int
+legacy_write_when_due(struct legacy *l, struct legacy_job *lj,
+    const struct seg_window *w, int64_t now, const char **why)
+{
+	int64_t	 due;
+
+	if ((due = legacy_write_due(lj, now)) > now) {
+		legacy_soon(l, due, now);
+		return (1);
+	}
+	if (legacy_write(l, lj, w, why) == -1) {
+		lj->retry_at_ms = now + LEGACY_RETRY_MS;
+		return (-1);
+	}
+	return (0);
+}
+
+/*
  * Writes window w (NULL: the file says "no window") if the rules allow it now;
  * otherwise looks again when they will.  Returns 1 if written.
  */
@@ -297,7 +319,7 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
     const struct seg_window *w, int64_t now)
 {
 	const char	*why;
-	int64_t		 due;
+	int		 rc;
 
 	if (now < lj->retry_at_ms)
 		return (0);
@@ -306,22 +328,20 @@ legacy_try_write(struct legacy *l, struct legacy_job *lj,
 		legacy_soon(l, lj->shown_until_ms, now);
 		return (0);
 	}
-	if ((due = legacy_write_due(lj, now)) > now) {
-		legacy_soon(l, due, now);
+	if ((rc = legacy_write_when_due(l, lj, w, now, &why)) == 1) {
 		if (w != NULL && lj->early != w->id) {
 			lj->early = w->id;
 			legacy_write_record(l, lj, w);
 		}
 		return (0);
 	}
-	if (legacy_write(l, lj, w, &why) == -1) {
+	if (rc == -1) {
 		/* Retried each LEGACY_RETRY_MS: said when it changes. */
 		if (strcmp(lj->write_error, why) != 0)
 			log_limited(&lj->log, LOG_LEVEL_QUIET, "legacy job %s: "
 			    "%s", lj->name, why);
 		snprintf(lj->write_error, sizeof(lj->write_error), "%s", why);
 		snprintf(lj->error, sizeof(lj->error), "%s", why);
-		lj->retry_at_ms = now + LEGACY_RETRY_MS;
 		lj->status_dirty = 1;
 		return (0);
 	}
@@ -363,18 +383,10 @@ legacy_rewrite(struct legacy *l, struct legacy_job *lj,
     const struct seg_window *w, int64_t now)
 {
 	const char	*why;
-	int64_t		 due;
 
-	if (now < lj->retry_at_ms)
+	if (now < lj->retry_at_ms ||
+	    legacy_write_when_due(l, lj, w, now, &why) != 0)
 		return;
-	if ((due = legacy_write_due(lj, now)) > now) {
-		legacy_soon(l, due, now);
-		return;
-	}
-	if (legacy_write(l, lj, w, &why) == -1) {
-		lj->retry_at_ms = now + LEGACY_RETRY_MS;
-		return;
-	}
 	lj->rewrite = 0;
 	lj->status_dirty = 1;
 	log_limited(&lj->log, LOG_LEVEL_INFO, "legacy job %s: wrote window %u "
