@@ -33,7 +33,8 @@ static const char *const bench_ops[] = { "aten::mm", "aten::addmm",
     "autograd::engine::evaluate_function: AddmmBackward0",
     "Optimizer.step#SGD.step" };
 
-/* Writes a trace of about mb MiB into path: steps of 40 operators each. */
+/* Writes a trace of about mb MiB into path: steps of 40 operators each and
+ * a gradients' all-reduce on gloo's thread. */
 static int
 bench_generate(const char *path, long mb)
 {
@@ -62,6 +63,10 @@ bench_generate(const char *path, long mb)
 			    12], ts + i * 900, 100 + i * 7, step * 40 + i);
 			bytes += n;
 		}
+		n = fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"gloo:all_reduce\", "
+		    "\"pid\": 1, \"tid\": 2, \"ts\": %lld, \"dur\": %d, \"args\": "
+		    "{}}", ts + 30000, 9000 + step % 5);
+		bytes += n;
 		ts += 41000;
 		step++;
 	}
