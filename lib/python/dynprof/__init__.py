@@ -79,6 +79,14 @@ class Window(collections.namedtuple("Window", "id start_step stop_step")):
         """True for a time window."""
         return self.duration_ns > 0
 
+    def __repr__(self):
+        if not self.timed:
+            return super().__repr__()
+        return ("Window(id=%d, start_step=%d, stop_step=%d, start_unix_ns=%d,"
+                " start_ns=%d, duration_ns=%d)" % (
+                    self.id, self.start_step, self.stop_step,
+                    self.start_unix_ns, self.start_ns, self.duration_ns))
+
 
 Options = collections.namedtuple("Options",
                                  [row[0] for row in _native.OPTIONS])

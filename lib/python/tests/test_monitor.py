@@ -425,6 +425,8 @@ def test_report_failure(env):
     mon.step()
     assert mon.active_window == dynprof.Window(1, 1, 10)
     assert not mon.active_window.timed and mon.active_window.duration_ns == 0
+    assert repr(mon.active_window) == \
+        "Window(id=1, start_step=1, stop_step=10)"
     mon.report_failure("device lost")
     assert mon.state == dynprof.RankState.FAILED
     mon.close()
@@ -700,6 +702,10 @@ def test_poll_and_poller_time_window(env):
         assert w.timed and w == (1, 0, 0)
         assert (w.start_ns, w.start_unix_ns, w.duration_ns) == \
             (t0 + 150 * ms, u0, 150 * ms)
+        # Printed, it says its times (and reads back as the same window).
+        assert "duration_ns=%d" % (150 * ms) in repr(w)
+        back = eval(repr(w), {"Window": dynprof.Window})
+        assert back == w and back.start_unix_ns == u0
 
     del got[:]
     mon.start_poller(0.005)
