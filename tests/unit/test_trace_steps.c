@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "agent.h"
+#include "dynprof.pb-c.h"
 #include "tracesum.h"
 
 static const char kineto[] =
@@ -421,6 +422,54 @@ test_text_comm(void **state)
 	assert_int_equal(s.comm_op.name[0], '\0');
 }
 
+/* RankEvent.trace_summary of an agent before comm_read (its steps' comm_us
+ * 0 on the wire) is taken with nothing known of it; one of now goes
+ * through the wire and back whole. */
+static void
+test_pb_comm(void **state)
+{
+	Dynprof__V1__TraceSummary	 pb, *back;
+	Dynprof__V1__StepTime		 steps[TRACESUM_STEPS_MAX];
+	Dynprof__V1__StepTime		*stepp[TRACESUM_STEPS_MAX];
+	Dynprof__V1__OpTime		 ops[TRACESUM_OPS_MAX], comm_op;
+	Dynprof__V1__OpTime		*opp[TRACESUM_OPS_MAX];
+	struct tracesum			 s, got;
+	const char			*why;
+	uint8_t				 buf[4096];
+	size_t				 len;
+
+	(void)state;
+	assert_int_equal(tracesum_decode("sum2 kineto 1 2 2 4:10:3,5:12:? - "
+	    "9:2:gloo:all_reduce", &s, &why), 0);
+	tracesum_to_pb(&s, &pb, steps, stepp, ops, opp, &comm_op);
+	len = dynprof__v1__trace_summary__get_packed_size(&pb);
+	assert_true(len < sizeof(buf));
+	dynprof__v1__trace_summary__pack(&pb, buf);
+	assert_non_null(back = dynprof__v1__trace_summary__unpack(NULL, len,
+	    buf));
+	assert_int_equal(tracesum_from_pb(back, &got, &why), 0);
+	assert_int_equal(got.comm_read, 1);
+	assert_int_equal(got.steps[0].comm_us, 3);
+	assert_int_equal(got.steps[1].comm_us, -1);
+	assert_string_equal(got.comm_op.name, "gloo:all_reduce");
+	dynprof__v1__trace_summary__free_unpacked(back, NULL);
+	/* As an agent before it packs it: no comm_read, no comm_op. */
+	s.comm_read = 0;
+	tracesum_to_pb(&s, &pb, steps, stepp, ops, opp, &comm_op);
+	assert_null(pb.comm_op);
+	len = dynprof__v1__trace_summary__get_packed_size(&pb);
+	dynprof__v1__trace_summary__pack(&pb, buf);
+	assert_non_null(back = dynprof__v1__trace_summary__unpack(NULL, len,
+	    buf));
+	assert_int_equal(tracesum_from_pb(back, &got, &why), 0);
+	assert_int_equal(got.comm_read, 0);
+	assert_int_equal(got.nsteps, 2);
+	assert_int_equal(got.steps[0].comm_us, -1);
+	assert_int_equal(tracesum_step_median(&got), 10);
+	assert_int_equal(tracesum_compute_median(&got), -1);
+	dynprof__v1__trace_summary__free_unpacked(back, NULL);
+}
+
 static void
 test_text_hostile(void **state)
 {
@@ -469,6 +518,7 @@ main(void)
 		cmocka_unit_test(test_comm_names),
 		cmocka_unit_test(test_comm_bound),
 		cmocka_unit_test(test_text_comm),
+		cmocka_unit_test(test_pb_comm),
 		cmocka_unit_test(test_memory_bound),
 	};
 
