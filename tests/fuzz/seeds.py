@@ -35,6 +35,25 @@ def event(seq, kind, rank, extra="", boot=77, job="fz"):
 WIN1 = "window_id: 1 start_step: 10 stop_step: 20"
 WIN2 = "window_id: 2 start_step: 100 stop_step: 120"
 
+# The LegacyStatus of a legacy job: written alone (fuzz_legacy_status) and
+# inside an AgentMessage (fuzz_coord_dispatch).
+LEGACY_TEXT = {
+    "written": 'job: "fz" dialect: "mindspore-2.4" output_dir: "/out/fz" '
+               'windows { window_id: 1 state: LEGACY_WINDOW_WRITTEN } '
+               'windows { window_id: 2 state: LEGACY_WINDOW_REFUSED '
+               'reason: "the dialect cannot say it" }',
+    "error": 'job: "fz" dialect: "torch_npu" error: "config unwritable" '
+             'windows { window_id: 2 state: LEGACY_WINDOW_WAITING } '
+             'windows { window_id: 99 state: LEGACY_WINDOW_UNVERIFIED }',
+    "other": 'job: "other" dialect: ""',
+    "removed": 'job: "fz" removed: true',
+}
+
+
+def legacy(name):
+    return "legacy { %s }" % LEGACY_TEXT[name]
+
+
 COORD = {
     # A node's whole life with the job: subscribe, ranks attach, a window
     # starts and stops, progress, applied, heartbeats that commit.
@@ -89,36 +108,21 @@ COORD = {
     # A legacy job served by this node: its status, the events observed for
     # it, a status of another job, one of a bad job id, then the job gone.
     "legacy": [
-        'legacy { job: "fz" dialect: "mindspore-2.4" output_dir: "/out/fz" '
-        'windows { window_id: 1 state: LEGACY_WINDOW_WRITTEN } '
-        'windows { window_id: 2 state: LEGACY_WINDOW_REFUSED '
-        'reason: "the dialect cannot say it" } }',
+        legacy("written"),
         event(1, "EVENT_OBSERVED", 8, WIN1 + ' step: 10 output_dir: "/out/fz/r8"'),
         event(2, "EVENT_OBSERVED_COMPLETE", 8, WIN1 + " step: 20"),
         "heartbeat { }",
-        'legacy { job: "fz" dialect: "torch_npu" error: "config unwritable" '
-        'windows { window_id: 2 state: LEGACY_WINDOW_WAITING } '
-        'windows { window_id: 99 state: LEGACY_WINDOW_UNVERIFIED } }',
-        'legacy { job: "other" dialect: "" }',
+        legacy("error"),
+        legacy("other"),
         'legacy { job: "../x" }',
-        'legacy { job: "fz" removed: true }',
+        legacy("removed"),
         event(3, "EVENT_OBSERVED", 9, WIN2 + ' step: 100'),
         "heartbeat { }",
     ],
 }
 
 # One LegacyStatus a seed (fuzz_legacy_status).
-LEGACY = {
-    "written": ['job: "fz" dialect: "mindspore-2.4" output_dir: "/out/fz" '
-                'windows { window_id: 1 state: LEGACY_WINDOW_WRITTEN } '
-                'windows { window_id: 2 state: LEGACY_WINDOW_REFUSED '
-                'reason: "the dialect cannot say it" }'],
-    "error": ['job: "fz" dialect: "torch_npu" error: "config unwritable" '
-              'windows { window_id: 2 state: LEGACY_WINDOW_WAITING } '
-              'windows { window_id: 99 state: LEGACY_WINDOW_UNVERIFIED }'],
-    "other": ['job: "other" dialect: ""'],
-    "removed": ['job: "fz" removed: true'],
-}
+LEGACY = {name: [text] for name, text in LEGACY_TEXT.items()}
 
 AGENT = {
     # Welcome, the job's schedule, acks of events it never sent, heartbeats.
