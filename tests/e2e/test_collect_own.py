@@ -19,15 +19,11 @@ OTHER = "oth-%d" % os.getpid()
 
 def test():
     with Cluster("collown") as c:
-        c.start_coordinator()
-        n = c.node("n0")
-        store = c.trace_store()
         allow = os.path.join(c.dir, "allowed")
         outside = os.path.join(c.dir, "outside")
         os.makedirs(allow)
         os.makedirs(outside)
-        n.start_agent(extra=["--trace-store", store, "--trace-settle", "1",
-                             "--trace-store-allow", allow])
+        n, store, _ = c.start_collecting(1, ["--trace-store-allow", allow])
         n.start_rank(OWN, 0, rate=50)
         n.start_rank(OTHER, 0, rate=50)
         c.wait_ranks(OWN, 1, min_step=5)

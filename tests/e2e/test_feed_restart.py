@@ -34,10 +34,7 @@ def said(evs, wid):
 
 def test():
     with Cluster("feed") as c:
-        c.start_coordinator(heartbeat_ms=500)
-        n = c.node("n0")
-        n.start_agent()
-        n.start_rank(JOB, 0, rate=50)
+        c.start_node_ranks(JOB, [0])
         st = c.wait_ranks(JOB, 1, min_step=5)
         top = st["progress"]["max_step"]
         w = c.add_window(JOB, {"start_step": top + 10, "stop_step": top + 12})

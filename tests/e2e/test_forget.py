@@ -45,10 +45,7 @@ def segment(c, node, job):
 
 def test():
     with Cluster("forget") as c:
-        c.start_coordinator(heartbeat_ms=500)
-        n0 = c.node("n0")
-        n0.start_agent()
-        n0.start_rank(JOB, 0, rate=50)
+        n0 = c.start_node_ranks(JOB, [0])
 
         # A typo of a job: scheduled, then forgotten, from memory and store.
         c.add_window(TYPO, {"start_step": 500, "stop_step": 504})

@@ -14,11 +14,7 @@ JOB = "late-%d" % os.getpid()
 
 def test():
     with Cluster("late") as c:
-        c.start_coordinator()
-        n = c.node("n0")
-        n.start_agent()
-        for rank in (0, 1):
-            n.start_rank(JOB, rank, rate=50)
+        n = c.start_node_ranks(JOB, (0, 1))
         st = c.wait_ranks(JOB, 2, min_step=5)
         # A long window (6 s): the late rank joins while it runs.
         w = c.add_window(JOB, {"in_steps": 50, "steps": 300})

@@ -34,12 +34,9 @@ def test():
     s3mod.use_credentials()
     with Cluster("upload") as c, s3mod.S3(c.dir, BUCKET) as s3:
         # The coordinator presigns the index's s3:// locations.
-        c.start_coordinator(extra=["--s3-endpoint", s3.endpoint,
-                                   "--presign-ttl", "300"])
-        n = c.node("n0")
-        store = c.trace_store()
-        flags = s3.agent_flags(store, PREFIX, "--upload-rate", "4m")
-        n.start_agent(extra=flags)
+        n, store, flags = s3.start_uploading(
+            c, PREFIX, "--upload-rate", "4m", coordinator=[
+                "--s3-endpoint", s3.endpoint, "--presign-ttl", "300"])
         for rank in RANKS:
             n.start_rank(JOB, rank, rate=50)
         c.wait_ranks(JOB, len(RANKS), min_step=5)

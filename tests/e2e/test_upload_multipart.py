@@ -29,12 +29,8 @@ BIG = 12 << 20              # rank 0's extra bytes: three parts
 def test():
     s3mod.use_credentials()
     with Cluster("multipart") as c, s3mod.S3(c.dir, BUCKET) as s3:
-        c.start_coordinator()
-        n = c.node("n0")
-        store = c.trace_store()
-        n.start_agent(extra=s3.agent_flags(
-            store, PREFIX, "--upload-part-size", "5m", "--upload-backoff",
-            "1"))
+        n, store, _ = s3.start_uploading(c, PREFIX, "--upload-part-size", "5m",
+                                         "--upload-backoff", "1")
         for rank in RANKS:
             n.start_rank(JOB, rank, rate=50)
         c.wait_ranks(JOB, len(RANKS), min_step=5)

@@ -20,10 +20,7 @@ BUCKET = "traces"
 def test():
     s3mod.use_credentials()
     with Cluster("uploadown") as c, s3mod.S3(c.dir, BUCKET) as s3:
-        c.start_coordinator()
-        n = c.node("n0")
-        store = c.trace_store()
-        n.start_agent(extra=s3.agent_flags(store, "site/all"))
+        n, store, _ = s3.start_uploading(c, "site/all")
         n.start_rank(OWN, 0, rate=50)
         n.start_rank(OTHER, 0, rate=50)
         c.wait_ranks(OWN, 1, min_step=5)

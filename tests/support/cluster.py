@@ -522,17 +522,28 @@ class Cluster:
         os.makedirs(store)
         return store
 
-    def start_collecting(self, settle):
-        """The coordinator and node n0 with an agent collecting the ranks'
-        traces into a new --trace-store, settle seconds after a window;
-        returns the node, the store and the agent's flags (to start it
-        again)."""
-        self.start_coordinator()
+    def start_collecting(self, settle, more=(), coordinator=()):
+        """The coordinator (with the flags coordinator) and node n0 with an
+        agent collecting the ranks' traces into a new --trace-store, settle
+        seconds after a window, and the flags more; returns the node, the
+        store and the agent's flags (to start it again)."""
+        self.start_coordinator(extra=coordinator)
         n = self.node("n0")
         store = self.trace_store()
-        flags = ["--trace-store", store, "--trace-settle", str(settle)]
+        flags = ["--trace-store", store, "--trace-settle", str(settle)] + \
+            list(more)
         n.start_agent(extra=flags)
         return n, store, flags
+
+    def start_node_ranks(self, job, ranks, heartbeat_ms=500):
+        """The coordinator and node n0 with an agent and ranks of job, 50
+        steps a second; returns the node."""
+        self.start_coordinator(heartbeat_ms=heartbeat_ms)
+        n = self.node("n0")
+        n.start_agent()
+        for rank in ranks:
+            n.start_rank(job, rank, rate=50)
+        return n
 
     def wait_traces_indexed(self, job, wid, n, timeout, what):
         """Until the coordinator's traces index of window wid counts n

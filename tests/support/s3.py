@@ -246,13 +246,26 @@ class S3:
         self.endpoint = "http://127.0.0.1:%d" % self.httpd.server_address[1]
         return self
 
+    def upload_flags(self, prefix, *more, endpoint=None):
+        """An agent's flags to upload its packed traces to
+        s3://BUCKET/prefix through endpoint (the proxy unless told), then
+        more."""
+        return ["--trace-upload", "s3://%s/%s" % (self.bucket, prefix),
+                "--s3-endpoint", endpoint or self.endpoint] + list(more)
+
     def agent_flags(self, store, prefix, *more, endpoint=None):
         """An agent's flags to pack its ranks' traces into store and upload
-        them to s3://BUCKET/prefix through endpoint (the proxy unless
-        told), then more."""
-        return ["--trace-store", store, "--trace-settle", "1",
-                "--trace-upload", "s3://%s/%s" % (self.bucket, prefix),
-                "--s3-endpoint", endpoint or self.endpoint] + list(more)
+        them (upload_flags())."""
+        return ["--trace-store", store, "--trace-settle", "1"] + \
+            self.upload_flags(prefix, *more, endpoint=endpoint)
+
+    def start_uploading(self, c, prefix, *more, coordinator=()):
+        """Cluster c's coordinator (with the flags coordinator) and node n0
+        with an agent packing its ranks' traces into a new store and
+        uploading them (upload_flags()); returns the node, the store and
+        the agent's flags (to start it again)."""
+        return c.start_collecting(1, self.upload_flags(prefix, *more),
+                                  coordinator=coordinator)
 
     def object_path(self, key):
         """The file s3rver keeps an object's bytes in."""
