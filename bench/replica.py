@@ -126,9 +126,12 @@ def main():
         if lg.returncode != 0:
             raise SystemExit("loadgen: %s" % lg.stdout[-2000:])
         took = time.monotonic() - t0
-        wait_for(lambda: len(fl.seen) > 0 and
-                 set(fl.seen) <= set(ff.seen), 120,
-                 "the follower's stream has every event")
+        # Every event (20 an agent, and the window) on both: a follower
+        # may be ahead of the leader's client.
+        want = 20 * AGENTS + 1
+        wait_for(lambda: len(fl.seen) >= want and
+                 set(list(fl.seen)) <= set(list(ff.seen)), 120,
+                 "both streams have every event")
         fl.stop = ff.stop = True
         lag = [(ff.seen[r] - fl.seen[r]) * 1000 for r in fl.seen]
         print("events: %d in %.2f s (loadgen: %d agents x %d ranks)" % (
