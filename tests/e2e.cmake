@@ -75,7 +75,7 @@ if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-
   set_tests_properties(e2e_noblock PROPERTIES LABELS nosan)
   # Coordinators over etcd (tests/e2e/test_etcd.py): each scenario starts its
   # own etcd members on loopback (tests/support/etcd.py) and stops them.
-  foreach(t redirect failover notleader burst stream replica reads readsum copy takeover heldhello sigstop etcdstop quorum flags tls ctl compact forget compare)
+  foreach(t redirect failover notleader burst stream replica reads readsum copy unscheduled takeover heldhello sigstop etcdstop quorum flags tls ctl compact forget compare)
     add_test(NAME e2e_etcd_${t}
       COMMAND ${E2E_PYTHON} ${PROJECT_SOURCE_DIR}/tests/e2e/test_etcd.py ${t})
     set_tests_properties(e2e_etcd_${t} PROPERTIES TIMEOUT 240

@@ -986,6 +986,54 @@ def scenario_copy():
             p.signal(signal.SIGCONT)
 
 
+def scenario_unscheduled():
+    """A job nobody scheduled (no window, no config: its ranks attached) is
+    no leader's memory alone: its ranks' rows ride in its batches, so a
+    follower lists it and a new leader knows it from the store, with no
+    agent reporting again."""
+    job = JOB + "-none"
+    with HaCluster("etcd-unscheduled") as c:
+        lead = c.start_coordinators(2)
+        fol = 1 - lead
+        n = c.node("n0", coord_addr=c.agent_addrs())
+        n.start_agent()
+        ranks = [n.start_rank(job, k, rate=20) for k in range(2)]
+        c.use(lead)
+        c.wait_ranks(job, 2, min_step=5)
+
+        def listed(i):
+            code, _, body = raw_get(c.coords[i][2], "/v1/jobs")
+            jobs = {j["job"]: j for j in json.loads(body)["jobs"]} \
+                if code == 200 else {}
+            return jobs.get(job, {}).get("ranks") == 2 and \
+                jobs[job]["windows"] == 0
+        wait_for(lambda: listed(fol), 30, "the follower listing %s with 2 "
+                 "ranks" % job)
+        # Nothing reports again: the ranks and the agent held still, then
+        # the leader killed.
+        for p in ranks + [n.agent]:
+            p.signal(signal.SIGSTOP)
+        log("job %s of 2 ranks, nobody scheduled it: listed by the "
+            "follower; agent and ranks stopped, SIGKILL leader "
+            "coordinator%d" % (job, lead))
+        c.coords[lead][0].kill9()
+        try:
+            new = c.find_leader(timeout=10 * TTL + 10, exclude=(lead,))
+            check(listed(new), "the new leader does not list %s with its 2 "
+                  "ranks: %s" % (job, raw_get(c.coords[new][2],
+                                             "/v1/jobs")[2][:300]))
+            code, _, body = raw_get(c.coords[new][2], "/v1/jobs/%s/ranks" %
+                                    job)
+            got = sorted(r["rank"] for r in json.loads(body)["ranks"])
+            check(code == 200 and got == [0, 1], "the new leader's ranks "
+                  "of %s: %s %s" % (job, code, body[:300]))
+            log("the new leader coordinator%d knows %s and its ranks %s "
+                "from the store" % (new, job, got))
+        finally:
+            for p in ranks + [n.agent]:
+                p.signal(signal.SIGCONT)
+
+
 def scenario_reads():
     with HaCluster("etcd-reads") as c:
         lead = c.start_coordinators(2)
@@ -1676,6 +1724,7 @@ SCENARIOS = {
     "reads": scenario_reads,
     "readsum": scenario_readsum,
     "copy": scenario_copy,
+    "unscheduled": scenario_unscheduled,
     "heldhello": scenario_heldhello,
     "sigstop": scenario_sigstop,
     "compact": scenario_compact,
