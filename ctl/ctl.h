@@ -237,6 +237,7 @@ struct ctl_follow {
 	char		 line[64 * 1024];
 };
 int	 ctl_follow_sink(void *, const char *, size_t);
+int	 ctl_follow_print(void *, json_t *);
 int	 ctl_follow_once(struct ctl *, const char *, struct ctl_follow *, int);
 int	 ctl_follow_status(struct ctl *, const char *, uint64_t, int);
 

@@ -102,7 +102,7 @@ ctl_follow_once(struct ctl *ctl, const char *job, struct ctl_follow *f,
 }
 
 /* Prints one line of the stream for a person (--json: as it came). */
-static int
+int
 ctl_follow_print(void *arg, json_t *j)
 {
 	struct ctl	*ctl = arg;
@@ -117,12 +117,16 @@ ctl_follow_print(void *arg, json_t *j)
 			fprintf(ctl->out, "%s\n", text);
 		free(text);
 	} else if (strcmp(type, "rank") == 0) {
-		fprintf(ctl->out, "%s rank %lld on %s: %s window %lld at step "
-		    "%lld", ctl_json_str(j, "time", "-"),
+		d = ctl_json_str(j, "kind", "?");
+		fprintf(ctl->out, "%s rank %lld on %s: %s window %lld",
+		    ctl_json_str(j, "time", "-"),
 		    (long long)ctl_json_int(j, "rank", -1),
-		    ctl_json_str(j, "node", "?"), ctl_json_str(j, "kind", "?"),
-		    (long long)ctl_json_int(j, "window", 0),
-		    (long long)ctl_json_int(j, "step", -1));
+		    ctl_json_str(j, "node", "?"), d,
+		    (long long)ctl_json_int(j, "window", 0));
+		/* A trace's collection is after the window: no step. */
+		if (strncmp(d, "collect", 7) != 0)
+			fprintf(ctl->out, " at step %lld",
+			    (long long)ctl_json_int(j, "step", -1));
 		if ((d = ctl_json_str(j, "output_dir", NULL)) != NULL)
 			fprintf(ctl->out, ": %s", d);
 		if ((d = ctl_json_str(j, "error", NULL)) != NULL)

@@ -1075,7 +1075,8 @@
 			    ' ' + e.kind;
 			if (e.window)
 				t += ' window ' + e.window;
-			if (e.step >= 0)
+			/* A trace's collection is after the window: no step. */
+			if (e.step >= 0 && !/^collect/.test(e.kind))
 				t += ' at step ' + e.step;
 			if (e.error)
 				t += ': ' + e.error;

@@ -570,6 +570,47 @@ feed(struct ctl_follow *f, const char *text)
 	return (ctl_follow_sink(f, text, strlen(text)));
 }
 
+/*
+ * status --follow's lines for a person: a rank's start says its step, the
+ * collection of its trace (after the window) none.
+ */
+static void
+test_follow_print(void **state)
+{
+	static const char *const ev[][2] = {
+		{ "{\"type\":\"rank\",\"time\":\"T\",\"rank\":1,\"node\":"
+		  "\"n1\",\"kind\":\"started\",\"window\":2,\"step\":82,"
+		  "\"output_dir\":\"/o/r1\"}",
+		  "T rank 1 on n1: started window 2 at step 82: /o/r1\n" },
+		{ "{\"type\":\"rank\",\"time\":\"T\",\"rank\":1,\"node\":"
+		  "\"n1\",\"kind\":\"collected\",\"window\":2,\"step\":0,"
+		  "\"output_dir\":\"/s/rank-1.tar.zst\"}",
+		  "T rank 1 on n1: collected window 2: /s/rank-1.tar.zst\n" },
+		{ "{\"type\":\"rank\",\"time\":\"T\",\"rank\":0,\"node\":"
+		  "\"n1\",\"kind\":\"collect_failed\",\"window\":2,"
+		  "\"step\":0,\"error\":\"disk full\"}",
+		  "T rank 0 on n1: collect_failed window 2: error: disk full\n" },
+	};
+	struct ctl	 ctl;
+	json_t		*j;
+	char		*buf = NULL;
+	size_t		 len = 0, i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.out = open_memstream(&buf, &len);
+		assert_non_null(ctl.out);
+		j = load(ev[i][0]);
+		assert_int_equal(ctl_follow_print(&ctl, j), 0);
+		json_decref(j);
+		fclose(ctl.out);
+		assert_string_equal(buf, ev[i][1]);
+		free(buf);
+		buf = NULL;
+	}
+}
+
 static void
 test_follow_lines(void **state)
 {
@@ -627,6 +668,7 @@ main(void)
 		cmocka_unit_test(test_window_line),
 		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_follow_lines),
+		cmocka_unit_test(test_follow_print),
 	};
 
 	return (cmocka_run_group_tests_name("ctl", tests, NULL, NULL));
