@@ -49,11 +49,23 @@ change_window_ended(const struct window *w, int state, int finished,
 	return (state == WINDOW_STATE_CANCELLED || finished ? now : 0);
 }
 
-/* Stores window w of the change's job as it will be: state, finished and
- * ranks (NULL: w's). */
+/* Returns the generation that ended window w once state and finished, gen
+ * if it ends in the change of gen. */
+static uint64_t
+change_window_ended_gen(const struct window *w, int state, int finished,
+    uint64_t gen)
+{
+	if (w->ended_ns != 0)
+		return (w->ended_gen);
+	return (state == WINDOW_STATE_CANCELLED || finished ? gen : 0);
+}
+
+/* Stores window w of the change's job as it will be at generation gen:
+ * state, finished and ranks (NULL: w's). */
 static int
 change_put_window(struct coord *c, const struct change *ch,
-    const struct window *w, int state, int finished, const char *ranks)
+    const struct window *w, int state, int finished, const char *ranks,
+    uint64_t gen)
 {
 	const struct job	*job = ch->job;
 	struct store_window	 row;
@@ -81,6 +93,8 @@ change_put_window(struct coord *c, const struct change *ch,
 	row.finished = finished;
 	row.created_ns = w->created_ns;
 	row.ended_ns = change_window_ended(w, state, finished, ch->now);
+	row.generation = w == ch->add ? gen : w->created_gen;
+	row.ended_generation = change_window_ended_gen(w, state, finished, gen);
 	rc = store_put_window(c->store, &row);
 	free(opts);
 	return (rc);
@@ -128,6 +142,8 @@ change_apply(struct coord *c, struct change *ch, uint64_t gen)
 	}
 	job->generation = gen;
 	for (i = 0; i < ch->nfinish; i++) {
+		ch->finish[i]->ended_gen = change_window_ended_gen(
+		    ch->finish[i], ch->finish[i]->state, 1, gen);
 		ch->finish[i]->ended_ns = change_window_ended(ch->finish[i],
 		    ch->finish[i]->state, 1, ch->now);
 		ch->finish[i]->finished = 1;
@@ -143,11 +159,14 @@ change_apply(struct coord *c, struct change *ch, uint64_t gen)
 			    "parse", __func__, ch->grow[i]->id);
 	}
 	if (ch->cancel != NULL) {
+		ch->cancel->ended_gen = change_window_ended_gen(ch->cancel,
+		    WINDOW_STATE_CANCELLED, ch->cancel->finished, gen);
 		ch->cancel->ended_ns = change_window_ended(ch->cancel,
 		    WINDOW_STATE_CANCELLED, ch->cancel->finished, ch->now);
 		ch->cancel->state = WINDOW_STATE_CANCELLED;
 	}
 	if (ch->add != NULL) {
+		ch->add->created_gen = gen;
 		job->next_window_id = ch->add->id + 1;
 		schedule_window_insert(job, ch->add);
 		ch->add = NULL;
@@ -279,20 +298,20 @@ change_publish(struct coord *c, struct change *ch)
 		goto fail;
 	for (i = 0; i < ch->nfinish; i++) {
 		if (change_put_window(c, ch, ch->finish[i],
-		    ch->finish[i]->state, 1, NULL) == -1)
+		    ch->finish[i]->state, 1, NULL, gen) == -1)
 			goto fail;
 	}
 	for (i = 0; i < ch->ngrow; i++) {
 		if (change_put_window(c, ch, ch->grow[i],
 		    ch->grow[i]->state, ch->grow[i]->finished,
-		    ch->grow_ranks[i]) == -1)
+		    ch->grow_ranks[i], gen) == -1)
 			goto fail;
 	}
 	if (ch->cancel != NULL && change_put_window(c, ch, ch->cancel,
-	    WINDOW_STATE_CANCELLED, ch->cancel->finished, NULL) == -1)
+	    WINDOW_STATE_CANCELLED, ch->cancel->finished, NULL, gen) == -1)
 		goto fail;
 	if (ch->add != NULL && change_put_window(c, ch, ch->add,
-	    ch->add->state, ch->add->finished, NULL) == -1)
+	    ch->add->state, ch->add->finished, NULL, gen) == -1)
 		goto fail;
 	change_journal(c, ch, gen);
 	if ((!ch->forget && change_put_job(c, ch, gen) == -1) ||

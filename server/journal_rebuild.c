@@ -103,7 +103,8 @@ journal_rebuild(struct coord *c)
 			    schedule_node_find(c, v[i].rank->node), NULL);
 		else
 			journal_stage_window_detail(c, v[i].job, v[i].w,
-			    v[i].what, 0, v[i].time_ns,
+			    v[i].what, v[i].what == JOURNAL_WINDOW_SCHEDULED ?
+			    v[i].w->created_gen : v[i].w->ended_gen, v[i].time_ns,
 			    v[i].what == JOURNAL_WINDOW_DONE ?
 			    journal_window_refused(v[i].w) : NULL);
 	}

@@ -215,6 +215,10 @@ struct window {
 	int64_t			 ended_ns;	/* cancelled or finished, wall
 						 * clock; 0 not yet, or before
 						 * the coordinator started */
+	uint64_t		 created_gen;	/* the generation of the change
+						 * that made it, and of the one */
+	uint64_t		 ended_gen;	/* that ended it (as the events
+						 * said them); 0 not known */
 	TAILQ_ENTRY(window)	 entry;		/* job->windows, by start_step */
 };
 TAILQ_HEAD(windowq, window);

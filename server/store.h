@@ -74,6 +74,10 @@ struct store_window {
 						 * every node (legacy): a node's
 						 * reason ("" none said); NULL:
 						 * not refused */
+	uint64_t	 generation;		/* of the change that made it */
+	uint64_t	 ended_generation;	/* of the one that ended it;
+						 * 0: not ended, or not known
+						 * (a row of the old shape) */
 };
 
 /* A rank's last known state. */

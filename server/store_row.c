@@ -51,6 +51,8 @@ static const struct ef ef_window[] = {
 	EF(struct store_window, tolerance_ms, EF_I64),
 	EF(struct store_window, trace_store, EF_STR),
 	EF(struct store_window, refused_reason, EF_STR),
+	EF(struct store_window, generation, EF_U64),
+	EF(struct store_window, ended_generation, EF_U64),
 };
 
 static const struct ef ef_rank[] = {

@@ -21,7 +21,7 @@
 
 /* Bump when the tables change; store_open() refuses a newer schema and
  * migrates an older one (sqlite_migrate()). */
-#define STORE_SCHEMA_VERSION	9
+#define STORE_SCHEMA_VERSION	10
 
 static const char *store_schema =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);"
@@ -33,7 +33,8 @@ static const char *store_schema =
     " output_subdir TEXT, state INTEGER, finished INTEGER, created INTEGER,"
     " ended INTEGER, selector TEXT, no_collect INTEGER, start_unix_ns INTEGER,"
     " stop_unix_ns INTEGER, tolerance_ms INTEGER, trace_store TEXT,"
-    " refused_reason TEXT, PRIMARY KEY (job, id));"
+    " refused_reason TEXT, generation INTEGER, ended_generation INTEGER,"
+    " PRIMARY KEY (job, id));"
     "CREATE TABLE IF NOT EXISTS ranks (job TEXT, rank INTEGER, node TEXT,"
     " pid INTEGER, step INTEGER, state INTEGER, window_id INTEGER,"
     " output_dir TEXT, last_event INTEGER, last_event_time INTEGER,"
@@ -67,8 +68,9 @@ static const char *store_sql[ST_COUNT] = {
 	"INSERT OR REPLACE INTO windows (job, id, start_step, stop_step, ranks,"
 	" options, output_subdir, state, finished, created, ended, selector,"
 	" no_collect, start_unix_ns, stop_unix_ns, tolerance_ms, trace_store,"
-	" refused_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-	" ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+	" refused_reason, generation, ended_generation) VALUES (?1, ?2, ?3, ?4,"
+	" ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
+	" ?20)",
 	"INSERT OR REPLACE INTO ranks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
 	" ?9, ?10, ?11, ?12, ?13, ?14)",
 	"INSERT OR IGNORE INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -140,6 +142,8 @@ static const struct {
 	{ "windows", "tolerance_ms", "INTEGER" },
 	{ "windows", "trace_store", "TEXT" },	/* version 8 */
 	{ "windows", "refused_reason", "TEXT" },	/* version 9 */
+	{ "windows", "generation", "INTEGER" },	/* version 10 */
+	{ "windows", "ended_generation", "INTEGER" },
 };
 
 /*
@@ -375,6 +379,8 @@ sqlite_put_window(void *arg, const struct store_window *w)
 	sqlite3_bind_int64(st, 16, w->tolerance_ms);
 	sqlite_bind(st, 17, w->trace_store);
 	sqlite_bind(st, 18, w->refused_reason);
+	sqlite3_bind_int64(st, 19, (sqlite3_int64)w->generation);
+	sqlite3_bind_int64(st, 20, (sqlite3_int64)w->ended_generation);
 	return (sqlite_step(s, ST_WINDOW));
 }
 
@@ -558,8 +564,8 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 	if (sqlite3_prepare_v2(s->db, "SELECT job, id, start_step, stop_step,"
 	    " ranks, options, output_subdir, state, finished, created, ended,"
 	    " selector, no_collect, start_unix_ns, stop_unix_ns, tolerance_ms,"
-	    " trace_store, refused_reason FROM windows ORDER BY job,"
-	    " start_step", -1,
+	    " trace_store, refused_reason, generation, ended_generation FROM"
+	    " windows ORDER BY job, start_step", -1,
 	    &r.st, NULL) !=
 	    SQLITE_OK)
 		return (-1);
@@ -583,6 +589,9 @@ sqlite_load_windows(struct sqlite_store *s, const struct store_loader *l)
 		w.tolerance_ms = sqlite_int(&r, 15, SQL_I64);
 		w.trace_store = sqlite_text(&r, 16);
 		w.refused_reason = sqlite_text(&r, 17);
+		/* NULL in a row of the old shape: not known. */
+		w.generation = (uint64_t)sqlite_int(&r, 18, SQL_I64);
+		w.ended_generation = (uint64_t)sqlite_int(&r, 19, SQL_I64);
 		if (r.bad || w.job == NULL ? sqlite_bad(l, "windows", w.job,
 		    w.id) == -1 : l->window(l->arg, &w) == -1)
 			break;

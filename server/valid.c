@@ -153,6 +153,10 @@ valid_window_row(const struct store_window *row, struct window *w,
 	    strlen(row->refused_reason))))
 		return (refusal_set(ref, 400, "refused_reason", "a reason "
 		    "over %d bytes or not UTF-8", COORD_LEGACY_TEXT_MAX - 1));
+	if (!valid_generation(row->generation) ||
+	    !valid_generation(row->ended_generation))
+		return (refusal_set(ref, 400, "generation", "generation past "
+		    "%llu", (unsigned long long)COORD_GENERATION_MAX));
 	if (row->refused_reason != NULL) {
 		w->refused = 1;
 		if (row->refused_reason[0] != '\0' && (w->refused_why =
@@ -170,6 +174,8 @@ valid_window_row(const struct store_window *row, struct window *w,
 	w->no_collect = row->no_collect != 0;
 	w->created_ns = row->created_ns;
 	w->ended_ns = row->ended_ns;
+	w->created_gen = row->generation;
+	w->ended_gen = row->ended_generation;
 	return (0);
 }
 

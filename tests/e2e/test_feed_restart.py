@@ -3,7 +3,10 @@
 journal): a real coordinator, agent and rank run a window; the coordinator is
 restarted; the job's event stream (what the page's feed reads first: every
 event kept) holds the window's scheduling and end and the rank's start and stop
-again, in time order, and the job's rate comes back."""
+again, in time order, and the job's rate comes back.  Every window event
+(a window of steps run, a time window run, one cancelled) says after the
+restart what it said before: its change, its generation (the generation of
+the change, as the windows' rows keep it), its steps or times and ranks."""
 
 import json
 import os
@@ -32,6 +35,13 @@ def said(evs, wid):
              if e.get("type") == "rank" and e.get("window") == wid])
 
 
+def window_events(evs):
+    """The window events of the stream, without their revision and time
+    (the revisions start again; a rebuilt event is at its row's time)."""
+    return [{k: v for k, v in e.items() if k not in ("rev", "time")}
+            for e in evs if e.get("type") == "window"]
+
+
 def test():
     with Cluster("feed") as c:
         c.start_node_ranks(JOB, [0])
@@ -43,6 +53,19 @@ def test():
                  "the window done in the stream")
         before = said(events(c), w["id"])
         log("before the restart: %s" % (before,))
+        tw = c.add_window(JOB, {"at": "+2s", "duration_ms": 500})
+        c.wait_window_done(JOB, tw["id"], [0])
+        far = c.add_window(JOB, {"start_step": top + 10 ** 6,
+                                 "stop_step": top + 10 ** 6 + 4})
+        check(c.http("DELETE", "/v1/jobs/%s/windows/%d" % (
+            JOB, far["id"]))[0] == 200, "cancelling window %d" % far["id"])
+        wait_for(lambda: [e for e in events(c) if e.get("window") ==
+                          tw["id"] and e.get("change") == "done"] and
+                 [e for e in events(c) if e.get("window") == far["id"] and
+                  e.get("change") == "cancelled"], 10,
+                 "the time window done and the cancel in the stream")
+        wbefore = window_events(events(c))
+        log("window events before the restart: %s" % wbefore)
 
         c.coord.stop()
         c.start_coordinator(heartbeat_ms=500)
@@ -51,6 +74,14 @@ def test():
         log("after the restart: %s" % (after,))
         check(after[0] == ["scheduled", "done"],
               "the window's changes after the restart: %s" % after[0])
+        wafter = window_events(evs)
+        log("window events after the restart: %s" % wafter)
+        check(len(wafter) == len(wbefore) and all(
+            x in wafter for x in wbefore),
+              "the window events after the restart differ:\n%s\nbefore:"
+              "\n%s" % (wafter, wbefore))
+        check(all(e["generation"] > 0 for e in wafter),
+              "a window event of generation 0: %s" % wafter)
         check("started" in after[1] and "stopped" in after[1],
               "rank 0's start and stop after the restart: %s" % after[1])
         times = [e["time"] for e in evs if "rev" in e]

@@ -11,7 +11,9 @@ object; SQLite: text), then lower than the job's; windows [-100, 2^62] with
 ranks "0-99999999999,x" and output_subdir "../../../etc", [2^63-1, -5], and
 one row per broken rule (ranks, output_subdir, state, options, a time
 window's times, steps or tolerance, a value of the wrong type, a key its
-fields do not name, a refused window's reason over its bound);
+fields do not name, a refused window's reason over its bound, the
+generation that made or ended a window past the counter's bound or
+negative (SQLite));
 a rank whose error is 10,000
 bytes and one whose step is 2^63-1; over SQLite, rank events of the
 collections: one whose detail does not read as "SIZE SHA256 WHERE", one whose
@@ -180,23 +182,31 @@ def scenario_sqlite():
         db.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
         for (wid, a, b, ranks, sub, state, opts, sel, tm) in BAD_WINDOWS:
             db.execute("INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
-                       " 0, 0, 0, ?, 0, ?, ?, ?, NULL, NULL)", (JOB, wid, a, b,
+                       " 0, 0, 0, ?, 0, ?, ?, ?, NULL, NULL, 0, 0)", (JOB, wid, a, b,
                                                           ranks,
                                                    opts, sub, state, sel) +
                        (tm or (0, 0, 0)))
         # A job's own trace store that breaks its rule (schema 8).
         db.execute("INSERT INTO windows VALUES (?, 20, 1100, 1110, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, '/store/../etc', NULL)",
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, '/store/../etc', NULL, 0, 0)",
                    (JOB,))
         # Why the nodes refused it (schema 9): past its bound.
         db.execute("INSERT INTO windows VALUES (?, 21, 1200, 1210, '', NULL,"
-                   " '', 1, 1, 0, 0, NULL, 0, 0, 0, 0, NULL, ?)",
+                   " '', 1, 1, 0, 0, NULL, 0, 0, 0, 0, NULL, ?, 0, 0)",
                    (JOB, "r" * 600))
+        # The generations that made and ended it (schema 10): past the
+        # counter's bound, and negative.
+        db.execute("INSERT INTO windows VALUES (?, 22, 1300, 1310, '', NULL,"
+                   " '', 1, 1, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL, ?, 0)",
+                   (JOB, 2 ** 53 + 1))
+        db.execute("INSERT INTO windows VALUES (?, 23, 1400, 1410, '', NULL,"
+                   " '', 1, 1, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL, 2, -1)",
+                   (JOB,))
         # A value of the wrong type: the id as text, a step as a real.
         db.execute("INSERT INTO windows VALUES (?, 'abc', 600, 610, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL, 0, 0)", (JOB,))
         db.execute("INSERT INTO windows VALUES (?, 6, 700.5, 710, '', NULL,"
-                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL)", (JOB,))
+                   " '', 1, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, NULL, 0, 0)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 0, 'n0', 10, 5, 1, 0, NULL,"
                    " 1, 0, NULL, 0, 0, NULL)", (JOB,))
         db.execute("INSERT INTO ranks VALUES (?, 1, 'n0', 11, 5, 6, 1, NULL,"
@@ -224,7 +234,7 @@ def scenario_sqlite():
             db.execute("UPDATE meta SET value = 1 WHERE key = 'generation'")
             db.commit()
             db.close()
-        two_loads(c, (), len(BAD_WINDOWS) + 4, meta_low, 2)
+        two_loads(c, (), len(BAD_WINDOWS) + 6, meta_low, 2)
     return 0
 
 

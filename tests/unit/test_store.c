@@ -398,7 +398,7 @@ put_all(struct store *s)
 	    "{\"rules\":[]}" };
 	struct store_window	 w = { "J", 2, 10, 20, "0-3", "one_per=pp\n",
 	    "{}", "sub", WINDOW_STATE_CANCELLED, 1, 12, 15, 1, 0, 0, 0,
-	    NULL, "refused here" };
+	    NULL, "refused here", 6, 7 };
 	struct store_rank	 r = { "J", 5, "n0", 1234, 42, 3, 2, "/out", 2,
 	    13, "it broke", "pp=3,tp=1", 16, 17, 0 };
 	struct rank_event	 ev = { DYNPROF__V1__EVENT_KIND__EVENT_STARTED,
@@ -450,6 +450,8 @@ test_put_commit_reload(void **state)
 	assert_int_equal(l.window.ended_ns, 15);
 	assert_int_equal(l.window.no_collect, 1);
 	assert_string_equal(l.window.refused_reason, "refused here");
+	assert_int_equal(l.window.generation, 6);
+	assert_int_equal(l.window.ended_generation, 7);
 	assert_int_equal(l.ranks, 1);
 	assert_int_equal(l.rank.rank, 5);
 	assert_int_equal(l.rank.step, 42);

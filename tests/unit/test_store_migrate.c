@@ -3,7 +3,8 @@
  * (no rules column) is migrated in place, its rows kept, and a job's rules
  * then go in and come back after a reopen; a version 4 store's windows
  * (no no_collect column) load as collected, and a window that says
- * "collect": false goes in and comes back.
+ * "collect": false goes in and comes back; a window of the old shape has
+ * no generation (0: not known), a new one keeps its own and its end's.
  */
 
 #include <setjmp.h>
@@ -45,6 +46,7 @@ struct loaded {
 	int	 windows, no_collect[4];	/* by window id */
 	int64_t	 start_unix_ns[4], stop_unix_ns[4], tolerance_ms[4];
 	char	 refused[4][64];		/* "(null)": not refused */
+	uint64_t gen[4], ended_gen[4];
 	char	 name[64], config[64], rules[128];
 	uint64_t generation;
 	int64_t	 created;
@@ -89,6 +91,8 @@ on_window(void *arg, const struct store_window *w)
 		l->tolerance_ms[w->id] = w->tolerance_ms;
 		snprintf(l->refused[w->id], sizeof(l->refused[0]), "%s",
 		    w->refused_reason != NULL ? w->refused_reason : "(null)");
+		l->gen[w->id] = w->generation;
+		l->ended_gen[w->id] = w->ended_generation;
 	}
 	return (0);
 }
@@ -221,16 +225,17 @@ test_migrate_v1(void **state)
 	/* Version 3: when windows ended, when ranks came and went; 4: the
 	 * ranks' labels; 5: what named a window's ranks; 6: a window's
 	 * "collect": false; 7: a time window's times and tolerance; 8: its
-	 * job's own trace store; 9: why the nodes refused it. */
+	 * job's own trace store; 9: why the nodes refused it; 10: the
+	 * generations that made and ended it. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT w.ended, r.arrived,"
 	    " r.gone, r.labels, w.selector, w.no_collect, w.start_unix_ns,"
-	    " w.stop_unix_ns, w.tolerance_ms, w.trace_store, w.refused_reason"
-	    " FROM windows w, ranks r", -1,
+	    " w.stop_unix_ns, w.tolerance_ms, w.trace_store, w.refused_reason,"
+	    " w.generation, w.ended_generation FROM windows w, ranks r", -1,
 	    &st, NULL),
 	    SQLITE_OK);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	assert_int_equal(version, 9);
+	assert_int_equal(version, 10);
 	unit_rmstore(dir);
 }
 
@@ -239,11 +244,11 @@ test_migrate_v4(void **state)
 {
 	struct store		*s;
 	struct store_window	 w = { "old-j", 2, 30, 40, "", NULL, NULL, "",
-	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1, 0, 0, 0, NULL, NULL };
+	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 1, 0, 0, 0, NULL, NULL, 4, 0 };
 	struct store_window	 tw = { "old-j", 3, 0, 0, "", NULL, NULL, "",
 	    WINDOW_STATE_SCHEDULED, 0, 6, 0, 0, 1796472000000000000LL,
 	    1796472010000000000LL, 250, NULL,
-	    "a time window: torch_npu's config counts steps only" };
+	    "a time window: torch_npu's config counts steps only", 5, 8 };
 	struct loaded		 l;
 	char			 dir[64], path[128];
 
@@ -275,6 +280,10 @@ test_migrate_v4(void **state)
 	assert_string_equal(l.refused[2], "(null)");
 	assert_string_equal(l.refused[3],
 	    "a time window: torch_npu's config counts steps only");
+	/* The generations: the old row's not known, the new ones' kept. */
+	assert_true(l.gen[1] == 0 && l.ended_gen[1] == 0);
+	assert_true(l.gen[2] == 4 && l.ended_gen[2] == 0);
+	assert_true(l.gen[3] == 5 && l.ended_gen[3] == 8);
 	store_close(s);
 	unit_rmstore(dir);
 }
