@@ -9,8 +9,8 @@
  *
  * Views: #  the jobs and nodes;  #job=J  one job: its summary, a heat map of
  * its nodes (one cell per node, nodes grouped past HEAT_CELLS_MAX), its
- * stragglers, rules, windows on a line of steps, nodes by applied
- * generation, and a live feed of its events.  With the operator's token
+ * stragglers, rules, windows on a line of steps (time windows on a line of
+ * time), nodes by applied generation, and a live feed of its events.  With the operator's token
  * the job's view schedules a window and cancels one (POST and DELETE on
  * /v1/jobs/J/windows, the checks dynprofctl trace gets); with the viewer's
  * the form and buttons are there, disabled, saying why.
@@ -58,6 +58,9 @@
 	let selNode = null;
 	/* Why this token may not write (the API's words), null: it may. */
 	let denied = null;
+	/* The coordinator's clock less this browser's, in ms, from its last
+	 * answer's Date (to the second); null: not known. */
+	let skew = null;
 	let tracesWin = null;	/* the window whose traces are shown */
 
 	/* Makes an element with attributes and children (text, not HTML). */
@@ -135,6 +138,9 @@
 			return null;
 		}
 		$('conn').textContent = 'connected';
+		const date = Date.parse(res.headers.get('Date') || '');
+		if (!Number.isNaN(date))
+			skew = date - Date.now();
 		if (res.status === 401) {
 			$('login').hidden = false;
 			showError(token ? 'the coordinator refused this token' :
@@ -198,6 +204,14 @@
 		return 'HTTP ' + r.status + ': ' + (r.body.error ||
 		    'no reason given') + (r.body.field ? ' (field ' +
 		    r.body.field + ')' : '');
+	}
+
+	/* Now on the coordinator's clock: this browser's, unless its answers'
+	 * Date says the two are more than 2 s apart (a Date is to the
+	 * second). */
+	function coordNow() {
+		return Date.now() + (skew !== null && Math.abs(skew) > 2000 ?
+		    skew : 0);
 	}
 
 	function every(ms, fn) {
@@ -456,71 +470,123 @@
 		return { label, cls };
 	}
 
-	/* The windows as bars on a line of steps, the median step marked. */
-	function drawTimeline(s) {
-		const ws = (s.windows || []).slice(-WINDOWS_SHOWN);
-		const st = s.steps || {};
-		const box = $('timeline');
-		if (ws.length === 0) {
-			box.replaceChildren(el('div', { class: 'muted',
-			    style: 'padding: 0 8px' }, 'no windows'));
-			return;
-		}
-		/* Time windows are on no line of steps: a label, no bar. */
-		const stepped = ws.filter((w) => !w.at);
-		let lo = stepped.length ? Math.min(...stepped.map((w) =>
-		    w.start_step)) : (st.median >= 0 ? st.median : 0);
-		let hi = stepped.length ? Math.max(...stepped.map((w) =>
-		    w.stop_step)) : lo;
+	/* A window's row: its label, its bar on its lane's track (the lane's
+	 * mark made by mark()), then its buttons. */
+	function windowRow(w, label, bar, mark) {
+		const rcw = w.rank_counts || {};
+		return el('div', { class: 'w', id: 'window-' + w.id }, label,
+		    el('div', { class: 'track' }, bar, mark()),
+		    el('span', { class: 'act' }, w.state === 'scheduled' ||
+		    w.state === 'running' ? cancelButton(w) : null,
+		    (rcw.collected || 0) + (rcw.collect_failed || 0) > 0 ?
+		    el('button', { type: 'button', id: 'traces-' + w.id,
+		    title: 'the traces of window ' + w.id + ', its ranks ' +
+		    'compared', onclick: () => showTraces(w.id) }, 'traces') :
+		    null));
+	}
+
+	/* A lane's last row: what its mark is, and its two ends. */
+	function axisRow(label, lo, hi, mark) {
+		return el('div', { class: 'w' }, el('span', { class: 'lbl' },
+		    label), el('div', { class: 'track' }, el('span',
+		    { class: 'axis', style: 'left:0' }, lo), el('span',
+		    { class: 'axis', style: 'right:0' }, hi), mark()),
+		    el('span', { class: 'act' }));
+	}
+
+	/* A window's label: which, when, on which ranks, how it is doing. */
+	function windowLabel(w, out, ...more) {
+		return el('span', { class: 'lbl' }, '#' + w.id + ' ' +
+		    windowWhen(w) + ' ' + rankLabel(w.ranks) +
+		    selectorLabel(w.selector) + ' \u00b7 ' + out.label, ...more);
+	}
+
+	/* The windows of steps as bars on a line of steps, the median step
+	 * marked. */
+	function stepLane(ws, st) {
+		let lo = Math.min(...ws.map((w) => w.start_step));
+		let hi = Math.max(...ws.map((w) => w.stop_step));
 		if (st.median >= 0) {
 			lo = Math.min(lo, st.min >= 0 ? st.min : st.median);
 			hi = Math.max(hi, st.max >= 0 ? st.max : st.median);
 		}
 		const span = Math.max(hi - lo, 1);
 		const pct = (x) => (100 * (x - lo) / span).toFixed(2) + '%';
-		/* A row: its label, then its track of steps lo..hi. */
-		const row = (id, label, ...track) => {
-			if (st.median >= 0)
-				track.push(el('div', { class: 'now', style: 'left:' +
-				    pct(st.median), title: 'median step ' +
-				    st.median }));
-			return el('div', { class: 'w', id }, el('span',
-			    { class: 'lbl' }, label), el('div', { class: 'track' },
-			    ...track));
-		};
+		const mark = () => st.median >= 0 ? el('div', { class: 'now',
+		    style: 'left:' + pct(st.median), title: 'median step ' +
+		    st.median }) : null;
 		const kids = ws.map((w) => {
-			const rcw = w.rank_counts || {};
-			const width = (100 * (w.stop_step - w.start_step + 1) /
-			    (span + 1)).toFixed(2) + '%';
-			const out = windowOutcome(w.state, rcw);
-			const r = row('window-' + w.id, '#' + w.id + ' ' +
-			    windowWhen(w) + ' ' + rankLabel(w.ranks) +
-			    selectorLabel(w.selector) + ' \u00b7 ' + out.label,
-			    w.at ? el('span', { class: 'muted', title:
-			    (w.clock_warnings || []).map((c) => c.warning)
-			    .join('\n') }, (w.clock_warnings || []).length ?
-			    'clock: ' + w.clock_warnings.length + ' node(s) ' +
-			    'past the tolerance' : '') :
-			    el('div', { class: 'bar st-' + out.cls, style: 'left:' +
-			    pct(w.start_step) + ';width:' + width,
-			    title: out.label }));
-			r.append(el('span', { class: 'act' }, w.state ===
-			    'scheduled' || w.state === 'running' ?
-			    cancelButton(w) : null, (rcw.collected || 0) +
-			    (rcw.collect_failed || 0) > 0 ? el('button',
-			    { type: 'button', id: 'traces-' + w.id,
-			    title: 'the traces of window ' + w.id + ', its ranks '
-			    + 'compared', onclick: () => showTraces(w.id) },
-			    'traces') : null));
-			return r;
+			const out = windowOutcome(w.state, w.rank_counts || {});
+			return windowRow(w, windowLabel(w, out), el('div',
+			    { class: 'bar st-' + out.cls, style: 'left:' +
+			    pct(w.start_step) + ';width:' + (100 * (w.stop_step -
+			    w.start_step + 1) / (span + 1)).toFixed(2) + '%',
+			    title: out.label }), mark);
 		});
-		const axis = row(null, st.median >= 0 ? 'median step ' +
-		    st.median : '', el('span', { class: 'axis',
-		    style: 'left:0' }, lo), el('span', { class: 'axis',
-		    style: 'right:0' }, hi));
-		axis.append(el('span', { class: 'act' }));
-		kids.push(axis);
-		box.replaceChildren(...kids);
+		kids.push(axisRow(st.median >= 0 ? 'median step ' + st.median :
+		    '', lo, hi, mark));
+		return el('div', { class: 'lane', id: 'lane-steps' }, ...kids);
+	}
+
+	/* A time on a line of time: HH:MM:SS in UTC, as the feed says it,
+	 * with the day where the line spans more than one. */
+	function clockText(ms, days) {
+		const t = new Date(ms).toISOString();
+		return days ? t.slice(5, 10) + ' ' + t.slice(11, 19) :
+		    t.slice(11, 19);
+	}
+
+	/*
+	 * The time windows as bars on a line of time of their own (they run
+	 * at a time on every rank, stepping or not, at no step known before):
+	 * from their start for their length, now marked (the coordinator's
+	 * clock, as far as its answers' Date tells).
+	 */
+	function timeLane(ws) {
+		const now = coordNow();
+		const at = (w) => Date.parse(w.at);
+		const lo = Math.min(now, ...ws.map(at));
+		const hi = Math.max(now, ...ws.map((w) => at(w) + w.duration_ms));
+		const span = Math.max(hi - lo, 1);
+		const days = new Date(lo).toISOString().slice(0, 10) !==
+		    new Date(hi).toISOString().slice(0, 10);
+		const pct = (x) => (100 * (x - lo) / span).toFixed(2) + '%';
+		const mark = () => el('div', { class: 'now', style: 'left:' +
+		    pct(now), title: 'now, ' + clockText(now, days) + ' UTC' });
+		const kids = ws.map((w) => {
+			const out = windowOutcome(w.state, w.rank_counts || {});
+			const cw = w.clock_warnings || [];
+			return windowRow(w, windowLabel(w, out, cw.length ?
+			    el('span', { class: 'muted', title: cw.map((c) =>
+			    c.warning).join('\n') }, ' \u00b7 clock: ' +
+			    cw.length + ' node(s) past the tolerance') : null),
+			    el('div', { class: 'bar st-' + out.cls, style: 'left:' +
+			    pct(at(w)) + ';width:' + (100 * w.duration_ms /
+			    span).toFixed(2) + '%', title: out.label + ' (' +
+			    clockText(at(w), days) + ' to ' + clockText(at(w) +
+			    w.duration_ms, days) + ' UTC)' }), mark);
+		});
+		kids.push(axisRow('now ' + clockText(now, days) + ' UTC',
+		    clockText(lo, days), clockText(hi, days), mark));
+		return el('div', { class: 'lane', id: 'lane-time' }, ...kids);
+	}
+
+	/* The windows: those of steps on a line of steps, time windows on a
+	 * line of time, the last WINDOWS_SHOWN of each. */
+	function drawTimeline(s) {
+		const all = s.windows || [];
+		const stepped = all.filter((w) => !w.at).slice(-WINDOWS_SHOWN);
+		const timed = all.filter((w) => w.at).sort((a, b) =>
+		    Date.parse(a.at) - Date.parse(b.at) || a.id - b.id)
+		    .slice(-WINDOWS_SHOWN);
+		const box = $('timeline');
+		if (stepped.length + timed.length === 0) {
+			box.replaceChildren(el('div', { class: 'muted',
+			    style: 'padding: 0 8px' }, 'no windows'));
+			return;
+		}
+		box.replaceChildren(stepped.length ? stepLane(stepped,
+		    s.steps || {}) : '', timed.length ? timeLane(timed) : '');
 	}
 
 	function ms(us) {

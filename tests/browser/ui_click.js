@@ -9,11 +9,13 @@
  * Scenes: schedule (the operator's token: the form's options against the
  * options table, a window of steps and one of time ("at +5s for 2s")
  * scheduled by clicking and seen done by every rank, refusals shown as the
- * API says them, a window cancelled by its button); viewer (the viewer's token: the form and a cancel button
+ * API says them, a window cancelled by its button; the time window on the
+ * line of time, done, its label whole); viewer (the viewer's token: the form and a cancel button
  * disabled with the API's reason, and the API's refusal when clicked
  * anyway); left (a node whose agent said goodbye shown "left"); restart
  * (a job's page after a coordinator restart: its windows, rate and feed);
- * timewin (a time window shown by its start, length and selector);
+ * timewin (a time window shown by its start, length and selector, on the
+ * line of time where its time is, its label whole);
  * follower (a job's page served by a follower coordinator over etcd, every
  * datum from its copy: the straggler, the heat map, the window done).
  * Prints one JSON line of what it saw; exits 1 naming the first thing
@@ -43,6 +45,33 @@ async function waitText(page, sel, ok, what) {
 			fail(what + ': ' + sel + ' shows ' + JSON.stringify(last));
 		await page.waitForTimeout(100);
 	}
+}
+
+/* Fails unless the text of sel is all shown (no part cut off). */
+async function notCut(page, sel, what) {
+	const cut = await page.locator(sel).first().evaluate((e) =>
+	    e.scrollWidth > e.clientWidth + 1 ||
+	    e.scrollHeight > e.clientHeight + 1);
+	if (cut)
+		fail(what + ': its label is cut off: ' + JSON.stringify(
+		    await page.locator(sel).first().textContent()));
+}
+
+/*
+ * Time window id's row on the line of time: its bar in its state's color
+ * (cls), its label whole; returns where its bar, its track and the lane's
+ * now are.
+ */
+async function timeRow(page, id, cls, what) {
+	const row = '#lane-time #window-' + id;
+	await page.waitForSelector(row + ' .bar.st-' + cls, { timeout: WAIT_MS })
+	    .catch(() => fail(what + ': no ' + cls + ' bar on the line of ' +
+	    'time'));
+	await notCut(page, row + ' .lbl', what);
+	const box = async (sel) => page.locator(row + ' ' + sel).first()
+	    .boundingBox();
+	return { bar: await box('.bar'), track: await box('.track'),
+	    now: await box('.now') };
 }
 
 /* The page of a job, or the lists, with the token given in the address. */
@@ -144,6 +173,8 @@ async function scheduleScene(page, f) {
 	seen.done.row = await waitText(page, '#window-' + m[1] + ' .lbl',
 	    (s) => s.includes('done \u00b7 ' + f.nranks + '/' + f.nranks +
 	    ' finished: ' + f.nranks + ' stopped'), 'the window done');
+	await notCut(page, '#window-' + m[1] + ' .lbl',
+	    'the window done');
 
 	/* A time window by clicking (5 s ahead: pushed in time on a loaded
 	 * machine), seen done by every rank it targets; a time the API cannot
@@ -163,6 +194,11 @@ async function scheduleScene(page, f) {
 	    (s) => s.startsWith('#' + m[1] + ' at ' + m[2] + ' for 2 s ') &&
 	    s.includes('done \u00b7 ' + f.nranks + '/' + f.nranks +
 	    ' finished: ' + f.nranks + ' stopped'), 'the time window done');
+	/* On the line of time, done, before now. */
+	const at = await timeRow(page, m[1], 'done', 'the time window done');
+	if (at.bar.x > at.now.x)
+		fail('the time window done is drawn after now: ' +
+		    JSON.stringify(at));
 
 	/* Ranks beyond the job's: scheduled, with dynprofctl's warning. */
 	t = await scheduleBy(page, { start: f.far + 1000, stop: f.far + 1004,
@@ -291,6 +327,15 @@ async function timewinScene(page, f) {
 	seen.row = await waitText(page, '#window-' + f.timewin + ' .lbl', (t) =>
 	    t.startsWith('#' + f.timewin + ' at ' + f.at + ' for 5 s ' +
 	    f.ranks + ' (nodes a) \u00b7 '), 'the time window\'s label');
+	/* On the line of time by its start and length: after now (600 s
+	 * ahead), its end the lane's last. */
+	const at = await timeRow(page, f.timewin, 'scheduled',
+	    'the time window');
+	if (at.bar.x <= at.now.x + at.now.width ||
+	    Math.abs(at.bar.x + at.bar.width - at.track.x - at.track.width) > 2)
+		fail('the time window 600 s ahead is not where its time is: ' +
+		    JSON.stringify(at));
+	seen.bar = at.bar;
 	seen.feed = await waitText(page, '#feed', (t) =>
 	    t.includes('window ' + f.timewin + ' scheduled at ' + f.at +
 	    ' for 5 s'), 'the time window in the feed');
