@@ -99,15 +99,16 @@ ctl_compare_show(FILE *f, json_t *doc)
 	ctl_compare_slowest(f, doc, "slowest_compute", "COMPUTE ",
 	    "compute_us", "compute_offset_us", "compute_offset_pct");
 	if (json_array_size(json_object_get(doc, "operators")) > 0)
-		fprintf(f, "\nOPERATOR                         MAX_MS (RANK)   "
-		    "MIN_MS (RANK)   DIFF_MS\n");
+		fprintf(f, "\n   MAX_MS (RANK)    MIN_MS (RANK)   DIFF_MS  "
+		    "OPERATOR\n");
+	/* The name last and whole: names alike up to a width differ after. */
 	json_array_foreach(json_object_get(doc, "operators"), i, x)
-		fprintf(f, "%-32.32s %9.3f (%4lld) %9.3f (%4lld) %9.3f\n",
-		    ctl_json_str(x, "name", "?"), ctl_compare_ms(x, "max_us"),
+		fprintf(f, "%9.3f (%4lld) %9.3f (%4lld) %9.3f  %s\n",
+		    ctl_compare_ms(x, "max_us"),
 		    (long long)ctl_json_int(x, "max_rank", -1),
 		    ctl_compare_ms(x, "min_us"),
 		    (long long)ctl_json_int(x, "min_rank", -1),
-		    ctl_compare_ms(x, "diff_us"));
+		    ctl_compare_ms(x, "diff_us"), ctl_json_str(x, "name", "?"));
 	fprintf(f, "\nRANK  MEDIAN_MS    COMM_MS COMPUTE_MS  STEPS (ms)\n");
 	json_array_foreach(json_object_get(doc, "ranks"), i, x) {
 		fprintf(f, "%-5lld %9.3f", (long long)ctl_json_int(x, "rank",
