@@ -11,9 +11,11 @@
                       window (baseline) against those while the agent packs
                       and while it uploads, in the same run; the agent's and
                       its child's RSS sampled every 20 ms; the children's CPU.
-  many [N]            N ranks (default 256, one node's segment holds 256) of
-                      one job on one node: time from the window's last stop
-                      to every rank collected (the index's counts).
+  many [N] [NODES]    N ranks (default 256) of one job over NODES nodes
+                      (default 1; a node's segment holds 256 ranks of a
+                      job), an agent each on this machine: time from the
+                      window's last stop to every rank collected (the
+                      index's counts).
 """
 
 import calendar
@@ -152,16 +154,17 @@ def upload(mb, rate, part):
         print("load average %s" % " ".join(load))
 
 
-def many(nranks):
+def many(nranks, nnodes):
     job = "bench-many"
     with Cluster("bench-many") as c:
         c.start_coordinator()
-        n = c.node("n0")
         store = c.trace_store()
-        n.start_agent(extra=["--trace-store", store, "--trace-settle", "1"])
+        nodes = [c.node("n%d" % i) for i in range(nnodes)]
+        for n in nodes:
+            n.start_agent(extra=["--trace-store", store, "--trace-settle", "1"])
         for r in range(nranks):
-            n.start_rank(job, r, rate=5)
-        c.wait_ranks(job, nranks, timeout=300, min_step=2)
+            nodes[r % nnodes].start_rank(job, r, rate=5)
+        c.wait_ranks(job, nranks, timeout=600, min_step=2)
         w = c.add_window(job, {"in_steps": 10, "steps": 2})
         c.wait_window_done(job, w["id"], list(range(nranks)), timeout=600)
         t0 = time.time()
@@ -174,10 +177,10 @@ def many(nranks):
         body = wait_for(all_in, 1800, "every rank collected", interval=0.2)
         dt = time.time() - t0
         size = sum(t["size"] for t in body["traces"])
-        print("%d ranks on one node: all collected %.1f s after the window's "
-              "last stop was seen (%.1f ms a rank, settle 1 s included; "
-              "archives %d bytes in all); load average %s" % (
-                  nranks, dt, 1000 * dt / nranks, size,
+        print("%d ranks on %d node(s): all collected %.1f s after the "
+              "window's last stop was seen (%.1f ms a rank, settle 1 s "
+              "included; archives %d bytes in all); load average %s" % (
+                  nranks, nnodes, dt, 1000 * dt / nranks, size,
                   " ".join(open("/proc/loadavg").read().split()[:3])))
 
 
@@ -188,6 +191,11 @@ if __name__ == "__main__":
                sys.argv[3] if len(sys.argv) > 3 else "64m",
                sys.argv[4] if len(sys.argv) > 4 else "64m")
     elif what == "many":
-        many(int(sys.argv[2]) if len(sys.argv) > 2 else 256)
+        n = int(sys.argv[2]) if len(sys.argv) > 2 else 256
+        nodes = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+        if n > 256 * nodes:
+            sys.exit("many: %d ranks need at least %d nodes (256 a node)" % (
+                n, (n + 255) // 256))
+        many(n, nodes)
     else:
         sys.exit(__doc__)
