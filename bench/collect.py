@@ -16,6 +16,13 @@
                       job), an agent each on this machine: time from the
                       window's last stop to every rank collected (the
                       index's counts).
+  fetch [N] [MB] [RUNS]
+                      N ranks (default 8) each with a trace of MB MiB of
+                      random bytes (default 32) collected to s3rver
+                      (loopback); then `dynprofctl fetch` RUNS times (default
+                      3) with the coordinator's presigned URLs into a fresh
+                      directory: MiB/s of archives fetched and checked, median
+                      and range.
 """
 
 import calendar
@@ -184,6 +191,64 @@ def many(nranks, nnodes):
                   " ".join(open("/proc/loadavg").read().split()[:3])))
 
 
+def fetch(nranks, mb, runs):
+    s3mod.use_credentials()
+    job = "bench-fetch"
+    with Cluster("bench-fetch") as c, s3mod.S3(c.dir, "traces") as s3:
+        direct = "http://127.0.0.1:%d" % s3.backend_port
+        c.start_coordinator(extra=["--s3-endpoint", direct, "--presign-ttl",
+                                   "900"])
+        n = c.node("n0")
+        store = c.trace_store()
+        # Settled 10 s: the big files below are written after the stop.
+        n.start_agent(extra=s3.agent_flags(store, "bench", "--trace-settle",
+                                           "10", endpoint=direct))
+        for r in range(nranks):
+            n.start_rank(job, r, rate=20)
+        c.wait_ranks(job, nranks, min_step=3)
+        w = c.add_window(job, {"in_steps": 5, "steps": 2})
+        c.wait_window_done(job, w["id"], list(range(nranks)), timeout=120)
+        for r in range(nranks):
+            tdir = os.path.join(n.out, "rank%d_start%d_stop%d" % (
+                r, w["start_step"], w["stop_step"]))
+            with open(os.path.join(tdir, "big.bin"), "wb") as f:
+                for _ in range(mb):
+                    f.write(os.urandom(1 << 20))
+
+        def all_up():
+            code, body = c.http("GET", "/v1/jobs/%s/windows/%d/traces" % (
+                job, w["id"]))
+            ok = code == 200 and body["counts"]["collected"] == nranks and \
+                all(t["location"].startswith("s3://") for t in body["traces"])
+            return body if ok else None
+        idx = wait_for(all_up, 1800, "every rank uploaded", interval=0.5)
+        total = sum(t["size"] for t in idx["traces"])
+        if total < nranks * mb << 20:
+            sys.exit("archives of %d bytes: some big files were not packed "
+                     "whole" % total)
+        # No credentials here: the presigned URLs alone.
+        for k in [k for k in os.environ if k.startswith("AWS_")]:
+            del os.environ[k]
+        rates = []
+        for i in range(runs):
+            out = os.path.join(c.dir, "fetched-%d" % i)
+            t0 = time.monotonic()
+            r = c.ctl("fetch", job, str(w["id"]), "--out", out, timeout=1800)
+            dt = time.monotonic() - t0
+            if r.returncode != 0:
+                sys.exit("fetch failed:\n%s" % r.stdout)
+            rates.append(total / dt / (1 << 20))
+            log("fetch %d: %d bytes in %.2f s: %.1f MiB/s" % (
+                i + 1, total, dt, rates[-1]))
+            subprocess.run(["rm", "-rf", out])
+        print("fetch of %d ranks' archives (%d bytes, %d MiB of random input "
+              "each) from s3rver by presigned URLs: median %.1f MiB/s "
+              "[%.1f - %.1f] over %d runs; load average %s" % (
+                  nranks, total, mb, statistics.median(rates), min(rates),
+                  max(rates), runs,
+                  " ".join(open("/proc/loadavg").read().split()[:3])))
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "upload"
     if what == "upload":
@@ -197,5 +262,9 @@ if __name__ == "__main__":
             sys.exit("many: %d ranks need at least %d nodes (256 a node)" % (
                 n, (n + 255) // 256))
         many(n, nodes)
+    elif what == "fetch":
+        fetch(int(sys.argv[2]) if len(sys.argv) > 2 else 8,
+              int(sys.argv[3]) if len(sys.argv) > 3 else 32,
+              int(sys.argv[4]) if len(sys.argv) > 4 else 3)
     else:
         sys.exit(__doc__)
