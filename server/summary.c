@@ -40,6 +40,11 @@ struct summary_window {
 	uint64_t		 collected, collect_failed;
 	uint64_t		 gone, missed, finished, acted;
 	uint64_t		 gone_idle;	/* gone, never acted on it */
+	/* When its ranks ran it, as their started and stopped events say:
+	 * the first start and last stop (0 none) and the lowest step started
+	 * at and highest stopped at (-1 none: no rank steps). */
+	int64_t			 first_start_ns, last_stop_ns;
+	int64_t			 start_step_min, stop_step_max;
 };
 
 /* Orders windows by id, for bsearch(). */
@@ -152,6 +157,25 @@ summary_state_flag(int state)
 	return (0);
 }
 
+/* Adds the time and step of a started or stopped event ev to x's run. */
+static void
+summary_window_ran(struct summary_window *x, const struct rank_event *ev)
+{
+	if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_STARTED) {
+		if (ev->time_ns > 0 && (x->first_start_ns == 0 ||
+		    ev->time_ns < x->first_start_ns))
+			x->first_start_ns = ev->time_ns;
+		if (ev->step >= 0 && (x->start_step_min < 0 ||
+		    ev->step < x->start_step_min))
+			x->start_step_min = ev->step;
+	} else if (ev->kind == DYNPROF__V1__EVENT_KIND__EVENT_STOPPED) {
+		if (ev->time_ns > x->last_stop_ns)
+			x->last_stop_ns = ev->time_ns;
+		if (ev->step > x->stop_step_max)
+			x->stop_step_max = ev->step;
+	}
+}
+
 /*
  * Adds what rank r (showing state) did about each window to the counts:
  * from its events, and its last state for its current window.  A rank
@@ -181,6 +205,8 @@ summary_rank_windows(const struct rank *r, int state,
 		}
 		if (x == NULL || !ranks_contains(&x->w->rankset, r->rank))
 			continue;
+		if (i < r->nevents)
+			summary_window_ran(x, &r->events[i]);
 		for (j = 0; j < nseen && seen[j] != x; j++)
 			;
 		if (j == nseen) {
@@ -428,6 +454,18 @@ summary_window_json(const struct job *job, struct summary_window *x)
 	json_object_set_new(rk, "finished",
 	    json_integer((json_int_t)x->finished));
 	json_object_set_new(o, "rank_counts", rk);
+	if (x->first_start_ns > 0) {
+		rk = json_object();
+		json_object_set_new(rk, "first_start",
+		    summary_time(x->first_start_ns));
+		json_object_set_new(rk, "last_stop",
+		    summary_time(x->last_stop_ns));
+		json_object_set_new(rk, "start_step", x->start_step_min >= 0 ?
+		    json_integer(x->start_step_min) : json_null());
+		json_object_set_new(rk, "stop_step", x->stop_step_max >= 0 ?
+		    json_integer(x->stop_step_max) : json_null());
+		json_object_set_new(o, "ran", rk);
+	}
 	return (o);
 }
 
@@ -520,6 +558,7 @@ summary_add(struct coord *c, struct job *job, json_t *body)
 	i = 0;
 	TAILQ_FOREACH(w, &job->windows, entry) {
 		sw[i].w = w;
+		sw[i].start_step_min = sw[i].stop_step_max = -1;
 		sw[i++].targeted = summary_targeted(w, v, n);
 		if (w->ended_ns > 0 && (first_end == 0 ||
 		    w->ended_ns < first_end))

@@ -494,10 +494,26 @@
 		    el('span', { class: 'act' }));
 	}
 
+	/*
+	 * The steps a time window's ranks ran it at (their first step started
+	 * at to their last stopped at: a stepping rank starts at the first
+	 * step after the start), '' if none is known (no rank started it, or
+	 * none steps) and for a window of steps.
+	 */
+	function ranSteps(w) {
+		const r = w.ran;
+		if (!w.at || !r || r.start_step === null ||
+		    r.start_step === undefined)
+			return '';
+		return r.stop_step !== null && r.stop_step >= r.start_step ?
+		    ' (steps ' + r.start_step + '-' + r.stop_step + ')' :
+		    ' (from step ' + r.start_step + ')';
+	}
+
 	/* A window's label: which, when, on which ranks, how it is doing. */
 	function windowLabel(w, out, ...more) {
 		return el('span', { class: 'lbl' }, '#' + w.id + ' ' +
-		    windowWhen(w) + ' ' + rankLabel(w.ranks) +
+		    windowWhen(w) + ranSteps(w) + ' ' + rankLabel(w.ranks) +
 		    selectorLabel(w.selector) + ' \u00b7 ' + out.label, ...more);
 	}
 
@@ -564,7 +580,9 @@
 			    pct(at(w)) + ';width:' + (100 * w.duration_ms /
 			    span).toFixed(2) + '%', title: out.label + ' (' +
 			    clockText(at(w), days) + ' to ' + clockText(at(w) +
-			    w.duration_ms, days) + ' UTC)' }), mark);
+			    w.duration_ms, days) + ' UTC' + (w.ran ? '; its ' +
+			    'ranks ran it from ' + w.ran.first_start + ' to ' +
+			    (w.ran.last_stop || 'now') : '') + ')' }), mark);
 		});
 		kids.push(axisRow('now ' + clockText(now, days) + ' UTC',
 		    clockText(lo, days), clockText(hi, days), mark));

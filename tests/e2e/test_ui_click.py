@@ -8,7 +8,8 @@ four dynprof-train-sim ranks.
 - The operator schedules a window by filling the form and clicking: every
   rank runs it (its trace on disk, its options those the form set) and the
   page shows it done; so does a time window ("at +5s for 2s, tolerance
-  250ms": every rank started it at its time), and a time the API cannot read
+  250ms": every rank started it at its time; the summary's "ran" and the
+  page's label say the steps its ranks ran it at), and a time the API cannot read
   is refused in its words; ranks beyond the job's are scheduled with
   dynprofctl's warning; a start behind every rank is refused with the API's
   409 in the API's words; a window far ahead is cancelled by its button.
@@ -115,6 +116,7 @@ def test():
               w["duration_ms"] == 2000 and w["tolerance_ms"] == 250 and
               w["start_step"] == 0, "time window %d: %s" % (timed["id"], w))
         at = parse_time(w["at"])
+        starts, stops = [], []
         for r in c.status(JOB)["ranks"]:
             a = events_of(r, "started", timed["id"])
             b = events_of(r, "stopped", timed["id"])
@@ -122,6 +124,20 @@ def test():
                   parse_time(b[0]["time"]) <= at + 2.0 + 1.0,
                   "rank %d's time window %d: %s %s (at %s)" % (
                       r["rank"], timed["id"], a, b, w["at"]))
+            starts.append(a[0])
+            stops.append(b[0])
+        # When and at which steps its ranks ran it: the summary's, from
+        # their events, and the page's label says the steps.
+        ran = {"first_start": min(e["time"] for e in starts),
+               "last_stop": max(e["time"] for e in stops),
+               "start_step": min(e["step"] for e in starts),
+               "stop_step": max(e["step"] for e in stops)}
+        check(w.get("ran") == ran, "time window %d ran %s, its ranks' "
+              "events %s" % (timed["id"], w.get("ran"), ran))
+        check("(steps %d-%d)" % (ran["start_step"], ran["stop_step"]) in
+              timed["row"], "the page's label of time window %d: %s, its "
+              "ranks ran steps %d-%d" % (timed["id"], timed["row"],
+                                         ran["start_step"], ran["stop_step"]))
         check(window(c, cancelled)["state"] == "cancelled",
               "window %d: %s" % (cancelled, window(c, cancelled)))
         check(not [x for x in c.status(JOB)["windows"]
