@@ -27,7 +27,7 @@
 	    '#eef2f8 3px 6px)';		/* a node whose ranks give no busy time */
 	const FEED_MAX = 200;		/* entries kept in the live feed */
 	const NODES_SHOWN = 50;		/* rows of node tables */
-	const WINDOWS_SHOWN = 16;	/* windows on the line */
+	const WINDOWS_SHOWN = 16;	/* windows on each line (steps, time) */
 	const FEED_RETRY_MS = 2000;
 	/*
 	 * The options table (common/options.h), in its order: name, type,
