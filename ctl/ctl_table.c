@@ -66,13 +66,26 @@ ctl_json_count(json_t *o, const char *key)
 }
 
 /* When a window object runs: "160-164", or "at T for N ms" for a time
- * window. */
+ * window, with the steps its ranks ran it at once known ("at T for N ms,
+ * steps 46-75", "..., from step 46" before one stopped it). */
 void
 ctl_window_when(char *buf, size_t len, json_t *w)
 {
+	json_t	*ran = json_object_get(w, "ran");
+	char	 steps[64] = "";
+
+	if (json_is_integer(json_object_get(ran, "start_step"))) {
+		if (json_is_integer(json_object_get(ran, "stop_step")))
+			snprintf(steps, sizeof(steps), ", steps %lld-%lld",
+			    (long long)ctl_json_int(ran, "start_step", 0),
+			    (long long)ctl_json_int(ran, "stop_step", 0));
+		else
+			snprintf(steps, sizeof(steps), ", from step %lld",
+			    (long long)ctl_json_int(ran, "start_step", 0));
+	}
 	if (json_is_string(json_object_get(w, "at")))
-		snprintf(buf, len, "at %s for %lld ms", ctl_json_str(w, "at",
-		    ""), (long long)ctl_json_int(w, "duration_ms", 0));
+		snprintf(buf, len, "at %s for %lld ms%s", ctl_json_str(w, "at",
+		    ""), (long long)ctl_json_int(w, "duration_ms", 0), steps);
 	else
 		snprintf(buf, len, "%lld-%lld",
 		    (long long)ctl_json_int(w, "start_step", 0),

@@ -432,6 +432,37 @@ test_status_table(void **state)
 	    "FINISHED\n"
 	    "  1   5-6   scheduled  all    0         -        -        -\n");
 
+	/* Time windows: the steps their ranks ran them at, once known. */
+	expect_status(
+	    "{\"job\": \"t\", \"generation\": 3, \"progress\": null,"
+	    " \"rank_counts\": {\"total\": 0}, \"node_counts\": {\"total\": 0},"
+	    " \"windows\": [{\"id\": 1, \"start_step\": 0, \"stop_step\": 0,"
+	    " \"at\": \"T1\", \"duration_ms\": 1500, \"state\": \"done\","
+	    " \"rank_counts\": {\"targeted\": 0}, \"ran\": {\"first_start\":"
+	    " \"T2\", \"last_stop\": \"T3\", \"start_step\": 46,"
+	    " \"stop_step\": 75}}, {\"id\": 2, \"start_step\": 0,"
+	    " \"stop_step\": 0, \"at\": \"T4\", \"duration_ms\": 20,"
+	    " \"state\": \"running\", \"rank_counts\": {\"targeted\": 0},"
+	    " \"ran\": {\"first_start\": \"T5\", \"last_stop\": null,"
+	    " \"start_step\": 80, \"stop_step\": null}}, {\"id\": 3,"
+	    " \"start_step\": 0, \"stop_step\": 0, \"at\": \"T6\","
+	    " \"duration_ms\": 5, \"state\": \"done\", \"rank_counts\":"
+	    " {\"targeted\": 0}, \"ran\": {\"first_start\": \"T7\","
+	    " \"last_stop\": \"T8\", \"start_step\": null,"
+	    " \"stop_step\": null}}]}",
+	    "{\"ranks\": [], \"next\": null}",
+	    "job t generation 3: no ranks reported yet, window 2 [at T4, 20 ms]\n"
+	    "\n"
+	    "windows:\n"
+	    "  ID  WHEN                            STATE    RANKS  TARGETED  "
+	    "STARTED  STOPPED  FINISHED\n"
+	    "  1   at T1 for 1500 ms, steps 46-75  done     all    0         "
+	    "-        -        -\n"
+	    "  2   at T4 for 20 ms, from step 80   running  all    0         "
+	    "-        -        -\n"
+	    "  3   at T6 for 5 ms                  done     all    0         "
+	    "-        -        -\n");
+
 	/* Junk where objects should be: no crash, placeholders. */
 	out = render_status("{\"job\": 5, \"rank_counts\": [1],"
 	    " \"windows\": {}, \"node_counts\": null}",
