@@ -43,7 +43,7 @@ enum {
 	OPT_LEGACY_PER_UID, OPT_LEGACY_WINDOW_MAX, OPT_SHM_BUDGET, OPT_TRACE_STORE, OPT_TRACE_STORE_ALLOW, OPT_TRACE_SETTLE,
 	OPT_TRACE_UPLOAD, OPT_S3_ENDPOINT, OPT_S3_REGION, OPT_S3_CREDENTIALS,
 	OPT_UPLOAD_RATE, OPT_UPLOAD_STALL, OPT_UPLOAD_BACKOFF, OPT_UPLOAD_PART,
-	OPT_TEST_CLOCK_OFFSET,
+	OPT_TEST_CLOCK_OFFSET, OPT_TEST_STOP_AT,
 	OPT_VERBOSE = 'v', OPT_QUIET = 'q', OPT_HELP = 'h',
 };
 
@@ -81,6 +81,7 @@ static const struct option agent_longopts[] = {
 	{ "upload-backoff",	required_argument, NULL, OPT_UPLOAD_BACKOFF },
 	{ "upload-part-size",	required_argument, NULL, OPT_UPLOAD_PART },
 	{ "test-clock-offset",	required_argument, NULL, OPT_TEST_CLOCK_OFFSET },
+	{ "test-stop-at",	required_argument, NULL, OPT_TEST_STOP_AT },
 	{ "verbose",		no_argument,	   NULL, OPT_VERBOSE },
 	{ "quiet",		no_argument,	   NULL, OPT_QUIET },
 	{ "help",		no_argument,	   NULL, OPT_HELP },
@@ -165,6 +166,11 @@ agent_usage(FILE *f)
 "  --test-clock-offset NS   for tests: read the wall clock NS nanoseconds ahead\n"
 "                           (-86400e9 to 86400e9), as a node whose clock is off\n"
 "                           (the machine's clock is not touched; default: 0)\n"
+"  --test-stop-at POINT     for tests: stop (SIGSTOP) the first time a rank's\n"
+"                           collection reaches POINT: collect-packed (its\n"
+"                           archive written, not yet renamed into the store),\n"
+"                           collect-renamed (in the store, not yet reported)\n"
+"                           (default: none)\n"
 "  -v, --verbose            log more\n"
 "  -q, --quiet              log warnings only\n"
 "  -h, --help               this help\n"
@@ -413,6 +419,17 @@ agent_set_option(struct agent_options *o, int opt, const char *arg,
 		if (v != 0)
 			log_warnx("%s: the wall clock is read %lld ms off, for "
 			    "tests", name, v / 1000000);
+		return (0);
+	case OPT_TEST_STOP_AT:
+		if (strcmp(arg, "collect-packed") != 0 &&
+		    strcmp(arg, "collect-renamed") != 0) {
+			log_warnx("%s: \"%s\" is neither collect-packed nor "
+			    "collect-renamed", name, arg);
+			return (-1);
+		}
+		snprintf(o->test_stop_at, sizeof(o->test_stop_at), "%s", arg);
+		log_warnx("%s: the agent stops itself at %s, for tests", name,
+		    arg);
 		return (0);
 	case OPT_SHM_BUDGET:
 		if (agent_number(arg, 0, 1 << 20, &v, 10, name) == -1)

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,7 @@ struct collect {
 	size_t			 nown;
 	char			 busy_store[PATH_MAX];	/* where the busy
 						 * item is packed */
+	int			 test_stopped;	/* --test-stop-at reached */
 	char			 queue_path[PATH_MAX + 32];
 	uint64_t		 collected, failed;
 	struct log_limit	 log_limit;	/* what ranks' directories cause */
@@ -845,6 +847,23 @@ collect_load(struct agent *a)
 
 static void	collect_run(struct agent *);
 
+/*
+ * --test-stop-at: the agent stops itself (SIGSTOP) the first time a rank's
+ * collection reaches point, for a test to SIGKILL it exactly there.
+ */
+static void
+collect_test_stop(struct agent *a, const char *point,
+    const struct collect_item *it)
+{
+	if (a->collect->test_stopped ||
+	    strcmp(a->opts.test_stop_at, point) != 0)
+		return;
+	a->collect->test_stopped = 1;
+	log_warnx("test-stop-at %s: job %s window %u rank %d: stopped", point,
+	    it->job, it->window, it->rank);
+	(void)raise(SIGSTOP);
+}
+
 /* The packing child ended: its result, then the next one. */
 static void
 collect_packed(evutil_socket_t fd, short what, void *arg)
@@ -856,11 +875,18 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 	struct tracesum		*sum;
 	char			 where[PATH_MAX + 320];
 	int64_t			 now = clock_mono_ms();
+	int			 rc;
 
 	(void)fd;
 	(void)what;
+	rc = trace_pack_end(&c->tp, &r);
+	if (rc == 0) {
+		collect_test_stop(a, "collect-packed", it);
+		rc = trace_pack_place(&c->tp, &r);
+	}
 	c->busy = NULL;
-	if (trace_pack_finish(&c->tp, &r) == 0) {
+	if (rc == 0) {
+		collect_test_stop(a, "collect-renamed", it);
 		c->collected++;
 		log_info("collected job %s window %u rank %d: %s, %llu bytes, "
 		    "sha256 %s, %llu files (%llu bytes) in %lld ms, %llu left "
@@ -1120,7 +1146,7 @@ collect_open(struct agent *a)
 	if (realpath(a->opts.trace_store, c->store) == NULL)
 		snprintf(c->store, sizeof(c->store), "%s",
 		    a->opts.trace_store);
-	c->tp.fd = -1;
+	c->tp.fd = c->tp.dir_fd = -1;
 	snprintf(c->queue_path, sizeof(c->queue_path), "%s/%s",
 	    a->opts.shm_dir, COLLECT_QUEUE_FILE);
 	a->collect = c;

@@ -86,6 +86,7 @@ struct agent_options {
 	uint64_t	 upload_part_size;	/* over it: multipart */
 	int		 log_level;
 	int64_t		 test_clock_offset_ns;	/* --test-clock-offset */
+	char		 test_stop_at[32];	/* --test-stop-at, "" none */
 };
 
 /* Counters of everything refused or lost, logged at exit. */
@@ -488,6 +489,8 @@ int	 trace_pack_write(int, int, uid_t, uint64_t,
 int	 trace_pack_settled(int, int, struct trace_pack_result *);
 int	 trace_pack_start(struct trace_pack *, int, const char *, uint32_t,
 	    uint32_t, int, const char *, uid_t, uint64_t, int, char *, size_t);
+int	 trace_pack_end(struct trace_pack *, struct trace_pack_result *);
+int	 trace_pack_place(struct trace_pack *, struct trace_pack_result *);
 int	 trace_pack_finish(struct trace_pack *, struct trace_pack_result *);
 void	 trace_pack_abort(struct trace_pack *);
 int	 trace_pack_sha256(int, uint64_t, uint64_t, char [65], uint64_t *);

@@ -5,8 +5,9 @@
  *
  * The packing runs in a child process, so a slow or large directory never
  * holds the agent's event loop: trace_pack_start() forks it and hands back a
- * descriptor that becomes readable when it ends, trace_pack_finish() reads
- * its result and renames the archive into place.  The child runs at nice 19
+ * descriptor that becomes readable when it ends, trace_pack_end() reads
+ * its result and trace_pack_place() renames the archive into place (the
+ * caller notes what it packed in between: collect.c).  The child runs at nice 19
  * and in the idle I/O class, so a training process on the node is served
  * first, and reads the directory acting as its owner (file-system uid and
  * gid): what it packs is what that owner could read.  It walks the directory
@@ -674,11 +675,12 @@ fail:
 
 /*
  * Ends tp once tp->fd is readable (or blocks until it is): reads the child's
- * result into r, reaps it and renames the archive into place.  Returns 0 with
- * r filled, or -1 with r->why set and the temporary file removed.
+ * result into r and reaps it.  Returns 0 with r filled and the archive whole
+ * under its temporary name (then trace_pack_place()), or -1 with r->why set
+ * and the temporary file removed.
  */
 int
-trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
+trace_pack_end(struct trace_pack *tp, struct trace_pack_result *r)
 {
 	const char	*why;
 	size_t		 got;
@@ -694,10 +696,6 @@ trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
 		memset(r, 0, sizeof(*r));
 		trace_pack_why(r->why, sizeof(r->why), "the packer died%s",
 		    WIFSIGNALED(status) ? " of a signal" : "");
-	} else if (r->ok && renameat(tp->dir_fd, tp->tmp, tp->dir_fd,
-	    tp->name) == -1) {
-		r->ok = 0;
-		trace_pack_why(r->why, sizeof(r->why), "rename: %s", strerror(errno));
 	}
 	r->why[sizeof(r->why) - 1] = '\0';
 	r->first_skipped[sizeof(r->first_skipped) - 1] = '\0';
@@ -707,24 +705,55 @@ trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
 		snprintf(r->sum.error, sizeof(r->sum.error), "not read: %s",
 		    why);
 	}
-	if (!r->ok)
+	if (r->ok)
+		return (0);
+	(void)unlinkat(tp->dir_fd, tp->tmp, 0);
+	close(tp->dir_fd);
+	tp->dir_fd = -1;
+	return (-1);
+}
+
+/*
+ * Renames the archive trace_pack_end() left under its temporary name into
+ * place.  Returns 0, or -1 with r->ok cleared, r->why set and the temporary
+ * file removed.
+ */
+int
+trace_pack_place(struct trace_pack *tp, struct trace_pack_result *r)
+{
+	if (renameat(tp->dir_fd, tp->tmp, tp->dir_fd, tp->name) == -1) {
+		r->ok = 0;
+		trace_pack_why(r->why, sizeof(r->why), "rename: %s",
+		    strerror(errno));
 		(void)unlinkat(tp->dir_fd, tp->tmp, 0);
+	}
 	close(tp->dir_fd);
 	tp->dir_fd = -1;
 	return (r->ok ? 0 : -1);
+}
+
+/* trace_pack_end(), then trace_pack_place().  Returns 0, or -1. */
+int
+trace_pack_finish(struct trace_pack *tp, struct trace_pack_result *r)
+{
+	if (trace_pack_end(tp, r) == -1)
+		return (-1);
+	return (trace_pack_place(tp, r));
 }
 
 /* Stops tp's child (the agent is going away): kills, reaps, cleans up. */
 void
 trace_pack_abort(struct trace_pack *tp)
 {
-	if (tp->fd == -1)
+	if (tp->fd == -1 && tp->dir_fd == -1)
 		return;
-	(void)kill(tp->pid, SIGKILL);
-	while (waitpid(tp->pid, NULL, 0) == -1 && errno == EINTR)
-		;
-	close(tp->fd);
-	tp->fd = -1;
+	if (tp->fd != -1) {
+		(void)kill(tp->pid, SIGKILL);
+		while (waitpid(tp->pid, NULL, 0) == -1 && errno == EINTR)
+			;
+		close(tp->fd);
+		tp->fd = -1;
+	}
 	(void)unlinkat(tp->dir_fd, tp->tmp, 0);
 	close(tp->dir_fd);
 	tp->dir_fd = -1;
