@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +57,10 @@
 #define COLLECT_QUEUE_VERSION	5	/* bump when a line's layout changes
 					 * (1, pending lines only, 2, no '-'
 					 * lines, 3, no '~' lines, 4, no '='
-					 * lines, still read) */
+					 * lines, still read); '>' lines,
+					 * added since, are skipped by an
+					 * agent before them as bad lines,
+					 * its queue kept */
 #define COLLECT_OWN_MAX		64	/* windows with their job's own
 					 * store, the newest remembered */
 #define COLLECT_OWN_LEN		256	/* a job's own store's length */
@@ -136,6 +139,16 @@ struct collect {
 	size_t			 nown;
 	char			 busy_store[PATH_MAX];	/* where the busy
 						 * item is packed */
+	struct collect_packed {		/* the busy item's archive, whole
+					 * under its temporary name or in
+					 * place; or, loading, the last
+					 * agent's ('>' line) */
+		uint64_t	 key;	/* 0: none */
+		uint64_t	 size;
+		char		 sha256[65];
+		struct tracesum	 sum;
+		int		 has_sum;
+	}			 packed;
 	int			 test_stopped;	/* --test-stop-at reached */
 	char			 queue_path[PATH_MAX + 32];
 	uint64_t		 collected, failed;
@@ -232,12 +245,12 @@ collect_mark_own(struct collect *c, const char *job, uint32_t window,
 /*
  * Opens a job's own directory store: an absolute path of plain parts (no
  * "..", ".", nor empty one) under one of --trace-store-allow, walked from
- * that directory one part at a time, made if missing, no symbolic link
- * followed.  Returns the descriptor, or -1 with why.
+ * that directory one part at a time, made if missing (and make), no
+ * symbolic link followed.  Returns the descriptor, or -1 with why.
  */
 static int
-collect_own_open(const struct agent *a, const char *store, char *why,
-    size_t wlen)
+collect_own_open(const struct agent *a, const char *store, int make,
+    char *why, size_t wlen)
 {
 	const struct agent_options *o = &a->opts;
 	char			 part[COLLECT_OWN_LEN];
@@ -281,7 +294,7 @@ collect_own_open(const struct agent *a, const char *store, char *why,
 		}
 		memcpy(part, p, n);
 		part[n] = '\0';
-		if (mkdirat(fd, part, 0755) == -1 && errno != EEXIST)
+		if (make && mkdirat(fd, part, 0755) == -1 && errno != EEXIST)
 			next = -1;
 		else
 			next = openat(fd, part, O_RDONLY | O_DIRECTORY |
@@ -298,6 +311,39 @@ collect_own_open(const struct agent *a, const char *store, char *why,
 		fd = next;
 	}
 	return (fd);
+}
+
+/*
+ * Opens the directory store job's window's archives are packed into: the
+ * job's own (PUT .../trace-store), or --trace-store (a job's own s3 store's
+ * too: packed here, then uploaded), its text into store (len bytes); make:
+ * the own store's missing parts made.  Returns the descriptor, to give back
+ * to collect_store_close(), or -1 with why.
+ */
+static int
+collect_store_open(const struct agent *a, const char *job, uint32_t window,
+    int make, char *store, size_t len, char *why, size_t wlen)
+{
+	const struct collect	*c = a->collect;
+	const char		*own = collect_own_store(c, job, window);
+
+	if (own != NULL && strncmp(own, "s3://", 5) == 0 && !c->upload) {
+		snprintf(why, wlen, "the job's own store %s: this agent has no "
+		    "--trace-upload (its endpoint and credentials)", own);
+		return (-1);
+	}
+	if (own != NULL && strncmp(own, "s3://", 5) == 0)
+		own = NULL;
+	snprintf(store, len, "%s", own != NULL ? own : c->store);
+	return (own != NULL ? collect_own_open(a, own, make, why, wlen) :
+	    c->store_fd);
+}
+
+static void
+collect_store_close(const struct collect *c, int fd)
+{
+	if (fd != -1 && fd != c->store_fd)
+		close(fd);
 }
 
 static struct collect_item *
@@ -348,6 +394,18 @@ collect_save(struct collect *c)
 	for (i = 0; i < c->nown && i < COLLECT_OWN_MAX; i++)
 		fprintf(f, "= %s %u %s\n", c->own[i].job, c->own[i].window,
 		    c->own[i].store);
+	/*
+	 * The busy item's archive, once packed: its "~" summary and ">"
+	 * line before its pending line, written before the rename, so that
+	 * an agent killed after it knows what it packed (collect_recover()).
+	 */
+	if (c->busy != NULL && c->packed.key != 0) {
+		collect_save_sum(f, c->busy->job, c->busy->window,
+		    c->busy->rank, c->packed.has_sum ? &c->packed.sum : NULL);
+		fprintf(f, "> %s %u %d %llu %s\n", c->busy->job,
+		    c->busy->window, c->busy->rank,
+		    (unsigned long long)c->packed.size, c->packed.sha256);
+	}
 	if (c->busy != NULL)
 		fprintf(f, "%s %u %d %u %s\n", c->busy->job, c->busy->window,
 		    c->busy->rank, (unsigned int)c->busy->uid, c->busy->dir);
@@ -355,8 +413,8 @@ collect_save(struct collect *c)
 		fprintf(f, "%s %u %d %u %s\n", it->job, it->window, it->rank,
 		    (unsigned int)it->uid, it->dir);
 	/*
-	 * A job id starts with neither '+', '!', '^' nor '~'; a "~" line is
-	 * the summary of the "^" or "+" line after it.
+	 * A job id starts with neither '+', '!', '^', '>' nor '~'; a "~" line
+	 * is the summary of the "^", "+" or ">" line after it.
 	 */
 	if (c->up_busy != NULL)
 		collect_save_sum(f, c->up_busy->job, c->up_busy->window,
@@ -503,23 +561,58 @@ collect_location(const struct collect *c, const char *path, char *buf,
 }
 
 /*
- * An archive found in the store under its final name for a rank the last
- * agent was packing: it died between the rename and its report.  Its size
- * and sha256 read back from the file, so that it is reported all the same.
- * Returns 0, or -1.
+ * The size and sha256 of the regular file name in directory dfd (an
+ * archive the last agent packed), read back.  Returns 0, or -1.
  */
 static int
-collect_rehash(struct collect *c, const char *path, uint64_t *size,
-    char sha256[65])
+collect_rehash(int dfd, const char *name, uint64_t *size, char sha256[65])
 {
-	int	 fd, rc;
+	struct stat	 st;
+	int		 fd, rc = -1;
 
 	*size = 0;
-	if ((fd = openat(c->store_fd, path, O_RDONLY | O_NOFOLLOW |
+	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC)) == -1)
 		return (-1);
-	rc = trace_pack_sha256(fd, 0, UINT64_MAX, sha256, size);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		rc = trace_pack_sha256(fd, 0, UINT64_MAX, sha256, size);
 	close(fd);
+	return (rc);
+}
+
+/*
+ * Opens <job>/window-<window> in store fd, no symbolic link followed.
+ * Returns the descriptor, or -1.
+ */
+static int
+collect_window_open(int fd, const char *job, uint32_t window)
+{
+	char	 name[32];
+	int	 jfd, wfd;
+
+	if ((jfd = openat(fd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (-1);
+	snprintf(name, sizeof(name), "window-%u", window);
+	wfd = openat(jfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	close(jfd);
+	return (wfd);
+}
+
+/* Returns 1 if store fd holds job's window's rank's archive. */
+static int
+collect_in_store(int fd, const char *job, uint32_t window, int32_t rank)
+{
+	struct stat	 st;
+	char		 name[32];
+	int		 wfd, rc;
+
+	if ((wfd = collect_window_open(fd, job, window)) == -1)
+		return (0);
+	snprintf(name, sizeof(name), "rank-%d.tar.zst", rank);
+	rc = fstatat(wfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(wfd);
 	return (rc);
 }
 
@@ -671,23 +764,28 @@ collect_upload_run(struct agent *a)
 
 /*
  * Adds job's window's rank (its trace in dir, uid's) to the pending list,
- * unless collected, pending or in the store already.  Returns 1 if added.
+ * unless collected, pending or in its store (the job's own, or the agent's)
+ * already.  Returns 1 if added.
  */
 static int
-collect_add(struct collect *c, const char *job, uint32_t window,
+collect_add(struct agent *a, const char *job, uint32_t window,
     int32_t rank, uid_t uid, const char *dir)
 {
+	struct collect		*c = a->collect;
 	struct collect_item	*it;
-	struct stat		 st;
-	char			 path[SEG_JOB_MAX + 64];
+	char			 store[PATH_MAX], why[512];
 	uint64_t		 key = collect_key(job, window, rank);
+	int			 fd, there;
 
 	if (collect_is_done(c, key) || collect_find(c, key) != NULL ||
 	    collect_is_off(c, job, window))
 		return (0);
-	snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst", job,
-	    window, rank);
-	if (fstatat(c->store_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	/* A store that does not open: packed all the same, failing why. */
+	fd = collect_store_open(a, job, window, 0, store, sizeof(store), why,
+	    sizeof(why));
+	there = fd != -1 && collect_in_store(fd, job, window, rank);
+	collect_store_close(c, fd);
+	if (there) {
 		collect_mark_done(c, key);
 		return (0);
 	}
@@ -713,6 +811,77 @@ collect_add(struct collect *c, const char *job, uint32_t window,
 	return (1);
 }
 
+/*
+ * A rank the last agent was packing (a pending line of its queue file),
+ * with what it had packed (its '>' line), or NULL.  Its archive may be in
+ * its store already: under its final name (the agent died between the
+ * rename and the report) or whole under its temporary name (between the
+ * packing's end and the rename: put in place now, not packed again).  Such
+ * an archive is reported as its packing would have been, with the summary
+ * noted if it is the archive noted.  Returns 1 if it was, 0 if the rank is
+ * still to pack.
+ */
+static int
+collect_recover(struct agent *a, const char *job, uint32_t window,
+    int32_t rank, const struct collect_packed *packed)
+{
+	struct collect		*c = a->collect;
+	const struct tracesum	*sum = NULL;
+	char			 store[PATH_MAX], why[512], name[32], tmp[40];
+	char			 where[PATH_MAX + 320], sha[65];
+	struct stat		 st;
+	uint64_t		 size = 0, key = collect_key(job, window, rank);
+	int			 fd, wfd, placed = 0, rc;
+
+	if (collect_is_done(c, key))
+		return (0);
+	if ((fd = collect_store_open(a, job, window, 0, store, sizeof(store),
+	    why, sizeof(why))) == -1)
+		return (0);
+	wfd = collect_window_open(fd, job, window);
+	collect_store_close(c, fd);
+	if (wfd == -1)
+		return (0);
+	snprintf(name, sizeof(name), "rank-%d.tar.zst", rank);
+	snprintf(tmp, sizeof(tmp), ".rank-%d.tar.zst.part", rank);
+	if (fstatat(wfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		rc = collect_rehash(wfd, name, &size, sha);
+	else if (packed != NULL && collect_rehash(wfd, tmp, &size, sha) == 0 &&
+	    size == packed->size && strcmp(sha, packed->sha256) == 0 &&
+	    renameat(wfd, tmp, wfd, name) == 0) {
+		rc = 0;
+		placed = 1;
+	} else {
+		close(wfd);
+		return (0);	/* packed again; its temporary file goes */
+	}
+	(void)unlinkat(wfd, tmp, 0);
+	close(wfd);
+	collect_mark_done(c, key);
+	snprintf(where, sizeof(where), "%s/%s/window-%u/%s", store, job,
+	    window, name);
+	if (rc == -1) {
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
+		    job, window, rank, 0, NULL, "its archive in the store does "
+		    "not read back", NULL);
+		return (1);
+	}
+	if (packed != NULL && packed->has_sum &&
+	    strcmp(sha, packed->sha256) == 0)
+		sum = &packed->sum;
+	log_info("collect: job %s window %u rank %d: packed by the last "
+	    "agent, %s: %s, %llu bytes, sha256 %s%s", job, window, rank,
+	    placed ? "put in place now" : "in place", where,
+	    (unsigned long long)size, sha, sum != NULL ? ", with its summary" :
+	    "");
+	if (c->upload && strcmp(store, c->store) == 0)
+		collect_upload_add(a, job, window, rank, size, sha, sum);
+	else
+		collect_report(a, DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
+		    job, window, rank, size, sha, where, sum);
+	return (1);
+}
+
 /* Reads the queue file a previous agent left. */
 static void
 collect_load(struct agent *a)
@@ -723,8 +892,6 @@ collect_load(struct agent *a)
 	char		 sha[65], path[SEG_JOB_MAX + 64], where[PATH_MAX + 320];
 	unsigned int	 window, uid;
 	unsigned long long size;
-	uint64_t	 size64;
-	struct stat	 st;
 	struct tracesum	*sum = NULL, *use;
 	uint64_t	 sum_key = 0;
 	const char	*why;
@@ -766,6 +933,18 @@ collect_load(struct agent *a)
 		if (line[0] == '=' && sscanf(line, "= %64s %u %n", job,
 		    &window, &off) == 2 && off > 0 && jobid_valid(job, NULL)) {
 			(void)collect_mark_own(c, job, window, line + off);
+			continue;
+		}
+		/* What the last agent packed of the pending line after it. */
+		if (line[0] == '>' && sscanf(line, "> %64s %u %d %llu %64s",
+		    job, &window, &rank, &size, sha) == 5 &&
+		    jobid_valid(job, NULL) && rank >= 0 && strlen(sha) == 64) {
+			c->packed.key = collect_key(job, window, rank);
+			c->packed.size = size;
+			snprintf(c->packed.sha256, sizeof(c->packed.sha256),
+			    "%s", sha);
+			if ((c->packed.has_sum = use != NULL))
+				c->packed.sum = *use;
 			continue;
 		}
 		if (line[0] == '+' && sscanf(line, "+ %64s %u %d %llu %64s %n",
@@ -812,34 +991,18 @@ collect_load(struct agent *a)
 			    c->queue_path);
 			continue;
 		}
-		/* Packed and renamed into place, but the agent died before
-		 * it noted so: reported from the archive itself. */
-		snprintf(path, sizeof(path), "%s/window-%u/rank-%d.tar.zst",
-		    job, window, rank);
-		if (fstatat(c->store_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    !collect_is_done(c, collect_key(job, window, rank))) {
-			collect_mark_done(c, collect_key(job, window, rank));
-			collect_location(c, path, where, sizeof(where));
-			if (!S_ISREG(st.st_mode) ||
-			    collect_rehash(c, path, &size64, sha) == -1)
-				collect_report(a,
-				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECT_FAILED,
-				    job, window, rank, 0, NULL, "its archive in "
-				    "the store does not read back", NULL);
-			else if (c->upload)
-				collect_upload_add(a, job, window, rank, size64,
-				    sha, NULL);
-			else
-				collect_report(a,
-				    DYNPROF__V1__EVENT_KIND__EVENT_COLLECTED,
-				    job, window, rank, size64, sha, where, NULL);
+		if (collect_recover(a, job, window, rank,
+		    c->packed.key == collect_key(job, window, rank) ?
+		    &c->packed : NULL))
 			nrep++;
-			continue;
-		}
-		n += collect_add(c, job, window, rank, (uid_t)uid, line + off);
+		else
+			n += collect_add(a, job, window, rank, (uid_t)uid,
+			    line + off);
+		c->packed.key = 0;
 	}
 	fclose(f);
 	free(sum);
+	c->packed.key = 0;
 	if (n > 0 || nrep > 0)
 		log_info("collect: %d traces left to collect, %d collections "
 		    "to report by the last agent", n, nrep);
@@ -880,9 +1043,26 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	rc = trace_pack_end(&c->tp, &r);
+	/* What trace_steps.c read of it: none of its files known, no
+	 * summary. */
+	sum = r.sum.format[0] != '\0' || r.sum.error[0] != '\0' ? &r.sum :
+	    NULL;
 	if (rc == 0) {
+		/*
+		 * Noted before the rename: an agent killed after it finds
+		 * the archive, under either name, and reports it with its
+		 * summary (collect_recover()).
+		 */
+		c->packed.key = collect_key(it->job, it->window, it->rank);
+		c->packed.size = r.size;
+		snprintf(c->packed.sha256, sizeof(c->packed.sha256), "%s",
+		    r.sha256);
+		if ((c->packed.has_sum = sum != NULL))
+			c->packed.sum = *sum;
+		collect_save(c);
 		collect_test_stop(a, "collect-packed", it);
 		rc = trace_pack_place(&c->tp, &r);
+		c->packed.key = 0;
 	}
 	c->busy = NULL;
 	if (rc == 0) {
@@ -899,10 +1079,6 @@ collect_packed(evutil_socket_t fd, short what, void *arg)
 		    r.skipped ? ": first " : "", r.first_skipped);
 		collect_mark_done(c, collect_key(it->job, it->window,
 		    it->rank));
-		/* What trace_steps.c read of it: none of its files known,
-		 * no summary. */
-		sum = r.sum.format[0] != '\0' || r.sum.error[0] != '\0' ?
-		    &r.sum : NULL;
 		if (sum != NULL && sum->error[0] != '\0')
 			log_limited(&c->log_limit, LOG_LEVEL_QUIET, "collect: "
 			    "job %s window %u rank %d: its trace not read "
@@ -963,11 +1139,11 @@ collect_run(struct agent *a)
 {
 	struct collect		*c = a->collect;
 	struct collect_item	*it;
-	const char		*own;
 	char			 why[512];
 	int64_t			 now = clock_mono_ms();
 	int			 fd, rc;
 
+again:
 	if (c->busy != NULL)
 		return;
 	TAILQ_FOREACH(it, &c->pending, entry)
@@ -977,24 +1153,24 @@ collect_run(struct agent *a)
 		return;
 	TAILQ_REMOVE(&c->pending, it, entry);
 	c->npending--;
-	own = collect_own_store(c, it->job, it->window);
-	fd = c->store_fd;
-	if (own != NULL && strncmp(own, "s3://", 5) == 0 && !c->upload) {
-		snprintf(why, sizeof(why), "the job's own store %s: this "
-		    "agent has no --trace-upload (its endpoint and "
-		    "credentials)", own);
-		fd = -1;
-	} else if (own != NULL && strncmp(own, "s3://", 5) == 0)
-		own = NULL;	/* packed here, then uploaded there */
-	else if (own != NULL)
-		fd = collect_own_open(a, own, why, sizeof(why));
-	snprintf(c->busy_store, sizeof(c->busy_store), "%s", own != NULL ?
-	    own : c->store);
+	fd = collect_store_open(a, it->job, it->window, 1, c->busy_store,
+	    sizeof(c->busy_store), why, sizeof(why));
+	/* Queued before its job's own store was known: never packed twice. */
+	if (fd != -1 && collect_in_store(fd, it->job, it->window, it->rank)) {
+		log_info("collect: job %s window %u rank %d: in %s already: "
+		    "not packed again", it->job, it->window, it->rank,
+		    c->busy_store);
+		collect_store_close(c, fd);
+		collect_mark_done(c, collect_key(it->job, it->window,
+		    it->rank));
+		free(it);
+		collect_save(c);
+		goto again;
+	}
 	rc = fd == -1 ? -1 : trace_pack_start(&c->tp, fd, it->job,
 	    it->window, (uint32_t)it->rank, -1, it->dir, it->uid,
 	    TRACE_PACK_MAX_BYTES, a->opts.trace_settle_s, why, sizeof(why));
-	if (fd != -1 && fd != c->store_fd)
-		close(fd);
+	collect_store_close(c, fd);
 	if (rc == -1) {
 		c->failed++;
 		log_warnx("collect failed: job %s window %u rank %d: %s",
@@ -1047,7 +1223,7 @@ collect_note_slot(struct agent *a, struct agent_job *j, int idx,
 		    s->window_id);
 		return;
 	}
-	if (collect_add(a->collect, j->name, s->window_id, s->rank,
+	if (collect_add(a, j->name, s->window_id, s->rank,
 	    jobs_rank_uid(j, idx), s->output_dir))
 		collect_save(a->collect);
 }

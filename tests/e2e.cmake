@@ -29,7 +29,7 @@ endfunction()
 
 if(TARGET dynprof-coordinator AND TARGET dynprof-agent AND TARGET dynprof-train-sim)
   foreach(t alignment targeting late_join faults noblock netns pidns squat eventlog tls
-      lost_node legacy_dialects legacy_ms24 legacy_missed stragglers collect collect_off collect_own labels labels_late forget forget_away left unserved feed_restart new_run timewin legacy_timewin)
+      lost_node legacy_dialects legacy_ms24 legacy_missed stragglers collect collect_off collect_own collect_restart labels labels_late forget forget_away left unserved feed_restart new_run timewin legacy_timewin)
     dynprof_e2e(e2e_${t} test_${t}.py)
   endforeach()
   # A rank's slot forging windows nobody made, as another uid: skipped

@@ -41,15 +41,8 @@ def test():
             t = [t for t in idx["traces"] if t["state"] != "pending"]
             return t[0] if t else None
 
-        def add(job):
-            code, w = c.http("POST", "/v1/jobs/%s/windows" % job,
-                             {"in_steps": 20, "steps": 10})
-            check(code in (201, 409), "window: %s %s" % (code, w))
-            return w if code == 201 else None
-
         def window(job, what):
-            # 409 until the agent is back and has said the rank's step.
-            w = wait_for(lambda: add(job), 30, "a window of %s" % job)
+            w = c.add_window_when_ready(job, {"in_steps": 20, "steps": 10})
             c.wait_window_done(job, w["id"], [0], timeout=60)
             t = wait_for(lambda: trace(job, w["id"]), 60, what)
             log("%s window %d: %s" % (job, w["id"], t))

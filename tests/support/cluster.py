@@ -493,6 +493,15 @@ class Cluster:
             w.get("ranks", ""), w.get("generation")))
         return w
 
+    def add_window_when_ready(self, job, body, timeout=30):
+        """add_window(), tried again while the coordinator answers 409 (an
+        agent not back yet, a rank's step not said yet); returns it."""
+        def add():
+            code, w = self.http("POST", "/v1/jobs/%s/windows" % job, body)
+            check(code in (201, 409), "window: %s %s" % (code, w))
+            return w if code == 201 else None
+        return wait_for(add, timeout, "a window of %s" % job)
+
     def wait_rule_fired(self, job, timeout=60):
         """Waits until the job's first rule made a window; returns the rule."""
         def fired():
