@@ -113,6 +113,12 @@ int	 ctl_cmd_compare(struct ctl *, int, char **);
 /* ctl_fetch.c */
 int	 ctl_cmd_fetch(struct ctl *, int, char **);
 
+/* ctl_unpack.c */
+/* Unpacks DIR's checked archive (a name in dirfd) into DIR/rank-N/; the
+ * files unpacked in *files.  0, or -1 with why. */
+int	 ctl_unpack_rank(struct ctl *, int, const char *, const char *,
+	    long long, int, size_t *, char *, size_t);
+
 /* ctl_check.c */
 int	 ctl_check_distance(const char *, const char *);
 void	 ctl_check_jobs_hint(json_t *, const char *, char *, size_t);

@@ -15,6 +15,10 @@
  * trusted here: a path must name a regular file (a FIFO, a device or a
  * directory is refused without blocking on it), no archive is written past
  * the size the agent reported, and a download that stalls is given up.
+ *
+ * A checked archive is then unpacked into DIR/rank-N/ (ctl_unpack.c), the
+ * archive kept beside it: it is what the hash speaks for, and what a user
+ * hands on.  --no-unpack keeps the archives only.
  */
 
 #include <sys/stat.h>
@@ -185,15 +189,23 @@ ctl_fetch_url(struct ctl *ctl, const char *url, const struct ctl_fetch_s3 *s3,
 	return (0);
 }
 
+/* How fetch was asked to fetch. */
+struct ctl_fetch_opts {
+	long		 stall_s;	/* under 1 byte/s this long: given up */
+	int		 unpack;	/* 0: --no-unpack */
+	int		 force;		/* replace an existing DIR/rank-N */
+};
+
 /*
  * Fetches one rank's archive (entry e of the index) into dirfd as
- * rank-N.tar.zst, checked against its sha256.  Returns 0, or -1 (said).
+ * rank-N.tar.zst, checked against its sha256, and unpacks it into rank-N/
+ * unless --no-unpack.  Returns 0, or -1 (said).
  */
 static int
 ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
-    const struct ctl_fetch_s3 *s3, long stall_s)
+    const struct ctl_fetch_s3 *s3, const struct ctl_fetch_opts *opts)
 {
-	struct ctl_fetch_out	 o = { -1, NULL, 0, 0, stall_s, 0, 0 };
+	struct ctl_fetch_out	 o = { -1, NULL, 0, 0, opts->stall_s, 0, 0 };
 	const char		*where = ctl_json_str(e, "location", "");
 	const char		*want = ctl_json_str(e, "sha256", "");
 	const char		*signed_url = ctl_json_str(e, "url", "");
@@ -203,6 +215,7 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 	char			 url[2048];
 	long long		 rank = ctl_json_int(e, "rank", -1);
 	long long		 size = ctl_json_int(e, "size", -1);
+	size_t			 files = 0;
 	int			 rc = -1;
 
 	snprintf(name, sizeof(name), "rank-%lld.tar.zst", rank);
@@ -278,27 +291,40 @@ ctl_fetch_one(struct ctl *ctl, int dirfd, const char *dir, json_t *e,
 	if (rc == -1) {
 		(void)unlinkat(dirfd, part, 0);
 		ctl_errx(ctl, "fetch: rank %lld: %s", rank, why);
-	} else if (!ctl->json)
+		return (-1);
+	}
+	if (opts->unpack && ctl_unpack_rank(ctl, dirfd, dir, name, rank,
+	    opts->force, &files, why, sizeof(why)) == -1) {
+		ctl_errx(ctl, "fetch: rank %lld: %s/%s: %s: not unpacked", rank,
+		    dir, name, why);
+		return (-1);
+	}
+	if (!ctl->json && opts->unpack)
+		fprintf(ctl->out, "rank %lld: %s/%s, %llu bytes, sha256 %s "
+		    "checked, unpacked into %s/rank-%lld/ (%zu files)\n", rank,
+		    dir, name, (unsigned long long)o.bytes, got, dir, rank,
+		    files);
+	else if (!ctl->json)
 		fprintf(ctl->out, "rank %lld: %s/%s, %llu bytes, sha256 %s "
 		    "checked\n", rank, dir, name,
 		    (unsigned long long)o.bytes, got);
-	return (rc);
+	return (0);
 }
 
 /*
  * dynprofctl fetch JOB WINDOW [--out DIR] [--ranks LIST] [--s3-endpoint URL]
- * [--s3-region R] [--stall S]
+ * [--s3-region R] [--stall S] [--no-unpack] [--force]
  */
 int
 ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_fetch_s3 s3;
+	struct ctl_fetch_opts opts = { CTL_FETCH_LOW_SPEED_S, 1, 0 };
 	struct rank_set	 only;
 	const char	*dir = ".", *ranks = NULL, *why, *state;
 	json_t		*doc, *e;
 	char		 path[200];
 	int64_t		 id, v;
-	long		 stall = CTL_FETCH_LOW_SPEED_S;
 	size_t		 i;
 	int		 a, rc, dirfd, nok = 0, nbad = 0, nmissing = 0;
 
@@ -330,8 +356,12 @@ ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 				    "3600, not \"%s\"", argv[a]);
 				return (CTL_USAGE);
 			}
-			stall = (long)v;
-		} else {
+			opts.stall_s = (long)v;
+		} else if (strcmp(argv[a], "--no-unpack") == 0)
+			opts.unpack = 0;
+		else if (strcmp(argv[a], "--force") == 0)
+			opts.force = 1;
+		else {
 			ctl_errx(ctl, "fetch: unexpected argument %s", argv[a]);
 			return (CTL_USAGE);
 		}
@@ -371,7 +401,7 @@ ctl_cmd_fetch(struct ctl *ctl, int argc, char **argv)
 			continue;
 		state = ctl_json_str(e, "state", "");
 		if (strcmp(state, "collected") == 0) {
-			if (ctl_fetch_one(ctl, dirfd, dir, e, &s3, stall) == 0)
+			if (ctl_fetch_one(ctl, dirfd, dir, e, &s3, &opts) == 0)
 				nok++;
 			else
 				nbad++;

@@ -8,16 +8,27 @@ end, one that sends its headers and then nothing, and a directory must not
 stall dynprofctl nor fill the operator's disk: each such rank fails, said,
 within a bounded time and having written at most the size the agent
 reported, and the one honest archive beside them is fetched and checked.
+
+Each checked archive is unpacked into DIR/rank-N/, and an archive is what its
+store held: one whose hash is right may still be hostile.  An entry ../x, an
+absolute path, a symbolic link out followed by a file written through it, and
+more entries than an agent packs each fail their rank, said, with nothing
+written outside DIR/rank-N/ (the archive kept beside it, no rank-N/ left);
+the honest archive's entries come out as packed, its FIFO and hard link left
+out and said, no setuid bit, no owner but the user's.  A second fetch does not
+write into the rank-5/ the first made, unless --force.
 """
 
 import hashlib
 import http.server
+import io
 import json
 import os
 import shutil
 import socketserver
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -28,6 +39,7 @@ SIZE = 1000			# what the agent "reported" of every archive
 STALL_S = 3			# fetch --stall: a silent download given up
 DEADLINE_S = 120		# a stall shows as this passing
 SILENT_S = 300			# how long the silent server holds its answer
+ENTRIES = 65536			# what dynprofctl unpacks of one archive, at most
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -69,6 +81,42 @@ def handler(index, stop):
     return H
 
 
+def tar_zst(members):
+    """A tar + zstd archive of members: (TarInfo, bytes or None)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            t.addfile(info, io.BytesIO(data) if data is not None else None)
+    return subprocess.run(["zstd", "-q", "-c"], input=raw.getvalue(),
+                          stdout=subprocess.PIPE, check=True).stdout
+
+
+def entry(name, kind=tarfile.REGTYPE, mode=0o644, link=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname = kind, mode, link
+    info.uid, info.gid, info.mtime = 4321, 4321, 1700000000
+    return info
+
+
+def tree(top):
+    """Every path under top, links not followed."""
+    out = []
+    for d, dirs, files in os.walk(top):
+        out += [os.path.join(d, x) for x in dirs + files]
+    return sorted(out)
+
+
+def fetch(base, out, *extra):
+    env = dict(os.environ)
+    env.pop("DYNPROF_TOKEN", None)
+    return subprocess.run([CTL, "--coordinator", base, "fetch", "hostile-j",
+                           "1", "--out", out, "--stall", str(STALL_S)] +
+                          list(extra), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env=env, timeout=DEADLINE_S)
+
+
 def check(cond, what):
     if not cond:
         print("FAIL: " + what)
@@ -85,20 +133,49 @@ def main():
     try:
         fifo = os.path.join(tmp, "fifo")
         os.mkfifo(fifo)
-        good = os.path.join(tmp, "good.tar.zst")
-        data = os.urandom(SIZE)
-        with open(good, "wb") as f:
-            f.write(data)
-        sha = hashlib.sha256(data).hexdigest()
+        away = os.path.join(tmp, "away")	# outside DIR: stays empty
+        os.mkdir(away)
+        victim = os.path.join(tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("untouched\n")
+        trace = b'{"traceEvents": []}\n' + os.urandom(SIZE)
+        plugin = os.urandom(3 * SIZE)
+        archives = {
+            5: [(entry("plugins", tarfile.DIRTYPE, 0o755), None),
+                (entry("plugins/profile", tarfile.DIRTYPE, 0o7777), None),
+                (entry("trace.json", mode=0o4755), trace),
+                (entry("plugins/profile/host.xplane.pb"), plugin),
+                (entry("pipe", tarfile.FIFOTYPE), None),
+                (entry("hard", tarfile.LNKTYPE, link=victim), None)],
+            6: [(entry("ok.json"), b"{}"),
+                (entry("../dotdot"), b"out"),
+                (entry("../../dotdot2"), b"out")],
+            7: [(entry(os.path.join(away, "abs")), b"out")],
+            8: [(entry("link", tarfile.SYMTYPE, link=away), None),
+                (entry("link/through"), b"out")],
+            9: [(entry("e%d" % i), b"") for i in range(ENTRIES + 1)],
+        }
         index = {"traces": []}
         srv = Server(("127.0.0.1", 0), handler(index, stop))
         base = "http://127.0.0.1:%d" % srv.server_address[1]
         where = {0: fifo, 1: "/dev/zero", 2: base + "/endless",
-                 3: base + "/silent", 4: tmp, 5: good}
+                 3: base + "/silent", 4: tmp}
+        bad_sha = hashlib.sha256(b"x").hexdigest()
         for rank, loc in sorted(where.items()):
             index["traces"].append({"rank": rank, "state": "collected",
                                     "location": loc, "size": SIZE,
-                                    "sha256": sha})
+                                    "sha256": bad_sha})
+        for rank, members in sorted(archives.items()):
+            data = tar_zst(members)
+            path = os.path.join(tmp, "rank%d.tar.zst" % rank)
+            with open(path, "wb") as f:
+                f.write(data)
+            index["traces"].append({
+                "rank": rank, "state": "collected", "location": path,
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest()})
+        good = os.path.join(tmp, "rank5.tar.zst")
+        before = tree(tmp)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
 
         out = os.path.join(tmp, "out")
@@ -114,7 +191,9 @@ def main():
         while p.poll() is None and time.monotonic() - t0 < DEADLINE_S:
             # The operator's disk: what the fetch has written so far.
             if os.path.isdir(out):
-                for n in os.listdir(out):
+                for n in [x for x in os.listdir(out) if x.startswith(
+                        tuple("%srank-%d" % (d, r) for d in ("", ".")
+                              for r in where))]:
                     try:
                         biggest = max(biggest, os.path.getsize(
                             os.path.join(out, n)))
@@ -133,15 +212,83 @@ def main():
         check(p.returncode != 0, "fetch said all was well")
         check(biggest <= SIZE + 65536,
               "a file of %d bytes for archives of %d" % (biggest, SIZE))
-        check(sorted(os.listdir(out)) == ["rank-5.tar.zst"],
-              "left in the target: %s" % os.listdir(out))
-        with open(os.path.join(out, "rank-5.tar.zst"), "rb") as f:
-            check(f.read() == data, "the honest archive differs")
+        # Hostile archives: kept as checked, not unpacked, nothing
+        # written outside their rank's directory.
+        check(sorted(os.listdir(out)) == ["rank-5", "rank-5.tar.zst"] + [
+            "rank-%d.tar.zst" % r for r in (6, 7, 8, 9)],
+            "left in the target: %s" % os.listdir(out))
+        check(tree(tmp) == sorted(before + [out] + [
+            os.path.join(out, x) for x in os.listdir(out)] +
+            tree(os.path.join(out, "rank-5"))),
+            "written outside DIR/rank-5: %s" % sorted(
+                set(tree(tmp)) - set(before)))
+        check(os.listdir(away) == [] and open(victim).read() == "untouched\n",
+              "outside written: %s" % os.listdir(away))
+        with open(good, "rb") as f, \
+                open(os.path.join(out, "rank-5.tar.zst"), "rb") as g:
+            check(f.read() == g.read(), "the honest archive differs")
         for rank in range(5):
             check(("rank %d:" % rank) in text,
                   "rank %d's failure not said" % rank)
-        check("6 traces" not in text and "1 traces fetched" in text,
+        for rank, why in ((6, "entry ../dotdot: "), (7, "entry %s/abs: " %
+                                                     away),
+                          (8, "entry link/through: under link, a link left "
+                           "out"),
+                          (9, "more than %d entries" % ENTRIES)):
+            check("rank %d: %s/rank-%d.tar.zst: %s" % (rank, out, rank, why)
+                  in text and "not unpacked" in text,
+                  "rank %d's hostile archive not said (%s)" % (rank, why))
+        # The honest one: as packed, less its FIFO and hard link (said),
+        # no setuid bit, the user's own.
+        r5 = os.path.join(out, "rank-5")
+        check(tree(r5) == sorted(os.path.join(r5, x) for x in (
+            "plugins", "plugins/profile", "plugins/profile/host.xplane.pb",
+            "trace.json")), "rank-5 holds %s" % tree(r5))
+        with open(os.path.join(r5, "trace.json"), "rb") as f:
+            check(f.read() == trace, "rank-5/trace.json differs")
+        with open(os.path.join(r5, "plugins/profile/host.xplane.pb"),
+                  "rb") as f:
+            check(f.read() == plugin, "rank-5's plugin file differs")
+        for p in tree(r5):
+            st = os.lstat(p)
+            check(st.st_mode & 0o7022 == 0 and st.st_uid == os.getuid(),
+                  "%s: mode %o uid %d" % (p, st.st_mode, st.st_uid))
+        for name in ("pipe", "hard"):
+            check("rank 5: entry %s left out: not a regular file nor a "
+                  "directory" % name in text, "%s not said" % name)
+        check(("rank 5: %s/rank-5.tar.zst, %d bytes, sha256 %s checked, "
+               "unpacked into %s/rank-5/ (2 files)" % (
+                   out, os.path.getsize(good),
+                   hashlib.sha256(open(good, "rb").read()).hexdigest(), out))
+              in text, "rank 5's progress line")
+        check("10 traces" not in text and "1 traces fetched" in text,
               "the summary: %s" % text)
+
+        # Again: rank-5/ is not written into, unless --force.
+        with open(os.path.join(r5, "mine"), "w") as f:
+            f.write("the user's\n")
+        p = fetch(base, out, "--ranks", "5")
+        text = p.stdout.decode(errors="replace")
+        print(text)
+        check(p.returncode != 0 and "%s/rank-5 exists: not written into "
+              "(--force replaces it)" % out in text, "a second fetch")
+        check(open(os.path.join(r5, "mine")).read() == "the user's\n" and
+              [x for x in os.listdir(out) if x.startswith(".")] == [],
+              "the second fetch wrote into rank-5/: %s" % os.listdir(out))
+        p = fetch(base, out, "--ranks", "5", "--force")
+        text = p.stdout.decode(errors="replace")
+        print(text)
+        check(p.returncode == 0 and "unpacked into" in text and
+              not os.path.exists(os.path.join(r5, "mine")) and
+              open(os.path.join(r5, "trace.json"), "rb").read() == trace and
+              [x for x in os.listdir(out) if x.startswith(".")] == [],
+              "fetch --force: %s" % os.listdir(out))
+        # --no-unpack: the archives only, as before.
+        out2 = os.path.join(tmp, "out2")
+        p = fetch(base, out2, "--ranks", "5-9", "--no-unpack")
+        check(p.returncode == 0 and sorted(os.listdir(out2)) == [
+            "rank-%d.tar.zst" % r for r in range(5, 10)],
+            "fetch --no-unpack: %s" % p.stdout.decode(errors="replace"))
         print("PASS")
         return 0
     finally:
