@@ -45,7 +45,7 @@ struct ctl_unpack {
 	char		 buf[CTL_UNPACK_CHUNK];
 };
 
-/* Removes path and what is under it, links not followed. */
+/* nftw's callback: one name removed. */
 static int
 ctl_unpack_rm_one(const char *path, const struct stat *st, int flag,
     struct FTW *ftw)
@@ -57,6 +57,7 @@ ctl_unpack_rm_one(const char *path, const struct stat *st, int flag,
 	return (0);
 }
 
+/* Removes path and what is under it, links not followed. */
 static void
 ctl_unpack_rm(const char *path)
 {
@@ -222,7 +223,8 @@ ctl_unpack_into(struct ctl *ctl, struct ctl_unpack *u, int fd, int tmpfd,
 		snprintf(why, len, "cannot allocate a libarchive reader");
 		return (-1);
 	}
-	if (archive_read_support_filter_zstd(u->in) != ARCHIVE_OK ||
+	/* ARCHIVE_WARN: zstd(1) does it, libarchive built without libzstd. */
+	if (archive_read_support_filter_zstd(u->in) < ARCHIVE_WARN ||
 	    archive_read_support_format_tar(u->in) != ARCHIVE_OK ||
 	    archive_write_disk_set_options(u->out,
 	    ARCHIVE_EXTRACT_SECURE_NODOTDOT |
@@ -236,7 +238,7 @@ ctl_unpack_into(struct ctl *ctl, struct ctl_unpack *u, int fd, int tmpfd,
 		return (-1);
 	}
 	/* libarchive writes relative to the working directory. */
-	if ((cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	if ((cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    fchdir(tmpfd) == -1) {
 		snprintf(why, len, "%s", strerror(errno));
 		if (cwd != -1)
