@@ -9,8 +9,10 @@ The coordinator learns each rank's collection once, from the agent's
 `collected` events: the window's index (GET .../windows/W/traces), the
 summary's counts, /ranks and dynprofctl status give each archive's location,
 size and sha256, and still do after the coordinator restarts; `dynprofctl
-fetch` downloads them with their hashes checked, and fails loudly on an
-archive changed in the store."""
+fetch` downloads them with their hashes checked and unpacks each into
+DIR/rank-N/ as its trace directory was (trace.json, rank 1's big.bin, rank
+0's ..data, the links left out by the agent), and fails loudly on an archive
+changed in the store."""
 
 import hashlib
 import os
@@ -38,6 +40,23 @@ def collected_lines(text, wid):
                          text):
         out.setdefault(int(m.group(1)), []).append((int(m.group(2)), m.group(3)))
     return out
+
+
+def regular_files(top):
+    """relative path -> sha256 of every regular file under top (links not
+    followed), and the directories."""
+    files, dirs = {}, []
+    for d, ds, fs in os.walk(top):
+        rel = os.path.relpath(d, top)
+        dirs += [os.path.normpath(os.path.join(rel, x)) for x in ds
+                 if not os.path.islink(os.path.join(d, x))]
+        for x in fs:
+            p = os.path.join(d, x)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    files[os.path.normpath(os.path.join(rel, x))] = \
+                        hashlib.sha256(f.read()).hexdigest()
+    return files, sorted(dirs)
 
 
 def test():
@@ -166,7 +185,8 @@ def test():
                                           "the index after a restart"),
                     got, wdir)
 
-        # dynprofctl fetch: every archive, hashes checked.
+        # dynprofctl fetch: every archive, hashes checked, unpacked into
+        # rank-N/ as the rank's trace directory was.
         dl = os.path.join(c.dir, "fetched")
         out = c.ctl("fetch", JOB, str(wid), "--out", dl)
         check(out.returncode == 0, "fetch:\n%s" % out.stdout)
@@ -174,6 +194,26 @@ def test():
             data = open(os.path.join(dl, "rank-%d.tar.zst" % r), "rb").read()
             check(hashlib.sha256(data).hexdigest() == got[r][0][1],
                   "rank %d fetched differs" % r)
+            src = os.path.join(n.out, "rank%d_start%d_stop%d" % (r, a, b))
+            want, got_files = regular_files(src), regular_files(
+                os.path.join(dl, "rank-%d" % r))
+            check("trace.json" in want[0] and got_files == want,
+                  "rank %d unpacked: %s, its trace directory: %s" % (
+                      r, got_files, want))
+            check("checked, unpacked into %s/rank-%d/ (%d files)" % (
+                dl, r, len(want[0])) in out.stdout,
+                "rank %d's line:\n%s" % (r, out.stdout))
+        check("big.bin" in regular_files(os.path.join(dl, "rank-1"))[0] and
+              open(os.path.join(dl, "rank-0", "..data")).read() ==
+              "inside all the same\n" and not [
+                  x for x in os.listdir(os.path.join(dl, "rank-0"))
+                  if x in ("escape", "up")],
+              "rank 0 or 1 unpacked: %s" % os.listdir(os.path.join(dl,
+                                                                   "rank-0")))
+        check(sorted(os.listdir(dl)) == sorted(
+            ["rank-%d" % r for r in RANKS] +
+            ["rank-%d.tar.zst" % r for r in RANKS]),
+            "fetched: %s" % os.listdir(dl))
         # One archive changed in the store: its fetch fails, loudly.
         victim = os.path.join(wdir, "rank-2.tar.zst")
         with open(victim, "r+b") as f:
@@ -185,7 +225,7 @@ def test():
         out = c.ctl("fetch", JOB, str(wid), "--out", dl2, "--ranks", "1-2")
         check(out.returncode == 1 and "rank 2: sha256 mismatch" in out.stdout,
               "fetch of a corrupted archive:\n%s" % out.stdout)
-        check(sorted(os.listdir(dl2)) == ["rank-1.tar.zst"],
+        check(sorted(os.listdir(dl2)) == ["rank-1", "rank-1.tar.zst"],
               "fetched despite the mismatch: %s" % os.listdir(dl2))
 
 

@@ -5,8 +5,9 @@ with botocore and each body's sha256, tests/support/s3.py) and reported
 once: across the object store refusing the first PUTs (retried with
 backoff) and the agent SIGKILLed in the middle of the large rank's upload;
 the upload held to --upload-rate; the index gives s3:// locations, and
-dynprofctl fetch reads them back signed with the operator's credentials,
-fails on a wrong secret and on an object changed in the store."""
+dynprofctl fetch reads them back signed with the operator's credentials
+and unpacks each into DIR/rank-N/ (rank 1's trace.json and big.bin as the
+rank wrote them), fails on a wrong secret and on an object changed in the store."""
 
 import hashlib
 import os
@@ -95,6 +96,14 @@ def test():
                         "rb").read()
             check(hashlib.sha256(data).hexdigest() == t["sha256"],
                   "rank %d fetched differs" % t["rank"])
+            for name in ["trace.json"] + (["big.bin"] if t["rank"] == 1
+                                          else []):
+                src = os.path.join(n.out, "rank%d_start%d_stop%d" % (
+                    t["rank"], a, b), name)
+                with open(src, "rb") as f, open(os.path.join(
+                        dl, "rank-%d" % t["rank"], name), "rb") as g:
+                    check(f.read() == g.read(), "rank %d: %s unpacked "
+                          "differs" % (t["rank"], name))
         # No credentials nor endpoint here: the presigned URLs the index
         # gives, which the proxy checks against botocore's.
         for t in idx["traces"]:
@@ -146,7 +155,7 @@ def test():
         out = c.ctl("fetch", JOB, str(wid), "--out", dl + "3",
                     "--s3-endpoint", s3.endpoint, "--ranks", "2-3")
         check(out.returncode == 1 and "rank 3: sha256 mismatch" in out.stdout
-              and sorted(os.listdir(dl + "3")) == ["rank-2.tar.zst"],
+              and sorted(os.listdir(dl + "3")) == ["rank-2", "rank-2.tar.zst"],
               "fetch of a changed object:\n%s" % out.stdout)
 
 
