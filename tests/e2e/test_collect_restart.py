@@ -219,8 +219,8 @@ def test():
         check("dynprof-agent.collect.tmp" not in os.listdir(n.shm),
               "a temporary queue file left: %s" % os.listdir(n.shm))
 
-        # What a user fetches: each archive, its sha256 checked (fetch
-        # does not unpack: tar lists it).
+        # What a user fetches: each archive, its sha256 checked, and
+        # unpacked beside it.
         dl = os.path.join(c.dir, "fetched")
         out = c.ctl("fetch", JOB, str(wid), "-o", dl)
         log("dynprofctl fetch:\n%s" % out.stdout)
@@ -232,7 +232,9 @@ def test():
                                                     r)), "rank %d fetched" % r)
             names = subprocess.run(["tar", "--zstd", "-tf", a], check=True,
                                    capture_output=True, text=True).stdout
-            check("trace.json" in names.split(), "rank %d: %s" % (r, names))
+            check("trace.json" in names.split() and os.path.isfile(
+                os.path.join(dl, "rank-%d" % r, "trace.json")),
+                "rank %d: %s" % (r, names))
 
 
 if __name__ == "__main__":
