@@ -74,8 +74,11 @@ dynprof_pytest(python_agent test_agent.py)
 dynprof_pytest(python_ms24 test_ms24_parity.py
   MAY_SKIP "no MindSpore 2.4 reference")
 dynprof_pytest(python_install test_install.py)
+# Not again under the sanitizers (nosan): it runs alone (below), 50 s, and what
+# it drives (the daemons' straggler judgement, the library in torch) the
+# sanitized pass covers in test_coord_stragglers, python_torch* and e2e_compare*.
 dynprof_pytest(python_example_torch test_example_torch.py TIMEOUT 360
-  LABELS torch)
+  LABELS torch nosan)
 # Four torch ranks whose steps must stay balanced (nobody flagged a straggler):
 # a test beside them on a 2-core machine slows one rank at random and makes it
 # one.  Two of CTest's -j slots (all of them under make test's -j2: alone).
