@@ -60,8 +60,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "                     refused, 409): its ranks profile on to the window's\n"
 	  "                     stop step\n" },
 	{ "fetch", ctl_cmd_fetch, "fetch JOB WINDOW [--out DIR] [--ranks 0-7,16]\n"
-	  "        [--s3-endpoint URL] [--s3-region R] [--stall S] [--no-unpack]\n"
-	  "        [--force]",
+	  "        [--jobs N] [--s3-endpoint URL] [--s3-region R] [--stall S]\n"
+	  "        [--no-unpack] [--force]",
 	  "Download the traces of window WINDOW that the agents collected into\n"
 	  "their trace store (GET /v1/jobs/JOB/windows/WINDOW/traces) into DIR\n"
 	  "(default .) as rank-N.tar.zst, each checked against the size and\n"
@@ -72,7 +72,11 @@ static const struct ctl_command ctl_commands[] = {
 	  "--s3-region, else $AWS_REGION, else us-east-1) when given, else from\n"
 	  "the presigned URL the index gives (a coordinator with --s3-endpoint).\n"
 	  "A download under 1 byte/s for S seconds (--stall, default 30) is\n"
-	  "given up.  Each checked archive is unpacked into DIR/rank-N/ (kept\n"
+	  "given up.  Downloads run N at once (--jobs, 1 to 64, default 4),\n"
+	  "each hashed as it arrives; copies from a path one after the other.\n"
+	  "On a terminal a progress bar shows the bytes of the index's total,\n"
+	  "the ranks done and failed, and the rate.\n"
+	  "Each checked archive is unpacked into DIR/rank-N/ (kept\n"
 	  "beside it): only regular files and directories, no entry with '..',\n"
 	  "an absolute path or a path through a link, no owner nor setuid bit,\n"
 	  "at most 65536 entries and 64 GiB; an archive that breaks these fails\n"
