@@ -26,6 +26,14 @@ add_test(NAME test_ctl_fetch_hostile
 set_tests_properties(test_ctl_fetch_hostile PROPERTIES TIMEOUT 240
   SKIP_RETURN_CODE 77 ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
 
+# dynprofctl fetch --jobs N: at most N downloads at once (more than one with
+# 4, exactly one with 1), each checked; a corrupted object fails its rank
+# alone; the progress bar on a pseudo-terminal only.
+add_test(NAME test_ctl_fetch_parallel
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/component/test_ctl_fetch_parallel.py)
+set_tests_properties(test_ctl_fetch_parallel PROPERTIES TIMEOUT 240
+  SKIP_RETURN_CODE 77 ENVIRONMENT "DYNPROF_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
 # dynprof_coord_test(NAME [TIMEOUT S] [LIBS ...] [DEPENDS ...]):
 # component/NAME.c against the real coordinator with fake agents
 # (support/test_coord_util.c, support/fakeagent.c); 120 s unless told.

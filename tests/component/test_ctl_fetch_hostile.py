@@ -20,18 +20,18 @@ write into the rank-5/ the first made, unless --force.
 """
 
 import hashlib
-import http.server
-import io
-import json
 import os
 import shutil
-import socketserver
 import subprocess
 import sys
 import tarfile
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+import fetch_index  # noqa: E402
 
 BUILD = os.environ.get("DYNPROF_BUILD_DIR", "build")
 CTL = os.path.join(BUILD, "ctl", "dynprofctl")
@@ -42,25 +42,14 @@ SILENT_S = 300			# how long the silent server holds its answer
 ENTRIES = 65536			# what dynprofctl unpacks of one archive, at most
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def handler(index, stop):
-    class H(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
+    class H(fetch_index.Handler):
+        job = "hostile-j"
 
         def do_GET(self):
-            if self.path == "/v1/jobs/hostile-j/windows/1/traces":
-                body = json.dumps(index).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            elif self.path == "/endless":
+            if self.answer_index():
+                return
+            if self.path == "/endless":
                 # No length: bytes until the client goes.
                 self.send_response(200)
                 self.end_headers()
@@ -78,19 +67,8 @@ def handler(index, stop):
                 stop.wait(SILENT_S)
             else:
                 self.send_error(404)
+    H.index = index
     return H
-
-
-def tar_zst(members):
-    """A tar + zstd archive of members: (TarInfo, bytes or None)."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as t:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            t.addfile(info, io.BytesIO(data) if data is not None else None)
-    return subprocess.run(["zstd", "-q", "-c"], input=raw.getvalue(),
-                          stdout=subprocess.PIPE, check=True).stdout
 
 
 def entry(name, kind=tarfile.REGTYPE, mode=0o644, link=""):
@@ -156,7 +134,7 @@ def main():
             9: [(entry("e%d" % i), b"") for i in range(ENTRIES + 1)],
         }
         index = {"traces": []}
-        srv = Server(("127.0.0.1", 0), handler(index, stop))
+        srv = fetch_index.Server(("127.0.0.1", 0), handler(index, stop))
         base = "http://127.0.0.1:%d" % srv.server_address[1]
         where = {0: fifo, 1: "/dev/zero", 2: base + "/endless",
                  3: base + "/silent", 4: tmp}
@@ -166,7 +144,7 @@ def main():
                                     "location": loc, "size": SIZE,
                                     "sha256": bad_sha})
         for rank, members in sorted(archives.items()):
-            data = tar_zst(members)
+            data = fetch_index.tar_zst(members)
             path = os.path.join(tmp, "rank%d.tar.zst" % rank)
             with open(path, "wb") as f:
                 f.write(data)
@@ -294,8 +272,7 @@ def main():
     finally:
         stop.set()
         if srv is not None:
-            srv.shutdown()
-            srv.server_close()
+            srv.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
