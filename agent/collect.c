@@ -381,11 +381,16 @@ collect_save(struct collect *c)
 	char			 tmp[PATH_MAX + 40];
 	FILE			*f;
 	size_t			 i;
+	int			 fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", c->queue_path);
 	(void)unlink(tmp);
-	if ((f = fopen(tmp, "wx")) == NULL) {
+	/* Its own, whatever the umask: collect_queue_open() checks. */
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1 || (f = fdopen(fd, "w")) == NULL) {
 		log_warn("%s: %s", __func__, tmp);
+		if (fd != -1)
+			close(fd);
 		return;
 	}
 	fprintf(f, "dynprof-collect %d\n", COLLECT_QUEUE_VERSION);
@@ -882,6 +887,46 @@ collect_recover(struct agent *a, const char *job, uint32_t window,
 	return (1);
 }
 
+/*
+ * Opens the queue file a previous agent left, if it is one: a regular file
+ * of this agent's user that nobody else may write.  --shm-dir is shared with
+ * the ranks' users (a sticky group-writable directory, or an emptyDir), and
+ * a line of the file names a directory to pack and the uid to read it as:
+ * a file a rank's user put there (the name squatted while no agent had
+ * written one, or swapped in a directory without the sticky bit) would have
+ * root pack what the user names.  Returns the stream, or NULL.
+ */
+static FILE *
+collect_queue_open(struct collect *c)
+{
+	struct stat	 st;
+	FILE		*f;
+	int		 fd;
+
+	if ((fd = open(c->queue_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			log_warnx("%s: %s: %s: ignored", __func__,
+			    c->queue_path, errno == ELOOP ? "a symbolic link" :
+			    strerror(errno));
+		return (NULL);
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    st.st_nlink != 1) {
+		log_warnx("%s: %s: not this agent's queue file (%s, uid %u, "
+		    "mode %04o, %u links): ignored, and replaced at the next "
+		    "change", __func__, c->queue_path, S_ISREG(st.st_mode) ?
+		    "a file" : "not a regular file", (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777), (unsigned)st.st_nlink);
+		close(fd);
+		return (NULL);
+	}
+	if ((f = fdopen(fd, "r")) == NULL)
+		close(fd);
+	return (f);
+}
+
 /* Reads the queue file a previous agent left. */
 static void
 collect_load(struct agent *a)
@@ -897,7 +942,7 @@ collect_load(struct agent *a)
 	const char	*why;
 	int		 rank, off, version, n = 0, nrep = 0;
 
-	if ((f = fopen(c->queue_path, "re")) == NULL)
+	if ((f = collect_queue_open(c)) == NULL)
 		return;
 	if (fgets(line, sizeof(line), f) == NULL ||
 	    sscanf(line, "dynprof-collect %d", &version) != 1 ||

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""A rank cannot make the root agent collect windows nobody scheduled.
+"""A rank cannot make the root agent collect windows nobody scheduled, nor
+what a queue file of its own names.
 
 A rank's slot is its own memory: a local user (its own uid, through
 setpriv) rewrites its slot's window and last event as "stopped" in windows
@@ -91,8 +92,9 @@ def test():
         os.chown(out, uid, gid)
         n.out = out
         store = c.trace_store()
-        n.start_agent(extra=("--shm-mode", "0666", "--trace-store", store,
-                             "--trace-settle", str(SETTLE)))
+        flags = ("--shm-mode", "0666", "--trace-store", store,
+                 "--trace-settle", str(SETTLE))
+        n.start_agent(extra=flags)
         n.start_rank(JOB, 0, rate=50, wrap=as_user)
         c.wait_ranks(JOB, 1, min_step=5)
         w = c.add_window(JOB, {"in_steps": 10, "steps": 10})
@@ -190,7 +192,46 @@ def test():
               "a trace collected through %s" % there)
         log("%s not followed: %s" % (there, [l for l in n.agent.output(
             ).splitlines() if pat in l][-1:]))
+        squatted_queue(c, n, store, as_user, flags)
     return 0
+
+
+def squatted_queue(c, n, store, as_user, flags):
+    """The agent's queue file names, on each line, a directory to pack and
+    the uid to read it as.  It lives in --shm-dir, which the ranks' users
+    may write: with no queue file there (a fresh boot's /dev/shm), the user
+    puts one of its own naming root's directory as uid 0.  The restarted
+    agent ignores it, says so, and packs nothing of root's."""
+    secret = os.path.join(c.dir, "rootsecret")
+    os.mkdir(secret, 0o700)
+    with open(os.path.join(secret, "trace.json"), "w") as f:
+        f.write("SECRET-ROOT\n")
+    os.utime(secret, (time.time() - 60, time.time() - 60))
+    n.agent.stop()
+    queue = os.path.join(n.shm, "dynprof-agent.collect")
+    if os.path.exists(queue):
+        os.unlink(queue)
+    p = subprocess.run(list(as_user) + [
+        "sh", "-c", "printf 'dynprof-collect 5\\n%s 77 0 0 %s\\n' > %s" % (
+            JOB, secret, queue)], capture_output=True, text=True)
+    check(p.returncode == 0 and os.stat(queue).st_uid != 0,
+          "the user's queue file: %s %s" % (p.stdout, p.stderr))
+    n.start_agent(extra=flags)
+    wait_for(lambda: "not this agent's queue file" in n.agent.output() or
+             "window 77" in n.agent.output() or None, 20,
+             "the agent reading the queue file")
+    time.sleep(3 * SETTLE + 4)
+    w77 = os.path.join(store, JOB, "window-77")
+    if os.path.exists(w77):
+        check(False, "the root agent packed what a user's queue file "
+              "named: %s" % os.listdir(w77))
+    check("job %s window 77" % JOB not in n.agent.output(),
+          "the agent took the user's line: %s" % [
+              l for l in n.agent.output().splitlines() if "window 77" in l])
+    check("not this agent's queue file" in n.agent.output(),
+          "the agent did not say the queue file was not its own")
+    log("a queue file of the user's ignored: %s" % [
+        l for l in n.agent.output().splitlines() if "queue file" in l][-1:])
 
 
 if __name__ == "__main__":
