@@ -40,6 +40,54 @@ pidlock_holder(int fd)
 }
 
 /*
+ * Opens the lock file path, ours: a file another user put there first (in a
+ * directory they may write, such as a group's --shm-dir), a link or anything
+ * not a regular file is removed and made again, so that nobody keeps the
+ * daemon from starting by holding a lock of their own.  Returns the
+ * descriptor or -1 logged.
+ */
+static int
+pidlock_open(const char *what, const char *dir, const char *path)
+{
+	struct stat	 st;
+	int		 fd, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC, 0600);
+		/* A link (ELOOP), another's file we may not write (EACCES). */
+		if (fd == -1 && errno != ELOOP && errno != EACCES)
+			break;
+		if (fd != -1 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == geteuid() && st.st_nlink == 1)
+			return (fd);
+		if (fd != -1)
+			close(fd);
+		if (lstat(path, &st) == -1) {
+			if (errno == ENOENT)
+				continue;
+			break;
+		}
+		log_warnx("%s %s: %s is not this user's lock file (%s, uid %u, "
+		    "mode %04o, %u links): replaced", what, dir, path,
+		    S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISREG(st.st_mode) ?
+		    "a file" : "not a regular file", (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777), (unsigned)st.st_nlink);
+		if (unlink(path) == -1 && errno != ENOENT)
+			break;
+		/* Made anew, unless someone is there first again. */
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+		if (fd != -1)
+			return (fd);
+		if (errno != EEXIST)
+			break;
+	}
+	log_warn("%s %s: %s", what, dir, path);
+	return (-1);
+}
+
+/*
  * Takes the lock on DIR/NAME, creating DIR (mode 0700, one level) and the
  * file if missing, and writes this process's pid into it.  Returns the
  * descriptor to keep open (close-on-exec), or -1 logged, naming what (e.g.
@@ -61,11 +109,8 @@ pidlock_take(const char *what, const char *dir, const char *name)
 		log_warn("%s %s", what, dir);
 		return (-1);
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1) {
-		log_warn("%s %s: %s", what, dir, path);
+	if ((fd = pidlock_open(what, dir, path)) == -1)
 		return (-1);
-	}
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		if (errno != EWOULDBLOCK)
 			log_warn("%s %s: flock %s", what, dir, path);

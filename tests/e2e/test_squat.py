@@ -28,8 +28,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "support"))
-from cluster import (SKIP, Cluster, Failure, check, local_user, log,  # noqa: E402
-                     main, wait_for)
+from cluster import (AGENT, SKIP, Cluster, Failure, binary, check,  # noqa: E402
+                     local_user, log, main, wait_for)
 
 JOB = "victim"
 VICTIM_STEP = 100000	# the victim's first step
@@ -79,7 +79,10 @@ def test():
     rc = root_agent()
     if rc != 0:
         return rc
-    return unprivileged_agent()
+    rc = unprivileged_agent()
+    if rc != 0:
+        return rc
+    return lock_squat()
 
 
 def root_agent():
@@ -299,6 +302,60 @@ def unprivileged_agent():
         log("unprivileged agent: the victim's rank ran its window")
     return 0
 
+
+
+HOLD = ("import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print(1, flush=True)\n"
+        "time.sleep(120)\n")
+
+
+def lock_squat():
+    """The Debian setup again (the segment directory 3770 the agent's, the
+    squatter in its group), the agent not yet started: the squatter makes
+    the agent's lock file its own and holds a lock on it.  The agent starts
+    all the same, says whose the file was, and holds the lock of a file of
+    its own: a second agent on the directory is refused."""
+    victim, squatter, agent = (local_user(u) for u in USERS)
+    s_gid = pwd.getpwuid(squatter).pw_gid
+    a_gid = pwd.getpwuid(agent).pw_gid
+    with Cluster("squat-lock") as c:
+        os.chmod(c.dir, 0o711)
+        c.start_coordinator()
+        n = c.node("n1")
+        os.chown(n.dir, agent, a_gid)
+        os.chmod(n.dir, 0o711)
+        os.chown(n.shm, agent, a_gid)
+        os.chmod(n.shm, 0o3770)
+        lock = os.path.join(n.shm, "dynprof-agent.lock")
+        holder = subprocess.Popen(list(as_user(squatter, s_gid, [a_gid])) +
+                                  [sys.executable, "-c", HOLD, lock],
+                                  stdout=subprocess.PIPE)
+        c.cleanups.append(holder.kill)
+        check(holder.stdout.readline().strip() == b"1",
+              "the squatter's lock not taken")
+        check(os.lstat(lock).st_uid == squatter, "the lock file is the "
+              "squatter's")
+        n.start_agent(extra=("--shm-mode", "0660"),
+                      wrap=as_user(agent, a_gid, [a_gid]))
+        check("is not this user's lock file (a file, uid %d" % squatter in
+              n.agent.output(), "the agent does not say whose the lock "
+              "file was")
+        check(os.lstat(lock).st_uid == agent, "the lock file is not the "
+              "agent's now")
+        second = subprocess.run(
+            list(as_user(agent, a_gid, [a_gid])) + [
+                binary(AGENT), "--coordinator", "127.0.0.1:%d" %
+                c.agent_port, "--node", "n2", "--socket",
+                os.path.join(n.dir, "second.sock"), "--shm-dir", n.shm],
+            capture_output=True, text=True, timeout=30)
+        check(second.returncode != 0 and "is in use by pid %d" %
+              n.agent.pid in second.stderr, "a second agent on the "
+              "directory: rc %d %s" % (second.returncode, second.stderr))
+        log("a lock file the squatter held replaced; a second agent "
+            "refused")
+    return 0
 
 if __name__ == "__main__":
     main(test)
