@@ -223,6 +223,19 @@ def root_agent():
     return 0
 
 
+def debian_node(c, agent, a_gid):
+    """Cluster c's coordinator and node n1 laid out as the Debian package
+    lays a node out: the segment directory 3770, the agent user's."""
+    os.chmod(c.dir, 0o711)
+    c.start_coordinator()
+    n = c.node("n1")
+    os.chown(n.dir, agent, a_gid)
+    os.chmod(n.dir, 0o711)
+    os.chown(n.shm, agent, a_gid)
+    os.chmod(n.shm, 0o3770)
+    return n
+
+
 def unprivileged_agent():
     """The Debian package's setup: the agent as its own user, the segment
     directory 3770 its own, every training user (the squatter too) in its
@@ -234,13 +247,7 @@ def unprivileged_agent():
     a_gid = pwd.getpwuid(agent).pw_gid
     env = ("DYNPROF_SHM_MODE=0660",)
     with Cluster("squat-unpriv") as c:
-        os.chmod(c.dir, 0o711)
-        c.start_coordinator()
-        n = c.node("n1")
-        os.chown(n.dir, agent, a_gid)
-        os.chmod(n.dir, 0o711)
-        os.chown(n.shm, agent, a_gid)
-        os.chmod(n.shm, 0o3770)
+        n = debian_node(c, agent, a_gid)
         outs = {}
         for uid, gid in ((victim, v_gid), (squatter, s_gid)):
             outs[uid] = os.path.join(n.dir, "out-%d" % uid)
@@ -321,13 +328,7 @@ def lock_squat():
     s_gid = pwd.getpwuid(squatter).pw_gid
     a_gid = pwd.getpwuid(agent).pw_gid
     with Cluster("squat-lock") as c:
-        os.chmod(c.dir, 0o711)
-        c.start_coordinator()
-        n = c.node("n1")
-        os.chown(n.dir, agent, a_gid)
-        os.chmod(n.dir, 0o711)
-        os.chown(n.shm, agent, a_gid)
-        os.chmod(n.shm, 0o3770)
+        n = debian_node(c, agent, a_gid)
         lock = os.path.join(n.shm, "dynprof-agent.lock")
         holder = subprocess.Popen(list(as_user(squatter, s_gid, [a_gid])) +
                                   [sys.executable, "-c", HOLD, lock],
