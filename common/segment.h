@@ -418,7 +418,8 @@ int	 segment_dir_make(const char *, uid_t, gid_t, mode_t, uid_t *);
 
 /* segment_slot.c */
 int	 segment_slot_claim(struct segment *, pid_t, int32_t, const char *);
-void	 segment_slot_set_labels(struct segment *, int, const char *);
+int	 segment_slot_claim_labels(struct segment *, pid_t, int32_t,
+	    const char *, const char *);
 void	 segment_slot_release(struct segment *, int, pid_t);
 int	 segment_slot_read(const struct segment *, int, struct seg_slot *);
 int	 segment_slot_root(const struct seg_slot *, uint32_t, char *, size_t);

@@ -103,7 +103,8 @@ segment_slot_dead(const struct seg_slot *slot)
  * root, as a new incarnation with an empty log.
  */
 static void
-segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
+segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root,
+    const char *labels)
 {
 	int64_t		 now_ns;
 	uint32_t	 inc;
@@ -136,6 +137,9 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 	memset(slot->output_dir, 0, sizeof(slot->output_dir));
 	memset(slot->error, 0, sizeof(slot->error));
 	memset(slot->labels, 0, sizeof(slot->labels));
+	/* In the same update: no reader sees the rank without its labels. */
+	if (labels != NULL)
+		snprintf(slot->labels, sizeof(slot->labels), "%s", labels);
 	/*
 	 * The root, under its own seqlock as well: the log's reader needs it
 	 * even when a dead writer left the slot seqlock odd.  It belongs to the
@@ -164,14 +168,16 @@ segment_slot_reset(struct seg_slot *slot, int32_t rank, const char *root)
 /*
  * Claims a slot for pid (atomically) and initialises it for rank in state
  * ATTACHED, with root (NULL: "") as the root of the output directories its log
- * will hold (cut to SEG_PATH_MAX - 1 bytes).  In order of preference: a free
+ * will hold (cut to SEG_PATH_MAX - 1 bytes) and labels (NULL: none; canonical,
+ * checked by the caller, cut to SEG_LABELS_MAX - 1 bytes), all in one update
+ * of the slot.  In order of preference: a free
  * slot whose event log the coordinator has committed entirely; a free slot
  * with events not yet committed (they are lost); the slot of a process that
  * is gone.  Returns the slot index or SEG_ENOSLOT.
  */
 int
-segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
-    const char *root)
+segment_slot_claim_labels(struct segment *seg, pid_t pid, int32_t rank,
+    const char *root, const char *labels)
 {
 	uint32_t	 i, n = seg->nslots;
 	int32_t		 expected;
@@ -190,7 +196,8 @@ segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
 				continue;
 			if (atomic_compare_exchange_strong(&seg->slots[i].pid,
 			    &expected, (int32_t)pid)) {
-				segment_slot_reset(&seg->slots[i], rank, root);
+				segment_slot_reset(&seg->slots[i], rank, root,
+				    labels);
 				return ((int)i);
 			}
 		}
@@ -198,21 +205,12 @@ segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
 	return (SEG_ENOSLOT);
 }
 
-/*
- * Writes the labels of the rank holding slot idx (canonical, checked by the
- * caller; cut to SEG_LABELS_MAX - 1 bytes) under the slot's seqlock.
- */
-void
-segment_slot_set_labels(struct segment *seg, int idx, const char *labels)
+/* segment_slot_claim_labels() for a rank without labels. */
+int
+segment_slot_claim(struct segment *seg, pid_t pid, int32_t rank,
+    const char *root)
 {
-	struct seg_slot	*slot;
-
-	if (idx < 0 || (uint32_t)idx >= seg->nslots)
-		return;
-	slot = &seg->slots[idx];
-	segment_slot_update_begin(slot);
-	snprintf(slot->labels, sizeof(slot->labels), "%s", labels);
-	segment_slot_update_end(slot);
+	return (segment_slot_claim_labels(seg, pid, rank, root, NULL));
 }
 
 /* Frees slot idx if pid still holds it, leaving its state GONE. */

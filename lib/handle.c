@@ -407,6 +407,7 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 		rc = DYNPROF_EINVAL;
 		goto fail;
 	}
+	snprintf(h->labels, sizeof(h->labels), "%s", labels);
 	if ((rc = handle_resolve_rank(h, p->rank)) != DYNPROF_OK ||
 	    (rc = handle_resolve_mode(h, p->shm_mode, &mode)) != DYNPROF_OK)
 		goto fail;
@@ -447,8 +448,8 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 		handle_log(h, DYNPROF_LOG_WARNING, "%s: replaced the stale "
 		    "segment %s (%s)", __func__, h->seg.path,
 		    segment_strerror(h->seg.replaced));
-	if ((idx = segment_slot_claim(&h->seg, h->pid, h->rank,
-	    h->output_root)) < 0) {
+	if ((idx = segment_slot_claim_labels(&h->seg, h->pid, h->rank,
+	    h->output_root, h->labels)) < 0) {
 		handle_log(h, DYNPROF_LOG_ERROR, "%s: segment %s: %s", __func__,
 		    h->seg.path, segment_strerror(idx));
 		rc = idx;
@@ -456,7 +457,6 @@ dynprof_open(const struct dynprof_params *p, dynprof_t **out)
 	}
 	h->slot_index = idx;
 	h->slot = &h->seg.slots[idx];
-	segment_slot_set_labels(&h->seg, idx, labels);
 	h->seq_addr = &h->seg.hdr->seq;
 	h->step_addr = &h->slot->step;
 	/* An impossible seq (odd and not the current one): the first read loads. */

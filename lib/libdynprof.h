@@ -106,6 +106,7 @@ struct dynprof {
 	uint32_t		 rank_seq;
 
 	char			 output_root[SEG_PATH_MAX];
+	char			 labels[SEG_LABELS_MAX]; /* canonical, for a claim */
 	int			 sock;		/* -1: none */
 	int			 pidfd;		/* this process's, -1: none */
 	struct sockaddr_un	 agent_addr;

@@ -217,8 +217,8 @@ step_reclaim_slot(struct dynprof *h)
 {
 	int	 idx;
 
-	idx = segment_slot_claim(&h->seg, h->pid, h->rank,
-	    h->output_root);
+	idx = segment_slot_claim_labels(&h->seg, h->pid, h->rank,
+	    h->output_root, h->labels);
 	if (idx < 0) {
 		handle_log(h, DYNPROF_LOG_ERROR, "%s: slot %d was taken from "
 		    "pid %ld and no slot is free", __func__, h->slot_index,

@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -594,6 +597,67 @@ test_create_race(void **state)
 	segment_unlink(dir, "race");
 }
 
+/*
+ * A rank's labels are in its slot from the moment it is claimed: a reader
+ * (the agent's sampler) that sees the rank attached sees its labels too,
+ * or it reports the rank without them.  A child claims and releases slots
+ * with labels while this process reads them, bounded in time.
+ */
+static void
+test_claim_labels(void **state)
+{
+	struct segment	 seg;
+	struct seg_slot	 snap;
+	struct timespec	 ts;
+	pid_t		 pid;
+	int64_t		 end;
+	uint32_t	 i;
+	int		 status, seen = 0, bare = 0;
+
+	(void)state;
+	assert_int_equal(segment_open(&seg, dir, "lab", SEG_CREATE, 0600),
+	    SEG_OK);
+	if ((pid = fork()) == 0) {
+		struct segment	 s;
+		int		 idx, n;
+
+		if (segment_open(&s, dir, "lab", 0, 0) != SEG_OK)
+			_exit(1);
+		for (n = 0; n < 2000000; n++) {	/* killed long before */
+			if ((idx = segment_slot_claim_labels(&s, getpid(), 7,
+			    NULL, "pp=1,tp=0")) < 0)
+				_exit(2);
+			segment_slot_release(&s, idx, getpid());
+		}
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec + 10;
+	while (seen < 2000 && waitpid(pid, &status, WNOHANG) == 0) {
+		for (i = 0; i < seg.nslots; i++) {
+			if (segment_slot_read(&seg, (int)i, &snap) != SEG_OK ||
+			    snap.state != SEG_RANK_ATTACHED || snap.rank != 7)
+				continue;
+			seen++;
+			if (strcmp(snap.labels, "pp=1,tp=0") != 0)
+				bare++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (ts.tv_sec >= end)
+			break;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (bare > 0)
+		fail_msg("%d of %d reads saw rank 7 attached without its labels",
+		    bare, seen);
+	if (seen == 0)
+		fail_msg("no read saw rank 7 attached: the test proves nothing");
+	segment_close(&seg);
+	segment_unlink(dir, "lab");
+}
+
 static void
 test_strerror(void **state)
 {
@@ -621,6 +685,7 @@ main(void)
 		T(test_slots),
 		T(test_reclaim_dead),
 		T(test_create_race),
+		T(test_claim_labels),
 		cmocka_unit_test(test_strerror),
 	};
 #undef T
